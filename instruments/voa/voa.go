@@ -1,0 +1,68 @@
+// Package voa drives variable optical attenuators. One interface, Attenuator,
+// covers every vendor; the inventory's `driver:` key picks the implementation
+// (see Drivers). Drivers enforce the inventory's limits before anything is
+// sent, check the instrument's error reporting after every setting, and
+// return only once the attenuator has settled.
+package voa
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"testbed/transport"
+)
+
+// Attenuator is one multi-channel (or single-channel) VOA. Channels count from 1.
+type Attenuator interface {
+	Identity(ctx context.Context) (transport.Identity, error)
+	// Channels reports how many channels the instrument has.
+	Channels() int
+	// SetAttenuation sets a channel and returns once it reads back settled
+	// within the driver's tolerance (0.05 dB unless the device says otherwise).
+	SetAttenuation(ctx context.Context, channel int, dB float64) error
+	Attenuation(ctx context.Context, channel int) (float64, error)
+	// Capabilities lists what the driver can do beyond attenuation:
+	// CapPowerMeter, CapShutter, CapWavelength.
+	Capabilities() []string
+	Close() error
+}
+
+// PowerMeter is implemented by attenuators with a built-in output power
+// monitor (Keysight N776x).
+type PowerMeter interface {
+	// OutputPower reads the optical power leaving the channel, in dBm.
+	OutputPower(ctx context.Context, channel int) (float64, error)
+}
+
+// Capabilities a driver may declare.
+const (
+	CapPowerMeter = "power-meter"
+	CapShutter    = "shutter"
+	CapWavelength = "wavelength"
+)
+
+// Limits bound what may be sent to a channel. Drivers refuse values outside
+// them before touching the wire.
+type Limits struct {
+	MinDB float64
+	MaxDB float64
+}
+
+// Check returns an error naming the value and the limits if dB is outside.
+func (l Limits) Check(channel int, dB float64) error {
+	if dB < l.MinDB || dB > l.MaxDB {
+		return fmt.Errorf("channel %d: attenuation %.2f dB outside limits [%.2f, %.2f] dB", channel, dB, l.MinDB, l.MaxDB)
+	}
+	return nil
+}
+
+// Options configure a driver when it is opened.
+type Options struct {
+	// Limits apply to every channel; zero value means the device's own range.
+	Limits *Limits
+	// Timeout bounds each exchange that has no tighter context deadline.
+	Timeout time.Duration
+	// Transcript records the exchange; nil records nothing.
+	Transcript *transport.Transcript
+}
