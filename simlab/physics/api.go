@@ -32,6 +32,10 @@ func FECByName(name string) (FEC, error) { panic("unimplemented") }
 // TxPowerDBm is the module's average launch power.
 func (t Transceiver) TxPowerDBm() float64 { panic("unimplemented") }
 
+// DataRateBps is the Ethernet MAC data rate (10e9 for 10GBASE-SR, 100e9
+// for 100GBASE-SR4): what "line rate" means for a traffic generator.
+func (t Transceiver) DataRateBps() float64 { panic("unimplemented") }
+
 // BER is the pre-FEC bit error rate at the given average received power.
 func (t Transceiver) BER(rxDBm float64) float64 { panic("unimplemented") }
 
