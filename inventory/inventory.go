@@ -1,0 +1,287 @@
+// Package inventory describes a lab: its devices (kind, driver, address,
+// limits, safe state, credentials by reference) and the fibres between them.
+// It loads and validates YAML inventories, reporting every problem with the
+// file, line and field, and produces redacted copies for result bundles.
+package inventory
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Kinds of device an inventory may list.
+func Kinds() []string { return []string{"voa", "trafficgen", "switch", "host", "ocs"} }
+
+// Inventory is one lab.
+type Inventory struct {
+	Path    string
+	Version int
+	Name    string
+	Devices map[string]*Device
+	Links   []*Link
+}
+
+// Device is one instrument or device under test.
+type Device struct {
+	Name        string
+	Kind        string
+	Driver      string
+	Address     string
+	Description string
+	Timeout     time.Duration
+	Channels    int
+	Limits      *Limits
+	SafeState   *SafeState
+	Credentials *Credentials
+	Ports       map[string]string
+	Options     map[string]string
+	Pos         Pos
+	FieldPos    map[string]Pos
+}
+
+// Limits bound what may be sent to a VOA.
+type Limits struct {
+	MinDB float64 `yaml:"min_db"`
+	MaxDB float64 `yaml:"max_db"`
+}
+
+// SafeState is where a device rests between runs.
+type SafeState struct {
+	AttenuationDB *float64 `yaml:"attenuation_db,omitempty"`
+}
+
+// Credentials are references to secrets, never the secrets themselves.
+type Credentials struct {
+	PasswordEnv  string `yaml:"password_env,omitempty"`
+	PasswordFile string `yaml:"password_file,omitempty"`
+	KeyFile      string `yaml:"key_file,omitempty"`
+	SSHAgent     bool   `yaml:"ssh_agent,omitempty"`
+}
+
+// Link is a fibre between two device ports.
+type Link struct {
+	Name           string
+	A, B           Endpoint
+	Transceiver    string
+	FEC            string
+	VOA            *VOARef
+	LossAfterVOADB float64
+	Pos            Pos
+	FieldPos       map[string]Pos
+}
+
+// Endpoint is one end of a link.
+type Endpoint struct {
+	Device string `yaml:"device"`
+	Port   string `yaml:"port,omitempty"`
+}
+
+// VOARef names the VOA channel on a link (in the a -> b direction).
+type VOARef struct {
+	Device  string `yaml:"device"`
+	Channel int    `yaml:"channel"`
+}
+
+// Pos is a place in an inventory file.
+type Pos struct {
+	File   string
+	Line   int
+	Column int
+}
+
+func (p Pos) String() string {
+	if p.Line == 0 {
+		return p.File
+	}
+	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Column)
+}
+
+// TransceiverType is an optical module type a link may use.
+type TransceiverType struct {
+	Name       string
+	RateBps    float64
+	FECs       []string
+	DefaultFEC string
+}
+
+// Transceivers lists the known module types (IEEE 802.3 clauses 52, 112,
+// 138, 95) with the FEC modes each supports.
+func Transceivers() []TransceiverType {
+	return []TransceiverType{
+		{Name: "10GBASE-SR", RateBps: 10e9, FECs: []string{"none"}, DefaultFEC: "none"},
+		{Name: "25GBASE-SR", RateBps: 25e9, FECs: []string{"none", "rs528"}, DefaultFEC: "rs528"},
+		{Name: "50GBASE-SR", RateBps: 50e9, FECs: []string{"rs544", "none"}, DefaultFEC: "rs544"},
+		{Name: "100GBASE-SR4", RateBps: 100e9, FECs: []string{"rs528", "none"}, DefaultFEC: "rs528"},
+	}
+}
+
+// LookupTransceiver finds a module type by name.
+func LookupTransceiver(name string) (TransceiverType, bool) {
+	for _, t := range Transceivers() {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return TransceiverType{}, false
+}
+
+// Load reads and validates an inventory file.
+func Load(path string) (*Inventory, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("inventory: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// DeviceNames lists the devices, sorted.
+func (inv *Inventory) DeviceNames() []string {
+	out := make([]string, 0, len(inv.Devices))
+	for n := range inv.Devices {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Device returns the named device.
+func (inv *Inventory) Device(name string) (*Device, bool) {
+	d, ok := inv.Devices[name]
+	return d, ok
+}
+
+// Link returns the named link.
+func (inv *Inventory) Link(name string) (*Link, bool) {
+	for _, l := range inv.Links {
+		if l.Name == name {
+			return l, true
+		}
+	}
+	return nil, false
+}
+
+// LinksWithVOA lists the links that have a VOA channel on them.
+func (inv *Inventory) LinksWithVOA() []*Link {
+	var out []*Link
+	for _, l := range inv.Links {
+		if l.VOA != nil {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Problem is one thing wrong with an inventory.
+type Problem struct {
+	Pos   Pos
+	Field string
+	Msg   string
+}
+
+func (p Problem) String() string {
+	if p.Field == "" {
+		return fmt.Sprintf("%s: %s", p.Pos, p.Msg)
+	}
+	return fmt.Sprintf("%s: %s: %s", p.Pos, p.Field, p.Msg)
+}
+
+// ValidationError lists every problem found.
+type ValidationError struct{ Problems []Problem }
+
+func (e *ValidationError) Error() string {
+	var lines []string
+	for _, p := range e.Problems {
+		lines = append(lines, p.String())
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (inv *Inventory) pos(fieldPos map[string]Pos, field string, fallback Pos) Pos {
+	if p, ok := fieldPos[field]; ok {
+		return p
+	}
+	if fallback.File == "" {
+		fallback.File = inv.Path
+	}
+	return fallback
+}
+
+// DeviceErrorf makes a positioned error about a device field, for other
+// packages to report problems the way the loader does.
+func (inv *Inventory) DeviceErrorf(d *Device, field, format string, args ...any) error {
+	f := "devices." + d.Name
+	if field != "" {
+		f += "." + field
+	}
+	return &ValidationError{Problems: []Problem{{Pos: inv.pos(d.FieldPos, field, d.Pos), Field: f, Msg: fmt.Sprintf(format, args...)}}}
+}
+
+// LinkErrorf makes a positioned error about a link field.
+func (inv *Inventory) LinkErrorf(l *Link, field, format string, args ...any) error {
+	f := "links." + l.Name
+	if field != "" {
+		f += "." + field
+	}
+	return &ValidationError{Problems: []Problem{{Pos: inv.pos(l.FieldPos, field, l.Pos), Field: f, Msg: fmt.Sprintf(format, args...)}}}
+}
+
+// Secrets resolves every credential reference to its value, for scrubbing
+// transcripts and bundles. A missing variable or unreadable file yields no
+// value (the driver that needs it will say so).
+func (inv *Inventory) Secrets() ([]string, error) {
+	var out []string
+	for _, n := range inv.DeviceNames() {
+		c := inv.Devices[n].Credentials
+		if c == nil {
+			continue
+		}
+		if c.PasswordEnv != "" {
+			if v := os.Getenv(c.PasswordEnv); v != "" {
+				out = append(out, v)
+			}
+		}
+		for _, f := range []string{c.PasswordFile, c.KeyFile} {
+			if f == "" {
+				continue
+			}
+			if b, err := os.ReadFile(expandHome(f)); err == nil {
+				if v := strings.TrimSpace(string(b)); v != "" {
+					out = append(out, v)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func expandHome(p string) string {
+	if strings.HasPrefix(p, "~/") {
+		if h, err := os.UserHomeDir(); err == nil {
+			return h + p[1:]
+		}
+	}
+	return p
+}
+
+// Redacted is the inventory as JSON-able data for a bundle manifest:
+// credential references (variable names, file paths) kept, values never.
+func (inv *Inventory) Redacted() map[string]any {
+	var doc fileDoc
+	inv.toDoc(&doc)
+	b, _ := yaml.Marshal(doc)
+	var m map[string]any
+	_ = yaml.Unmarshal(b, &m)
+	return m
+}
+
+// Marshal writes the inventory as YAML that Load reads back.
+func (inv *Inventory) Marshal() ([]byte, error) {
+	var doc fileDoc
+	inv.toDoc(&doc)
+	return yaml.Marshal(doc)
+}
