@@ -1,0 +1,310 @@
+package voa
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"testbed/transport"
+)
+
+// settleTolerance is how close a read-back must be to the set point.
+const settleTolerance = 0.05
+
+// Keysight drives a Keysight N7761A/N7762A/N7764A attenuator over SCPI on
+// TCP (port 5025). Set commands get no reply; each setting is followed by
+// *OPC? (completion), the error queue (SYST:ERR? until +0) and read-backs of
+// :INP<n>:ATT? until the value is within 0.05 dB of the set point.
+//
+// Stale replies: after a timeout or an unparsable reply the connection is
+// considered out of step and is closed; the next call dials again, so a
+// late answer to an old query is never taken for a new one.
+type Keysight struct {
+	addr string
+	opts Options
+
+	mu       sync.Mutex
+	conn     *transport.LineConn
+	id       transport.Identity
+	channels int
+}
+
+// OpenKeysight connects, clears status, reads the identity and empties the
+// error queue.
+func OpenKeysight(ctx context.Context, address string, opts Options) (*Keysight, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 5 * time.Second
+	}
+	k := &Keysight{addr: address, opts: opts}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if err := k.connect(ctx); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+func (k *Keysight) errorf(format string, args ...any) error {
+	return fmt.Errorf("keysight-n77xx %s: %s", k.addr, fmt.Sprintf(format, args...))
+}
+
+func (k *Keysight) connect(ctx context.Context) error {
+	ctx, cancel := k.deadline(ctx)
+	defer cancel()
+	c, err := transport.Dial(ctx, k.addr, transport.DialOptions{EOL: "\n", Transcript: k.opts.Transcript})
+	if err != nil {
+		return k.errorf("connect: %v", err)
+	}
+	k.conn = c
+	if err := k.send(ctx, "*CLS"); err != nil {
+		return err
+	}
+	idn, err := k.query(ctx, "*IDN?")
+	if err != nil {
+		return err
+	}
+	parts := strings.Split(idn, ",")
+	if len(parts) != 4 {
+		k.drop()
+		return k.errorf("*IDN? reply %q is not vendor,model,serial,firmware", idn)
+	}
+	k.id = transport.Identity{Vendor: strings.TrimSpace(parts[0]), Model: strings.TrimSpace(parts[1]), Serial: strings.TrimSpace(parts[2]), Firmware: strings.TrimSpace(parts[3])}
+	switch {
+	case strings.HasPrefix(k.id.Model, "N7761"):
+		k.channels = 1
+	case strings.HasPrefix(k.id.Model, "N7762"):
+		k.channels = 2
+	case strings.HasPrefix(k.id.Model, "N7764"):
+		k.channels = 4
+	default:
+		k.drop()
+		return k.errorf("model %q is not an N7761A/N7762A/N7764A", k.id.Model)
+	}
+	if err := k.checkErrors(ctx, "after connect"); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (k *Keysight) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < k.opts.Timeout {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, k.opts.Timeout)
+}
+
+// drop closes a connection that is out of step.
+func (k *Keysight) drop() {
+	if k.conn != nil {
+		k.conn.Close()
+		k.conn = nil
+	}
+}
+
+// ensure reconnects once if the connection was dropped.
+func (k *Keysight) ensure(ctx context.Context) error {
+	if k.conn != nil {
+		return nil
+	}
+	k.opts.Transcript.Note("reconnecting to %s", k.addr)
+	return k.connect(ctx)
+}
+
+func (k *Keysight) send(ctx context.Context, cmd string) error {
+	if err := k.conn.Send(ctx, cmd); err != nil {
+		k.drop()
+		return k.errorf("send %q: %v", cmd, err)
+	}
+	return nil
+}
+
+func (k *Keysight) query(ctx context.Context, q string) (string, error) {
+	ctx, cancel := k.deadline(ctx)
+	defer cancel()
+	if err := k.send(ctx, q); err != nil {
+		return "", err
+	}
+	line, err := k.conn.ReadLine(ctx)
+	if err != nil {
+		k.drop()
+		return "", k.errorf("%s: %v", q, err)
+	}
+	return strings.TrimSpace(line), nil
+}
+
+func (k *Keysight) queryFloat(ctx context.Context, q string) (float64, error) {
+	s, err := k.query(ctx, q)
+	if err != nil {
+		return 0, err
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) {
+		k.drop()
+		return 0, k.errorf("%s: reply %q is not a number", q, s)
+	}
+	return v, nil
+}
+
+// checkErrors drains SYST:ERR? and returns the first device error.
+func (k *Keysight) checkErrors(ctx context.Context, doing string) error {
+	var first error
+	for i := 0; i < 32; i++ {
+		s, err := k.query(ctx, ":SYST:ERR?")
+		if err != nil {
+			return err
+		}
+		code, text, ok := parseSCPIError(s)
+		if !ok {
+			k.drop()
+			return k.errorf("SYST:ERR? reply %q is not <code>,\"<text>\"", s)
+		}
+		if code == 0 {
+			return first
+		}
+		if first == nil {
+			first = k.errorf("%s: device error %d,%q", doing, code, text)
+		}
+	}
+	return k.errorf("%s: error queue does not empty", doing)
+}
+
+func parseSCPIError(s string) (int, string, bool) {
+	c, t, ok := strings.Cut(s, ",")
+	if !ok {
+		return 0, "", false
+	}
+	code, err := strconv.Atoi(strings.TrimSpace(c))
+	if err != nil {
+		return 0, "", false
+	}
+	return code, strings.Trim(strings.TrimSpace(t), `"`), true
+}
+
+func (k *Keysight) checkChannel(ch int) error {
+	if ch < 1 || ch > k.channels {
+		return k.errorf("channel %d does not exist (the %s has %d)", ch, k.id.Model, k.channels)
+	}
+	return nil
+}
+
+// Identity implements Attenuator.
+func (k *Keysight) Identity(ctx context.Context) (transport.Identity, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.id, nil
+}
+
+// Channels implements Attenuator.
+func (k *Keysight) Channels() int { return k.channels }
+
+// Capabilities implements Attenuator.
+func (k *Keysight) Capabilities() []string {
+	return []string{CapPowerMeter, CapShutter, CapWavelength}
+}
+
+// SetAttenuation implements Attenuator: limits first, then set, *OPC?, the
+// error queue, and read-backs until settled.
+func (k *Keysight) SetAttenuation(ctx context.Context, ch int, dB float64) error {
+	if err := k.checkChannel(ch); err != nil {
+		return err
+	}
+	if k.opts.Limits != nil {
+		if err := k.opts.Limits.Check(ch, dB); err != nil {
+			return k.errorf("refused before sending: %v", err)
+		}
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if err := k.ensure(ctx); err != nil {
+		return err
+	}
+	doing := fmt.Sprintf("set channel %d to %.2f dB", ch, dB)
+	if err := k.send(ctx, fmt.Sprintf(":INP%d:ATT %.3fdB", ch, dB)); err != nil {
+		return err
+	}
+	// *OPC? answers once the filter has stopped moving; allow for a full
+	// sweep of the range at the slowest speed the instrument supports.
+	opcCtx, cancel := context.WithTimeout(ctx, k.opts.Timeout+30*time.Second)
+	defer cancel()
+	if err := k.send(opcCtx, "*OPC?"); err != nil {
+		return err
+	}
+	line, err := k.conn.ReadLine(opcCtx)
+	if err != nil {
+		k.drop()
+		return k.errorf("%s: *OPC?: %v", doing, err)
+	}
+	if strings.TrimSpace(line) != "1" {
+		k.drop()
+		return k.errorf("%s: *OPC? replied %q, expected 1", doing, line)
+	}
+	if err := k.checkErrors(ctx, doing); err != nil {
+		return err
+	}
+	// Wait by asking: the read-back must agree with the set point.
+	wctx, wcancel := k.deadline(ctx)
+	defer wcancel()
+	var got float64
+	for {
+		got, err = k.queryFloat(wctx, fmt.Sprintf(":INP%d:ATT?", ch))
+		if err != nil {
+			return fmt.Errorf("%s: %w", doing, err)
+		}
+		if math.Abs(got-dB) <= settleTolerance {
+			return nil
+		}
+		select {
+		case <-wctx.Done():
+			return k.errorf("%s: reads back %.3f dB, not settled within %.2f dB", doing, got, settleTolerance)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Attenuation implements Attenuator.
+func (k *Keysight) Attenuation(ctx context.Context, ch int) (float64, error) {
+	if err := k.checkChannel(ch); err != nil {
+		return 0, err
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if err := k.ensure(ctx); err != nil {
+		return 0, err
+	}
+	return k.queryFloat(ctx, fmt.Sprintf(":INP%d:ATT?", ch))
+}
+
+// OutputPower implements PowerMeter: the channel's built-in monitor, dBm.
+func (k *Keysight) OutputPower(ctx context.Context, ch int) (float64, error) {
+	if err := k.checkChannel(ch); err != nil {
+		return 0, err
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if err := k.ensure(ctx); err != nil {
+		return 0, err
+	}
+	if err := k.send(ctx, fmt.Sprintf(":SENS%d:POW:UNIT 0", ch)); err != nil {
+		return 0, err
+	}
+	return k.queryFloat(ctx, fmt.Sprintf(":FETC%d:POW?", ch))
+}
+
+// Close implements Attenuator.
+func (k *Keysight) Close() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.conn == nil {
+		return nil
+	}
+	err := k.conn.Close()
+	k.conn = nil
+	return err
+}
+
+var errUnknownDriver = errors.New("unknown driver")
