@@ -245,3 +245,16 @@ func (f *Fibre) Transmit(n int64, frameBytes int) (lost int64) {
 func (f *Fibre) String() string {
 	return fmt.Sprintf("fibre %s (%s, fec %s)", f.Name, f.Transceiver.Name, f.FEC.Name)
 }
+
+func (c *VOAChannel) speed() float64 { c.mu.Lock(); defer c.mu.Unlock(); return c.SpeedDBps }
+
+// setSpeed changes the motion speed; a motion in progress is re-based so the
+// position stays continuous.
+func (c *VOAChannel) setSpeed(dBps float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	c.from = c.attenuationAt(now)
+	c.moveStart = now
+	c.SpeedDBps = dBps
+}

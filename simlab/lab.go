@@ -1,0 +1,211 @@
+package simlab
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+
+	"testbed/inventory"
+	"testbed/simlab/physics"
+)
+
+// Options configure a simulated lab.
+type Options struct {
+	Seed uint64
+	Log  *slog.Logger
+	// TimeScale is simulated seconds per real second for traffic (0: 1000).
+	TimeScale float64
+	// Listen is the host emulators bind to; only loopback is allowed.
+	Listen string
+}
+
+// Lab is a running simulated lab: the world model and the protocol
+// front-ends of every device, plus the inventory that points at them.
+type Lab struct {
+	world    *World
+	keysight *KeysightServer
+	oz       *OZOpticsServer
+	otg      *OTGServer
+	faults   map[string]*Faults
+	inv      *inventory.Inventory
+	closers  []func() error
+}
+
+// The default bench (issue: "one fibre per transceiver type, each through
+// its own VOA channel"): a 4-channel N7764A and a DD-100-MC on serial, and
+// one OTG traffic generator whose port pairs are patched through them.
+type benchLink struct {
+	name, transceiver, fec string
+	voa                    string
+	channel                int
+	txPort, rxPort         string
+}
+
+func defaultBench() []benchLink {
+	return []benchLink{
+		{"l10g", "10GBASE-SR", "none", "voa1", 1, "p1", "p2"},
+		{"l25g", "25GBASE-SR", "none", "voa1", 2, "p3", "p4"},
+		{"l25g-rs", "25GBASE-SR", "rs528", "voa1", 3, "p5", "p6"},
+		{"l50g", "50GBASE-SR", "rs544", "voa1", 4, "p7", "p8"},
+		{"l100g", "100GBASE-SR4", "rs528", "voa2", 1, "p9", "p10"},
+	}
+}
+
+// Optical budget of every bench fibre, besides the VOA.
+const (
+	// Patch cord from the transmitter to the VOA: two LC mated pairs of
+	// about 0.3-0.5 dB each (TIA-568 allows 0.75 dB per pair) plus a few
+	// metres of OM4: 1.0 dB.
+	lossBeforeVOADB = 1.0
+	// VOA output to the receiver: one mated pair and a short cord.
+	lossAfterVOADB = 0.5
+	// Keysight N7764A: 4 channels, 0-40 dB attenuation range, insertion
+	// loss about 1.2 dB (datasheet: <= 1.5 dB), transition speed
+	// configurable up to 1000 dB/s; we use 500 dB/s.
+	n7764Channels = 4
+	n7764MaxDB    = 40
+	n7764ILDB     = 1.2
+	n7764Speed    = 500
+	// OZ Optics DD-100-MC: stepper-driven, MAX ATTEN 55 dB (its CD reply),
+	// insertion loss about 0.8 dB; moves are slow (a full-range move takes
+	// seconds; homing up to 30 s per the manual): 40 dB/s.
+	dd100MaxDB = 55
+	dd100ILDB  = 0.8
+	dd100Speed = 40
+)
+
+// DefaultInventory describes the default bench with placeholder addresses:
+// what a dry run plans against when no lab is started.
+func DefaultInventory() *inventory.Inventory {
+	inv, err := benchInventory("tcp://127.0.0.1:5025", "serial:///dev/simlab-voa2?baud=9600", "http://127.0.0.1:8080")
+	if err != nil {
+		panic(err) // the built-in layout is a constant; a failure is a bug
+	}
+	return inv
+}
+
+func benchInventory(voa1Addr, voa2Addr, tgAddr string) (*inventory.Inventory, error) {
+	zero := 0.0
+	inv := &inventory.Inventory{
+		Path:    "simulated-lab",
+		Version: 1,
+		Name:    "simlab",
+		Devices: map[string]*inventory.Device{
+			"voa1": {Name: "voa1", Kind: "voa", Driver: "keysight-n77xx", Address: voa1Addr, Description: "simulated Keysight N7764A",
+				Channels: n7764Channels, Limits: &inventory.Limits{MinDB: 0, MaxDB: n7764MaxDB}, SafeState: &inventory.SafeState{AttenuationDB: &zero}},
+			"voa2": {Name: "voa2", Kind: "voa", Driver: "ozoptics-dd100", Address: voa2Addr, Description: "simulated OZ Optics DD-100-MC",
+				Channels: 1, Limits: &inventory.Limits{MinDB: 0, MaxDB: dd100MaxDB}, SafeState: &inventory.SafeState{AttenuationDB: &zero}},
+			"tg1": {Name: "tg1", Kind: "trafficgen", Driver: "otg", Address: tgAddr, Description: "simulated Open Traffic Generator", Ports: map[string]string{}},
+		},
+	}
+	for i, b := range defaultBench() {
+		inv.Devices["tg1"].Ports[b.txPort] = fmt.Sprintf("sim/eth%d", 2*i+1)
+		inv.Devices["tg1"].Ports[b.rxPort] = fmt.Sprintf("sim/eth%d", 2*i+2)
+		inv.Links = append(inv.Links, &inventory.Link{
+			Name: b.name, A: inventory.Endpoint{Device: "tg1", Port: b.txPort}, B: inventory.Endpoint{Device: "tg1", Port: b.rxPort},
+			Transceiver: b.transceiver, FEC: b.fec, VOA: &inventory.VOARef{Device: b.voa, Channel: b.channel}, LossAfterVOADB: lossAfterVOADB,
+		})
+	}
+	// Round-trip through the loader so the simulated lab's inventory is
+	// checked exactly like a hand-written one.
+	data, err := inv.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	return inventory.Parse("simulated-lab", data)
+}
+
+// StartDefault builds the default bench over one world model and starts
+// every device's protocol front-end on loopback.
+func StartDefault(opts Options) (lab *Lab, err error) {
+	if opts.Listen == "" {
+		opts.Listen = "127.0.0.1"
+	}
+	if opts.Listen != "127.0.0.1" && opts.Listen != "localhost" && opts.Listen != "::1" {
+		return nil, fmt.Errorf("simulated lab: listen address %q: only loopback is allowed", opts.Listen)
+	}
+	w := NewWorld(opts.Seed)
+	l := &Lab{world: w, faults: map[string]*Faults{"voa1": {}, "voa2": {}, "tg1": {}}}
+	defer func() {
+		if err != nil {
+			l.Close()
+		}
+	}()
+	voa1 := w.NewVOA("voa1", "Keysight Technologies", "N7764A", fmt.Sprintf("SIM%06d", opts.Seed%1000000), "1.2.0", n7764Channels, 0, n7764MaxDB, n7764ILDB, n7764Speed)
+	voa2 := w.NewVOA("voa2", "OZ Optics", "DD-100-MC", fmt.Sprintf("OZ%06d", opts.Seed%1000000), "3.10", 1, 0, dd100MaxDB, dd100ILDB, dd100Speed)
+	var ports []OTGPort
+	for i, b := range defaultBench() {
+		t, err := physics.TransceiverByName(b.transceiver)
+		if err != nil {
+			return nil, err
+		}
+		fec, err := physics.FECByName(b.fec)
+		if err != nil {
+			return nil, err
+		}
+		v := voa1
+		if b.voa == "voa2" {
+			v = voa2
+		}
+		w.NewFibre(b.name, t, fec, lossBeforeVOADB, lossAfterVOADB, v.Channels[b.channel-1])
+		ports = append(ports, OTGPort{Location: fmt.Sprintf("sim/eth%d", 2*i+1), TxFibre: b.name}, OTGPort{Location: fmt.Sprintf("sim/eth%d", 2*i+2)})
+	}
+
+	l.keysight = NewKeysightServer(voa1, l.faults["voa1"])
+	if err := l.keysight.Start(opts.Listen + ":0"); err != nil {
+		return nil, fmt.Errorf("voa1 emulator: %w", err)
+	}
+	l.closers = append(l.closers, l.keysight.Close)
+
+	l.oz = NewOZOpticsServer(voa2, l.faults["voa2"])
+	if err := l.oz.Start(); err != nil {
+		return nil, fmt.Errorf("voa2 emulator: %w", err)
+	}
+	l.closers = append(l.closers, l.oz.Close)
+
+	l.otg = NewOTGServer(w, ports, l.faults["tg1"], OTGOptions{TimeScale: opts.TimeScale})
+	if err := l.otg.Start(opts.Listen + ":0"); err != nil {
+		return nil, fmt.Errorf("tg1 emulator: %w", err)
+	}
+	l.closers = append(l.closers, l.otg.Close)
+
+	l.inv, err = benchInventory(l.keysight.Addr(), l.oz.Address(), l.otg.Addr())
+	if err != nil {
+		return nil, err
+	}
+	if opts.Log != nil {
+		opts.Log.Info("simulated lab up", "seed", opts.Seed, "endpoints", l.Endpoints())
+	}
+	return l, nil
+}
+
+// Inventory is the lab as an inventory whose addresses point at the running emulators.
+func (l *Lab) Inventory() *inventory.Inventory { return l.inv }
+
+// World is the lab's physical model.
+func (l *Lab) World() *World { return l.world }
+
+// Faults returns the fault injector of a device ("voa1", "voa2", "tg1").
+func (l *Lab) Faults(device string) *Faults { return l.faults[device] }
+
+// Endpoints lists "device driver address" for each device.
+func (l *Lab) Endpoints() []string {
+	var out []string
+	for _, n := range l.inv.DeviceNames() {
+		d, _ := l.inv.Device(n)
+		out = append(out, fmt.Sprintf("%s %s %s", n, d.Driver, d.Address))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Close stops every front-end, newest first.
+func (l *Lab) Close() error {
+	var errs []error
+	for i := len(l.closers) - 1; i >= 0; i-- {
+		errs = append(errs, l.closers[i]())
+	}
+	l.closers = nil
+	return errors.Join(errs...)
+}

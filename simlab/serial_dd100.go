@@ -1,0 +1,163 @@
+package simlab
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// OZOpticsServer emulates an OZ Optics DD-100-MC motor-driven attenuator on
+// its RS-232 line (9600 8N1; here a pseudo-terminal). Commands end with CR.
+// Every reply is one or more CRLF-terminated lines, then "Done", then an
+// empty line, and comes only after the stepper has stopped: Done is the
+// settle barrier. Implemented: A<dB> (two decimals; replies Pos:<steps>),
+// A? (Atten:<dB>(dB)), CD (model, firmware, MAX ATTEN, wavelength), H
+// (home), RST, E0/E1 (echo off/on). Errors: Error-2 bad command, Error-6
+// value overflow; injected device errors as Error-<code>. A "drop" fault on
+// a serial line means the device stops answering, like a stall.
+type OZOpticsServer struct {
+	voa    *VOA
+	ch     *VOAChannel
+	faults *Faults
+
+	mu   sync.Mutex
+	echo bool
+	p    *pty
+	wg   sync.WaitGroup
+}
+
+// stepsPerDB converts attenuation to the stepper position the device
+// reports (its manual's example: A36.50 -> Pos:4060).
+const stepsPerDB = 4060 / 36.50
+
+// NewOZOpticsServer serves the single channel of v; faults may be nil.
+func NewOZOpticsServer(v *VOA, faults *Faults) *OZOpticsServer {
+	if faults == nil {
+		faults = &Faults{}
+	}
+	return &OZOpticsServer{voa: v, ch: v.Channels[0], faults: faults}
+}
+
+// Start creates the pseudo-terminal and serves it.
+func (s *OZOpticsServer) Start() error {
+	p, err := openPTY()
+	if err != nil {
+		return err
+	}
+	s.p = p
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.serve()
+	}()
+	return nil
+}
+
+// Path is the serial device a driver opens (/dev/pts/N).
+func (s *OZOpticsServer) Path() string { return s.p.path }
+
+// Address is the inventory address: serial:///dev/pts/N?baud=9600.
+func (s *OZOpticsServer) Address() string { return "serial://" + s.p.path + "?baud=9600" }
+
+// Close stops serving and releases the pseudo-terminal.
+func (s *OZOpticsServer) Close() error {
+	if s.p == nil {
+		return nil
+	}
+	err := s.p.Close()
+	s.wg.Wait()
+	return err
+}
+
+func (s *OZOpticsServer) serve() {
+	buf := make([]byte, 256)
+	var line bytes.Buffer
+	for {
+		n, err := s.p.master.Read(buf)
+		if err != nil {
+			return
+		}
+		for _, b := range buf[:n] {
+			switch b {
+			case '\r', '\n':
+				if line.Len() > 0 {
+					s.handle(line.String())
+					line.Reset()
+				}
+			default:
+				line.WriteByte(b)
+			}
+		}
+	}
+}
+
+func (s *OZOpticsServer) reply(lines ...string) {
+	if s.faults.TakeGarble() {
+		lines = []string{"\x7f@#?!\x01garble"}
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(l + "\r\n")
+	}
+	b.WriteString("Done\r\n\r\n")
+	if d := s.faults.Delay(); d > 0 {
+		time.Sleep(d)
+	}
+	s.p.master.Write([]byte(b.String()))
+}
+
+func (s *OZOpticsServer) handle(cmd string) {
+	cmd = strings.TrimSpace(cmd)
+	if s.faults.TakeDrop() || s.faults.TakeStall() {
+		return
+	}
+	s.mu.Lock()
+	echo := s.echo
+	s.mu.Unlock()
+	var pre []string
+	if echo {
+		pre = append(pre, cmd)
+	}
+	up := strings.ToUpper(cmd)
+	switch {
+	case up == "E0" || up == "E1":
+		s.mu.Lock()
+		s.echo = up == "E1"
+		s.mu.Unlock()
+		s.reply(pre...)
+	case up == "A?":
+		s.reply(append(pre, fmt.Sprintf("Atten:%.2f(dB)", s.ch.Attenuation()))...)
+	case strings.HasPrefix(up, "A"):
+		if f, hit := s.faults.TakeFailure(); hit {
+			s.reply(append(pre, fmt.Sprintf("Error-%d", f.Code))...)
+			return
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(cmd[1:]), 64)
+		if err != nil || math.IsNaN(v) {
+			s.reply(append(pre, "Error-2")...)
+			return
+		}
+		if v < s.ch.MinDB || v > s.ch.MaxDB {
+			s.reply(append(pre, "Error-6")...)
+			return
+		}
+		s.ch.SetAttenuation(math.Round(v*100) / 100)
+		time.Sleep(s.ch.SettleTime())
+		s.reply(append(pre, fmt.Sprintf("Pos:%d", int(math.Round(s.ch.Attenuation()*stepsPerDB))))...)
+	case up == "CD":
+		s.reply(append(pre, s.voa.Model, "Firmware Ver:"+s.voa.Firmware, "S/N:"+s.voa.Serial,
+			fmt.Sprintf("MAX ATTEN:%.2f", s.ch.MaxDB), fmt.Sprintf("Wavelength:%.0f", s.ch.Wavelength()*1e9))...)
+	case up == "H":
+		s.ch.SetAttenuation(s.ch.MinDB)
+		time.Sleep(s.ch.SettleTime())
+		s.reply(append(pre, "Pos:0")...)
+	case up == "RST":
+		s.reply(pre...)
+	default:
+		s.reply(append(pre, "Error-2")...)
+	}
+}
