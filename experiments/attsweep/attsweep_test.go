@@ -1,0 +1,92 @@
+package attsweep_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"testbed/experiments/attsweep"
+	"testbed/orchestrator"
+	"testbed/results"
+	"testbed/simlab"
+)
+
+// runSweep runs the recipe through the engine against a simulated lab
+// started in this process, over the real drivers and transports.
+func runSweep(t *testing.T, seed uint64, sets ...string) (attsweep.Summary, *results.Manifest) {
+	t.Helper()
+	lab, err := simlab.StartDefault(simlab.Options{Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lab.Close()
+	r := attsweep.New()
+	params, err := orchestrator.ResolveParams(r.Params(), "", nil, sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	eng := &orchestrator.Engine{RunsDir: filepath.Join(dir, "runs"), StateDir: filepath.Join(dir, "state")}
+	res, err := eng.Run(context.Background(), orchestrator.RunRequest{Recipe: r, Params: params, Lab: lab.Inventory(), Simulated: true, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != results.StatusOK {
+		t.Fatalf("run %s: %s", res.Status, res.Reason)
+	}
+	var s attsweep.Summary
+	b, err := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	var m results.Manifest
+	mb, _ := os.ReadFile(filepath.Join(res.Dir, "manifest.json"))
+	json.Unmarshal(mb, &m)
+	return s, &m
+}
+
+func cliff(t *testing.T, s attsweep.Summary, link, th string) float64 {
+	t.Helper()
+	ls, ok := s.Links[link]
+	if !ok {
+		t.Fatalf("summary has no link %s", link)
+	}
+	v := ls.LossCliffDB[th]
+	if v == nil {
+		t.Fatalf("%s never reached loss %s: %+v", link, th, ls)
+	}
+	return *v
+}
+
+// LinkGuardian Fig. 1: the faster the baud (10G -> 25G) and the denser the
+// modulation (25G NRZ -> 50G PAM4), the less attenuation a link tolerates;
+// FEC moves the cliff, but 50GBASE-SR still suffers most. The simulated lab
+// must reproduce that ordering from its receiver and FEC model.
+func TestSweepReproducesFig1Ordering(t *testing.T) {
+	s, m := runSweep(t, 42, "step_db=0.5", "fine_step_db=0", "max_seconds=1")
+	if s.Partial {
+		t.Fatal("summary is partial")
+	}
+	if m.Status != results.StatusOK {
+		t.Fatalf("status %s", m.Status)
+	}
+	for _, th := range []string{"1e-06", "1e-03"} {
+		c10, c25, c25rs, c50 := cliff(t, s, "l10g", th), cliff(t, s, "l25g", th), cliff(t, s, "l25g-rs", th), cliff(t, s, "l50g", th)
+		t.Logf("loss %s reached at: 10G %.2f dB, 25G-RS %.2f dB, 25G %.2f dB, 50G-RS544 %.2f dB, 100G-SR4 %.2f dB",
+			th, c10, c25rs, c25, c50, cliff(t, s, "l100g", th))
+		if !(c10 > c25) {
+			t.Errorf("loss %s: 10G cliff %.2f dB not beyond 25G %.2f dB (baud rate)", th, c10, c25)
+		}
+		if !(c25rs > c25) {
+			t.Errorf("loss %s: RS(528,514) did not move 25G's cliff (%.2f vs %.2f dB)", th, c25rs, c25)
+		}
+		if !(c50 < c25 && c50 < c25rs && c50 < c10) {
+			t.Errorf("loss %s: 50G PAM4 with FEC (%.2f dB) does not suffer most", th, c50)
+		}
+	}
+}

@@ -1,0 +1,12 @@
+// Package experiments gathers the recipes this build offers.
+package experiments
+
+import (
+	"testbed/experiments/attsweep"
+	"testbed/orchestrator"
+)
+
+// Registry returns every recipe.
+func Registry() *orchestrator.Registry {
+	return orchestrator.NewRegistry(attsweep.New())
+}

@@ -1,0 +1,322 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/user"
+	"sync"
+	"time"
+
+	"testbed/inventory"
+	"testbed/results"
+	"testbed/transport"
+)
+
+// Engine runs recipes: it plans, leases the devices, opens the drivers,
+// runs the steps under a context, records everything into a bundle, and
+// always unwinds the undo stack so the lab is left in its safe state.
+type Engine struct {
+	RunsDir  string // bundles are written under it
+	StateDir string // leases live under it
+	LeaseTTL time.Duration
+	Version  string
+	Log      *slog.Logger
+	// Observe receives every event as it is recorded (progress display).
+	Observe func(results.Event)
+	Now     func() time.Time
+}
+
+// RunRequest is one run.
+type RunRequest struct {
+	Recipe    Recipe
+	Params    *Params
+	Lab       *inventory.Inventory
+	Simulated bool
+	Seed      uint64
+	Command   []string
+	// CleanupCtx bounds the undo stack. Cancelling it (a second Ctrl-C)
+	// stops waiting on devices; what could not be restored is reported.
+	CleanupCtx context.Context
+	// CleanupTimeout bounds each undo action (default 30 s).
+	CleanupTimeout time.Duration
+	// Secrets are scrubbed from everything written, in addition to the
+	// inventory's resolved credentials.
+	Secrets []string
+}
+
+// RunResult is how a run ended.
+type RunResult struct {
+	RunID      string
+	Dir        string
+	Status     results.Status
+	Reason     string
+	Err        error    // the failure, if the run failed
+	Unrestored []string // undo actions that did not succeed
+	StepsDone  int
+	StepsTotal int
+}
+
+// Plan binds and plans without touching any device (the dry run).
+func (e *Engine) Plan(req RunRequest) (*Plan, error) {
+	if err := CheckDrivers(req.Lab); err != nil {
+		return nil, err
+	}
+	p, err := req.Recipe.Plan(&PlanContext{Params: req.Params, Lab: req.Lab, Simulated: req.Simulated})
+	if err != nil {
+		return nil, err
+	}
+	if p.Recipe == "" {
+		p.Recipe, p.Version = req.Recipe.Name(), req.Recipe.Version()
+	}
+	return p, nil
+}
+
+func (e *Engine) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
+}
+
+func (e *Engine) log() *slog.Logger {
+	if e.Log != nil {
+		return e.Log
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// Run runs a recipe. It returns an error without a bundle only when the run
+// could not start (bad input, devices leased by someone else); once the
+// bundle exists every outcome is recorded in it and in the RunResult.
+func (e *Engine) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
+	plan, err := e.Plan(req)
+	if err != nil {
+		return nil, err
+	}
+	started := e.now()
+	runID := results.NewRunID(started, req.Recipe.Name())
+	devices := plan.Devices()
+
+	addrs := map[string]string{}
+	for _, d := range devices {
+		dev, ok := req.Lab.Device(d)
+		if !ok {
+			return nil, Inputf("plan touches device %q that is not in the inventory", d)
+		}
+		addrs[d] = dev.Address
+	}
+	owner := "unknown"
+	if u, err := user.Current(); err == nil {
+		owner = u.Username
+	}
+	leaser := NewLeaser(e.StateDir, e.LeaseTTL, e.log())
+	leases, err := leaser.Acquire(req.Lab.Name, owner, runID, addrs)
+	if err != nil {
+		return nil, &InfraError{Op: "lease devices", Err: err}
+	}
+	defer leaser.Release(leases)
+	stopRenew := make(chan struct{})
+	defer close(stopRenew)
+	go func() {
+		t := time.NewTicker(leaser.TTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				leaser.Renew(leases)
+			case <-stopRenew:
+				return
+			}
+		}
+	}()
+
+	secrets, err := req.Lab.Secrets()
+	if err != nil {
+		return nil, &InputError{Msg: err.Error()}
+	}
+	secrets = append(secrets, req.Secrets...)
+
+	m := results.Manifest{
+		RunID:    runID,
+		Recipe:   results.RecipeRef{Name: req.Recipe.Name(), Version: req.Recipe.Version()},
+		Seed:     req.Seed,
+		Started:  started,
+		Lab:      results.Lab{Simulated: req.Simulated, Name: req.Lab.Name, InventoryPath: req.Lab.Path, Inventory: req.Lab.Redacted()},
+		Software: results.CurrentSoftware(e.Version),
+		Command:  req.Command,
+		Progress: &results.Progress{StepsTotal: len(plan.Steps)},
+	}
+	for _, s := range req.Params.Specs() {
+		v, src := req.Params.Value(s.Name)
+		if d, ok := v.(time.Duration); ok {
+			v = d.String()
+		}
+		m.Params = append(m.Params, results.Param{Name: s.Name, Value: v, Type: s.Type, Unit: s.Unit, Source: src})
+	}
+	b, err := results.Create(e.RunsDir, m, results.Options{Secrets: secrets, Now: e.Now})
+	if err != nil {
+		return nil, &InfraError{Op: "create bundle", Err: err}
+	}
+	res := &RunResult{RunID: runID, Dir: b.Dir(), StepsTotal: len(plan.Steps)}
+
+	var emitMu sync.Mutex
+	emit := func(ev results.Event) {
+		if ev.Time.IsZero() {
+			ev.Time = e.now()
+		}
+		emitMu.Lock()
+		defer emitMu.Unlock()
+		if err := b.Event(ev); err != nil {
+			e.log().Error("write event", "err", err)
+		}
+		if e.Observe != nil {
+			e.Observe(ev)
+		}
+	}
+
+	var transcriptFiles []interface{ Close() error }
+	var tfMu sync.Mutex
+	transcripts := func(device string) *transport.Transcript {
+		w, err := b.Transcript(device)
+		if err != nil {
+			e.log().Error("open transcript", "device", device, "err", err)
+			return nil
+		}
+		tfMu.Lock()
+		transcriptFiles = append(transcriptFiles, w)
+		tfMu.Unlock()
+		return transport.NewTranscript(w, secrets...)
+	}
+	defer func() {
+		for _, f := range transcriptFiles {
+			f.Close()
+		}
+	}()
+
+	emit(results.Event{Type: "run.start", Message: fmt.Sprintf("%s v%s, %d steps on %d devices", plan.Recipe, plan.Version, len(plan.Steps), len(devices)),
+		Fields: map[string]any{"run_id": runID, "dir": b.Dir(), "seed": req.Seed}})
+	for _, bd := range plan.Bindings {
+		emit(results.Event{Type: "bind", Message: fmt.Sprintf("%s <- %s %s", bd.Role, bd.Resource, bd.Detail)})
+	}
+
+	// Tables first, so even a run that fails at once has their headers.
+	rc := &RunContext{RunID: runID, Seed: req.Seed, Params: req.Params, Lab: req.Lab, Simulated: req.Simulated, Log: e.log(),
+		bundle: b, tables: map[string]*results.TableWriter{}, emit: emit, touched: map[string]bool{}}
+	for _, t := range plan.Tables {
+		tw, err := b.CreateTable(t)
+		if err != nil {
+			return e.finish(b, res, rc, plan, results.StatusFailed, fmt.Sprintf("create table %s: %v", t.Name, err), err, req), nil
+		}
+		rc.tables[t.Name] = tw
+	}
+
+	ds, err := OpenDevices(ctx, req.Lab, devices, transcripts)
+	if err != nil {
+		status, reason := results.StatusFailed, "infrastructure: open devices: "+err.Error()
+		if cause := context.Cause(ctx); cause != nil {
+			status, reason = results.StatusAborted, "aborted while opening devices: "+cause.Error()
+		}
+		return e.finish(b, res, rc, plan, status, reason, &InfraError{Op: "open devices", Err: err}, req), nil
+	}
+	defer ds.Close()
+	rc.devices = ds
+	_ = b.UpdateManifest(func(m *results.Manifest) {
+		for _, n := range devices {
+			od, _ := ds.Get(n)
+			m.Devices = append(m.Devices, results.Device{Name: n, Kind: od.Dev.Kind, Driver: od.Dev.Driver, Address: od.Dev.Address,
+				Identity: results.Identity(od.Identity)})
+		}
+	})
+	for _, n := range devices {
+		od, _ := ds.Get(n)
+		emit(results.Event{Type: "device.open", Device: n, Message: od.Identity.String()})
+	}
+
+	status, reason := results.StatusOK, ""
+	var runErr error
+	for i, step := range plan.Steps {
+		if cause := context.Cause(ctx); cause != nil {
+			status, reason = results.StatusAborted, fmt.Sprintf("%v before step %d/%d (%s)", cause, i+1, len(plan.Steps), step.Name)
+			break
+		}
+		t0 := e.now()
+		emit(results.Event{Type: "step.start", Step: step.Name, Message: step.Action, Fields: map[string]any{"index": i + 1, "of": len(plan.Steps)}})
+		err := step.Run(ctx, rc)
+		dur := e.now().Sub(t0)
+		if sk, ok := isSkip(err); ok {
+			emit(results.Event{Type: "step.skip", Step: step.Name, Message: sk.Reason, Fields: map[string]any{"index": i + 1, "of": len(plan.Steps)}})
+			err = nil
+		} else if err == nil {
+			emit(results.Event{Type: "step.end", Step: step.Name, Fields: map[string]any{"index": i + 1, "of": len(plan.Steps), "seconds": dur.Seconds()}})
+		}
+		if err != nil {
+			if cause := context.Cause(ctx); cause != nil && errors.Is(cause, ErrAborted) {
+				status, reason = results.StatusAborted, fmt.Sprintf("%v during step %d/%d (%s)", cause, i+1, len(plan.Steps), step.Name)
+			} else {
+				status, reason, runErr = results.StatusFailed, fmt.Sprintf("step %d/%d (%s): %v", i+1, len(plan.Steps), step.Name, err), err
+			}
+			emit(results.Event{Type: "step.error", Step: step.Name, Message: err.Error()})
+			break
+		}
+		res.StepsDone = i + 1
+		_ = b.UpdateManifest(func(m *results.Manifest) {
+			m.Progress = &results.Progress{StepsDone: i + 1, StepsTotal: len(plan.Steps), LastStep: step.Name}
+		})
+	}
+	return e.finish(b, res, rc, plan, status, reason, runErr, req), nil
+}
+
+// finish unwinds the undo stack, writes the summary and finalizes the bundle.
+func (e *Engine) finish(b *results.Bundle, res *RunResult, rc *RunContext, plan *Plan, status results.Status, reason string, runErr error, req RunRequest) *RunResult {
+	cctx := req.CleanupCtx
+	if cctx == nil {
+		cctx = context.Background()
+	}
+	per := req.CleanupTimeout
+	if per <= 0 {
+		per = 30 * time.Second
+	}
+	rc.mu.Lock()
+	undo := rc.undo
+	rc.undo = nil
+	rc.mu.Unlock()
+	var cleanup []results.CleanupAction
+	for i := len(undo) - 1; i >= 0; i-- {
+		u := undo[i]
+		ctx, cancel := context.WithTimeout(cctx, per)
+		err := u.Fn(ctx)
+		cancel()
+		ca := results.CleanupAction{Action: u.Desc, Device: u.Device, OK: err == nil}
+		if err != nil {
+			ca.Error = err.Error()
+			res.Unrestored = append(res.Unrestored, fmt.Sprintf("%s: %s: %v", u.Device, u.Desc, err))
+			rc.emit(results.Event{Type: "cleanup.error", Device: u.Device, Message: u.Desc + ": " + err.Error()})
+		} else {
+			rc.emit(results.Event{Type: "cleanup", Device: u.Device, Message: u.Desc})
+		}
+		cleanup = append(cleanup, ca)
+	}
+	if len(res.Unrestored) > 0 && status == results.StatusOK {
+		status, reason = results.StatusFailed, fmt.Sprintf("could not restore %d device setting(s)", len(res.Unrestored))
+	}
+	if plan.Summary != nil {
+		partial := status != results.StatusOK || res.StepsDone < res.StepsTotal
+		if sum, err := plan.Summary(partial); err != nil {
+			rc.emit(results.Event{Type: "summary.error", Message: err.Error()})
+		} else if err := b.WriteSummary(sum); err != nil {
+			rc.emit(results.Event{Type: "summary.error", Message: err.Error()})
+		}
+	}
+	rc.emit(results.Event{Type: "run.end", Message: string(status) + " " + reason,
+		Fields: map[string]any{"status": string(status), "steps_done": res.StepsDone, "steps_total": res.StepsTotal}})
+	_ = b.UpdateManifest(func(m *results.Manifest) { m.Cleanup = cleanup })
+	if err := b.Finalize(status, reason); err != nil {
+		e.log().Error("finalize bundle", "dir", b.Dir(), "err", err)
+		fmt.Fprintf(os.Stderr, "testbed: finalize bundle %s: %v\n", b.Dir(), err)
+	}
+	res.Status, res.Reason, res.Err = status, reason, runErr
+	return res
+}

@@ -1,0 +1,144 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"testbed/instruments/trafficgen"
+	"testbed/instruments/voa"
+	"testbed/inventory"
+	"testbed/results"
+)
+
+// RunContext is what a step sees while it runs: the devices through their
+// driver interfaces, the bundle's tables and events, and the undo stack.
+// The guarded operations (SetAttenuation, StartTraffic) register the undo
+// that puts the lab back the first time they touch something.
+type RunContext struct {
+	RunID     string
+	Seed      uint64
+	Params    *Params
+	Lab       *inventory.Inventory
+	Simulated bool
+	Log       *slog.Logger
+
+	bundle  *results.Bundle
+	devices *DeviceSet
+	tables  map[string]*results.TableWriter
+	emit    func(results.Event)
+
+	mu      sync.Mutex
+	undo    []undoAction
+	touched map[string]bool
+}
+
+type undoAction struct {
+	Desc   string
+	Device string
+	Fn     func(ctx context.Context) error
+}
+
+// Attenuator returns the named VOA's driver.
+func (rc *RunContext) Attenuator(name string) (voa.Attenuator, error) {
+	d, ok := rc.devices.Get(name)
+	if !ok {
+		return nil, fmt.Errorf("device %s is not part of this run", name)
+	}
+	a, ok := d.Driver.(voa.Attenuator)
+	if !ok {
+		return nil, fmt.Errorf("device %s is a %s, not an attenuator", name, d.Dev.Kind)
+	}
+	return a, nil
+}
+
+// Generator returns the named traffic generator's driver.
+func (rc *RunContext) Generator(name string) (trafficgen.Generator, error) {
+	d, ok := rc.devices.Get(name)
+	if !ok {
+		return nil, fmt.Errorf("device %s is not part of this run", name)
+	}
+	g, ok := d.Driver.(trafficgen.Generator)
+	if !ok {
+		return nil, fmt.Errorf("device %s is a %s, not a traffic generator", name, d.Dev.Kind)
+	}
+	return g, nil
+}
+
+// PushUndo registers an action the engine runs, last in first out, when the
+// run ends however it ends.
+func (rc *RunContext) PushUndo(desc, device string, fn func(ctx context.Context) error) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.undo = append(rc.undo, undoAction{Desc: desc, Device: device, Fn: fn})
+}
+
+// once reports whether key is touched for the first time.
+func (rc *RunContext) once(key string) bool {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.touched[key] {
+		return false
+	}
+	rc.touched[key] = true
+	return true
+}
+
+// SetAttenuation sets a VOA channel. The first time a channel is touched it
+// reads the present value and registers the undo that restores the channel
+// to its resting value (the inventory's safe_state, else the value found).
+func (rc *RunContext) SetAttenuation(ctx context.Context, device string, channel int, dB float64) error {
+	a, err := rc.Attenuator(device)
+	if err != nil {
+		return err
+	}
+	if rc.once(fmt.Sprintf("voa/%s/%d", device, channel)) {
+		found, err := a.Attenuation(ctx, channel)
+		if err != nil {
+			return fmt.Errorf("%s: read channel %d before first setting: %w", device, channel, err)
+		}
+		rest := found
+		d, _ := rc.Lab.Device(device)
+		if r := RestingAttenuation(d); r != nil {
+			rest = *r
+		}
+		rc.PushUndo(fmt.Sprintf("restore %s channel %d to %.2f dB", device, channel, rest), device, func(ctx context.Context) error {
+			return a.SetAttenuation(ctx, channel, rest)
+		})
+	}
+	if err := a.SetAttenuation(ctx, channel, dB); err != nil {
+		return fmt.Errorf("%s: %w", device, err)
+	}
+	rc.Event(results.Event{Type: "setting", Device: device, Message: fmt.Sprintf("channel %d set to %.2f dB", channel, dB),
+		Fields: map[string]any{"channel": channel, "attenuation_db": dB}})
+	return nil
+}
+
+// StartTraffic starts flows; the first start on a generator registers an
+// undo that stops all its traffic.
+func (rc *RunContext) StartTraffic(ctx context.Context, device string, flows ...string) error {
+	g, err := rc.Generator(device)
+	if err != nil {
+		return err
+	}
+	if rc.once("tg/" + device) {
+		rc.PushUndo("stop all traffic on "+device, device, func(ctx context.Context) error { return g.Stop(ctx) })
+	}
+	if err := g.Start(ctx, flows...); err != nil {
+		return fmt.Errorf("%s: start traffic: %w", device, err)
+	}
+	return nil
+}
+
+// Table returns the writer of a table the plan declared.
+func (rc *RunContext) Table(name string) (*results.TableWriter, error) {
+	t, ok := rc.tables[name]
+	if !ok {
+		return nil, fmt.Errorf("table %q was not declared in the plan", name)
+	}
+	return t, nil
+}
+
+// Event records an event in the bundle and shows it as progress.
+func (rc *RunContext) Event(e results.Event) { rc.emit(e) }
