@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"testbed/orchestrator"
+	"testbed/simlab"
+)
+
+func (a *app) labCmd() *cobra.Command {
+	c := &cobra.Command{Use: "lab", Short: "Run the simulated lab"}
+	var out string
+	var seed uint64
+	var scale float64
+	up := &cobra.Command{
+		Use:   "up",
+		Short: "Run the simulated lab in the foreground and write an inventory pointing at it",
+		Long: `Start the simulated lab (VOAs on TCP and on a pseudo-terminal, a traffic generator
+on HTTP, all over one physical model) and keep it running until Ctrl-C. The
+inventory written to --inventory-out points at its endpoints, so
+
+  testbed exp run attenuation-sweep --inventory lab.yaml
+
+runs against it from another terminal exactly as against a real lab.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			lab, err := simlab.StartDefault(simlab.Options{Seed: seed, Log: a.logger(), TimeScale: scale})
+			if err != nil {
+				return &orchestrator.InfraError{Op: "start the simulated lab", Err: err}
+			}
+			defer lab.Close()
+			data, err := lab.Inventory().Marshal()
+			if err != nil {
+				return err
+			}
+			header := fmt.Sprintf("# Inventory of a simulated lab (testbed lab up, seed %d, pid %d).\n# Valid while that process runs.\n", seed, os.Getpid())
+			if err := os.WriteFile(out, append([]byte(header), data...), 0o644); err != nil {
+				return &orchestrator.InputError{Msg: fmt.Sprintf("write inventory: %v", err)}
+			}
+			if a.json() {
+				if err := a.printJSON(map[string]any{"inventory": out, "endpoints": lab.Endpoints(), "seed": seed, "pid": os.Getpid()}); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(a.stdout, "simulated lab up (seed %d)\n", seed)
+				for _, e := range lab.Endpoints() {
+					fmt.Fprintf(a.stdout, "  %s\n", e)
+				}
+				fmt.Fprintf(a.stdout, "inventory written to %s\nCtrl-C to stop\n", out)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			<-ctx.Done()
+			if context.Cause(cmd.Context()) == nil {
+				fmt.Fprintln(a.stderr, "\nsimulated lab stopping")
+			}
+			return nil
+		},
+	}
+	up.Flags().StringVar(&out, "inventory-out", "lab.yaml", "where to write the inventory")
+	up.Flags().Uint64Var(&seed, "seed", 1, "seed of the lab's randomness")
+	up.Flags().Float64Var(&scale, "time-scale", 0, "simulated seconds per real second for traffic (default: the lab's own)")
+	c.AddCommand(up)
+	return c
+}

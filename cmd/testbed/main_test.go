@@ -1,0 +1,400 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"testbed/orchestrator"
+	"testbed/results"
+	"testbed/simlab"
+)
+
+// testbedBin is the testbed command built once for the tests that need a real
+// process (signals, lab up).
+var testbedBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "testbed-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	testbedBin = filepath.Join(dir, "testbed")
+	out, err := exec.Command("go", "build", "-o", testbedBin, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// testbedRun runs the CLI in-process.
+func testbedRun(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = run(context.Background(), args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+func dirs(t *testing.T) (runs, state string) {
+	d := t.TempDir()
+	return filepath.Join(d, "runs"), filepath.Join(d, "state")
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// A quick sweep: two links, coarse steps, small budgets.
+var quick = []string{"--set", "links=l10g,l25g-rs", "--set", "step_db=1", "--set", "fine_step_db=0.25", "--set", "max_seconds=0.5"}
+
+func TestSweepOnSimulatedLabWritesVerifiedBundle(t *testing.T) {
+	runs, state := dirs(t)
+	args := append([]string{"exp", "run", "attenuation-sweep", "--runs-dir", runs, "--state-dir", state, "--seed", "7"}, quick...)
+	code, out, errOut := testbedRun(t, args...)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	bundle := lastLine(out)
+	if !strings.HasPrefix(bundle, runs) {
+		t.Fatalf("last line %q is not the bundle path", bundle)
+	}
+	rep, err := results.Verify(bundle)
+	if err != nil || !rep.OK {
+		t.Fatalf("verify: %v %+v", err, rep)
+	}
+	var m results.Manifest
+	readJSON(t, filepath.Join(bundle, "manifest.json"), &m)
+	if m.Status != results.StatusOK || m.Seed != 7 || !m.Lab.Simulated || len(m.Devices) != 2 {
+		t.Fatalf("manifest: status %s seed %d simulated %v devices %d", m.Status, m.Seed, m.Lab.Simulated, len(m.Devices))
+	}
+	csv, err := os.ReadFile(filepath.Join(bundle, "data", "loss_vs_attenuation.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(csv), "link,transceiver,fec,attenuation_db,rx_power_dbm,frames_tx,frames_rx_ok,frames_lost,loss_rate,loss_rate_low,loss_rate_high") {
+		t.Fatalf("csv header: %s", strings.SplitN(string(csv), "\n", 2)[0])
+	}
+	for _, dev := range []string{"voa1", "tg1"} {
+		if fi, err := os.Stat(filepath.Join(bundle, "transcripts", dev+".log")); err != nil || fi.Size() == 0 {
+			t.Errorf("transcript of %s missing or empty: %v", dev, err)
+		}
+	}
+	if _, err := exec.LookPath("sha256sum"); err == nil {
+		cmd := exec.Command("sha256sum", "--quiet", "-c", "SHA256SUMS")
+		cmd.Dir = bundle
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("sha256sum -c: %v\n%s", err, out)
+		}
+	}
+	// results show and verify through the CLI.
+	if code, out, _ := testbedRun(t, "results", "verify", bundle); code != exitOK || !strings.Contains(out, "OK") {
+		t.Errorf("results verify: exit %d: %s", code, out)
+	}
+	if code, out, _ := testbedRun(t, "results", "show", bundle); code != exitOK || !strings.Contains(out, "attenuation-sweep") || !strings.Contains(out, "loss_cliff_db") {
+		t.Errorf("results show: exit %d: %s", code, out)
+	}
+}
+
+func TestSameSeedSameSummary(t *testing.T) {
+	summary := func(seed string) string {
+		runs, state := dirs(t)
+		args := append([]string{"exp", "run", "attenuation-sweep", "--runs-dir", runs, "--state-dir", state, "--seed", seed}, quick...)
+		code, out, errOut := testbedRun(t, args...)
+		if code != exitOK {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		b, err := os.ReadFile(filepath.Join(lastLine(out), "summary.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		csv, _ := os.ReadFile(filepath.Join(lastLine(out), "data", "loss_vs_attenuation.csv"))
+		return string(b) + string(csv)
+	}
+	a, b, c := summary("11"), summary("11"), summary("12")
+	if a != b {
+		t.Errorf("same seed, different results:\n%s\n---\n%s", a, b)
+	}
+	if a == c {
+		t.Errorf("different seeds gave identical frame counts; the seed does not reach the model")
+	}
+}
+
+func TestDryRunPrintsPlanAndChecksLimits(t *testing.T) {
+	runs, state := dirs(t)
+	code, out, errOut := testbedRun(t, "exp", "run", "attenuation-sweep", "--dry-run", "--runs-dir", runs, "--state-dir", state)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"devices touched: tg1, voa1, voa2", "voa1 ch1.attenuation=0 dB", "voa2 ch1.attenuation=20 dB", "link l100g"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(runs); !os.IsNotExist(err) {
+		t.Errorf("dry run wrote a bundle directory")
+	}
+	// The simulated N7764A's inventory limits stop at 40 dB.
+	code, _, errOut = testbedRun(t, "exp", "run", "attenuation-sweep", "--dry-run", "--set", "stop_db=45")
+	if code != exitBadInput || !strings.Contains(errOut, "outside the limits") || !strings.Contains(errOut, "voa1") {
+		t.Errorf("limit violation: exit %d: %s", code, errOut)
+	}
+	code, _, errOut = testbedRun(t, "exp", "run", "attenuation-sweep", "--dry-run", "--set", "links=nope")
+	if code != exitBadInput || !strings.Contains(errOut, `no link "nope"`) {
+		t.Errorf("unknown link: exit %d: %s", code, errOut)
+	}
+}
+
+func TestListAndShow(t *testing.T) {
+	code, out, _ := testbedRun(t, "exp", "list")
+	if code != 0 || !strings.Contains(out, "attenuation-sweep") {
+		t.Fatalf("exp list: %d %s", code, out)
+	}
+	code, out, _ = testbedRun(t, "exp", "show", "attenuation-sweep")
+	if code != 0 || !strings.Contains(out, "step_db") || !strings.Contains(out, "dB") {
+		t.Fatalf("exp show: %d %s", code, out)
+	}
+	code, out, _ = testbedRun(t, "exp", "show", "attenuation-sweep", "--output", "json")
+	var v struct {
+		Params []orchestrator.ParamSpec `json:"params"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || len(v.Params) == 0 {
+		t.Fatalf("exp show json: %d %s", code, out)
+	}
+	if code, _, errOut := testbedRun(t, "exp", "show", "nope"); code != exitBadInput || !strings.Contains(errOut, "unknown recipe") {
+		t.Errorf("unknown recipe: %d %s", code, errOut)
+	}
+}
+
+// startLab starts a simulated lab in the test process and writes its inventory.
+func startLab(t *testing.T, seed uint64) (*simlab.Lab, string) {
+	t.Helper()
+	lab, err := simlab.StartDefault(simlab.Options{Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lab.Close() })
+	data, err := lab.Inventory().Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "lab.yaml")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return lab, path
+}
+
+func assertRested(t *testing.T, lab *simlab.Lab) {
+	t.Helper()
+	for _, name := range []string{"voa1", "voa2"} {
+		v, _ := lab.World().VOA(name)
+		for i, ch := range v.Channels {
+			if got := ch.Target(); got != 0 {
+				t.Errorf("%s channel %d left at %.2f dB, want its resting 0 dB", name, i+1, got)
+			}
+		}
+	}
+}
+
+func TestInterruptedSweepRestoresLabAndLeavesAbortedBundle(t *testing.T) {
+	lab, inv := startLab(t, 3)
+	runs, state := dirs(t)
+	cmd := exec.Command(testbedBin, "exp", "run", "attenuation-sweep", "--inventory", inv, "--runs-dir", runs, "--state-dir", state,
+		"--set", "max_seconds=2", "--set", "links=l10g,l25g,l100g")
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	// Wait by asking: interrupt once the sweep has measured a few points.
+	sc := bufio.NewScanner(stderr)
+	seen := 0
+	var log strings.Builder
+	for sc.Scan() {
+		log.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), " dB: loss ") {
+			if seen++; seen == 5 {
+				cmd.Process.Signal(syscall.SIGINT)
+			}
+		}
+	}
+	err := cmd.Wait()
+	code := cmd.ProcessState.ExitCode()
+	if code != exitAborted {
+		t.Fatalf("exit %d (%v), want %d\n%s", code, err, exitAborted, log.String())
+	}
+	bundle := lastLine(stdout.String())
+	var m results.Manifest
+	readJSON(t, filepath.Join(bundle, "manifest.json"), &m)
+	if m.Status != results.StatusAborted || !strings.Contains(m.Reason, "interrupt") {
+		t.Errorf("manifest status %s reason %q", m.Status, m.Reason)
+	}
+	if m.Progress == nil || m.Progress.StepsDone == 0 || m.Progress.StepsDone >= m.Progress.StepsTotal {
+		t.Errorf("progress does not say how far it got: %+v", m.Progress)
+	}
+	if rep, err := results.Verify(bundle); err != nil || !rep.OK {
+		t.Errorf("aborted bundle does not verify: %v %+v", err, rep)
+	}
+	assertRested(t, lab)
+}
+
+func TestDeviceErrorFailsRunAndRestores(t *testing.T) {
+	lab, inv := startLab(t, 4)
+	runs, state := dirs(t)
+	// The third setting the attenuator receives raises a device error.
+	lab.Faults("voa1").FailNext(-222, "Data out of range")
+	code, out, errOut := testbedRun(t, append([]string{"exp", "run", "attenuation-sweep", "--inventory", inv, "--runs-dir", runs, "--state-dir", state}, quick...)...)
+	if code != exitFailed {
+		t.Fatalf("exit %d, want %d\n%s", code, exitFailed, errOut)
+	}
+	if !strings.Contains(errOut, "-222") {
+		t.Errorf("device error not surfaced: %s", errOut)
+	}
+	bundle := lastLine(out)
+	var m results.Manifest
+	readJSON(t, filepath.Join(bundle, "manifest.json"), &m)
+	if m.Status != results.StatusFailed || !strings.Contains(m.Reason, "Data out of range") {
+		t.Errorf("manifest status %s reason %q", m.Status, m.Reason)
+	}
+	if rep, _ := results.Verify(bundle); !rep.OK {
+		t.Errorf("failed bundle does not verify: %+v", rep)
+	}
+	assertRested(t, lab)
+}
+
+func TestLeasedDeviceRefusesSecondRun(t *testing.T) {
+	lab, inv := startLab(t, 5)
+	runs, state := dirs(t)
+	d, _ := lab.Inventory().Device("voa1")
+	held, err := orchestrator.NewLeaser(state, time.Hour, nil).Acquire("simlab", "someone-else", "run-x", map[string]string{"voa1": d.Address})
+	if err != nil || len(held) != 1 {
+		t.Fatal(err)
+	}
+	code, _, errOut := testbedRun(t, append([]string{"exp", "run", "attenuation-sweep", "--inventory", inv, "--runs-dir", runs, "--state-dir", state}, quick...)...)
+	if code != exitInfra || !strings.Contains(errOut, "someone-else") {
+		t.Fatalf("exit %d, want %d naming the holder: %s", code, exitInfra, errOut)
+	}
+}
+
+func TestNoSecretReachesTheBundle(t *testing.T) {
+	lab, _ := startLab(t, 6)
+	const envSecret, fileSecret = "hunter2-env-Zq81", "hunter2-file-Xy77"
+	t.Setenv("TB_VOA_PASSWORD", envSecret)
+	pwFile := filepath.Join(t.TempDir(), "pw")
+	os.WriteFile(pwFile, []byte(fileSecret+"\n"), 0o600)
+	inv := lab.Inventory()
+	voa1, _ := inv.Device("voa1")
+	tg1, _ := inv.Device("tg1")
+	data, _ := inv.Marshal()
+	// Reference both secrets from the inventory.
+	text := strings.Replace(string(data), "address: "+voa1.Address, "address: "+voa1.Address+"\n        credentials:\n            password_env: TB_VOA_PASSWORD", 1)
+	text = strings.Replace(text, "address: "+tg1.Address, "address: "+tg1.Address+"\n        credentials:\n            password_file: "+pwFile, 1)
+	path := filepath.Join(t.TempDir(), "lab.yaml")
+	os.WriteFile(path, []byte(text), 0o644)
+	runs, state := dirs(t)
+	code, out, errOut := testbedRun(t, append([]string{"exp", "run", "attenuation-sweep", "--inventory", path, "--runs-dir", runs, "--state-dir", state,
+		"--set", "links=l25g-rs"}, quick[2:]...)...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s\ninventory:\n%s", code, errOut, text)
+	}
+	bundle := lastLine(out)
+	manifest, _ := os.ReadFile(filepath.Join(bundle, "manifest.json"))
+	if !strings.Contains(string(manifest), "TB_VOA_PASSWORD") {
+		t.Errorf("manifest lost the credential reference")
+	}
+	filepath.Walk(bundle, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		b, _ := os.ReadFile(p)
+		for _, s := range []string{envSecret, fileSecret} {
+			if bytes.Contains(b, []byte(s)) {
+				t.Errorf("%s contains a secret", p)
+			}
+		}
+		return nil
+	})
+}
+
+func TestInventoryCheck(t *testing.T) {
+	_, inv := startLab(t, 8)
+	code, out, errOut := testbedRun(t, "inventory", "check", inv)
+	if code != exitOK || !strings.Contains(out, "Keysight Technologies N7764A") || !strings.Contains(out, "DD-100-MC") {
+		t.Fatalf("inventory check: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, _ = testbedRun(t, "inventory", "check", "--offline", inv)
+	if code != exitOK || !strings.Contains(out, "offline") {
+		t.Fatalf("offline check: exit %d\n%s", code, out)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("version: 1\nname: x\ndevices:\n  v:\n    kind: voa\n    driver: nosuch\n    address: tcp://127.0.0.1:1\n"), 0o644)
+	code, _, errOut = testbedRun(t, "inventory", "check", "--offline", bad)
+	if code != exitBadInput || !strings.Contains(errOut, "bad.yaml:6") || !strings.Contains(errOut, "nosuch") {
+		t.Fatalf("bad driver: exit %d: %s", code, errOut)
+	}
+}
+
+func TestLabUpServesAnotherProcess(t *testing.T) {
+	dir := t.TempDir()
+	inv := filepath.Join(dir, "lab.yaml")
+	up := exec.Command(testbedBin, "lab", "up", "--inventory-out", inv, "--seed", "9")
+	stdout, _ := up.StdoutPipe()
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { up.Process.Kill(); up.Wait() })
+	sc := bufio.NewScanner(stdout)
+	ready := false
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "inventory written to") {
+			ready = true
+			break
+		}
+	}
+	if !ready {
+		t.Fatal("lab up never said it was ready")
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	runs, state := dirs(t)
+	run := exec.Command(testbedBin, append([]string{"exp", "run", "attenuation-sweep", "--inventory", inv, "--runs-dir", runs, "--state-dir", state,
+		"--set", "links=l100g"}, quick[2:]...)...)
+	out, err := run.CombinedOutput()
+	if err != nil {
+		t.Fatalf("run against lab up: %v\n%s", err, out)
+	}
+	up.Process.Signal(syscall.SIGINT)
+	if err := up.Wait(); err != nil {
+		t.Errorf("lab up did not stop cleanly on SIGINT: %v", err)
+	}
+}
