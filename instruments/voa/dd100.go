@@ -110,14 +110,14 @@ func (o *OZOptics) command(ctx context.Context, cmd string, timeout time.Duratio
 	o.conn.Drain()
 	if err := o.conn.Send(ctx, cmd); err != nil {
 		o.drop()
-		return nil, o.errorf("send %q: %v", cmd, err)
+		return nil, fmt.Errorf("ozoptics-dd100 %s: send %q: %w", o.addr, cmd, err)
 	}
 	var lines []string
 	for {
 		l, err := o.conn.ReadLine(ctx)
 		if err != nil {
 			o.drop()
-			return nil, o.errorf("%s: %v", cmd, err)
+			return nil, fmt.Errorf("ozoptics-dd100 %s: %s: %w", o.addr, cmd, err)
 		}
 		l = strings.TrimSpace(l)
 		switch {

@@ -118,7 +118,7 @@ func (k *Keysight) ensure(ctx context.Context) error {
 func (k *Keysight) send(ctx context.Context, cmd string) error {
 	if err := k.conn.Send(ctx, cmd); err != nil {
 		k.drop()
-		return k.errorf("send %q: %v", cmd, err)
+		return fmt.Errorf("keysight-n77xx %s: send %q: %w", k.addr, cmd, err)
 	}
 	return nil
 }
@@ -132,7 +132,7 @@ func (k *Keysight) query(ctx context.Context, q string) (string, error) {
 	line, err := k.conn.ReadLine(ctx)
 	if err != nil {
 		k.drop()
-		return "", k.errorf("%s: %v", q, err)
+		return "", fmt.Errorf("keysight-n77xx %s: %s: %w", k.addr, q, err)
 	}
 	return strings.TrimSpace(line), nil
 }
@@ -237,7 +237,7 @@ func (k *Keysight) SetAttenuation(ctx context.Context, ch int, dB float64) error
 	line, err := k.conn.ReadLine(opcCtx)
 	if err != nil {
 		k.drop()
-		return k.errorf("%s: *OPC?: %v", doing, err)
+		return fmt.Errorf("keysight-n77xx %s: %s: *OPC?: %w", k.addr, doing, err)
 	}
 	if strings.TrimSpace(line) != "1" {
 		k.drop()

@@ -1,0 +1,241 @@
+package voa_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"testbed/instruments/voa"
+	"testbed/simlab"
+	"testbed/simlab/physics"
+	"testbed/transport"
+)
+
+// syncBuf is a transcript sink the test can read.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// keysightLab starts an N7764A emulator on TCP with one lit fibre on channel 1.
+func keysightLab(t *testing.T) (*simlab.VOA, *simlab.Faults, string) {
+	t.Helper()
+	w := simlab.NewWorld(1)
+	v := w.NewVOA("voa1", "Keysight Technologies", "N7764A", "SIM001", "1.2.0", 4, 0, 40, 1.2, 2000)
+	tr, _ := physics.TransceiverByName("25GBASE-SR")
+	fec, _ := physics.FECByName("rs528")
+	w.NewFibre("f", tr, fec, 1.0, 0.5, v.Channels[0])
+	f := &simlab.Faults{}
+	srv := simlab.NewKeysightServer(v, f)
+	if err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return v, f, srv.Addr()
+}
+
+func openKeysight(t *testing.T, addr string, opts voa.Options) (*voa.Keysight, *syncBuf) {
+	t.Helper()
+	buf := &syncBuf{}
+	opts.Transcript = transport.NewTranscript(buf)
+	if opts.Timeout == 0 {
+		opts.Timeout = 2 * time.Second
+	}
+	k, err := voa.OpenKeysight(context.Background(), addr, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	return k, buf
+}
+
+func TestKeysightSetsSettlesAndReads(t *testing.T) {
+	v, _, addr := keysightLab(t)
+	k, tr := openKeysight(t, addr, voa.Options{})
+	ctx := context.Background()
+	id, _ := k.Identity(ctx)
+	if id.Model != "N7764A" || id.Serial != "SIM001" || k.Channels() != 4 {
+		t.Fatalf("identity %+v channels %d", id, k.Channels())
+	}
+	if err := k.SetAttenuation(ctx, 1, 12.5); err != nil {
+		t.Fatal(err)
+	}
+	// Returned only once the modelled filter had stopped at the set point.
+	if got := v.Channels[0].Attenuation(); math.Abs(got-12.5) > 1e-9 || v.Channels[0].SettleTime() != 0 {
+		t.Fatalf("instrument at %.3f dB, still moving %v", got, v.Channels[0].SettleTime())
+	}
+	got, err := k.Attenuation(ctx, 1)
+	if err != nil || math.Abs(got-12.5) > 1e-6 {
+		t.Fatalf("Attenuation = %v, %v", got, err)
+	}
+	p, err := k.OutputPower(ctx, 1)
+	want := -2.5 - 1.0 - 1.2 - 12.5 // tx - loss before - insertion - attenuation
+	if err != nil || math.Abs(p-want) > 1e-6 {
+		t.Fatalf("OutputPower = %v (%v), want %v", p, err, want)
+	}
+	if !strings.Contains(tr.String(), "> :INP1:ATT 12.500dB") || !strings.Contains(tr.String(), "> *OPC?") {
+		t.Errorf("transcript lacks the exchange:\n%s", tr)
+	}
+}
+
+func TestKeysightRefusesOutOfLimitsBeforeSending(t *testing.T) {
+	v, _, addr := keysightLab(t)
+	k, tr := openKeysight(t, addr, voa.Options{Limits: &voa.Limits{MinDB: 0, MaxDB: 20}})
+	err := k.SetAttenuation(context.Background(), 2, 25)
+	if err == nil || !strings.Contains(err.Error(), "outside limits") {
+		t.Fatalf("error %v", err)
+	}
+	if strings.Contains(tr.String(), ":INP2:ATT 25") || v.Channels[1].Target() != 0 {
+		t.Fatalf("an out-of-limit value reached the instrument")
+	}
+	if err := k.SetAttenuation(context.Background(), 5, 1); err == nil {
+		t.Fatal("channel 5 of a 4-channel instrument accepted")
+	}
+}
+
+func TestKeysightSurfacesDeviceErrorQueue(t *testing.T) {
+	v, faults, addr := keysightLab(t)
+	k, _ := openKeysight(t, addr, voa.Options{})
+	faults.FailNext(-222, "Data out of range")
+	err := k.SetAttenuation(context.Background(), 1, 3)
+	if err == nil || !strings.Contains(err.Error(), `-222,"Data out of range"`) || !strings.Contains(err.Error(), "set channel 1 to 3.00 dB") {
+		t.Fatalf("error %v", err)
+	}
+	if v.Channels[0].Target() != 0 {
+		t.Fatal("the failed command moved the filter")
+	}
+	// The queue was drained: the next setting succeeds.
+	if err := k.SetAttenuation(context.Background(), 1, 3); err != nil {
+		t.Fatalf("after a device error: %v", err)
+	}
+}
+
+func TestKeysightTimeoutAndReconnect(t *testing.T) {
+	_, faults, addr := keysightLab(t)
+	k, tr := openKeysight(t, addr, voa.Options{Timeout: 300 * time.Millisecond})
+	faults.StallNext(1)
+	start := time.Now()
+	_, err := k.Attenuation(context.Background(), 1)
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("stalled query: %v", err)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Fatalf("the deadline was not honoured")
+	}
+	// The connection was out of step; the next call redials and works.
+	if _, err := k.Attenuation(context.Background(), 1); err != nil {
+		t.Fatalf("after a timeout: %v", err)
+	}
+	faults.DropNext(1)
+	if _, err := k.Attenuation(context.Background(), 1); err == nil {
+		t.Fatal("dropped connection not reported")
+	}
+	if _, err := k.Attenuation(context.Background(), 1); err != nil {
+		t.Fatalf("after a dropped connection: %v", err)
+	}
+	if !strings.Contains(tr.String(), "reconnecting") {
+		t.Errorf("transcript does not say it reconnected")
+	}
+}
+
+func TestKeysightGarbageIsAClearError(t *testing.T) {
+	_, faults, addr := keysightLab(t)
+	k, _ := openKeysight(t, addr, voa.Options{})
+	faults.GarbleNext(1)
+	_, err := k.Attenuation(context.Background(), 1)
+	if err == nil || !strings.Contains(err.Error(), "is not a number") {
+		t.Fatalf("garbled reply: %v", err)
+	}
+}
+
+func ozLab(t *testing.T) (*simlab.VOA, *simlab.Faults, string) {
+	t.Helper()
+	w := simlab.NewWorld(2)
+	v := w.NewVOA("voa2", "OZ Optics", "DD-100-MC", "OZ0001", "3.10", 1, 0, 55, 0.8, 400)
+	f := &simlab.Faults{}
+	srv := simlab.NewOZOpticsServer(v, f)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return v, f, srv.Address()
+}
+
+func openOZ(t *testing.T, addr string, opts voa.Options) (*voa.OZOptics, *syncBuf) {
+	t.Helper()
+	buf := &syncBuf{}
+	opts.Transcript = transport.NewTranscript(buf)
+	if opts.Timeout == 0 {
+		opts.Timeout = 2 * time.Second
+	}
+	o, err := voa.OpenOZOptics(context.Background(), addr, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	return o, buf
+}
+
+func TestOZOpticsOverPTY(t *testing.T) {
+	v, _, addr := ozLab(t)
+	o, tr := openOZ(t, addr, voa.Options{})
+	ctx := context.Background()
+	id, _ := o.Identity(ctx)
+	if id.Model != "DD-100-MC" || id.Firmware != "3.10" || id.Serial != "OZ0001" {
+		t.Fatalf("identity %+v", id)
+	}
+	if err := o.SetAttenuation(ctx, 1, 36.5); err != nil {
+		t.Fatal(err)
+	}
+	if got := v.Channels[0].Attenuation(); got != 36.5 {
+		t.Fatalf("device at %v dB", got)
+	}
+	if !strings.Contains(tr.String(), "< Pos:4060") {
+		t.Errorf("transcript lacks the position reply:\n%s", tr)
+	}
+	// The device's own maximum (CD: MAX ATTEN:55.00) is a limit too.
+	if err := o.SetAttenuation(ctx, 1, 60); err == nil || !strings.Contains(err.Error(), "outside limits") {
+		t.Fatalf("60 dB: %v", err)
+	}
+}
+
+func TestOZOpticsErrorsAndStall(t *testing.T) {
+	v, faults, addr := ozLab(t)
+	o, _ := openOZ(t, addr, voa.Options{Timeout: 300 * time.Millisecond})
+	ctx := context.Background()
+	faults.FailNext(7, "")
+	err := o.SetAttenuation(ctx, 1, 5)
+	if err == nil || !strings.Contains(err.Error(), "device error 7 (motor voltage)") {
+		t.Fatalf("device error: %v", err)
+	}
+	if v.Channels[0].Target() != 0 {
+		t.Fatal("the failed command moved the motor")
+	}
+	faults.StallNext(1)
+	if _, err := o.Attenuation(ctx, 1); err == nil || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("stall: %v", err)
+	}
+	// The port is reopened on the next call and the device answers again.
+	if err := o.SetAttenuation(ctx, 1, 5); err != nil {
+		t.Fatalf("after a stall: %v", err)
+	}
+	faults.GarbleNext(1)
+	if _, err := o.Attenuation(ctx, 1); err == nil || !strings.Contains(err.Error(), "expected Atten") {
+		t.Fatalf("garbled: %v", err)
+	}
+}
+
+func TestOpenUnknownDriver(t *testing.T) {
+	_, err := voa.Open(context.Background(), "acme-9000", "tcp://127.0.0.1:1", voa.Options{})
+	if err == nil || !strings.Contains(err.Error(), "keysight-n77xx") {
+		t.Fatalf("error %v does not list the known drivers", err)
+	}
+}
