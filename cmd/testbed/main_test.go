@@ -398,3 +398,36 @@ func TestLabUpServesAnotherProcess(t *testing.T) {
 		t.Errorf("lab up did not stop cleanly on SIGINT: %v", err)
 	}
 }
+
+func TestParamsFileAndEnvironmentConfiguration(t *testing.T) {
+	dir := t.TempDir()
+	params := filepath.Join(dir, "p.yaml")
+	os.WriteFile(params, []byte("links: [l25g-rs]\nstep_db: 2\nmax_seconds: 0.2\nfine_step_db: 0\n"), 0o644)
+	t.Setenv("TESTBED_RUNS_DIR", filepath.Join(dir, "from-env"))
+	t.Setenv("TESTBED_STATE_DIR", filepath.Join(dir, "state"))
+	code, out, errOut := testbedRun(t, "exp", "run", "attenuation-sweep", "--params", params, "--set", "stop_db=6", "--output", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res struct {
+		Bundle string `json:"bundle"`
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Status != "ok" || !strings.HasPrefix(res.Bundle, filepath.Join(dir, "from-env")) {
+		t.Fatalf("json result %q: %v", out, err)
+	}
+	var m results.Manifest
+	readJSON(t, filepath.Join(res.Bundle, "manifest.json"), &m)
+	src := map[string]string{}
+	for _, p := range m.Params {
+		src[p.Name] = p.Source
+	}
+	if src["step_db"] != "file" || src["stop_db"] != "set" || src["start_db"] != "default" {
+		t.Errorf("parameter sources not recorded: %v", src)
+	}
+	os.WriteFile(params, []byte("step_db: fast\n"), 0o644)
+	code, _, errOut = testbedRun(t, "exp", "run", "attenuation-sweep", "--params", params, "--dry-run")
+	if code != exitBadInput || !strings.Contains(errOut, "p.yaml: parameter step_db") {
+		t.Errorf("bad params file: exit %d: %s", code, errOut)
+	}
+}

@@ -268,19 +268,16 @@ func (k *Keysight) SetAttenuation(ctx context.Context, ch int, dB float64) error
 
 // Attenuation implements Attenuator.
 func (k *Keysight) Attenuation(ctx context.Context, ch int) (float64, error) {
-	if err := k.checkChannel(ch); err != nil {
-		return 0, err
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if err := k.ensure(ctx); err != nil {
-		return 0, err
-	}
-	return k.queryFloat(ctx, fmt.Sprintf(":INP%d:ATT?", ch))
+	return k.read(ctx, ch, fmt.Sprintf(":INP%d:ATT?", ch))
 }
 
 // OutputPower implements PowerMeter: the channel's built-in monitor, dBm.
 func (k *Keysight) OutputPower(ctx context.Context, ch int) (float64, error) {
+	return k.read(ctx, ch, fmt.Sprintf(":SENS%d:POW:UNIT 0;:FETC%d:POW?", ch, ch))
+}
+
+// read runs one numeric query on a channel, reconnecting first if needed.
+func (k *Keysight) read(ctx context.Context, ch int, q string) (float64, error) {
 	if err := k.checkChannel(ch); err != nil {
 		return 0, err
 	}
@@ -289,10 +286,7 @@ func (k *Keysight) OutputPower(ctx context.Context, ch int) (float64, error) {
 	if err := k.ensure(ctx); err != nil {
 		return 0, err
 	}
-	if err := k.send(ctx, fmt.Sprintf(":SENS%d:POW:UNIT 0", ch)); err != nil {
-		return 0, err
-	}
-	return k.queryFloat(ctx, fmt.Sprintf(":FETC%d:POW?", ch))
+	return k.queryFloat(ctx, q)
 }
 
 // Close implements Attenuator.
