@@ -431,3 +431,50 @@ func TestParamsFileAndEnvironmentConfiguration(t *testing.T) {
 		t.Errorf("bad params file: exit %d: %s", code, errOut)
 	}
 }
+
+func TestSecondInterruptReportsWhatWasNotRestored(t *testing.T) {
+	lab, inv := startLab(t, 13)
+	runs, state := dirs(t)
+	cmd := exec.Command(testbedBin, "exp", "run", "attenuation-sweep", "--inventory", inv, "--runs-dir", runs, "--state-dir", state,
+		"--set", "links=l10g", "--set", "max_seconds=2")
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	var log strings.Builder
+	seen := 0
+	for sc.Scan() {
+		line := sc.Text()
+		log.WriteString(line + "\n")
+		switch {
+		case strings.Contains(line, " dB: loss "):
+			if seen++; seen == 3 {
+				// From now on the attenuator never answers: its restore will hang.
+				lab.Faults("voa1").StallNext(1000)
+				cmd.Process.Signal(syscall.SIGINT)
+			}
+		case strings.Contains(line, "stopping at the next safe point"):
+			time.AfterFunc(300*time.Millisecond, func() { cmd.Process.Signal(syscall.SIGINT) })
+		}
+	}
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != exitAborted {
+		t.Fatalf("exit %d, want %d\n%s", code, exitAborted, log.String())
+	}
+	if !strings.Contains(log.String(), "NOT RESTORED: voa1: restore voa1 channel 1") {
+		t.Fatalf("the unrestored channel was not reported:\n%s", log.String())
+	}
+	var m results.Manifest
+	readJSON(t, filepath.Join(lastLine(stdout.String()), "manifest.json"), &m)
+	failed := false
+	for _, c := range m.Cleanup {
+		failed = failed || (!c.OK && c.Device == "voa1")
+	}
+	if m.Status != results.StatusAborted || !failed {
+		t.Errorf("manifest: status %s, cleanup %+v", m.Status, m.Cleanup)
+	}
+}
