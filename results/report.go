@@ -132,14 +132,21 @@ func plotSVG(t Table, recs [][]string) string {
 		return v
 	}
 	minX, maxX, minY, maxY := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+	// The x axis spans every measured row, even those a log y axis cannot
+	// show (a loss-free point), so the reader sees where the sweep began.
+	for _, r := range recs[1:] {
+		if x, err := strconv.ParseFloat(r[xi], 64); err == nil && (!p.LogX || x > 0) {
+			minX, maxX = math.Min(minX, tr(x, p.LogX)), math.Max(maxX, tr(x, p.LogX))
+		}
+	}
 	for _, ps := range series {
 		for _, q := range ps {
 			minX, maxX = math.Min(minX, tr(q.x, p.LogX)), math.Max(maxX, tr(q.x, p.LogX))
 			minY, maxY = math.Min(minY, tr(q.y, p.LogY)), math.Max(maxY, tr(q.y, p.LogY))
 		}
 	}
-	if math.IsInf(minX, 0) {
-		return `<p>(no plottable points)</p>`
+	if math.IsInf(minY, 0) {
+		return `<p>(no plottable points: every value is zero on a log axis)</p>`
 	}
 	if p.LogY {
 		minY, maxY = math.Floor(minY), math.Ceil(maxY)
