@@ -92,5 +92,5 @@ func RestingAttenuation(d *inventory.Device) *float64 {
 }
 
 func describeLink(l *inventory.Link) string {
-	return fmt.Sprintf("%s (%s %s)", l.Name, l.Transceiver, l.FEC)
+	return fmt.Sprintf("%s fec %s", l.Transceiver, l.FEC)
 }

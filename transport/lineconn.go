@@ -191,7 +191,9 @@ func (c *LineConn) Drain() {
 	for {
 		select {
 		case l := <-c.lines:
-			c.transcript.Note("discarded stale line %q", l)
+			if l != "" {
+				c.transcript.Note("discarded stale line %q", l)
+			}
 		default:
 			return
 		}

@@ -77,7 +77,7 @@ func (*Recipe) Params() []o.ParamSpec {
 		{Name: "max_frames", Type: o.TypeInt, Unit: "frames", Default: int64(0), Min: o.Bound(0), Description: "per-point budget in frames (0: from max_seconds)"},
 		{Name: "first_round_frames", Type: o.TypeInt, Unit: "frames", Default: int64(100000), Min: o.Bound(1), Description: "frames in a point's first round; each next round sends four times more"},
 		{Name: "stop_loss", Type: o.TypeFloat, Default: 0.5, Min: o.Bound(0), Max: o.Bound(1), Description: "skip a link's higher attenuations once its loss rate exceeds this"},
-		{Name: "traffic_timeout", Type: o.TypeDuration, Unit: "s", Default: 30 * time.Second, Min: o.Bound(0.001), Description: "extra time allowed beyond a round's expected duration before the generator is declared stuck"},
+		{Name: "traffic_timeout", Type: o.TypeDuration, Default: 30 * time.Second, Min: o.Bound(0.001), Description: "extra time allowed beyond a round's expected duration before the generator is declared stuck"},
 	}
 }
 
