@@ -478,3 +478,43 @@ func TestSecondInterruptReportsWhatWasNotRestored(t *testing.T) {
 		t.Errorf("manifest: status %s, cleanup %+v", m.Status, m.Cleanup)
 	}
 }
+
+func TestKilledRunLeavesReadableIncompleteBundleAndStaleLeases(t *testing.T) {
+	_, inv := startLab(t, 21)
+	runs, state := dirs(t)
+	cmd := exec.Command(testbedBin, "exp", "run", "attenuation-sweep", "--inventory", inv, "--runs-dir", runs, "--state-dir", state,
+		"--set", "links=l10g", "--set", "max_seconds=2")
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	seen := 0
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), " dB: loss ") {
+			if seen++; seen == 4 {
+				cmd.Process.Kill() // no chance to clean up or finalize
+				break
+			}
+		}
+	}
+	cmd.Wait()
+	bundles, _ := filepath.Glob(filepath.Join(runs, "*"))
+	if len(bundles) != 1 {
+		t.Fatalf("bundles: %v", bundles)
+	}
+	rd, err := results.Open(bundles[0])
+	if err != nil || !rd.Incomplete || len(rd.Tables) != 1 || rd.Tables[0].Rows < 4 || rd.Events == 0 {
+		t.Fatalf("killed run's bundle: %v %+v", err, rd)
+	}
+	if rep, _ := results.Verify(bundles[0]); rep.OK || !strings.Contains(strings.Join(rep.Problems, " "), "never finalized") {
+		t.Fatalf("verify: %+v", rep)
+	}
+	// The dead run's leases are stale: the next run takes them over, saying so.
+	code, _, errOut := testbedRun(t, append([]string{"exp", "run", "attenuation-sweep", "--inventory", inv, "--runs-dir", runs, "--state-dir", state,
+		"--log-level", "warn"}, quick...)...)
+	if code != exitOK || !strings.Contains(errOut, "taking over stale lease") {
+		t.Fatalf("second run: exit %d\n%s", code, errOut)
+	}
+}
