@@ -1,0 +1,127 @@
+// Package linkguardian is the control-plane contract of the LinkGuardian P4
+// program (Kannan et al., SIGCOMM'23): the names of its tables, actions and
+// registers as the program declares them, its header layout, and the rules
+// that turn an operator's intent into register values (retransmitted
+// copies from Eq. 2, backpressure thresholds in Tofino cells, ackNoTimeout).
+//
+// The P4_16 sources are compiled by a lab's Intel SDE (bf-p4c), not by this
+// repository's build.
+package linkguardian
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Names the control plane uses, as in the LinkGuardian artifact's P4.
+const (
+	// TableLinkProtect is keyed by egress_port; ActionProtect takes
+	// dummy_pkt_max_count and blocking_mode (1 ordered, 0 non-blocking).
+	TableLinkProtect = "SwitchEgress.link_protect"
+	ActionProtect    = "protect"
+	// Backpressure thresholds on the receiver's recirculation buffer, in cells.
+	RegPauseThreshold  = "SwitchEgress.reg_recirc_buffer_pfc_pause_threshold"
+	RegResumeThreshold = "SwitchEgress.reg_recirc_buffer_pfc_resume_threshold"
+	// Receiver state.
+	RegExpectedSeqNo = "reg_expected_seq_no"
+	RegAck           = "reg_ack"
+	// Sender state.
+	RegSeqNo = "reg_seq_no"
+	RegEra   = "reg_era"
+	// TableRetxMcast multicasts a buffered packet N times on a loss notification.
+	TableRetxMcast = "SwitchIngress.retx_mcast_buffered_pkt"
+	// TableEmulateDrop drops packets whose 20-bit random number hits one of
+	// floor(p * 2^20) entries: the artifact's loss emulation.
+	TableEmulateDrop = "SwitchIngress.emulate_random_pkt_drop"
+)
+
+// Header layout (§3.5): a 3-byte LinkGuardian header on protected packets:
+// a 16-bit seqNo, the era bit that toggles at every wrap, and the packet
+// type. The receiver adds a 3-byte ACK header on reverse traffic.
+const (
+	HeaderBytes  = 3
+	SeqNoBits    = 16
+	SeqNoRange   = 1 << SeqNoBits
+	MaxHoleTrack = 5 // consecutive losses tracked: 5 one-bit reTxReqs registers (§3.5)
+)
+
+// Packet types carried in the header.
+const (
+	PktOriginal = iota
+	PktRetransmitted
+	PktDummy
+	PktAck
+	PktLossNotification
+)
+
+// Copies is Eq. 2: the number N of retransmitted copies that brings the
+// effective loss rate, actual^(N+1), down to the target:
+// N = ceil(log(target)/log(actual) - 1), at least 1.
+func Copies(target, actual float64) (int, error) {
+	if !(target > 0 && target < 1) || !(actual > 0 && actual < 1) {
+		return 0, fmt.Errorf("copies: loss rates must be in (0, 1), got target %g actual %g", target, actual)
+	}
+	if actual <= target {
+		return 1, nil // a healthy link still retransmits once if it loses
+	}
+	// Round before ceil so that 8/4 - 1 is 1, not 1.0000000000000002.
+	n := math.Ceil(math.Round((math.Log(target)/math.Log(actual)-1)*1e9) / 1e9)
+	return int(math.Max(1, n)), nil
+}
+
+// CellBytes is the Tofino 1 buffer cell (PROTOCOLS.md, traffic manager).
+const CellBytes = 80
+
+// RecirculationBps is the rate at which the receiver's recirculation-based
+// reorder buffer drains: the recirculation port runs at 100G (§4, Parameters).
+const RecirculationBps = 100e9
+
+// resumeAllowanceBytes is the conservative allowance the paper adds on top
+// of what drains during t_flight_resume (§4: 40 KB at 25G with 1.9 us, 37 KB
+// at 100G with 1.6 us; both are the drained bytes plus about 16 KiB).
+const resumeAllowanceBytes = 16 << 10
+
+// MTUCells is what one MTU packet (1518 B frame plus the LinkGuardian
+// header) occupies in the buffer.
+func MTUCells() int { return int(math.Ceil(float64(1518+HeaderBytes) / CellBytes)) }
+
+// Thresholds returns the receiver's backpressure thresholds in cells: the
+// reorder buffer must not run dry during t_flight_resume while it drains at
+// the recirculation rate (§3.3, Fig. 6), and pause sits 2 MTU above resume
+// (DCQCN's hysteresis, §3.3).
+func Thresholds(tFlightResume time.Duration) (pauseCells, resumeCells int) {
+	drained := RecirculationBps / 8 * tFlightResume.Seconds()
+	resumeCells = int(math.Ceil((drained + resumeAllowanceBytes) / CellBytes))
+	return resumeCells + 2*MTUCells(), resumeCells
+}
+
+// FlightResume is the measured worst-case delay between the receiver
+// deciding to resume and the sender's queue resuming (§4, Parameters).
+func FlightResume(linkBps float64) (time.Duration, error) {
+	switch linkBps {
+	case 25e9:
+		return 1900 * time.Nanosecond, nil
+	case 100e9:
+		return 1600 * time.Nanosecond, nil
+	}
+	return 0, fmt.Errorf("t_flight_resume was measured for 25G and 100G links only, not %g Gb/s: measure it and set it", linkBps/1e9)
+}
+
+// AckNoTimeout is the receiver's hole-skipping timeout: the maximum
+// retransmission delay measured on the link speed (§4: 6 us at 25G, 5.5 us
+// at 100G) plus a 1.5 us margin (7.5 us, 7 us).
+func AckNoTimeout(linkBps float64) (time.Duration, error) {
+	const margin = 1500 * time.Nanosecond
+	switch linkBps {
+	case 25e9:
+		return 6*time.Microsecond + margin, nil
+	case 100e9:
+		return 5500*time.Nanosecond + margin, nil
+	}
+	return 0, fmt.Errorf("the maximum retransmission delay was measured for 25G and 100G links only, not %g Gb/s", linkBps/1e9)
+}
+
+// DropTableEntries is how many entries of the loss-emulation table drop a
+// packet with probability p: floor(p * 2^20).
+func DropTableEntries(p float64) int { return int(math.Floor(p * (1 << 20))) }
