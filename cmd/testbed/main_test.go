@@ -210,6 +210,43 @@ func startLab(t *testing.T, seed uint64) (*simlab.Lab, string) {
 	return lab, path
 }
 
+// liveRun is the testbed binary running a sweep, its progress readable line by line.
+type liveRun struct {
+	cmd    *exec.Cmd
+	stdout bytes.Buffer
+	lines  *bufio.Scanner
+	log    strings.Builder
+}
+
+func startRun(t *testing.T, args ...string) *liveRun {
+	t.Helper()
+	r := &liveRun{cmd: exec.Command(testbedBin, args...)}
+	r.cmd.Stdout = &r.stdout
+	stderr, err := r.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.cmd.Process.Kill(); r.cmd.Wait() })
+	r.lines = bufio.NewScanner(stderr)
+	return r
+}
+
+// each calls fn on every progress line until fn returns false or the run ends.
+func (r *liveRun) each(fn func(line string) bool) {
+	for r.lines.Scan() {
+		r.log.WriteString(r.lines.Text() + "\n")
+		if !fn(r.lines.Text()) {
+			return
+		}
+	}
+}
+
+// measured reports whether a progress line is a measured point.
+func measured(line string) bool { return strings.Contains(line, " dB: loss ") }
+
 func assertRested(t *testing.T, lab *simlab.Lab) {
 	t.Helper()
 	for _, name := range []string{"voa1", "voa2"} {
@@ -225,33 +262,23 @@ func assertRested(t *testing.T, lab *simlab.Lab) {
 func TestInterruptedSweepRestoresLabAndLeavesAbortedBundle(t *testing.T) {
 	lab, inv := startLab(t, 3)
 	runs, state := dirs(t)
-	cmd := exec.Command(testbedBin, "exp", "run", "attenuation-sweep", "--inventory", inv, "--runs-dir", runs, "--state-dir", state,
+	r := startRun(t, "exp", "run", "attenuation-sweep", "--inventory", inv, "--runs-dir", runs, "--state-dir", state,
 		"--set", "max_seconds=2", "--set", "links=l10g,l25g,l100g")
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	// Wait by asking: interrupt once the sweep has measured a few points.
-	sc := bufio.NewScanner(stderr)
 	seen := 0
-	var log strings.Builder
-	for sc.Scan() {
-		log.WriteString(sc.Text() + "\n")
-		if strings.Contains(sc.Text(), " dB: loss ") {
+	r.each(func(line string) bool {
+		if measured(line) {
 			if seen++; seen == 5 {
-				cmd.Process.Signal(syscall.SIGINT)
+				r.cmd.Process.Signal(syscall.SIGINT)
 			}
 		}
+		return true
+	})
+	err := r.cmd.Wait()
+	if code := r.cmd.ProcessState.ExitCode(); code != exitAborted {
+		t.Fatalf("exit %d (%v), want %d\n%s", code, err, exitAborted, r.log.String())
 	}
-	err := cmd.Wait()
-	code := cmd.ProcessState.ExitCode()
-	if code != exitAborted {
-		t.Fatalf("exit %d (%v), want %d\n%s", code, err, exitAborted, log.String())
-	}
-	bundle := lastLine(stdout.String())
+	bundle := lastLine(r.stdout.String())
 	var m results.Manifest
 	readJSON(t, filepath.Join(bundle, "manifest.json"), &m)
 	if m.Status != results.StatusAborted || !strings.Contains(m.Reason, "interrupt") {
@@ -435,41 +462,31 @@ func TestParamsFileAndEnvironmentConfiguration(t *testing.T) {
 func TestSecondInterruptReportsWhatWasNotRestored(t *testing.T) {
 	lab, inv := startLab(t, 13)
 	runs, state := dirs(t)
-	cmd := exec.Command(testbedBin, "exp", "run", "attenuation-sweep", "--inventory", inv, "--runs-dir", runs, "--state-dir", state,
+	r := startRun(t, "exp", "run", "attenuation-sweep", "--inventory", inv, "--runs-dir", runs, "--state-dir", state,
 		"--set", "links=l10g", "--set", "max_seconds=2")
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	sc := bufio.NewScanner(stderr)
-	var log strings.Builder
 	seen := 0
-	for sc.Scan() {
-		line := sc.Text()
-		log.WriteString(line + "\n")
+	r.each(func(line string) bool {
 		switch {
-		case strings.Contains(line, " dB: loss "):
+		case measured(line):
 			if seen++; seen == 3 {
 				// From now on the attenuator never answers: its restore will hang.
 				lab.Faults("voa1").StallNext(1000)
-				cmd.Process.Signal(syscall.SIGINT)
+				r.cmd.Process.Signal(syscall.SIGINT)
 			}
 		case strings.Contains(line, "stopping at the next safe point"):
-			time.AfterFunc(300*time.Millisecond, func() { cmd.Process.Signal(syscall.SIGINT) })
+			time.AfterFunc(300*time.Millisecond, func() { r.cmd.Process.Signal(syscall.SIGINT) })
 		}
+		return true
+	})
+	r.cmd.Wait()
+	if code := r.cmd.ProcessState.ExitCode(); code != exitAborted {
+		t.Fatalf("exit %d, want %d\n%s", code, exitAborted, r.log.String())
 	}
-	cmd.Wait()
-	if code := cmd.ProcessState.ExitCode(); code != exitAborted {
-		t.Fatalf("exit %d, want %d\n%s", code, exitAborted, log.String())
-	}
-	if !strings.Contains(log.String(), "NOT RESTORED: voa1: restore voa1 channel 1") {
-		t.Fatalf("the unrestored channel was not reported:\n%s", log.String())
+	if !strings.Contains(r.log.String(), "NOT RESTORED: voa1: restore voa1 channel 1") {
+		t.Fatalf("the unrestored channel was not reported:\n%s", r.log.String())
 	}
 	var m results.Manifest
-	readJSON(t, filepath.Join(lastLine(stdout.String()), "manifest.json"), &m)
+	readJSON(t, filepath.Join(lastLine(r.stdout.String()), "manifest.json"), &m)
 	failed := false
 	for _, c := range m.Cleanup {
 		failed = failed || (!c.OK && c.Device == "voa1")
@@ -482,24 +499,19 @@ func TestSecondInterruptReportsWhatWasNotRestored(t *testing.T) {
 func TestKilledRunLeavesReadableIncompleteBundleAndStaleLeases(t *testing.T) {
 	_, inv := startLab(t, 21)
 	runs, state := dirs(t)
-	cmd := exec.Command(testbedBin, "exp", "run", "attenuation-sweep", "--inventory", inv, "--runs-dir", runs, "--state-dir", state,
+	r := startRun(t, "exp", "run", "attenuation-sweep", "--inventory", inv, "--runs-dir", runs, "--state-dir", state,
 		"--set", "links=l10g", "--set", "max_seconds=2")
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	sc := bufio.NewScanner(stderr)
 	seen := 0
-	for sc.Scan() {
-		if strings.Contains(sc.Text(), " dB: loss ") {
+	r.each(func(line string) bool {
+		if measured(line) {
 			if seen++; seen == 4 {
-				cmd.Process.Kill() // no chance to clean up or finalize
-				break
+				r.cmd.Process.Kill() // no chance to clean up or finalize
+				return false
 			}
 		}
-	}
-	cmd.Wait()
+		return true
+	})
+	r.cmd.Wait()
 	bundles, _ := filepath.Glob(filepath.Join(runs, "*"))
 	if len(bundles) != 1 {
 		t.Fatalf("bundles: %v", bundles)
