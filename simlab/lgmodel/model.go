@@ -150,18 +150,34 @@ func (q eventQ) Less(i, j int) bool {
 	}
 	return q[i].idx < q[j].idx
 }
-func (q eventQ) Swap(i, j int)    { q[i], q[j] = q[j], q[i] }
-func (q *eventQ) Push(x any)      { *q = append(*q, x.(*event)) }
-func (q *eventQ) Pop() any        { o := *q; e := o[len(o)-1]; *q = o[:len(o)-1]; return e }
-func (s *sim) at(e *event)        { s.nev++; e.idx = s.nev; heap.Push(&s.q, e) }
+func (q eventQ) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *eventQ) Push(x any)   { *q = append(*q, x.(*event)) }
+func (q *eventQ) Pop() any     { o := *q; e := o[len(o)-1]; *q = o[:len(o)-1]; return e }
+
+// at schedules an event, reusing a spent one: a stress test schedules millions.
+func (s *sim) at(ev event) {
+	var e *event
+	if n := len(s.free); n > 0 {
+		e = s.free[n-1]
+		s.free = s.free[:n-1]
+	} else {
+		e = new(event)
+	}
+	*e = ev
+	s.nev++
+	e.idx = s.nev
+	heap.Push(&s.q, e)
+}
+
 func durPS(d time.Duration) int64 { return int64(d) * 1000 }
 
 type sim struct {
-	c   Config
-	r   *rand.Rand
-	res Result
-	q   eventQ
-	nev int
+	c    Config
+	r    *rand.Rand
+	res  Result
+	q    eventQ
+	nev  int
+	free []*event
 
 	// sender
 	now, slotFree int64
@@ -268,6 +284,7 @@ func (s *sim) loop() {
 			e := heap.Pop(&s.q).(*event)
 			s.now = max(s.now, e.at)
 			s.handle(e)
+			s.free = append(s.free, e)
 			continue
 		}
 		if want < 0 {
@@ -369,7 +386,7 @@ func (s *sim) emitRun(p packet) {
 	// During a steady run ACKs flow continuously: the Tx buffer holds the
 	// steady-state window, not the whole run.
 	s.senderAck = max(s.senderAck, s.nextSeq-s.steadyTx)
-	s.at(&event{at: last + slot + s.oneWay(), kind: evArrive, p: p})
+	s.at(event{at: last + slot + s.oneWay(), kind: evArrive, p: p})
 }
 
 func (s *sim) transmit(p packet) {
@@ -392,7 +409,7 @@ func (s *sim) transmit(p packet) {
 		tx := (s.nextSeq - s.senderAck) * int64(s.c.FrameBytes+lg.HeaderBytes)
 		s.res.MaxTxBufferBytes = max(s.res.MaxTxBufferBytes, tx)
 	}
-	s.at(&event{at: s.now + slot + s.oneWay(), kind: evArrive, p: p})
+	s.at(event{at: s.now + slot + s.oneWay(), kind: evArrive, p: p})
 }
 
 func (s *sim) handle(e *event) {
@@ -499,12 +516,12 @@ func (s *sim) detect(seq int64) {
 	for i := 0; i < n; i++ {
 		h := first + int64(i)
 		s.holes[h] = true
-		s.at(&event{at: s.now + durPS(s.c.AckNoTimeout), kind: evTimeout, seq: h})
+		s.at(event{at: s.now + durPS(s.c.AckNoTimeout), kind: evTimeout, seq: h})
 	}
 	track := min(n, lg.MaxHoleTrack)
 	s.notifPending++
 	// The notification is mirrored at the receiver and crosses back.
-	s.at(&event{at: s.now + s.oneWay() + s.ser(64), kind: evNotify, seq: first, n: track})
+	s.at(event{at: s.now + s.oneWay() + s.ser(64), kind: evNotify, seq: first, n: track})
 }
 
 // advanceAck moves ackNo past every original delivered or given up; an
@@ -520,7 +537,7 @@ func (s *sim) advanceAck() {
 }
 
 func (s *sim) ackBack() {
-	s.at(&event{at: s.now + s.oneWay() + s.ser(64), kind: evAck, seq: s.ackNo})
+	s.at(event{at: s.now + s.oneWay() + s.ser(64), kind: evAck, seq: s.ackNo})
 }
 
 // enqueue puts an out-of-order packet into the recirculation queue.
@@ -529,7 +546,7 @@ func (s *sim) enqueue(p packet) {
 	if s.bufBytes+b > int64(s.c.RxBufferCap) {
 		s.res.BufferDrops++
 		s.holes[p.seq] = true // gone; only the timeout can skip it
-		s.at(&event{at: s.now + durPS(s.c.AckNoTimeout), kind: evTimeout, seq: p.seq})
+		s.at(event{at: s.now + durPS(s.c.AckNoTimeout), kind: evTimeout, seq: p.seq})
 		return
 	}
 	s.buf = append(s.buf, p)
@@ -551,7 +568,7 @@ func (s *sim) kickDrain() {
 		return
 	}
 	s.draining = true
-	s.at(&event{at: s.now + int64(float64((s.buf[0].bytes+lg.HeaderBytes+20)*8)/lg.RecirculationBps*1e12), kind: evDrain})
+	s.at(event{at: s.now + int64(float64((s.buf[0].bytes+lg.HeaderBytes+20)*8)/lg.RecirculationBps*1e12), kind: evDrain})
 }
 
 // drainOne finishes a pass of the head through the pipeline: Algorithm 1.
@@ -595,11 +612,11 @@ func (s *sim) backpressure() {
 		s.res.PauseFrames++
 		// PFC frames are absorbed by the sender's RX MAC (§3.5), not a
 		// pipeline pass: a pause takes the measured flight time, as a resume.
-		s.at(&event{at: s.now + durPS(s.c.FlightResume), kind: evPause})
+		s.at(event{at: s.now + durPS(s.c.FlightResume), kind: evPause})
 	case cells <= int64(s.c.ResumeCells) && s.bpPaused:
 		s.bpPaused = false
 		s.pendingBP++
 		s.res.PauseFrames++
-		s.at(&event{at: s.now + durPS(s.c.FlightResume), kind: evResume})
+		s.at(event{at: s.now + durPS(s.c.FlightResume), kind: evResume})
 	}
 }
