@@ -28,9 +28,11 @@ import (
 //
 // Transmission runs in simulated time: TimeScale simulated seconds per real
 // second. Frames are drawn in blocks of otgBlock; each block's loss count
-// is sampled once, when the block begins, and revealed proportionally as
-// the block goes, so final counters depend only on the seed and the block
-// sequence, not on when metrics are polled. Starting a flow resets its
+// is sampled once, at the first metrics read or control request after the
+// block has begun (at the attenuation then in force), and revealed
+// proportionally as the block goes, so with a steady attenuation the final
+// counters depend only on the seed and the block sequence, not on when
+// metrics are polled. Starting a flow resets its
 // counters, as Ixia-c does; a new config resets everything.
 type OTGServer struct {
 	world  *World
