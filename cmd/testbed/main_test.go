@@ -530,3 +530,22 @@ func TestKilledRunLeavesReadableIncompleteBundleAndStaleLeases(t *testing.T) {
 		t.Fatalf("second run: exit %d\n%s", code, errOut)
 	}
 }
+
+func TestConfigFileIsRead(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	os.WriteFile("testbed.yaml", []byte("runs_dir: from-config\nstate_dir: state\n"), 0o644)
+	code, out, errOut := testbedRun(t, append([]string{"exp", "run", "attenuation-sweep", "--set", "links=l25g-rs"}, quick[2:]...)...)
+	if code != exitOK || !strings.HasPrefix(lastLine(out), "from-config/") {
+		t.Fatalf("./testbed.yaml not used: exit %d, bundle %q\n%s", code, lastLine(out), errOut)
+	}
+	// A flag still wins over the file.
+	code, out, _ = testbedRun(t, append([]string{"exp", "run", "attenuation-sweep", "--runs-dir", "from-flag", "--set", "links=l25g-rs"}, quick[2:]...)...)
+	if code != exitOK || !strings.HasPrefix(lastLine(out), "from-flag/") {
+		t.Fatalf("flag did not win: %q", lastLine(out))
+	}
+	os.WriteFile("bad.yaml", []byte("runs_dir: [\n"), 0o644)
+	if code, _, errOut := testbedRun(t, "--config", "bad.yaml", "exp", "list"); code != exitBadInput || !strings.Contains(errOut, "bad.yaml") {
+		t.Fatalf("bad config: exit %d %s", code, errOut)
+	}
+}

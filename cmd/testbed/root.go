@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -70,24 +69,14 @@ func (a *app) loadConfig(cmd *cobra.Command) error {
 	a.v.SetEnvPrefix("TESTBED")
 	a.v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
 	a.v.AutomaticEnv()
-	if f, _ := cmd.Flags().GetString("config"); f != "" {
+	f, _ := cmd.Flags().GetString("config")
+	if f == "" {
+		f = findConfig()
+	}
+	if f != "" {
 		a.v.SetConfigFile(f)
 		if err := a.v.ReadInConfig(); err != nil {
 			return &exitError{code: exitBadInput, err: fmt.Errorf("config %s: %w", f, err)}
-		}
-	} else {
-		a.v.SetConfigName("testbed")
-		a.v.SetConfigType("yaml")
-		a.v.AddConfigPath(".")
-		if d, err := os.UserConfigDir(); err == nil {
-			a.v.SetConfigName("config")
-			a.v.AddConfigPath(filepath.Join(d, "testbed"))
-		}
-		if err := a.v.ReadInConfig(); err != nil {
-			var nf viper.ConfigFileNotFoundError
-			if !errors.As(err, &nf) {
-				return &exitError{code: exitBadInput, err: fmt.Errorf("config: %w", err)}
-			}
 		}
 	}
 	switch o := a.v.GetString("output"); o {
@@ -96,6 +85,21 @@ func (a *app) loadConfig(cmd *cobra.Command) error {
 		return &exitError{code: exitBadInput, err: fmt.Errorf("--output %q: expected text or json", o)}
 	}
 	return nil
+}
+
+// findConfig returns ./testbed.yaml, else $XDG_CONFIG_HOME/testbed/config.yaml
+// (or the platform's equivalent), else "".
+func findConfig() string {
+	candidates := []string{"testbed.yaml"}
+	if d, err := os.UserConfigDir(); err == nil {
+		candidates = append(candidates, filepath.Join(d, "testbed", "config.yaml"))
+	}
+	for _, c := range candidates {
+		if fi, err := os.Stat(c); err == nil && !fi.IsDir() {
+			return c
+		}
+	}
+	return ""
 }
 
 func (a *app) json() bool { return a.v.GetString("output") == "json" }
