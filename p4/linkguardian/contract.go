@@ -14,26 +14,36 @@ import (
 	"time"
 )
 
-// Names the control plane uses, as in the LinkGuardian artifact's P4.
+// LinkGuardian runs as two P4 programs: the sender on the switch that
+// transmits into the corrupting link and the receiver on the other end.
+// The control plane reaches their objects as bfrt.<program>.pipe.<name>.
 const (
-	// TableLinkProtect is keyed by egress_port; ActionProtect takes
+	ProgramSender   = "sender"
+	ProgramReceiver = "receiver"
+)
+
+// Names the control plane uses, as the LinkGuardian artifact's P4 declares
+// them (control and object name), with the program that declares each.
+const (
+	// Sender. TableLinkProtect is keyed by egress_port; ActionProtect takes
 	// dummy_pkt_max_count and blocking_mode (1 ordered, 0 non-blocking).
 	TableLinkProtect = "SwitchEgress.link_protect"
 	ActionProtect    = "protect"
-	// Backpressure thresholds on the receiver's recirculation buffer, in cells.
-	RegPauseThreshold  = "SwitchEgress.reg_recirc_buffer_pfc_pause_threshold"
-	RegResumeThreshold = "SwitchEgress.reg_recirc_buffer_pfc_resume_threshold"
-	// Receiver state.
-	RegExpectedSeqNo = "reg_expected_seq_no"
-	RegAck           = "reg_ack"
-	// Sender state.
+	// Sender state: next sequence number and its era.
 	RegSeqNo = "reg_seq_no"
 	RegEra   = "reg_era"
-	// TableRetxMcast multicasts a buffered packet N times on a loss notification.
+	// Sender: multicasts a buffered packet N times on a loss notification.
 	TableRetxMcast = "SwitchIngress.retx_mcast_buffered_pkt"
-	// TableEmulateDrop drops packets whose 20-bit random number hits one of
+	// Sender: drops packets whose 20-bit random number hits one of
 	// floor(p * 2^20) entries: the artifact's loss emulation.
 	TableEmulateDrop = "SwitchIngress.emulate_random_pkt_drop"
+
+	// Receiver: the next expected sequence number (ackNo), per port.
+	RegExpectedSeqNo = "SwitchIngress.reg_expected_seq_no"
+	RegAck           = "reg_ack"
+	// Receiver: backpressure thresholds on the recirculation buffer, in cells.
+	RegPauseThreshold  = "SwitchEgress.reg_recirc_buffer_pfc_pause_threshold"
+	RegResumeThreshold = "SwitchEgress.reg_recirc_buffer_pfc_resume_threshold"
 )
 
 // Header layout (§3.5): a 3-byte LinkGuardian header on protected packets:
