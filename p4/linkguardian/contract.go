@@ -118,18 +118,23 @@ func FlightResume(linkBps float64) (time.Duration, error) {
 	return 0, fmt.Errorf("t_flight_resume was measured for 25G and 100G links only, not %g Gb/s: measure it and set it", linkBps/1e9)
 }
 
-// AckNoTimeout is the receiver's hole-skipping timeout: the maximum
-// retransmission delay measured on the link speed (§4: 6 us at 25G, 5.5 us
-// at 100G) plus a 1.5 us margin (7.5 us, 7 us).
-func AckNoTimeout(linkBps float64) (time.Duration, error) {
-	const margin = 1500 * time.Nanosecond
+// MaxRetxDelay is the longest time the paper measured from a loss to the
+// arrival of its retransmission (§4, Parameters): 6 us at 25G, 5.5 us at 100G.
+func MaxRetxDelay(linkBps float64) (time.Duration, error) {
 	switch linkBps {
 	case 25e9:
-		return 6*time.Microsecond + margin, nil
+		return 6 * time.Microsecond, nil
 	case 100e9:
-		return 5500*time.Nanosecond + margin, nil
+		return 5500 * time.Nanosecond, nil
 	}
 	return 0, fmt.Errorf("the maximum retransmission delay was measured for 25G and 100G links only, not %g Gb/s", linkBps/1e9)
+}
+
+// AckNoTimeout is the receiver's hole-skipping timeout: the maximum
+// retransmission delay plus a 1.5 us margin (7.5 us at 25G, 7 us at 100G).
+func AckNoTimeout(linkBps float64) (time.Duration, error) {
+	d, err := MaxRetxDelay(linkBps)
+	return d + 1500*time.Nanosecond, err
 }
 
 // DropTableEntries is how many entries of the loss-emulation table drop a

@@ -63,6 +63,10 @@ type Config struct {
 	RxBufferCap  int           // reorder buffer capacity in bytes (§4: 200 KB)
 	Pipeline     time.Duration // one switch pass (port to port), each way
 	Propagation  time.Duration // fibre
+	// RetxHandling is the sender's extra time between a loss notification
+	// arriving and its copies being ready to send (mirroring, multicast,
+	// fetching from the Tx buffer).
+	RetxHandling time.Duration
 	Frames       int64
 	Step         bool // simulate every frame (no skip-ahead)
 }
@@ -71,13 +75,8 @@ type Config struct {
 func Defaults(mode Mode, linkBps, loss float64, frames int64) (Config, error) {
 	c := Config{Mode: mode, LinkBps: linkBps, FrameBytes: 1518, Loss: loss, Frames: frames,
 		Backpressure: mode == Ordered, RxBufferCap: 200_000,
-		// One switch pass, including MAC/PCS and, for notifications and
-		// copies, the mirror and multicast engines (§3.5). A retransmission
-		// takes two passes and about three frame times from the loss, so
-		// 2.4 us a pass reproduces the maximum retransmission delays the
-		// paper measured (§4, Parameters: 5.5 us at 100G, 6 us at 25G),
-		// which is also what its ackNoTimeout is set against.
-		Pipeline:    2400 * time.Nanosecond,
+		// Tofino's port-to-port latency with MAC and PCS is about 1 us.
+		Pipeline:    time.Microsecond,
 		Propagation: 10 * time.Nanosecond, // 2 m of fibre
 	}
 	var err error
@@ -91,6 +90,18 @@ func Defaults(mode Mode, linkBps, loss float64, frames int64) (Config, error) {
 	if c.AckNoTimeout, err = lg.AckNoTimeout(linkBps); err != nil {
 		return c, err
 	}
+	// The retransmission path: the next frame reveals the gap (one frame
+	// time), the notification crosses back (a pass and a 64 B frame), the
+	// sender handles it, and the copy crosses (a frame time and a pass),
+	// behind up to one frame already on the wire. The handling time is what
+	// makes this path as long as the longest delay the paper measured.
+	maxRetx, err := lg.MaxRetxDelay(linkBps)
+	if err != nil {
+		return c, err
+	}
+	slot := time.Duration(float64((c.FrameBytes+20+lg.HeaderBytes)*8) / linkBps * 1e9)
+	pass := c.Pipeline + c.Propagation
+	c.RetxHandling = maxRetx - 2*pass - 3*slot - time.Duration(float64((64+20+lg.HeaderBytes)*8)/linkBps*1e9)
 	return c, nil
 }
 
@@ -123,12 +134,13 @@ type packet struct {
 }
 
 type event struct {
-	at   int64
-	kind int
-	p    packet
-	seq  int64
-	n    int
-	idx  int
+	at      int64
+	kind    int
+	p       packet
+	seq     int64
+	n       int
+	idx     int
+	handled bool // evNotify: the sender's handling delay has passed
 }
 
 const (
@@ -417,6 +429,12 @@ func (s *sim) handle(e *event) {
 	case evArrive:
 		s.arrive(e.p)
 	case evNotify:
+		if s.c.RetxHandling > 0 && !e.handled {
+			// The sender's mirror/multicast path takes its time.
+			e.handled = true
+			s.at(event{at: s.now + durPS(s.c.RetxHandling), kind: evNotify, seq: e.seq, n: e.n, handled: true})
+			return
+		}
 		s.notifPending--
 		for i := 0; i < e.n; i++ {
 			seq := e.seq + int64(i)

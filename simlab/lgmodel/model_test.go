@@ -109,7 +109,7 @@ func TestSkipAheadMatchesStepping(t *testing.T) {
 // Without backpressure the reorder buffer overflows at 100G and frames are
 // lost to it; with backpressure it does not.
 func TestBackpressurePreventsOverflow(t *testing.T) {
-	c, _ := Defaults(Ordered, 100e9, 1e-3, 2_000_000)
+	c, _ := Defaults(Ordered, 100e9, 1e-3, 1_000_000)
 	with, _ := Run(c, rand.New(rand.NewPCG(5, 5)))
 	c.Backpressure = false
 	without, _ := Run(c, rand.New(rand.NewPCG(5, 5)))
@@ -139,8 +139,8 @@ func TestNonBlockingKeepsMoreLinkSpeed(t *testing.T) {
 	gap := map[float64]float64{}
 	for _, bps := range []float64{25e9, 100e9} {
 		for _, loss := range []float64{1e-4, 1e-3} {
-			lgr := run(t, Ordered, bps, loss, 3_000_000, 11, false)
-			nb := run(t, NonBlocking, bps, loss, 3_000_000, 11, false)
+			lgr := run(t, Ordered, bps, loss, 1_000_000, 11, false)
+			nb := run(t, NonBlocking, bps, loss, 1_000_000, 11, false)
 			t.Logf("%3.0fG loss %.0e: LG %.2f Gb/s (eff loss %.1e, pauses %d, max rx %d B, max tx %d B), NB %.2f Gb/s (eff loss %.1e)",
 				bps/1e9, loss, lgr.EffectiveBps/1e9, lgr.EffectiveLoss, lgr.PauseFrames, lgr.MaxRxBufferBytes, lgr.MaxTxBufferBytes, nb.EffectiveBps/1e9, nb.EffectiveLoss)
 			if nb.EffectiveBps < lgr.EffectiveBps {
