@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/tarm/serial"
@@ -217,4 +218,11 @@ func (c *LineConn) Close() error {
 		c.transcript.Note("closed")
 	})
 	return err
+}
+
+// IsConnectionLost reports whether err means the connection itself is gone
+// (closed, reset, broken pipe) rather than a reply being late or wrong.
+func IsConnectionLost(err error) bool {
+	return errors.Is(err, ErrClosed) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }

@@ -208,7 +208,8 @@ func (k *Keysight) Capabilities() []string {
 }
 
 // SetAttenuation implements Attenuator: limits first, then set, *OPC?, the
-// error queue, and read-backs until settled.
+// error queue, and read-backs until settled. A setting is absolute, so
+// after a dropped connection it is sent again once on a new one.
 func (k *Keysight) SetAttenuation(ctx context.Context, ch int, dB float64) error {
 	if err := k.checkChannel(ch); err != nil {
 		return err
@@ -220,9 +221,29 @@ func (k *Keysight) SetAttenuation(ctx context.Context, ch int, dB float64) error
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	return k.retryOnDrop(ctx, func() error { return k.set(ctx, ch, dB) })
+}
+
+// retryOnDrop runs op, and once more on a new connection if the old one
+// was closed under it. A timeout is not retried: the instrument may still
+// be acting on the command.
+func (k *Keysight) retryOnDrop(ctx context.Context, op func() error) error {
 	if err := k.ensure(ctx); err != nil {
 		return err
 	}
+	err := op()
+	if err == nil || !transport.IsConnectionLost(err) || ctx.Err() != nil {
+		return err
+	}
+	k.drop()
+	k.opts.Transcript.Note("connection lost (%v); reconnecting and trying once more", err)
+	if err := k.ensure(ctx); err != nil {
+		return err
+	}
+	return op()
+}
+
+func (k *Keysight) set(ctx context.Context, ch int, dB float64) error {
 	doing := fmt.Sprintf("set channel %d to %.2f dB", ch, dB)
 	if err := k.send(ctx, fmt.Sprintf(":INP%d:ATT %.3fdB", ch, dB)); err != nil {
 		return err
@@ -283,10 +304,12 @@ func (k *Keysight) read(ctx context.Context, ch int, q string) (float64, error) 
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if err := k.ensure(ctx); err != nil {
-		return 0, err
-	}
-	return k.queryFloat(ctx, q)
+	var v float64
+	err := k.retryOnDrop(ctx, func() (err error) {
+		v, err = k.queryFloat(ctx, q)
+		return err
+	})
+	return v, err
 }
 
 // Close implements Attenuator.

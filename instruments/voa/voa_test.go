@@ -134,12 +134,22 @@ func TestKeysightTimeoutAndReconnect(t *testing.T) {
 	if _, err := k.Attenuation(context.Background(), 1); err != nil {
 		t.Fatalf("after a timeout: %v", err)
 	}
+	// A dropped connection is redialled and the read retried once, in the same call.
 	faults.DropNext(1)
-	if _, err := k.Attenuation(context.Background(), 1); err == nil {
-		t.Fatal("dropped connection not reported")
+	if _, err := k.Attenuation(context.Background(), 1); err != nil {
+		t.Fatalf("one dropped connection: %v", err)
+	}
+	faults.DropNext(1)
+	if err := k.SetAttenuation(context.Background(), 1, 4); err != nil {
+		t.Fatalf("a setting across a dropped connection: %v", err)
+	}
+	// Dropped again on the retry: the call fails, and says why.
+	faults.DropNext(2)
+	if _, err := k.Attenuation(context.Background(), 1); err == nil || !transport.IsConnectionLost(err) {
+		t.Fatalf("two dropped connections: %v", err)
 	}
 	if _, err := k.Attenuation(context.Background(), 1); err != nil {
-		t.Fatalf("after a dropped connection: %v", err)
+		t.Fatalf("after dropped connections: %v", err)
 	}
 	if !strings.Contains(tr.String(), "reconnecting") {
 		t.Errorf("transcript does not say it reconnected")
