@@ -220,9 +220,13 @@ func (c *LineConn) Close() error {
 	return err
 }
 
+// ErrConnectionLost marks an error after which the connection is gone and
+// a new one must be made.
+var ErrConnectionLost = errors.New("connection lost")
+
 // IsConnectionLost reports whether err means the connection itself is gone
 // (closed, reset, broken pipe) rather than a reply being late or wrong.
 func IsConnectionLost(err error) bool {
-	return errors.Is(err, ErrClosed) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) ||
+	return errors.Is(err, ErrClosed) || errors.Is(err, ErrConnectionLost) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }

@@ -1,0 +1,159 @@
+package tofino
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"testbed/transport"
+)
+
+// AgentError is an operation the agent answered with an error.
+type AgentError struct {
+	Op      string
+	Kind    string // bad_request, not_found, bfrt, internal
+	Message string
+}
+
+func (e *AgentError) Error() string {
+	return fmt.Sprintf("%s: %s: %s", e.Op, e.Kind, e.Message)
+}
+
+// IsNotFound reports whether err is the agent saying a name does not exist.
+func IsNotFound(err error) bool {
+	var ae *AgentError
+	return errors.As(err, &ae) && ae.Kind == "not_found"
+}
+
+// agentClient speaks the agent protocol (agent/PROTOCOL.md) over a stream
+// it dials on demand, and redials once if the stream is lost.
+type agentClient struct {
+	dial       func(ctx context.Context) (net.Conn, error)
+	transcript *transport.Transcript
+	timeout    time.Duration
+
+	mu     sync.Mutex
+	conn   net.Conn
+	rd     *bufio.Reader
+	nextID int64
+}
+
+type agentRequest struct {
+	ID   int64  `json:"id"`
+	Op   string `json:"op"`
+	Args any    `json:"args,omitempty"`
+}
+
+type agentResponse struct {
+	ID     int64           `json:"id"`
+	OK     bool            `json:"ok"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Kind    string `json:"kind"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// call sends op with args and decodes the result into out (may be nil).
+func (a *agentClient) call(ctx context.Context, op string, args any, out any) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, a.timeout)
+		defer cancel()
+	}
+	err := a.exchange(ctx, op, args, out)
+	if err != nil && transport.IsConnectionLost(err) && ctx.Err() == nil {
+		a.transcript.Note("agent connection lost; reconnecting")
+		err = a.exchange(ctx, op, args, out)
+	}
+	return err
+}
+
+func (a *agentClient) exchange(ctx context.Context, op string, args any, out any) error {
+	if a.conn == nil {
+		c, err := a.dial(ctx)
+		if err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+		a.conn, a.rd = c, bufio.NewReaderSize(c, 64<<10)
+	}
+	a.nextID++
+	id := a.nextID
+	line, err := json.Marshal(agentRequest{ID: id, Op: op, Args: args})
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	a.transcript.Sent(string(line))
+	dl, _ := ctx.Deadline()
+	a.conn.SetDeadline(dl)
+	stop := context.AfterFunc(ctx, func() { a.conn.SetDeadline(time.Now()) })
+	defer stop()
+	if _, err := a.conn.Write(append(line, '\n')); err != nil {
+		a.reset()
+		return fmt.Errorf("%s: send: %w: %w", op, err, transport.ErrConnectionLost)
+	}
+	for {
+		reply, err := a.rd.ReadBytes('\n')
+		if err != nil {
+			a.reset()
+			if ctx.Err() != nil {
+				a.transcript.Error(fmt.Errorf("no reply: %w", ctx.Err()))
+				return fmt.Errorf("%s: no reply: %w", op, ctx.Err())
+			}
+			a.transcript.Error(err)
+			return fmt.Errorf("%s: read: %w: %w", op, err, transport.ErrConnectionLost)
+		}
+		a.transcript.Received(string(reply[:len(reply)-1]))
+		var r agentResponse
+		if err := json.Unmarshal(reply, &r); err != nil {
+			a.reset()
+			return fmt.Errorf("%s: reply is not a protocol message (%q): %w", op, truncate(string(reply), 120), err)
+		}
+		if r.ID < id {
+			continue // the late answer to a request that timed out
+		}
+		if r.ID != id {
+			a.reset()
+			return fmt.Errorf("%s: reply for request %d, expected %d", op, r.ID, id)
+		}
+		if !r.OK {
+			if r.Error == nil {
+				return &AgentError{Op: op, Kind: "internal", Message: "failure without an error"}
+			}
+			return &AgentError{Op: op, Kind: r.Error.Kind, Message: r.Error.Message}
+		}
+		if out != nil {
+			if err := json.Unmarshal(r.Result, out); err != nil {
+				return fmt.Errorf("%s: result %s: %w", op, truncate(string(r.Result), 120), err)
+			}
+		}
+		return nil
+	}
+}
+
+func (a *agentClient) reset() {
+	if a.conn != nil {
+		a.conn.Close()
+		a.conn, a.rd = nil, nil
+	}
+}
+
+func (a *agentClient) close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.reset()
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}

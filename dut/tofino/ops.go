@@ -1,0 +1,318 @@
+package tofino
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Speeds the driver knows, in Gb/s, and their BF Runtime names.
+var speeds = map[int]string{10: "BF_SPEED_10G", 25: "BF_SPEED_25G", 40: "BF_SPEED_40G", 50: "BF_SPEED_50G", 100: "BF_SPEED_100G"}
+
+// FEC modes: the inventory's names and BF Runtime's.
+var fecs = map[string]string{"none": "BF_FEC_TYP_NONE", "fc": "BF_FEC_TYP_FC", "rs528": "BF_FEC_TYP_RS", "rs544": "BF_FEC_TYP_RS"}
+
+// PortStatus is what the switch reports of a port.
+type PortStatus struct {
+	DevPort   int    `json:"dev_port"`
+	Enabled   bool   `json:"enabled"`
+	Up        bool   `json:"up"`
+	Speed     string `json:"speed"`
+	FEC       string `json:"fec"`
+	SpeedGbps int    `json:"-"`
+}
+
+// AddPort adds and enables a port with a speed (Gb/s) and FEC mode (none,
+// fc, rs528, rs544), auto-negotiation off.
+func (s *Switch) AddPort(ctx context.Context, devPort, gbps int, fec string) error {
+	sp, ok := speeds[gbps]
+	if !ok {
+		return fmt.Errorf("port %d: speed %d Gb/s (expected 10, 25, 40, 50 or 100)", devPort, gbps)
+	}
+	f, ok := fecs[fec]
+	if !ok {
+		return fmt.Errorf("port %d: FEC %q (expected none, fc, rs528 or rs544)", devPort, fec)
+	}
+	err := s.agent.call(ctx, "port.add", map[string]any{"dev_port": devPort, "speed": sp, "fec": f, "enable": true}, nil)
+	if err != nil {
+		return fmt.Errorf("port %d add %s %s: %w", devPort, sp, f, err)
+	}
+	return nil
+}
+
+// DeletePort removes a port.
+func (s *Switch) DeletePort(ctx context.Context, devPort int) error {
+	if err := s.agent.call(ctx, "port.del", map[string]any{"dev_port": devPort}, nil); err != nil {
+		return fmt.Errorf("port %d delete: %w", devPort, err)
+	}
+	return nil
+}
+
+// PortStatus reads a port's state.
+func (s *Switch) PortStatus(ctx context.Context, devPort int) (PortStatus, error) {
+	var ps PortStatus
+	if err := s.agent.call(ctx, "port.status", map[string]any{"dev_port": devPort}, &ps); err != nil {
+		return ps, fmt.Errorf("port %d status: %w", devPort, err)
+	}
+	for g, n := range speeds {
+		if n == ps.Speed {
+			ps.SpeedGbps = g
+		}
+	}
+	return ps, nil
+}
+
+// WaitPortUp asks until the port reports up or ctx ends.
+func (s *Switch) WaitPortUp(ctx context.Context, devPort int) error {
+	var last PortStatus
+	err := poll(ctx, func() (bool, error) {
+		ps, err := s.PortStatus(ctx, devPort)
+		last = ps
+		return ps.Up, err
+	})
+	if err != nil {
+		return fmt.Errorf("port %d not up (enabled=%v speed=%s fec=%s): %w", devPort, last.Enabled, last.Speed, last.FEC, err)
+	}
+	return nil
+}
+
+// Counters is one read of a port's $PORT_STAT table.
+type Counters struct {
+	// Time is the switch's clock at the read.
+	Time   time.Duration
+	Values map[string]int64
+}
+
+// PortCounters reads every $PORT_STAT counter of a port.
+func (s *Switch) PortCounters(ctx context.Context, devPort int) (Counters, error) {
+	var r struct {
+		TimeNs   int64            `json:"time_ns"`
+		Counters map[string]int64 `json:"counters"`
+	}
+	if err := s.agent.call(ctx, "port.stat", map[string]any{"dev_port": devPort}, &r); err != nil {
+		return Counters{}, fmt.Errorf("port %d counters: %w", devPort, err)
+	}
+	if len(r.Counters) == 0 {
+		return Counters{}, fmt.Errorf("port %d counters: empty answer", devPort)
+	}
+	return Counters{Time: time.Duration(r.TimeNs), Values: r.Counters}, nil
+}
+
+// ClearPortCounters zeroes a port's counters.
+func (s *Switch) ClearPortCounters(ctx context.Context, devPort int) error {
+	if err := s.agent.call(ctx, "port.stat_clear", map[string]any{"dev_port": devPort}, nil); err != nil {
+		return fmt.Errorf("port %d clear counters: %w", devPort, err)
+	}
+	return nil
+}
+
+// QueueUsage is a traffic-manager queue's occupancy, in 80 B cells (TF1).
+type QueueUsage struct {
+	UsageCells     int64 `json:"usage_cells"`
+	WatermarkCells int64 `json:"watermark_cells"`
+	DropPackets    int64 `json:"drop_count_packets"`
+}
+
+// CellBytes is a Tofino 1 buffer cell.
+const CellBytes = 80
+
+// Queue reads egress queue qid of devPort. On TF1 a pipe has 72 ports in
+// port groups of 4 channels with 8 queues each: pipe = devPort>>7,
+// pg_id = (devPort&0x7f)>>2, pg_queue = (devPort&3)*8 + qid.
+func (s *Switch) Queue(ctx context.Context, devPort, qid int, clearWatermark bool) (QueueUsage, error) {
+	var q QueueUsage
+	if qid < 0 || qid > 7 {
+		return q, fmt.Errorf("port %d queue %d: expected a queue 0..7", devPort, qid)
+	}
+	args := map[string]any{"pipe": devPort >> 7, "pg_id": (devPort & 0x7f) >> 2, "pg_queue": (devPort&3)*8 + qid, "clear_watermark": clearWatermark}
+	if err := s.agent.call(ctx, "tm.queue", args, &q); err != nil {
+		return q, fmt.Errorf("port %d queue %d: %w", devPort, qid, err)
+	}
+	return q, nil
+}
+
+// ReadRegister reads one index of a register ("Control.register"), one
+// value per pipe.
+func (s *Switch) ReadRegister(ctx context.Context, name string, index int) ([]int64, error) {
+	var r struct {
+		Values []int64 `json:"values"`
+	}
+	if err := s.agent.call(ctx, "reg.get", map[string]any{"name": name, "index": index}, &r); err != nil {
+		return nil, fmt.Errorf("register %s[%d]: %w", name, index, err)
+	}
+	if len(r.Values) == 0 {
+		return nil, fmt.Errorf("register %s[%d]: no values", name, index)
+	}
+	return r.Values, nil
+}
+
+// WriteRegister writes one index of a register in every pipe.
+func (s *Switch) WriteRegister(ctx context.Context, name string, index int, value int64) error {
+	if err := s.agent.call(ctx, "reg.set", map[string]any{"name": name, "index": index, "value": value}, nil); err != nil {
+		return fmt.Errorf("register %s[%d] = %d: %w", name, index, value, err)
+	}
+	return nil
+}
+
+// Entry is a table entry.
+type Entry struct {
+	Key    map[string]int64 `json:"key"`
+	Action string           `json:"action"`
+	Data   map[string]int64 `json:"data"`
+}
+
+// AddEntry adds an entry to a table ("Control.table") with an action.
+func (s *Switch) AddEntry(ctx context.Context, table string, e Entry) error {
+	args := map[string]any{"name": table, "action": e.Action, "key": e.Key, "data": e.Data}
+	if err := s.agent.call(ctx, "table.add", args, nil); err != nil {
+		return fmt.Errorf("table %s add %v -> %s%v: %w", table, e.Key, e.Action, e.Data, err)
+	}
+	return nil
+}
+
+// DeleteEntry deletes the entry with key.
+func (s *Switch) DeleteEntry(ctx context.Context, table string, key map[string]int64) error {
+	if err := s.agent.call(ctx, "table.del", map[string]any{"name": table, "key": key}, nil); err != nil {
+		return fmt.Errorf("table %s delete %v: %w", table, key, err)
+	}
+	return nil
+}
+
+// ClearTable deletes every entry of a table.
+func (s *Switch) ClearTable(ctx context.Context, table string) error {
+	if err := s.agent.call(ctx, "table.clear", map[string]any{"name": table}, nil); err != nil {
+		return fmt.Errorf("table %s clear: %w", table, err)
+	}
+	return nil
+}
+
+// Entries reads every entry of a table.
+func (s *Switch) Entries(ctx context.Context, table string) ([]Entry, error) {
+	var r struct {
+		Entries []Entry `json:"entries"`
+	}
+	if err := s.agent.call(ctx, "table.get", map[string]any{"name": table}, &r); err != nil {
+		return nil, fmt.Errorf("table %s read: %w", table, err)
+	}
+	return r.Entries, nil
+}
+
+// Pktgen configures the switch's packet generator: Batches x PerBatch
+// packets of PacketBytes, one every Interval, injected on the pktgen port
+// and sent out EgressPort.
+type Pktgen struct {
+	AppID       int
+	Port        int // the pktgen port (68 on TF1 pipe 0)
+	EgressPort  int
+	PacketBytes int
+	Interval    time.Duration
+	Batches     int
+	PerBatch    int
+}
+
+// Packets is the number of packets a configuration sends.
+func (p Pktgen) Packets() int64 { return int64(p.Batches) * int64(p.PerBatch) }
+
+// validate checks a configuration against TF1's limits.
+func (p Pktgen) validate() error {
+	switch {
+	case p.PacketBytes < 64 || p.PacketBytes > 16384:
+		return fmt.Errorf("pktgen: packet of %d bytes (expected 64..16384)", p.PacketBytes)
+	case p.Batches < 1 || p.Batches > 65536 || p.PerBatch < 1 || p.PerBatch > 65536:
+		return fmt.Errorf("pktgen: %d batches of %d packets (each expected 1..65536)", p.Batches, p.PerBatch)
+	case p.Interval <= 0:
+		return fmt.Errorf("pktgen: interval %v (expected > 0)", p.Interval)
+	}
+	return nil
+}
+
+// StartPktgen configures and enables a packet-generator application.
+func (s *Switch) StartPktgen(ctx context.Context, p Pktgen) error {
+	if err := p.validate(); err != nil {
+		return err
+	}
+	args := map[string]any{"app_id": p.AppID, "dev_port": p.Port, "egress_port": p.EgressPort, "pkt_len": p.PacketBytes,
+		"timer_ns": p.Interval.Nanoseconds(), "batches": p.Batches, "packets_per_batch": p.PerBatch}
+	if err := s.agent.call(ctx, "pktgen.start", args, nil); err != nil {
+		return fmt.Errorf("pktgen app %d start: %w", p.AppID, err)
+	}
+	return nil
+}
+
+// StopPktgen disables a packet-generator application.
+func (s *Switch) StopPktgen(ctx context.Context, appID int) error {
+	if err := s.agent.call(ctx, "pktgen.stop", map[string]any{"app_id": appID}, nil); err != nil {
+		return fmt.Errorf("pktgen app %d stop: %w", appID, err)
+	}
+	return nil
+}
+
+// PktgenStatus is a packet-generator application's progress.
+type PktgenStatus struct {
+	Enabled bool  `json:"enabled"`
+	Packets int64 `json:"packets"`
+	Done    bool  `json:"done"`
+}
+
+// PktgenStatus reads an application's progress.
+func (s *Switch) PktgenStatus(ctx context.Context, appID int) (PktgenStatus, error) {
+	var st PktgenStatus
+	if err := s.agent.call(ctx, "pktgen.status", map[string]any{"app_id": appID}, &st); err != nil {
+		return st, fmt.Errorf("pktgen app %d status: %w", appID, err)
+	}
+	return st, nil
+}
+
+// Clock reads the switch's clock.
+func (s *Switch) Clock(ctx context.Context) (time.Duration, error) {
+	var r struct {
+		TimeNs int64 `json:"time_ns"`
+	}
+	if err := s.agent.call(ctx, "time", nil, &r); err != nil {
+		return 0, fmt.Errorf("clock: %w", err)
+	}
+	return time.Duration(r.TimeNs), nil
+}
+
+// Lane is one lane's transceiver diagnostics.
+type Lane struct {
+	Lane      int
+	RxDBm     float64
+	TxDBm     float64
+	BiasMilli float64
+}
+
+var ddmRe = regexp.MustCompile(`Channel\s+(\d+):\s+(-?[\d.]+|-inf)\s*dBm\s+(-?[\d.]+|-inf)\s*dBm\s+(-?[\d.]+)\s*mA`)
+
+// Transceiver reads a front-panel port's transceiver diagnostics (RX/TX
+// power per lane) through the platform CLI.
+func (s *Switch) Transceiver(ctx context.Context, frontPort int) ([]Lane, error) {
+	out, err := s.sh(ctx, "ddm", fmt.Sprintf(`f=$(mktemp) && printf 'ucli\nbf_pltfm\nqsfp\nget-ddm %d\nend\nexit\n' > "$f" && "$SDE/run_bfshell.sh" -f "$f"; rc=$?; rm -f "$f"; exit $rc`, frontPort), nil)
+	if err != nil {
+		return nil, fmt.Errorf("port %d transceiver: %w", frontPort, err)
+	}
+	var lanes []Lane
+	for _, m := range ddmRe.FindAllStringSubmatch(out, -1) {
+		l := Lane{}
+		l.Lane, _ = strconv.Atoi(m[1])
+		l.RxDBm = parseDBm(m[2])
+		l.TxDBm = parseDBm(m[3])
+		l.BiasMilli, _ = strconv.ParseFloat(m[4], 64)
+		lanes = append(lanes, l)
+	}
+	if len(lanes) == 0 {
+		return nil, fmt.Errorf("port %d transceiver: no \"Channel N:\" lines in %q", frontPort, truncate(strings.TrimSpace(out), 200))
+	}
+	return lanes, nil
+}
+
+func parseDBm(s string) float64 {
+	if s == "-inf" {
+		return -40
+	}
+	v, _ := strconv.ParseFloat(s, 64)
+	return v
+}

@@ -1,0 +1,300 @@
+// Package tofino drives Intel Tofino switches over SSH.
+//
+// One long-lived SSH connection per switch (host key checked against
+// known_hosts, key or agent authentication, keepalives, redialled on drop)
+// carries two things: shell commands with exit status for the processes
+// (starting bf_switchd with a program, installing the agent, the platform
+// CLI for transceiver diagnostics), and a direct-tcpip channel to the
+// testbed agent, a small request/response server that runs inside the
+// SDE's bfrt_python and answers every BF Runtime operation with its result
+// or its error (agent/PROTOCOL.md). Nothing is typed into a terminal and
+// nothing waits a fixed time: readiness is asked for.
+package tofino
+
+import (
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"testbed/transport"
+)
+
+// AgentScript is the agent run inside bfrt_python on the switch.
+//
+//go:embed agent/testbed_agent.py
+var AgentScript []byte
+
+// AgentVersion is the protocol version this driver speaks.
+const AgentVersion = "1"
+
+// Options configure a switch connection.
+type Options struct {
+	SSH transport.SSHOptions
+	// SDE is the SDE directory on the switch ($SDE; default /opt/bf-sde).
+	SDE string
+	// AgentPort is the agent's port on the switch's loopback (default 9091).
+	AgentPort int
+	// Timeout is the deadline of one operation (default 10s).
+	Timeout time.Duration
+	// StartTimeout bounds bf_switchd start-up (default 3 min).
+	StartTimeout time.Duration
+	Transcript   *transport.Transcript
+}
+
+// Switch is one Tofino switch.
+type Switch struct {
+	ssh   *transport.SSH
+	agent *agentClient
+	opts  Options
+}
+
+// Drivers lists the switch drivers of this build.
+func Drivers() []string { return []string{"tofino-bfrt"} }
+
+// Open connects to a switch at ssh://user@host[:port]. It does not start
+// anything on it.
+func Open(ctx context.Context, address string, opts Options) (*Switch, error) {
+	if opts.SDE == "" {
+		opts.SDE = "/opt/bf-sde"
+	}
+	if opts.AgentPort == 0 {
+		opts.AgentPort = 9091
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 3 * time.Minute
+	}
+	if opts.SSH.Timeout <= 0 {
+		opts.SSH.Timeout = opts.Timeout
+	}
+	opts.SSH.Transcript = opts.Transcript
+	c, err := transport.DialSSH(ctx, address, opts.SSH)
+	if err != nil {
+		return nil, err
+	}
+	s := &Switch{ssh: c, opts: opts}
+	s.agent = &agentClient{
+		dial: func(ctx context.Context) (net.Conn, error) {
+			return c.DialRemote(ctx, net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.AgentPort)))
+		},
+		transcript: opts.Transcript, timeout: opts.Timeout,
+	}
+	return s, nil
+}
+
+// Close closes the connection; nothing on the switch is stopped.
+func (s *Switch) Close() error {
+	s.agent.close()
+	return s.ssh.Close()
+}
+
+// sh runs a script on the switch with $SDE set. The first line names the
+// operation (a comment), which keeps transcripts readable.
+func (s *Switch) sh(ctx context.Context, op, script string, stdin []byte) (string, error) {
+	cmd := fmt.Sprintf("# testbed:%s\nSDE=%s; SDE_INSTALL=$SDE/install; export SDE SDE_INSTALL\n%s", op, shellQuote(s.opts.SDE), script)
+	var in *strings.Reader
+	if stdin != nil {
+		in = strings.NewReader(string(stdin))
+		return s.ssh.Run(ctx, cmd, in)
+	}
+	return s.ssh.Run(ctx, cmd, nil)
+}
+
+func shellQuote(v string) string { return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'" }
+
+// Identity reads the switch's host name, platform, serial and SDE version.
+func (s *Switch) Identity(ctx context.Context) (transport.Identity, error) {
+	out, err := s.sh(ctx, "identity", `echo "hostname=$(hostname)"
+echo "platform=$(cat /sys/class/dmi/id/product_name 2>/dev/null)"
+echo "serial=$(cat /sys/class/dmi/id/product_serial 2>/dev/null)"
+echo "sde=$(cat "$SDE_INSTALL/share/VERSION" 2>/dev/null || basename "$SDE")"`, nil)
+	if err != nil {
+		return transport.Identity{}, fmt.Errorf("identity: %w", err)
+	}
+	kv := keyValues(out)
+	if kv["hostname"] == "" {
+		return transport.Identity{}, fmt.Errorf("identity: unexpected answer %q", truncate(out, 200))
+	}
+	model := kv["platform"]
+	if model == "" {
+		model = "Tofino switch"
+	}
+	return transport.Identity{Vendor: "Intel Tofino", Model: model + " (" + kv["hostname"] + ")", Serial: kv["serial"], Firmware: "SDE " + kv["sde"]}, nil
+}
+
+func keyValues(out string) map[string]string {
+	kv := map[string]string{}
+	for _, l := range strings.Split(out, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(l), "="); ok {
+			kv[k] = strings.TrimSpace(v)
+		}
+	}
+	return kv
+}
+
+var confRe = regexp.MustCompile(`([^/\s]+)\.conf\b`)
+
+// Program returns the P4 program bf_switchd runs, or "" when it is not running.
+func (s *Switch) Program(ctx context.Context) (string, error) {
+	out, err := s.sh(ctx, "switchd-status", `pgrep -a -x bf_switchd || true`, nil)
+	if err != nil {
+		return "", fmt.Errorf("switchd status: %w", err)
+	}
+	out = strings.TrimSpace(out)
+	if out == "" {
+		return "", nil
+	}
+	m := confRe.FindStringSubmatch(out)
+	if m == nil {
+		return "", fmt.Errorf("switchd status: bf_switchd runs but its --conf-file is not in %q", truncate(out, 200))
+	}
+	return m[1], nil
+}
+
+// StartSwitchd (re)starts bf_switchd with program, waits until bfshell's
+// port answers, then installs and starts the agent and waits until it
+// reports the program loaded.
+func (s *Switch) StartSwitchd(ctx context.Context, program string) error {
+	if !validName(program) {
+		return fmt.Errorf("start switchd: program name %q (expected letters, digits, _ and -)", program)
+	}
+	_, err := s.sh(ctx, "switchd-start", fmt.Sprintf(`pkill -x bf_switchd
+while pgrep -x bf_switchd >/dev/null; do sleep 0.2; done
+mkdir -p "$HOME/.testbed"
+cd "$SDE" && nohup ./run_switchd.sh -p %s > "$HOME/.testbed/switchd.log" 2>&1 < /dev/null &
+echo started`, program), nil)
+	if err != nil {
+		return fmt.Errorf("start switchd -p %s: %w", program, err)
+	}
+	s.agent.close() // the old agent died with the old switchd
+	sctx, cancel := context.WithTimeout(ctx, s.opts.StartTimeout)
+	defer cancel()
+	if err := s.waitListening(sctx, 9999); err != nil {
+		return fmt.Errorf("start switchd -p %s: bfshell port 9999 never answered: %w (see ~/.testbed/switchd.log on the switch)", program, err)
+	}
+	if err := s.EnsureAgent(sctx); err != nil {
+		return fmt.Errorf("start switchd -p %s: %w", program, err)
+	}
+	h, err := s.Hello(ctx)
+	if err != nil {
+		return err
+	}
+	if h.Program != program {
+		return fmt.Errorf("start switchd -p %s: the agent reports program %q", program, h.Program)
+	}
+	return nil
+}
+
+func validName(p string) bool {
+	if p == "" {
+		return false
+	}
+	for _, r := range p {
+		if !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// waitListening asks until 127.0.0.1:port on the switch accepts.
+func (s *Switch) waitListening(ctx context.Context, port int) error {
+	return poll(ctx, func() (bool, error) {
+		c, err := s.ssh.DialRemote(ctx, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			if transport.IsConnectionLost(err) || ctx.Err() != nil {
+				return false, err
+			}
+			return false, nil
+		}
+		c.Close()
+		return true, nil
+	})
+}
+
+// poll calls f with growing intervals (10 ms to 1 s) until it is done, fails
+// or ctx ends.
+func poll(ctx context.Context, f func() (bool, error)) error {
+	wait := 10 * time.Millisecond
+	for {
+		ok, err := f()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, time.Second)
+	}
+}
+
+// Hello is the agent's greeting.
+type Hello struct {
+	Agent   string `json:"agent"`
+	Version string `json:"version"`
+	Program string `json:"program"`
+	TimeNs  int64  `json:"time_ns"`
+}
+
+// Hello asks the agent who it is.
+func (s *Switch) Hello(ctx context.Context) (Hello, error) {
+	var h Hello
+	if err := s.agent.call(ctx, "hello", nil, &h); err != nil {
+		return h, err
+	}
+	if h.Version != AgentVersion {
+		return h, fmt.Errorf("agent speaks protocol %q, this driver %q", h.Version, AgentVersion)
+	}
+	return h, nil
+}
+
+// EnsureAgent installs the agent if the switch has another version of it,
+// and starts it if it does not answer.
+func (s *Switch) EnsureAgent(ctx context.Context) error {
+	sum := sha256.Sum256(AgentScript)
+	want := hex.EncodeToString(sum[:])
+	out, err := s.sh(ctx, "agent-sha", `sha256sum "$HOME/.testbed/testbed_agent.py" 2>/dev/null || true`, nil)
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	if f := strings.Fields(out); len(f) == 0 || f[0] != want {
+		if _, err := s.sh(ctx, "agent-install", `mkdir -p "$HOME/.testbed" && cat > "$HOME/.testbed/testbed_agent.py.new" && mv "$HOME/.testbed/testbed_agent.py.new" "$HOME/.testbed/testbed_agent.py"`, AgentScript); err != nil {
+			return fmt.Errorf("agent install: %w", err)
+		}
+	}
+	if _, err := s.Hello(ctx); err == nil {
+		return nil
+	}
+	s.agent.close()
+	if _, err := s.sh(ctx, "agent-start", fmt.Sprintf(`cd "$HOME/.testbed" && TESTBED_AGENT_PORT=%d nohup "$SDE/run_bfshell.sh" -b "$HOME/.testbed/testbed_agent.py" > "$HOME/.testbed/agent.log" 2>&1 < /dev/null &
+echo started`, s.opts.AgentPort), nil); err != nil {
+		return fmt.Errorf("agent start: %w", err)
+	}
+	err = poll(ctx, func() (bool, error) {
+		_, err := s.Hello(ctx)
+		var ae *AgentError
+		if errors.As(err, &ae) {
+			return false, err
+		}
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("agent did not answer on 127.0.0.1:%d: %w (see ~/.testbed/agent.log on the switch)", s.opts.AgentPort, err)
+	}
+	return nil
+}
