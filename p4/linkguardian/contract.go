@@ -41,9 +41,24 @@ const (
 	// Receiver: the next expected sequence number (ackNo), per port.
 	RegExpectedSeqNo = "SwitchIngress.reg_expected_seq_no"
 	RegAck           = "reg_ack"
+	// Sender: the number of copies a loss notification multicasts, per
+	// protected egress port: the action selects multicast group N, which
+	// the deploy step creates with N replicas to the port's retransmit queue.
+	ActionRetxCopies = "set_retx_copies"
+	// Receiver: holes skipped by ackNoTimeout (a counter register, index 0).
+	RegTimeoutCount = "SwitchIngress.reg_ack_timeout_count"
 	// Receiver: backpressure thresholds on the recirculation buffer, in cells.
 	RegPauseThreshold  = "SwitchEgress.reg_recirc_buffer_pfc_pause_threshold"
 	RegResumeThreshold = "SwitchEgress.reg_recirc_buffer_pfc_resume_threshold"
+)
+
+// Where the buffers live in the traffic manager, for occupancy reads
+// (tm.counter.queue, 80 B cells): the sender's Tx buffer of copies and the
+// receiver's reorder buffer are queues of the pipe-1 recirculation port.
+const (
+	RecircPort    = 196
+	QueueTxBuffer = 1 // sender
+	QueueReorder  = 2 // receiver
 )
 
 // Header layout (§3.5): a 3-byte LinkGuardian header on protected packets:
