@@ -69,6 +69,9 @@ type Config struct {
 	RetxHandling time.Duration
 	Frames       int64
 	Step         bool // simulate every frame (no skip-ahead)
+	// MaxRun caps the frames skipped over at once (0: no cap), so that
+	// counters read while the run advances grow smoothly.
+	MaxRun int64
 }
 
 // Defaults fills the paper's parameters for a 25G or 100G link.
@@ -219,28 +222,85 @@ type sim struct {
 
 // Run simulates cfg with randomness from r.
 func Run(cfg Config, r *rand.Rand) (Result, error) {
-	if cfg.Frames <= 0 || cfg.LinkBps <= 0 || cfg.FrameBytes < 64 || cfg.Loss < 0 || cfg.Loss >= 1 {
-		return Result{}, fmt.Errorf("lgmodel: bad config %+v", cfg)
+	m, err := New(cfg, r)
+	if err != nil {
+		return Result{}, err
+	}
+	m.Advance(math.MaxInt64)
+	return m.Result(), nil
+}
+
+// Sim is a run in progress, advanced in simulated time: what an emulator
+// uses to let counters grow while they are polled.
+type Sim struct{ s *sim }
+
+// Continuous is a Frames value for traffic that runs until StopOffering.
+const Continuous = math.MaxInt64 / 8
+
+// New prepares a run of cfg at simulated time 0.
+func New(cfg Config, r *rand.Rand) (*Sim, error) {
+	if cfg.Frames <= 0 || cfg.Frames > Continuous || cfg.LinkBps <= 0 || cfg.FrameBytes < 64 || cfg.Loss < 0 || cfg.Loss >= 1 {
+		return nil, fmt.Errorf("lgmodel: bad config %+v", cfg)
 	}
 	if cfg.Mode != Off && cfg.Copies < 1 {
-		return Result{}, fmt.Errorf("lgmodel: %s needs at least one copy", cfg.Mode)
+		return nil, fmt.Errorf("lgmodel: %s needs at least one copy", cfg.Mode)
 	}
 	if cfg.LossSmall == 0 && cfg.Loss > 0 {
 		cfg.LossSmall = -math.Expm1(64.0 / float64(cfg.FrameBytes) * math.Log1p(-cfg.Loss))
 	}
 	s := &sim{c: cfg, r: r, holes: map[int64]bool{}, delivered: map[int64]bool{}, inBuf: map[int64]bool{}, covered: -1, idleFrom: -1}
 	s.steadyTx = s.steadyTxFrames()
-	s.loop()
+	return &Sim{s: s}, nil
+}
+
+// Advance simulates until simulated time until (picoseconds since the
+// start) or until the run is done, and reports whether it is done.
+func (m *Sim) Advance(until int64) bool {
+	m.s.loop(until)
+	return m.s.done()
+}
+
+// AdvanceTo is Advance with a duration.
+func (m *Sim) AdvanceTo(t time.Duration) bool {
+	if t >= time.Duration(math.MaxInt64/1000) {
+		return m.Advance(math.MaxInt64)
+	}
+	return m.Advance(durPS(t))
+}
+
+// Now is the simulated time reached.
+func (m *Sim) Now() time.Duration { return time.Duration(m.s.now / 1000) }
+
+// StopOffering ends the offered traffic: nothing new is sent after the
+// originals already sent; copies, dummies and the receiver finish.
+func (m *Sim) StopOffering() { m.s.c.Frames = m.s.nextSeq }
+
+// Buffers are the Tx buffer and reorder buffer occupancy now, and whether
+// the sender is paused.
+func (m *Sim) Buffers() (txBytes, rxBytes int64, paused bool) {
+	s := m.s
+	if s.c.Mode != Off {
+		txBytes = (s.nextSeq - s.senderAck) * int64(s.c.FrameBytes+lg.HeaderBytes)
+	}
+	return txBytes, s.bufBytes, s.paused
+}
+
+// Result are the counters so far (final once Advance reports done).
+func (m *Sim) Result() Result {
+	s := m.s
+	res := s.res
 	d := s.now
-	s.res.Duration = time.Duration(d / 1000)
-	s.res.EffectiveLoss = float64(s.res.Lost) / float64(s.res.FramesSent)
+	res.Duration = time.Duration(d / 1000)
+	if res.FramesSent > 0 {
+		res.EffectiveLoss = float64(res.Lost) / float64(res.FramesSent)
+	}
 	if d > 0 {
-		s.res.EffectiveBps = float64(s.res.Delivered) * float64(s.wire(cfg.FrameBytes)) * 8 / (float64(d) * 1e-12)
+		res.EffectiveBps = float64(res.Delivered) * float64(s.wire(s.c.FrameBytes)) * 8 / (float64(d) * 1e-12)
 	}
-	if cfg.Mode != Off {
-		s.res.MaxTxBufferBytes = max(s.res.MaxTxBufferBytes, s.steadyTx*int64(cfg.FrameBytes+lg.HeaderBytes))
+	if s.c.Mode != Off && res.FramesSent > 0 {
+		res.MaxTxBufferBytes = max(res.MaxTxBufferBytes, min(s.steadyTx, res.FramesSent)*int64(s.c.FrameBytes+lg.HeaderBytes))
 	}
-	return s.res, nil
+	return res
 }
 
 // wire is a frame's bytes on the wire: preamble+SFD and IPG (20 B), plus
@@ -289,17 +349,20 @@ func (s *sim) next() int {
 	return -1
 }
 
-func (s *sim) loop() {
+func (s *sim) loop(until int64) {
 	for !s.done() {
 		want := s.next()
 		if s.q.Len() > 0 && (want < 0 || s.q[0].at <= s.slotFree) {
+			if s.q[0].at > until {
+				return
+			}
 			e := heap.Pop(&s.q).(*event)
 			s.now = max(s.now, e.at)
 			s.handle(e)
 			s.free = append(s.free, e)
 			continue
 		}
-		if want < 0 {
+		if want < 0 || max(s.now, s.slotFree) > until {
 			return
 		}
 		s.now = max(s.now, s.slotFree)
@@ -350,6 +413,9 @@ func (s *sim) send(kind int) {
 			k := s.geometric()
 			if k > 0 {
 				n := min(k, s.c.Frames-s.nextSeq)
+				if s.c.MaxRun > 0 {
+					n = min(n, s.c.MaxRun) // memoryless: the rest is drawn afresh
+				}
 				s.emitRun(packet{seq: s.nextSeq, kind: lg.PktOriginal, bytes: s.c.FrameBytes, run: n})
 				s.forceLost = n == k
 				return

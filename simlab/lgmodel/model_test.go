@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 func run(t testing.TB, mode Mode, bps, loss float64, frames int64, seed uint64, step bool) Result {
@@ -151,5 +152,64 @@ func TestNonBlockingKeepsMoreLinkSpeed(t *testing.T) {
 	}
 	if !(gap[100e9*1e-3] > gap[25e9*1e-3] && gap[100e9*1e-3] > gap[100e9*1e-4]) {
 		t.Errorf("the LG/NB gap does not grow with speed and loss: %v", gap)
+	}
+}
+
+// Advancing in slices of simulated time must give exactly what one Run
+// gives with the same random stream: the emulator's polled counters and
+// the final result are the same simulation.
+func TestAdvanceInSlicesEqualsRun(t *testing.T) {
+	for _, mode := range []Mode{Off, Ordered, NonBlocking} {
+		cfg, err := Defaults(mode, 100e9, 1e-3, 200_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Run(cfg, rand.New(rand.NewPCG(7, 9)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := New(cfg, rand.New(rand.NewPCG(7, 9)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var last Result
+		for i := 1; !m.AdvanceTo(time.Duration(i) * 50 * time.Microsecond); i++ {
+			r := m.Result()
+			if r.FramesSent < last.FramesSent || r.Delivered < last.Delivered {
+				t.Fatalf("%s: counters went backwards at slice %d", mode, i)
+			}
+			if m.Now() > time.Duration(i)*50*time.Microsecond {
+				t.Fatalf("%s: advanced to %v past %v", mode, m.Now(), time.Duration(i)*50*time.Microsecond)
+			}
+			last = r
+		}
+		if got := m.Result(); got != want {
+			t.Errorf("%s: sliced %+v\nrun %+v", mode, got, want)
+		}
+	}
+}
+
+// StopOffering ends continuous traffic cleanly: every original sent is
+// resolved and the run reports done.
+func TestContinuousStop(t *testing.T) {
+	cfg, err := Defaults(Ordered, 25e9, 1e-3, Continuous)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxRun = 64
+	m, err := New(cfg, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.AdvanceTo(2 * time.Millisecond) {
+		t.Fatal("continuous traffic finished by itself")
+	}
+	m.StopOffering()
+	if !m.AdvanceTo(time.Duration(math.MaxInt64)) {
+		t.Fatal("not done after StopOffering")
+	}
+	r := m.Result()
+	if r.Delivered+r.Lost != r.FramesSent || r.FramesSent < 4000 {
+		t.Fatalf("unresolved frames: %+v", r)
 	}
 }
