@@ -26,7 +26,8 @@ import (
 	"time"
 )
 
-// Schema names the bundle format.
+// Schema names the bundle format this testbed writes: SchemaName at
+// SchemaVersion (schema.go). Readers accept it and every older version.
 const Schema = "testbed.bundle/v1"
 
 // Status is how a run ended.
@@ -57,6 +58,7 @@ type Manifest struct {
 	Devices  []Device        `json:"devices"`
 	Cleanup  []CleanupAction `json:"cleanup,omitempty"`
 	Software Software        `json:"software"`
+	Programs []Program       `json:"programs,omitempty"`
 	Command  []string        `json:"command,omitempty"`
 }
 

@@ -177,10 +177,8 @@ func Verify(p string) (*VerifyReport, error) {
 	var m Manifest
 	if data, err := b.read("manifest.json"); err != nil {
 		r.Problems = append(r.Problems, "missing: manifest.json")
-	} else if err := json.Unmarshal(data, &m); err != nil {
-		r.Problems = append(r.Problems, fmt.Sprintf("manifest.json does not parse: %v", err))
-	} else if m.Schema != Schema {
-		r.Problems = append(r.Problems, fmt.Sprintf("manifest.json: schema %q, expected %q", m.Schema, Schema))
+	} else if m, err = decodeManifest(data); err != nil {
+		r.Problems = append(r.Problems, err.Error())
 	}
 	r.Status = m.Status
 	sums, err := b.read(sumsFile)
@@ -234,6 +232,8 @@ type TableInfo struct {
 
 // Reader is an opened bundle.
 type Reader struct {
+	// Path is what Open was given.
+	Path       string
 	Manifest   Manifest
 	Summary    json.RawMessage
 	Tables     []TableInfo
@@ -249,13 +249,13 @@ func Open(p string) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{}
+	r := &Reader{Path: p}
 	data, err := b.read("manifest.json")
 	if err != nil {
 		return nil, fmt.Errorf("manifest.json: %w", err)
 	}
-	if err := json.Unmarshal(data, &r.Manifest); err != nil {
-		return nil, fmt.Errorf("manifest.json does not parse: %w", err)
+	if r.Manifest, err = decodeManifest(data); err != nil {
+		return nil, err
 	}
 	if s, err := b.read("summary.json"); err == nil {
 		r.Summary = s
