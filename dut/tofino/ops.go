@@ -316,3 +316,15 @@ func parseDBm(s string) float64 {
 	v, _ := strconv.ParseFloat(s, 64)
 	return v
 }
+
+// WaitClock answers once the switch's clock has reached t (at most 60 s
+// ahead): the way to sample at fixed intervals of the device's own time.
+func (s *Switch) WaitClock(ctx context.Context, t time.Duration) (time.Duration, error) {
+	var r struct {
+		TimeNs int64 `json:"time_ns"`
+	}
+	if err := s.agent.call(ctx, "time.wait", map[string]any{"until_ns": t.Nanoseconds()}, &r); err != nil {
+		return 0, fmt.Errorf("wait for clock %v: %w", t, err)
+	}
+	return time.Duration(r.TimeNs), nil
+}
