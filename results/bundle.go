@@ -60,6 +60,8 @@ type Manifest struct {
 	Software Software        `json:"software"`
 	Programs []Program       `json:"programs,omitempty"`
 	Command  []string        `json:"command,omitempty"`
+	// Labels tie a run to what asked for it, e.g. suite and suite_entry.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // RecipeRef names a recipe and its version.
