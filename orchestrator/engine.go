@@ -26,6 +26,9 @@ type Engine struct {
 	Log      *slog.Logger
 	// Observe receives every event as it is recorded (progress display).
 	Observe func(results.Event)
+	// Metrics receives the run's live series (state, step, progress, and
+	// what the recipe publishes); nil keeps them private to the run.
+	Metrics *Metrics
 	Now     func() time.Time
 }
 
@@ -45,6 +48,8 @@ type RunRequest struct {
 	// Secrets are scrubbed from everything written, in addition to the
 	// inventory's resolved credentials.
 	Secrets []string
+	// Labels are recorded in the manifest (e.g. suite, suite_entry).
+	Labels map[string]string
 }
 
 // RunResult is how a run ended.
@@ -147,6 +152,7 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 		Lab:      results.Lab{Simulated: req.Simulated, Name: req.Lab.Name, InventoryPath: req.Lab.Path, Inventory: req.Lab.Redacted()},
 		Software: results.CurrentSoftware(e.Version),
 		Command:  req.Command,
+		Labels:   req.Labels,
 		Progress: &results.Progress{StepsTotal: len(plan.Steps)},
 	}
 	for _, s := range req.Params.Specs() {
@@ -161,6 +167,14 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 		return nil, &InfraError{Op: "create bundle", Err: err}
 	}
 	res := &RunResult{RunID: runID, Dir: b.Dir(), StepsTotal: len(plan.Steps)}
+	reg := e.Metrics
+	if reg == nil {
+		reg = NewMetrics()
+	}
+	rm, err := reg.startRun(plan.Recipe, plan.Version, runID, len(plan.Steps), started)
+	if err != nil {
+		e.log().Error("live metrics", "err", err)
+	}
 
 	var emitMu sync.Mutex
 	emit := func(ev results.Event) {
@@ -171,6 +185,9 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 		defer emitMu.Unlock()
 		if err := b.Event(ev); err != nil {
 			e.log().Error("write event", "err", err)
+		}
+		if rm != nil {
+			rm.observe(ev)
 		}
 		if e.Observe != nil {
 			e.Observe(ev)
@@ -204,7 +221,7 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 
 	// Tables first, so even a run that fails at once has their headers.
 	rc := &RunContext{RunID: runID, Seed: req.Seed, Params: req.Params, Lab: req.Lab, Simulated: req.Simulated, Log: e.log(),
-		bundle: b, tables: map[string]*results.TableWriter{}, emit: emit, touched: map[string]bool{}}
+		bundle: b, tables: map[string]*results.TableWriter{}, emit: emit, touched: map[string]bool{}, metrics: rm}
 	for _, t := range plan.Tables {
 		tw, err := b.CreateTable(t)
 		if err != nil {

@@ -28,6 +28,7 @@ type RunContext struct {
 	devices *DeviceSet
 	tables  map[string]*results.TableWriter
 	emit    func(results.Event)
+	metrics *RunMetrics
 
 	mu      sync.Mutex
 	undo    []undoAction
