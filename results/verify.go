@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 )
 
 const sumsFile = "SHA256SUMS"
@@ -77,6 +78,18 @@ type VerifyReport struct {
 	OK       bool     `json:"ok"`
 	Status   Status   `json:"status"`
 	Problems []string `json:"problems,omitempty"`
+	// Signature is what SHA256SUMS.sig says; nil when the bundle is unsigned.
+	Signature *SignatureReport `json:"signature,omitempty"`
+}
+
+// VerifyOptions configure VerifyWith.
+type VerifyOptions struct {
+	// AllowedSigners, when not nil, must grant the key that signed
+	// SHA256SUMS, and a signature is then required.
+	AllowedSigners []AllowedSigner
+	// Now is when allowed-signer validity windows are checked; zero means
+	// the current time.
+	Now time.Time
 }
 
 // bundleFS is a bundle's files, from a directory or a .tar.gz.
@@ -166,9 +179,14 @@ func (b *bundleFS) sum(name string) (string, error) {
 }
 
 // Verify checks a bundle directory or .tar.gz: the manifest parses, every
-// file listed in SHA256SUMS is present and unchanged, and no file is extra.
-// The error return is only for a path that cannot be read at all.
-func Verify(p string) (*VerifyReport, error) {
+// file listed in SHA256SUMS is present and unchanged, no file is extra, and
+// SHA256SUMS.sig, when present, is a valid signature of SHA256SUMS (its
+// signer unchecked). The error return is only for a path that cannot be
+// read at all.
+func Verify(p string) (*VerifyReport, error) { return VerifyWith(p, VerifyOptions{}) }
+
+// VerifyWith is Verify that also checks the signer against allowed signers.
+func VerifyWith(p string, opts VerifyOptions) (*VerifyReport, error) {
 	b, err := openFS(p)
 	if err != nil {
 		return nil, err
@@ -185,6 +203,18 @@ func Verify(p string) (*VerifyReport, error) {
 	if err != nil {
 		r.Problems = append(r.Problems, fmt.Sprintf("incomplete: no %s, the bundle was never finalized (manifest status %q)", sumsFile, m.Status))
 		return r, nil
+	}
+	if sig, err := b.read(SigFile); err == nil {
+		now := opts.Now
+		if now.IsZero() {
+			now = time.Now()
+		}
+		r.Signature = checkSignature(sig, sums, opts.AllowedSigners, now)
+		if r.Signature.Problem != "" {
+			r.Problems = append(r.Problems, r.Signature.Problem)
+		}
+	} else if opts.AllowedSigners != nil {
+		r.Problems = append(r.Problems, fmt.Sprintf("unsigned: no %s, and allowed signers were given", SigFile))
 	}
 	listed := map[string]bool{}
 	sc := bufio.NewScanner(bytes.NewReader(sums))
@@ -211,7 +241,7 @@ func Verify(p string) (*VerifyReport, error) {
 		return nil, err
 	}
 	for _, f := range files {
-		if f != sumsFile && f != sumsFile+".sig" && !listed[f] {
+		if f != sumsFile && f != SigFile && !listed[f] {
 			r.Problems = append(r.Problems, "extra: "+f)
 		}
 	}
@@ -286,33 +316,6 @@ func Open(p string) (*Reader, error) {
 	return r, nil
 }
 
-// Archive writes dir as a .tar.gz whose top directory is the run id.
-func Archive(dir, out string) error {
-	files, err := listFiles(os.DirFS(dir))
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	zw := gzip.NewWriter(f)
-	tw := tar.NewWriter(zw)
-	top := filepath.Base(filepath.Clean(dir))
-	var werr error
-	for _, name := range files {
-		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
-		if err != nil {
-			werr = err
-			break
-		}
-		h := &tar.Header{Name: top + "/" + name, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}
-		if werr = tw.WriteHeader(h); werr != nil {
-			break
-		}
-		if _, werr = tw.Write(data); werr != nil {
-			break
-		}
-	}
-	return errors.Join(werr, tw.Close(), zw.Close(), f.Close())
-}
+// Archive writes dir as a reproducible .tar.gz whose top directory is the
+// run id; it is Pack.
+func Archive(dir, out string) error { return Pack(dir, out) }
