@@ -1,1 +1,757 @@
-# placeholder: replaced by the agent implementation
+"""The testbed switch agent: the agent protocol (PROTOCOL.md) served from
+inside the Intel SDE's bfrt_python.
+
+The driver installs this file on the switch and starts it with
+
+    TESTBED_AGENT_PORT=<port> $SDE/run_bfshell.sh -b testbed_agent.py
+
+bfrt_python runs it with the global ``bfrt`` object (the BF Runtime command
+tree) defined. The agent listens on 127.0.0.1 only, one thread per
+connection, and answers each JSON line with one JSON line, in order. Every
+BF Runtime call is made under one lock: bfrt_python's session and its
+current target (pipe) are shared by all connections.
+
+Everything here takes the bfrt object as a parameter, so the tests import
+this module and serve a stand-in (fake_bfrt.py); importing it starts
+nothing. Python 3.8 (older SDEs) and later, standard library only.
+"""
+
+import json
+import os
+import socketserver
+import sys
+import threading
+import time
+import traceback
+
+AGENT = "testbed-bfrt-agent"
+VERSION = "1"
+DEFAULT_PORT = 9091
+
+# A request line longer than this is refused (and the connection closed:
+# there is no telling where the next request starts).
+MAX_LINE = 1 << 20
+
+# time.wait waits at most this far ahead of the switch's clock.
+MAX_WAIT_NS = 60 * 10**9
+
+SPEEDS = ("BF_SPEED_10G", "BF_SPEED_25G", "BF_SPEED_40G", "BF_SPEED_50G", "BF_SPEED_100G")
+FECS = ("BF_FEC_TYP_NONE", "BF_FEC_TYP_FC", "BF_FEC_TYP_RS")
+
+# Children of the bfrt root that are not P4 programs (bfrtcli's fixed nodes).
+FIXED_NODES = ("port", "pre", "mirror", "pktgen", "tf1", "tf2", "tf3")
+
+# bf_status_t values that mean "no such object" (BF_OBJECT_NOT_FOUND) and
+# "bad argument" (BF_INVALID_ARG), as BfRtTableError.sts carries them.
+BF_INVALID_ARG = 3
+BF_OBJECT_NOT_FOUND = 6
+
+# Tofino 1 packet generator: 8 applications; a 6-byte pktgen header that the
+# generator puts in front of the buffer's bytes; a 16 KiB packet buffer per
+# pipe, written at 16-byte aligned offsets; 16-bit batch and packet counts
+# programmed as count - 1; 32-bit timers in ns.
+PKTGEN_APPS = 8
+PKTGEN_HEADER = 6
+PKT_BUFFER_BYTES = 16384
+PKT_BUFFER_SLOT = 2048
+PKTGEN_MAX_COUNT = 1 << 16
+PKTGEN_MAX_TIMER_NS = (1 << 32) - 1
+
+# The frame the generator sends: a locally administered source MAC that
+# names the application and the egress port, and the IEEE local
+# experimental EtherType. The destination MAC is where the pktgen header goes.
+PKTGEN_ETHERTYPE = 0x88B5
+
+
+class AgentError(Exception):
+    """An operation's failure, with its protocol error kind."""
+
+    def __init__(self, kind, message):
+        Exception.__init__(self, message)
+        self.kind = kind
+        self.message = message
+
+
+def bad_request(fmt, *args):
+    return AgentError("bad_request", fmt % args if args else fmt)
+
+
+def not_found(fmt, *args):
+    return AgentError("not_found", fmt % args if args else fmt)
+
+
+def bfrt_failure(fmt, *args):
+    return AgentError("bfrt", fmt % args if args else fmt)
+
+
+def is_bfrt_error(exc):
+    """Whether exc was raised by BF Runtime (bfrtTable.BfRtTableError,
+    bfrtInfo.BfRtInfoError); their status is exc.sts."""
+    return type(exc).__name__ in ("BfRtTableError", "BfRtInfoError")
+
+
+# ---- arguments ----
+
+_MISSING = object()
+
+
+def arg_int(args, name, default=_MISSING, lo=None, hi=None):
+    v = args.get(name, _MISSING)
+    if v is _MISSING or v is None:
+        if default is _MISSING:
+            raise bad_request("missing argument %r", name)
+        return default
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not v.is_integer()):
+        raise bad_request("argument %r: expected an integer, got %s", name, json.dumps(v))
+    v = int(v)
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        raise bad_request("argument %r: %d outside %s..%s", name, v, lo, hi)
+    return v
+
+
+def arg_bool(args, name, default=_MISSING):
+    v = args.get(name, _MISSING)
+    if v is _MISSING or v is None:
+        if default is _MISSING:
+            raise bad_request("missing argument %r", name)
+        return default
+    if not isinstance(v, bool):
+        raise bad_request("argument %r: expected true or false, got %s", name, json.dumps(v))
+    return v
+
+
+def arg_str(args, name):
+    v = args.get(name, _MISSING)
+    if v is _MISSING or v is None:
+        raise bad_request("missing argument %r", name)
+    if not isinstance(v, str):
+        raise bad_request("argument %r: expected a string, got %s", name, json.dumps(v))
+    return v
+
+
+def arg_int_map(args, name):
+    """An object of field -> integer (absent or null: empty)."""
+    v = args.get(name)
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise bad_request("argument %r: expected an object of integers, got %s", name, json.dumps(v))
+    out = {}
+    for k, x in v.items():
+        if not k.isidentifier() or k.startswith("_"):
+            raise bad_request("argument %r: field name %r", name, k)
+        out[k] = arg_int(v, k)
+    return out
+
+
+def check_identifier(what, name):
+    if not name.isidentifier() or name.startswith("_"):
+        raise bad_request("%s %r is not a name", what, name)
+    return name
+
+
+# ---- BF Runtime names and values ----
+
+# bfrtcli turns a field's full name into a keyword parameter: these
+# replacements, then the part after the last dot (BFLeaf._build_names).
+_PARAM_REPLACE = (("$", ""), (" & ", "_"), ("-", "_"), (":", "_"), ("[", "_"), ("]", "_"), ("__", "_"))
+
+# A key field of these match types is two parameters (BFLeaf._make_core_method_strs).
+_MATCH_PARAMS = {
+    "TERNARY": ("", "_mask"),
+    "LPM": ("", "_p_length"),
+    "RANGE": ("_start", "_end"),
+    "OPTIONAL": ("", "_is_valid"),
+}
+
+
+def text(name):
+    return name.decode("ascii", "replace") if isinstance(name, (bytes, bytearray)) else str(name)
+
+
+def param_name(full):
+    """The keyword parameter bfrt_python uses for a field's full name:
+    b'eg_intr_md.egress_port[7:0]' -> 'egress_port_7_0_'."""
+    s = text(full)
+    for a, b in _PARAM_REPLACE:
+        s = s.replace(a, b)
+    return s[s.rfind(".") + 1:]
+
+
+def action_name(full):
+    """'SwitchEgress.protect' -> 'protect' (the add_with_<name> suffix)."""
+    if full is None:
+        return ""
+    s = text(full)
+    return s[s.rfind(".") + 1:].replace("$", "")
+
+
+def as_int(v):
+    """An integer for a counter or field value, or None for what has none
+    (strings, lists, error strings bfrt_python puts in place of a value)."""
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and v == v:
+        return int(round(v))
+    return None
+
+
+def found(entry):
+    """bfrt_python's get returns -1 (or None) instead of raising when the
+    entry does not exist."""
+    return entry is not None and not isinstance(entry, int) and hasattr(entry, "data")
+
+
+def _log(msg):
+    # In bfrt_python stdout is the bfshell connection (the driver sends it
+    # to agent.log); it may be gone.
+    try:
+        print("testbed agent: %s" % msg, flush=True)
+    except Exception:
+        pass
+
+
+# ---- the operations ----
+
+
+class Agent:
+    """The agent protocol over a bfrt object."""
+
+    def __init__(self, bfrt, program=None):
+        self.bfrt = bfrt
+        self._program = program
+        self._lock = threading.Lock()  # every bfrt call
+        self._state = threading.Lock()  # the fields below
+        self._pktgen_pipe = {}  # app_id -> the pipe its generator runs in
+        self.ops = {
+            "hello": self.hello,
+            "time": self.clock,
+            "time.wait": self.time_wait,
+            "port.add": self.port_add,
+            "port.del": self.port_del,
+            "port.status": self.port_status,
+            "port.stat": self.port_stat,
+            "port.stat_clear": self.port_stat_clear,
+            "tm.queue": self.tm_queue,
+            "reg.get": self.reg_get,
+            "reg.set": self.reg_set,
+            "table.add": self.table_add,
+            "table.del": self.table_del,
+            "table.clear": self.table_clear,
+            "table.get": self.table_get,
+            "pktgen.start": self.pktgen_start,
+            "pktgen.stop": self.pktgen_stop,
+            "pktgen.status": self.pktgen_status,
+        }
+
+    # -- framing --
+
+    def respond(self, line):
+        """The response (a dict) to one request line (bytes)."""
+        try:
+            req = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as e:
+            return error_response(0, "bad_request", "request is not JSON: %s" % e)
+        if not isinstance(req, dict):
+            return error_response(0, "bad_request", "request is not a JSON object")
+        rid = req.get("id", 0)
+        if isinstance(rid, bool) or not isinstance(rid, int):
+            return error_response(0, "bad_request", "request id %s is not an integer" % json.dumps(rid))
+        try:
+            result = self.handle(req.get("op"), req.get("args"))
+        except AgentError as e:
+            return error_response(rid, e.kind, e.message)
+        except Exception as e:
+            if is_bfrt_error(e):
+                kind = "not_found" if getattr(e, "sts", None) == BF_OBJECT_NOT_FOUND else "bfrt"
+                return error_response(rid, kind, str(e) or type(e).__name__)
+            _log("%s failed:\n%s" % (req.get("op"), traceback.format_exc()))
+            return error_response(rid, "internal", "%s: %s" % (type(e).__name__, e))
+        return {"id": rid, "ok": True, "result": result if result is not None else {}}
+
+    def handle(self, op, args):
+        if not isinstance(op, str):
+            raise bad_request("request has no op")
+        if args is None:
+            args = {}
+        if not isinstance(args, dict):
+            raise bad_request("args of %s: expected an object", op)
+        fn = self.ops.get(op)
+        if fn is None:
+            raise bad_request("unknown op %r", op)
+        return fn(args)
+
+    def call(self, fn, *args, **kwargs):
+        """A bfrt call under the lock. A TypeError is a keyword the
+        generated method does not take: the request's fault."""
+        with self._lock:
+            try:
+                return fn(*args, **kwargs)
+            except TypeError as e:
+                if is_bfrt_error(e):
+                    raise
+                raise bad_request("%s", e)
+
+    # -- names --
+
+    def program(self):
+        """The P4 program loaded: $TESTBED_PROGRAM, else the first of
+        bfrt.p4_programs_list, else the root's child that has a pipe."""
+        if self._program:
+            return self._program
+        name = os.environ.get("TESTBED_PROGRAM", "")
+        if not name:
+            progs = getattr(self.bfrt, "p4_programs_list", None)
+            if progs:
+                name = text(progs[0])
+        if not name:
+            for n in sorted(dir(self.bfrt)):
+                if n.startswith("_") or n in FIXED_NODES:
+                    continue
+                try:
+                    child = getattr(self.bfrt, n)
+                except Exception:
+                    continue
+                if getattr(child, "pipe", None) is not None:
+                    name = n
+                    break
+        self._program = name
+        return name
+
+    def resolve(self, name, what):
+        """bfrt.<program>.pipe.<Control>.<object> for "Control.object"."""
+        parts = name.split(".")
+        if parts and parts[0] == "pipe":
+            parts = parts[1:]
+        if not parts:
+            raise bad_request("%s name %r", what, name)
+        for p in parts:
+            check_identifier(what + " name part", p)
+        prog = self.program()
+        if not prog:
+            raise not_found("no P4 program is loaded")
+        node = getattr(self.bfrt, prog, None)
+        node = getattr(node, "pipe", None) if node is not None else None
+        if node is None:
+            raise not_found("bfrt.%s.pipe does not exist", prog)
+        for p in parts:
+            node = getattr(node, p, None)
+            if node is None:
+                raise not_found("bfrt.%s.pipe has no %s %r", prog, what, name)
+        return node
+
+    # -- hello, clock --
+
+    def hello(self, args):
+        with self._lock:
+            prog = self.program()
+        return {"agent": AGENT, "version": VERSION, "program": prog, "time_ns": time.time_ns()}
+
+    def clock(self, args):
+        return {"time_ns": time.time_ns()}
+
+    def time_wait(self, args):
+        until = arg_int(args, "until_ns")
+        now = time.time_ns()
+        if until - now > MAX_WAIT_NS:
+            raise bad_request("until_ns is %.3f s ahead of the clock (at most 60 s)", (until - now) / 1e9)
+        # Sleep without the lock: other connections go on meanwhile.
+        while now < until:
+            time.sleep((until - now) / 1e9)
+            now = time.time_ns()
+        return {"time_ns": now}
+
+    # -- ports --
+
+    def _port(self, dev):
+        e = self.call(self.bfrt.port.port.get, DEV_PORT=dev, print_ents=False)
+        return e if found(e) else None
+
+    def port_add(self, args):
+        dev = arg_int(args, "dev_port", lo=0)
+        speed = arg_str(args, "speed")
+        fec = arg_str(args, "fec")
+        enable = arg_bool(args, "enable", True)
+        # An unknown choice makes bfrt_python print an error and return
+        # as if it had worked: check before.
+        if speed not in SPEEDS:
+            raise bad_request("speed %r (expected one of %s)", speed, ", ".join(SPEEDS))
+        if fec not in FECS:
+            raise bad_request("fec %r (expected one of %s)", fec, ", ".join(FECS))
+        self.call(self.bfrt.port.port.add, DEV_PORT=dev, SPEED=speed, FEC=fec,
+                  AUTO_NEGOTIATION="PM_AN_FORCE_DISABLE", PORT_ENABLE=enable)
+        if self._port(dev) is None:
+            raise bfrt_failure("port %d: port.add returned but the port is not there (see the agent's log)", dev)
+        return {}
+
+    def port_del(self, args):
+        dev = arg_int(args, "dev_port", lo=0)
+        if self._port(dev) is None:
+            raise not_found("port %d is not added", dev)
+        self.call(self.bfrt.port.port.delete, DEV_PORT=dev)
+        return {}
+
+    def port_status(self, args):
+        dev = arg_int(args, "dev_port", lo=0)
+        e = self._port(dev)
+        if e is None:
+            raise not_found("port %d is not added", dev)
+        d = {text(k): v for k, v in e.data.items()}
+        return {
+            "dev_port": dev,
+            "enabled": bool(d.get("$PORT_ENABLE", False)),
+            "up": bool(d.get("$PORT_UP", False)),
+            "speed": text(d.get("$SPEED", "")),
+            "fec": text(d.get("$FEC", "")),
+        }
+
+    def port_stat(self, args):
+        dev = arg_int(args, "dev_port", lo=0)
+        t0 = time.time_ns()
+        e = self.call(self.bfrt.port.port_stat.get, DEV_PORT=dev, from_hw=True, print_ents=False)
+        t1 = time.time_ns()
+        if not found(e):
+            raise not_found("port %d is not added", dev)
+        counters = {}
+        for k, v in e.data.items():
+            n = as_int(v)
+            if n is not None:
+                counters[text(k)] = n
+        if not counters:
+            raise bfrt_failure("port %d: $PORT_STAT read returned no counters", dev)
+        return {"time_ns": (t0 + t1) // 2, "counters": counters}
+
+    def port_stat_clear(self, args):
+        dev = arg_int(args, "dev_port", lo=0)
+        if self._port(dev) is None:
+            raise not_found("port %d is not added", dev)
+        # A $PORT_STAT mod with no data fields clears every counter of the
+        # port (BfRtPortStatTable::tableEntryMod).
+        self.call(self.bfrt.port.port_stat.mod, DEV_PORT=dev)
+        return {}
+
+    # -- traffic manager --
+
+    def tm_queue(self, args):
+        pipe = arg_int(args, "pipe", lo=0, hi=3)
+        pg = arg_int(args, "pg_id", lo=0)
+        pq = arg_int(args, "pg_queue", lo=0)
+        clear = arg_bool(args, "clear_watermark", False)
+        q = self.bfrt.tf1.tm.counter.queue
+        e = self.call(q.get, pipe=pipe, pg_id=pg, pg_queue=pq, from_hw=True, print_ents=False)
+        if not found(e):
+            raise not_found("no TM queue pipe %d pg_id %d pg_queue %d", pipe, pg, pq)
+        d = {text(k): v for k, v in e.data.items()}
+        res = {}
+        for f in ("usage_cells", "watermark_cells", "drop_count_packets"):
+            n = as_int(d.get(f))
+            if n is None:
+                raise bfrt_failure("tf1.tm.counter.queue has no %s in %r", f, sorted(d))
+            res[f] = n
+        if clear:
+            self.call(q.mod, pipe=pipe, pg_id=pg, pg_queue=pq, watermark_cells=0)
+        return res
+
+    # -- registers --
+
+    def _register_call(self, name, fn, **kwargs):
+        try:
+            return self.call(fn, **kwargs)
+        except AgentError as e:
+            if e.kind == "bad_request" and "REGISTER_INDEX" in e.message:
+                raise not_found("%s is not a register", name)
+            raise
+
+    def reg_get(self, args):
+        name = arg_str(args, "name")
+        idx = arg_int(args, "index", lo=0)
+        reg = self.resolve(name, "register")
+        fn = getattr(reg, "get", None)
+        if fn is None:
+            raise not_found("%s is not a register", name)
+        e = self._register_call(name, fn, REGISTER_INDEX=idx, from_hw=True, print_ents=False)
+        if not found(e):
+            raise not_found("register %s has no index %d", name, idx)
+        return {"values": register_values(name, e.data)}
+
+    def reg_set(self, args):
+        name = arg_str(args, "name")
+        idx = arg_int(args, "index", lo=0)
+        value = arg_int(args, "value", lo=0)
+        reg = self.resolve(name, "register")
+        fn = getattr(reg, "mod", None)
+        if fn is None:
+            raise not_found("%s is not a register", name)
+        self._register_call(name, fn, REGISTER_INDEX=idx, f1=value)
+        return {}
+
+    # -- tables --
+
+    def _table(self, args):
+        name = arg_str(args, "name")
+        t = self.resolve(name, "table")
+        if getattr(t, "delete", None) is None or getattr(t, "get", None) is None:
+            raise not_found("%s is not a match table", name)
+        return name, t
+
+    def table_add(self, args):
+        name, t = self._table(args)
+        action = arg_str(args, "action")
+        key = arg_int_map(args, "key")
+        data = arg_int_map(args, "data")
+        if action:
+            check_identifier("action", action)
+            fn = getattr(t, "add_with_" + action, None)
+            if fn is None:
+                raise not_found("table %s has no action %r (add_with_%s)", name, action, action)
+        else:
+            fn = getattr(t, "add", None)
+            if fn is None:
+                raise not_found("table %s takes an action", name)
+        both = set(key) & set(data)
+        if both:
+            raise bad_request("fields %s are both key and data", ", ".join(sorted(both)))
+        kwargs = dict(key)
+        kwargs.update(data)
+        self.call(fn, **kwargs)
+        return {}
+
+    def table_del(self, args):
+        name, t = self._table(args)
+        key = arg_int_map(args, "key")
+        self.call(t.delete, **key)
+        return {}
+
+    def table_clear(self, args):
+        name, t = self._table(args)
+        fn = getattr(t, "clear", None)
+        if fn is None:
+            raise not_found("table %s cannot be cleared", name)
+        self.call(fn)
+        return {}
+
+    def table_get(self, args):
+        name, t = self._table(args)
+        # regex=True without key patterns: every entry, as TableEntry objects.
+        ents = self.call(t.get, regex=True, print_ents=False)
+        if ents is None or isinstance(ents, int):
+            ents = []
+        types = None
+        out = []
+        for e in ents:
+            key = {}
+            for k, v in e.key.items():
+                p = param_name(k)
+                if isinstance(v, (tuple, list)) and len(v) == 2:
+                    if types is None:
+                        types = self._key_types(t)
+                    a, b = _MATCH_PARAMS.get(types.get(text(k)), ("", "_mask"))
+                    for suffix, x in ((a, v[0]), (b, v[1])):
+                        n = as_int(x)
+                        if n is not None:
+                            key[p + suffix] = n
+                    continue
+                n = as_int(v)
+                if n is not None:
+                    key[p] = n
+            data = {}
+            for k, v in e.data.items():
+                n = as_int(v)
+                if n is not None:
+                    data[param_name(k)] = n
+            out.append({"key": key, "action": action_name(getattr(e, "action", None)), "data": data})
+        return {"entries": out}
+
+    def _key_types(self, t):
+        """Key field full name -> match type, from the table's info."""
+        try:
+            info = self.call(t.info, return_info=True, print_info=False)
+            return {text(f["name"]): text(f["type"]) for f in info.get("key_fields", [])}
+        except Exception:
+            return {}
+
+    # -- packet generator --
+
+    def _app_id(self, args):
+        app = arg_int(args, "app_id")
+        if not 0 <= app < PKTGEN_APPS:
+            raise not_found("pktgen app %d does not exist (TF1 has apps 0..%d)", app, PKTGEN_APPS - 1)
+        return app
+
+    def _app_pipe(self, app):
+        with self._state:
+            return self._pktgen_pipe.get(app, 0)
+
+    def _app_state(self, app, pipe):
+        e = self.call(self.bfrt.tf1.pktgen.app_cfg.get, app_id=app, pipe=pipe, from_hw=True, print_ents=False)
+        if not found(e):
+            raise not_found("pktgen app %d: no configuration in pipe %d", app, pipe)
+        d = {text(k): v for k, v in e.data.items()}
+        sent = as_int(d.get("pkt_counter")) or 0
+        total = ((as_int(d.get("batch_count_cfg")) or 0) + 1) * ((as_int(d.get("packets_per_batch_cfg")) or 0) + 1)
+        done = sent >= total
+        return {"enabled": bool(d.get("app_enable", False)) and not done, "packets": sent, "done": done}
+
+    def pktgen_start(self, args):
+        app = self._app_id(args)
+        port = arg_int(args, "dev_port", lo=0)
+        egress = arg_int(args, "egress_port", lo=0)
+        pkt_len = arg_int(args, "pkt_len", lo=60, hi=PKT_BUFFER_BYTES)
+        timer = arg_int(args, "timer_ns", lo=1, hi=PKTGEN_MAX_TIMER_NS)
+        batches = arg_int(args, "batches", lo=1, hi=PKTGEN_MAX_COUNT)
+        per_batch = arg_int(args, "packets_per_batch", lo=1, hi=PKTGEN_MAX_COUNT)
+        if self._port(egress) is None:
+            raise not_found("egress port %d is not added", egress)
+        pipe = port >> 7
+        st = self._app_state(app, pipe)
+        if st["enabled"]:
+            raise bfrt_failure("pktgen app %d is running (%d packets sent): stop it first", app, st["packets"])
+        pg = self.bfrt.tf1.pktgen
+        buf = pktgen_frame(pkt_len, app, egress)[PKTGEN_HEADER:]
+        # Each application has its own slot of the buffer when its packet
+        # fits in one; a longer one takes the buffer from its start.
+        offset = app * PKT_BUFFER_SLOT if len(buf) <= PKT_BUFFER_SLOT else 0
+        self.call(pg.port_cfg.mod, dev_port=port, pktgen_enable=True)
+        self.call(pg.pkt_buffer.mod, pipe=pipe, pkt_buffer_offset=offset, pkt_buffer_size=len(buf), buffer=buf)
+        # One shot: after timer_ns, batches x packets_per_batch packets, one
+        # every timer_ns (ipg inside a batch, ibg between batches); the
+        # counters start again from zero.
+        self.call(pg.app_cfg.mod_with_trigger_timer_one_shot, pipe=pipe, app_id=app,
+                  timer_nanosec=timer, app_enable=True, pkt_len=len(buf), pkt_buffer_offset=offset,
+                  pipe_local_source_port=port & 0x7F, increment_source_port=False,
+                  batch_count_cfg=batches - 1, packets_per_batch_cfg=per_batch - 1,
+                  ibg=timer, ibg_jitter=0, ipg=timer, ipg_jitter=0,
+                  batch_counter=0, pkt_counter=0, trigger_counter=0)
+        with self._state:
+            self._pktgen_pipe[app] = pipe
+        return {}
+
+    def pktgen_stop(self, args):
+        app = self._app_id(args)
+        self.call(self.bfrt.tf1.pktgen.app_cfg.mod_with_trigger_timer_one_shot,
+                  pipe=self._app_pipe(app), app_id=app, app_enable=False)
+        return {}
+
+    def pktgen_status(self, args):
+        app = self._app_id(args)
+        return self._app_state(app, self._app_pipe(app))
+
+
+def register_values(name, data):
+    """One integer per pipe from a register read's data: the field
+    "<Control>.<register>.f1" (a list, one value per pipe)."""
+    d = {text(k): v for k, v in data.items()}
+    v = d.get(name + ".f1")
+    if v is None:
+        lists = [k for k, x in d.items() if isinstance(x, (list, tuple))]
+        if len(lists) != 1:
+            raise bad_request("register %s has fields %s: reg.get reads registers of one field (f1)", name, ", ".join(sorted(d)))
+        v = d[lists[0]]
+    if not isinstance(v, (list, tuple)):
+        v = [v]
+    out = []
+    for x in v:
+        n = as_int(x)
+        if n is None:
+            raise bfrt_failure("register %s: value %r is not a number", name, x)
+        out.append(n)
+    if not out:
+        raise bfrt_failure("register %s: no values", name)
+    return out
+
+
+def pktgen_frame(length, app_id, egress_port):
+    """The frame an application sends (length bytes, FCS not counted)."""
+    dst = b"\xff" * 6
+    src = bytes([0x02, 0x74, 0x62, app_id & 0xFF, (egress_port >> 8) & 0xFF, egress_port & 0xFF])
+    eth = dst + src + bytes([PKTGEN_ETHERTYPE >> 8, PKTGEN_ETHERTYPE & 0xFF])
+    return eth + bytes(length - len(eth))
+
+
+def error_response(rid, kind, message):
+    return {"id": rid, "ok": False, "error": {"kind": kind, "message": message}}
+
+
+def encode(resp):
+    return (json.dumps(resp, separators=(",", ":"), sort_keys=True) + "\n").encode("utf-8")
+
+
+# ---- the server ----
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    disable_nagle_algorithm = True
+
+    def handle(self):
+        agent = self.server.agent
+        while True:
+            try:
+                line = self.rfile.readline(MAX_LINE + 1)
+            except OSError:
+                return
+            if not line:
+                return
+            if len(line) > MAX_LINE and not line.endswith(b"\n"):
+                self._send(error_response(0, "bad_request", "request longer than %d bytes" % MAX_LINE))
+                return
+            if not line.strip():
+                continue
+            if not self._send(agent.respond(line)):
+                return
+
+    def _send(self, resp):
+        try:
+            self.wfile.write(encode(resp))
+            return True
+        except OSError:
+            return False
+
+
+class Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    """The agent's TCP server: one thread per connection."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, agent, host="127.0.0.1", port=0):
+        self.agent = agent
+        socketserver.TCPServer.__init__(self, (host, port), _Handler)
+
+    @property
+    def port(self):
+        return self.server_address[1]
+
+
+def serve(bfrt, host="127.0.0.1", port=0, program=None):
+    """A bound server for bfrt (not yet serving: call serve_forever)."""
+    return Server(Agent(bfrt, program), host, port)
+
+
+def main(bfrt):
+    """Serve on 127.0.0.1:$TESTBED_AGENT_PORT (default 9091) until the
+    process ends."""
+    port = int(os.environ.get("TESTBED_AGENT_PORT") or DEFAULT_PORT)
+    srv = serve(bfrt, "127.0.0.1", port)
+    _log("%s %s, program %r, listening on 127.0.0.1:%d" % (AGENT, VERSION, srv.agent.program(), srv.port))
+    try:
+        srv.serve_forever()
+    finally:
+        srv.server_close()
+
+
+# bfrt_python (bfrtcli.start_bfrt) runs a -b script as exec(source) inside
+# a function: the script's top-level names land in that function's locals,
+# while the functions and classes above look names up in bfrtcli's module
+# globals, where they are not. Run this same code again in one namespace of
+# its own, with bfrt, and start there. Imported (tests), there is no bfrt
+# and nothing starts.
+_bfrt = locals().get("bfrt", globals().get("bfrt"))
+if _bfrt is not None:
+    if globals() is not locals():
+        exec(sys._getframe(0).f_code, {"__name__": "testbed_agent", "bfrt": _bfrt})
+    else:
+        main(_bfrt)
+elif __name__ == "__main__":
+    sys.exit("testbed_agent.py runs inside the SDE's bfrt_python: $SDE/run_bfshell.sh -b testbed_agent.py")

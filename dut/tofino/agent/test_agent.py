@@ -1,0 +1,509 @@
+"""Tests of testbed_agent.py over TCP on 127.0.0.1, against the stand-in
+bfrt of fake_bfrt.py. Run from this directory: python3 -m unittest -v
+(Python 3.8 or later)."""
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+import unittest
+from unittest import mock
+
+sys.dont_write_bytecode = True
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import fake_bfrt  # noqa: E402
+import testbed_agent  # noqa: E402
+
+SEQ = "SwitchEgress.reg_seq_no"
+PROTECT = "SwitchEgress.link_protect"
+
+
+class Client:
+    """One connection speaking the agent protocol."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.rd = self.sock.makefile("rb")
+        self.next_id = 0
+
+    def close(self):
+        self.rd.close()
+        self.sock.close()
+
+    def send(self, op, args=None, rid=None):
+        if rid is None:
+            self.next_id += 1
+            rid = self.next_id
+        req = {"id": rid, "op": op}
+        if args is not None:
+            req["args"] = args
+        self.sock.sendall((json.dumps(req) + "\n").encode())
+        return rid
+
+    def recv(self):
+        line = self.rd.readline()
+        if not line:
+            raise EOFError("the agent closed the connection")
+        if not line.endswith(b"\n"):
+            raise AssertionError("response not newline-terminated: %r" % line)
+        return json.loads(line)
+
+    def call(self, op, args=None):
+        rid = self.send(op, args)
+        resp = self.recv()
+        if resp["id"] != rid:
+            raise AssertionError("response id %s for request %s" % (resp["id"], rid))
+        return resp
+
+
+class AgentTest(unittest.TestCase):
+    def setUp(self):
+        self.bfrt = fake_bfrt.FakeBfrt()
+        self.srv = testbed_agent.serve(self.bfrt, "127.0.0.1", 0)
+        self.thread = threading.Thread(target=self.srv.serve_forever, kwargs={"poll_interval": 0.05})
+        self.thread.start()
+        self.clients = []
+        self.c = self.connect()
+
+    def tearDown(self):
+        for c in self.clients:
+            c.close()
+        self.srv.shutdown()
+        self.srv.server_close()
+        self.thread.join(5)
+
+    def connect(self):
+        c = Client(self.srv.port)
+        self.clients.append(c)
+        return c
+
+    def ok(self, op, args=None, c=None):
+        resp = (c or self.c).call(op, args)
+        self.assertTrue(resp["ok"], "%s %s: %s" % (op, args, resp))
+        self.assertIsInstance(resp["result"], dict)
+        return resp["result"]
+
+    def fails(self, kind, op, args=None, c=None):
+        resp = (c or self.c).call(op, args)
+        self.assertFalse(resp["ok"], "%s %s succeeded: %s" % (op, args, resp))
+        self.assertEqual(resp["error"]["kind"], kind, resp)
+        self.assertTrue(resp["error"]["message"], resp)
+        return resp["error"]["message"]
+
+    def add_port(self, dev, speed="BF_SPEED_100G", fec="BF_FEC_TYP_RS"):
+        return self.ok("port.add", {"dev_port": dev, "speed": speed, "fec": fec, "enable": True})
+
+    # ---- hello, time ----
+
+    def test_hello(self):
+        before = time.time_ns()
+        r = self.ok("hello")
+        self.assertEqual(r["agent"], "testbed-bfrt-agent")
+        self.assertEqual(r["version"], "1")
+        self.assertEqual(r["program"], "sender")
+        self.assertTrue(before <= r["time_ns"] <= time.time_ns())
+
+    def test_hello_program_from_bfrt_and_env(self):
+        bfrt = fake_bfrt.FakeBfrt(program="receiver")
+        self.assertEqual(testbed_agent.Agent(bfrt).hello({})["program"], "receiver")
+        bfrt.p4_programs_list = []  # older trees: the child with a pipe
+        self.assertEqual(testbed_agent.Agent(bfrt).hello({})["program"], "receiver")
+        with mock.patch.dict(os.environ, {"TESTBED_PROGRAM": "other"}):
+            self.assertEqual(testbed_agent.Agent(bfrt).hello({})["program"], "other")
+
+    def test_time(self):
+        before = time.time_ns()
+        t = self.ok("time")["time_ns"]
+        self.assertTrue(before <= t <= time.time_ns())
+
+    def test_time_wait(self):
+        until = time.time_ns() + 80 * 10**6
+        t = self.ok("time.wait", {"until_ns": until})["time_ns"]
+        self.assertGreaterEqual(t, until)
+        self.assertGreaterEqual(time.time_ns(), until)
+        # A time already past answers at once.
+        start = time.monotonic()
+        self.assertGreaterEqual(self.ok("time.wait", {"until_ns": until - 10**9})["time_ns"], until)
+        self.assertLess(time.monotonic() - start, 0.05)
+
+    def test_time_wait_limit(self):
+        start = time.monotonic()
+        msg = self.fails("bad_request", "time.wait", {"until_ns": time.time_ns() + 61 * 10**9})
+        self.assertIn("60", msg)
+        self.assertLess(time.monotonic() - start, 1)
+        self.fails("bad_request", "time.wait", {})
+        self.fails("bad_request", "time.wait", {"until_ns": "soon"})
+
+    def test_time_wait_does_not_hold_other_connections(self):
+        waiter = self.connect()
+        until = time.time_ns() + 400 * 10**6
+        waiter.send("time.wait", {"until_ns": until})
+        start = time.monotonic()
+        self.ok("reg.get", {"name": SEQ, "index": 0})
+        self.ok("hello")
+        self.assertLess(time.monotonic() - start, 0.3)
+        r = waiter.recv()
+        self.assertTrue(r["ok"], r)
+        self.assertGreaterEqual(r["result"]["time_ns"], until)
+
+    # ---- ports ----
+
+    def test_port_lifecycle(self):
+        self.fails("not_found", "port.status", {"dev_port": 136})
+        self.add_port(136)
+        add = self.bfrt.calls_to("port.port", "add")[-1]
+        self.assertEqual(add, {"DEV_PORT": 136, "SPEED": "BF_SPEED_100G", "FEC": "BF_FEC_TYP_RS",
+                               "AUTO_NEGOTIATION": "PM_AN_FORCE_DISABLE", "PORT_ENABLE": True})
+        st = self.ok("port.status", {"dev_port": 136})
+        self.assertEqual(st, {"dev_port": 136, "enabled": True, "up": True, "speed": "BF_SPEED_100G", "fec": "BF_FEC_TYP_RS"})
+        self.bfrt.set_link(136, False)
+        self.assertFalse(self.ok("port.status", {"dev_port": 136})["up"])
+        msg = self.fails("bfrt", "port.add", {"dev_port": 136, "speed": "BF_SPEED_25G", "fec": "BF_FEC_TYP_NONE", "enable": True})
+        self.assertIn("Already exists", msg)
+        self.ok("port.del", {"dev_port": 136})
+        self.fails("not_found", "port.status", {"dev_port": 136})
+        self.fails("not_found", "port.del", {"dev_port": 136})
+
+    def test_port_add_disabled(self):
+        self.ok("port.add", {"dev_port": 8, "speed": "BF_SPEED_10G", "fec": "BF_FEC_TYP_NONE", "enable": False})
+        st = self.ok("port.status", {"dev_port": 8})
+        self.assertFalse(st["enabled"])
+        self.assertFalse(st["up"])
+
+    def test_port_add_bad_arguments(self):
+        # bfrt_python would print the bad choice and return: the agent must
+        # refuse it before.
+        self.assertIn("BF_SPEED_1000G", self.fails("bad_request", "port.add", {"dev_port": 136, "speed": "BF_SPEED_1000G", "fec": "BF_FEC_TYP_RS"}))
+        self.fails("bad_request", "port.add", {"dev_port": 136, "speed": "BF_SPEED_100G", "fec": "RS"})
+        self.fails("bad_request", "port.add", {"speed": "BF_SPEED_100G", "fec": "BF_FEC_TYP_RS"})
+        self.fails("bad_request", "port.add", {"dev_port": "136", "speed": "BF_SPEED_100G", "fec": "BF_FEC_TYP_RS"})
+        self.fails("bad_request", "port.add", {"dev_port": True, "speed": "BF_SPEED_100G", "fec": "BF_FEC_TYP_RS"})
+        self.fails("bad_request", "port.add", {"dev_port": 136, "speed": "BF_SPEED_100G", "fec": "BF_FEC_TYP_RS", "enable": 1})
+        self.assertEqual(self.bfrt.ports, {})
+        # A port bfrt refuses is the bfrt's word.
+        self.fails("bfrt", "port.add", {"dev_port": 100, "speed": "BF_SPEED_100G", "fec": "BF_FEC_TYP_RS"})
+
+    def test_port_counters(self):
+        self.fails("not_found", "port.stat", {"dev_port": 136})
+        self.add_port(136)
+        self.bfrt.set_counter(136, "$FramesReceivedOK", 1000)
+        self.bfrt.set_counter(136, "$FramesTransmittedAll", 2**40)
+        before = time.time_ns()
+        r = self.ok("port.stat", {"dev_port": 136})
+        self.assertTrue(before <= r["time_ns"] <= time.time_ns())
+        c = r["counters"]
+        self.assertEqual(set(c), set(fake_bfrt.PORT_STAT_FIELDS))
+        self.assertEqual(c["$FramesReceivedOK"], 1000)
+        self.assertEqual(c["$FramesTransmittedAll"], 2**40)
+        self.assertEqual(self.bfrt.calls_to("port.port_stat", "get")[-1]["from_hw"], True)
+        self.ok("port.stat_clear", {"dev_port": 136})
+        self.assertEqual(self.bfrt.calls_to("port.port_stat", "mod")[-1], {"DEV_PORT": 136})
+        c = self.ok("port.stat", {"dev_port": 136})["counters"]
+        self.assertEqual(c["$FramesReceivedOK"], 0)
+        self.assertEqual(c["$FramesTransmittedAll"], 0)
+        self.fails("not_found", "port.stat_clear", {"dev_port": 140})
+
+    # ---- traffic manager ----
+
+    def test_tm_queue(self):
+        self.bfrt.set_queue(1, 17, 9, usage=40, watermark=90, drops=3)
+        q = {"pipe": 1, "pg_id": 17, "pg_queue": 9}
+        self.assertEqual(self.ok("tm.queue", q), {"usage_cells": 40, "watermark_cells": 90, "drop_count_packets": 3})
+        self.assertEqual(self.bfrt.calls_to("tf1.tm.counter.queue", "get")[-1]["pipe"], 1)
+        self.assertEqual(self.ok("tm.queue", dict(q, clear_watermark=True))["watermark_cells"], 90)
+        self.assertEqual(self.ok("tm.queue", q), {"usage_cells": 40, "watermark_cells": 0, "drop_count_packets": 3})
+        # Other queues are apart.
+        self.assertEqual(self.ok("tm.queue", {"pipe": 0, "pg_id": 17, "pg_queue": 9})["usage_cells"], 0)
+        self.fails("not_found", "tm.queue", {"pipe": 1, "pg_id": 40, "pg_queue": 0})
+        self.fails("bad_request", "tm.queue", {"pipe": 1, "pg_id": 17})
+        self.fails("bad_request", "tm.queue", {"pipe": 9, "pg_id": 17, "pg_queue": 0})
+
+    # ---- registers ----
+
+    def test_registers(self):
+        self.assertEqual(self.ok("reg.get", {"name": SEQ, "index": 32})["values"], [0, 0, 0, 0])
+        self.ok("reg.set", {"name": SEQ, "index": 32, "value": 65535})
+        self.assertEqual(self.bfrt.calls_to("pipe.SwitchEgress.reg_seq_no", "mod")[-1], {"REGISTER_INDEX": 32, "f1": 65535})
+        self.assertEqual(self.ok("reg.get", {"name": SEQ, "index": 32})["values"], [65535] * 4)
+        self.assertEqual(self.bfrt.calls_to("pipe.SwitchEgress.reg_seq_no", "get")[-1]["from_hw"], True)
+        self.assertEqual(self.ok("reg.get", {"name": SEQ, "index": 33})["values"], [0] * 4)
+        # One value per pipe, as the register holds them.
+        self.bfrt.sender.pipe.SwitchEgress.reg_seq_no.values[5] = [1, 2, 3, 4]
+        self.assertEqual(self.ok("reg.get", {"name": "pipe." + SEQ, "index": 5})["values"], [1, 2, 3, 4])
+        self.ok("reg.set", {"name": "SwitchIngress.reg_ack_timeout_count", "index": 0, "value": 7})
+        self.assertEqual(self.ok("reg.get", {"name": "SwitchIngress.reg_ack_timeout_count", "index": 0})["values"], [7] * 4)
+
+    def test_register_errors(self):
+        self.assertIn("reg_nope", self.fails("not_found", "reg.get", {"name": "SwitchEgress.reg_nope", "index": 0}))
+        self.fails("not_found", "reg.get", {"name": "Nowhere.reg_seq_no", "index": 0})
+        self.fails("not_found", "reg.set", {"name": "SwitchEgress.reg_nope", "index": 0, "value": 1})
+        self.fails("not_found", "reg.get", {"name": PROTECT, "index": 0})
+        self.fails("not_found", "reg.get", {"name": "SwitchEgress", "index": 0})
+        self.fails("not_found", "reg.get", {"name": SEQ, "index": 4096})
+        self.fails("bfrt", "reg.set", {"name": SEQ, "index": 4096, "value": 1})
+        self.fails("bfrt", "reg.set", {"name": SEQ, "index": 0, "value": 1 << 16})  # wider than the register
+        self.fails("bad_request", "reg.get", {"name": SEQ})
+        self.fails("bad_request", "reg.get", {"index": 0})
+        self.fails("bad_request", "reg.set", {"name": SEQ, "index": 0})
+        self.fails("bad_request", "reg.set", {"name": SEQ, "index": 0, "value": 1.5})
+        self.fails("bad_request", "reg.get", {"name": "SwitchEgress.__class__", "index": 0})
+        self.fails("bad_request", "reg.get", {"name": "", "index": 0})
+
+    # ---- tables ----
+
+    def test_table_lifecycle(self):
+        e = {"name": PROTECT, "action": "protect", "key": {"egress_port": 136}, "data": {"dummy_pkt_max_count": 4, "blocking_mode": 1}}
+        self.ok("table.add", e)
+        self.assertEqual(self.bfrt.calls_to("pipe.SwitchEgress.link_protect", "add_with_protect")[-1],
+                         {"egress_port": 136, "dummy_pkt_max_count": 4, "blocking_mode": 1})
+        self.assertIn("Already exists", self.fails("bfrt", "table.add", e))
+        self.ok("table.add", dict(e, key={"egress_port": 140}, data={"dummy_pkt_max_count": 2, "blocking_mode": 0}))
+        got = self.ok("table.get", {"name": PROTECT})["entries"]
+        want = [{"key": {"egress_port": 136}, "action": "protect", "data": {"dummy_pkt_max_count": 4, "blocking_mode": 1}},
+                {"key": {"egress_port": 140}, "action": "protect", "data": {"dummy_pkt_max_count": 2, "blocking_mode": 0}}]
+        self.assertEqual(sorted(got, key=lambda x: x["key"]["egress_port"]), want)
+        self.ok("table.del", {"name": PROTECT, "key": {"egress_port": 136}})
+        self.assertEqual(self.ok("table.get", {"name": PROTECT})["entries"], want[1:])
+        self.assertIn("Object not found", self.fails("not_found", "table.del", {"name": PROTECT, "key": {"egress_port": 136}}))
+        self.ok("table.clear", {"name": PROTECT})
+        self.assertEqual(self.ok("table.get", {"name": PROTECT})["entries"], [])
+
+    def test_table_names_round_trip(self):
+        # A key field with a slice and a ternary key: their parameter names
+        # as bfrt_python makes them, the same on the way in and out.
+        self.ok("table.add", {"name": "SwitchEgress.decide_to_emulate_corruption", "action": "do_corruption_emulation",
+                              "key": {"egress_port_7_0_": 8}, "data": {"seqno_lookup_idx": 8}})
+        self.assertEqual(self.ok("table.get", {"name": "SwitchEgress.decide_to_emulate_corruption"})["entries"],
+                         [{"key": {"egress_port_7_0_": 8}, "action": "do_corruption_emulation", "data": {"seqno_lookup_idx": 8}}])
+        key = {"is_missing_hole_1": 1, "is_missing_hole_1_mask": 1, "MATCH_PRIORITY": 3}
+        self.ok("table.add", {"name": "SwitchIngress.decide_retx_or_drop", "action": "retx", "key": key})
+        self.assertEqual(self.ok("table.get", {"name": "SwitchIngress.decide_retx_or_drop"})["entries"],
+                         [{"key": key, "action": "retx", "data": {}}])
+        self.ok("table.del", {"name": "SwitchIngress.decide_retx_or_drop", "key": key})
+
+    def test_table_errors(self):
+        self.fails("not_found", "table.add", {"name": "SwitchEgress.nope", "action": "protect", "key": {"egress_port": 1}})
+        self.fails("not_found", "table.get", {"name": "SwitchEgress.nope"})
+        self.fails("not_found", "table.get", {"name": SEQ})  # a register
+        msg = self.fails("not_found", "table.add", {"name": PROTECT, "action": "unprotect", "key": {"egress_port": 1}})
+        self.assertIn("unprotect", msg)
+        self.assertIn("colour", self.fails("bad_request", "table.add", {"name": PROTECT, "action": "protect", "key": {"colour": 1}}))
+        self.fails("bad_request", "table.add", {"name": PROTECT, "action": "protect", "key": {"egress_port": "x"}})
+        self.fails("bad_request", "table.add", {"name": PROTECT, "action": "protect", "key": [1]})
+        self.fails("bad_request", "table.add", {"name": PROTECT, "action": "pro tect", "key": {"egress_port": 1}})
+        self.fails("bad_request", "table.add", {"name": PROTECT, "action": "protect", "key": {"egress_port": 1}, "data": {"egress_port": 2}})
+        self.fails("bad_request", "table.add", {"name": PROTECT, "key": {"egress_port": 1}})
+        self.fails("bfrt", "table.add", {"name": PROTECT, "action": "protect", "key": {"egress_port": 1 << 9}})
+        self.fails("bad_request", "table.del", {"name": PROTECT, "key": {"port": 1}})
+        self.assertEqual(self.ok("table.get", {"name": PROTECT})["entries"], [])
+
+    def test_many_entries(self):
+        for i in range(200):
+            self.ok("table.add", {"name": "SwitchIngress.emulate_random_pkt_drop", "action": "drop", "key": {"rand_num": i * 5}})
+        got = self.ok("table.get", {"name": "SwitchIngress.emulate_random_pkt_drop"})["entries"]
+        self.assertEqual(sorted(e["key"]["rand_num"] for e in got), [i * 5 for i in range(200)])
+
+    # ---- packet generator ----
+
+    def pktgen(self, **kw):
+        args = {"app_id": 1, "dev_port": 68, "egress_port": 136, "pkt_len": 1514, "timer_ns": 1000,
+                "batches": 10, "packets_per_batch": 100}
+        args.update(kw)
+        return args
+
+    def test_pktgen(self):
+        self.assertIn("136", self.fails("not_found", "pktgen.start", self.pktgen()))
+        self.add_port(136)
+        st = self.ok("pktgen.status", {"app_id": 1})
+        self.assertEqual(st, {"enabled": False, "packets": 0, "done": False})
+        self.ok("pktgen.start", self.pktgen())
+        self.assertEqual(self.bfrt.calls_to("tf1.pktgen.port_cfg", "mod")[-1], {"dev_port": 68, "pktgen_enable": True})
+        buf = self.bfrt.calls_to("tf1.pktgen.pkt_buffer", "mod")[-1]
+        self.assertEqual(buf["pipe"], 0)
+        self.assertEqual(buf["pkt_buffer_size"], 1514 - 6)  # the pktgen header is the first 6 bytes
+        self.assertEqual(len(buf["buffer"]), 1514 - 6)
+        self.assertEqual(bytes(buf["buffer"][:8]), bytes([0x02, 0x74, 0x62, 1, 0, 136, 0x88, 0xB5]))
+        app = self.bfrt.calls_to("tf1.pktgen.app_cfg", "mod_with_trigger_timer_one_shot")[-1]
+        for k, v in {"app_id": 1, "pipe": 0, "app_enable": True, "pkt_len": 1508, "pkt_buffer_offset": buf["pkt_buffer_offset"],
+                     "pipe_local_source_port": 68, "batch_count_cfg": 9, "packets_per_batch_cfg": 99,
+                     "timer_nanosec": 1000, "ipg": 1000, "ibg": 1000, "pkt_counter": 0}.items():
+            self.assertEqual(app[k], v, k)
+        self.assertIn("stop it first", self.fails("bfrt", "pktgen.start", self.pktgen()))
+        deadline = time.monotonic() + 5
+        seen = []
+        while True:
+            st = self.ok("pktgen.status", {"app_id": 1})
+            seen.append(st["packets"])
+            if st["done"] or time.monotonic() > deadline:
+                break
+            time.sleep(0.0002)
+        self.assertEqual(st, {"enabled": False, "packets": 1000, "done": True})
+        self.assertEqual(seen, sorted(seen))
+        # Done: it starts again, from zero.
+        self.ok("pktgen.start", self.pktgen(timer_ns=10**6, batches=1000))
+        st = self.ok("pktgen.status", {"app_id": 1})
+        self.assertTrue(st["enabled"] and not st["done"] and st["packets"] < 1000, st)
+        self.ok("pktgen.stop", {"app_id": 1})
+        stopped = self.ok("pktgen.status", {"app_id": 1})
+        self.assertFalse(stopped["enabled"])
+        time.sleep(0.005)
+        self.assertEqual(self.ok("pktgen.status", {"app_id": 1})["packets"], stopped["packets"])
+
+    def test_pktgen_pipe_and_slots(self):
+        self.add_port(136)
+        self.ok("pktgen.start", self.pktgen(app_id=3, dev_port=196, pkt_len=64, batches=1, packets_per_batch=1))
+        buf = self.bfrt.calls_to("tf1.pktgen.pkt_buffer", "mod")[-1]
+        self.assertEqual((buf["pipe"], buf["pkt_buffer_offset"]), (1, 3 * 2048))
+        self.assertEqual(self.bfrt.calls_to("tf1.pktgen.app_cfg", "mod_with_trigger_timer_one_shot")[-1]["pipe_local_source_port"], 68)
+        deadline = time.monotonic() + 5
+        while not self.ok("pktgen.status", {"app_id": 3})["done"] and time.monotonic() < deadline:
+            time.sleep(0.001)
+        self.assertEqual(self.bfrt.calls_to("tf1.pktgen.app_cfg", "get")[-1]["pipe"], 1)
+        self.assertEqual(self.ok("pktgen.status", {"app_id": 3})["packets"], 1)
+        # A jumbo frame does not fit a slot: from the buffer's start.
+        self.ok("pktgen.start", self.pktgen(app_id=4, pkt_len=9000, batches=1, packets_per_batch=1))
+        self.assertEqual(self.bfrt.calls_to("tf1.pktgen.pkt_buffer", "mod")[-1]["pkt_buffer_offset"], 0)
+
+    def test_pktgen_errors(self):
+        self.add_port(136)
+        self.fails("not_found", "pktgen.status", {"app_id": 9})
+        self.fails("not_found", "pktgen.stop", {"app_id": 8})
+        self.fails("not_found", "pktgen.start", self.pktgen(app_id=8))
+        self.fails("bad_request", "pktgen.status", {})
+        self.fails("bad_request", "pktgen.start", self.pktgen(pkt_len=20))
+        self.fails("bad_request", "pktgen.start", self.pktgen(timer_ns=0))
+        self.fails("bad_request", "pktgen.start", self.pktgen(timer_ns=1 << 32))
+        self.fails("bad_request", "pktgen.start", self.pktgen(batches=0))
+        self.fails("bad_request", "pktgen.start", self.pktgen(packets_per_batch=65537))
+        self.fails("bfrt", "pktgen.start", self.pktgen(dev_port=60))  # not a generator port
+        self.assertEqual(self.ok("pktgen.status", {"app_id": 1})["packets"], 0)
+
+    # ---- the protocol ----
+
+    def test_unknown_op_and_bad_args(self):
+        self.assertIn("reboot", self.fails("bad_request", "reboot"))
+        self.fails("bad_request", "reg.get", [1, 2])
+        self.fails("bad_request", "port.status", {})
+        r = self.c.call("hello", None)
+        self.assertTrue(r["ok"])
+
+    def test_malformed_lines_keep_the_connection(self):
+        for bad in (b"not json\n", b"\xff\xfe\n", b"[1,2]\n", b'{"id": "x", "op": "hello"}\n', b'{"id": 5}\n'):
+            self.c.sock.sendall(bad)
+            r = self.c.recv()
+            self.assertFalse(r["ok"], bad)
+            self.assertEqual(r["error"]["kind"], "bad_request", bad)
+            self.assertEqual(r["id"], 5 if bad.startswith(b'{"id": 5') else 0, bad)
+        self.c.sock.sendall(b"\n  \n")  # blank lines are skipped
+        self.assertEqual(self.ok("hello")["program"], "sender")
+
+    def test_overlong_line_closes(self):
+        self.c.sock.sendall(b"x" * (testbed_agent.MAX_LINE + 10))
+        r = self.c.recv()
+        self.assertEqual(r["error"]["kind"], "bad_request")
+        with self.assertRaises((EOFError, ConnectionError)):
+            self.c.recv()
+        self.assertTrue(self.ok("hello", c=self.connect()))
+
+    def test_pipelining(self):
+        self.add_port(136)
+        self.bfrt.set_counter(136, "$FramesReceivedOK", 5)
+        ops = [("hello", None), ("reg.set", {"name": SEQ, "index": 1, "value": 9}), ("reg.get", {"name": SEQ, "index": 1}),
+               ("nope", {}), ("port.stat", {"dev_port": 136}), ("reg.get", {"name": "SwitchEgress.x", "index": 1}), ("time", None)]
+        lines = b"".join((json.dumps({"id": 100 + i, "op": op, "args": a}) + "\n").encode() for i, (op, a) in enumerate(ops * 5))
+        self.c.sock.sendall(lines)
+        for i in range(len(ops) * 5):
+            r = self.c.recv()
+            self.assertEqual(r["id"], 100 + i)
+            op = ops[i % len(ops)][0]
+            self.assertEqual(r["ok"], op not in ("nope", "reg.get") or (op == "reg.get" and i % len(ops) == 2), r)
+            if i % len(ops) == 2:
+                self.assertEqual(r["result"]["values"], [9] * 4)
+            if op == "port.stat":
+                self.assertEqual(r["result"]["counters"]["$FramesReceivedOK"], 5)
+
+    def test_connections_are_serialized(self):
+        # bfrt_python is not thread-safe; the fake complains when entered
+        # twice at once.
+        self.bfrt.call_delay = 0.002
+        errors = []
+
+        def worker(n):
+            c = Client(self.srv.port)
+            try:
+                for i in range(15):
+                    r = c.call("reg.set", {"name": SEQ, "index": n, "value": i})
+                    r2 = c.call("reg.get", {"name": SEQ, "index": n})
+                    if not r["ok"] or not r2["ok"] or r2["result"]["values"][0] != i:
+                        errors.append((r, r2))
+            finally:
+                c.close()
+
+        ts = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(30)
+        self.assertEqual(errors, [])
+        self.assertEqual(self.bfrt.concurrent_calls, 0)
+
+    def test_internal_error_keeps_serving(self):
+        self.bfrt.fail_next_call(ZeroDivisionError("boom"))
+        with mock.patch.object(testbed_agent, "_log"):
+            msg = self.fails("internal", "reg.get", {"name": SEQ, "index": 0})
+        self.assertIn("boom", msg)
+        self.bfrt.fail_next_call(fake_bfrt.BfRtTableError("Error: table_entry_get failed [Not ready]", None, 1))
+        self.assertIn("Not ready", self.fails("bfrt", "reg.get", {"name": SEQ, "index": 0}))
+        self.assertEqual(self.ok("reg.get", {"name": SEQ, "index": 0})["values"], [0] * 4)
+
+    def test_client_disconnect(self):
+        c = self.connect()
+        c.send("time.wait", {"until_ns": time.time_ns() + 50 * 10**6})
+        c.sock.close()
+        time.sleep(0.1)
+        self.assertEqual(self.ok("hello")["agent"], "testbed-bfrt-agent")
+
+
+class LoadedLikeBfrtPython(unittest.TestCase):
+    """run_fake.py loads the agent as bfrt_python does (exec of the file's
+    text inside a function): it must start and serve."""
+
+    def test_run_fake(self):
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+        p = subprocess.Popen([sys.executable, os.path.join(HERE, "run_fake.py"), "--program", "receiver",
+                              "--queue", "1:17:9:40:90:3", "--counter", "136:$FramesReceivedOK:12"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+        try:
+            line = p.stdout.readline().decode()
+            m = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
+            self.assertIsNotNone(m, line + p.stdout.read(2000).decode() if p.poll() is not None else line)
+            c = Client(int(m.group(1)))
+            try:
+                r = c.call("hello")
+                self.assertEqual(r["result"]["program"], "receiver", r)
+                r = c.call("tm.queue", {"pipe": 1, "pg_id": 17, "pg_queue": 9})
+                self.assertEqual(r["result"]["usage_cells"], 40, r)
+                c.call("port.add", {"dev_port": 136, "speed": "BF_SPEED_100G", "fec": "BF_FEC_TYP_RS", "enable": True})
+                r = c.call("port.stat", {"dev_port": 136})
+                self.assertEqual(r["result"]["counters"]["$FramesReceivedOK"], 12, r)
+                r = c.call("table.get", {"name": PROTECT})
+                self.assertEqual(r["result"], {"entries": []}, r)
+            finally:
+                c.close()
+        finally:
+            p.kill()
+            p.wait(10)
+            p.stdout.close()
+
+    def test_import_starts_nothing(self):
+        self.assertIsNone(testbed_agent._bfrt)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,316 @@
+package tofino
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The switch agent itself (agent/testbed_agent.py) is Python that runs
+// inside bfrt_python; these tests run it against the stand-in bfrt of
+// agent/fake_bfrt.py: its own unit tests, and the driver's client talking to
+// it over TCP.
+
+func python(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not on PATH: the switch agent's tests need it")
+	}
+	return p
+}
+
+// pythonEnv keeps the interpreter from writing __pycache__ into the tree.
+func pythonEnv() []string { return append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1") }
+
+func TestAgentPythonUnittest(t *testing.T) {
+	py := python(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "-v")
+	cmd.Dir = "agent"
+	cmd.Env = pythonEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python3 -m unittest in dut/tofino/agent: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "\nOK") {
+		t.Fatalf("unittest did not report OK:\n%s", out)
+	}
+	t.Logf("%s", lastLines(string(out), 3))
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimSpace(s), "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
+}
+
+var listeningRe = regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)
+
+// startFakeAgent runs agent/run_fake.py (the agent loaded as bfrt_python
+// loads it, over the stand-in bfrt) and returns a switch whose agent client
+// dials it directly, without SSH.
+func startFakeAgent(t *testing.T, args ...string) *Switch {
+	t.Helper()
+	py := python(t)
+	cmd := exec.Command(py, append([]string{filepath.Join("agent", "run_fake.py")}, args...)...)
+	cmd.Env = pythonEnv()
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := listeningRe.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+				break
+			}
+		}
+		close(addr)
+		for sc.Scan() {
+		}
+	}()
+	var a string
+	select {
+	case a = <-addr:
+	case <-time.After(30 * time.Second):
+	}
+	if a == "" {
+		t.Fatal("run_fake.py did not say where it listens")
+	}
+	s := &Switch{opts: Options{Timeout: 5 * time.Second}}
+	s.agent = &agentClient{
+		dial: func(ctx context.Context) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", a)
+		},
+		timeout: 5 * time.Second,
+	}
+	t.Cleanup(s.agent.close)
+	return s
+}
+
+func TestAgentPythonWithGoClient(t *testing.T) {
+	const (
+		pktgenPort = 68
+		dev        = 136
+		seq        = "SwitchEgress.reg_seq_no"
+		protect    = "SwitchEgress.link_protect"
+	)
+	// A queue of port 196 (pipe 1, pg_id 17), queue 1: pg_queue 0*8+1.
+	s := startFakeAgent(t, "--queue", "1:17:1:40:90:3", "--counter", "136:$FramesReceivedOK:1234")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	h, err := s.Hello(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Agent != "testbed-bfrt-agent" || h.Version != AgentVersion || h.Program != "sender" {
+		t.Fatalf("hello %+v", h)
+	}
+	if d := time.Since(time.Unix(0, h.TimeNs)); d < -time.Second || d > time.Second {
+		t.Errorf("agent clock off by %v", d)
+	}
+
+	// Ports.
+	if _, err := s.PortStatus(ctx, dev); !IsNotFound(err) {
+		t.Fatalf("status of a port not added: %v", err)
+	}
+	if err := s.AddPort(ctx, dev, 100, "rs528"); err != nil {
+		t.Fatal(err)
+	}
+	var ae *AgentError
+	if err := s.AddPort(ctx, dev, 100, "rs528"); !errors.As(err, &ae) || ae.Kind != "bfrt" || !strings.Contains(ae.Message, "Already exists") {
+		t.Fatalf("second add: %v", err)
+	}
+	ps, err := s.PortStatus(ctx, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps != (PortStatus{DevPort: dev, Enabled: true, Up: true, Speed: "BF_SPEED_100G", FEC: "BF_FEC_TYP_RS", SpeedGbps: 100}) {
+		t.Fatalf("status %+v", ps)
+	}
+	if err := s.WaitPortUp(ctx, dev); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.PortCounters(ctx, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Values["$FramesReceivedOK"] != 1234 || len(c.Values) < 10 {
+		t.Fatalf("counters %v", c.Values)
+	}
+	if _, ok := c.Values["$FramesTransmittedAll"]; !ok {
+		t.Fatalf("no $FramesTransmittedAll in %v", c.Values)
+	}
+	if d := time.Since(time.Unix(0, int64(c.Time))); d < 0 || d > 10*time.Second {
+		t.Errorf("counters read at %v, %v ago", c.Time, d)
+	}
+	if err := s.ClearPortCounters(ctx, dev); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := s.PortCounters(ctx, dev); err != nil || c.Values["$FramesReceivedOK"] != 0 {
+		t.Fatalf("after clear: %v %v", c.Values, err)
+	}
+
+	// Traffic manager.
+	q, err := s.Queue(ctx, 196, 1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q != (QueueUsage{UsageCells: 40, WatermarkCells: 90, DropPackets: 3}) {
+		t.Fatalf("queue %+v", q)
+	}
+	if q, err := s.Queue(ctx, 196, 1, false); err != nil || q.WatermarkCells != 0 || q.UsageCells != 40 {
+		t.Fatalf("queue after clearing its watermark: %+v %v", q, err)
+	}
+	if q, err := s.Queue(ctx, 196, 2, false); err != nil || q != (QueueUsage{}) {
+		t.Fatalf("another queue: %+v %v", q, err)
+	}
+
+	// Registers.
+	if err := s.WriteRegister(ctx, seq, 32, 4242); err != nil {
+		t.Fatal(err)
+	}
+	v, err := s.ReadRegister(ctx, seq, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v) != 4 || v[0] != 4242 || v[3] != 4242 {
+		t.Fatalf("register values %v", v)
+	}
+	if _, err := s.ReadRegister(ctx, "SwitchEgress.reg_nope", 0); !IsNotFound(err) {
+		t.Fatalf("unknown register: %v", err)
+	}
+	if _, err := s.ReadRegister(ctx, protect, 0); !IsNotFound(err) {
+		t.Fatalf("a table read as a register: %v", err)
+	}
+
+	// Tables.
+	e := Entry{Key: map[string]int64{"egress_port": dev}, Action: "protect", Data: map[string]int64{"dummy_pkt_max_count": 4, "blocking_mode": 1}}
+	if err := s.AddEntry(ctx, protect, e); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddEntry(ctx, protect, e); !errors.As(err, &ae) || ae.Kind != "bfrt" {
+		t.Fatalf("duplicate entry: %v", err)
+	}
+	if err := s.AddEntry(ctx, protect, Entry{Key: e.Key, Action: "unprotect"}); !IsNotFound(err) {
+		t.Fatalf("unknown action: %v", err)
+	}
+	if err := s.AddEntry(ctx, "SwitchIngress.retx_mcast_buffered_pkt", Entry{Key: map[string]int64{"egress_port": dev}, Action: "set_retx_copies", Data: map[string]int64{"num_copies": 2}}); err != nil {
+		t.Fatal(err)
+	}
+	es, err := s.Entries(ctx, protect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 1 || es[0].Action != "protect" || es[0].Key["egress_port"] != dev || es[0].Data["dummy_pkt_max_count"] != 4 || es[0].Data["blocking_mode"] != 1 {
+		t.Fatalf("entries %+v", es)
+	}
+	if err := s.DeleteEntry(ctx, protect, e.Key); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteEntry(ctx, protect, e.Key); !IsNotFound(err) {
+		t.Fatalf("deleting a deleted entry: %v", err)
+	}
+	if es, err := s.Entries(ctx, protect); err != nil || len(es) != 0 {
+		t.Fatalf("entries after delete: %+v %v", es, err)
+	}
+	if err := s.ClearTable(ctx, "SwitchIngress.retx_mcast_buffered_pkt"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Entries(ctx, "SwitchEgress.nope"); !IsNotFound(err) {
+		t.Fatalf("unknown table: %v", err)
+	}
+
+	// Packet generator: 10 x 100 packets of 1514 B, one every 124 ns.
+	p := Pktgen{AppID: 1, Port: pktgenPort, EgressPort: dev, PacketBytes: 1514, Interval: 124 * time.Nanosecond, Batches: 10, PerBatch: 100}
+	if err := s.StartPktgen(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	var st PktgenStatus
+	err = poll(ctx, func() (bool, error) {
+		var err error
+		st, err = s.PktgenStatus(ctx, p.AppID)
+		return st.Done, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st != (PktgenStatus{Enabled: false, Packets: p.Packets(), Done: true}) {
+		t.Fatalf("pktgen status %+v", st)
+	}
+	if err := s.StopPktgen(ctx, p.AppID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PktgenStatus(ctx, 9); !IsNotFound(err) {
+		t.Fatalf("status of app 9: %v", err)
+	}
+	if err := s.StartPktgen(ctx, Pktgen{AppID: 2, Port: pktgenPort, EgressPort: 140, PacketBytes: 64, Interval: time.Microsecond, Batches: 1, PerBatch: 1}); !IsNotFound(err) {
+		t.Fatalf("pktgen to a port not added: %v", err)
+	}
+
+	// The switch's clock.
+	now, err := s.Clock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	until := now + 30*time.Millisecond
+	got, err := s.WaitClock(ctx, until)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got < until {
+		t.Fatalf("WaitClock(%v) answered at %v", until, got)
+	}
+	if _, err := s.WaitClock(ctx, got+time.Hour); !errors.As(err, &ae) || ae.Kind != "bad_request" {
+		t.Fatalf("waiting an hour: %v", err)
+	}
+
+	// Ports go away.
+	if err := s.DeletePort(ctx, dev); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeletePort(ctx, dev); !IsNotFound(err) {
+		t.Fatalf("deleting a deleted port: %v", err)
+	}
+}
+
+// The client redials when the agent's connection is lost, and the agent
+// serves the new connection.
+func TestAgentPythonReconnect(t *testing.T) {
+	s := startFakeAgent(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := s.Hello(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.agent.mu.Lock()
+	s.agent.conn.Close() // as if the SSH channel dropped
+	s.agent.mu.Unlock()
+	if _, err := s.Hello(ctx); err != nil {
+		t.Fatalf("after losing the connection: %v", err)
+	}
+}
