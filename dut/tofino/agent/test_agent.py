@@ -329,11 +329,12 @@ class AgentTest(unittest.TestCase):
         self.assertEqual(buf["pkt_buffer_size"], 1514 - 6)  # the pktgen header is the first 6 bytes
         self.assertEqual(len(buf["buffer"]), 1514 - 6)
         self.assertEqual(bytes(buf["buffer"][:8]), bytes([0x02, 0x74, 0x62, 1, 0, 136, 0x88, 0xB5]))
-        app = self.bfrt.calls_to("tf1.pktgen.app_cfg", "mod_with_trigger_timer_one_shot")[-1]
-        for k, v in {"app_id": 1, "pipe": 0, "app_enable": True, "pkt_len": 1508, "pkt_buffer_offset": buf["pkt_buffer_offset"],
+        cfg, enable = self.bfrt.calls_to("tf1.pktgen.app_cfg", "mod_with_trigger_timer_one_shot")[-2:]
+        self.assertEqual(enable, {"pipe": 0, "app_id": 1, "app_enable": True})
+        for k, v in {"app_id": 1, "pipe": 0, "app_enable": False, "pkt_len": 1508, "pkt_buffer_offset": buf["pkt_buffer_offset"],
                      "pipe_local_source_port": 68, "batch_count_cfg": 9, "packets_per_batch_cfg": 99,
                      "timer_nanosec": 1000, "ipg": 1000, "ibg": 1000, "pkt_counter": 0}.items():
-            self.assertEqual(app[k], v, k)
+            self.assertEqual(cfg[k], v, k)
         self.assertIn("stop it first", self.fails("bfrt", "pktgen.start", self.pktgen()))
         deadline = time.monotonic() + 5
         seen = []
@@ -360,7 +361,7 @@ class AgentTest(unittest.TestCase):
         self.ok("pktgen.start", self.pktgen(app_id=3, dev_port=196, pkt_len=64, batches=1, packets_per_batch=1))
         buf = self.bfrt.calls_to("tf1.pktgen.pkt_buffer", "mod")[-1]
         self.assertEqual((buf["pipe"], buf["pkt_buffer_offset"]), (1, 3 * 2048))
-        self.assertEqual(self.bfrt.calls_to("tf1.pktgen.app_cfg", "mod_with_trigger_timer_one_shot")[-1]["pipe_local_source_port"], 68)
+        self.assertEqual(self.bfrt.calls_to("tf1.pktgen.app_cfg", "mod_with_trigger_timer_one_shot")[-2]["pipe_local_source_port"], 68)
         deadline = time.monotonic() + 5
         while not self.ok("pktgen.status", {"app_id": 3})["done"] and time.monotonic() < deadline:
             time.sleep(0.001)

@@ -617,13 +617,16 @@ class Agent:
         self.call(pg.pkt_buffer.mod, pipe=pipe, pkt_buffer_offset=offset, pkt_buffer_size=len(buf), buffer=buf)
         # One shot: after timer_ns, batches x packets_per_batch packets, one
         # every timer_ns (ipg inside a batch, ibg between batches); the
-        # counters start again from zero.
-        self.call(pg.app_cfg.mod_with_trigger_timer_one_shot, pipe=pipe, app_id=app,
-                  timer_nanosec=timer, app_enable=True, pkt_len=len(buf), pkt_buffer_offset=offset,
+        # counters start again from zero. Configured disabled, then enabled,
+        # as Intel's tna_pktgen example does.
+        cfg = pg.app_cfg.mod_with_trigger_timer_one_shot
+        self.call(cfg, pipe=pipe, app_id=app,
+                  timer_nanosec=timer, app_enable=False, pkt_len=len(buf), pkt_buffer_offset=offset,
                   pipe_local_source_port=port & 0x7F, increment_source_port=False,
                   batch_count_cfg=batches - 1, packets_per_batch_cfg=per_batch - 1,
                   ibg=timer, ibg_jitter=0, ipg=timer, ipg_jitter=0,
                   batch_counter=0, pkt_counter=0, trigger_counter=0)
+        self.call(cfg, pipe=pipe, app_id=app, app_enable=True)
         with self._state:
             self._pktgen_pipe[app] = pipe
         return {}
