@@ -130,7 +130,7 @@ class AgentTest(unittest.TestCase):
         # A time already past answers at once.
         start = time.monotonic()
         self.assertGreaterEqual(self.ok("time.wait", {"until_ns": until - 10**9})["time_ns"], until)
-        self.assertLess(time.monotonic() - start, 0.05)
+        self.assertLess(time.monotonic() - start, 0.5)
 
     def test_time_wait_limit(self):
         start = time.monotonic()
@@ -142,12 +142,12 @@ class AgentTest(unittest.TestCase):
 
     def test_time_wait_does_not_hold_other_connections(self):
         waiter = self.connect()
-        until = time.time_ns() + 400 * 10**6
+        until = time.time_ns() + 1500 * 10**6
         waiter.send("time.wait", {"until_ns": until})
         start = time.monotonic()
         self.ok("reg.get", {"name": SEQ, "index": 0})
         self.ok("hello")
-        self.assertLess(time.monotonic() - start, 0.3)
+        self.assertLess(time.monotonic() - start, 1.0)
         r = waiter.recv()
         self.assertTrue(r["ok"], r)
         self.assertGreaterEqual(r["result"]["time_ns"], until)
@@ -335,7 +335,6 @@ class AgentTest(unittest.TestCase):
                      "pipe_local_source_port": 68, "batch_count_cfg": 9, "packets_per_batch_cfg": 99,
                      "timer_nanosec": 1000, "ipg": 1000, "ibg": 1000, "pkt_counter": 0}.items():
             self.assertEqual(cfg[k], v, k)
-        self.assertIn("stop it first", self.fails("bfrt", "pktgen.start", self.pktgen()))
         deadline = time.monotonic() + 5
         seen = []
         while True:
@@ -346,10 +345,11 @@ class AgentTest(unittest.TestCase):
             time.sleep(0.0002)
         self.assertEqual(st, {"enabled": False, "packets": 1000, "done": True})
         self.assertEqual(seen, sorted(seen))
-        # Done: it starts again, from zero.
+        # Done: it starts again, from zero; running, it does not.
         self.ok("pktgen.start", self.pktgen(timer_ns=10**6, batches=1000))
         st = self.ok("pktgen.status", {"app_id": 1})
         self.assertTrue(st["enabled"] and not st["done"] and st["packets"] < 1000, st)
+        self.assertIn("stop it first", self.fails("bfrt", "pktgen.start", self.pktgen()))
         self.ok("pktgen.stop", {"app_id": 1})
         stopped = self.ok("pktgen.status", {"app_id": 1})
         self.assertFalse(stopped["enabled"])
