@@ -70,43 +70,43 @@ func (d Declaration) String() string {
 func Declarations() []Declaration {
 	return []Declaration{
 		// Sender.
-		table(ProgramSender, TableLinkProtect, KeyEgressPort),
-		action(ProgramSender, TableLinkProtect, ActionProtect, ParamDummyPktMaxCount, ParamBlockingMode),
-		register(ProgramSender, ControlEgress, RegSeqNo),
-		register(ProgramSender, ControlEgress, RegEra),
-		table(ProgramSender, TableRetxMcast, KeyEgressPort),
-		action(ProgramSender, TableRetxMcast, ActionRetxCopies, ParamNumCopies),
-		table(ProgramSender, TableEmulateDrop, KeyRandNum),
-		action(ProgramSender, TableEmulateDrop, ActionDrop),
+		declTable(ProgramSender, TableLinkProtect, KeyEgressPort),
+		declAction(ProgramSender, TableLinkProtect, ActionProtect, ParamDummyPktMaxCount, ParamBlockingMode),
+		declRegister(ProgramSender, ControlEgress, RegSeqNo),
+		declRegister(ProgramSender, ControlEgress, RegEra),
+		declTable(ProgramSender, TableRetxMcast, KeyEgressPort),
+		declAction(ProgramSender, TableRetxMcast, ActionRetxCopies, ParamNumCopies),
+		declTable(ProgramSender, TableEmulateDrop, KeyRandNum),
+		declAction(ProgramSender, TableEmulateDrop, ActionDrop),
 
 		// Receiver.
-		register(ProgramReceiver, "", RegExpectedSeqNo),
-		register(ProgramReceiver, ControlIngress, RegAck),
-		register(ProgramReceiver, "", RegTimeoutCount),
-		register(ProgramReceiver, "", RegPauseThreshold),
-		register(ProgramReceiver, "", RegResumeThreshold),
+		declRegister(ProgramReceiver, "", RegExpectedSeqNo),
+		declRegister(ProgramReceiver, ControlIngress, RegAck),
+		declRegister(ProgramReceiver, "", RegTimeoutCount),
+		declRegister(ProgramReceiver, "", RegPauseThreshold),
+		declRegister(ProgramReceiver, "", RegResumeThreshold),
 	}
 }
 
-// split separates "Control.name"; a name without a control gets control.
-func split(control, name string) (string, string) {
+// splitQualified separates "Control.name"; a name without a control gets control.
+func splitQualified(control, name string) (string, string) {
 	if c, n, ok := strings.Cut(name, "."); ok {
 		return c, n
 	}
 	return control, name
 }
 
-func table(program, qualified string, keys ...string) Declaration {
-	c, n := split("", qualified)
+func declTable(program, qualified string, keys ...string) Declaration {
+	c, n := splitQualified("", qualified)
 	return Declaration{Program: program, Control: c, Kind: KindTable, Name: n, Keys: keys}
 }
 
-func action(program, table, name string, params ...string) Declaration {
-	c, _ := split("", table)
+func declAction(program, table, name string, params ...string) Declaration {
+	c, _ := splitQualified("", table)
 	return Declaration{Program: program, Control: c, Kind: KindAction, Name: name, Table: table, Params: params}
 }
 
-func register(program, control, name string) Declaration {
-	c, n := split(control, name)
+func declRegister(program, control, name string) Declaration {
+	c, n := splitQualified(control, name)
 	return Declaration{Program: program, Control: c, Kind: KindRegister, Name: n}
 }

@@ -3,6 +3,9 @@ package linkguardian
 import (
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	gotoken "go/token"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -823,7 +826,7 @@ func checkDeclarations(progs map[string]*p4Program, decls []Declaration) []error
 			if !slices.Equal(as[0].params, d.Params) && (len(as[0].params) != 0 || len(d.Params) != 0) {
 				fail(d, "parameters %q, the control plane uses %q", as[0].params, d.Params)
 			}
-			tc, tn := split("", d.Table)
+			tc, tn := splitQualified("", d.Table)
 			if tc != d.Control {
 				fail(d, "its table %s is in another control", d.Table)
 				continue
@@ -1378,5 +1381,47 @@ control C(inout hdrs_t hdr, inout meta_t md, in ingress_intrinsic_metadata_t ig_
 	}
 	if len(errs) != 3 {
 		t.Errorf("%d errors, want 3: %v", len(errs), errs)
+	}
+}
+
+// Every name constant of contract.go (Table*, Action*, Reg*) is in
+// Declarations, so a name added to the contract is checked too.
+func TestDeclarationsCoverTheContract(t *testing.T) {
+	f, err := parser.ParseFile(gotoken.NewFileSet(), "contract.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, d := range Declarations() {
+		listed[d.Name] = true
+		listed[d.QualifiedName()] = true
+	}
+	n := 0
+	for _, decl := range f.Decls {
+		g, ok := decl.(*ast.GenDecl)
+		if !ok || g.Tok != gotoken.CONST {
+			continue
+		}
+		for _, spec := range g.Specs {
+			vs := spec.(*ast.ValueSpec)
+			for k, id := range vs.Names {
+				if !strings.HasPrefix(id.Name, "Table") && !strings.HasPrefix(id.Name, "Action") && !strings.HasPrefix(id.Name, "Reg") {
+					continue
+				}
+				n++
+				lit, ok := vs.Values[k].(*ast.BasicLit)
+				if !ok || lit.Kind != gotoken.STRING {
+					t.Errorf("%s: not a string literal", id.Name)
+					continue
+				}
+				v, _ := strconv.Unquote(lit.Value)
+				if !listed[v] {
+					t.Errorf("contract.go's %s = %q is not in Declarations()", id.Name, v)
+				}
+			}
+		}
+	}
+	if n < 10 {
+		t.Errorf("found %d name constants in contract.go; the reader has lost them", n)
 	}
 }
