@@ -575,7 +575,7 @@ func parseInstance(toks []token, i int) (string, p4Instance, int, error) {
 	return "", inst, 0, nil
 }
 
-// ---- token helpers ----
+// ---- working on tokens ----
 
 var closer = map[string]string{"(": ")", "{": "}", "[": "]"}
 
