@@ -48,6 +48,8 @@ type SSH struct {
 
 	mu     sync.Mutex
 	client *ssh.Client
+	// gone closes when client's connection has ended.
+	gone   chan struct{}
 	closed bool
 	stop   chan struct{}
 }
@@ -170,17 +172,17 @@ func (s *SSH) conn(ctx context.Context) (*ssh.Client, error) {
 	}
 	nc.SetDeadline(time.Time{})
 	client := ssh.NewClient(c, chans, reqs)
-	s.client = client
+	gone := make(chan struct{})
+	go func() { client.Wait(); close(gone) }()
+	s.client, s.gone = client, gone
 	s.opts.Transcript.Note("ssh connected to %s as %s", s.addr.Host, s.cfg.User)
-	go s.watch(client)
+	go s.watch(client, gone)
 	return client, nil
 }
 
 // watch sends keepalives and forgets the client when it dies, so the next
 // call redials.
-func (s *SSH) watch(c *ssh.Client) {
-	done := make(chan struct{})
-	go func() { c.Wait(); close(done) }()
+func (s *SSH) watch(c *ssh.Client, done <-chan struct{}) {
 	t := time.NewTicker(s.opts.KeepAlive)
 	defer t.Stop()
 	misses := 0
@@ -322,6 +324,16 @@ func (s *SSH) run(ctx context.Context, cmd string, stdin io.Reader) (string, err
 // DialRemote opens a TCP connection from the far side to addr (normally
 // 127.0.0.1:port there), through the SSH connection.
 func (s *SSH) DialRemote(ctx context.Context, addr string) (net.Conn, error) {
+	nc, err := s.dialRemote(ctx, addr)
+	if err != nil && IsConnectionLost(err) && ctx.Err() == nil {
+		// The connection died under us (its watcher may not know yet):
+		// one more try on a new one.
+		nc, err = s.dialRemote(ctx, addr)
+	}
+	return nc, err
+}
+
+func (s *SSH) dialRemote(ctx context.Context, addr string) (net.Conn, error) {
 	c, err := s.conn(ctx)
 	if err != nil {
 		return nil, err
@@ -330,9 +342,25 @@ func (s *SSH) DialRemote(ctx context.Context, addr string) (net.Conn, error) {
 		nc  net.Conn
 		err error
 	}
+	s.mu.Lock()
+	gone := s.gone
+	if s.client != c {
+		gone = nil // replaced meanwhile: the plain wait below still ends with ctx
+	}
+	s.mu.Unlock()
 	ch := make(chan res, 1)
 	go func() { nc, err := c.Dial("tcp", addr); ch <- res{nc, err} }()
 	select {
+	case <-gone:
+		// A channel opened while the connection was dying may never be
+		// answered (the client forgets to fail it): treat it as lost.
+		go func() {
+			if r := <-ch; r.nc != nil {
+				r.nc.Close()
+			}
+		}()
+		s.forget(c)
+		return nil, fmt.Errorf("%s on %s: connection ended: %w", addr, s.addr.Host, ErrConnectionLost)
 	case r := <-ch:
 		if r.err != nil {
 			var oe *ssh.OpenChannelError
