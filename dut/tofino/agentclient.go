@@ -91,11 +91,17 @@ func (a *agentClient) exchange(ctx context.Context, op string, args any, out any
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	a.transcript.Sent(string(line))
-	dl, _ := ctx.Deadline()
-	a.conn.SetDeadline(dl)
-	stop := context.AfterFunc(ctx, func() { a.conn.SetDeadline(time.Now()) })
+	// SSH channels do not support deadlines: the context's end closes the
+	// stream instead, which unblocks the read below.
+	conn := a.conn
+	conn.SetDeadline(time.Time{})
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	if _, err := a.conn.Write(append(line, '\n')); err != nil {
+		if ctx.Err() != nil {
+			a.reset()
+			return fmt.Errorf("%s: send: %w", op, ctx.Err())
+		}
 		a.reset()
 		return fmt.Errorf("%s: send: %w: %w", op, err, transport.ErrConnectionLost)
 	}

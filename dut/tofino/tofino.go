@@ -168,11 +168,13 @@ func (s *Switch) StartSwitchd(ctx context.Context, program string) error {
 	if !validName(program) {
 		return fmt.Errorf("start switchd: program name %q (expected letters, digits, _ and -)", program)
 	}
+	// bfrt_python runs inside bf_switchd, so the agent's settings go into
+	// the daemon's environment; run_bfshell.sh is only the client.
 	_, err := s.sh(ctx, "switchd-start", fmt.Sprintf(`pkill -x bf_switchd
 while pgrep -x bf_switchd >/dev/null; do sleep 0.2; done
 mkdir -p "$HOME/.testbed"
-cd "$SDE" && nohup ./run_switchd.sh -p %s > "$HOME/.testbed/switchd.log" 2>&1 < /dev/null &
-echo started`, program), nil)
+cd "$SDE" && TESTBED_AGENT_PORT=%d TESTBED_PROGRAM=%s nohup ./run_switchd.sh -p %s > "$HOME/.testbed/switchd.log" 2>&1 < /dev/null &
+echo started`, s.opts.AgentPort, program, program), nil)
 	if err != nil {
 		return fmt.Errorf("start switchd -p %s: %w", program, err)
 	}
