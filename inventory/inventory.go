@@ -259,6 +259,32 @@ func (inv *Inventory) Secrets() ([]string, error) {
 	return out, nil
 }
 
+// ExpandHome replaces a leading "~/" with the user's home directory.
+func ExpandHome(p string) string { return expandHome(p) }
+
+// Password resolves a password reference (environment variable or file);
+// "" when there is none.
+func (c *Credentials) Password() (string, error) {
+	if c == nil {
+		return "", nil
+	}
+	if c.PasswordEnv != "" {
+		v := os.Getenv(c.PasswordEnv)
+		if v == "" {
+			return "", fmt.Errorf("credentials.password_env: $%s is empty or unset", c.PasswordEnv)
+		}
+		return v, nil
+	}
+	if c.PasswordFile != "" {
+		b, err := os.ReadFile(expandHome(c.PasswordFile))
+		if err != nil {
+			return "", fmt.Errorf("credentials.password_file: %w", err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	return "", nil
+}
+
 func expandHome(p string) string {
 	if strings.HasPrefix(p, "~/") {
 		if h, err := os.UserHomeDir(); err == nil {

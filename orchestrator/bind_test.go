@@ -60,7 +60,7 @@ func TestPlanChecksAttenuationLimits(t *testing.T) {
 			t.Errorf("%+v: %v", c, err)
 		}
 	}
-	if err := CheckDrivers(inv); err == nil || !strings.Contains(err.Error(), `no driver for kind "switch" yet`) {
+	if err := CheckDrivers(inv); err == nil || !strings.Contains(err.Error(), `devices.sw1.driver: unknown switch driver "tofino" (known: tofino-bfrt)`) {
 		t.Errorf("CheckDrivers: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"testbed/dut/tofino"
 	"testbed/instruments/trafficgen"
 	"testbed/instruments/voa"
 	"testbed/inventory"
@@ -21,6 +22,7 @@ func KnownDrivers() map[string][]string {
 	return map[string][]string{
 		"voa":        voa.Drivers(),
 		"trafficgen": trafficgen.Drivers(),
+		"switch":     tofino.Drivers(),
 	}
 }
 
@@ -108,6 +110,21 @@ func OpenDevice(ctx context.Context, d *inventory.Device, tr *transport.Transcri
 			g.Close()
 			return nil, fmt.Errorf("%s: identity: %w", d.Name, err)
 		}
+	case "switch":
+		so, err := sshOptions(d)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", d.Name, err)
+		}
+		sw, err := tofino.Open(octx, d.Address, tofino.Options{SSH: so, SDE: d.Options["sde"], Timeout: timeout, Transcript: tr})
+		if err != nil {
+			return nil, fmt.Errorf("%s: open %s at %s: %w", d.Name, d.Driver, d.Address, err)
+		}
+		od.Driver, od.closer = sw, sw
+		od.Identity, err = sw.Identity(octx)
+		if err != nil {
+			sw.Close()
+			return nil, fmt.Errorf("%s: identity: %w", d.Name, err)
+		}
 	default:
 		return nil, fmt.Errorf("%s: no driver for kind %q in this build", d.Name, d.Kind)
 	}
@@ -177,4 +194,24 @@ func (ds *DeviceSet) Close() {
 			d.closer.Close()
 		}
 	}
+}
+
+// sshOptions turns a device's credentials and options into SSH settings:
+// key_file, ssh_agent, a password reference, and options.known_hosts.
+func sshOptions(d *inventory.Device) (transport.SSHOptions, error) {
+	o := transport.SSHOptions{KnownHosts: inventory.ExpandHome(d.Options["known_hosts"])}
+	if c := d.Credentials; c != nil {
+		o.KeyFile = inventory.ExpandHome(c.KeyFile)
+		o.UseAgent = c.SSHAgent
+		pw, err := c.Password()
+		if err != nil {
+			return o, err
+		}
+		if o.KeyFile != "" {
+			o.Passphrase = pw // a password reference beside a key unlocks the key
+		} else {
+			o.Password = pw
+		}
+	}
+	return o, nil
 }

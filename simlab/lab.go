@@ -1,8 +1,14 @@
 package simlab
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
 	"errors"
+	"os"
+	"path/filepath"
+
 	"fmt"
+	"golang.org/x/crypto/ssh"
 	"log/slog"
 	"sort"
 
@@ -24,7 +30,11 @@ type Options struct {
 // front-ends of every device, plus the inventory that points at them.
 type Lab struct {
 	world    *World
+	dp       *Dataplane
+	switches map[string]*Tofino
+	dir      string // the SSH client key and known_hosts of the lab's switches
 	keysight *KeysightServer
+	voa3     *KeysightServer
 	oz       *OZOpticsServer
 	otg      *OTGServer
 	faults   map[string]*Faults
@@ -52,6 +62,26 @@ func defaultBench() []benchLink {
 	}
 }
 
+// The LinkGuardian bench (LinkGuardian §4.1): a sender switch sw1 and a
+// receiver switch sw2 joined by a 25G and a 100G fibre, each through its
+// own channel of a second N7764A (voa3); sw2 forwards what it delivers out
+// of its sink port. Ports are Tofino dev ports (pipe 1: 128..).
+type switchLink struct {
+	name, transceiver, fec string
+	channel                int
+	port                   string
+	txDev, rxDev, front    int
+}
+
+func switchBench() []switchLink {
+	return []switchLink{
+		{"lg25", "25GBASE-SR", "none", 1, "p2", 144, 144, 2},
+		{"lg100", "100GBASE-SR4", "none", 2, "p1", 136, 136, 1},
+	}
+}
+
+const sinkDevPort = 160
+
 // Optical budget of every bench fibre, besides the VOA.
 const (
 	// Patch cord from the transmitter to the VOA: two LC mated pairs of
@@ -78,14 +108,25 @@ const (
 // DefaultInventory describes the default bench with placeholder addresses:
 // what a dry run plans against when no lab is started.
 func DefaultInventory() *inventory.Inventory {
-	inv, err := benchInventory("tcp://127.0.0.1:5025", "serial:///dev/simlab-voa2?baud=9600", "http://127.0.0.1:8080")
+	inv, err := benchInventory("tcp://127.0.0.1:5025", "serial:///dev/simlab-voa2?baud=9600", "http://127.0.0.1:8080", placeholderSwitches())
 	if err != nil {
 		panic(err) // the built-in layout is a constant; a failure is a bug
 	}
 	return inv
 }
 
-func benchInventory(voa1Addr, voa2Addr, tgAddr string) (*inventory.Inventory, error) {
+// switchAccess is how the inventory reaches the simulated switches.
+type switchAccess struct {
+	sw1, sw2, voa3     string // addresses
+	keyFile, knownHost string
+}
+
+func placeholderSwitches() switchAccess {
+	return switchAccess{sw1: "ssh://admin@127.0.0.1:2201", sw2: "ssh://admin@127.0.0.1:2202", voa3: "tcp://127.0.0.1:5026",
+		keyFile: "~/.ssh/id_ed25519", knownHost: "~/.ssh/known_hosts"}
+}
+
+func benchInventory(voa1Addr, voa2Addr, tgAddr string, sw switchAccess) (*inventory.Inventory, error) {
 	zero := 0.0
 	inv := &inventory.Inventory{
 		Path:    "simulated-lab",
@@ -97,7 +138,32 @@ func benchInventory(voa1Addr, voa2Addr, tgAddr string) (*inventory.Inventory, er
 			"voa2": {Name: "voa2", Kind: "voa", Driver: "ozoptics-dd100", Address: voa2Addr, Description: "simulated OZ Optics DD-100-MC",
 				Channels: 1, Limits: &inventory.Limits{MinDB: 0, MaxDB: dd100MaxDB}, SafeState: &inventory.SafeState{AttenuationDB: &zero}},
 			"tg1": {Name: "tg1", Kind: "trafficgen", Driver: "otg", Address: tgAddr, Description: "simulated Open Traffic Generator", Ports: map[string]string{}},
+			"voa3": {Name: "voa3", Kind: "voa", Driver: "keysight-n77xx", Address: sw.voa3, Description: "simulated Keysight N7764A on the switch links",
+				Channels: n7764Channels, Limits: &inventory.Limits{MinDB: 0, MaxDB: n7764MaxDB}, SafeState: &inventory.SafeState{AttenuationDB: &zero}},
 		},
+	}
+	for i, name := range []string{"sw1", "sw2"} {
+		addr := sw.sw1
+		if i == 1 {
+			addr = sw.sw2
+		}
+		d := &inventory.Device{Name: name, Kind: "switch", Driver: "tofino-bfrt", Address: addr,
+			Description: "simulated Tofino (Wedge100BF-32X)", Ports: map[string]string{},
+			Credentials: &inventory.Credentials{KeyFile: sw.keyFile},
+			Options:     map[string]string{"known_hosts": sw.knownHost, "sde": "/opt/bf-sde"}}
+		for _, b := range switchBench() {
+			d.Ports[b.port] = fmt.Sprintf("%d", b.txDev)
+		}
+		if i == 1 {
+			d.Ports["sink"] = fmt.Sprintf("%d", sinkDevPort)
+		}
+		inv.Devices[name] = d
+	}
+	for _, b := range switchBench() {
+		inv.Links = append(inv.Links, &inventory.Link{
+			Name: b.name, A: inventory.Endpoint{Device: "sw1", Port: b.port}, B: inventory.Endpoint{Device: "sw2", Port: b.port},
+			Transceiver: b.transceiver, FEC: b.fec, VOA: &inventory.VOARef{Device: "voa3", Channel: b.channel}, LossAfterVOADB: lossAfterVOADB,
+		})
 	}
 	for i, b := range defaultBench() {
 		inv.Devices["tg1"].Ports[b.txPort] = fmt.Sprintf("sim/eth%d", 2*i+1)
@@ -126,7 +192,7 @@ func StartDefault(opts Options) (lab *Lab, err error) {
 		return nil, fmt.Errorf("simulated lab: listen address %q: only loopback is allowed", opts.Listen)
 	}
 	w := NewWorld(opts.Seed)
-	l := &Lab{world: w, faults: map[string]*Faults{"voa1": {}, "voa2": {}, "tg1": {}}}
+	l := &Lab{world: w, faults: map[string]*Faults{"voa1": {}, "voa2": {}, "tg1": {}, "voa3": {}, "sw1": {}, "sw2": {}}}
 	defer func() {
 		if err != nil {
 			l.Close()
@@ -170,7 +236,13 @@ func StartDefault(opts Options) (lab *Lab, err error) {
 	}
 	l.closers = append(l.closers, l.otg.Close)
 
-	l.inv, err = benchInventory(l.keysight.Addr(), l.oz.Address(), l.otg.Addr())
+	if err := l.startSwitches(opts); err != nil {
+		return nil, err
+	}
+	sw1, sw2 := l.switches["sw1"], l.switches["sw2"]
+	l.inv, err = benchInventory(l.keysight.Addr(), l.oz.Address(), l.otg.Addr(), switchAccess{
+		sw1: "ssh://admin@" + sw1.SSH().Addr(), sw2: "ssh://admin@" + sw2.SSH().Addr(), voa3: l.voa3.Addr(),
+		keyFile: filepath.Join(l.dir, "sim_ed25519"), knownHost: filepath.Join(l.dir, "known_hosts")})
 	if err != nil {
 		return nil, err
 	}
@@ -209,3 +281,61 @@ func (l *Lab) Close() error {
 	l.closers = nil
 	return errors.Join(errs...)
 }
+
+// startSwitches starts voa3 and the two simulated Tofinos with an SSH
+// client key of the lab's own, and wires the switch fibres.
+func (l *Lab) startSwitches(opts Options) error {
+	w := l.world
+	voa3 := w.NewVOA("voa3", "Keysight Technologies", "N7764A", fmt.Sprintf("SIM%06d", (opts.Seed+3)%1000000), "1.2.0", n7764Channels, 0, n7764MaxDB, n7764ILDB, n7764Speed)
+	l.voa3 = NewKeysightServer(voa3, l.faults["voa3"])
+	if err := l.voa3.Start(opts.Listen + ":0"); err != nil {
+		return fmt.Errorf("voa3 emulator: %w", err)
+	}
+	l.closers = append(l.closers, l.voa3.Close)
+	dir, err := os.MkdirTemp("", "testbed-simlab-")
+	if err != nil {
+		return err
+	}
+	l.dir = dir
+	l.closers = append(l.closers, func() error { return os.RemoveAll(dir) })
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return err
+	}
+	pub, err := ssh.NewPublicKey(key.Public())
+	if err != nil {
+		return err
+	}
+	l.dp = NewDataplane(w)
+	l.switches = map[string]*Tofino{}
+	front := map[int]int{}
+	for _, b := range switchBench() {
+		front[b.front] = b.txDev
+	}
+	for i, name := range []string{"sw1", "sw2"} {
+		sw, err := NewTofino(l.dp, TofinoOptions{Name: name, Serial: fmt.Sprintf("TF%08d", opts.Seed%100000000+uint64(i)), Authorized: []ssh.PublicKey{pub},
+			Faults: l.faults[name], FrontPorts: front, Listen: opts.Listen + ":0"})
+		if err != nil {
+			return fmt.Errorf("%s emulator: %w", name, err)
+		}
+		l.switches[name] = sw
+		l.closers = append(l.closers, sw.Close)
+	}
+	for _, b := range switchBench() {
+		t, err := physics.TransceiverByName(b.transceiver)
+		if err != nil {
+			return err
+		}
+		fec, err := physics.FECByName(b.fec)
+		if err != nil {
+			return err
+		}
+		f := w.NewFibre(b.name, t, fec, lossBeforeVOADB, lossAfterVOADB, voa3.Channels[b.channel-1])
+		l.dp.Connect(b.name, l.switches["sw1"], b.txDev, l.switches["sw2"], b.rxDev, f, sinkDevPort)
+	}
+	_, _, err = SSHClientFiles(dir, key, l.switches["sw1"].SSH(), l.switches["sw2"].SSH())
+	return err
+}
+
+// Switch returns a simulated switch by name ("sw1", "sw2").
+func (l *Lab) Switch(name string) *Tofino { return l.switches[name] }
