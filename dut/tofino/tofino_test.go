@@ -1,0 +1,271 @@
+package tofino_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"testbed/dut/tofino"
+	lg "testbed/p4/linkguardian"
+	"testbed/simlab"
+	"testbed/simlab/physics"
+	"testbed/transport"
+)
+
+// The driver against the simulated switches of the default lab, over SSH.
+
+func startLab(t *testing.T) *simlab.Lab {
+	t.Helper()
+	lab, err := simlab.StartDefault(simlab.Options{Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lab.Close() })
+	return lab
+}
+
+func open(t *testing.T, lab *simlab.Lab, name string, timeout time.Duration) *tofino.Switch {
+	t.Helper()
+	d, ok := lab.Inventory().Device(name)
+	if !ok {
+		t.Fatalf("no %s", name)
+	}
+	var sb strings.Builder
+	sw, err := tofino.Open(context.Background(), d.Address, tofino.Options{Timeout: timeout,
+		SSH:        transport.SSHOptions{KeyFile: d.Credentials.KeyFile, KnownHosts: d.Options["known_hosts"]},
+		Transcript: transport.NewTranscript(&sb)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sw.Close() })
+	return sw
+}
+
+func dev(t *testing.T, lab *simlab.Lab, sw, port string) int {
+	d, _ := lab.Inventory().Device(sw)
+	n, err := strconv.Atoi(d.Ports[port])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestHostKeyIsChecked(t *testing.T) {
+	lab := startLab(t)
+	d, _ := lab.Inventory().Device("sw1")
+	// A known_hosts that lists sw2's key under sw1's address: the host key
+	// check must refuse the connection.
+	sw1, sw2 := lab.Switch("sw1").SSH(), lab.Switch("sw2").SSH()
+	host, port, _ := net.SplitHostPort(sw1.Addr())
+	line := strings.Replace(sw2.KnownHostsLine(), sw2.Addr()[strings.LastIndex(sw2.Addr(), ":")+1:], port, 1)
+	if !strings.Contains(line, "["+host+"]:"+port) {
+		t.Fatalf("bad line %q", line)
+	}
+	kh := filepath.Join(t.TempDir(), "known_hosts")
+	if err := os.WriteFile(kh, []byte(line+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := tofino.Open(context.Background(), d.Address, tofino.Options{Timeout: 2 * time.Second,
+		SSH: transport.SSHOptions{KeyFile: d.Credentials.KeyFile, KnownHosts: kh}})
+	if err == nil || !strings.Contains(err.Error(), "key mismatch") {
+		t.Fatalf("a wrong host key was accepted: %v", err)
+	}
+}
+
+func TestStartProgramPortsRegistersTables(t *testing.T) {
+	lab := startLab(t)
+	ctx := context.Background()
+	sw := open(t, lab, "sw2", 5*time.Second)
+	id, err := sw.Identity(ctx)
+	if err != nil || id.Serial == "" || !strings.Contains(id.Firmware, "SDE") {
+		t.Fatalf("identity %+v %v", id, err)
+	}
+	if p, err := sw.Program(ctx); err != nil || p != "" {
+		t.Fatalf("program before start: %q %v", p, err)
+	}
+	if err := sw.StartSwitchd(ctx, lg.ProgramReceiver); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := sw.Program(ctx); err != nil || p != lg.ProgramReceiver {
+		t.Fatalf("program after start: %q %v", p, err)
+	}
+	// A register by its contract name; an unknown name is a clear not_found.
+	if err := sw.WriteRegister(ctx, lg.RegPauseThreshold, 0, 500); err != nil {
+		t.Fatal(err)
+	}
+	v, err := sw.ReadRegister(ctx, lg.RegPauseThreshold, 0)
+	if err != nil || v[0] != 500 {
+		t.Fatalf("read back %v %v", v, err)
+	}
+	_, err = sw.ReadRegister(ctx, "SwitchEgress.reg_no_such_thing", 0)
+	if !tofino.IsNotFound(err) || !strings.Contains(err.Error(), "reg_no_such_thing") {
+		t.Fatalf("unknown register: %v", err)
+	}
+	// Ports: adding twice is the switch's error, returned as such.
+	p := dev(t, lab, "sw2", "p1")
+	if err := sw.AddPort(ctx, p, 100, "none"); err != nil {
+		t.Fatal(err)
+	}
+	err = sw.AddPort(ctx, p, 100, "none")
+	var ae *tofino.AgentError
+	if !errors.As(err, &ae) || ae.Kind != "bfrt" {
+		t.Fatalf("second add: %v", err)
+	}
+	st, err := sw.PortStatus(ctx, p)
+	if err != nil || st.SpeedGbps != 100 || st.Up {
+		t.Fatalf("status with no partner: %+v %v", st, err)
+	}
+	if err := sw.AddPort(ctx, p, 7, "none"); err == nil {
+		t.Fatal("7G accepted")
+	}
+	// A command error from the device comes back as an error.
+	lab.Faults("sw2").FailNext(1, "BF_INVALID_ARG")
+	if _, err := sw.ReadRegister(ctx, lg.RegPauseThreshold, 0); err == nil || !strings.Contains(err.Error(), "BF_INVALID_ARG") {
+		t.Fatalf("device error: %v", err)
+	}
+	// The receiver program has no sender tables.
+	if err := sw.AddEntry(ctx, lg.TableLinkProtect, tofino.Entry{Key: map[string]int64{"egress_port": 136}, Action: lg.ActionProtect}); !tofino.IsNotFound(err) {
+		t.Fatalf("table of the other program: %v", err)
+	}
+}
+
+func TestDroppedSessionMidRunReconnects(t *testing.T) {
+	lab := startLab(t)
+	ctx := context.Background()
+	sw := open(t, lab, "sw1", 5*time.Second)
+	if err := sw.StartSwitchd(ctx, lg.ProgramSender); err != nil {
+		t.Fatal(err)
+	}
+	e := tofino.Entry{Key: map[string]int64{"egress_port": 136}, Action: lg.ActionProtect, Data: map[string]int64{"dummy_pkt_max_count": 4, "blocking_mode": 1}}
+	if err := sw.AddEntry(ctx, lg.TableLinkProtect, e); err != nil {
+		t.Fatal(err)
+	}
+	// The whole SSH connection drops while a request is on its way.
+	lab.Faults("sw1").DropNext(1)
+	es, err := sw.Entries(ctx, lg.TableLinkProtect)
+	if err != nil {
+		t.Fatalf("after a dropped connection: %v", err)
+	}
+	if len(es) != 1 || es[0].Data["blocking_mode"] != 1 {
+		t.Fatalf("entries %+v", es)
+	}
+	// Shell commands reconnect too.
+	lab.Switch("sw1").SSH().DropConnections()
+	if p, err := sw.Program(ctx); err != nil || p != lg.ProgramSender {
+		t.Fatalf("program after drop: %q %v", p, err)
+	}
+	// A request the switch swallows fails at the deadline, it does not hang.
+	lab.Faults("sw1").StallNext(1)
+	sctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := sw.Entries(sctx, lg.TableLinkProtect); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("stalled request: %v", err)
+	}
+	if _, err := sw.Entries(ctx, lg.TableLinkProtect); err != nil {
+		t.Fatalf("after a stall: %v", err)
+	}
+}
+
+// Line-rate stress traffic across the corrupting 100G fibre: counters at
+// both ends and the sink agree with each other and with the protection.
+func TestPktgenAcrossTheCorruptingLink(t *testing.T) {
+	lab := startLab(t)
+	ctx := context.Background()
+	tx := open(t, lab, "sw1", 5*time.Second)
+	rx := open(t, lab, "sw2", 5*time.Second)
+	if err := tx.StartSwitchd(ctx, lg.ProgramSender); err != nil {
+		t.Fatal(err)
+	}
+	if err := rx.StartSwitchd(ctx, lg.ProgramReceiver); err != nil {
+		t.Fatal(err)
+	}
+	p := dev(t, lab, "sw1", "p1")
+	sink := dev(t, lab, "sw2", "sink")
+	for _, c := range []struct {
+		s    *tofino.Switch
+		port int
+	}{{tx, p}, {rx, p}, {rx, sink}} {
+		if err := c.s.AddPort(ctx, c.port, 100, "none"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := tx.WaitPortUp(wctx, p); err != nil {
+		t.Fatal(err)
+	}
+	// Set the fibre to about 1e-3 frame loss through the world's VOA.
+	f, _ := lab.World().Fibre("lg100")
+	target := physics.RxPowerForFrameLoss(f.Transceiver, physics.FEC{Name: "none"}, 1518, 1e-3)
+	f.VOA.SetAttenuation(f.VOA.OutputPowerDBm() - f.LossAfterDB - target + f.VOA.Attenuation())
+	time.Sleep(f.VOA.SettleTime())
+
+	run := func(protect bool) (sent, fcs, delivered int64) {
+		for _, c := range []struct {
+			s    *tofino.Switch
+			port int
+		}{{tx, p}, {rx, p}, {rx, sink}} {
+			if err := c.s.ClearPortCounters(ctx, c.port); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if protect {
+			if err := tx.AddEntry(ctx, lg.TableLinkProtect, tofino.Entry{Key: map[string]int64{"egress_port": int64(p)}, Action: lg.ActionProtect,
+				Data: map[string]int64{"dummy_pkt_max_count": 4, "blocking_mode": 0}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.AddEntry(ctx, lg.TableRetxMcast, tofino.Entry{Key: map[string]int64{"egress_port": int64(p)}, Action: lg.ActionRetxCopies,
+				Data: map[string]int64{"num_copies": 2}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		g := tofino.Pktgen{AppID: 1, Port: 68, EgressPort: p, PacketBytes: 1514, Interval: 124 * time.Nanosecond, Batches: 10, PerBatch: 20000}
+		if err := tx.StartPktgen(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			st, err := tx.PktgenStatus(ctx, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Done {
+				if st.Packets != g.Packets() {
+					t.Fatalf("pktgen sent %d of %d", st.Packets, g.Packets())
+				}
+				break
+			}
+		}
+		tc, err := tx.PortCounters(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := rx.PortCounters(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := rx.PortCounters(ctx, sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.Values["$FramesTransmittedAll"] != rc.Values["$FramesReceivedAll"] {
+			t.Errorf("tx %d frames, rx saw %d", tc.Values["$FramesTransmittedAll"], rc.Values["$FramesReceivedAll"])
+		}
+		return tc.Values["$FramesTransmittedAll"], rc.Values["$FramesReceivedwithFCSError"], sc.Values["$FramesTransmittedOK"]
+	}
+	sent, fcs, delivered := run(false)
+	if sent != 200000 || fcs < 100 || fcs > 400 || delivered != sent-fcs {
+		t.Errorf("unprotected: sent %d, FCS errors %d (expected ~200), delivered %d", sent, fcs, delivered)
+	}
+	sent, fcs, delivered = run(true)
+	// Protected: more on the wire (copies, dummies), corruption still
+	// happens, and every original arrives.
+	if sent <= 200000 || fcs < 100 || delivered != 200000 {
+		t.Errorf("protected: on the wire %d, FCS errors %d, delivered %d of 200000", sent, fcs, delivered)
+	}
+}
