@@ -14,6 +14,9 @@ type LinkNeeds struct {
 	VOA bool
 	// EndsOn: both ends are ports of one device of this kind (e.g. "trafficgen").
 	EndsOn string
+	// Across: the ends are ports of two different devices of this kind
+	// (e.g. a fibre from one switch to another).
+	Across string
 }
 
 func (n LinkNeeds) String() string {
@@ -23,6 +26,9 @@ func (n LinkNeeds) String() string {
 	}
 	if n.EndsOn != "" {
 		parts = append(parts, fmt.Sprintf("both ends on ports of one %s", n.EndsOn))
+	}
+	if n.Across != "" {
+		parts = append(parts, fmt.Sprintf("its ends on two different devices of kind %s", n.Across))
 	}
 	return strings.Join(parts, " and ")
 }
@@ -45,6 +51,20 @@ func (n LinkNeeds) misfit(inv *inventory.Inventory, l *inventory.Link) string {
 			why = append(why, fmt.Sprintf("end b is on %s, a %s", b.Name, b.Kind))
 		case a.Name != b.Name:
 			why = append(why, fmt.Sprintf("ends are on two different %ss (%s, %s)", n.EndsOn, a.Name, b.Name))
+		}
+	}
+	if n.Across != "" {
+		a, okA := inv.Device(l.A.Device)
+		b, okB := inv.Device(l.B.Device)
+		switch {
+		case !okA || !okB:
+			why = append(why, "an end names a device that does not exist")
+		case a.Kind != n.Across:
+			why = append(why, fmt.Sprintf("end a is on %s, a %s", a.Name, a.Kind))
+		case b.Kind != n.Across:
+			why = append(why, fmt.Sprintf("end b is on %s, a %s", b.Name, b.Kind))
+		case a.Name == b.Name:
+			why = append(why, fmt.Sprintf("both ends are on %s", a.Name))
 		}
 	}
 	return strings.Join(why, "; ")

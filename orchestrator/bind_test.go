@@ -14,11 +14,13 @@ devices:
   tg1: {kind: trafficgen, driver: otg, address: "http://127.0.0.1:1", ports: {p1: a, p2: b, p3: c, p4: d}}
   tg2: {kind: trafficgen, driver: otg, address: "http://127.0.0.1:2", ports: {q1: a}}
   sw1: {kind: switch, driver: tofino, address: "ssh://root@127.0.0.1:22"}
+  sw2: {kind: switch, driver: tofino, address: "ssh://root@127.0.0.1:23"}
 links:
   - {name: ok, a: {device: tg1, port: p1}, b: {device: tg1, port: p2}, transceiver: 25GBASE-SR, voa: {device: voa1, channel: 1}}
   - {name: novoa, a: {device: tg1, port: p3}, b: {device: tg1, port: p4}, transceiver: 25GBASE-SR}
   - {name: split, a: {device: tg1, port: p3}, b: {device: tg2, port: q1}, transceiver: 25GBASE-SR, voa: {device: voa1, channel: 2}}
   - {name: toswitch, a: {device: sw1, port: "1"}, b: {device: tg1, port: p4}, transceiver: 25GBASE-SR, voa: {device: voa1, channel: 3}}
+  - {name: fabric, a: {device: sw1, port: "2"}, b: {device: sw2, port: "2"}, transceiver: 25GBASE-SR, voa: {device: voa1, channel: 4}}
 `
 
 func TestBindLinksExplainsMisfits(t *testing.T) {
@@ -37,6 +39,17 @@ func TestBindLinksExplainsMisfits(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not say %q:\n%v", want, err)
 		}
+	}
+	// A switch-to-switch link: the ends on two different switches.
+	across := LinkNeeds{VOA: true, Across: "switch"}
+	_, _, err = BindLinks(inv, "link", []string{"ok", "toswitch"}, across)
+	for _, want := range []string{"end a is on tg1, a trafficgen", "end b is on tg1, a trafficgen"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("switch-to-switch binding does not say %q:\n%v", want, err)
+		}
+	}
+	if links, _, err := BindLinks(inv, "link", nil, across); err != nil || len(links) != 1 || links[0].Name != "fabric" {
+		t.Errorf("switch-to-switch default binding: %v %v", links, err)
 	}
 	empty, _ := inventory.Parse("empty.yaml", []byte("version: 1\nname: e\ndevices: {}\n"))
 	if _, _, err := BindLinks(empty, "link", nil, needs); err == nil || !strings.Contains(err.Error(), "lists no links") {

@@ -18,3 +18,8 @@ func (rc *RunContext) Switch(name string) (*tofino.Switch, error) {
 	}
 	return s, nil
 }
+
+// FirstTouch reports whether key is named for the first time in this run:
+// a recipe records a device's state, and pushes the undo that restores it,
+// only the first time it changes it.
+func (rc *RunContext) FirstTouch(key string) bool { return rc.once(key) }
