@@ -317,11 +317,21 @@ func parseDBm(s string) float64 {
 	return v
 }
 
+// maxClockWait is how far ahead of the switch's clock time.wait may ask.
+const maxClockWait = 60 * time.Second
+
 // WaitClock answers once the switch's clock has reached t (at most 60 s
 // ahead): the way to sample at fixed intervals of the device's own time.
 func (s *Switch) WaitClock(ctx context.Context, t time.Duration) (time.Duration, error) {
 	var r struct {
 		TimeNs int64 `json:"time_ns"`
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		// The answer comes when the switch's clock gets there: allow the
+		// longest wait the agent accepts on top of the usual deadline.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.opts.Timeout+maxClockWait)
+		defer cancel()
 	}
 	if err := s.agent.call(ctx, "time.wait", map[string]any{"until_ns": t.Nanoseconds()}, &r); err != nil {
 		return 0, fmt.Errorf("wait for clock %v: %w", t, err)
