@@ -225,7 +225,11 @@ func (d *Dataplane) newSegment(r *lgRun) error {
 	}
 	cfg.FrameBytes = r.frameBytes
 	cfg.LossSmall = 0
-	cfg.MaxRun = 4096
+	// Counters read mid-run count a skipped-over run of frames when it
+	// lands: 256 frames (31 us at 100G) keeps a rate measured over a
+	// window of a second within 3e-5 of what was delivered, at a few
+	// events per run.
+	cfg.MaxRun = 256
 	if c.mode != lgmodel.Off {
 		cfg.Copies = c.copies
 		cfg.PauseCells, cfg.ResumeCells = c.pause, c.resu
