@@ -3,10 +3,11 @@ package experiments
 
 import (
 	"testbed/experiments/attsweep"
+	"testbed/experiments/losssweep"
 	"testbed/orchestrator"
 )
 
 // Registry returns every recipe.
 func Registry() *orchestrator.Registry {
-	return orchestrator.NewRegistry(attsweep.New())
+	return orchestrator.NewRegistry(attsweep.New(), losssweep.New())
 }

@@ -1,0 +1,358 @@
+// Package lgbench is the LinkGuardian bench the loss-sweep and backpressure
+// recipes share (LinkGuardian §4): a sender switch and a receiver switch
+// joined by a fibre with a VOA on it, the receiver forwarding what it
+// delivers out of a sink port. It brings the switches to the programs and
+// ports the experiment needs, sets the link's loss rate through the VOA by
+// measuring, configures the protection mode, and runs the switch packet
+// generator's line-rate stress test, reading every figure from the
+// switches' own counters, registers and queues.
+//
+// Policy, stated once for both recipes: port counters are never cleared
+// (every figure is a difference of two reads); queue watermarks are cleared
+// before each measurement; the protection entries and backpressure
+// thresholds found on the switches are put back at the end or on abort;
+// ports the bench adds are deleted again; a switch daemon the bench starts
+// is left running with the LinkGuardian program.
+package lgbench
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"testbed/dut/tofino"
+	"testbed/inventory"
+	o "testbed/orchestrator"
+	lg "testbed/p4/linkguardian"
+	"testbed/results"
+)
+
+// Mode is a protection mode of the link.
+type Mode string
+
+// The modes the recipes compare (LinkGuardian §4.1).
+const (
+	Off         Mode = "off"
+	LinkGuard   Mode = "linkguardian"
+	NonBlocking Mode = "linkguardian-nb"
+)
+
+// ParseMode checks a mode name.
+func ParseMode(s string) (Mode, error) {
+	switch Mode(s) {
+	case Off, LinkGuard, NonBlocking:
+		return Mode(s), nil
+	}
+	return "", fmt.Errorf("mode %q (expected off, linkguardian or linkguardian-nb)", s)
+}
+
+// Needs is what a bench link must offer: a VOA on it and its ends on two
+// switches.
+var Needs = o.LinkNeeds{VOA: true, Across: "switch"}
+
+// Link is one bound bench link as planned: names and numbers, no devices.
+type Link struct {
+	Link         *inventory.Link
+	Sender       string // device names
+	Receiver     string
+	TxPort       int // dev ports
+	RxPort       int
+	Sink         int
+	Gbps         int
+	FEC          string
+	LineRateBps  float64
+	VOA          string
+	VOAChannel   int
+	SinkPortName string
+	// SinkGbps is the speed the sink port is added at: the fastest bench
+	// link's, so every link's delivered traffic fits through it.
+	SinkGbps int
+}
+
+// Bind fills the recipe's link role with bench links and checks every
+// port is a dev port number and the receiver has the sink port.
+func Bind(pc *o.PlanContext, names []string, sinkPort string) ([]Link, []o.Binding, error) {
+	links, binds, err := o.BindLinks(pc.Lab, "link", names, Needs)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []Link
+	for _, l := range links {
+		t, ok := inventory.LookupTransceiver(l.Transceiver)
+		if !ok {
+			return nil, nil, pc.Lab.LinkErrorf(l, "transceiver", "unknown transceiver %q", l.Transceiver)
+		}
+		b := Link{Link: l, Sender: l.A.Device, Receiver: l.B.Device, FEC: l.FEC, LineRateBps: t.RateBps,
+			Gbps: int(t.RateBps / 1e9), VOA: l.VOA.Device, VOAChannel: l.VOA.Channel, SinkPortName: sinkPort}
+		if b.FEC == "" {
+			b.FEC = "none"
+		}
+		if b.TxPort, err = devPort(pc.Lab, l.A.Device, l.A.Port); err != nil {
+			return nil, nil, err
+		}
+		if b.RxPort, err = devPort(pc.Lab, l.B.Device, l.B.Port); err != nil {
+			return nil, nil, err
+		}
+		if b.Sink, err = devPort(pc.Lab, l.B.Device, sinkPort); err != nil {
+			return nil, nil, fmt.Errorf("%w (the receiver forwards delivered frames out of its sink port; set sink_port)", err)
+		}
+		if _, err := lg.FlightResume(t.RateBps); err != nil {
+			return nil, nil, pc.Lab.LinkErrorf(l, "transceiver", "%v", err)
+		}
+		out = append(out, b)
+	}
+	fastest := 0
+	for _, b := range out {
+		fastest = max(fastest, b.Gbps)
+	}
+	for i := range out {
+		out[i].SinkGbps = fastest
+	}
+	binds = append(binds, o.Binding{Role: "programs", Resource: "switches",
+		Detail: fmt.Sprintf("%s runs on the sending end, %s on the receiving end", lg.ProgramSender, lg.ProgramReceiver)})
+	return out, binds, nil
+}
+
+func devPort(inv *inventory.Inventory, device, port string) (int, error) {
+	d, ok := inv.Device(device)
+	if !ok {
+		return 0, fmt.Errorf("%s: no device %q", inv.Path, device)
+	}
+	v, ok := d.Ports[port]
+	if !ok {
+		return 0, fmt.Errorf("%s: device %s has no port %q", inv.Path, device, port)
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > 511 {
+		return 0, fmt.Errorf("%s: device %s port %s is %q: expected a Tofino dev port number (0..511)", inv.Path, device, port, v)
+	}
+	return n, nil
+}
+
+// Bench is a bench link with its switches open.
+type Bench struct {
+	Link
+	Tx, Rx *tofino.Switch
+	rc     *o.RunContext
+}
+
+// Options say how far the bench may change the switches.
+type Options struct {
+	// ReplaceProgram lets the bench restart a switch daemon that runs a
+	// program other than LinkGuardian's.
+	ReplaceProgram bool
+	PortUpTimeout  time.Duration
+}
+
+// Open brings the link's switches to the LinkGuardian programs and its
+// ports up, registering what must be undone.
+func Open(ctx context.Context, rc *o.RunContext, l Link, opts Options) (*Bench, error) {
+	b := &Bench{Link: l, rc: rc}
+	var err error
+	if b.Tx, err = rc.Switch(l.Sender); err != nil {
+		return nil, err
+	}
+	if b.Rx, err = rc.Switch(l.Receiver); err != nil {
+		return nil, err
+	}
+	if err := b.program(ctx, l.Sender, b.Tx, lg.ProgramSender, opts); err != nil {
+		return nil, err
+	}
+	if err := b.program(ctx, l.Receiver, b.Rx, lg.ProgramReceiver, opts); err != nil {
+		return nil, err
+	}
+	for _, p := range []struct {
+		dev  string
+		sw   *tofino.Switch
+		port int
+		gbps int
+	}{{l.Sender, b.Tx, l.TxPort, l.Gbps}, {l.Receiver, b.Rx, l.RxPort, l.Gbps}, {l.Receiver, b.Rx, l.Sink, l.SinkGbps}} {
+		if err := b.port(ctx, p.dev, p.sw, p.port, p.gbps, p.port == l.Sink); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.remember(ctx); err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, opts.PortUpTimeout)
+	defer cancel()
+	for _, p := range []struct {
+		dev  string
+		sw   *tofino.Switch
+		port int
+	}{{l.Sender, b.Tx, l.TxPort}, {l.Receiver, b.Rx, l.RxPort}} {
+		if err := p.sw.WaitPortUp(wctx, p.port); err != nil {
+			return nil, fmt.Errorf("%s: link %s: %w", p.dev, l.Link.Name, err)
+		}
+	}
+	return b, nil
+}
+
+func (b *Bench) program(ctx context.Context, dev string, sw *tofino.Switch, want string, opts Options) error {
+	got, err := sw.Program(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", dev, err)
+	}
+	if got == want {
+		return sw.EnsureAgent(ctx)
+	}
+	if got != "" && !opts.ReplaceProgram {
+		return fmt.Errorf("%s runs the P4 program %q, not %q: set replace_program=true to restart its switch daemon with %s", dev, got, want, want)
+	}
+	b.rc.Event(results.Event{Type: "setting", Device: dev, Message: fmt.Sprintf("starting bf_switchd with %s (was: %q); it is left running", want, got),
+		Fields: map[string]any{"program": want, "previous_program": got}})
+	if err := sw.StartSwitchd(ctx, want); err != nil {
+		return fmt.Errorf("%s: %w", dev, err)
+	}
+	return nil
+}
+
+func (b *Bench) port(ctx context.Context, dev string, sw *tofino.Switch, port, gbps int, sink bool) error {
+	st, err := sw.PortStatus(ctx, port)
+	switch {
+	case tofino.IsNotFound(err):
+		fec := b.FEC
+		if sink {
+			fec = "none"
+		}
+		if err := sw.AddPort(ctx, port, gbps, fec); err != nil {
+			return fmt.Errorf("%s: %w", dev, err)
+		}
+		b.rc.PushUndo(fmt.Sprintf("delete port %d the run added on %s", port, dev), dev, func(ctx context.Context) error { return sw.DeletePort(ctx, port) })
+		return nil
+	case err != nil:
+		return fmt.Errorf("%s: %w", dev, err)
+	case sink && st.SpeedGbps < b.Gbps:
+		return fmt.Errorf("%s: sink port %d runs at %s, slower than link %s (%d Gb/s): delete the port or choose another sink_port", dev, port, st.Speed, b.Link.Link.Name, b.Gbps)
+	case !sink && st.SpeedGbps != gbps:
+		return fmt.Errorf("%s: port %d runs at %s, link %s needs %d Gb/s: delete the port or fix the inventory", dev, port, st.Speed, b.Link.Link.Name, gbps)
+	}
+	return nil
+}
+
+// remember records the protection entries and thresholds found, once per
+// run and link, and pushes the undo that puts them back.
+func (b *Bench) remember(ctx context.Context) error {
+	if !b.rc.FirstTouch("lgbench/" + b.Sender + "/" + strconv.Itoa(b.TxPort)) {
+		return nil
+	}
+	var saved []func(context.Context) error
+	for _, table := range []string{lg.TableLinkProtect, lg.TableRetxMcast} {
+		es, err := b.Tx.Entries(ctx, table)
+		if err != nil {
+			return fmt.Errorf("%s: %w", b.Sender, err)
+		}
+		var found *tofino.Entry
+		for i := range es {
+			if es[i].Key["egress_port"] == int64(b.TxPort) {
+				found = &es[i]
+			}
+		}
+		saved = append(saved, func(ctx context.Context) error {
+			err := b.Tx.DeleteEntry(ctx, table, portKey(b.TxPort))
+			if err != nil && !tofino.IsNotFound(err) {
+				return err
+			}
+			if found != nil {
+				return b.Tx.AddEntry(ctx, table, *found)
+			}
+			return nil
+		})
+	}
+	for _, reg := range []string{lg.RegPauseThreshold, lg.RegResumeThreshold} {
+		v, err := b.Rx.ReadRegister(ctx, reg, 0)
+		if err != nil {
+			return fmt.Errorf("%s: %w", b.Receiver, err)
+		}
+		if len(v) == 0 {
+			return fmt.Errorf("%s: register %s read no value", b.Receiver, reg)
+		}
+		old := v[0]
+		saved = append(saved, func(ctx context.Context) error { return b.Rx.WriteRegister(ctx, reg, 0, old) })
+	}
+	b.rc.PushUndo(fmt.Sprintf("restore protection of port %d and thresholds found on %s/%s", b.TxPort, b.Sender, b.Receiver), b.Sender,
+		func(ctx context.Context) error {
+			var first error
+			for _, f := range saved {
+				if err := f(ctx); err != nil && first == nil {
+					first = err
+				}
+			}
+			return first
+		})
+	return nil
+}
+
+func portKey(p int) map[string]int64 { return map[string]int64{"egress_port": int64(p)} }
+
+// Protection is a protection configuration of the link.
+type Protection struct {
+	Mode   Mode
+	Copies int
+	// PauseCells and ResumeCells are the receiver's backpressure
+	// thresholds; zero turns backpressure off.
+	PauseCells, ResumeCells int
+	Dummies                 int // dummy_pkt_max_count
+}
+
+// Protect configures the sender's entries and the receiver's thresholds.
+func (b *Bench) Protect(ctx context.Context, p Protection) error {
+	for _, t := range []string{lg.TableLinkProtect, lg.TableRetxMcast} {
+		if err := b.Tx.DeleteEntry(ctx, t, portKey(b.TxPort)); err != nil && !tofino.IsNotFound(err) {
+			return fmt.Errorf("%s: %w", b.Sender, err)
+		}
+	}
+	// The thresholds are one pair per receiver (index 0): the program
+	// protects one link per pipe (p4/linkguardian/receiver.p4).
+	idx := 0
+	if err := b.Rx.WriteRegister(ctx, lg.RegPauseThreshold, idx, int64(p.PauseCells)); err != nil {
+		return fmt.Errorf("%s: %w", b.Receiver, err)
+	}
+	if err := b.Rx.WriteRegister(ctx, lg.RegResumeThreshold, idx, int64(p.ResumeCells)); err != nil {
+		return fmt.Errorf("%s: %w", b.Receiver, err)
+	}
+	if p.Mode == Off {
+		return nil
+	}
+	blocking := int64(1)
+	if p.Mode == NonBlocking {
+		blocking = 0
+	}
+	if err := b.Tx.AddEntry(ctx, lg.TableRetxMcast, tofino.Entry{Key: portKey(b.TxPort), Action: lg.ActionRetxCopies,
+		Data: map[string]int64{"num_copies": int64(p.Copies)}}); err != nil {
+		return fmt.Errorf("%s: %w", b.Sender, err)
+	}
+	if err := b.Tx.AddEntry(ctx, lg.TableLinkProtect, tofino.Entry{Key: portKey(b.TxPort), Action: lg.ActionProtect,
+		Data: map[string]int64{"dummy_pkt_max_count": int64(p.Dummies), "blocking_mode": blocking}}); err != nil {
+		return fmt.Errorf("%s: %w", b.Sender, err)
+	}
+	return nil
+}
+
+// DefaultProtection is the paper's configuration for a mode at a measured
+// loss rate: copies from Eq. 2 for the target, thresholds from the link
+// speed's t_flight_resume (ordered mode with backpressure only).
+func (b *Bench) DefaultProtection(mode Mode, target, actual float64, backpressure bool, dummies int) (Protection, error) {
+	p := Protection{Mode: mode, Dummies: dummies}
+	if mode == Off {
+		return p, nil
+	}
+	var err error
+	if actual > 0 {
+		p.Copies, err = lg.Copies(target, actual)
+	} else {
+		p.Copies = 1 // a link that lost nothing still gets one copy
+	}
+	if err != nil {
+		return p, err
+	}
+	if mode == LinkGuard && backpressure {
+		tf, err := lg.FlightResume(b.LineRateBps)
+		if err != nil {
+			return p, err
+		}
+		p.PauseCells, p.ResumeCells = lg.Thresholds(tf)
+	}
+	return p, nil
+}

@@ -1,0 +1,394 @@
+package lgbench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"testbed/dut/tofino"
+	lg "testbed/p4/linkguardian"
+	"testbed/results"
+)
+
+// Snapshot is one read of the bench's counters and registers. Each value
+// is a running total; a figure is the difference of two snapshots.
+type Snapshot struct {
+	Time        time.Duration // the sender's clock at its port read
+	SinkTime    time.Duration // the receiver's clock at the sink read
+	TxFrames    int64         // sender port: every frame on the wire
+	TxOctets    int64
+	RxOK        int64 // receiver port
+	RxFCS       int64
+	Delivered   int64 // originals the receiver forwarded out of its sink port
+	PauseFrames int64 // pause frames the receiver sent
+	Timeouts    int64 // holes ackNoTimeout skipped
+}
+
+// Read takes a snapshot.
+func (b *Bench) Read(ctx context.Context) (Snapshot, error) {
+	var s Snapshot
+	tc, err := b.Tx.PortCounters(ctx, b.TxPort)
+	if err != nil {
+		return s, fmt.Errorf("%s: %w", b.Sender, err)
+	}
+	rc, err := b.Rx.PortCounters(ctx, b.RxPort)
+	if err != nil {
+		return s, fmt.Errorf("%s: %w", b.Receiver, err)
+	}
+	sc, err := b.Rx.PortCounters(ctx, b.Sink)
+	if err != nil {
+		return s, fmt.Errorf("%s: %w", b.Receiver, err)
+	}
+	to, err := b.Rx.ReadRegister(ctx, lg.RegTimeoutCount, 0)
+	if err != nil {
+		return s, fmt.Errorf("%s: %w", b.Receiver, err)
+	}
+	s.Time, s.SinkTime = tc.Time, sc.Time
+	s.TxFrames, s.TxOctets = tc.Values["$FramesTransmittedAll"], tc.Values["$OctetsTransmittedTotal"]
+	s.RxOK, s.RxFCS = rc.Values["$FramesReceivedOK"], rc.Values["$FramesReceivedwithFCSError"]
+	s.PauseFrames = rc.Values["$FramesTransmittedPriPause"]
+	s.Delivered = sc.Values["$FramesTransmittedOK"]
+	for _, v := range to {
+		s.Timeouts += v
+	}
+	return s, nil
+}
+
+// Queues is the occupancy of the two LinkGuardian buffers, in bytes.
+type Queues struct {
+	TxBuffer, TxBufferMax int64 // the sender's buffered copies
+	Reorder, ReorderMax   int64 // the receiver's reorder buffer
+}
+
+// ReadQueues reads both buffers; clear resets their watermarks after the read.
+func (b *Bench) ReadQueues(ctx context.Context, clear bool) (Queues, error) {
+	var q Queues
+	t, err := b.Tx.Queue(ctx, lg.RecircPort, lg.QueueTxBuffer, clear)
+	if err != nil {
+		return q, fmt.Errorf("%s: Tx buffer: %w", b.Sender, err)
+	}
+	r, err := b.Rx.Queue(ctx, lg.RecircPort, lg.QueueReorder, clear)
+	if err != nil {
+		return q, fmt.Errorf("%s: reorder buffer: %w", b.Receiver, err)
+	}
+	q.TxBuffer, q.TxBufferMax = t.UsageCells*lg.CellBytes, t.WatermarkCells*lg.CellBytes
+	q.Reorder, q.ReorderMax = r.UsageCells*lg.CellBytes, r.WatermarkCells*lg.CellBytes
+	return q, nil
+}
+
+// Stress is one line-rate run of the switch packet generator.
+type Stress struct {
+	Frames     int64
+	FrameBytes int // on the wire, FCS included
+	AppID      int
+	PktgenPort int // 68 on Tofino 1 pipe 0
+	// Window: also measure the delivered rate between 10% and 90% of the
+	// run's line-rate duration, away from its start and tail.
+	Window bool
+	// Poll is the interval of device time between status reads at the end.
+	Poll time.Duration
+}
+
+// StressResult is what a run measured.
+type StressResult struct {
+	Sent      int64 // frames the generator sent
+	Delivered int64 // originals delivered out of the sink port
+	Wire      int64 // frames on the wire: originals, copies, dummies
+	FCS       int64 // frames the receiver took with an FCS error
+	Timeouts  int64
+	Pauses    int64
+	Elapsed   time.Duration // device time from start to the generator done
+	// RateGbps is the delivered rate over the window, counting each frame's
+	// preamble and gap, as line rate is counted (0 without a window).
+	RateGbps      float64
+	MaxTxBufBytes int64
+	MaxRxBufBytes int64
+}
+
+// Lost is frames sent and never delivered.
+func (r StressResult) Lost() int64 { return r.Sent - r.Delivered }
+
+// LineRateInterval is the generator's packet interval at line rate,
+// rounded down to whole nanoseconds (back to back).
+func (b *Bench) LineRateInterval(frameBytes int) time.Duration {
+	return time.Duration(math.Floor(float64((frameBytes+20)*8) / b.LineRateBps * 1e9))
+}
+
+// Duration is how long n frames take at line rate.
+func (b *Bench) Duration(n int64, frameBytes int) time.Duration {
+	return time.Duration(float64(n) * float64((frameBytes+20)*8) / b.LineRateBps * 1e9)
+}
+
+// Run sends s.Frames line-rate frames and measures them.
+func (b *Bench) Run(ctx context.Context, s Stress) (StressResult, error) {
+	var r StressResult
+	per := min(s.Frames, 65536)
+	batches := (s.Frames + per - 1) / per
+	if s.Frames < 1 || batches > 65536 {
+		return r, fmt.Errorf("stress test of %d frames: expected 1..%d", s.Frames, int64(65536)*65536)
+	}
+	if _, err := b.ReadQueues(ctx, true); err != nil {
+		return r, err
+	}
+	before, err := b.Read(ctx)
+	if err != nil {
+		return r, err
+	}
+	g := pktgen(b, s, int(batches), int(per))
+	if err := b.Tx.StartPktgen(ctx, g); err != nil {
+		return r, fmt.Errorf("%s: %w", b.Sender, err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			// An error or abort mid-run: leave no generator running.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			_ = b.Tx.StopPktgen(sctx, s.AppID)
+		}
+	}()
+	t0 := before.Time
+	d := b.Duration(g.Packets(), s.FrameBytes)
+	if s.Window {
+		w1, err := b.waitRead(ctx, t0+d/10)
+		if err != nil {
+			return r, err
+		}
+		w2, err := b.waitRead(ctx, t0+d*9/10)
+		if err != nil {
+			return r, err
+		}
+		if dt := w2.SinkTime - w1.SinkTime; dt > 0 {
+			r.RateGbps = float64(w2.Delivered-w1.Delivered) * float64((s.FrameBytes+20)*8) / dt.Seconds() / 1e9
+		}
+	}
+	if err := b.waitClock(ctx, t0+d); err != nil {
+		return r, err
+	}
+	poll := s.Poll
+	if poll <= 0 {
+		poll = time.Millisecond
+	}
+	limit := t0 + 2*d + 10*time.Second
+	var sent int64
+	for {
+		st, err := b.Tx.PktgenStatus(ctx, s.AppID)
+		if err != nil {
+			return r, fmt.Errorf("%s: %w", b.Sender, err)
+		}
+		now, err := b.Tx.Clock(ctx)
+		if err != nil {
+			return r, fmt.Errorf("%s: %w", b.Sender, err)
+		}
+		if st.Done {
+			sent, r.Elapsed = st.Packets, now-t0
+			break
+		}
+		if now > limit {
+			return r, fmt.Errorf("%s: the packet generator sent %d of %d frames in %v of device time (line rate needs %v)", b.Sender, st.Packets, g.Packets(), now-t0, d)
+		}
+		if err := b.waitClock(ctx, now+poll); err != nil {
+			return r, err
+		}
+	}
+	stopped = true
+	// Frames still in flight (retransmissions, the reorder buffer) land
+	// within microseconds; one millisecond of device time covers them.
+	now, err := b.Tx.Clock(ctx)
+	if err != nil {
+		return r, fmt.Errorf("%s: %w", b.Sender, err)
+	}
+	after, err := b.waitRead(ctx, now+time.Millisecond)
+	if err != nil {
+		return r, err
+	}
+	q, err := b.ReadQueues(ctx, false)
+	if err != nil {
+		return r, err
+	}
+	r.Sent = sent
+	r.Delivered = after.Delivered - before.Delivered
+	r.Wire = after.TxFrames - before.TxFrames
+	r.FCS = after.RxFCS - before.RxFCS
+	r.Timeouts = after.Timeouts - before.Timeouts
+	r.Pauses = after.PauseFrames - before.PauseFrames
+	r.MaxTxBufBytes, r.MaxRxBufBytes = q.TxBufferMax, q.ReorderMax
+	if r.Delivered > r.Sent {
+		return r, fmt.Errorf("%s: %d frames delivered of %d sent: the sink port counts other traffic", b.Receiver, r.Delivered, r.Sent)
+	}
+	return r, nil
+}
+
+func pktgen(b *Bench, s Stress, batches, per int) tofino.Pktgen {
+	return tofino.Pktgen{AppID: s.AppID, Port: s.PktgenPort, EgressPort: b.TxPort, PacketBytes: s.FrameBytes - 4,
+		Interval: b.LineRateInterval(s.FrameBytes), Batches: batches, PerBatch: per}
+}
+
+// waitClock waits for the sender's clock to reach t, in steps the agent
+// accepts (at most 60 s ahead).
+func (b *Bench) waitClock(ctx context.Context, t time.Duration) error {
+	for {
+		now, err := b.Tx.Clock(ctx)
+		if err != nil {
+			return fmt.Errorf("%s: %w", b.Sender, err)
+		}
+		if now >= t {
+			return nil
+		}
+		if _, err := b.Tx.WaitClock(ctx, min(t, now+30*time.Second)); err != nil {
+			return fmt.Errorf("%s: %w", b.Sender, err)
+		}
+	}
+}
+
+func (b *Bench) waitRead(ctx context.Context, t time.Duration) (Snapshot, error) {
+	if err := b.waitClock(ctx, t); err != nil {
+		return Snapshot{}, err
+	}
+	return b.Read(ctx)
+}
+
+// Calibration is the attenuation that gives the link a loss rate, and the
+// rate measured there with protection off.
+type Calibration struct {
+	Target        float64
+	AttenuationDB float64
+	Lost, Frames  int64
+	Loss          float64
+	Measurements  int
+}
+
+// CalibrateOptions bound the search.
+type CalibrateOptions struct {
+	StartDB, StepDB, MaxDB float64
+	// Tolerance: a point is accepted when its measured loss lies within
+	// [target/Tolerance, target]: the nominal rate is an upper bound, so
+	// Eq. 2 gives the paper's copies for it.
+	Tolerance float64
+	// Losses the accepting measurement expects to see (its precision);
+	// MaxFrames caps any one measurement.
+	Losses     int64
+	MaxFrames  int64
+	FrameBytes int
+	Stress     Stress
+}
+
+type lossPoint struct {
+	att        float64
+	lost, sent int64
+}
+
+func (p lossPoint) rate() float64 { return float64(p.lost) / float64(p.sent) }
+
+// Calibrate finds the attenuation at which the link, unprotected, loses
+// MTU frames at the target rate, by measuring: an upward scan until the
+// loss reaches the window, then interpolation of log(loss) against
+// attenuation between the bracketing points. A lab's optics differ from
+// any model of them; the measurement is what counts.
+func (b *Bench) Calibrate(ctx context.Context, target float64, o CalibrateOptions) (Calibration, error) {
+	c := Calibration{Target: target}
+	if err := b.Protect(ctx, Protection{Mode: Off}); err != nil {
+		return c, err
+	}
+	lo := target / o.Tolerance
+	inWindow := func(r float64) bool { return r >= lo && r <= target }
+	measure := func(att float64, n int64) (lossPoint, error) {
+		att = math.Round(att*1000) / 1000
+		if err := b.rc.SetAttenuation(ctx, b.VOA, b.VOAChannel, att); err != nil {
+			return lossPoint{}, err
+		}
+		s := o.Stress
+		s.Frames, s.FrameBytes, s.Window = n, o.FrameBytes, false
+		r, err := b.Run(ctx, s)
+		if err != nil {
+			return lossPoint{}, err
+		}
+		c.Measurements++
+		p := lossPoint{att: att, lost: r.Lost(), sent: r.Sent}
+		b.rc.Event(results.Event{Type: "measurement", Device: b.VOA, Message: fmt.Sprintf("%s: calibrating %g: %.3f dB loses %d of %d (%.3g)",
+			b.Link.Link.Name, target, att, p.lost, p.sent, p.rate()),
+			Fields: map[string]any{"link": b.Link.Link.Name, "target_loss": target, "attenuation_db": att, "frames": p.sent, "lost": p.lost}})
+		return p, nil
+	}
+	nScan := min(o.MaxFrames, max(100_000, int64(30/target)))
+	nFine := min(o.MaxFrames, max(100_000, int64(float64(o.Losses)/target)))
+	// Scan up until the loss reaches the window.
+	var below *lossPoint
+	var hi lossPoint
+	a := o.StartDB
+	for {
+		if a > o.MaxDB+1e-9 {
+			return c, fmt.Errorf("link %s: frame loss stayed below %g up to %g dB (max_db)", b.Link.Link.Name, lo, o.MaxDB)
+		}
+		p, err := measure(a, nScan)
+		if err != nil {
+			return c, err
+		}
+		if p.rate() >= lo {
+			hi = p
+			break
+		}
+		below = &p
+		a += o.StepDB
+	}
+	// Already too lossy at the start: step down until below the window.
+	for below == nil {
+		if hi.att <= 0 {
+			return c, fmt.Errorf("link %s: loses %.3g of frames with the VOA at 0 dB, above the target %g", b.Link.Link.Name, hi.rate(), target)
+		}
+		p, err := measure(math.Max(0, hi.att-o.StepDB), nScan)
+		if err != nil {
+			return c, err
+		}
+		if p.rate() < lo {
+			below = &p
+		} else {
+			hi = p
+		}
+	}
+	bl := *below
+	for i := 0; i < 12; i++ {
+		if inWindow(hi.rate()) && hi.sent < nFine {
+			p, err := measure(hi.att, nFine)
+			if err != nil {
+				return c, err
+			}
+			if p.rate() < lo {
+				bl = p
+				continue
+			}
+			hi = p
+		}
+		if inWindow(hi.rate()) && hi.sent >= nFine {
+			c.AttenuationDB, c.Lost, c.Frames, c.Loss = hi.att, hi.lost, hi.sent, hi.rate()
+			return c, nil
+		}
+		next := (bl.att + hi.att) / 2
+		if bl.lost > 0 {
+			// log(loss) is close to linear in dB across a narrow span of the cliff.
+			aim := math.Log(target / math.Sqrt(o.Tolerance))
+			f := (aim - math.Log(bl.rate())) / (math.Log(hi.rate()) - math.Log(bl.rate()))
+			next = bl.att + math.Min(0.9, math.Max(0.1, f))*(hi.att-bl.att)
+		}
+		next = math.Round(next*1000) / 1000
+		if next <= bl.att || next >= hi.att {
+			break // the VOA's 0.001 dB resolution is exhausted
+		}
+		p, err := measure(next, nFine)
+		if err != nil {
+			return c, err
+		}
+		switch {
+		case inWindow(p.rate()):
+			c.AttenuationDB, c.Lost, c.Frames, c.Loss = p.att, p.lost, p.sent, p.rate()
+			return c, nil
+		case p.rate() < lo:
+			bl = p
+		default:
+			hi = p
+		}
+	}
+	return c, fmt.Errorf("link %s: could not set the frame loss within [%.3g, %g]: %.3g at %.3f dB, %.3g at %.3f dB",
+		b.Link.Link.Name, lo, target, bl.rate(), bl.att, hi.rate(), hi.att)
+}

@@ -1,0 +1,300 @@
+// Package losssweep is the loss-sweep recipe (LinkGuardian §4.1, Fig. 8):
+// for each link speed and actual loss rate, the switch packet generator's
+// line-rate stress test with protection off, LinkGuardian and
+// LinkGuardianNB, measuring effective loss rate, effective link speed,
+// ackNoTimeout events and buffer peaks from the switches themselves.
+package losssweep
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"testbed/experiments/lgbench"
+	"testbed/experiments/stats"
+	o "testbed/orchestrator"
+	lg "testbed/p4/linkguardian"
+	"testbed/results"
+)
+
+// Name is the recipe's name on the command line.
+const Name = "loss-sweep"
+
+// Recipe implements orchestrator.Recipe.
+type Recipe struct{}
+
+// New returns the recipe.
+func New() *Recipe { return &Recipe{} }
+
+// Name implements Recipe.
+func (*Recipe) Name() string { return Name }
+
+// Version implements Recipe; bump it when results would change.
+func (*Recipe) Version() string { return "1.0.0" }
+
+// Summary implements Recipe.
+func (*Recipe) Summary() string {
+	return "effective loss rate and link speed under LinkGuardian, per link speed and loss rate (LinkGuardian Fig. 8)"
+}
+
+// Description implements Recipe.
+func (*Recipe) Description() string {
+	return `For each selected link (default: every link with a VOA whose ends are on two switches), the
+sending switch runs the LinkGuardian sender program and the receiving one the receiver
+program, forwarding what it delivers out of its sink port. For each loss rate in
+loss_rates the VOA is set by measuring: with protection off, MTU frames are sent at line
+rate while the attenuation is raised, then interpolated on log(loss) between bracketing
+points until the measured rate lies in [loss/calib_tolerance, loss] with about
+calib_losses losses seen. At that attenuation the packet generator sends frames MTU
+frames back to back in each mode of modes: off, linkguardian (ordered, with backpressure
+unless backpressure=false) and linkguardian-nb. Copies follow Eq. 2 from target_loss and
+the measured loss; backpressure thresholds follow the link speed's t_flight_resume.
+Effective loss is 1 - delivered/sent (a zero comes with its 95% upper bound); effective
+link speed is the delivered rate between 10% and 90% of the run, counting preamble and
+gap as line rate does. Timeouts are the receiver's ackNoTimeout count; buffer peaks are
+the traffic manager's watermarks of the Tx buffer and reorder buffer queues.
+Port counters are never cleared; queue watermarks are. The protection entries and
+thresholds found are restored at the end or on abort, ports the run added are deleted,
+and the VOA returns to its resting value. Writes data/loss_sweep.csv and a summary per
+link speed, loss rate and mode.`
+}
+
+// Params implements Recipe.
+func (*Recipe) Params() []o.ParamSpec {
+	return []o.ParamSpec{
+		{Name: "links", Type: o.TypeStrings, Default: []string{}, Description: "links to test (default: every link with a VOA between two switches)"},
+		{Name: "loss_rates", Type: o.TypeFloats, Default: []float64{1e-5, 1e-4, 1e-3}, Min: o.Bound(1e-9), Max: o.Bound(0.1), Description: "actual frame loss rates to set through the VOA"},
+		{Name: "modes", Type: o.TypeStrings, Default: []string{"off", "linkguardian", "linkguardian-nb"}, Description: "protection modes: off, linkguardian, linkguardian-nb"},
+		{Name: "target_loss", Type: o.TypeFloat, Default: 1e-8, Min: o.Bound(1e-15), Max: o.Bound(0.1), Description: "effective loss rate LinkGuardian is configured for (Eq. 2)"},
+		{Name: "frames", Type: o.TypeInt, Unit: "frames", Default: int64(20_000_000), Min: o.Bound(1000), Max: o.Bound(4e9), Description: "frames per stress test"},
+		{Name: "frame_size", Type: o.TypeInt, Unit: "B", Default: int64(1518), Min: o.Bound(64), Max: o.Bound(9216), Description: "L2 frame size including FCS"},
+		{Name: "backpressure", Type: o.TypeBool, Default: true, Description: "pause/resume backpressure in ordered mode"},
+		{Name: "dummy_pkt_max_count", Type: o.TypeInt, Default: int64(4), Min: o.Bound(0), Max: o.Bound(255), Description: "dummies the sender may send after each protected packet (tail-loss detection)"},
+		{Name: "calib_tolerance", Type: o.TypeFloat, Default: 1.5, Min: o.Bound(1.05), Max: o.Bound(10), Description: "accept a measured loss within [loss/calib_tolerance, loss]"},
+		{Name: "calib_losses", Type: o.TypeInt, Default: int64(400), Min: o.Bound(10), Description: "losses the accepting calibration measurement expects"},
+		{Name: "calib_max_frames", Type: o.TypeInt, Unit: "frames", Default: int64(100_000_000), Min: o.Bound(1000), Description: "cap on frames per calibration measurement"},
+		{Name: "start_db", Type: o.TypeFloat, Unit: "dB", Default: 0.0, Min: o.Bound(0), Description: "attenuation the first scan starts at"},
+		{Name: "scan_step_db", Type: o.TypeFloat, Unit: "dB", Default: 0.5, Min: o.Bound(0.01), Description: "step of the upward scan"},
+		{Name: "max_db", Type: o.TypeFloat, Unit: "dB", Default: 25.0, Min: o.Bound(0), Description: "highest attenuation the scan may set"},
+		{Name: "sink_port", Type: o.TypeString, Default: "sink", Description: "the receiving switch's port (inventory name) that delivered frames leave by"},
+		{Name: "pktgen_port", Type: o.TypeInt, Default: int64(68), Min: o.Bound(0), Max: o.Bound(511), Description: "the packet generator's dev port (68 on Tofino 1 pipe 0)"},
+		{Name: "replace_program", Type: o.TypeBool, Default: false, Description: "restart a switch daemon that runs another P4 program"},
+		{Name: "port_up_timeout", Type: o.TypeDuration, Default: 30 * time.Second, Min: o.Bound(0.001), Description: "how long a port may take to come up"},
+	}
+}
+
+// Table is the declared data table.
+func Table() results.Table {
+	return results.Table{
+		Name:        "loss_sweep",
+		Title:       "LinkGuardian under line-rate stress, per link speed, loss rate and mode",
+		Description: "One row per stress test. effective_loss is 1 - frames_delivered/frames_sent; effective_loss_high its 95% Wilson upper bound (the figure to quote when effective_loss is 0).",
+		Fields: []results.Field{
+			{Name: "link", Type: "string", Description: "inventory link name"},
+			{Name: "link_speed_gbps", Type: "integer", Unit: "Gb/s", Description: "line rate of the link"},
+			{Name: "mode", Type: "string", Description: "off, linkguardian or linkguardian-nb"},
+			{Name: "target_loss", Type: "number", Unit: "1", Description: "effective loss rate the protection is configured for"},
+			{Name: "nominal_loss", Type: "number", Unit: "1", Description: "loss rate asked for"},
+			{Name: "actual_loss", Type: "number", Unit: "1", Description: "frame loss rate measured with protection off at this attenuation"},
+			{Name: "attenuation_db", Type: "number", Unit: "dB", Description: "VOA attenuation"},
+			{Name: "retx_copies", Type: "integer", Description: "retransmitted copies (Eq. 2); 0 with protection off"},
+			{Name: "frames_sent", Type: "integer", Unit: "frames", Description: "frames the packet generator sent"},
+			{Name: "frames_delivered", Type: "integer", Unit: "frames", Description: "original frames delivered out of the receiver's sink port"},
+			{Name: "effective_loss", Type: "number", Unit: "1", Description: "1 - frames_delivered / frames_sent"},
+			{Name: "effective_loss_high", Type: "number", Unit: "1", Description: "95% Wilson upper bound of effective_loss"},
+			{Name: "effective_link_speed_gbps", Type: "number", Unit: "Gb/s", Description: "delivered rate between 10% and 90% of the run, preamble and gap counted"},
+			{Name: "timeouts", Type: "integer", Description: "holes the receiver skipped by ackNoTimeout"},
+			{Name: "max_tx_buffer_bytes", Type: "integer", Unit: "B", Description: "watermark of the sender's Tx buffer queue"},
+			{Name: "max_rx_buffer_bytes", Type: "integer", Unit: "B", Description: "watermark of the receiver's reorder buffer queue"},
+			{Name: "frames_on_wire", Type: "integer", Unit: "frames", Description: "every frame the sender transmitted: originals, copies, dummies"},
+			{Name: "fcs_errors", Type: "integer", Unit: "frames", Description: "frames the receiver took with an FCS error"},
+			{Name: "pause_frames", Type: "integer", Unit: "frames", Description: "pause frames the receiver sent"},
+		},
+		Plot: &results.Plot{X: "actual_loss", Y: "effective_link_speed_gbps", Series: "mode", LogX: true, Title: "Effective link speed vs actual loss rate"},
+	}
+}
+
+// Point is one stress test's summary.
+type Point struct {
+	Link               string  `json:"link"`
+	AttenuationDB      float64 `json:"attenuation_db"`
+	ActualLoss         float64 `json:"actual_loss"`
+	RetxCopies         int     `json:"retx_copies"`
+	FramesSent         int64   `json:"frames_sent"`
+	FramesDelivered    int64   `json:"frames_delivered"`
+	EffectiveLoss      float64 `json:"effective_loss"`
+	EffectiveLossHigh  float64 `json:"effective_loss_high"`
+	EffectiveSpeedGbps float64 `json:"effective_link_speed_gbps"`
+	Timeouts           int64   `json:"timeouts"`
+	MaxTxBufferBytes   int64   `json:"max_tx_buffer_bytes"`
+	MaxRxBufferBytes   int64   `json:"max_rx_buffer_bytes"`
+}
+
+// Summary is summary.json: points by link speed ("25G"), nominal loss
+// rate ("1e-05") and mode.
+type Summary struct {
+	Partial    bool                                    `json:"partial"`
+	TargetLoss float64                                 `json:"target_loss"`
+	Points     map[string]map[string]map[string]Point `json:"points"`
+}
+
+type state struct {
+	mu     sync.Mutex
+	points map[string]map[string]map[string]Point
+}
+
+func (s *state) add(speed, loss, mode string, p Point) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.points[speed] == nil {
+		s.points[speed] = map[string]map[string]Point{}
+	}
+	if s.points[speed][loss] == nil {
+		s.points[speed][loss] = map[string]Point{}
+	}
+	s.points[speed][loss][mode] = p
+}
+
+// LossKey is how a nominal loss rate names its summary entry.
+func LossKey(f float64) string { return strconv.FormatFloat(f, 'e', -1, 64) }
+
+// Plan implements Recipe.
+func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
+	p := pc.Params
+	links, binds, err := lgbench.Bind(pc, p.Strings("links"), p.String("sink_port"))
+	if err != nil {
+		return nil, err
+	}
+	var modes []lgbench.Mode
+	for _, m := range p.Strings("modes") {
+		mode, err := lgbench.ParseMode(m)
+		if err != nil {
+			return nil, o.Inputf("modes: %v", err)
+		}
+		modes = append(modes, mode)
+	}
+	losses := p.Floats("loss_rates")
+	if len(losses) == 0 || len(modes) == 0 {
+		return nil, o.Inputf("loss_rates and modes must not be empty")
+	}
+	target := p.Float("target_loss")
+	for _, l := range losses {
+		if l <= target {
+			return nil, o.Inputf("loss rate %g is not above target_loss %g: there is nothing to protect against", l, target)
+		}
+	}
+	slices.Sort(losses)
+	for _, l := range links {
+		if err := pc.CheckAttenuation(l.VOA, l.VOAChannel, p.Float("max_db")); err != nil {
+			return nil, o.Inputf("max_db: %v", err)
+		}
+	}
+	st := &state{points: map[string]map[string]map[string]Point{}}
+	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: binds, Tables: []results.Table{Table()},
+		Summary: func(partial bool) (any, error) {
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			return Summary{Partial: partial, TargetLoss: target, Points: st.points}, nil
+		}}
+	fb := int(p.Int("frame_size"))
+	stress := lgbench.Stress{AppID: 1, PktgenPort: int(p.Int("pktgen_port")), FrameBytes: fb, Poll: time.Millisecond}
+	for _, l := range links {
+		var bench *lgbench.Bench
+		var cal lgbench.Calibration
+		start := p.Float("start_db")
+		speed := fmt.Sprintf("%dG", l.Gbps)
+		devs := []string{l.Sender, l.Receiver, l.VOA}
+		plan.Steps = append(plan.Steps, &o.Step{
+			Name: fmt.Sprintf("%s: switches", l.Link.Name), Action: "prepare-switches", Devices: devs[:2],
+			Settings: []o.Setting{
+				{Device: l.Sender, Name: "program", Value: lg.ProgramSender},
+				{Device: l.Receiver, Name: "program", Value: lg.ProgramReceiver},
+				{Device: l.Sender, Name: fmt.Sprintf("port %d", l.TxPort), Value: fmt.Sprintf("%dG fec %s", l.Gbps, l.FEC)},
+				{Device: l.Receiver, Name: fmt.Sprintf("ports %d, %d (sink)", l.RxPort, l.Sink), Value: fmt.Sprintf("%dG fec %s", l.Gbps, l.FEC)},
+			},
+			Run: func(ctx context.Context, rc *o.RunContext) error {
+				var err error
+				bench, err = lgbench.Open(ctx, rc, l, lgbench.Options{ReplaceProgram: p.Bool("replace_program"), PortUpTimeout: p.Duration("port_up_timeout")})
+				return err
+			},
+		})
+		for _, loss := range losses {
+			plan.Steps = append(plan.Steps, &o.Step{
+				Name: fmt.Sprintf("%s: set loss %g", l.Link.Name, loss), Action: "calibrate-loss", Devices: devs,
+				Settings: []o.Setting{{Device: l.VOA, Name: fmt.Sprintf("ch%d.attenuation", l.VOAChannel), Value: fmt.Sprintf("measured for loss in [%g, %g]", loss/p.Float("calib_tolerance"), loss), Unit: "dB"}},
+				Note:     "the attenuation is found by measuring with protection off, starting where the previous loss rate was found",
+				Run: func(ctx context.Context, rc *o.RunContext) error {
+					if bench == nil {
+						return o.Skip("the switches of %s were not prepared", l.Link.Name)
+					}
+					var err error
+					cal, err = bench.Calibrate(ctx, loss, lgbench.CalibrateOptions{StartDB: start, StepDB: p.Float("scan_step_db"), MaxDB: p.Float("max_db"),
+						Tolerance: p.Float("calib_tolerance"), Losses: p.Int("calib_losses"), MaxFrames: p.Int("calib_max_frames"), FrameBytes: fb, Stress: stress})
+					if err != nil {
+						return err
+					}
+					start = cal.AttenuationDB
+					rc.Event(results.Event{Type: "measurement", Device: l.VOA, Message: fmt.Sprintf("%s: loss %.3g at %.3f dB (%d of %d frames, %d measurements)",
+						l.Link.Name, cal.Loss, cal.AttenuationDB, cal.Lost, cal.Frames, cal.Measurements),
+						Fields: map[string]any{"link": l.Link.Name, "nominal_loss": loss, "actual_loss": cal.Loss, "attenuation_db": cal.AttenuationDB}})
+					return nil
+				},
+			})
+			for _, mode := range modes {
+				plan.Steps = append(plan.Steps, &o.Step{
+					Name: fmt.Sprintf("%s: loss %g, %s", l.Link.Name, loss, mode), Action: "stress-test", Devices: devs[:2],
+					Settings: []o.Setting{
+						{Device: l.Sender, Name: "protection", Value: string(mode)},
+						{Device: l.Sender, Name: "pktgen", Value: fmt.Sprintf("%d frames of %d B at line rate out of port %d", p.Int("frames"), fb, l.TxPort)},
+					},
+					Note: "copies from Eq. 2 with the loss measured in the step before",
+					Run: func(ctx context.Context, rc *o.RunContext) error {
+						if bench == nil || cal.Target != loss {
+							return o.Skip("the loss rate %g was not set on %s", loss, l.Link.Name)
+						}
+						prot, err := bench.DefaultProtection(mode, target, cal.Loss, p.Bool("backpressure"), int(p.Int("dummy_pkt_max_count")))
+						if err != nil {
+							return err
+						}
+						if err := bench.Protect(ctx, prot); err != nil {
+							return err
+						}
+						s := stress
+						s.Frames, s.Window = p.Int("frames"), true
+						res, err := bench.Run(ctx, s)
+						if err != nil {
+							return err
+						}
+						pt := Point{Link: l.Link.Name, AttenuationDB: cal.AttenuationDB, ActualLoss: cal.Loss, RetxCopies: prot.Copies,
+							FramesSent: res.Sent, FramesDelivered: res.Delivered, EffectiveSpeedGbps: res.RateGbps, Timeouts: res.Timeouts,
+							MaxTxBufferBytes: res.MaxTxBufBytes, MaxRxBufferBytes: res.MaxRxBufBytes}
+						pt.EffectiveLoss = float64(res.Lost()) / float64(res.Sent)
+						_, pt.EffectiveLossHigh = stats.Wilson(res.Lost(), res.Sent, stats.Z95)
+						st.add(speed, LossKey(loss), string(mode), pt)
+						t, err := rc.Table("loss_sweep")
+						if err != nil {
+							return err
+						}
+						if err := t.Write(l.Link.Name, l.Gbps, string(mode), target, loss, cal.Loss, cal.AttenuationDB, prot.Copies, res.Sent, res.Delivered,
+							pt.EffectiveLoss, pt.EffectiveLossHigh, res.RateGbps, res.Timeouts, res.MaxTxBufBytes, res.MaxRxBufBytes, res.Wire, res.FCS, res.Pauses); err != nil {
+							return err
+						}
+						eff := fmt.Sprintf("%.3g", pt.EffectiveLoss)
+						if res.Lost() == 0 {
+							eff = fmt.Sprintf("0 (< %.2g)", pt.EffectiveLossHigh)
+						}
+						rc.Event(results.Event{Type: "measurement", Device: l.Sender, Message: fmt.Sprintf("%s %s at %.3g: %d copies, effective loss %s, %.2f Gb/s, %d timeouts, buffers %d/%d B",
+							l.Link.Name, mode, cal.Loss, prot.Copies, eff, res.RateGbps, res.Timeouts, res.MaxTxBufBytes, res.MaxRxBufBytes),
+							Fields: map[string]any{"link": l.Link.Name, "mode": string(mode), "actual_loss": cal.Loss, "effective_loss": pt.EffectiveLoss,
+								"effective_link_speed_gbps": res.RateGbps, "frames_sent": res.Sent}})
+						return nil
+					},
+				})
+			}
+		}
+	}
+	return plan, nil
+}

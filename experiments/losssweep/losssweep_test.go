@@ -1,0 +1,293 @@
+package losssweep_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"testbed/dut/tofino"
+	"testbed/experiments/losssweep"
+	"testbed/orchestrator"
+	lg "testbed/p4/linkguardian"
+	"testbed/results"
+	"testbed/simlab"
+	"testbed/transport"
+)
+
+func startLab(t *testing.T, seed uint64) *simlab.Lab {
+	t.Helper()
+	lab, err := simlab.StartDefault(simlab.Options{Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lab.Close() })
+	return lab
+}
+
+// run runs the recipe through the engine against lab over SSH and SCPI;
+// observe sees every event and may cancel the run.
+func run(t *testing.T, lab *simlab.Lab, observe func(results.Event, context.CancelFunc), sets ...string) (orchestrator.RunResult, losssweep.Summary) {
+	t.Helper()
+	r := losssweep.New()
+	params, err := orchestrator.ResolveParams(r.Params(), "", nil, sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cctx, cancelCause := context.WithCancelCause(context.Background())
+	defer cancelCause(nil)
+	ctx, cancel := cctx, func() { cancelCause(orchestrator.ErrAborted) }
+	eng := &orchestrator.Engine{RunsDir: filepath.Join(dir, "runs"), StateDir: filepath.Join(dir, "state")}
+	if observe != nil {
+		eng.Observe = func(e results.Event) { observe(e, cancel) }
+	}
+	res, err := eng.Run(ctx, orchestrator.RunRequest{Recipe: r, Params: params, Lab: lab.Inventory(), Simulated: true, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s losssweep.Summary
+	b, err := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := results.Verify(res.Dir); err != nil || !rep.OK {
+		t.Errorf("bundle does not verify: %v %+v", err, rep)
+	}
+	return *res, s
+}
+
+func open(t *testing.T, lab *simlab.Lab, name string) *tofino.Switch {
+	t.Helper()
+	d, ok := lab.Inventory().Device(name)
+	if !ok {
+		t.Fatalf("no %s", name)
+	}
+	sw, err := tofino.Open(context.Background(), d.Address, tofino.Options{Timeout: 20 * time.Second,
+		SSH: transport.SSHOptions{KeyFile: d.Credentials.KeyFile, KnownHosts: d.Options["known_hosts"]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sw.Close() })
+	return sw
+}
+
+// LinkGuardian §4.1 and Fig. 8, from the simulated switches' counters:
+// unprotected, the link loses what the calibration measured; protected,
+// nothing is lost in either mode; the copies follow Eq. 2; ordered mode
+// pays in link speed at 100G where the reorder buffer drains no faster
+// than frames arrive, non-blocking mode barely; only ordered mode uses
+// the reorder buffer.
+func TestLossSweepProtectsAndCostsWhatThePaperSays(t *testing.T) {
+	lab := startLab(t, 11)
+	res, s := run(t, lab, nil, "loss_rates=1e-4,1e-3", "frames=1000000", "calib_losses=100")
+	if res.Status != results.StatusOK {
+		t.Fatalf("run %s: %s", res.Status, res.Reason)
+	}
+	if s.Partial || len(s.Points) != 2 {
+		t.Fatalf("summary: partial %v, speeds %d", s.Partial, len(s.Points))
+	}
+	for speed, byLoss := range s.Points {
+		for nominal, byMode := range byLoss {
+			off, lgo, nb := byMode["off"], byMode["linkguardian"], byMode["linkguardian-nb"]
+			line := map[string]float64{"25G": 25, "100G": 100}[speed]
+			t.Logf("%s %s: actual %.3g at %.2f dB; copies %d; effective off %.3g LG %.3g NB %.3g; speed off %.2f LG %.2f NB %.2f; buffers LG %d/%d NB %d/%d",
+				speed, nominal, off.ActualLoss, off.AttenuationDB, lgo.RetxCopies, off.EffectiveLoss, lgo.EffectiveLoss, nb.EffectiveLoss,
+				off.EffectiveSpeedGbps, lgo.EffectiveSpeedGbps, nb.EffectiveSpeedGbps, lgo.MaxTxBufferBytes, lgo.MaxRxBufferBytes, nb.MaxTxBufferBytes, nb.MaxRxBufferBytes)
+			// Unprotected, a second measurement at the same attenuation
+			// agrees with the calibration within sampling error.
+			if off.ActualLoss <= 0 || off.EffectiveLoss < off.ActualLoss/2 || off.EffectiveLoss > off.ActualLoss*2 {
+				t.Errorf("%s %s off: effective loss %.3g, calibrated %.3g", speed, nominal, off.EffectiveLoss, off.ActualLoss)
+			}
+			want, err := lg.Copies(s.TargetLoss, off.ActualLoss)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, p := range map[string]losssweep.Point{"linkguardian": lgo, "linkguardian-nb": nb} {
+				if p.RetxCopies != want {
+					t.Errorf("%s %s %s: %d copies, Eq. 2 gives %d", speed, nominal, name, p.RetxCopies, want)
+				}
+				if p.EffectiveLossHigh >= off.ActualLoss/10 {
+					t.Errorf("%s %s %s: effective loss %.3g (up to %.3g), actual %.3g: no protection", speed, nominal, name, p.EffectiveLoss, p.EffectiveLossHigh, off.ActualLoss)
+				}
+				if p.MaxTxBufferBytes <= 0 || p.MaxTxBufferBytes > 100_000 {
+					t.Errorf("%s %s %s: Tx buffer peak %d B (the paper: under 90 KB)", speed, nominal, name, p.MaxTxBufferBytes)
+				}
+			}
+			if lgo.MaxRxBufferBytes <= 0 || nb.MaxRxBufferBytes != 0 {
+				t.Errorf("%s %s: reorder buffer LG %d B, NB %d B: only ordered mode reorders", speed, nominal, lgo.MaxRxBufferBytes, nb.MaxRxBufferBytes)
+			}
+			if off.EffectiveSpeedGbps > line || nb.EffectiveSpeedGbps > off.EffectiveSpeedGbps || lgo.EffectiveSpeedGbps > nb.EffectiveSpeedGbps {
+				t.Errorf("%s %s: speeds off %.3f >= NB %.3f >= LG %.3f <= line %v does not hold", speed, nominal, off.EffectiveSpeedGbps, nb.EffectiveSpeedGbps, lgo.EffectiveSpeedGbps, line)
+			}
+			if nb.EffectiveSpeedGbps < 0.99*line {
+				t.Errorf("%s %s: NB runs at %.2f Gb/s, more than 1%% below line rate", speed, nominal, nb.EffectiveSpeedGbps)
+			}
+		}
+	}
+	// The paper: about 8% less link speed for ordered mode at 100G and
+	// 1e-3, little at 25G.
+	if p := s.Points["100G"][losssweep.LossKey(1e-3)]["linkguardian"]; p.EffectiveSpeedGbps > 95 {
+		t.Errorf("100G 1e-3 ordered mode keeps %.2f Gb/s: the reorder buffer costs nothing", p.EffectiveSpeedGbps)
+	}
+	if p := s.Points["25G"][losssweep.LossKey(1e-3)]["linkguardian"]; p.EffectiveSpeedGbps < 24 {
+		t.Errorf("25G 1e-3 ordered mode drops to %.2f Gb/s", p.EffectiveSpeedGbps)
+	}
+	// More loss, more attenuation, and at least as many copies.
+	for speed, byLoss := range s.Points {
+		lo, hi := byLoss[losssweep.LossKey(1e-4)]["linkguardian"], byLoss[losssweep.LossKey(1e-3)]["linkguardian"]
+		if hi.AttenuationDB <= lo.AttenuationDB || hi.ActualLoss <= lo.ActualLoss || hi.RetxCopies < lo.RetxCopies {
+			t.Errorf("%s: 1e-4 at %.2f dB (%d copies), 1e-3 at %.2f dB (%d copies)", speed, lo.AttenuationDB, lo.RetxCopies, hi.AttenuationDB, hi.RetxCopies)
+		}
+	}
+	checkRestored(t, lab, nil)
+}
+
+// found is what a lab engineer left on the switches before the run.
+type found struct {
+	protect, retx  tofino.Entry
+	pause, resume  int64
+	txPort, rxPort int
+}
+
+// checkRestored: every VOA at rest, no port the run added, protection
+// entries and thresholds as they were found.
+func checkRestored(t *testing.T, lab *simlab.Lab, f *found) {
+	t.Helper()
+	for _, name := range []string{"voa3"} {
+		v, ok := lab.World().VOA(name)
+		if !ok {
+			t.Fatalf("no %s in the world", name)
+		}
+		for i, c := range v.Channels {
+			if a := c.Target(); a != 0 {
+				t.Errorf("%s channel %d left at %.2f dB", name, i+1, a)
+			}
+		}
+	}
+	ctx := context.Background()
+	sw1, sw2 := open(t, lab, "sw1"), open(t, lab, "sw2")
+	for _, sw := range []*tofino.Switch{sw1, sw2} {
+		for _, p := range []int{136, 144, 160} {
+			if f != nil && (p == f.txPort && sw == sw1 || p == f.rxPort && sw == sw2) {
+				continue
+			}
+			if _, err := sw.PortStatus(ctx, p); err == nil || !tofino.IsNotFound(err) {
+				t.Errorf("port %d still there after the run (%v)", p, err)
+			}
+		}
+	}
+	es, err := sw1.Entries(ctx, lg.TableLinkProtect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f == nil {
+		if len(es) != 0 {
+			t.Errorf("protection entries left on sw1: %+v", es)
+		}
+		return
+	}
+	if len(es) != 1 || es[0].Action != f.protect.Action || es[0].Data[lg.ParamDummyPktMaxCount] != f.protect.Data[lg.ParamDummyPktMaxCount] ||
+		es[0].Data[lg.ParamBlockingMode] != f.protect.Data[lg.ParamBlockingMode] {
+		t.Errorf("sw1 %s: %+v, found before the run %+v", lg.TableLinkProtect, es, f.protect)
+	}
+	es, err = sw1.Entries(ctx, lg.TableRetxMcast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 1 || es[0].Data[lg.ParamNumCopies] != f.retx.Data[lg.ParamNumCopies] {
+		t.Errorf("sw1 %s: %+v, found before the run %+v", lg.TableRetxMcast, es, f.retx)
+	}
+	for reg, want := range map[string]int64{lg.RegPauseThreshold: f.pause, lg.RegResumeThreshold: f.resume} {
+		v, err := sw2.ReadRegister(ctx, reg, 0)
+		if err != nil || len(v) == 0 || v[0] != want {
+			t.Errorf("sw2 %s = %v (%v), found %d", reg, v, err, want)
+		}
+	}
+}
+
+// An interrupted run leaves a bundle that says so, and the lab as found:
+// the protection entry and thresholds an engineer had configured, the
+// VOA at rest, the run's ports deleted.
+func TestLossSweepAbortRestoresTheLab(t *testing.T) {
+	lab := startLab(t, 12)
+	ctx := context.Background()
+	sw1, sw2 := open(t, lab, "sw1"), open(t, lab, "sw2")
+	for sw, prog := range map[*tofino.Switch]string{sw1: lg.ProgramSender, sw2: lg.ProgramReceiver} {
+		if err := sw.StartSwitchd(ctx, prog); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := &found{txPort: 144, rxPort: 144, pause: 300, resume: 250}
+	for _, p := range []struct {
+		sw   *tofino.Switch
+		port int
+	}{{sw1, f.txPort}, {sw2, f.rxPort}} {
+		if err := p.sw.AddPort(ctx, p.port, 25, "none"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := map[string]int64{"egress_port": int64(f.txPort)}
+	f.protect = tofino.Entry{Key: key, Action: lg.ActionProtect, Data: map[string]int64{lg.ParamDummyPktMaxCount: 7, lg.ParamBlockingMode: 0}}
+	f.retx = tofino.Entry{Key: key, Action: lg.ActionRetxCopies, Data: map[string]int64{lg.ParamNumCopies: 3}}
+	if err := sw1.AddEntry(ctx, lg.TableLinkProtect, f.protect); err != nil {
+		t.Fatal(err)
+	}
+	if err := sw1.AddEntry(ctx, lg.TableRetxMcast, f.retx); err != nil {
+		t.Fatal(err)
+	}
+	if err := sw2.WriteRegister(ctx, lg.RegPauseThreshold, 0, f.pause); err != nil {
+		t.Fatal(err)
+	}
+	if err := sw2.WriteRegister(ctx, lg.RegResumeThreshold, 0, f.resume); err != nil {
+		t.Fatal(err)
+	}
+	// Stop it in the middle of the first protected stress test.
+	res, s := run(t, lab, func(e results.Event, cancel context.CancelFunc) {
+		if e.Type == "step.start" && strings.Contains(e.Step, "linkguardian") {
+			go func() { time.Sleep(50 * time.Millisecond); cancel() }()
+		}
+	}, "links=lg25", "loss_rates=1e-3", "frames=4000000", "calib_losses=100")
+	if res.Status != results.StatusAborted {
+		t.Fatalf("status %s (%s), want aborted", res.Status, res.Reason)
+	}
+	if !s.Partial || len(res.Unrestored) != 0 {
+		t.Errorf("summary partial %v, unrestored %v", s.Partial, res.Unrestored)
+	}
+	checkRestored(t, lab, f)
+	if st, err := sw1.PktgenStatus(ctx, 1); err == nil && st.Enabled {
+		t.Errorf("packet generator still running after the abort: %+v", st)
+	}
+}
+
+func TestLossSweepExplainsALabWithoutSwitchLinks(t *testing.T) {
+	lab := startLab(t, 13)
+	r := losssweep.New()
+	for _, c := range []struct {
+		sets []string
+		want string
+	}{
+		{[]string{"links=l25g"}, "end a is on"},
+		{[]string{"loss_rates=1e-9"}, "not above target_loss"},
+		{[]string{"modes=fast"}, "modes"},
+		{[]string{"max_db=400"}, "max_db"},
+	} {
+		params, err := orchestrator.ResolveParams(r.Params(), "", nil, c.sets)
+		if err != nil {
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%v: %v", c.sets, err)
+			}
+			continue
+		}
+		_, err = r.Plan(&orchestrator.PlanContext{Lab: lab.Inventory(), Params: params, Simulated: true})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v does not say %q", c.sets, err, c.want)
+		}
+	}
+}
