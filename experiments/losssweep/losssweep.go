@@ -136,8 +136,8 @@ type Point struct {
 // Summary is summary.json: points by link speed ("25G"), nominal loss
 // rate ("1e-05") and mode.
 type Summary struct {
-	Partial    bool                                    `json:"partial"`
-	TargetLoss float64                                 `json:"target_loss"`
+	Partial    bool                                   `json:"partial"`
+	TargetLoss float64                                `json:"target_loss"`
 	Points     map[string]map[string]map[string]Point `json:"points"`
 }
 
