@@ -22,10 +22,12 @@
 package lgmodel
 
 import (
+	"cmp"
 	"container/heap"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	lg "testbed/p4/linkguardian"
@@ -206,6 +208,10 @@ type sim struct {
 	forceLost     bool  // the frame after a skipped run is the corrupted one
 	covered       int64 // last original a delivered dummy has announced
 	idleFrom      int64 // the line carries only redundant dummies since then (-1: not idle)
+	// The last skipped-over run: its first frame's start, slot and length,
+	// so counters read mid-run count only the frames already sent.
+	runStart, runSlot, runLen int64
+	reached                   int64 // the latest time Advance was asked for
 
 	// receiver
 	ackNo     int64
@@ -256,6 +262,7 @@ func New(cfg Config, r *rand.Rand) (*Sim, error) {
 // Advance simulates until simulated time until (picoseconds since the
 // start) or until the run is done, and reports whether it is done.
 func (m *Sim) Advance(until int64) bool {
+	m.s.reached = max(m.s.reached, until)
 	m.s.loop(until)
 	return m.s.done()
 }
@@ -289,6 +296,12 @@ func (m *Sim) Buffers() (txBytes, rxBytes int64, paused bool) {
 func (m *Sim) Result() Result {
 	s := m.s
 	res := s.res
+	if s.reached < math.MaxInt64 {
+		sent, arrived := s.runProgress(s.reached)
+		res.FramesSent -= sent
+		res.Transmissions -= sent
+		res.Delivered += arrived
+	}
 	d := s.now
 	res.Duration = time.Duration(d / 1000)
 	if res.FramesSent > 0 {
@@ -453,9 +466,47 @@ func (s *sim) geometric() int64 {
 	return int64(k)
 }
 
+// runProgress is how a reading at time t sees skipped-over runs, which
+// the simulation counts whole: notSent frames of the last run counted as
+// sent have not been sent in full by t, and arrived frames of runs still on the
+// wire have landed (and are delivered, being in order) by t.
+func (s *sim) runProgress(t int64) (notSent, arrived int64) {
+	if s.runLen > 0 && t < s.runStart+s.runLen*s.runSlot {
+		done := int64(0) // frames whose last bit has left by t
+		if t >= s.runStart {
+			done = min(s.runLen, (t-s.runStart)/s.runSlot)
+		}
+		notSent = s.runLen - done
+	}
+	var runs []*event
+	for _, e := range s.q {
+		if e.kind == evArrive && e.p.run > 1 && e.at > t {
+			runs = append(runs, e)
+		}
+	}
+	if len(runs) == 0 {
+		return notSent, 0
+	}
+	slices.SortFunc(runs, func(a, b *event) int { return cmp.Compare(a.p.seq, b.p.seq) })
+	next := s.ackNo
+	for _, e := range runs {
+		if s.c.Mode != Off && (e.p.seq != next || len(s.holes) > 0 || len(s.buf) > 0) {
+			break // would not be delivered on arrival: count it when it lands
+		}
+		slot := s.ser(e.p.bytes)
+		first := e.at - (e.p.run-1)*slot
+		if t >= first {
+			arrived += min(e.p.run, (t-first)/slot+1)
+		}
+		next = e.p.seq + e.p.run
+	}
+	return notSent, arrived
+}
+
 func (s *sim) emitRun(p packet) {
 	k := p.run
 	slot := s.ser(p.bytes)
+	s.runStart, s.runSlot, s.runLen = s.now, slot, k
 	s.nextSeq += k
 	s.res.FramesSent += k
 	s.res.Transmissions += k

@@ -3,6 +3,7 @@ package lgmodel
 import (
 	"math"
 	"math/rand/v2"
+	lg "testbed/p4/linkguardian"
 	"testing"
 	"time"
 )
@@ -211,5 +212,43 @@ func TestContinuousStop(t *testing.T) {
 	r := m.Result()
 	if r.Delivered+r.Lost != r.FramesSent || r.FramesSent < 4000 {
 		t.Fatalf("unresolved frames: %+v", r)
+	}
+}
+
+// Counters read while a run advances count only what has crossed the
+// wire by then, even inside a skipped-over run of frames: sent never runs
+// ahead of line rate, and delivered never ahead of sent.
+func TestCountersReadMidRunFollowTheWire(t *testing.T) {
+	for _, mode := range []Mode{Off, Ordered, NonBlocking} {
+		c, err := Defaults(mode, 25e9, 1e-4, 2_000_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.MaxRun = 256
+		m, err := New(c, rand.New(rand.NewPCG(3, 3)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		slot := float64((c.FrameBytes+20+map[bool]int{true: 0, false: lg.HeaderBytes}[mode == Off])*8) / c.LinkBps
+		var last Result
+		for at := 7 * time.Microsecond; ; at += 7 * time.Microsecond {
+			done := m.AdvanceTo(at)
+			r := m.Result()
+			if lineRate := at.Seconds()/slot + 1; float64(r.FramesSent) > lineRate {
+				t.Fatalf("%s at %v: %d frames sent, line rate allows %.0f", mode, at, r.FramesSent, lineRate)
+			}
+			if r.Delivered > r.FramesSent || r.Delivered < last.Delivered || r.FramesSent < last.FramesSent {
+				t.Fatalf("%s at %v: sent %d delivered %d, before sent %d delivered %d", mode, at, r.FramesSent, r.Delivered, last.FramesSent, last.Delivered)
+			}
+			// Off: nothing waits, so what was sent a microsecond and a
+			// frame ago has landed unless corrupted.
+			if mode == Off && r.FramesSent-r.Delivered-r.Lost > int64(2*time.Microsecond.Seconds()/slot)+2 {
+				t.Fatalf("%s at %v: sent %d, delivered %d, lost %d: frames counted late", mode, at, r.FramesSent, r.Delivered, r.Lost)
+			}
+			last = r
+			if done || at > 2*time.Millisecond {
+				break
+			}
+		}
 	}
 }
