@@ -334,6 +334,7 @@ func (d *Dataplane) dropWhileDown(r *lgRun, t time.Duration) {
 		tp.add("$FramesTransmittedAll", n)
 		tp.add("$FramesTransmittedOK", n)
 		tp.add("$OctetsTransmittedTotal", n*int64(r.frameBytes))
+		tp.add(txLength(int64(r.frameBytes)), n)
 	}
 }
 
@@ -363,6 +364,8 @@ func (d *Dataplane) account(r *lgRun) {
 	tp.add("$FramesTransmittedAll", dTx)
 	tp.add("$FramesTransmittedOK", dTx)
 	tp.add("$OctetsTransmittedTotal", octets)
+	tp.add(txLength(big), dTx-dDummies)
+	tp.add(txLength(small), dDummies)
 	tp.add("$FramesReceivedPriPause", cur.PauseFrames-prev.PauseFrames)
 	// Receiver port: what arrives, the corrupted part with an FCS error.
 	rp.add("$FramesReceivedAll", dTx)
@@ -370,12 +373,15 @@ func (d *Dataplane) account(r *lgRun) {
 	rp.add("$FramesReceivedwithFCSError", dCorrupt)
 	rp.add("$FrameswithanyError", dCorrupt)
 	rp.add("$OctetsReceived", octets)
+	rp.add(rxLength(big), dTx-dDummies)
+	rp.add(rxLength(small), dDummies)
 	rp.add("$FramesTransmittedPriPause", cur.PauseFrames-prev.PauseFrames)
 	// Delivered originals leave the receiver's sink port.
 	if sp := l.rx.port(l.sinkPort); sp != nil {
 		sp.add("$FramesTransmittedAll", dDelivered)
 		sp.add("$FramesTransmittedOK", dDelivered)
 		sp.add("$OctetsTransmittedTotal", dDelivered*int64(r.frameBytes))
+		sp.add(txLength(int64(r.frameBytes)), dDelivered)
 	}
 	l.tx.mu.Lock()
 	l.tx.addRegLocked(senderSeqReg, 0, dSent)

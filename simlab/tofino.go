@@ -228,6 +228,7 @@ func (t *Tofino) countTx(dev int, n, bytes int64) {
 		p.add("$FramesTransmittedAll", n)
 		p.add("$FramesTransmittedOK", n)
 		p.add("$OctetsTransmittedTotal", n*bytes)
+		p.add(txLength(bytes), n)
 	}
 }
 
@@ -466,6 +467,34 @@ var speedGbps = map[string]int{"BF_SPEED_10G": 10, "BF_SPEED_25G": 25, "BF_SPEED
 var portStatNames = []string{"$FramesReceivedOK", "$FramesReceivedAll", "$FramesReceivedwithFCSError", "$FrameswithanyError",
 	"$OctetsReceivedinGoodFrames", "$OctetsReceived", "$FramesTransmittedOK", "$FramesTransmittedAll",
 	"$OctetsTransmittedTotal", "$FramesTransmittedPriPause", "$FramesReceivedPriPause", "$PriorityPauseFrames"}
+
+// The MAC's RMON frame-size counters: upper bounds of each range (the last
+// is 9216 and over).
+var lengthBuckets = []struct {
+	max  int
+	name string
+}{{63, "lt_64"}, {64, "eq_64"}, {127, "65_127"}, {255, "128_255"}, {511, "256_511"}, {1023, "512_1023"},
+	{1518, "1024_1518"}, {2047, "1519_2047"}, {4095, "2048_4095"}, {8191, "4096_8191"}, {9215, "8192_9215"}, {1 << 30, "9216"}}
+
+func init() {
+	for _, b := range lengthBuckets {
+		portStatNames = append(portStatNames, "$FramesTransmittedLength_"+b.name, "$FramesReceivedLength_"+b.name)
+	}
+}
+
+// txLength and rxLength name the frame-size counter a frame of n bytes
+// (FCS included) counts in.
+func txLength(n int64) string { return "$FramesTransmittedLength_" + lengthBucket(n) }
+func rxLength(n int64) string { return "$FramesReceivedLength_" + lengthBucket(n) }
+
+func lengthBucket(n int64) string {
+	for _, b := range lengthBuckets {
+		if n <= int64(b.max) {
+			return b.name
+		}
+	}
+	return "9216"
+}
 
 func (t *Tofino) handle(req agentReq) (any, error) {
 	a := req.Args
