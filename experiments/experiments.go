@@ -3,11 +3,12 @@ package experiments
 
 import (
 	"testbed/experiments/attsweep"
+	"testbed/experiments/backpressure"
 	"testbed/experiments/losssweep"
 	"testbed/orchestrator"
 )
 
 // Registry returns every recipe.
 func Registry() *orchestrator.Registry {
-	return orchestrator.NewRegistry(attsweep.New(), losssweep.New())
+	return orchestrator.NewRegistry(attsweep.New(), losssweep.New(), backpressure.New())
 }

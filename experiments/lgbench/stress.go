@@ -14,10 +14,13 @@ import (
 // Snapshot is one read of the bench's counters and registers. Each value
 // is a running total; a figure is the difference of two snapshots.
 type Snapshot struct {
-	Time        time.Duration // the sender's clock at its port read
-	SinkTime    time.Duration // the receiver's clock at the sink read
-	TxFrames    int64         // sender port: every frame on the wire
-	TxOctets    int64
+	Time     time.Duration // the sender's clock at its port read
+	SinkTime time.Duration // the receiver's clock at the sink read
+	TxFrames int64         // sender port: every frame on the wire
+	TxOctets int64
+	// TxData: the sender port's frames over 127 B (RMON size counters):
+	// originals and copies, not the 64 B dummies.
+	TxData      int64
 	RxOK        int64 // receiver port
 	RxFCS       int64
 	Delivered   int64 // originals the receiver forwarded out of its sink port
@@ -46,6 +49,13 @@ func (b *Bench) Read(ctx context.Context) (Snapshot, error) {
 	}
 	s.Time, s.SinkTime = tc.Time, sc.Time
 	s.TxFrames, s.TxOctets = tc.Values["$FramesTransmittedAll"], tc.Values["$OctetsTransmittedTotal"]
+	for _, n := range dataLengths {
+		v, ok := tc.Values[n]
+		if !ok {
+			return s, fmt.Errorf("%s: port %d counters have no %s", b.Sender, b.TxPort, n)
+		}
+		s.TxData += v
+	}
 	s.RxOK, s.RxFCS = rc.Values["$FramesReceivedOK"], rc.Values["$FramesReceivedwithFCSError"]
 	s.PauseFrames = rc.Values["$FramesTransmittedPriPause"]
 	s.Delivered = sc.Values["$FramesTransmittedOK"]
@@ -54,6 +64,11 @@ func (b *Bench) Read(ctx context.Context) (Snapshot, error) {
 	}
 	return s, nil
 }
+
+// dataLengths are the RMON transmit size counters over 127 B.
+var dataLengths = []string{"$FramesTransmittedLength_128_255", "$FramesTransmittedLength_256_511", "$FramesTransmittedLength_512_1023",
+	"$FramesTransmittedLength_1024_1518", "$FramesTransmittedLength_1519_2047", "$FramesTransmittedLength_2048_4095",
+	"$FramesTransmittedLength_4096_8191", "$FramesTransmittedLength_8192_9215", "$FramesTransmittedLength_9216"}
 
 // Queues is the occupancy of the two LinkGuardian buffers, in bytes.
 type Queues struct {

@@ -1,0 +1,416 @@
+// Package backpressure is the backpressure recipe (LinkGuardian §4.2,
+// Fig. 9): one long line-rate flow across the corrupting link; the loss
+// is switched on at one second and LinkGuardian (ordered mode) a few
+// seconds later, with its pause/resume backpressure on and then off,
+// while the switches' counters and buffers are polled at a fixed interval
+// of the sender's clock.
+package backpressure
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"testbed/experiments/lgbench"
+	o "testbed/orchestrator"
+	"testbed/results"
+)
+
+// Name is the recipe's name on the command line.
+const Name = "backpressure"
+
+// Recipe implements orchestrator.Recipe.
+type Recipe struct{}
+
+// New returns the recipe.
+func New() *Recipe { return &Recipe{} }
+
+// Name implements Recipe.
+func (*Recipe) Name() string { return Name }
+
+// Version implements Recipe; bump it when results would change.
+func (*Recipe) Version() string { return "1.0.0" }
+
+// Summary implements Recipe.
+func (*Recipe) Summary() string {
+	return "a long flow as loss and then LinkGuardian switch on, with backpressure on and off (LinkGuardian Fig. 9)"
+}
+
+// Description implements Recipe.
+func (*Recipe) Description() string {
+	return `For each selected link (default: every link with a VOA whose ends are on two switches), the
+attenuation that gives loss_rate is first found by measuring, as in loss-sweep. Then, once
+per value of backpressure, the VOA is set to clean_db, protection is turned off, and the
+sending switch's packet generator starts a line-rate flow of frame_size frames. Every
+interval of the sender's clock the recipe reads the sender port's data frames (the RMON
+size counters over 127 B: originals and copies, not dummies), the frames delivered out of
+the receiver's sink port, the receiver's pause frames, FCS errors and ackNoTimeout count,
+and the occupancy of the Tx buffer and reorder buffer queues. At loss_on_s the VOA goes to
+the calibrated attenuation; at protect_on_s LinkGuardian is enabled in ordered mode with
+copies from Eq. 2 and, with backpressure on, the pause/resume thresholds of the link
+speed (off: thresholds 0). At duration_s the flow stops. Rates count each frame as
+frame_size plus preamble and gap. Frames lost while protected are the frames lost in the
+whole flow less the FCS errors of the loss phase (every corrupted frame is lost there).
+Writes data/timeseries.csv and a summary per link, backpressure setting and phase. The
+protection entries and thresholds found are restored, ports the run added are deleted and
+the VOA returns to its resting value, at the end or on abort.`
+}
+
+// Params implements Recipe.
+func (*Recipe) Params() []o.ParamSpec {
+	return []o.ParamSpec{
+		{Name: "links", Type: o.TypeStrings, Default: []string{}, Description: "links to test (default: every link with a VOA between two switches)"},
+		{Name: "loss_rate", Type: o.TypeFloat, Default: 1e-3, Min: o.Bound(1e-9), Max: o.Bound(0.1), Description: "frame loss rate switched on through the VOA"},
+		{Name: "target_loss", Type: o.TypeFloat, Default: 1e-8, Min: o.Bound(1e-15), Max: o.Bound(0.1), Description: "effective loss rate LinkGuardian is configured for (Eq. 2)"},
+		{Name: "backpressure", Type: o.TypeStrings, Default: []string{"on", "off"}, Description: "runs, in order: on, off"},
+		{Name: "loss_on_s", Type: o.TypeFloat, Unit: "s", Default: 2.0, Min: o.Bound(0), Description: "when the loss is switched on, from the flow's start"},
+		{Name: "protect_on_s", Type: o.TypeFloat, Unit: "s", Default: 4.0, Min: o.Bound(0), Description: "when LinkGuardian is enabled"},
+		{Name: "duration_s", Type: o.TypeFloat, Unit: "s", Default: 8.0, Min: o.Bound(0.01), Max: o.Bound(3600), Description: "length of the flow"},
+		{Name: "interval", Type: o.TypeDuration, Default: 10 * time.Millisecond, Min: o.Bound(1e-5), Description: "polling interval of the sender's clock"},
+		{Name: "frame_size", Type: o.TypeInt, Unit: "B", Default: int64(1518), Min: o.Bound(128), Max: o.Bound(9216), Description: "L2 frame size including FCS (over 127 B, so data frames are told from dummies)"},
+		{Name: "dummy_pkt_max_count", Type: o.TypeInt, Default: int64(4), Min: o.Bound(0), Max: o.Bound(255), Description: "dummies the sender may send after each protected packet"},
+		{Name: "clean_db", Type: o.TypeFloat, Unit: "dB", Default: 0.0, Min: o.Bound(0), Description: "attenuation before the loss is switched on"},
+		{Name: "calib_tolerance", Type: o.TypeFloat, Default: 1.5, Min: o.Bound(1.05), Max: o.Bound(10), Description: "accept a measured loss within [loss_rate/calib_tolerance, loss_rate]"},
+		{Name: "calib_losses", Type: o.TypeInt, Default: int64(400), Min: o.Bound(10), Description: "losses the accepting calibration measurement expects"},
+		{Name: "calib_max_frames", Type: o.TypeInt, Unit: "frames", Default: int64(100_000_000), Min: o.Bound(1000), Description: "cap on frames per calibration measurement"},
+		{Name: "start_db", Type: o.TypeFloat, Unit: "dB", Default: 0.0, Min: o.Bound(0), Description: "attenuation the calibration scan starts at"},
+		{Name: "scan_step_db", Type: o.TypeFloat, Unit: "dB", Default: 0.5, Min: o.Bound(0.01), Description: "step of the calibration's upward scan"},
+		{Name: "max_db", Type: o.TypeFloat, Unit: "dB", Default: 25.0, Min: o.Bound(0), Description: "highest attenuation the scan may set"},
+		{Name: "sink_port", Type: o.TypeString, Default: "sink", Description: "the receiving switch's port (inventory name) that delivered frames leave by"},
+		{Name: "pktgen_port", Type: o.TypeInt, Default: int64(68), Min: o.Bound(0), Max: o.Bound(511), Description: "the packet generator's dev port (68 on Tofino 1 pipe 0)"},
+		{Name: "replace_program", Type: o.TypeBool, Default: false, Description: "restart a switch daemon that runs another P4 program"},
+		{Name: "port_up_timeout", Type: o.TypeDuration, Default: 30 * time.Second, Min: o.Bound(0.001), Description: "how long a port may take to come up"},
+	}
+}
+
+// Table is the declared time series.
+func Table() results.Table {
+	return results.Table{
+		Name:        "timeseries",
+		Title:       "A line-rate flow as loss and LinkGuardian switch on",
+		Description: "One row per poll. Rates and counts are over the interval ending at time_s; buffers are the occupancy at time_s.",
+		Fields: []results.Field{
+			{Name: "run", Type: "string", Description: "link and backpressure setting"},
+			{Name: "link", Type: "string", Description: "inventory link name"},
+			{Name: "backpressure", Type: "string", Description: "on or off"},
+			{Name: "time_s", Type: "number", Unit: "s", Description: "sender's clock since the flow started"},
+			{Name: "phase", Type: "string", Description: "clean, loss (unprotected) or protected"},
+			{Name: "sender_rate_gbps", Type: "number", Unit: "Gb/s", Description: "data frames (originals and copies) the sender's port transmitted"},
+			{Name: "delivered_rate_gbps", Type: "number", Unit: "Gb/s", Description: "frames delivered out of the receiver's sink port"},
+			{Name: "sender_queue_bytes", Type: "integer", Unit: "B", Description: "the sender's Tx buffer queue (buffered copies)"},
+			{Name: "reorder_buffer_bytes", Type: "integer", Unit: "B", Description: "the receiver's reorder buffer queue"},
+			{Name: "pause_frames", Type: "integer", Unit: "frames", Description: "pause frames the receiver sent"},
+			{Name: "fcs_errors", Type: "integer", Unit: "frames", Description: "frames the receiver took with an FCS error"},
+			{Name: "timeouts", Type: "integer", Description: "holes the receiver skipped by ackNoTimeout"},
+		},
+		Plot: &results.Plot{X: "time_s", Y: "delivered_rate_gbps", Series: "run", Title: "Delivered rate as loss (loss_on_s) and LinkGuardian (protect_on_s) switch on"},
+	}
+}
+
+// Phase is what one phase of a run measured.
+type Phase struct {
+	Seconds           float64 `json:"seconds"`
+	SenderRateGbps    float64 `json:"sender_rate_gbps"`
+	DeliveredRateGbps float64 `json:"delivered_rate_gbps"`
+	MaxTxBufferBytes  int64   `json:"max_tx_buffer_bytes"`
+	MaxRxBufferBytes  int64   `json:"max_rx_buffer_bytes"`
+	PauseFrames       int64   `json:"pause_frames"`
+	FCSErrors         int64   `json:"fcs_errors"`
+	Timeouts          int64   `json:"timeouts"`
+}
+
+// Run is one flow's summary.
+type Run struct {
+	AttenuationDB   float64 `json:"attenuation_db"`
+	ActualLoss      float64 `json:"actual_loss"`
+	RetxCopies      int     `json:"retx_copies"`
+	PauseCells      int     `json:"pause_threshold_cells"`
+	ResumeCells     int     `json:"resume_threshold_cells"`
+	FramesSent      int64   `json:"frames_sent"`
+	FramesDelivered int64   `json:"frames_delivered"`
+	FramesLost      int64   `json:"frames_lost"`
+	// LostWhileProtected: frames lost less the FCS errors of the loss
+	// phase.
+	LostWhileProtected int64            `json:"lost_while_protected"`
+	Phases             map[string]Phase `json:"phases"`
+}
+
+// Summary is summary.json: runs by link and backpressure setting.
+type Summary struct {
+	Partial bool                      `json:"partial"`
+	Links   map[string]map[string]Run `json:"links"`
+}
+
+// The phases of a run, in order.
+const (
+	PhaseClean     = "clean"
+	PhaseLoss      = "loss"
+	PhaseProtected = "protected"
+)
+
+type state struct {
+	mu    sync.Mutex
+	links map[string]map[string]Run
+}
+
+func (s *state) add(link, bp string, r Run) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.links[link] == nil {
+		s.links[link] = map[string]Run{}
+	}
+	s.links[link][bp] = r
+}
+
+// Plan implements Recipe.
+func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
+	p := pc.Params
+	links, binds, err := lgbench.Bind(pc, p.Strings("links"), p.String("sink_port"))
+	if err != nil {
+		return nil, err
+	}
+	bps := p.Strings("backpressure")
+	if len(bps) == 0 {
+		return nil, o.Inputf("backpressure: expected on, off or both")
+	}
+	for _, b := range bps {
+		if b != "on" && b != "off" {
+			return nil, o.Inputf("backpressure: %q (expected on or off)", b)
+		}
+	}
+	lossOn, protOn, dur := p.Float("loss_on_s"), p.Float("protect_on_s"), p.Float("duration_s")
+	if !(lossOn <= protOn && protOn < dur) {
+		return nil, o.Inputf("expected loss_on_s <= protect_on_s < duration_s, got %g, %g, %g", lossOn, protOn, dur)
+	}
+	interval := p.Duration("interval")
+	if n := dur / interval.Seconds(); n > 1e6 {
+		return nil, o.Inputf("interval %v over duration_s %g is %.0f polls (at most 10^6)", interval, dur, n)
+	}
+	loss, target := p.Float("loss_rate"), p.Float("target_loss")
+	if loss <= target {
+		return nil, o.Inputf("loss_rate %g is not above target_loss %g: there is nothing to protect against", loss, target)
+	}
+	for _, l := range links {
+		for _, db := range []float64{p.Float("max_db"), p.Float("clean_db")} {
+			if err := pc.CheckAttenuation(l.VOA, l.VOAChannel, db); err != nil {
+				return nil, o.Inputf("%v", err)
+			}
+		}
+	}
+	st := &state{links: map[string]map[string]Run{}}
+	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: binds, Tables: []results.Table{Table()},
+		Summary: func(partial bool) (any, error) {
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			return Summary{Partial: partial, Links: st.links}, nil
+		}}
+	fb := int(p.Int("frame_size"))
+	for _, l := range links {
+		var bench *lgbench.Bench
+		var cal lgbench.Calibration
+		devs := []string{l.Sender, l.Receiver, l.VOA}
+		plan.Steps = append(plan.Steps, &o.Step{
+			Name: fmt.Sprintf("%s: switches", l.Link.Name), Action: "prepare-switches", Devices: devs[:2],
+			Run: func(ctx context.Context, rc *o.RunContext) error {
+				var err error
+				bench, err = lgbench.Open(ctx, rc, l, lgbench.Options{ReplaceProgram: p.Bool("replace_program"), PortUpTimeout: p.Duration("port_up_timeout")})
+				return err
+			},
+		})
+		plan.Steps = append(plan.Steps, &o.Step{
+			Name: fmt.Sprintf("%s: find loss %g", l.Link.Name, loss), Action: "calibrate-loss", Devices: devs,
+			Settings: []o.Setting{{Device: l.VOA, Name: fmt.Sprintf("ch%d.attenuation", l.VOAChannel), Value: fmt.Sprintf("measured for loss in [%g, %g]", loss/p.Float("calib_tolerance"), loss), Unit: "dB"}},
+			Run: func(ctx context.Context, rc *o.RunContext) error {
+				if bench == nil {
+					return o.Skip("the switches of %s were not prepared", l.Link.Name)
+				}
+				if err := bench.Protect(ctx, lgbench.Protection{Mode: lgbench.Off}); err != nil {
+					return err
+				}
+				var err error
+				cal, err = bench.Calibrate(ctx, loss, lgbench.CalibrateOptions{StartDB: p.Float("start_db"), StepDB: p.Float("scan_step_db"), MaxDB: p.Float("max_db"),
+					Tolerance: p.Float("calib_tolerance"), Losses: p.Int("calib_losses"), MaxFrames: p.Int("calib_max_frames"), FrameBytes: fb,
+					Stress: lgbench.Stress{AppID: 1, PktgenPort: int(p.Int("pktgen_port")), FrameBytes: fb, Poll: time.Millisecond}})
+				if err != nil {
+					return err
+				}
+				rc.Event(results.Event{Type: "measurement", Device: l.VOA, Message: fmt.Sprintf("%s: loss %.3g at %.3f dB (%d of %d frames)",
+					l.Link.Name, cal.Loss, cal.AttenuationDB, cal.Lost, cal.Frames),
+					Fields: map[string]any{"link": l.Link.Name, "actual_loss": cal.Loss, "attenuation_db": cal.AttenuationDB}})
+				return nil
+			},
+		})
+		for _, bp := range bps {
+			plan.Steps = append(plan.Steps, &o.Step{
+				Name: fmt.Sprintf("%s: flow, backpressure %s", l.Link.Name, bp), Action: "timeseries", Devices: devs,
+				Settings: []o.Setting{
+					{Device: l.Sender, Name: "pktgen", Value: fmt.Sprintf("%g s of %d B frames at line rate out of port %d", dur, fb, l.TxPort)},
+					{Device: l.VOA, Name: fmt.Sprintf("ch%d.attenuation", l.VOAChannel), Value: fmt.Sprintf("%g dB, calibrated at %g s", p.Float("clean_db"), lossOn), Unit: "dB"},
+					{Device: l.Sender, Name: "protection", Value: fmt.Sprintf("off, linkguardian at %g s", protOn)},
+					{Device: l.Receiver, Name: "backpressure", Value: bp},
+				},
+				Run: func(ctx context.Context, rc *o.RunContext) error {
+					if bench == nil || cal.Target != loss {
+						return o.Skip("the loss rate of %s was not found", l.Link.Name)
+					}
+					f := flow{rc: rc, b: bench, l: l, cal: cal, bp: bp, fb: fb, interval: interval, target: target, cleanDB: p.Float("clean_db"),
+						lossOn: secs(lossOn), protOn: secs(protOn), dur: secs(dur), dummies: int(p.Int("dummy_pkt_max_count")), pktgenPort: int(p.Int("pktgen_port"))}
+					run, err := f.run(ctx)
+					if err != nil {
+						return err
+					}
+					st.add(l.Link.Name, bp, run)
+					pr := run.Phases[PhaseProtected]
+					rc.Event(results.Event{Type: "measurement", Device: l.Receiver, Message: fmt.Sprintf("%s backpressure %s: protected %.2f Gb/s delivered, reorder buffer up to %d B, %d pause frames, %d frames lost while protected",
+						l.Link.Name, bp, pr.DeliveredRateGbps, pr.MaxRxBufferBytes, pr.PauseFrames, run.LostWhileProtected),
+						Fields: map[string]any{"link": l.Link.Name, "backpressure": bp, "frames_sent": run.FramesSent, "frames_lost": run.FramesLost}})
+					return nil
+				},
+			})
+		}
+	}
+	return plan, nil
+}
+
+func secs(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
+
+// flow is one run of the time series.
+type flow struct {
+	rc                  *o.RunContext
+	b                   *lgbench.Bench
+	l                   lgbench.Link
+	cal                 lgbench.Calibration
+	bp                  string
+	fb                  int
+	interval            time.Duration
+	target, cleanDB     float64
+	lossOn, protOn, dur time.Duration
+	dummies, pktgenPort int
+}
+
+func (f *flow) run(ctx context.Context) (Run, error) {
+	b, l := f.b, f.l
+	run := Run{AttenuationDB: f.cal.AttenuationDB, ActualLoss: f.cal.Loss, Phases: map[string]Phase{}}
+	if err := f.rc.SetAttenuation(ctx, l.VOA, l.VOAChannel, f.cleanDB); err != nil {
+		return run, err
+	}
+	if err := b.Protect(ctx, lgbench.Protection{Mode: lgbench.Off}); err != nil {
+		return run, err
+	}
+	prot, err := b.DefaultProtection(lgbench.LinkGuard, f.target, f.cal.Loss, f.bp == "on", f.dummies)
+	if err != nil {
+		return run, err
+	}
+	run.RetxCopies, run.PauseCells, run.ResumeCells = prot.Copies, prot.PauseCells, prot.ResumeCells
+	table, err := f.rc.Table("timeseries")
+	if err != nil {
+		return run, err
+	}
+	// Enough frames that the generator outlasts the flow even at line rate.
+	frames := int64(math.Ceil((f.dur + time.Second).Seconds() / b.Duration(1, f.fb).Seconds()))
+	fl, err := b.StartFlow(ctx, lgbench.Stress{Frames: frames, FrameBytes: f.fb, AppID: 1, PktgenPort: f.pktgenPort})
+	if err != nil {
+		return run, err
+	}
+	defer fl.Close(ctx)
+	t0 := fl.Start.Time
+	bits := float64((f.fb + 20) * 8)
+	name := fmt.Sprintf("%s backpressure %s", l.Link.Name, f.bp)
+	phase := PhaseClean
+	phaseStart := fl.Start
+	prev := lgbench.Sample{Snapshot: fl.Start}
+	var lossFCS int64
+	var ph Phase
+	endPhase := func(s lgbench.Sample) {
+		ph.Seconds = (s.Time - phaseStart.Time).Seconds()
+		if dt := (s.Time - phaseStart.Time).Seconds(); dt > 0 {
+			ph.SenderRateGbps = float64(s.TxData-phaseStart.TxData) * bits / dt / 1e9
+		}
+		if dt := (s.SinkTime - phaseStart.SinkTime).Seconds(); dt > 0 {
+			ph.DeliveredRateGbps = float64(s.Delivered-phaseStart.Delivered) * bits / dt / 1e9
+		}
+		ph.PauseFrames = s.PauseFrames - phaseStart.PauseFrames
+		ph.FCSErrors = s.RxFCS - phaseStart.RxFCS
+		ph.Timeouts = s.Timeouts - phaseStart.Timeouts
+		run.Phases[phase] = ph
+		if phase == PhaseLoss {
+			lossFCS = ph.FCSErrors
+		}
+		ph, phaseStart = Phase{}, s.Snapshot
+	}
+	for k := int64(1); ; k++ {
+		at := time.Duration(k) * f.interval
+		if at > f.dur {
+			break
+		}
+		s, err := fl.SampleAt(ctx, t0+at)
+		if err != nil {
+			return run, err
+		}
+		var sent, delivered float64
+		if dt := (s.Time - prev.Time).Seconds(); dt > 0 {
+			sent = float64(s.TxData-prev.TxData) * bits / dt / 1e9
+		}
+		if dt := (s.SinkTime - prev.SinkTime).Seconds(); dt > 0 {
+			delivered = float64(s.Delivered-prev.Delivered) * bits / dt / 1e9
+		}
+		if err := table.Write(name, l.Link.Name, f.bp, (s.Time - t0).Seconds(), phase, sent, delivered, s.TxBuffer, s.Reorder,
+			s.PauseFrames-prev.PauseFrames, s.RxFCS-prev.RxFCS, s.Timeouts-prev.Timeouts); err != nil {
+			return run, err
+		}
+		ph.MaxTxBufferBytes = max(ph.MaxTxBufferBytes, s.TxBuffer)
+		ph.MaxRxBufferBytes = max(ph.MaxRxBufferBytes, s.Reorder)
+		prev = s
+		elapsed := s.Time - t0
+		if phase == PhaseClean && elapsed >= f.lossOn {
+			endPhase(s)
+			phase = PhaseLoss
+			if err := f.rc.SetAttenuation(ctx, l.VOA, l.VOAChannel, f.cal.AttenuationDB); err != nil {
+				return run, err
+			}
+			f.changed(ctx, fmt.Sprintf("%s: loss on (%.3f dB)", name, f.cal.AttenuationDB))
+		}
+		if phase == PhaseLoss && elapsed >= f.protOn {
+			endPhase(s)
+			phase = PhaseProtected
+			if err := b.Protect(ctx, prot); err != nil {
+				return run, err
+			}
+			f.changed(ctx, fmt.Sprintf("%s: linkguardian on, %d copies, thresholds %d/%d cells", name, prot.Copies, prot.PauseCells, prot.ResumeCells))
+		}
+	}
+	endPhase(prev)
+	sent, err := fl.Stop(ctx)
+	if err != nil {
+		return run, err
+	}
+	// What is still in flight (copies, the reorder buffer) lands within
+	// microseconds of device time.
+	now, err := b.Tx.Clock(ctx)
+	if err != nil {
+		return run, fmt.Errorf("%s: %w", l.Sender, err)
+	}
+	end, err := fl.SampleAt(ctx, now+time.Millisecond)
+	if err != nil {
+		return run, err
+	}
+	run.FramesSent = sent
+	run.FramesDelivered = end.Delivered - fl.Start.Delivered
+	run.FramesLost = run.FramesSent - run.FramesDelivered
+	run.LostWhileProtected = run.FramesLost - lossFCS
+	if run.FramesLost < 0 {
+		return run, fmt.Errorf("%s: %d frames delivered of %d sent: the sink port counts other traffic", l.Receiver, run.FramesDelivered, run.FramesSent)
+	}
+	return run, nil
+}
+
+// changed records when a change took effect, by the sender's clock.
+func (f *flow) changed(ctx context.Context, msg string) {
+	e := results.Event{Type: "change", Device: f.l.Sender, Message: msg}
+	if now, err := f.b.Tx.Clock(ctx); err == nil {
+		e.Fields = map[string]any{"device_time_s": now.Seconds()}
+	}
+	f.rc.Event(e)
+}

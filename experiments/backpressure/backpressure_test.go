@@ -1,0 +1,151 @@
+package backpressure_test
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"testbed/experiments/backpressure"
+	"testbed/orchestrator"
+	lg "testbed/p4/linkguardian"
+	"testbed/results"
+	"testbed/simlab"
+)
+
+func run(t *testing.T, sets ...string) (*orchestrator.RunResult, backpressure.Summary, []map[string]string) {
+	t.Helper()
+	lab, err := simlab.StartDefault(simlab.Options{Seed: 21})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lab.Close() })
+	r := backpressure.New()
+	params, err := orchestrator.ResolveParams(r.Params(), "", nil, sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	eng := &orchestrator.Engine{RunsDir: filepath.Join(dir, "runs"), StateDir: filepath.Join(dir, "state")}
+	res, err := eng.Run(context.Background(), orchestrator.RunRequest{Recipe: r, Params: params, Lab: lab.Inventory(), Simulated: true, Seed: 21})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != results.StatusOK {
+		t.Fatalf("run %s: %s", res.Status, res.Reason)
+	}
+	var s backpressure.Summary
+	b, err := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(res.Dir, "data", "timeseries.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []map[string]string
+	for _, rec := range recs[1:] {
+		m := map[string]string{}
+		for i, h := range recs[0] {
+			m[h] = rec[i]
+		}
+		rows = append(rows, m)
+	}
+	if v, _ := lab.World().VOA("voa3"); v != nil && v.Channels[0].Target() != 0 {
+		t.Errorf("VOA left at %.2f dB", v.Channels[0].Target())
+	}
+	return res, s, rows
+}
+
+// LinkGuardian Fig. 9 with a line-rate flow: the loss costs frames until
+// LinkGuardian is on; with backpressure nothing is lost after that and the
+// reorder buffer stays near its pause threshold; without it the buffer
+// fills, overflows, and delivery suffers.
+func TestBackpressureKeepsTheReorderBufferInBounds(t *testing.T) {
+	_, s, rows := run(t, "links=lg25", "duration_s=0.3", "loss_on_s=0.1", "protect_on_s=0.2", "interval=5ms", "calib_losses=50")
+	runs := s.Links["lg25"]
+	on, off := runs["on"], runs["off"]
+	if len(runs) != 2 {
+		t.Fatalf("summary: %+v", s)
+	}
+	for bp, r := range runs {
+		c, l, p := r.Phases[backpressure.PhaseClean], r.Phases[backpressure.PhaseLoss], r.Phases[backpressure.PhaseProtected]
+		t.Logf("backpressure %s: clean %.2f/%.2f Gb/s, loss %.2f/%.2f (%d FCS), protected %.2f/%.2f Gb/s, rx buffer %d B, %d pauses, %d timeouts, lost %d of %d (%d while protected)",
+			bp, c.SenderRateGbps, c.DeliveredRateGbps, l.SenderRateGbps, l.DeliveredRateGbps, l.FCSErrors, p.SenderRateGbps, p.DeliveredRateGbps,
+			p.MaxRxBufferBytes, p.PauseFrames, p.Timeouts, r.FramesLost, r.FramesSent, r.LostWhileProtected)
+		if c.FCSErrors != 0 || c.DeliveredRateGbps < 24.9 || c.DeliveredRateGbps > 25 {
+			t.Errorf("%s: clean phase %+v", bp, c)
+		}
+		if l.FCSErrors == 0 || l.DeliveredRateGbps >= l.SenderRateGbps {
+			t.Errorf("%s: loss phase loses nothing: %+v", bp, l)
+		}
+		if p.FCSErrors == 0 {
+			t.Errorf("%s: protected phase has no corruption to recover from", bp)
+		}
+	}
+	// With backpressure: nothing lost while protected; the receiver
+	// pauses the sender before its buffer passes the pause threshold (plus
+	// what is in flight).
+	pOn, pOff := on.Phases[backpressure.PhaseProtected], off.Phases[backpressure.PhaseProtected]
+	if on.LostWhileProtected != 0 || pOn.PauseFrames == 0 || on.PauseCells == 0 {
+		t.Errorf("backpressure on: %d lost while protected, %d pause frames, threshold %d cells", on.LostWhileProtected, pOn.PauseFrames, on.PauseCells)
+	}
+	if lim := int64(on.PauseCells)*lg.CellBytes + 4*1521; pOn.MaxRxBufferBytes > lim {
+		t.Errorf("backpressure on: reorder buffer reached %d B, pause threshold %d cells", pOn.MaxRxBufferBytes, on.PauseCells)
+	}
+	if off.PauseCells != 0 || pOff.PauseFrames != 0 {
+		t.Errorf("backpressure off still pauses: %d cells, %d pause frames", off.PauseCells, pOff.PauseFrames)
+	}
+	if pOff.MaxRxBufferBytes <= pOn.MaxRxBufferBytes || off.LostWhileProtected <= on.LostWhileProtected || pOff.DeliveredRateGbps >= pOn.DeliveredRateGbps {
+		t.Errorf("without backpressure the buffer should overflow and delivery suffer: on %+v, off %+v", pOn, pOff)
+	}
+	// One row per interval per run, phases in order, by the device clock.
+	n := map[string]int{}
+	for _, r := range rows {
+		n[r["backpressure"]]++
+	}
+	if n["on"] != 60 || n["off"] != 60 {
+		t.Errorf("rows per run: %v, want 60 (0.3 s / 5 ms)", n)
+	}
+	if rows[0]["phase"] != "clean" || !strings.HasPrefix(rows[0]["time_s"], "0.005") || rows[59]["phase"] != "protected" {
+		t.Errorf("first row %v, last %v", rows[0], rows[59])
+	}
+}
+
+func TestBackpressureRejectsPhasesOutOfOrder(t *testing.T) {
+	lab, err := simlab.StartDefault(simlab.Options{Seed: 22})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lab.Close()
+	r := backpressure.New()
+	for _, c := range []struct {
+		sets []string
+		want string
+	}{
+		{[]string{"loss_on_s=3", "protect_on_s=2"}, "loss_on_s <= protect_on_s < duration_s"},
+		{[]string{"protect_on_s=9"}, "loss_on_s <= protect_on_s < duration_s"},
+		{[]string{"backpressure=maybe"}, "expected on or off"},
+		{[]string{"loss_rate=1e-9"}, "not above target_loss"},
+		{[]string{"interval=100us", "duration_s=200"}, "polls"},
+	} {
+		params, err := orchestrator.ResolveParams(r.Params(), "", nil, c.sets)
+		if err == nil {
+			_, err = r.Plan(&orchestrator.PlanContext{Lab: lab.Inventory(), Params: params, Simulated: true})
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v does not say %q", c.sets, err, c.want)
+		}
+	}
+}
