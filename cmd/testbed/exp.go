@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -110,24 +111,52 @@ func (a *app) expRunCmd() *cobra.Command {
 	var paramsFile string
 	var dryRun bool
 	var seed uint64
+	var so suiteOptions
+	var mo metricsOptions
 	c := &cobra.Command{
-		Use:   "run <recipe>",
-		Short: "Run a recipe (on the simulated lab unless --inventory is given)",
+		Use:   "run <recipe> | run --suite FILE",
+		Short: "Run a recipe, or a regression suite (on the simulated lab unless --inventory is given)",
 		Long: `Run a recipe. Without --inventory the simulated lab starts in-process and the
 recipe runs through the real drivers over real transports against it.
 
 Ctrl-C stops at the next safe point, restores every device touched (VOAs to
 their resting attenuation, traffic stopped) and finalizes the bundle as
 aborted. A second Ctrl-C stops waiting on devices and prints what could not
-be restored. The bundle's path is printed last.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if !cmd.Flags().Changed("seed") {
-				var b [8]byte
-				_, _ = rand.Read(b[:])
-				seed = binary.LittleEndian.Uint64(b[:]) >> 12 // short enough to type back
+be restored. The bundle's path is printed last.
+
+With --suite FILE (and no recipe) every entry of the suite runs the same way,
+each into its own bundle, and its expectations are checked against absolute
+bounds and, with --baseline, against earlier bundles. ` + suiteExitHelp + `
+
+` + metricsHelp,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if so.file != "" {
+				if len(args) > 0 {
+					return fmt.Errorf("--suite runs the recipes the suite names; give no recipe (got %q)", args[0])
+				}
+				return nil
 			}
-			return a.expRun(cmd.Context(), args[0], sets, paramsFile, dryRun, seed)
+			if so.baseline != "" || so.junit != "" {
+				return fmt.Errorf("--baseline and --junit go with --suite")
+			}
+			return cobra.ExactArgs(1)(cmd, args)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			obs, err := a.startMetrics(mo)
+			if err != nil {
+				return err
+			}
+			defer obs.Close()
+			if so.file != "" {
+				if len(sets) > 0 || paramsFile != "" || dryRun || cmd.Flags().Changed("seed") {
+					return &exitError{code: exitBadInput, err: fmt.Errorf("--set, --params, --seed and --dry-run do not go with --suite: the suite file sets each entry's parameters and seed")}
+				}
+				return a.expSuite(cmd.Context(), so, obs)
+			}
+			if !cmd.Flags().Changed("seed") {
+				seed = randomSeed()
+			}
+			return a.expRun(cmd.Context(), args[0], sets, paramsFile, dryRun, seed, obs)
 		},
 	}
 	f := c.Flags()
@@ -137,7 +166,17 @@ be restored. The bundle's path is printed last.`,
 	f.StringVar(&paramsFile, "params", "", "parameters file (YAML map of name: value)")
 	f.BoolVar(&dryRun, "dry-run", false, "print the plan and check limits without touching any device")
 	f.Uint64Var(&seed, "seed", 0, "seed of the simulated lab (default: random, recorded in the manifest)")
+	so.addFlags(c)
+	mo.addFlags(c)
 	return c
+}
+
+// randomSeed is a seed for the simulated lab when none is given; it is
+// recorded in the manifest, so the run can be repeated.
+func randomSeed() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:]) >> 12 // short enough to type back
 }
 
 func readParamsFile(path string) (map[string]any, error) {
@@ -155,7 +194,7 @@ func readParamsFile(path string) (map[string]any, error) {
 	return m, nil
 }
 
-func (a *app) expRun(parent context.Context, name string, sets []string, paramsFile string, dryRun bool, seed uint64) error {
+func (a *app) expRun(parent context.Context, name string, sets []string, paramsFile string, dryRun bool, seed uint64, obs *liveMetrics) error {
 	r, err := experiments.Registry().Get(name)
 	if err != nil {
 		return err
@@ -168,92 +207,185 @@ func (a *app) expRun(parent context.Context, name string, sets []string, paramsF
 	if err != nil {
 		return err
 	}
-	log := a.logger()
+	spec := runSpec{recipe: r, params: params, seed: seed, inventory: a.v.GetString("inventory")}
+	if dryRun {
+		return a.dryRun(spec)
+	}
+	runCtx, cleanupCtx, stop := a.interruptible(parent)
+	defer stop()
+	res, err := a.runRecipe(runCtx, cleanupCtx, spec, obs)
+	if err != nil {
+		return err
+	}
+	return a.reportRun(parent, res, seed, obs, pushGroup{entry: r.Name()})
+}
 
-	// First signal: abort at the next safe point. Second: stop waiting in cleanup.
+// runSpec is one run of a recipe as exp run, each entry of a suite and exp
+// rerun ask for it.
+type runSpec struct {
+	recipe orchestrator.Recipe
+	params *orchestrator.Params
+	seed   uint64
+	// inventory is the lab's inventory file; "" starts a simulated lab
+	// with the seed.
+	inventory string
+	// labels go into the manifest (suite, suite_entry, rerun_of).
+	labels map[string]string
+	// prefix goes in front of progress lines (the suite entry running).
+	prefix string
+}
+
+// interruptible returns the context a run runs under and the one its
+// cleanup runs under. The first SIGINT/SIGTERM aborts the run at the next
+// safe point; the second stops waiting on devices during cleanup.
+func (a *app) interruptible(parent context.Context) (runCtx, cleanupCtx context.Context, stop func()) {
 	runCtx, abort := context.WithCancelCause(parent)
-	defer abort(nil)
 	cleanupCtx, hardStop := context.WithCancel(context.Background())
-	defer hardStop()
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	done := make(chan struct{})
 	go func() {
 		n := 0
-		for s := range sigs {
-			n++
-			if n == 1 {
-				fmt.Fprintf(a.stderr, "\ntestbed: %v: stopping at the next safe point and restoring the lab (again to stop waiting)\n", s)
-				abort(fmt.Errorf("%w by %v", orchestrator.ErrAborted, s))
-			} else {
-				fmt.Fprintf(a.stderr, "\ntestbed: %v again: no longer waiting on devices\n", s)
-				hardStop()
+		for {
+			select {
+			case <-done:
 				return
+			case s := <-sigs:
+				n++
+				if n == 1 {
+					fmt.Fprintf(a.stderr, "\ntestbed: %v: stopping at the next safe point and restoring the lab (again to stop waiting)\n", s)
+					abort(fmt.Errorf("%w by %v", orchestrator.ErrAborted, s))
+				} else {
+					fmt.Fprintf(a.stderr, "\ntestbed: %v again: no longer waiting on devices\n", s)
+					hardStop()
+					return
+				}
 			}
 		}
 	}()
+	return runCtx, cleanupCtx, func() {
+		signal.Stop(sigs)
+		close(done)
+		abort(nil)
+		hardStop()
+	}
+}
 
-	var inv *inventory.Inventory
-	simulated := false
-	if path := a.v.GetString("inventory"); path != "" {
-		inv, err = inventory.Load(path)
+// lab returns the inventory a run uses: the file given, else a simulated
+// lab started with the seed (close it when the run is over).
+func (a *app) lab(spec runSpec, log *slog.Logger) (inv *inventory.Inventory, simulated bool, closeLab func(), err error) {
+	if spec.inventory != "" {
+		inv, err := inventory.Load(spec.inventory)
 		if err != nil {
+			return nil, false, nil, &orchestrator.InputError{Msg: err.Error()}
+		}
+		return inv, false, func() {}, nil
+	}
+	lab, err := simlab.StartDefault(simlab.Options{Seed: spec.seed, Log: log})
+	if err != nil {
+		return nil, true, nil, &orchestrator.InfraError{Op: "start the simulated lab", Err: err}
+	}
+	fmt.Fprintf(a.stderr, "%ssimulated lab up (seed %d): %s\n", prefixed(spec.prefix), spec.seed, strings.Join(lab.Endpoints(), ", "))
+	return lab.Inventory(), true, func() { lab.Close() }, nil
+}
+
+func prefixed(p string) string {
+	if p == "" {
+		return ""
+	}
+	return p + ": "
+}
+
+// dryRun prints the plan of a run without touching any device.
+func (a *app) dryRun(spec runSpec) error {
+	inv, simulated := simlab.DefaultInventory(), true
+	if spec.inventory != "" {
+		var err error
+		if inv, err = inventory.Load(spec.inventory); err != nil {
 			return &orchestrator.InputError{Msg: err.Error()}
 		}
-	} else {
-		simulated = true
-		if !dryRun {
-			lab, err := simlab.StartDefault(simlab.Options{Seed: seed, Log: log})
-			if err != nil {
-				return &orchestrator.InfraError{Op: "start the simulated lab", Err: err}
-			}
-			defer lab.Close()
-			inv = lab.Inventory()
-			fmt.Fprintf(a.stderr, "simulated lab up (seed %d): %s\n", seed, strings.Join(lab.Endpoints(), ", "))
-		} else {
-			inv = simlab.DefaultInventory()
-		}
+		simulated = false
 	}
+	eng := a.engine(nil)
+	plan, err := eng.Plan(orchestrator.RunRequest{Recipe: spec.recipe, Params: spec.params, Lab: inv, Simulated: simulated, Seed: spec.seed})
+	if err != nil {
+		return err
+	}
+	if a.json() {
+		return a.printJSON(plan.JSON())
+	}
+	plan.Print(a.stdout)
+	fmt.Fprintln(a.stdout, "dry run: limits checked, no device touched")
+	return nil
+}
 
-	eng := &orchestrator.Engine{RunsDir: a.v.GetString("runs_dir"), StateDir: a.v.GetString("state_dir"), Version: version, Log: log}
-	req := orchestrator.RunRequest{Recipe: r, Params: params, Lab: inv, Simulated: simulated, Seed: seed,
-		Command: append([]string{"testbed"}, os.Args[1:]...), CleanupCtx: cleanupCtx}
-	if dryRun {
-		plan, err := eng.Plan(req)
-		if err != nil {
-			return err
-		}
-		if a.json() {
-			return a.printJSON(plan.JSON())
-		}
-		plan.Print(a.stdout)
-		fmt.Fprintln(a.stdout, "dry run: limits checked, no device touched")
-		return nil
+func (a *app) engine(obs *liveMetrics) *orchestrator.Engine {
+	eng := &orchestrator.Engine{RunsDir: a.v.GetString("runs_dir"), StateDir: a.v.GetString("state_dir"), Version: version, Log: a.logger()}
+	if obs != nil {
+		eng.Metrics = obs.reg
 	}
+	return eng
+}
+
+// runRecipe is the one run path: the lab (inventory or simulated), the
+// engine with progress and live metrics, the run into a new bundle. It
+// returns an error without a result only when the run could not start.
+func (a *app) runRecipe(runCtx, cleanupCtx context.Context, spec runSpec, obs *liveMetrics) (*orchestrator.RunResult, error) {
+	log := a.logger()
+	inv, simulated, closeLab, err := a.lab(spec, log)
+	if err != nil {
+		return nil, err
+	}
+	defer closeLab()
+	eng := a.engine(obs)
+	req := orchestrator.RunRequest{Recipe: spec.recipe, Params: spec.params, Lab: inv, Simulated: simulated, Seed: spec.seed,
+		Command: append([]string{"testbed"}, os.Args[1:]...), CleanupCtx: cleanupCtx, Labels: spec.labels}
 	if !a.json() {
 		eng.Observe = newProgress(a.stderr).observe
 	}
 	res, err := eng.Run(runCtx, req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, u := range res.Unrestored {
-		fmt.Fprintf(a.stderr, "testbed: NOT RESTORED: %s\n", u)
+		fmt.Fprintf(a.stderr, "%stestbed: NOT RESTORED: %s\n", prefixed(spec.prefix), u)
 	}
-	code := exitOK
+	return res, nil
+}
+
+// runExitCode is the exit code of one finished run.
+func runExitCode(res *orchestrator.RunResult) int {
 	switch res.Status {
 	case results.StatusAborted:
-		code = exitAborted
+		return exitAborted
 	case results.StatusFailed:
-		code = exitFailed
 		var ie *orchestrator.InfraError
 		if errors.As(res.Err, &ie) || strings.HasPrefix(res.Reason, "infrastructure") {
+			return exitInfra
+		}
+		return exitFailed
+	}
+	return exitOK
+}
+
+// reportRun prints how a run ended (the bundle's path last), pushes its
+// summary when a Pushgateway is configured, and returns its exit code.
+func (a *app) reportRun(ctx context.Context, res *orchestrator.RunResult, seed uint64, obs *liveMetrics, g pushGroup) error {
+	code := runExitCode(res)
+	pushErr := obs.push(ctx, res.Dir, g)
+	if pushErr != nil {
+		fmt.Fprintf(a.stderr, "testbed: %v\n", pushErr)
+		if code == exitOK {
 			code = exitInfra
 		}
 	}
 	if a.json() {
-		if err := a.printJSON(map[string]any{"run_id": res.RunID, "bundle": res.Dir, "status": res.Status, "reason": res.Reason,
-			"steps_done": res.StepsDone, "steps_total": res.StepsTotal, "unrestored": res.Unrestored, "seed": seed}); err != nil {
+		out := map[string]any{"run_id": res.RunID, "bundle": res.Dir, "status": res.Status, "reason": res.Reason,
+			"steps_done": res.StepsDone, "steps_total": res.StepsTotal, "unrestored": res.Unrestored, "seed": seed}
+		if pushErr != nil {
+			out["push_error"] = pushErr.Error()
+		}
+		if err := a.printJSON(out); err != nil {
 			return err
 		}
 	} else {
