@@ -37,9 +37,10 @@ type Tofino struct {
 	srv    *SSHServer
 
 	mu         sync.Mutex
-	installed  map[string]bool // compiled programs
-	program    string          // what bf_switchd runs ("" stopped)
-	readyAt    time.Time       // bfshell answers from then on
+	installed  map[string]bool              // compiled programs
+	p4src      map[string]map[string][]byte // uploaded P4 sources by directory
+	program    string                       // what bf_switchd runs ("" stopped)
+	readyAt    time.Time                    // bfshell answers from then on
 	agentFile  []byte
 	agentPort  int
 	agentUp    bool
@@ -285,6 +286,13 @@ func (t *Tofino) exec(ctx context.Context, cmd string, stdin io.Reader, stdout, 
 			t.readyAt = time.Now().Add(150 * time.Millisecond) // bf_switchd takes a while to come up
 		}
 		fmt.Fprintln(stdout, "started")
+	case "p4-upload":
+		t.mu.Unlock()
+		rc := t.p4Upload(cmd, stdin, stdout, stderr)
+		t.mu.Lock()
+		return rc
+	case "p4-build":
+		return t.p4Build(cmd, stdout, stderr)
 	case "agent-sha":
 		if t.agentFile != nil {
 			s := sha256.Sum256(t.agentFile)
