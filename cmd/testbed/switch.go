@@ -1,0 +1,154 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/user"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"testbed/dut/tofino"
+	"testbed/inventory"
+	"testbed/orchestrator"
+	lg "testbed/p4/linkguardian"
+	"testbed/simlab"
+)
+
+func (a *app) switchCmd() *cobra.Command {
+	c := &cobra.Command{Use: "switch", Short: "Work with the lab's programmable switches"}
+	var programs []string
+	var seed uint64
+	var invFile string
+	deploy := &cobra.Command{
+		Use:   "deploy <switch>...",
+		Short: "Compile the LinkGuardian P4 programs on switches with their SDE and install them",
+		Long: `deploy uploads the LinkGuardian sources built into this binary (p4/linkguardian) to each
+named switch over SSH, compiles them there with the SDE's bf-p4c (Tofino, TNA) and installs
+each program where run_switchd.sh -p <program> finds it. It leases the switches while it
+works and does not restart a running bf_switchd: the recipes start the program they need.
+With no --inventory it deploys on the simulated lab, whose switches check the sources but
+do not compile them.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			for _, p := range programs {
+				if p != lg.ProgramSender && p != lg.ProgramReceiver {
+					return &orchestrator.InputError{Msg: fmt.Sprintf("--program %q: expected %s or %s", p, lg.ProgramSender, lg.ProgramReceiver)}
+				}
+			}
+			var inv *inventory.Inventory
+			f := invFile
+			if f == "" {
+				f = a.v.GetString("inventory") // TESTBED_INVENTORY or the config file
+			}
+			if f != "" {
+				var err error
+				if inv, err = inventory.Load(f); err != nil {
+					return &orchestrator.InputError{Msg: err.Error()}
+				}
+			} else {
+				lab, err := simlab.StartDefault(simlab.Options{Seed: seed, Log: a.logger()})
+				if err != nil {
+					return &orchestrator.InfraError{Op: "start the simulated lab", Err: err}
+				}
+				defer lab.Close()
+				inv = lab.Inventory()
+				fmt.Fprintln(a.stderr, "simulated lab up: deploying on its switches")
+			}
+			addrs := map[string]string{}
+			var devs []*inventory.Device
+			for _, n := range args {
+				d, ok := inv.Device(n)
+				if !ok {
+					return &orchestrator.InputError{Msg: fmt.Sprintf("%s: no device %q (switches: %s)", inv.Path, n, strings.Join(switchNames(inv), ", "))}
+				}
+				if d.Kind != "switch" {
+					return &orchestrator.InputError{Msg: fmt.Sprintf("%s: device %s is a %s, not a switch", inv.Path, n, d.Kind)}
+				}
+				addrs[n] = d.Address
+				devs = append(devs, d)
+			}
+			owner := "unknown"
+			if u, err := user.Current(); err == nil {
+				owner = u.Username
+			}
+			leaser := orchestrator.NewLeaser(a.v.GetString("state_dir"), time.Hour, a.logger())
+			leases, err := leaser.Acquire(inv.Name, owner, "switch-deploy-"+fmt.Sprint(os.Getpid()), addrs)
+			if err != nil {
+				return &orchestrator.InfraError{Op: "lease the switches", Err: err}
+			}
+			defer leaser.Release(leases)
+			type result struct {
+				Switch       string  `json:"switch"`
+				Program      string  `json:"program"`
+				SourceSHA256 string  `json:"source_sha256,omitempty"`
+				Conf         string  `json:"conf,omitempty"`
+				Seconds      float64 `json:"seconds"`
+				Log          string  `json:"log,omitempty"`
+				Error        string  `json:"error,omitempty"`
+			}
+			var out []result
+			failed := 0
+			src := lg.Sources()
+			for _, d := range devs {
+				od, err := orchestrator.OpenDevice(ctx, d, nil)
+				if err != nil {
+					failed++
+					out = append(out, result{Switch: d.Name, Error: err.Error()})
+					continue
+				}
+				sw, ok := od.Driver.(*tofino.Switch)
+				if !ok {
+					closeDevice(od)
+					return &orchestrator.InputError{Msg: fmt.Sprintf("%s: driver %s cannot build P4 programs", d.Name, d.Driver)}
+				}
+				for _, p := range programs {
+					b, err := sw.BuildProgram(ctx, p, lg.MainFile(p), src)
+					r := result{Switch: d.Name, Program: p, SourceSHA256: b.SourceSHA256, Conf: b.Conf, Seconds: b.Duration.Seconds(), Log: b.Log}
+					if err != nil {
+						failed++
+						r.Error = err.Error()
+					}
+					out = append(out, r)
+				}
+				closeDevice(od)
+			}
+			if a.json() {
+				if err := a.printJSON(out); err != nil {
+					return err
+				}
+			} else {
+				for _, r := range out {
+					if r.Error != "" {
+						fmt.Fprintf(a.stdout, "%s %s: FAILED: %s\n", r.Switch, r.Program, r.Error)
+						continue
+					}
+					fmt.Fprintf(a.stdout, "%s %s: installed %s (sources %.12s, %.1f s)\n", r.Switch, r.Program, r.Conf, r.SourceSHA256, r.Seconds)
+				}
+			}
+			if failed > 0 {
+				return &exitError{code: exitFailed, err: fmt.Errorf("%d of %d builds failed", failed, len(out))}
+			}
+			return nil
+		},
+	}
+	deploy.Flags().StringSliceVar(&programs, "program", []string{lg.ProgramSender, lg.ProgramReceiver}, "programs to build: sender, receiver")
+	deploy.Flags().StringVar(&invFile, "inventory", "", "lab inventory (default: the simulated lab)")
+	deploy.Flags().Uint64Var(&seed, "seed", 1, "seed of the simulated lab")
+	c.AddCommand(deploy)
+	return c
+}
+
+func switchNames(inv *inventory.Inventory) []string {
+	var out []string
+	for _, n := range inv.DeviceNames() {
+		if d, _ := inv.Device(n); d.Kind == "switch" {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"testbed/orchestrator"
+)
+
+// `testbed switch deploy` against a running simulated lab: both programs
+// on both switches, checked by hash; a non-switch device and a held lease
+// are refused with the right exit codes.
+func TestSwitchDeploy(t *testing.T) {
+	lab, inv := startLab(t, 8)
+	_, state := dirs(t)
+	code, out, errOut := testbedRun(t, "switch", "deploy", "sw1", "sw2", "--inventory", inv, "--state-dir", state, "-o", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rows []struct {
+		Switch, Program, Conf, Error string
+		SourceSHA256                 string `json:"source_sha256"`
+	}
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(rows) != 4 {
+		t.Fatalf("rows: %+v", rows)
+	}
+	for _, r := range rows {
+		if r.Error != "" || !strings.HasSuffix(r.Conf, "/"+r.Program+".conf") || len(r.SourceSHA256) != 64 || r.SourceSHA256 != rows[0].SourceSHA256 {
+			t.Errorf("%+v", r)
+		}
+	}
+	if code, _, errOut := testbedRun(t, "switch", "deploy", "voa1", "--inventory", inv, "--state-dir", state); code != exitBadInput || !strings.Contains(errOut, "not a switch") {
+		t.Errorf("deploy on a VOA: exit %d, %s", code, errOut)
+	}
+	if code, _, errOut := testbedRun(t, "switch", "deploy", "sw1", "--program", "router", "--inventory", inv, "--state-dir", state); code != exitBadInput || !strings.Contains(errOut, "expected sender or receiver") {
+		t.Errorf("unknown program: exit %d, %s", code, errOut)
+	}
+	d, _ := lab.Inventory().Device("sw2")
+	held, err := orchestrator.NewLeaser(state, time.Hour, nil).Acquire(lab.Inventory().Name, "someone-else", "run-x", map[string]string{"sw2": d.Address})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer orchestrator.NewLeaser(state, time.Hour, nil).Release(held)
+	if code, _, errOut := testbedRun(t, "switch", "deploy", "sw2", "--inventory", inv, "--state-dir", state); code != exitInfra || !strings.Contains(errOut, "someone-else") {
+		t.Errorf("held lease: exit %d, %s", code, errOut)
+	}
+}
