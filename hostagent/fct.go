@@ -1,0 +1,549 @@
+package hostagent
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The FCT wire protocol (API.md): a request is request_size bytes, the first
+// eight of which are two big-endian uint32, request_size and response_size;
+// the answer is response_size bytes.
+const (
+	fctHeaderSize = 8
+	maxFCTSize    = 64 << 20
+	chunkSize     = 64 << 10
+)
+
+// Defaults and limits of an FCT run.
+const (
+	DefaultRequestSize    = 143
+	DefaultResponseSize   = 1
+	DefaultTrials         = 300_000
+	DefaultTrialTimeoutMS = 10_000
+	maxTrials             = 10_000_000
+	maxConnections        = 1024
+	// lateThreshold: an open-loop trial that starts later than this after
+	// its scheduled time counts as late.
+	lateThreshold = 100 * time.Microsecond
+)
+
+// DialFunc opens a connection; net.Dialer.DialContext is one.
+type DialFunc func(ctx context.Context, network, address string) (net.Conn, error)
+
+// ListenFunc opens a listener; net.ListenConfig.Listen is one.
+type ListenFunc func(ctx context.Context, network, address string) (net.Listener, error)
+
+// RetransCounter is implemented by connections that are not kernel sockets
+// (e.g. simulated ones) and can say how many segments they retransmitted so
+// far, as Linux's tcpi_total_retrans does for a socket.
+type RetransCounter interface {
+	TotalRetrans() (uint32, error)
+}
+
+// Normalize fills in defaults and checks the request.
+func (r FCTRunRequest) Normalize() (FCTRunRequest, error) {
+	if r.Target == "" {
+		return r, errors.New("target: required (host:port of an FCT server)")
+	}
+	if _, _, err := net.SplitHostPort(r.Target); err != nil {
+		return r, fmt.Errorf("target %q: %v", r.Target, err)
+	}
+	r.RequestSize = cmp.Or(r.RequestSize, DefaultRequestSize)
+	r.ResponseSize = cmp.Or(r.ResponseSize, DefaultResponseSize)
+	r.Trials = cmp.Or(r.Trials, DefaultTrials)
+	r.Mode = cmp.Or(r.Mode, ModeClosed)
+	r.Seed = cmp.Or(r.Seed, 1)
+	r.TrialTimeoutMS = cmp.Or(r.TrialTimeoutMS, DefaultTrialTimeoutMS)
+	switch {
+	case r.RequestSize < fctHeaderSize || r.RequestSize > maxFCTSize:
+		return r, fmt.Errorf("request_size %d: must be between %d and %d", r.RequestSize, fctHeaderSize, maxFCTSize)
+	case r.ResponseSize < 1 || r.ResponseSize > maxFCTSize:
+		return r, fmt.Errorf("response_size %d: must be between 1 and %d", r.ResponseSize, maxFCTSize)
+	case r.Trials < 1 || r.Trials > maxTrials:
+		return r, fmt.Errorf("trials %d: must be between 1 and %d", r.Trials, maxTrials)
+	case r.Warmup < 0 || r.Warmup > maxTrials:
+		return r, fmt.Errorf("warmup %d: must be between 0 and %d", r.Warmup, maxTrials)
+	case r.TrialTimeoutMS < 1 || r.TrialTimeoutMS > 3_600_000:
+		return r, fmt.Errorf("trial_timeout_ms %d: must be between 1 and 3600000", r.TrialTimeoutMS)
+	}
+	switch r.Mode {
+	case ModeClosed:
+		if r.RatePerSec != 0 {
+			return r, errors.New("rate_per_sec: only for mode \"open\"")
+		}
+		r.Connections = cmp.Or(r.Connections, 1)
+	case ModeOpen:
+		if !(r.RatePerSec > 0) || r.RatePerSec > 1e8 {
+			return r, fmt.Errorf("rate_per_sec %v: mode \"open\" needs a rate above 0 and at most 1e8", r.RatePerSec)
+		}
+		r.Connections = cmp.Or(r.Connections, 16)
+	default:
+		return r, fmt.Errorf("mode %q: must be %q or %q", r.Mode, ModeClosed, ModeOpen)
+	}
+	if r.Connections < 1 || r.Connections > maxConnections {
+		return r, fmt.Errorf("connections %d: must be between 1 and %d", r.Connections, maxConnections)
+	}
+	if r.Bind != "" && net.ParseIP(r.Bind) == nil {
+		return r, fmt.Errorf("bind %q: not an IP address", r.Bind)
+	}
+	return r, nil
+}
+
+// FCTResult is what an FCT run measured.
+type FCTResult struct {
+	Samples []Sample // in order of start
+	Summary FCTSummary
+}
+
+// RunFCT runs the trials of req (normalized) against an FCT server. dial nil
+// means a net.Dialer (bound to req.Bind if set). done, if not nil, counts
+// finished trials as they finish. Canceling ctx closes the connections.
+func RunFCT(ctx context.Context, req FCTRunRequest, dial DialFunc, done *atomic.Int64) (*FCTResult, error) {
+	req, err := req.Normalize()
+	if err != nil {
+		return nil, err
+	}
+	if dial == nil {
+		d := &net.Dialer{Timeout: 10 * time.Second}
+		if req.Bind != "" {
+			d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(req.Bind)}
+		}
+		dial = d.DialContext
+	}
+	if done == nil {
+		done = new(atomic.Int64)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	request := make([]byte, req.RequestSize)
+	binary.BigEndian.PutUint32(request[0:4], uint32(req.RequestSize))
+	binary.BigEndian.PutUint32(request[4:8], uint32(req.ResponseSize))
+
+	conns := make([]*fctConn, 0, req.Connections)
+	defer func() {
+		for _, fc := range conns {
+			fc.c.Close()
+		}
+	}()
+	for i := range req.Connections {
+		c, err := dial(ctx, "tcp", req.Target)
+		if err != nil {
+			return nil, fmt.Errorf("connect %d to %s: %w", i, req.Target, err)
+		}
+		conns = append(conns, newFCTConn(c, int32(i), request, req.ResponseSize, time.Duration(req.TrialTimeoutMS)*time.Millisecond))
+	}
+	// Closing the connections is what interrupts a trial blocked on I/O.
+	stop := context.AfterFunc(ctx, func() {
+		for _, fc := range conns {
+			fc.c.Close()
+		}
+	})
+	defer stop()
+
+	r := &fctRunner{req: req, conns: conns, done: done, samples: make([]Sample, req.Trials)}
+	if err := r.warmup(); err != nil {
+		return nil, r.cause(ctx, err)
+	}
+	r.base = time.Now()
+	var wg sync.WaitGroup
+	var once sync.Once
+	var firstErr error
+	fail := func(err error) {
+		once.Do(func() { firstErr = err; cancel() })
+	}
+	if req.Mode == ModeOpen {
+		arrivals := make(chan arrival, 4096)
+		wg.Go(func() { r.dispatch(ctx, arrivals) })
+		for _, fc := range conns {
+			wg.Go(func() {
+				if err := r.openWorker(fc, arrivals); err != nil {
+					fail(err)
+				}
+			})
+		}
+	} else {
+		var next atomic.Int64
+		for _, fc := range conns {
+			wg.Go(func() {
+				if err := r.closedWorker(fc, &next); err != nil {
+					fail(err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, r.cause(ctx, firstErr)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return r.result(), nil
+}
+
+// cause prefers the context's error over the I/O error it provoked.
+func (r *fctRunner) cause(ctx context.Context, err error) error {
+	if ctx.Err() != nil && !errors.Is(err, errTrialTimeout) {
+		if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
+			return c
+		}
+		return ctx.Err()
+	}
+	return err
+}
+
+var errTrialTimeout = errors.New("trial timeout")
+
+type arrival struct {
+	trial int
+	sched int64
+}
+
+type fctRunner struct {
+	req     FCTRunRequest
+	conns   []*fctConn
+	done    *atomic.Int64
+	samples []Sample
+	base    time.Time
+}
+
+func (r *fctRunner) warmup() error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(r.conns))
+	for i, fc := range r.conns {
+		wg.Go(func() {
+			for range r.req.Warmup {
+				if _, err := fc.trial(time.Now()); err != nil {
+					errs[i] = fmt.Errorf("warm-up: %w", err)
+					return
+				}
+			}
+			fc.resetRetrans()
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (r *fctRunner) closedWorker(fc *fctConn, next *atomic.Int64) error {
+	for {
+		i := int(next.Add(1) - 1)
+		if i >= r.req.Trials {
+			return nil
+		}
+		s, err := fc.trial(r.base)
+		if err != nil {
+			return fmt.Errorf("trial %d: %w", i, err)
+		}
+		s.SchedNS = s.StartNS
+		r.samples[i] = s
+		r.done.Add(1)
+	}
+}
+
+func (r *fctRunner) openWorker(fc *fctConn, arrivals <-chan arrival) error {
+	for a := range arrivals {
+		s, err := fc.trial(r.base)
+		if err != nil {
+			return fmt.Errorf("trial %d: %w", a.trial, err)
+		}
+		s.SchedNS = a.sched
+		r.samples[a.trial] = s
+		r.done.Add(1)
+	}
+	return nil
+}
+
+// dispatch releases the trials at Poisson arrival times. The Go runtime's
+// sleep has about a millisecond of granularity, so gaps shorter than
+// spinBelow are waited out by yielding in a loop.
+func (r *fctRunner) dispatch(ctx context.Context, arrivals chan<- arrival) {
+	defer close(arrivals)
+	const spinBelow = 2 * time.Millisecond
+	rng := rand.New(rand.NewPCG(uint64(r.req.Seed), 0x6a09e667f3bcc909))
+	meanGapNS := 1e9 / r.req.RatePerSec
+	var t float64
+	var timer *time.Timer
+	for i := range r.req.Trials {
+		t += rng.ExpFloat64() * meanGapNS
+		sched := int64(t)
+		for {
+			wait := time.Duration(sched) - time.Since(r.base)
+			if wait <= 0 {
+				break
+			}
+			if wait < spinBelow {
+				runtime.Gosched()
+				if ctx.Err() != nil {
+					return
+				}
+				continue
+			}
+			if timer == nil {
+				timer = time.NewTimer(wait - spinBelow/2)
+			} else {
+				timer.Reset(wait - spinBelow/2)
+			}
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return
+			case <-timer.C:
+			}
+		}
+		select {
+		case arrivals <- arrival{trial: i, sched: sched}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (r *fctRunner) result() *FCTResult {
+	samples := r.samples
+	slices.SortStableFunc(samples, func(a, b Sample) int { return cmp.Compare(a.StartNS, b.StartNS) })
+	fcts := make([]int64, len(samples))
+	sum := FCTSummary{Retrans: RetransSummary{Status: "known"}}
+	for i := range samples {
+		s := &samples[i]
+		s.Trial = i
+		fcts[i] = s.FCTNS
+		if time.Duration(s.StartNS-s.SchedNS) > lateThreshold {
+			sum.LateTrials++
+		}
+		if s.Retrans > 0 {
+			sum.Retrans.Trials++
+			sum.Retrans.Segments += int64(s.Retrans)
+		}
+	}
+	for _, fc := range r.conns {
+		if fc.retrans == nil {
+			sum.Retrans = RetransSummary{Status: "unknown", Reason: fc.retransWhy}
+			break
+		}
+	}
+	sum.Distribution = Distribute(fcts)
+	return &FCTResult{Samples: samples, Summary: sum}
+}
+
+// fctConn is one persistent client connection.
+type fctConn struct {
+	c          net.Conn
+	id         int32
+	request    []byte
+	respSize   int
+	buf        []byte
+	timeout    time.Duration
+	retrans    func() (uint32, error) // nil: unknown
+	retransWhy string
+	last       uint32
+}
+
+func newFCTConn(c net.Conn, id int32, request []byte, respSize int, timeout time.Duration) *fctConn {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	fc := &fctConn{c: c, id: id, request: request, respSize: respSize, buf: make([]byte, min(respSize, chunkSize)), timeout: timeout}
+	if rc, ok := c.(RetransCounter); ok {
+		fc.retrans = rc.TotalRetrans
+	} else {
+		fc.retrans, fc.retransWhy = socketRetrans(c)
+	}
+	fc.resetRetrans()
+	return fc
+}
+
+// resetRetrans takes the connection's retransmission count as the new zero.
+func (fc *fctConn) resetRetrans() {
+	if fc.retrans == nil {
+		return
+	}
+	n, err := fc.retrans()
+	if err != nil {
+		fc.retrans, fc.retransWhy = nil, err.Error()
+		return
+	}
+	fc.last = n
+}
+
+// trial runs one request/response. The FCT runs from just before the
+// request's write to just after the response's last byte is read, on the
+// monotonic clock (time.Time values from time.Now carry it).
+func (fc *fctConn) trial(base time.Time) (Sample, error) {
+	fc.c.SetDeadline(time.Now().Add(fc.timeout))
+	t0 := time.Now()
+	if _, err := fc.c.Write(fc.request); err != nil {
+		return Sample{}, fc.ioErr("write request", err)
+	}
+	if fc.respSize <= len(fc.buf) {
+		if _, err := io.ReadFull(fc.c, fc.buf[:fc.respSize]); err != nil {
+			return Sample{}, fc.ioErr("read response", err)
+		}
+	} else {
+		for left := fc.respSize; left > 0; {
+			n, err := fc.c.Read(fc.buf[:min(left, len(fc.buf))])
+			left -= n
+			if err != nil && left > 0 {
+				return Sample{}, fc.ioErr("read response", err)
+			}
+		}
+	}
+	t1 := time.Now()
+	s := Sample{Conn: fc.id, Retrans: -1, StartNS: int64(t0.Sub(base)), FCTNS: int64(t1.Sub(t0))}
+	if fc.retrans != nil {
+		n, err := fc.retrans()
+		if err != nil {
+			fc.retrans, fc.retransWhy = nil, err.Error()
+		} else {
+			s.Retrans = int32(n - fc.last)
+			fc.last = n
+		}
+	}
+	return s, nil
+}
+
+func (fc *fctConn) ioErr(what string, err error) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("connection %d: %s: no answer within the trial timeout %v: %w", fc.id, what, fc.timeout, errTrialTimeout)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return fmt.Errorf("connection %d: %s: server closed the connection", fc.id, what)
+	}
+	return fmt.Errorf("connection %d: %s: %w", fc.id, what, err)
+}
+
+// FCTServer answers FCT requests on a listener until closed.
+type FCTServer struct {
+	ln        net.Listener
+	log       *slog.Logger
+	started   time.Time
+	requests  atomic.Int64
+	open      atomic.Int64
+	zeros     []byte
+	mu        sync.Mutex
+	conns     map[net.Conn]struct{}
+	closed    bool
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// ServeFCT starts answering FCT requests on ln. log may be nil.
+func ServeFCT(ln net.Listener, log *slog.Logger) *FCTServer {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &FCTServer{ln: ln, log: log, started: time.Now(), zeros: make([]byte, chunkSize), conns: map[net.Conn]struct{}{}}
+	s.wg.Go(s.accept)
+	return s
+}
+
+// Addr is the listener's address.
+func (s *FCTServer) Addr() net.Addr { return s.ln.Addr() }
+
+// Stats returns the connections open now and the requests answered so far.
+func (s *FCTServer) Stats() (open, requests int64) { return s.open.Load(), s.requests.Load() }
+
+// Started is when the server started.
+func (s *FCTServer) Started() time.Time { return s.started }
+
+// Close stops accepting, closes every connection and waits for them.
+func (s *FCTServer) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		err = s.ln.Close()
+		s.mu.Lock()
+		s.closed = true
+		for c := range s.conns {
+			c.Close()
+		}
+		s.mu.Unlock()
+		s.wg.Wait()
+	})
+	return err
+}
+
+func (s *FCTServer) accept() {
+	backoff := 5 * time.Millisecond
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.log.Warn("fct server: accept", "addr", s.ln.Addr().String(), "err", err)
+			time.Sleep(backoff) // e.g. out of file descriptors
+			backoff = min(2*backoff, time.Second)
+			continue
+		}
+		backoff = 5 * time.Millisecond
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			c.Close()
+			return
+		}
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		s.open.Add(1)
+		s.wg.Go(func() {
+			defer func() {
+				c.Close()
+				s.mu.Lock()
+				delete(s.conns, c)
+				s.mu.Unlock()
+				s.open.Add(-1)
+			}()
+			if err := s.serve(c); err != nil && !errors.Is(err, net.ErrClosed) {
+				s.log.Debug("fct server: connection ends", "remote", c.RemoteAddr().String(), "err", err)
+			}
+		})
+	}
+}
+
+// serve answers the requests of one connection until it closes.
+func (s *FCTServer) serve(c net.Conn) error {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	br := bufio.NewReaderSize(c, chunkSize)
+	var hdr [fctHeaderSize]byte
+	for {
+		if _, err := io.ReadFull(br, hdr[:]); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		reqSize := int(binary.BigEndian.Uint32(hdr[0:4]))
+		respSize := int(binary.BigEndian.Uint32(hdr[4:8]))
+		if reqSize < fctHeaderSize || reqSize > maxFCTSize || respSize < 1 || respSize > maxFCTSize {
+			return fmt.Errorf("bad request header: request_size %d response_size %d", reqSize, respSize)
+		}
+		if _, err := br.Discard(reqSize - fctHeaderSize); err != nil {
+			return err
+		}
+		for left := respSize; left > 0; {
+			n := min(left, len(s.zeros))
+			if _, err := c.Write(s.zeros[:n]); err != nil {
+				return err
+			}
+			left -= n
+		}
+		s.requests.Add(1)
+	}
+}
