@@ -14,9 +14,9 @@
 //	phi_1 + ... + phi_m + m*delta <= W
 //
 // and the scheduler wants the sum of the phi_k as large as the demand can use.
-// A configuration also has a floor: a circuit shorter than a few PFC round
-// trips is not worth the gap (§5.4 uses at least 40 us including a 20 us
-// delta). Demand that no circuit serves goes to the EPS, which every host may
+// A configuration also has a floor, so that the gap does not eat most of it
+// (§5.4 uses at least 40 us including a 20 us delta: every configuration is
+// at least half lit). Demand that no circuit serves goes to the EPS, which every host may
 // use at its EPS rate in each direction (§3.2, fourth and fifth class
 // constraints). Demand of a pair that had a circuit this period but did not
 // fit in it stays queued at the host until the next period: a class that was
