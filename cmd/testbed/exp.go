@@ -26,7 +26,7 @@ import (
 
 func (a *app) expCmd() *cobra.Command {
 	c := &cobra.Command{Use: "exp", Short: "List, show and run experiment recipes"}
-	c.AddCommand(a.expListCmd(), a.expShowCmd(), a.expRunCmd())
+	c.AddCommand(a.expListCmd(), a.expShowCmd(), a.expRunCmd(), a.expRerunCmd())
 	return c
 }
 
@@ -217,7 +217,7 @@ func (a *app) expRun(parent context.Context, name string, sets []string, paramsF
 	if err != nil {
 		return err
 	}
-	return a.reportRun(parent, res, seed, obs, pushGroup{entry: r.Name()})
+	return a.reportRun(parent, res, seed, obs, pushGroup{entry: r.Name()}, nil)
 }
 
 // runSpec is one run of a recipe as exp run, each entry of a suite and exp
@@ -368,9 +368,10 @@ func runExitCode(res *orchestrator.RunResult) int {
 	return exitOK
 }
 
-// reportRun prints how a run ended (the bundle's path last), pushes its
-// summary when a Pushgateway is configured, and returns its exit code.
-func (a *app) reportRun(ctx context.Context, res *orchestrator.RunResult, seed uint64, obs *liveMetrics, g pushGroup) error {
+// reportRun prints how a run ended (the bundle's path last; extra goes
+// into the JSON form), pushes its summary when a Pushgateway is
+// configured, and returns its exit code.
+func (a *app) reportRun(ctx context.Context, res *orchestrator.RunResult, seed uint64, obs *liveMetrics, g pushGroup, extra map[string]any) error {
 	code := runExitCode(res)
 	pushErr := obs.push(ctx, res.Dir, g)
 	if pushErr != nil {
@@ -384,6 +385,9 @@ func (a *app) reportRun(ctx context.Context, res *orchestrator.RunResult, seed u
 			"steps_done": res.StepsDone, "steps_total": res.StepsTotal, "unrestored": res.Unrestored, "seed": seed}
 		if pushErr != nil {
 			out["push_error"] = pushErr.Error()
+		}
+		for k, v := range extra {
+			out[k] = v
 		}
 		if err := a.printJSON(out); err != nil {
 			return err
