@@ -261,31 +261,52 @@ func firstLine(s string) string {
 // standard output. A non-zero exit is an *ExitError; the deadline is the
 // context's, or Timeout.
 func (s *SSH) Run(ctx context.Context, cmd string, stdin io.Reader) (string, error) {
+	out, _, err := s.RunStreams(ctx, cmd, stdin)
+	return out, err
+}
+
+// RunStreams is Run that also returns the command's standard error, whether
+// it exited zero or not.
+func (s *SSH) RunStreams(ctx context.Context, cmd string, stdin io.Reader) (stdout, stderr string, err error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.opts.Timeout)
 		defer cancel()
 	}
-	out, err := s.run(ctx, cmd, stdin)
-	if err != nil && IsConnectionLost(err) && ctx.Err() == nil {
+	// A retry must send the same input: rewind a seekable stdin to where
+	// it started; any other stdin is not retried.
+	var start int64
+	seeker, seekable := stdin.(io.Seeker)
+	if seekable {
+		if start, err = seeker.Seek(0, io.SeekCurrent); err != nil {
+			seekable = false
+		}
+	}
+	stdout, stderr, err = s.run(ctx, cmd, stdin)
+	if err != nil && IsConnectionLost(err) && ctx.Err() == nil && (stdin == nil || seekable) {
 		// One retry on a fresh connection: the command never ran or its
 		// result was lost with the connection; every command the drivers
 		// send is safe to repeat.
+		if seekable {
+			if _, serr := seeker.Seek(start, io.SeekStart); serr != nil {
+				return stdout, stderr, err
+			}
+		}
 		s.opts.Transcript.Note("retrying on a new connection")
-		out, err = s.run(ctx, cmd, stdin)
+		stdout, stderr, err = s.run(ctx, cmd, stdin)
 	}
-	return out, err
+	return stdout, stderr, err
 }
 
-func (s *SSH) run(ctx context.Context, cmd string, stdin io.Reader) (string, error) {
+func (s *SSH) run(ctx context.Context, cmd string, stdin io.Reader) (string, string, error) {
 	c, err := s.conn(ctx)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	sess, err := c.NewSession()
 	if err != nil {
 		s.forget(c)
-		return "", fmt.Errorf("ssh session: %w: %w", err, ErrConnectionLost)
+		return "", "", fmt.Errorf("ssh session: %w: %w", err, ErrConnectionLost)
 	}
 	defer sess.Close()
 	var stdout, stderr bytes.Buffer
@@ -302,7 +323,7 @@ func (s *SSH) run(ctx context.Context, cmd string, stdin io.Reader) (string, err
 		sess.Signal(ssh.SIGKILL)
 		sess.Close()
 		s.opts.Transcript.Error(fmt.Errorf("deadline: %w", ctx.Err()))
-		return "", fmt.Errorf("%s: %w", firstLine(cmd), ctx.Err())
+		return "", "", fmt.Errorf("%s: %w", firstLine(cmd), ctx.Err())
 	}
 	if out := strings.TrimRight(stdout.String(), "\n"); out != "" {
 		s.opts.Transcript.Received(out)
@@ -312,13 +333,13 @@ func (s *SSH) run(ctx context.Context, cmd string, stdin io.Reader) (string, err
 		if errors.As(err, &ee) {
 			xe := &ExitError{Command: cmd, Status: ee.ExitStatus(), Stderr: stderr.String()}
 			s.opts.Transcript.Error(xe)
-			return stdout.String(), xe
+			return stdout.String(), stderr.String(), xe
 		}
 		s.opts.Transcript.Error(err)
 		s.forget(c)
-		return stdout.String(), fmt.Errorf("%s: %w: %w", firstLine(cmd), err, ErrConnectionLost)
+		return stdout.String(), stderr.String(), fmt.Errorf("%s: %w: %w", firstLine(cmd), err, ErrConnectionLost)
 	}
-	return stdout.String(), nil
+	return stdout.String(), stderr.String(), nil
 }
 
 // DialRemote opens a TCP connection from the far side to addr (normally
