@@ -413,7 +413,7 @@ func (s *sim) send(kind int) {
 	switch kind {
 	case lg.PktRetransmitted:
 		p = packet{seq: s.retx[0], kind: lg.PktRetransmitted, bytes: s.c.FrameBytes, lost: s.bern(s.c.Loss)}
-		s.retx = s.retx[1:]
+		s.retx = s.retx[:copy(s.retx, s.retx[1:])]
 		s.res.Copies++
 	case lg.PktOriginal:
 		lost := false
@@ -713,7 +713,9 @@ func (s *sim) drainOne() {
 		return
 	}
 	p := s.buf[0]
-	s.buf = s.buf[1:]
+	// Shift in place: slicing off the head would reallocate on every
+	// append, and the garbage would bring the collector in.
+	s.buf = s.buf[:copy(s.buf, s.buf[1:])]
 	switch {
 	case p.seq == s.ackNo: // its turn: forwarded
 		s.leave(p)
