@@ -95,6 +95,7 @@ func sample(text, name string, want ...string) (float64, bool) {
 }
 
 func TestMetricsServedDuringRun(t *testing.T) {
+	t.Parallel()
 	lab, inv := startLab(t, 21)
 	runs, state := dirs(t)
 	// Every VOA reply 50 ms late: the sweep lasts long enough to be watched.
@@ -236,6 +237,7 @@ func (p *pushRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func TestPushgatewayGetsTheSummary(t *testing.T) {
+	t.Parallel()
 	rec := &pushRecorder{}
 	gw := httptest.NewServer(rec) // 127.0.0.1
 	defer gw.Close()

@@ -11,6 +11,7 @@ import (
 )
 
 func TestRerunReproducesSeededSweep(t *testing.T) {
+	t.Parallel()
 	orig := sweepBundle(t, "13")
 	runs, state := dirs(t)
 	code, out, errOut := testbedRun(t, "exp", "rerun", orig, "--runs-dir", runs, "--state-dir", state)

@@ -38,6 +38,7 @@ func lineOf(t *testing.T, text, s string) int {
 }
 
 func TestSuiteReportsRegressionAndWritesJUnit(t *testing.T) {
+	t.Parallel()
 	runs, state := dirs(t)
 	text := `name: quick
 entries:
@@ -119,6 +120,7 @@ entries:
 }
 
 func TestSuiteBaselineTolerance(t *testing.T) {
+	t.Parallel()
 	runs, state := dirs(t)
 	text := `entries:
   - id: sweep
@@ -174,6 +176,7 @@ func jsonNum(f float64) string { b, _ := json.Marshal(f); return string(b) }
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 func TestSuiteInfrastructureFailureKeepsOtherEntries(t *testing.T) {
+	t.Parallel()
 	lab, inv := startLab(t, 9)
 	runs, state := dirs(t)
 	// Someone else holds voa2, which only the l100g entry needs.
@@ -224,6 +227,7 @@ func TestSuiteInfrastructureFailureKeepsOtherEntries(t *testing.T) {
 }
 
 func TestSuiteMistakesExit2NamingTheLine(t *testing.T) {
+	t.Parallel()
 	runs, state := dirs(t)
 	text := "entries:\n  - recipe: attenuation-sweep\n    expect:\n      - {metric: links.l10g.points, min: 1, max: 0}\n"
 	code, _, errOut := testbedRun(t, "exp", "run", "--suite", writeSuite(t, text), "--runs-dir", runs, "--state-dir", state)
