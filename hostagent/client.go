@@ -164,11 +164,14 @@ func (c *Client) RunFCT(ctx context.Context, req FCTRunRequest) (FCTRunStatus, e
 	if err != nil {
 		return st, err
 	}
-	st, err = c.WaitFCTRun(ctx, st.ID)
+	id := st.ID
+	st, err = c.WaitFCTRun(ctx, id)
 	if ctx.Err() != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		c.CancelFCTRun(cctx, st.ID)
+		if cst, cerr := c.CancelFCTRun(cctx, id); cerr == nil {
+			st = cst
+		}
 		return st, ctx.Err()
 	}
 	if err != nil {

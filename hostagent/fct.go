@@ -12,7 +12,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -166,25 +165,17 @@ func RunFCT(ctx context.Context, req FCTRunRequest, dial DialFunc, done *atomic.
 	fail := func(err error) {
 		once.Do(func() { firstErr = err; cancel() })
 	}
+	var next atomic.Int64 // the next trial to claim
+	var schedule []int64
 	if req.Mode == ModeOpen {
-		arrivals := make(chan arrival, 4096)
-		wg.Go(func() { r.dispatch(ctx, arrivals) })
-		for _, fc := range conns {
-			wg.Go(func() {
-				if err := r.openWorker(fc, arrivals); err != nil {
-					fail(err)
-				}
-			})
-		}
-	} else {
-		var next atomic.Int64
-		for _, fc := range conns {
-			wg.Go(func() {
-				if err := r.closedWorker(fc, &next); err != nil {
-					fail(err)
-				}
-			})
-		}
+		schedule = poissonSchedule(req.Trials, req.RatePerSec, req.Seed)
+	}
+	for _, fc := range conns {
+		wg.Go(func() {
+			if err := r.worker(ctx, fc, &next, schedule); err != nil {
+				fail(err)
+			}
+		})
 	}
 	wg.Wait()
 	if firstErr != nil {
@@ -209,11 +200,6 @@ func (r *fctRunner) cause(ctx context.Context, err error) error {
 
 var errTrialTimeout = errors.New("trial timeout")
 
-type arrival struct {
-	trial int
-	sched int64
-}
-
 type fctRunner struct {
 	req     FCTRunRequest
 	conns   []*fctConn
@@ -233,83 +219,88 @@ func (r *fctRunner) warmup() error {
 					return
 				}
 			}
-			fc.resetRetrans()
+			if r.req.Warmup > 0 {
+				fc.resetRetrans()
+			}
 		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
-func (r *fctRunner) closedWorker(fc *fctConn, next *atomic.Int64) error {
+// worker runs trials on one connection: it claims the next trial as soon as
+// it is free. In open loop it then waits for that trial's arrival time, so
+// an arrival goes to a free connection and never queues behind a slow trial
+// on another one; it starts late only when every connection is busy.
+func (r *fctRunner) worker(ctx context.Context, fc *fctConn, next *atomic.Int64, schedule []int64) error {
+	var sl *shortSleeper
+	if schedule != nil {
+		sl = newShortSleeper()
+		defer sl.close()
+	}
 	for {
 		i := int(next.Add(1) - 1)
 		if i >= r.req.Trials {
 			return nil
+		}
+		sched := int64(-1)
+		if schedule != nil {
+			sched = schedule[i]
+			if err := waitUntil(ctx, sl, r.base, time.Duration(sched)); err != nil {
+				return err
+			}
 		}
 		s, err := fc.trial(r.base)
 		if err != nil {
 			return fmt.Errorf("trial %d: %w", i, err)
 		}
 		s.SchedNS = s.StartNS
+		if sched >= 0 {
+			s.SchedNS = sched
+		}
 		r.samples[i] = s
 		r.done.Add(1)
 	}
 }
 
-func (r *fctRunner) openWorker(fc *fctConn, arrivals <-chan arrival) error {
-	for a := range arrivals {
-		s, err := fc.trial(r.base)
-		if err != nil {
-			return fmt.Errorf("trial %d: %w", a.trial, err)
-		}
-		s.SchedNS = a.sched
-		r.samples[a.trial] = s
-		r.done.Add(1)
+// poissonSchedule returns the arrival times (ns after the start) of n
+// trials arriving as a Poisson process of the given rate.
+func poissonSchedule(n int, ratePerSec float64, seed int64) []int64 {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x6a09e667f3bcc909))
+	meanGapNS := 1e9 / ratePerSec
+	out := make([]int64, n)
+	var t float64
+	for i := range out {
+		t += rng.ExpFloat64() * meanGapNS
+		out[i] = int64(t)
 	}
-	return nil
+	return out
 }
 
-// dispatch releases the trials at Poisson arrival times. The Go runtime's
-// sleep has about a millisecond of granularity, so gaps shorter than
-// spinBelow are waited out by yielding in a loop.
-func (r *fctRunner) dispatch(ctx context.Context, arrivals chan<- arrival) {
-	defer close(arrivals)
-	const spinBelow = 2 * time.Millisecond
-	rng := rand.New(rand.NewPCG(uint64(r.req.Seed), 0x6a09e667f3bcc909))
-	meanGapNS := 1e9 / r.req.RatePerSec
-	var t float64
-	var timer *time.Timer
-	for i := range r.req.Trials {
-		t += rng.ExpFloat64() * meanGapNS
-		sched := int64(t)
-		for {
-			wait := time.Duration(sched) - time.Since(r.base)
-			if wait <= 0 {
-				break
-			}
-			if wait < spinBelow {
-				runtime.Gosched()
-				if ctx.Err() != nil {
-					return
-				}
-				continue
-			}
-			if timer == nil {
-				timer = time.NewTimer(wait - spinBelow/2)
-			} else {
-				timer.Reset(wait - spinBelow/2)
-			}
-			select {
-			case <-ctx.Done():
-				timer.Stop()
-				return
-			case <-timer.C:
-			}
+// waitUntil waits until at is past base. The Go runtime's timers round
+// short sleeps up to about a millisecond on Linux, so the last two
+// milliseconds are slept with sl where there is one. It neither spins nor
+// yields in a loop: either would take a P from the goroutines waiting for
+// responses and add scheduling delay to the FCTs being measured.
+func waitUntil(ctx context.Context, sl *shortSleeper, base time.Time, at time.Duration) error {
+	const timerAbove = 2 * time.Millisecond
+	for {
+		wait := at - time.Since(base)
+		if wait <= 0 {
+			return nil
+		}
+		if wait <= timerAbove && sl.sleep(wait) {
+			continue
+		}
+		t := time.NewTimer(max(wait-timerAbove*3/4, 0))
+		if wait <= timerAbove {
+			t.Reset(wait)
 		}
 		select {
-		case arrivals <- arrival{trial: i, sched: sched}:
 		case <-ctx.Done():
-			return
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
 		}
 	}
 }

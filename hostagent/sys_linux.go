@@ -4,7 +4,9 @@ package hostagent
 
 import (
 	"net"
+	"os"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,4 +38,41 @@ func socketRetrans(c net.Conn) (func() (uint32, error), string) {
 		}
 		return info.Total_retrans, nil
 	}, ""
+}
+
+// shortSleeper sleeps short times precisely: a timerfd (an hrtimer, no
+// millisecond rounding) read through the runtime's network poller, so the
+// sleeping goroutine holds no thread or P while it waits.
+type shortSleeper struct {
+	fd  int
+	f   *os.File
+	buf [8]byte
+}
+
+// newShortSleeper returns nil where the timerfd cannot be had.
+func newShortSleeper() *shortSleeper {
+	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+	if err != nil {
+		return nil
+	}
+	return &shortSleeper{fd: fd, f: os.NewFile(uintptr(fd), "timerfd")}
+}
+
+// sleep sleeps d (> 0) and reports whether it could.
+func (s *shortSleeper) sleep(d time.Duration) bool {
+	if s == nil {
+		return false
+	}
+	its := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(max(d, time.Microsecond)))}
+	if err := unix.TimerfdSettime(s.fd, 0, &its, nil); err != nil {
+		return false
+	}
+	_, err := s.f.Read(s.buf[:])
+	return err == nil
+}
+
+func (s *shortSleeper) close() {
+	if s != nil {
+		s.f.Close()
+	}
 }

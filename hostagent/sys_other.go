@@ -5,6 +5,7 @@ package hostagent
 import (
 	"net"
 	"runtime"
+	"time"
 )
 
 const tcpInfoRetrans = false
@@ -12,3 +13,10 @@ const tcpInfoRetrans = false
 func socketRetrans(net.Conn) (func() (uint32, error), string) {
 	return nil, "retransmission counts of a socket are read from TCP_INFO on linux only, not on " + runtime.GOOS
 }
+
+// shortSleeper: no precise sleep here; waits use the runtime's timers.
+type shortSleeper struct{}
+
+func newShortSleeper() *shortSleeper           { return nil }
+func (*shortSleeper) sleep(time.Duration) bool { return false }
+func (*shortSleeper) close()                   {}
