@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"testbed/dut/host"
 	"testbed/dut/tofino"
 	"testbed/instruments/trafficgen"
 	"testbed/instruments/voa"
@@ -23,6 +24,7 @@ func KnownDrivers() map[string][]string {
 		"voa":        voa.Drivers(),
 		"trafficgen": trafficgen.Drivers(),
 		"switch":     tofino.Drivers(),
+		"host":       host.Drivers(),
 	}
 }
 
@@ -125,6 +127,8 @@ func OpenDevice(ctx context.Context, d *inventory.Device, tr *transport.Transcri
 			sw.Close()
 			return nil, fmt.Errorf("%s: identity: %w", d.Name, err)
 		}
+	case "host":
+		return openHost(octx, d, timeout, tr)
 	default:
 		return nil, fmt.Errorf("%s: no driver for kind %q in this build", d.Name, d.Kind)
 	}
