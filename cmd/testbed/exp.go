@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"text/tabwriter"
 
@@ -341,7 +340,12 @@ func (a *app) runRecipe(runCtx, cleanupCtx context.Context, spec runSpec, obs *l
 	req := orchestrator.RunRequest{Recipe: spec.recipe, Params: spec.params, Lab: inv, Simulated: simulated, Seed: spec.seed,
 		Command: append([]string{"testbed"}, os.Args[1:]...), CleanupCtx: cleanupCtx, Labels: spec.labels}
 	if !a.json() {
-		eng.Observe = newProgress(a.stderr).observe
+		// What runs, how far, ETA: redrawn in place on a terminal, plain
+		// lines in CI logs.
+		pd := orchestrator.ProgressFor(a.stderr)
+		pd.Prefix = spec.prefix
+		eng.Observe = pd.Observe
+		defer pd.Close()
 	}
 	res, err := eng.Run(runCtx, req)
 	if err != nil {
@@ -402,38 +406,4 @@ func (a *app) reportRun(ctx context.Context, res *orchestrator.RunResult, seed u
 		return &exitError{code: code}
 	}
 	return nil
-}
-
-// progress prints events as a run goes.
-type progress struct {
-	mu    sync.Mutex
-	out   interface{ Write([]byte) (int, error) }
-	index string
-}
-
-func newProgress(w interface{ Write([]byte) (int, error) }) *progress { return &progress{out: w} }
-
-func (p *progress) observe(e results.Event) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	switch e.Type {
-	case "run.start", "bind":
-		fmt.Fprintf(p.out, "%s\n", e.Message)
-	case "device.open":
-		fmt.Fprintf(p.out, "  %s: %s\n", e.Device, e.Message)
-	case "step.start":
-		p.index = fmt.Sprintf("[%4v/%v]", e.Fields["index"], e.Fields["of"])
-	case "measurement":
-		fmt.Fprintf(p.out, "%s %s\n", p.index, e.Message)
-	case "step.skip":
-		fmt.Fprintf(p.out, "%s %s: skipped: %s\n", p.index, e.Step, e.Message)
-	case "step.error":
-		fmt.Fprintf(p.out, "%s %s: ERROR: %s\n", p.index, e.Step, e.Message)
-	case "cleanup":
-		fmt.Fprintf(p.out, "cleanup: %s\n", e.Message)
-	case "cleanup.error":
-		fmt.Fprintf(p.out, "cleanup FAILED: %s: %s\n", e.Device, e.Message)
-	case "run.end":
-		fmt.Fprintf(p.out, "run %s\n", e.Message)
-	}
 }

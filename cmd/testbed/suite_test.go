@@ -63,6 +63,9 @@ entries:
 	if code != exitRegression {
 		t.Fatalf("exit %d, want %d (regression)\nstdout:\n%s\nstderr:\n%s", code, exitRegression, out, errOut)
 	}
+	if strings.Contains(errOut, "\x1b[") || strings.Contains(errOut, "\r") {
+		t.Errorf("progress redrawn as on a terminal, but stderr is not one:\n%q", errOut)
+	}
 	// The failing check names its file:line, the value and the bound.
 	badLine := lineOf(t, text, "max_loss_free_db")
 	re := regexp.MustCompile(`(?m)^  REGRESSION\s+` + regexp.QuoteMeta(file) + `:` + itoa(badLine) + `: links\.l10g\.max_loss_free_db: measured [0-9.]+, above the maximum 5$`)
