@@ -17,8 +17,7 @@ import (
 // arguments (in single quotes, a quote inside as close-escape-reopen, the
 // usual sh way), and the body never changes for a given op. An emulator
 // dispatches on the op and reads the assignments; it need not interpret
-// the body. The one exception is opRun, whose body is the caller's own
-// command.
+// the body.
 const (
 	opIdentity    = "identity"
 	opRun         = "run"
@@ -36,7 +35,7 @@ const (
 // commandVars lists each op's arguments, in the order they are sent.
 var commandVars = map[string][]string{
 	opIdentity:    nil,
-	opRun:         nil,
+	opRun:         {"W", "Q"},
 	opUpload:      {"P", "T", "M", "S"},
 	opAgentProbe:  {"B"},
 	opAgentStart:  {"B", "D"},
@@ -59,6 +58,12 @@ const alive = `alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null && tr '\0' ' ' 
 `
 
 var commandBodies = map[string]string{
+	// The caller's command line Q, in the login shell, killed with its
+	// whole process group after W seconds: the session's end does not
+	// stop a command, and OpenSSH does not always deliver signals.
+	opRun: `if command -v timeout >/dev/null 2>&1; then exec timeout -s KILL "$W" "${SHELL:-/bin/sh}" -c "$Q"; fi
+exec "${SHELL:-/bin/sh}" -c "$Q"`,
+
 	// Who the host is; key=value lines.
 	opIdentity: `echo "hostname=$(uname -n)"
 echo "kernel=$(uname -sr)"
@@ -137,7 +142,7 @@ echo "stopped=$p"`,
 func script(op string, args ...string) string {
 	names, ok := commandVars[op]
 	body, okb := commandBodies[op]
-	if !ok || (!okb && op != opRun) || len(args) != len(names) {
+	if !ok || !okb || len(args) != len(names) {
 		panic(fmt.Sprintf("host: script %q with %d arguments", op, len(args)))
 	}
 	var b strings.Builder
@@ -148,9 +153,6 @@ func script(op string, args ...string) string {
 	b.WriteString(body)
 	return b.String()
 }
-
-// runScript is the command for a caller's own command line.
-func runScript(cmd string) string { return "# testbed:" + opRun + "\n" + cmd }
 
 func shellQuote(v string) string { return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'" }
 

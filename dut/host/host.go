@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -125,7 +126,8 @@ func (h *Host) Name() string { return h.name }
 // Close stops the agent if this driver started it, then closes the
 // connection.
 func (h *Host) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), h.opts.Timeout)
+	// Stopping waits up to 5 s for the agent to exit after TERM.
+	ctx, cancel := context.WithTimeout(context.Background(), h.opts.Timeout+10*time.Second)
 	defer cancel()
 	err := h.StopAgent(ctx)
 	return errors.Join(err, h.ssh.Close())
@@ -176,8 +178,19 @@ func commandLabel(cmd string) string {
 // Run runs a command line (in the login shell of the account) and returns
 // its output and exit status. A non-zero exit returns the Result and an
 // *ExitError; the deadline is the context's, or Options.Timeout.
+//
+// On the host the command is killed, with every process it started, when
+// the deadline has passed (by timeout(1) where the host has it).
 func (h *Host) Run(ctx context.Context, cmd string) (Result, error) {
-	stdout, stderr, err := h.ssh.RunStreams(ctx, runScript(cmd), nil)
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.opts.Timeout)
+		defer cancel()
+	}
+	dl, _ := ctx.Deadline()
+	// Whole seconds, one more than left: the driver gives up first.
+	secs := int64(time.Until(dl)/time.Second) + 2
+	stdout, stderr, err := h.ssh.RunStreams(ctx, script(opRun, strconv.FormatInt(max(secs, 2), 10), cmd), nil)
 	r := Result{Stdout: stdout, Stderr: stderr}
 	if err != nil {
 		var xe *transport.ExitError

@@ -93,26 +93,49 @@ func TestRunDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := h.Run(ctx, "sleep 30")
+	_, err := h.Run(ctx, "sleep 29.25; echo not killed")
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("sleep past the deadline: %v", err)
 	}
 	if el := time.Since(start); el > 5*time.Second {
 		t.Fatalf("the deadline took %v to act", el)
 	}
-	if !strings.Contains(err.Error(), "h1:") || !strings.Contains(err.Error(), "sleep 30") {
+	if !strings.Contains(err.Error(), "h1:") || !strings.Contains(err.Error(), "sleep 29.25") {
 		t.Errorf("error %q does not name host and command", err)
 	}
 	// Options.Timeout applies when the context has none.
 	h2 := d.open(t, "h2", func(o *Options) { o.Timeout = 300 * time.Millisecond })
-	if _, err := h2.Run(context.Background(), "sleep 30"); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := h2.Run(context.Background(), "sleep 29.5"); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("sleep past Options.Timeout: %v", err)
+	}
+	// On the host, the commands are killed soon after (not 30 s later).
+	for _, arg := range []string{"29.25", "29.5"} {
+		deadline := time.Now().Add(10 * time.Second)
+		for sleeping(arg) {
+			if time.Now().After(deadline) {
+				t.Fatalf("sleep %s still runs on the host after its deadline", arg)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 	// The connection survives.
 	if r, err := h.Run(testCtx(t), "echo ok"); err != nil || r.Stdout != "ok\n" {
 		t.Fatalf("after a deadline: %+v %v", r, err)
 	}
 }
+
+// sleeping reports whether a "sleep arg" process runs on this machine.
+func sleeping(arg string) bool {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(b) == "sleep\x00"+arg+"\x00" && processAlive(atoi(e.Name())) {
+			return true
+		}
+	}
+	return false
+}
+
+func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 
 func TestUploadChecksummed(t *testing.T) {
 	d := startSSHD(t)
