@@ -125,7 +125,9 @@ be restored. The bundle's path is printed last.
 
 With --suite FILE (and no recipe) every entry of the suite runs the same way,
 each into its own bundle, and its expectations are checked against absolute
-bounds and, with --baseline, against earlier bundles. ` + suiteExitHelp + `
+bounds and, with --baseline, against earlier bundles.
+
+` + suiteExitHelp + `
 
 ` + metricsHelp,
 		Args: func(cmd *cobra.Command, args []string) error {

@@ -22,12 +22,12 @@ import (
 // bound or worse than the baseline beyond tolerance.
 const exitRegression = 5
 
-const suiteExitHelp = `Exit codes: 0 every expectation
-holds; 5 a regression (a metric outside its bound, or worse than the baseline
-beyond tolerance); 1 a run failed; 4 infrastructure (a device unreachable, a
-lease refused: the lab broke, not the code); 2 the suite is wrong (a file:line
-is named); 3 interrupted. When several apply the first of 3, 2, 4, 1, 5 wins;
-the report and the JUnit file list every entry and check either way.`
+const suiteExitHelp = `Suite exit codes: 0 every expectation holds; 5 a regression (a metric
+outside its bound, or worse than the baseline beyond tolerance); 1 a run
+failed; 4 infrastructure (a device unreachable, a lease refused: the lab
+broke, not the code); 2 the suite is wrong (a file:line is named); 3
+interrupted. When several apply the first of 3, 2, 4, 1, 5 wins; the report
+and the JUnit file list every entry and check either way.`
 
 // suiteOptions are the suite flags of exp run.
 type suiteOptions struct {

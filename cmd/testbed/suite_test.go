@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -271,4 +272,44 @@ func TestExampleSuiteCoversEveryRecipe(t *testing.T) {
 			t.Errorf("suites/nightly.yaml has no entry for recipe %s", n)
 		}
 	}
+}
+
+func TestInterruptedSuiteReportsWhatRan(t *testing.T) {
+	t.Parallel()
+	lab, inv := startLab(t, 23)
+	runs, state := dirs(t)
+	lab.Faults("voa1").SetDelay(50 * time.Millisecond)
+	entry := func(id string) string {
+		return "  - id: " + id + "\n    recipe: attenuation-sweep\n    set: {links: [l10g], step_db: 1, fine_step_db: 0.25, max_seconds: 0.5}\n" +
+			"    expect:\n      - {metric: partial, max: 0}\n"
+	}
+	file := writeSuite(t, "entries:\n"+entry("first")+entry("second"))
+	junit := filepath.Join(t.TempDir(), "out.xml")
+	r := startRun(t, "exp", "run", "--suite", file, "--inventory", inv, "--runs-dir", runs, "--state-dir", state, "--junit", junit)
+	seen := 0
+	r.each(func(line string) bool {
+		if measured(line) {
+			if seen++; seen == 2 {
+				r.cmd.Process.Signal(syscall.SIGINT)
+			}
+		}
+		return true
+	})
+	r.cmd.Wait()
+	out := r.stdout.String()
+	if code := r.cmd.ProcessState.ExitCode(); code != exitAborted {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, exitAborted, out, r.log.String())
+	}
+	for _, want := range []string{`(?m)^first  attenuation-sweep, seed \d+ \(.*:2\): ABORTED`, `(?m)^  bundle +\S+`, `(?m)^second  attenuation-sweep \(.*:7\): NOT RUN$`,
+		`(?m)^  SKIPPED +.*not evaluated: the run ended aborted`, `(?m)^ABORTED \(exit 3\)$`} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("report lacks %s:\n%s", want, out)
+		}
+	}
+	var doc suite.JUnitSuites
+	b, err := os.ReadFile(junit)
+	if err != nil || xml.Unmarshal(b, &doc) != nil || len(doc.Suites) != 1 || doc.Suites[0].Errors != 1 || doc.Suites[0].Skipped != 3 {
+		t.Errorf("junit after an interrupt (%v):\n%s", err, b)
+	}
+	assertRested(t, lab)
 }
