@@ -165,14 +165,17 @@ func RunFCT(ctx context.Context, req FCTRunRequest, dial DialFunc, done *atomic.
 	fail := func(err error) {
 		once.Do(func() { firstErr = err; cancel() })
 	}
-	var next atomic.Int64 // the next trial to claim
+	var next atomic.Int64 // closed loop: the next trial to claim
 	var schedule []int64
+	var arrivals chan int // open loop: trials, each at its arrival time
 	if req.Mode == ModeOpen {
 		schedule = poissonSchedule(req.Trials, req.RatePerSec, req.Seed)
+		arrivals = make(chan int, min(req.Trials, 1<<16))
+		wg.Go(func() { r.dispatch(ctx, schedule, arrivals) })
 	}
 	for _, fc := range conns {
 		wg.Go(func() {
-			if err := r.worker(ctx, fc, &next, schedule); err != nil {
+			if err := r.worker(fc, &next, schedule, arrivals); err != nil {
 				fail(err)
 			}
 		})
@@ -228,38 +231,51 @@ func (r *fctRunner) warmup() error {
 	return errors.Join(errs...)
 }
 
-// worker runs trials on one connection: it claims the next trial as soon as
-// it is free. In open loop it then waits for that trial's arrival time, so
-// an arrival goes to a free connection and never queues behind a slow trial
-// on another one; it starts late only when every connection is busy.
-func (r *fctRunner) worker(ctx context.Context, fc *fctConn, next *atomic.Int64, schedule []int64) error {
-	var sl *shortSleeper
-	if schedule != nil {
-		sl = newShortSleeper()
-		defer sl.close()
-	}
+// worker runs trials on one connection. In closed loop it claims the next
+// trial as soon as it is free; in open loop it takes the next trial that has
+// arrived, so an arrival goes to whichever connection is free and never
+// queues behind a slow trial on another one. It starts late only when every
+// connection is busy.
+func (r *fctRunner) worker(fc *fctConn, next *atomic.Int64, schedule []int64, arrivals <-chan int) error {
 	for {
-		i := int(next.Add(1) - 1)
-		if i >= r.req.Trials {
-			return nil
-		}
-		sched := int64(-1)
-		if schedule != nil {
-			sched = schedule[i]
-			if err := waitUntil(ctx, sl, r.base, time.Duration(sched)); err != nil {
-				return err
+		var i int
+		if arrivals != nil {
+			var ok bool
+			if i, ok = <-arrivals; !ok {
+				return nil
 			}
+		} else if i = int(next.Add(1) - 1); i >= r.req.Trials {
+			return nil
 		}
 		s, err := fc.trial(r.base)
 		if err != nil {
 			return fmt.Errorf("trial %d: %w", i, err)
 		}
 		s.SchedNS = s.StartNS
-		if sched >= 0 {
-			s.SchedNS = sched
+		if schedule != nil {
+			s.SchedNS = schedule[i]
 		}
 		r.samples[i] = s
 		r.done.Add(1)
+	}
+}
+
+// dispatch releases the open loop's trials at their arrival times. One
+// goroutine waits for all of them, so a connection's worker wakes once per
+// trial, for the trial.
+func (r *fctRunner) dispatch(ctx context.Context, schedule []int64, arrivals chan<- int) {
+	defer close(arrivals)
+	sl := newShortSleeper()
+	defer sl.close()
+	for i, at := range schedule {
+		if waitUntil(ctx, sl, r.base, time.Duration(at)) != nil {
+			return
+		}
+		select {
+		case arrivals <- i:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

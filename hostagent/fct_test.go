@@ -307,3 +307,52 @@ func BenchmarkFCTRun(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkAgentOverBare is the agent's overhead against a bare ping-pong
+// over loopback, in alternating blocks so that the machine's load hits both
+// alike. One op is a block of each. Reported:
+//   - wall-ratio: wall time per trial of a whole agent run (RunFCT against
+//     FCTServer: dial, deadlines, timestamps, TCP_INFO, samples, summary)
+//     over a bare client and server;
+//   - p50-ratio: the agent's median FCT over the bare median round trip
+//     (what the agent adds to the number it measures).
+func BenchmarkAgentOverBare(b *testing.B) {
+	const block = 20_000
+	srv := startServer(b)
+	c, err := net.Dial("tcp", bareServer(b, DefaultRequestSize, DefaultResponseSize))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	req, resp := make([]byte, DefaultRequestSize), make([]byte, DefaultResponseSize)
+	rtts := make([]int64, block)
+	var bareWall, agentWall time.Duration
+	var bareP50, agentP50 []int64
+	for b.Loop() {
+		t0 := time.Now()
+		for i := range rtts {
+			t := time.Now()
+			if _, err := c.Write(req); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := io.ReadFull(c, resp); err != nil {
+				b.Fatal(err)
+			}
+			rtts[i] = int64(time.Since(t))
+		}
+		bareWall += time.Since(t0)
+		bareP50 = append(bareP50, Distribute(rtts).P50NS)
+
+		t0 = time.Now()
+		res, err := RunFCT(context.Background(), FCTRunRequest{Target: srv.Addr().String(), Trials: block}, nil, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		agentWall += time.Since(t0)
+		agentP50 = append(agentP50, res.Summary.P50NS)
+	}
+	b.ReportMetric(float64(agentWall)/float64(bareWall), "wall-ratio")
+	b.ReportMetric(float64(Distribute(agentP50).P50NS)/float64(Distribute(bareP50).P50NS), "p50-ratio")
+	b.ReportMetric(float64(bareWall.Nanoseconds())/float64(b.N*block), "bare-ns/trial")
+	b.ReportMetric(float64(agentWall.Nanoseconds())/float64(b.N*block), "agent-ns/trial")
+}
