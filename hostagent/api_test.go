@@ -2,6 +2,7 @@ package hostagent
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
@@ -339,6 +340,14 @@ func TestFCTRunFailures(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("a 200 ms trial timeout took %v", d)
 	}
+	// A server that hangs up after five answers, with two connections: the
+	// run fails with what happened, not with the cancellation of the others.
+	addr := slowServer(t, 0, 0)
+	st, err = c.RunFCT(ctx, FCTRunRequest{Target: hangUpAfter(t, addr, 5), Trials: 100, Connections: 2})
+	if err == nil || st.State != StateFailed || !strings.Contains(st.Error.Message, "server closed the connection") {
+		t.Errorf("server hangs up: %+v, %v", st.Error, err)
+	}
+
 	// Samples of a failed run are a conflict.
 	if _, err := c.FCTSamples(ctx, st.ID); !isKind(err, KindConflict) {
 		t.Errorf("samples of a failed run: %v", err)
@@ -567,4 +576,46 @@ func TestRegistryTrim(t *testing.T) {
 			break
 		}
 	}
+}
+
+// hangUpAfter is a proxy to an FCT server that closes each connection after
+// n requests.
+func hangUpAfter(t *testing.T, target string, n int) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				up, err := net.Dial("tcp", target)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				var hdr [8]byte
+				for range n {
+					if _, err := io.ReadFull(c, hdr[:]); err != nil {
+						return
+					}
+					req, resp := binary.BigEndian.Uint32(hdr[:4]), binary.BigEndian.Uint32(hdr[4:])
+					up.Write(hdr[:])
+					if _, err := io.CopyN(up, c, int64(req-8)); err != nil {
+						return
+					}
+					if _, err := io.CopyN(c, up, int64(resp)); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
 }

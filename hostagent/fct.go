@@ -126,6 +126,7 @@ func RunFCT(ctx context.Context, req FCTRunRequest, dial DialFunc, done *atomic.
 	if done == nil {
 		done = new(atomic.Int64)
 	}
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -156,7 +157,7 @@ func RunFCT(ctx context.Context, req FCTRunRequest, dial DialFunc, done *atomic.
 
 	r := &fctRunner{req: req, conns: conns, done: done, samples: make([]Sample, req.Trials)}
 	if err := r.warmup(); err != nil {
-		return nil, r.cause(ctx, err)
+		return nil, cause(parent, err)
 	}
 	r.base = time.Now()
 	var wg sync.WaitGroup
@@ -182,21 +183,19 @@ func RunFCT(ctx context.Context, req FCTRunRequest, dial DialFunc, done *atomic.
 	}
 	wg.Wait()
 	if firstErr != nil {
-		return nil, r.cause(ctx, firstErr)
+		return nil, cause(parent, firstErr)
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	if err := parent.Err(); err != nil {
+		return nil, context.Cause(parent)
 	}
 	return r.result(), nil
 }
 
-// cause prefers the context's error over the I/O error it provoked.
-func (r *fctRunner) cause(ctx context.Context, err error) error {
-	if ctx.Err() != nil && !errors.Is(err, errTrialTimeout) {
-		if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
-			return c
-		}
-		return ctx.Err()
+// cause prefers the caller's context's error, when it ended, over the I/O
+// error that closing the connections provoked.
+func cause(parent context.Context, err error) error {
+	if parent.Err() != nil && !errors.Is(err, errTrialTimeout) {
+		return context.Cause(parent)
 	}
 	return err
 }
