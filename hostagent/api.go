@@ -44,6 +44,11 @@ type Options struct {
 // keepJobs is how many FCT runs and RDMA jobs the agent remembers.
 const keepJobs = 32
 
+// keepSamples bounds the samples the agent holds for download, over all
+// finished runs (about 40 bytes each): the oldest runs' samples go first, the
+// newest run's are always kept.
+const keepSamples = 4_000_000
+
 // maxWait bounds the long poll of a run or job.
 const maxWait = 60 * time.Second
 
@@ -53,6 +58,8 @@ type Agent struct {
 	log     *slog.Logger
 	ctx     context.Context // canceled by Close
 	stopAll context.CancelFunc
+
+	keepSamples int
 
 	mu      sync.Mutex
 	seq     int
@@ -79,7 +86,7 @@ func New(opts Options) *Agent {
 		opts.Hostname, _ = os.Hostname()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Agent{opts: opts, log: opts.Logger, ctx: ctx, stopAll: cancel}
+	return &Agent{opts: opts, log: opts.Logger, ctx: ctx, stopAll: cancel, keepSamples: keepSamples}
 }
 
 // Handler is the API's HTTP handler.
@@ -284,6 +291,7 @@ func (run *fctRun) status() FCTRunStatus {
 	if run.result != nil {
 		sum := run.result.Summary
 		st.Summary = &sum
+		st.SamplesKept = run.result.Samples != nil
 	}
 	return st
 }
@@ -316,20 +324,48 @@ func (a *Agent) startFCTRun(w http.ResponseWriter, r *http.Request) {
 		defer close(run.done)
 		defer cancel()
 		res, err := RunFCT(ctx, req, a.opts.Dial, &run.trials)
-		run.mu.Lock()
-		defer run.mu.Unlock()
-		run.finished = time.Now()
-		switch {
-		case err == nil:
-			run.state, run.result = StateDone, res
-		case errors.Is(err, context.Canceled) && ctx.Err() != nil:
-			run.state = StateCanceled
-		default:
-			run.state, run.err = StateFailed, &ErrorInfo{Kind: KindFailed, Message: fmt.Sprintf("fct run to %s: %v", req.Target, err)}
-		}
-		a.log.Info("fct run ended", "id", run.id, "state", run.state, "elapsed", run.finished.Sub(run.started))
+		run.finish(res, err, ctx.Err() != nil)
+		a.log.Info("fct run ended", "id", run.id, "state", run.status().State, "elapsed", time.Since(run.started))
+		a.dropOldSamples()
 	}()
 	writeJSON(w, http.StatusAccepted, run.status())
+}
+
+// finish records how a run ended.
+func (run *fctRun) finish(res *FCTResult, err error, canceled bool) {
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	run.finished = time.Now()
+	switch {
+	case err == nil:
+		run.state, run.result = StateDone, res
+	case canceled && errors.Is(err, context.Canceled):
+		run.state = StateCanceled
+	default:
+		run.state, run.err = StateFailed, &ErrorInfo{Kind: KindFailed, Message: fmt.Sprintf("fct run to %s: %v", run.req.Target, err)}
+	}
+}
+
+// dropOldSamples frees the samples of the oldest finished runs beyond
+// keepSamples.
+func (a *Agent) dropOldSamples() {
+	a.mu.Lock()
+	runs := a.runs.list()
+	a.mu.Unlock()
+	total := 0
+	for i := len(runs) - 1; i >= 0; i-- {
+		run := runs[i]
+		run.mu.Lock()
+		if run.result != nil && run.result.Samples != nil {
+			if n := len(run.result.Samples); total > 0 && total+n > a.keepSamples {
+				run.result.Samples = nil
+				a.log.Info("fct run: samples dropped to bound memory", "id", run.id)
+			} else {
+				total += n
+			}
+		}
+		run.mu.Unlock()
+	}
 }
 
 func (a *Agent) listFCTRuns(w http.ResponseWriter, r *http.Request) {
@@ -375,7 +411,9 @@ func (a *Agent) deleteFCTRun(w http.ResponseWriter, r *http.Request) {
 	a.mu.Unlock()
 	st := run.status()
 	run.mu.Lock()
-	run.result = nil // drop the samples
+	if run.result != nil {
+		run.result.Samples = nil
+	}
 	run.mu.Unlock()
 	writeJSON(w, http.StatusOK, st)
 }
@@ -390,6 +428,10 @@ func (a *Agent) getFCTSamples(w http.ResponseWriter, r *http.Request) {
 	run.mu.Unlock()
 	if state != StateDone || res == nil {
 		writeError(w, apiErr(KindConflict, "fct run %s is %s: samples come with a finished run", run.id, state))
+		return
+	}
+	if res.Samples == nil {
+		writeError(w, apiErr(KindConflict, "fct run %s: samples dropped: the agent keeps the newest runs' samples, up to %d", run.id, a.keepSamples))
 		return
 	}
 	w.Header().Set("Content-Type", "application/gzip")

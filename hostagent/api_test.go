@@ -619,3 +619,38 @@ func hangUpAfter(t *testing.T, target string, n int) string {
 	}()
 	return ln.Addr().String()
 }
+
+func TestOldSamplesDropped(t *testing.T) {
+	ctx := testCtx(t)
+	a := New(Options{})
+	a.keepSamples = 250
+	srv := httptest.NewServer(a.Handler())
+	defer func() { srv.Close(); a.Close() }()
+	c := NewClient(srv.Client(), srv.URL)
+	fs := startFCTServer(t, ctx, c)
+	var ids []string
+	for range 3 {
+		st, err := c.RunFCT(ctx, FCTRunRequest{Target: fs.Listen, Trials: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, st.ID)
+	}
+	// 100 + 100 fit in 250; the third run back is dropped.
+	for i, id := range ids {
+		st, err := c.FCTRun(ctx, id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, serr := c.FCTSamples(ctx, id)
+		if kept := i > 0; st.SamplesKept != kept || (serr == nil) != kept {
+			t.Errorf("run %d: samples_kept %v, download error %v; want kept %v", i, st.SamplesKept, serr, kept)
+		}
+		if st.Summary == nil || st.Summary.Count != 100 {
+			t.Errorf("run %d: the summary stays: %+v", i, st.Summary)
+		}
+	}
+	if _, err := c.FCTSamples(ctx, ids[0]); !isKind(err, KindConflict) || !strings.Contains(err.Error(), "samples dropped") {
+		t.Errorf("dropped samples: %v", err)
+	}
+}

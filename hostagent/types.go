@@ -85,7 +85,9 @@ type FCTRunStatus struct {
 	FinishedAt *time.Time    `json:"finished_at,omitempty"`
 	ElapsedMS  int64         `json:"elapsed_ms"`
 	Summary    *FCTSummary   `json:"summary,omitempty"`
-	Error      *ErrorInfo    `json:"error,omitempty"`
+	// SamplesKept: the samples can be downloaded (done runs only).
+	SamplesKept bool       `json:"samples_kept"`
+	Error       *ErrorInfo `json:"error,omitempty"`
 }
 
 // FCTSummary is the distribution of a run's FCTs with what else the run saw.
