@@ -544,6 +544,13 @@ cat '`+sample+`'
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("timeout of 200 ms took %v", d)
 	}
+	if runtime.GOOS == "linux" {
+		// The tool's children go with it: the script's "sleep 30" holds
+		// the output pipe, and the job would wait for it otherwise.
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("the killed tool's children lived on: the job took %v", d)
+		}
+	}
 
 	st, err = c.StartWriteLat(ctx, WriteLatRequest{Role: RoleServer, ExtraArgs: []string{"hang"}})
 	if err != nil {

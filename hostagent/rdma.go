@@ -249,6 +249,7 @@ func startWriteLat(id, path string, req WriteLatRequest) (*writeLatJob, error) {
 	out := &tailBuffer{max: 1 << 20}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = 2 * time.Second
+	ownProcessGroup(cmd)
 	j := &writeLatJob{id: id, req: req, args: append([]string{WriteLatTool}, args...), cancel: cancel, done: make(chan struct{})}
 	j.status = WriteLatStatus{ID: id, State: StateRunning, Role: req.Role, Args: j.args, StartedAt: time.Now().UTC()}
 	if err := cmd.Start(); err != nil {

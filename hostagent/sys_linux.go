@@ -5,6 +5,7 @@ package hostagent
 import (
 	"net"
 	"os"
+	"os/exec"
 	"syscall"
 	"time"
 
@@ -74,5 +75,14 @@ func (s *shortSleeper) sleep(d time.Duration) bool {
 func (s *shortSleeper) close() {
 	if s != nil {
 		s.f.Close()
+	}
+}
+
+// ownProcessGroup starts cmd in a process group of its own and has its
+// cancellation kill the whole group, children included.
+func ownProcessGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 }
