@@ -634,3 +634,99 @@ func BenchmarkFig11Circuit64(b *testing.B) {
 		}
 	}
 }
+
+// TestUnpauseAtLight opens circuits when they light rather than when the
+// night budget ends: the duty cycle then counts from the drawn gaps.
+func TestUnpauseAtLight(t *testing.T) {
+	p := Defaults()
+	p.UnpauseAtLight = true
+	p.Scheduler = Fixed(roundRobin(t, p))
+	r, err := Run(p, AllToAll(8), 2, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gaps time.Duration
+	for _, nt := range r.Nights {
+		gaps += nt.Gap
+	}
+	// Every port is lit in every slot: usable time is the period less the
+	// gaps (and the 7 ns of rounding per period).
+	span := float64(r.To - r.From)
+	within(t, "duty cycle", r.DutyCycle, (span-float64(gaps))/span, 1e-5)
+	if r.DutyCycle < 0.93 {
+		t.Errorf("duty cycle %.4f opening at light, want about 1-12/214", r.DutyCycle)
+	}
+	for _, s := range r.Slots {
+		if s.UnpauseSent != s.LitAt || s.FirstByte < s.LitAt+p.PFC.OnMin {
+			t.Fatalf("unpause at %v, first byte %v, light at %v", s.UnpauseSent, s.FirstByte, s.LitAt)
+		}
+	}
+}
+
+// TestBytesAreConserved runs a mixed workload through an EPS with a small
+// buffer and checks that every byte offered is delivered, dropped or still
+// queued (a bulk flow's drops are sent again, so for it written bytes are
+// delivered or queued).
+func TestBytesAreConserved(t *testing.T) {
+	p := Defaults()
+	p.Hosts = 6
+	p.EPSBuffer = 50_000
+	p.Seed = 9
+	flows := []Flow{
+		{Src: 0, Dst: 1, Kind: Bulk},
+		{Src: 2, Dst: 1, Kind: Bulk, Window: 200_000, Stop: 4 * time.Millisecond},
+		{Src: 1, Dst: 3, Kind: Paced, Rate: 6e9},
+		{Src: 4, Dst: 3, Kind: Paced, Rate: 3e9, Start: 2 * time.Millisecond},
+		{Src: 5, Dst: 0, Kind: Paced, Rate: 0.3e9},
+		{Src: 5, Dst: 1, Kind: Paced, Rate: 0.3e9},
+	}
+	// Three hosts flood host 2 through their EPS classes, overrunning its
+	// 1 Gb/s EPS port and the 50 kB buffer.
+	for _, h := range []int{0, 3, 4} {
+		flows = append(flows, Flow{Src: h, Dst: 2, Kind: Paced, Rate: 0.8e9, EPS: true})
+	}
+	m, err := New(p, flows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.AdvanceTo(7*time.Millisecond + 123*time.Microsecond); err != nil {
+		t.Fatal(err)
+	}
+	var dropped float64
+	for _, f := range m.flows {
+		held := f.data.q + f.data.epsq
+		if f.Kind == Paced {
+			within(t, fmtFlow(f)+" offered", f.c.Offered, f.c.Delivered+f.c.Dropped+held, 1e-9)
+		} else {
+			within(t, fmtFlow(f)+" written", f.c.Written, f.c.Delivered+held, 1e-9)
+			if f.unacked < -1e-6 || f.data.q+f.unacked > f.Window*(1+1e-9) {
+				t.Errorf("%s: %g queued and %g unacknowledged, window %g", fmtFlow(f), f.data.q, f.unacked, f.Window)
+			}
+		}
+		if f.c.Delivered != f.c.ViaCircuit+f.c.ViaEPS && math.Abs(f.c.Delivered-f.c.ViaCircuit-f.c.ViaEPS) > 1e-6*f.c.Delivered {
+			t.Errorf("%s: delivered %g, circuits %g + EPS %g", fmtFlow(f), f.c.Delivered, f.c.ViaCircuit, f.c.ViaEPS)
+		}
+		if f.EPS {
+			dropped += f.c.Dropped
+			if f.c.ViaCircuit != 0 {
+				t.Errorf("%s: EPS-class flow crossed a circuit", fmtFlow(f))
+			}
+		}
+	}
+	if dropped <= 0 {
+		t.Error("the overrun EPS port dropped nothing")
+	}
+	if q := m.ports[2]; sumEPSQ(q) > p.EPSBuffer*(1+1e-9) {
+		t.Errorf("EPS queue to host 2 holds %g B, over its %g B buffer", sumEPSQ(q), p.EPSBuffer)
+	}
+}
+
+func fmtFlow(f *flowState) string { return fmt.Sprintf("%v flow %d->%d", f.Kind, f.Src, f.Dst) }
+
+func sumEPSQ(pt *port) float64 {
+	var s float64
+	for _, st := range pt.streams {
+		s += st.epsq
+	}
+	return s
+}
