@@ -307,10 +307,11 @@ func waitUntil(ctx context.Context, sl *shortSleeper, base time.Time, at time.Du
 		if wait <= timerAbove && sl.sleep(wait) {
 			continue
 		}
-		t := time.NewTimer(max(wait-timerAbove*3/4, 0))
+		d := wait - timerAbove*3/4 // wake with the last stretch left
 		if wait <= timerAbove {
-			t.Reset(wait)
+			d = wait // no short sleeper here
 		}
+		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
 			t.Stop()
