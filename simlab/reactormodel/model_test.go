@@ -730,3 +730,48 @@ func sumEPSQ(pt *port) float64 {
 	}
 	return s
 }
+
+// TestDefaultSchedulerKeepsFewestThatFit compares the default scheduler's
+// search with a plain scan over the number of Solstice configurations.
+func TestDefaultSchedulerKeepsFewestThatFit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for trial := range 60 {
+		n := 3 + rng.IntN(8)
+		c := sched.Constraints{N: n, Period: 1500 * time.Microsecond, Delta: 30 * time.Microsecond,
+			MinSlot: 20 * time.Microsecond, LinkRate: 10e9, EPSRate: float64(rng.IntN(3)) * 1e9}
+		full := int64(c.LinkRate * c.Period.Seconds() / 8)
+		d := sched.NewDemand(n)
+		for i := range n {
+			for j := range n {
+				if i != j && rng.IntN(3) > 0 {
+					d[i][j] = rng.Int64N(full / int64(1+rng.IntN(n)))
+				}
+			}
+		}
+		s := &solstice{frame: 1538}
+		got, err := s.Schedule(0, d, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := sched.Solstice(d, c, sched.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := len(all.Slots)
+		if c.EPSRate > 0 {
+			for m := 1; m < len(all.Slots); m++ {
+				sm, _ := sched.Solstice(d, c, sched.Options{MaxConfigs: m})
+				if ok, _ := s.epsFits(sm, d, c); ok {
+					want = m
+					break
+				}
+			}
+		}
+		if len(got.Slots) != want {
+			t.Errorf("trial %d (EPS %g): %d configurations, the fewest that fit is %d of %d", trial, c.EPSRate, len(got.Slots), want, len(all.Slots))
+		}
+		if again, _ := s.Schedule(1, d, c); !reflect.DeepEqual(again, got) {
+			t.Errorf("trial %d: the same demand gave a different schedule", trial)
+		}
+	}
+}

@@ -71,7 +71,8 @@ func (s *solstice) Schedule(_ int64, d sched.Demand, c sched.Constraints) (sched
 	}
 	if c.EPSRate > 0 && len(out.Slots) > 1 {
 		// The lit pairs only grow with the count, so what is left to the
-		// EPS only shrinks: search for the fewest that fit.
+		// EPS only shrinks: search for the fewest that fit. best is the
+		// schedule of hi, or all of them while nothing has fitted.
 		lo, hi := 1, len(out.Slots)
 		best := out
 		for lo < hi {
@@ -88,11 +89,6 @@ func (s *solstice) Schedule(_ int64, d sched.Demand, c sched.Constraints) (sched
 				best, hi = sm, m
 			} else {
 				lo = m + 1
-			}
-		}
-		if lo < len(out.Slots) && len(best.Slots) != lo {
-			if best, err = sched.Solstice(d, c, sched.Options{MaxConfigs: lo}); err != nil {
-				return sched.Schedule{}, err
 			}
 		}
 		out = best
