@@ -775,3 +775,55 @@ func TestDefaultSchedulerKeepsFewestThatFit(t *testing.T) {
 		}
 	}
 }
+
+// TestLargerEPSShiftsLeft: at a large-flow share of 80%, the 20 Gb/s of
+// small flows fit a 20 Gb/s EPS but not a 10 Gb/s one (Fig. 10's top
+// curve against its middle one).
+func TestLargerEPSShiftsLeft(t *testing.T) {
+	const W, dlt = 3000.0, 20.0
+	pfcSpread := (1.3 - 1.2) + (2.188 - 1.014)
+	h20, err := Hybrid54(ToRHybrid, 20e9, 0.8, 20, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h10, err := Hybrid54(ToRHybrid, 10e9, 0.8, 20, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("share 0.8: 20G EPS %.4f (%d configurations), 10G EPS %.4f (%d)", h20.GoodputFraction, h20.Configurations, h10.GoodputFraction, h10.Configurations)
+	if want := ((W-dlt-pfcSpread)/W*80 + 20) / 100; h20.GoodputFraction < want || h20.Configurations != 1 {
+		t.Errorf("20G EPS: goodput %.4f with %d configurations, want at least %.4f with 1", h20.GoodputFraction, h20.Configurations, want)
+	}
+	// With 10 Gb/s the EPS cannot take the small flows' 20 Gb/s: some get
+	// circuits, at the cost of nights and underused configurations.
+	if h10.Configurations < 2 || h10.GoodputFraction > h20.GoodputFraction-0.02 {
+		t.Errorf("10G EPS: goodput %.4f with %d configurations, want more configurations and clearly below the 20G EPS", h10.GoodputFraction, h10.Configurations)
+	}
+}
+
+func TestPermutedReordersEachPeriod(t *testing.T) {
+	p := Defaults()
+	rr := roundRobin(t, p)
+	p.Scheduler = Permuted(rr, 5)
+	r, err := Run(p, AllToAll(8), 0, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(sl sched.Slot) int { return sl.Perm[0] }
+	orders := map[string]bool{}
+	for _, pr := range r.Periods {
+		var o []int
+		for _, sl := range pr.Schedule.Slots {
+			o = append(o, key(sl))
+		}
+		orders[fmt.Sprint(o)] = true
+		slices.Sort(o)
+		if !slices.Equal(o, []int{1, 2, 3, 4, 5, 6, 7}) {
+			t.Fatalf("period %d: slots %v are not the round robin's", pr.Period, o)
+		}
+	}
+	if len(orders) < 4 {
+		t.Errorf("%d distinct orders in 6 periods, want the order to change", len(orders))
+	}
+	within(t, "duty cycle", r.DutyCycle, 0.86, 0.001)
+}
