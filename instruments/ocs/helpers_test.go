@@ -1,0 +1,129 @@
+package ocs_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"testbed/instruments/ocs"
+	"testbed/simlab"
+	"testbed/transport"
+)
+
+const us = time.Microsecond
+
+// syncBuf is a transcript sink the test can read.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// exchange is one HTTP request the emulator saw, and its answer.
+type exchange struct {
+	Method, Path, Query string
+	Status              int
+	Req, Resp           []byte
+}
+
+// recorder sits in front of the emulator's handler and keeps every exchange.
+type recorder struct {
+	h  http.Handler
+	mu sync.Mutex
+	xs []exchange
+}
+
+type teeWriter struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+}
+
+func (t *teeWriter) WriteHeader(code int) { t.status = code; t.ResponseWriter.WriteHeader(code) }
+func (t *teeWriter) Write(b []byte) (int, error) {
+	if t.status == 0 {
+		t.status = http.StatusOK
+	}
+	t.body.Write(b)
+	return t.ResponseWriter.Write(b)
+}
+
+func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	tw := &teeWriter{ResponseWriter: w}
+	defer func() {
+		r.mu.Lock()
+		r.xs = append(r.xs, exchange{Method: req.Method, Path: req.URL.Path, Query: req.URL.RawQuery, Status: tw.status, Req: body, Resp: tw.body.Bytes()})
+		r.mu.Unlock()
+	}()
+	r.h.ServeHTTP(tw, req)
+}
+
+func (r *recorder) exchanges() []exchange {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]exchange(nil), r.xs...)
+}
+
+// mordiaLab is a simulated microsecond switch served over HTTP on
+// loopback through a recorder.
+type mordiaLab struct {
+	ocs    *simlab.MicroOCS
+	srv    *simlab.MordiaServer
+	faults *simlab.Faults
+	rec    *recorder
+	addr   string
+}
+
+func newMordiaLab(t *testing.T, seed uint64, opts simlab.MicroOCSOptions) *mordiaLab {
+	t.Helper()
+	m, err := simlab.NewWorld(seed).NewMicroOCS("ocs1", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &simlab.Faults{}
+	srv := simlab.NewMordiaServer(m, f)
+	rec := &recorder{h: srv.Handler()}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: rec, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() { defer close(done); hs.Serve(ln) }()
+	t.Cleanup(func() {
+		srv.Close() // releases stalled requests
+		hs.Close()
+		<-done
+	})
+	return &mordiaLab{ocs: m, srv: srv, faults: f, rec: rec, addr: "http://" + ln.Addr().String()}
+}
+
+func openMordia(t *testing.T, addr string, timeout time.Duration) (*ocs.Mordia, *syncBuf) {
+	t.Helper()
+	buf := &syncBuf{}
+	m, err := ocs.OpenMordia(context.Background(), addr, ocs.Options{Name: "ocs1", Timeout: timeout, Transcript: transport.NewTranscript(buf)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m, buf
+}
+
+// allToAll is REACToR §5.2's schedule for n hosts: n-1 configurations
+// sharing a period equally, each including the night.
+func allToAll(n int, period, night time.Duration) ocs.Schedule {
+	s := ocs.Schedule{Period: period, Night: night}
+	for k := 1; k < n; k++ {
+		s.Slots = append(s.Slots, ocs.Slot{Duration: period/time.Duration(n-1) - night, Circuits: ocs.Shift(n, k)})
+	}
+	return s
+}
