@@ -224,6 +224,8 @@ type sim struct {
 	bpPaused  bool
 	steadyTx  int64
 	delivered map[int64]bool // NB mode: delivered out of order, for de-duplication
+
+	off *offered // frames offered one by one (NewOffered); nil for a stress test
 }
 
 // Run simulates cfg with randomness from r.
@@ -354,7 +356,7 @@ func (s *sim) next() int {
 	switch {
 	case len(s.retx) > 0:
 		return lg.PktRetransmitted
-	case s.nextSeq < s.c.Frames && !s.paused:
+	case s.nextSeq < s.c.Frames && !s.paused && s.off.ready(max(s.now, s.slotFree)):
 		return lg.PktOriginal
 	case s.c.Mode != Off && s.res.Delivered+s.res.Lost < s.c.Frames && s.covered < s.nextSeq-1:
 		return lg.PktDummy
@@ -364,8 +366,8 @@ func (s *sim) next() int {
 
 func (s *sim) loop(until int64) {
 	for !s.done() {
-		want := s.next()
-		if s.q.Len() > 0 && (want < 0 || s.q[0].at <= s.slotFree) {
+		want, gate := s.nextSend()
+		if s.q.Len() > 0 && (want < 0 || s.q[0].at <= gate) {
 			if s.q[0].at > until {
 				return
 			}
@@ -375,10 +377,10 @@ func (s *sim) loop(until int64) {
 			s.free = append(s.free, e)
 			continue
 		}
-		if want < 0 || max(s.now, s.slotFree) > until {
+		if want < 0 || max(s.now, gate) > until {
 			return
 		}
-		s.now = max(s.now, s.slotFree)
+		s.now = max(s.now, gate)
 		s.leaveIdle()
 		s.send(want)
 	}
@@ -412,10 +414,15 @@ func (s *sim) send(kind int) {
 	var p packet
 	switch kind {
 	case lg.PktRetransmitted:
-		p = packet{seq: s.retx[0], kind: lg.PktRetransmitted, bytes: s.c.FrameBytes, lost: s.bern(s.c.Loss)}
+		bytes, loss := s.off.frame(s.retx[0], s.c.FrameBytes, s.c.Loss)
+		p = packet{seq: s.retx[0], kind: lg.PktRetransmitted, bytes: bytes, lost: s.bern(loss)}
 		s.retx = s.retx[:copy(s.retx, s.retx[1:])]
 		s.res.Copies++
 	case lg.PktOriginal:
+		if s.off != nil {
+			p = s.takeOffered()
+			break
+		}
 		lost := false
 		switch {
 		case s.forceLost:
@@ -586,6 +593,7 @@ func (s *sim) handle(e *event) {
 func (s *sim) arrive(p packet) {
 	if s.c.Mode == Off {
 		s.res.Delivered += max(p.run, 1)
+		s.off.deliver(p.seq, s.now)
 		return
 	}
 	if p.lost {
@@ -620,6 +628,7 @@ func (s *sim) arrive(p packet) {
 	case seq == s.ackNo:
 		delete(s.holes, seq)
 		s.res.Delivered++
+		s.off.deliver(seq, s.now)
 		s.advanceAck()
 	default: // seq > ackNo
 		if s.c.Mode == NonBlocking {
@@ -628,6 +637,7 @@ func (s *sim) arrive(p packet) {
 			}
 			s.delivered[seq] = true
 			s.res.Delivered++
+			s.off.deliver(seq, s.now)
 			s.advanceAck()
 			return
 		}
@@ -720,6 +730,7 @@ func (s *sim) drainOne() {
 	case p.seq == s.ackNo: // its turn: forwarded
 		s.leave(p)
 		s.res.Delivered++
+		s.off.deliver(p.seq, s.now)
 		s.ackNo++
 		s.advanceAck()
 	case p.seq < s.ackNo: // a duplicate: dropped

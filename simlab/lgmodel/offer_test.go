@@ -1,0 +1,165 @@
+package lgmodel
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	lg "testbed/p4/linkguardian"
+)
+
+func newOffered(t *testing.T, mode Mode, loss float64) *Sim {
+	t.Helper()
+	c, err := Defaults(mode, 100e9, loss, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewOffered(c, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// drain runs m until it settles and returns its deliveries.
+func drain(t *testing.T, m *Sim) []Delivery {
+	t.Helper()
+	var out []Delivery
+	for i := 0; m.NextAt() != math.MaxInt64; i++ {
+		if i > 100_000 {
+			t.Fatal("run does not settle")
+		}
+		m.Advance(m.NextAt())
+		out = m.Deliveries(out)
+	}
+	return out
+}
+
+func offer(t *testing.T, m *Sim, f Frame) int64 {
+	t.Helper()
+	seq, err := m.Offer(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seq
+}
+
+func TestOfferedFrameCrossesInItsOwnTime(t *testing.T) {
+	for _, mode := range []Mode{Off, Ordered, NonBlocking} {
+		m := newOffered(t, mode, 1e-3)
+		at := int64(5_000_000) // 5 us
+		if seq := offer(t, m, Frame{At: at, Bytes: 213, Loss: 1e-3, U: 1}); seq != 0 {
+			t.Fatalf("%s: first seq %d", mode, seq)
+		}
+		d := drain(t, m)
+		hdr := lg.HeaderBytes
+		if mode == Off {
+			hdr = 0
+		}
+		// Serialization at 100G (with preamble, gap and header), a switch pass, the fibre.
+		want := at + int64((213+20+hdr)*8*10) + 1_000_000 + 10_000
+		if len(d) != 1 || d[0].Seq != 0 || d[0].At != want {
+			t.Fatalf("%s: deliveries %+v, want seq 0 at %d", mode, d, want)
+		}
+		if !m.Quiet() {
+			t.Fatalf("%s: not quiet after the frame crossed", mode)
+		}
+	}
+}
+
+func TestOfferedCorruptionIsRepairedWithinTheRetransmissionDelay(t *testing.T) {
+	maxRetx, _ := lg.MaxRetxDelay(100e9)
+	for _, mode := range []Mode{Ordered, NonBlocking} {
+		m := newOffered(t, mode, 1e-3)
+		offer(t, m, Frame{At: 0, Bytes: 213, Loss: 1e-3, U: 0}) // corrupted on the wire
+		d := drain(t, m)
+		r := m.Result()
+		if len(d) != 1 || r.Copies != 2 || r.Lost != 0 {
+			t.Fatalf("%s: deliveries %+v, result %+v", mode, d, r)
+		}
+		clean := int64((213+20+lg.HeaderBytes)*8*10) + 1_010_000
+		extra := d[0].At - clean
+		t.Logf("%s: repaired %d ps after a clean crossing", mode, extra)
+		// Found by the dummy behind it, repaired by a copy: more than a
+		// round trip across the link, within the longest delay measured.
+		if extra < 2_000_000 || extra > int64(maxRetx)*1000 {
+			t.Fatalf("%s: repaired %d ps after a clean crossing, want within (2 us, %v]", mode, extra, maxRetx)
+		}
+		if !m.Quiet() {
+			t.Fatalf("%s: not quiet", mode)
+		}
+	}
+	m := newOffered(t, Off, 1e-3)
+	offer(t, m, Frame{At: 0, Bytes: 213, Loss: 1e-3, U: 0})
+	if d := drain(t, m); len(d) != 0 || m.Result().Lost != 1 {
+		t.Fatalf("off: a corrupted frame was delivered: %+v", d)
+	}
+}
+
+// Five back-to-back frames, the second corrupted: the ordered mode holds
+// the rest until the copy arrives, the non-blocking mode lets them pass.
+func TestOfferedOrderAfterACorruption(t *testing.T) {
+	for _, mode := range []Mode{Ordered, NonBlocking} {
+		m := newOffered(t, mode, 1e-3)
+		for i := 0; i < 5; i++ {
+			u := 1.0
+			if i == 1 {
+				u = 0
+			}
+			offer(t, m, Frame{At: 0, Bytes: 1518, Loss: 1e-3, U: u})
+		}
+		d := drain(t, m)
+		var seqs []int64
+		for _, x := range d {
+			seqs = append(seqs, x.Seq)
+		}
+		want := []int64{0, 1, 2, 3, 4}
+		if mode == NonBlocking {
+			want = []int64{0, 2, 3, 4, 1}
+		}
+		if !slices.Equal(seqs, want) {
+			t.Fatalf("%s: delivered in order %v, want %v", mode, seqs, want)
+		}
+		if mode == Ordered && d[2].At < d[1].At {
+			t.Fatalf("ordered: frame 2 left before the repaired frame 1: %+v", d)
+		}
+	}
+}
+
+// When every copy is corrupted too, ackNoTimeout gives the hole up and the
+// ordered mode releases what waited behind it.
+func TestOfferedHoleGivenUp(t *testing.T) {
+	m := newOffered(t, Ordered, 1e-3) // the dummies get through
+	offer(t, m, Frame{At: 0, Bytes: 1518, Loss: 0.999999, U: 0})
+	offer(t, m, Frame{At: 0, Bytes: 1518, Loss: 0.999999, U: 1})
+	d := drain(t, m)
+	r := m.Result()
+	if len(d) != 1 || d[0].Seq != 1 || r.Timeouts != 1 || r.Lost != 1 {
+		t.Fatalf("deliveries %+v, result %+v", d, r)
+	}
+	timeout, _ := lg.AckNoTimeout(100e9)
+	if d[0].At < int64(timeout)*1000 {
+		t.Fatalf("frame 1 left at %d ps, before ackNoTimeout %v", d[0].At, timeout)
+	}
+}
+
+func TestOfferRejectsTheBadAndThePast(t *testing.T) {
+	m := newOffered(t, Ordered, 1e-3)
+	offer(t, m, Frame{At: 1_000_000, Bytes: 100, Loss: 0, U: -1})
+	for _, f := range []Frame{
+		{At: 999_999, Bytes: 100},  // before the last offer
+		{At: 2_000_000, Bytes: 63}, // runt
+		{At: 2_000_000, Bytes: 100, Loss: 1},
+		{At: 2_000_000, Bytes: 100, U: math.NaN()},
+	} {
+		if _, err := m.Offer(f); err == nil {
+			t.Errorf("offer %+v accepted", f)
+		}
+	}
+	c, _ := Defaults(Ordered, 100e9, 1e-3, 10)
+	s, _ := New(c, rand.New(rand.NewPCG(1, 1)))
+	if _, err := s.Offer(Frame{Bytes: 100}); err == nil {
+		t.Error("a stress test accepted an offer")
+	}
+}
