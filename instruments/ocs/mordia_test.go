@@ -253,12 +253,14 @@ func TestMordiaStopsAnsweringMidSchedule(t *testing.T) {
 	if err := s.LoadSchedule(ctx, allToAll(8, 1500*us, 30*us)); err != nil {
 		t.Fatal(err)
 	}
-	lab.srv.HangAfterPeriods(10)
 	if _, err := s.StartSchedule(ctx, ocs.StartAt{NextPeriod: true}); err != nil {
 		t.Fatal(err)
 	}
+	// Read the record as the schedule runs; once a period's worth has been
+	// read, the controller hangs two periods later.
 	var seen int
 	var since uint64
+	var hangAt int64 = -1
 	deadline := time.Now().Add(10 * time.Second)
 	var err error
 	var took time.Duration
@@ -272,12 +274,16 @@ func TestMordiaStopsAnsweringMidSchedule(t *testing.T) {
 		}
 		seen += len(nl.Nights)
 		since = nl.Next
+		if seen >= 7 && hangAt < 0 {
+			hangAt = nl.Nights[len(nl.Nights)-1].Period + 2
+			lab.srv.HangAfterPeriods(hangAt)
+		}
 		time.Sleep(200 * time.Microsecond)
 	}
 	if err == nil {
 		t.Fatal("the switch never stopped answering")
 	}
-	if seen < 7 {
+	if hangAt < 0 {
 		t.Fatalf("%d nights read before the switch hung: not mid-schedule", seen)
 	}
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.HasPrefix(err.Error(), "ocs1 (mordia-rest "+lab.addr+"): read nights: no answer within 300ms") {
@@ -295,7 +301,7 @@ func TestMordiaStopsAnsweringMidSchedule(t *testing.T) {
 		t.Error("the transcript does not record the failure")
 	}
 	// The data plane ran on; once the controller answers again, dark works.
-	if st := lab.ocs.Status(); st.State != "running" || st.Period < 10 {
+	if st := lab.ocs.Status(); st.State != "running" || st.Period < hangAt {
 		t.Fatalf("switch %+v", st)
 	}
 	lab.srv.Resume()

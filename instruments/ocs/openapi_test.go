@@ -210,7 +210,8 @@ func TestDriverAndEmulatorKeepToTheOpenAPIDocument(t *testing.T) {
 	}
 	now, err := s.Clock(ctx)
 	must(err)
-	_, err = s.StartSchedule(ctx, ocs.StartAt{At: now + 2*time.Millisecond})
+	// Far enough ahead that a loaded machine still asks in time.
+	_, err = s.StartSchedule(ctx, ocs.StartAt{At: now + 100*time.Millisecond})
 	must(err)
 	_, err = s.ReplaceSchedule(ctx, allToAll(8, 1400*us, 20*us))
 	must(err)
