@@ -39,6 +39,11 @@ type Options struct {
 	ProcNet string
 	// Hostname is reported by /v1/version (default: os.Hostname).
 	Hostname string
+	// Clock times FCT trials (default: the real monotonic clock). A
+	// simulated host passes its simulated clock, which its network moves
+	// by each trial's modelled time; open-loop runs, whose arrivals wait
+	// on real timers, are then refused as not available.
+	Clock Clock
 }
 
 // keepJobs is how many FCT runs and RDMA jobs the agent remembers.
@@ -306,6 +311,10 @@ func (a *Agent) startFCTRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apiErr(KindBadRequest, "%v", err))
 		return
 	}
+	if a.opts.Clock != nil && req.Mode == ModeOpen {
+		writeError(w, apiErr(KindNotAvailable, "not available on this host: %v", ErrOpenLoopClock))
+		return
+	}
 	ctx, cancel := context.WithCancel(a.ctx)
 	run := &fctRun{req: req, started: time.Now(), cancel: cancel, done: make(chan struct{}), state: StateRunning}
 	a.mu.Lock()
@@ -323,7 +332,7 @@ func (a *Agent) startFCTRun(w http.ResponseWriter, r *http.Request) {
 	go func() {
 		defer close(run.done)
 		defer cancel()
-		res, err := RunFCT(ctx, req, a.opts.Dial, &run.trials)
+		res, err := RunFCTClock(ctx, req, a.opts.Dial, a.opts.Clock, &run.trials)
 		run.finish(res, err, ctx.Err() != nil)
 		a.log.Info("fct run ended", "id", run.id, "state", run.status().State, "elapsed", time.Since(run.started))
 		a.dropOldSamples()

@@ -108,13 +108,41 @@ type FCTResult struct {
 	Summary FCTSummary
 }
 
+// Clock is a monotonic clock: the time since some fixed origin, never going
+// back. FCT trials are timed on it.
+type Clock func() time.Duration
+
+// RealClock is the host's monotonic clock (time.Since of a time taken when
+// it is made).
+func RealClock() Clock {
+	origin := time.Now()
+	return func() time.Duration { return time.Since(origin) }
+}
+
+// ErrOpenLoopClock is the error of an open-loop run on a clock other than
+// the real one: its arrivals are waited for on real timers, and a simulated
+// clock moves only with the trials.
+var ErrOpenLoopClock = errors.New("mode \"open\" waits for its arrivals on real timers; this agent times trials on a simulated clock, so only closed-loop runs are possible")
+
 // RunFCT runs the trials of req (normalized) against an FCT server. dial nil
 // means a net.Dialer (bound to req.Bind if set). done, if not nil, counts
 // finished trials as they finish. Canceling ctx closes the connections.
 func RunFCT(ctx context.Context, req FCTRunRequest, dial DialFunc, done *atomic.Int64) (*FCTResult, error) {
+	return RunFCTClock(ctx, req, dial, nil, done)
+}
+
+// RunFCTClock is RunFCT with the trials timed on clock (nil: RealClock).
+// Only closed-loop runs may use another clock than the real one
+// (ErrOpenLoopClock).
+func RunFCTClock(ctx context.Context, req FCTRunRequest, dial DialFunc, clock Clock, done *atomic.Int64) (*FCTResult, error) {
 	req, err := req.Normalize()
 	if err != nil {
 		return nil, err
+	}
+	if clock == nil {
+		clock = RealClock()
+	} else if req.Mode == ModeOpen {
+		return nil, ErrOpenLoopClock
 	}
 	if dial == nil {
 		d := &net.Dialer{Timeout: 10 * time.Second}
@@ -145,7 +173,7 @@ func RunFCT(ctx context.Context, req FCTRunRequest, dial DialFunc, done *atomic.
 		if err != nil {
 			return nil, fmt.Errorf("connect %d to %s: %w", i, req.Target, err)
 		}
-		conns = append(conns, newFCTConn(c, int32(i), request, req.ResponseSize, time.Duration(req.TrialTimeoutMS)*time.Millisecond))
+		conns = append(conns, newFCTConn(c, int32(i), request, req.ResponseSize, time.Duration(req.TrialTimeoutMS)*time.Millisecond, clock))
 	}
 	// Closing the connections is what interrupts a trial blocked on I/O.
 	stop := context.AfterFunc(ctx, func() {
@@ -155,11 +183,11 @@ func RunFCT(ctx context.Context, req FCTRunRequest, dial DialFunc, done *atomic.
 	})
 	defer stop()
 
-	r := &fctRunner{req: req, conns: conns, done: done, samples: make([]Sample, req.Trials)}
+	r := &fctRunner{req: req, conns: conns, done: done, samples: make([]Sample, req.Trials), clock: clock}
 	if err := r.warmup(); err != nil {
 		return nil, cause(parent, err)
 	}
-	r.base = time.Now()
+	r.base = clock()
 	var wg sync.WaitGroup
 	var once sync.Once
 	var firstErr error
@@ -207,7 +235,8 @@ type fctRunner struct {
 	conns   []*fctConn
 	done    *atomic.Int64
 	samples []Sample
-	base    time.Time
+	clock   Clock
+	base    time.Duration // the clock at the start of the recorded trials
 }
 
 func (r *fctRunner) warmup() error {
@@ -216,7 +245,7 @@ func (r *fctRunner) warmup() error {
 	for i, fc := range r.conns {
 		wg.Go(func() {
 			for range r.req.Warmup {
-				if _, err := fc.trial(time.Now()); err != nil {
+				if _, err := fc.trial(r.clock()); err != nil {
 					errs[i] = fmt.Errorf("warm-up: %w", err)
 					return
 				}
@@ -267,7 +296,7 @@ func (r *fctRunner) dispatch(ctx context.Context, schedule []int64, arrivals cha
 	sl := newShortSleeper()
 	defer sl.close()
 	for i, at := range schedule {
-		if waitUntil(ctx, sl, r.base, time.Duration(at)) != nil {
+		if waitUntil(ctx, sl, r.clock, r.base+time.Duration(at)) != nil {
 			return
 		}
 		select {
@@ -292,15 +321,15 @@ func poissonSchedule(n int, ratePerSec float64, seed int64) []int64 {
 	return out
 }
 
-// waitUntil waits until at is past base. The Go runtime's timers round
-// short sleeps up to about a millisecond on Linux, so the last two
-// milliseconds are slept with sl where there is one. It neither spins nor
-// yields in a loop: either would take a P from the goroutines waiting for
-// responses and add scheduling delay to the FCTs being measured.
-func waitUntil(ctx context.Context, sl *shortSleeper, base time.Time, at time.Duration) error {
+// waitUntil waits until the clock (the real one) reads at. The Go
+// runtime's timers round short sleeps up to about a millisecond on Linux, so
+// the last two milliseconds are slept with sl where there is one. It neither
+// spins nor yields in a loop: either would take a P from the goroutines
+// waiting for responses and add scheduling delay to the FCTs being measured.
+func waitUntil(ctx context.Context, sl *shortSleeper, clock Clock, at time.Duration) error {
 	const timerAbove = 2 * time.Millisecond
 	for {
-		wait := at - time.Since(base)
+		wait := at - clock()
 		if wait <= 0 {
 			return nil
 		}
@@ -359,13 +388,14 @@ type fctConn struct {
 	retrans    func() (uint32, error) // nil: unknown
 	retransWhy string
 	last       uint32
+	clock      Clock
 }
 
-func newFCTConn(c net.Conn, id int32, request []byte, respSize int, timeout time.Duration) *fctConn {
+func newFCTConn(c net.Conn, id int32, request []byte, respSize int, timeout time.Duration, clock Clock) *fctConn {
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	fc := &fctConn{c: c, id: id, request: request, respSize: respSize, buf: make([]byte, min(respSize, chunkSize)), timeout: timeout}
+	fc := &fctConn{c: c, id: id, request: request, respSize: respSize, buf: make([]byte, min(respSize, chunkSize)), timeout: timeout, clock: clock}
 	if rc, ok := c.(RetransCounter); ok {
 		fc.retrans = rc.TotalRetrans
 	} else {
@@ -390,10 +420,12 @@ func (fc *fctConn) resetRetrans() {
 
 // trial runs one request/response. The FCT runs from just before the
 // request's write to just after the response's last byte is read, on the
-// monotonic clock (time.Time values from time.Now carry it).
-func (fc *fctConn) trial(base time.Time) (Sample, error) {
+// run's clock (the real monotonic one unless the agent was given another).
+// base is the clock's reading at the start of the run; the deadline is
+// always on the real clock.
+func (fc *fctConn) trial(base time.Duration) (Sample, error) {
 	fc.c.SetDeadline(time.Now().Add(fc.timeout))
-	t0 := time.Now()
+	t0 := fc.clock()
 	if _, err := fc.c.Write(fc.request); err != nil {
 		return Sample{}, fc.ioErr("write request", err)
 	}
@@ -410,8 +442,8 @@ func (fc *fctConn) trial(base time.Time) (Sample, error) {
 			}
 		}
 	}
-	t1 := time.Now()
-	s := Sample{Conn: fc.id, Retrans: -1, StartNS: int64(t0.Sub(base)), FCTNS: int64(t1.Sub(t0))}
+	t1 := fc.clock()
+	s := Sample{Conn: fc.id, Retrans: -1, StartNS: int64(t0 - base), FCTNS: int64(t1 - t0)}
 	if fc.retrans != nil {
 		n, err := fc.retrans()
 		if err != nil {

@@ -289,8 +289,9 @@ func BenchmarkFCTTrial(b *testing.B) {
 	req := make([]byte, DefaultRequestSize)
 	binary.BigEndian.PutUint32(req[0:4], DefaultRequestSize)
 	binary.BigEndian.PutUint32(req[4:8], DefaultResponseSize)
-	fc := newFCTConn(c, 0, req, DefaultResponseSize, 10*time.Second)
-	base := time.Now()
+	clock := RealClock()
+	fc := newFCTConn(c, 0, req, DefaultResponseSize, 10*time.Second, clock)
+	base := clock()
 	for b.Loop() {
 		if _, err := fc.trial(base); err != nil {
 			b.Fatal(err)
