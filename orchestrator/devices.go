@@ -12,6 +12,7 @@ import (
 
 	"testbed/dut/host"
 	"testbed/dut/tofino"
+	"testbed/instruments/ocs"
 	"testbed/instruments/trafficgen"
 	"testbed/instruments/voa"
 	"testbed/inventory"
@@ -25,6 +26,7 @@ func KnownDrivers() map[string][]string {
 		"trafficgen": trafficgen.Drivers(),
 		"switch":     tofino.Drivers(),
 		"host":       host.Drivers(),
+		"ocs":        ocs.Drivers(),
 	}
 }
 
@@ -129,6 +131,8 @@ func OpenDevice(ctx context.Context, d *inventory.Device, tr *transport.Transcri
 		}
 	case "host":
 		return openHost(octx, d, timeout, tr)
+	case "ocs":
+		return openOCS(octx, d, timeout, tr)
 	default:
 		return nil, fmt.Errorf("%s: no driver for kind %q in this build", d.Name, d.Kind)
 	}
