@@ -40,6 +40,7 @@ type Lab struct {
 	faults   map[string]*Faults
 	inv      *inventory.Inventory
 	closers  []func() error
+	ocs      *ocsLab // optical circuit switches (ocs_lab.go)
 }
 
 // The default bench (issue: "one fibre per transceiver type, each through
@@ -109,6 +110,9 @@ const (
 // what a dry run plans against when no lab is started.
 func DefaultInventory() *inventory.Inventory {
 	inv, err := benchInventory("tcp://127.0.0.1:5025", "serial:///dev/simlab-voa2?baud=9600", "http://127.0.0.1:8080", placeholderSwitches())
+	if err == nil {
+		inv, err = defaultOCSInventory(inv)
+	}
 	if err != nil {
 		panic(err) // the built-in layout is a constant; a failure is a bug
 	}
@@ -244,6 +248,9 @@ func StartDefault(opts Options) (lab *Lab, err error) {
 		sw1: "ssh://admin@" + sw1.SSH().Addr(), sw2: "ssh://admin@" + sw2.SSH().Addr(), voa3: l.voa3.Addr(),
 		keyFile: filepath.Join(l.dir, "sim_ed25519"), knownHost: filepath.Join(l.dir, "known_hosts")})
 	if err != nil {
+		return nil, err
+	}
+	if err := l.startOCS(opts); err != nil {
 		return nil, err
 	}
 	if opts.Log != nil {
