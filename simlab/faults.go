@@ -50,7 +50,13 @@ func (f *Faults) FailNext(code int, message string) {
 }
 
 // Reset clears every pending fault.
-func (f *Faults) Reset() { f.mu.Lock(); *f = Faults{}; f.mu.Unlock() }
+func (f *Faults) Reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	// Not *f = Faults{}: that would overwrite the held mutex with an
+	// unlocked one.
+	f.drop, f.stall, f.garble, f.delay, f.failures = 0, 0, 0, 0, nil
+}
 
 // TakeDrop reports (and consumes) a pending drop.
 func (f *Faults) TakeDrop() bool { return f.take(&f.drop) }
