@@ -1,40 +1,44 @@
 package orchestrator
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/client_golang/prometheus/push"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+
 	"testbed/results"
 )
 
-// Live metrics in the Prometheus text exposition format (version 0.0.4):
-// the engine publishes a run's state, current step, progress and start
-// time; recipes publish their own live values through RunContext.Gauge and
-// RunContext.Counter. Every run-scoped series carries the recipe and run_id
-// labels. A Metrics value is its own registry: nothing is global, so two
-// runs (or two tests) in one process never see each other's series.
+// Live metrics with Prometheus' client_golang: the engine publishes a
+// run's state, current step, progress and start time; recipes publish
+// their own live values through RunContext.Gauge, Counter and Histogram.
+// Every run-scoped series carries the recipe and run_id labels.
 //
-// The format is written here with the standard library rather than with
-// client_golang: the module's dependency set does not include client_golang's
-// own dependencies, and the text format is small and stable
-// (https://prometheus.io/docs/instrumenting/exposition_formats/).
-// `promtool check metrics` validates what Write produces (see the tests).
+// Nothing is global: every run has its own prometheus.Registry, and a
+// Metrics value serves its own registry together with those of the runs
+// published into it (Engine.Metrics), so two runs (or two tests) in one
+// process never see each other's series. The families of all the runs one
+// Metrics serves must agree (kind, labels, buckets; the first help text
+// wins), so that one scrape holds one consistent family per name.
 
-// MetricsContentType is the exposition format's HTTP content type.
-const MetricsContentType = "text/plain; version=0.0.4; charset=utf-8"
+// MetricsContentType is the content type of the text exposition format,
+// version 0.0.4, which Push sends. Handler negotiates the format with the
+// scraper; to a client that asks for none it serves this one (with an
+// escaping parameter, which legal names such as ours never need).
+const MetricsContentType = string(expfmt.FmtText)
 
 // Kinds of metric families.
 const (
@@ -52,30 +56,75 @@ var (
 	unitRe       = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
 )
 
-// Metrics is a registry of metric families.
+// Metrics is a registry of metric families (a prometheus.Registry under
+// this project's naming rules) and the registries of the runs published
+// into it.
 type Metrics struct {
+	reg *prometheus.Registry
+	// root keeps the definitions of the families of every registry it
+	// serves: m itself, or the Metrics a run is published into.
+	root *Metrics
+
 	mu   sync.Mutex
-	fams map[string]*family
+	fams map[string]*family // this registry's families
+
+	rootMu sync.Mutex // root only; taken after mu, never before
+	defs   map[string]*familyDef
+	runs   []*Metrics
 }
 
-type family struct {
+// familyDef is what every registry's family of one name must agree on.
+type familyDef struct {
 	name, help, kind string
 	labels           []string
 	buckets          []float64 // upper bounds, histograms only
-	series           map[string]*series
 }
 
-type series struct {
-	values []string
-	v      float64
-	// Histograms: observations per bucket (not cumulative), and their
-	// count; v holds the sum.
-	counts []uint64
-	count  uint64
+// family is a registered family: its definition and its client_golang
+// vector (one of gauge, counter, hist).
+type family struct {
+	def     *familyDef
+	gauge   *prometheus.GaugeVec
+	counter *prometheus.CounterVec
+	hist    *prometheus.HistogramVec
 }
 
 // NewMetrics returns an empty registry.
-func NewMetrics() *Metrics { return &Metrics{fams: map[string]*family{}} }
+func NewMetrics() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry(), fams: map[string]*family{}, defs: map[string]*familyDef{}}
+	m.root = m
+	return m
+}
+
+// newRun returns an empty registry for a run, published into m: m's
+// Handler and Gather include its series from now on.
+func (m *Metrics) newRun() *Metrics {
+	run := &Metrics{reg: prometheus.NewRegistry(), root: m.root, fams: map[string]*family{}}
+	m.root.rootMu.Lock()
+	m.root.runs = append(m.root.runs, run)
+	m.root.rootMu.Unlock()
+	return run
+}
+
+// Gather implements prometheus.Gatherer: the families of m and of the runs
+// published into it, merged by name and sorted. An error says what was
+// left out; the families returned are still good.
+func (m *Metrics) Gather() ([]*dto.MetricFamily, error) {
+	gs := prometheus.Gatherers{m.reg}
+	if m.root == m {
+		m.rootMu.Lock()
+		for _, r := range m.runs {
+			gs = append(gs, r.reg)
+		}
+		m.rootMu.Unlock()
+	}
+	return gs.Gather()
+}
+
+// Handler serves the registry and its runs as /metrics does.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
 
 // CheckMetricName checks a name against the Prometheus naming conventions
 // this project follows: a testbed_ prefix, the unit as a suffix (counters:
@@ -119,8 +168,9 @@ func CheckMetricName(name, kind, unit string) error {
 	return nil
 }
 
-// register returns the family of that name, creating it; registering a
-// name again with another kind or other labels is an error.
+// register returns the family of that name, creating it; a name already
+// defined (here or in another registry the root serves) with another kind,
+// other labels or other buckets is an error.
 func (m *Metrics) register(name, help, kind, unit string, labels []string, buckets []float64) (*family, error) {
 	if err := CheckMetricName(name, kind, unit); err != nil {
 		return nil, err
@@ -140,17 +190,41 @@ func (m *Metrics) register(name, help, kind, unit string, labels []string, bucke
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if f, ok := m.fams[name]; ok {
-		if f.kind != kind || strings.Join(f.labels, ",") != strings.Join(labels, ",") {
+	root := m.root
+	root.rootMu.Lock()
+	defer root.rootMu.Unlock()
+	def, ok := root.defs[name]
+	if ok {
+		if def.kind != kind || !slices.Equal(def.labels, labels) {
 			return nil, fmt.Errorf("metric %s is already registered as a %s with labels (%s), not a %s with labels (%s)",
-				name, f.kind, strings.Join(f.labels, ","), kind, strings.Join(labels, ","))
+				name, def.kind, strings.Join(def.labels, ","), kind, strings.Join(labels, ","))
 		}
-		if !slices.Equal(f.buckets, buckets) {
+		if !slices.Equal(def.buckets, buckets) {
 			return nil, fmt.Errorf("histogram %s is already registered with other buckets", name)
 		}
-		return f, nil
+		if f, ok := m.fams[name]; ok {
+			return f, nil
+		}
+	} else {
+		def = &familyDef{name: name, help: help, kind: kind, labels: slices.Clone(labels), buckets: slices.Clone(buckets)}
 	}
-	f := &family{name: name, help: help, kind: kind, labels: append([]string(nil), labels...), buckets: slices.Clone(buckets), series: map[string]*series{}}
+	f := &family{def: def}
+	var c prometheus.Collector
+	switch kind {
+	case KindGauge:
+		f.gauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: def.help}, def.labels)
+		c = f.gauge
+	case KindCounter:
+		f.counter = prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: def.help}, def.labels)
+		c = f.counter
+	case KindHistogram:
+		f.hist = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: def.help, Buckets: def.buckets}, def.labels)
+		c = f.hist
+	}
+	if err := m.reg.Register(c); err != nil {
+		return nil, fmt.Errorf("metric %s: %w", name, err)
+	}
+	root.defs[name] = def
 	m.fams[name] = f
 	return f, nil
 }
@@ -161,7 +235,7 @@ func (m *Metrics) Gauge(name, help, unit string, labels ...string) (*Gauge, erro
 	if err != nil {
 		return nil, err
 	}
-	return &Gauge{vec{m: m, f: f}}, nil
+	return &Gauge{handle{f: f}}, nil
 }
 
 // Counter registers (or returns) a counter family.
@@ -170,7 +244,7 @@ func (m *Metrics) Counter(name, help, unit string, labels ...string) (*Counter, 
 	if err != nil {
 		return nil, err
 	}
-	return &Counter{vec{m: m, f: f}}, nil
+	return &Counter{handle{f: f}}, nil
 }
 
 // Histogram registers (or returns) a histogram family with these bucket
@@ -188,195 +262,144 @@ func (m *Metrics) Histogram(name, help, unit string, buckets []float64, labels .
 	if err != nil {
 		return nil, err
 	}
-	return &Histogram{vec{m: m, f: f}}, nil
+	return &Histogram{handle{f: f}}, nil
 }
 
-// vec is a family handle; pre are label values filled in for the caller
-// (recipe and run_id for run-scoped metrics).
-type vec struct {
-	m   *Metrics
+// handle is a family as its user sees it; pre are label values filled in
+// for the user (recipe and run_id for run-scoped metrics).
+type handle struct {
 	f   *family
 	pre []string
 }
 
-func (v vec) update(lv []string, fn func(s *series) error) error {
-	all := append(append([]string(nil), v.pre...), lv...)
-	if len(all) != len(v.f.labels) {
-		return fmt.Errorf("metric %s: got %d label values, expected %d (%s)", v.f.name, len(all), len(v.f.labels), strings.Join(v.f.labels, ", "))
+// values returns all of a series' label values, pre first.
+func (h handle) values(lv []string) ([]string, error) {
+	d := h.f.def
+	if len(h.pre)+len(lv) != len(d.labels) {
+		return nil, fmt.Errorf("metric %s: got %d label values, expected %d (%s)", d.name, len(h.pre)+len(lv), len(d.labels), strings.Join(d.labels, ", "))
 	}
-	key := strings.Join(all, "\xff")
-	v.m.mu.Lock()
-	defer v.m.mu.Unlock()
-	s, ok := v.f.series[key]
-	if !ok {
-		s = &series{values: all}
-		v.f.series[key] = s
-	}
-	return fn(s)
+	return append(slices.Clone(h.pre), lv...), nil
 }
 
 // Gauge is a value that goes up and down.
-type Gauge struct{ vec }
+type Gauge struct{ handle }
+
+func (g *Gauge) series(lv []string) (prometheus.Gauge, error) {
+	all, err := g.values(lv)
+	if err != nil {
+		return nil, err
+	}
+	s, err := g.f.gauge.GetMetricWithLabelValues(all...)
+	if err != nil {
+		return nil, fmt.Errorf("metric %s: %w", g.f.def.name, err)
+	}
+	return s, nil
+}
 
 // Set sets the series with these label values.
 func (g *Gauge) Set(x float64, labelValues ...string) error {
-	return g.update(labelValues, func(s *series) error { s.v = x; return nil })
+	s, err := g.series(labelValues)
+	if err == nil {
+		s.Set(x)
+	}
+	return err
 }
 
 // Add adds to the series with these label values.
 func (g *Gauge) Add(x float64, labelValues ...string) error {
-	return g.update(labelValues, func(s *series) error { s.v += x; return nil })
+	s, err := g.series(labelValues)
+	if err == nil {
+		s.Add(x)
+	}
+	return err
 }
 
 // Counter is a value that only goes up.
-type Counter struct{ vec }
+type Counter struct{ handle }
 
 // Add adds x >= 0 to the series with these label values.
 func (c *Counter) Add(x float64, labelValues ...string) error {
 	if x < 0 || math.IsNaN(x) {
-		return fmt.Errorf("counter %s: cannot add %v: counters only go up", c.f.name, x)
+		return fmt.Errorf("counter %s: cannot add %v: counters only go up", c.f.def.name, x)
 	}
-	return c.update(labelValues, func(s *series) error { s.v += x; return nil })
+	all, err := c.values(labelValues)
+	if err != nil {
+		return err
+	}
+	s, err := c.f.counter.GetMetricWithLabelValues(all...)
+	if err != nil {
+		return fmt.Errorf("metric %s: %w", c.f.def.name, err)
+	}
+	s.Add(x)
+	return nil
 }
 
 // Inc adds one.
 func (c *Counter) Inc(labelValues ...string) error { return c.Add(1, labelValues...) }
 
 // Histogram counts observations into buckets.
-type Histogram struct{ vec }
+type Histogram struct{ handle }
 
 // Observe adds one observation to the series with these label values.
 func (h *Histogram) Observe(x float64, labelValues ...string) error {
 	if math.IsNaN(x) {
-		return fmt.Errorf("histogram %s: cannot observe NaN", h.f.name)
+		return fmt.Errorf("histogram %s: cannot observe NaN", h.f.def.name)
 	}
-	return h.update(labelValues, func(s *series) error {
-		if s.counts == nil {
-			s.counts = make([]uint64, len(h.f.buckets)+1)
-		}
-		i, _ := slices.BinarySearch(h.f.buckets, x) // first bound >= x: le is inclusive
-		s.counts[i]++
-		s.count++
-		s.v += x
-		return nil
-	})
+	all, err := h.values(labelValues)
+	if err != nil {
+		return err
+	}
+	s, err := h.f.hist.GetMetricWithLabelValues(all...)
+	if err != nil {
+		return fmt.Errorf("metric %s: %w", h.f.def.name, err)
+	}
+	s.Observe(x)
+	return nil
 }
 
-// Value returns a series' value and whether it exists (for tests and
-// summaries); a histogram's value is the sum of its observations.
+// Value returns a series' value and whether it exists, in m or in a run
+// published into it (for tests and summaries); label values go in the
+// order the family was registered with. A histogram's value is the sum of
+// its observations.
 func (m *Metrics) Value(name string, labelValues ...string) (float64, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	f, ok := m.fams[name]
-	if !ok {
+	m.root.rootMu.Lock()
+	def, ok := m.root.defs[name]
+	m.root.rootMu.Unlock()
+	if !ok || len(labelValues) != len(def.labels) {
 		return 0, false
 	}
-	s, ok := f.series[strings.Join(labelValues, "\xff")]
-	if !ok {
-		return 0, false
+	want := map[string]string{}
+	for i, l := range def.labels {
+		want[l] = labelValues[i]
 	}
-	return s.v, true
-}
-
-// Write writes every family that has a series, in the text exposition
-// format, sorted by name and label values.
-func (m *Metrics) Write(w io.Writer) error {
-	m.mu.Lock()
-	var b bytes.Buffer
-	names := make([]string, 0, len(m.fams))
-	for n := range m.fams {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		f := m.fams[n]
-		if len(f.series) == 0 {
+	mfs, _ := m.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() != name {
 			continue
 		}
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", f.name, escapeHelp(f.help), f.name, f.kind)
-		keys := make([]string, 0, len(f.series))
-		for k := range f.series {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			s := f.series[k]
-			if f.kind != KindHistogram {
-				writeSample(&b, f.name, f.labels, s.values, "", s.v)
+		for _, s := range mf.GetMetric() {
+			if len(s.GetLabel()) != len(want) {
 				continue
 			}
-			var cum uint64
-			for i, ub := range f.buckets {
-				if s.counts != nil {
-					cum += s.counts[i]
-				}
-				writeSample(&b, f.name+"_bucket", f.labels, s.values, formatSample(ub), float64(cum))
+			match := true
+			for _, lp := range s.GetLabel() {
+				v, ok := want[lp.GetName()]
+				match = match && ok && v == lp.GetValue()
 			}
-			writeSample(&b, f.name+"_bucket", f.labels, s.values, "+Inf", float64(s.count))
-			writeSample(&b, f.name+"_sum", f.labels, s.values, "", s.v)
-			writeSample(&b, f.name+"_count", f.labels, s.values, "", float64(s.count))
+			if !match {
+				continue
+			}
+			switch {
+			case s.Gauge != nil:
+				return s.GetGauge().GetValue(), true
+			case s.Counter != nil:
+				return s.GetCounter().GetValue(), true
+			case s.Histogram != nil:
+				return s.GetHistogram().GetSampleSum(), true
+			}
 		}
 	}
-	m.mu.Unlock()
-	_, err := w.Write(b.Bytes())
-	return err
-}
-
-// writeSample writes one sample line; le, if not empty, is added as the
-// last label (histogram buckets).
-func writeSample(b *bytes.Buffer, name string, labels, values []string, le string, v float64) {
-	b.WriteString(name)
-	if len(labels) > 0 || le != "" {
-		b.WriteByte('{')
-		for i, l := range labels {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			fmt.Fprintf(b, "%s=\"%s\"", l, escapeLabel(values[i]))
-		}
-		if le != "" {
-			if len(labels) > 0 {
-				b.WriteByte(',')
-			}
-			fmt.Fprintf(b, "le=\"%s\"", le)
-		}
-		b.WriteByte('}')
-	}
-	b.WriteByte(' ')
-	b.WriteString(formatSample(v))
-	b.WriteByte('\n')
-}
-
-// Handler serves the registry as /metrics does.
-func (m *Metrics) Handler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-			return
-		}
-		w.Header().Set("Content-Type", MetricsContentType)
-		_ = m.Write(w)
-	})
-}
-
-func escapeHelp(s string) string {
-	return strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace(s)
-}
-
-func escapeLabel(s string) string {
-	return strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`).Replace(s)
-}
-
-func formatSample(v float64) string {
-	switch {
-	case math.IsInf(v, 1):
-		return "+Inf"
-	case math.IsInf(v, -1):
-		return "-Inf"
-	case math.IsNaN(v):
-		return "NaN"
-	}
-	return strconv.FormatFloat(v, 'g', -1, 64)
+	return 0, false
 }
 
 // MetricInfo describes a metric family the testbed publishes. KnownMetrics
@@ -483,20 +506,17 @@ func infoOf(fams []MetricInfo, name string) MetricInfo {
 }
 
 // registerInfo registers a family as its MetricInfo describes it.
-func (m *Metrics) registerInfo(fi MetricInfo) (vec, error) {
+func (m *Metrics) registerInfo(fi MetricInfo) (*family, error) {
 	var buckets []float64
 	if fi.Kind == KindHistogram {
 		buckets = fctBuckets()
 	}
-	f, err := m.register(fi.Name, fi.Help, fi.Kind, fi.Unit, fi.Labels, buckets)
-	if err != nil {
-		return vec{}, err
-	}
-	return vec{m: m, f: f}, nil
+	return m.register(fi.Name, fi.Help, fi.Kind, fi.Unit, fi.Labels, buckets)
 }
 
-// RunMetrics are one run's series: the engine's run gauges and the
-// recipe's own, all labelled with recipe and run_id.
+// RunMetrics are one run's series, in the run's own registry: the
+// engine's run gauges and the recipe's own, all labelled with recipe and
+// run_id.
 type RunMetrics struct {
 	m             *Metrics
 	recipe, runID string
@@ -508,23 +528,24 @@ type RunMetrics struct {
 	progress *Gauge
 	events   *Counter
 	end      *Gauge
-	// measured are the measurement families by field, registered on first use.
-	measured map[string]vec
+	// measured are the measurement families by field, registered on first
+	// use; nil for one the recipe registered otherwise.
+	measured map[string]*family
 }
 
-// The run gauges every run publishes.
+// startRun gives a run its own registry, published into m, with the run
+// gauges every run publishes.
 func (m *Metrics) startRun(recipe, version, runID string, steps int, started time.Time) (*RunMetrics, error) {
-	rm := &RunMetrics{m: m, recipe: recipe, runID: runID, total: steps, measured: map[string]vec{}}
+	rm := &RunMetrics{m: m.newRun(), recipe: recipe, runID: runID, total: steps, measured: map[string]*family{}}
 	fams := runFamilies()
 	var err error
-	get := func(name string) vec {
+	get := func(name string) handle {
 		if err != nil {
-			return vec{}
+			return handle{}
 		}
-		var v vec
-		v, err = m.registerInfo(infoOf(fams, name))
-		v.pre = []string{recipe, runID}
-		return v
+		var f *family
+		f, err = rm.m.registerInfo(infoOf(fams, name))
+		return handle{f: f, pre: []string{recipe, runID}}
 	}
 	info := &Gauge{get("testbed_run_info")}
 	rm.state = &Gauge{get("testbed_run_state")}
@@ -606,27 +627,23 @@ func (rm *RunMetrics) measure(ev results.Event) {
 		if len(xs) == 0 {
 			continue
 		}
-		v, ok := rm.measured[fi.Field]
+		f, ok := rm.measured[fi.Field]
 		if !ok {
-			var err error
-			if v, err = rm.m.registerInfo(fi); err != nil {
-				rm.measured[fi.Field] = vec{}
-				continue
-			}
-			v.pre = []string{rm.recipe, rm.runID}
-			rm.measured[fi.Field] = v
+			f, _ = rm.m.registerInfo(fi) // nil when the recipe registered the name otherwise
+			rm.measured[fi.Field] = f
 		}
-		if v.f == nil {
+		if f == nil {
 			continue
 		}
+		h := handle{f: f, pre: []string{rm.recipe, rm.runID}}
 		for _, x := range xs {
 			switch fi.Kind {
 			case KindCounter:
-				_ = (&Counter{v}).Add(x, link)
+				_ = (&Counter{h}).Add(x, link)
 			case KindGauge:
-				_ = (&Gauge{v}).Set(x, link)
+				_ = (&Gauge{h}).Set(x, link)
 			case KindHistogram:
-				_ = (&Histogram{v}).Observe(x, link)
+				_ = (&Histogram{h}).Observe(x, link)
 			}
 		}
 	}
@@ -663,10 +680,7 @@ func intField(f map[string]any, k string) (int, bool) {
 // added in front of labels and filled in: Set and Add take values for the
 // recipe's own labels only. Names follow CheckMetricName.
 func (rc *RunContext) Gauge(name, help, unit string, labels ...string) (*Gauge, error) {
-	if rc.metrics == nil {
-		return nil, fmt.Errorf("metric %s: this run publishes no metrics", name)
-	}
-	if err := reservedLabels(name, labels); err != nil {
+	if err := rc.recipeMetric(name, labels); err != nil {
 		return nil, err
 	}
 	g, err := rc.metrics.m.Gauge(name, help, unit, append([]string{"recipe", "run_id"}, labels...)...)
@@ -679,10 +693,7 @@ func (rc *RunContext) Gauge(name, help, unit string, labels ...string) (*Gauge, 
 
 // Counter registers a recipe's live counter, labelled like Gauge.
 func (rc *RunContext) Counter(name, help, unit string, labels ...string) (*Counter, error) {
-	if rc.metrics == nil {
-		return nil, fmt.Errorf("metric %s: this run publishes no metrics", name)
-	}
-	if err := reservedLabels(name, labels); err != nil {
+	if err := rc.recipeMetric(name, labels); err != nil {
 		return nil, err
 	}
 	c, err := rc.metrics.m.Counter(name, help, unit, append([]string{"recipe", "run_id"}, labels...)...)
@@ -696,10 +707,7 @@ func (rc *RunContext) Counter(name, help, unit string, labels ...string) (*Count
 // Histogram registers a recipe's live histogram with these bucket upper
 // bounds, labelled like Gauge.
 func (rc *RunContext) Histogram(name, help, unit string, buckets []float64, labels ...string) (*Histogram, error) {
-	if rc.metrics == nil {
-		return nil, fmt.Errorf("metric %s: this run publishes no metrics", name)
-	}
-	if err := reservedLabels(name, labels); err != nil {
+	if err := rc.recipeMetric(name, labels); err != nil {
 		return nil, err
 	}
 	h, err := rc.metrics.m.Histogram(name, help, unit, buckets, append([]string{"recipe", "run_id"}, labels...)...)
@@ -710,7 +718,12 @@ func (rc *RunContext) Histogram(name, help, unit string, buckets []float64, labe
 	return h, nil
 }
 
-func reservedLabels(name string, labels []string) error {
+// recipeMetric checks that the run publishes metrics and that the recipe
+// does not name the labels the engine sets.
+func (rc *RunContext) recipeMetric(name string, labels []string) error {
+	if rc.metrics == nil {
+		return fmt.Errorf("metric %s: this run publishes no metrics", name)
+	}
 	for _, l := range labels {
 		if l == "recipe" || l == "run_id" {
 			return fmt.Errorf("metric %s: label %q is set by the engine", name, l)
@@ -729,8 +742,11 @@ func SummaryMetrics(m results.Manifest, summary []byte) (*Metrics, error) {
 	pre := []string{m.Recipe.Name, m.RunID}
 	known := KnownMetrics()
 	gauge := func(name string) (*Gauge, error) {
-		v, err := reg.registerInfo(infoOf(known, name))
-		return &Gauge{v}, err
+		f, err := reg.registerInfo(infoOf(known, name))
+		if err != nil {
+			return nil, err
+		}
+		return &Gauge{handle{f: f, pre: pre}}, nil
 	}
 	state, err := gauge("testbed_run_state")
 	if err != nil {
@@ -741,15 +757,27 @@ func SummaryMetrics(m results.Manifest, summary []byte) (*Metrics, error) {
 		if s == string(m.Status) {
 			v = 1
 		}
-		_ = state.Set(v, append(pre, s)...)
+		if err := state.Set(v, s); err != nil {
+			return nil, err
+		}
 	}
-	start, _ := gauge("testbed_run_start_time_seconds")
-	_ = start.Set(float64(m.Started.UnixNano())/1e9, pre...)
+	set := func(name string, v float64, lv ...string) error {
+		g, err := gauge(name)
+		if err != nil {
+			return err
+		}
+		return g.Set(v, lv...)
+	}
+	if err := set("testbed_run_start_time_seconds", float64(m.Started.UnixNano())/1e9); err != nil {
+		return nil, err
+	}
 	if m.Ended != nil {
-		end, _ := gauge("testbed_run_end_time_seconds")
-		_ = end.Set(float64(m.Ended.UnixNano())/1e9, pre...)
-		dur, _ := gauge("testbed_run_duration_seconds")
-		_ = dur.Set(m.Ended.Sub(m.Started).Seconds(), pre...)
+		if err := set("testbed_run_end_time_seconds", float64(m.Ended.UnixNano())/1e9); err != nil {
+			return nil, err
+		}
+		if err := set("testbed_run_duration_seconds", m.Ended.Sub(m.Started).Seconds()); err != nil {
+			return nil, err
+		}
 	}
 	if len(summary) == 0 {
 		return reg, nil
@@ -758,26 +786,30 @@ func SummaryMetrics(m results.Manifest, summary []byte) (*Metrics, error) {
 	if err != nil {
 		return nil, err
 	}
-	val, _ := gauge("testbed_result_value")
 	for _, x := range ms {
-		switch v := x.Value.(type) {
-		case float64:
-			_ = val.Set(v, append(pre, x.Path)...)
-		case bool:
-			b := 0.0
-			if v {
-				b = 1
+		v, ok := x.Value.(float64)
+		if b, isBool := x.Value.(bool); isBool {
+			v, ok = 0, true
+			if b {
+				v = 1
 			}
-			_ = val.Set(b, append(pre, x.Path)...)
+		}
+		if !ok {
+			continue
+		}
+		if err := set("testbed_result_value", v, x.Path); err != nil {
+			return nil, err
 		}
 	}
 	return reg, nil
 }
 
-// Push replaces the group job/<job>/<key>/<value>... on a Prometheus
-// Pushgateway with the registry's series (HTTP PUT, text format). Grouping
-// is a list of label name, value pairs.
-func Push(ctx context.Context, gateway, job string, grouping []string, m *Metrics) error {
+// Push replaces the group job/<job>/<name>/<value>... on a Prometheus
+// Pushgateway with what g gathers (HTTP PUT, text format, with
+// client_golang's push package). Grouping is a list of label name, value
+// pairs; a pushed series may not carry a grouping label itself. Without a
+// deadline in ctx the push gets 30 seconds.
+func Push(ctx context.Context, gateway, job string, grouping []string, g prometheus.Gatherer) error {
 	if len(grouping)%2 != 0 {
 		return fmt.Errorf("push to %s: grouping needs label name and value pairs, got %d strings", gateway, len(grouping))
 	}
@@ -785,49 +817,20 @@ func Push(ctx context.Context, gateway, job string, grouping []string, m *Metric
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("pushgateway %q: expected an http:// or https:// URL", gateway)
 	}
-	p := strings.TrimRight(u.Path, "/") + "/metrics/" + groupSegment("job", job)
+	p := push.New(gateway, job).Gatherer(g).Format(expfmt.NewFormat(expfmt.TypeTextPlain))
 	for i := 0; i < len(grouping); i += 2 {
-		if !labelNameRe.MatchString(grouping[i]) {
+		if !labelNameRe.MatchString(grouping[i]) || strings.HasPrefix(grouping[i], "__") {
 			return fmt.Errorf("push to %s: grouping label %q is not a label name", gateway, grouping[i])
 		}
-		p += "/" + groupSegment(grouping[i], grouping[i+1])
-	}
-	var body bytes.Buffer
-	if err := m.Write(&body); err != nil {
-		return err
+		p = p.Grouping(grouping[i], grouping[i+1])
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 	}
-	target := *u
-	target.Path, target.RawPath = "", ""
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, target.String()+p, &body)
-	if err != nil {
+	if err := p.PushContext(ctx); err != nil {
 		return fmt.Errorf("push to %s: %w", gateway, err)
-	}
-	req.Header.Set("Content-Type", MetricsContentType)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("push to %s: %w", gateway, err)
-	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("push to %s: %s: %s", gateway, resp.Status, strings.TrimSpace(string(msg)))
 	}
 	return nil
-}
-
-// groupSegment is one name/value pair of a Pushgateway path; values with a
-// '/' (or empty ones) use the base64 form the Pushgateway defines.
-func groupSegment(name, value string) string {
-	if value == "" {
-		return name + "@base64/="
-	}
-	if strings.Contains(value, "/") {
-		return name + "@base64/" + base64.RawURLEncoding.EncodeToString([]byte(value))
-	}
-	return name + "/" + url.PathEscape(value)
 }

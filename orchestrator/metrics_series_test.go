@@ -1,7 +1,6 @@
 package orchestrator
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http/httptest"
@@ -27,8 +26,7 @@ func TestHistogramExposition(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var b bytes.Buffer
-	m.Write(&b)
+	text := exposition(t, m)
 	want := `# HELP testbed_probe_seconds probe times
 # TYPE testbed_probe_seconds histogram
 testbed_probe_seconds_bucket{link="l1",le="0.001"} 2
@@ -38,10 +36,10 @@ testbed_probe_seconds_bucket{link="l1",le="+Inf"} 5
 testbed_probe_seconds_sum{link="l1"} 3.0535
 testbed_probe_seconds_count{link="l1"} 5
 `
-	if b.String() != want {
-		t.Errorf("exposition:\n%s\nwant:\n%s", b.String(), want)
+	if text != want {
+		t.Errorf("exposition:\n%s\nwant:\n%s", text, want)
 	}
-	promtoolCheck(t, b.Bytes())
+	promtoolCheck(t, []byte(text))
 
 	for _, bad := range []struct {
 		name    string
@@ -129,24 +127,25 @@ func TestKnownMetricsAreWhatARunPublishes(t *testing.T) {
 	if !slices.Equal(gotNames, live) {
 		t.Errorf("published families %v\nKnownMetrics (live) %v", gotNames, live)
 	}
-	lbl := fmt.Sprintf(`recipe="metrics-probe",run_id="%s",link=`, res.RunID)
+	run := fmt.Sprintf(`recipe="metrics-probe",run_id="%s"`, res.RunID)
+	l25g, sw1 := `link="l25g",`+run, `link="sw1",`+run
 	for _, want := range []string{
-		`testbed_sent_frames_total{` + lbl + `"l25g"} 6000`,
-		`testbed_lost_frames_total{` + lbl + `"l25g"} 6`,
-		`testbed_frame_loss_ratio{` + lbl + `"l25g"} 0.003`,
-		`testbed_attenuation_decibels{` + lbl + `"l25g"} 10.5`,
-		`testbed_queue_depth_packets{` + lbl + `"l25g"} 43`,
-		`testbed_queue_depth_packets{` + lbl + `"sw1"} 7`,
-		`testbed_fct_seconds_bucket{` + lbl + `"l25g",le="2e-05"} 3`,
-		`testbed_fct_seconds_bucket{` + lbl + `"l25g",le="0.2"} 3`,
-		`testbed_fct_seconds_bucket{` + lbl + `"l25g",le="0.5"} 6`,
-		`testbed_fct_seconds_count{` + lbl + `"l25g"} 6`,
+		`testbed_sent_frames_total{` + l25g + `} 6000`,
+		`testbed_lost_frames_total{` + l25g + `} 6`,
+		`testbed_frame_loss_ratio{` + l25g + `} 0.003`,
+		`testbed_attenuation_decibels{` + l25g + `} 10.5`,
+		`testbed_queue_depth_packets{` + l25g + `} 43`,
+		`testbed_queue_depth_packets{` + sw1 + `} 7`,
+		`testbed_fct_seconds_bucket{` + l25g + `,le="2e-05"} 3`,
+		`testbed_fct_seconds_bucket{` + l25g + `,le="0.2"} 3`,
+		`testbed_fct_seconds_bucket{` + l25g + `,le="0.5"} 6`,
+		`testbed_fct_seconds_count{` + l25g + `} 6`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("scrape lacks %q:\n%s", want, text)
 		}
 	}
-	if strings.Contains(text, `testbed_frame_loss_ratio{`+lbl+`"sw1"}`) {
+	if strings.Contains(text, `testbed_frame_loss_ratio{`+sw1+`}`) {
 		t.Errorf("a non-numeric field became a sample")
 	}
 
@@ -158,9 +157,9 @@ func TestKnownMetricsAreWhatARunPublishes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	sm.Write(&b)
-	for n, kind := range families(b.String()) {
+	pushed := exposition(t, sm)
+	promtoolCheck(t, []byte(pushed))
+	for n, kind := range families(pushed) {
 		if fi, ok := known[n]; !ok || fi.Kind != kind {
 			t.Errorf("SummaryMetrics pushes %s (%s), which KnownMetrics does not list as such", n, kind)
 		}

@@ -3,10 +3,14 @@ package orchestrator
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
+	"maps"
+	"mime"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -71,8 +75,7 @@ func TestExpositionEscapesAndSorts(t *testing.T) {
 	g.Set(1, "a")
 	c, _ := m.Counter("testbed_a_total", "a counter", "")
 	c.Add(3)
-	var b bytes.Buffer
-	m.Write(&b)
+	text := exposition(t, m)
 	want := `# HELP testbed_a_total a counter
 # TYPE testbed_a_total counter
 testbed_a_total 3
@@ -81,10 +84,18 @@ testbed_a_total 3
 testbed_beta{l="a"} 1
 testbed_beta{l="quote \" back \\ nl\n"} 2
 `
-	if b.String() != want {
-		t.Errorf("exposition:\n%s\nwant:\n%s", b.String(), want)
+	if text != want {
+		t.Errorf("exposition:\n%s\nwant:\n%s", text, want)
 	}
-	promtoolCheck(t, b.Bytes())
+	promtoolCheck(t, []byte(text))
+}
+
+// exposition is what m's handler serves to a scraper.
+func exposition(t *testing.T, m *Metrics) string {
+	t.Helper()
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	return scrape(t, srv.URL+"/metrics")
 }
 
 // promtoolCheck runs `promtool check metrics` on an exposition, when promtool
@@ -103,6 +114,47 @@ func promtoolCheck(t *testing.T, text []byte) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("promtool check metrics: %v\n%s\nexposition:\n%s", err, out, text)
 	}
+}
+
+// checkTextFormat checks that a content type is the text exposition
+// format, version 0.0.4, what a scraper that asks for no format gets.
+func checkTextFormat(t *testing.T, contentType string) {
+	t.Helper()
+	mt, params, err := mime.ParseMediaType(contentType)
+	want, wantParams, _ := mime.ParseMediaType(MetricsContentType)
+	if err != nil || mt != want || params["version"] != wantParams["version"] || params["version"] != "0.0.4" {
+		t.Errorf("content type %q (%v), want %s", contentType, err, MetricsContentType)
+	}
+}
+
+// decodePushPath decodes a Pushgateway push path, /metrics/job/<job>/<name>/<value>...,
+// into its grouping labels (with job); a name ending in @base64 has its
+// value in base64url ("=" for an empty one).
+func decodePushPath(path string) (map[string]string, error) {
+	rest, ok := strings.CutPrefix(path, "/metrics/")
+	parts := strings.Split(rest, "/")
+	if !ok || len(parts)%2 != 0 {
+		return nil, fmt.Errorf("push path %q: expected /metrics/ and name/value pairs", path)
+	}
+	group := map[string]string{}
+	for i := 0; i < len(parts); i += 2 {
+		name, value := parts[i], parts[i+1]
+		var err error
+		if n, ok := strings.CutSuffix(name, "@base64"); ok {
+			var b []byte
+			if value != "=" {
+				b, err = base64.RawURLEncoding.DecodeString(value)
+			}
+			name, value = n, string(b)
+		} else {
+			value, err = url.QueryUnescape(value)
+		}
+		if _, dup := group[name]; err != nil || dup {
+			return nil, fmt.Errorf("push path %q: label %s: %v (or given twice)", path, name, err)
+		}
+		group[name] = value
+	}
+	return group, nil
 }
 
 // stepRecipe is a recipe of n steps that touch no device; step hook runs
@@ -136,9 +188,10 @@ func scrape(t *testing.T, url string) string {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	if ct := resp.Header.Get("Content-Type"); ct != MetricsContentType {
-		t.Errorf("content type %q", ct)
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("scrape %s: %s\n%s", url, resp.Status, b)
 	}
+	checkTextFormat(t, resp.Header.Get("Content-Type"))
 	return string(b)
 }
 
@@ -181,7 +234,7 @@ func TestRunPublishesLiveMetricsOverHTTP(t *testing.T) {
 		`testbed_run_step{` + lbl + `} 3`,
 		`testbed_run_steps{` + lbl + `} 4`,
 		`testbed_run_progress_ratio{` + lbl + `} 0.5`,
-		`testbed_frames_total{` + lbl + `,outcome="sent"} 750`,
+		`testbed_frames_total{outcome="sent",` + lbl + `} 750`,
 		`testbed_run_info{` + lbl + `,version="1.2.0"} 1`,
 		`# TYPE testbed_frames_total counter`,
 		`testbed_run_start_time_seconds{` + lbl + `} 1.`,
@@ -193,7 +246,7 @@ func TestRunPublishesLiveMetricsOverHTTP(t *testing.T) {
 	promtoolCheck(t, []byte(mid))
 	end := scrape(t, srv.URL+"/metrics")
 	for _, want := range []string{`testbed_run_state{` + lbl + `,state="ok"} 1`, `testbed_run_state{` + lbl + `,state="running"} 0`,
-		`testbed_run_progress_ratio{` + lbl + `} 1`, `testbed_frames_total{` + lbl + `,outcome="sent"} 1000`, `testbed_run_end_time_seconds{`} {
+		`testbed_run_progress_ratio{` + lbl + `} 1`, `testbed_frames_total{outcome="sent",` + lbl + `} 1000`, `testbed_run_end_time_seconds{`} {
 		if !strings.Contains(end, want) {
 			t.Errorf("final scrape lacks %q:\n%s", want, end)
 		}
@@ -224,18 +277,19 @@ func TestPushSummaryToPushgateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Push(context.Background(), gw.URL+"/", "testbed", []string{"recipe", "attenuation-sweep", "entry", "a/b"}, reg); err != nil {
+	if err := Push(context.Background(), gw.URL+"/", "testbed", []string{"lab", "lab 1", "entry", "a/b"}, reg); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if method != http.MethodPut || path != "/metrics/job/testbed/recipe/attenuation-sweep/entry@base64/YS9i" || ctype != MetricsContentType {
-		t.Errorf("push: %s %s (%s)", method, path, ctype)
+	group, err := decodePushPath(path)
+	if method != http.MethodPut || err != nil || !maps.Equal(group, map[string]string{"job": "testbed", "lab": "lab 1", "entry": "a/b"}) || ctype != MetricsContentType {
+		t.Errorf("push: %s %s %v %v (%s)", method, path, group, err, ctype)
 	}
 	lbl := `recipe="attenuation-sweep",run_id="20261122T130000.000Z-attenuation-sweep-abcdef"`
 	for _, want := range []string{
-		`testbed_result_value{` + lbl + `,metric="links.l10g.loss_cliff_db.1e-06"} 9.3`,
-		`testbed_result_value{` + lbl + `,metric="partial"} 0`,
+		`testbed_result_value{metric="links.l10g.loss_cliff_db.1e-06",` + lbl + `} 9.3`,
+		`testbed_result_value{metric="partial",` + lbl + `} 0`,
 		`testbed_run_state{` + lbl + `,state="ok"} 1`,
 		`testbed_run_duration_seconds{` + lbl + `} 90`,
 	} {
@@ -257,5 +311,14 @@ func TestPushSummaryToPushgateway(t *testing.T) {
 	}
 	if err := Push(context.Background(), "ftp://x", "testbed", nil, reg); err == nil || !strings.Contains(err.Error(), "http://") {
 		t.Errorf("bad URL: %v", err)
+	}
+	// The series carry recipe and run_id: a group keyed by either would
+	// hide the series' own label, so the push is refused before sending.
+	method = ""
+	mu.Unlock()
+	err = Push(context.Background(), gw.URL, "testbed", []string{"recipe", "attenuation-sweep"}, reg)
+	mu.Lock()
+	if err == nil || !strings.Contains(err.Error(), "recipe") || method != "" {
+		t.Errorf("grouping by a label the series carry: %v (request %q)", err, method)
 	}
 }

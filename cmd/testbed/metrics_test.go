@@ -4,9 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
+	"fmt"
 	"io"
+	"maps"
+	"mime"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,8 +152,8 @@ func TestMetricsServedDuringRun(t *testing.T) {
 		if err == nil {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if ct := resp.Header.Get("Content-Type"); ct != orchestrator.MetricsContentType {
-				t.Errorf("content type %q", ct)
+			if mt, params, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err != nil || mt != "text/plain" || params["version"] != "0.0.4" {
+				t.Fatalf("content type %q: want the text format, version 0.0.4", resp.Header.Get("Content-Type"))
 			}
 			text = string(b)
 			p, ok := sample(text, "testbed_run_progress_ratio")
@@ -226,7 +231,7 @@ type pushed struct {
 func (p *pushRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b, _ := io.ReadAll(r.Body)
 	p.mu.Lock()
-	p.reqs = append(p.reqs, pushed{r.Method, r.URL.Path, r.Header.Get("Content-Type"), string(b)})
+	p.reqs = append(p.reqs, pushed{r.Method, r.URL.EscapedPath(), r.Header.Get("Content-Type"), string(b)})
 	status := p.status
 	p.mu.Unlock()
 	if status != 0 {
@@ -234,6 +239,36 @@ func (p *pushRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusOK)
+}
+
+// decodePushPath decodes a Pushgateway push path, /metrics/job/<job>/<name>/<value>...,
+// into its grouping labels (with job), in whatever order they come; a name
+// ending in @base64 has its value in base64url ("=" for an empty one).
+func decodePushPath(path string) (map[string]string, error) {
+	rest, ok := strings.CutPrefix(path, "/metrics/")
+	parts := strings.Split(rest, "/")
+	if !ok || len(parts)%2 != 0 {
+		return nil, fmt.Errorf("push path %q: expected /metrics/ and name/value pairs", path)
+	}
+	group := map[string]string{}
+	for i := 0; i < len(parts); i += 2 {
+		name, value := parts[i], parts[i+1]
+		var err error
+		if n, ok := strings.CutSuffix(name, "@base64"); ok {
+			var b []byte
+			if value != "=" {
+				b, err = base64.RawURLEncoding.DecodeString(value)
+			}
+			name, value = n, string(b)
+		} else {
+			value, err = url.QueryUnescape(value)
+		}
+		if _, dup := group[name]; err != nil || dup {
+			return nil, fmt.Errorf("push path %q: label %s: %v (or given twice)", path, name, err)
+		}
+		group[name] = value
+	}
+	return group, nil
 }
 
 func TestPushgatewayGetsTheSummary(t *testing.T) {
@@ -256,8 +291,9 @@ func TestPushgatewayGetsTheSummary(t *testing.T) {
 		t.Fatalf("%d pushes, want 1", len(rec.reqs))
 	}
 	p := rec.reqs[0]
-	if p.method != http.MethodPut || p.path != "/metrics/job/testbed/lab/simlab/entry/attenuation-sweep" || p.contentType != orchestrator.MetricsContentType {
-		t.Errorf("push: %s %s (%s)", p.method, p.path, p.contentType)
+	if g, err := decodePushPath(p.path); p.method != http.MethodPut || err != nil || !maps.Equal(g, map[string]string{"job": "testbed", "lab": "simlab", "entry": "attenuation-sweep"}) ||
+		p.contentType != orchestrator.MetricsContentType {
+		t.Errorf("push: %s %s %v %v (%s)", p.method, p.path, g, err, p.contentType)
 	}
 	if !strings.Contains(errOut, "pushed the summary of "+rd.Manifest.RunID) {
 		t.Errorf("push not reported: %s", errOut)
@@ -294,8 +330,10 @@ func TestPushgatewayGetsTheSummary(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "s.yaml")
 	os.WriteFile(file, []byte("name: push-test\nentries:\n  - id: one\n    recipe: attenuation-sweep\n    seed: 1\n    set: {links: [l10g], step_db: 1, fine_step_db: 0.25, max_seconds: 0.5}\n    expect:\n      - {metric: partial, max: 0}\n"), 0o644)
 	code, out, errOut = testbedRun(t, "exp", "run", "--suite", file, "--runs-dir", runs, "--state-dir", state, "--pushgateway", gw.URL)
-	if code != exitOK || len(rec.reqs) != 2 || rec.reqs[1].path != "/metrics/job/testbed/lab/simlab/suite/push-test/entry/one" {
-		t.Errorf("suite push: exit %d, %d pushes, last %+v\n%s\n%s", code, len(rec.reqs), rec.reqs[len(rec.reqs)-1].path, out, errOut)
+	if code != exitOK || len(rec.reqs) != 2 {
+		t.Errorf("suite push: exit %d, %d pushes\n%s\n%s", code, len(rec.reqs), out, errOut)
+	} else if g, err := decodePushPath(rec.reqs[1].path); err != nil || !maps.Equal(g, map[string]string{"job": "testbed", "lab": "simlab", "suite": "push-test", "entry": "one"}) {
+		t.Errorf("suite push to %s: %v %v", rec.reqs[1].path, g, err)
 	}
 
 	// A gateway that refuses: the run is fine, the exit code says the
