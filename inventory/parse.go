@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"fmt"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -402,6 +403,15 @@ func (inv *Inventory) Validate() error {
 			add(d.FieldPos, "address", d.Pos, path+".address", "%v", err)
 		} else if ok := schemesFor(d.Kind); ok != nil && !slices.Contains(ok, scheme) {
 			add(d.FieldPos, "address", d.Pos, path+".address", "a %s is not reached over %s (expected %s)", d.Kind, scheme, strings.Join(ok, " or "))
+		}
+		if d.Kind == "host" {
+			// A host's ports are its data-plane interfaces: name -> the
+			// interface's address with its prefix length.
+			for _, port := range sortedMapKeys(d.Ports) {
+				if _, err := netip.ParsePrefix(d.Ports[port]); err != nil {
+					add(d.FieldPos, "ports", d.Pos, path+".ports."+port, "%q: a host's port is its interface's address with prefix length (e.g. 10.0.0.1/24)", d.Ports[port])
+				}
+			}
 		}
 		if d.Channels < 0 {
 			add(d.FieldPos, "channels", d.Pos, path+".channels", "must be at least 1")
