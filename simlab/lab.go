@@ -38,6 +38,8 @@ type Lab struct {
 	oz       *OZOpticsServer
 	otg      *OTGServer
 	faults   map[string]*Faults
+	hostNet  *HostNet
+	hosts    map[string]*SimHost
 	inv      *inventory.Inventory
 	closers  []func() error
 	ocs      *ocsLab // optical circuit switches (ocs_lab.go)
@@ -119,15 +121,19 @@ func DefaultInventory() *inventory.Inventory {
 	return inv
 }
 
-// switchAccess is how the inventory reaches the simulated switches.
+// switchAccess is how the inventory reaches the simulated switches and
+// hosts.
 type switchAccess struct {
 	sw1, sw2, voa3     string // addresses
 	keyFile, knownHost string
+	hosts              map[string]string // host name -> address
+	labDir             string            // holds the hostagent stand-in
 }
 
 func placeholderSwitches() switchAccess {
 	return switchAccess{sw1: "ssh://admin@127.0.0.1:2201", sw2: "ssh://admin@127.0.0.1:2202", voa3: "tcp://127.0.0.1:5026",
-		keyFile: "~/.ssh/id_ed25519", knownHost: "~/.ssh/known_hosts"}
+		keyFile: "~/.ssh/id_ed25519", knownHost: "~/.ssh/known_hosts",
+		hosts: map[string]string{"h1": "ssh://testbed@127.0.0.1:2211", "h2": "ssh://testbed@127.0.0.1:2212"}, labDir: "~/.testbed/simlab"}
 }
 
 func benchInventory(voa1Addr, voa2Addr, tgAddr string, sw switchAccess) (*inventory.Inventory, error) {
@@ -169,6 +175,7 @@ func benchInventory(voa1Addr, voa2Addr, tgAddr string, sw switchAccess) (*invent
 			Transceiver: b.transceiver, FEC: b.fec, VOA: &inventory.VOARef{Device: "voa3", Channel: b.channel}, LossAfterVOADB: lossAfterVOADB,
 		})
 	}
+	addBenchHosts(inv, sw)
 	for i, b := range defaultBench() {
 		inv.Devices["tg1"].Ports[b.txPort] = fmt.Sprintf("sim/eth%d", 2*i+1)
 		inv.Devices["tg1"].Ports[b.rxPort] = fmt.Sprintf("sim/eth%d", 2*i+2)
@@ -246,7 +253,7 @@ func StartDefault(opts Options) (lab *Lab, err error) {
 	sw1, sw2 := l.switches["sw1"], l.switches["sw2"]
 	l.inv, err = benchInventory(l.keysight.Addr(), l.oz.Address(), l.otg.Addr(), switchAccess{
 		sw1: "ssh://admin@" + sw1.SSH().Addr(), sw2: "ssh://admin@" + sw2.SSH().Addr(), voa3: l.voa3.Addr(),
-		keyFile: filepath.Join(l.dir, "sim_ed25519"), knownHost: filepath.Join(l.dir, "known_hosts")})
+		keyFile: filepath.Join(l.dir, "sim_ed25519"), knownHost: filepath.Join(l.dir, "known_hosts"), hosts: l.hostAddrs(), labDir: l.dir})
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +272,8 @@ func (l *Lab) Inventory() *inventory.Inventory { return l.inv }
 // World is the lab's physical model.
 func (l *Lab) World() *World { return l.world }
 
-// Faults returns the fault injector of a device ("voa1", "voa2", "tg1").
+// Faults returns the fault injector of a device ("voa1", "voa2", "tg1",
+// "sw1", "h1", ...).
 func (l *Lab) Faults(device string) *Faults { return l.faults[device] }
 
 // Endpoints lists "device driver address" for each device.
@@ -340,7 +348,11 @@ func (l *Lab) startSwitches(opts Options) error {
 		f := w.NewFibre(b.name, t, fec, lossBeforeVOADB, lossAfterVOADB, voa3.Channels[b.channel-1])
 		l.dp.Connect(b.name, l.switches["sw1"], b.txDev, l.switches["sw2"], b.rxDev, f, sinkDevPort)
 	}
-	_, _, err = SSHClientFiles(dir, key, l.switches["sw1"].SSH(), l.switches["sw2"].SSH())
+	servers, err := l.startHosts(opts, pub)
+	if err != nil {
+		return err
+	}
+	_, _, err = SSHClientFiles(dir, key, append([]*SSHServer{l.switches["sw1"].SSH(), l.switches["sw2"].SSH()}, servers...)...)
 	return err
 }
 

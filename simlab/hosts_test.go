@@ -1,0 +1,235 @@
+package simlab
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"testbed/dut/host"
+	"testbed/hostagent"
+	"testbed/inventory"
+	"testbed/transport"
+)
+
+func hostTestCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// openSimHost connects the host driver to a simulated host as the
+// orchestrator does, from the lab's inventory entry.
+func openSimHost(t *testing.T, lab *Lab, name string) (*host.Host, *inventory.Device) {
+	t.Helper()
+	d, ok := lab.Inventory().Device(name)
+	if !ok {
+		t.Fatalf("no %s in the inventory", name)
+	}
+	h, err := host.Open(hostTestCtx(t), d.Address, host.Options{Name: name,
+		SSH: transport.SSHOptions{KeyFile: d.Credentials.KeyFile, KnownHosts: d.Options["known_hosts"]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h, d
+}
+
+func startLab(t *testing.T, seed uint64) *Lab {
+	t.Helper()
+	lab, err := StartDefault(Options{Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lab.Close() })
+	return lab
+}
+
+func TestSimulatedHostIdentityRunAndUpload(t *testing.T) {
+	lab := startLab(t, 31)
+	ctx := hostTestCtx(t)
+	h, _ := openSimHost(t, lab, "h1")
+	id, err := h.Identity(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(id.Firmware, "x86_64") || !strings.Contains(id.Model, "h1") || id.Serial == "" {
+		t.Errorf("identity %+v", id)
+	}
+	r, err := h.Run(ctx, "uname -sm")
+	if err != nil || r.Stdout != "Linux x86_64\n" {
+		t.Errorf("uname -sm: %q, %v", r.Stdout, err)
+	}
+	r, err = h.Run(ctx, "cat /proc/sys/net/ipv4/tcp_early_retrans")
+	if err != nil || r.Stdout != "3\n" {
+		t.Errorf("cat tcp_early_retrans: %q, %v", r.Stdout, err)
+	}
+	// Anything else fails as a missing command would, saying what runs.
+	var xe *host.ExitError
+	_, err = h.Run(ctx, "iperf3 -c 10.0.0.2")
+	if !errors.As(err, &xe) || xe.Status != 127 || !strings.Contains(xe.Stderr, "runs only") {
+		t.Errorf("an unknown command: %v", err)
+	}
+	_, err = h.Run(ctx, "echo a; rm -rf /")
+	if !errors.As(err, &xe) || xe.Status != 127 {
+		t.Errorf("shell syntax: %v", err)
+	}
+	// A command past its deadline is killed (137).
+	sctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	defer cancel()
+	if r, err := h.Run(sctx, "sleep 30"); err == nil {
+		t.Errorf("sleep 30 within 1.5 s: %+v", r)
+	}
+
+	data := []byte("it's a file\nwith 'quotes'\n")
+	sum, err := h.Upload(ctx, "dir/it's.txt", data, 0o640)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sha256.Sum256(data)
+	got, mode, ok := lab.Host("h1").File("/home/testbed/dir/it's.txt")
+	if !ok || string(got) != string(data) || mode != 0o640 || sum != hex.EncodeToString(want[:]) {
+		t.Errorf("uploaded file: %q mode %v (found %v), sha %s", got, mode, ok, sum)
+	}
+	if _, _, ok := lab.Host("h2").File("/home/testbed/dir/it's.txt"); ok {
+		t.Error("h2 has h1's file")
+	}
+}
+
+func TestSimulatedHostRunsTheUploadedAgentInProcess(t *testing.T) {
+	lab := startLab(t, 32)
+	ctx := hostTestCtx(t)
+	h, d := openSimHost(t, lab, "h1")
+	// No agent yet: starting one reports it died, with its log.
+	if _, err := h.StartAgent(ctx); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("start without a binary: %v", err)
+	}
+	bin := host.AgentBinary{Path: d.Options["hostagent_amd64"], Version: hostagent.Version}
+	in, err := h.InstallAgent(ctx, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !in.Replaced || in.Version != hostagent.Version || in.Machine != "x86_64" || in.GOARCH != "amd64" {
+		t.Errorf("install: %+v", in)
+	}
+	again, err := h.InstallAgent(ctx, bin)
+	if err != nil || again.Replaced {
+		t.Errorf("second install: %+v, %v", again, err)
+	}
+	a, err := h.StartAgent(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.Started || !strings.HasPrefix(a.Addr, "127.0.0.1:") || !lab.Host("h1").AgentRunning() {
+		t.Errorf("agent %+v", a)
+	}
+	c := hostagent.NewClient(a.Client, a.BaseURL)
+	v, err := c.Version(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Version != hostagent.Version || v.Hostname != "h1" || !v.Capabilities.FCT || v.Capabilities.RDMAWriteLat {
+		t.Errorf("version %+v", v)
+	}
+	// The agent is found running by a second driver, which does not stop it.
+	h2, _ := openSimHost(t, lab, "h1")
+	a2, err := h2.StartAgent(ctx)
+	if err != nil || a2.Started || a2.PID != a.PID {
+		t.Errorf("second driver: %+v, %v", a2, err)
+	}
+	h2.Close()
+	if !lab.Host("h1").AgentRunning() {
+		t.Error("the second driver stopped an agent it did not start")
+	}
+	if err := h.StopAgent(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if lab.Host("h1").AgentRunning() {
+		t.Error("the agent still runs after stop")
+	}
+}
+
+func TestSimulatedHostSettingsAndUndo(t *testing.T) {
+	lab := startLab(t, 33)
+	ctx := hostTestCtx(t)
+	h, _ := openSimHost(t, lab, "h2")
+	sim := lab.Host("h2")
+
+	ch, undo, err := h.Apply(ctx, host.Sysctl("net.ipv4.tcp_congestion_control", "dctcp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := sim.Sysctl("net.ipv4.tcp_congestion_control"); v != "dctcp" || ch.Before != "cubic" || ch.After != "dctcp" {
+		t.Errorf("after: %s, change %+v", v, ch)
+	}
+	if err := undo(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := sim.Sysctl("net.ipv4.tcp_congestion_control"); v != "cubic" {
+		t.Errorf("after undo: %s", v)
+	}
+	if _, _, err := h.Apply(ctx, host.Sysctl("net.ipv4.tcp_congestion_control", "bbr9")); err == nil {
+		t.Error("an unavailable congestion control was accepted")
+	}
+	if _, _, err := h.Apply(ctx, host.Sysctl("net.ipv4.tcp_early_retrans", "9")); err == nil {
+		t.Error("tcp_early_retrans=9 was accepted")
+	}
+	if _, _, err := h.Apply(ctx, host.Sysctl("net.ipv4.no_such_thing", "1")); err == nil || !strings.Contains(err.Error(), "cannot be read") {
+		t.Errorf("unknown sysctl: %v", err)
+	}
+
+	before := sim.Routes()
+	ch, undo, err = h.Apply(ctx, host.RouteRTOMin("10.0.0.0/24", time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch.Before != host.Unset || ch.After != "1ms" {
+		t.Errorf("change %+v", ch)
+	}
+	if !slices.Contains(sim.Routes(), "10.0.0.0/24 dev eth1 proto kernel scope link src 10.0.0.2 rto_min lock 1ms") {
+		t.Errorf("routes after: %q", sim.Routes())
+	}
+	if d := sim.rtoMinTo(netip.MustParseAddr("10.0.0.1")); d != time.Millisecond {
+		t.Errorf("the route's rto_min as the transport sees it: %v", d)
+	}
+	if err := undo(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := sim.Routes(); !slices.Equal(got, before) {
+		t.Errorf("routes after undo: %q, before %q", got, before)
+	}
+	if d := sim.rtoMinTo(netip.MustParseAddr("10.0.0.1")); d != 200*time.Millisecond {
+		t.Errorf("without rto_min on the route: %v, want the kernel's 200ms", d)
+	}
+	// The default route carries a metric: it is matched and kept.
+	if _, undo, err := h.Apply(ctx, host.RouteRTOMin("default", 5*time.Millisecond)); err != nil {
+		t.Errorf("default route: %v", err)
+	} else if err := undo(ctx); err != nil {
+		t.Error(err)
+	}
+	if _, _, err := h.Apply(ctx, host.RouteRTOMin("10.9.0.0/16", time.Millisecond)); err == nil || !strings.Contains(err.Error(), "no route matches") {
+		t.Errorf("a route that does not exist: %v", err)
+	}
+}
+
+func TestParseScriptQuoting(t *testing.T) {
+	op, v, err := parseScript("# testbed:run\nW='12'\nQ='echo '\\''a'\\''\nb'\necho body\n")
+	if err != nil || op != "run" || v["W"] != "12" || v["Q"] != "echo 'a'\nb" {
+		t.Errorf("parse: %q %q %v", op, v, err)
+	}
+	if _, _, err := parseScript("uname -a"); err == nil {
+		t.Error("a plain command parsed as a script")
+	}
+	if _, _, err := parseScript("# testbed:upload\nP='x'\n"); err == nil {
+		t.Error("missing arguments accepted")
+	}
+	w, err := shellWords(`echo 'a b' "c"d e`)
+	if err != nil || !slices.Equal(w, []string{"echo", "a b", "cd", "e"}) {
+		t.Errorf("words %q, %v", w, err)
+	}
+}
