@@ -60,7 +60,7 @@ the VOA returns to its resting value, at the end or on abort.`
 
 // Params implements Recipe.
 func (*Recipe) Params() []o.ParamSpec {
-	return []o.ParamSpec{
+	return append([]o.ParamSpec{
 		{Name: "links", Type: o.TypeStrings, Default: []string{}, Description: "links to test (default: every link with a VOA between two switches)"},
 		{Name: "loss_rate", Type: o.TypeFloat, Default: 1e-3, Min: o.Bound(1e-9), Max: o.Bound(0.1), Description: "frame loss rate switched on through the VOA"},
 		{Name: "target_loss", Type: o.TypeFloat, Default: 1e-8, Min: o.Bound(1e-15), Max: o.Bound(0.1), Description: "effective loss rate LinkGuardian is configured for (Eq. 2)"},
@@ -72,17 +72,7 @@ func (*Recipe) Params() []o.ParamSpec {
 		{Name: "frame_size", Type: o.TypeInt, Unit: "B", Default: int64(1518), Min: o.Bound(128), Max: o.Bound(9216), Description: "L2 frame size including FCS (over 127 B, so data frames are told from dummies)"},
 		{Name: "dummy_pkt_max_count", Type: o.TypeInt, Default: int64(4), Min: o.Bound(0), Max: o.Bound(255), Description: "dummies the sender may send after each protected packet"},
 		{Name: "clean_db", Type: o.TypeFloat, Unit: "dB", Default: 0.0, Min: o.Bound(0), Description: "attenuation before the loss is switched on"},
-		{Name: "calib_tolerance", Type: o.TypeFloat, Default: 1.5, Min: o.Bound(1.05), Max: o.Bound(10), Description: "accept a measured loss within [loss_rate/calib_tolerance, loss_rate]"},
-		{Name: "calib_losses", Type: o.TypeInt, Default: int64(400), Min: o.Bound(10), Description: "losses the accepting calibration measurement expects"},
-		{Name: "calib_max_frames", Type: o.TypeInt, Unit: "frames", Default: int64(100_000_000), Min: o.Bound(1000), Description: "cap on frames per calibration measurement"},
-		{Name: "start_db", Type: o.TypeFloat, Unit: "dB", Default: 0.0, Min: o.Bound(0), Description: "attenuation the calibration scan starts at"},
-		{Name: "scan_step_db", Type: o.TypeFloat, Unit: "dB", Default: 0.5, Min: o.Bound(0.01), Description: "step of the calibration's upward scan"},
-		{Name: "max_db", Type: o.TypeFloat, Unit: "dB", Default: 25.0, Min: o.Bound(0), Description: "highest attenuation the scan may set"},
-		{Name: "sink_port", Type: o.TypeString, Default: "sink", Description: "the receiving switch's port (inventory name) that delivered frames leave by"},
-		{Name: "pktgen_port", Type: o.TypeInt, Default: int64(68), Min: o.Bound(0), Max: o.Bound(511), Description: "the packet generator's dev port (68 on Tofino 1 pipe 0)"},
-		{Name: "replace_program", Type: o.TypeBool, Default: false, Description: "restart a switch daemon that runs another P4 program"},
-		{Name: "port_up_timeout", Type: o.TypeDuration, Default: 30 * time.Second, Min: o.Bound(0.001), Description: "how long a port may take to come up"},
-	}
+	}, lgbench.Params()...)
 }
 
 // Table is the declared time series.
@@ -215,7 +205,7 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 			Name: fmt.Sprintf("%s: switches", l.Link.Name), Action: "prepare-switches", Devices: devs[:2],
 			Run: func(ctx context.Context, rc *o.RunContext) error {
 				var err error
-				bench, err = lgbench.Open(ctx, rc, l, lgbench.Options{ReplaceProgram: p.Bool("replace_program"), PortUpTimeout: p.Duration("port_up_timeout")})
+				bench, err = lgbench.Open(ctx, rc, l, lgbench.OpenOptions(p))
 				return err
 			},
 		})
@@ -230,9 +220,7 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 					return err
 				}
 				var err error
-				cal, err = bench.Calibrate(ctx, loss, lgbench.CalibrateOptions{StartDB: p.Float("start_db"), StepDB: p.Float("scan_step_db"), MaxDB: p.Float("max_db"),
-					Tolerance: p.Float("calib_tolerance"), Losses: p.Int("calib_losses"), MaxFrames: p.Int("calib_max_frames"), FrameBytes: fb,
-					Stress: lgbench.Stress{AppID: 1, PktgenPort: int(p.Int("pktgen_port")), FrameBytes: fb, Poll: time.Millisecond}})
+				cal, err = bench.Calibrate(ctx, loss, lgbench.CalibrationFrom(p, fb))
 				if err != nil {
 					return err
 				}

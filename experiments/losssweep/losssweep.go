@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"time"
 
 	"testbed/experiments/lgbench"
 	"testbed/experiments/stats"
@@ -64,7 +63,7 @@ link speed, loss rate and mode.`
 
 // Params implements Recipe.
 func (*Recipe) Params() []o.ParamSpec {
-	return []o.ParamSpec{
+	return append([]o.ParamSpec{
 		{Name: "links", Type: o.TypeStrings, Default: []string{}, Description: "links to test (default: every link with a VOA between two switches)"},
 		{Name: "loss_rates", Type: o.TypeFloats, Default: []float64{1e-5, 1e-4, 1e-3}, Min: o.Bound(1e-9), Max: o.Bound(0.1), Description: "actual frame loss rates to set through the VOA"},
 		{Name: "modes", Type: o.TypeStrings, Default: []string{"off", "linkguardian", "linkguardian-nb"}, Description: "protection modes: off, linkguardian, linkguardian-nb"},
@@ -73,17 +72,7 @@ func (*Recipe) Params() []o.ParamSpec {
 		{Name: "frame_size", Type: o.TypeInt, Unit: "B", Default: int64(1518), Min: o.Bound(64), Max: o.Bound(9216), Description: "L2 frame size including FCS"},
 		{Name: "backpressure", Type: o.TypeBool, Default: true, Description: "pause/resume backpressure in ordered mode"},
 		{Name: "dummy_pkt_max_count", Type: o.TypeInt, Default: int64(4), Min: o.Bound(0), Max: o.Bound(255), Description: "dummies the sender may send after each protected packet (tail-loss detection)"},
-		{Name: "calib_tolerance", Type: o.TypeFloat, Default: 1.5, Min: o.Bound(1.05), Max: o.Bound(10), Description: "accept a measured loss within [loss/calib_tolerance, loss]"},
-		{Name: "calib_losses", Type: o.TypeInt, Default: int64(400), Min: o.Bound(10), Description: "losses the accepting calibration measurement expects"},
-		{Name: "calib_max_frames", Type: o.TypeInt, Unit: "frames", Default: int64(100_000_000), Min: o.Bound(1000), Description: "cap on frames per calibration measurement"},
-		{Name: "start_db", Type: o.TypeFloat, Unit: "dB", Default: 0.0, Min: o.Bound(0), Description: "attenuation the first scan starts at"},
-		{Name: "scan_step_db", Type: o.TypeFloat, Unit: "dB", Default: 0.5, Min: o.Bound(0.01), Description: "step of the upward scan"},
-		{Name: "max_db", Type: o.TypeFloat, Unit: "dB", Default: 25.0, Min: o.Bound(0), Description: "highest attenuation the scan may set"},
-		{Name: "sink_port", Type: o.TypeString, Default: "sink", Description: "the receiving switch's port (inventory name) that delivered frames leave by"},
-		{Name: "pktgen_port", Type: o.TypeInt, Default: int64(68), Min: o.Bound(0), Max: o.Bound(511), Description: "the packet generator's dev port (68 on Tofino 1 pipe 0)"},
-		{Name: "replace_program", Type: o.TypeBool, Default: false, Description: "restart a switch daemon that runs another P4 program"},
-		{Name: "port_up_timeout", Type: o.TypeDuration, Default: 30 * time.Second, Min: o.Bound(0.001), Description: "how long a port may take to come up"},
-	}
+	}, lgbench.Params()...)
 }
 
 // Table is the declared data table.
@@ -200,7 +189,7 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 			return Summary{Partial: partial, TargetLoss: target, Points: st.points}, nil
 		}}
 	fb := int(p.Int("frame_size"))
-	stress := lgbench.Stress{AppID: 1, PktgenPort: int(p.Int("pktgen_port")), FrameBytes: fb, Poll: time.Millisecond}
+	stress := lgbench.StressFrom(p, fb)
 	for _, l := range links {
 		var bench *lgbench.Bench
 		var cal lgbench.Calibration
@@ -217,7 +206,7 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 			},
 			Run: func(ctx context.Context, rc *o.RunContext) error {
 				var err error
-				bench, err = lgbench.Open(ctx, rc, l, lgbench.Options{ReplaceProgram: p.Bool("replace_program"), PortUpTimeout: p.Duration("port_up_timeout")})
+				bench, err = lgbench.Open(ctx, rc, l, lgbench.OpenOptions(p))
 				return err
 			},
 		})
@@ -231,8 +220,9 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 						return o.Skip("the switches of %s were not prepared", l.Link.Name)
 					}
 					var err error
-					cal, err = bench.Calibrate(ctx, loss, lgbench.CalibrateOptions{StartDB: start, StepDB: p.Float("scan_step_db"), MaxDB: p.Float("max_db"),
-						Tolerance: p.Float("calib_tolerance"), Losses: p.Int("calib_losses"), MaxFrames: p.Int("calib_max_frames"), FrameBytes: fb, Stress: stress})
+					co := lgbench.CalibrationFrom(p, fb)
+					co.StartDB = start // where the previous loss rate was found
+					cal, err = bench.Calibrate(ctx, loss, co)
 					if err != nil {
 						return err
 					}
