@@ -5,10 +5,11 @@ import (
 	"testbed/experiments/attsweep"
 	"testbed/experiments/backpressure"
 	"testbed/experiments/losssweep"
+	"testbed/experiments/ocscharacterize"
 	"testbed/orchestrator"
 )
 
 // Registry returns every recipe.
 func Registry() *orchestrator.Registry {
-	return orchestrator.NewRegistry(attsweep.New(), losssweep.New(), backpressure.New())
+	return orchestrator.NewRegistry(attsweep.New(), losssweep.New(), backpressure.New(), ocscharacterize.New())
 }

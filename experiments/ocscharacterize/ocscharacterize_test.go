@@ -1,0 +1,244 @@
+package ocscharacterize_test
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"testbed/experiments/ocscharacterize"
+	"testbed/orchestrator"
+	"testbed/results"
+	"testbed/simlab"
+)
+
+func startLab(t *testing.T, seed uint64) *simlab.Lab {
+	t.Helper()
+	lab, err := simlab.StartDefault(simlab.Options{Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lab.Close() })
+	return lab
+}
+
+// run runs the recipe through the engine; observe sees every event and may
+// abort the run.
+func run(t *testing.T, lab *simlab.Lab, observe func(results.Event, func()), sets ...string) (*orchestrator.RunResult, ocscharacterize.Summary) {
+	t.Helper()
+	r := ocscharacterize.New()
+	params, err := orchestrator.ResolveParams(r.Params(), "", nil, sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ctx, cancelCause := context.WithCancelCause(context.Background())
+	defer cancelCause(nil)
+	eng := &orchestrator.Engine{RunsDir: filepath.Join(dir, "runs"), StateDir: filepath.Join(dir, "state")}
+	if observe != nil {
+		eng.Observe = func(e results.Event) { observe(e, func() { cancelCause(orchestrator.ErrAborted) }) }
+	}
+	res, err := eng.Run(ctx, orchestrator.RunRequest{Recipe: r, Params: params, Lab: lab.Inventory(), Simulated: true, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s ocscharacterize.Summary
+	b, err := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	return res, s
+}
+
+func readCSV(t *testing.T, path string) []map[string]float64 {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []map[string]float64
+	for _, rec := range recs[1:] {
+		m := map[string]float64{}
+		for i, h := range recs[0] {
+			v, err := strconv.ParseFloat(rec[i], 64)
+			if err != nil {
+				t.Fatalf("%s: %s=%q: %v", path, h, rec[i], err)
+			}
+			m[h] = v
+		}
+		rows = append(rows, m)
+	}
+	return rows
+}
+
+// truncCDF is the distribution function of a normal (mean mu, SD sd)
+// truncated to [lo, hi].
+func truncCDF(x, mu, sd, lo, hi float64) float64 {
+	phi := func(v float64) float64 { return 0.5 * (1 + math.Erf((v-mu)/(sd*math.Sqrt2))) }
+	return (phi(x) - phi(lo)) / (phi(hi) - phi(lo))
+}
+
+// The simulated ocs1 draws gaps from a normal of mean 12 us, SD 1 us,
+// truncated to [9, 15] us (REACToR Fig. 5). The recipe's statistics must
+// find that law again, within what the sample size allows.
+func TestHistogramFindsTheSwitchsGapLaw(t *testing.T) {
+	lab := startLab(t, 31)
+	const slots, periods = 8, 300
+	res, s := run(t, lab, nil, "slots=8", "slot_us=40", "periods=300", "bin_us=0.5")
+	if res.Status != results.StatusOK {
+		t.Fatalf("run %s: %s", res.Status, res.Reason)
+	}
+	t.Logf("%d nights: mean %.3f us, sd %.3f, min %.3f, p50 %.3f, p99 %.3f, max %.3f", s.Count, s.MeanUS, s.SDUS, s.MinUS, s.P50US, s.P99US, s.MaxUS)
+	if s.Partial || s.Count != slots*periods || s.Expected != slots*periods || s.Missed != 0 {
+		t.Fatalf("summary %+v: want all %d nights", s, slots*periods)
+	}
+	// The switch's minimum night is the gap's maximum, 15 us; 24 ports.
+	if s.NightUS != 15 || s.Ports != 24 || s.PeriodUS != slots*(40+15) || s.OverBudget != 0 {
+		t.Errorf("schedule: night %g us, %d ports, period %g us, %d over budget", s.NightUS, s.Ports, s.PeriodUS, s.OverBudget)
+	}
+	const mu, sd, lo, hi = 12.0, 1.0, 9.0, 15.0
+	n := float64(s.Count)
+	// The mean of n draws is within 4.5 standard errors of the law's mean
+	// (the truncation at 3 SD on both sides leaves the mean at 12 and
+	// makes the SD smaller than 1, so sd/sqrt(n) is an upper bound).
+	if tol := 4.5 * sd / math.Sqrt(n); math.Abs(s.MeanUS-mu) > tol {
+		t.Errorf("mean gap %.4f us, want %g within %.4f us (4.5 SE of %d draws)", s.MeanUS, mu, tol, s.Count)
+	}
+	// The maximum never passes the truncation, and the chance that all n
+	// draws stay below q is F(q)^n: find the q for which that is 1e-9.
+	qlo, qhi := mu, hi
+	for range 60 {
+		q := (qlo + qhi) / 2
+		if n*math.Log(truncCDF(q, mu, sd, lo, hi)) < math.Log(1e-9) {
+			qlo = q
+		} else {
+			qhi = q
+		}
+	}
+	if s.MaxUS > hi+1e-9 || s.MaxUS < qlo || s.MinUS < lo-1e-9 {
+		t.Errorf("gaps in [%.4f, %.4f] us, want within [%g, %g] and a maximum above %.3f us (%d draws)", s.MinUS, s.MaxUS, lo, hi, qlo, s.Count)
+	}
+	// A unit normal truncated at +-a has variance 1 - 2a phi(a)/(2 Phi(a) - 1);
+	// the sample SD's standard error is about sd/sqrt(2n).
+	a := (hi - mu) / sd
+	pdf := math.Exp(-a*a/2) / math.Sqrt(2*math.Pi)
+	wantSD := sd * math.Sqrt(1-2*a*pdf/math.Erf(a/math.Sqrt2))
+	if tol := 4.5 * wantSD / math.Sqrt(2*n); math.Abs(s.SDUS-wantSD) > tol {
+		t.Errorf("sd %.4f us, want %.4f within %.4f (a unit normal truncated at 3 SD)", s.SDUS, wantSD, tol)
+	}
+
+	rows := readCSV(t, filepath.Join(res.Dir, "data", "reconfig.csv"))
+	if len(rows) != slots*periods {
+		t.Fatalf("%d rows in reconfig.csv, want %d", len(rows), slots*periods)
+	}
+	var sum float64
+	for i, r := range rows {
+		sum += r["gap_us"]
+		if math.Abs(r["end_us"]-r["start_us"]-r["gap_us"]) > 1e-6 || r["period"] != float64(i/slots) || r["slot"] != float64(i%slots) || r["config"] != float64(i%slots+1) {
+			t.Fatalf("row %d: %v", i, r)
+		}
+		// Slots follow each other every 55 us from the schedule's start.
+		if want := float64(i) * 55; math.Abs(r["start_us"]-want) > 1e-6 {
+			t.Fatalf("row %d starts at %.4f us, want %.4f", i, r["start_us"], want)
+		}
+	}
+	if math.Abs(sum/n-s.MeanUS) > 1e-9 {
+		t.Errorf("summary mean %.6f, rows %.6f", s.MeanUS, sum/n)
+	}
+	hist := readCSV(t, filepath.Join(res.Dir, "data", "reconfig_hist.csv"))
+	var count, mean float64
+	for _, b := range hist {
+		count += b["count"]
+		mean += b["count"] * (b["bin_start_us"] + b["bin_end_us"]) / 2
+		if b["bin_end_us"]-b["bin_start_us"] != 0.5 {
+			t.Fatalf("bin %v", b)
+		}
+	}
+	if count != n || math.Abs(hist[len(hist)-1]["cumulative"]-1) > 1e-12 {
+		t.Fatalf("histogram holds %g nights, want %g", count, n)
+	}
+	// Bin centres move each value by at most half a bin.
+	if math.Abs(mean/n-s.MeanUS) > 0.25 {
+		t.Errorf("histogram mean %.3f us, sample mean %.3f us", mean/n, s.MeanUS)
+	}
+	if st := lab.MicroOCS("ocs1").Status(); st.State == "running" || st.State == "armed" {
+		t.Errorf("ocs1 left %s", st.State)
+	}
+}
+
+// An aborted run leaves the switch dark: no schedule running, no circuit.
+func TestAbortLeavesTheSwitchDark(t *testing.T) {
+	lab := startLab(t, 32)
+	m := lab.MicroOCS("ocs1")
+	res, s := run(t, lab, func(e results.Event, abort func()) {
+		if e.Type == "setting" && strings.Contains(e.Message, "schedule of") {
+			go func() {
+				// Abort once the schedule is lighting circuits.
+				for range 2000 {
+					if c, _ := m.Lit(); len(c) > 0 {
+						break
+					}
+					time.Sleep(time.Millisecond)
+				}
+				abort()
+			}()
+		}
+	}, "periods=1000000")
+	if res.Status != results.StatusAborted {
+		t.Fatalf("status %s (%s), want aborted", res.Status, res.Reason)
+	}
+	if !s.Partial || len(res.Unrestored) != 0 {
+		t.Errorf("summary partial %v, unrestored %v", s.Partial, res.Unrestored)
+	}
+	if st := m.Status(); st.State == "running" || st.State == "armed" {
+		t.Errorf("ocs1 left %s after the abort", st.State)
+	}
+	if c, night := m.Lit(); len(c) > 0 || night {
+		t.Errorf("ocs1 still lights %v (night %v) after the abort", c, night)
+	}
+}
+
+// A millisecond switch runs no schedules: the plan says so.
+func TestPlanRefusesASwitchWithoutSchedules(t *testing.T) {
+	lab := startLab(t, 33)
+	r := ocscharacterize.New()
+	for _, c := range []struct{ set, want string }{
+		{"ocs=ocs2", "holds one configuration at a time"},
+		{"ocs=voa1", "not an ocs"},
+		{"ocs=nope", "no device"},
+	} {
+		params, err := orchestrator.ResolveParams(r.Params(), "", nil, []string{c.set})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Plan(&orchestrator.PlanContext{Lab: lab.Inventory(), Params: params, Simulated: true}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.set, err, c.want)
+		}
+	}
+}
+
+func TestDescribeAndHistogram(t *testing.T) {
+	xs := []float64{3, 1, 2, 4, 10}
+	s := ocscharacterize.Describe(xs)
+	if s.Mean != 4 || s.Min != 1 || s.Max != 10 || s.P50 != 3 || s.P99 != 10 || math.Abs(s.SD-math.Sqrt(12.5)) > 1e-12 {
+		t.Errorf("describe %+v", s)
+	}
+	h := ocscharacterize.Histogram(xs, 2)
+	if len(h) != 6 || h[0].Start != 0 || h[0].Count != 1 || h[1].Count != 2 || h[2].Count != 1 || h[3].Count != 0 || h[5].Count != 1 || h[5].Start != 10 || h[5].Cumulative != 1 {
+		t.Errorf("histogram %+v", h)
+	}
+}
