@@ -230,3 +230,5 @@ func TestProtectedTailIsNearLossless(t *testing.T) {
 		}
 	}
 }
+
+func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 99)) }
