@@ -66,11 +66,12 @@ type Model struct {
 	doneAt    int64
 	trials    int
 
-	cache map[stateKey]*template
-	cur   *template // the template of the current state, when known
-	prev  *template // the template just applied, whose successor is not yet known
-	fates [2][]float64
-	rec   *recording
+	cache    map[stateKey]*template
+	cacheCap int
+	cur      *template // the template of the current state, when known
+	prev     *template // the template just applied, whose successor is not yet known
+	fates    [2][]float64
+	rec      *recording
 }
 
 type linkRun struct {
@@ -90,7 +91,7 @@ func New(cfg Config, r *rand.Rand) (*Model, error) {
 	if r == nil {
 		return nil, fmt.Errorf("fctmodel: no random source")
 	}
-	m := &Model{c: cfg, r: r, cache: map[stateKey]*template{}}
+	m := &Model{c: cfg, r: r, cache: map[stateKey]*template{}, cacheCap: maxCache}
 	m.links[0].cfg, m.links[1].cfg = &m.c.Forward, &m.c.Reverse
 	for _, l := range []*Link{&m.c.Forward, &m.c.Reverse} {
 		// The dummies (64 B) are corrupted as any frame of their size.
@@ -158,9 +159,7 @@ func (m *Model) Trial() Trial {
 	}
 	tpl := m.cur
 	var key stateKey
-	if tpl != nil {
-		key = tpl.start
-	} else {
+	if tpl == nil {
 		var ok bool
 		if key, ok = m.key(); !ok {
 			m.prev = nil

@@ -7,6 +7,9 @@ import "time"
 // maxKeySegs bounds the unacknowledged segments a keyed state may hold.
 const maxKeySegs = 8
 
+// maxCache bounds the states kept.
+const maxCache = 10_000
+
 // stateKey is the canonical state of both ends at the start of a clean
 // trial: everything that decides how the trial goes, with times relative
 // to its start and sequence numbers relative to each stream's oldest
@@ -67,8 +70,7 @@ func (m *Model) restore(k stateKey) {
 
 // template is what a lossless trial from a state takes.
 type template struct {
-	ok    bool // it can stand for the lossless trials from start
-	start stateKey
+	ok    bool  // it can stand for the lossless trials from its state
 	trial Trial // FCT and counters (Start is filled when applied)
 	dur   int64 // ps from the trial's start to the next one's
 	end   stateKey
@@ -91,7 +93,7 @@ func (m *Model) record(k stateKey) *template {
 	m.rec = rec
 	t := m.runTrial()
 	m.rec = nil
-	tpl := &template{start: k, trial: t, p: rec.p, none: 1}
+	tpl := &template{trial: t, p: rec.p, none: 1}
 	for _, ps := range rec.p {
 		for _, p := range ps {
 			tpl.none *= 1 - p
@@ -105,6 +107,12 @@ func (m *Model) record(k stateKey) *template {
 		tpl.dur = m.now
 		m.rebase()
 		tpl.end, tpl.ok = m.key()
+	}
+	if len(m.cache) >= m.cacheCap {
+		// A run that keeps meeting new states: start over rather than
+		// grow without bound (each state takes a few kilobytes).
+		clear(m.cache)
+		m.cur, m.prev = nil, nil
 	}
 	m.cache[k] = tpl
 	return tpl

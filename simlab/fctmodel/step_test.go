@@ -126,3 +126,21 @@ func TestSameSeedSameTrials(t *testing.T) {
 		t.Fatal("two seeds gave the same trials")
 	}
 }
+
+// The states kept are bounded: a run that meets more starts over.
+func TestKeptStatesAreBounded(t *testing.T) {
+	c := config(t, TCP, lgmodel.Off, 1e-2, 143)
+	m, err := New(c, newRand(13))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.cacheCap = 20
+	ts := m.Run(trials(20_000))
+	if len(m.cache) > 20 {
+		t.Fatalf("%d states kept, cap 20", len(m.cache))
+	}
+	fast := profile(ts, run(t, config(t, TCP, lgmodel.Off, 0, 143), 3, 1)[2].FCT)
+	if !within(fast.slowed, len(ts), 1e-2, 4.5) {
+		t.Fatalf("%d of %d trials slowed, want about %v", fast.slowed, len(ts), 1e-2*float64(len(ts)))
+	}
+}
