@@ -192,8 +192,9 @@ type hostSysctl struct {
 }
 
 // hostSysctls is the sysctl table of a fresh simulated host: Debian 12
-// defaults. The transport model reads net.ipv4.tcp_early_retrans (tail
-// loss probe), net.ipv4.tcp_sack and net.ipv4.tcp_recovery (RACK).
+// defaults. The transport model reads net.ipv4.tcp_early_retrans (3 or 4:
+// the tail loss probe is on), net.ipv4.tcp_reordering and
+// net.ipv4.tcp_max_reordering; the others are kept and read back only.
 func hostSysctls() map[string]hostSysctl {
 	return map[string]hostSysctl{
 		"net.ipv4.tcp_congestion_control":           {value: "cubic", choices: []string{"reno", "cubic", "dctcp"}},
@@ -201,6 +202,8 @@ func hostSysctls() map[string]hostSysctl {
 		"net.ipv4.tcp_early_retrans":                {value: "3", min: 0, max: 4},
 		"net.ipv4.tcp_sack":                         {value: "1", min: 0, max: 1},
 		"net.ipv4.tcp_recovery":                     {value: "1", min: 0, max: 7},
+		"net.ipv4.tcp_reordering":                   {value: "3", min: 1, max: 300},
+		"net.ipv4.tcp_max_reordering":               {value: "300", min: 1, max: 100000},
 		"net.ipv4.tcp_ecn":                          {value: "2", min: 0, max: 2},
 		"net.ipv4.tcp_no_metrics_save":              {value: "0", min: 0, max: 1},
 		"net.ipv4.tcp_thin_linear_timeouts":         {value: "0", min: 0, max: 1},

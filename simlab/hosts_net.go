@@ -17,7 +17,9 @@ import (
 	"syscall"
 	"time"
 
+	lg "testbed/p4/linkguardian"
 	"testbed/simlab/lgmodel"
+	"testbed/simlab/physics"
 )
 
 // HostNet is the data-plane network of the simulated hosts. Each host hangs
@@ -229,7 +231,7 @@ func (h *SimHost) dial(ctx context.Context, network, address string) (net.Conn, 
 	case h.sw == dst.sw:
 		return nil, fail(fmt.Errorf("simulated hosts %s and %s share switch %s: paths without a switch fibre are not modelled", h.name, dst.name, h.sw))
 	}
-	if p, err := n.path(fibre, 64); err != nil || !p.up {
+	if p, err := n.path(fibre); err != nil || !p.up {
 		if err == nil {
 			err = fmt.Errorf("%w (link %s from %s to %s is down)", syscall.EHOSTUNREACH, fibre, h.sw, dst.sw)
 		}
@@ -341,8 +343,14 @@ func (c *hostConn) Write(p []byte) (int, error) {
 			rest = rest[k:]
 		}
 		if c.left == 0 {
-			if err := c.trial(c.reqSize, c.resp); err != nil {
-				return 0, err
+			err := c.trial(c.reqSize, c.resp)
+			if errors.Is(err, errPathDown) {
+				// Sent into a dark fibre: no answer ever comes, and the
+				// client's trial times out as it would on a real host.
+				return len(p), nil
+			}
+			if err != nil {
+				return 0, &net.OpError{Op: "write", Net: "tcp", Source: c.local, Addr: c.remote, Err: err}
 			}
 		}
 	}
@@ -354,7 +362,7 @@ func (c *hostConn) Write(p []byte) (int, error) {
 func (c *hostConn) trial(req, resp int) error {
 	fct, retrans, err := c.net.trial(c, req, resp)
 	if err != nil {
-		return &net.OpError{Op: "write", Net: "tcp", Source: c.local, Addr: c.remote, Err: err}
+		return err
 	}
 	c.retrans.Add(uint32(retrans))
 	c.src.clock.advance(fct)
@@ -365,16 +373,31 @@ func (c *hostConn) trial(req, resp int) error {
 
 // hostPath is what host traffic sees on a switch fibre at one moment.
 type hostPath struct {
-	up     bool
-	mode   lgmodel.Mode
-	copies int
-	bps    float64
-	loss   float64 // of a frame of the size asked for
+	up            bool
+	mode          lgmodel.Mode
+	copies        int
+	pause, resume int // the receiver's backpressure thresholds, cells
+	bps           float64
+	fec           string
+	rxDBm         float64 // received power
+	drop          float64 // the sender's loss-emulation table's drop fraction
+	transceiver   physics.Transceiver
+	fecParams     physics.FEC
 }
 
-// path reads a fibre's state for frames of frameBytes on the wire (FCS
-// included), as the dataplane's own traffic would see it.
-func (n *HostNet) path(fibre string, frameBytes int) (hostPath, error) {
+// frameLoss is the corruption probability of a frame of frameBytes (FCS
+// included) on the path: the optics' and the loss-emulation table's, as
+// the dataplane computes it for its own traffic.
+func (p hostPath) frameLoss(frameBytes int) float64 {
+	loss := 1.0
+	if !math.IsInf(p.rxDBm, -1) {
+		loss = physics.FrameLossProbability(p.transceiver, p.fecParams, p.rxDBm, frameBytes)
+	}
+	return 1 - (1-loss)*(1-p.drop)
+}
+
+// path reads a fibre's state now.
+func (n *HostNet) path(fibre string) (hostPath, error) {
 	d := n.dp
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -382,11 +405,21 @@ func (n *HostNet) path(fibre string, frameBytes int) (hostPath, error) {
 		if l.name != fibre {
 			continue
 		}
-		c, err := d.config(&lgRun{link: l, frameBytes: frameBytes})
+		c, err := d.config(&lgRun{link: l, frameBytes: 1518})
 		if err != nil {
 			return hostPath{}, err
 		}
-		return hostPath{up: c.up && c.loss < 1 && !math.IsNaN(c.loss), mode: c.mode, copies: c.copies, bps: c.bps, loss: c.loss}, nil
+		p := hostPath{up: c.up && c.loss < 1, mode: c.mode, copies: c.copies, pause: c.pause, resume: c.resu, bps: c.bps, fec: c.fec,
+			rxDBm: l.fibre.RxPowerDBm(), transceiver: l.fibre.Transceiver}
+		if p.up {
+			if p.fecParams, err = physics.FECByName(c.fec); err != nil {
+				return hostPath{}, err
+			}
+		}
+		if k := l.tx.tableSize(lg.TableEmulateDrop); k > 0 {
+			p.drop = float64(k) / (1 << 20)
+		}
+		return p, nil
 	}
 	return hostPath{}, fmt.Errorf("no switch fibre %q in the simulated dataplane", fibre)
 }
@@ -396,5 +429,3 @@ type simClock struct{ ns atomic.Int64 }
 
 func (c *simClock) now() time.Duration      { return time.Duration(c.ns.Load()) }
 func (c *simClock) advance(d time.Duration) { c.ns.Add(int64(max(d, 0))) }
-
-var errPathDown = errors.New("the path is down")

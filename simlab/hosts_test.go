@@ -7,13 +7,16 @@ import (
 	"errors"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"testbed/dut/host"
+	"testbed/dut/tofino"
 	"testbed/hostagent"
 	"testbed/inventory"
+	lg "testbed/p4/linkguardian"
 	"testbed/transport"
 )
 
@@ -233,3 +236,156 @@ func TestParseScriptQuoting(t *testing.T) {
 		t.Errorf("words %q, %v", w, err)
 	}
 }
+
+// openSimSwitch connects the switch driver to a simulated switch.
+func openSimSwitch(t *testing.T, lab *Lab, name string) *tofino.Switch {
+	t.Helper()
+	d, _ := lab.Inventory().Device(name)
+	s, err := tofino.Open(hostTestCtx(t), d.Address, tofino.Options{SSH: transport.SSHOptions{KeyFile: d.Credentials.KeyFile, KnownHosts: d.Options["known_hosts"]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// setFibreLoss moves voa3's channel on lg100 until frames of frameBytes
+// are lost with probability close to p, as read from the fibre's optics.
+func setFibreLoss(t *testing.T, lab *Lab, p float64, frameBytes int) float64 {
+	t.Helper()
+	f, _ := lab.World().Fibre(hostFibre)
+	lossAt := func(db float64) float64 {
+		f.VOA.SetAttenuation(db)
+		time.Sleep(f.VOA.SettleTime())
+		return f.FrameLossProbability(frameBytes)
+	}
+	lo, hi := 0.0, 30.0
+	for range 40 {
+		mid := (lo + hi) / 2
+		if lossAt(mid) < p {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lossAt(hi)
+}
+
+// Traffic from h1 to h2 crosses lg100 with its loss and its protection:
+// the FCTs the real hostagent records come from the transport model in
+// simulated time. Without protection a lost request waits for the
+// retransmission timer, whose floor is the route's rto_min; LinkGuardian
+// repairs the loss on the link, below the transport.
+func TestSimulatedHostsFCTAcrossTheProtectedLink(t *testing.T) {
+	lab := startLab(t, 34)
+	ctx := hostTestCtx(t)
+	sw1, sw2 := openSimSwitch(t, lab, "sw1"), openSimSwitch(t, lab, "sw2")
+	for _, s := range []struct {
+		sw   *tofino.Switch
+		prog string
+	}{{sw1, lg.ProgramSender}, {sw2, lg.ProgramReceiver}} {
+		if err := s.sw.StartSwitchd(ctx, s.prog); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.sw.AddPort(ctx, 136, 100, "none"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sw := range []*tofino.Switch{sw1, sw2} {
+		if err := sw.WaitPortUp(ctx, 136); err != nil {
+			t.Fatal(err)
+		}
+	}
+	agents := map[string]*hostagent.Client{}
+	drivers := map[string]*host.Host{}
+	for _, name := range []string{"h1", "h2"} {
+		h, d := openSimHost(t, lab, name)
+		if _, err := h.InstallAgent(ctx, host.AgentBinary{Path: d.Options["hostagent_amd64"]}); err != nil {
+			t.Fatal(err)
+		}
+		a, err := h.StartAgent(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		agents[name], drivers[name] = hostagent.NewClient(a.Client, a.BaseURL), h
+	}
+	srv, err := agents["h2"].StartFCTServer(ctx, hostagent.FCTServerRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := "10.0.0.2:" + strconv.Itoa(srv.Port)
+	const trials = 20_000
+	run := func(what string) hostagent.FCTSummary {
+		t.Helper()
+		t0 := lab.Host("h1").Now()
+		st, err := agents["h1"].RunFCT(ctx, hostagent.FCTRunRequest{Target: target, Trials: trials, Warmup: 10})
+		if err != nil || st.State != hostagent.StateDone {
+			t.Fatalf("%s: %+v, %v", what, st, err)
+		}
+		s := *st.Summary
+		t.Logf("%-22s p50 %6.1f us  p99 %6.1f us  p99.9 %8.1f us  p99.99 %9.1f us  max %9.1f us  retransmitting trials %d",
+			what, micros(s.P50NS), micros(s.P99NS), micros(s.P999NS), micros(s.P9999NS), micros(s.MaxNS), s.Retrans.Trials)
+		if s.Retrans.Status != "known" {
+			t.Errorf("%s: retransmissions %+v, want known from the simulated connection", what, s.Retrans)
+		}
+		// The simulated clock moved by the trials' FCTs (and the warm-up's).
+		if moved := lab.Host("h1").Now() - t0; moved < time.Duration(s.MeanNS*trials) {
+			t.Errorf("%s: h1's clock moved %v for %d trials of mean %v", what, moved, trials, time.Duration(s.MeanNS))
+		}
+		return s
+	}
+	if _, _, err := drivers["h1"].Apply(ctx, host.RouteRTOMin("10.0.0.0/24", time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	lossless := run("lossless")
+	loss := setFibreLoss(t, lab, 1e-3, 143+70)
+	t.Logf("fibre loss %.3g for 213 B frames", loss)
+	off := run("off, rto_min 1ms")
+	protect := func(blocking int64) {
+		if err := sw1.AddEntry(ctx, lg.TableRetxMcast, tofino.Entry{Key: map[string]int64{"egress_port": 136}, Action: lg.ActionRetxCopies, Data: map[string]int64{"num_copies": 2}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := sw1.AddEntry(ctx, lg.TableLinkProtect, tofino.Entry{Key: map[string]int64{"egress_port": 136}, Action: lg.ActionProtect, Data: map[string]int64{"dummy_pkt_max_count": 4, "blocking_mode": blocking}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unprotect := func() {
+		for _, tb := range []string{lg.TableRetxMcast, lg.TableLinkProtect} {
+			if err := sw1.DeleteEntry(ctx, tb, map[string]int64{"egress_port": 136}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	protect(1)
+	ordered := run("linkguardian")
+	unprotect()
+	protect(0)
+	nb := run("linkguardian-nb")
+	unprotect()
+
+	if lossless.Retrans.Trials != 0 || off.Retrans.Trials == 0 {
+		t.Errorf("retransmitting trials: lossless %d, off %d", lossless.Retrans.Trials, off.Retrans.Trials)
+	}
+	// A loss without protection costs a retransmission timeout: the slow
+	// trials take at least rto_min, orders of magnitude above a round trip.
+	if off.MaxNS < int64(time.Millisecond) || off.P9999NS < 10*lossless.P9999NS {
+		t.Errorf("off: max %v, p99.99 %v against lossless p99.99 %v", time.Duration(off.MaxNS), time.Duration(off.P9999NS), time.Duration(lossless.P9999NS))
+	}
+	for name, s := range map[string]hostagent.FCTSummary{"linkguardian": ordered, "linkguardian-nb": nb} {
+		if s.Retrans.Trials != 0 || s.P9999NS > 2*lossless.P9999NS || s.P50NS > 2*lossless.P50NS || 10*s.P9999NS > off.P9999NS {
+			t.Errorf("%s: p50 %v p99.99 %v, %d retransmitting trials; lossless p50 %v p99.99 %v; off p99.99 %v", name,
+				time.Duration(s.P50NS), time.Duration(s.P9999NS), s.Retrans.Trials, time.Duration(lossless.P50NS), time.Duration(lossless.P9999NS), time.Duration(off.P9999NS))
+		}
+	}
+	// The route's rto_min is the model's: back to the kernel's 200 ms, a
+	// lost request waits about that long.
+	if _, _, err := drivers["h1"].Apply(ctx, host.RouteRTOMin("10.0.0.0/24", 200*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	slow := run("off, rto_min 200ms")
+	if slow.MaxNS < int64(150*time.Millisecond) || slow.MaxNS < 50*off.MaxNS/2 {
+		t.Errorf("with rto_min 200ms the slowest trial took %v (with 1ms: %v)", time.Duration(slow.MaxNS), time.Duration(off.MaxNS))
+	}
+}
+
+func micros(ns int64) float64 { return float64(ns) / 1e3 }
