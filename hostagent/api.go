@@ -44,6 +44,9 @@ type Options struct {
 	// by each trial's modelled time; open-loop runs, whose arrivals wait
 	// on real timers, are then refused as not available.
 	Clock Clock
+	// Reactor does REACToR host control (default: tc on a Linux host,
+	// NewTCReactor). A simulated host passes its fabric's.
+	Reactor ReactorHost
 }
 
 // keepJobs is how many FCT runs and RDMA jobs the agent remembers.
@@ -72,6 +75,8 @@ type Agent struct {
 	runs    registry[*fctRun]
 	rdma    registry[*writeLatJob]
 	closed  bool
+
+	reactorHost ReactorHost
 }
 
 // New returns an agent; call Close when done with it.
@@ -91,7 +96,11 @@ func New(opts Options) *Agent {
 		opts.Hostname, _ = os.Hostname()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Agent{opts: opts, log: opts.Logger, ctx: ctx, stopAll: cancel, keepSamples: keepSamples}
+	a := &Agent{opts: opts, log: opts.Logger, ctx: ctx, stopAll: cancel, keepSamples: keepSamples, reactorHost: opts.Reactor}
+	if a.reactorHost == nil {
+		a.reactorHost = NewTCReactor(TCOptions{Clock: opts.Clock, Dial: opts.Dial, Listen: opts.Listen, Hostname: opts.Hostname, Logger: opts.Logger})
+	}
+	return a
 }
 
 // Handler is the API's HTTP handler.
@@ -109,6 +118,17 @@ func (a *Agent) routes() *http.ServeMux {
 	mux.Handle("/v1/fct/run/{id}/samples", methods{"GET": a.getFCTSamples})
 	mux.Handle("/v1/rdma/write_lat", methods{"GET": a.listWriteLat, "POST": a.startWriteLat})
 	mux.Handle("/v1/rdma/write_lat/{id}", methods{"GET": a.getWriteLat, "DELETE": a.deleteWriteLat})
+	// REACToR host control (reactor.go).
+	mux.Handle("/v1/reactor", methods{"GET": a.reactorStatus})
+	mux.Handle("/v1/reactor/classes", methods{"PUT": a.reactorSetup, "DELETE": a.reactorTeardown})
+	mux.Handle("/v1/reactor/pause", methods{"POST": a.reactorPause})
+	mux.Handle("/v1/reactor/rates", methods{"PUT": a.reactorRates})
+	mux.Handle("/v1/reactor/schedule", methods{"PUT": a.reactorSchedule})
+	mux.Handle("/v1/reactor/heartbeat", methods{"POST": a.reactorHeartbeat})
+	mux.Handle("/v1/reactor/demand", methods{"GET": a.reactorDemand})
+	mux.Handle("/v1/reactor/windows", methods{"GET": a.reactorWindows})
+	mux.Handle("/v1/reactor/sink", methods{"POST": a.reactorStartSink})
+	mux.Handle("/v1/reactor/flows", methods{"GET": a.reactorFlows, "POST": a.reactorStartFlows, "DELETE": a.reactorStopFlows})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apiErr(KindNotFound, "no such path: %s", r.URL.Path))
 	})
@@ -135,6 +155,9 @@ func (a *Agent) Close() error {
 	for _, j := range jobs {
 		j.cancel()
 		<-j.done
+	}
+	if err := a.reactorHost.Close(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
