@@ -20,11 +20,14 @@ type Trial struct {
 
 	// What the transports did, both directions together.
 	Retransmits int // segments (TCP, loss probes included) or packets (RDMA) sent again
-	Timeouts    int // TCP retransmission timeouts; RDMA transport timer expiries
-	Probes      int // TCP tail loss probes
-	Recoveries  int // TCP fast recoveries entered; RDMA NAKs received
-	Spurious    int // data a receiver got twice (a needless retransmission)
-	Reordered   int // data a receiver got out of order
+	// ClientRetransmits are the client's share: what its socket's
+	// TCP_INFO (tcpi_total_retrans) would count.
+	ClientRetransmits int
+	Timeouts          int // TCP retransmission timeouts; RDMA transport timer expiries
+	Probes            int // TCP tail loss probes
+	Recoveries        int // TCP fast recoveries entered; RDMA NAKs received
+	Spurious          int // data a receiver got twice (a needless retransmission)
+	Reordered         int // data a receiver got out of order
 
 	// What the corrupting link did, both directions together.
 	LinkCopies int // LinkGuardian copies sent (N per loss it repaired or tried to)
@@ -221,6 +224,7 @@ func (m *Model) runTrial() Trial {
 	}
 	m.now = next
 	t := Trial{Start: time.Duration((m.epoch + t0) / 1000), FCT: time.Duration((m.doneAt - t0) / 1000)}
+	t.ClientRetransmits = m.endpointCounters(0).retrans - before[0].retrans
 	for i := range before {
 		c := m.endpointCounters(i)
 		t.Retransmits += c.retrans - before[i].retrans

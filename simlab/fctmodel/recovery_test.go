@@ -104,3 +104,21 @@ func TestLostRequestWaitsForTheRTOTick(t *testing.T) {
 		}
 	}
 }
+
+// The client's share of the retransmissions is its own: with only the
+// requests corrupted, the server retransmits (probes) its answers while
+// the client's lost request goes unanswered, and those are not the
+// client's.
+func TestClientRetransmitsAreTheClients(t *testing.T) {
+	var client, all int
+	for _, x := range run(t, config(t, TCP, lgmodel.Off, 1e-2, 143), trials(20_000), 15) {
+		client += x.ClientRetransmits
+		all += x.Retransmits
+		if x.ClientRetransmits > x.Retransmits || x.LinkLost > 0 && x.ClientRetransmits == 0 && x.FCT > time.Millisecond {
+			t.Fatalf("trial %+v", x)
+		}
+	}
+	if client == 0 || client >= all {
+		t.Errorf("client %d of %d retransmissions", client, all)
+	}
+}
