@@ -4,6 +4,7 @@ package experiments
 import (
 	"testbed/experiments/attsweep"
 	"testbed/experiments/backpressure"
+	"testbed/experiments/fct"
 	"testbed/experiments/losssweep"
 	"testbed/experiments/ocscharacterize"
 	"testbed/orchestrator"
@@ -11,5 +12,5 @@ import (
 
 // Registry returns every recipe.
 func Registry() *orchestrator.Registry {
-	return orchestrator.NewRegistry(attsweep.New(), losssweep.New(), backpressure.New(), ocscharacterize.New())
+	return orchestrator.NewRegistry(attsweep.New(), losssweep.New(), backpressure.New(), ocscharacterize.New(), fct.New())
 }

@@ -1,0 +1,740 @@
+// Package fct is the flow-completion-time recipe (LinkGuardian §4.3,
+// Fig. 10): small RPCs (143 B by default) from a sender host to a receiver
+// host across a corrupting LinkGuardian link, with the link lossless,
+// lossy and unprotected, and lossy under LinkGuardian and LinkGuardianNB.
+// The hosts' hostagent times every trial; the recipe keeps every sample,
+// and reports the percentiles of each transport and mode and how each
+// mode's p99.9 compares with the lossless one.
+package fct
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"testbed/dut/host"
+	"testbed/experiments/lgbench"
+	"testbed/hostagent"
+	o "testbed/orchestrator"
+	lg "testbed/p4/linkguardian"
+	"testbed/results"
+)
+
+// Name is the recipe's name on the command line.
+const Name = "fct"
+
+// Recipe implements orchestrator.Recipe.
+type Recipe struct{}
+
+// New returns the recipe.
+func New() *Recipe { return &Recipe{} }
+
+// Name implements Recipe.
+func (*Recipe) Name() string { return Name }
+
+// Version implements Recipe; bump it when results would change.
+func (*Recipe) Version() string { return "1.0.0" }
+
+// Summary implements Recipe.
+func (*Recipe) Summary() string {
+	return "tail flow completion times of small RPCs across a lossy link, with and without LinkGuardian (LinkGuardian Fig. 10)"
+}
+
+// Description implements Recipe.
+func (*Recipe) Description() string {
+	return `A sender host and a receiver host hang off the two switches of a LinkGuardian link (a
+fibre with a VOA from the sending to the receiving switch; by default the only such
+link with a host on each end, preferring links as fast as the hosts' cables). The
+switches run the LinkGuardian programs; both hosts run the hostagent, get the route
+towards each other's subnet set to rto_min (1 ms, as in the paper) and the congestion
+control set (dctcp); everything is put back at the end or on abort.
+
+The loss rate is set through the VOA by measuring, as loss-sweep does, with frames of
+the size of the flow's data frames (calib_frame_size: the flow's payload up to an MSS,
+plus 70 B of TCP/IPv4/Ethernet headers and FCS), so that loss_rate is the loss of the
+flow's own packets. The measured rate must lie in [loss_rate, loss_rate *
+calib_tolerance]: at least the nominal rate, because the experiment is about the
+percentile 1 - loss_rate, which a link a little better than nominal would hide.
+
+Each mode runs the trials of each transport, split into blocks; block after block the
+modes go round in a rotating order, so that a drift of the lab does not bias one mode.
+lossless: the VOA at rest (its safe_state, else the value found), protection off.
+off: the VOA at the calibrated attenuation, protection off. linkguardian and
+linkguardian-nb: the calibrated attenuation with LinkGuardian in ordered (with
+backpressure unless backpressure=false) or non-blocking mode, the copies by Eq. 2 for
+target_loss and the measured loss.
+
+tcp: the hostagent's FCT client on the sender, closed loop on one persistent
+TCP_NODELAY connection, a request of flow_size bytes answered by response_size bytes,
+timed from just before the write to the last byte read; every trial is kept, with
+whether it retransmitted (TCP_INFO). rdma (where both hosts have perftest's
+ib_write_lat): ib_write_lat with flow_size bytes, its own percentiles per block (it
+keeps no per-trial samples); on hosts without it the rdma blocks are skipped and the
+summary says why.
+
+Writes data/fct_samples.csv (one row per TCP trial; the bundle's tables are plain CSV,
+so gzip it to archive), data/fct_percentiles.csv (per transport, mode and percentile,
+plotted on log axes against the tail fraction 1 - percentile), and a summary per
+transport and mode with p50, p99, p99.9, p99.99 and each mode's p99.9 over the lossless
+p99.9.`
+}
+
+// Modes of the recipe: the link's protection modes and the lossless baseline.
+const Lossless = "lossless"
+
+// Transports.
+const (
+	TCP  = "tcp"
+	RDMA = "rdma"
+)
+
+// Params implements Recipe.
+func (*Recipe) Params() []o.ParamSpec {
+	return []o.ParamSpec{
+		{Name: "flow_size", Type: o.TypeInt, Unit: "B", Default: int64(143), Min: o.Bound(8), Max: o.Bound(64 << 20), Description: "bytes of each flow: the RPC request (tcp), the WRITE (rdma)"},
+		{Name: "response_size", Type: o.TypeInt, Unit: "B", Default: int64(1), Min: o.Bound(1), Max: o.Bound(64 << 20), Description: "bytes of the answer to each tcp request"},
+		{Name: "trials", Type: o.TypeInt, Default: int64(300_000), Min: o.Bound(1), Max: o.Bound(10_000_000), Description: "trials per transport and mode"},
+		{Name: "blocks", Type: o.TypeInt, Default: int64(10), Min: o.Bound(1), Max: o.Bound(1000), Description: "blocks the trials of each mode are split into; modes take turns block by block"},
+		{Name: "warmup", Type: o.TypeInt, Default: int64(100), Min: o.Bound(0), Max: o.Bound(1_000_000), Description: "trials run and not recorded before each block"},
+		{Name: "transports", Type: o.TypeStrings, Default: []string{TCP, RDMA}, Description: "tcp, rdma (rdma where the hosts have ib_write_lat)"},
+		{Name: "modes", Type: o.TypeStrings, Default: []string{Lossless, "off", "linkguardian", "linkguardian-nb"}, Description: "lossless, off, linkguardian, linkguardian-nb"},
+		{Name: "loss_rate", Type: o.TypeFloat, Default: 1e-3, Min: o.Bound(1e-7), Max: o.Bound(0.1), Description: "frame loss rate of the flow's data frames, set through the VOA by measuring"},
+		{Name: "target_loss", Type: o.TypeFloat, Default: 1e-8, Min: o.Bound(1e-15), Max: o.Bound(0.1), Description: "effective loss rate LinkGuardian is configured for (Eq. 2)"},
+		{Name: "sender", Type: o.TypeString, Default: "", Description: "the host that sends the flows (default: the one on the link's sending switch)"},
+		{Name: "receiver", Type: o.TypeString, Default: "", Description: "the host that answers them (default: the one on the link's receiving switch)"},
+		{Name: "link", Type: o.TypeString, Default: "", Description: "the LinkGuardian link between their switches (default: the only one that fits)"},
+		{Name: "rto_min", Type: o.TypeDuration, Default: time.Millisecond, Min: o.Bound(0), Description: "rto_min on each host's route to the other (0: leave the routes alone)"},
+		{Name: "route", Type: o.TypeString, Default: "", Description: "route selector for rto_min (default: the other host's subnet)"},
+		{Name: "congestion_control", Type: o.TypeString, Default: "dctcp", Description: "net.ipv4.tcp_congestion_control on both hosts (empty: leave it)"},
+		{Name: "trial_timeout", Type: o.TypeDuration, Default: 10 * time.Second, Min: o.Bound(0.001), Description: "a trial without an answer after this fails the block"},
+		{Name: "keep_samples", Type: o.TypeBool, Default: true, Description: "write every tcp trial to data/fct_samples.csv"},
+		{Name: "rdma_device", Type: o.TypeString, Default: "", Description: "ib_write_lat -d (default: the tool's choice)"},
+		{Name: "rdma_gid_index", Type: o.TypeInt, Default: int64(-1), Min: o.Bound(-1), Max: o.Bound(65535), Description: "ib_write_lat -x (RoCE GID index; -1: the tool's default)"},
+		{Name: "rdma_port", Type: o.TypeInt, Default: int64(18515), Min: o.Bound(1), Max: o.Bound(65535), Description: "ib_write_lat -p: the TCP port its client and server meet on"},
+		{Name: "backpressure", Type: o.TypeBool, Default: true, Description: "pause/resume backpressure in ordered mode"},
+		{Name: "dummy_pkt_max_count", Type: o.TypeInt, Default: int64(4), Min: o.Bound(0), Max: o.Bound(255), Description: "dummies after each protected packet (tail-loss detection)"},
+		{Name: "calib_frame_size", Type: o.TypeInt, Unit: "B", Default: int64(0), Min: o.Bound(0), Max: o.Bound(9216), Description: "frame size the loss is measured with (0: the flow's data frame)"},
+		{Name: "calib_tolerance", Type: o.TypeFloat, Default: 1.5, Min: o.Bound(1.05), Max: o.Bound(10), Description: "accept a measured loss within [loss_rate, loss_rate*calib_tolerance]"},
+		{Name: "calib_losses", Type: o.TypeInt, Default: int64(400), Min: o.Bound(10), Description: "losses the accepting calibration measurement expects"},
+		{Name: "calib_max_frames", Type: o.TypeInt, Unit: "frames", Default: int64(100_000_000), Min: o.Bound(1000), Description: "cap on frames per calibration measurement"},
+		{Name: "start_db", Type: o.TypeFloat, Unit: "dB", Default: 0.0, Min: o.Bound(0), Description: "attenuation the calibration scan starts at"},
+		{Name: "scan_step_db", Type: o.TypeFloat, Unit: "dB", Default: 0.5, Min: o.Bound(0.01), Description: "step of the upward scan"},
+		{Name: "max_db", Type: o.TypeFloat, Unit: "dB", Default: 25.0, Min: o.Bound(0), Description: "highest attenuation the scan may set"},
+		{Name: "sink_port", Type: o.TypeString, Default: "sink", Description: "the receiving switch's port (inventory name) the calibration's frames leave by"},
+		{Name: "pktgen_port", Type: o.TypeInt, Default: int64(68), Min: o.Bound(0), Max: o.Bound(511), Description: "the packet generator's dev port (68 on Tofino 1 pipe 0)"},
+		{Name: "replace_program", Type: o.TypeBool, Default: false, Description: "restart a switch daemon that runs another P4 program"},
+		{Name: "port_up_timeout", Type: o.TypeDuration, Default: 30 * time.Second, Min: o.Bound(0.001), Description: "how long a port may take to come up"},
+	}
+}
+
+// dataFrameBytes is the wire size (FCS included) of a full data frame of
+// a flow of n bytes: one MSS (1448 B with timestamps) at most, plus TCP
+// (20 + 12 options), IPv4 (20), Ethernet (14) and FCS (4).
+func dataFrameBytes(n int) int { return max(64, min(n, 1448)+70) }
+
+// Tables are the declared data tables.
+func Tables() []results.Table {
+	return []results.Table{
+		{
+			Name:        "fct_samples",
+			Title:       "Every TCP trial",
+			Description: "One row per recorded trial of the tcp transport, in the order the blocks ran. fct_ns runs from just before the request's write to the last byte of the answer read.",
+			Fields: []results.Field{
+				{Name: "transport", Type: "string", Description: "tcp"},
+				{Name: "mode", Type: "string", Description: "lossless, off, linkguardian or linkguardian-nb"},
+				{Name: "block", Type: "integer", Description: "block number, from 1"},
+				{Name: "trial", Type: "integer", Description: "trial within the block, from 0"},
+				{Name: "start_ns", Type: "integer", Unit: "ns", Description: "start of the trial after the block's first"},
+				{Name: "fct_ns", Type: "integer", Unit: "ns", Description: "flow completion time"},
+				{Name: "retrans", Type: "integer", Description: "segments the sender retransmitted during the trial (-1: unknown)"},
+			},
+		},
+		{
+			Name:        "fct_percentiles",
+			Title:       "FCT percentiles per transport and mode",
+			Description: "Exact nearest-rank percentiles over every trial of a transport and mode (tcp), or perftest's own per block averaged over the blocks, weighted by trials (rdma). tail is 1 - percentile/100.",
+			Fields: []results.Field{
+				{Name: "transport", Type: "string", Description: "tcp or rdma"},
+				{Name: "mode", Type: "string", Description: "lossless, off, linkguardian or linkguardian-nb"},
+				{Name: "flow_size", Type: "integer", Unit: "B", Description: "bytes per flow"},
+				{Name: "percentile", Type: "number", Unit: "%", Description: "50, 90, 99, 99.9, 99.99 or 100 (the maximum)"},
+				{Name: "fct_us", Type: "number", Unit: "us", Description: "flow completion time at that percentile"},
+				{Name: "tail", Type: "number", Unit: "1", Description: "1 - percentile/100: the fraction of trials slower"},
+				{Name: "series", Type: "string", Description: "transport/mode, for the plot"},
+			},
+			Plot: &results.Plot{X: "tail", Y: "fct_us", Series: "series", LogX: true, LogY: true, Title: "FCT against the fraction of slower trials"},
+		},
+	}
+}
+
+// ModeSummary is one transport and mode in summary.json.
+type ModeSummary struct {
+	Trials  int     `json:"trials"`
+	P50US   float64 `json:"p50_us"`
+	P99US   float64 `json:"p99_us"`
+	P999US  float64 `json:"p99_9_us"`
+	P9999US float64 `json:"p99_99_us,omitempty"`
+	MaxUS   float64 `json:"max_us"`
+	// P999VsLossless is this mode's p99.9 over the lossless p99.9.
+	P999VsLossless float64 `json:"p99_9_vs_lossless,omitempty"`
+	// RetransTrials are the trials that saw a retransmission (tcp).
+	RetransTrials int `json:"retrans_trials"`
+}
+
+// Summary is summary.json.
+type Summary struct {
+	Partial           bool    `json:"partial"`
+	FlowSize          int     `json:"flow_size"`
+	Sender            string  `json:"sender"`
+	Receiver          string  `json:"receiver"`
+	Link              string  `json:"link"`
+	LossRate          float64 `json:"loss_rate"`
+	ActualLoss        float64 `json:"actual_loss"`
+	AttenuationDB     float64 `json:"attenuation_db"`
+	RestAttenuationDB float64 `json:"rest_attenuation_db"`
+	RetxCopies        int     `json:"retx_copies"`
+	RTOMinMS          float64 `json:"rto_min_ms"`
+	// Transports holds, per transport and mode, the distribution.
+	Transports map[string]map[string]ModeSummary `json:"transports"`
+	// Unavailable says why a transport asked for did not run.
+	Unavailable map[string]string `json:"unavailable,omitempty"`
+}
+
+// rdmaAcc accumulates perftest's per-block percentiles.
+type rdmaAcc struct {
+	trials                int64
+	p50, p99, p999, maxUS float64 // trial-weighted sums (max: the largest)
+}
+
+type state struct {
+	mu          sync.Mutex
+	tcp         map[string][]int64 // mode -> FCTs (ns)
+	retrans     map[string]int
+	rdma        map[string]*rdmaAcc
+	unavailable map[string]string
+	cal         lgbench.Calibration
+	rest        float64
+	copies      int
+}
+
+// Plan implements Recipe.
+func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
+	p := pc.Params
+	b, binds, err := bind(pc, p.String("sender"), p.String("receiver"), p.String("link"), p.String("sink_port"))
+	if err != nil {
+		return nil, err
+	}
+	l := b.Link
+	var modes []string
+	for _, m := range p.Strings("modes") {
+		if m != Lossless {
+			if _, err := lgbench.ParseMode(m); err != nil {
+				return nil, o.Inputf("modes: %q (expected lossless, off, linkguardian or linkguardian-nb)", m)
+			}
+		}
+		if slices.Contains(modes, m) {
+			return nil, o.Inputf("modes: %s is listed twice", m)
+		}
+		modes = append(modes, m)
+	}
+	var transports []string
+	for _, t := range p.Strings("transports") {
+		if t != TCP && t != RDMA {
+			return nil, o.Inputf("transports: %q (expected tcp or rdma)", t)
+		}
+		if slices.Contains(transports, t) {
+			return nil, o.Inputf("transports: %s is listed twice", t)
+		}
+		transports = append(transports, t)
+	}
+	if len(modes) == 0 || len(transports) == 0 {
+		return nil, o.Inputf("modes and transports must not be empty")
+	}
+	trials, blocks := int(p.Int("trials")), int(p.Int("blocks"))
+	if blocks > trials {
+		return nil, o.Inputf("blocks %d: more blocks than trials (%d)", blocks, trials)
+	}
+	loss, target, tol := p.Float("loss_rate"), p.Float("target_loss"), p.Float("calib_tolerance")
+	if loss <= target {
+		return nil, o.Inputf("loss_rate %g is not above target_loss %g: there is nothing to protect against", loss, target)
+	}
+	if loss*tol >= 0.5 {
+		return nil, o.Inputf("loss_rate %g * calib_tolerance %g: the calibration window reaches 0.5", loss, tol)
+	}
+	if err := pc.CheckAttenuation(l.VOA, l.VOAChannel, p.Float("max_db")); err != nil {
+		return nil, o.Inputf("max_db: %v", err)
+	}
+	flow, resp := int(p.Int("flow_size")), int(p.Int("response_size"))
+	calibFrame := int(p.Int("calib_frame_size"))
+	if calibFrame == 0 {
+		calibFrame = dataFrameBytes(flow)
+	}
+	if calibFrame < 64 {
+		return nil, o.Inputf("calib_frame_size %d: at least 64 B", calibFrame)
+	}
+	route := p.String("route")
+	routeFor := func(to attachment) string {
+		if route != "" {
+			return route
+		}
+		return to.Addr.Masked().String()
+	}
+	rtoMin := p.Duration("rto_min")
+	if rtoMin != 0 && (rtoMin < time.Millisecond || rtoMin%time.Millisecond != 0) {
+		return nil, o.Inputf("rto_min %v: a whole number of milliseconds (or 0 to leave the routes alone)", rtoMin)
+	}
+	cc := p.String("congestion_control")
+	needLoss := slices.ContainsFunc(modes, func(m string) bool { return m != Lossless })
+
+	st := &state{tcp: map[string][]int64{}, retrans: map[string]int{}, rdma: map[string]*rdmaAcc{}, unavailable: map[string]string{}}
+	sendHost, recvHost := b.Sender.Host, b.Receiver.Host
+	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: binds, Tables: Tables(),
+		Summary: func(partial bool) (any, error) {
+			return st.summary(partial, b, flow, loss, rtoMin, modes, transports), nil
+		}}
+
+	var bench *lgbench.Bench
+	var sender, receiver *hostagent.Client
+	var fctTarget string // the receiver's FCT server
+	var rdmaOK string    // why rdma cannot run ("" it can)
+	devs := []string{l.Sender, l.Receiver, l.VOA}
+	hosts := []string{sendHost, recvHost}
+
+	plan.Steps = append(plan.Steps, &o.Step{
+		Name: fmt.Sprintf("%s: switches", l.Link.Name), Action: "prepare-switches", Devices: devs[:2],
+		Settings: []o.Setting{
+			{Device: l.Sender, Name: "program", Value: lg.ProgramSender},
+			{Device: l.Receiver, Name: "program", Value: lg.ProgramReceiver},
+			{Device: l.Sender, Name: fmt.Sprintf("port %d", l.TxPort), Value: fmt.Sprintf("%dG fec %s", l.Gbps, l.FEC)},
+		},
+		Run: func(ctx context.Context, rc *o.RunContext) error {
+			var err error
+			bench, err = lgbench.Open(ctx, rc, l, lgbench.Options{ReplaceProgram: p.Bool("replace_program"), PortUpTimeout: p.Duration("port_up_timeout")})
+			return err
+		},
+	})
+
+	hostSettings := []o.Setting{}
+	for _, h := range []struct{ dev, sel string }{{sendHost, routeFor(b.Receiver)}, {recvHost, routeFor(b.Sender)}} {
+		if rtoMin > 0 {
+			hostSettings = append(hostSettings, o.Setting{Device: h.dev, Name: "route " + h.sel + " rto_min", Value: rtoMin.String()})
+		}
+		if cc != "" {
+			hostSettings = append(hostSettings, o.Setting{Device: h.dev, Name: "net.ipv4.tcp_congestion_control", Value: cc})
+		}
+	}
+	plan.Steps = append(plan.Steps, &o.Step{
+		Name: "hosts", Action: "prepare-hosts", Devices: hosts, Settings: append(hostSettings,
+			o.Setting{Device: sendHost, Name: "hostagent", Value: "installed if different, started"},
+			o.Setting{Device: recvHost, Name: "fct server", Value: b.Receiver.Addr.Addr().String() + ":0"}),
+		Note: "settings are read first and restored at the end; rdma runs only where both hosts have ib_write_lat",
+		Run: func(ctx context.Context, rc *o.RunContext) error {
+			for _, h := range []struct {
+				dev string
+				sel string
+			}{{sendHost, routeFor(b.Receiver)}, {recvHost, routeFor(b.Sender)}} {
+				if cc != "" {
+					if _, err := rc.ApplyHostSetting(ctx, h.dev, host.Sysctl("net.ipv4.tcp_congestion_control", cc)); err != nil {
+						return err
+					}
+				}
+				if rtoMin > 0 {
+					if _, err := rc.ApplyHostSetting(ctx, h.dev, host.RouteRTOMin(h.sel, rtoMin)); err != nil {
+						return err
+					}
+				}
+			}
+			clients := map[string]*hostagent.Client{}
+			var caps []string
+			for _, h := range hosts {
+				a, err := rc.HostAgent(ctx, h)
+				if err != nil {
+					return err
+				}
+				c := hostagent.NewClient(a.Client, a.BaseURL)
+				v, err := c.Version(ctx)
+				if err != nil {
+					return fmt.Errorf("%s: %w", h, err)
+				}
+				if !v.Capabilities.RDMAWriteLat && rdmaOK == "" {
+					rdmaOK = fmt.Sprintf("not available on %s: %s not found", h, hostagent.WriteLatTool)
+				}
+				caps = append(caps, fmt.Sprintf("%s: hostagent %s, tcp_info %v, ib_write_lat %v", h, v.Version, v.Capabilities.TCPInfoRetrans, v.Capabilities.RDMAWriteLat))
+				clients[h] = c
+			}
+			sender, receiver = clients[sendHost], clients[recvHost]
+			if slices.Contains(transports, RDMA) && rdmaOK != "" {
+				st.mu.Lock()
+				st.unavailable[RDMA] = rdmaOK
+				st.mu.Unlock()
+			}
+			if slices.Contains(transports, TCP) {
+				srv, err := receiver.StartFCTServer(ctx, hostagent.FCTServerRequest{Listen: b.Receiver.Addr.Addr().String() + ":0"})
+				if err != nil {
+					return fmt.Errorf("%s: %w", recvHost, err)
+				}
+				rc.PushUndo("stop the fct server "+srv.ID+" on "+recvHost, recvHost, func(ctx context.Context) error {
+					_, err := receiver.StopFCTServer(ctx, srv.ID)
+					return err
+				})
+				fctTarget = b.Receiver.Addr.Addr().String() + ":" + strconv.Itoa(srv.Port)
+			}
+			rc.Event(results.Event{Type: "setting", Device: recvHost, Message: fmt.Sprintf("fct server at %s; %v", fctTarget, caps),
+				Fields: map[string]any{"target": fctTarget, "rdma": rdmaOK == ""}})
+			return nil
+		},
+	})
+
+	// The VOA's resting value is where the lossless mode runs.
+	plan.Steps = append(plan.Steps, &o.Step{
+		Name: fmt.Sprintf("%s: resting attenuation", l.VOA), Action: "read-voa", Devices: []string{l.VOA},
+		Note: "the inventory's safe_state, else the value found",
+		Run: func(ctx context.Context, rc *o.RunContext) error {
+			d, _ := rc.Lab.Device(l.VOA)
+			if rest := o.RestingAttenuation(d); rest != nil {
+				st.rest = *rest
+				return nil
+			}
+			a, err := rc.Attenuator(l.VOA)
+			if err != nil {
+				return err
+			}
+			v, err := a.Attenuation(ctx, l.VOAChannel)
+			if err != nil {
+				return fmt.Errorf("%s: %w", l.VOA, err)
+			}
+			st.rest = v
+			return nil
+		},
+	})
+
+	if needLoss {
+		plan.Steps = append(plan.Steps, &o.Step{
+			Name: fmt.Sprintf("%s: set loss %g", l.Link.Name, loss), Action: "calibrate-loss", Devices: devs,
+			Settings: []o.Setting{{Device: l.VOA, Name: fmt.Sprintf("ch%d.attenuation", l.VOAChannel),
+				Value: fmt.Sprintf("measured for a loss of %d B frames in [%g, %g]", calibFrame, loss, loss*tol), Unit: "dB"}},
+			Note: "found by measuring with protection off, as loss-sweep does",
+			Run: func(ctx context.Context, rc *o.RunContext) error {
+				if bench == nil {
+					return o.Skip("the switches were not prepared")
+				}
+				stress := lgbench.Stress{AppID: 1, PktgenPort: int(p.Int("pktgen_port")), FrameBytes: calibFrame, Poll: time.Millisecond}
+				cal, err := bench.Calibrate(ctx, loss*tol, lgbench.CalibrateOptions{StartDB: p.Float("start_db"), StepDB: p.Float("scan_step_db"),
+					MaxDB: p.Float("max_db"), Tolerance: tol, Losses: p.Int("calib_losses"), MaxFrames: p.Int("calib_max_frames"), FrameBytes: calibFrame, Stress: stress})
+				if err != nil {
+					return err
+				}
+				st.mu.Lock()
+				st.cal = cal
+				st.mu.Unlock()
+				rc.Event(results.Event{Type: "measurement", Device: l.VOA, Message: fmt.Sprintf("%s: loss %.3g of %d B frames at %.3f dB (%d of %d frames, %d measurements)",
+					l.Link.Name, cal.Loss, calibFrame, cal.AttenuationDB, cal.Lost, cal.Frames, cal.Measurements),
+					Fields: map[string]any{"link": l.Link.Name, "nominal_loss": loss, "actual_loss": cal.Loss, "attenuation_db": cal.AttenuationDB, "frame_bytes": calibFrame}})
+				return nil
+			},
+		})
+	}
+
+	// The blocks: round k runs every mode once, starting from mode k.
+	per := func(k int) int { // the first trials%blocks blocks take one more
+		if k < trials%blocks {
+			return trials/blocks + 1
+		}
+		return trials / blocks
+	}
+	curAtt := math.NaN()
+	curMode := ""
+	setLink := func(ctx context.Context, rc *o.RunContext, mode string) error {
+		att := st.rest
+		prot := lgbench.Protection{Mode: lgbench.Off}
+		if mode != Lossless {
+			if st.cal.Target == 0 {
+				return o.Skip("the loss rate was not set")
+			}
+			att = st.cal.AttenuationDB
+			var err error
+			if prot, err = bench.DefaultProtection(lgbench.Mode(mode), target, st.cal.Loss, p.Bool("backpressure"), int(p.Int("dummy_pkt_max_count"))); err != nil {
+				return err
+			}
+			st.mu.Lock()
+			st.copies = max(st.copies, prot.Copies)
+			st.mu.Unlock()
+		}
+		if att != curAtt {
+			if err := rc.SetAttenuation(ctx, l.VOA, l.VOAChannel, att); err != nil {
+				return err
+			}
+			curAtt = att
+		}
+		if mode != curMode {
+			if err := bench.Protect(ctx, prot); err != nil {
+				return err
+			}
+			curMode = mode
+		}
+		return nil
+	}
+	for k := range blocks {
+		n := per(k)
+		for i := range modes {
+			mode := modes[(i+k)%len(modes)]
+			for _, tr := range transports {
+				plan.Steps = append(plan.Steps, &o.Step{
+					Name: fmt.Sprintf("block %d/%d: %s %s", k+1, blocks, tr, mode), Action: "fct-block", Devices: append(slices.Clone(devs), hosts...),
+					Settings: []o.Setting{{Device: sendHost, Name: tr + " trials", Value: fmt.Sprintf("%d of %d B to %s", n, flow, recvHost)}},
+					Run: func(ctx context.Context, rc *o.RunContext) error {
+						if bench == nil || sender == nil {
+							return o.Skip("the switches or hosts were not prepared")
+						}
+						if tr == RDMA && rdmaOK != "" {
+							return o.Skip("rdma: %s", rdmaOK)
+						}
+						if err := setLink(ctx, rc, mode); err != nil {
+							return err
+						}
+						if tr == TCP {
+							return st.runTCP(ctx, rc, sender, sendHost, hostagent.FCTRunRequest{Target: fctTarget, RequestSize: flow, ResponseSize: resp, Trials: n,
+								Warmup: int(p.Int("warmup")), Connections: 1, TrialTimeoutMS: int(p.Duration("trial_timeout").Milliseconds())}, mode, k+1, p.Bool("keep_samples"))
+						}
+						return st.runRDMA(ctx, rc, sender, receiver, b, p, flow, n, mode, k+1)
+					},
+				})
+			}
+		}
+	}
+	plan.Steps = append(plan.Steps, &o.Step{
+		Name: "percentiles", Action: "write-percentiles", Note: "over every trial of each transport and mode",
+		Run: func(ctx context.Context, rc *o.RunContext) error { return st.writePercentiles(rc, flow) },
+	})
+	return plan, nil
+}
+
+// runTCP runs one block of TCP trials on the sender's agent and keeps them.
+func (st *state) runTCP(ctx context.Context, rc *o.RunContext, c *hostagent.Client, dev string, req hostagent.FCTRunRequest, mode string, block int, keep bool) error {
+	run, err := c.RunFCT(ctx, req)
+	if err != nil {
+		return fmt.Errorf("%s: %w", dev, err)
+	}
+	if run.State != hostagent.StateDone {
+		msg := run.State
+		if run.Error != nil {
+			msg += ": " + run.Error.Message
+		}
+		return fmt.Errorf("%s: fct run %s %s", dev, run.ID, msg)
+	}
+	samples, err := c.FCTSamples(ctx, run.ID)
+	if err != nil {
+		return fmt.Errorf("%s: samples of %s: %w", dev, run.ID, err)
+	}
+	if len(samples) != req.Trials {
+		return fmt.Errorf("%s: fct run %s returned %d samples of %d trials", dev, run.ID, len(samples), req.Trials)
+	}
+	if keep {
+		t, err := rc.Table("fct_samples")
+		if err != nil {
+			return err
+		}
+		for _, s := range samples {
+			if err := t.Write(TCP, mode, block, s.Trial, s.StartNS, s.FCTNS, s.Retrans); err != nil {
+				return err
+			}
+		}
+	}
+	fcts := make([]int64, len(samples))
+	retrans := 0
+	for i, s := range samples {
+		fcts[i] = s.FCTNS
+		if s.Retrans > 0 {
+			retrans++
+		}
+	}
+	st.mu.Lock()
+	st.tcp[mode] = append(st.tcp[mode], fcts...)
+	st.retrans[mode] += retrans
+	st.mu.Unlock()
+	s := run.Summary
+	rc.Event(results.Event{Type: "measurement", Device: dev, Message: fmt.Sprintf("tcp %s block %d: %d trials, p50 %.1f us, p99.9 %.1f us, max %.1f us, %d retransmitting",
+		mode, block, s.Count, us(s.P50NS), us(s.P999NS), us(s.MaxNS), retrans),
+		Fields: map[string]any{"transport": TCP, "mode": mode, "block": block, "trials": s.Count, "p50_us": us(s.P50NS), "p99_9_us": us(s.P999NS), "retrans_trials": retrans}})
+	return nil
+}
+
+// runRDMA runs one block of ib_write_lat: a server job on the receiver,
+// then the client on the sender.
+func (st *state) runRDMA(ctx context.Context, rc *o.RunContext, snd, rcv *hostagent.Client, b binding, p *o.Params, flow, n int, mode string, block int) error {
+	req := hostagent.WriteLatRequest{Size: flow, Iterations: max(n, 5), Device: p.String("rdma_device"), TCPPort: int(p.Int("rdma_port"))}
+	if g := int(p.Int("rdma_gid_index")); g >= 0 {
+		req.GIDIndex = &g
+	}
+	sreq := req
+	sreq.Role = hostagent.RoleServer
+	srv, err := rcv.StartWriteLat(ctx, sreq)
+	if err != nil {
+		return fmt.Errorf("%s: %w", b.Receiver.Host, err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		rcv.StopWriteLat(sctx, srv.ID)
+	}()
+	creq := req
+	creq.Role, creq.Server = hostagent.RoleClient, b.Receiver.Addr.Addr().String()
+	var cl hostagent.WriteLatStatus
+	// The server needs a moment to listen; the client is retried briefly.
+	for attempt := 0; ; attempt++ {
+		job, err := snd.StartWriteLat(ctx, creq)
+		if err != nil {
+			return fmt.Errorf("%s: %w", b.Sender.Host, err)
+		}
+		if cl, err = snd.WaitWriteLat(ctx, job.ID); err != nil {
+			return fmt.Errorf("%s: %w", b.Sender.Host, err)
+		}
+		if cl.State == hostagent.StateDone || attempt >= 5 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	if cl.State != hostagent.StateDone || cl.Result == nil || len(cl.Result.Rows) == 0 {
+		msg := cl.State
+		if cl.Error != nil {
+			msg += ": " + cl.Error.Message
+		}
+		return fmt.Errorf("%s: ib_write_lat: %s", b.Sender.Host, msg)
+	}
+	row := cl.Result.Rows[len(cl.Result.Rows)-1]
+	val := func(v *float64) float64 {
+		if v == nil {
+			return math.NaN()
+		}
+		return *v
+	}
+	st.mu.Lock()
+	a := st.rdma[mode]
+	if a == nil {
+		a = &rdmaAcc{}
+		st.rdma[mode] = a
+	}
+	w := float64(row.Iterations)
+	a.trials += row.Iterations
+	a.p50 += w * val(row.TTypicalUS)
+	a.p99 += w * val(row.P99US)
+	a.p999 += w * val(row.P999US)
+	a.maxUS = math.Max(a.maxUS, val(row.TMaxUS))
+	st.mu.Unlock()
+	rc.Event(results.Event{Type: "measurement", Device: b.Sender.Host, Message: fmt.Sprintf("rdma %s block %d: %d iterations, typical %.2f us, p99.9 %.2f us",
+		mode, block, row.Iterations, val(row.TTypicalUS), val(row.P999US)),
+		Fields: map[string]any{"transport": RDMA, "mode": mode, "block": block, "iterations": row.Iterations}})
+	return nil
+}
+
+func us(ns int64) float64 { return float64(ns) / 1e3 }
+
+// percentilePoints are the rows of fct_percentiles, in parts per million
+// (1e6: the maximum).
+var percentilePoints = []int64{hostagent.PPM50, hostagent.PPM90, hostagent.PPM99, hostagent.PPM999, hostagent.PPM9999, 1_000_000}
+
+// distributions computes, per transport and mode, the summary.
+func (st *state) distributions(modes, transports []string) map[string]map[string]ModeSummary {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	out := map[string]map[string]ModeSummary{}
+	for _, tr := range transports {
+		for _, m := range modes {
+			var s ModeSummary
+			switch tr {
+			case TCP:
+				f := st.tcp[m]
+				if len(f) == 0 {
+					continue
+				}
+				d := hostagent.Distribute(slices.Clone(f))
+				s = ModeSummary{Trials: d.Count, P50US: us(d.P50NS), P99US: us(d.P99NS), P999US: us(d.P999NS), P9999US: us(d.P9999NS), MaxUS: us(d.MaxNS), RetransTrials: st.retrans[m]}
+			case RDMA:
+				a := st.rdma[m]
+				if a == nil || a.trials == 0 {
+					continue
+				}
+				w := float64(a.trials)
+				s = ModeSummary{Trials: int(a.trials), P50US: a.p50 / w, P99US: a.p99 / w, P999US: a.p999 / w, MaxUS: a.maxUS}
+			}
+			if out[tr] == nil {
+				out[tr] = map[string]ModeSummary{}
+			}
+			out[tr][m] = s
+		}
+		if base, ok := out[tr][Lossless]; ok && base.P999US > 0 {
+			for m, s := range out[tr] {
+				s.P999VsLossless = s.P999US / base.P999US
+				out[tr][m] = s
+			}
+		}
+	}
+	return out
+}
+
+func (st *state) summary(partial bool, b binding, flow int, loss float64, rtoMin time.Duration, modes, transports []string) Summary {
+	d := st.distributions(modes, transports)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	s := Summary{Partial: partial, FlowSize: flow, Sender: b.Sender.Host, Receiver: b.Receiver.Host, Link: b.Link.Link.Name,
+		LossRate: loss, ActualLoss: st.cal.Loss, AttenuationDB: st.cal.AttenuationDB, RestAttenuationDB: st.rest, RetxCopies: st.copies,
+		RTOMinMS: float64(rtoMin) / float64(time.Millisecond), Transports: d}
+	if len(st.unavailable) > 0 {
+		s.Unavailable = map[string]string{}
+		for k, v := range st.unavailable {
+			s.Unavailable[k] = v
+		}
+	}
+	return s
+}
+
+// writePercentiles writes fct_percentiles from every trial kept.
+func (st *state) writePercentiles(rc *o.RunContext, flow int) error {
+	t, err := rc.Table("fct_percentiles")
+	if err != nil {
+		return err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var errs []error
+	write := func(tr, mode string, ppm int64, v float64) {
+		if math.IsNaN(v) {
+			return
+		}
+		errs = append(errs, t.Write(tr, mode, flow, float64(ppm)/1e4, v, float64(1_000_000-ppm)/1e6, tr+"/"+mode))
+	}
+	for _, mode := range sortedKeys(st.tcp) {
+		f := slices.Clone(st.tcp[mode])
+		slices.Sort(f)
+		for _, ppm := range percentilePoints {
+			write(TCP, mode, ppm, us(hostagent.PercentileSorted(f, ppm)))
+		}
+	}
+	for _, mode := range sortedKeys(st.rdma) {
+		a := st.rdma[mode]
+		w := float64(a.trials)
+		write(RDMA, mode, hostagent.PPM50, a.p50/w)
+		write(RDMA, mode, hostagent.PPM99, a.p99/w)
+		write(RDMA, mode, hostagent.PPM999, a.p999/w)
+		write(RDMA, mode, 1_000_000, a.maxUS)
+	}
+	return errors.Join(errs...)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	var k []string
+	for x := range m {
+		k = append(k, x)
+	}
+	slices.Sort(k)
+	return k
+}
