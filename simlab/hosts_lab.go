@@ -17,19 +17,17 @@ import (
 // behind sw2, each on a 100G port of its switch, so that traffic from h1 to
 // h2 crosses the 100G LinkGuardian fibre lg100 and its VOA.
 type benchHost struct {
-	name, sw  string
-	swPort    string // the switch's port (inventory name) the host is cabled to
-	devPort   int
-	iface     string
-	addr      string
-	gbps      string
-	transceiv string
+	name, sw    string
+	swPort      string // the switch's port (inventory name) the host is cabled to
+	devPort     int
+	iface, addr string
+	transceiver string
 }
 
 func hostBench() []benchHost {
 	return []benchHost{
-		{"h1", "sw1", "host", 152, "eth1", "10.0.0.1/24", "100", "100GBASE-SR4"},
-		{"h2", "sw2", "host", 152, "eth1", "10.0.0.2/24", "100", "100GBASE-SR4"},
+		{"h1", "sw1", "host", 152, "eth1", "10.0.0.1/24", "100GBASE-SR4"},
+		{"h2", "sw2", "host", 152, "eth1", "10.0.0.2/24", "100GBASE-SR4"},
 	}
 }
 
@@ -71,7 +69,7 @@ func addBenchHosts(inv *inventory.Inventory, sw switchAccess) {
 		inv.Devices[b.sw].Ports[b.swPort] = strconv.Itoa(b.devPort)
 		inv.Links = append(inv.Links, &inventory.Link{
 			Name: b.name + "-" + b.sw, A: inventory.Endpoint{Device: b.name, Port: b.iface}, B: inventory.Endpoint{Device: b.sw, Port: b.swPort},
-			Transceiver: b.transceiv,
+			Transceiver: b.transceiver,
 		})
 	}
 }
