@@ -71,7 +71,7 @@ func (n *HostNet) trial(c *hostConn, req, resp int) (time.Duration, int, error) 
 		c.state = &connState{key: k, model: m}
 	}
 	t := c.state.model.Trial()
-	return t.FCT, t.Retransmits, nil
+	return t.FCT, t.ClientRetransmits, nil
 }
 
 // newTrialModel builds the TCP model of a connection over the path: the

@@ -303,8 +303,9 @@ type hostConn struct {
 func (c *hostConn) LocalAddr() net.Addr  { return c.local }
 func (c *hostConn) RemoteAddr() net.Addr { return c.remote }
 
-// TotalRetrans implements hostagent.RetransCounter: the segments (or
-// packets) the modelled transport retransmitted on this connection.
+// TotalRetrans implements hostagent.RetransCounter: the segments the
+// client's modelled TCP retransmitted on this connection, as its socket's
+// TCP_INFO would count them (the server's own are not the client's).
 func (c *hostConn) TotalRetrans() (uint32, error) { return c.retrans.Load(), nil }
 
 func (c *hostConn) Close() error {
