@@ -6,6 +6,7 @@
 package results
 
 import (
+	"compress/gzip"
 	"crypto/rand"
 	"encoding/csv"
 	"encoding/hex"
@@ -324,13 +325,28 @@ type Table struct {
 	Description string
 	Fields      []Field
 	Plot        *Plot
+	// Compress writes data/<Name>.csv.gz (gzip) instead: for tables of
+	// per-trial samples. Rows reach the file every compressFlushRows rows
+	// and at the end, so an interrupted run keeps all but the last few.
+	Compress bool
 }
+
+// File is the table's path in the bundle.
+func (t Table) File() string {
+	if t.Compress {
+		return "data/" + t.Name + ".csv.gz"
+	}
+	return "data/" + t.Name + ".csv"
+}
+
+const compressFlushRows = 4096
 
 // TableWriter appends rows to a table.
 type TableWriter struct {
 	b    *Bundle
 	t    Table
 	f    *os.File
+	gz   *gzip.Writer // Compress
 	w    *csv.Writer
 	rows int
 }
@@ -359,16 +375,23 @@ func (b *Bundle) CreateTable(t Table) (*TableWriter, error) {
 	if err := os.MkdirAll(filepath.Join(b.dir, "data"), 0o755); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(b.dir, "data", t.Name+".csv"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(filepath.Join(b.dir, filepath.FromSlash(t.File())), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("bundle: table %s: %w", t.Name, err)
 	}
 	tw := &TableWriter{b: b, t: t, f: f, w: csv.NewWriter(f)}
+	if t.Compress {
+		tw.gz = gzip.NewWriter(f)
+		tw.w = csv.NewWriter(tw.gz)
+	}
 	if err := tw.w.Write(header); err != nil {
 		f.Close()
 		return nil, err
 	}
-	tw.w.Flush()
+	if err := tw.flush(true); err != nil {
+		f.Close()
+		return nil, err
+	}
 	b.tables = append(b.tables, tw)
 	return tw, tw.w.Error()
 }
@@ -390,9 +413,33 @@ func (tw *TableWriter) Write(values ...any) error {
 	if err := tw.w.Write(rec); err != nil {
 		return err
 	}
-	tw.w.Flush()
 	tw.rows++
-	return tw.w.Error()
+	return tw.flush(tw.gz == nil || tw.rows%compressFlushRows == 0)
+}
+
+// flush pushes buffered rows to the file: always for plain tables, every
+// compressFlushRows rows for compressed ones (a gzip flush costs bytes).
+func (tw *TableWriter) flush(now bool) error {
+	if !now {
+		return nil
+	}
+	tw.w.Flush()
+	if err := tw.w.Error(); err != nil {
+		return err
+	}
+	if tw.gz != nil {
+		return tw.gz.Flush()
+	}
+	return nil
+}
+
+// close ends the table's file (the gzip trailer for compressed ones).
+func (tw *TableWriter) close() error {
+	err := tw.flush(true)
+	if tw.gz != nil {
+		err = errors.Join(err, tw.gz.Close())
+	}
+	return errors.Join(err, tw.f.Close())
 }
 
 func cell(v any) string {
@@ -485,8 +532,7 @@ func (b *Bundle) Finalize(status Status, reason string) error {
 	var errs []error
 	errs = append(errs, b.events.Close())
 	for _, t := range b.tables {
-		t.w.Flush()
-		errs = append(errs, t.w.Error(), t.f.Close())
+		errs = append(errs, t.close())
 	}
 	for _, t := range b.transcripts {
 		errs = append(errs, t.Close())
@@ -516,6 +562,7 @@ func (b *Bundle) writeDataPackage() error {
 		Encoding    string `json:"encoding"`
 		Title       string `json:"title,omitempty"`
 		Description string `json:"description,omitempty"`
+		Compression string `json:"compression,omitempty"`
 		Schema      schema `json:"schema"`
 	}
 	dp := struct {
@@ -530,9 +577,13 @@ func (b *Bundle) writeDataPackage() error {
 				fields[i].Description = strings.TrimSpace(fields[i].Description + " (unit: " + fields[i].Unit + ")")
 			}
 		}
-		dp.Resources = append(dp.Resources, resource{Name: strings.ReplaceAll(t.t.Name, "_", "-"), Path: "data/" + t.t.Name + ".csv",
+		r := resource{Name: strings.ReplaceAll(t.t.Name, "_", "-"), Path: t.t.File(),
 			Profile: "tabular-data-resource", Format: "csv", Mediatype: "text/csv", Encoding: "utf-8",
-			Title: t.t.Title, Description: t.t.Description, Schema: schema{Fields: fields}})
+			Title: t.t.Title, Description: t.t.Description, Schema: schema{Fields: fields}}
+		if t.t.Compress {
+			r.Compression = "gz"
+		}
+		dp.Resources = append(dp.Resources, r)
 	}
 	data, err := json.MarshalIndent(dp, "", "  ")
 	if err != nil {

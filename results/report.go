@@ -24,12 +24,12 @@ func (b *Bundle) renderReport() ([]byte, error) {
 	}
 	var tables []tableView
 	for _, t := range b.tables {
-		rel := "data/" + t.t.Name + ".csv"
+		rel := t.t.File()
 		tv := tableView{Title: t.t.Title, Path: rel, Description: t.t.Description, Rows: t.rows}
 		if tv.Title == "" {
 			tv.Title = t.t.Name
 		}
-		if t.t.Plot != nil {
+		if t.t.Plot != nil && !t.t.Compress {
 			data, err := os.ReadFile(filepath.Join(b.dir, rel))
 			if err != nil {
 				return nil, err

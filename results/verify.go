@@ -299,12 +299,17 @@ func Open(p string) (*Reader, error) {
 	_, serr := b.read(sumsFile)
 	r.Incomplete = serr != nil || r.Manifest.Status == StatusRunning
 	for _, f := range r.Files {
-		if !strings.HasPrefix(f, "data/") || !strings.HasSuffix(f, ".csv") {
+		if !strings.HasPrefix(f, "data/") || !strings.HasSuffix(f, ".csv") && !strings.HasSuffix(f, ".csv.gz") {
 			continue
 		}
 		d, _ := b.read(f)
+		if strings.HasSuffix(f, ".gz") {
+			if zr, err := gzip.NewReader(bytes.NewReader(d)); err == nil {
+				d, _ = io.ReadAll(zr)
+			}
+		}
 		recs, _ := csv.NewReader(bytes.NewReader(d)).ReadAll()
-		ti := TableInfo{Name: strings.TrimSuffix(path.Base(f), ".csv"), Path: f}
+		ti := TableInfo{Name: strings.TrimSuffix(strings.TrimSuffix(path.Base(f), ".gz"), ".csv"), Path: f}
 		if len(recs) > 0 {
 			ti.Rows = len(recs) - 1
 			for _, h := range recs[0] {
