@@ -77,8 +77,7 @@ ib_write_lat): ib_write_lat with flow_size bytes, its own percentiles per block 
 keeps no per-trial samples); on hosts without it the rdma blocks are skipped and the
 summary says why.
 
-Writes data/fct_samples.csv (one row per TCP trial; the bundle's tables are plain CSV,
-so gzip it to archive), data/fct_percentiles.csv (per transport, mode and percentile,
+Writes data/fct_samples.csv.gz (one row per TCP trial, gzip CSV), data/fct_percentiles.csv (per transport, mode and percentile,
 plotted on log axes against the tail fraction 1 - percentile), and a summary per
 transport and mode with p50, p99, p99.9, p99.99 and each mode's p99.9 over the lossless
 p99.9.`
@@ -112,7 +111,7 @@ func (*Recipe) Params() []o.ParamSpec {
 		{Name: "route", Type: o.TypeString, Default: "", Description: "route selector for rto_min (default: the other host's subnet)"},
 		{Name: "congestion_control", Type: o.TypeString, Default: "dctcp", Description: "net.ipv4.tcp_congestion_control on both hosts (empty: leave it)"},
 		{Name: "trial_timeout", Type: o.TypeDuration, Default: 10 * time.Second, Min: o.Bound(0.001), Description: "a trial without an answer after this fails the block"},
-		{Name: "keep_samples", Type: o.TypeBool, Default: true, Description: "write every tcp trial to data/fct_samples.csv"},
+		{Name: "keep_samples", Type: o.TypeBool, Default: true, Description: "write every tcp trial to data/fct_samples.csv.gz"},
 		{Name: "rdma_device", Type: o.TypeString, Default: "", Description: "ib_write_lat -d (default: the tool's choice)"},
 		{Name: "rdma_gid_index", Type: o.TypeInt, Default: int64(-1), Min: o.Bound(-1), Max: o.Bound(65535), Description: "ib_write_lat -x (RoCE GID index; -1: the tool's default)"},
 		{Name: "rdma_port", Type: o.TypeInt, Default: int64(18515), Min: o.Bound(1), Max: o.Bound(65535), Description: "ib_write_lat -p: the TCP port its client and server meet on"},
@@ -142,6 +141,7 @@ func Tables() []results.Table {
 	return []results.Table{
 		{
 			Name:        "fct_samples",
+			Compress:    true,
 			Title:       "Every TCP trial",
 			Description: "One row per recorded trial of the tcp transport, in the order the blocks ran. fct_ns runs from just before the request's write to the last byte of the answer read.",
 			Fields: []results.Field{

@@ -1,9 +1,11 @@
 package fct_test
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -73,7 +75,15 @@ func readCSV(t *testing.T, path string) []map[string]string {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = zr
+	}
+	recs, err := csv.NewReader(r).ReadAll()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +211,7 @@ func TestFCTTailWithAndWithoutLinkGuardian(t *testing.T) {
 		t.Errorf("rdma: ran %v, unavailable %q", ran, s.Unavailable[fct.RDMA])
 	}
 
-	samples := readCSV(t, filepath.Join(res.Dir, "data", "fct_samples.csv"))
+	samples := readCSV(t, filepath.Join(res.Dir, "data", "fct_samples.csv.gz"))
 	if len(samples) != 4*trials {
 		t.Fatalf("%d samples, want %d", len(samples), 4*trials)
 	}
