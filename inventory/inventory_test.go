@@ -146,3 +146,39 @@ func TestSecretsResolvedButNeverWrittenOut(t *testing.T) {
 }
 
 func fmtAny(v any) string { return fmt.Sprint(v) }
+
+// A host cabled to an optical circuit switch names the switch's port by
+// its number (REACToR hosts on a Mordia's ports).
+func TestLinkToAnOCSPortByNumber(t *testing.T) {
+	const lab = `version: 1
+devices:
+  ocs1:
+    kind: ocs
+    driver: mordia-rest
+    address: http://10.0.0.7:8081
+  rh1:
+    kind: host
+    driver: linux-ssh
+    address: ssh://testbed@10.0.1.1
+    ports: {eth1: 10.20.0.1/24}
+    options: {reactor: rtor1, reactor_eps_gbps: "10"}
+links:
+  - name: rh1-ocs1
+    a: {device: rh1, port: eth1}
+    b: {device: ocs1, port: "PORT"}
+    transceiver: 10GBASE-SR
+`
+	inv, err := Load(write(t, "lab.yaml", strings.Replace(lab, "PORT", "3", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := inv.Link("rh1-ocs1"); l.B.Port != "3" {
+		t.Fatalf("link %+v", l)
+	}
+	for _, p := range []string{"0", "in3", ""} {
+		_, err := Load(write(t, "lab.yaml", strings.Replace(lab, "PORT", p, 1)))
+		if err == nil || !strings.Contains(err.Error(), "links[0].b.port") || !strings.Contains(err.Error(), "an ocs port is a number from 1") {
+			t.Errorf("port %q: %v", p, err)
+		}
+	}
+}

@@ -448,6 +448,12 @@ func (inv *Inventory) Validate() error {
 				add(l.FieldPos, e.tag, l.Pos, path+"."+e.tag+".device", "no device %q in this inventory", e.ep.Device)
 			case len(d.Ports) > 0 && d.Ports[e.ep.Port] == "":
 				add(l.FieldPos, e.tag, l.Pos, path+"."+e.tag+".port", "device %s has no port %q (ports: %s)", d.Name, e.ep.Port, strings.Join(sortedMapKeys(d.Ports), ", "))
+			case d.Kind == "ocs":
+				// An optical circuit switch's ports are numbered from 1;
+				// a link to one names the port (input and output) by number.
+				if n, err := strconv.Atoi(e.ep.Port); err != nil || n < 1 {
+					add(l.FieldPos, e.tag, l.Pos, path+"."+e.tag+".port", "port %q of %s: an ocs port is a number from 1", e.ep.Port, d.Name)
+				}
 			}
 		}
 		t, ok := LookupTransceiver(l.Transceiver)

@@ -69,6 +69,7 @@ type SimHost struct {
 	routes   []*hostRoute
 	clients  int // open FCT client connections (see HostNet.dial)
 	closed   bool
+	reactor  hostagent.ReactorHost // REACToR host control (reactor_lab.go); nil: none
 }
 
 // HostOptions configure a simulated host.
@@ -437,6 +438,7 @@ func (h *SimHost) agentStart(bin, dir string, stdout, stderr io.Writer) int {
 		},
 		ProcNet:  "/nonexistent/simulated-host/proc/net", // no interface counters on a simulated host
 		Hostname: h.name,
+		Reactor:  h.reactorHost(),
 	})
 	p.http = &http.Server{Handler: p.agent.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	p.alive, p.addr = true, p.ln.Addr().String()

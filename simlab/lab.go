@@ -42,7 +42,8 @@ type Lab struct {
 	hosts    map[string]*SimHost
 	inv      *inventory.Inventory
 	closers  []func() error
-	ocs      *ocsLab // optical circuit switches (ocs_lab.go)
+	ocs      *ocsLab     // optical circuit switches (ocs_lab.go)
+	reactor  *reactorLab // the REACToR fabric and its hosts (reactor_lab.go)
 }
 
 // The default bench (issue: "one fibre per transceiver type, each through
@@ -114,6 +115,9 @@ func DefaultInventory() *inventory.Inventory {
 	inv, err := benchInventory("tcp://127.0.0.1:5025", "serial:///dev/simlab-voa2?baud=9600", "http://127.0.0.1:8080", placeholderSwitches())
 	if err == nil {
 		inv, err = defaultOCSInventory(inv)
+	}
+	if err == nil {
+		inv, err = defaultReactorInventory(inv)
 	}
 	if err != nil {
 		panic(err) // the built-in layout is a constant; a failure is a bug
@@ -258,6 +262,9 @@ func StartDefault(opts Options) (lab *Lab, err error) {
 		return nil, err
 	}
 	if err := l.startOCS(opts); err != nil {
+		return nil, err
+	}
+	if err := l.startReactor(opts); err != nil {
 		return nil, err
 	}
 	if opts.Log != nil {
