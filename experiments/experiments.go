@@ -7,10 +7,11 @@ import (
 	"testbed/experiments/fct"
 	"testbed/experiments/losssweep"
 	"testbed/experiments/ocscharacterize"
+	"testbed/experiments/reactor"
 	"testbed/orchestrator"
 )
 
 // Registry returns every recipe.
 func Registry() *orchestrator.Registry {
-	return orchestrator.NewRegistry(attsweep.New(), losssweep.New(), backpressure.New(), ocscharacterize.New(), fct.New())
+	return orchestrator.NewRegistry(attsweep.New(), losssweep.New(), backpressure.New(), ocscharacterize.New(), fct.New(), reactor.NewReconfig())
 }

@@ -238,20 +238,21 @@ func (f *ReactorFabric) stepLocked() bool {
 	st := f.o.OCS.Status()
 	active := st.State == "running" || st.State == "armed"
 	if r := f.run; r != nil && !r.ended && r.stopAt < 0 && (!active || st.Start != r.start) {
-		// The switch stopped (or restarted): the data plane stops where
-		// the run was last seen running.
 		r.stopAt = max(0, r.lastSeen-r.start)
 	}
 	if r := f.run; r != nil && !r.ended && r.stopAt >= 0 {
-		if !f.advanceLocked(r, r.stopAt, f.o.Tick) {
-			return true
+		// The switch stopped (or restarted): the data plane stops where
+		// it got to, or where the switch was last seen running if that
+		// is earlier. (Catching up with the switch would only simulate
+		// traffic that nobody can ask about any more.)
+		if r.model != nil && r.model.Now() > r.stopAt {
+			r.stopAt = r.model.Now()
 		}
 		r.ended = true
 		if r.model != nil {
 			r.end = r.model.Now()
 		}
 		f.log.Info("reactor run ended", "fabric", f.o.Name, "run", r.num, "at", r.start+r.end)
-		return false
 	}
 	if active && st.Schedule != nil && (f.run == nil || f.run.ended) && (f.run == nil || f.run.start != st.Start) {
 		f.startRunLocked(st)
@@ -492,7 +493,7 @@ func (f *ReactorFabric) snapshot(r *fabricRun) {
 	if !slices.Contains(r.checks, now) {
 		return
 	}
-	var res *reactormodel.Result
+	var cs []reactormodel.Counters
 	for i, fl := range r.flows {
 		if fl.measTo == 0 {
 			continue
@@ -502,11 +503,10 @@ func (f *ReactorFabric) snapshot(r *fabricRun) {
 			dst **reactormodel.Counters
 		}{{fl.measFrom - r.start, &fl.from}, {fl.measTo - r.start, &fl.to}} {
 			if x.at == now && *x.dst == nil {
-				if res == nil {
-					rr := r.model.Result()
-					res = &rr
+				if cs == nil {
+					cs = r.model.FlowCounters()
 				}
-				c := res.Flows[i].Counters
+				c := cs[i]
 				*x.dst = &c
 			}
 		}
@@ -544,18 +544,17 @@ type FabricFlow struct {
 func (f *ReactorFabric) flowsLocked() []FabricFlow {
 	now, r := f.dataNow()
 	var out []FabricFlow
-	var res *reactormodel.Result
+	var cs []reactormodel.Counters
 	if r != nil && r.model != nil {
-		rr := r.model.Result()
-		res = &rr
+		cs = r.model.FlowCounters()
 	}
 	add := func(fl *fabricFlow, idx int) {
 		x := FabricFlow{ID: fl.id, Src: fl.src, Dst: fl.dst, Start: fl.start, Stop: fl.stop, MeasFrom: fl.measFrom, MeasTo: fl.measTo, State: "waiting"}
 		if fl.run != nil {
 			x.Run = fl.run.num
 		}
-		if res != nil && idx >= 0 && idx < len(res.Flows) {
-			c := res.Flows[idx].Counters
+		if idx >= 0 && idx < len(cs) {
+			c := cs[idx]
 			x.Delivered, x.Payload = c.Delivered, c.Delivered*fl.payload
 			x.Offered = c.Offered + c.Written
 		}
@@ -621,12 +620,27 @@ func (f *ReactorFabric) Err() error {
 	return f.run.err
 }
 
-// addFlowsLocked registers flows; a run under way is rebuilt with them.
-func (f *ReactorFabric) addFlowsLocked(fls []*fabricFlow) error {
-	now, r := f.dataNow()
-	if r != nil && r.ended {
-		r = nil
+// liveRunLocked is the run under way, or nil when the switch runs no
+// schedule now (a run the switch has left is marked to stop where it was
+// last seen running).
+func (f *ReactorFabric) liveRunLocked() *fabricRun {
+	r := f.run
+	if r == nil || r.ended || r.stopAt >= 0 {
+		return nil
 	}
+	st := f.o.OCS.Status()
+	if (st.State != "running" && st.State != "armed") || st.Start != r.start {
+		r.stopAt = max(0, r.lastSeen-r.start)
+		return nil
+	}
+	return r
+}
+
+// addFlowsLocked registers flows; a run under way is rebuilt with them,
+// otherwise they wait for the next.
+func (f *ReactorFabric) addFlowsLocked(fls []*fabricFlow) error {
+	now, _ := f.dataNow()
+	r := f.liveRunLocked()
 	for _, fl := range fls {
 		if fl.start < now {
 			fl.start = now

@@ -401,12 +401,15 @@ func (c *ReactorHostControl) stopFlowsLocked() {
 	if r == nil {
 		return
 	}
+	// A run the switch still plays is replayed with the flows stopped now;
+	// one it has left stops where it was last seen anyway.
+	live := f.liveRunLocked() == r
 	changed := false
 	for _, fl := range r.flows {
 		if fl.src == c.i || fl.dst == c.i {
 			fl.hidden = true
 		}
-		if fl.src == c.i && !r.ended && (fl.stop == 0 || fl.stop > now) {
+		if fl.src == c.i && live && (fl.stop == 0 || fl.stop > now) {
 			fl.stop, changed = max(now, fl.start+1), true
 		}
 	}

@@ -827,3 +827,25 @@ func TestPermutedReordersEachPeriod(t *testing.T) {
 	}
 	within(t, "duty cycle", r.DutyCycle, 0.86, 0.001)
 }
+
+// FlowCounters are Result's per-flow counters from the start.
+func TestFlowCountersAreResultsFromTheStart(t *testing.T) {
+	p := Defaults()
+	p.Scheduler = Fixed(roundRobin(t, p))
+	m, err := New(p, AllToAll(p.Hosts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.RunPeriods(3); err != nil {
+		t.Fatal(err)
+	}
+	cs, r := m.FlowCounters(), m.Result()
+	if len(cs) != len(r.Flows) || len(cs) != p.Hosts*(p.Hosts-1) {
+		t.Fatalf("%d counters, %d flows", len(cs), len(r.Flows))
+	}
+	for i := range cs {
+		if cs[i] != r.Flows[i].Counters || cs[i].Delivered <= 0 {
+			t.Fatalf("flow %d: %+v, result %+v", i, cs[i], r.Flows[i].Counters)
+		}
+	}
+}

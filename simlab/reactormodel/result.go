@@ -163,6 +163,17 @@ func (m *Model) Result() Result {
 	return r
 }
 
+// FlowCounters returns every flow's counters since the model's start, in
+// the order the flows were given: what Result reports per flow, without
+// building the rest of a Result (the simulated lab reads it often).
+func (m *Model) FlowCounters() []Counters {
+	out := make([]Counters, len(m.flows))
+	for i, f := range m.flows {
+		out[i] = f.c
+	}
+	return out
+}
+
 // Run builds a model, runs warmup periods, then measures periods more.
 func Run(p Params, flows []Flow, warmup, periods int) (Result, error) {
 	if warmup < 0 || periods < 1 {

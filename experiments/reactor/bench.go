@@ -1,0 +1,473 @@
+// Package reactor holds the REACToR recipes (Liu et al., "Circuit
+// Switching Under the Radar with REACToR", NSDI 2014): reactor-reconfig
+// (§5.2) and reactor-hybrid (§5.4). They drive a microsecond optical
+// circuit switch through its driver (instruments/ocs) and the hosts of a
+// hybrid ToR through their agents' REACToR host control (hostagent,
+// /v1/reactor/); the recipe plays the REACToR controller: it computes
+// the schedules (package sched), loads them into the switch, hands each
+// host its classes, schedule and heartbeat, and starts and measures the
+// flows.
+package reactor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"testbed/experiments/ocscharacterize"
+	"testbed/experiments/reactor/sched"
+	"testbed/hostagent"
+	"testbed/instruments/ocs"
+	"testbed/inventory"
+	o "testbed/orchestrator"
+)
+
+// Host is one host of a hybrid ToR as the inventory describes it.
+type Host struct {
+	Name  string
+	Iface string
+	Addr  netip.Addr
+	// Port is the switch port (input and output) the host is on.
+	Port int
+	// LinkBps is its link's rate; EPSBps what the ToR's packet switch
+	// carries at its port (option reactor_eps_gbps, default the link's).
+	LinkBps, EPSBps float64
+	Reactor         string
+}
+
+// Lab is what a REACToR recipe runs on: a microsecond switch and hosts on
+// its ports.
+type Lab struct {
+	OCS   string
+	Hosts []Host
+}
+
+// Bind finds the hosts of a hybrid ToR: hosts with the option reactor
+// (the named one, or any) whose link ends on a port of one microsecond
+// switch (the named one, or the hosts' only one), in port order, n of
+// them (0: all). It says precisely what is missing when the lab does not
+// fit.
+func Bind(pc *o.PlanContext, ocsName, reactorName string, n int) (Lab, []o.Binding, error) {
+	inv := pc.Lab
+	var why []string
+	bySwitch := map[string][]Host{}
+	for _, name := range inv.DeviceNames() {
+		d, _ := inv.Device(name)
+		if d.Kind != "host" || d.Options["reactor"] == "" || (reactorName != "" && d.Options["reactor"] != reactorName) {
+			continue
+		}
+		h, sw, err := hostOf(inv, d)
+		if err != nil {
+			why = append(why, "  "+err.Error())
+			continue
+		}
+		if ocsName != "" && sw != ocsName {
+			continue
+		}
+		bySwitch[sw] = append(bySwitch[sw], h)
+	}
+	var switches []string
+	for sw := range bySwitch {
+		switches = append(switches, sw)
+	}
+	sort.Strings(switches)
+	if len(switches) == 0 {
+		msg := fmt.Sprintf("the lab in %s cannot serve this recipe: it needs hosts with the option reactor", inv.Path)
+		if reactorName != "" {
+			msg += "=" + reactorName
+		}
+		msg += " whose link ends on a port of a microsecond circuit switch"
+		if ocsName != "" {
+			msg += " (" + ocsName + ")"
+		}
+		if len(why) > 0 {
+			msg += "; none fits:\n" + strings.Join(why, "\n")
+		} else {
+			msg += "; it has none (see inventory/README.md, \"Hosts on an optical circuit switch\")"
+		}
+		return Lab{}, nil, o.Inputf("%s", msg)
+	}
+	if len(switches) > 1 && ocsName == "" {
+		return Lab{}, nil, o.Inputf("hosts of a REACToR hang off several switches (%s): choose one with --set ocs=...", strings.Join(switches, ", "))
+	}
+	sw := switches[0]
+	dev, bind, err := ocscharacterize.BindSwitch(inv, sw)
+	if err != nil {
+		return Lab{}, nil, err
+	}
+	hosts := bySwitch[sw]
+	sort.Slice(hosts, func(i, j int) bool { return hosts[i].Port < hosts[j].Port })
+	if n == 0 {
+		n = len(hosts)
+	}
+	if n < 2 || n > len(hosts) {
+		return Lab{}, nil, o.Inputf("hosts=%d: %s has %d REACToR hosts (%s); at least 2 are needed", n, dev.Name, len(hosts), names(hosts))
+	}
+	hosts = hosts[:n]
+	for _, h := range hosts[1:] {
+		if h.LinkBps != hosts[0].LinkBps {
+			return Lab{}, nil, o.Inputf("hosts %s and %s have links of %g and %g b/s: a REACToR's circuits run at one rate", hosts[0].Name, h.Name, hosts[0].LinkBps, h.LinkBps)
+		}
+	}
+	binds := []o.Binding{bind}
+	for _, h := range hosts {
+		binds = append(binds, o.Binding{Role: "host", Resource: h.Name, Detail: fmt.Sprintf("%s %s on %s port %d, %g Gb/s, EPS %g Gb/s", h.Iface, h.Addr, sw, h.Port, h.LinkBps/1e9, h.EPSBps/1e9)})
+	}
+	return Lab{OCS: sw, Hosts: hosts}, binds, nil
+}
+
+func names(hs []Host) string {
+	var s []string
+	for _, h := range hs {
+		s = append(s, h.Name)
+	}
+	return strings.Join(s, ", ")
+}
+
+// hostOf reads a REACToR host's link to its switch.
+func hostOf(inv *inventory.Inventory, d *inventory.Device) (Host, string, error) {
+	h := Host{Name: d.Name, Reactor: d.Options["reactor"]}
+	for _, l := range inv.Links {
+		for _, e := range [][2]inventory.Endpoint{{l.A, l.B}, {l.B, l.A}} {
+			self, peer := e[0], e[1]
+			pd, ok := inv.Device(peer.Device)
+			if self.Device != d.Name || !ok || pd.Kind != "ocs" {
+				continue
+			}
+			if !slices.Contains(ocscharacterize.SchedulingDrivers(), pd.Driver) {
+				return h, "", fmt.Errorf("%s: its link %s ends on %s (%s), which runs no schedules", d.Name, l.Name, pd.Name, pd.Driver)
+			}
+			port, err := strconv.Atoi(peer.Port)
+			if err != nil || port < 1 {
+				return h, "", fmt.Errorf("%s: link %s ends on %s port %q, expected a number from 1", d.Name, l.Name, pd.Name, peer.Port)
+			}
+			t, ok := inventory.LookupTransceiver(l.Transceiver)
+			if !ok {
+				return h, "", fmt.Errorf("%s: link %s: unknown transceiver %q", d.Name, l.Name, l.Transceiver)
+			}
+			addr := d.Ports[self.Port]
+			a, err := hostAddr(addr)
+			if err != nil {
+				return h, "", fmt.Errorf("%s: port %s: its address %q (ports: {%s: <address>/<prefix length>}): %v", d.Name, self.Port, addr, self.Port, err)
+			}
+			h.Iface, h.Addr, h.Port, h.LinkBps, h.EPSBps = self.Port, a, port, t.RateBps, t.RateBps
+			if v := d.Options["reactor_eps_gbps"]; v != "" {
+				g, err := strconv.ParseFloat(v, 64)
+				if err != nil || g < 0 {
+					return h, "", fmt.Errorf("%s: option reactor_eps_gbps=%q is not a rate in Gb/s", d.Name, v)
+				}
+				h.EPSBps = g * 1e9
+			}
+			return h, pd.Name, nil
+		}
+	}
+	return h, "", fmt.Errorf("%s: no link from it to an ocs port", d.Name)
+}
+
+// hostAddr reads an interface's address, with or without its prefix
+// length ("10.20.0.1/24").
+func hostAddr(s string) (netip.Addr, error) {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Addr(), nil
+	}
+	return netip.ParseAddr(s)
+}
+
+// Devices lists the lab's devices, switch first.
+func (l Lab) Devices() []string {
+	out := []string{l.OCS}
+	for _, h := range l.Hosts {
+		out = append(out, h.Name)
+	}
+	return out
+}
+
+// Run is a REACToR lab opened for a run: the switch and the hosts' agents.
+type Run struct {
+	Lab
+	RC     *o.RunContext
+	Switch ocs.CircuitSwitch
+	Sched  ocs.Scheduler
+	Agents []*hostagent.Client
+	// Sinks are where each host's flows go (host:port).
+	Sinks []string
+}
+
+// Open opens the switch (registering its return to dark) and every
+// host's agent (registering the removal of its classes and flows).
+func Open(ctx context.Context, rc *o.RunContext, l Lab) (*Run, error) {
+	if err := rc.DarkOCSOnExit(l.OCS); err != nil {
+		return nil, err
+	}
+	cs, err := rc.OCS(l.OCS)
+	if err != nil {
+		return nil, err
+	}
+	s, err := ocs.AsScheduler(cs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", l.OCS, err)
+	}
+	r := &Run{Lab: l, RC: rc, Switch: cs, Sched: s, Agents: make([]*hostagent.Client, len(l.Hosts)), Sinks: make([]string, len(l.Hosts))}
+	if p := s.Constraints().Ports; p.Inputs < len(l.Hosts) {
+		return nil, fmt.Errorf("%s has %s ports for %d hosts", l.OCS, p, len(l.Hosts))
+	}
+	err = r.each(ctx, func(ctx context.Context, i int, h Host) error {
+		a, err := rc.HostAgent(ctx, h.Name)
+		if err != nil {
+			return err
+		}
+		c := hostagent.NewClient(a.Client, a.BaseURL)
+		st, err := c.Reactor(ctx)
+		if err != nil {
+			return fmt.Errorf("%s: %w", h.Name, err)
+		}
+		if !st.Available {
+			return fmt.Errorf("%s: REACToR host control is not available: %s", h.Name, st.Reason)
+		}
+		sink, err := c.ReactorStartSink(ctx, hostagent.ReactorSinkRequest{Listen: netip.AddrPortFrom(h.Addr, 0).String()})
+		if err != nil {
+			return fmt.Errorf("%s: start the traffic sink: %w", h.Name, err)
+		}
+		r.Agents[i], r.Sinks[i] = c, netip.AddrPortFrom(h.Addr, uint16(sink.Port)).String()
+		if rc.FirstTouch("reactor/" + h.Name) {
+			rc.PushUndo("remove the REACToR classes and flows of "+h.Name, h.Name, func(ctx context.Context) error { return c.ReactorTeardown(ctx) })
+		}
+		return nil
+	})
+	return r, err
+}
+
+// each runs f for every host at once and joins the errors.
+func (r *Run) each(ctx context.Context, f func(ctx context.Context, i int, h Host) error) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(r.Hosts))
+	sem := make(chan struct{}, 8)
+	for i, h := range r.Hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			errs[i] = f(ctx, i, h)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Each runs f for every host's agent at once.
+func (r *Run) Each(ctx context.Context, f func(ctx context.Context, i int, h Host, c *hostagent.Client) error) error {
+	return r.each(ctx, func(ctx context.Context, i int, h Host) error {
+		if err := f(ctx, i, h, r.Agents[i]); err != nil {
+			return fmt.Errorf("%s: %w", h.Name, err)
+		}
+		return nil
+	})
+}
+
+// Setup gives every host a class per other host and its EPS rate.
+func (r *Run) Setup(ctx context.Context, epsBps float64) error {
+	return r.Each(ctx, func(ctx context.Context, i int, h Host, c *hostagent.Client) error {
+		s := hostagent.ReactorSetup{Interface: h.Iface, EPSBps: epsBps, PFC: len(r.Hosts) <= 8, LinkBps: h.LinkBps}
+		for j, d := range r.Hosts {
+			if j != i {
+				s.Destinations = append(s.Destinations, hostagent.ReactorDestination{Name: d.Name, Address: d.Addr.String()})
+			}
+		}
+		_, err := c.ReactorSetup(ctx, s)
+		return err
+	})
+}
+
+// Constraints are the switch's and hosts' scheduling constraints.
+func (r *Run) Constraints(period, night, minSlot time.Duration, epsBps float64) sched.Constraints {
+	return sched.Constraints{N: len(r.Hosts), Period: period, Delta: night, MinSlot: minSlot, LinkRate: r.Hosts[0].LinkBps, EPSRate: epsBps}
+}
+
+// ToSwitch turns a schedule over host indices into the switch's.
+func (r *Run) ToSwitch(s sched.Schedule) ocs.Schedule {
+	out := ocs.Schedule{Period: s.Period, Night: s.Delta}
+	for _, sl := range s.Slots {
+		var c ocs.Configuration
+		for i, j := range sl.Perm {
+			if j != sched.Dark {
+				c = append(c, ocs.Circuit{In: r.Hosts[i].Port, Out: r.Hosts[j].Port})
+			}
+		}
+		out.Slots = append(out.Slots, ocs.Slot{Duration: sl.Duration, Circuits: c.Sorted()})
+	}
+	return out
+}
+
+// HostSchedule is host i's part of a schedule (§3.4's first message).
+func (r *Run) HostSchedule(i int, period int64, start time.Duration, s sched.Schedule) hostagent.ReactorSchedule {
+	out := hostagent.ReactorSchedule{Period: period, StartNs: int64(start), PeriodNs: int64(s.Period), NightNs: int64(s.Delta)}
+	for _, sl := range s.Slots {
+		x := hostagent.ReactorSlot{DurationNs: int64(sl.Duration)}
+		if j := sl.Perm[i]; j != sched.Dark {
+			x.Dst = r.Hosts[j].Name
+		}
+		out.Slots = append(out.Slots, x)
+	}
+	return out
+}
+
+// Announce hands every host its part of period's schedule and the
+// period's heartbeat.
+func (r *Run) Announce(ctx context.Context, period int64, start time.Duration, s sched.Schedule) error {
+	return r.Each(ctx, func(ctx context.Context, i int, h Host, c *hostagent.Client) error {
+		if err := c.ReactorSchedule(ctx, r.HostSchedule(i, period, start, s)); err != nil {
+			return err
+		}
+		_, err := c.ReactorHeartbeat(ctx, hostagent.ReactorHeartbeat{Period: period, StartNs: int64(start)})
+		return err
+	})
+}
+
+// WaitClock waits until the switch's clock reaches t, asking it: with
+// sleeps while t is far, and without in its last few milliseconds (a
+// timer can wake a millisecond late, most of a slot).
+func (r *Run) WaitClock(ctx context.Context, t time.Duration) error {
+	for {
+		now, err := r.Sched.Clock(ctx)
+		if err != nil {
+			return err
+		}
+		if now >= t {
+			return nil
+		}
+		if t-now < 3*time.Millisecond {
+			if err := context.Cause(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(min(t-now-2*time.Millisecond, 20*time.Millisecond)):
+		}
+	}
+}
+
+// Received waits until every host's data plane has passed t and returns
+// the flows each received.
+func (r *Run) Received(ctx context.Context, t time.Duration) ([][]hostagent.ReactorFlow, error) {
+	out := make([][]hostagent.ReactorFlow, len(r.Hosts))
+	err := r.Each(ctx, func(ctx context.Context, i int, h Host, c *hostagent.Client) error {
+		fs, err := c.ReactorWaitClock(ctx, int64(t), 10*time.Millisecond)
+		out[i] = fs.Received
+		return err
+	})
+	return out, err
+}
+
+// Nights reads the switch's record from since until it holds nothing
+// more, keeping the nights that began in [from, to).
+func (r *Run) Nights(ctx context.Context, since uint64, from, to time.Duration) ([]ocs.Night, uint64, error) {
+	var out []ocs.Night
+	for {
+		nl, err := r.Sched.Nights(ctx, since)
+		if err != nil {
+			return out, since, err
+		}
+		for _, n := range nl.Nights {
+			if n.Start >= from && n.Start < to {
+				out = append(out, n)
+			}
+		}
+		since = max(since, nl.Next)
+		if len(nl.Nights) < 4096 {
+			return out, since, nil
+		}
+	}
+}
+
+// RecordSince is where the switch's record stands now.
+func (r *Run) RecordSince(ctx context.Context) (uint64, error) {
+	var since uint64
+	for {
+		nl, err := r.Sched.Nights(ctx, since)
+		if err != nil {
+			return 0, err
+		}
+		since = max(since, nl.Next)
+		if len(nl.Nights) < 4096 {
+			return since, nil
+		}
+	}
+}
+
+// Windows reads every host's circuit windows up to until: it asks again
+// while the host has more and has not reached until (a host's log grows
+// while the schedule runs; this does not chase it).
+func (r *Run) Windows(ctx context.Context, until time.Duration) ([][]hostagent.ReactorWindow, error) {
+	out := make([][]hostagent.ReactorWindow, len(r.Hosts))
+	err := r.Each(ctx, func(ctx context.Context, i int, h Host, c *hostagent.Client) error {
+		var since uint64
+		for {
+			ws, err := c.ReactorWindows(ctx, since)
+			if err != nil {
+				return err
+			}
+			out[i] = append(out[i], ws.Windows...)
+			if len(ws.Windows) == 0 || ws.Next == since || ws.ClockNs >= int64(until) {
+				return nil
+			}
+			since = ws.Next
+		}
+	})
+	return out, err
+}
+
+// Start loads s into the switch and starts it at the first multiple of
+// its period at least margin from now, after registering the flows each
+// host's flows(start) returns; the flows wait for the schedule.
+func (r *Run) Start(ctx context.Context, s ocs.Schedule, margin time.Duration, flows func(i int, start time.Duration) []hostagent.ReactorFlowRequest) (time.Duration, error) {
+	if err := r.Switch.Dark(ctx); err != nil {
+		return 0, err
+	}
+	now, err := r.Sched.Clock(ctx)
+	if err != nil {
+		return 0, err
+	}
+	start := ((now+margin)/s.Period + 1) * s.Period
+	if err := r.Each(ctx, func(ctx context.Context, i int, h Host, c *hostagent.Client) error {
+		if err := c.ReactorStopFlows(ctx); err != nil {
+			return err
+		}
+		if fs := flows(i, start); len(fs) > 0 {
+			_, err := c.ReactorStartFlows(ctx, fs...)
+			return err
+		}
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	if err := r.Sched.LoadSchedule(ctx, s); err != nil {
+		return 0, err
+	}
+	if now, err = r.Sched.Clock(ctx); err == nil && now >= start-time.Millisecond {
+		return 0, fmt.Errorf("%s: registering the flows took until %v on the switch's clock, past the start planned at %v: raise start_margin", r.OCS, now, start)
+	}
+	got, err := r.Sched.StartSchedule(ctx, ocs.StartAt{At: start})
+	if err != nil {
+		return 0, err
+	}
+	return got, nil
+}
+
+// Stop stops the switch's schedule and every host's flows.
+func (r *Run) Stop(ctx context.Context) error {
+	err := r.Sched.StopSchedule(ctx)
+	return errors.Join(err, r.Each(ctx, func(ctx context.Context, i int, h Host, c *hostagent.Client) error {
+		return c.ReactorStopFlows(ctx)
+	}))
+}
