@@ -62,7 +62,8 @@ type ReactorSetup struct {
 	PFC bool `json:"pfc"`
 	// LinkBps is the interface's rate (0: read from the interface).
 	LinkBps float64 `json:"link_bps,omitempty"`
-	// EPSBps limits the EPS class (the packet switch's share, §3.2).
+	// EPSBps limits the EPS class (the packet switch's share, §3.2); 0:
+	// the host sends nothing to a packet switch (a pure circuit ToR).
 	EPSBps float64 `json:"eps_bps"`
 	// Destinations: one class each, in order.
 	Destinations []ReactorDestination `json:"destinations"`
@@ -263,9 +264,11 @@ type ReactorFlow struct {
 	// DeliveredBytes: payload that reached the receiver.
 	DeliveredBytes int64 `json:"delivered_bytes"`
 	// MeasuredBytes: payload the receiver got within the measurement
-	// interval; Measured once the interval is over.
-	MeasuredBytes int64 `json:"measured_bytes"`
-	Measured      bool  `json:"measured"`
+	// interval; MeasuredSentBytes what the sender's application offered
+	// in it (on the sender's side); Measured once the interval is over.
+	MeasuredBytes     int64 `json:"measured_bytes"`
+	MeasuredSentBytes int64 `json:"measured_sent_bytes"`
+	Measured          bool  `json:"measured"`
 	// GoodputBps is MeasuredBytes over the interval, once measured.
 	GoodputBps float64 `json:"goodput_bps,omitempty"`
 	Error      string  `json:"error,omitempty"`
@@ -303,8 +306,8 @@ func (s ReactorSetup) Check() error {
 	if !(s.LinkBps >= 0) || math.IsInf(s.LinkBps, 0) {
 		errs = append(errs, fmt.Errorf("link_bps %g: expected a rate >= 0 (0: the interface's)", s.LinkBps))
 	}
-	if !(s.EPSBps > 0) || math.IsInf(s.EPSBps, 0) || (s.LinkBps > 0 && s.EPSBps > s.LinkBps) {
-		errs = append(errs, fmt.Errorf("eps_bps %g: expected a positive rate of at most the link's", s.EPSBps))
+	if !(s.EPSBps >= 0) || math.IsInf(s.EPSBps, 0) || (s.LinkBps > 0 && s.EPSBps > s.LinkBps) {
+		errs = append(errs, fmt.Errorf("eps_bps %g: expected a rate of at most the link's (0: a pure circuit ToR)", s.EPSBps))
 	}
 	if len(s.Destinations) == 0 || len(s.Destinations) > maxReactorClasses {
 		errs = append(errs, fmt.Errorf("%d destinations: expected 1..%d", len(s.Destinations), maxReactorClasses))

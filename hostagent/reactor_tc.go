@@ -275,6 +275,9 @@ func (r *tcReactor) Setup(ctx context.Context, s ReactorSetup) error {
 	if s.EPSBps > s.LinkBps {
 		return apiErr(KindBadRequest, "eps_bps %g is above the link's %g b/s", s.EPSBps, s.LinkBps)
 	}
+	if s.EPSBps < 8 {
+		return apiErr(KindBadRequest, "eps_bps %g: an htb class needs a rate of at least 8 bit/s; on a Linux host the EPS class keeps one (limit it to 8 for next to nothing)", s.EPSBps)
+	}
 	if s.PFC {
 		if err := r.pfcCheck(ctx, s.Interface, len(s.Destinations)); err != nil {
 			return err

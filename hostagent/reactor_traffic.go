@@ -54,9 +54,9 @@ type traffic struct {
 
 type sentFlow struct {
 	ReactorFlow
-	sent int64
-	err  string
-	done bool
+	sent, measured int64
+	err            string
+	done           bool
 }
 
 type recvFlow struct {
@@ -298,8 +298,12 @@ func (t *traffic) send(ctx context.Context, f *sentFlow) {
 			n = int(min(allowed, int64(len(buf))))
 		}
 		w, err := c.Write(buf[:n])
+		now := t.clock()
 		t.mu.Lock()
 		f.sent += int64(w)
+		if f.MeasureToNs != 0 && now >= f.MeasureFromNs && now < f.MeasureToNs {
+			f.measured += int64(w)
+		}
 		t.mu.Unlock()
 		if err != nil {
 			if ctx.Err() == nil {
@@ -321,7 +325,8 @@ func (t *traffic) list() ReactorFlows {
 	out := ReactorFlows{ClockNs: now}
 	for _, f := range t.sent {
 		x := f.ReactorFlow
-		x.SentBytes, x.Error = f.sent, f.err
+		x.SentBytes, x.MeasuredSentBytes, x.Error = f.sent, f.measured, f.err
+		x.Measured = x.MeasureToNs != 0 && now >= x.MeasureToNs
 		switch {
 		case f.done:
 			x.State = FlowStopped

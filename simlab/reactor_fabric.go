@@ -140,6 +140,7 @@ type fabricRun struct {
 	stopAt   time.Duration // run time the switch stopped at; -1 while it runs
 	err      error
 	missed   int // periods decided without an observation of the switch
+	maxStep  time.Duration
 }
 
 // NewReactorFabric builds a fabric and starts its pump.
@@ -325,6 +326,11 @@ func (f *ReactorFabric) startRunLocked(st OCSStatus) {
 		f.addChecks(r, fl)
 	}
 	f.pending = nil
+	for _, fl := range r.flows {
+		if fl.kind == reactormodel.Bulk {
+			r.maxStep = 20 * time.Microsecond
+		}
+	}
 	for i, h := range f.hosts {
 		for dst, bps := range h.limits {
 			r.events = append(r.events, epsEvent{at: 0, host: i, dst: dst, bps: bps})
@@ -356,11 +362,18 @@ func (f *ReactorFabric) params(r *fabricRun) reactormodel.Params {
 		Delta:    g.Max,
 		MinSlot:  time.Nanosecond,
 		Gap:      reactormodel.GapLaw{Mean: g.Mean, SD: g.SD, Min: g.Min, Max: g.Max},
-		// The ACK clock is sampled every 20 us whatever flows there are,
-		// so that a replay with more flows steps as the first run did.
-		MaxStep:      20 * time.Microsecond,
+		// The ACK clock of bulk flows is sampled every 20 us; the step is
+		// fixed when the run starts, so that a replay with more flows
+		// steps as the first run did. Paced flows alone need no bound
+		// (the fluid is exact between events, and finer steps change
+		// nothing).
+		MaxStep:      r.maxStep,
 		ScheduleLead: min(100*time.Microsecond, r.period/2),
-		Seed:         f.o.Seed ^ uint64(r.num)*0x9e3779b97f4a7c15,
+		// The ToR's §3.3 rate limits estimate the EPS load from the
+		// hosts' declared flows, a demand oracle as the prototype and
+		// §5.4 had.
+		Demand: reactormodel.Oracle,
+		Seed:   f.o.Seed ^ uint64(r.num)*0x9e3779b97f4a7c15,
 	}
 	p.Scheduler = reactormodel.SchedulerFunc(func(period int64, _ sched.Demand, _ sched.Constraints) (sched.Schedule, error) {
 		return f.scheduleFor(r, period), nil
@@ -535,6 +548,7 @@ type FabricFlow struct {
 	Payload            float64 // payload bytes delivered so far
 	Measured           bool
 	MeasuredPayload    float64
+	MeasuredOffered    float64 // payload the application offered in the interval
 	Run                int
 	State              string
 }
@@ -569,6 +583,7 @@ func (f *ReactorFabric) flowsLocked() []FabricFlow {
 		if fl.from != nil && fl.to != nil {
 			x.Measured = true
 			x.MeasuredPayload = (fl.to.Delivered - fl.from.Delivered) * fl.payload
+			x.MeasuredOffered = (fl.to.Offered + fl.to.Written - fl.from.Offered - fl.from.Written) * fl.payload
 		}
 		out = append(out, x)
 	}

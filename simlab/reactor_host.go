@@ -369,7 +369,8 @@ func (c *ReactorHostControl) Flows(ctx context.Context) (hostagent.ReactorFlows,
 			continue
 		}
 		rf := hostagent.ReactorFlow{ID: x.ID, Src: f.hosts[x.Src].name, ReactorFlowRequest: fl.req, State: x.State,
-			SentBytes: int64(x.Offered * fl.payload), DeliveredBytes: int64(x.Payload), MeasuredBytes: int64(x.MeasuredPayload), Measured: x.Measured}
+			SentBytes: int64(x.Offered * fl.payload), DeliveredBytes: int64(x.Payload), MeasuredBytes: int64(x.MeasuredPayload),
+			MeasuredSentBytes: int64(x.MeasuredOffered), Measured: x.Measured}
 		rf.StartNs, rf.StopNs = ns(fl.start), ns(fl.stop)
 		if x.Measured {
 			rf.GoodputBps = x.MeasuredPayload * 8 / (fl.measTo - fl.measFrom).Seconds()

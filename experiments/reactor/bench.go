@@ -27,6 +27,7 @@ import (
 	"testbed/instruments/ocs"
 	"testbed/inventory"
 	o "testbed/orchestrator"
+	"testbed/results"
 )
 
 // Host is one host of a hybrid ToR as the inventory describes it.
@@ -429,39 +430,72 @@ func (r *Run) Windows(ctx context.Context, until time.Duration) ([][]hostagent.R
 
 // Start loads s into the switch and starts it at the first multiple of
 // its period at least margin from now, after registering the flows each
-// host's flows(start) returns; the flows wait for the schedule.
+// host's flows(start) returns; the flows wait for the schedule. When the
+// hosts took longer than margin to take their flows (a busy machine), it
+// tries again with twice the margin, up to three times.
 func (r *Run) Start(ctx context.Context, s ocs.Schedule, margin time.Duration, flows func(i int, start time.Duration) []hostagent.ReactorFlowRequest) (time.Duration, error) {
 	if err := r.Switch.Dark(ctx); err != nil {
-		return 0, err
-	}
-	now, err := r.Sched.Clock(ctx)
-	if err != nil {
-		return 0, err
-	}
-	start := ((now+margin)/s.Period + 1) * s.Period
-	if err := r.Each(ctx, func(ctx context.Context, i int, h Host, c *hostagent.Client) error {
-		if err := c.ReactorStopFlows(ctx); err != nil {
-			return err
-		}
-		if fs := flows(i, start); len(fs) > 0 {
-			_, err := c.ReactorStartFlows(ctx, fs...)
-			return err
-		}
-		return nil
-	}); err != nil {
 		return 0, err
 	}
 	if err := r.Sched.LoadSchedule(ctx, s); err != nil {
 		return 0, err
 	}
-	if now, err = r.Sched.Clock(ctx); err == nil && now >= start-time.Millisecond {
-		return 0, fmt.Errorf("%s: registering the flows took until %v on the switch's clock, past the start planned at %v: raise start_margin", r.OCS, now, start)
+	for attempt := 0; ; attempt++ {
+		start, late, err := r.register(ctx, s.Period, margin, flows)
+		if err != nil {
+			return 0, err
+		}
+		if late == "" {
+			return r.Sched.StartSchedule(ctx, ocs.StartAt{At: start})
+		}
+		if attempt == 3 {
+			return 0, fmt.Errorf("%s: %s, even with a start margin of %v: raise start_margin", r.OCS, late, margin)
+		}
+		r.RC.Event(results.Event{Type: "change", Device: r.OCS, Message: fmt.Sprintf("%s; trying again with a start margin of %v", late, 2*margin)})
+		margin *= 2
 	}
-	got, err := r.Sched.StartSchedule(ctx, ocs.StartAt{At: start})
+}
+
+// register hands the hosts their flows for a run that starts margin from
+// now; late says why the start must move (the hosts were too slow).
+func (r *Run) register(ctx context.Context, period, margin time.Duration, flows func(i int, start time.Duration) []hostagent.ReactorFlowRequest) (time.Duration, string, error) {
+	now, err := r.Sched.Clock(ctx)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
-	return got, nil
+	start := ((now+margin)/period + 1) * period
+	var mu sync.Mutex
+	var late string
+	err = r.Each(ctx, func(ctx context.Context, i int, h Host, c *hostagent.Client) error {
+		if err := c.ReactorStopFlows(ctx); err != nil {
+			return err
+		}
+		fs := flows(i, start)
+		if len(fs) == 0 {
+			return nil
+		}
+		_, err := c.ReactorStartFlows(ctx, fs...)
+		var ae *hostagent.APIError
+		if errors.As(err, &ae) && ae.Kind == hostagent.KindConflict {
+			mu.Lock()
+			late = ae.Message
+			mu.Unlock()
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return 0, "", err
+	}
+	if late == "" {
+		if now, err = r.Sched.Clock(ctx); err != nil {
+			return 0, "", err
+		}
+		if now >= start-time.Millisecond {
+			late = fmt.Sprintf("registering the flows took until %v on the switch's clock, past the start planned at %v", now, start)
+		}
+	}
+	return start, late, nil
 }
 
 // Stop stops the switch's schedule and every host's flows.

@@ -149,8 +149,8 @@ type Transition struct {
 	// the schedule followed at (0: the next boundary).
 	PeriodsLate int `json:"periods_late"`
 	// GoodputGbpsBefore and After are the total goodput of the two
-	// workloads, over the periods before the change and from the period
-	// after the switch followed.
+	// workloads: over the periods before the change (the first excepted),
+	// and over the last half of the periods after it.
 	GoodputGbpsBefore float64 `json:"goodput_gbps_before"`
 	GoodputGbpsAfter  float64 `json:"goodput_gbps_after"`
 }
@@ -525,7 +525,7 @@ func transition(ctx context.Context, run *Run, st *reconfigState, W, night time.
 			if (i < h) == (j < h) {
 				f.StartNs, f.StopNs, f.MeasureFromNs, f.MeasureToNs = int64(start), int64(change), int64(start+W), int64(start+time.Duration(k-1)*W)
 			} else {
-				f.StartNs, f.StopNs, f.MeasureFromNs, f.MeasureToNs = int64(change), int64(end), int64(end-time.Duration(k-2)*W), int64(end)
+				f.StartNs, f.StopNs, f.MeasureFromNs, f.MeasureToNs = int64(change), int64(end), int64(end-time.Duration(k/2)*W), int64(end)
 			}
 			fs = append(fs, f)
 		}

@@ -203,13 +203,16 @@ func TestReconfigAllToAllFollowsFromTheSlots(t *testing.T) {
 	}
 
 	// The transition: 3 configurations before, 4 after, and the switch
-	// follows at a boundary after the change.
+	// follows at a boundary after the change: the next one when the
+	// recipe's replacement reaches it in time (750 us), a later one on a
+	// busy machine; the after-change goodput is measured over the last 3
+	// periods, which a follow up to 3 boundaries late leaves alone.
 	tr := s.Transition
 	if tr == nil {
 		t.Fatal("no transition in the summary")
 	}
 	t.Logf("transition: change %.0f us, followed %.0f us, %d late; %.2f Gb/s before, %.2f after", tr.ChangeUS, tr.FollowedUS, tr.PeriodsLate, tr.GoodputGbpsBefore, tr.GoodputGbpsAfter)
-	if tr.ConfigsBefore != 3 || tr.ConfigsAfter != 4 || tr.ChangeUS != 5.5*W || tr.PeriodsLate < 0 || tr.PeriodsLate > 2 ||
+	if tr.ConfigsBefore != 3 || tr.ConfigsAfter != 4 || tr.ChangeUS != 5.5*W || tr.PeriodsLate < 0 || tr.PeriodsLate > 3 ||
 		tr.FollowedUS != W*(6+float64(tr.PeriodsLate)) || tr.DelayUS != tr.FollowedUS-tr.ChangeUS {
 		t.Errorf("transition %+v", tr)
 	}
