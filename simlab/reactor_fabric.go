@@ -458,11 +458,19 @@ func (f *ReactorFabric) advanceLocked(r *fabricRun, t, budget time.Duration) boo
 		return true
 	}
 	began := time.Now()
+	if budget > 0 {
+		// The pump's targets follow the wall clock; the model steps
+		// differently depending on where it is stopped (a bulk flow's
+		// ACK clock is sampled per step), so it only stops on a fixed
+		// grid (and at measurement boundaries and rate changes), which
+		// makes a run the same whenever the pump looks.
+		t -= t % advanceGrid
+	}
 	for m.Now() < t {
 		if budget > 0 && time.Since(began) > budget {
 			return false
 		}
-		next := min(t, m.Now()+100*time.Microsecond)
+		next := min(t, (m.Now()/advanceGrid+1)*advanceGrid)
 		for _, e := range r.events {
 			if e.at > m.Now() {
 				next = min(next, e.at)
@@ -488,6 +496,9 @@ func (f *ReactorFabric) advanceLocked(r *fabricRun, t, budget time.Duration) boo
 	f.snapshot(r)
 	return true
 }
+
+// advanceGrid is where the pump stops the model.
+const advanceGrid = 100 * time.Microsecond
 
 // applyEvents sets the limits whose time has come (at or before now that
 // the model has not had yet); events are kept in time order.
