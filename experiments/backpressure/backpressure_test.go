@@ -1,71 +1,28 @@
 package backpressure_test
 
 import (
-	"context"
-	"encoding/csv"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"testbed/experiments/backpressure"
+	"testbed/experiments/recipetest"
 	"testbed/orchestrator"
 	lg "testbed/p4/linkguardian"
 	"testbed/results"
-	"testbed/simlab"
 )
 
 func run(t *testing.T, sets ...string) (*orchestrator.RunResult, backpressure.Summary, []map[string]string) {
 	t.Helper()
-	lab, err := simlab.StartDefault(simlab.Options{Seed: 21})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lab.Close() })
-	r := backpressure.New()
-	params, err := orchestrator.ResolveParams(r.Params(), "", nil, sets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	eng := &orchestrator.Engine{RunsDir: filepath.Join(dir, "runs"), StateDir: filepath.Join(dir, "state")}
-	res, err := eng.Run(context.Background(), orchestrator.RunRequest{Recipe: r, Params: params, Lab: lab.Inventory(), Simulated: true, Seed: 21})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lab := recipetest.StartLab(t, 21)
+	var s backpressure.Summary
+	res := recipetest.Run(t, lab, backpressure.New(), 21, &s, nil, sets...)
 	if res.Status != results.StatusOK {
 		t.Fatalf("run %s: %s", res.Status, res.Reason)
-	}
-	var s backpressure.Summary
-	b, err := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(filepath.Join(res.Dir, "data", "timeseries.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows []map[string]string
-	for _, rec := range recs[1:] {
-		m := map[string]string{}
-		for i, h := range recs[0] {
-			m[h] = rec[i]
-		}
-		rows = append(rows, m)
 	}
 	if v, _ := lab.World().VOA("voa3"); v != nil && v.Channels[0].Target() != 0 {
 		t.Errorf("VOA left at %.2f dB", v.Channels[0].Target())
 	}
-	return res, s, rows
+	return res, s, recipetest.ReadTable(t, res.Dir, "timeseries")
 }
 
 // LinkGuardian Fig. 9 with a line-rate flow: the loss costs frames until
@@ -124,11 +81,7 @@ func TestBackpressureKeepsTheReorderBufferInBounds(t *testing.T) {
 }
 
 func TestBackpressureRejectsPhasesOutOfOrder(t *testing.T) {
-	lab, err := simlab.StartDefault(simlab.Options{Seed: 22})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lab.Close()
+	lab := recipetest.StartLab(t, 22)
 	r := backpressure.New()
 	for _, c := range []struct {
 		sets []string

@@ -2,15 +2,13 @@ package losssweep_test
 
 import (
 	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"testbed/dut/tofino"
 	"testbed/experiments/losssweep"
+	"testbed/experiments/recipetest"
 	"testbed/orchestrator"
 	lg "testbed/p4/linkguardian"
 	"testbed/results"
@@ -18,48 +16,12 @@ import (
 	"testbed/transport"
 )
 
-func startLab(t *testing.T, seed uint64) *simlab.Lab {
+// run runs the recipe against lab; observe sees every event and may abort
+// the run.
+func run(t *testing.T, lab *simlab.Lab, observe func(results.Event, func()), sets ...string) (orchestrator.RunResult, losssweep.Summary) {
 	t.Helper()
-	lab, err := simlab.StartDefault(simlab.Options{Seed: seed})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lab.Close() })
-	return lab
-}
-
-// run runs the recipe through the engine against lab over SSH and SCPI;
-// observe sees every event and may cancel the run.
-func run(t *testing.T, lab *simlab.Lab, observe func(results.Event, context.CancelFunc), sets ...string) (orchestrator.RunResult, losssweep.Summary) {
-	t.Helper()
-	r := losssweep.New()
-	params, err := orchestrator.ResolveParams(r.Params(), "", nil, sets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	cctx, cancelCause := context.WithCancelCause(context.Background())
-	defer cancelCause(nil)
-	ctx, cancel := cctx, func() { cancelCause(orchestrator.ErrAborted) }
-	eng := &orchestrator.Engine{RunsDir: filepath.Join(dir, "runs"), StateDir: filepath.Join(dir, "state")}
-	if observe != nil {
-		eng.Observe = func(e results.Event) { observe(e, cancel) }
-	}
-	res, err := eng.Run(ctx, orchestrator.RunRequest{Recipe: r, Params: params, Lab: lab.Inventory(), Simulated: true, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var s losssweep.Summary
-	b, err := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
-	if rep, err := results.Verify(res.Dir); err != nil || !rep.OK {
-		t.Errorf("bundle does not verify: %v %+v", err, rep)
-	}
+	res := recipetest.Run(t, lab, losssweep.New(), 3, &s, observe, sets...)
 	return *res, s
 }
 
@@ -85,7 +47,7 @@ func open(t *testing.T, lab *simlab.Lab, name string) *tofino.Switch {
 // than frames arrive, non-blocking mode barely; only ordered mode uses
 // the reorder buffer.
 func TestLossSweepProtectsAndCostsWhatThePaperSays(t *testing.T) {
-	lab := startLab(t, 11)
+	lab := recipetest.StartLab(t, 11)
 	res, s := run(t, lab, nil, "loss_rates=1e-4,1e-3", "frames=1000000", "calib_losses=100")
 	if res.Status != results.StatusOK {
 		t.Fatalf("run %s: %s", res.Status, res.Reason)
@@ -216,7 +178,7 @@ func checkRestored(t *testing.T, lab *simlab.Lab, f *found) {
 // the protection entry and thresholds an engineer had configured, the
 // VOA at rest, the run's ports deleted.
 func TestLossSweepAbortRestoresTheLab(t *testing.T) {
-	lab := startLab(t, 12)
+	lab := recipetest.StartLab(t, 12)
 	ctx := context.Background()
 	sw1, sw2 := open(t, lab, "sw1"), open(t, lab, "sw2")
 	for sw, prog := range map[*tofino.Switch]string{sw1: lg.ProgramSender, sw2: lg.ProgramReceiver} {
@@ -249,9 +211,9 @@ func TestLossSweepAbortRestoresTheLab(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Stop it in the middle of the first protected stress test.
-	res, s := run(t, lab, func(e results.Event, cancel context.CancelFunc) {
+	res, s := run(t, lab, func(e results.Event, abort func()) {
 		if e.Type == "step.start" && strings.Contains(e.Step, "linkguardian") {
-			go func() { time.Sleep(50 * time.Millisecond); cancel() }()
+			go func() { time.Sleep(50 * time.Millisecond); abort() }()
 		}
 	}, "links=lg25", "loss_rates=1e-3", "frames=4000000", "calib_losses=100")
 	if res.Status != results.StatusAborted {
@@ -267,7 +229,7 @@ func TestLossSweepAbortRestoresTheLab(t *testing.T) {
 }
 
 func TestLossSweepExplainsALabWithoutSwitchLinks(t *testing.T) {
-	lab := startLab(t, 13)
+	lab := recipetest.StartLab(t, 13)
 	r := losssweep.New()
 	for _, c := range []struct {
 		sets []string

@@ -1,0 +1,104 @@
+// Package recipetest runs recipes the way their tests need: through the
+// engine, against a simulated lab started in the test's process over the
+// real drivers and transports, into a bundle under the test's temporary
+// directory. Only tests import it.
+package recipetest
+
+import (
+	"compress/gzip"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"testbed/orchestrator"
+	"testbed/results"
+	"testbed/simlab"
+)
+
+// StartLab starts the default simulated lab, closed when the test ends.
+func StartLab(t testing.TB, seed uint64) *simlab.Lab {
+	t.Helper()
+	lab, err := simlab.StartDefault(simlab.Options{Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lab.Close() })
+	return lab
+}
+
+// Run runs r with the parameters sets (name=value) against lab, decodes
+// summary.json into summary (when not nil) and checks the bundle
+// verifies. observe, when not nil, sees every event and gets a func that
+// aborts the run as Ctrl-C would.
+func Run(t testing.TB, lab *simlab.Lab, r orchestrator.Recipe, seed uint64, summary any, observe func(e results.Event, abort func()), sets ...string) *orchestrator.RunResult {
+	t.Helper()
+	params, err := orchestrator.ResolveParams(r.Params(), "", nil, sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	eng := &orchestrator.Engine{RunsDir: filepath.Join(dir, "runs"), StateDir: filepath.Join(dir, "state")}
+	if observe != nil {
+		eng.Observe = func(e results.Event) { observe(e, func() { cancel(orchestrator.ErrAborted) }) }
+	}
+	res, err := eng.Run(ctx, orchestrator.RunRequest{Recipe: r, Params: params, Lab: lab.Inventory(), Simulated: true, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if summary != nil {
+		b, err := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
+		if err != nil {
+			t.Fatalf("run %s (%s): %v", res.Status, res.Reason, err)
+		}
+		if err := json.Unmarshal(b, summary); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rep, err := results.Verify(res.Dir); err != nil || !rep.OK {
+		t.Errorf("bundle does not verify: %v %+v", err, rep)
+	}
+	return res
+}
+
+// ReadTable reads data/<name>.csv (or .csv.gz) of a bundle, one map per
+// row by column name.
+func ReadTable(t testing.TB, dir, name string) []map[string]string {
+	t.Helper()
+	p := filepath.Join(dir, "data", name+".csv")
+	if _, err := os.Stat(p); err != nil {
+		p += ".gz"
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var in io.Reader = f
+	if strings.HasSuffix(p, ".gz") {
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in = zr
+	}
+	recs, err := csv.NewReader(in).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []map[string]string
+	for _, rec := range recs[1:] {
+		m := map[string]string{}
+		for i, h := range recs[0] {
+			m[h] = rec[i]
+		}
+		rows = append(rows, m)
+	}
+	return rows
+}
