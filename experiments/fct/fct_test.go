@@ -1,14 +1,8 @@
 package fct_test
 
 import (
-	"compress/gzip"
 	"context"
-	"encoding/csv"
-	"encoding/json"
-	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +10,7 @@ import (
 
 	"testbed/dut/tofino"
 	"testbed/experiments/fct"
+	"testbed/experiments/recipetest"
 	"testbed/inventory"
 	"testbed/orchestrator"
 	lg "testbed/p4/linkguardian"
@@ -24,78 +19,15 @@ import (
 	"testbed/transport"
 )
 
-func startLab(t *testing.T, seed uint64) *simlab.Lab {
-	t.Helper()
-	lab, err := simlab.StartDefault(simlab.Options{Seed: seed})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lab.Close() })
-	return lab
-}
+func startLab(t *testing.T, seed uint64) *simlab.Lab { return recipetest.StartLab(t, seed) }
 
 // run runs the recipe through the engine against the simulated lab;
 // observe sees every event and may abort the run.
-func run(t *testing.T, lab *simlab.Lab, seed uint64, observe func(results.Event, context.CancelFunc), sets ...string) (*orchestrator.RunResult, fct.Summary) {
+func run(t *testing.T, lab *simlab.Lab, seed uint64, observe func(results.Event, func()), sets ...string) (*orchestrator.RunResult, fct.Summary) {
 	t.Helper()
-	r := fct.New()
-	params, err := orchestrator.ResolveParams(r.Params(), "", nil, sets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	cctx, cancelCause := context.WithCancelCause(context.Background())
-	defer cancelCause(nil)
-	eng := &orchestrator.Engine{RunsDir: filepath.Join(dir, "runs"), StateDir: filepath.Join(dir, "state")}
-	if observe != nil {
-		eng.Observe = func(e results.Event) { observe(e, func() { cancelCause(orchestrator.ErrAborted) }) }
-	}
-	res, err := eng.Run(cctx, orchestrator.RunRequest{Recipe: r, Params: params, Lab: lab.Inventory(), Simulated: true, Seed: seed})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var s fct.Summary
-	b, err := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
-	if rep, err := results.Verify(res.Dir); err != nil || !rep.OK {
-		t.Errorf("bundle does not verify: %v %+v", err, rep)
-	}
+	res := recipetest.Run(t, lab, fct.New(), seed, &s, observe, sets...)
 	return res, s
-}
-
-func readCSV(t *testing.T, path string) []map[string]string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r = zr
-	}
-	recs, err := csv.NewReader(r).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows []map[string]string
-	for _, rec := range recs[1:] {
-		m := map[string]string{}
-		for i, h := range recs[0] {
-			m[h] = rec[i]
-		}
-		rows = append(rows, m)
-	}
-	return rows
 }
 
 // hostState is what the run may change on a simulated host.
@@ -211,7 +143,7 @@ func TestFCTTailWithAndWithoutLinkGuardian(t *testing.T) {
 		t.Errorf("rdma: ran %v, unavailable %q", ran, s.Unavailable[fct.RDMA])
 	}
 
-	samples := readCSV(t, filepath.Join(res.Dir, "data", "fct_samples.csv.gz"))
+	samples := recipetest.ReadTable(t, res.Dir, "fct_samples")
 	if len(samples) != 4*trials {
 		t.Fatalf("%d samples, want %d", len(samples), 4*trials)
 	}
@@ -237,7 +169,7 @@ func TestFCTTailWithAndWithoutLinkGuardian(t *testing.T) {
 		}
 		counts[r["mode"]][v]++
 	}
-	pct := readCSV(t, filepath.Join(res.Dir, "data", "fct_percentiles.csv"))
+	pct := recipetest.ReadTable(t, res.Dir, "fct_percentiles")
 	if len(pct) != 4*6 {
 		t.Errorf("%d percentile rows, want 24", len(pct))
 	}
@@ -280,7 +212,7 @@ func TestFCTAbortRestoresTheLab(t *testing.T) {
 	lab := startLab(t, 42)
 	before := hostStates(lab)
 	blocks := 0
-	res, s := run(t, lab, 42, func(e results.Event, abort context.CancelFunc) {
+	res, s := run(t, lab, 42, func(e results.Event, abort func()) {
 		if e.Type == "measurement" && strings.HasPrefix(e.Message, "tcp ") {
 			if blocks++; blocks == 2 {
 				abort()

@@ -1,84 +1,42 @@
 package ocscharacterize_test
 
 import (
-	"context"
-	"encoding/csv"
-	"encoding/json"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"testbed/experiments/ocscharacterize"
+	"testbed/experiments/recipetest"
 	"testbed/orchestrator"
 	"testbed/results"
 	"testbed/simlab"
 )
 
-func startLab(t *testing.T, seed uint64) *simlab.Lab {
-	t.Helper()
-	lab, err := simlab.StartDefault(simlab.Options{Seed: seed})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lab.Close() })
-	return lab
-}
+func startLab(t *testing.T, seed uint64) *simlab.Lab { return recipetest.StartLab(t, seed) }
 
 // run runs the recipe through the engine; observe sees every event and may
 // abort the run.
 func run(t *testing.T, lab *simlab.Lab, observe func(results.Event, func()), sets ...string) (*orchestrator.RunResult, ocscharacterize.Summary) {
 	t.Helper()
-	r := ocscharacterize.New()
-	params, err := orchestrator.ResolveParams(r.Params(), "", nil, sets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	ctx, cancelCause := context.WithCancelCause(context.Background())
-	defer cancelCause(nil)
-	eng := &orchestrator.Engine{RunsDir: filepath.Join(dir, "runs"), StateDir: filepath.Join(dir, "state")}
-	if observe != nil {
-		eng.Observe = func(e results.Event) { observe(e, func() { cancelCause(orchestrator.ErrAborted) }) }
-	}
-	res, err := eng.Run(ctx, orchestrator.RunRequest{Recipe: r, Params: params, Lab: lab.Inventory(), Simulated: true, Seed: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var s ocscharacterize.Summary
-	b, err := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
+	res := recipetest.Run(t, lab, ocscharacterize.New(), 5, &s, observe, sets...)
 	return res, s
 }
 
-func readCSV(t *testing.T, path string) []map[string]float64 {
+// readTable reads a table of numbers.
+func readTable(t *testing.T, dir, name string) []map[string]float64 {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rows []map[string]float64
-	for _, rec := range recs[1:] {
+	for _, r := range recipetest.ReadTable(t, dir, name) {
 		m := map[string]float64{}
-		for i, h := range recs[0] {
-			v, err := strconv.ParseFloat(rec[i], 64)
+		for h, v := range r {
+			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
-				t.Fatalf("%s: %s=%q: %v", path, h, rec[i], err)
+				t.Fatalf("%s: %s=%q: %v", name, h, v, err)
 			}
-			m[h] = v
+			m[h] = f
 		}
 		rows = append(rows, m)
 	}
@@ -141,7 +99,7 @@ func TestHistogramFindsTheSwitchsGapLaw(t *testing.T) {
 		t.Errorf("sd %.4f us, want %.4f within %.4f (a unit normal truncated at 3 SD)", s.SDUS, wantSD, tol)
 	}
 
-	rows := readCSV(t, filepath.Join(res.Dir, "data", "reconfig.csv"))
+	rows := readTable(t, res.Dir, "reconfig")
 	if len(rows) != slots*periods {
 		t.Fatalf("%d rows in reconfig.csv, want %d", len(rows), slots*periods)
 	}
@@ -159,7 +117,7 @@ func TestHistogramFindsTheSwitchsGapLaw(t *testing.T) {
 	if math.Abs(sum/n-s.MeanUS) > 1e-9 {
 		t.Errorf("summary mean %.6f, rows %.6f", s.MeanUS, sum/n)
 	}
-	hist := readCSV(t, filepath.Join(res.Dir, "data", "reconfig_hist.csv"))
+	hist := readTable(t, res.Dir, "reconfig_hist")
 	var count, mean float64
 	for _, b := range hist {
 		count += b["count"]
