@@ -4,64 +4,25 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"sort"
 	"strconv"
 	"sync"
+	"testbed/simlab/reactormodel"
 	"time"
 )
 
 // GapDistribution is the law of a microsecond switch's reconfiguration
 // gap: the time from the start of a night until the new circuits carry
-// light. It is a normal distribution of mean Mean and standard deviation SD
-// truncated to [Min, Max] (drawn by rejection, so with Mean in the middle
-// of [Min, Max] the mean of the draws is Mean). SD 0 gives Mean every time.
-//
-// REACToR §4 and Fig. 5 measured Mordia's end-to-end reconfiguration delay
-// (MEMS switching plus transceiver lock) at about 12 us on average with a
-// maximum of 14.84 us observed; DefaultGap takes mean 12 us, SD 1 us on
-// [9 us, 15 us], which puts the largest of a few thousand draws near 15 us.
-type GapDistribution struct {
-	Mean, SD, Min, Max time.Duration
-}
+// light. It is the REACToR model's law (a normal truncated to [Min, Max],
+// default Mordia's per REACToR Fig. 5: mean 12 us, SD 1 us on [9, 15] us),
+// so the emulator and the simulated fabric draw from one definition.
+type GapDistribution = reactormodel.GapLaw
 
 // DefaultGap is Mordia's gap per REACToR Fig. 5.
-func DefaultGap() GapDistribution {
-	return GapDistribution{Mean: 12 * time.Microsecond, SD: time.Microsecond, Min: 9 * time.Microsecond, Max: 15 * time.Microsecond}
-}
-
-// Validate checks the parameters.
-func (g GapDistribution) Validate() error {
-	switch {
-	case g.Min <= 0:
-		return fmt.Errorf("reconfiguration gap: min %v must be positive", g.Min)
-	case g.Max < g.Min:
-		return fmt.Errorf("reconfiguration gap: max %v is below min %v", g.Max, g.Min)
-	case g.Mean < g.Min || g.Mean > g.Max:
-		return fmt.Errorf("reconfiguration gap: mean %v is outside [%v, %v]", g.Mean, g.Min, g.Max)
-	case g.SD < 0:
-		return fmt.Errorf("reconfiguration gap: standard deviation %v is negative", g.SD)
-	}
-	return nil
-}
-
-// Draw returns one gap.
-func (g GapDistribution) Draw(r *rand.Rand) time.Duration {
-	if g.SD <= 0 {
-		return g.Mean
-	}
-	for i := 0; i < 10000; i++ {
-		x := float64(g.Mean) + r.NormFloat64()*float64(g.SD)
-		if x >= float64(g.Min) && x <= float64(g.Max) {
-			return time.Duration(math.Round(x))
-		}
-	}
-	// A window far in the tail: fall back to uniform within it.
-	return g.Min + time.Duration(r.Float64()*float64(g.Max-g.Min))
-}
+func DefaultGap() GapDistribution { return reactormodel.DefaultGap() }
 
 func optMicros(o map[string]string, key string, def time.Duration) (time.Duration, error) {
 	v, ok := o[key]

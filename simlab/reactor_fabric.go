@@ -361,7 +361,7 @@ func (f *ReactorFabric) params(r *fabricRun) reactormodel.Params {
 		Period:   r.period,
 		Delta:    g.Max,
 		MinSlot:  time.Nanosecond,
-		Gap:      reactormodel.GapLaw{Mean: g.Mean, SD: g.SD, Min: g.Min, Max: g.Max},
+		Gap:      g,
 		// The ACK clock of bulk flows is sampled every 20 us; the step is
 		// fixed when the run starts, so that a replay with more flows
 		// steps as the first run did. Paced flows alone need no bound

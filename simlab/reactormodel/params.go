@@ -11,9 +11,8 @@ import (
 // GapLaw is the law of the OCS's reconfiguration gap (the night): the time
 // from the start of a slot until the new circuits carry light. It is a
 // normal distribution of mean Mean and standard deviation SD truncated to
-// [Min, Max], drawn by rejection; SD 0 gives Mean every time. It is the law
-// the simulated microsecond switch draws from, so the model and the
-// emulator agree for the same parameters.
+// [Min, Max], drawn by rejection; SD 0 gives Mean every time. The simulated
+// microsecond switch (simlab.GapDistribution) is this same type.
 type GapLaw struct {
 	Mean, SD, Min, Max time.Duration
 }
