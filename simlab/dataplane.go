@@ -225,10 +225,10 @@ func (d *Dataplane) newSegment(r *lgRun) error {
 	}
 	cfg.FrameBytes = r.frameBytes
 	cfg.LossSmall = 0
-	// Counters read mid-run count a skipped-over run of frames when it
-	// lands: 256 frames (31 us at 100G) keeps a rate measured over a
-	// window of a second within 3e-5 of what was delivered, at a few
-	// events per run.
+	// Skipped-over runs of at most 256 frames (31 us at 100G). Counters
+	// read mid-run are exact either way (lgmodel counts a run's frames as
+	// they cross the wire); the cap bounds how far a run that arrives out
+	// of order, and so is counted only when it lands, can lag.
 	cfg.MaxRun = 256
 	if c.mode != lgmodel.Off {
 		cfg.Copies = c.copies
