@@ -141,5 +141,15 @@ func (rc *RunContext) Table(name string) (*results.TableWriter, error) {
 	return t, nil
 }
 
+// WriteDataFile exports a file under the bundle's data/ (a configuration
+// snippet, a document a controller loads), written once.
+func (rc *RunContext) WriteDataFile(f results.DataFile, data []byte) error {
+	if err := rc.bundle.WriteDataFile(f, data); err != nil {
+		return err
+	}
+	rc.Event(results.Event{Type: "file", Message: "wrote data/" + f.Path, Fields: map[string]any{"path": "data/" + f.Path, "bytes": len(data)}})
+	return nil
+}
+
 // Event records an event in the bundle and shows it as progress.
 func (rc *RunContext) Event(e results.Event) { rc.emit(e) }

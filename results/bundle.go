@@ -178,6 +178,7 @@ type Bundle struct {
 	m           Manifest
 	events      *os.File
 	tables      []*TableWriter
+	files       []DataFile
 	transcripts []*transcriptWriter
 	final       bool
 }
@@ -511,6 +512,48 @@ func (b *Bundle) Transcript(device string) (io.WriteCloser, error) {
 	return t, nil
 }
 
+// DataFile is a file a recipe exports beside its tables, under data/: a
+// configuration snippet, a document a controller loads. datapackage.json
+// lists it as a plain data resource.
+type DataFile struct {
+	// Path is below data/: letters, digits, '_', '-', '.', and '/' between
+	// directories.
+	Path        string
+	Mediatype   string
+	Description string
+}
+
+var dataFileRe = regexp.MustCompile(`^[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*(/[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*)*$`)
+
+// WriteDataFile writes data/<f.Path> once (scrubbed, atomically). It
+// refuses a path a table or an earlier file holds: nothing is overwritten.
+func (b *Bundle) WriteDataFile(f DataFile, data []byte) error {
+	if !dataFileRe.MatchString(f.Path) {
+		return fmt.Errorf("bundle: data file %q: use letters, digits, _, -, . and / between names", f.Path)
+	}
+	rel := "data/" + f.Path
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.final {
+		return errors.New("bundle: already finalized")
+	}
+	for _, t := range b.tables {
+		if t.t.File() == rel {
+			return fmt.Errorf("bundle: data file %s is table %s", rel, t.t.Name)
+		}
+	}
+	for _, x := range b.files {
+		if x.Path == f.Path {
+			return fmt.Errorf("bundle: data file %s written twice", rel)
+		}
+	}
+	if err := b.writeFile(rel, data); err != nil {
+		return err
+	}
+	b.files = append(b.files, f)
+	return nil
+}
+
 // WriteSummary writes summary.json.
 func (b *Bundle) WriteSummary(v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
@@ -585,7 +628,34 @@ func (b *Bundle) writeDataPackage() error {
 		}
 		dp.Resources = append(dp.Resources, r)
 	}
-	data, err := json.MarshalIndent(dp, "", "  ")
+	var files []any
+	for _, f := range b.files {
+		files = append(files, struct {
+			Name        string `json:"name"`
+			Path        string `json:"path"`
+			Profile     string `json:"profile"`
+			Mediatype   string `json:"mediatype,omitempty"`
+			Description string `json:"description,omitempty"`
+		}{Name: strings.ToLower(unsafeName.ReplaceAllString(f.Path, "-")), Path: "data/" + f.Path, Profile: "data-resource",
+			Mediatype: f.Mediatype, Description: f.Description})
+	}
+	var data []byte
+	var err error
+	if len(files) == 0 {
+		data, err = json.MarshalIndent(dp, "", "  ")
+	} else {
+		// Not every resource is a table: the package is a plain data
+		// package (Frictionless), its tables still tabular resources.
+		all := make([]any, 0, len(dp.Resources)+len(files))
+		for _, r := range dp.Resources {
+			all = append(all, r)
+		}
+		data, err = json.MarshalIndent(struct {
+			Name      string `json:"name"`
+			Profile   string `json:"profile"`
+			Resources []any  `json:"resources"`
+		}{dp.Name, "data-package", append(all, files...)}, "", "  ")
+	}
 	if err != nil {
 		return err
 	}

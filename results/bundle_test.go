@@ -173,3 +173,32 @@ func TestArchiveVerifies(t *testing.T) {
 		t.Error("Archive overwrote an existing file")
 	}
 }
+
+func TestDataFilesAreWrittenOnceListedAndVerified(t *testing.T) {
+	b, _ := newBundle(t)
+	fill(t, b)
+	f := DataFile{Path: "frr/sw1.conf", Mediatype: "text/plain", Description: "route filters"}
+	if err := b.WriteDataFile(f, []byte("ip prefix-list X seq 5 permit 10.0.0.0/8 "+secret+"\n")); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []DataFile{f, {Path: "../escape"}, {Path: "/abs"}, {Path: "a/../b"}, {Path: "loss.csv"}, {Path: ""}} {
+		if err := b.WriteDataFile(bad, []byte("x")); err == nil {
+			t.Errorf("data file %q accepted", bad.Path)
+		}
+	}
+	if err := b.Finalize(StatusOK, ""); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(b.Dir(), "data", "frr", "sw1.conf"))
+	if err != nil || strings.Contains(string(got), secret) {
+		t.Fatalf("data file %q %v: missing or not scrubbed", got, err)
+	}
+	dp, _ := os.ReadFile(filepath.Join(b.Dir(), "datapackage.json"))
+	if !strings.Contains(string(dp), `"path": "data/frr/sw1.conf"`) || !strings.Contains(string(dp), `"profile": "data-package"`) ||
+		!strings.Contains(string(dp), `"profile": "tabular-data-resource"`) {
+		t.Errorf("datapackage.json does not list the file as a resource beside the table:\n%s", dp)
+	}
+	if r, err := Verify(b.Dir()); err != nil || !r.OK {
+		t.Fatalf("verify: %v %+v", err, r)
+	}
+}
