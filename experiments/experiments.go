@@ -7,11 +7,12 @@ import (
 	"testbed/experiments/fct"
 	"testbed/experiments/losssweep"
 	"testbed/experiments/ocscharacterize"
+	"testbed/experiments/rail"
 	"testbed/experiments/reactor"
 	"testbed/orchestrator"
 )
 
 // Registry returns every recipe.
 func Registry() *orchestrator.Registry {
-	return orchestrator.NewRegistry(attsweep.New(), losssweep.New(), backpressure.New(), ocscharacterize.New(), fct.New(), reactor.NewReconfig(), reactor.NewHybrid())
+	return orchestrator.NewRegistry(attsweep.New(), losssweep.New(), backpressure.New(), ocscharacterize.New(), fct.New(), reactor.NewReconfig(), reactor.NewHybrid(), rail.NewTopology())
 }
