@@ -282,6 +282,12 @@ func (a *app) lab(spec runSpec, log *slog.Logger) (inv *inventory.Inventory, sim
 		}
 		return inv, false, func() {}, nil
 	}
+	// A plan that touches no device (a recipe working on a file) needs no
+	// lab: the simulated lab's description is enough, nothing is started.
+	def := simlab.DefaultInventory()
+	if plan, err := a.engine(nil).Plan(orchestrator.RunRequest{Recipe: spec.recipe, Params: spec.params, Lab: def, Simulated: true, Seed: spec.seed}); err == nil && len(plan.Devices()) == 0 {
+		return def, true, func() {}, nil
+	}
 	lab, err := simlab.StartDefault(simlab.Options{Seed: spec.seed, Log: log})
 	if err != nil {
 		return nil, true, nil, &orchestrator.InfraError{Op: "start the simulated lab", Err: err}

@@ -549,3 +549,20 @@ func TestConfigFileIsRead(t *testing.T) {
 		t.Fatalf("bad config: exit %d %s", code, errOut)
 	}
 }
+
+// A recipe whose plan touches no device runs without starting the
+// simulated lab.
+func TestDevicelessRecipeStartsNoLab(t *testing.T) {
+	runs, state := dirs(t)
+	code, out, errOut := testbedRun(t, "exp", "run", "rail-topology", "--runs-dir", runs, "--state-dir", state,
+		"--set", "links_file=../../testdata/examples/rail-clos-lab.csv")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if strings.Contains(errOut, "simulated lab up") {
+		t.Errorf("the simulated lab was started:\n%s", errOut)
+	}
+	if rep, err := results.Verify(lastLine(out)); err != nil || !rep.OK {
+		t.Fatalf("verify: %v %+v", err, rep)
+	}
+}
