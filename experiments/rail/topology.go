@@ -1,6 +1,8 @@
-// Package rail holds the RAIL recipes (Zhuo et al., NSDI 2017): building
-// virtual topologies of a Clos from its links' measured packet error rates
-// (rail-topology). The algorithms are in rail/topo.
+// Package rail holds the RAIL recipes (Zhuo et al., NSDI 2017): qualifying
+// links by their transceivers' diagnostics and a line-rate packet error
+// test (link-qualify), and building virtual topologies of a Clos from the
+// links' packet error rates (rail-topology). The algorithms are in
+// rail/topo.
 package rail
 
 import (
