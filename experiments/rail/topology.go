@@ -222,7 +222,7 @@ func (r *Topology) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	}
 	st := &run{in: in, bounds: pc.Params.Floats("class_bounds"), target: pc.Params.Float("target_loss"), good: pc.Params.Float("good_pper"),
 		prot: map[string]topo.Protection{}}
-	if _, err := in.net.Classes(in.rates, st.bounds, nil); err != nil {
+	if err := topo.CheckBounds(st.bounds); err != nil {
 		return nil, o.Inputf("class_bounds: %v", err)
 	}
 	st.prefix = pc.Params.Strings("class_prefixes")

@@ -39,16 +39,8 @@ type Class struct {
 // next class, one more reliable, starts from the links the previous round
 // kept. Ties between equally bad links go to the one given first.
 func (n *Network) Classes(r Rates, bounds []float64, alive []bool) ([]Class, error) {
-	if len(bounds) == 0 {
-		return nil, fmt.Errorf("classes: no bound given")
-	}
-	for k, b := range bounds {
-		if math.IsNaN(b) || b < 0 || b > 1 {
-			return nil, fmt.Errorf("classes: bound %g of class %d is not a probability", b, k+1)
-		}
-		if k > 0 && b <= bounds[k-1] {
-			return nil, fmt.Errorf("classes: bounds must increase from the most reliable class: class %d's %g is not above class %d's %g", k+1, b, k, bounds[k-1])
-		}
+	if err := CheckBounds(bounds); err != nil {
+		return nil, err
 	}
 	cur := make([]bool, len(n.Links))
 	for i := range cur {
@@ -87,4 +79,21 @@ func Survives(p Path, alive []bool) bool {
 		}
 	}
 	return true
+}
+
+// CheckBounds checks the classes' bounds: at least one, probabilities,
+// strictly increasing from the most reliable class.
+func CheckBounds(bounds []float64) error {
+	if len(bounds) == 0 {
+		return fmt.Errorf("classes: no bound given")
+	}
+	for k, b := range bounds {
+		if math.IsNaN(b) || b < 0 || b > 1 {
+			return fmt.Errorf("classes: bound %g of class %d is not a probability", b, k+1)
+		}
+		if k > 0 && b <= bounds[k-1] {
+			return fmt.Errorf("classes: bounds must increase from the most reliable class: class %d's %g is not above class %d's %g", k+1, b, k, bounds[k-1])
+		}
+	}
+	return nil
 }
