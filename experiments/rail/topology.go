@@ -77,6 +77,7 @@ func (*Topology) Params() []o.ParamSpec {
 		{Name: "good_pper", Type: o.TypeFloat, Unit: "1", Default: 4.8e-8, Min: o.Bound(0), Max: o.Bound(1), Description: "a path at or below this PPER is good (Fig. 16)"},
 		// RAIL §5.3: t = 0.1% for TCP.
 		{Name: "target_loss", Type: o.TypeFloat, Unit: "1", Default: 1e-3, Min: o.Bound(1e-15), Max: o.Bound(0.5), Description: "post-recovery loss the XOR coding aims below (t)"},
+		{Name: "max_paths", Type: o.TypeInt, Unit: "paths", Default: int64(200_000), Min: o.Bound(1), Description: "refuse a network with more ToR-pair paths than this: every path is a row per class in paths.csv and classes.json"},
 		{Name: "class_prefixes", Type: o.TypeStrings, Default: []string{}, Description: "the address block of each class, most reliable first, for the route filters (default 10.<class>.0.0/16)"},
 	}
 }
@@ -222,6 +223,9 @@ func (r *Topology) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	}
 	st := &run{in: in, bounds: pc.Params.Floats("class_bounds"), target: pc.Params.Float("target_loss"), good: pc.Params.Float("good_pper"),
 		prot: map[string]topo.Protection{}}
+	if np, limit := in.net.CountPaths(nil), pc.Params.Int("max_paths"); np > limit {
+		return nil, o.Inputf("%s: %d ToR-pair paths, more than max_paths %d: every path is a row per class in paths.csv and classes.json (raise max_paths to accept)", in.file, np, limit)
+	}
 	if err := topo.CheckBounds(st.bounds); err != nil {
 		return nil, o.Inputf("class_bounds: %v", err)
 	}

@@ -169,6 +169,7 @@ func TestTopologyRefusesBadInputBeforeRunning(t *testing.T) {
 		{[]string{"links_file=" + noRoles}, "switch t1 has no role"},
 		{[]string{"links_file=" + example, "class_bounds=1e-3,1e-6"}, "bounds must increase"},
 		{[]string{"links_file=" + example, "class_prefixes=10.1.0.0/16"}, "1 blocks for 3 classes"},
+		{[]string{"links_file=" + example, "max_paths=20"}, "24 ToR-pair paths, more than max_paths 20"},
 		{[]string{"links_file=" + example, "class_prefixes=10.1.0.1/16,10.2.0.0/16,10.3.0.0/16"}, "host bits"},
 	} {
 		params, err := orchestrator.ResolveParams(r.Params(), "", nil, c.sets)

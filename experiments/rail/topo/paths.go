@@ -153,3 +153,67 @@ func PairsInClass(all []PairPaths, alive []bool, good float64) []PairClass {
 	}
 	return out
 }
+
+// CountPaths is how many equal-cost paths AllPaths would enumerate over
+// the links alive keeps (nil: all), counted without enumerating them: per
+// ToR, the number of upward walks to every switch (one pass per stage),
+// then per pair the products at the lowest stage where the two meet. It
+// counts walks that revisit a switch too, so it is an upper bound, exact
+// in a fat tree.
+func (n *Network) CountPaths(alive []bool) int64 {
+	var tors []int
+	for i := range n.names {
+		if n.stage[i] == ToR {
+			tors = append(tors, i)
+		}
+	}
+	ups := make([][]int64, len(tors))
+	for k, t := range tors {
+		c := make([]int64, len(n.names))
+		c[t] = 1
+		// n.names is sorted by stage: a switch's count is final before its
+		// parents are reached.
+		for s := range n.names {
+			if c[s] == 0 {
+				continue
+			}
+			for _, li := range n.parents[s] {
+				if alive == nil || alive[li] {
+					c[n.upper[li]] += c[s]
+				}
+			}
+		}
+		ups[k] = c
+	}
+	// Per ToR and stage, the switches it reaches: the pair sums run over
+	// these alone.
+	top := n.maxStage()
+	reach := make([][][]int, len(tors))
+	for k := range tors {
+		reach[k] = make([][]int, top+1)
+		for s, c := range ups[k] {
+			if c > 0 {
+				reach[k][n.stage[s]] = append(reach[k][n.stage[s]], s)
+			}
+		}
+	}
+	var total int64
+	for a := range tors {
+		for b := range tors {
+			if a == b {
+				continue
+			}
+			for h := ToR + 1; h <= top; h++ {
+				var sum int64
+				for _, s := range reach[a][h] {
+					sum += ups[a][s] * ups[b][s]
+				}
+				if sum > 0 {
+					total += sum
+					break
+				}
+			}
+		}
+	}
+	return total
+}

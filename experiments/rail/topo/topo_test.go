@@ -162,6 +162,9 @@ func TestWorstMatchesBruteForceOnRandomClos(t *testing.T) {
 				all, n = max(all, p.PPER), n+1
 			}
 		}
+		if c := c.net.CountPaths(nil); c != int64(n) {
+			t.Fatalf("trial %d: CountPaths %d, AllPaths enumerates %d", trial, c, n)
+		}
 		if n != paths || math.Abs(all-want) > 1e-12*math.Max(1, want) {
 			t.Fatalf("trial %d: AllPaths %d paths worst %g, brute force %d worst %g", trial, n, all, paths, want)
 		}
@@ -354,6 +357,17 @@ func BenchmarkWorstFatTree32(b *testing.B) {
 	for b.Loop() {
 		n.Worst(topo.Point, nil)
 	}
+}
+
+// BenchmarkCountPathsFatTree32 counts the 32-port fat tree's ToR-pair
+// paths (512 x 511 pairs, 16 or 256 paths each) without enumerating them.
+func BenchmarkCountPathsFatTree32(b *testing.B) {
+	n := fatTree(b, 32, func() float64 { return 0 })
+	var c int64
+	for b.Loop() {
+		c = n.CountPaths(nil)
+	}
+	b.ReportMetric(float64(c), "paths")
 }
 
 // BenchmarkClassesFatTree32 times the three classes' greedy rounds on the
