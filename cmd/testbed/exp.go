@@ -284,8 +284,14 @@ func (a *app) lab(spec runSpec, log *slog.Logger) (inv *inventory.Inventory, sim
 	}
 	// A plan that touches no device (a recipe working on a file) needs no
 	// lab: the simulated lab's description is enough, nothing is started.
+	// Bad input is refused before a lab is started for nothing.
 	def := simlab.DefaultInventory()
-	if plan, err := a.engine(nil).Plan(orchestrator.RunRequest{Recipe: spec.recipe, Params: spec.params, Lab: def, Simulated: true, Seed: spec.seed}); err == nil && len(plan.Devices()) == 0 {
+	plan, err := a.engine(nil).Plan(orchestrator.RunRequest{Recipe: spec.recipe, Params: spec.params, Lab: def, Simulated: true, Seed: spec.seed})
+	var ie *orchestrator.InputError
+	switch {
+	case errors.As(err, &ie):
+		return nil, true, nil, err
+	case err == nil && len(plan.Devices()) == 0:
 		return def, true, func() {}, nil
 	}
 	lab, err := simlab.StartDefault(simlab.Options{Seed: spec.seed, Log: log})
