@@ -4,12 +4,15 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"testbed/experiments/rail"
 	"testbed/experiments/rail/topo"
 	"testbed/experiments/recipetest"
+	"testbed/orchestrator"
+	"testbed/simlab"
 )
 
 var fronts = "front_ports=sw1:p1=1,sw1:p2=2,sw2:p1=1,sw2:p2=2"
@@ -69,6 +72,20 @@ func TestQualifyOnTheSimulatedLab(t *testing.T) {
 		del, _ := strconv.ParseInt(r["frames_delivered"], 10, 64)
 		if lost, _ := strconv.ParseInt(r["frames_lost"], 10, 64); lost != sent-del {
 			t.Errorf("row %v: lost is not sent - delivered", r)
+		}
+	}
+}
+
+func TestQualifyRefusesBadFrontPorts(t *testing.T) {
+	r := rail.NewQualify()
+	for _, fp := range []string{"front_ports=sw1:p1", "front_ports=sw1=1", "front_ports=sw1:p1=x"} {
+		params, err := orchestrator.ResolveParams(r.Params(), "", nil, []string{fp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = r.Plan(&orchestrator.PlanContext{Params: params, Lab: simlab.DefaultInventory(), Simulated: true})
+		if err == nil || !strings.Contains(err.Error(), "expected device:port=number") {
+			t.Errorf("%s: %v", fp, err)
 		}
 	}
 }
