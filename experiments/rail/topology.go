@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"strings"
@@ -338,7 +339,9 @@ func (st *run) paths(rc *o.RunContext) error {
 		}
 	}
 	w, ok := net.Worst(st.in.rates, nil)
-	agree := (!ok && enumWorst < 0) || ok && w.PPER == enumWorst
+	// The two multiply the same factors in different orders: equal to
+	// rounding.
+	agree := (!ok && enumWorst < 0) || ok && math.Abs(w.PPER-enumWorst) <= 1e-12*math.Max(enumWorst, 1e-300)
 	st.agree = &agree
 	if !agree {
 		return fmt.Errorf("algorithm 1 found worst PPER %g, the enumeration of every path %g", w.PPER, enumWorst)

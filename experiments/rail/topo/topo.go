@@ -173,7 +173,7 @@ func (n *Network) ToRs() []string {
 	return out
 }
 
-// Lower and Upper name link i's lower and upper ends (after Build).
+// Lower names link i's lower end (after Build).
 func (n *Network) Lower(i int) string { return n.names[n.lower[i]] }
 
 // Upper names link i's upper end (after Build).
