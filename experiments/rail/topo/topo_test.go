@@ -162,6 +162,17 @@ func TestWorstMatchesBruteForceOnRandomClos(t *testing.T) {
 				all, n = max(all, p.PPER), n+1
 			}
 		}
+		// Per pair, Algorithm 1's recurrences agree with the enumeration.
+		pw := c.net.WorstPerPair(topo.Point, nil)
+		for i, pp := range c.net.AllPaths(topo.Point, nil) {
+			w := -1.0
+			for _, p := range pp.Paths {
+				w = max(w, p.PPER)
+			}
+			if pw[i].Src != pp.Src || pw[i].Dst != pp.Dst || math.Abs(pw[i].PPER-w) > 1e-12*math.Max(1, w) {
+				t.Fatalf("trial %d: pair %s->%s worst %g, enumeration %s->%s %g", trial, pw[i].Src, pw[i].Dst, pw[i].PPER, pp.Src, pp.Dst, w)
+			}
+		}
 		if c := c.net.CountPaths(nil); c != int64(n) {
 			t.Fatalf("trial %d: CountPaths %d, AllPaths enumerates %d", trial, c, n)
 		}

@@ -131,3 +131,72 @@ func (n *Network) pathLPERs(r Rates, p Path) []float64 {
 	}
 	return out
 }
+
+// PairWorst is the worst equal-cost path of one ordered ToR pair.
+type PairWorst struct {
+	Src, Dst string
+	// PPER is the worst path's (-1 when no path joins them).
+	PPER float64
+}
+
+// WorstPerPair applies Algorithm 1's recurrences per ToR instead of over
+// all of them: for each ToR a, up_a(s), the worst upward path from a to
+// every switch, and down_b(s), the worst downward path from every switch
+// to b, each in one pass over the links; the worst path of a pair (a, b)
+// is the worst combination at the lowest stage where the two meet. Two
+// ToRs meeting first at s cannot have reached it through one child (they
+// would have met lower), so Algorithm 1's c != d holds by itself.
+// O(T·L + T²·S) for T ToRs, L links and S switches.
+func (n *Network) WorstPerPair(r Rates, alive []bool) []PairWorst {
+	var tors []int
+	for i := range n.names {
+		if n.stage[i] == ToR {
+			tors = append(tors, i)
+		}
+	}
+	ns := len(n.names)
+	pass := func(t int, up bool) []float64 {
+		v := make([]float64, ns)
+		for s := range v {
+			v[s] = noPath
+		}
+		v[t] = 0
+		for s := range ns { // by stage: children first
+			if v[s] == noPath {
+				continue
+			}
+			for _, li := range n.parents[s] {
+				if alive != nil && !alive[li] {
+					continue
+				}
+				p := n.upper[li]
+				v[p] = max(v[p], 1-(1-v[s])*(1-n.rate(r, li, up)))
+			}
+		}
+		return v
+	}
+	ups := make([][]float64, len(tors))
+	downs := make([][]float64, len(tors))
+	for k, t := range tors {
+		ups[k], downs[k] = pass(t, true), pass(t, false)
+	}
+	top := n.maxStage()
+	var out []PairWorst
+	for a := range tors {
+		for b := range tors {
+			if a == b {
+				continue
+			}
+			pw := PairWorst{Src: n.names[tors[a]], Dst: n.names[tors[b]], PPER: noPath}
+			for h := ToR + 1; h <= top && pw.PPER == noPath; h++ {
+				for s := range ns {
+					if n.stage[s] == h && ups[a][s] != noPath && downs[b][s] != noPath {
+						pw.PPER = max(pw.PPER, 1-(1-ups[a][s])*(1-downs[b][s]))
+					}
+				}
+			}
+			out = append(out, pw)
+		}
+	}
+	return out
+}
