@@ -282,7 +282,7 @@ func (st *run) build(rc *o.RunContext) error {
 	for k := len(cls) - 1; k >= 0; k-- {
 		for _, rm := range cls[k].Removed {
 			removedIn[rm.Link] = cls[k].Index
-			rc.Event(results.Event{Type: "measurement", Step: "virtual topologies",
+			rc.Event(results.Event{Type: "decision", Step: "virtual topologies",
 				Message: fmt.Sprintf("class %d: %s out (LPER %.3g on the worst path %s, PPER %.3g > %g)", cls[k].Index, net.Links[rm.Link].Name, rm.LPER,
 					strings.Join(rm.Worst.Switches, ">"), rm.Worst.PPER, cls[k].Bound),
 				Fields: map[string]any{"class": cls[k].Index, "link": net.Links[rm.Link].Name, "lper": rm.LPER, "worst_pper": rm.Worst.PPER}})
