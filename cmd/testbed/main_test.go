@@ -452,9 +452,9 @@ func TestParamsFileAndEnvironmentConfiguration(t *testing.T) {
 	if src["step_db"] != "file" || src["stop_db"] != "set" || src["start_db"] != "default" {
 		t.Errorf("parameter sources not recorded: %v", src)
 	}
-	os.WriteFile(params, []byte("step_db: fast\n"), 0o644)
+	os.WriteFile(params, []byte("# a bad value, on line 3\nstop_db: 6\nstep_db: fast\n"), 0o644)
 	code, _, errOut = testbedRun(t, "exp", "run", "attenuation-sweep", "--params", params, "--dry-run")
-	if code != exitBadInput || !strings.Contains(errOut, "p.yaml: parameter step_db") {
+	if code != exitBadInput || !strings.Contains(errOut, "p.yaml:3: parameter step_db") {
 		t.Errorf("bad params file: exit %d: %s", code, errOut)
 	}
 }
