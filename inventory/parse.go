@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -99,10 +100,7 @@ func (p *parser) fields(n *yaml.Node, path string, allowed []string) map[string]
 	return out
 }
 
-func looksSecret(k string) bool {
-	k = strings.ToLower(k)
-	return strings.Contains(k, "pass") || strings.Contains(k, "secret") || strings.Contains(k, "token") || k == "key"
-}
+func looksSecret(k string) bool { return secretWord(k) != "" }
 
 func join(path, f string) string {
 	if path == "" {
@@ -290,6 +288,11 @@ func (p *parser) device(name string, kv [2]*yaml.Node) *Device {
 	}
 	if kv, ok := f["options"]; ok {
 		p.decode(kv, path+".options", &d.Options, "a map of strings")
+		if kv[1].Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(kv[1].Content); i += 2 {
+				d.FieldPos["options."+kv[1].Content[i].Value] = p.at(kv[1].Content[i])
+			}
+		}
 	}
 	return d
 }
@@ -350,33 +353,38 @@ func schemesFor(kind string) []string {
 // checkAddress validates an address's syntax.
 func checkAddress(raw string) (scheme string, err error) {
 	u, err := url.Parse(raw)
+	shown := RedactAddress(raw)
 	if err != nil {
-		return "", fmt.Errorf("%q is not a URL: %v", raw, err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return "", fmt.Errorf("%q is not a URL: %v", shown, err)
 	}
 	switch u.Scheme {
 	case "tcp":
 		if u.Hostname() == "" || u.Port() == "" {
-			return "", fmt.Errorf("%q: expected tcp://host:port", raw)
+			return "", fmt.Errorf("%q: expected tcp://host:port", shown)
 		}
 	case "ssh":
 		if u.Hostname() == "" {
-			return "", fmt.Errorf("%q: expected ssh://user@host[:port]", raw)
+			return "", fmt.Errorf("%q: expected ssh://user@host[:port]", shown)
 		}
 	case "http", "https":
 		if u.Host == "" {
-			return "", fmt.Errorf("%q: expected %s://host[:port][/path]", raw, u.Scheme)
+			return "", fmt.Errorf("%q: expected %s://host[:port][/path]", shown, u.Scheme)
 		}
 	case "serial":
 		if u.Host != "" || !strings.HasPrefix(u.Path, "/") {
-			return "", fmt.Errorf("%q: expected serial:///dev/<port>?baud=<rate> (three slashes)", raw)
+			return "", fmt.Errorf("%q: expected serial:///dev/<port>?baud=<rate> (three slashes)", shown)
 		}
 		if b := u.Query().Get("baud"); b != "" {
 			if n, err := strconv.Atoi(b); err != nil || n <= 0 {
-				return "", fmt.Errorf("%q: baud %q is not a positive integer", raw, b)
+				return "", fmt.Errorf("%q: baud %q is not a positive integer", shown, b)
 			}
 		}
 	default:
-		return "", fmt.Errorf("%q: unknown scheme %q (expected tcp, serial, http, https or ssh)", raw, u.Scheme)
+		return "", fmt.Errorf("%q: unknown scheme %q (expected tcp, serial, http, https or ssh)", shown, u.Scheme)
 	}
 	return u.Scheme, nil
 }
@@ -399,10 +407,17 @@ func (inv *Inventory) Validate() error {
 		}
 		if d.Address == "" {
 			add(d.FieldPos, "address", d.Pos, path+".address", "missing: where to reach the device")
+		} else if msg := addressSecretProblem(d.Address); msg != "" {
+			add(d.FieldPos, "address", d.Pos, path+".address", "%s", msg)
 		} else if scheme, err := checkAddress(d.Address); err != nil {
 			add(d.FieldPos, "address", d.Pos, path+".address", "%v", err)
 		} else if ok := schemesFor(d.Kind); ok != nil && !slices.Contains(ok, scheme) {
 			add(d.FieldPos, "address", d.Pos, path+".address", "a %s is not reached over %s (expected %s)", d.Kind, scheme, strings.Join(ok, " or "))
+		}
+		for _, k := range sortedMapKeys(d.Options) {
+			if msg := optionSecretProblem(k, d.Options[k]); msg != "" {
+				add(d.FieldPos, "options."+k, d.Pos, path+".options."+k, "%s", msg)
+			}
 		}
 		if d.Kind == "host" {
 			// A host's ports are its data-plane interfaces: name -> the

@@ -54,26 +54,43 @@ type Params struct {
 // file (already decoded, e.g. from YAML), then `--set key=value` strings, and
 // checks each against its spec. fileName is used in messages.
 func ResolveParams(specs []ParamSpec, fileName string, file map[string]any, sets []string) (*Params, error) {
+	return ResolveParamsFile(specs, &ParamsFile{Name: fileName, Values: file}, sets)
+}
+
+// ResolveParamsFile is ResolveParams with a parameters file as
+// ParseParamsFile reads it, so that its errors name the line of each
+// value. pf may be nil.
+func ResolveParamsFile(specs []ParamSpec, pf *ParamsFile, sets []string) (*Params, error) {
+	if pf == nil {
+		pf = &ParamsFile{}
+	}
 	p := &Params{specs: specs, values: map[string]any{}, source: map[string]string{}}
 	for _, s := range specs {
 		p.values[s.Name] = s.Default
 		p.source[s.Name] = SourceDefault
 	}
 	var problems []string
-	fileKeys := make([]string, 0, len(file))
-	for k := range file {
+	fileKeys := make([]string, 0, len(pf.Values))
+	for k := range pf.Values {
 		fileKeys = append(fileKeys, k)
 	}
-	sort.Strings(fileKeys)
+	sort.Slice(fileKeys, func(i, j int) bool {
+		a, b := pf.Lines[fileKeys[i]], pf.Lines[fileKeys[j]]
+		if a != b {
+			return a < b
+		}
+		return fileKeys[i] < fileKeys[j]
+	})
 	for _, k := range fileKeys {
+		at := pf.at(k)
 		spec, ok := p.spec(k)
 		if !ok {
-			problems = append(problems, fmt.Sprintf("%s: unknown parameter %q (known: %s)", fileName, k, p.names()))
+			problems = append(problems, fmt.Sprintf("%s: unknown parameter %q (known: %s)", at, k, p.names()))
 			continue
 		}
-		v, err := coerce(spec, file[k])
+		v, err := coerce(spec, pf.Values[k], pf.Text[k])
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s: parameter %s: %v", fileName, k, err))
+			problems = append(problems, fmt.Sprintf("%s: parameter %s: %v", at, k, err))
 			continue
 		}
 		p.values[k], p.source[k] = v, SourceFile
@@ -156,36 +173,40 @@ func (p *Params) must(name string) any {
 }
 
 // coerce converts a decoded (YAML/JSON) value to the spec's Go type.
-func coerce(s ParamSpec, v any) (any, error) {
+// text is the value as the user wrote it, for messages ("" when unknown).
+func coerce(s ParamSpec, v any, text string) (any, error) {
 	if str, ok := v.(string); ok {
 		return parseString(s, str)
+	}
+	if text == "" {
+		text = fmt.Sprint(v)
 	}
 	switch s.Type {
 	case TypeFloat:
 		f, ok := toFloat(v)
 		if !ok {
-			return nil, fmt.Errorf("expected a number, got %v", v)
+			return nil, fmt.Errorf("expected a number, got %s", text)
 		}
-		return checkRange(s, f)
+		return checkRange(s, f, text)
 	case TypeInt:
 		f, ok := toFloat(v)
-		if !ok || f != math.Trunc(f) {
-			return nil, fmt.Errorf("expected an integer, got %v", v)
+		if !ok || f != math.Trunc(f) || math.Abs(f) > 1<<62 {
+			return nil, fmt.Errorf("expected an integer, got %s", text)
 		}
-		if _, err := checkRange(s, f); err != nil {
+		if _, err := checkRange(s, f, text); err != nil {
 			return nil, err
 		}
 		return int64(f), nil
 	case TypeBool:
 		b, ok := v.(bool)
 		if !ok {
-			return nil, fmt.Errorf("expected true or false, got %v", v)
+			return nil, fmt.Errorf("expected true or false, got %s", text)
 		}
 		return b, nil
 	case TypeFloats, TypeStrings:
 		list, ok := v.([]any)
 		if !ok {
-			return nil, fmt.Errorf("expected a list, got %v", v)
+			return nil, fmt.Errorf("expected a list, got %s", text)
 		}
 		var parts []string
 		for _, e := range list {
@@ -220,13 +241,13 @@ func parseString(s ParamSpec, raw string) (any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%q is not a number (%s)", raw, unitHint(s))
 		}
-		return checkRange(s, f)
+		return checkRange(s, f, raw)
 	case TypeInt:
 		f, err := strconv.ParseFloat(raw, 64) // accepts 1e6
 		if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<62 {
 			return nil, fmt.Errorf("%q is not an integer", raw)
 		}
-		if _, err := checkRange(s, f); err != nil {
+		if _, err := checkRange(s, f, raw); err != nil {
 			return nil, err
 		}
 		return int64(f), nil
@@ -241,7 +262,7 @@ func parseString(s ParamSpec, raw string) (any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%q is not a duration (e.g. 10s, 500ms)", raw)
 		}
-		if _, err := checkRange(s, d.Seconds()); err != nil {
+		if _, err := checkRange(s, d.Seconds(), raw); err != nil {
 			return nil, err
 		}
 		return d, nil
@@ -257,7 +278,7 @@ func parseString(s ParamSpec, raw string) (any, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%q is not a number (%s)", part, unitHint(s))
 			}
-			if _, err := checkRange(s, f); err != nil {
+			if _, err := checkRange(s, f, part); err != nil {
 				return nil, err
 			}
 			out = append(out, f)
@@ -292,15 +313,36 @@ func unitHint(s ParamSpec) string {
 	return "plain number"
 }
 
-func checkRange(s ParamSpec, f float64) (float64, error) {
+// checkRange checks f against the spec's limits; shown is the value as
+// the user wrote it, so that a message keeps their unit ("-1ms", not
+// "-0.001").
+func checkRange(s ParamSpec, f float64, shown string) (float64, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, fmt.Errorf("%v is not a finite number", f)
+		return 0, fmt.Errorf("%s is not a finite number", shown)
 	}
 	if s.Min != nil && f < *s.Min {
-		return 0, fmt.Errorf("%g %s is below the minimum %g", f, s.Unit, *s.Min)
+		return 0, fmt.Errorf("%s is below the minimum %s", withUnit(s, shown), bound(s, *s.Min))
 	}
 	if s.Max != nil && f > *s.Max {
-		return 0, fmt.Errorf("%g %s is above the maximum %g", f, s.Unit, *s.Max)
+		return 0, fmt.Errorf("%s is above the maximum %s", withUnit(s, shown), bound(s, *s.Max))
 	}
 	return f, nil
+}
+
+// withUnit appends the spec's unit to a plain number; a duration carries
+// its own.
+func withUnit(s ParamSpec, v string) string {
+	if s.Type == TypeDuration || s.Unit == "" {
+		return v
+	}
+	return v + " " + s.Unit
+}
+
+// bound writes a limit in the spec's terms: a duration as a duration
+// (a duration's limits are in seconds), a number with the unit.
+func bound(s ParamSpec, b float64) string {
+	if s.Type == TypeDuration {
+		return time.Duration(math.Round(b * 1e9)).String()
+	}
+	return withUnit(s, strconv.FormatFloat(b, 'g', -1, 64))
 }

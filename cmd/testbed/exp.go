@@ -14,7 +14,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	"go.yaml.in/yaml/v3"
 
 	"testbed/experiments"
 	"testbed/inventory"
@@ -180,31 +179,18 @@ func randomSeed() uint64 {
 	return binary.LittleEndian.Uint64(b[:]) >> 12 // short enough to type back
 }
 
-func readParamsFile(path string) (map[string]any, error) {
-	if path == "" {
-		return nil, nil
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, &orchestrator.InputError{Msg: fmt.Sprintf("parameters file: %v", err)}
-	}
-	var m map[string]any
-	if err := yaml.Unmarshal(b, &m); err != nil {
-		return nil, &orchestrator.InputError{Msg: fmt.Sprintf("%s: %v", path, err)}
-	}
-	return m, nil
-}
-
 func (a *app) expRun(parent context.Context, name string, sets []string, paramsFile string, dryRun bool, seed uint64, obs *liveMetrics) error {
 	r, err := experiments.Registry().Get(name)
 	if err != nil {
 		return err
 	}
-	file, err := readParamsFile(paramsFile)
-	if err != nil {
-		return err
+	var file *orchestrator.ParamsFile
+	if paramsFile != "" {
+		if file, err = orchestrator.ReadParamsFile(paramsFile); err != nil {
+			return err
+		}
 	}
-	params, err := orchestrator.ResolveParams(r.Params(), paramsFile, file, sets)
+	params, err := orchestrator.ResolveParamsFile(r.Params(), file, sets)
 	if err != nil {
 		return err
 	}

@@ -387,6 +387,15 @@ func TestInventoryCheck(t *testing.T) {
 	if code != exitBadInput || !strings.Contains(errOut, "bad.yaml:6") || !strings.Contains(errOut, "nosuch") {
 		t.Fatalf("bad driver: exit %d: %s", code, errOut)
 	}
+	// Secrets outside credentials: refused with the line, the field and
+	// the reference form, never repeated.
+	os.WriteFile(bad, []byte("version: 1\nname: x\ndevices:\n  tg:\n    kind: trafficgen\n    driver: otg\n    address: http://admin:hunter2@127.0.0.1:1\n    options: {api_token: hunter2}\n"), 0o644)
+	code, _, errOut = testbedRun(t, "inventory", "check", "--offline", bad)
+	for _, want := range []string{"bad.yaml:7:14: devices.tg.address", "bad.yaml:8:15: devices.tg.options.api_token", "password_env: VAR"} {
+		if code != exitBadInput || !strings.Contains(errOut, want) || strings.Contains(errOut, "hunter2") {
+			t.Errorf("secrets in the inventory: exit %d, want %q, and no secret:\n%s", code, want, errOut)
+		}
+	}
 }
 
 func TestLabUpServesAnotherProcess(t *testing.T) {
@@ -452,9 +461,9 @@ func TestParamsFileAndEnvironmentConfiguration(t *testing.T) {
 	if src["step_db"] != "file" || src["stop_db"] != "set" || src["start_db"] != "default" {
 		t.Errorf("parameter sources not recorded: %v", src)
 	}
-	os.WriteFile(params, []byte("step_db: fast\n"), 0o644)
+	os.WriteFile(params, []byte("# a bad value, on line 3\nstop_db: 6\nstep_db: fast\n"), 0o644)
 	code, _, errOut = testbedRun(t, "exp", "run", "attenuation-sweep", "--params", params, "--dry-run")
-	if code != exitBadInput || !strings.Contains(errOut, "p.yaml: parameter step_db") {
+	if code != exitBadInput || !strings.Contains(errOut, "p.yaml:3: parameter step_db") {
 		t.Errorf("bad params file: exit %d: %s", code, errOut)
 	}
 }

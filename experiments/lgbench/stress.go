@@ -188,6 +188,9 @@ func (b *Bench) Run(ctx context.Context, s Stress) (StressResult, error) {
 	limit := t0 + 2*d + 10*time.Second
 	var sent int64
 	for {
+		if err := ctx.Err(); err != nil {
+			return r, fmt.Errorf("%s: wait for the packet generator: %w", b.Sender, context.Cause(ctx))
+		}
 		st, err := b.Tx.PktgenStatus(ctx, s.AppID)
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", b.Sender, err)
@@ -240,21 +243,31 @@ func pktgen(b *Bench, s Stress, batches, per int) tofino.Pktgen {
 		Interval: b.LineRateInterval(s.FrameBytes), Batches: batches, PerBatch: per}
 }
 
-// waitClock waits for the sender's clock to reach t, in steps the agent
-// accepts (at most 60 s ahead).
+// clockStep is the most device time one wait asks the switch for. A
+// request cannot be taken back once the switch has it: the switch answers
+// nothing else (the generator's stop included) until that wait ends, and
+// a simulated switch computes the whole span first. Short steps, with the
+// context checked between them, let a cancelled run stop the generator
+// within one step of device time; on a real switch they cost one request
+// per step.
+const clockStep = 50 * time.Millisecond
+
+// waitClock waits for the sender's clock to reach t, in steps of at most
+// clockStep, returning as soon as ctx ends between steps.
 func (b *Bench) waitClock(ctx context.Context, t time.Duration) error {
-	for {
-		now, err := b.Tx.Clock(ctx)
-		if err != nil {
-			return fmt.Errorf("%s: %w", b.Sender, err)
+	now, err := b.Tx.Clock(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", b.Sender, err)
+	}
+	for now < t {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("%s: wait for clock %v: %w", b.Sender, t, context.Cause(ctx))
 		}
-		if now >= t {
-			return nil
-		}
-		if _, err := b.Tx.WaitClock(ctx, min(t, now+30*time.Second)); err != nil {
+		if now, err = b.Tx.WaitClock(ctx, min(t, now+clockStep)); err != nil {
 			return fmt.Errorf("%s: %w", b.Sender, err)
 		}
 	}
+	return nil
 }
 
 func (b *Bench) waitRead(ctx context.Context, t time.Duration) (Snapshot, error) {
@@ -309,6 +322,9 @@ func (b *Bench) Calibrate(ctx context.Context, target float64, o CalibrateOption
 	lo := target / o.Tolerance
 	inWindow := func(r float64) bool { return r >= lo && r <= target }
 	measure := func(att float64, n int64) (lossPoint, error) {
+		if err := ctx.Err(); err != nil {
+			return lossPoint{}, fmt.Errorf("link %s: calibrating %g: %w", b.Link.Link.Name, target, context.Cause(ctx))
+		}
 		att = math.Round(att*1000) / 1000
 		if err := b.rc.SetAttenuation(ctx, b.VOA, b.VOAChannel, att); err != nil {
 			return lossPoint{}, err

@@ -253,3 +253,69 @@ func TestLossSweepExplainsALabWithoutSwitchLinks(t *testing.T) {
 		}
 	}
 }
+
+// Stopping a run in the middle of a line-rate stress test stops it there:
+// the step returns with the cancellation, the packet generator is stopped,
+// and it sent few frames after the cancellation (the waits on the switch's
+// clock are short steps that look at the context between them, so the
+// run does not wait out the stress test before it stops the generator).
+func TestLossSweepCancelMidStressStopsTheGenerator(t *testing.T) {
+	lab := recipetest.StartLab(t, 14)
+	ctx := context.Background()
+	watch := open(t, lab, "sw1")
+	const frames = 20_000_000
+	done, polled := make(chan struct{}), make(chan struct{})
+	started := false
+	var atCancel int64 = -1
+	var stepErr string
+	res, _ := run(t, lab, func(e results.Event, abort func()) {
+		switch {
+		case e.Type == "step.start" && strings.HasSuffix(e.Step, ", linkguardian"):
+			// Cancel once the generator is running: a frame sent and
+			// the run not done.
+			started = true
+			go func() {
+				defer close(polled)
+				for {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					st, err := watch.PktgenStatus(ctx, 1)
+					if err == nil && st.Enabled && !st.Done && st.Packets > 0 {
+						atCancel = st.Packets
+						abort()
+						return
+					}
+				}
+			}()
+		case e.Type == "step.error":
+			stepErr = e.Message
+		}
+	}, "links=lg25", "loss_rates=1e-3", "modes=off,linkguardian", "frames=20000000", "calib_losses=100")
+	close(done)
+	if started {
+		<-polled
+	}
+	if res.Status != results.StatusAborted || !strings.Contains(res.Reason, "during step") || !strings.Contains(res.Reason, "linkguardian") {
+		t.Fatalf("status %s (%s): want aborted during the linkguardian stress step", res.Status, res.Reason)
+	}
+	if !strings.Contains(stepErr, "aborted") && !strings.Contains(stepErr, "context canceled") {
+		t.Errorf("the step returned %q, not the cancellation", stepErr)
+	}
+	st, err := watch.PktgenStatus(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Enabled {
+		t.Errorf("packet generator still enabled after the abort: %+v", st)
+	}
+	t.Logf("generator: %d frames sent at the cancellation, %d in all (of %d)", atCancel, st.Packets, frames)
+	// 5% of the run is about 0.5 s of the switch's time at 25G: far more
+	// than one wait step, far less than the stress test's own waits.
+	if after := st.Packets - atCancel; atCancel < 0 || after > frames/20 {
+		t.Errorf("generator sent %d frames before the cancellation and %d after (of %d): the run waited out the stress test", atCancel, after, frames)
+	}
+	checkRestored(t, lab, nil)
+}

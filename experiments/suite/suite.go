@@ -215,16 +215,21 @@ func Parse(file string, data []byte, reg *orchestrator.Registry) (*Suite, error)
 			p.add(entries, "suite has no entries")
 		}
 		for i, n := range entries.Content {
-			e := p.entry(n, i, reg)
+			e, ok := p.entry(n, i, reg)
 			if e == nil {
 				continue
 			}
-			if prev, dup := ids[e.ID]; dup {
-				p.add(n, "entries[%d]: id %q is also the id of the entry at %s: give each entry its own id:", i, e.ID, prev)
-				continue
+			if e.ID != "" {
+				if prev, dup := ids[e.ID]; dup {
+					p.add(n, "entries[%d]: id %q is also the id of the entry at %s: give each entry its own id:", i, e.ID, prev)
+					ok = false
+				} else {
+					ids[e.ID] = e.Pos
+				}
 			}
-			ids[e.ID] = e.Pos
-			s.Entries = append(s.Entries, e)
+			if ok {
+				s.Entries = append(s.Entries, e)
+			}
 		}
 	}
 	if len(p.problems) > 0 {
@@ -306,37 +311,49 @@ func (p *parser) number(n *yaml.Node, where string) *float64 {
 	return nil
 }
 
-func (p *parser) entry(n *yaml.Node, i int, reg *orchestrator.Registry) *Entry {
+// entry parses one entry. Every problem in it is reported, whether or not
+// its recipe is known. It returns nil for a node that is no mapping, and
+// otherwise the entry with its id (for the duplicate check) and whether it
+// is free of problems.
+func (p *parser) entry(n *yaml.Node, i int, reg *orchestrator.Registry) (*Entry, bool) {
 	where := fmt.Sprintf("entries[%d]", i)
 	before := len(p.problems)
 	f := p.fields(n, where, []string{"id", "recipe", "set", "seed", "expect"})
 	if n.Kind != yaml.MappingNode {
-		return nil
+		return nil, false
 	}
 	e := &Entry{Pos: p.pos(n)}
-	kv, ok := f["recipe"]
-	if !ok {
+	var r orchestrator.Recipe
+	if kv, ok := f["recipe"]; !ok {
 		p.add(n, "%s: no recipe: (known: %s)", where, strings.Join(reg.Names(), ", "))
-		return nil
-	}
-	name := p.scalar(kv[1], where+".recipe")
-	r, err := reg.Get(name)
-	if err != nil {
-		if name != "" {
+	} else if name := p.scalar(kv[1], where+".recipe"); name == "" {
+		if kv[1].Kind == yaml.ScalarNode {
+			p.add(kv[1], "%s: recipe is empty: expected a recipe's name (known: %s)", where, strings.Join(reg.Names(), ", "))
+		}
+	} else {
+		var err error
+		if r, err = reg.Get(name); err != nil {
 			p.add(kv[1], "%s: %v", where, err)
 		}
-		return nil
+		// The recipe's name is the entry's id unless it has one, known
+		// recipe or not, so that a repeated id is always found.
+		e.ID = name
+		if r != nil {
+			e.Recipe, e.ID = r, r.Name()
+		}
 	}
-	e.Recipe, e.ID = r, r.Name()
 	if kv, ok := f["id"]; ok {
 		id := p.scalar(kv[1], where+".id")
 		if id != "" && !idRe.MatchString(id) {
 			p.add(kv[1], "%s.id %q: expected letters, digits, '.', '_' and '-', starting with a letter or digit", where, id)
-		} else if id != "" {
+		}
+		if id != "" {
 			e.ID = id
 		}
 	}
-	where = fmt.Sprintf("entry %s", e.ID)
+	if e.ID != "" {
+		where = fmt.Sprintf("entry %s", e.ID)
+	}
 	if kv, ok := f["seed"]; ok {
 		if kv[1].Kind != yaml.ScalarNode || kv[1].Tag != "!!int" {
 			p.add(kv[1], "%s: seed: expected a whole number >= 0, got %s", where, kindName(kv[1]))
@@ -351,16 +368,24 @@ func (p *parser) entry(n *yaml.Node, i int, reg *orchestrator.Registry) *Entry {
 		sf := p.fields(kv[1], where+": set", nil)
 		for j := 0; kv[1].Kind == yaml.MappingNode && j+1 < len(kv[1].Content); j += 2 {
 			k, vn := kv[1].Content[j], kv[1].Content[j+1]
-			if _, ok := sf[k.Value]; !ok {
+			if x, ok := sf[k.Value]; !ok || x[0] != k {
 				continue // repeated key, reported
 			}
 			var v any
 			if err := vn.Decode(&v); err != nil {
-				p.add(vn, "%s: set %s: %v", where, k.Value, err)
+				p.add(vn, "%s: set %s: %s", where, k.Value, strings.TrimPrefix(err.Error(), "yaml: "))
 				continue
 			}
-			// Each value alone, so a bad one is reported at its own line.
-			if _, err := orchestrator.ResolveParams(r.Params(), "", map[string]any{k.Value: v}, nil); err != nil {
+			if r == nil {
+				continue // no recipe to check the parameter against (reported)
+			}
+			// Each value alone, so a bad one is reported at its own line
+			// and as it was written.
+			pf := &orchestrator.ParamsFile{Values: map[string]any{k.Value: v}, Text: map[string]string{}}
+			if vn.Kind == yaml.ScalarNode {
+				pf.Text[k.Value] = vn.Value
+			}
+			if _, err := orchestrator.ResolveParamsFile(r.Params(), pf, nil); err != nil {
 				msg := err.Error()
 				if ie, ok := err.(*orchestrator.InputError); ok {
 					msg = strings.TrimSpace(strings.TrimPrefix(ie.Msg, "bad parameters:"))
@@ -384,16 +409,16 @@ func (p *parser) entry(n *yaml.Node, i int, reg *orchestrator.Registry) *Entry {
 			}
 		}
 	}
-	if len(p.problems) > before {
-		return nil
+	if len(p.problems) > before || r == nil {
+		return e, false
 	}
 	params, err := orchestrator.ResolveParams(r.Params(), e.Pos.String(), values, nil)
 	if err != nil {
 		p.add(n, "%s: %v", where, err)
-		return nil
+		return e, false
 	}
 	e.Params = params
-	return e
+	return e, true
 }
 
 func (p *parser) expectation(n *yaml.Node, where string) *Expectation {

@@ -110,6 +110,7 @@ func TestParseErrorsNameFileAndLine(t *testing.T) {
 		{"entries:\n  - recipe: fct\n  - recipe: fct\n", `bad.yaml:3: entries[1]: id "fct" is also the id of the entry at bad.yaml:2`},
 		{"entries:\n  - recipe: fct\n    id: 'a b'\n", `bad.yaml:3: entries[0].id "a b": expected letters`},
 		{"name: x\n", `bad.yaml:1: suite has no entries`},
+		{"- recipe:\n", `bad.yaml:1: entries[0]: recipe is empty: expected a recipe's name (known: fct, sweep)`},
 		{"entries: [\n", `bad.yaml: `},
 	}
 	for _, c := range cases {
@@ -121,6 +122,55 @@ func TestParseErrorsNameFileAndLine(t *testing.T) {
 		if _, ok := err.(*orchestrator.InputError); !ok {
 			t.Errorf("%q: %T is not an InputError", c.text, err)
 		}
+	}
+}
+
+// Every mistake in a suite is reported at once: an unknown recipe does
+// not hide the entry's other mistakes, and a repeated id is reported
+// whether or not the entries that share it have mistakes of their own.
+func TestParseReportsEveryMistakeAtOnce(t *testing.T) {
+	text := `entries:
+  - id: nightly-sweep
+    recipe: swep
+    seed: -1
+    set: {step_db: 0}
+    expect:
+      - {metric: a, min: 3, max: 1}
+  - id: nightly-sweep
+    recipe: sweep
+  - recipe: fct
+    seed: lots
+  - recipe: fct
+  - recipe: nope
+  - recipe: nope
+    expect:
+      - metric: a..b
+        max: 1
+`
+	_, err := Parse("bad.yaml", []byte(text), registry())
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		`bad.yaml:3: entries[0]: unknown recipe "swep" (known: fct, sweep)`,
+		`bad.yaml:4: entry nightly-sweep: seed -1: expected a whole number >= 0`,
+		`bad.yaml:7: entry nightly-sweep: expect[0]: min 3 is above max 1`,
+		`bad.yaml:8: entries[1]: id "nightly-sweep" is also the id of the entry at bad.yaml:2`,
+		`bad.yaml:11: entry fct: seed: expected a whole number >= 0, got "lots"`,
+		`bad.yaml:12: entries[3]: id "fct" is also the id of the entry at bad.yaml:10`,
+		`bad.yaml:13: entries[4]: unknown recipe "nope"`,
+		`bad.yaml:14: entries[5]: unknown recipe "nope"`,
+		`bad.yaml:14: entries[5]: id "nope" is also the id of the entry at bad.yaml:13`,
+		`bad.yaml:16: entry nope: expect[0]: metric "a..b" has an empty segment`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error:\n%v\nwant it to contain:\n%s", err, want)
+		}
+	}
+	// A parameter's limit is reported with the value as written.
+	_, err = Parse("bad.yaml", []byte("- recipe: sweep\n  set: {timeout: -1ms, step_db: 1e-3}\n"), registry())
+	if err == nil || !strings.Contains(err.Error(), "set: parameter step_db: 1e-3 dB is below the minimum 0.01 dB") {
+		t.Errorf("error %v does not keep the value as written", err)
 	}
 }
 
