@@ -177,7 +177,8 @@ type Config struct {
 	// Reset runs on *RST, after the error queue is cleared.
 	Reset func()
 	// Pending reports whether an operation is still under way: *OPC?
-	// answers 0 while it is.
+	// answers 0 while it is (the N77xx's behaviour). Nil: *OPC? waits
+	// (Wait) and answers 1, as IEEE 488.2 describes.
 	Pending func() bool
 	// Wait blocks until nothing is pending (*OPC and *WAI). Nil: no-op.
 	Wait func()
@@ -556,8 +557,17 @@ func (in *Instrument) common(call *Call) (string, error) {
 			in.mu.Unlock()
 			return "", nil
 		}
-		if in.cfg.Pending != nil && in.cfg.Pending() {
-			return "0", nil
+		if in.cfg.Pending != nil {
+			// The instrument answers at once, 0 while pending (N77xx).
+			if in.cfg.Pending() {
+				return "0", nil
+			}
+			return "1", nil
+		}
+		// IEEE 488.2 §12.5.3: "1" goes to the output queue once every
+		// pending operation has finished.
+		if in.cfg.Wait != nil {
+			in.cfg.Wait()
 		}
 		return "1", nil
 	case "*WAI":

@@ -334,3 +334,13 @@ func ExampleInstrument_Exec() {
 	fmt.Println(r)
 	// Output: ACME,X1,S1,1.0;+0,"No error"
 }
+
+// Without a Pending report, *OPC? waits for the operations to finish and
+// then answers 1 (IEEE 488.2 §12.5.3).
+func TestOPCQueryWaitsWithoutPending(t *testing.T) {
+	waited := 0
+	in := New(Config{Wait: func() { waited++ }}, nil)
+	if r, ok := in.Exec("*OPC?"); !ok || r != "1" || waited != 1 {
+		t.Fatalf("*OPC? = %q, waited %d times", r, waited)
+	}
+}
