@@ -52,10 +52,15 @@ type OTGServer struct {
 	done  chan struct{}
 }
 
-// OTGPort is a test port: its location and the fibre its transmitter feeds.
+// OTGPort is a test port: its location and the fibres its transmitter
+// feeds and its receiver ends.
 type OTGPort struct {
 	Location string
 	TxFibre  string // "" if the port only receives
+	// RxFibre is the fibre whose frames this port receives; "" if none.
+	// When no port of the generator names one, a flow's frames are taken
+	// to arrive at its first rx port.
+	RxFibre string
 }
 
 // OTGOptions tune the emulator.
@@ -114,7 +119,8 @@ type otgFlow struct {
 	js       otgFlowJS
 	fibre    *Fibre
 	txPort   string
-	rxPort   string
+	rxPort   string  // the configured port the fibre delivers to ("" if none)
+	counted  bool    // whether rxPort is one of the flow's rx ports
 	sizes    []int   // frame sizes, repeating (one for a fixed size)
 	fps      float64 // frames per simulated second
 	packets  int64   // 0: continuous
@@ -261,8 +267,18 @@ func (s *OTGServer) setConfig(r *http.Request) (int, any) {
 		case !okTx:
 			errs = append(errs, fmt.Sprintf("flow %s: tx port %q not configured", f.Name, tx))
 			continue
-		case len(rxs) != 1 || ports[rxs[0]] == "":
-			errs = append(errs, fmt.Sprintf("flow %s: exactly one configured rx port is supported, got %v", f.Name, rxs))
+		case len(rxs) == 0:
+			errs = append(errs, fmt.Sprintf("flow %s: no rx port (tx_rx.port.rx_names is empty)", f.Name))
+			continue
+		}
+		unknown := false
+		for _, rx := range rxs {
+			if ports[rx] == "" {
+				errs = append(errs, fmt.Sprintf("flow %s: rx port %q not configured", f.Name, rx))
+				unknown = true
+			}
+		}
+		if unknown {
 			continue
 		}
 		fibreName := s.ports[txLoc].TxFibre
@@ -276,7 +292,8 @@ func (s *OTGServer) setConfig(r *http.Request) (int, any) {
 			errs = append(errs, ferrs...)
 			continue
 		}
-		flows[f.Name] = &otgFlow{js: f, fibre: fibre, txPort: tx, rxPort: rxs[0], sizes: sizes, fps: fps, packets: packets}
+		rxPort, counted := s.receiver(cfg.Ports, fibreName, rxs)
+		flows[f.Name] = &otgFlow{js: f, fibre: fibre, txPort: tx, rxPort: rxPort, counted: counted, sizes: sizes, fps: fps, packets: packets}
 	}
 	if len(errs) > 0 {
 		return http.StatusBadRequest, otgError{Code: 400, Kind: "validation", Errors: errs}
@@ -315,7 +332,7 @@ func (s *OTGServer) control(r *http.Request) (int, any) {
 		f := s.flows[n]
 		switch req.Traffic.FlowTransmit.State {
 		case "start":
-			*f = otgFlow{js: f.js, fibre: f.fibre, txPort: f.txPort, rxPort: f.rxPort, sizes: f.sizes, fps: f.fps, packets: f.packets, running: true, realAt: now}
+			*f = otgFlow{js: f.js, fibre: f.fibre, txPort: f.txPort, rxPort: f.rxPort, counted: f.counted, sizes: f.sizes, fps: f.fps, packets: f.packets, running: true, realAt: now}
 		case "stop", "pause":
 			s.advance(f, now)
 			f.running = false
@@ -423,6 +440,9 @@ func (s *OTGServer) metrics(r *http.Request) (int, any) {
 		for _, n := range names {
 			f := s.flows[n]
 			tx, rx := f.counters()
+			if !f.counted {
+				rx = 0 // the frames arrive at a port the flow does not list
+			}
 			state := "stopped"
 			if f.running {
 				state = "started"

@@ -223,3 +223,29 @@ func otgNotFound(mux *http.ServeMux) {
 			Errors: []string{fmt.Sprintf("%s %s: no such path in the Open Traffic Generator API", r.Method, r.URL.Path)}})
 	})
 }
+
+// receiver finds where a flow's frames land: the configured port whose
+// location receives the fibre (OTGPort.RxFibre), and whether it is one of
+// the flow's rx ports (the flow's frames_rx counts only those; the port's
+// own frames_rx counts whatever arrives). Without RxFibre on any port, the
+// first rx port receives.
+func (s *OTGServer) receiver(ports []otgPort, fibre string, rxs []string) (string, bool) {
+	declared := false
+	for _, p := range s.ports {
+		declared = declared || p.RxFibre != ""
+	}
+	if !declared {
+		return rxs[0], true
+	}
+	for _, p := range ports {
+		if s.ports[p.Location].RxFibre == fibre {
+			for _, rx := range rxs {
+				if rx == p.Name {
+					return p.Name, true
+				}
+			}
+			return p.Name, false
+		}
+	}
+	return "", false
+}

@@ -37,6 +37,9 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
+
+	"testbed/simlab"
+	"testbed/simlab/physics"
 )
 
 var otgSpec struct {
@@ -310,4 +313,46 @@ func TestOTGSpecErrorObjects(t *testing.T) {
 func itoa(n int64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// Several rx ports: a flow's frames arrive where its fibre ends; the flow
+// counts them if that port is one of its rx ports, and the port counts
+// whatever arrives.
+func TestOTGSpecSeveralRxPorts(t *testing.T) {
+	w := simlab.NewWorld(1)
+	tr, _ := physics.TransceiverByName("25GBASE-SR")
+	fec, _ := physics.FECByName("none")
+	v := w.NewVOA("voa1", "Keysight Technologies", "N7764A", "SIM1", "1.0", 1, 0, 60, 1.5, 1e6)
+	w.NewFibre("l25g", tr, fec, 1.0, 0.5, v.Channels[0])
+	srv := simlab.NewOTGServer(w, []simlab.OTGPort{{Location: "eth1", TxFibre: "l25g"}, {Location: "eth2", RxFibre: "l25g"}, {Location: "eth3"}}, nil, simlab.OTGOptions{TimeScale: 1e5})
+	if err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	base := srv.Addr()
+	ports := `"ports":[{"name":"p1","location":"eth1"},{"name":"p2","location":"eth2"},{"name":"p3","location":"eth3"}]`
+	flow := func(rx string) string {
+		return `{` + ports + `,"flows":[{"name":"f1","tx_rx":{"choice":"port","port":{"tx_name":"p1","rx_names":[` + rx + `]}},` +
+			`"size":{"choice":"fixed","fixed":1518},"rate":{"choice":"percentage","percentage":10},"duration":{"choice":"fixed_packets","fixed_packets":{"packets":1000}}}]}`
+	}
+	portRx := func(name string) float64 {
+		_, m := otgCall(t, base, "POST", "/monitor/metrics", `{"choice":"port","port":{"port_names":["`+name+`"]}}`, true)
+		return m["port_metrics"].([]any)[0].(map[string]any)["frames_rx"].(float64)
+	}
+	configure(t, base, flow(`"p3","p2"`))
+	start(t, base)
+	if fm := flowMetric(t, base, true); fm["frames_rx"].(float64) != 1000 {
+		t.Fatalf("rx ports p3 and p2, fibre ends at p2: %v", fm)
+	}
+	if portRx("p2") != 1000 || portRx("p3") != 0 {
+		t.Fatalf("port rx: p2 %v, p3 %v", portRx("p2"), portRx("p3"))
+	}
+	configure(t, base, flow(`"p3"`))
+	start(t, base)
+	if fm := flowMetric(t, base, true); fm["frames_rx"].(float64) != 0 || fm["frames_tx"].(float64) != 1000 {
+		t.Fatalf("rx port p3 only, fibre ends at p2: %v", fm)
+	}
+	if portRx("p2") != 1000 {
+		t.Fatalf("p2 did not count what arrived: %v", portRx("p2"))
+	}
 }
