@@ -2,6 +2,7 @@ package scpi
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -343,4 +344,25 @@ func TestOPCQueryWaitsWithoutPending(t *testing.T) {
 	if r, ok := in.Exec("*OPC?"); !ok || r != "1" || waited != 1 {
 		t.Fatalf("*OPC? = %q, waited %d times", r, waited)
 	}
+}
+
+// FuzzExec: no program message makes the core panic, answer a line with a
+// terminator inside it, or grow its error queue past its bound.
+func FuzzExec(f *testing.F) {
+	for _, s := range []string{"*IDN?", ":INP1:ATT 3;ATT?;WAV 1310NM", ":SYST:ERR:ALL?", "*RST?", ":inp9:chan2:att? MAX", "\"a;b\";'c'", ":OUTP1:STAT ON;:OUTP1?", "::;;", ":INP99999999999999999999:ATT 1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		b := newBench()
+		for i := 0; i < 40; i++ {
+			r, _ := b.in.Exec(line)
+			if strings.ContainsAny(r, "\n") && !strings.Contains(line, "\n") {
+				t.Fatalf("%q answered %q", line, r)
+			}
+		}
+		n, _ := b.in.Exec(":SYST:ERR:COUN?")
+		if c, err := strconv.Atoi(n); err != nil || c > 30 {
+			t.Fatalf("%q: error queue count %q", line, n)
+		}
+	})
 }
