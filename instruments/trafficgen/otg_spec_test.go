@@ -27,6 +27,9 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -354,5 +357,79 @@ func TestOTGSpecSeveralRxPorts(t *testing.T) {
 	}
 	if portRx("p2") != 1000 {
 		t.Fatalf("p2 did not count what arrived: %v", portRx("p2"))
+	}
+}
+
+// Our driver's own requests, and the emulator's answers to them, are what
+// the spec allows: every exchange of a configure, start, metrics and stop
+// is recorded on its way through and validated.
+func TestOTGSpecDriverExchanges(t *testing.T) {
+	_, router := loadOTGSpec(t)
+	_, _, emu := otgLab(t, 1)
+	type exchange struct {
+		method, path string
+		req, resp    []byte
+		status       int
+		header       http.Header
+	}
+	var mu sync.Mutex
+	var seen []exchange
+	target, _ := url.Parse(emu)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	rec := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		rw := httptest.NewRecorder()
+		proxy.ServeHTTP(rw, r)
+		mu.Lock()
+		seen = append(seen, exchange{r.Method, r.URL.Path, body, rw.Body.Bytes(), rw.Code, rw.Header().Clone()})
+		mu.Unlock()
+		for k, v := range rw.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rw.Code)
+		w.Write(rw.Body.Bytes())
+	}))
+	t.Cleanup(rec.Close)
+	g := open(t, rec.URL, 5*time.Second)
+	ctx := context.Background()
+	if _, err := g.Identity(ctx); err != nil {
+		t.Fatal(err)
+	}
+	run(t, g, 5000, time.Millisecond)
+	if _, err := g.PortMetrics(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	paths := map[string]bool{}
+	for _, x := range seen {
+		paths[x.method+" "+x.path] = true
+		req, _ := http.NewRequest(x.method, x.path, bytes.NewReader(x.req))
+		if len(x.req) > 0 {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		route, params, err := router.FindRoute(req)
+		if err != nil {
+			t.Errorf("the driver called %s %s, not in the spec: %v", x.method, x.path, err)
+			continue
+		}
+		in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route}
+		if err := openapi3filter.ValidateRequest(ctx, in); err != nil {
+			t.Errorf("the driver's %s %s %s: %v", x.method, x.path, x.req, err)
+		}
+		out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: x.status, Header: x.header,
+			Body: io.NopCloser(bytes.NewReader(x.resp))}
+		if err := openapi3filter.ValidateResponse(ctx, out); err != nil {
+			t.Errorf("the emulator's answer to %s %s: %d %s: %v", x.method, x.path, x.status, x.resp, err)
+		}
+	}
+	for _, want := range []string{"GET /capabilities/version", "POST /config", "POST /control/state", "POST /monitor/metrics"} {
+		if !paths[want] {
+			t.Errorf("the driver never called %s (called %v)", want, paths)
+		}
 	}
 }
