@@ -254,6 +254,9 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 
 	status, reason := results.StatusOK, ""
 	var runErr error
+	if err := rc.openShutters(ctx, plan); err != nil {
+		return e.finish(b, res, rc, plan, results.StatusFailed, "infrastructure: give light to the plan's VOA channels: "+err.Error(), &InfraError{Op: "open shutters", Err: err}, req), nil
+	}
 	for i, step := range plan.Steps {
 		if cause := context.Cause(ctx); cause != nil {
 			status, reason = results.StatusAborted, fmt.Sprintf("%v before step %d/%d (%s)", cause, i+1, len(plan.Steps), step.Name)

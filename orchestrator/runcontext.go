@@ -88,7 +88,9 @@ func (rc *RunContext) once(key string) bool {
 
 // SetAttenuation sets a VOA channel. The first time a channel is touched it
 // reads the present value and registers the undo that restores the channel
-// to its resting value (the inventory's safe_state, else the value found).
+// to its resting value (the inventory's safe_state, else the value found);
+// on an attenuator with a shutter it also opens a closed shutter and
+// registers the undo that closes it again.
 func (rc *RunContext) SetAttenuation(ctx context.Context, device string, channel int, dB float64) error {
 	a, err := rc.Attenuator(device)
 	if err != nil {
@@ -107,12 +109,67 @@ func (rc *RunContext) SetAttenuation(ctx context.Context, device string, channel
 		rc.PushUndo(fmt.Sprintf("restore %s channel %d to %.2f dB", device, channel, rest), device, func(ctx context.Context) error {
 			return a.SetAttenuation(ctx, channel, rest)
 		})
+		if err := rc.ensureLight(ctx, device, channel); err != nil {
+			return err
+		}
 	}
 	if err := a.SetAttenuation(ctx, channel, dB); err != nil {
 		return fmt.Errorf("%s: %w", device, err)
 	}
 	rc.Event(results.Event{Type: "setting", Device: device, Message: fmt.Sprintf("channel %d set to %.2f dB", channel, dB),
 		Fields: map[string]any{"channel": channel, "attenuation_db": dB}})
+	return nil
+}
+
+// ensureLight opens a VOA channel's shutter if the attenuator has one and
+// it is closed, and registers the undo that closes it again: a recipe that
+// sets a channel needs light through it (a Keysight N776x powers up and
+// resets with its shutters closed). Once per channel and run.
+func (rc *RunContext) ensureLight(ctx context.Context, device string, channel int) error {
+	a, err := rc.Attenuator(device)
+	if err != nil {
+		return err
+	}
+	sh, ok := a.(voa.Shutter)
+	if !ok || !rc.once(fmt.Sprintf("shutter/%s/%d", device, channel)) {
+		return nil
+	}
+	open, err := sh.ShutterOpen(ctx, channel)
+	if err != nil {
+		return fmt.Errorf("%s: read the shutter of channel %d: %w", device, channel, err)
+	}
+	if open {
+		return nil
+	}
+	if err := sh.SetShutter(ctx, channel, true); err != nil {
+		return fmt.Errorf("%s: %w", device, err)
+	}
+	rc.PushUndo(fmt.Sprintf("close %s channel %d's shutter again", device, channel), device, func(ctx context.Context) error {
+		return sh.SetShutter(ctx, channel, false)
+	})
+	rc.Event(results.Event{Type: "setting", Device: device, Message: fmt.Sprintf("channel %d shutter opened", channel),
+		Fields: map[string]any{"channel": channel, "shutter": "open"}})
+	return nil
+}
+
+// openShutters gives light to every VOA channel the plan sets (a setting
+// named ch<N>.attenuation), before the first step: links must be lit
+// before the steps that bring their ports up.
+func (rc *RunContext) openShutters(ctx context.Context, plan *Plan) error {
+	for _, st := range plan.Steps {
+		for _, set := range st.Settings {
+			var ch int
+			if n, err := fmt.Sscanf(set.Name, "ch%d.attenuation", &ch); err != nil || n != 1 || set.Name != fmt.Sprintf("ch%d.attenuation", ch) {
+				continue
+			}
+			if _, err := rc.Attenuator(set.Device); err != nil {
+				continue
+			}
+			if err := rc.ensureLight(ctx, set.Device, ch); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 

@@ -278,6 +278,15 @@ func setFibreLoss(t *testing.T, lab *Lab, p float64, frameBytes int) float64 {
 // repairs the loss on the link, below the transport.
 func TestSimulatedHostsFCTAcrossTheProtectedLink(t *testing.T) {
 	lab := startLab(t, 34)
+	// The attenuators power up with their shutters closed; this test drives
+	// the switches without a recipe, so it lights the fibres itself.
+	for _, n := range []string{"voa1", "voa3"} {
+		if v, ok := lab.World().VOA(n); ok {
+			for _, ch := range v.Channels {
+				ch.SetShutter(true)
+			}
+		}
+	}
 	ctx := hostTestCtx(t)
 	sw1, sw2 := openSimSwitch(t, lab, "sw1"), openSimSwitch(t, lab, "sw2")
 	for _, s := range []struct {

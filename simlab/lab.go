@@ -230,7 +230,7 @@ func StartDefault(opts Options) (lab *Lab, err error) {
 			v = voa2
 		}
 		w.NewFibre(b.name, t, fec, lossBeforeVOADB, lossAfterVOADB, v.Channels[b.channel-1])
-		ports = append(ports, OTGPort{Location: fmt.Sprintf("sim/eth%d", 2*i+1), TxFibre: b.name}, OTGPort{Location: fmt.Sprintf("sim/eth%d", 2*i+2)})
+		ports = append(ports, OTGPort{Location: fmt.Sprintf("sim/eth%d", 2*i+1), TxFibre: b.name}, OTGPort{Location: fmt.Sprintf("sim/eth%d", 2*i+2), RxFibre: b.name})
 	}
 
 	l.keysight = NewKeysightServer(voa1, l.faults["voa1"])

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testbed/simlab/reactormodel"
 	"time"
@@ -509,7 +510,10 @@ func (m *MicroOCS) Nights(since uint64, limit int) (nights []OCSNight, next, old
 	now = m.now()
 	m.advance(now)
 	oldest = m.oldest()
-	next = max(since, oldest)
+	// A cursor beyond the last record is brought back to it: answering
+	// next_seq = since would make the client skip the records numbered
+	// between the two when they come.
+	next = min(max(since, oldest), m.seq)
 	for ; next < m.seq && len(nights) < limit; next++ {
 		n := m.ring[next%uint64(len(m.ring))]
 		if n.End > now {
@@ -660,8 +664,22 @@ func (s *MordiaServer) Handler() http.Handler {
 	for _, r := range MordiaRoutes() {
 		mux.HandleFunc(r, s.handle(h[r]))
 	}
+	// A known path with another method is 405, anything else 404, each with
+	// its own kind (openapi.yaml, Error).
+	allow := map[string][]string{}
+	for _, r := range MordiaRoutes() {
+		method, path, _ := strings.Cut(r, " ")
+		allow[path] = append(allow[path], method)
+	}
+	for path, methods := range allow {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", strings.Join(methods, ", "))
+			writeJSON(w, http.StatusMethodNotAllowed, mordiaError{Code: 405, Kind: "method_not_allowed",
+				Errors: []string{fmt.Sprintf("%s %s: allowed methods are %s", r.Method, r.URL.Path, strings.Join(methods, ", "))}})
+		})
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, mordiaError{Code: 404, Kind: "validation", Errors: []string{fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)}})
+		writeJSON(w, http.StatusNotFound, mordiaError{Code: 404, Kind: "not_found", Errors: []string{fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)}})
 	})
 	return mux
 }

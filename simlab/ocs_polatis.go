@@ -4,11 +4,12 @@ import (
 	"bufio"
 	"fmt"
 	"net"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"testbed/simlab/wire/scpi"
 )
 
 // PolatisOptions describe a simulated millisecond (beam-steering) switch.
@@ -222,7 +223,7 @@ type PolatisServer struct {
 	faults *Faults
 
 	mu      sync.Mutex
-	errq    []string
+	scpi    *scpi.Instrument
 	ln      net.Listener
 	conns   map[net.Conn]bool
 	pty     *pty
@@ -235,7 +236,9 @@ func NewPolatisServer(sw *PolatisSwitch, faults *Faults) *PolatisServer {
 	if faults == nil {
 		faults = &Faults{}
 	}
-	return &PolatisServer{sw: sw, faults: faults, conns: map[net.Conn]bool{}}
+	s := &PolatisServer{sw: sw, faults: faults, conns: map[net.Conn]bool{}}
+	s.scpi = newPolatisSCPI(s)
+	return s
 }
 
 // Start listens on addr (e.g. "127.0.0.1:0").
@@ -360,31 +363,11 @@ func (s *PolatisServer) serveLines(r interface{ Read([]byte) (int, error) }, w l
 		if s.faults.TakeGarble() {
 			out = "\x15#\xff?garbled\x00"
 		}
-		if _, err := w.Write([]byte(out + "\n")); err != nil {
+		// Replies end in CRLF, as the switch's do (ocs_polatis_cmds.go).
+		if _, err := w.Write([]byte(out + "\r\n")); err != nil {
 			return
 		}
 	}
-}
-
-func (s *PolatisServer) push(e scpiErr) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.errq) >= 30 {
-		s.errq[len(s.errq)-1] = `-350,"Queue overflow"`
-		return
-	}
-	s.errq = append(s.errq, fmt.Sprintf("%d,%q", e.code, e.text))
-}
-
-func (s *PolatisServer) pop() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.errq) == 0 {
-		return `0,"No error"`
-	}
-	e := s.errq[0]
-	s.errq = s.errq[1:]
-	return e
 }
 
 var (
@@ -402,21 +385,12 @@ var (
 	mENAB = mnemonic{"ENAB", "ENABLE"}
 )
 
+// execLine runs one program message on the SCPI core.
 func (s *PolatisServer) execLine(line string) []string {
-	var replies []string
-	for _, cmd := range strings.Split(line, ";") {
-		cmd = strings.TrimSpace(cmd)
-		if cmd == "" {
-			continue
-		}
-		header, arg, _ := strings.Cut(cmd, " ")
-		query := strings.HasSuffix(header, "?")
-		header = strings.TrimSuffix(header, "?")
-		if r, ok := s.exec(header, strings.TrimSpace(arg), query); ok && query {
-			replies = append(replies, r)
-		}
+	if r, ok := s.scpi.Exec(line); ok {
+		return []string{r}
 	}
-	return replies
+	return nil
 }
 
 // lists parses "<list>,<list>".
@@ -477,183 +451,4 @@ func joinInts(xs []int) string {
 		s[i] = strconv.Itoa(x)
 	}
 	return strings.Join(s, ",")
-}
-
-func (s *PolatisServer) exec(header, arg string, query bool) (string, bool) {
-	sw := s.sw
-	fail := func(e scpiErr) (string, bool) { s.push(e); return "", false }
-	switch strings.ToUpper(header) {
-	case "*IDN":
-		o := sw.opts
-		return fmt.Sprintf("%s,%s,%s,%s", o.Vendor, o.Model, o.Serial, o.Firmware), true
-	case "*CLS":
-		s.mu.Lock()
-		s.errq = nil
-		s.mu.Unlock()
-		return "", true
-	case "*RST":
-		sw.mu.Lock()
-		sw.disconnectAll()
-		for i := range sw.state {
-			sw.state[i] = "E"
-		}
-		sw.mu.Unlock()
-		return "", true
-	case "*OPC", "*WAI":
-		for d := sw.SettleTime(); d > 0; d = sw.SettleTime() {
-			time.Sleep(d)
-		}
-		return "1", true
-	}
-	ws, ok := parseHeader(header)
-	if !ok {
-		return fail(errUndef)
-	}
-	setting := !query && len(ws) > 2 && mOXC.match(ws[0].name)
-	if setting {
-		if f, hit := s.faults.TakeFailure(); hit {
-			return fail(scpiErr{f.Code, f.Message})
-		}
-	}
-	switch {
-	case matches(ws, mSYST, mERR), matches(ws, mSYST, mERR, mNEXT):
-		if query {
-			return s.pop(), true
-		}
-	case matches(ws, mOXC, mSWIT, mSIZE):
-		if query {
-			return fmt.Sprintf("%d,%d", sw.opts.Ingress, sw.opts.Egress), true
-		}
-	case matches(ws, mOXC, mSWIT, mCONN, mADD), matches(ws, mOXC, mSWIT, mCONN, mONLY):
-		if query {
-			break
-		}
-		a, b, e := lists(arg)
-		if e != nil {
-			return fail(*e)
-		}
-		sw.mu.Lock()
-		defer sw.mu.Unlock()
-		want, e := sw.pairs(a, b)
-		if e != nil {
-			return fail(*e)
-		}
-		if e := sw.apply(want, mONLY.match(ws[3].name)); e != nil {
-			return fail(*e)
-		}
-		return "", true
-	case matches(ws, mOXC, mSWIT, mCONN, mSUB):
-		if query {
-			break
-		}
-		a, b, e := lists(arg)
-		if e != nil {
-			return fail(*e)
-		}
-		sw.mu.Lock()
-		defer sw.mu.Unlock()
-		total := sw.opts.Ingress + sw.opts.Egress
-		for _, x := range append(append([]int(nil), a...), b...) {
-			if x < 1 || x > total {
-				return fail(errRange)
-			}
-		}
-		for _, x := range append(append([]int(nil), a...), b...) {
-			for in, eg := range sw.conns {
-				if in == x || eg == x {
-					delete(sw.conns, in)
-					delete(sw.changed, in)
-					sw.busy = sw.now().Add(sw.opts.SwitchTime)
-				}
-			}
-		}
-		return "", true
-	case matches(ws, mOXC, mSWIT, mCONN, mSTAT):
-		if !query {
-			break
-		}
-		conns := sw.Connections()
-		var ins, egs []int
-		for in := range conns {
-			ins = append(ins, in)
-		}
-		sort.Ints(ins)
-		for _, in := range ins {
-			egs = append(egs, conns[in])
-		}
-		return "(@" + joinInts(ins) + "),(@" + joinInts(egs) + ")", true
-	case matches(ws, mOXC, mSWIT, mCONN, mPORT):
-		if !query {
-			break
-		}
-		port, err := strconv.Atoi(strings.TrimSpace(arg))
-		if err != nil {
-			return fail(errMissing)
-		}
-		if port < 1 || port > sw.opts.Ingress+sw.opts.Egress {
-			return fail(errRange)
-		}
-		peer := 0
-		for in, eg := range sw.Connections() {
-			if in == port {
-				peer = eg
-			} else if eg == port {
-				peer = in
-			}
-		}
-		return strconv.Itoa(peer), true
-	case matches(ws, mOXC, mSWIT, mDISC, mALL):
-		if query {
-			break
-		}
-		sw.mu.Lock()
-		sw.disconnectAll()
-		sw.mu.Unlock()
-		return "", true
-	case matches(ws, mOXC, mSWIT, mPORT, mSTAT):
-		if !query {
-			break
-		}
-		total := sw.opts.Ingress + sw.opts.Egress
-		var ports []int
-		if arg == "" {
-			for i := 1; i <= total; i++ {
-				ports = append(ports, i)
-			}
-		} else {
-			var ok bool
-			if ports, ok = polatisList(arg); !ok {
-				return fail(errSyntax)
-			}
-		}
-		sw.mu.Lock()
-		defer sw.mu.Unlock()
-		st := make([]string, 0, len(ports))
-		for _, x := range ports {
-			if x < 1 || x > total {
-				return fail(errRange)
-			}
-			st = append(st, sw.state[x-1])
-		}
-		return "(" + strings.Join(st, ",") + ")", true
-	case matches(ws, mOXC, mSWIT, mPORT, mDIS), matches(ws, mOXC, mSWIT, mPORT, mENAB):
-		if query {
-			break
-		}
-		ports, ok := polatisList(arg)
-		if !ok {
-			return fail(errSyntax)
-		}
-		state := "E"
-		if mDIS.match(ws[3].name) {
-			state = "D"
-		}
-		for _, x := range ports {
-			if err := sw.SetPortState(x, state); err != nil {
-				return fail(errRange)
-			}
-		}
-		return "", true
-	}
-	return fail(errUndef)
 }

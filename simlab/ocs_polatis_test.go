@@ -71,7 +71,8 @@ func TestPolatisSCPIMapAndSwitchingTime(t *testing.T) {
 	if got := q(":OXC:SWITch:CONNect:STATe?"); got != "(@1,2,3),(@10,9,16)" {
 		t.Errorf("long-form stat = %q", got)
 	}
-	if got := q(":oxc:swit:conn:port? 9;:oxc:swit:conn:port? 4"); got != "2;0" {
+	// The peer as the switch quotes it; "" for a port with no connection.
+	if got := q(":oxc:swit:conn:port? 9;:oxc:swit:conn:port? 4"); got != `"2";""` {
 		t.Errorf("port? = %q", got)
 	}
 	// only is exact: 1 and 3 go, 2 stays, 4 comes (egress listed first is fine too).
@@ -93,7 +94,7 @@ func TestPolatisSCPIMapAndSwitchingTime(t *testing.T) {
 		t.Errorf("a circuit through a disabled port carries light: %v", e)
 	}
 	send(":oxc:swit:disc:all")
-	if got := q(":oxc:swit:conn:stat?;:syst:err?"); got != `(@),(@);0,"No error"` {
+	if got := q(":oxc:swit:conn:stat?;:syst:err?"); got != `(@),(@);+0,"No error"` {
 		t.Errorf("after disc:all: %q", got)
 	}
 }
@@ -113,13 +114,42 @@ func TestPolatisSCPIErrorQueue(t *testing.T) {
 	send(":oxc:swit:conn:add")
 	send(":oxc:bogus")
 	for _, want := range []string{`-221,"Settings conflict"`, `-221,"Settings conflict"`, `-222,"Data out of range"`, `-102,"Syntax error"`,
-		`-109,"Missing parameter"`, `-113,"Undefined header"`, `0,"No error"`} {
+		`-109,"Missing parameter"`, `-113,"Undefined header"`, `+0,"No error"`} {
 		if got := q(":syst:err?"); got != want {
 			t.Errorf(":syst:err? = %q, want %q", got, want)
 		}
 	}
 	if got := q(":oxc:swit:conn:stat?"); got != "(@),(@)" {
 		t.Errorf("refused commands changed the map: %q", got)
+	}
+	// :SYST:ERR:ALL? empties the queue in one reply.
+	send(":oxc:bogus")
+	send(":oxc:swit:conn:add (@1),(@9)")
+	if got := q(":syst:err:all?"); got != `-113,"Undefined header",-222,"Data out of range"` {
+		t.Errorf(":syst:err:all? = %q", got)
+	}
+}
+
+// Replies end in CRLF, and a header after ';' is read relative to the one
+// before it.
+func TestPolatisSCPICRLFAndRelativeHeaders(t *testing.T) {
+	sw, srv := polatisLab(t, PolatisOptions{Ingress: 4, SwitchTime: time.Millisecond})
+	c, err := net.Dial("tcp", strings.TrimPrefix(srv.Addr(), "tcp://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte(":oxc:swit:conn:add (@1),(@5);add (@2),(@6);stat?;port? 6\n"))
+	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	raw, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw != "(@1,2),(@5,6);\"2\"\r\n" {
+		t.Errorf("reply %q, want the map and the quoted peer ending in CRLF", raw)
+	}
+	if c := sw.Connections(); c[1] != 5 || c[2] != 6 {
+		t.Errorf("connections %v", c)
 	}
 }
 

@@ -13,17 +13,20 @@ import (
 )
 
 // OTGServer emulates a traffic generator speaking the Open Traffic
-// Generator REST API (the subset of open-traffic-generator/models v1 that
-// Ixia-c serves and our driver uses):
+// Generator REST API (the subset of open-traffic-generator/models v1.20.0
+// that Ixia-c serves and our driver uses; otg_spec.go has its defaults):
 //
 //	GET  /capabilities/version
-//	POST /config, GET /config        ports and flows (fixed size, percentage
-//	                                 rate, fixed_packets or continuous)
+//	POST /config, GET /config        ports and flows (fixed or increment
+//	                                 size; pps, bps..gbps or percentage rate;
+//	                                 fixed_packets, fixed_seconds or
+//	                                 continuous)
 //	POST /control/state              traffic.flow_transmit start|stop
 //	POST /monitor/metrics            flow or port metrics
 //
-// Errors are {"code", "kind", "errors": [...]} with HTTP 400 (validation)
-// or 500 (internal). A flow's frames cross the fibre cabled to its transmit
+// Errors are the spec's Error object, {"code", "kind", "errors": [...]},
+// with HTTP 400 (validation) or 500 (internal), and 404 or 405 for a path
+// or method the API does not have. A flow's frames cross the fibre cabled to its transmit
 // port (OTGPort.TxFibre); losses come from the World's optics model.
 //
 // Transmission runs in simulated time: TimeScale simulated seconds per real
@@ -49,10 +52,15 @@ type OTGServer struct {
 	done  chan struct{}
 }
 
-// OTGPort is a test port: its location and the fibre its transmitter feeds.
+// OTGPort is a test port: its location and the fibres its transmitter
+// feeds and its receiver ends.
 type OTGPort struct {
 	Location string
 	TxFibre  string // "" if the port only receives
+	// RxFibre is the fibre whose frames this port receives; "" if none.
+	// When no port of the generator names one, a flow's frames are taken
+	// to arrive at its first rx port.
+	RxFibre string
 }
 
 // OTGOptions tune the emulator.
@@ -97,26 +105,11 @@ type otgFlowJS struct {
 			RxNames []string `json:"rx_names"`
 		} `json:"port"`
 	} `json:"tx_rx"`
-	Size struct {
-		Choice string `json:"choice"`
-		Fixed  int    `json:"fixed"`
-	} `json:"size"`
-	Rate struct {
-		Choice     string  `json:"choice"`
-		Percentage float64 `json:"percentage"`
-	} `json:"rate"`
-	Duration struct {
-		Choice       string `json:"choice"`
-		FixedPackets *struct {
-			Packets int64 `json:"packets"`
-			Gap     int   `json:"gap"`
-		} `json:"fixed_packets,omitempty"`
-		Continuous *struct {
-			Gap int `json:"gap"`
-		} `json:"continuous,omitempty"`
-	} `json:"duration"`
-	Packet  []map[string]any `json:"packet,omitempty"`
-	Metrics *struct {
+	Size     otgSize          `json:"size"`
+	Rate     otgRate          `json:"rate"`
+	Duration otgDuration      `json:"duration"`
+	Packet   []map[string]any `json:"packet,omitempty"`
+	Metrics  *struct {
 		Enable bool `json:"enable"`
 	} `json:"metrics,omitempty"`
 }
@@ -126,7 +119,9 @@ type otgFlow struct {
 	js       otgFlowJS
 	fibre    *Fibre
 	txPort   string
-	rxPort   string
+	rxPort   string  // the configured port the fibre delivers to ("" if none)
+	counted  bool    // whether rxPort is one of the flow's rx ports
+	sizes    []int   // frame sizes, repeating (one for a fixed size)
 	fps      float64 // frames per simulated second
 	packets  int64   // 0: continuous
 	running  bool
@@ -139,7 +134,7 @@ type otgFlow struct {
 
 type otgError struct {
 	Code   int      `json:"code"`
-	Kind   string   `json:"kind"`
+	Kind   string   `json:"kind,omitempty"`
 	Errors []string `json:"errors"`
 }
 
@@ -155,6 +150,7 @@ func (s *OTGServer) Start(addr string) error {
 	mux.HandleFunc("GET /config", s.handle(s.getConfig))
 	mux.HandleFunc("POST /control/state", s.handle(s.control))
 	mux.HandleFunc("POST /monitor/metrics", s.handle(s.metrics))
+	otgNotFound(mux)
 	s.ln = ln
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	s.done = make(chan struct{})
@@ -230,7 +226,7 @@ func bad(kind string, code int, format string, args ...any) (int, any) {
 }
 
 func (s *OTGServer) version(r *http.Request) (int, any) {
-	return http.StatusOK, map[string]string{"api_spec_version": "1.0.0", "sdk_version": "", "app_version": "testbed-simlab-otg 1.0"}
+	return http.StatusOK, map[string]string{"api_spec_version": otgSpecVersion, "sdk_version": "", "app_version": "testbed-simlab-otg 1.0"}
 }
 
 func (s *OTGServer) getConfig(r *http.Request) (int, any) {
@@ -265,29 +261,25 @@ func (s *OTGServer) setConfig(r *http.Request) (int, any) {
 		tx, rxs := f.TxRx.Port.TxName, f.TxRx.Port.RxNames
 		txLoc, okTx := ports[tx]
 		switch {
-		case f.TxRx.Choice != "port":
+		case f.TxRx.Choice != "port" && f.TxRx.Choice != "": // "port" is the default
 			errs = append(errs, fmt.Sprintf("flow %s: tx_rx choice %q is not supported (port)", f.Name, f.TxRx.Choice))
 			continue
 		case !okTx:
 			errs = append(errs, fmt.Sprintf("flow %s: tx port %q not configured", f.Name, tx))
 			continue
-		case len(rxs) != 1 || ports[rxs[0]] == "":
-			errs = append(errs, fmt.Sprintf("flow %s: exactly one configured rx port is supported, got %v", f.Name, rxs))
+		case len(rxs) == 0:
+			errs = append(errs, fmt.Sprintf("flow %s: no rx port (tx_rx.port.rx_names is empty)", f.Name))
 			continue
 		}
-		if f.Size.Choice != "fixed" || f.Size.Fixed < 64 || f.Size.Fixed > 9216 {
-			errs = append(errs, fmt.Sprintf("flow %s: size must be fixed in [64, 9216], got %s %d", f.Name, f.Size.Choice, f.Size.Fixed))
+		unknown := false
+		for _, rx := range rxs {
+			if ports[rx] == "" {
+				errs = append(errs, fmt.Sprintf("flow %s: rx port %q not configured", f.Name, rx))
+				unknown = true
+			}
 		}
-		if f.Rate.Choice != "percentage" || f.Rate.Percentage <= 0 || f.Rate.Percentage > 100 {
-			errs = append(errs, fmt.Sprintf("flow %s: rate must be a percentage in (0, 100], got %s %g", f.Name, f.Rate.Choice, f.Rate.Percentage))
-		}
-		var packets int64
-		switch {
-		case f.Duration.Choice == "fixed_packets" && f.Duration.FixedPackets != nil && f.Duration.FixedPackets.Packets > 0:
-			packets = f.Duration.FixedPackets.Packets
-		case f.Duration.Choice == "continuous":
-		default:
-			errs = append(errs, fmt.Sprintf("flow %s: duration must be fixed_packets (packets > 0) or continuous", f.Name))
+		if unknown {
+			continue
 		}
 		fibreName := s.ports[txLoc].TxFibre
 		fibre, ok := s.world.Fibre(fibreName)
@@ -295,8 +287,13 @@ func (s *OTGServer) setConfig(r *http.Request) (int, any) {
 			errs = append(errs, fmt.Sprintf("flow %s: port %s (%s) is not cabled to a fibre", f.Name, tx, txLoc))
 			continue
 		}
-		fps := f.Rate.Percentage / 100 * fibre.Transceiver.DataRateBps() / (float64(f.Size.Fixed+20) * 8)
-		flows[f.Name] = &otgFlow{js: f, fibre: fibre, txPort: tx, rxPort: rxs[0], fps: fps, packets: packets}
+		sizes, fps, packets, ferrs := otgResolve(&f, fibre.Transceiver.DataRateBps())
+		if len(ferrs) > 0 {
+			errs = append(errs, ferrs...)
+			continue
+		}
+		rxPort, counted := s.receiver(cfg.Ports, fibreName, rxs)
+		flows[f.Name] = &otgFlow{js: f, fibre: fibre, txPort: tx, rxPort: rxPort, counted: counted, sizes: sizes, fps: fps, packets: packets}
 	}
 	if len(errs) > 0 {
 		return http.StatusBadRequest, otgError{Code: 400, Kind: "validation", Errors: errs}
@@ -335,7 +332,7 @@ func (s *OTGServer) control(r *http.Request) (int, any) {
 		f := s.flows[n]
 		switch req.Traffic.FlowTransmit.State {
 		case "start":
-			*f = otgFlow{js: f.js, fibre: f.fibre, txPort: f.txPort, rxPort: f.rxPort, fps: f.fps, packets: f.packets, running: true, realAt: now}
+			*f = otgFlow{js: f.js, fibre: f.fibre, txPort: f.txPort, rxPort: f.rxPort, counted: f.counted, sizes: f.sizes, fps: f.fps, packets: f.packets, running: true, realAt: now}
 		case "stop", "pause":
 			s.advance(f, now)
 			f.running = false
@@ -381,7 +378,7 @@ func (s *OTGServer) advance(f *otgFlow, now time.Time) {
 		if f.packets > 0 {
 			n = min(n, f.packets-int64(len(f.blocks))*otgBlock)
 		}
-		f.blocks = append(f.blocks, f.fibre.Transmit(n, f.js.Size.Fixed))
+		f.blocks = append(f.blocks, f.transmit(int64(len(f.blocks))*otgBlock, n))
 	}
 	f.sent = max(f.sent, target)
 	if f.packets > 0 && f.sent >= f.packets {
@@ -443,6 +440,9 @@ func (s *OTGServer) metrics(r *http.Request) (int, any) {
 		for _, n := range names {
 			f := s.flows[n]
 			tx, rx := f.counters()
+			if !f.counted {
+				rx = 0 // the frames arrive at a port the flow does not list
+			}
 			state := "stopped"
 			if f.running {
 				state = "started"
@@ -455,9 +455,8 @@ func (s *OTGServer) metrics(r *http.Request) (int, any) {
 			if tx > 0 {
 				loss = 100 * float64(tx-rx) / float64(tx)
 			}
-			size := int64(f.js.Size.Fixed)
 			out = append(out, map[string]any{"name": n, "transmit": state, "frames_tx": tx, "frames_rx": rx,
-				"bytes_tx": tx * size, "bytes_rx": rx * size, "frames_tx_rate": rate, "frames_rx_rate": rate, "loss": loss})
+				"bytes_tx": f.bytes(tx), "bytes_rx": f.rxBytes(tx, rx), "frames_tx_rate": rate, "frames_rx_rate": rate, "loss": loss})
 		}
 		return http.StatusOK, map[string]any{"choice": "flow_metrics", "flow_metrics": out}
 	case "port":
@@ -482,12 +481,11 @@ func (s *OTGServer) metrics(r *http.Request) (int, any) {
 			var ftx, frx, btx, brx int64
 			for _, f := range s.flows {
 				tx, rx := f.counters()
-				size := int64(f.js.Size.Fixed)
 				if f.txPort == n {
-					ftx, btx = ftx+tx, btx+tx*size
+					ftx, btx = ftx+tx, btx+f.bytes(tx)
 				}
 				if f.rxPort == n {
-					frx, brx = frx+rx, brx+rx*size
+					frx, brx = frx+rx, brx+f.rxBytes(tx, rx)
 				}
 			}
 			loc := ""

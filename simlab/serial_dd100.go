@@ -15,8 +15,10 @@ import (
 // Every reply is one or more CRLF-terminated lines, then "Done", then an
 // empty line, and comes only after the stepper has stopped: Done is the
 // settle barrier. Implemented: A<dB> (two decimals; replies Pos:<steps>),
-// A? (Atten:<dB>(dB)), CD (model, firmware, MAX ATTEN, wavelength), H
-// (home), RST, E0/E1 (echo off/on). Errors: Error-2 bad command, Error-6
+// A? (Atten:<dB>(dB)), D (DPos:<steps>, ATTEN:<dB>), S? (Pos:<steps>),
+// S<n>, S+<n>, S-<n>, F and B (move the stepper; reply Pos:<steps>), RES?
+// (the previous reply again), L<dB> (insertion loss), CD (model, firmware,
+// MAX ATTEN, wavelength), H (home; Pos:0), RST, E0/E1 (echo off/on). Errors: Error-2 bad command, Error-6
 // value overflow; injected device errors as Error-<code>. A "drop" fault on
 // a serial line means the device stops answering, like a stall.
 type OZOpticsServer struct {
@@ -26,6 +28,7 @@ type OZOpticsServer struct {
 
 	mu   sync.Mutex
 	echo bool
+	last []string // the previous reply's lines, for RES?
 	p    *pty
 	wg   sync.WaitGroup
 }
@@ -96,6 +99,9 @@ func (s *OZOpticsServer) serve() {
 }
 
 func (s *OZOpticsServer) reply(lines ...string) {
+	s.mu.Lock()
+	s.last = append([]string(nil), lines...)
+	s.mu.Unlock()
 	if s.faults.TakeGarble() {
 		lines = []string{"\x7f@#?!\x01garble"}
 	}
@@ -131,6 +137,62 @@ func (s *OZOpticsServer) handle(cmd string) {
 		s.reply(pre...)
 	case up == "A?":
 		s.reply(append(pre, fmt.Sprintf("Atten:%.2f(dB)", s.ch.Attenuation()))...)
+	case up == "D":
+		// Step position, then attenuation (QMI's OzOptics_DD100MC driver
+		// reads "DPos:<steps>" and "ATTEN:<dB>").
+		s.reply(append(pre, fmt.Sprintf("DPos:%d", s.steps()), fmt.Sprintf("ATTEN:%.2f", s.ch.Attenuation()))...)
+	case up == "S?":
+		s.reply(append(pre, fmt.Sprintf("Pos:%d", s.steps()))...)
+	case up == "F" || up == "B" || strings.HasPrefix(up, "S"):
+		// F and B step once forward and back; S<n> goes to n steps from
+		// home, S+<n> and S-<n> move by n; each answers the final
+		// position (COO-Utilities/ozoptics dd100mc.py command list).
+		to, ok := s.steps(), true
+		switch {
+		case up == "F":
+			to++
+		case up == "B":
+			to--
+		case strings.HasPrefix(up, "S+"), strings.HasPrefix(up, "S-"):
+			n, err := strconv.Atoi(strings.TrimSpace(cmd[2:]))
+			ok = err == nil && n >= 0
+			if up[1] == '-' {
+				n = -n
+			}
+			to += n
+		default:
+			n, err := strconv.Atoi(strings.TrimSpace(cmd[1:]))
+			ok = err == nil
+			to = n
+		}
+		if !ok {
+			s.reply(append(pre, "Error-2")...)
+			return
+		}
+		if f, hit := s.faults.TakeFailure(); hit {
+			s.reply(append(pre, fmt.Sprintf("Error-%d", f.Code))...)
+			return
+		}
+		if to < int(math.Round(s.ch.MinDB*stepsPerDB)) || to > int(math.Round(s.ch.MaxDB*stepsPerDB)) {
+			s.reply(append(pre, "Error-6")...)
+			return
+		}
+		s.ch.SetAttenuation(float64(to) / stepsPerDB)
+		time.Sleep(s.ch.SettleTime())
+		s.reply(append(pre, fmt.Sprintf("Pos:%d", s.steps()))...)
+	case up == "RES?":
+		// The previous command's response, again.
+		s.mu.Lock()
+		last := s.last
+		s.mu.Unlock()
+		s.reply(append(pre, last...)...)
+	case strings.HasPrefix(up, "L"):
+		v, err := strconv.ParseFloat(strings.TrimSpace(cmd[1:]), 64)
+		if err != nil || v < 0 || v > s.ch.MaxDB {
+			s.reply(append(pre, "Error-2")...)
+			return
+		}
+		s.reply(pre...)
 	case strings.HasPrefix(up, "A"):
 		if f, hit := s.faults.TakeFailure(); hit {
 			s.reply(append(pre, fmt.Sprintf("Error-%d", f.Code))...)
@@ -152,6 +214,7 @@ func (s *OZOpticsServer) handle(cmd string) {
 		s.reply(append(pre, s.voa.Model, "Firmware Ver:"+s.voa.Firmware, "S/N:"+s.voa.Serial,
 			fmt.Sprintf("MAX ATTEN:%.2f", s.ch.MaxDB), fmt.Sprintf("Wavelength:%.0f", s.ch.Wavelength()*1e9))...)
 	case up == "H":
+		// Homing: back to the home sensor, step 0.
 		s.ch.SetAttenuation(s.ch.MinDB)
 		time.Sleep(s.ch.SettleTime())
 		s.reply(append(pre, "Pos:0")...)
@@ -161,3 +224,6 @@ func (s *OZOpticsServer) handle(cmd string) {
 		s.reply(append(pre, "Error-2")...)
 	}
 }
+
+// steps is the stepper position the attenuation corresponds to.
+func (s *OZOpticsServer) steps() int { return int(math.Round(s.ch.Attenuation() * stepsPerDB)) }

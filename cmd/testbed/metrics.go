@@ -7,8 +7,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,6 +25,10 @@ const metricsHelp = `Live metrics (off by default):
   --metrics-addr IP:PORT          serve on that address; a non-loopback IP (e.g.
                                   0.0.0.0) exposes the lab's metrics to the network
                                   and is accepted only when written out in full
+  --metrics-linger DURATION       keep serving for this long after the last run has
+                                  ended (default 30s, two scrapes at Prometheus's
+                                  common 15 s interval), so the final state (run ok,
+                                  progress 1) is scraped; Ctrl-C stops it early
   --pushgateway URL               at the end, push each run's summary to a Prometheus
                                   Pushgateway (job "testbed", grouped by lab and by
                                   recipe, or by suite and entry)
@@ -32,11 +39,18 @@ fails is reported and turns an otherwise successful exit into 4.`
 type metricsOptions struct {
 	addr        string
 	pushgateway string
+	linger      time.Duration
 }
+
+// defaultMetricsLinger is two scrapes at a 15 s interval, the scrape
+// interval of Prometheus's example configuration (its global default is
+// 1 m; a job that scrapes a run's metrics sets a shorter one).
+const defaultMetricsLinger = 30 * time.Second
 
 func (o *metricsOptions) addFlags(c *cobra.Command) {
 	c.Flags().StringVar(&o.addr, "metrics-addr", "", "serve Prometheus metrics during the run on [HOST:]PORT (host defaults to 127.0.0.1)")
 	c.Flags().StringVar(&o.pushgateway, "pushgateway", "", "push the summary metrics to this Prometheus Pushgateway URL at the end")
+	c.Flags().DurationVar(&o.linger, "metrics-linger", defaultMetricsLinger, "with --metrics-addr, keep serving the final metrics this long after the run ends (0: stop at once)")
 }
 
 // liveMetrics is the registry a run (or a suite's runs) publishes into,
@@ -47,6 +61,7 @@ type liveMetrics struct {
 	srv     *http.Server
 	addr    string // the address served, once listening
 	gateway string
+	linger  time.Duration
 	a       *app
 }
 
@@ -96,7 +111,10 @@ func (a *app) startMetrics(o metricsOptions) (*liveMetrics, error) {
 	if o.addr == "" && o.pushgateway == "" {
 		return nil, nil
 	}
-	lm := &liveMetrics{gateway: o.pushgateway, a: a}
+	if o.linger < 0 {
+		return nil, &exitError{code: exitBadInput, err: fmt.Errorf("--metrics-linger %v: expected a duration of 0 or more", o.linger)}
+	}
+	lm := &liveMetrics{gateway: o.pushgateway, linger: o.linger, a: a}
 	if o.pushgateway != "" {
 		if err := checkPushgateway(o.pushgateway); err != nil {
 			return nil, &exitError{code: exitBadInput, err: err}
@@ -137,10 +155,23 @@ func (a *app) startMetrics(o metricsOptions) (*liveMetrics, error) {
 	return lm, nil
 }
 
-// Close stops serving (a scrape in flight gets up to a second to finish).
+// Close keeps serving for the linger, so that the final state is scraped
+// (an interrupt or SIGTERM cuts it short), then stops serving (a scrape in
+// flight gets up to a second to finish).
 func (lm *liveMetrics) Close() {
 	if lm == nil || lm.srv == nil {
 		return
+	}
+	if lm.linger > 0 {
+		fmt.Fprintf(lm.a.stderr, "metrics: serving the final state at http://%s/metrics for %v more (--metrics-linger; Ctrl-C to stop)\n", lm.addr, lm.linger)
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		t := time.NewTimer(lm.linger)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+		stop()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()

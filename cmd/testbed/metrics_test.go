@@ -206,13 +206,44 @@ func TestMetricsServedDuringRun(t *testing.T) {
 	promtoolCheck(t, []byte(text))
 
 	lab.Faults("voa1").SetDelay(0)
+	// After the run, the final state stays scrapeable for the linger: run
+	// ok, progress 1.
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		if resp, err := http.Get(url); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			text = string(b)
+			ok, _ := sample(text, "testbed_run_state", `state="ok"`)
+			if p, _ := sample(text, "testbed_run_progress_ratio"); ok == 1 && p == 1 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			logMu.Lock()
+			defer logMu.Unlock()
+			t.Fatalf("never scraped the final state; last scrape:\n%s\nstderr:\n%s", text, log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if running, _ := sample(text, "testbed_run_state", `state="running"`); running != 0 {
+		t.Errorf("final state still running:\n%s", text)
+	}
+	promtoolCheck(t, []byte(text))
+	// Ctrl-C ends the linger early, and the exit code stays the run's.
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
 	err = cmd.Wait()
 	<-drained
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, log.String())
 	}
+	if !strings.Contains(log.String(), "--metrics-linger") {
+		t.Errorf("stderr does not say the metrics linger:\n%s", log.String())
+	}
 	if _, err := http.Get(url); err == nil {
-		t.Errorf("metrics still served after the run ended")
+		t.Errorf("metrics still served after the linger")
 	}
 }
 

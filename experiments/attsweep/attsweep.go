@@ -303,6 +303,15 @@ func (m measurer) measure(ctx context.Context, rc *o.RunContext, st *state, l *i
 	}
 	pt.lossRate = float64(pt.lost) / float64(pt.tx)
 	pt.lossLow, pt.lossHigh = stats.Wilson(pt.lost, pt.tx, stats.Z95)
+	st.mu.Lock()
+	first := len(st.points[l.Name]) == 0
+	st.mu.Unlock()
+	if first && pt.rxOK == 0 {
+		// Nothing arrived at the sweep's lowest attenuation: no light reaches
+		// the receiver, and a curve of 100% loss would measure nothing.
+		return fmt.Errorf("%s: every frame lost (%d) at %.2f dB, the first point of the sweep: no light reaches %s (shutter of %s channel %d closed, fibre disconnected?)",
+			l.Name, pt.tx, pt.attDB, l.B.Device, l.VOA.Device, l.VOA.Channel)
+	}
 	st.add(pt)
 	if err := writeRow(rc, pt); err != nil {
 		return err

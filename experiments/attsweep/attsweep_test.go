@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"testbed/experiments/attsweep"
@@ -88,5 +89,62 @@ func TestSweepReproducesFig1Ordering(t *testing.T) {
 		if !(c50 < c25 && c50 < c25rs && c50 < c10) {
 			t.Errorf("loss %s: 50G PAM4 with FEC (%.2f dB) does not suffer most", th, c50)
 		}
+	}
+}
+
+// The N776x powers up with its shutters closed: the run opens the shutter
+// of every channel it sets and closes it again at the end, and a sweep
+// that gets no light through fails rather than ending ok with 100% loss.
+func TestSweepOpensClosedShuttersAndRestoresThem(t *testing.T) {
+	lab, err := simlab.StartDefault(simlab.Options{Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lab.Close()
+	v, ok := lab.World().VOA("voa1")
+	if !ok {
+		t.Fatal("no voa1")
+	}
+	for i, ch := range v.Channels {
+		if ch.Shutter() {
+			t.Fatalf("voa1 channel %d open at power-up", i+1)
+		}
+	}
+	run := func(sets ...string) *orchestrator.RunResult {
+		r := attsweep.New()
+		params, err := orchestrator.ResolveParams(r.Params(), "", nil, sets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		eng := &orchestrator.Engine{RunsDir: filepath.Join(dir, "runs"), StateDir: filepath.Join(dir, "state")}
+		res, err := eng.Run(context.Background(), orchestrator.RunRequest{Recipe: r, Params: params, Lab: lab.Inventory(), Simulated: true, Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := run("links=l25g", "step_db=4", "fine_step_db=0", "max_frames=2000")
+	if res.Status != results.StatusOK {
+		t.Fatalf("run %s: %s", res.Status, res.Reason)
+	}
+	for i, ch := range v.Channels {
+		if ch.Shutter() {
+			t.Errorf("voa1 channel %d left open after the run", i+1)
+		}
+	}
+	// A fibre with no light (a connector pulled after the VOA): the sweep
+	// must not end ok with a curve of 100% loss.
+	fib, ok := lab.World().Fibre("l25g")
+	if !ok {
+		t.Fatal("no fibre l25g in the world")
+	}
+	fib.LossAfterDB += 100
+	res = run("links=l25g", "step_db=4", "fine_step_db=0", "max_frames=2000")
+	if res.Status == results.StatusOK {
+		t.Fatalf("a sweep with no light ended ok")
+	}
+	if !strings.Contains(res.Reason, "no light") {
+		t.Errorf("reason %q does not say there is no light", res.Reason)
 	}
 }

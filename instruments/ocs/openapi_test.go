@@ -1,179 +1,115 @@
 package ocs_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
-	"net/url"
-	"os"
+	"io"
+	"net/http"
 	"slices"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
 
 	"testbed/instruments/ocs"
 	"testbed/simlab"
 )
 
-// apiDoc is openapi.yaml, loaded as plain data.
-type apiDoc struct {
-	root map[string]any
-}
-
-func loadAPI(t *testing.T) *apiDoc {
+// loadAPI loads openapi.yaml with kin-openapi and validates it as an
+// OpenAPI 3 document.
+func loadAPI(t *testing.T) (*openapi3.T, routers.Router) {
 	t.Helper()
-	b, err := os.ReadFile("openapi.yaml")
+	doc, err := openapi3.NewLoader().LoadFromFile("openapi.yaml")
+	if err != nil {
+		t.Fatalf("openapi.yaml: %v", err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatalf("openapi.yaml is not a valid OpenAPI document: %v", err)
+	}
+	router, err := legacy.NewRouter(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var root map[string]any
-	if err := yaml.Unmarshal(b, &root); err != nil {
-		t.Fatalf("openapi.yaml: %v", err)
-	}
-	if v, _ := root["openapi"].(string); !strings.HasPrefix(v, "3.") {
-		t.Fatalf("openapi.yaml: openapi version %q, want 3.x", v)
-	}
-	return &apiDoc{root: root}
+	return doc, router
 }
 
-func obj(v any) map[string]any { m, _ := v.(map[string]any); return m }
-
-// ops lists "METHOD /path" for every operation in the document.
-func (d *apiDoc) ops() map[string]map[string]any {
-	out := map[string]map[string]any{}
-	for path, item := range obj(d.root["paths"]) {
-		for method, op := range obj(item) {
-			switch method {
-			case "get", "put", "post", "delete", "patch":
-				out[strings.ToUpper(method)+" "+path] = obj(op)
-			}
-		}
+// validate checks one recorded exchange against the document: route,
+// method, query parameters, request body, and response status and body.
+func validate(ctx context.Context, router routers.Router, x exchange) error {
+	// The document's server (the routes are matched under it).
+	target := "http://127.0.0.1:8081" + x.Path
+	if x.Query != "" {
+		target += "?" + x.Query
 	}
-	return out
+	req, err := http.NewRequest(x.Method, target, bytes.NewReader(x.Req))
+	if err != nil {
+		return err
+	}
+	if len(x.Req) > 0 {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	route, params, err := router.FindRoute(req)
+	if err != nil {
+		return fmt.Errorf("%s %s is not in openapi.yaml: %w", x.Method, x.Path, err)
+	}
+	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route}
+	if err := openapi3filter.ValidateRequest(ctx, in); err != nil {
+		return fmt.Errorf("%s %s: request %s: %w", x.Method, target, x.Req, err)
+	}
+	if route.Operation.RequestBody == nil && len(x.Req) > 0 {
+		return fmt.Errorf("%s %s: a body was sent to an operation that takes none: %s", x.Method, x.Path, x.Req)
+	}
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: x.Status, Header: h,
+		Body: io.NopCloser(bytes.NewReader(x.Resp)), Options: &openapi3filter.Options{IncludeResponseStatus: true}}
+	if err := openapi3filter.ValidateResponse(ctx, out); err != nil {
+		return fmt.Errorf("%s %s: %d answer %s: %w", x.Method, x.Path, x.Status, x.Resp, err)
+	}
+	return nil
 }
 
-// deref follows a local $ref.
-func (d *apiDoc) deref(s map[string]any) map[string]any {
-	for i := 0; i < 8; i++ {
-		ref, ok := s["$ref"].(string)
-		if !ok {
-			return s
-		}
-		cur := any(d.root)
-		for _, part := range strings.Split(strings.TrimPrefix(ref, "#/"), "/") {
-			cur = obj(cur)[part]
-		}
-		s = obj(cur)
+// The validator is not a rubber stamp: answers the document does not allow
+// are refused.
+func TestValidatorCatchesViolations(t *testing.T) {
+	_, router := loadAPI(t)
+	ctx := context.Background()
+	good := exchange{Method: "GET", Path: "/v1/system", Status: 200, Resp: []byte(`{"vendor":"x","model":"y","serial":"z","firmware":"f","ports":8,"min_slot_ns":1,"min_night_ns":1,"max_slots":1,"max_period_ns":0,"now_ns":1}`)}
+	if err := validate(ctx, router, good); err != nil {
+		t.Fatalf("a valid answer refused: %v", err)
 	}
-	return s
-}
-
-func jsonSchema(d *apiDoc, content any) map[string]any {
-	return d.deref(obj(obj(obj(content)["application/json"])["schema"]))
-}
-
-// check validates a JSON value against the subset of JSON Schema the
-// document uses: type, properties, required, additionalProperties: false,
-// items, enum, minimum, maximum. It returns every violation.
-func (d *apiDoc) check(where string, s map[string]any, v any) []string {
-	s = d.deref(s)
-	if s == nil {
-		return []string{where + ": no schema"}
-	}
-	var ps []string
-	bad := func(format string, args ...any) { ps = append(ps, where+": "+fmt.Sprintf(format, args...)) }
-	switch s["type"] {
-	case "object":
-		m, ok := v.(map[string]any)
-		if !ok {
-			bad("%T, want an object", v)
-			return ps
-		}
-		props := obj(s["properties"])
-		req, _ := s["required"].([]any)
-		for _, r := range req {
-			if _, ok := m[r.(string)]; !ok {
-				bad("required %q missing", r)
-			}
-		}
-		for k, x := range m {
-			p, known := props[k]
-			if !known {
-				if s["additionalProperties"] == false {
-					bad("property %q is not in the schema", k)
-				}
-				continue
-			}
-			ps = append(ps, d.check(where+"."+k, obj(p), x)...)
-		}
-	case "array":
-		a, ok := v.([]any)
-		if !ok {
-			bad("%T, want an array", v)
-			return ps
-		}
-		for i, x := range a {
-			ps = append(ps, d.check(fmt.Sprintf("%s[%d]", where, i), obj(s["items"]), x)...)
-		}
-	case "integer":
-		f, ok := v.(float64)
-		if !ok || f != math.Trunc(f) {
-			bad("%v, want an integer", v)
-			return ps
-		}
-		if lo, ok := s["minimum"].(int); ok && f < float64(lo) {
-			bad("%v below the minimum %d", f, lo)
-		}
-		if hi, ok := s["maximum"].(int); ok && f > float64(hi) {
-			bad("%v above the maximum %d", f, hi)
-		}
-	case "string":
-		str, ok := v.(string)
-		if !ok {
-			bad("%T, want a string", v)
-			return ps
-		}
-		if enum, ok := s["enum"].([]any); ok && !slices.Contains(enum, any(str)) {
-			bad("%q is not one of %v", str, enum)
-		}
-	case "boolean":
-		if _, ok := v.(bool); !ok {
-			bad("%T, want a boolean", v)
-		}
-	default:
-		bad("schema type %v is not handled by this checker", s["type"])
-	}
-	return ps
-}
-
-func TestSchemaCheckerCatchesViolations(t *testing.T) {
-	d := loadAPI(t)
-	s := obj(obj(obj(d.root["components"])["schemas"])["System"])
-	var v any
-	json.Unmarshal([]byte(`{"vendor":"x","model":"y","serial":"z","firmware":"f","ports":0,"min_slot_ns":1.5,"max_slots":1,"max_period_ns":0,"now_ns":1,"extra":true}`), &v)
-	got := strings.Join(d.check("System", s, v), "\n")
-	for _, want := range []string{`required "min_night_ns" missing`, `ports: 0 below the minimum 1`, `min_slot_ns: 1.5, want an integer`, `property "extra" is not in the schema`} {
-		if !strings.Contains(got, want) {
-			t.Errorf("checker missed %q; said:\n%s", want, got)
+	for name, x := range map[string]exchange{
+		"ports 0":             {Method: "GET", Path: "/v1/system", Status: 200, Resp: []byte(`{"vendor":"x","model":"y","serial":"z","firmware":"f","ports":0,"min_slot_ns":1,"min_night_ns":1,"max_slots":1,"max_period_ns":0,"now_ns":1}`)},
+		"missing field":       {Method: "GET", Path: "/v1/system", Status: 200, Resp: []byte(`{"vendor":"x"}`)},
+		"unknown path":        {Method: "GET", Path: "/v1/nope", Status: 404, Resp: []byte(`{}`)},
+		"bad query":           {Method: "GET", Path: "/v1/nights", Query: "since=-1", Status: 200, Resp: []byte(`{}`)},
+		"undocumented status": {Method: "GET", Path: "/v1/clock", Status: 418, Resp: []byte(`{}`)},
+	} {
+		if err := validate(ctx, router, x); err == nil {
+			t.Errorf("%s: accepted", name)
 		}
 	}
 }
 
 // TestDriverAndEmulatorKeepToTheOpenAPIDocument drives every operation of
 // the driver against the emulator and checks each exchange against
-// openapi.yaml: route and method, query parameters, request and response
-// bodies; and that the document, the emulator's routes and the driver's
-// calls are the same set of operations.
+// openapi.yaml with kin-openapi's request and response validation: route
+// and method, query parameters, request and response bodies and status;
+// and that the document, the emulator's routes and the driver's calls are
+// the same set of operations.
 func TestDriverAndEmulatorKeepToTheOpenAPIDocument(t *testing.T) {
-	d := loadAPI(t)
-	ops := d.ops()
+	doc, router := loadAPI(t)
 	var docOps []string
-	for k := range ops {
-		docOps = append(docOps, k)
+	for path, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			docOps = append(docOps, method+" "+path)
+		}
 	}
 	sort.Strings(docOps)
 	served := append([]string(nil), simlab.MordiaRoutes()...)
@@ -227,48 +163,9 @@ func TestDriverAndEmulatorKeepToTheOpenAPIDocument(t *testing.T) {
 
 	called := map[string]bool{}
 	for _, x := range lab.rec.exchanges() {
-		key := x.Method + " " + x.Path
-		called[key] = true
-		op, ok := ops[key]
-		if !ok {
-			t.Errorf("%s is not in openapi.yaml", key)
-			continue
-		}
-		q, _ := url.ParseQuery(x.Query)
-		for name := range q {
-			declared := false
-			params, _ := op["parameters"].([]any)
-			for _, p := range params {
-				declared = declared || (obj(p)["name"] == name && obj(p)["in"] == "query")
-			}
-			if !declared {
-				t.Errorf("%s: query parameter %q is not declared", key, name)
-			}
-		}
-		if rb := obj(op["requestBody"]); rb != nil {
-			var v any
-			if err := json.Unmarshal(x.Req, &v); err != nil {
-				t.Errorf("%s: request body %q is not JSON", key, x.Req)
-			} else {
-				for _, p := range d.check(key+" request", jsonSchema(d, rb["content"]), v) {
-					t.Error(p)
-				}
-			}
-		} else if len(x.Req) > 0 {
-			t.Errorf("%s: a body was sent to an operation that takes none: %s", key, x.Req)
-		}
-		resps := obj(op["responses"])
-		r, ok := resps[fmt.Sprint(x.Status)]
-		if !ok {
-			r = resps["default"]
-		}
-		var v any
-		if err := json.Unmarshal(x.Resp, &v); err != nil {
-			t.Errorf("%s: %d answer %q is not JSON", key, x.Status, x.Resp)
-			continue
-		}
-		for _, p := range d.check(fmt.Sprintf("%s %d", key, x.Status), jsonSchema(d, d.deref(obj(r))["content"]), v) {
-			t.Error(p)
+		called[x.Method+" "+x.Path] = true
+		if err := validate(ctx, router, x); err != nil {
+			t.Error(err)
 		}
 	}
 	for _, k := range docOps {
@@ -282,5 +179,82 @@ func TestDriverAndEmulatorKeepToTheOpenAPIDocument(t *testing.T) {
 	}
 	if !statuses[400] || !statuses[409] {
 		t.Errorf("error answers were not exercised: %v", statuses)
+	}
+}
+
+// An unknown path is 404 with kind not_found, a known path with another
+// method 405 with kind method_not_allowed, both as the document's Error.
+func TestMordiaNotFoundAndMethodNotAllowed(t *testing.T) {
+	doc, _ := loadAPI(t)
+	lab := newMordiaLab(t, 9, opts8())
+	for _, c := range []struct {
+		method, path string
+		code         int
+		kind         string
+	}{
+		{"GET", "/v1/nope", 404, "not_found"},
+		{"GET", "/v2/system", 404, "not_found"},
+		{"DELETE", "/v1/system", 405, "method_not_allowed"},
+		{"GET", "/v1/dark", 405, "method_not_allowed"},
+	} {
+		req, _ := http.NewRequest(c.method, lab.addr+c.path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var v map[string]any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			t.Fatalf("%s %s: %q is not JSON", c.method, c.path, raw)
+		}
+		if resp.StatusCode != c.code || v["kind"] != c.kind || v["code"] != float64(c.code) {
+			t.Errorf("%s %s: %d %s, want %d kind %s", c.method, c.path, resp.StatusCode, raw, c.code, c.kind)
+		}
+		if err := doc.Components.Schemas["Error"].Value.VisitJSON(map[string]any(v)); err != nil {
+			t.Errorf("%s %s: %s is not the document's Error: %v", c.method, c.path, raw, err)
+		}
+	}
+}
+
+// A cursor beyond the last record must not make the client skip the
+// records that come later.
+func TestMordiaNightsCursorNeverSkips(t *testing.T) {
+	lab := newMordiaLab(t, 9, opts8())
+	cs, _ := openMordia(t, lab.addr, 2*time.Second)
+	s, _ := ocs.AsScheduler(cs)
+	ctx := context.Background()
+	ahead, err := s.Nights(ctx, 1_000_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ahead.Next != 0 || len(ahead.Nights) != 0 {
+		t.Fatalf("before any night, since=1e6 answers next %d with %d nights", ahead.Next, len(ahead.Nights))
+	}
+	if err := s.LoadSchedule(ctx, allToAll(8, 1500*us, 30*us)); err != nil {
+		t.Fatal(err)
+	}
+	now, err := s.Clock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.StartSchedule(ctx, ocs.StartAt{At: now + 50*time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	waitPeriod(t, s, 2)
+	got, err := s.Nights(ctx, ahead.Next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Nights) == 0 || got.Nights[0].Seq != 0 {
+		t.Fatalf("the nights after an early cursor: %d, first %+v", len(got.Nights), got.Nights)
+	}
+	for i, n := range got.Nights {
+		if n.Seq != uint64(i) {
+			t.Fatalf("night %d has seq %d: a record was skipped", i, n.Seq)
+		}
+	}
+	if err := s.StopSchedule(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -2,6 +2,7 @@ package voa
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -19,7 +20,9 @@ import (
 //
 // Stale replies: before each command, lines left over are discarded; after
 // a timeout or an unparsable reply the port is closed and reopened on the
-// next call, so a late reply is never taken for the next one.
+// next call, so a late reply is never taken for the next one. A read, or a
+// setting (absolute, confirmed by A?), whose reply is garbled is tried once
+// more on the reopened port.
 type OZOptics struct {
 	addr string
 	opts Options
@@ -58,8 +61,11 @@ func (o *OZOptics) connect(ctx context.Context) error {
 		return o.errorf("open: %v", err)
 	}
 	o.conn = c
-	if _, err := o.command(ctx, "E0", o.opts.Timeout); err != nil {
+	if lines, err := o.command(ctx, "E0", o.opts.Timeout); err != nil {
 		return err
+	} else if len(lines) > 0 {
+		o.drop()
+		return fmt.Errorf("%w: %w", o.errorf("E0 reply %q, expected Done alone", strings.Join(lines, " | ")), errGarbled)
 	}
 	lines, err := o.command(ctx, "CD", o.opts.Timeout)
 	if err != nil {
@@ -162,9 +168,29 @@ func (o *OZOptics) SetAttenuation(ctx context.Context, ch int, dB float64) error
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	return o.retry(ctx, func() error { return o.set(ctx, dB) })
+}
+
+// retry runs op, and once more on the reopened port if a reply was
+// garbled or the port was lost; a timeout is not retried (the motor may
+// still be moving).
+func (o *OZOptics) retry(ctx context.Context, op func() error) error {
 	if err := o.ensure(ctx); err != nil {
 		return err
 	}
+	err := op()
+	if err == nil || !(errors.Is(err, errGarbled) || transport.IsConnectionLost(err)) || ctx.Err() != nil {
+		return err
+	}
+	o.drop()
+	o.opts.Transcript.Note("%v; reopening and trying once more", err)
+	if err := o.ensure(ctx); err != nil {
+		return err
+	}
+	return op()
+}
+
+func (o *OZOptics) set(ctx context.Context, dB float64) error {
 	doing := fmt.Sprintf("set to %.2f dB", dB)
 	// The reply waits for the motor: allow the move at a slow 5 dB/s.
 	move := time.Duration(math.Abs(dB-o.last)/5*float64(time.Second)) + o.opts.Timeout
@@ -174,7 +200,7 @@ func (o *OZOptics) SetAttenuation(ctx context.Context, ch int, dB float64) error
 	}
 	if len(lines) == 0 || !strings.HasPrefix(lines[0], "Pos:") {
 		o.drop()
-		return o.errorf("%s: reply %q, expected Pos:<steps>", doing, strings.Join(lines, " | "))
+		return fmt.Errorf("%w: %w", o.errorf("%s: reply %q, expected Pos:<steps>", doing, strings.Join(lines, " | ")), errGarbled)
 	}
 	got, err := o.read(ctx)
 	if err != nil {
@@ -201,7 +227,7 @@ func (o *OZOptics) read(ctx context.Context) (float64, error) {
 		}
 	}
 	o.drop()
-	return 0, o.errorf("A? reply %q, expected Atten:<dB>(dB)", strings.Join(lines, " | "))
+	return 0, fmt.Errorf("%w: %w", o.errorf("A? reply %q, expected Atten:<dB>(dB)", strings.Join(lines, " | ")), errGarbled)
 }
 
 // Attenuation implements Attenuator.
@@ -211,10 +237,11 @@ func (o *OZOptics) Attenuation(ctx context.Context, ch int) (float64, error) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if err := o.ensure(ctx); err != nil {
-		return 0, err
-	}
-	v, err := o.read(ctx)
+	var v float64
+	err := o.retry(ctx, func() (err error) {
+		v, err = o.read(ctx)
+		return err
+	})
 	if err == nil {
 		o.last = v
 	}

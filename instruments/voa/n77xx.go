@@ -16,14 +16,27 @@ import (
 // settleTolerance is how close a read-back must be to the set point.
 const settleTolerance = 0.05
 
-// Keysight drives a Keysight N7761A/N7762A/N7764A attenuator over SCPI on
-// TCP (port 5025). Set commands get no reply; each setting is followed by
-// *OPC? (completion), the error queue (SYST:ERR? until +0) and read-backs of
-// :INP<n>:ATT? until the value is within 0.05 dB of the set point.
+// Keysight drives a Keysight N776xA attenuator (N7761A, N7762A, N7764A,
+// N7766A, N7768A) over SCPI on TCP (port 5025), following the Keysight
+// N77xx Series Programming Guide (N7744-90C, edition 7, March 2015).
+//
+// Channels are the inventory's 1..N; the instrument numbers slots, each
+// attenuator taking two ("Slot and Channel Numbers": the N7764A's four
+// attenuators are slots 1-2, 3-4, 5-6 and 7-8), so channel c is sent as
+// slot 2c-1 (:INP1, :INP3, :INP5, :INP7).
+//
+// A setting is :INP<slot>:ATT <v>dB; then *OPC? is polled (it answers 0
+// while the filter moves and 1 once it has stopped, "Common Status Command
+// Summary"), the error queue is read (:SYST:ERR? until +0), and
+// :INP<slot>:ATT? is read back until it is within 0.05 dB. Every setting
+// reads the error queue.
 //
 // Stale replies: after a timeout or an unparsable reply the connection is
 // considered out of step and is closed; the next call dials again, so a
-// late answer to an old query is never taken for a new one.
+// late answer to an old query is never taken for a new one. Reads, and
+// settings (which are absolute and confirmed by read-back), are tried once
+// more on a new connection when the connection dropped or a reply was
+// garbled; a timeout is not retried.
 type Keysight struct {
 	addr string
 	opts Options
@@ -33,6 +46,29 @@ type Keysight struct {
 	id       transport.Identity
 	channels int
 }
+
+// keysightModels is the number of attenuators of each model (N7744-90C,
+// "Slot and Channel Numbers"; the N7766A/N7768A are the multimode
+// versions of the N7762A/N7764A).
+var keysightModels = []struct {
+	prefix string
+	n      int
+}{{"N7761", 1}, {"N7762", 2}, {"N7764", 4}, {"N7766", 2}, {"N7768", 4}}
+
+// KeysightModels lists the models the driver supports.
+func KeysightModels() []string {
+	var out []string
+	for _, m := range keysightModels {
+		out = append(out, m.prefix+"A")
+	}
+	return out
+}
+
+// slot is the instrument's slot number of channel ch.
+func slot(ch int) int { return 2*ch - 1 }
+
+// errGarbled marks a reply the protocol does not allow.
+var errGarbled = errors.New("garbled reply")
 
 // OpenKeysight connects, clears status, reads the identity and empties the
 // error queue.
@@ -50,7 +86,7 @@ func OpenKeysight(ctx context.Context, address string, opts Options) (*Keysight,
 }
 
 func (k *Keysight) errorf(format string, args ...any) error {
-	return fmt.Errorf("keysight-n77xx %s: %s", k.addr, fmt.Sprintf(format, args...))
+	return fmt.Errorf("keysight-n77xx %s: %w", k.addr, fmt.Errorf(format, args...))
 }
 
 func (k *Keysight) connect(ctx context.Context) error {
@@ -71,19 +107,25 @@ func (k *Keysight) connect(ctx context.Context) error {
 	parts := strings.Split(idn, ",")
 	if len(parts) != 4 {
 		k.drop()
-		return k.errorf("*IDN? reply %q is not vendor,model,serial,firmware", idn)
+		return k.errorf("*IDN? reply %q is not vendor,model,serial,firmware: %w", idn, errGarbled)
 	}
 	k.id = transport.Identity{Vendor: strings.TrimSpace(parts[0]), Model: strings.TrimSpace(parts[1]), Serial: strings.TrimSpace(parts[2]), Firmware: strings.TrimSpace(parts[3])}
-	switch {
-	case strings.HasPrefix(k.id.Model, "N7761"):
-		k.channels = 1
-	case strings.HasPrefix(k.id.Model, "N7762"):
-		k.channels = 2
-	case strings.HasPrefix(k.id.Model, "N7764"):
-		k.channels = 4
-	default:
+	k.channels = 0
+	for _, m := range keysightModels {
+		if strings.HasPrefix(k.id.Model, m.prefix) {
+			k.channels = m.n
+		}
+	}
+	if k.channels == 0 {
 		k.drop()
-		return k.errorf("model %q is not an N7761A/N7762A/N7764A", k.id.Model)
+		return k.errorf("model %q is not one of %s", k.id.Model, strings.Join(KeysightModels(), ", "))
+	}
+	// The built-in monitor reports dBm: :OUTPut<n>:POWer:UNit DBM(0)
+	// (N7744-90C, The OUTput subtree; :SENSe is the power meters' form).
+	for ch := 1; ch <= k.channels; ch++ {
+		if err := k.send(ctx, fmt.Sprintf(":OUTP%d:POW:UNIT 0", slot(ch))); err != nil {
+			return err
+		}
 	}
 	if err := k.checkErrors(ctx, "after connect"); err != nil {
 		return err
@@ -145,7 +187,7 @@ func (k *Keysight) queryFloat(ctx context.Context, q string) (float64, error) {
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(v) {
 		k.drop()
-		return 0, k.errorf("%s: reply %q is not a number", q, s)
+		return 0, k.errorf("%s: reply %q is not a number: %w", q, s, errGarbled)
 	}
 	return v, nil
 }
@@ -161,7 +203,7 @@ func (k *Keysight) checkErrors(ctx context.Context, doing string) error {
 		code, text, ok := parseSCPIError(s)
 		if !ok {
 			k.drop()
-			return k.errorf("SYST:ERR? reply %q is not <code>,\"<text>\"", s)
+			return k.errorf("SYST:ERR? reply %q is not <code>,\"<text>\": %w", s, errGarbled)
 		}
 		if code == 0 {
 			return first
@@ -225,18 +267,19 @@ func (k *Keysight) SetAttenuation(ctx context.Context, ch int, dB float64) error
 }
 
 // retryOnDrop runs op, and once more on a new connection if the old one
-// was closed under it. A timeout is not retried: the instrument may still
-// be acting on the command.
+// was closed under it or a reply was garbled (op must be idempotent: a
+// read, or an absolute setting confirmed by read-back). A timeout is not
+// retried: the instrument may still be acting on the command.
 func (k *Keysight) retryOnDrop(ctx context.Context, op func() error) error {
 	if err := k.ensure(ctx); err != nil {
 		return err
 	}
 	err := op()
-	if err == nil || !transport.IsConnectionLost(err) || ctx.Err() != nil {
+	if err == nil || !(transport.IsConnectionLost(err) || errors.Is(err, errGarbled)) || ctx.Err() != nil {
 		return err
 	}
 	k.drop()
-	k.opts.Transcript.Note("connection lost (%v); reconnecting and trying once more", err)
+	k.opts.Transcript.Note("%v; reconnecting and trying once more", err)
 	if err := k.ensure(ctx); err != nil {
 		return err
 	}
@@ -245,24 +288,15 @@ func (k *Keysight) retryOnDrop(ctx context.Context, op func() error) error {
 
 func (k *Keysight) set(ctx context.Context, ch int, dB float64) error {
 	doing := fmt.Sprintf("set channel %d to %.2f dB", ch, dB)
-	if err := k.send(ctx, fmt.Sprintf(":INP%d:ATT %.3fdB", ch, dB)); err != nil {
+	if err := k.send(ctx, fmt.Sprintf(":INP%d:ATT %.3fdB", slot(ch), dB)); err != nil {
 		return err
 	}
-	// *OPC? answers once the filter has stopped moving; allow for a full
-	// sweep of the range at the slowest speed the instrument supports.
-	opcCtx, cancel := context.WithTimeout(ctx, k.opts.Timeout+30*time.Second)
-	defer cancel()
-	if err := k.send(opcCtx, "*OPC?"); err != nil {
+	// *OPC? answers 0 while the filter moves and 1 once it has stopped
+	// (N7744-90C: "*OPC? returns 1 if operation complete, 0 otherwise"):
+	// poll it, allowing for a full sweep of the range at the slowest speed
+	// the instrument supports.
+	if err := k.waitOPC(ctx, doing, k.opts.Timeout+30*time.Second); err != nil {
 		return err
-	}
-	line, err := k.conn.ReadLine(opcCtx)
-	if err != nil {
-		k.drop()
-		return fmt.Errorf("keysight-n77xx %s: %s: *OPC?: %w", k.addr, doing, err)
-	}
-	if strings.TrimSpace(line) != "1" {
-		k.drop()
-		return k.errorf("%s: *OPC? replied %q, expected 1", doing, line)
 	}
 	if err := k.checkErrors(ctx, doing); err != nil {
 		return err
@@ -270,9 +304,8 @@ func (k *Keysight) set(ctx context.Context, ch int, dB float64) error {
 	// Wait by asking: the read-back must agree with the set point.
 	wctx, wcancel := k.deadline(ctx)
 	defer wcancel()
-	var got float64
 	for {
-		got, err = k.queryFloat(wctx, fmt.Sprintf(":INP%d:ATT?", ch))
+		got, err := k.queryFloat(wctx, fmt.Sprintf(":INP%d:ATT?", slot(ch)))
 		if err != nil {
 			return fmt.Errorf("%s: %w", doing, err)
 		}
@@ -287,14 +320,105 @@ func (k *Keysight) set(ctx context.Context, ch int, dB float64) error {
 	}
 }
 
+// waitOPC polls *OPC? until it answers 1, within limit.
+func (k *Keysight) waitOPC(ctx context.Context, doing string, limit time.Duration) error {
+	opcCtx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	for {
+		s, err := k.query(opcCtx, "*OPC?")
+		if err != nil {
+			return fmt.Errorf("%s: %w", doing, err)
+		}
+		switch s {
+		case "1":
+			return nil
+		case "0":
+		default:
+			k.drop()
+			return k.errorf("%s: *OPC? replied %q, expected 0 or 1: %w", doing, s, errGarbled)
+		}
+		select {
+		case <-opcCtx.Done():
+			return k.errorf("%s: *OPC? still 0 after %v: %w", doing, limit, opcCtx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// ShutterOpen implements Shutter: :OUTP<slot>:STAT? (1 open, 0 closed).
+func (k *Keysight) ShutterOpen(ctx context.Context, ch int) (bool, error) {
+	if err := k.checkChannel(ch); err != nil {
+		return false, err
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var open bool
+	err := k.retryOnDrop(ctx, func() (err error) {
+		open, err = k.shutter(ctx, ch)
+		return err
+	})
+	return open, err
+}
+
+func (k *Keysight) shutter(ctx context.Context, ch int) (bool, error) {
+	q := fmt.Sprintf(":OUTP%d:STAT?", slot(ch))
+	s, err := k.query(ctx, q)
+	if err != nil {
+		return false, err
+	}
+	switch s {
+	case "1":
+		return true, nil
+	case "0":
+		return false, nil
+	}
+	k.drop()
+	return false, k.errorf("%s: reply %q, expected 0 or 1: %w", q, s, errGarbled)
+}
+
+// SetShutter implements Shutter: :OUTP<slot>:STAT 1|0, the error queue,
+// *OPC? (the shutter opens at the attenuation speed, N7744-90C
+// :OUTPut:STATe) and a read-back.
+func (k *Keysight) SetShutter(ctx context.Context, ch int, open bool) error {
+	if err := k.checkChannel(ch); err != nil {
+		return err
+	}
+	state, v := "close", 0
+	if open {
+		state, v = "open", 1
+	}
+	doing := fmt.Sprintf("%s the shutter of channel %d", state, ch)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.retryOnDrop(ctx, func() error {
+		if err := k.send(ctx, fmt.Sprintf(":OUTP%d:STAT %d", slot(ch), v)); err != nil {
+			return err
+		}
+		if err := k.waitOPC(ctx, doing, k.opts.Timeout+30*time.Second); err != nil {
+			return err
+		}
+		if err := k.checkErrors(ctx, doing); err != nil {
+			return err
+		}
+		got, err := k.shutter(ctx, ch)
+		if err != nil {
+			return fmt.Errorf("%s: %w", doing, err)
+		}
+		if got != open {
+			return k.errorf("%s: the shutter reads back %s", doing, map[bool]string{true: "open", false: "closed"}[got])
+		}
+		return nil
+	})
+}
+
 // Attenuation implements Attenuator.
 func (k *Keysight) Attenuation(ctx context.Context, ch int) (float64, error) {
-	return k.read(ctx, ch, fmt.Sprintf(":INP%d:ATT?", ch))
+	return k.read(ctx, ch, fmt.Sprintf(":INP%d:ATT?", slot(ch)))
 }
 
 // OutputPower implements PowerMeter: the channel's built-in monitor, dBm.
 func (k *Keysight) OutputPower(ctx context.Context, ch int) (float64, error) {
-	return k.read(ctx, ch, fmt.Sprintf(":SENS%d:POW:UNIT 0;:FETC%d:POW?", ch, ch))
+	return k.read(ctx, ch, fmt.Sprintf(":FETC%d:POW?", slot(ch)))
 }
 
 // read runs one numeric query on a channel, reconnecting first if needed.

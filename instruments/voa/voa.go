@@ -35,6 +35,15 @@ type PowerMeter interface {
 	OutputPower(ctx context.Context, channel int) (float64, error)
 }
 
+// Shutter is implemented by attenuators with an output shutter (Keysight
+// N776x). A shutter that is closed gives no light whatever the attenuation.
+type Shutter interface {
+	// ShutterOpen reads the shutter's state.
+	ShutterOpen(ctx context.Context, channel int) (bool, error)
+	// SetShutter opens or closes it and returns once it reads back so.
+	SetShutter(ctx context.Context, channel int, open bool) error
+}
+
 // Capabilities a driver may declare.
 const (
 	CapPowerMeter = "power-meter"

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -65,6 +66,17 @@ func TestKeysightSetsSettlesAndReads(t *testing.T) {
 	if id.Model != "N7764A" || id.Serial != "SIM001" || k.Channels() != 4 {
 		t.Fatalf("identity %+v channels %d", id, k.Channels())
 	}
+	// The instrument powers up with its shutters closed: the monitor reads
+	// its floor until the shutter is opened.
+	if open, err := k.ShutterOpen(ctx, 1); err != nil || open {
+		t.Fatalf("shutter at power-up open=%v, %v", open, err)
+	}
+	if err := k.SetShutter(ctx, 1, true); err != nil {
+		t.Fatal(err)
+	}
+	if !v.Channels[0].Shutter() || v.Channels[1].Shutter() {
+		t.Fatal("SetShutter(1) did not open channel 1 alone")
+	}
 	if err := k.SetAttenuation(ctx, 1, 12.5); err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +93,62 @@ func TestKeysightSetsSettlesAndReads(t *testing.T) {
 	if err != nil || math.Abs(p-want) > 1e-6 {
 		t.Fatalf("OutputPower = %v (%v), want %v", p, err, want)
 	}
-	if !strings.Contains(tr.String(), "> :INP1:ATT 12.500dB") || !strings.Contains(tr.String(), "> *OPC?") {
+	if !strings.Contains(tr.String(), "> :INP1:ATT 12.500dB") || !strings.Contains(tr.String(), "> *OPC?") ||
+		!strings.Contains(tr.String(), "> :OUTP1:POW:UNIT 0") || !strings.Contains(tr.String(), "> :FETC1:POW?") {
 		t.Errorf("transcript lacks the exchange:\n%s", tr)
+	}
+	if err := k.SetShutter(ctx, 1, false); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := k.OutputPower(ctx, 1); err != nil || p != -80 {
+		t.Fatalf("OutputPower behind a closed shutter = %v, %v", p, err)
+	}
+}
+
+// Channels 1..4 of an N7764A are its slots 1, 3, 5 and 7 (N7744-90C,
+// "Slot and Channel Numbers").
+func TestKeysightChannelsAreSlots(t *testing.T) {
+	v, _, addr := keysightLab(t)
+	k, tr := openKeysight(t, addr, voa.Options{})
+	ctx := context.Background()
+	for ch := 1; ch <= 4; ch++ {
+		if err := k.SetAttenuation(ctx, ch, float64(ch)); err != nil {
+			t.Fatal(err)
+		}
+		if err := k.SetShutter(ctx, ch, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for ch := 1; ch <= 4; ch++ {
+		if got := v.Channels[ch-1].Target(); got != float64(ch) || !v.Channels[ch-1].Shutter() {
+			t.Errorf("attenuator %d at %v dB, shutter open %v", ch, got, v.Channels[ch-1].Shutter())
+		}
+		want := fmt.Sprintf("> :INP%d:ATT %d.000dB", 2*ch-1, ch)
+		if !strings.Contains(tr.String(), want) {
+			t.Errorf("transcript lacks %q", want)
+		}
+	}
+}
+
+// *OPC? answers 0 while the filter moves: the driver polls it and returns
+// only once the attenuator has stopped.
+func TestKeysightPollsOPCWhileMoving(t *testing.T) {
+	w := simlab.NewWorld(1)
+	v := w.NewVOA("voa1", "Keysight Technologies", "N7762A", "SIM002", "1.2.0", 2, 0, 40, 1.2, 100)
+	srv := simlab.NewKeysightServer(v, nil)
+	if err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	k, tr := openKeysight(t, srv.Addr(), voa.Options{})
+	if err := k.SetAttenuation(context.Background(), 2, 20); err != nil { // 200 ms at 100 dB/s
+		t.Fatal(err)
+	}
+	if v.Channels[1].SettleTime() != 0 || v.Channels[1].Attenuation() != 20 {
+		t.Fatalf("returned while moving: %v dB", v.Channels[1].Attenuation())
+	}
+	if !strings.Contains(tr.String(), "< 0") || !strings.Contains(tr.String(), "< 1") {
+		t.Errorf("transcript does not show *OPC? answering 0 then 1:\n%s", tr)
 	}
 }
 
@@ -156,13 +222,43 @@ func TestKeysightTimeoutAndReconnect(t *testing.T) {
 	}
 }
 
-func TestKeysightGarbageIsAClearError(t *testing.T) {
-	_, faults, addr := keysightLab(t)
-	k, _ := openKeysight(t, addr, voa.Options{})
+// One garbled reply is retried on a new connection, for reads and for
+// settings (absolute, confirmed by read-back); two fail clearly.
+func TestKeysightRetriesOnceOnGarbage(t *testing.T) {
+	v, faults, addr := keysightLab(t)
+	k, tr := openKeysight(t, addr, voa.Options{})
+	ctx := context.Background()
 	faults.GarbleNext(1)
-	_, err := k.Attenuation(context.Background(), 1)
-	if err == nil || !strings.Contains(err.Error(), "is not a number") {
-		t.Fatalf("garbled reply: %v", err)
+	if _, err := k.Attenuation(ctx, 1); err != nil {
+		t.Fatalf("one garbled read: %v", err)
+	}
+	if !strings.Contains(tr.String(), "trying once more") {
+		t.Errorf("transcript does not say it retried:\n%s", tr)
+	}
+	// The setting's first reply (*OPC?) is garbled: the setting is sent
+	// again on a new connection.
+	faults.GarbleNext(1)
+	if err := k.SetAttenuation(ctx, 1, 5); err != nil {
+		t.Fatalf("a setting with one garbled reply: %v", err)
+	}
+	if got := v.Channels[0].Target(); got != 5 {
+		t.Fatalf("set to %v", got)
+	}
+	faults.GarbleNext(1)
+	if err := k.SetShutter(ctx, 2, true); err != nil || !v.Channels[1].Shutter() {
+		t.Fatalf("a shutter setting with one garbled reply: %v", err)
+	}
+	faults.GarbleNext(1)
+	if open, err := k.ShutterOpen(ctx, 2); err != nil || !open {
+		t.Fatalf("a shutter read with one garbled reply: %v %v", open, err)
+	}
+	faults.GarbleNext(2)
+	_, err := k.Attenuation(ctx, 1)
+	if err == nil || !strings.Contains(err.Error(), "keysight-n77xx") {
+		t.Fatalf("two garbled replies: %v", err)
+	}
+	if _, err := k.Attenuation(ctx, 1); err != nil {
+		t.Fatalf("after two garbled replies: %v", err)
 	}
 }
 
@@ -237,9 +333,19 @@ func TestOZOpticsErrorsAndStall(t *testing.T) {
 	if err := o.SetAttenuation(ctx, 1, 5); err != nil {
 		t.Fatalf("after a stall: %v", err)
 	}
+	// One garbled reply is read again on the reopened port; two fail,
+	// saying what was expected.
 	faults.GarbleNext(1)
-	if _, err := o.Attenuation(ctx, 1); err == nil || !strings.Contains(err.Error(), "expected Atten") {
-		t.Fatalf("garbled: %v", err)
+	if got, err := o.Attenuation(ctx, 1); err != nil || got != 5 {
+		t.Fatalf("one garbled read: %v, %v", got, err)
+	}
+	faults.GarbleNext(1)
+	if err := o.SetAttenuation(ctx, 1, 7); err != nil || v.Channels[0].Attenuation() != 7 {
+		t.Fatalf("a setting with a garbled reply: %v", err)
+	}
+	faults.GarbleNext(2)
+	if _, err := o.Attenuation(ctx, 1); err == nil || !strings.Contains(err.Error(), "ozoptics-dd100") || !strings.Contains(err.Error(), "expected") {
+		t.Fatalf("two garbled replies: %v", err)
 	}
 }
 
