@@ -331,3 +331,38 @@ func BenchmarkPathFiveHops(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "frames/s")
 }
+
+// The other codes: the same formulas with their own codeword and decoder. The
+// 50G PAM4 lane carries RS(544,514) codewords (5440 bits) at 53.125 Gb/s
+// (clause 134); the Fire code a 2112-bit codeword of 32 65-bit blocks
+// (clause 74.7); a pipelined decoder charges T_dec once.
+func TestOtherCodesFollowTheFormulas(t *testing.T) {
+	for _, c := range []struct {
+		cfg                  LinkConfig
+		bits, msg, dataBytes int
+		rate, tDec           float64
+		perCodeword          bool
+	}{
+		{Preset50GPAM4(), 5440, 5140, 640, 53.125, 31, true},
+		{Preset25G(FECFire), 2112, 2080, 256, laneBaud, 33, true},
+		{func() LinkConfig { c := Preset25G(FECRS528); c.Accounting = Pipelined; return c }(), rs528Bits, msgBits, cwBytes, laneBaud, tDec528, false},
+	} {
+		l := mustLink(t, c.cfg)
+		tAcc := float64(c.bits) / c.rate
+		for k := 0; k < 300; k++ {
+			f, _ := l.Send(0, frame64)
+			o := (stride64*k + preamble) % c.dataBytes
+			tOff := float64(o) / float64(c.dataBytes) * tAcc * float64(c.msg) / float64(c.bits)
+			want := tAcc - tOff + c.tDec
+			if o+hdrBytes > c.dataBytes {
+				want += tAcc
+				if c.perCodeword {
+					want += c.tDec
+				}
+			}
+			if got := f.HeaderNs - f.HeaderFirstBitRxNs; math.Abs(got-want) > 0.01 {
+				t.Fatalf("%s frame %d offset %d: %.3f ns, formula %.3f", c.cfg.Name, k, o, got, want)
+			}
+		}
+	}
+}
