@@ -162,6 +162,9 @@ func TestAgentPythonWithGoClient(t *testing.T) {
 	if ps, err := s.PortStatus(ctx, dev); err != nil || ps.SpeedGbps != 25 || ps.FEC != "BF_FEC_TYP_FC" || !ps.Enabled {
 		t.Fatalf("after set mode: %+v, %v", ps, err)
 	}
+	if ts, err := s.TxTimestamp(ctx, dev); err != nil || ts != (TxStamp{}) {
+		t.Fatalf("tx timestamp before any: %+v, %v", ts, err)
+	}
 	if _, err := s.SetPortMode(ctx, dev, 25, "kr4"); err == nil {
 		t.Error("unknown FEC accepted")
 	}

@@ -84,6 +84,23 @@ func (s *Switch) setPortMode(ctx context.Context, devPort int, speed, fec string
 	return r.Previous, nil
 }
 
+// TxStamp is a port's transmit timestamp (see agent/PROTOCOL.md).
+type TxStamp struct {
+	Valid bool  `json:"valid"`
+	Value int64 `json:"value"` // ns, the switch's clock
+	ID    int64 `json:"id"`
+}
+
+// TxTimestamp reads the MAC's transmit timestamp of the last frame on a port
+// whose P4 program asked for one (capture_tstamp_on_tx, as p4/timestamp does).
+func (s *Switch) TxTimestamp(ctx context.Context, devPort int) (TxStamp, error) {
+	var ts TxStamp
+	if err := s.agent.call(ctx, "port.tx_tstamp", map[string]any{"dev_port": devPort}, &ts); err != nil {
+		return ts, fmt.Errorf("port %d tx timestamp: %w", devPort, err)
+	}
+	return ts, nil
+}
+
 // DeletePort removes a port.
 func (s *Switch) DeletePort(ctx context.Context, devPort int) error {
 	if err := s.agent.call(ctx, "port.del", map[string]any{"dev_port": devPort}, nil); err != nil {

@@ -194,6 +194,13 @@ class AgentTest(unittest.TestCase):
         self.fails("bad_request", "port.mode", {"dev_port": 136, "speed": "BF_SPEED_25G", "fec": "KR4"})
         self.assertEqual(len(self.bfrt.calls_to("port.port", "delete")), n)
 
+    def test_port_tx_tstamp(self):
+        self.fails("not_found", "port.tx_tstamp", {"dev_port": 136})
+        self.add_port(136)
+        self.assertEqual(self.ok("port.tx_tstamp", {"dev_port": 136}), {"valid": False, "value": 0, "id": 0})
+        self.bfrt.set_tx_tstamp(136, 123456789012, 7)
+        self.assertEqual(self.ok("port.tx_tstamp", {"dev_port": 136}), {"valid": True, "value": 123456789012, "id": 7})
+
     def test_port_mode_failed_add_restores(self):
         self.add_port(136)
         real_add = self.bfrt.port.port.add

@@ -233,6 +233,7 @@ class Agent:
             "port.del": self.port_del,
             "port.status": self.port_status,
             "port.mode": self.port_mode,
+            "port.tx_tstamp": self.port_tx_tstamp,
             "port.stat": self.port_stat,
             "port.stat_clear": self.port_stat_clear,
             "tm.queue": self.tm_queue,
@@ -438,6 +439,22 @@ class Agent:
                           AUTO_NEGOTIATION="PM_AN_FORCE_DISABLE", PORT_ENABLE=prev["enabled"])
             raise
         return {"previous": before, "changed": True}
+
+    def port_tx_tstamp(self, args):
+        """The MAC's transmit timestamp of the last frame that asked for one
+        (a P4 program's capture_tstamp_on_tx): $PORT's read-only
+        $TIMESTAMP_1588_VALID, _VALUE and _ID (bf_rt_port_tf1.json)."""
+        dev = arg_int(args, "dev_port", lo=0)
+        e = self._port(dev)
+        if e is None:
+            raise not_found("port %d is not added", dev)
+        d = {text(k): v for k, v in e.data.items()}
+        if "$TIMESTAMP_1588_VALID" not in d:
+            raise bfrt_failure("port %d: $PORT has no $TIMESTAMP_1588_VALID field in this SDE", dev)
+        value, ts_id = as_int(d.get("$TIMESTAMP_1588_VALUE", 0)), as_int(d.get("$TIMESTAMP_1588_ID", 0))
+        if value is None or ts_id is None:
+            raise bfrt_failure("port %d: $TIMESTAMP_1588 fields are not integers", dev)
+        return {"valid": bool(d["$TIMESTAMP_1588_VALID"]), "value": value, "id": ts_id}
 
     def port_stat(self, args):
         dev = arg_int(args, "dev_port", lo=0)
