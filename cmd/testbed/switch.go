@@ -14,8 +14,27 @@ import (
 	"testbed/inventory"
 	"testbed/orchestrator"
 	lg "testbed/p4/linkguardian"
+	ts "testbed/p4/timestamp"
 	"testbed/simlab"
 )
+
+// deployable are the P4 programs built into this binary: each program's
+// sources and its main file.
+func deployable() map[string]struct {
+	sources map[string][]byte
+	main    string
+} {
+	type prog = struct {
+		sources map[string][]byte
+		main    string
+	}
+	lgs := lg.Sources()
+	return map[string]prog{
+		lg.ProgramSender:   {lgs, lg.MainFile(lg.ProgramSender)},
+		lg.ProgramReceiver: {lgs, lg.MainFile(lg.ProgramReceiver)},
+		ts.Program:         {ts.Sources(), ts.MainFile(ts.Program)},
+	}
+}
 
 func (a *app) switchCmd() *cobra.Command {
 	c := &cobra.Command{Use: "switch", Short: "Work with the lab's programmable switches"}
@@ -24,9 +43,10 @@ func (a *app) switchCmd() *cobra.Command {
 	var invFile string
 	deploy := &cobra.Command{
 		Use:   "deploy <switch>...",
-		Short: "Compile the LinkGuardian P4 programs on switches with their SDE and install them",
-		Long: `deploy uploads the LinkGuardian sources built into this binary (p4/linkguardian) to each
-named switch over SSH, compiles them there with the SDE's bf-p4c (Tofino, TNA) and installs
+		Short: "Compile the P4 programs on switches with their SDE and install them",
+		Long: `deploy uploads the P4 sources built into this binary (LinkGuardian's sender and receiver,
+p4/linkguardian, by default; the per-hop latency probes, p4/timestamp, with --program
+timestamp) to each named switch over SSH, compiles them there with the SDE's bf-p4c (Tofino, TNA) and installs
 each program where run_switchd.sh -p <program> finds it. It leases the switches while it
 works and does not restart a running bf_switchd: the recipes start the program they need.
 With no --inventory it deploys on the simulated lab, whose switches check the sources but
@@ -34,9 +54,10 @@ do not compile them.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			progs := deployable()
 			for _, p := range programs {
-				if p != lg.ProgramSender && p != lg.ProgramReceiver {
-					return &orchestrator.InputError{Msg: fmt.Sprintf("--program %q: expected %s or %s", p, lg.ProgramSender, lg.ProgramReceiver)}
+				if _, ok := progs[p]; !ok {
+					return &orchestrator.InputError{Msg: fmt.Sprintf("--program %q: expected %s, %s or %s", p, lg.ProgramSender, lg.ProgramReceiver, ts.Program)}
 				}
 			}
 			var inv *inventory.Inventory
@@ -92,7 +113,6 @@ do not compile them.`,
 			}
 			var out []result
 			failed := 0
-			src := lg.Sources()
 			for _, d := range devs {
 				od, err := orchestrator.OpenDevice(ctx, d, nil)
 				if err != nil {
@@ -106,7 +126,7 @@ do not compile them.`,
 					return &orchestrator.InputError{Msg: fmt.Sprintf("%s: driver %s cannot build P4 programs", d.Name, d.Driver)}
 				}
 				for _, p := range programs {
-					b, err := sw.BuildProgram(ctx, p, lg.MainFile(p), src)
+					b, err := sw.BuildProgram(ctx, p, progs[p].main, progs[p].sources)
 					r := result{Switch: d.Name, Program: p, SourceSHA256: b.SourceSHA256, Conf: b.Conf, Seconds: b.Duration.Seconds(), Log: b.Log}
 					if err != nil {
 						failed++
@@ -135,7 +155,7 @@ do not compile them.`,
 			return nil
 		},
 	}
-	deploy.Flags().StringSliceVar(&programs, "program", []string{lg.ProgramSender, lg.ProgramReceiver}, "programs to build: sender, receiver")
+	deploy.Flags().StringSliceVar(&programs, "program", []string{lg.ProgramSender, lg.ProgramReceiver}, "programs to build: sender, receiver (LinkGuardian), timestamp (per-hop latency probes)")
 	deploy.Flags().StringVar(&invFile, "inventory", "", "lab inventory (default: the simulated lab)")
 	deploy.Flags().Uint64Var(&seed, "seed", 1, "seed of the simulated lab")
 	c.AddCommand(deploy)

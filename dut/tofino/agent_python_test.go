@@ -155,6 +155,25 @@ func TestAgentPythonWithGoClient(t *testing.T) {
 	if err := s.WaitPortUp(ctx, dev); err != nil {
 		t.Fatal(err)
 	}
+	prev, err := s.SetPortMode(ctx, dev, 25, "fc")
+	if err != nil || prev != (PortMode{Speed: "BF_SPEED_100G", FEC: "BF_FEC_TYP_RS", Enabled: true}) {
+		t.Fatalf("set mode: %+v, %v", prev, err)
+	}
+	if ps, err := s.PortStatus(ctx, dev); err != nil || ps.SpeedGbps != 25 || ps.FEC != "BF_FEC_TYP_FC" || !ps.Enabled {
+		t.Fatalf("after set mode: %+v, %v", ps, err)
+	}
+	if ts, err := s.TxTimestamp(ctx, dev); err != nil || ts != (TxStamp{}) {
+		t.Fatalf("tx timestamp before any: %+v, %v", ts, err)
+	}
+	if _, err := s.SetPortMode(ctx, dev, 25, "kr4"); err == nil {
+		t.Error("unknown FEC accepted")
+	}
+	if err := s.RestorePortMode(ctx, dev, prev); err != nil {
+		t.Fatal(err)
+	}
+	if ps, err := s.PortStatus(ctx, dev); err != nil || ps.SpeedGbps != 100 || ps.FEC != "BF_FEC_TYP_RS" {
+		t.Fatalf("after restore: %+v, %v", ps, err)
+	}
 	c, err := s.PortCounters(ctx, dev)
 	if err != nil {
 		t.Fatal(err)

@@ -43,6 +43,64 @@ func (s *Switch) AddPort(ctx context.Context, devPort, gbps int, fec string) err
 	return nil
 }
 
+// PortMode is a port's speed and FEC as the switch names them, and whether it
+// is enabled: what SetPortMode found, to be set back by the caller's undo.
+type PortMode struct {
+	Speed   string `json:"speed"`
+	FEC     string `json:"fec"`
+	Enabled bool   `json:"enabled"`
+}
+
+// SetPortMode sets an added port's speed (Gb/s) and FEC mode (none, fc,
+// rs528, rs544), keeping it enabled or not, and returns the mode it had.
+// Changing the mode takes the link down while the port is re-added (see
+// agent/PROTOCOL.md); an unchanged mode touches nothing.
+func (s *Switch) SetPortMode(ctx context.Context, devPort, gbps int, fec string) (PortMode, error) {
+	sp, ok := speeds[gbps]
+	if !ok {
+		return PortMode{}, fmt.Errorf("port %d: speed %d Gb/s (expected 10, 25, 40, 50 or 100)", devPort, gbps)
+	}
+	f, ok := fecs[fec]
+	if !ok {
+		return PortMode{}, fmt.Errorf("port %d: FEC %q (expected none, fc, rs528 or rs544)", devPort, fec)
+	}
+	return s.setPortMode(ctx, devPort, sp, f)
+}
+
+// RestorePortMode sets back a mode SetPortMode returned.
+func (s *Switch) RestorePortMode(ctx context.Context, devPort int, m PortMode) error {
+	_, err := s.setPortMode(ctx, devPort, m.Speed, m.FEC)
+	return err
+}
+
+func (s *Switch) setPortMode(ctx context.Context, devPort int, speed, fec string) (PortMode, error) {
+	var r struct {
+		Previous PortMode `json:"previous"`
+	}
+	err := s.agent.call(ctx, "port.mode", map[string]any{"dev_port": devPort, "speed": speed, "fec": fec}, &r)
+	if err != nil {
+		return PortMode{}, fmt.Errorf("port %d set mode %s %s: %w", devPort, speed, fec, err)
+	}
+	return r.Previous, nil
+}
+
+// TxStamp is a port's transmit timestamp (see agent/PROTOCOL.md).
+type TxStamp struct {
+	Valid bool  `json:"valid"`
+	Value int64 `json:"value"` // ns, the switch's clock
+	ID    int64 `json:"id"`
+}
+
+// TxTimestamp reads the MAC's transmit timestamp of the last frame on a port
+// whose P4 program asked for one (capture_tstamp_on_tx, as p4/timestamp does).
+func (s *Switch) TxTimestamp(ctx context.Context, devPort int) (TxStamp, error) {
+	var ts TxStamp
+	if err := s.agent.call(ctx, "port.tx_tstamp", map[string]any{"dev_port": devPort}, &ts); err != nil {
+		return ts, fmt.Errorf("port %d tx timestamp: %w", devPort, err)
+	}
+	return ts, nil
+}
+
 // DeletePort removes a port.
 func (s *Switch) DeletePort(ctx context.Context, devPort int) error {
 	if err := s.agent.call(ctx, "port.del", map[string]any{"dev_port": devPort}, nil); err != nil {

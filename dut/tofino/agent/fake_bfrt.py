@@ -185,6 +185,12 @@ class PortTable(_Table):
             return -1
         data = {k.encode(): v for k, v in p.items()}
         data[b"$PORT_UP"] = p["$PORT_ENABLE"] and self._root.link.get(dev, True)
+        # Read-only 1588 fields of $PORT (bf_rt_port_tf1.json ids 30-32): the
+        # MAC's tx timestamp of the last frame that asked for one.
+        ts = self._root.tx_tstamp.get(dev)
+        data[b"$TIMESTAMP_1588_VALID"] = ts is not None
+        data[b"$TIMESTAMP_1588_VALUE"] = ts[0] if ts else 0
+        data[b"$TIMESTAMP_1588_ID"] = ts[1] if ts else 0
         return TableEntry(self, {b"$DEV_PORT": dev}, data)
 
     def _clear(self, **target):
@@ -518,6 +524,7 @@ class FakeBfrt:
         self.ports = {}  # dev_port -> $PORT fields
         self.counters = {}  # dev_port -> $PORT_STAT field -> value
         self.link = {}  # dev_port -> link up (default: up when enabled)
+        self.tx_tstamp = {}  # dev_port -> (value, id): the MAC's last captured tx timestamp
         self.queues = {}  # (pipe, pg_id, pg_queue) -> counters
         self.pktgen_ports = {}
         self.pkt_buffer = [bytearray(16384) for _ in range(PIPES)]
@@ -600,6 +607,9 @@ class FakeBfrt:
 
     def set_link(self, dev_port, up):
         self.link[dev_port] = up
+
+    def set_tx_tstamp(self, dev_port, value, ts_id):
+        self.tx_tstamp[dev_port] = (value, ts_id)
 
     def calls_to(self, table, method=None):
         with self._mu:

@@ -170,6 +170,55 @@ class AgentTest(unittest.TestCase):
         self.fails("not_found", "port.status", {"dev_port": 136})
         self.fails("not_found", "port.del", {"dev_port": 136})
 
+    def test_port_mode(self):
+        self.fails("not_found", "port.mode", {"dev_port": 136, "speed": "BF_SPEED_25G", "fec": "BF_FEC_TYP_NONE"})
+        self.add_port(136)
+        r = self.ok("port.mode", {"dev_port": 136, "speed": "BF_SPEED_100G", "fec": "BF_FEC_TYP_RS"})
+        self.assertEqual(r, {"previous": {"speed": "BF_SPEED_100G", "fec": "BF_FEC_TYP_RS", "enabled": True}, "changed": False})
+        self.assertEqual(self.bfrt.calls_to("port.port", "delete"), [])
+        r = self.ok("port.mode", {"dev_port": 136, "speed": "BF_SPEED_100G", "fec": "BF_FEC_TYP_NONE"})
+        self.assertEqual(r, {"previous": {"speed": "BF_SPEED_100G", "fec": "BF_FEC_TYP_RS", "enabled": True}, "changed": True})
+        self.assertEqual(self.bfrt.calls_to("port.port", "add")[-1],
+                         {"DEV_PORT": 136, "SPEED": "BF_SPEED_100G", "FEC": "BF_FEC_TYP_NONE",
+                          "AUTO_NEGOTIATION": "PM_AN_FORCE_DISABLE", "PORT_ENABLE": True})
+        st = self.ok("port.status", {"dev_port": 136})
+        self.assertEqual((st["speed"], st["fec"], st["enabled"]), ("BF_SPEED_100G", "BF_FEC_TYP_NONE", True))
+        # A disabled port stays disabled.
+        self.ok("port.add", {"dev_port": 8, "speed": "BF_SPEED_10G", "fec": "BF_FEC_TYP_NONE", "enable": False})
+        self.ok("port.mode", {"dev_port": 8, "speed": "BF_SPEED_25G", "fec": "BF_FEC_TYP_FC"})
+        st = self.ok("port.status", {"dev_port": 8})
+        self.assertEqual((st["speed"], st["fec"], st["enabled"]), ("BF_SPEED_25G", "BF_FEC_TYP_FC", False))
+        # Unknown choices are refused before anything is touched.
+        n = len(self.bfrt.calls_to("port.port", "delete"))
+        self.fails("bad_request", "port.mode", {"dev_port": 136, "speed": "BF_SPEED_400G", "fec": "BF_FEC_TYP_RS"})
+        self.fails("bad_request", "port.mode", {"dev_port": 136, "speed": "BF_SPEED_25G", "fec": "KR4"})
+        self.assertEqual(len(self.bfrt.calls_to("port.port", "delete")), n)
+
+    def test_port_tx_tstamp(self):
+        self.fails("not_found", "port.tx_tstamp", {"dev_port": 136})
+        self.add_port(136)
+        self.assertEqual(self.ok("port.tx_tstamp", {"dev_port": 136}), {"valid": False, "value": 0, "id": 0})
+        self.bfrt.set_tx_tstamp(136, 123456789012, 7)
+        self.assertEqual(self.ok("port.tx_tstamp", {"dev_port": 136}), {"valid": True, "value": 123456789012, "id": 7})
+
+    def test_port_mode_failed_add_restores(self):
+        self.add_port(136)
+        real_add = self.bfrt.port.port.add
+        refused = []
+
+        def add(**kw):
+            if kw.get("SPEED") == "BF_SPEED_25G" and not refused:
+                refused.append(kw)
+                raise fake_bfrt.BfRtTableError("Error: table_entry_add failed on table port.port. [Invalid arguments]",
+                                               None, 3)
+            return real_add(**kw)
+
+        with mock.patch.object(self.bfrt.port.port, "add", add):
+            msg = self.fails("bfrt", "port.mode", {"dev_port": 136, "speed": "BF_SPEED_25G", "fec": "BF_FEC_TYP_RS"})
+        self.assertIn("Invalid arguments", msg)
+        st = self.ok("port.status", {"dev_port": 136})
+        self.assertEqual((st["speed"], st["fec"], st["enabled"]), ("BF_SPEED_100G", "BF_FEC_TYP_RS", True))
+
     def test_port_add_disabled(self):
         self.ok("port.add", {"dev_port": 8, "speed": "BF_SPEED_10G", "fec": "BF_FEC_TYP_NONE", "enable": False})
         st = self.ok("port.status", {"dev_port": 8})

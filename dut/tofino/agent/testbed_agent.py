@@ -232,6 +232,8 @@ class Agent:
             "port.add": self.port_add,
             "port.del": self.port_del,
             "port.status": self.port_status,
+            "port.mode": self.port_mode,
+            "port.tx_tstamp": self.port_tx_tstamp,
             "port.stat": self.port_stat,
             "port.stat_clear": self.port_stat_clear,
             "tm.queue": self.tm_queue,
@@ -406,6 +408,53 @@ class Agent:
             "speed": text(d.get("$SPEED", "")),
             "fec": text(d.get("$FEC", "")),
         }
+
+    def port_mode(self, args):
+        """Set an added port's speed and FEC, keeping its enable state; answer
+        what it was before, so that the caller can put it back. $PORT has no
+        documented in-place change of $SPEED, so a change is a delete and an
+        add (as port.add does it); if the add fails the old mode is added
+        back before the error is returned."""
+        dev = arg_int(args, "dev_port", lo=0)
+        speed = arg_str(args, "speed")
+        fec = arg_str(args, "fec")
+        if speed not in SPEEDS:
+            raise bad_request("speed %r (expected one of %s)", speed, ", ".join(SPEEDS))
+        if fec not in FECS:
+            raise bad_request("fec %r (expected one of %s)", fec, ", ".join(FECS))
+        prev = self.port_status({"dev_port": dev})
+        before = {"speed": prev["speed"], "fec": prev["fec"], "enabled": prev["enabled"]}
+        if prev["speed"] == speed and prev["fec"] == fec:
+            return {"previous": before, "changed": False}
+        self.call(self.bfrt.port.port.delete, DEV_PORT=dev)
+        try:
+            self.call(self.bfrt.port.port.add, DEV_PORT=dev, SPEED=speed, FEC=fec,
+                      AUTO_NEGOTIATION="PM_AN_FORCE_DISABLE", PORT_ENABLE=prev["enabled"])
+            now = self._port(dev)
+            if now is None:
+                raise bfrt_failure("port %d: port.add of %s %s returned but the port is not there", dev, speed, fec)
+        except Exception:
+            if self._port(dev) is None:
+                self.call(self.bfrt.port.port.add, DEV_PORT=dev, SPEED=prev["speed"], FEC=prev["fec"],
+                          AUTO_NEGOTIATION="PM_AN_FORCE_DISABLE", PORT_ENABLE=prev["enabled"])
+            raise
+        return {"previous": before, "changed": True}
+
+    def port_tx_tstamp(self, args):
+        """The MAC's transmit timestamp of the last frame that asked for one
+        (a P4 program's capture_tstamp_on_tx): $PORT's read-only
+        $TIMESTAMP_1588_VALID, _VALUE and _ID (bf_rt_port_tf1.json)."""
+        dev = arg_int(args, "dev_port", lo=0)
+        e = self._port(dev)
+        if e is None:
+            raise not_found("port %d is not added", dev)
+        d = {text(k): v for k, v in e.data.items()}
+        if "$TIMESTAMP_1588_VALID" not in d:
+            raise bfrt_failure("port %d: $PORT has no $TIMESTAMP_1588_VALID field in this SDE", dev)
+        value, ts_id = as_int(d.get("$TIMESTAMP_1588_VALUE", 0)), as_int(d.get("$TIMESTAMP_1588_ID", 0))
+        if value is None or ts_id is None:
+            raise bfrt_failure("port %d: $TIMESTAMP_1588 fields are not integers", dev)
+        return {"valid": bool(d["$TIMESTAMP_1588_VALID"]), "value": value, "id": ts_id}
 
     def port_stat(self, args):
         dev = arg_int(args, "dev_port", lo=0)
