@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"compress/gzip"
 	"crypto/ed25519"
+	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -148,5 +150,25 @@ func FuzzArchive(f *testing.F) {
 			t.Fatalf("verifies with problems %q", s.problems)
 		}
 		openScan("fuzz.tar.gz", s)
+	})
+}
+
+// FuzzCountCSV holds the streaming row counter that show uses to
+// encoding/csv, on every input encoding/csv reads without error.
+func FuzzCountCSV(f *testing.F) {
+	f.Add("a,b\n1,2\n")
+	f.Add("a,\"b\nc\"\r\n\n\"1\"\"\",2")
+	f.Add("\n\n x \n")
+	f.Fuzz(func(t *testing.T, data string) {
+		cr := csv.NewReader(strings.NewReader(data))
+		cr.FieldsPerRecord = -1
+		recs, err := cr.ReadAll()
+		if err != nil {
+			return
+		}
+		h, n, err := countCSV(strings.NewReader(data))
+		if err != nil || n != len(recs) || (n > 0 && fmt.Sprint(h) != fmt.Sprint(recs[0])) {
+			t.Fatalf("%q: counted %d records, header %q (%v); encoding/csv read %d, header %q", data, n, h, err, len(recs), recs)
+		}
 	})
 }

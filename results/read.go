@@ -548,27 +548,52 @@ func (sc *scanner) table(name string, r io.Reader) error {
 // reads them) and parses the first record, the header.
 func countCSV(r io.Reader) (header []string, records int, err error) {
 	var head []byte
-	inQuote, lineEmpty := false, true
+	// pendingCR: the last byte read was a '\r' outside quotes, which is
+	// data unless a '\n' follows (CRLF ends a line as LF does).
+	inQuote, lineEmpty, pendingCR := false, true, false
 	buf := make([]byte, 32<<10)
 	for {
 		k, rerr := r.Read(buf)
-		for _, c := range buf[:k] {
-			if records == 0 && len(head) <= maxCSVHeaderBytes {
-				head = append(head, c)
+		chunk := buf[:k]
+		if records == 0 && len(head) <= maxCSVHeaderBytes {
+			head = append(head, chunk[:min(len(chunk), maxCSVHeaderBytes+1-len(head))]...)
+		}
+		for len(chunk) > 0 {
+			if pendingCR {
+				pendingCR = false
+				if chunk[0] != '\n' {
+					lineEmpty = false
+				}
 			}
-			switch {
+			// Only quotes and newlines change the state: skip to the next.
+			i := bytes.IndexAny(chunk, "\"\n")
+			run := chunk
+			if i >= 0 {
+				run = chunk[:i]
+			}
+			if !inQuote && len(run) > 0 && run[len(run)-1] == '\r' {
+				if i < 0 {
+					pendingCR = true
+				}
+				run = run[:len(run)-1]
+			}
+			if len(run) > 0 {
+				lineEmpty = false
+			}
+			if i < 0 {
+				break
+			}
+			switch c := chunk[i]; {
 			case c == '"':
 				inQuote = !inQuote
 				lineEmpty = false
-			case c == '\n' && !inQuote:
+			case !inQuote: // '\n'
 				if !lineEmpty {
 					records++
 				}
 				lineEmpty = true
-			case c == '\r' && !inQuote:
-			default:
-				lineEmpty = false
 			}
+			chunk = chunk[i+1:]
 		}
 		if rerr == io.EOF {
 			break
@@ -578,7 +603,7 @@ func countCSV(r io.Reader) (header []string, records int, err error) {
 			break
 		}
 	}
-	if !lineEmpty && err == nil {
+	if !lineEmpty && err == nil { // a "\r" at the very end is dropped, as encoding/csv does
 		records++
 	}
 	if len(head) > 0 && len(head) <= maxCSVHeaderBytes {

@@ -20,7 +20,7 @@ import (
 // bytes: one 1 MiB member compressed once and repeated, so a bomb of any
 // size costs the test a kilobyte per MiB to build. gzip readers read
 // concatenated members as one stream (RFC 1952 §2.2).
-func zeros(t *testing.T, mib int) []byte {
+func zeros(t testing.TB, mib int) []byte {
 	t.Helper()
 	var m bytes.Buffer
 	zw := gzip.NewWriter(&m)
@@ -29,7 +29,7 @@ func zeros(t *testing.T, mib int) []byte {
 	return bytes.Repeat(m.Bytes(), mib)
 }
 
-func gz(t *testing.T, data []byte) []byte {
+func gz(t testing.TB, data []byte) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	zw := gzip.NewWriter(&b)
@@ -82,7 +82,7 @@ func archiveOf(t *testing.T, dir string, extra ...tarEntry) []byte {
 // bombArchive is a .tar.gz of a finalized bundle plus one entry of mib MiB
 // of zeros, about 1 KB per MiB on disk: the tar header, the bomb as
 // repeated gzip members, then the tar's end.
-func bombArchive(t *testing.T, dir string, mib int) string {
+func bombArchive(t testing.TB, dir string, mib int) string {
 	t.Helper()
 	var head bytes.Buffer
 	tw := tar.NewWriter(&head)
@@ -330,5 +330,61 @@ func TestCountCSV(t *testing.T) {
 		if err != nil || fmt.Sprint(h) != c.header || n != c.n {
 			t.Errorf("%q: %q %d %v, want %s %d", c.in, h, n, err, c.header, c.n)
 		}
+	}
+}
+
+// BenchmarkShowGzipBomb opens (as show does) a bundle directory whose
+// data/samples.csv.gz is 2 MB of gzip inflating to 2 GiB, under the
+// default limits: it stops once the per-file limit (1 GiB) is inflated,
+// in constant memory (B/op).
+//
+//	go test -run '^$' -bench ShowGzipBomb -benchmem -benchtime 1x ./results
+func BenchmarkShowGzipBomb(b *testing.B) {
+	dir := finalized(b)
+	if err := os.WriteFile(filepath.Join(dir, "data", "samples.csv.gz"), zeros(b, 2048), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		_, err := Open(dir)
+		var le *LimitError
+		if !errors.As(err, &le) || le.Max != DefaultMaxEntryBytes {
+			b.Fatalf("open: %v", err)
+		}
+	}
+}
+
+// BenchmarkVerifyArchive verifies a .tar.gz whose one large entry is
+// 512 MiB of zeros (about 500 KB packed): every byte is inflated and
+// hashed, none held (B/op stays far below the entry's size).
+//
+//	go test -run '^$' -bench VerifyArchive -benchmem -benchtime 3x ./results
+func BenchmarkVerifyArchive(b *testing.B) {
+	dir := finalized(b)
+	bomb := bombArchive(b, dir, 512)
+	b.SetBytes(512 << 20)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r, err := Verify(bomb)
+		if err != nil || r.OK {
+			b.Fatalf("verify: %v %+v", err, r)
+		}
+	}
+}
+
+// oneByte reads one byte at a time, so that a header spans many reads.
+type oneByte struct{ r *strings.Reader }
+
+func (o oneByte) Read(p []byte) (int, error) {
+	if len(p) > 1 {
+		p = p[:1]
+	}
+	return o.r.Read(p)
+}
+
+func TestCountCSVAcrossReads(t *testing.T) {
+	h, n, err := countCSV(oneByte{strings.NewReader("\"a\"\"x\",b\n1,\"2\n3\"\n\n4,5\n")})
+	if err != nil || fmt.Sprint(h) != `[a"x b]` || n != 3 {
+		t.Errorf("got %q %d %v", h, n, err)
 	}
 }
