@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/crypto/ssh"
 
+	"testbed/internal/redact"
 	"testbed/results"
 )
 
@@ -144,7 +145,9 @@ The same checks with standard tools:
 			}
 			fmt.Fprintln(tw, "devices:")
 			for _, d := range m.Devices {
-				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s %s s/n %s fw %s\n", d.Name, d.Kind, d.Address, d.Identity.Vendor, d.Identity.Model, d.Identity.Serial, d.Identity.Firmware)
+				// A bundle written before addresses were redacted may hold a
+				// URL's password: never print it.
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s %s s/n %s fw %s\n", d.Name, d.Kind, redact.URLPasswords(d.Address), d.Identity.Vendor, d.Identity.Model, d.Identity.Serial, d.Identity.Firmware)
 			}
 			fmt.Fprintln(tw, "tables:")
 			for _, t := range r.Tables {
