@@ -27,8 +27,8 @@ import (
 // below.
 
 // Default read limits. A real bundle is far below them: the largest the
-// recipes write is fct's, 1.2 million per-trial samples, about 50 MB of CSV
-// (7 MB as gzip), with a few dozen other files of kilobytes; a large lab's
+// recipes write is fct's, 1.2 million per-trial samples, 48 MB of CSV
+// (8.3 MB as gzip), with a dozen other files of kilobytes; a large lab's
 // bundle has a transcript per device, a few hundred files. The limits leave
 // twenty times that room and still stop a gzip bomb (a 6 MB archive
 // inflating to 6 GB) after reading one gigabyte, a few seconds of work

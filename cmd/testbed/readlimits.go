@@ -94,7 +94,8 @@ func fmtSize(n int64) string {
 func bundleError(op, p string, err error) error {
 	var le *results.LimitError
 	if errors.As(err, &le) {
-		return &exitError{code: exitBadInput, err: fmt.Errorf("%s %s: %w; if the bundle is genuine, raise the limit with --%s", op, p, err, le.Limit)}
+		// The error names the bundle (and the file) already.
+		return &exitError{code: exitBadInput, err: fmt.Errorf("%s: %w; if the bundle is genuine, raise the limit with --%s", op, err, le.Limit)}
 	}
 	return &exitError{code: exitBadInput, err: fmt.Errorf("%s %s: %w", op, p, err)}
 }
