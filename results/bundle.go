@@ -362,6 +362,13 @@ func (b *Bundle) Event(e Event) error {
 	if e.Time.IsZero() {
 		e.Time = b.now()
 	}
+	if e.Fields != nil {
+		// A field named like a secret (api_token) is masked, and its
+		// value hunted through the rest of the bundle from now on.
+		v, found := redact.Value(e.Fields)
+		e.Fields = v.(map[string]any)
+		b.addSecrets(found)
+	}
 	data, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("bundle: event: %w", err)

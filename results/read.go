@@ -162,7 +162,14 @@ type scanOptions struct {
 	tables bool
 }
 
-var metaFiles = map[string]bool{"manifest.json": true, "summary.json": true, sumsFile: true, SigFile: true}
+// isMeta reports whether a file is one of the few parsed whole.
+func isMeta(name string) bool {
+	switch name {
+	case "manifest.json", "summary.json", sumsFile, SigFile:
+		return true
+	}
+	return false
+}
 
 // files lists the regular files found, sorted.
 func (s *scan) files() []string {
@@ -390,6 +397,8 @@ func (sc *scanner) archive(r io.Reader) error {
 			}
 			if nested {
 				sc.notRegular(name, what)
+			} else {
+				sc.s.problems = append(sc.s.problems, fmt.Sprintf("unsafe path: archive entry %q (%s) is outside the bundle's top directory", h.Name, what))
 			}
 			continue
 		}
@@ -434,7 +443,7 @@ func (c *capReader) Read(p []byte) (int, error) {
 }
 
 // file reads one regular file of declared size from r: hashed, counted
-// against the limits, kept whole if it is parsed (metaFiles), and, with
+// against the limits, kept whole if it is parsed (isMeta), and, with
 // opts.tables, counted as events or table rows.
 func (sc *scanner) file(name string, size int64, r io.Reader) error {
 	lim := sc.opts.limits
@@ -450,7 +459,7 @@ func (sc *scanner) file(name string, size int64, r io.Reader) error {
 	h := sha256.New()
 	var src io.Reader = io.TeeReader(in, h)
 	var keep *bytes.Buffer
-	if metaFiles[name] {
+	if isMeta(name) {
 		max := min(maxMetaBytes, lim.MaxEntryBytes)
 		keep = &bytes.Buffer{}
 		src = io.TeeReader(src, &capWriter{w: keep, max: max, err: fmt.Errorf("%s: %s: larger than %s, more than such a file ever holds", sc.s.name, name, fmtBytes(max))})

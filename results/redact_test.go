@@ -41,6 +41,11 @@ func TestSecretsOutsideCredentialsAreScrubbed(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Event(Event{Type: "connect", Device: "ocs1", Message: "GET " + addr + "/v1/status", Fields: map[string]any{"token": token}})
+	// A field named like a secret whose value nothing else named: masked
+	// in the event, and hunted in what is written after it.
+	b.Event(Event{Type: "login", Device: "ocs1", Fields: map[string]any{"session_token": "sess-UNSEEN-77", "user": "admin"}})
+	tr0, _ := b.Transcript("ocs0")
+	tr0.Write([]byte("< session sess-UNSEEN-77 opened\n"))
 	tr, _ := b.Transcript("ocs1")
 	tr.Write([]byte("# connected to " + addr + "\n> Authorization: Bearer " + token + "\n"))
 	tw, _ := b.CreateTable(Table{Name: "t", Fields: []Field{{Name: "where", Type: "string"}}})
@@ -53,7 +58,7 @@ func TestSecretsOutsideCredentialsAreScrubbed(t *testing.T) {
 	if inv["devices"].(map[string]any)["ocs1"].(map[string]any)["options"].(map[string]any)["api_token"] != token {
 		t.Error("Create changed the caller's inventory")
 	}
-	leaks := []string{urlPW, token, "Pl4nted-url", "PLANTED", "&lt;pw&gt;", `\u003cpw\u003e`}
+	leaks := []string{urlPW, token, "Pl4nted-url", "PLANTED", "&lt;pw&gt;", `\u003cpw\u003e`, "UNSEEN"}
 	files := 0
 	filepath.Walk(b.Dir(), func(p string, fi os.FileInfo, err error) error {
 		if err != nil || fi.IsDir() {

@@ -95,21 +95,22 @@ func isSchemeChar(c byte) bool {
 	return isAlpha(c) || c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.'
 }
 
-// secretWords mark an option key as holding a secret.
-var secretWords = []string{"token", "password", "passwd", "passphrase", "secret", "key", "credential", "auth"}
-
 // SecretKey reports whether a key (an option name) looks like it holds a
-// secret: it contains token, password, passwd, passphrase, secret, key,
-// credential or auth, in any case. A reference to a secret is not one: a
-// key ending in _env or _file (password_env, api_token_file, key_file)
+// secret: it contains token, password, passwd, passphrase, secret, key or
+// credential, in any case ("auth" is left out: auth_method: password
+// would have every "password" of a transcript masked). A reference to a
+// secret is not one: a key ending in _env or _file (password_env,
+// api_token_file, key_file)
 // names where the secret is, and an inventory's "credentials" block holds
-// only such references (inventory.Credentials).
+// only such references (inventory.Credentials). A bare "key" or "keys" is
+// a lookup key (a sysctl's name, a P4 table entry's match fields), not a
+// key to anything: api_key, ssh_key, private_key are secret.
 func SecretKey(k string) bool {
 	l := strings.ToLower(k)
-	if l == "credentials" || strings.HasSuffix(l, "_env") || strings.HasSuffix(l, "_file") {
+	if l == "credentials" || l == "key" || l == "keys" || strings.HasSuffix(l, "_env") || strings.HasSuffix(l, "_file") {
 		return false
 	}
-	for _, w := range secretWords {
+	for _, w := range [...]string{"token", "password", "passwd", "passphrase", "secret", "key", "credential"} {
 		if strings.Contains(l, w) {
 			return true
 		}

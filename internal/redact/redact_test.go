@@ -28,12 +28,12 @@ func TestURLPasswords(t *testing.T) {
 }
 
 func TestSecretKey(t *testing.T) {
-	for _, k := range []string{"api_token", "Password", "db_passwd", "client_secret", "api_key", "privateKey", "auth", "aws_credential", "TOKEN"} {
+	for _, k := range []string{"api_token", "Password", "db_passwd", "client_secret", "api_key", "privateKey", "aws_credential", "TOKEN"} {
 		if !SecretKey(k) {
 			t.Errorf("%s: not a secret key", k)
 		}
 	}
-	for _, k := range []string{"known_hosts", "serial", "api_token_env", "password_file", "key_file", "sde", "reactor_eps_gbps", "ip", "credentials"} {
+	for _, k := range []string{"known_hosts", "serial", "api_token_env", "password_file", "key_file", "sde", "reactor_eps_gbps", "ip", "credentials", "key", "Keys", "auth_method"} {
 		if SecretKey(k) {
 			t.Errorf("%s: a secret key", k)
 		}
