@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -285,7 +286,7 @@ func (sc *scanner) dir(root string) error {
 			sc.notRegular(name, fileType(t))
 			return nil
 		}
-		f, err := openRegular(root + string(os.PathSeparator) + name)
+		f, err := openRegular(filepath.Join(root, filepath.FromSlash(name)))
 		if err != nil {
 			var nr *notRegularError
 			if errors.As(err, &nr) {
