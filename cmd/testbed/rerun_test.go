@@ -178,6 +178,21 @@ func TestRerunVerifiesTheBundleAndItsInventoryPath(t *testing.T) {
 	if entries, _ := os.ReadDir(runs); len(entries) != 0 {
 		t.Errorf("a tampered bundle was rerun: %d bundles", len(entries))
 	}
+	// Another file than the manifest, the same.
+	bad = copyBundle(t, orig)
+	os.WriteFile(filepath.Join(bad, "summary.json"), []byte("{}\n"), 0o644)
+	if code, _, errOut := testbedRun(t, "exp", "rerun", bad, "--runs-dir", runs, "--state-dir", state); code != exitFailed || !strings.Contains(errOut, "changed: summary.json") {
+		t.Errorf("tampered summary: exit %d: %s", code, errOut)
+	}
+
+	// A bundle never finalized (its run crashed) verifies as incomplete
+	// only: it reruns, with a warning.
+	crashed := copyBundle(t, orig)
+	os.Remove(filepath.Join(crashed, "SHA256SUMS"))
+	code, out, errOut = testbedRun(t, "exp", "rerun", crashed, "--runs-dir", runs, "--state-dir", state)
+	if code != exitOK || !strings.Contains(errOut, "never finalized") {
+		t.Errorf("crashed bundle: exit %d\n%s", code, errOut)
+	}
 
 	// A bundle beyond a read limit: bad input, naming the flag.
 	code, _, errOut = testbedRun(t, "exp", "rerun", orig, "--runs-dir", runs, "--state-dir", state, "--max-entries", "3")
