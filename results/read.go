@@ -364,7 +364,11 @@ func (sc *scanner) archive(r io.Reader) error {
 		if err := sc.count(); err != nil {
 			return err
 		}
-		raw := strings.TrimSuffix(h.Name, "/")
+		// "./run-id/..." (tar -C runs ./run-id) is "run-id/...".
+		raw := strings.TrimPrefix(strings.TrimSuffix(h.Name, "/"), "./")
+		if raw == "." || raw == "" {
+			continue
+		}
 		if !safeRel(raw) {
 			sc.s.problems = append(sc.s.problems, fmt.Sprintf("unsafe path: archive entry %q leaves the bundle", h.Name))
 			continue

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -194,8 +195,28 @@ func TestArchivePathsStayInsideTheBundle(t *testing.T) {
 			t.Errorf("%s: %v %+v", name, err, r)
 		}
 	}
+	// Names written "./run-id/..." are the same names.
+	var raw bytes.Buffer
+	zr, _ := gzip.NewReader(bytes.NewReader(archiveOf(t, dir)))
+	tr, tw := tar.NewReader(zr), tar.NewWriter(&raw)
+	tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "./", Mode: 0o755})
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		h.Name = "./" + h.Name
+		tw.WriteHeader(h)
+		io.Copy(tw, tr)
+	}
+	tw.Close()
+	p := filepath.Join(t.TempDir(), "dot.tar.gz")
+	os.WriteFile(p, gz(t, raw.Bytes()), 0o644)
+	if r, err := Verify(p); err != nil || !r.OK {
+		t.Errorf("./ names: %v %+v", err, r)
+	}
 	// A second copy of a file, appended after the genuine one.
-	p := filepath.Join(t.TempDir(), "dup.tar.gz")
+	p = filepath.Join(t.TempDir(), "dup.tar.gz")
 	os.WriteFile(p, archiveOf(t, dir, tarEntry{tar.Header{Typeflag: tar.TypeReg, Name: "@/summary.json", Size: int64(len(d)), Mode: 0o644}, d}), 0o644)
 	if r, err := Verify(p); err != nil || r.OK || !strings.Contains(strings.Join(r.Problems, "\n"), "duplicate: summary.json") {
 		t.Errorf("duplicate entry: %v %+v", err, r)
