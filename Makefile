@@ -2,7 +2,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build test vet fmt-check models-single-goroutine bench sweep clean
+.PHONY: all build test vet fmt-check models-single-goroutine bench fuzz sweep clean
 
 all: build
 
@@ -35,6 +35,12 @@ fmt-check:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Every fuzz target of the module (any func FuzzXxx in a _test.go file),
+# each for $(FUZZTIME) (default 30s); not part of make test, whose go test
+# runs only the targets' seed corpora. FUZZ_PARALLEL=1 uses one worker.
+fuzz:
+	scripts/fuzz.sh
 
 # The first command to try: the attenuation sweep on the simulated lab.
 sweep:

@@ -25,6 +25,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"testbed/internal/redact"
 )
 
 // Schema names the bundle format this testbed writes: SchemaName at
@@ -163,16 +165,21 @@ func NewRunID(t time.Time, recipe string) string {
 
 // Options configure a bundle writer.
 type Options struct {
-	// Secrets are replaced by "***" in every text written.
+	// Secrets are replaced by "***" in every text written (also as they
+	// appear inside JSON strings and HTML). Besides them, every text
+	// written has its URL passwords masked (http://user:***@host), and the
+	// manifest its secret-looking values: see redactManifest.
 	Secrets []string
 	Now     func() time.Time
 }
 
 // Bundle is a bundle being written.
 type Bundle struct {
-	dir     string
+	dir string
+	now func() time.Time
+
+	secMu   sync.RWMutex
 	secrets []string
-	now     func() time.Time
 
 	mu          sync.Mutex
 	m           Manifest
@@ -200,11 +207,8 @@ func Create(root string, m Manifest, opts Options) (*Bundle, error) {
 	if b.now == nil {
 		b.now = time.Now
 	}
-	for _, s := range opts.Secrets {
-		if s != "" {
-			b.secrets = append(b.secrets, s)
-		}
-	}
+	b.addSecrets(opts.Secrets)
+	b.addSecrets(redactManifest(&m))
 	m.Schema = Schema
 	if m.Status == "" {
 		m.Status = StatusRunning
@@ -234,11 +238,78 @@ func (b *Bundle) Manifest() Manifest {
 	return b.m
 }
 
-func (b *Bundle) scrub(s string) string {
-	for _, sec := range b.secrets {
-		s = strings.ReplaceAll(s, sec, "***")
+// addSecrets adds values to scrub, in every form they may be written in.
+func (b *Bundle) addSecrets(values []string) {
+	b.secMu.Lock()
+	defer b.secMu.Unlock()
+	for _, v := range values {
+		if v == "" {
+			continue
+		}
+		for _, f := range redact.Forms(v) {
+			if !slices.Contains(b.secrets, f) {
+				b.secrets = append(b.secrets, f)
+			}
+		}
 	}
-	return s
+	// Longest first, so that a secret containing another is replaced whole.
+	slices.SortStableFunc(b.secrets, func(x, y string) int { return len(y) - len(x) })
+}
+
+// scrub removes every known secret and every URL password from s.
+func (b *Bundle) scrub(s string) string {
+	b.secMu.RLock()
+	defer b.secMu.RUnlock()
+	return redact.Text(s, b.secrets)
+}
+
+// redactManifest masks, in place, what in a manifest looks secret though
+// no credential reference named it: the values of secret-looking keys
+// (api_token, password, ...) in the inventory as used, in the labels, and
+// of parameters so named, also as "name=value" in the command line; and
+// the passwords of URLs (device addresses above all). It returns the
+// values it masked, to be hunted in the bundle's other files. The
+// inventory is replaced by a redacted copy: the caller's is not changed.
+func redactManifest(m *Manifest) []string {
+	var found []string
+	add := func(v any) any {
+		out, f := redact.Value(v)
+		found = append(found, f...)
+		return out
+	}
+	if m.Lab.Inventory != nil {
+		m.Lab.Inventory = add(m.Lab.Inventory)
+	}
+	m.Devices = slices.Clone(m.Devices)
+	for i := range m.Devices {
+		m.Devices[i].Address = add(m.Devices[i].Address).(string)
+	}
+	m.Params = slices.Clone(m.Params)
+	for i, p := range m.Params {
+		if redact.SecretKey(p.Name) {
+			if v, ok := p.Value.(string); ok && len(v) >= redact.MinScrubLen {
+				found = append(found, v)
+			}
+			m.Params[i].Value = redact.Mask
+		} else {
+			m.Params[i].Value = add(p.Value)
+		}
+	}
+	m.Command = slices.Clone(m.Command)
+	for i, arg := range m.Command {
+		if k, v, ok := strings.Cut(arg, "="); ok && redact.SecretKey(strings.TrimLeft(k, "-")) {
+			if len(v) >= redact.MinScrubLen {
+				found = append(found, v)
+			}
+			m.Command[i] = k + "=" + redact.Mask
+		} else {
+			m.Command[i] = add(arg).(string)
+		}
+	}
+	if m.Labels != nil {
+		m.Labels = add(m.Labels).(map[string]string)
+	}
+	return found
 }
 
 // writeFile writes a scrubbed file atomically (temporary file + rename).
@@ -273,6 +344,7 @@ func (b *Bundle) UpdateManifest(fn func(*Manifest)) error {
 		return errors.New("bundle: already finalized")
 	}
 	fn(&b.m)
+	b.addSecrets(redactManifest(&b.m))
 	return b.writeManifest()
 }
 
@@ -290,6 +362,13 @@ type Event struct {
 func (b *Bundle) Event(e Event) error {
 	if e.Time.IsZero() {
 		e.Time = b.now()
+	}
+	if e.Fields != nil {
+		// A field named like a secret (api_token) is masked, and its
+		// value hunted through the rest of the bundle from now on.
+		v, found := redact.Value(e.Fields)
+		e.Fields = v.(map[string]any)
+		b.addSecrets(found)
 	}
 	data, err := json.Marshal(e)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 
 const secret = "s3cr3t-Planted-9"
 
-func newBundle(t *testing.T) (*Bundle, string) {
+func newBundle(t testing.TB) (*Bundle, string) {
 	t.Helper()
 	root := t.TempDir()
 	m := Manifest{RunID: NewRunID(time.Now(), "attenuation-sweep"), Recipe: RecipeRef{Name: "attenuation-sweep", Version: "1"},
@@ -24,7 +24,7 @@ func newBundle(t *testing.T) (*Bundle, string) {
 	return b, root
 }
 
-func fill(t *testing.T, b *Bundle) {
+func fill(t testing.TB, b *Bundle) {
 	t.Helper()
 	must := func(err error) {
 		t.Helper()

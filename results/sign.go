@@ -170,7 +170,9 @@ func ParseAllowedSigners(name string, data []byte) ([]AllowedSigner, error) {
 	var out []AllowedSigner
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for n := 1; sc.Scan(); n++ {
+	n := 0
+	for sc.Scan() {
+		n++
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
@@ -218,7 +220,10 @@ func ParseAllowedSigners(name string, data []byte) ([]AllowedSigner, error) {
 		}
 		out = append(out, s)
 	}
-	return out, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s:%d: %w", name, n+1, err)
+	}
+	return out, nil
 }
 
 // parseSignerTime reads YYYYMMDD[HHMM[SS]][Z], local time unless Z.

@@ -80,7 +80,7 @@ func allowedLine(principal string, pub ssh.PublicKey) string {
 	return principal + " " + string(ssh.MarshalAuthorizedKey(pub))
 }
 
-func finalized(t *testing.T) string {
+func finalized(t testing.TB) string {
 	t.Helper()
 	b, _ := newBundle(t)
 	fill(t, b)

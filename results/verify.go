@@ -1,20 +1,14 @@
 package results
 
 import (
-	"archive/tar"
-	"bufio"
 	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
-	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -78,6 +72,9 @@ type VerifyReport struct {
 	OK       bool     `json:"ok"`
 	Status   Status   `json:"status"`
 	Problems []string `json:"problems,omitempty"`
+	// Incomplete: the bundle was never finalized (no SHA256SUMS, or the
+	// manifest still says running): a crash, not a tampering.
+	Incomplete bool `json:"incomplete,omitempty"`
 	// Signature is what SHA256SUMS.sig says; nil when the bundle is unsigned.
 	Signature *SignatureReport `json:"signature,omitempty"`
 }
@@ -90,121 +87,102 @@ type VerifyOptions struct {
 	// Now is when allowed-signer validity windows are checked; zero means
 	// the current time.
 	Now time.Time
+	// Limits bound the reading; zero fields take the defaults.
+	Limits ReadLimits
 }
 
-// bundleFS is a bundle's files, from a directory or a .tar.gz.
-type bundleFS struct {
-	name  string
-	files map[string][]byte // for archives
-	dir   string            // for directories
+// SumLine is one line of SHA256SUMS.
+type SumLine struct {
+	Line int
+	Sum  string // lower-case hex
+	Name string
 }
 
-func openFS(p string) (*bundleFS, error) {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return nil, err
-	}
-	if fi.IsDir() {
-		return &bundleFS{name: p, dir: p}, nil
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: not a directory or a .tar.gz: %w", p, err)
-	}
-	tr := tar.NewReader(zr)
-	b := &bundleFS{name: p, files: map[string][]byte{}}
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
+// ParseSums reads SHA256SUMS as `sha256sum -c` does ("<hex>  <path>", or
+// "<hex> *<path>" for binary mode) and keeps only lines that name a file
+// inside the bundle: a path that is absolute, holds "..", is not clean
+// ("a//b", "./a") or names a file twice is a problem, as is a malformed
+// line. Problems name SHA256SUMS and the line.
+func ParseSums(data []byte) (lines []SumLine, problems []string) {
+	seen := map[string]int{}
+	n := 0
+	for len(data) > 0 {
+		n++
+		var line []byte
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			line, data = data, nil
 		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
-		}
-		if h.Typeflag != tar.TypeReg {
+		text := strings.TrimSuffix(string(line), "\r")
+		if len(text) < 66 || (text[64:66] != "  " && text[64:66] != " *") {
+			problems = append(problems, fmt.Sprintf("%s line %d: malformed: %q (expected \"<sha256 hex>  <path>\")", sumsFile, n, clip(text, 120)))
 			continue
 		}
-		name := path.Clean(h.Name)
-		// Strip the top directory (the run id).
-		if i := strings.IndexByte(name, '/'); i >= 0 {
-			name = name[i+1:]
+		sum, name := strings.ToLower(text[:64]), text[66:]
+		if _, err := hex.DecodeString(sum); err != nil {
+			problems = append(problems, fmt.Sprintf("%s line %d: malformed: %q is not a SHA-256 in hex", sumsFile, n, clip(text[:64], 64)))
+			continue
 		}
-		data, err := io.ReadAll(io.LimitReader(tr, 1<<31))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", p, h.Name, err)
+		if !safeRel(name) {
+			problems = append(problems, fmt.Sprintf("unsafe path: %s line %d: %q is not a clean relative path inside the bundle", sumsFile, n, clip(name, 120)))
+			continue
 		}
-		b.files[name] = data
+		if first, dup := seen[name]; dup {
+			problems = append(problems, fmt.Sprintf("%s line %d: %s is already listed on line %d", sumsFile, n, name, first))
+			continue
+		}
+		seen[name] = n
+		lines = append(lines, SumLine{Line: n, Sum: sum, Name: name})
 	}
-	return b, nil
+	return lines, problems
 }
 
-func (b *bundleFS) read(name string) ([]byte, error) {
-	if b.files != nil {
-		d, ok := b.files[name]
-		if !ok {
-			return nil, fs.ErrNotExist
-		}
-		return d, nil
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
 	}
-	return os.ReadFile(filepath.Join(b.dir, filepath.FromSlash(name)))
-}
-
-func (b *bundleFS) list() ([]string, error) {
-	if b.files != nil {
-		var out []string
-		for k := range b.files {
-			out = append(out, k)
-		}
-		sort.Strings(out)
-		return out, nil
-	}
-	return listFiles(os.DirFS(b.dir))
-}
-
-func (b *bundleFS) sum(name string) (string, error) {
-	if b.files != nil {
-		d, ok := b.files[name]
-		if !ok {
-			return "", fs.ErrNotExist
-		}
-		h := sha256.Sum256(d)
-		return hex.EncodeToString(h[:]), nil
-	}
-	return hashFile(filepath.Join(b.dir, filepath.FromSlash(name)))
+	return s
 }
 
 // Verify checks a bundle directory or .tar.gz: the manifest parses, every
-// file listed in SHA256SUMS is present and unchanged, no file is extra, and
+// file listed in SHA256SUMS is present and unchanged, no file is extra or
+// anything but a regular file, every path stays inside the bundle, and
 // SHA256SUMS.sig, when present, is a valid signature of SHA256SUMS (its
-// signer unchecked). The error return is only for a path that cannot be
-// read at all.
+// signer unchecked). It reads under the default ReadLimits. The error
+// return is for a path that cannot be read at all, or a bundle beyond a
+// limit (a *LimitError).
 func Verify(p string) (*VerifyReport, error) { return VerifyWith(p, VerifyOptions{}) }
 
-// VerifyWith is Verify that also checks the signer against allowed signers.
+// VerifyWith is Verify that also checks the signer against allowed signers
+// and reads under opts.Limits.
 func VerifyWith(p string, opts VerifyOptions) (*VerifyReport, error) {
-	b, err := openFS(p)
+	s, err := scanBundle(p, scanOptions{limits: opts.Limits})
 	if err != nil {
 		return nil, err
 	}
+	return verifyScan(p, s, opts), nil
+}
+
+func verifyScan(p string, s *scan, opts VerifyOptions) *VerifyReport {
 	r := &VerifyReport{Dir: p}
+	r.Problems = append(r.Problems, s.problems...)
 	var m Manifest
-	if data, err := b.read("manifest.json"); err != nil {
+	if data, ok := s.meta["manifest.json"]; !ok {
 		r.Problems = append(r.Problems, "missing: manifest.json")
-	} else if m, err = decodeManifest(data); err != nil {
+	} else if dm, err := decodeManifest(data); err != nil {
 		r.Problems = append(r.Problems, err.Error())
+	} else {
+		m = dm
 	}
 	r.Status = m.Status
-	sums, err := b.read(sumsFile)
-	if err != nil {
+	sums, ok := s.meta[sumsFile]
+	if !ok {
+		r.Incomplete = true
 		r.Problems = append(r.Problems, fmt.Sprintf("incomplete: no %s, the bundle was never finalized (manifest status %q)", sumsFile, m.Status))
-		return r, nil
+		return r
 	}
-	if sig, err := b.read(SigFile); err == nil {
+	if sig, ok := s.meta[SigFile]; ok {
 		now := opts.Now
 		if now.IsZero() {
 			now = time.Now()
@@ -216,40 +194,32 @@ func VerifyWith(p string, opts VerifyOptions) (*VerifyReport, error) {
 	} else if opts.AllowedSigners != nil {
 		r.Problems = append(r.Problems, fmt.Sprintf("unsigned: no %s, and allowed signers were given", SigFile))
 	}
+	lines, problems := ParseSums(sums)
+	r.Problems = append(r.Problems, problems...)
 	listed := map[string]bool{}
-	sc := bufio.NewScanner(bytes.NewReader(sums))
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		want, name, ok := strings.Cut(line, "  ")
-		if !ok || len(want) != 64 {
-			r.Problems = append(r.Problems, fmt.Sprintf("%s line %d: malformed: %q", sumsFile, n, line))
-			continue
-		}
-		listed[name] = true
-		got, err := b.sum(name)
+	for _, l := range lines {
+		listed[l.Name] = true
+		e, ok := s.entries[l.Name]
 		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			r.Problems = append(r.Problems, "missing: "+name)
-		case err != nil:
-			r.Problems = append(r.Problems, fmt.Sprintf("unreadable: %s: %v", name, err))
-		case got != want:
-			r.Problems = append(r.Problems, "changed: "+name)
+		case !ok:
+			r.Problems = append(r.Problems, "missing: "+l.Name)
+		case e.bad != "":
+			// Reported by the walk: not a regular file.
+		case e.sum != l.Sum:
+			r.Problems = append(r.Problems, "changed: "+l.Name)
 		}
 	}
-	files, err := b.list()
-	if err != nil {
-		return nil, err
-	}
-	for _, f := range files {
+	for _, f := range s.files() {
 		if f != sumsFile && f != SigFile && !listed[f] {
 			r.Problems = append(r.Problems, "extra: "+f)
 		}
 	}
 	if m.Status == StatusRunning {
+		r.Incomplete = true
 		r.Problems = append(r.Problems, "incomplete: manifest status is still running")
 	}
 	r.OK = len(r.Problems) == 0
-	return r, nil
+	return r
 }
 
 // TableInfo describes one data table of a bundle.
@@ -270,53 +240,53 @@ type Reader struct {
 	Events     int
 	Files      []string
 	Incomplete bool
+	// Problems are what reading found wrong without stopping: files that
+	// are not regular files, paths that leave the bundle. Verify says
+	// more.
+	Problems []string
 }
 
-// Open reads a bundle (directory or .tar.gz) for display. A bundle that was
-// never finalized opens too, marked Incomplete.
-func Open(p string) (*Reader, error) {
-	b, err := openFS(p)
+// OpenOptions configure OpenWith.
+type OpenOptions struct {
+	Limits ReadLimits
+}
+
+// Open reads a bundle (directory or .tar.gz) for display, under the
+// default ReadLimits. A bundle that was never finalized opens too, marked
+// Incomplete. It does not verify checksums: see Verify.
+func Open(p string) (*Reader, error) { return OpenWith(p, OpenOptions{}) }
+
+// OpenWith is Open under opts.Limits; a gzip table's inflated size counts
+// against the per-file limit.
+func OpenWith(p string, opts OpenOptions) (*Reader, error) {
+	s, err := scanBundle(p, scanOptions{limits: opts.Limits, tables: true})
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{Path: p}
-	data, err := b.read("manifest.json")
-	if err != nil {
-		return nil, fmt.Errorf("manifest.json: %w", err)
+	return openScan(p, s)
+}
+
+func openScan(p string, s *scan) (*Reader, error) {
+	r := &Reader{Path: p, Problems: s.problems}
+	data, ok := s.meta["manifest.json"]
+	if !ok {
+		return nil, fmt.Errorf("manifest.json: %w", fs.ErrNotExist)
 	}
+	var err error
 	if r.Manifest, err = decodeManifest(data); err != nil {
 		return nil, err
 	}
-	if s, err := b.read("summary.json"); err == nil {
-		r.Summary = s
+	if d, ok := s.meta["summary.json"]; ok {
+		r.Summary = d
 	}
-	if ev, err := b.read("events.jsonl"); err == nil {
-		r.Events = bytes.Count(ev, []byte("\n"))
-	}
-	if r.Files, err = b.list(); err != nil {
-		return nil, err
-	}
-	_, serr := b.read(sumsFile)
-	r.Incomplete = serr != nil || r.Manifest.Status == StatusRunning
+	r.Events = s.events
+	r.Files = s.files()
+	_, finalized := s.meta[sumsFile]
+	r.Incomplete = !finalized || r.Manifest.Status == StatusRunning
 	for _, f := range r.Files {
-		if !strings.HasPrefix(f, "data/") || !strings.HasSuffix(f, ".csv") && !strings.HasSuffix(f, ".csv.gz") {
-			continue
+		if ti, ok := s.tables[f]; ok {
+			r.Tables = append(r.Tables, *ti)
 		}
-		d, _ := b.read(f)
-		if strings.HasSuffix(f, ".gz") {
-			if zr, err := gzip.NewReader(bytes.NewReader(d)); err == nil {
-				d, _ = io.ReadAll(zr)
-			}
-		}
-		recs, _ := csv.NewReader(bytes.NewReader(d)).ReadAll()
-		ti := TableInfo{Name: strings.TrimSuffix(strings.TrimSuffix(path.Base(f), ".gz"), ".csv"), Path: f}
-		if len(recs) > 0 {
-			ti.Rows = len(recs) - 1
-			for _, h := range recs[0] {
-				ti.Fields = append(ti.Fields, Field{Name: h})
-			}
-		}
-		r.Tables = append(r.Tables, ti)
 	}
 	return r, nil
 }

@@ -6,11 +6,13 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"testbed/internal/redact"
 )
 
 // Transcript records what was said to one device and what it answered, one
 // timestamped line per exchange, with every registered secret replaced by
-// "***". A nil *Transcript records nothing, so drivers can call it freely.
+// "***" and URL passwords masked. A nil *Transcript records nothing, so drivers can call it freely.
 //
 // Line format (UTC, microseconds):
 //
@@ -63,12 +65,7 @@ func (t *Transcript) write(dir byte, s string) {
 	fmt.Fprintf(t.w, "%s %c %s\n", t.now().UTC().Format("2006-01-02T15:04:05.000000Z"), dir, s)
 }
 
-// Scrub replaces every occurrence of each secret in s with "***".
-func Scrub(s string, secrets []string) string {
-	for _, sec := range secrets {
-		if sec != "" && strings.Contains(s, sec) {
-			s = strings.ReplaceAll(s, sec, "***")
-		}
-	}
-	return s
-}
+// Scrub replaces every occurrence of each secret in s with "***", and
+// masks the password of every URL in it (http://user:***@host), so that an
+// address written with its password never reaches a transcript.
+func Scrub(s string, secrets []string) string { return redact.Text(s, secrets) }

@@ -37,9 +37,13 @@ func TestTranscriptScrubsAndTimestamps(t *testing.T) {
 	tr.Sent("login pw123\r")
 	tr.Received("ok")
 	tr.Error(errors.New("boom"))
+	tr.Note("connected to http://admin:Planted-pw9@127.0.0.1:9000/")
 	var nilTr *Transcript
 	nilTr.Sent("ignored") // a nil transcript records nothing and does not panic
 	out := b.String()
+	if strings.Contains(out, "Planted-pw9") || !strings.Contains(out, "# connected to http://admin:***@127.0.0.1:9000/") {
+		t.Errorf("a URL's password in the transcript:\n%s", out)
+	}
 	if strings.Contains(out, "pw123") || !strings.Contains(out, `> login ***\r`) || !strings.Contains(out, "< ok") || !strings.Contains(out, "! boom") {
 		t.Fatalf("transcript:\n%s", out)
 	}

@@ -22,6 +22,7 @@ const LabelRerunOf = "rerun_of"
 func (a *app) expRerunCmd() *cobra.Command {
 	var mo metricsOptions
 	var inv string
+	var invFromBundle bool
 	c := &cobra.Command{
 		Use:   "rerun <bundle>",
 		Short: "Run a bundle's recipe again with the same parameters and seed, into a new bundle",
@@ -31,11 +32,16 @@ simulated lab the seed is the bundle's too, so the rerun should reproduce it:
   testbed results diff <bundle> <new bundle>
 says whether it did.
 
+The bundle is verified first (as 'testbed results verify' does, under the
+same --max-* limits); one that does not verify is refused, exit 1. A bundle
+that was never finalized (its run crashed) is rerun with a warning.
+
 A bundle made on a real lab reruns on --inventory if given, else on the
-inventory of TESTBED_INVENTORY or the config file, else on the inventory file
-the run recorded; a warning says when that inventory differs from the one the
-bundle recorded. A bundle made on the simulated lab reruns on a new simulated
-lab, unless --inventory is given.
+inventory of TESTBED_INVENTORY or the config file; the inventory file the run
+recorded is used only with --inventory-from-bundle, since a path read from a
+bundle is the bundle's say, not yours. A warning says when the inventory
+differs from the one the bundle recorded. A bundle made on the simulated lab
+reruns on a new simulated lab, unless --inventory is given.
 
 A warning says when this build's recipe version (or testbed version) differs
 from the bundle's: the rerun then tests the new code with the old parameters.
@@ -53,10 +59,16 @@ defaults, each with a warning. Exit codes as for exp run.
 			if !cmd.Flags().Changed("inventory") {
 				inv = ""
 			}
-			return a.expRerun(cmd.Context(), args[0], inv, obs)
+			lim, err := readLimits(cmd)
+			if err != nil {
+				return err
+			}
+			return a.expRerun(cmd.Context(), args[0], rerunOptions{inventory: inv, inventoryFromBundle: invFromBundle, limits: lim}, obs)
 		},
 	}
 	c.Flags().StringVar(&inv, "inventory", "", "lab inventory (YAML) to rerun on (default: see above)")
+	c.Flags().BoolVar(&invFromBundle, "inventory-from-bundle", false, "rerun a real lab's bundle on the inventory file its manifest recorded")
+	addReadLimitFlags(c, false)
 	mo.addFlags(c)
 	return c
 }
@@ -68,10 +80,17 @@ type rerunPlan struct {
 	notes    []string
 }
 
+// rerunOptions are exp rerun's flags.
+type rerunOptions struct {
+	inventory           string // --inventory, "" if not given
+	inventoryFromBundle bool
+	limits              results.ReadLimits
+}
+
 // planRerun reads a bundle's manifest into the run that repeats it.
-// invFlag is --inventory ("" if not given); configInv is the inventory of
-// the environment or config file.
-func planRerun(rd *results.Reader, invFlag, configInv string) (*rerunPlan, error) {
+// configInv is the inventory of the environment or config file.
+func planRerun(rd *results.Reader, o rerunOptions, configInv string) (*rerunPlan, error) {
+	invFlag := o.inventory
 	m := rd.Manifest
 	rp := &rerunPlan{}
 	if rd.Incomplete {
@@ -123,6 +142,9 @@ func planRerun(rd *results.Reader, invFlag, configInv string) (*rerunPlan, error
 		// A new simulated lab with the bundle's seed.
 	case configInv != "":
 		rp.spec.inventory = configInv
+	case m.Lab.InventoryPath != "" && !o.inventoryFromBundle:
+		return nil, &orchestrator.InputError{Msg: fmt.Sprintf("rerun %s: the run used lab %s with inventory %s, as its bundle says: give --inventory, or --inventory-from-bundle to use that file",
+			rd.Path, m.Lab.Name, m.Lab.InventoryPath)}
 	case m.Lab.InventoryPath != "":
 		if _, err := os.Stat(m.Lab.InventoryPath); err != nil {
 			return nil, &orchestrator.InputError{Msg: fmt.Sprintf("rerun %s: the run used lab %s with inventory %s, which is not here (%v): give --inventory",
@@ -159,12 +181,19 @@ func canonicalJSON(v any) string {
 	return string(b)
 }
 
-func (a *app) expRerun(parent context.Context, path, invFlag string, obs *liveMetrics) error {
-	rd, err := results.Open(path)
+func (a *app) expRerun(parent context.Context, path string, o rerunOptions, obs *liveMetrics) error {
+	rep, err := results.VerifyWith(path, results.VerifyOptions{Limits: o.limits})
 	if err != nil {
-		return &exitError{code: exitBadInput, err: fmt.Errorf("rerun: open %s: %w", path, err)}
+		return bundleError("rerun: verify", path, err)
 	}
-	rp, err := planRerun(rd, invFlag, a.v.GetString("inventory"))
+	if !rep.OK && !onlyIncomplete(rep.Problems) {
+		return &exitError{code: exitFailed, err: fmt.Errorf("rerun %s: the bundle does not verify, refusing to rerun what it says: %s", path, strings.Join(rep.Problems, "; "))}
+	}
+	rd, err := results.OpenWith(path, results.OpenOptions{Limits: o.limits})
+	if err != nil {
+		return bundleError("rerun: open", path, err)
+	}
+	rp, err := planRerun(rd, o, a.v.GetString("inventory"))
 	if err != nil {
 		return err
 	}
@@ -190,6 +219,17 @@ func (a *app) expRerun(parent context.Context, path, invFlag string, obs *liveMe
 		fmt.Fprintf(a.stderr, "compare: testbed results diff %s %s\n", shellQuote(path), shellQuote(res.Dir))
 	}
 	return a.reportRun(parent, res, rp.spec.seed, obs, g, map[string]any{"rerun_of": m.RunID, "original": path, "warnings": rp.warnings})
+}
+
+// onlyIncomplete reports whether every problem of a verification says the
+// bundle was never finalized: a crashed run, which a rerun may repeat.
+func onlyIncomplete(problems []string) bool {
+	for _, p := range problems {
+		if !strings.HasPrefix(p, "incomplete: ") {
+			return false
+		}
+	}
+	return true
 }
 
 func shellQuote(s string) string {

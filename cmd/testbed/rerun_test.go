@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -81,7 +83,32 @@ func copyBundle(t *testing.T, dir string) string {
 	return dst
 }
 
+// editManifest changes a bundle's manifest and, like an author editing a
+// bundle on purpose, its line of SHA256SUMS, so that the bundle verifies.
 func editManifest(t *testing.T, dir string, fn func(m map[string]any)) {
+	t.Helper()
+	tamperManifest(t, dir, fn)
+	sums := filepath.Join(dir, "SHA256SUMS")
+	old, err := os.ReadFile(sums)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	h := sha256.Sum256(d)
+	var out []string
+	for _, l := range strings.Split(strings.TrimSuffix(string(old), "\n"), "\n") {
+		if strings.HasSuffix(l, "  manifest.json") {
+			l = hex.EncodeToString(h[:]) + "  manifest.json"
+		}
+		out = append(out, l)
+	}
+	if err := os.WriteFile(sums, []byte(strings.Join(out, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tamperManifest changes a bundle's manifest only: it no longer verifies.
+func tamperManifest(t *testing.T, dir string, fn func(m map[string]any)) {
 	t.Helper()
 	p := filepath.Join(dir, "manifest.json")
 	var m map[string]any
@@ -133,5 +160,63 @@ func TestRerunWarnsOfAnotherRecipeVersion(t *testing.T) {
 	code, _, errOut = testbedRun(t, "exp", "rerun", old, "--runs-dir", runs, "--state-dir", state)
 	if code != exitBadInput || !strings.Contains(errOut, "give --inventory") || !strings.Contains(errOut, "bench-3") {
 		t.Errorf("missing inventory: exit %d: %s", code, errOut)
+	}
+}
+
+func TestRerunVerifiesTheBundleAndItsInventoryPath(t *testing.T) {
+	orig := sweepBundle(t, "15")
+	runs, state := dirs(t)
+	t.Setenv("TESTBED_INVENTORY", "")
+
+	// A tampered bundle is refused before anything runs.
+	bad := copyBundle(t, orig)
+	tamperManifest(t, bad, func(m map[string]any) { m["seed"] = 16.0 })
+	code, out, errOut := testbedRun(t, "exp", "rerun", bad, "--runs-dir", runs, "--state-dir", state)
+	if code != exitFailed || !strings.Contains(errOut, "does not verify") || !strings.Contains(errOut, "changed: manifest.json") || out != "" {
+		t.Errorf("tampered bundle: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if entries, _ := os.ReadDir(runs); len(entries) != 0 {
+		t.Errorf("a tampered bundle was rerun: %d bundles", len(entries))
+	}
+	// Another file than the manifest, the same.
+	bad = copyBundle(t, orig)
+	os.WriteFile(filepath.Join(bad, "summary.json"), []byte("{}\n"), 0o644)
+	if code, _, errOut := testbedRun(t, "exp", "rerun", bad, "--runs-dir", runs, "--state-dir", state); code != exitFailed || !strings.Contains(errOut, "changed: summary.json") {
+		t.Errorf("tampered summary: exit %d: %s", code, errOut)
+	}
+
+	// A bundle never finalized (its run crashed) verifies as incomplete
+	// only: it reruns, with a warning.
+	crashed := copyBundle(t, orig)
+	os.Remove(filepath.Join(crashed, "SHA256SUMS"))
+	code, out, errOut = testbedRun(t, "exp", "rerun", crashed, "--runs-dir", runs, "--state-dir", state)
+	if code != exitOK || !strings.Contains(errOut, "never finalized") {
+		t.Errorf("crashed bundle: exit %d\n%s", code, errOut)
+	}
+
+	// A bundle beyond a read limit: bad input, naming the flag.
+	code, _, errOut = testbedRun(t, "exp", "rerun", orig, "--runs-dir", runs, "--state-dir", state, "--max-entries", "3")
+	if code != exitBadInput || !strings.Contains(errOut, "--max-entries") {
+		t.Errorf("over the limit: exit %d: %s", code, errOut)
+	}
+
+	// A real lab's bundle names an inventory file: not used unless asked.
+	real := copyBundle(t, orig)
+	invPath := filepath.Join(t.TempDir(), "lab.yaml")
+	if err := os.WriteFile(invPath, []byte("version: 1\nname: planted\ndevices: [\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	editManifest(t, real, func(m map[string]any) {
+		lab := m["lab"].(map[string]any)
+		lab["simulated"], lab["name"], lab["inventory_path"] = false, "bench-4", invPath
+	})
+	code, _, errOut = testbedRun(t, "exp", "rerun", real, "--runs-dir", runs, "--state-dir", state)
+	if code != exitBadInput || !strings.Contains(errOut, "--inventory-from-bundle") || !strings.Contains(errOut, invPath) {
+		t.Errorf("inventory path from the bundle: exit %d: %s", code, errOut)
+	}
+	// Asked: that file is read (and here found broken, which says it was).
+	code, _, errOut = testbedRun(t, "exp", "rerun", real, "--inventory-from-bundle", "--runs-dir", runs, "--state-dir", state)
+	if code != exitBadInput || !strings.Contains(errOut, "lab.yaml") || strings.Contains(errOut, "--inventory-from-bundle") {
+		t.Errorf("--inventory-from-bundle: exit %d: %s", code, errOut)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/crypto/ssh"
 
+	"testbed/internal/redact"
 	"testbed/results"
 )
 
@@ -27,8 +28,11 @@ func (a *app) resultsCmd() *cobra.Command {
 		Use:   "verify <bundle>...",
 		Short: "Check bundles (directory or .tar.gz) against their SHA256SUMS and signature",
 		Long: `Check that every file of a bundle matches SHA256SUMS, that none is missing or
-extra, that the manifest parses, and, when SHA256SUMS.sig is present, that it is a
-valid SSH signature of SHA256SUMS. With --allowed-signers (OpenSSH's allowed_signers
+extra or anything but a regular file, that every path stays inside the bundle,
+that the manifest parses, and, when SHA256SUMS.sig is present, that it is a
+valid SSH signature of SHA256SUMS. A bundle larger than --max-bytes (all files),
+--max-entry-bytes (one file) or --max-entries is not read further (exit 2).
+With --allowed-signers (OpenSSH's allowed_signers
 format) the signer must be listed there and a signature is required; without it the
 signer's key is reported but not checked. Exit 1 if any bundle does not verify.
 The same checks with standard tools:
@@ -37,6 +41,10 @@ The same checks with standard tools:
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var opts results.VerifyOptions
+			var err error
+			if opts.Limits, err = readLimits(cmd); err != nil {
+				return err
+			}
 			if f, _ := cmd.Flags().GetString("allowed-signers"); f != "" {
 				s, err := results.ReadAllowedSigners(f)
 				if err != nil {
@@ -49,7 +57,7 @@ The same checks with standard tools:
 			for _, p := range args {
 				r, err := results.VerifyWith(p, opts)
 				if err != nil {
-					return &exitError{code: exitBadInput, err: fmt.Errorf("verify %s: %w", p, err)}
+					return bundleError("verify", p, err)
 				}
 				if !r.OK {
 					bad++
@@ -96,9 +104,16 @@ The same checks with standard tools:
 		Short: "Show a bundle: run, status, parameters, devices, tables and summary",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := results.Open(args[0])
+			lim, err := readLimits(cmd)
 			if err != nil {
-				return &exitError{code: exitBadInput, err: fmt.Errorf("open %s: %w", args[0], err)}
+				return err
+			}
+			r, err := results.OpenWith(args[0], results.OpenOptions{Limits: lim})
+			if err != nil {
+				return bundleError("open", args[0], err)
+			}
+			for _, p := range r.Problems {
+				fmt.Fprintf(a.stderr, "testbed: warning: %s: %s\n", args[0], p)
 			}
 			m := r.Manifest
 			if a.json() {
@@ -130,7 +145,9 @@ The same checks with standard tools:
 			}
 			fmt.Fprintln(tw, "devices:")
 			for _, d := range m.Devices {
-				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s %s s/n %s fw %s\n", d.Name, d.Kind, d.Address, d.Identity.Vendor, d.Identity.Model, d.Identity.Serial, d.Identity.Firmware)
+				// A bundle written before addresses were redacted may hold a
+				// URL's password: never print it.
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s %s s/n %s fw %s\n", d.Name, d.Kind, redact.URLPasswords(d.Address), d.Identity.Vendor, d.Identity.Model, d.Identity.Serial, d.Identity.Firmware)
 			}
 			fmt.Fprintln(tw, "tables:")
 			for _, t := range r.Tables {
@@ -155,6 +172,7 @@ The same checks with standard tools:
 		},
 	}
 	c.AddCommand(verify, show, a.resultsSignCmd(), a.resultsPackCmd(), a.resultsDiffCmd())
+	addReadLimitFlags(c, true)
 	return c
 }
 
@@ -308,10 +326,17 @@ side, 1 otherwise, 2 when a bundle cannot be read.`,
 			if err := opts.Validate(); err != nil {
 				return &exitError{code: exitBadInput, err: err}
 			}
+			lim, err := readLimits(cmd)
+			if err != nil {
+				return err
+			}
 			var rd [2]*results.Reader
 			for i, p := range args {
-				if rd[i], err = results.Open(p); err != nil {
-					return &exitError{code: exitBadInput, err: fmt.Errorf("diff: open %s: %w", p, err)}
+				if rd[i], err = results.OpenWith(p, results.OpenOptions{Limits: lim}); err != nil {
+					return bundleError("diff: open", p, err)
+				}
+				for _, prob := range rd[i].Problems {
+					fmt.Fprintf(a.stderr, "testbed: warning: %s: %s\n", p, prob)
 				}
 			}
 			rep, err := results.Diff(rd[0], rd[1], opts)

@@ -344,3 +344,36 @@ func countColour(img image.Image, c [3]int) int {
 }
 
 func near(a, b int) bool { return a-b <= 24 && b-a <= 24 }
+
+func TestResultsReadLimitFlags(t *testing.T) {
+	b := sweepBundle(t, "21")
+	for _, c := range [][]string{
+		{"results", "verify", b, "--max-entry-bytes", "1KiB"},
+		{"results", "show", b, "--max-bytes", "2k"},
+		{"results", "diff", b, b, "--max-entries", "2"},
+	} {
+		code, _, errOut := testbedRun(t, c...)
+		if code != exitBadInput || !strings.Contains(errOut, "raise the limit with "+c[len(c)-2]) {
+			t.Errorf("%v: exit %d: %s", c, code, errOut)
+		}
+	}
+	if code, _, errOut := testbedRun(t, "results", "verify", b, "--max-bytes", "lots"); code != exitBadInput || !strings.Contains(errOut, "--max-bytes") {
+		t.Errorf("bad size: exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := testbedRun(t, "results", "verify", b, "--max-bytes", "64MiB", "--max-entries", "100"); code != exitOK {
+		t.Errorf("within raised limits: exit %d: %s", code, errOut)
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"1048576": 1 << 20, "512KiB": 512 << 10, "64MiB": 64 << 20, "4GiB": 4 << 30, "2g": 2 << 30, "1.5K": 1536, "10 MB": 10 << 20, "100b": 100} {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("%q: %d %v, want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "0", "-1", "lots", "1XB", "9e30GiB"} {
+		if _, err := parseSize(in); err == nil {
+			t.Errorf("%q accepted", in)
+		}
+	}
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Runs every fuzz target of the module, one after the other, each for
+# ${FUZZTIME:-30s}: `make fuzz`. Targets are found, not listed: any
+# `func FuzzXxx(f *testing.F)` in a _test.go file is picked up.
+#
+#   FUZZTIME=2m scripts/fuzz.sh                 # longer per target
+#   FUZZ_PARALLEL=1 scripts/fuzz.sh              # one fuzzing worker (default: one per CPU)
+#   FUZZMINIMIZETIME=60s scripts/fuzz.sh         # minimize new inputs longer (default 50x)
+#   scripts/fuzz.sh ./results ./internal/redact  # only these packages
+#
+# A failing input is written by `go test` to <package>/testdata/fuzz/<target>/;
+# commit it with the fix, and `go test` replays it from then on.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+fuzztime=${FUZZTIME:-30s}
+# go test minimizes every input that finds new coverage, for up to 60 s by
+# default; on inputs of kilobytes (a tar archive) that is most of a short
+# run, during which nothing is fuzzed. 50 executions per input keep the
+# run fuzzing (a failing input is saved whole all the same).
+minimize=${FUZZMINIMIZETIME:-50x}
+parallel=()
+if [ -n "${FUZZ_PARALLEL:-}" ]; then
+  parallel=(-parallel "$FUZZ_PARALLEL")
+fi
+
+dirs=("$@")
+if [ ${#dirs[@]} -eq 0 ]; then
+  dirs=(.)
+fi
+
+# "<package dir> <target>" per line, sorted, from every tracked or new
+# _test.go file under the given directories (vendor and testdata excluded).
+targets=$(
+  grep -r -H -o -E '^func Fuzz[A-Za-z0-9_]*\(' --include='*_test.go' \
+    --exclude-dir=vendor --exclude-dir=testdata --exclude-dir=.git "${dirs[@]}" |
+    sed -E 's#^(.*)/[^/]*_test\.go:func (Fuzz[A-Za-z0-9_]*)\($#\1 \2#' |
+    sort -u
+)
+if [ -z "$targets" ]; then
+  echo "fuzz: no fuzz targets under ${dirs[*]}" >&2
+  exit 1
+fi
+
+n=$(printf '%s\n' "$targets" | wc -l)
+echo "fuzz: $n targets, $fuzztime each"
+failed=()
+while read -r dir target; do
+  pkg=./${dir#./}
+  echo "=== $pkg $target"
+  if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimize" "${parallel[@]}" "$pkg"; then
+    failed+=("$pkg $target")
+  fi
+done <<<"$targets"
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "fuzz: ${#failed[@]} of $n targets failed:" >&2
+  printf '  %s\n' "${failed[@]}" >&2
+  exit 1
+fi
+echo "fuzz: all $n targets passed"
