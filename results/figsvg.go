@@ -125,8 +125,13 @@ func (fd *FigureData) SVG() string {
 					switch {
 					case j == 0:
 						fmt.Fprintf(&d, "M%.1f %.1f", x, y)
-					case fd.Kind == Step || fd.Kind == CCDF || fd.Kind == CDF:
+					case fd.Kind == CDF:
+						// P(X <= x) rises at each value.
 						fmt.Fprintf(&d, "H%.1f V%.1f", x, y)
+					case fd.Kind == Step || fd.Kind == CCDF:
+						// A rate over the interval ending at x; P(X >= x)
+						// falls just after x.
+						fmt.Fprintf(&d, "V%.1f H%.1f", y, x)
 					default:
 						fmt.Fprintf(&d, "L%.1f %.1f", x, y)
 					}
@@ -136,6 +141,15 @@ func (fd *FigureData) SVG() string {
 					da = ` stroke-dasharray="` + dash + `"`
 				}
 				s.f(`<path d="%s" fill="none" stroke="%s" stroke-width="1.8"%s/>`, d.String(), c, da)
+			}
+			if fd.Kind == CCDF && len(pts) > 0 {
+				// Past the slowest sample the fraction is zero: the curve
+				// falls off the log axis.
+				p := pts[len(pts)-1]
+				s.f(`<path d="M%.1f %.1fV%.1f" fill="none" stroke="%s" stroke-width="1.8"/>`, sx(p.X), sy(p.Y), T+ph, c)
+				if len(pts) == 1 {
+					s.f(`<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`, sx(p.X), sy(p.Y), c)
+				}
 			}
 			if !fd.Band {
 				for _, p := range pts {
@@ -154,7 +168,7 @@ func (fd *FigureData) SVG() string {
 						x, sy(lo), sy(hi), x-3, sy(lo), x+3, x-3, sy(hi), x+3, c)
 				}
 			}
-			marker := fd.Kind == Line || fd.Kind == Scatter || (fd.Kind == Step && len(pts) <= 60)
+			marker := fd.Kind == Scatter || ((fd.Kind == Line || fd.Kind == Step) && len(pts) <= 60)
 			for _, p := range pts {
 				x, y := sx(p.X), sy(p.Y)
 				switch {

@@ -66,6 +66,10 @@ type Figure struct {
 	// Series are the columns whose values together name a series
 	// (link speed x mode): one legend entry, one colour each.
 	Series []string `json:"series,omitempty"`
+	// Legend writes a series' legend entry from its row's columns, each
+	// {column} replaced by its value: "{tor}, {eps_gbps} Gb/s EPS". Empty
+	// joins the Series values with spaces.
+	Legend string `json:"legend,omitempty"`
 	// Where keeps the rows that meet every condition.
 	Where []Cond `json:"where,omitempty"`
 	// Low and High are columns bounding Y: drawn as error bars, or as a
@@ -137,6 +141,8 @@ func (fd *FigureData) Empty() bool {
 	return true
 }
 
+var legendRe = regexp.MustCompile(`\{[a-z0-9_]+\}`)
+
 var figureNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_\-]*$`)
 
 // figures returns the table's figures, a legacy Plot as a line figure.
@@ -184,6 +190,9 @@ func (t Table) validateFigures() error {
 		}
 		for _, c := range f.Where {
 			need = append(need, struct{ role, col string }{"where", c.Column})
+		}
+		for _, m := range legendRe.FindAllString(f.Legend, -1) {
+			need = append(need, struct{ role, col string }{"legend", m[1 : len(m)-1]})
 		}
 		for _, o := range []struct{ role, col string }{{"low", f.Low}, {"high", f.High}, {"zero_at", f.ZeroAt}} {
 			if o.col != "" {
@@ -343,6 +352,14 @@ func buildFigure(f Figure, fields []Field, recs [][]string) FigureData {
 			parts = append(parts, r[col[s]])
 		}
 		name := strings.Join(parts, " ")
+		if f.Legend != "" {
+			name = legendRe.ReplaceAllStringFunc(f.Legend, func(m string) string {
+				if i, ok := col[m[1:len(m)-1]]; ok && i < len(r) {
+					return r[i]
+				}
+				return m
+			})
+		}
 		if _, seen := rows[name]; !seen {
 			names = append(names, name)
 		}
@@ -443,6 +460,11 @@ func buildFigure(f Figure, fields []Field, recs [][]string) FigureData {
 					}
 					frac := float64(len(v)-i) / n
 					if f.Tail > 0 && frac > f.Tail {
+						// The curve enters the tail window at the last
+						// value above it: drawn at the window's top.
+						if j := sort.Search(len(v), func(k int) bool { return v[k] > v[i] }); j >= len(v) || float64(len(v)-j)/n <= f.Tail {
+							s.Points = append(s.Points, Point{X: v[i], Y: f.Tail, Low: math.NaN(), High: math.NaN()})
+						}
 						continue
 					}
 					s.Points = append(s.Points, Point{X: v[i], Y: frac, Low: math.NaN(), High: math.NaN()})
@@ -658,9 +680,12 @@ func CheckFigure(fd FigureData) []string {
 		}
 		seen[l] = true
 	}
+	connected := fd.Kind == Line || fd.Kind == Step || fd.Kind == CDF || fd.Kind == CCDF
 	for _, s := range fd.Series {
 		for i := 1; i < len(s.Points); i++ {
-			if s.Points[i].X <= s.Points[i-1].X {
+			// A line through two points at one x, or any series going
+			// back, draws a zig-zag; markers may share an x.
+			if x0, x1 := s.Points[i-1].X, s.Points[i].X; x1 < x0 || (connected && x1 == x0) {
 				probs = append(probs, fmt.Sprintf("figure %s series %q: x %g after %g: the series zig-zags (is a series column missing?)", fd.Name, s.Name, s.Points[i].X, s.Points[i-1].X))
 				break
 			}

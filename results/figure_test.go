@@ -89,8 +89,11 @@ func TestFiguresWrittenListedAndChecked(t *testing.T) {
 		t.Errorf("filter speed=25: %d series, want lg and off", n)
 	}
 	tail := by["fct-tail"]
-	if len(tail.Series) != 2 || tail.Series[0].Points[0].X != 7 || tail.Series[0].Points[0].Y != 0.5 {
-		t.Errorf("ccdf %+v: want lg's top half starting at 7 us, 0.5", tail.Series)
+	// lg: 5, 6, 7, 9 us; P(X >= 6) = 0.75 is above the window, so the
+	// curve enters it at 6 us; off's one value enters and leaves at 8 us.
+	if len(tail.Series) != 2 || len(tail.Series[0].Points) != 3 || tail.Series[0].Points[0].X != 6 || tail.Series[0].Points[0].Y != 0.5 ||
+		tail.Series[0].Points[1].X != 7 || tail.Series[0].Points[1].Y != 0.5 || len(tail.Series[1].Points) != 1 || tail.Series[1].Points[0].X != 8 {
+		t.Errorf("ccdf %+v: want lg's top half entering at 6 us, then 7 and 9 us; off at 8 us", tail.Series)
 	}
 	var total float64
 	for _, p := range by["fct-hist"].Series[0].Points {
@@ -139,7 +142,7 @@ func TestFiguresWrittenListedAndChecked(t *testing.T) {
 }
 
 func TestCheckFigureFindsZigZagAndEmpty(t *testing.T) {
-	fd := FigureData{Figure: Figure{Name: "f"}, Series: []SeriesData{{Name: "a", Points: []Point{{X: 1}, {X: 1}}}}, Legend: []string{"a"}}
+	fd := FigureData{Figure: Figure{Name: "f", Kind: Line}, Series: []SeriesData{{Name: "a", Points: []Point{{X: 1}, {X: 1}}}}, Legend: []string{"a"}}
 	if p := CheckFigure(fd); len(p) != 1 || !strings.Contains(p[0], "zig-zags") {
 		t.Errorf("two points at one x: %v", p)
 	}

@@ -170,12 +170,12 @@ table.num td:nth-child(2){text-align:right;font-variant-numeric:tabular-nums}
 {{with .M.Progress}}<tr><th>progress</th><td>{{.StepsDone}}/{{.StepsTotal}} steps</td></tr>{{end}}
 <tr><th>software</th><td>testbed {{.M.Software.TestbedVersion}} {{.M.Software.VCSRevision}} {{.M.Software.GoVersion}} {{.M.Software.OS}}/{{.M.Software.Arch}}</td></tr>
 </table>
-<h2>Summary</h2>{{if .Summary}}<table class="num"><tr><th>metric</th><th>value</th><th>unit</th></tr>
-{{range .Summary}}<tr><td><code>{{.Name}}</code></td><td>{{.Value}}</td><td>{{.Unit}}</td></tr>{{end}}</table>{{else}}<p>(no summary.json)</p>{{end}}
 {{range .Tables}}<h2>{{.Title}}</h2>
 {{range .Figures}}<figure>{{.SVG}}<figcaption>{{if .Caption}}{{.Caption}} {{end}}<a href="{{.Path}}">{{.Path}}</a></figcaption></figure>
 {{end}}<p>{{.Description}} <a href="{{.Path}}">{{.Path}}</a> ({{.Rows}} rows)</p>
 {{end}}
+<h2>Summary</h2>{{if .Summary}}<table class="num"><tr><th>metric</th><th>value</th><th>unit</th></tr>
+{{range .Summary}}<tr><td><code>{{.Name}}</code></td><td>{{.Value}}</td><td>{{.Unit}}</td></tr>{{end}}</table>{{else}}<p>(no summary.json)</p>{{end}}
 <h2>Parameters</h2><table><tr><th>name</th><th>value</th><th>unit</th><th>source</th></tr>
 {{range .M.Params}}<tr><td>{{.Name}}</td><td>{{.Value}}</td><td>{{.Unit}}</td><td>{{.Source}}</td></tr>{{end}}</table>
 <h2>Devices</h2><table><tr><th>name</th><th>kind</th><th>driver</th><th>address</th><th>identity</th></tr>
