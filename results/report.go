@@ -65,15 +65,28 @@ var unitBySuffix = []struct{ suffix, unit string }{
 	{"_ms", "ms"}, {"_seconds", "s"}, {"_s", "s"}, {"_bytes", "B"}, {"_pct", "%"}, {"_percent", "%"}, {"_frames", "frames"},
 }
 
-func newSummaryRow(m Metric) summaryRow {
-	r := summaryRow{Name: m.Path}
-	last := m.Path[strings.LastIndex(m.Path, ".")+1:]
-	for _, u := range unitBySuffix {
-		if strings.HasSuffix(last, u.suffix) {
-			r.Unit = u.unit
-			break
+// MetricUnit is the unit a summary metric's name says it has: the suffix
+// of its last key that is not a number or an index (loss_cliff_db and
+// loss_cliff_db.1e-06 are in dB), or "".
+func MetricUnit(path string) string {
+	keys := strings.Split(path, ".")
+	for i := len(keys) - 1; i >= 0; i-- {
+		k := keys[i]
+		if _, err := strconv.ParseFloat(k, 64); err == nil || k == "" || strings.HasPrefix(k, "1e") || strings.HasPrefix(k, "1e-") {
+			continue
 		}
+		for _, u := range unitBySuffix {
+			if strings.HasSuffix(k, u.suffix) {
+				return u.unit
+			}
+		}
+		return ""
 	}
+	return ""
+}
+
+func newSummaryRow(m Metric) summaryRow {
+	r := summaryRow{Name: m.Path, Unit: MetricUnit(m.Path)}
 	switch v := m.Value.(type) {
 	case float64:
 		r.Value = strconv.FormatFloat(v, 'g', 6, 64)
