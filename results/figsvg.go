@@ -177,7 +177,11 @@ func (fd *FigureData) SVG() string {
 					// An open triangle pointing down: the value is below.
 					s.f(`<path d="M%.1f %.1fL%.1f %.1fL%.1f %.1fZ" fill="#fff" stroke="%s" stroke-width="1.5"/>`, x-4.5, y-3.5, x+4.5, y-3.5, x, y+4.5, c)
 				case marker:
-					s.f(`<circle cx="%.1f" cy="%.1f" r="%.1f" fill="%s"/>`, x, y, map[bool]float64{true: 2.2, false: 3}[len(pts) > 40], c)
+					r := 3.0
+					if len(pts) > 40 {
+						r = 2.2
+					}
+					s.f(`%s`, markerSVG(i, x, y, r, c))
 				}
 			}
 		}
@@ -193,6 +197,9 @@ func (fd *FigureData) SVG() string {
 			s.f(`<rect x="%.0f" y="%.1f" width="14" height="9" fill="%s"/>`, lx, ly-8, c)
 		} else {
 			s.f(`<line x1="%.0f" x2="%.0f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="2.5"/>`, lx, lx+16, ly-4, ly-4, c)
+			if fd.Kind == Line || fd.Kind == Scatter {
+				s.f(`%s`, markerSVG(i, lx+8, ly-4, 3, c))
+			}
 		}
 		label := name
 		if len(label) > 36 {
@@ -207,6 +214,22 @@ func (fd *FigureData) SVG() string {
 	}
 	s.f(`</svg>`)
 	return s.String()
+}
+
+// markerSVG draws series i's marker: a circle, square, diamond or
+// triangle in turn, so overlapping series stay apart.
+func markerSVG(i int, x, y, r float64, c string) string {
+	switch i % 4 {
+	case 1:
+		return fmt.Sprintf(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`, x-r, y-r, 2*r, 2*r, c)
+	case 2:
+		r *= 1.3
+		return fmt.Sprintf(`<path d="M%.1f %.1fL%.1f %.1fL%.1f %.1fL%.1f %.1fZ" fill="%s"/>`, x, y-r, x+r, y, x, y+r, x-r, y, c)
+	case 3:
+		r *= 1.3
+		return fmt.Sprintf(`<path d="M%.1f %.1fL%.1f %.1fL%.1f %.1fZ" fill="%s"/>`, x, y-r, x+r, y+r*0.8, x-r, y+r*0.8, c)
+	}
+	return fmt.Sprintf(`<circle cx="%.1f" cy="%.1f" r="%.1f" fill="%s"/>`, x, y, r, c)
 }
 
 // axisTicks are the decades of a log axis (every other one past ten), or
