@@ -49,6 +49,12 @@ type ProgressDisplay struct {
 	ticker     *time.Ticker
 	stop       chan struct{}
 	closed     bool
+	meas       int // measurements of the step running
+	// Skips with one reason in a row are printed as one line.
+	skipN              int
+	skipMsg            string
+	skipFirst, skipTo  int
+	skipStep0, skipEnd string
 }
 
 // NewProgressDisplay writes to w; live draws a status line in place and
@@ -90,6 +96,7 @@ func (p *ProgressDisplay) Observe(e results.Event) {
 		n, _ := intField(e.Fields, "of")
 		p.index = fmt.Sprintf("[%4v/%v]", e.Fields["index"], e.Fields["of"])
 		p.cur, p.total, p.step, p.action, p.running = i, n, e.Step, e.Message, true
+		p.meas = 0
 		p.stepStart = p.now()
 		if p.first.IsZero() {
 			p.first, p.lastPlain = p.stepStart, p.stepStart
@@ -100,10 +107,22 @@ func (p *ProgressDisplay) Observe(e results.Event) {
 		p.stepDone(e)
 		p.status()
 	case "measurement":
-		p.line(fmt.Sprintf("%s %s", p.index, e.Message))
+		// A step that measures several points (a refinement) numbers
+		// them, so the counter moves.
+		p.meas++
+		idx := p.index
+		if p.meas > 1 {
+			idx = fmt.Sprintf("%s #%d", strings.TrimSuffix(p.index, "]"), p.meas) + "]"
+		}
+		p.line(fmt.Sprintf("%s %s", idx, e.Message))
 	case "step.skip":
 		p.stepDone(e)
-		p.line(fmt.Sprintf("%s %s: skipped: %s", p.index, e.Step, e.Message))
+		if p.skipN > 0 && e.Message == p.skipMsg {
+			p.skipN, p.skipTo, p.skipEnd = p.skipN+1, p.cur, e.Step
+			return
+		}
+		p.flushSkips()
+		p.skipN, p.skipMsg, p.skipFirst, p.skipTo, p.skipStep0, p.skipEnd = 1, e.Message, p.cur, p.cur, e.Step, e.Step
 	case "step.error":
 		p.running = false
 		p.line(fmt.Sprintf("%s %s: ERROR: %s", p.index, e.Step, e.Message))
@@ -122,8 +141,21 @@ func (p *ProgressDisplay) Observe(e results.Event) {
 func (p *ProgressDisplay) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.flushSkips()
 	p.stopTicker()
 	p.clear()
+}
+
+// flushSkips prints the skips held back: one line for a run of steps
+// skipped for one reason.
+func (p *ProgressDisplay) flushSkips() {
+	switch n := p.skipN; {
+	case n == 1:
+		p.emit(fmt.Sprintf("[%4d/%v] %s: skipped: %s", p.skipFirst, p.total, p.skipStep0, p.skipMsg))
+	case n > 1:
+		p.emit(fmt.Sprintf("[%4d-%d/%v] %d steps skipped (%s .. %s): %s", p.skipFirst, p.skipTo, p.total, n, p.skipStep0, p.skipEnd, p.skipMsg))
+	}
+	p.skipN = 0
 }
 
 func (p *ProgressDisplay) stepDone(e results.Event) {
@@ -138,6 +170,11 @@ func (p *ProgressDisplay) stepDone(e results.Event) {
 
 // line prints a line above the status line.
 func (p *ProgressDisplay) line(s string) {
+	p.flushSkips()
+	p.emit(s)
+}
+
+func (p *ProgressDisplay) emit(s string) {
 	p.clear()
 	fmt.Fprintln(p.out, s)
 	p.status()

@@ -391,7 +391,8 @@ type Field struct {
 	Description string `json:"description,omitempty"`
 }
 
-// Plot asks the report to draw a table.
+// Plot asks the report to draw a table as one line figure; Figures is
+// the richer form and wins when both are set.
 type Plot struct {
 	X, Y, Series string
 	LogX, LogY   bool
@@ -405,6 +406,9 @@ type Table struct {
 	Description string
 	Fields      []Field
 	Plot        *Plot
+	// Figures are drawn from the table's rows in the report and written
+	// as figures/<name>.svg.
+	Figures []Figure
 	// Compress writes data/<Name>.csv.gz (gzip) instead: for tables of
 	// per-trial samples. Rows reach the file every compressFlushRows rows
 	// and at the end, so an interrupted run keeps all but the last few.
@@ -445,11 +449,21 @@ func (b *Bundle) CreateTable(t Table) (*TableWriter, error) {
 		}
 		header = append(header, f.Name)
 	}
+	if err := t.validateFigures(); err != nil {
+		return nil, fmt.Errorf("bundle: %w", err)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, x := range b.tables {
 		if x.t.Name == t.Name {
 			return nil, fmt.Errorf("bundle: table %s declared twice", t.Name)
+		}
+		for _, f := range x.t.figures() {
+			for _, g := range t.figures() {
+				if f.Name == g.Name {
+					return nil, fmt.Errorf("bundle: table %s: figure %q is also table %s's", t.Name, g.Name, x.t.Name)
+				}
+			}
 		}
 	}
 	if err := os.MkdirAll(filepath.Join(b.dir, "data"), 0o755); err != nil {
@@ -661,8 +675,13 @@ func (b *Bundle) Finalize(status Status, reason string) error {
 	}
 	end := b.now()
 	b.m.Status, b.m.Reason, b.m.Ended = status, reason, &end
-	errs = append(errs, b.writeDataPackage(), b.writeManifest())
-	report, err := b.renderReport()
+	figs, err := b.buildFigures()
+	errs = append(errs, err)
+	for _, fd := range figs {
+		errs = append(errs, b.writeFile(fd.Path, []byte(xmlHeader+fd.SVG()+"\n")))
+	}
+	errs = append(errs, b.writeDataPackage(figs), b.writeManifest())
+	report, err := b.renderReport(figs)
 	errs = append(errs, err)
 	if err == nil {
 		errs = append(errs, b.writeFile("report.html", report))
@@ -671,7 +690,31 @@ func (b *Bundle) Finalize(status Status, reason string) error {
 	return errors.Join(errs...)
 }
 
-func (b *Bundle) writeDataPackage() error {
+const xmlHeader = `<?xml version="1.0" encoding="UTF-8" standalone="no"?>` + "\n"
+
+// buildFigures reads every table with figures back from the bundle and
+// builds its figures, in declaration order.
+func (b *Bundle) buildFigures() ([]FigureData, error) {
+	var out []FigureData
+	var errs []error
+	for _, tw := range b.tables {
+		fs := tw.t.figures()
+		if len(fs) == 0 {
+			continue
+		}
+		recs, err := readRecords(b.dir, tw.t.File())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("bundle: figures of table %s: %w", tw.t.Name, err))
+			continue
+		}
+		for _, f := range fs {
+			out = append(out, buildFigure(f, tw.t.Fields, recs))
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+func (b *Bundle) writeDataPackage(figs []FigureData) error {
 	type schema struct {
 		Fields []Field `json:"fields"`
 	}
@@ -687,11 +730,18 @@ func (b *Bundle) writeDataPackage() error {
 		Compression string `json:"compression,omitempty"`
 		Schema      schema `json:"schema"`
 	}
+	// Figures are a custom property of the package (the profile keeps
+	// resources tabular): each names its table, file and how it is drawn,
+	// enough to draw it again from the data.
 	dp := struct {
 		Name      string     `json:"name"`
 		Profile   string     `json:"profile"`
 		Resources []resource `json:"resources"`
-	}{Name: strings.ToLower(unsafeName.ReplaceAllString(b.m.RunID, "-")), Profile: "tabular-data-package", Resources: []resource{}}
+		Figures   []Figure   `json:"figures"`
+	}{Name: strings.ToLower(unsafeName.ReplaceAllString(b.m.RunID, "-")), Profile: "tabular-data-package", Resources: []resource{}, Figures: []Figure{}}
+	for _, fd := range figs {
+		dp.Figures = append(dp.Figures, fd.Figure)
+	}
 	for _, t := range b.tables {
 		fields := slices.Clone(t.t.Fields)
 		for i := range fields {

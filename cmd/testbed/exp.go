@@ -139,7 +139,7 @@ bounds and, with --baseline, against earlier bundles.
 			if so.baseline != "" || so.junit != "" {
 				return fmt.Errorf("--baseline and --junit go with --suite")
 			}
-			return cobra.ExactArgs(1)(cmd, args)
+			return cobra.RangeArgs(0, 1)(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			obs, err := a.startMetrics(mo)
@@ -152,6 +152,9 @@ bounds and, with --baseline, against earlier bundles.
 					return &exitError{code: exitBadInput, err: fmt.Errorf("--set, --params, --seed and --dry-run do not go with --suite: the suite file sets each entry's parameters and seed")}
 				}
 				return a.expSuite(cmd.Context(), so, obs)
+			}
+			if len(args) == 0 {
+				return a.noRecipe()
 			}
 			if !cmd.Flags().Changed("seed") {
 				seed = randomSeed()
@@ -284,7 +287,7 @@ func (a *app) lab(spec runSpec, log *slog.Logger) (inv *inventory.Inventory, sim
 	if err != nil {
 		return nil, true, nil, &orchestrator.InfraError{Op: "start the simulated lab", Err: err}
 	}
-	fmt.Fprintf(a.stderr, "%ssimulated lab up (seed %d): %s\n", prefixed(spec.prefix), spec.seed, strings.Join(lab.Endpoints(), ", "))
+	fmt.Fprintf(a.stderr, "%ssimulated lab up (seed %d, %d devices; testbed lab up lists their endpoints)\n", prefixed(spec.prefix), spec.seed, len(lab.Endpoints()))
 	return lab.Inventory(), true, func() { lab.Close() }, nil
 }
 
@@ -400,6 +403,7 @@ func (a *app) reportRun(ctx context.Context, res *orchestrator.RunResult, seed u
 		if res.Status != results.StatusOK {
 			fmt.Fprintf(a.stderr, "run %s: %s\n", res.Status, res.Reason)
 		}
+		a.printRunEnd(res)
 		fmt.Fprintln(a.stdout, res.Dir)
 	}
 	if code != exitOK {

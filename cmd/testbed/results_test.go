@@ -301,7 +301,7 @@ func TestReportRendersInChromium(t *testing.T) {
 	if len(svgs) != 1 {
 		t.Fatalf("chromium's DOM has %d svg plots, want 1\n%.2000s", len(svgs), dom)
 	}
-	if n := strings.Count(svgs[0], "<polyline"); n != 2 {
+	if n := strings.Count(svgs[0], "<g data-series="); n != 2 {
 		t.Errorf("plot has %d lines, want one per link (2)", n)
 	}
 	if !strings.Contains(svgs[0], "l10g") || !strings.Contains(svgs[0], "l25g-rs") {

@@ -52,6 +52,7 @@ of precedence.`,
 		_ = a.v.BindPFlag(strings.ReplaceAll(k, "-", "_"), pf.Lookup(k))
 	}
 	root.AddCommand(a.expCmd(), a.labCmd(), a.inventoryCmd(), a.resultsCmd(), a.switchCmd(), a.versionCmd())
+	a.extend(root)
 	return root
 }
 
@@ -107,7 +108,7 @@ func (a *app) json() bool { return a.v.GetString("output") == "json" }
 func (a *app) printJSON(v any) error {
 	enc := json.NewEncoder(a.stdout)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	return enc.Encode(jsonShape(v))
 }
 
 func (a *app) logger() *slog.Logger {

@@ -132,7 +132,15 @@ func Table() results.Table {
 			{Name: "loss_rate_low", Type: "number", Unit: "1", Description: "lower end of the 95% Wilson interval"},
 			{Name: "loss_rate_high", Type: "number", Unit: "1", Description: "upper end of the 95% Wilson interval"},
 		},
-		Plot: &results.Plot{X: "attenuation_db", Y: "loss_rate", Series: "link", LogY: true, Title: "Frame loss rate vs attenuation"},
+		// LinkGuardian Fig. 1: frame loss rate against attenuation, one
+		// curve per link type, with the 95% Wilson interval of each point.
+		Figures: []results.Figure{{
+			Name: "loss-vs-attenuation", Title: "Effect of optical attenuation on Ethernet links (1518 B frames)",
+			Caption: "As LinkGuardian Fig. 1. Bars: 95% Wilson interval; points with no loss are not drawn on the log axis (see the CSV for their upper bounds).",
+			Kind:    results.Line, X: "attenuation_db", Y: "loss_rate", Low: "loss_rate_low", High: "loss_rate_high",
+			Series: []string{"link", "transceiver", "fec"}, Legend: "{transceiver}, FEC {fec} ({link})", LogY: true,
+			XLabel: "Attenuation (dB)", YLabel: "Frame loss rate",
+		}},
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"testbed/experiments/attsweep"
+	"testbed/experiments/recipetest"
 	"testbed/orchestrator"
 	"testbed/results"
 	"testbed/simlab"
@@ -37,6 +38,7 @@ func runSweep(t *testing.T, seed uint64, sets ...string) (attsweep.Summary, *res
 	if res.Status != results.StatusOK {
 		t.Fatalf("run %s: %s", res.Status, res.Reason)
 	}
+	recipetest.CheckReport(t, res.Dir, "loss-vs-attenuation")
 	var s attsweep.Summary
 	b, err := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
 	if err != nil {

@@ -95,7 +95,21 @@ func Table() results.Table {
 			{Name: "fcs_errors", Type: "integer", Unit: "frames", Description: "frames the receiver took with an FCS error"},
 			{Name: "timeouts", Type: "integer", Description: "holes the receiver skipped by ackNoTimeout"},
 		},
-		Plot: &results.Plot{X: "time_s", Y: "delivered_rate_gbps", Series: "run", Title: "Delivered rate as loss (loss_on_s) and LinkGuardian (protect_on_s) switch on"},
+		// LinkGuardian Fig. 9: the flow's rate and the two buffers over
+		// time, with the receiver's backpressure on (9a) and off (9b).
+		Figures: []results.Figure{
+			{Name: "delivered-rate", Title: "Delivered rate as loss, then LinkGuardian, switch on",
+				Caption: "As LinkGuardian Fig. 9 (throughput): loss starts at loss_on_s, LinkGuardian (ordered) at protect_on_s; each value is the rate over the poll interval ending there.",
+				Kind:    results.Step, X: "time_s", Y: "delivered_rate_gbps", Series: []string{"link", "backpressure"}, Legend: "{link}, backpressure {backpressure}",
+				XLabel: "Time (s)", YLabel: "Delivered rate (Gb/s)"},
+			{Name: "reorder-buffer", Title: "Receiver's reorder buffer (Rx buffer)",
+				Caption: "As LinkGuardian Fig. 9 (Rx buffer): without backpressure the buffer fills and overflows.",
+				Kind:    results.Line, X: "time_s", Y: "reorder_buffer_bytes", YScale: 1e-3, Series: []string{"link", "backpressure"}, Legend: "{link}, backpressure {backpressure}",
+				XLabel: "Time (s)", YLabel: "Reorder buffer (KB)"},
+			{Name: "sender-queue", Title: "Sender's Tx buffer (retransmission copies)",
+				Kind: results.Line, X: "time_s", Y: "sender_queue_bytes", YScale: 1e-3, Series: []string{"link", "backpressure"}, Legend: "{link}, backpressure {backpressure}",
+				XLabel: "Time (s)", YLabel: "Tx buffer (KB)"},
+		},
 	}
 }
 

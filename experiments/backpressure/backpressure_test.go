@@ -30,7 +30,8 @@ func run(t *testing.T, sets ...string) (*orchestrator.RunResult, backpressure.Su
 // reorder buffer stays near its pause threshold; without it the buffer
 // fills, overflows, and delivery suffers.
 func TestBackpressureKeepsTheReorderBufferInBounds(t *testing.T) {
-	_, s, rows := run(t, "links=lg25", "duration_s=0.3", "loss_on_s=0.1", "protect_on_s=0.2", "interval=5ms", "calib_losses=50")
+	res, s, rows := run(t, "links=lg25", "duration_s=0.3", "loss_on_s=0.1", "protect_on_s=0.2", "interval=5ms", "calib_losses=50")
+	recipetest.CheckReport(t, res.Dir, "delivered-rate", "reorder-buffer", "sender-queue")
 	runs := s.Links["lg25"]
 	on, off := runs["on"], runs["off"]
 	if len(runs) != 2 {

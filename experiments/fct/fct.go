@@ -153,6 +153,13 @@ func Tables() []results.Table {
 				{Name: "fct_ns", Type: "integer", Unit: "ns", Description: "flow completion time"},
 				{Name: "retrans", Type: "integer", Description: "segments the sender retransmitted during the trial (-1: unknown)"},
 			},
+			// LinkGuardian Fig. 10a: the top 1% of FCTs as a CCDF per mode.
+			Figures: []results.Figure{{
+				Name: "fct-top1pct", Title: "Top 1% FCTs for 143 B flows",
+				Caption: "As LinkGuardian Fig. 10 (DCTCP): the fraction of trials at least as slow as x, from every recorded trial.",
+				Kind:    results.CCDF, X: "fct_ns", XScale: 1e-3, Tail: 0.01, Series: []string{"transport", "mode"}, Legend: "{mode} ({transport})",
+				LogX: true, LogY: true, XLabel: "Flow completion time (µs)", YLabel: "Fraction of trials (CCDF)",
+			}},
 		},
 		{
 			Name:        "fct_percentiles",
@@ -167,7 +174,12 @@ func Tables() []results.Table {
 				{Name: "tail", Type: "number", Unit: "1", Description: "1 - percentile/100: the fraction of trials slower"},
 				{Name: "series", Type: "string", Description: "transport/mode, for the plot"},
 			},
-			Plot: &results.Plot{X: "tail", Y: "fct_us", Series: "series", LogX: true, LogY: true, Title: "FCT against the fraction of slower trials"},
+			Figures: []results.Figure{{
+				Name: "fct-percentiles", Title: "FCT percentiles per transport and mode",
+				Caption: "The percentiles of the table as a tail plot: the fraction of trials slower than each (rdma: perftest's own).",
+				Kind:    results.Scatter, X: "fct_us", Y: "tail", Series: []string{"transport", "mode"}, Legend: "{mode} ({transport})",
+				LogX: true, LogY: true, XLabel: "Flow completion time (µs)", YLabel: "Fraction of trials slower",
+			}},
 		},
 	}
 }

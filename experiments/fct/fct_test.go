@@ -92,6 +92,7 @@ func TestFCTTailWithAndWithoutLinkGuardian(t *testing.T) {
 	if res.Status != results.StatusOK {
 		t.Fatalf("run %s: %s", res.Status, res.Reason)
 	}
+	recipetest.CheckReport(t, res.Dir, "fct-top1pct", "fct-percentiles")
 	tcp := s.Transports[fct.TCP]
 	for _, m := range []string{"lossless", "off", "linkguardian", "linkguardian-nb"} {
 		x := tcp[m]

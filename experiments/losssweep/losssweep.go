@@ -102,7 +102,28 @@ func Table() results.Table {
 			{Name: "fcs_errors", Type: "integer", Unit: "frames", Description: "frames the receiver took with an FCS error"},
 			{Name: "pause_frames", Type: "integer", Unit: "frames", Description: "pause frames the receiver sent"},
 		},
-		Plot: &results.Plot{X: "actual_loss", Y: "effective_link_speed_gbps", Series: "mode", LogX: true, Title: "Effective link speed vs actual loss rate"},
+		// LinkGuardian Fig. 8, top: effective against actual loss, one
+		// curve per link speed and mode; a zero is drawn at its upper bound.
+		Figures: []results.Figure{{
+			Name: "effective-loss", Title: "Effective loss rate achieved by LinkGuardian (LG) and LinkGuardianNB",
+			Caption: "As LinkGuardian Fig. 8 (top). Open triangles: no frame lost, drawn at the 95% upper bound of the effective loss; off is the unprotected link (effective = actual).",
+			Kind:    results.Line, X: "actual_loss", Y: "effective_loss", ZeroAt: "effective_loss_high",
+			Series: []string{"link_speed_gbps", "mode"}, Legend: "{link_speed_gbps}G {mode}", LogX: true, LogY: true,
+			XLabel: "Actual loss rate (protection off)", YLabel: "Effective loss rate",
+		}},
+	}
+}
+
+// speedFigure is LinkGuardian Fig. 8, bottom, for one link speed: the
+// effective link speed per mode against the actual loss rate.
+func speedFigure(gbps int) results.Figure {
+	return results.Figure{
+		Name: fmt.Sprintf("effective-link-speed-%dg", gbps), Title: fmt.Sprintf("Effective link speed, %dG link", gbps),
+		Caption: fmt.Sprintf("As LinkGuardian Fig. 8 (bottom), %d Gb/s link: delivered rate between 10%% and 90%% of each stress test.", gbps),
+		Kind:    results.Line, X: "actual_loss", Y: "effective_link_speed_gbps",
+		Where:  []results.Cond{{Column: "link_speed_gbps", Value: strconv.Itoa(gbps)}},
+		Series: []string{"mode"}, LogX: true,
+		XLabel: "Actual loss rate (protection off)", YLabel: "Effective link speed (Gb/s)",
 	}
 }
 
@@ -182,7 +203,14 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		}
 	}
 	st := &state{points: map[string]map[string]map[string]Point{}}
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: binds, Tables: []results.Table{Table()},
+	table := Table()
+	for _, l := range links {
+		f := speedFigure(l.Gbps)
+		if !slices.ContainsFunc(table.Figures, func(g results.Figure) bool { return g.Name == f.Name }) {
+			table.Figures = append(table.Figures, f)
+		}
+	}
+	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: binds, Tables: []results.Table{table},
 		Summary: func(partial bool) (any, error) {
 			st.mu.Lock()
 			defer st.mu.Unlock()

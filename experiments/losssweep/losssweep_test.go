@@ -52,6 +52,7 @@ func TestLossSweepProtectsAndCostsWhatThePaperSays(t *testing.T) {
 	if res.Status != results.StatusOK {
 		t.Fatalf("run %s: %s", res.Status, res.Reason)
 	}
+	recipetest.CheckReport(t, res.Dir, "effective-loss", "effective-link-speed-25g", "effective-link-speed-100g")
 	if s.Partial || len(s.Points) != 2 {
 		t.Fatalf("summary: partial %v, speeds %d", s.Partial, len(s.Points))
 	}

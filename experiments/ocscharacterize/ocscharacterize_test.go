@@ -60,6 +60,7 @@ func TestHistogramFindsTheSwitchsGapLaw(t *testing.T) {
 	if res.Status != results.StatusOK {
 		t.Fatalf("run %s: %s", res.Status, res.Reason)
 	}
+	recipetest.CheckReport(t, res.Dir, "reconfig-delay-histogram", "reconfig-delay-over-time")
 	t.Logf("%d nights: mean %.3f us, sd %.3f, min %.3f, p50 %.3f, p99 %.3f, max %.3f", s.Count, s.MeanUS, s.SDUS, s.MinUS, s.P50US, s.P99US, s.MaxUS)
 	if s.Partial || s.Count != slots*periods || s.Expected != slots*periods || s.Missed != 0 {
 		t.Fatalf("summary %+v: want all %d nights", s, slots*periods)

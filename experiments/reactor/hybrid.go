@@ -93,7 +93,25 @@ func HybridTable() results.Table {
 			{Name: "goodput_fraction", Type: "number", Description: "payload delivered over payload offered"},
 			{Name: "configurations", Type: "integer", Description: "configurations per period in the schedule"},
 		},
-		Plot: &results.Plot{X: "large_flow_share", Y: "goodput_fraction", Series: "tor", Title: "Goodput as the large flow's share varies"},
+	}
+}
+
+// HybridFigures are REACToR Figs. 10 and 11 drawn from the table: the
+// points of each are those with the other figure's fixed value.
+func HybridFigures(fig10SmallFlows int, fig11Share float64) []results.Figure {
+	return []results.Figure{
+		{Name: "fig10-goodput-vs-large-share", Title: fmt.Sprintf("Goodput as the large flow's demand varies (%d small flows)", fig10SmallFlows),
+			Caption: "As REACToR Fig. 10: a pure circuit ToR and REACToR with a packet switch of each size.",
+			Kind:    results.Line, X: "large_flow_share", Y: "goodput_fraction", XScale: 100, YScale: 100,
+			Where:  []results.Cond{{Column: "small_flows", Value: strconv.Itoa(fig10SmallFlows)}},
+			Series: []string{"tor", "eps_gbps"}, Legend: "{tor} ToR, {eps_gbps} Gb/s packet switch",
+			XLabel: "Demand of the large flow (% of link rate)", YLabel: "Goodput (% of offered demand)"},
+		{Name: "fig11-goodput-vs-small-flows", Title: fmt.Sprintf("Goodput as small flows are added (large flow at %g%% of the link)", fig11Share*100),
+			Caption: "As REACToR Fig. 11: the rest of each host's demand split evenly among n small flows.",
+			Kind:    results.Line, X: "small_flows", Y: "goodput_fraction", YScale: 100,
+			Where:  []results.Cond{{Column: "large_flow_share", Value: strconv.FormatFloat(fig11Share, 'g', -1, 64)}},
+			Series: []string{"tor", "eps_gbps"}, Legend: "{tor} ToR, {eps_gbps} Gb/s packet switch",
+			XLabel: "Number of small flows per host", YLabel: "Goodput (% of offered demand)"},
 	}
 }
 
@@ -208,7 +226,15 @@ func (r *Hybrid) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	}
 	st := &hybridState{s: HybridSummary{Hosts: n, LinkGbps: link / 1e9, PeriodUS: us(W), NightUS: us(night), MinSlotUS: us(minSlot),
 		Fig10: map[string]map[string]float64{}, Fig11: map[string]map[string]float64{}}}
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: binds, Tables: []results.Table{HybridTable()},
+	table := HybridTable()
+	figs := HybridFigures(int(p.Int("fig10_small_flows")), p.Float("fig11_share"))
+	if len(p.Floats("large_shares")) > 0 {
+		table.Figures = append(table.Figures, figs[0])
+	}
+	if len(p.Floats("small_flows")) > 0 {
+		table.Figures = append(table.Figures, figs[1])
+	}
+	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: binds, Tables: []results.Table{table},
 		Summary: func(partial bool) (any, error) {
 			st.mu.Lock()
 			defer st.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"testbed/experiments/reactor"
+	"testbed/experiments/recipetest"
 	"testbed/orchestrator"
 	"testbed/results"
 )
@@ -22,6 +23,9 @@ func TestHybridAvoidsTheCliff(t *testing.T) {
 	res := runRecipe(t, lab, reactor.NewHybrid(), &s, nil, "eps_shares=0.1", "large_shares=1,0.95", "small_flows=")
 	if res.Status != results.StatusOK {
 		t.Fatalf("run %s: %s", res.Status, res.Reason)
+	}
+	if figs := recipetest.CheckReport(t, res.Dir, "fig10-goodput-vs-large-share"); len(figs) != 1 {
+		t.Errorf("%d figures, want Fig. 10 alone when there are no Fig. 11 points", len(figs))
 	}
 	const (
 		W    = 3000.0 // us

@@ -100,12 +100,24 @@ func ReconfigTables() []results.Table {
 				{Name: "dst", Type: "string", Description: "receiving host"},
 				{Name: "goodput_gbps", Type: "number", Unit: "Gb/s", Description: "payload received over the measured periods"},
 			},
-			Plot: &results.Plot{X: "src", Y: "goodput_gbps", Series: "dst", Title: "Goodput per flow"}},
+			Figures: []results.Figure{
+				{Name: "goodput-per-host", Title: "Goodput each host sent, over all its flows",
+					Caption: "Per sending host, the sum of its flows' goodput as the receivers counted it.",
+					Kind:    results.Bar, X: "src", Y: "goodput_gbps", Aggregate: "sum",
+					XLabel: "Sending host", YLabel: "Goodput (Gb/s)"},
+				{Name: "goodput-per-flow", Title: "Goodput of every flow, by receiver",
+					Kind: results.Bar, X: "dst", Y: "goodput_gbps", Series: []string{"src"}, Legend: "from {src}",
+					XLabel: "Receiving host", YLabel: "Goodput (Gb/s)"},
+			}},
 		{Name: "slots", Title: "Circuits of the measured periods", Description: "One row per circuit per slot.", Fields: circuit,
-			Plot: &results.Plot{X: "start_us", Y: "bytes", Series: "dst", Title: "Payload per circuit"}},
+			Figures: []results.Figure{{Name: "payload-per-circuit", Title: "Payload per circuit",
+				Kind: results.Scatter, X: "start_us", Y: "bytes", XScale: 1e-3, YScale: 1e-3, Series: []string{"dst"}, Legend: "to {dst}",
+				XLabel: "Start of the slot's night (ms)", YLabel: "Payload over the circuit (KB)"}}},
 		{Name: "transition", Title: "Circuits around the workload change", Description: "One row per circuit per slot of the transition run; configs is the number of configurations in the period.",
 			Fields: append([]results.Field{{Name: "configs", Type: "integer", Description: "configurations in the period"}}, circuit...),
-			Plot:   &results.Plot{X: "start_us", Y: "bytes", Series: "dst", Title: "Payload per circuit around the change"}},
+			Figures: []results.Figure{{Name: "payload-around-change", Title: "Payload per circuit around the workload change",
+				Kind: results.Scatter, X: "start_us", Y: "bytes", XScale: 1e-3, YScale: 1e-3, Series: []string{"dst"}, Legend: "to {dst}",
+				XLabel: "Start of the slot's night (ms)", YLabel: "Payload over the circuit (KB)"}}},
 	}
 }
 

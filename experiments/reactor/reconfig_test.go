@@ -64,6 +64,7 @@ func TestReconfigAllToAllFollowsFromTheSlots(t *testing.T) {
 	if res.Status != results.StatusOK {
 		t.Fatalf("run %s: %s", res.Status, res.Reason)
 	}
+	recipetest.CheckReport(t, res.Dir, "goodput-per-host", "goodput-per-flow", "payload-per-circuit", "payload-around-change")
 	const (
 		n    = 8
 		W    = 1500.0 // us

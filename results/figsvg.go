@@ -1,0 +1,271 @@
+package results
+
+import (
+	"fmt"
+	"html/template"
+	"math"
+	"strconv"
+	"strings"
+)
+
+var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"}
+
+// dashes tell series apart beyond the palette's colours.
+var dashes = []string{"", "6 3", "2 2", "8 3 2 3"}
+
+// SVG draws the figure as a standalone SVG document: axes with human
+// labels and units, decade ticks as 10^n on log axes, a legend entry per
+// series, error bars or bands, and open markers for upper bounds.
+func (fd *FigureData) SVG() string {
+	const W, T, B, L = 760.0, 34.0, 52.0, 78.0
+	legendW := 40.0
+	for _, l := range fd.Legend {
+		legendW = math.Max(legendW, 34+6.2*float64(len(l)))
+	}
+	legendW = math.Min(legendW, 240)
+	R := legendW + 16
+	H := math.Max(400, T+B+24+16*float64(len(fd.Legend)))
+	pw, ph := W-L-R, H-T-B
+	tx := func(v float64, log bool) float64 {
+		if log {
+			return math.Log10(v)
+		}
+		return v
+	}
+	x0, x1 := tx(fd.XMin, fd.LogX), tx(fd.XMax, fd.LogX)
+	y0, y1 := tx(fd.YMin, fd.LogY), tx(fd.YMax, fd.LogY)
+	sx := func(v float64) float64 { return L + (tx(v, fd.LogX)-x0)/(x1-x0)*pw }
+	sy := func(v float64) float64 {
+		if fd.LogY && v <= 0 {
+			return T + ph
+		}
+		y := T + ph - (tx(v, fd.LogY)-y0)/(y1-y0)*ph
+		return math.Min(math.Max(y, T), T+ph)
+	}
+	esc := template.HTMLEscapeString
+	var s svgBuf
+	s.f(`<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="Helvetica,Arial,sans-serif" font-size="12" data-figure="%s">`, W, H, W, H, esc(fd.Name))
+	s.f(`<rect width="100%%" height="100%%" fill="#fff"/>`)
+	s.f(`<text x="%.0f" y="20" font-size="14" font-weight="bold">%s</text>`, L, esc(fd.Title))
+	// Grid and ticks.
+	for _, v := range axisTicks(fd.YMin, fd.YMax, fd.LogY) {
+		y := sy(v)
+		s.f(`<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#e6e6e6"/><text x="%.1f" y="%.1f" text-anchor="end">%s</text>`, L, L+pw, y, y, L-5, y+4, tickText(v, fd.LogY))
+	}
+	if fd.Kind == Bar {
+		rot := len(fd.Categories) > 10
+		for i, c := range fd.Categories {
+			x := sx(float64(i) + 0.5)
+			if rot {
+				s.f(`<text transform="translate(%.1f %.1f) rotate(-60)" text-anchor="end" font-size="10">%s</text>`, x+3, T+ph+8, esc(c))
+			} else {
+				s.f(`<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, x, T+ph+15, esc(c))
+			}
+		}
+	} else {
+		for _, v := range axisTicks(fd.XMin, fd.XMax, fd.LogX) {
+			x := sx(v)
+			s.f(`<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#e6e6e6"/><text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, x, x, T, T+ph, x, T+ph+15, tickText(v, fd.LogX))
+		}
+	}
+	s.f(`<rect x="%.0f" y="%.0f" width="%.0f" height="%.0f" fill="none" stroke="#444"/>`, L, T, pw, ph)
+	s.f(`<text x="%.1f" y="%.1f" text-anchor="middle" font-size="13">%s</text>`, L+pw/2, H-10, esc(fd.XLabelText))
+	s.f(`<text transform="translate(16 %.1f) rotate(-90)" text-anchor="middle" font-size="13">%s</text>`, T+ph/2, esc(fd.YLabelText))
+	if fd.Empty() {
+		s.f(`<text x="%.1f" y="%.1f" text-anchor="middle" fill="#b00">no rows to draw</text>`, L+pw/2, T+ph/2)
+	}
+	s.f(`<g clip-path="none">`)
+	nser := len(fd.Series)
+	bounds := false
+	for i, ser := range fd.Series {
+		c := palette[i%len(palette)]
+		dash := dashes[(i/len(palette))%len(dashes)]
+		s.f(`<g data-series="%s">`, esc(ser.Name))
+		pts := ser.Points
+		switch fd.Kind {
+		case Bar:
+			bw := 0.8 / float64(max(nser, 1))
+			for _, p := range pts {
+				xa := sx(p.X + 0.1 + bw*float64(i))
+				xb := sx(p.X + 0.1 + bw*float64(i+1))
+				ya, yb := sy(math.Max(p.Y, 0)), sy(math.Max(fd.YMin, 0))
+				s.f(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`, xa, ya, math.Max(xb-xa-0.5, 0.5), math.Max(yb-ya, 0), c)
+			}
+		case Histogram:
+			op := 1.0
+			if nser > 1 {
+				op = 0.55
+			}
+			for _, p := range pts {
+				if p.Y == 0 {
+					continue
+				}
+				xa, xb := sx(p.X), sx(p.X2)
+				ya, yb := sy(p.Y), sy(math.Max(fd.YMin, 0))
+				s.f(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="%.2f" stroke="#fff" stroke-width="0.5"/>`, xa, ya, math.Max(xb-xa, 0.5), math.Max(yb-ya, 0), c, op)
+			}
+		default:
+			if fd.Band && len(pts) > 1 {
+				var up, down []string
+				for _, p := range pts {
+					if math.IsNaN(p.Low) || math.IsNaN(p.High) {
+						continue
+					}
+					up = append(up, fmt.Sprintf("%.1f,%.1f", sx(p.X), sy(p.High)))
+					down = append([]string{fmt.Sprintf("%.1f,%.1f", sx(p.X), sy(p.Low))}, down...)
+				}
+				if len(up) > 1 {
+					s.f(`<polygon points="%s" fill="%s" fill-opacity="0.18" stroke="none"/>`, strings.Join(append(up, down...), " "), c)
+				}
+			}
+			if fd.Kind != Scatter && len(pts) > 1 {
+				var d strings.Builder
+				for j, p := range pts {
+					x, y := sx(p.X), sy(p.Y)
+					switch {
+					case j == 0:
+						fmt.Fprintf(&d, "M%.1f %.1f", x, y)
+					case fd.Kind == CDF:
+						// P(X <= x) rises at each value.
+						fmt.Fprintf(&d, "H%.1f V%.1f", x, y)
+					case fd.Kind == Step || fd.Kind == CCDF:
+						// A rate over the interval ending at x; P(X >= x)
+						// falls just after x.
+						fmt.Fprintf(&d, "V%.1f H%.1f", y, x)
+					default:
+						fmt.Fprintf(&d, "L%.1f %.1f", x, y)
+					}
+				}
+				da := ""
+				if dash != "" {
+					da = ` stroke-dasharray="` + dash + `"`
+				}
+				s.f(`<path d="%s" fill="none" stroke="%s" stroke-width="1.8"%s/>`, d.String(), c, da)
+			}
+			if fd.Kind == CCDF && len(pts) > 0 {
+				// Past the slowest sample the fraction is zero: the curve
+				// falls off the log axis.
+				p := pts[len(pts)-1]
+				s.f(`<path d="M%.1f %.1fV%.1f" fill="none" stroke="%s" stroke-width="1.8"/>`, sx(p.X), sy(p.Y), T+ph, c)
+				if len(pts) == 1 {
+					s.f(`<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`, sx(p.X), sy(p.Y), c)
+				}
+			}
+			if !fd.Band {
+				for _, p := range pts {
+					if math.IsNaN(p.Low) && math.IsNaN(p.High) || p.Bound {
+						continue
+					}
+					lo, hi := p.Low, p.High
+					if math.IsNaN(lo) {
+						lo = p.Y
+					}
+					if math.IsNaN(hi) {
+						hi = p.Y
+					}
+					x := sx(p.X)
+					s.f(`<path d="M%.1f %.1fV%.1fM%.1f %.1fH%.1fM%.1f %.1fH%.1f" stroke="%s" stroke-width="1" fill="none"/>`,
+						x, sy(lo), sy(hi), x-3, sy(lo), x+3, x-3, sy(hi), x+3, c)
+				}
+			}
+			marker := fd.Kind == Scatter || ((fd.Kind == Line || fd.Kind == Step) && len(pts) <= 60)
+			for _, p := range pts {
+				x, y := sx(p.X), sy(p.Y)
+				switch {
+				case p.Bound:
+					bounds = true
+					// An open triangle pointing down: the value is below.
+					s.f(`<path d="M%.1f %.1fL%.1f %.1fL%.1f %.1fZ" fill="#fff" stroke="%s" stroke-width="1.5"/>`, x-4.5, y-3.5, x+4.5, y-3.5, x, y+4.5, c)
+				case marker:
+					r := 3.0
+					if len(pts) > 40 {
+						r = 2.2
+					}
+					s.f(`%s`, markerSVG(i, x, y, r, c))
+				}
+			}
+		}
+		s.f(`</g>`)
+	}
+	s.f(`</g>`)
+	// Legend: one entry per series.
+	lx := L + pw + 14
+	for i, name := range fd.Legend {
+		c := palette[i%len(palette)]
+		ly := T + 12 + float64(i)*16
+		if fd.Kind == Bar || fd.Kind == Histogram {
+			s.f(`<rect x="%.0f" y="%.1f" width="14" height="9" fill="%s"/>`, lx, ly-8, c)
+		} else {
+			s.f(`<line x1="%.0f" x2="%.0f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="2.5"/>`, lx, lx+16, ly-4, ly-4, c)
+			if fd.Kind == Line || fd.Kind == Scatter {
+				s.f(`%s`, markerSVG(i, lx+8, ly-4, 3, c))
+			}
+		}
+		label := name
+		if len(label) > 36 {
+			label = label[:35] + "…"
+		}
+		s.f(`<text x="%.0f" y="%.1f" data-legend="%s">%s</text>`, lx+20, ly, esc(name), esc(label))
+	}
+	if bounds {
+		ly := T + 12 + float64(len(fd.Legend))*16 + 6
+		s.f(`<path d="M%.1f %.1fL%.1f %.1fL%.1f %.1fZ" fill="#fff" stroke="#444"/><text x="%.0f" y="%.1f" font-size="10">none observed:</text><text x="%.0f" y="%.1f" font-size="10">95%% upper bound</text>`,
+			lx+3.5, ly-8, lx+12.5, ly-8, lx+8, ly, lx+20, ly, lx+20, ly+12)
+	}
+	s.f(`</svg>`)
+	return s.String()
+}
+
+// markerSVG draws series i's marker: a circle, square, diamond or
+// triangle in turn, so overlapping series stay apart.
+func markerSVG(i int, x, y, r float64, c string) string {
+	switch i % 4 {
+	case 1:
+		return fmt.Sprintf(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`, x-r, y-r, 2*r, 2*r, c)
+	case 2:
+		r *= 1.3
+		return fmt.Sprintf(`<path d="M%.1f %.1fL%.1f %.1fL%.1f %.1fL%.1f %.1fZ" fill="%s"/>`, x, y-r, x+r, y, x, y+r, x-r, y, c)
+	case 3:
+		r *= 1.3
+		return fmt.Sprintf(`<path d="M%.1f %.1fL%.1f %.1fL%.1f %.1fZ" fill="%s"/>`, x, y-r, x+r, y+r*0.8, x-r, y+r*0.8, c)
+	}
+	return fmt.Sprintf(`<circle cx="%.1f" cy="%.1f" r="%.1f" fill="%s"/>`, x, y, r, c)
+}
+
+// axisTicks are the decades of a log axis (every other one past ten), or
+// five to ten round values of a linear one.
+func axisTicks(lo, hi float64, log bool) []float64 {
+	var out []float64
+	if log {
+		a, b := math.Round(math.Log10(lo)), math.Round(math.Log10(hi))
+		step := math.Max(1, math.Ceil((b-a)/10))
+		for e := a; e <= b+1e-9; e += step {
+			out = append(out, math.Pow(10, e))
+		}
+		return out
+	}
+	step := niceStep((hi - lo) / 7)
+	for v := math.Ceil(lo/step-1e-9) * step; v <= hi+step*1e-9; v += step {
+		if math.Abs(v) < step*1e-9 {
+			v = 0
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// tickText writes a decade as 10 with a superscript exponent, a linear
+// value in the shortest form.
+func tickText(v float64, log bool) string {
+	if log {
+		e := int(math.Round(math.Log10(v)))
+		switch e {
+		case 0:
+			return "1"
+		case 1:
+			return "10"
+		}
+		return fmt.Sprintf(`10<tspan dy="-6" font-size="9">%d</tspan>`, e)
+	}
+	return strconv.FormatFloat(v, 'g', 5, 64)
+}

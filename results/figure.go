@@ -1,0 +1,700 @@
+package results
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Kind is how a figure draws its rows.
+type Kind string
+
+// Figure kinds.
+const (
+	// Line joins a series' points in x order.
+	Line Kind = "line"
+	// Scatter draws markers only.
+	Scatter Kind = "scatter"
+	// Step holds each y over the interval that ends at its x (a rate
+	// measured over a polling interval).
+	Step Kind = "step"
+	// Bar draws one bar per x category (x may be a string column), series
+	// side by side.
+	Bar Kind = "bar"
+	// Histogram counts the values of X in equal-width bins; Y is unused.
+	Histogram Kind = "histogram"
+	// CDF draws the empirical fraction of X values at or below x.
+	CDF Kind = "cdf"
+	// CCDF draws the empirical fraction of X values at or above x, the
+	// tail plot of latency papers; Tail keeps its top fraction only.
+	CCDF Kind = "ccdf"
+)
+
+var figureKinds = []Kind{Line, Scatter, Step, Bar, Histogram, CDF, CCDF}
+
+// Cond keeps the rows whose Column equals Value (numerically when both
+// parse as numbers, so "0.9" matches "0.90").
+type Cond struct {
+	Column string `json:"column"`
+	Value  string `json:"value"`
+}
+
+// Figure declares one figure drawn from a table's rows: inline in
+// report.html and on its own as figures/<Name>.svg, listed in
+// datapackage.json under "figures".
+type Figure struct {
+	// Name is the file name, figures/<Name>.svg: unique within a bundle.
+	Name  string `json:"name"`
+	Title string `json:"title"`
+	// Caption is printed under the figure in the report.
+	Caption string `json:"caption,omitempty"`
+	Kind    Kind   `json:"kind"`
+	X       string `json:"x"`
+	// Y is the plotted column; unused by Histogram, CDF and CCDF.
+	Y string `json:"y,omitempty"`
+	// Series are the columns whose values together name a series
+	// (link speed x mode): one legend entry, one colour each.
+	Series []string `json:"series,omitempty"`
+	// Legend writes a series' legend entry from its row's columns, each
+	// {column} replaced by its value: "{tor}, {eps_gbps} Gb/s EPS". Empty
+	// joins the Series values with spaces.
+	Legend string `json:"legend,omitempty"`
+	// Where keeps the rows that meet every condition.
+	Where []Cond `json:"where,omitempty"`
+	// Low and High are columns bounding Y: drawn as error bars, or as a
+	// shaded band when Band is set.
+	Low  string `json:"low,omitempty"`
+	High string `json:"high,omitempty"`
+	Band bool   `json:"band,omitempty"`
+	// ZeroAt draws a Y of zero at this column's value as an open marker:
+	// an upper bound where nothing was observed (a log axis has no zero).
+	ZeroAt string `json:"zero_at,omitempty"`
+	LogX   bool   `json:"log_x,omitempty"`
+	LogY   bool   `json:"log_y,omitempty"`
+	XLabel string `json:"x_label,omitempty"`
+	YLabel string `json:"y_label,omitempty"`
+	// XScale and YScale multiply the values drawn (1e-3: ns as us); 0 is 1.
+	XScale float64 `json:"x_scale,omitempty"`
+	YScale float64 `json:"y_scale,omitempty"`
+	// Bins is the number of Histogram bins (0: about sqrt(n), 5 to 40).
+	Bins int `json:"bins,omitempty"`
+	// Tail keeps the CCDF's points at or below this fraction (0.01: the
+	// top 1%); 0 keeps all.
+	Tail float64 `json:"tail,omitempty"`
+	// Aggregate combines the Bar rows sharing x and series: "sum" or
+	// "mean"; empty requires one row each.
+	Aggregate string `json:"aggregate,omitempty"`
+	// Table is the table drawn from, filled in when the bundle lists it.
+	Table string `json:"table,omitempty"`
+	Path  string `json:"path,omitempty"`
+}
+
+// Point is one drawn point. Low and High are NaN without error columns;
+// Bound marks a zero drawn at its upper bound. X2 is a bar's right edge.
+type Point struct {
+	X, Y      float64
+	X2        float64
+	Low, High float64
+	Bound     bool
+}
+
+// SeriesData is one series as drawn, its points in drawing order.
+type SeriesData struct {
+	Name   string
+	Points []Point
+}
+
+// FigureData is a figure after its rows are read, filtered, grouped and
+// ordered: what the SVG shows, as numbers, for tests and tools.
+type FigureData struct {
+	Figure
+	XLabelText, YLabelText string
+	// Categories name a Bar figure's x positions 0, 1, ...
+	Categories []string
+	Series     []SeriesData
+	// Legend holds the legend's entries as drawn.
+	Legend []string
+	// Dropped counts rows with no plottable value (empty cells, a
+	// non-positive value on a log axis).
+	Dropped                int
+	XMin, XMax, YMin, YMax float64
+}
+
+// Empty reports whether the figure draws no point.
+func (fd *FigureData) Empty() bool {
+	for _, s := range fd.Series {
+		if len(s.Points) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+var legendRe = regexp.MustCompile(`\{[a-z0-9_]+\}`)
+
+var figureNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_\-]*$`)
+
+// figures returns the table's figures, a legacy Plot as a line figure.
+func (t Table) figures() []Figure {
+	fs := slices.Clone(t.Figures)
+	if len(fs) == 0 && t.Plot != nil {
+		f := Figure{Name: t.Name, Title: t.Plot.Title, Kind: Line, X: t.Plot.X, Y: t.Plot.Y, LogX: t.Plot.LogX, LogY: t.Plot.LogY}
+		if t.Plot.Series != "" {
+			f.Series = []string{t.Plot.Series}
+		}
+		fs = append(fs, f)
+	}
+	for i := range fs {
+		if fs[i].Kind == "" {
+			fs[i].Kind = Line
+		}
+		fs[i].Table = t.Name
+		fs[i].Path = "figures/" + fs[i].Name + ".svg"
+	}
+	return fs
+}
+
+// validateFigures checks every column a figure names is one of the table's.
+func (t Table) validateFigures() error {
+	cols := map[string]bool{}
+	for _, f := range t.Fields {
+		cols[f.Name] = true
+	}
+	for _, f := range t.figures() {
+		where := fmt.Sprintf("table %s figure %q", t.Name, f.Name)
+		if !figureNameRe.MatchString(f.Name) {
+			return fmt.Errorf("%s: name: use lower-case letters, digits, _ and -", where)
+		}
+		if !slices.Contains(figureKinds, f.Kind) {
+			return fmt.Errorf("%s: kind %q is not one of %v", where, f.Kind, figureKinds)
+		}
+		need := []struct{ role, col string }{{"x", f.X}}
+		switch f.Kind {
+		case Histogram, CDF, CCDF:
+		default:
+			need = append(need, struct{ role, col string }{"y", f.Y})
+		}
+		for _, s := range f.Series {
+			need = append(need, struct{ role, col string }{"series", s})
+		}
+		for _, c := range f.Where {
+			need = append(need, struct{ role, col string }{"where", c.Column})
+		}
+		for _, m := range legendRe.FindAllString(f.Legend, -1) {
+			need = append(need, struct{ role, col string }{"legend", m[1 : len(m)-1]})
+		}
+		for _, o := range []struct{ role, col string }{{"low", f.Low}, {"high", f.High}, {"zero_at", f.ZeroAt}} {
+			if o.col != "" {
+				need = append(need, o)
+			}
+		}
+		for _, n := range need {
+			if !cols[n.col] {
+				return fmt.Errorf("%s: %s column %q is not a field of the table", where, n.role, n.col)
+			}
+		}
+		switch f.Aggregate {
+		case "", "sum", "mean":
+		default:
+			return fmt.Errorf("%s: aggregate %q: expected sum or mean", where, f.Aggregate)
+		}
+	}
+	return nil
+}
+
+// readRecords reads a table's CSV (gzip when compressed), header first.
+func readRecords(dir, rel string) ([][]string, error) {
+	f, err := os.Open(filepath.Join(dir, filepath.FromSlash(rel)))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var in io.Reader = f
+	if strings.HasSuffix(rel, ".gz") {
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", rel, err)
+		}
+		defer zr.Close()
+		in = zr
+	}
+	r := csv.NewReader(in)
+	r.ReuseRecord = false
+	recs, err := r.ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rel, err)
+	}
+	return recs, nil
+}
+
+// ReadFigures rebuilds every figure of a bundle directory from the figure
+// declarations in its datapackage.json and its data tables.
+func ReadFigures(dir string) ([]FigureData, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, "datapackage.json"))
+	if err != nil {
+		return nil, fmt.Errorf("read figures: %w", err)
+	}
+	var dp struct {
+		Resources []struct {
+			Name   string `json:"name"`
+			Path   string `json:"path"`
+			Schema struct {
+				Fields []Field `json:"fields"`
+			} `json:"schema"`
+		} `json:"resources"`
+		Figures []Figure `json:"figures"`
+	}
+	if err := json.Unmarshal(raw, &dp); err != nil {
+		return nil, fmt.Errorf("read figures: datapackage.json: %w", err)
+	}
+	var out []FigureData
+	for _, f := range dp.Figures {
+		found := false
+		for _, r := range dp.Resources {
+			if r.Name != strings.ReplaceAll(f.Table, "_", "-") {
+				continue
+			}
+			found = true
+			recs, err := readRecords(dir, r.Path)
+			if err != nil {
+				return nil, fmt.Errorf("read figures: figure %s: %w", f.Name, err)
+			}
+			out = append(out, buildFigure(f, r.Schema.Fields, recs))
+		}
+		if !found {
+			return nil, fmt.Errorf("read figures: figure %s: datapackage.json lists no table %q", f.Name, f.Table)
+		}
+	}
+	return out, nil
+}
+
+func (f Figure) scale(s float64) float64 {
+	if s == 0 {
+		return 1
+	}
+	return s
+}
+
+// keep reports whether a row meets every condition of the figure.
+func (f Figure) keep(row []string, col map[string]int) bool {
+	for _, c := range f.Where {
+		v := row[col[c.Column]]
+		if v == c.Value {
+			continue
+		}
+		a, err1 := strconv.ParseFloat(v, 64)
+		b, err2 := strconv.ParseFloat(c.Value, 64)
+		if err1 != nil || err2 != nil || a != b {
+			return false
+		}
+	}
+	return true
+}
+
+// buildFigure turns a table's records into the figure's series.
+func buildFigure(f Figure, fields []Field, recs [][]string) FigureData {
+	fd := FigureData{Figure: f}
+	fd.XLabelText, fd.YLabelText = f.XLabel, f.YLabel
+	unitOf := map[string]string{}
+	for _, fl := range fields {
+		unitOf[fl.Name] = fl.Unit
+	}
+	if fd.XLabelText == "" {
+		fd.XLabelText = humanLabel(f.X, unitOf[f.X])
+	}
+	if fd.YLabelText == "" {
+		switch f.Kind {
+		case Histogram:
+			fd.YLabelText = "Count"
+		case CDF:
+			fd.YLabelText = "Fraction at or below"
+		case CCDF:
+			fd.YLabelText = "Fraction at or above"
+		default:
+			fd.YLabelText = humanLabel(f.Y, unitOf[f.Y])
+		}
+	}
+	if len(recs) == 0 {
+		return fd
+	}
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	num := func(row []string, name string) (float64, bool) {
+		i, ok := col[name]
+		if !ok || name == "" || i >= len(row) {
+			return math.NaN(), false
+		}
+		v, err := strconv.ParseFloat(row[i], 64)
+		return v, err == nil && !math.IsNaN(v)
+	}
+	// Group rows by series, in order of first appearance.
+	var names []string
+	rows := map[string][][]string{}
+	for _, r := range recs[1:] {
+		if !f.keep(r, col) {
+			continue
+		}
+		var parts []string
+		for _, s := range f.Series {
+			parts = append(parts, r[col[s]])
+		}
+		name := strings.Join(parts, " ")
+		if f.Legend != "" {
+			name = legendRe.ReplaceAllStringFunc(f.Legend, func(m string) string {
+				if i, ok := col[m[1:len(m)-1]]; ok && i < len(r) {
+					return r[i]
+				}
+				return m
+			})
+		}
+		if _, seen := rows[name]; !seen {
+			names = append(names, name)
+		}
+		rows[name] = append(rows[name], r)
+	}
+	xs, ys := f.scale(f.XScale), f.scale(f.YScale)
+	switch f.Kind {
+	case Bar:
+		catIdx := map[string]int{}
+		for _, name := range names {
+			for _, r := range rows[name] {
+				c := r[col[f.X]]
+				if _, ok := catIdx[c]; !ok {
+					catIdx[c] = len(fd.Categories)
+					fd.Categories = append(fd.Categories, c)
+				}
+			}
+		}
+		sortNatural(fd.Categories)
+		for i, c := range fd.Categories {
+			catIdx[c] = i
+		}
+		for _, name := range names {
+			sum := map[int]float64{}
+			n := map[int]int{}
+			for _, r := range rows[name] {
+				y, ok := num(r, f.Y)
+				if !ok {
+					fd.Dropped++
+					continue
+				}
+				k := catIdx[r[col[f.X]]]
+				sum[k] += y * ys
+				n[k]++
+			}
+			s := SeriesData{Name: name}
+			for k := range fd.Categories {
+				if n[k] == 0 {
+					continue
+				}
+				y := sum[k]
+				if f.Aggregate == "mean" {
+					y /= float64(n[k])
+				}
+				s.Points = append(s.Points, Point{X: float64(k), X2: float64(k) + 1, Y: y, Low: math.NaN(), High: math.NaN()})
+			}
+			fd.Series = append(fd.Series, s)
+		}
+	case Histogram, CDF, CCDF:
+		vals := map[string][]float64{}
+		var all []float64
+		for _, name := range names {
+			for _, r := range rows[name] {
+				x, ok := num(r, f.X)
+				if !ok || (f.LogX && x <= 0) {
+					fd.Dropped++
+					continue
+				}
+				vals[name] = append(vals[name], x*xs)
+				all = append(all, x*xs)
+			}
+		}
+		if f.Kind == Histogram {
+			edges := histEdges(all, f.Bins)
+			for _, name := range names {
+				s := SeriesData{Name: name}
+				counts := make([]int, max(len(edges)-1, 0))
+				for _, v := range vals[name] {
+					i := sort.SearchFloat64s(edges, v)
+					if i < len(edges) && edges[i] == v {
+						i++
+					}
+					counts[min(max(i-1, 0), len(counts)-1)]++
+				}
+				for i, c := range counts {
+					s.Points = append(s.Points, Point{X: edges[i], X2: edges[i+1], Y: float64(c), Low: math.NaN(), High: math.NaN()})
+				}
+				fd.Series = append(fd.Series, s)
+			}
+		} else {
+			for _, name := range names {
+				v := vals[name]
+				sort.Float64s(v)
+				s := SeriesData{Name: name}
+				n := float64(len(v))
+				for i := 0; i < len(v); i++ {
+					if f.Kind == CDF {
+						// The last of equal values carries the fraction.
+						if i+1 < len(v) && v[i+1] == v[i] {
+							continue
+						}
+						s.Points = append(s.Points, Point{X: v[i], Y: float64(i+1) / n, Low: math.NaN(), High: math.NaN()})
+						continue
+					}
+					// CCDF: the first of equal values carries P(X >= x).
+					if i > 0 && v[i-1] == v[i] {
+						continue
+					}
+					frac := float64(len(v)-i) / n
+					if f.Tail > 0 && frac > f.Tail {
+						// The curve enters the tail window at the last
+						// value above it: drawn at the window's top.
+						if j := sort.Search(len(v), func(k int) bool { return v[k] > v[i] }); j >= len(v) || float64(len(v)-j)/n <= f.Tail {
+							s.Points = append(s.Points, Point{X: v[i], Y: f.Tail, Low: math.NaN(), High: math.NaN()})
+						}
+						continue
+					}
+					s.Points = append(s.Points, Point{X: v[i], Y: frac, Low: math.NaN(), High: math.NaN()})
+				}
+				fd.Series = append(fd.Series, s)
+			}
+		}
+	default:
+		for _, name := range names {
+			s := SeriesData{Name: name}
+			for _, r := range rows[name] {
+				x, okx := num(r, f.X)
+				y, oky := num(r, f.Y)
+				p := Point{X: x * xs, Y: y * ys, Low: math.NaN(), High: math.NaN()}
+				if lo, ok := num(r, f.Low); ok {
+					p.Low = lo * ys
+				}
+				if hi, ok := num(r, f.High); ok {
+					p.High = hi * ys
+				}
+				if oky && y == 0 && f.ZeroAt != "" {
+					if b, ok := num(r, f.ZeroAt); ok && b > 0 {
+						p.Y, p.Bound = b*ys, true
+					}
+				}
+				if !okx || !oky || (f.LogX && p.X <= 0) || (f.LogY && p.Y <= 0) {
+					fd.Dropped++
+					continue
+				}
+				s.Points = append(s.Points, p)
+			}
+			sort.SliceStable(s.Points, func(a, b int) bool { return s.Points[a].X < s.Points[b].X })
+			fd.Series = append(fd.Series, s)
+		}
+	}
+	for _, s := range fd.Series {
+		name := s.Name
+		if name == "" {
+			name = fd.YLabelText
+		}
+		fd.Legend = append(fd.Legend, name)
+	}
+	fd.ranges()
+	return fd
+}
+
+// histEdges returns bins+1 equal-width edges over the values, on round
+// numbers.
+func histEdges(v []float64, bins int) []float64 {
+	if len(v) == 0 {
+		return nil
+	}
+	lo, hi := slices.Min(v), slices.Max(v)
+	if bins <= 0 {
+		bins = min(max(int(math.Sqrt(float64(len(v)))), 5), 40)
+	}
+	if hi == lo {
+		return []float64{lo - 0.5, lo + 0.5}
+	}
+	w := niceStep((hi - lo) / float64(bins))
+	start := math.Floor(lo/w) * w
+	var edges []float64
+	for e := start; ; e += w {
+		edges = append(edges, e)
+		if e > hi {
+			break
+		}
+	}
+	return edges
+}
+
+// niceStep rounds a step up to 1, 2 or 5 times a power of ten.
+func niceStep(raw float64) float64 {
+	if raw <= 0 || math.IsNaN(raw) || math.IsInf(raw, 0) {
+		return 1
+	}
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if raw <= m*mag*(1+1e-9) {
+			return m * mag
+		}
+	}
+	return 10 * mag
+}
+
+// ranges sets the axes' spans from the data: decades on log axes, the
+// data's span with a margin on linear ones (from zero for counts and bars).
+func (fd *FigureData) ranges() {
+	xmin, xmax, ymin, ymax := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+	for _, s := range fd.Series {
+		for _, p := range s.Points {
+			xmin, xmax = math.Min(xmin, p.X), math.Max(xmax, p.X)
+			if fd.Kind == Bar || fd.Kind == Histogram {
+				xmax = math.Max(xmax, p.X2)
+			}
+			ymin, ymax = math.Min(ymin, p.Y), math.Max(ymax, p.Y)
+			for _, e := range []float64{p.Low, p.High} {
+				if !math.IsNaN(e) && (!fd.LogY || e > 0) {
+					ymin, ymax = math.Min(ymin, e), math.Max(ymax, e)
+				}
+			}
+		}
+	}
+	if math.IsInf(xmin, 0) {
+		xmin, xmax, ymin, ymax = 0, 1, 0, 1
+		if fd.LogX {
+			xmin, xmax = 1, 10
+		}
+		if fd.LogY {
+			ymin, ymax = 1, 10
+		}
+	}
+	switch fd.Kind {
+	case Bar, Histogram:
+		ymin = math.Min(0, ymin)
+	case CDF, CCDF:
+		if !fd.LogY {
+			ymin, ymax = 0, 1
+		}
+	}
+	fd.XMin, fd.XMax = axisSpan(xmin, xmax, fd.LogX, fd.Kind == Bar || fd.Kind == Histogram)
+	fd.YMin, fd.YMax = axisSpan(ymin, ymax, fd.LogY, false)
+	if fd.Kind == Bar || fd.Kind == Histogram {
+		fd.YMin = math.Min(0, fd.YMin)
+		if fd.Kind == Bar {
+			fd.XMin, fd.XMax = 0, math.Max(1, float64(len(fd.Categories)))
+		}
+	}
+}
+
+// axisSpan widens [lo, hi] to whole decades (log) or by 4% each side.
+func axisSpan(lo, hi float64, log, exact bool) (float64, float64) {
+	if log {
+		a, b := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+		if a == b {
+			b++
+		}
+		return math.Pow(10, a), math.Pow(10, b)
+	}
+	if hi == lo {
+		d := math.Max(math.Abs(lo)*0.1, 1)
+		return lo - d, hi + d
+	}
+	if exact {
+		return lo, hi
+	}
+	m := (hi - lo) * 0.04
+	nlo, nhi := lo-m, hi+m
+	if lo >= 0 && nlo < 0 {
+		nlo = 0
+	}
+	return nlo, nhi
+}
+
+var unitSuffix = regexp.MustCompile(`_(db|dbm|us|ns|ms|s|gbps|bytes|b|pct)$`)
+
+// humanLabel makes an axis label from a column name and unit:
+// attenuation_db, dB -> "Attenuation (dB)".
+func humanLabel(name, unit string) string {
+	base := name
+	if unit != "" {
+		base = unitSuffix.ReplaceAllString(base, "")
+	}
+	base = strings.ReplaceAll(base, "_", " ")
+	if base != "" {
+		base = strings.ToUpper(base[:1]) + base[1:]
+	}
+	if u := displayUnit(unit); u != "" {
+		return base + " (" + u + ")"
+	}
+	return base
+}
+
+func displayUnit(u string) string {
+	switch u {
+	case "", "1":
+		return ""
+	case "us":
+		return "µs"
+	}
+	return u
+}
+
+// sortNatural sorts strings with their digit runs compared as numbers:
+// h2 before h10.
+func sortNatural(s []string) {
+	re := regexp.MustCompile(`^(.*?)(\d+)$`)
+	sort.SliceStable(s, func(i, j int) bool {
+		a, b := re.FindStringSubmatch(s[i]), re.FindStringSubmatch(s[j])
+		if a != nil && b != nil && a[1] == b[1] {
+			x, _ := strconv.Atoi(a[2])
+			y, _ := strconv.Atoi(b[2])
+			return x < y
+		}
+		return s[i] < s[j]
+	})
+}
+
+// CheckFigure reports what makes a figure misleading: no point, a series
+// whose x goes back (a zig-zag), two series with one legend entry.
+func CheckFigure(fd FigureData) []string {
+	var probs []string
+	if fd.Empty() {
+		probs = append(probs, fmt.Sprintf("figure %s: no point drawn", fd.Name))
+	}
+	if len(fd.Legend) != len(fd.Series) {
+		probs = append(probs, fmt.Sprintf("figure %s: %d legend entries for %d series", fd.Name, len(fd.Legend), len(fd.Series)))
+	}
+	seen := map[string]bool{}
+	for _, l := range fd.Legend {
+		if seen[l] {
+			probs = append(probs, fmt.Sprintf("figure %s: legend entry %q twice", fd.Name, l))
+		}
+		seen[l] = true
+	}
+	connected := fd.Kind == Line || fd.Kind == Step || fd.Kind == CDF || fd.Kind == CCDF
+	for _, s := range fd.Series {
+		for i := 1; i < len(s.Points); i++ {
+			// A line through two points at one x, or any series going
+			// back, draws a zig-zag; markers may share an x.
+			if x0, x1 := s.Points[i-1].X, s.Points[i].X; x1 < x0 || (connected && x1 == x0) {
+				probs = append(probs, fmt.Sprintf("figure %s series %q: x %g after %g: the series zig-zags (is a series column missing?)", fd.Name, s.Name, s.Points[i].X, s.Points[i-1].X))
+				break
+			}
+		}
+	}
+	return probs
+}
+
+// svgBuf is a small helper over bytes.Buffer for SVG text.
+type svgBuf struct{ bytes.Buffer }
+
+func (b *svgBuf) f(format string, a ...any) { fmt.Fprintf(&b.Buffer, format, a...) }
