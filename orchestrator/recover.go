@@ -118,6 +118,9 @@ func RecoverLab(ctx context.Context, inv *inventory.Inventory, stateDir string, 
 			continue
 		}
 		for _, ls := range leases {
+			if ls.Key != NormalizeAddress(d.Address) {
+				continue // the journal lives beside the address lease
+			}
 			if ls.TookOver != nil && log != nil {
 				log("took over the lease of a dead run", "device", name, "run", ls.TookOver.RunID, "pid", ls.TookOver.PID)
 			}

@@ -212,10 +212,9 @@ func runUndo(ctx context.Context, od *OpenedDevice, u UndoRecord) error {
 	if !ok {
 		return fmt.Errorf("%s: unknown undo kind %q (this build knows: %s)", od.Dev.Name, u.Kind, strings.Join(UndoKinds(), ", "))
 	}
-	if err := f(ctx, od, u.Args); err != nil {
-		return fmt.Errorf("%s: %s: %w", od.Dev.Name, u.Desc, err)
-	}
-	return nil
+	// The caller names the device and the undo: the engine's cleanup
+	// report and RecoverDevice's Recovered both carry them.
+	return f(ctx, od, u.Args)
 }
 
 // Journal records an undo for a change the run is about to make to a
