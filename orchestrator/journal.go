@@ -63,10 +63,11 @@ func CreateJournal(path, runID, key string, now func() time.Time) (*Journal, err
 	if now == nil {
 		now = time.Now
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o664)
 	if err != nil {
 		return nil, fmt.Errorf("create undo journal %s: %w", path, err)
 	}
+	_ = f.Chmod(0o664) // another lab user's run may have to replay it
 	j := &Journal{path: path, f: f, runID: runID, pending: map[int]bool{}, now: now}
 	if err := j.write(journalLine{Op: "begin", RunID: runID, PID: os.Getpid(), Key: key}); err != nil {
 		f.Close()

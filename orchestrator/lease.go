@@ -176,7 +176,7 @@ func leaseFile(key string) string {
 // Acquire takes leases on all devices or none. A device is keyed by its
 // address and, where its serial is given, by its serial too.
 func (l *Leaser) Acquire(lab, owner, runID string, devices []LeaseTarget) ([]*Lease, error) {
-	if err := os.MkdirAll(l.Dir, 0o755); err != nil {
+	if err := makeShared(l.Dir); err != nil {
 		return nil, fmt.Errorf("lease directory %s: %w", l.Dir, err)
 	}
 	host, _ := os.Hostname()
@@ -310,7 +310,7 @@ func (l *Leaser) takeOver(ls *Lease, tmp string, stale *Lease) (bool, error) {
 // lock takes the lease directory's lock (for takeovers, renewals and
 // releases: the moves that replace or remove a lease file).
 func (l *Leaser) lock() (func(), error) {
-	f, err := os.OpenFile(filepath.Join(l.Dir, ".lock"), os.O_RDWR|os.O_CREATE, 0o666)
+	f, err := os.OpenFile(filepath.Join(l.Dir, ".lock"), os.O_RDONLY|os.O_CREATE, 0o664)
 	if err != nil {
 		return nil, fmt.Errorf("lock lease directory %s: %w", l.Dir, err)
 	}
@@ -322,6 +322,21 @@ func (l *Leaser) lock() (func(), error) {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
 	}, nil
+}
+
+// makeShared creates the lease directory so that every lab user in its
+// group can take, replace and remove leases and journals in it: group
+// writable, new files inheriting the group (setgid). An existing
+// directory's mode is the administrator's choice and left alone.
+func makeShared(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o2775); err != nil {
+		return err
+	}
+	_ = os.Chmod(dir, 0o2775) // past the umask
+	return nil
 }
 
 func syncDir(dir string) {
