@@ -89,8 +89,8 @@ func undoKinds() map[string]undoFunc {
 			var a struct {
 				Port int `json:"port"`
 			}
-			sw, err := driverAs[*tofino.Switch](od, raw, &a)
-			if err != nil {
+			sw, err := switchFor(ctx, od, raw, &a)
+			if sw == nil || err != nil {
 				return err
 			}
 			if err := sw.DeletePort(ctx, a.Port); err != nil && !tofino.IsNotFound(err) {
@@ -104,8 +104,8 @@ func undoKinds() map[string]undoFunc {
 				Key   map[string]int64 `json:"key"`
 				Entry *tofino.Entry    `json:"entry"`
 			}
-			sw, err := driverAs[*tofino.Switch](od, raw, &a)
-			if err != nil {
+			sw, err := switchFor(ctx, od, raw, &a)
+			if sw == nil || err != nil {
 				return err
 			}
 			if err := sw.DeleteEntry(ctx, a.Table, a.Key); err != nil && !tofino.IsNotFound(err) {
@@ -122,8 +122,8 @@ func undoKinds() map[string]undoFunc {
 				Index int    `json:"index"`
 				Value int64  `json:"value"`
 			}
-			sw, err := driverAs[*tofino.Switch](od, raw, &a)
-			if err != nil {
+			sw, err := switchFor(ctx, od, raw, &a)
+			if sw == nil || err != nil {
 				return err
 			}
 			return sw.WriteRegister(ctx, a.Name, a.Index, a.Value)
@@ -132,8 +132,8 @@ func undoKinds() map[string]undoFunc {
 			var a struct {
 				AppID int `json:"app_id"`
 			}
-			sw, err := driverAs[*tofino.Switch](od, raw, &a)
-			if err != nil {
+			sw, err := switchFor(ctx, od, raw, &a)
+			if sw == nil || err != nil {
 				return err
 			}
 			if err := sw.StopPktgen(ctx, a.AppID); err != nil && !tofino.IsNotFound(err) {
@@ -191,6 +191,29 @@ func driverAs[T any](od *OpenedDevice, raw json.RawMessage, args any) (T, error)
 		}
 	}
 	return d, nil
+}
+
+// switchFor returns a switch ready for agent requests, or nil when no
+// switch daemon runs: then the ports, entries, registers and generator
+// applications a run made are gone with it, and there is nothing to undo.
+func switchFor(ctx context.Context, od *OpenedDevice, raw json.RawMessage, args any) (*tofino.Switch, error) {
+	sw, err := driverAs[*tofino.Switch](od, raw, args)
+	if err != nil {
+		return nil, err
+	}
+	p, err := sw.Program(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if p == "" {
+		return nil, nil
+	}
+	// A fresh driver (a replay after a crash) starts the agent if the
+	// dead run's is gone; the run's own driver has it already.
+	if err := sw.EnsureAgent(ctx); err != nil {
+		return nil, err
+	}
+	return sw, nil
 }
 
 // agentOf reaches a host's hostagent (started if none runs).
