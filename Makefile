@@ -2,7 +2,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build test vet fmt-check models-single-goroutine bench fuzz sweep clean
+.PHONY: all build test vet fmt-check models-single-goroutine bench fuzz sweep soak clean
 
 all: build
 
@@ -45,6 +45,15 @@ fuzz:
 # The first command to try: the attenuation sweep on the simulated lab.
 sweep:
 	$(GO) run ./cmd/testbed exp run attenuation-sweep
+
+# The crash-recovery soak (scripts/soak.sh), not part of `make test`: N
+# random SIGINTs and SIGKILLs across the recipes against `testbed lab up`,
+# then every device checked through the drivers and every bundle verified.
+# `make soak N=40 SEED=7`.
+N    ?= 12
+SEED ?= 1
+soak:
+	N=$(N) SEED=$(SEED) scripts/soak.sh
 
 clean:
 	rm -rf bin

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/user"
+	"strings"
 	"sync"
 	"time"
 
@@ -105,22 +106,39 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 	runID := results.NewRunID(started, req.Recipe.Name())
 	devices := plan.Devices()
 
-	addrs := map[string]string{}
+	var targets []LeaseTarget
 	for _, d := range devices {
 		dev, ok := req.Lab.Device(d)
 		if !ok {
 			return nil, Inputf("plan touches device %q that is not in the inventory", d)
 		}
-		addrs[d] = dev.Address
+		t := LeaseTarget{Device: d, Address: dev.Address}
+		if !req.Simulated {
+			// An in-process simulated lab's serials are the same in
+			// every copy of it: only a real lab's say which device it is.
+			t.Serial = dev.Options["serial"]
+		}
+		targets = append(targets, t)
 	}
 	owner := "unknown"
 	if u, err := user.Current(); err == nil {
 		owner = u.Username
 	}
 	leaser := NewLeaser(e.StateDir, e.LeaseTTL, e.log())
-	leases, err := leaser.Acquire(req.Lab.Name, owner, runID, addrs)
+	leases, err := leaser.Acquire(req.Lab.Name, owner, runID, targets)
 	if err != nil {
+		var ie *InputError
+		if errors.As(err, &ie) {
+			return nil, err
+		}
 		return nil, &InfraError{Op: "lease devices", Err: err}
+	}
+	// Each device's undo journal lives beside its address lease.
+	journalOf := map[string]*Lease{}
+	for _, ls := range leases {
+		if dev, ok := req.Lab.Device(ls.Device); ok && ls.Key == NormalizeAddress(dev.Address) {
+			journalOf[ls.Device] = ls
+		}
 	}
 	defer leaser.Release(leases)
 	stopRenew := make(chan struct{})
@@ -221,13 +239,69 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 
 	// Tables first, so even a run that fails at once has their headers.
 	rc := &RunContext{RunID: runID, Seed: req.Seed, Params: req.Params, Lab: req.Lab, Simulated: req.Simulated, Log: e.log(),
-		bundle: b, tables: map[string]*results.TableWriter{}, emit: emit, touched: map[string]bool{}, metrics: rm}
+		bundle: b, tables: map[string]*results.TableWriter{}, emit: emit, touched: map[string]bool{}, metrics: rm, journals: map[string]*Journal{}}
 	for _, t := range plan.Tables {
 		tw, err := b.CreateTable(t)
 		if err != nil {
-			return e.finish(b, res, rc, plan, results.StatusFailed, fmt.Sprintf("create table %s: %v", t.Name, err), err, req), nil
+			return e.finish(ctx, b, res, rc, plan, results.StatusFailed, fmt.Sprintf("create table %s: %v", t.Name, err), err, req), nil
 		}
 		rc.tables[t.Name] = tw
+	}
+
+	// A journal beside a lease is what a run that died left undone on
+	// that device: undo it, through a fresh driver, before anything else,
+	// so that this run finds the lab as the dead run found it.
+	per := req.CleanupTimeout
+	if per <= 0 {
+		per = 30 * time.Second
+	}
+	var recovered []results.CleanupAction
+	var recoverErrs []string
+	for _, n := range devices {
+		ls := journalOf[n]
+		if ls == nil {
+			continue
+		}
+		if _, err := os.Stat(ls.JournalPath()); err != nil {
+			continue
+		}
+		dev, _ := req.Lab.Device(n)
+		from := "a run that ended without restoring it"
+		if ls.TookOver != nil {
+			from = fmt.Sprintf("run %s (pid %d, %s), whose lease this run took over", ls.TookOver.RunID, ls.TookOver.PID, ls.TookOver.Owner)
+		}
+		emit(results.Event{Type: "recover.start", Device: n, Message: "undoing what " + from + " left on " + n})
+		rec, err := RecoverDevice(ctx, dev, ls.JournalPath(), transcripts, per)
+		for _, r := range rec {
+			recovered = append(recovered, r.CleanupAction())
+			if r.Err != nil {
+				emit(results.Event{Type: "recover.error", Device: n, Message: r.Desc + ": " + r.Err.Error(), Fields: map[string]any{"from_run": r.FromRun, "kind": r.Kind}})
+			} else {
+				emit(results.Event{Type: "recover", Device: n, Message: r.Desc, Fields: map[string]any{"from_run": r.FromRun, "kind": r.Kind}})
+			}
+		}
+		if err != nil {
+			recoverErrs = append(recoverErrs, err.Error())
+		}
+	}
+	if len(recovered) > 0 {
+		_ = b.UpdateManifest(func(m *results.Manifest) { m.Recovered = recovered })
+	}
+	if len(recoverErrs) > 0 {
+		err := fmt.Errorf("%s", strings.Join(recoverErrs, "; "))
+		return e.finish(ctx, b, res, rc, plan, results.StatusFailed, "infrastructure: could not undo what an earlier run left: "+err.Error(),
+			&InfraError{Op: "undo what an earlier run left", Err: err}, req), nil
+	}
+	for _, n := range devices {
+		ls := journalOf[n]
+		if ls == nil {
+			continue
+		}
+		j, err := CreateJournal(ls.JournalPath(), runID, ls.Key, e.Now)
+		if err != nil {
+			return e.finish(ctx, b, res, rc, plan, results.StatusFailed, "infrastructure: "+err.Error(), &InfraError{Op: "undo journal", Err: err}, req), nil
+		}
+		rc.journals[n] = j
 	}
 
 	ds, err := OpenDevices(ctx, req.Lab, devices, transcripts)
@@ -236,7 +310,7 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 		if cause := context.Cause(ctx); cause != nil {
 			status, reason = results.StatusAborted, "aborted while opening devices: "+cause.Error()
 		}
-		return e.finish(b, res, rc, plan, status, reason, &InfraError{Op: "open devices", Err: err}, req), nil
+		return e.finish(ctx, b, res, rc, plan, status, reason, &InfraError{Op: "open devices", Err: err}, req), nil
 	}
 	defer ds.Close()
 	rc.devices = ds
@@ -255,7 +329,7 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 	status, reason := results.StatusOK, ""
 	var runErr error
 	if err := rc.openShutters(ctx, plan); err != nil {
-		return e.finish(b, res, rc, plan, results.StatusFailed, "infrastructure: give light to the plan's VOA channels: "+err.Error(), &InfraError{Op: "open shutters", Err: err}, req), nil
+		return e.finish(ctx, b, res, rc, plan, results.StatusFailed, "infrastructure: give light to the plan's VOA channels: "+err.Error(), &InfraError{Op: "open shutters", Err: err}, req), nil
 	}
 	for i, step := range plan.Steps {
 		if cause := context.Cause(ctx); cause != nil {
@@ -286,11 +360,11 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 			m.Progress = &results.Progress{StepsDone: i + 1, StepsTotal: len(plan.Steps), LastStep: step.Name}
 		})
 	}
-	return e.finish(b, res, rc, plan, status, reason, runErr, req), nil
+	return e.finish(ctx, b, res, rc, plan, status, reason, runErr, req), nil
 }
 
 // finish unwinds the undo stack, writes the summary and finalizes the bundle.
-func (e *Engine) finish(b *results.Bundle, res *RunResult, rc *RunContext, plan *Plan, status results.Status, reason string, runErr error, req RunRequest) *RunResult {
+func (e *Engine) finish(ctx context.Context, b *results.Bundle, res *RunResult, rc *RunContext, plan *Plan, status results.Status, reason string, runErr error, req RunRequest) *RunResult {
 	cctx := req.CleanupCtx
 	if cctx == nil {
 		cctx = context.Background()
@@ -319,6 +393,16 @@ func (e *Engine) finish(b *results.Bundle, res *RunResult, rc *RunContext, plan 
 		}
 		cleanup = append(cleanup, ca)
 	}
+	// Close the journals: a journal whose undos all ran is removed; one
+	// with undos that failed stays beside its lease for the next run (or
+	// `testbed lab recover`) to replay.
+	for n, j := range rc.journals {
+		if removed, err := j.Close(); err != nil {
+			e.log().Error("close undo journal", "device", n, "err", err)
+		} else if !removed {
+			rc.emit(results.Event{Type: "journal.kept", Device: n, Message: "undo journal kept: the next run to lease " + n + " (or testbed lab recover) replays what was not restored"})
+		}
+	}
 	if len(res.Unrestored) > 0 && status == results.StatusOK {
 		status, reason = results.StatusFailed, fmt.Sprintf("could not restore %d device setting(s)", len(res.Unrestored))
 	}
@@ -330,9 +414,18 @@ func (e *Engine) finish(b *results.Bundle, res *RunResult, rc *RunContext, plan 
 			rc.emit(results.Event{Type: "summary.error", Message: err.Error()})
 		}
 	}
+	// A signal that came while the lab was being restored or the summary
+	// written ends the run aborted: it did not end as it was asked to.
+	if cause := context.Cause(ctx); status == results.StatusOK && cause != nil && errors.Is(cause, ErrAborted) {
+		status, reason = results.StatusAborted, fmt.Sprintf("%v during finalisation (every step had run)", cause)
+	}
+	restored := len(res.Unrestored) == 0
+	if !restored && status == results.StatusAborted {
+		reason += fmt.Sprintf("; lab NOT restored: %d cleanup action(s) failed", len(res.Unrestored))
+	}
 	rc.emit(results.Event{Type: "run.end", Message: string(status) + " " + reason,
 		Fields: map[string]any{"status": string(status), "steps_done": res.StepsDone, "steps_total": res.StepsTotal}})
-	_ = b.UpdateManifest(func(m *results.Manifest) { m.Cleanup = cleanup })
+	_ = b.UpdateManifest(func(m *results.Manifest) { m.Cleanup, m.LabRestored = cleanup, &restored })
 	if err := b.Finalize(status, reason); err != nil {
 		e.log().Error("finalize bundle", "dir", b.Dir(), "err", err)
 		fmt.Fprintf(os.Stderr, "testbed: finalize bundle %s: %v\n", b.Dir(), err)

@@ -92,12 +92,22 @@ func (rc *RunContext) ApplyHostSetting(ctx context.Context, device string, s hos
 	if err != nil {
 		return host.Change{}, err
 	}
-	ch, undo, err := h.Apply(ctx, s)
+	first := rc.once("host/" + device + "/" + s.Kind + "/" + s.Key)
+	if first {
+		// Journal the value found before anything changes, so that a
+		// run that dies here is undone by the next.
+		before, err := h.Current(ctx, s)
+		if err != nil {
+			return host.Change{}, fmt.Errorf("setting %s: refused, its present value cannot be read: %w", s, err)
+		}
+		if err := rc.Journal(device, Undo{Kind: UndoHostSetting, Desc: fmt.Sprintf("restore %s %s on %s to %s", s.Kind, s.Key, device, before),
+			Found: before, Args: map[string]string{"kind": s.Kind, "key": s.Key, "value": before}}); err != nil {
+			return host.Change{}, err
+		}
+	}
+	ch, _, err := h.Apply(ctx, s)
 	if err != nil {
 		return ch, err
-	}
-	if rc.once("host/" + device + "/" + s.Kind + "/" + s.Key) {
-		rc.PushUndo(fmt.Sprintf("restore %s on %s to %s", s.Kind+" "+ch.Key, device, ch.Before), device, undo)
 	}
 	rc.Event(results.Event{Type: "setting", Device: device, Message: fmt.Sprintf("%s %s: %s -> %s", s.Kind, ch.Key, ch.Before, ch.After),
 		Fields: map[string]any{"kind": ch.Kind, "key": ch.Key, "value": ch.Value, "before": ch.Before, "after": ch.After}})

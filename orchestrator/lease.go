@@ -1,26 +1,35 @@
 package orchestrator
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 )
 
-// Lease is a claim on one device for one run, kept as a file under the
-// state directory so that two runs (from any process on this host) cannot
-// drive the same instrument at once. Leases expire (labgrid's lesson on
-// stale locks): a lease whose process is gone or whose TTL has passed is
-// taken over with a warning.
+// Lease is a claim on one physical device for one run, kept as a file under
+// the state directory so that two runs (from any process or user on this
+// host) cannot drive the same instrument at once. The file is named after
+// the device itself (its normalised address, or its serial number where the
+// inventory states it), never after the inventory's names: two inventories
+// that call one instrument by different names still meet on one lease.
+// Leases expire (labgrid's lesson on stale locks): a lease whose process is
+// gone or whose TTL has passed is taken over with a warning, and the undo
+// journal the dead run left beside it is replayed first (journal.go).
 type Lease struct {
+	Key     string    `json:"key"`
 	Device  string    `json:"device"`
 	Address string    `json:"address"`
 	Lab     string    `json:"lab"`
@@ -33,7 +42,13 @@ type Lease struct {
 	TTL     Duration  `json:"ttl"`
 
 	path string
+	// TookOver is the lease this one replaced (its holder died or its TTL
+	// passed), nil for a free device.
+	TookOver *Lease `json:"-"`
 }
+
+// JournalPath is where the undo journal of this lease's device lives.
+func (ls *Lease) JournalPath() string { return strings.TrimSuffix(ls.path, ".json") + ".journal" }
 
 // Duration marshals as a Go duration string.
 type Duration time.Duration
@@ -57,9 +72,17 @@ type LeaseHeldError struct{ Held Lease }
 
 func (e *LeaseHeldError) Error() string {
 	h := e.Held
-	return fmt.Sprintf("device %s (%s) is leased by %s (pid %d on %s, run %s) since %s, lease valid until %s",
-		h.Device, h.Address, h.Owner, h.PID, h.Host, h.RunID, h.Start.Format(time.RFC3339),
+	return fmt.Sprintf("device %s (%s) is leased by %s (pid %d on %s, run %s, lab %q, device %s there) since %s, lease valid until %s",
+		h.Key, h.Address, h.Owner, h.PID, h.Host, h.RunID, h.Lab, h.Device, h.Start.Format(time.RFC3339),
 		h.Renewed.Add(time.Duration(h.TTL)).Format(time.RFC3339))
+}
+
+// LeaseTarget is one device a run wants: its inventory name (for messages),
+// its address, and its serial number when the inventory states it.
+type LeaseTarget struct {
+	Device  string
+	Address string
+	Serial  string
 }
 
 // Leaser takes and releases leases in a state directory.
@@ -90,30 +113,101 @@ func pidAlive(pid int) bool {
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-// leaseKey names the lease file: readable lab and device names plus a hash
-// of the address, so two labs that both call their attenuator "voa1" do not
-// collide, and the same instrument reached under one name does.
-func leaseKey(lab, device, address string) string {
-	h := sha256.Sum256([]byte(address))
-	return unsafeChars.ReplaceAllString(lab+"-"+device, "_") + "-" + hex.EncodeToString(h[:4]) + ".json"
+// DeviceKey names a physical device: "serial:<serial>" where the serial is
+// known, else its address normalised (scheme and host in lower case, the
+// scheme's default port made explicit, "localhost" as 127.0.0.1, IP
+// addresses in canonical form, the SSH user, URL path and serial-line
+// options dropped, a serial device path with its symbolic links resolved).
+// Two spellings of one instrument give one key.
+func DeviceKey(address, serial string) string {
+	if s := strings.TrimSpace(serial); s != "" {
+		return "serial:" + s
+	}
+	return NormalizeAddress(address)
 }
 
-// Acquire takes leases on all devices or none.
-func (l *Leaser) Acquire(lab, owner, runID string, devices map[string]string) ([]*Lease, error) {
-	if err := os.MkdirAll(l.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("lease directory: %w", err)
+// NormalizeAddress is the address part of DeviceKey.
+func NormalizeAddress(address string) string {
+	u, err := url.Parse(strings.TrimSpace(address))
+	if err != nil || u.Scheme == "" {
+		return strings.TrimSpace(address)
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if scheme == "serial" {
+		p := filepath.Clean(u.Path)
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
+		return "serial://" + p
+	}
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if port == "" {
+		port = map[string]string{"ssh": "22", "http": "80", "https": "443", "tcp": ""}[scheme]
+	}
+	if host == "localhost" {
+		host = "127.0.0.1"
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		host = ip.Unmap().String()
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if scheme == "https" {
+		scheme = "http" // one device whatever the transport security
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	return scheme + "://" + host
+}
+
+// leaseFile names the lease file of a device key: a readable form of the
+// key plus a hash of it, so the name is a safe file name and still unique.
+func leaseFile(key string) string {
+	h := sha256.Sum256([]byte(key))
+	readable := strings.Trim(unsafeChars.ReplaceAllString(key, "_"), "_")
+	if len(readable) > 60 {
+		readable = readable[:60]
+	}
+	return readable + "-" + hex.EncodeToString(h[:6]) + ".json"
+}
+
+// Acquire takes leases on all devices or none. A device is keyed by its
+// address and, where its serial is given, by its serial too.
+func (l *Leaser) Acquire(lab, owner, runID string, devices []LeaseTarget) ([]*Lease, error) {
+	if err := makeShared(l.Dir); err != nil {
+		return nil, fmt.Errorf("lease directory %s: %w", l.Dir, err)
 	}
 	host, _ := os.Hostname()
-	var got []*Lease
-	names := make([]string, 0, len(devices))
-	for d := range devices {
-		names = append(names, d)
+	type want struct {
+		key string
+		t   LeaseTarget
 	}
-	sort.Strings(names)
-	for _, dev := range names {
+	var wants []want
+	seen := map[string]string{}
+	for _, t := range devices {
+		keys := []string{NormalizeAddress(t.Address)}
+		if t.Serial != "" {
+			keys = append(keys, DeviceKey("", t.Serial))
+		}
+		for _, k := range keys {
+			if other, dup := seen[k]; dup {
+				if other == t.Device {
+					continue
+				}
+				return nil, &InputError{Msg: fmt.Sprintf("devices %s and %s are one physical device (%s): the inventory names it twice", other, t.Device, k)}
+			}
+			seen[k] = t.Device
+			wants = append(wants, want{k, t})
+		}
+	}
+	sort.Slice(wants, func(i, j int) bool { return wants[i].key < wants[j].key })
+	var got []*Lease
+	for _, w := range wants {
 		now := l.Now()
-		ls := &Lease{Device: dev, Address: devices[dev], Lab: lab, Owner: owner, Host: host, PID: os.Getpid(),
-			RunID: runID, Start: now, Renewed: now, TTL: Duration(l.TTL), path: filepath.Join(l.Dir, leaseKey(lab, dev, devices[dev]))}
+		ls := &Lease{Key: w.key, Device: w.t.Device, Address: w.t.Address, Lab: lab, Owner: owner, Host: host, PID: os.Getpid(),
+			RunID: runID, Start: now, Renewed: now, TTL: Duration(l.TTL), path: filepath.Join(l.Dir, leaseFile(w.key))}
 		if err := l.take(ls); err != nil {
 			l.Release(got)
 			return nil, err
@@ -123,37 +217,133 @@ func (l *Leaser) Acquire(lab, owner, runID string, devices map[string]string) ([
 	return got, nil
 }
 
+// writeTemp writes a lease to a new temporary file in the lease directory,
+// synced, and returns its path.
+func (l *Leaser) writeTemp(ls *Lease) (string, error) {
+	data, err := json.MarshalIndent(ls, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := filepath.Join(l.Dir, ".tmp-"+hex.EncodeToString(rnd[:]))
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return "", err
+	}
+	_, werr := f.Write(append(data, '\n'))
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return tmp, nil
+}
+
+// take creates the lease file atomically: the lease is written whole to a
+// temporary file and hard-linked to its name, which fails if the name
+// exists. A reader never sees a half-written lease. A stale lease is
+// replaced under the directory's lock, after reading it again, so two runs
+// taking over one dead lease cannot both win.
 func (l *Leaser) take(ls *Lease) error {
-	data, _ := json.MarshalIndent(ls, "", "  ")
+	tmp, err := l.writeTemp(ls)
+	if err != nil {
+		return fmt.Errorf("write lease for %s in %s: %w", ls.Device, l.Dir, err)
+	}
+	defer os.Remove(tmp)
 	for attempt := 0; attempt < 3; attempt++ {
-		f, err := os.OpenFile(ls.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		err := os.Link(tmp, ls.path)
 		if err == nil {
-			_, werr := f.Write(append(data, '\n'))
-			cerr := f.Close()
-			if werr != nil || cerr != nil {
-				os.Remove(ls.path)
-				return fmt.Errorf("write lease %s: %v", ls.path, errors.Join(werr, cerr))
-			}
+			syncDir(l.Dir)
 			return nil
 		}
 		if !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("lease %s: %w", ls.path, err)
+			return fmt.Errorf("lease %s for %s: %w", ls.path, ls.Device, err)
 		}
 		held, rerr := readLease(ls.path)
+		if errors.Is(rerr, os.ErrNotExist) {
+			continue // released meanwhile
+		}
 		if rerr != nil {
-			// A half-written lease from a crash: treat as stale.
-			l.warn("removing unreadable lease", "path", ls.path, "err", rerr)
-			os.Remove(ls.path)
-			continue
+			return fmt.Errorf("lease %s for %s (%s) cannot be read (%v): if no run holds this device, remove the file", ls.path, ls.Device, ls.Key, rerr)
 		}
-		if reason := l.stale(held); reason != "" {
-			l.warn("taking over stale lease", "device", held.Device, "held_by", held.Owner, "pid", held.PID, "run", held.RunID, "reason", reason)
-			os.Remove(ls.path)
-			continue
+		reason := l.stale(held)
+		if reason == "" {
+			return &LeaseHeldError{Held: *held}
 		}
-		return &LeaseHeldError{Held: *held}
+		took, err := l.takeOver(ls, tmp, held)
+		if err != nil {
+			return err
+		}
+		if took {
+			l.warn("taking over stale lease", "device", ls.Device, "key", ls.Key, "held_by", held.Owner, "pid", held.PID, "run", held.RunID, "reason", reason)
+			ls.TookOver = held
+			return nil
+		}
 	}
-	return fmt.Errorf("lease %s: could not take it after repeated takeovers", ls.path)
+	return fmt.Errorf("lease %s for %s: could not take it after repeated takeovers", ls.path, ls.Device)
+}
+
+// takeOver replaces a stale lease with ls if the file still holds exactly
+// that stale lease; it reports whether it did.
+func (l *Leaser) takeOver(ls *Lease, tmp string, stale *Lease) (bool, error) {
+	unlock, err := l.lock()
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	now, err := readLease(ls.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil || now.RunID != stale.RunID || now.PID != stale.PID || !now.Renewed.Equal(stale.Renewed) {
+		return false, nil // someone else moved first: look again
+	}
+	if err := os.Rename(tmp, ls.path); err != nil {
+		return false, fmt.Errorf("take over lease %s for %s: %w", ls.path, ls.Device, err)
+	}
+	syncDir(l.Dir)
+	return true, nil
+}
+
+// lock takes the lease directory's lock (for takeovers, renewals and
+// releases: the moves that replace or remove a lease file).
+func (l *Leaser) lock() (func(), error) {
+	f, err := os.OpenFile(filepath.Join(l.Dir, ".lock"), os.O_RDONLY|os.O_CREATE, 0o664)
+	if err != nil {
+		return nil, fmt.Errorf("lock lease directory %s: %w", l.Dir, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock lease directory %s: %w", l.Dir, err)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+// makeShared creates the lease directory so that every lab user in its
+// group can take, replace and remove leases and journals in it: group
+// writable, new files inheriting the group (setgid). An existing
+// directory's mode is the administrator's choice and left alone.
+func makeShared(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o2775); err != nil {
+		return err
+	}
+	_ = os.Chmod(dir, 0o2775) // past the umask
+	return nil
+}
+
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
 }
 
 func (l *Leaser) stale(h *Lease) string {
@@ -168,20 +358,45 @@ func (l *Leaser) stale(h *Lease) string {
 }
 
 // Renew pushes the expiry of held leases forward (long runs call it
-// periodically).
+// periodically). The new lease replaces the old by rename, so readers see
+// one or the other whole.
 func (l *Leaser) Renew(leases []*Lease) {
+	unlock, err := l.lock()
+	if err != nil {
+		l.warn("renew leases", "err", err)
+		return
+	}
+	defer unlock()
 	for _, ls := range leases {
+		held, err := readLease(ls.path)
+		if err != nil || held.PID != ls.PID || held.RunID != ls.RunID {
+			l.warn("lease lost", "device", ls.Device, "key", ls.Key)
+			continue
+		}
 		ls.Renewed = l.Now()
-		data, _ := json.MarshalIndent(ls, "", "  ")
-		tmp := ls.path + ".tmp"
-		if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err == nil {
-			os.Rename(tmp, ls.path)
+		tmp, err := l.writeTemp(ls)
+		if err != nil {
+			l.warn("renew lease", "device", ls.Device, "err", err)
+			continue
+		}
+		if err := os.Rename(tmp, ls.path); err != nil {
+			os.Remove(tmp)
+			l.warn("renew lease", "device", ls.Device, "err", err)
 		}
 	}
 }
 
 // Release removes leases this process holds (never someone else's).
 func (l *Leaser) Release(leases []*Lease) {
+	if len(leases) == 0 {
+		return
+	}
+	unlock, err := l.lock()
+	if err != nil {
+		l.warn("release leases", "err", err)
+		return
+	}
+	defer unlock()
 	for _, ls := range leases {
 		held, err := readLease(ls.path)
 		if err == nil && held.PID == ls.PID && held.RunID == ls.RunID {
@@ -207,4 +422,43 @@ func (l *Leaser) warn(msg string, args ...any) {
 	if l.Log != nil {
 		l.Log.Warn(msg, args...)
 	}
+}
+
+// HostStateDir is the host-wide state directory, where every user's runs
+// see each other's leases.
+const HostStateDir = "/var/lib/testbed"
+
+// DefaultStateDir is where leases and journals live when neither a flag
+// nor TESTBED_STATE_DIR says: HostStateDir when it exists and is writable
+// or can be created, else $XDG_STATE_HOME/testbed (or
+// ~/.local/state/testbed), with a warning that runs of other users on this
+// host will not see this one's leases.
+func DefaultStateDir() (dir, warning string) { return defaultStateDir(HostStateDir) }
+
+func defaultStateDir(hostDir string) (dir, warning string) {
+	if usableDir(hostDir) {
+		return hostDir, ""
+	}
+	user := filepath.Join(os.TempDir(), "testbed-state")
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		user = filepath.Join(d, "testbed")
+	} else if h, err := os.UserHomeDir(); err == nil {
+		user = filepath.Join(h, ".local", "state", "testbed")
+	}
+	return user, fmt.Sprintf("%s is not usable (create it writable for every lab user, e.g. group testbed mode 2775); leases are kept in %s, which runs of other users on this host do not see", hostDir, user)
+}
+
+// usableDir reports whether dir exists (or can be made) and this process
+// can create files in it.
+func usableDir(dir string) bool {
+	if err := os.MkdirAll(dir, 0o2775); err != nil {
+		return false
+	}
+	f, err := os.CreateTemp(dir, ".probe-")
+	if err != nil {
+		return false
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return true
 }

@@ -44,12 +44,11 @@ func (rc *RunContext) OCS(name string) (ocs.CircuitSwitch, error) {
 // circuit when the run ends however it ends (the switch's safe state). A
 // recipe calls it before it first changes the switch.
 func (rc *RunContext) DarkOCSOnExit(name string) error {
-	cs, err := rc.OCS(name)
-	if err != nil {
+	if _, err := rc.OCS(name); err != nil {
 		return err
 	}
 	if rc.once("ocs/" + name) {
-		rc.PushUndo("put "+name+" dark (no schedule, no circuit)", name, cs.Dark)
+		return rc.Journal(name, Undo{Kind: UndoOCSDark, Desc: "put " + name + " dark (no schedule, no circuit)"})
 	}
 	return nil
 }

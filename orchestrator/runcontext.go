@@ -33,6 +33,8 @@ type RunContext struct {
 	mu      sync.Mutex
 	undo    []undoAction
 	touched map[string]bool
+	// journals are the devices' undo journals (beside their leases).
+	journals map[string]*Journal
 }
 
 type undoAction struct {
@@ -68,7 +70,9 @@ func (rc *RunContext) Generator(name string) (trafficgen.Generator, error) {
 }
 
 // PushUndo registers an action the engine runs, last in first out, when the
-// run ends however it ends.
+// run ends however it ends. It is not journaled, so a crash forgets it: a
+// change to a device is undone with Journal instead, which survives the
+// run's death.
 func (rc *RunContext) PushUndo(desc, device string, fn func(ctx context.Context) error) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -106,9 +110,10 @@ func (rc *RunContext) SetAttenuation(ctx context.Context, device string, channel
 		if r := RestingAttenuation(d); r != nil {
 			rest = *r
 		}
-		rc.PushUndo(fmt.Sprintf("restore %s channel %d to %.2f dB", device, channel, rest), device, func(ctx context.Context) error {
-			return a.SetAttenuation(ctx, channel, rest)
-		})
+		if err := rc.Journal(device, Undo{Kind: UndoVOAAttenuation, Desc: fmt.Sprintf("restore %s channel %d to %.2f dB", device, channel, rest),
+			Found: map[string]any{"channel": channel, "db": found}, Args: map[string]any{"channel": channel, "db": rest}}); err != nil {
+			return err
+		}
 		if err := rc.ensureLight(ctx, device, channel); err != nil {
 			return err
 		}
@@ -141,12 +146,13 @@ func (rc *RunContext) ensureLight(ctx context.Context, device string, channel in
 	if open {
 		return nil
 	}
+	if err := rc.Journal(device, Undo{Kind: UndoVOAShutter, Desc: fmt.Sprintf("close %s channel %d's shutter again", device, channel),
+		Found: map[string]any{"channel": channel, "open": false}, Args: map[string]any{"channel": channel, "open": false}}); err != nil {
+		return err
+	}
 	if err := sh.SetShutter(ctx, channel, true); err != nil {
 		return fmt.Errorf("%s: %w", device, err)
 	}
-	rc.PushUndo(fmt.Sprintf("close %s channel %d's shutter again", device, channel), device, func(ctx context.Context) error {
-		return sh.SetShutter(ctx, channel, false)
-	})
 	rc.Event(results.Event{Type: "setting", Device: device, Message: fmt.Sprintf("channel %d shutter opened", channel),
 		Fields: map[string]any{"channel": channel, "shutter": "open"}})
 	return nil
@@ -181,7 +187,9 @@ func (rc *RunContext) StartTraffic(ctx context.Context, device string, flows ...
 		return err
 	}
 	if rc.once("tg/" + device) {
-		rc.PushUndo("stop all traffic on "+device, device, func(ctx context.Context) error { return g.Stop(ctx) })
+		if err := rc.Journal(device, Undo{Kind: UndoTrafficStop, Desc: "stop all traffic on " + device}); err != nil {
+			return err
+		}
 	}
 	if err := g.Start(ctx, flows...); err != nil {
 		return fmt.Errorf("%s: start traffic: %w", device, err)

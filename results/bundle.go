@@ -65,6 +65,12 @@ type Manifest struct {
 	Command  []string        `json:"command,omitempty"`
 	// Labels tie a run to what asked for it, e.g. suite and suite_entry.
 	Labels map[string]string `json:"labels,omitempty"`
+	// LabRestored says whether every cleanup action succeeded (absent in
+	// bundles written before it was recorded).
+	LabRestored *bool `json:"lab_restored,omitempty"`
+	// Recovered lists what this run undid, before it started, of what an
+	// earlier run that died left on its devices (from their undo journals).
+	Recovered []CleanupAction `json:"recovered,omitempty"`
 }
 
 // RecipeRef names a recipe and its version.
@@ -121,6 +127,8 @@ type CleanupAction struct {
 	Device string `json:"device"`
 	OK     bool   `json:"ok"`
 	Error  string `json:"error,omitempty"`
+	// FromRun is the run whose journal held the action (recovered ones).
+	FromRun string `json:"from_run,omitempty"`
 }
 
 // Software is what produced the bundle.

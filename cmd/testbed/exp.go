@@ -229,6 +229,18 @@ type runSpec struct {
 // cleanup runs under. The first SIGINT/SIGTERM aborts the run at the next
 // safe point; the second stops waiting on devices during cleanup.
 func (a *app) interruptible(parent context.Context) (runCtx, cleanupCtx context.Context, stop func()) {
+	if a.sig != nil {
+		// The process's handler, installed first thing in main.
+		runCtx, abort := context.WithCancelCause(parent)
+		if cause := context.Cause(a.sig.abortCtx); cause != nil {
+			abort(cause) // a signal came before the run: it begins aborted
+		}
+		stopAfter := context.AfterFunc(a.sig.abortCtx, func() { abort(context.Cause(a.sig.abortCtx)) })
+		return runCtx, a.sig.hardCtx, func() {
+			stopAfter()
+			abort(nil)
+		}
+	}
 	runCtx, abort := context.WithCancelCause(parent)
 	cleanupCtx, hardStop := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
@@ -322,7 +334,7 @@ func (a *app) dryRun(spec runSpec) error {
 }
 
 func (a *app) engine(obs *liveMetrics) *orchestrator.Engine {
-	eng := &orchestrator.Engine{RunsDir: a.v.GetString("runs_dir"), StateDir: a.v.GetString("state_dir"), Version: version, Log: a.logger()}
+	eng := &orchestrator.Engine{RunsDir: a.v.GetString("runs_dir"), StateDir: a.stateDir(), Version: version, Log: a.logger()}
 	if obs != nil {
 		eng.Metrics = obs.reg
 	}
@@ -364,6 +376,9 @@ func (a *app) runRecipe(runCtx, cleanupCtx context.Context, spec runSpec, obs *l
 func runExitCode(res *orchestrator.RunResult) int {
 	switch res.Status {
 	case results.StatusAborted:
+		if len(res.Unrestored) > 0 {
+			return exitNotRestored
+		}
 		return exitAborted
 	case results.StatusFailed:
 		var ie *orchestrator.InfraError

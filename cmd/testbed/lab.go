@@ -4,11 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"testbed/inventory"
 	"testbed/orchestrator"
 	"testbed/simlab"
 )
@@ -54,9 +53,9 @@ runs against it from another terminal exactly as against a real lab.`,
 				}
 				fmt.Fprintf(a.stdout, "inventory written to %s\nCtrl-C to stop\n", out)
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			runCtx, _, stop := a.interruptible(cmd.Context())
 			defer stop()
-			<-ctx.Done()
+			<-runCtx.Done()
 			if context.Cause(cmd.Context()) == nil {
 				fmt.Fprintln(a.stderr, "\nsimulated lab stopping")
 			}
@@ -66,6 +65,86 @@ runs against it from another terminal exactly as against a real lab.`,
 	up.Flags().StringVar(&out, "inventory-out", "lab.yaml", "where to write the inventory")
 	up.Flags().Uint64Var(&seed, "seed", 1, "seed of the lab's randomness")
 	up.Flags().Float64Var(&scale, "time-scale", 0, "simulated seconds per real second for traffic (default: the lab's own)")
-	c.AddCommand(up)
+	c.AddCommand(up, a.labRecoverCmd())
+	return c
+}
+
+func (a *app) labRecoverCmd() *cobra.Command {
+	var invFile string
+	c := &cobra.Command{
+		Use:   "recover",
+		Short: "Undo what runs that died left on the lab's devices (their undo journals)",
+		Long: `Before a run changes a device it writes the undo of the change to a journal
+beside the device's lease, synced to disk; the run removes the journal when
+it has undone everything. A run killed (kill -9, power loss) or unable to
+restore a device leaves its journal behind. The next run to lease the device
+replays it before it starts; this command does it now, for every device of
+the inventory that no live run holds, and lists what it restored.
+
+Exit code 0 when nothing was left to undo or everything was undone, 4 when
+an undo failed (its journal is kept, to try again) or a device is leased by
+a live run.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := invFile
+			if path == "" {
+				path = a.v.GetString("inventory") // TESTBED_INVENTORY or the config file
+			}
+			if path == "" {
+				return &orchestrator.InputError{Msg: "lab recover needs the lab's inventory: --inventory lab.yaml (or TESTBED_INVENTORY); the in-process simulated lab ends with its process and has nothing to recover"}
+			}
+			inv, err := inventory.Load(path)
+			if err != nil {
+				return &orchestrator.InputError{Msg: err.Error()}
+			}
+			ctx, _, stop := a.interruptible(cmd.Context())
+			defer stop()
+			log := a.logger()
+			rec, skipped, rerr := orchestrator.RecoverLab(ctx, inv, a.stateDir(), log.Warn)
+			type row struct {
+				Device  string `json:"device"`
+				FromRun string `json:"from_run"`
+				Action  string `json:"action"`
+				OK      bool   `json:"ok"`
+				Error   string `json:"error,omitempty"`
+			}
+			var rows []row
+			for _, r := range rec {
+				ca := r.CleanupAction()
+				rows = append(rows, row{Device: r.Device, FromRun: r.FromRun, Action: r.Desc, OK: ca.OK, Error: ca.Error})
+			}
+			if a.json() {
+				out := map[string]any{"restored": rows, "skipped": skipped}
+				if rerr != nil {
+					out["error"] = rerr.Error()
+				}
+				if err := a.printJSON(out); err != nil {
+					return err
+				}
+			} else {
+				if len(rows) == 0 {
+					fmt.Fprintln(a.stdout, "nothing to recover: no device has an undo journal left by a dead run")
+				}
+				for _, r := range rows {
+					state := "restored"
+					if !r.OK {
+						state = "NOT RESTORED: " + r.Error
+					}
+					fmt.Fprintf(a.stdout, "%s\t%s\t(run %s)\t%s\n", r.Device, r.Action, r.FromRun, state)
+				}
+				for _, s := range skipped {
+					fmt.Fprintf(a.stdout, "skipped, leased by a live run: %s\n", s)
+				}
+			}
+			if rerr != nil {
+				return &exitError{code: exitInfra, err: rerr}
+			}
+			if len(skipped) > 0 {
+				return &exitError{code: exitInfra}
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&invFile, "inventory", "", "lab inventory (YAML); default: TESTBED_INVENTORY or the config file's")
 	return c
 }

@@ -19,13 +19,18 @@ const (
 	exitBadInput = 2 // usage, inventory, parameters, plan outside limits
 	exitAborted  = 3 // interrupted; the lab was restored
 	exitInfra    = 4 // the lab could not serve the run: unreachable device, lease held, disk
+	// exitNotRestored: the run was aborted and some of the lab could not
+	// be restored (a second Ctrl-C, a device that failed its restore); the
+	// bundle's manifest lists what (cleanup, lab_restored: false).
+	exitNotRestored = 6
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "0.1.0-dev"
 
 func main() {
-	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	sig := installSignals() // first thing: see signals.go
+	os.Exit(runWith(context.Background(), sig, os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // exitError carries an exit code through cobra.
@@ -42,8 +47,18 @@ func (e *exitError) Error() string {
 }
 func (e *exitError) Unwrap() error { return e.err }
 
+// run runs one command in-process (tests); interrupts are caught per run.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := newRoot(stdout, stderr)
+	return runWith(ctx, nil, args, stdout, stderr)
+}
+
+// runWith runs one command; sig, when not nil, is the process's signal
+// handler, installed before anything else.
+func runWith(ctx context.Context, sig *signals, args []string, stdout, stderr io.Writer) int {
+	if sig != nil {
+		sig.setOutput(stderr)
+	}
+	root, _ := newRootApp(stdout, stderr, sig)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {

@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	testbedBin = filepath.Join(dir, "testbed")
+	// No test writes leases to the host-wide directory: a test that gives
+	// no --state-dir gets this one (subprocesses inherit it).
+	os.Setenv("TESTBED_STATE_DIR", filepath.Join(dir, "state"))
 	out, err := exec.Command("go", "build", "-o", testbedBin, ".").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
@@ -317,11 +320,15 @@ func TestDeviceErrorFailsRunAndRestores(t *testing.T) {
 	assertRested(t, lab)
 }
 
+// The lease is on the instrument, not on its inventory name: a run of
+// another inventory (another lab name, another device name) that holds the
+// same address keeps this run off it.
 func TestLeasedDeviceRefusesSecondRun(t *testing.T) {
 	lab, inv := startLab(t, 5)
 	runs, state := dirs(t)
 	d, _ := lab.Inventory().Device("voa1")
-	held, err := orchestrator.NewLeaser(state, time.Hour, nil).Acquire("simlab", "someone-else", "run-x", map[string]string{"voa1": d.Address})
+	held, err := orchestrator.NewLeaser(state, time.Hour, nil).Acquire("a-copy-named-otherwise", "someone-else", "run-x",
+		[]orchestrator.LeaseTarget{{Device: "attenuator-a", Address: strings.Replace(d.Address, "127.0.0.1", "localhost", 1)}})
 	if err != nil || len(held) != 1 {
 		t.Fatal(err)
 	}
@@ -488,8 +495,9 @@ func TestSecondInterruptReportsWhatWasNotRestored(t *testing.T) {
 		return true
 	})
 	r.cmd.Wait()
-	if code := r.cmd.ProcessState.ExitCode(); code != exitAborted {
-		t.Fatalf("exit %d, want %d\n%s", code, exitAborted, r.log.String())
+	// Not 3, which says the lab was restored: 6, aborted and NOT restored.
+	if code := r.cmd.ProcessState.ExitCode(); code != exitNotRestored {
+		t.Fatalf("exit %d, want %d\n%s", code, exitNotRestored, r.log.String())
 	}
 	if !strings.Contains(r.log.String(), "NOT RESTORED: voa1: restore voa1 channel 1") {
 		t.Fatalf("the unrestored channel was not reported:\n%s", r.log.String())
@@ -500,8 +508,53 @@ func TestSecondInterruptReportsWhatWasNotRestored(t *testing.T) {
 	for _, c := range m.Cleanup {
 		failed = failed || (!c.OK && c.Device == "voa1")
 	}
-	if m.Status != results.StatusAborted || !failed {
-		t.Errorf("manifest: status %s, cleanup %+v", m.Status, m.Cleanup)
+	if m.Status != results.StatusAborted || !failed || m.LabRestored == nil || *m.LabRestored || !strings.Contains(m.Reason, "lab NOT restored") {
+		t.Errorf("manifest: status %s (%s), lab_restored %v, cleanup %+v", m.Status, m.Reason, m.LabRestored, m.Cleanup)
+	}
+	// The undo that failed stays in voa1's journal: once the attenuator
+	// answers again, lab recover puts the channel back.
+	lab.Faults("voa1").Reset()
+	code, out, errOut := testbedRun(t, "lab", "recover", "--inventory", inv, "--state-dir", state)
+	if code != exitOK || !strings.Contains(out, "restore voa1 channel 1") || !strings.Contains(out, "restored") {
+		t.Fatalf("lab recover: exit %d\n%s%s", code, out, errOut)
+	}
+	assertRested(t, lab)
+}
+
+// A run killed with SIGKILL leaves its changes on the devices; its undo
+// journal survives it, and lab recover (or the next run) replays it.
+func TestKilledRunIsUndoneByLabRecover(t *testing.T) {
+	lab, inv := startLab(t, 22)
+	runs, state := dirs(t)
+	r := startRun(t, "exp", "run", "attenuation-sweep", "--inventory", inv, "--runs-dir", runs, "--state-dir", state,
+		"--set", "links=l10g", "--set", "max_seconds=2")
+	seen := 0
+	r.each(func(line string) bool {
+		if measured(line) {
+			if seen++; seen == 3 {
+				r.cmd.Process.Kill()
+				return false
+			}
+		}
+		return true
+	})
+	r.cmd.Wait()
+	v, _ := lab.World().VOA("voa1")
+	left := false
+	for _, ch := range v.Channels {
+		left = left || ch.Target() != 0
+	}
+	if !left {
+		t.Fatal("the killed run left no channel changed: nothing to recover")
+	}
+	code, out, errOut := testbedRun(t, "lab", "recover", "--inventory", inv, "--state-dir", state)
+	if code != exitOK || !strings.Contains(out, "voa1") || strings.Contains(out, "NOT RESTORED") {
+		t.Fatalf("lab recover: exit %d\n%s%s", code, out, errOut)
+	}
+	assertRested(t, lab)
+	code, out, _ = testbedRun(t, "lab", "recover", "--inventory", inv, "--state-dir", state)
+	if code != exitOK || !strings.Contains(out, "nothing to recover") {
+		t.Errorf("second recover: exit %d: %s", code, out)
 	}
 }
 
@@ -533,10 +586,16 @@ func TestKilledRunLeavesReadableIncompleteBundleAndStaleLeases(t *testing.T) {
 		t.Fatalf("verify: %+v", rep)
 	}
 	// The dead run's leases are stale: the next run takes them over, saying so.
-	code, _, errOut := testbedRun(t, append([]string{"exp", "run", "attenuation-sweep", "--inventory", inv, "--runs-dir", runs, "--state-dir", state,
+	code, out, errOut := testbedRun(t, append([]string{"exp", "run", "attenuation-sweep", "--inventory", inv, "--runs-dir", runs, "--state-dir", state,
 		"--log-level", "warn"}, quick...)...)
 	if code != exitOK || !strings.Contains(errOut, "taking over stale lease") {
 		t.Fatalf("second run: exit %d\n%s", code, errOut)
+	}
+	// ... and first undoes what the dead run left, recording it.
+	var m results.Manifest
+	readJSON(t, filepath.Join(lastLine(out), "manifest.json"), &m)
+	if len(m.Recovered) == 0 || m.Recovered[0].FromRun == "" || !m.Recovered[0].OK {
+		t.Errorf("the next run's manifest does not record the recovery: %+v", m.Recovered)
 	}
 }
 

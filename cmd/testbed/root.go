@@ -8,9 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
+
+	"testbed/orchestrator"
 )
 
 // app is the state one invocation shares between commands: configuration
@@ -19,10 +22,21 @@ type app struct {
 	v      *viper.Viper
 	stdout io.Writer
 	stderr io.Writer
+
+	stateOnce sync.Once
+	state     string
+	// sig is the process's signal handler (nil in-process: each run then
+	// catches signals itself while it runs).
+	sig *signals
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
-	a := &app{v: viper.New(), stdout: stdout, stderr: stderr}
+	root, _ := newRootApp(stdout, stderr, nil)
+	return root
+}
+
+func newRootApp(stdout, stderr io.Writer, sig *signals) (*cobra.Command, *app) {
+	a := &app{v: viper.New(), stdout: stdout, stderr: stderr, sig: sig}
 	root := &cobra.Command{
 		Use:   "testbed",
 		Short: "Run experiments on an optical/switching testbed, or on the simulated lab",
@@ -45,7 +59,7 @@ of precedence.`,
 	pf := root.PersistentFlags()
 	pf.String("config", "", "config file (YAML)")
 	pf.String("runs-dir", "runs", "directory bundles are written under")
-	pf.String("state-dir", defaultStateDir(), "directory for device leases")
+	pf.String("state-dir", "", "directory for device leases and undo journals (default "+orchestrator.HostStateDir+" when usable, else $XDG_STATE_HOME/testbed)")
 	pf.StringP("output", "o", "text", "output format: text or json")
 	pf.String("log-level", "warn", "log level: debug, info, warn, error")
 	for _, k := range []string{"runs-dir", "state-dir", "output", "log-level"} {
@@ -53,17 +67,24 @@ of precedence.`,
 	}
 	root.AddCommand(a.expCmd(), a.labCmd(), a.inventoryCmd(), a.resultsCmd(), a.switchCmd(), a.versionCmd())
 	a.extend(root)
-	return root
+	return root, a
 }
 
-func defaultStateDir() string {
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return filepath.Join(d, "testbed")
+// stateDir is where leases and undo journals live: --state-dir,
+// TESTBED_STATE_DIR or the config file, else the host-wide default (with a
+// warning when it cannot be used).
+func (a *app) stateDir() string {
+	if d := a.v.GetString("state_dir"); d != "" {
+		return d
 	}
-	if h, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(h, ".local", "state", "testbed")
-	}
-	return filepath.Join(os.TempDir(), "testbed-state")
+	a.stateOnce.Do(func() {
+		var warning string
+		a.state, warning = orchestrator.DefaultStateDir()
+		if warning != "" {
+			fmt.Fprintf(a.stderr, "testbed: warning: %s\n", warning)
+		}
+	})
+	return a.state
 }
 
 func (a *app) loadConfig(cmd *cobra.Command) error {

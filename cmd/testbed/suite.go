@@ -26,7 +26,8 @@ const suiteExitHelp = `Suite exit codes: 0 every expectation holds; 5 a regressi
 outside its bound, or worse than the baseline beyond tolerance); 1 a run
 failed; 4 infrastructure (a device unreachable, a lease refused: the lab
 broke, not the code); 2 the suite is wrong (a file:line is named); 3
-interrupted. When several apply the first of 3, 2, 4, 1, 5 wins; the report
+interrupted, the lab restored; 6 interrupted and the lab NOT restored (the
+bundle lists what). When several apply the first of 6, 3, 2, 4, 1, 5 wins; the report
 and the JUnit file list every entry and check either way.`
 
 // suiteOptions are the suite flags of exp run.
@@ -75,6 +76,8 @@ func verdict(code int) string {
 		return "suite is wrong"
 	case exitAborted:
 		return "aborted"
+	case exitNotRestored:
+		return "aborted, lab NOT restored"
 	}
 	return fmt.Sprintf("exit %d", code)
 }
@@ -109,6 +112,7 @@ func (a *app) expSuite(parent context.Context, o suiteOptions, obs *liveMetrics)
 
 	var mu sync.Mutex
 	seeds := map[string]uint64{}
+	notRestored := false
 	run := func(ctx context.Context, e *suite.Entry) (*orchestrator.RunResult, error) {
 		seed := randomSeed()
 		if e.Seed != nil {
@@ -118,8 +122,14 @@ func (a *app) expSuite(parent context.Context, o suiteOptions, obs *liveMetrics)
 		seeds[e.ID] = seed
 		mu.Unlock()
 		fmt.Fprintf(a.stderr, "== %s: %s (%s)\n", e.ID, e.Recipe.Name(), e.Pos)
-		return a.runRecipe(ctx, cleanupCtx, runSpec{recipe: e.Recipe, params: e.Params, seed: seed, inventory: inv, prefix: e.ID,
+		res, err := a.runRecipe(ctx, cleanupCtx, runSpec{recipe: e.Recipe, params: e.Params, seed: seed, inventory: inv, prefix: e.ID,
 			labels: map[string]string{suite.LabelSuite: s.Name, suite.LabelEntry: e.ID}}, obs)
+		if res != nil && runExitCode(res) == exitNotRestored {
+			mu.Lock()
+			notRestored = true
+			mu.Unlock()
+		}
+		return res, err
 	}
 	var pushErrs []string
 	if !a.json() {
@@ -145,6 +155,9 @@ func (a *app) expSuite(parent context.Context, o suiteOptions, obs *liveMetrics)
 	}
 	rep := s.Run(runCtx, run, bs, onEntry)
 	code := suiteExitCode(rep)
+	if code == exitAborted && notRestored {
+		code = exitNotRestored
+	}
 	var junitErr error
 	if o.junit != "" {
 		junitErr = writeJUnit(o.junit, rep)

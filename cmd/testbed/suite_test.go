@@ -185,7 +185,7 @@ func TestSuiteInfrastructureFailureKeepsOtherEntries(t *testing.T) {
 	runs, state := dirs(t)
 	// Someone else holds voa2, which only the l100g entry needs.
 	d, _ := lab.Inventory().Device("voa2")
-	if _, err := orchestrator.NewLeaser(state, time.Hour, nil).Acquire("simlab", "someone-else", "run-x", map[string]string{"voa2": d.Address}); err != nil {
+	if _, err := orchestrator.NewLeaser(state, time.Hour, nil).Acquire("simlab", "someone-else", "run-x", []orchestrator.LeaseTarget{{Device: "voa2", Address: d.Address}}); err != nil {
 		t.Fatal(err)
 	}
 	entry := func(id, link string) string {

@@ -79,7 +79,7 @@ do not compile them.`,
 				inv = lab.Inventory()
 				fmt.Fprintln(a.stderr, "simulated lab up: deploying on its switches")
 			}
-			addrs := map[string]string{}
+			var targets []orchestrator.LeaseTarget
 			var devs []*inventory.Device
 			for _, n := range args {
 				d, ok := inv.Device(n)
@@ -89,15 +89,15 @@ do not compile them.`,
 				if d.Kind != "switch" {
 					return &orchestrator.InputError{Msg: fmt.Sprintf("%s: device %s is a %s, not a switch", inv.Path, n, d.Kind)}
 				}
-				addrs[n] = d.Address
+				targets = append(targets, orchestrator.LeaseTarget{Device: n, Address: d.Address, Serial: d.Options["serial"]})
 				devs = append(devs, d)
 			}
 			owner := "unknown"
 			if u, err := user.Current(); err == nil {
 				owner = u.Username
 			}
-			leaser := orchestrator.NewLeaser(a.v.GetString("state_dir"), time.Hour, a.logger())
-			leases, err := leaser.Acquire(inv.Name, owner, "switch-deploy-"+fmt.Sprint(os.Getpid()), addrs)
+			leaser := orchestrator.NewLeaser(a.stateDir(), time.Hour, a.logger())
+			leases, err := leaser.Acquire(inv.Name, owner, "switch-deploy-"+fmt.Sprint(os.Getpid()), targets)
 			if err != nil {
 				return &orchestrator.InfraError{Op: "lease the switches", Err: err}
 			}

@@ -45,7 +45,7 @@ func TestSwitchDeploy(t *testing.T) {
 		t.Errorf("deploy timestamp: exit %d, %s %s", code, out, errOut)
 	}
 	d, _ := lab.Inventory().Device("sw2")
-	held, err := orchestrator.NewLeaser(state, time.Hour, nil).Acquire(lab.Inventory().Name, "someone-else", "run-x", map[string]string{"sw2": d.Address})
+	held, err := orchestrator.NewLeaser(state, time.Hour, nil).Acquire(lab.Inventory().Name, "someone-else", "run-x", []orchestrator.LeaseTarget{{Device: "sw2", Address: d.Address}})
 	if err != nil {
 		t.Fatal(err)
 	}

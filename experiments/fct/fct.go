@@ -390,10 +390,12 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 				if err != nil {
 					return fmt.Errorf("%s: %w", recvHost, err)
 				}
-				rc.PushUndo("stop the fct server "+srv.ID+" on "+recvHost, recvHost, func(ctx context.Context) error {
-					_, err := receiver.StopFCTServer(ctx, srv.ID)
+				// The server's id is known once it runs: journaled at once.
+				if err := rc.Journal(recvHost, o.Undo{Kind: o.UndoFCTServerStop, Desc: "stop the fct server " + srv.ID + " on " + recvHost,
+					Args: map[string]string{"id": srv.ID}}); err != nil {
+					_, _ = receiver.StopFCTServer(ctx, srv.ID)
 					return err
-				})
+				}
 				fctTarget = b.Receiver.Addr.Addr().String() + ":" + strconv.Itoa(srv.Port)
 			}
 			rc.Event(results.Event{Type: "setting", Device: recvHost, Message: fmt.Sprintf("fct server at %s; %v", fctTarget, caps),

@@ -216,10 +216,13 @@ func (b *Bench) port(ctx context.Context, dev string, sw *tofino.Switch, port, g
 		if sink {
 			fec = "none"
 		}
+		if err := b.rc.Journal(dev, o.Undo{Kind: o.UndoTofinoDeletePort, Desc: fmt.Sprintf("delete port %d the run added on %s", port, dev),
+			Args: map[string]int{"port": port}}); err != nil {
+			return err
+		}
 		if err := sw.AddPort(ctx, port, gbps, fec); err != nil {
 			return fmt.Errorf("%s: %w", dev, err)
 		}
-		b.rc.PushUndo(fmt.Sprintf("delete port %d the run added on %s", port, dev), dev, func(ctx context.Context) error { return sw.DeletePort(ctx, port) })
 		return nil
 	case err != nil:
 		return fmt.Errorf("%s: %w", dev, err)
@@ -232,12 +235,12 @@ func (b *Bench) port(ctx context.Context, dev string, sw *tofino.Switch, port, g
 }
 
 // remember records the protection entries and thresholds found, once per
-// run and link, and pushes the undo that puts them back.
+// run and link, in the undo journal of the switch they are on (one entry
+// per table and register, so each switch's restore stands alone).
 func (b *Bench) remember(ctx context.Context) error {
 	if !b.rc.FirstTouch("lgbench/" + b.Sender + "/" + strconv.Itoa(b.TxPort)) {
 		return nil
 	}
-	var saved []func(context.Context) error
 	for _, table := range []string{lg.TableLinkProtect, lg.TableRetxMcast} {
 		es, err := b.Tx.Entries(ctx, table)
 		if err != nil {
@@ -249,16 +252,14 @@ func (b *Bench) remember(ctx context.Context) error {
 				found = &es[i]
 			}
 		}
-		saved = append(saved, func(ctx context.Context) error {
-			err := b.Tx.DeleteEntry(ctx, table, portKey(b.TxPort))
-			if err != nil && !tofino.IsNotFound(err) {
-				return err
-			}
-			if found != nil {
-				return b.Tx.AddEntry(ctx, table, *found)
-			}
-			return nil
-		})
+		desc := fmt.Sprintf("remove the %s entry of port %d on %s", table, b.TxPort, b.Sender)
+		if found != nil {
+			desc = fmt.Sprintf("restore the %s entry of port %d found on %s", table, b.TxPort, b.Sender)
+		}
+		if err := b.rc.Journal(b.Sender, o.Undo{Kind: o.UndoTofinoEntry, Desc: desc, Found: found,
+			Args: map[string]any{"table": table, "key": portKey(b.TxPort), "entry": found}}); err != nil {
+			return err
+		}
 	}
 	for _, reg := range []string{lg.RegPauseThreshold, lg.RegResumeThreshold} {
 		v, err := b.Rx.ReadRegister(ctx, reg, 0)
@@ -268,20 +269,22 @@ func (b *Bench) remember(ctx context.Context) error {
 		if len(v) == 0 {
 			return fmt.Errorf("%s: register %s read no value", b.Receiver, reg)
 		}
-		old := v[0]
-		saved = append(saved, func(ctx context.Context) error { return b.Rx.WriteRegister(ctx, reg, 0, old) })
+		if err := b.rc.Journal(b.Receiver, o.Undo{Kind: o.UndoTofinoRegister, Desc: fmt.Sprintf("restore %s[0] = %d found on %s", reg, v[0], b.Receiver),
+			Found: v[0], Args: map[string]any{"name": reg, "index": 0, "value": v[0]}}); err != nil {
+			return err
+		}
 	}
-	b.rc.PushUndo(fmt.Sprintf("restore protection of port %d and thresholds found on %s/%s", b.TxPort, b.Sender, b.Receiver), b.Sender,
-		func(ctx context.Context) error {
-			var first error
-			for _, f := range saved {
-				if err := f(ctx); err != nil && first == nil {
-					first = err
-				}
-			}
-			return first
-		})
 	return nil
+}
+
+// journalPktgen records, the first time a run starts a packet generator
+// application on the sender, the undo that stops it.
+func (b *Bench) journalPktgen(appID int) error {
+	if !b.rc.FirstTouch(fmt.Sprintf("pktgen/%s/%d", b.Sender, appID)) {
+		return nil
+	}
+	return b.rc.Journal(b.Sender, o.Undo{Kind: o.UndoTofinoPktgen, Desc: fmt.Sprintf("stop packet generator application %d on %s", appID, b.Sender),
+		Args: map[string]int{"app_id": appID}})
 }
 
 func portKey(p int) map[string]int64 { return map[string]int64{"egress_port": int64(p)} }

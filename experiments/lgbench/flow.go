@@ -29,6 +29,9 @@ func (b *Bench) StartFlow(ctx context.Context, s Stress) (*Flow, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := b.journalPktgen(s.AppID); err != nil {
+		return nil, err
+	}
 	if err := b.Tx.StartPktgen(ctx, pktgen(b, s, int(batches), int(per))); err != nil {
 		return nil, fmt.Errorf("%s: %w", b.Sender, err)
 	}

@@ -151,6 +151,9 @@ func (b *Bench) Run(ctx context.Context, s Stress) (StressResult, error) {
 		return r, err
 	}
 	g := pktgen(b, s, int(batches), int(per))
+	if err := b.journalPktgen(s.AppID); err != nil {
+		return r, err
+	}
 	if err := b.Tx.StartPktgen(ctx, g); err != nil {
 		return r, fmt.Errorf("%s: %w", b.Sender, err)
 	}

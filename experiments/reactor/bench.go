@@ -232,14 +232,16 @@ func Open(ctx context.Context, rc *o.RunContext, l Lab) (*Run, error) {
 		if !st.Available {
 			return fmt.Errorf("%s: REACToR host control is not available: %s", h.Name, st.Reason)
 		}
+		if rc.FirstTouch("reactor/" + h.Name) {
+			if err := rc.Journal(h.Name, o.Undo{Kind: o.UndoReactorTeardown, Desc: "remove the REACToR classes and flows of " + h.Name}); err != nil {
+				return err
+			}
+		}
 		sink, err := c.ReactorStartSink(ctx, hostagent.ReactorSinkRequest{Listen: netip.AddrPortFrom(h.Addr, 0).String()})
 		if err != nil {
 			return fmt.Errorf("%s: start the traffic sink: %w", h.Name, err)
 		}
 		r.Agents[i], r.Sinks[i] = c, netip.AddrPortFrom(h.Addr, uint16(sink.Port)).String()
-		if rc.FirstTouch("reactor/" + h.Name) {
-			rc.PushUndo("remove the REACToR classes and flows of "+h.Name, h.Name, func(ctx context.Context) error { return c.ReactorTeardown(ctx) })
-		}
 		return nil
 	})
 	return r, err
