@@ -371,7 +371,9 @@ func (r *Run) Received(ctx context.Context, t time.Duration) ([][]hostagent.Reac
 }
 
 // Nights reads the switch's record from since until it holds nothing
-// more, keeping the nights that began in [from, to).
+// more or has passed to, keeping the nights that began in [from, to). (A
+// switch still running keeps adding nights: a reader slower than the
+// switch, as on a loaded machine, would never reach the end of the record.)
 func (r *Run) Nights(ctx context.Context, since uint64, from, to time.Duration) ([]ocs.Night, uint64, error) {
 	var out []ocs.Night
 	for {
@@ -379,13 +381,15 @@ func (r *Run) Nights(ctx context.Context, since uint64, from, to time.Duration) 
 		if err != nil {
 			return out, since, err
 		}
+		past := false
 		for _, n := range nl.Nights {
 			if n.Start >= from && n.Start < to {
 				out = append(out, n)
 			}
+			past = past || n.Start >= to
 		}
 		since = max(since, nl.Next)
-		if len(nl.Nights) < 4096 {
+		if len(nl.Nights) < 4096 || past {
 			return out, since, nil
 		}
 	}
