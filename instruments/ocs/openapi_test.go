@@ -16,7 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"testbed/instruments/ocs"
-	"testbed/simlab"
+	simocs "testbed/simlab/ocs"
 )
 
 // apiDoc is openapi.yaml, loaded as plain data.
@@ -176,7 +176,7 @@ func TestDriverAndEmulatorKeepToTheOpenAPIDocument(t *testing.T) {
 		docOps = append(docOps, k)
 	}
 	sort.Strings(docOps)
-	served := append([]string(nil), simlab.MordiaRoutes()...)
+	served := append([]string(nil), simocs.MordiaRoutes()...)
 	sort.Strings(served)
 	if !slices.Equal(docOps, served) {
 		t.Errorf("the emulator serves %v\nthe document has %v", served, docOps)

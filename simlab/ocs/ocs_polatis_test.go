@@ -1,17 +1,18 @@
-package simlab
+package ocs
 
 import (
 	"bufio"
 	"net"
 	"os"
 	"strings"
+	"testbed/simlab/world"
 	"testing"
 	"time"
 )
 
 func polatisLab(t *testing.T, opts PolatisOptions) (*PolatisSwitch, *PolatisServer) {
 	t.Helper()
-	sw := NewWorld(1).NewPolatis("ocs2", opts)
+	sw := NewPolatis(world.New(1), "ocs2", opts)
 	srv := NewPolatisServer(sw, nil)
 	if err := srv.Start("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
@@ -124,7 +125,7 @@ func TestPolatisSCPIErrorQueue(t *testing.T) {
 }
 
 func TestPolatisSCPIOnSerial(t *testing.T) {
-	sw := NewWorld(1).NewPolatis("ocs2", PolatisOptions{Ingress: 4, SwitchTime: time.Millisecond})
+	sw := NewPolatis(world.New(1), "ocs2", PolatisOptions{Ingress: 4, SwitchTime: time.Millisecond})
 	srv := NewPolatisServer(sw, nil)
 	if err := srv.StartSerial(); err != nil {
 		t.Fatal(err)
@@ -133,7 +134,7 @@ func TestPolatisSCPIOnSerial(t *testing.T) {
 	if !strings.HasSuffix(srv.SerialAddress(), "?baud=38400") {
 		t.Errorf("address %s", srv.SerialAddress())
 	}
-	f, err := os.OpenFile(srv.pty.path, os.O_RDWR, 0)
+	f, err := os.OpenFile(srv.pty.Path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package simlab
+package host
 
 import (
 	"context"
@@ -546,9 +546,9 @@ func (h *SimHost) routeTo(dst netip.Addr) *hostRoute {
 // linuxRTOMin is TCP_RTO_MIN, the kernel's rto_min where no route sets one.
 const linuxRTOMin = 200 * time.Millisecond
 
-// rtoMinTo is the rto_min TCP uses towards dst: the route's, else the
+// RTOMinTo is the rto_min TCP uses towards dst: the route's, else the
 // kernel's.
-func (h *SimHost) rtoMinTo(dst netip.Addr) time.Duration {
+func (h *SimHost) RTOMinTo(dst netip.Addr) time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if r := h.routeTo(dst); r != nil && r.rtoMin > 0 {

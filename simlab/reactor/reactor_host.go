@@ -1,4 +1,4 @@
-package simlab
+package reactor
 
 import (
 	"context"

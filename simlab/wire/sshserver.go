@@ -1,4 +1,4 @@
-package simlab
+package wire
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package simlab
+package tofino
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	lg "testbed/p4/linkguardian"
 	"testbed/simlab/lgmodel"
 	"testbed/simlab/physics"
+	"testbed/simlab/world"
 )
 
 // Dataplane is the traffic between simulated switches: for every fibre
@@ -20,7 +21,7 @@ import (
 // switch is asked to wait for a time or for its packet generator, so a
 // seeded run gives the same counters at the same instants every time.
 type Dataplane struct {
-	world *World
+	world *world.World
 
 	mu    sync.Mutex
 	now   time.Duration
@@ -30,7 +31,7 @@ type Dataplane struct {
 }
 
 // NewDataplane makes an empty dataplane over the world.
-func NewDataplane(w *World) *Dataplane { return &Dataplane{world: w} }
+func NewDataplane(w *world.World) *Dataplane { return &Dataplane{world: w} }
 
 // swLink is a fibre from a sender switch port to a receiver switch port.
 type swLink struct {
@@ -39,13 +40,13 @@ type swLink struct {
 	txPort   int
 	rx       *Tofino
 	rxPort   int
-	fibre    *Fibre
+	fibre    *world.Fibre
 	sinkPort int // where the receiver forwards delivered traffic
 }
 
 // Connect joins tx's port to rx's port through a fibre of the world; rx
 // forwards what it delivers out of sinkPort.
-func (d *Dataplane) Connect(name string, tx *Tofino, txPort int, rx *Tofino, rxPort int, f *Fibre, sinkPort int) {
+func (d *Dataplane) Connect(name string, tx *Tofino, txPort int, rx *Tofino, rxPort int, f *world.Fibre, sinkPort int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.links = append(d.links, &swLink{name: name, tx: tx, txPort: txPort, rx: rx, rxPort: rxPort, fibre: f, sinkPort: sinkPort})

@@ -1,4 +1,4 @@
-package simlab
+package tofino
 
 import (
 	"archive/tar"

@@ -1,17 +1,18 @@
-package simlab
+package voa
 
 import (
 	"bufio"
 	"net"
 	"strings"
+	"testbed/simlab/world"
 	"testing"
 	"time"
 )
 
 // rawSCPI talks to the emulator over a plain TCP socket, as any SCPI client would.
-func rawSCPI(t *testing.T) (*VOA, func(string) string, func(string)) {
+func rawSCPI(t *testing.T) (*world.VOA, func(string) string, func(string)) {
 	t.Helper()
-	w := NewWorld(1)
+	w := world.New(1)
 	v := w.NewVOA("v", "Keysight Technologies", "N7762A", "S1", "1.0", 2, 0, 40, 1.2, 0)
 	srv := NewKeysightServer(v, nil)
 	if err := srv.Start("127.0.0.1:0"); err != nil {

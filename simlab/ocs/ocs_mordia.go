@@ -1,4 +1,4 @@
-package simlab
+package ocs
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync"
 	"testbed/simlab/reactormodel"
+	"testbed/simlab/wire"
+	"testbed/simlab/world"
 	"time"
 )
 
@@ -171,7 +173,7 @@ type ocsRun struct {
 }
 
 // NewMicroOCS adds a simulated microsecond switch to the world.
-func (w *World) NewMicroOCS(name string, opts MicroOCSOptions) (*MicroOCS, error) {
+func NewMicroOCS(w *world.World, name string, opts MicroOCSOptions) (*MicroOCS, error) {
 	if opts.Ports == 0 {
 		opts.Ports = 24
 	}
@@ -202,11 +204,11 @@ func (w *World) NewMicroOCS(name string, opts MicroOCSOptions) (*MicroOCS, error
 	if opts.Ports < 1 {
 		return nil, fmt.Errorf("%s: %d ports", name, opts.Ports)
 	}
-	m := &MicroOCS{Name: name, opts: opts, rng: w.rng("ocs/" + name), ring: make([]OCSNight, opts.NightLog)}
+	m := &MicroOCS{Name: name, opts: opts, rng: w.Stream("ocs/" + name), ring: make([]OCSNight, opts.NightLog)}
 	if opts.Clock != nil {
 		m.now = opts.Clock
 	} else {
-		epoch, now, scale := w.now(), w.now, opts.TimeScale
+		epoch, now, scale := w.Now(), w.Clock(), opts.TimeScale
 		m.now = func() time.Duration { return time.Duration(float64(now().Sub(epoch)) * scale) }
 	}
 	for side := range m.state {
@@ -577,7 +579,7 @@ func (m *MicroOCS) Ports() []OCSPort {
 // keeps cycling: a controller that hangs mid-schedule.
 type MordiaServer struct {
 	ocs    *MicroOCS
-	faults *Faults
+	faults *wire.Faults
 
 	mu        sync.Mutex
 	hangAfter int64 // -1: never
@@ -590,9 +592,9 @@ type MordiaServer struct {
 }
 
 // NewMordiaServer serves m; faults may be nil.
-func NewMordiaServer(m *MicroOCS, faults *Faults) *MordiaServer {
+func NewMordiaServer(m *MicroOCS, faults *wire.Faults) *MordiaServer {
 	if faults == nil {
-		faults = &Faults{}
+		faults = &wire.Faults{}
 	}
 	return &MordiaServer{ocs: m, faults: faults, hangAfter: -1, closing: make(chan struct{})}
 }
@@ -661,7 +663,7 @@ func (s *MordiaServer) Handler() http.Handler {
 		mux.HandleFunc(r, s.handle(h[r]))
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, mordiaError{Code: 404, Kind: "validation", Errors: []string{fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)}})
+		wire.WriteJSON(w, http.StatusNotFound, mordiaError{Code: 404, Kind: "validation", Errors: []string{fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)}})
 	})
 	return mux
 }
@@ -730,7 +732,7 @@ func (s *MordiaServer) handle(h func(*http.Request) (int, any)) http.HandlerFunc
 		}
 		if r.Method != http.MethodGet {
 			if f, hit := s.faults.TakeFailure(); hit {
-				writeJSON(w, http.StatusInternalServerError, mordiaError{Code: f.Code, Kind: "internal", Errors: []string{f.Message}})
+				wire.WriteJSON(w, http.StatusInternalServerError, mordiaError{Code: f.Code, Kind: "internal", Errors: []string{f.Message}})
 				return
 			}
 		}
@@ -740,7 +742,7 @@ func (s *MordiaServer) handle(h func(*http.Request) (int, any)) http.HandlerFunc
 			w.Write([]byte("{\x00garbled"))
 			return
 		}
-		writeJSON(w, code, body)
+		wire.WriteJSON(w, code, body)
 	}
 }
 

@@ -1,4 +1,4 @@
-package simlab
+package host
 
 import (
 	"errors"
@@ -60,7 +60,7 @@ func (n *HostNet) trial(c *hostConn, req, resp int) (time.Duration, int, error) 
 	}
 	src := c.src
 	k := modelKey{mode: p.mode, copies: p.copies, pause: p.pause, resume: p.resume, bps: p.bps, fec: p.fec, rxDBm: p.rxDBm, drop: p.drop,
-		rtoMin: src.rtoMinTo(c.dst.addr.Addr()), tlp: src.sysctlInt("net.ipv4.tcp_early_retrans") >= 3,
+		rtoMin: src.RTOMinTo(c.dst.addr.Addr()), tlp: src.sysctlInt("net.ipv4.tcp_early_retrans") >= 3,
 		reordering: src.sysctlInt("net.ipv4.tcp_reordering"), maxReordering: src.sysctlInt("net.ipv4.tcp_max_reordering"),
 		req: req, resp: resp}
 	if c.state == nil || c.state.key != k {

@@ -1,4 +1,4 @@
-package simlab
+package tofino
 
 import (
 	"bufio"
@@ -19,6 +19,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	lg "testbed/p4/linkguardian"
+	"testbed/simlab/wire"
 )
 
 // Tofino is a simulated Tofino switch behind an SSH server: it runs the
@@ -32,9 +33,9 @@ type Tofino struct {
 	name   string
 	serial string
 	dp     *Dataplane
-	faults *Faults
+	faults *wire.Faults
 	front  map[int]int // front-panel port -> dev port
-	srv    *SSHServer
+	srv    *wire.SSHServer
 
 	mu         sync.Mutex
 	installed  map[string]bool              // compiled programs
@@ -120,7 +121,7 @@ var programObjects = map[string]struct{ regs, tables []string }{
 type TofinoOptions struct {
 	Name, Serial string
 	Authorized   []ssh.PublicKey
-	Faults       *Faults
+	Faults       *wire.Faults
 	FrontPorts   map[int]int // front-panel port -> dev port, for get-ddm
 	Listen       string
 }
@@ -129,12 +130,12 @@ type TofinoOptions struct {
 // installed (compiled) and nothing running.
 func NewTofino(dp *Dataplane, o TofinoOptions) (*Tofino, error) {
 	if o.Faults == nil {
-		o.Faults = &Faults{}
+		o.Faults = &wire.Faults{}
 	}
 	t := &Tofino{name: o.Name, serial: o.Serial, dp: dp, faults: o.Faults, front: o.FrontPorts,
 		installed: map[string]bool{lg.ProgramSender: true, lg.ProgramReceiver: true}}
 	t.reset("")
-	srv, err := NewSSHServer(SSHServerOptions{Listen: o.Listen, Authorized: o.Authorized, Exec: t.exec, Tunnel: t.tunnel, Faults: o.Faults})
+	srv, err := wire.NewSSHServer(wire.SSHServerOptions{Listen: o.Listen, Authorized: o.Authorized, Exec: t.exec, Tunnel: t.tunnel, Faults: o.Faults})
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +144,7 @@ func NewTofino(dp *Dataplane, o TofinoOptions) (*Tofino, error) {
 }
 
 // SSH is the switch's SSH server.
-func (t *Tofino) SSH() *SSHServer { return t.srv }
+func (t *Tofino) SSH() *wire.SSHServer { return t.srv }
 
 // Close stops the switch.
 func (t *Tofino) Close() error { return t.srv.Close() }

@@ -1,4 +1,4 @@
-package simlab
+package trafficgen
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"sort"
 	"sync"
+	"testbed/simlab/wire"
+	"testbed/simlab/world"
 	"time"
 )
 
@@ -35,9 +37,9 @@ import (
 // metrics are polled. Starting a flow resets its
 // counters, as Ixia-c does; a new config resets everything.
 type OTGServer struct {
-	world  *World
+	world  *world.World
 	ports  map[string]OTGPort // by location
-	faults *Faults
+	faults *wire.Faults
 	scale  float64
 	now    func() time.Time
 
@@ -63,9 +65,9 @@ type OTGOptions struct {
 const otgBlock = 1 << 20
 
 // NewOTGServer makes an emulator over w; faults may be nil.
-func NewOTGServer(w *World, ports []OTGPort, faults *Faults, opts OTGOptions) *OTGServer {
+func NewOTGServer(w *world.World, ports []OTGPort, faults *wire.Faults, opts OTGOptions) *OTGServer {
 	if faults == nil {
-		faults = &Faults{}
+		faults = &wire.Faults{}
 	}
 	if opts.TimeScale <= 0 {
 		opts.TimeScale = 1000
@@ -124,7 +126,7 @@ type otgFlowJS struct {
 // otgFlow is a configured flow's transmission state.
 type otgFlow struct {
 	js       otgFlowJS
-	fibre    *Fibre
+	fibre    *world.Fibre
 	txPort   string
 	rxPort   string
 	fps      float64 // frames per simulated second
@@ -205,7 +207,7 @@ func (s *OTGServer) handle(h func(r *http.Request) (int, any)) http.HandlerFunc 
 		mutating := r.Method == http.MethodPost && r.URL.Path != "/monitor/metrics"
 		if mutating {
 			if f, hit := s.faults.TakeFailure(); hit {
-				writeJSON(w, http.StatusInternalServerError, otgError{Code: f.Code, Kind: "internal", Errors: []string{f.Message}})
+				wire.WriteJSON(w, http.StatusInternalServerError, otgError{Code: f.Code, Kind: "internal", Errors: []string{f.Message}})
 				return
 			}
 		}
@@ -215,14 +217,8 @@ func (s *OTGServer) handle(h func(r *http.Request) (int, any)) http.HandlerFunc 
 			w.Write([]byte("<html>\x00garbled"))
 			return
 		}
-		writeJSON(w, code, body)
+		wire.WriteJSON(w, code, body)
 	}
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
 }
 
 func bad(kind string, code int, format string, args ...any) (int, any) {

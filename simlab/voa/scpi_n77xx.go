@@ -1,4 +1,4 @@
-package simlab
+package voa
 
 import (
 	"bufio"
@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testbed/simlab/wire"
+	"testbed/simlab/world"
 	"time"
 )
 
@@ -26,8 +28,8 @@ import (
 // -222 data out of range, -224 illegal parameter value, -350 queue
 // overflow).
 type KeysightServer struct {
-	voa    *VOA
-	faults *Faults
+	voa    *world.VOA
+	faults *wire.Faults
 
 	mu      sync.Mutex
 	errq    []string
@@ -39,9 +41,9 @@ type KeysightServer struct {
 }
 
 // NewKeysightServer serves v; faults may be nil.
-func NewKeysightServer(v *VOA, faults *Faults) *KeysightServer {
+func NewKeysightServer(v *world.VOA, faults *wire.Faults) *KeysightServer {
 	if faults == nil {
-		faults = &Faults{}
+		faults = &wire.Faults{}
 	}
 	return &KeysightServer{voa: v, faults: faults, unitW: map[int]bool{}, conns: map[net.Conn]bool{}}
 }
@@ -243,7 +245,7 @@ func (s *KeysightServer) execLine(line string) []string {
 	return replies
 }
 
-func (s *KeysightServer) channel(n int) (*VOAChannel, bool) {
+func (s *KeysightServer) channel(n int) (*world.VOAChannel, bool) {
 	if n == 0 {
 		n = 1
 	}
@@ -321,13 +323,13 @@ func (s *KeysightServer) exec(header, arg string, query bool) (string, bool) {
 			return "", false
 		}
 		if query {
-			return sci(ch.speed()), true
+			return sci(ch.Speed()), true
 		}
 		v, ok := s.value(arg, "", 0.1, 1000, 500)
 		if !ok {
 			return "", false
 		}
-		ch.setSpeed(v)
+		ch.SetSpeed(v)
 		return "", true
 	case matches(ws, mINP, mWAV):
 		ch, ok := s.channel(n)

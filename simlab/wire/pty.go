@@ -1,4 +1,4 @@
-package simlab
+package wire
 
 import (
 	"fmt"
@@ -8,17 +8,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// pty is a pseudo-terminal pair: the emulator serves the master side; a
+// PTY is a pseudo-terminal pair: the emulator serves the master side; a
 // driver opens the slave by path exactly as it would open /dev/ttyUSB0.
 // The emulator keeps its own slave descriptor open so the line survives a
 // driver closing and reopening the port.
-type pty struct {
-	master *os.File
+type PTY struct {
+	Master *os.File
 	slave  *os.File
-	path   string
+	Path   string
 }
 
-func openPTY() (*pty, error) {
+// OpenPTY opens a new pseudo-terminal pair in raw mode.
+func OpenPTY() (*PTY, error) {
 	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open /dev/ptmx: %w", err)
@@ -68,11 +69,11 @@ func openPTY() (*pty, error) {
 		s.Close()
 		return nil, fmt.Errorf("raw mode on %s: %w", path, ierr)
 	}
-	return &pty{master: m, slave: s, path: path}, nil
+	return &PTY{Master: m, slave: s, Path: path}, nil
 }
 
-func (p *pty) Close() error {
-	e1 := p.master.Close()
+func (p *PTY) Close() error {
+	e1 := p.Master.Close()
 	e2 := p.slave.Close()
 	if e1 != nil {
 		return e1

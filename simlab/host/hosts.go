@@ -1,4 +1,4 @@
-package simlab
+package host
 
 import (
 	"bytes"
@@ -23,6 +23,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"testbed/hostagent"
+	"testbed/simlab/wire"
 )
 
 // SimHost is a simulated Linux end host behind an SSH server. It answers
@@ -55,9 +56,9 @@ type SimHost struct {
 	addr   netip.Prefix
 	sw     string // the switch the host is attached to
 	net    *HostNet
-	faults *Faults
+	faults *wire.Faults
 	log    *slog.Logger
-	srv    *SSHServer
+	srv    *wire.SSHServer
 	clock  simClock
 
 	mu       sync.Mutex
@@ -88,7 +89,7 @@ type HostOptions struct {
 	Gateway string
 	// Switch names the switch the data-plane interface is cabled to.
 	Switch string
-	Faults *Faults
+	Faults *wire.Faults
 	Log    *slog.Logger
 }
 
@@ -125,7 +126,7 @@ func (n *HostNet) AddHost(o HostOptions) (*SimHost, error) {
 		o.Gateway = "192.168.122.1"
 	}
 	if o.Faults == nil {
-		o.Faults = &Faults{}
+		o.Faults = &wire.Faults{}
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
@@ -142,7 +143,7 @@ func (n *HostNet) AddHost(o HostOptions) (*SimHost, error) {
 	if err := n.attach(h); err != nil {
 		return nil, err
 	}
-	srv, err := NewSSHServer(SSHServerOptions{Listen: o.Listen, User: o.User, Authorized: o.Authorized, Exec: h.exec, Tunnel: h.tunnel, Faults: o.Faults, Log: o.Log})
+	srv, err := wire.NewSSHServer(wire.SSHServerOptions{Listen: o.Listen, User: o.User, Authorized: o.Authorized, Exec: h.exec, Tunnel: h.tunnel, Faults: o.Faults, Log: o.Log})
 	if err != nil {
 		n.detach(h)
 		return nil, fmt.Errorf("%s: %w", o.Name, err)
@@ -155,7 +156,7 @@ func (n *HostNet) AddHost(o HostOptions) (*SimHost, error) {
 func (h *SimHost) Name() string { return h.name }
 
 // SSH is the host's SSH server.
-func (h *SimHost) SSH() *SSHServer { return h.srv }
+func (h *SimHost) SSH() *wire.SSHServer { return h.srv }
 
 // Addr is the host's data-plane address.
 func (h *SimHost) Addr() netip.Prefix { return h.addr }

@@ -1,4 +1,4 @@
-package simlab
+package world
 
 import (
 	"fmt"
@@ -23,17 +23,25 @@ type World struct {
 	fibres map[string]*Fibre
 }
 
-// NewWorld makes an empty world whose randomness derives from seed.
-func NewWorld(seed uint64) *World {
+// New makes an empty world whose randomness derives from seed.
+func New(seed uint64) *World {
 	return &World{seed: seed, now: time.Now, voas: map[string]*VOA{}, fibres: map[string]*Fibre{}}
 }
 
 // Seed returns the world's seed.
 func (w *World) Seed() uint64 { return w.seed }
 
-// rng returns a generator for one named stream, so that each fibre's draws
-// depend only on the seed and its own history, not on other fibres.
-func (w *World) rng(stream string) *rand.Rand {
+// Clock is the world's wall clock, which emulators read for time that
+// passes on its own (a moving attenuator, a running schedule).
+func (w *World) Clock() func() time.Time { return w.now }
+
+// Now reads the world's clock.
+func (w *World) Now() time.Time { return w.now() }
+
+// Stream returns a generator for one named stream, so that each fibre's
+// (or device's) draws depend only on the seed and its own history, not on
+// the others'.
+func (w *World) Stream(stream string) *rand.Rand {
 	h := fnv.New64a()
 	h.Write([]byte(stream))
 	return rand.New(rand.NewPCG(w.seed, h.Sum64()))
@@ -192,7 +200,7 @@ type Fibre struct {
 // NewFibre adds a fibre; voa may be nil. The VOA channel's input is wired to
 // this fibre's transmitter.
 func (w *World) NewFibre(name string, t physics.Transceiver, fec physics.FEC, lossBefore, lossAfter float64, voa *VOAChannel) *Fibre {
-	f := &Fibre{Name: name, Transceiver: t, FEC: fec, LossBeforeDB: lossBefore, LossAfterDB: lossAfter, VOA: voa, rng: w.rng("fibre/" + name)}
+	f := &Fibre{Name: name, Transceiver: t, FEC: fec, LossBeforeDB: lossBefore, LossAfterDB: lossAfter, VOA: voa, rng: w.Stream("fibre/" + name)}
 	if voa != nil {
 		voa.mu.Lock()
 		voa.input = func() float64 { return t.TxPowerDBm() - lossBefore }
@@ -246,11 +254,12 @@ func (f *Fibre) String() string {
 	return fmt.Sprintf("fibre %s (%s, fec %s)", f.Name, f.Transceiver.Name, f.FEC.Name)
 }
 
-func (c *VOAChannel) speed() float64 { c.mu.Lock(); defer c.mu.Unlock(); return c.SpeedDBps }
+// Speed is how fast the setting moves, dB/s.
+func (c *VOAChannel) Speed() float64 { c.mu.Lock(); defer c.mu.Unlock(); return c.SpeedDBps }
 
-// setSpeed changes the motion speed; a motion in progress is re-based so the
+// SetSpeed changes the motion speed; a motion in progress is re-based so the
 // position stays continuous.
-func (c *VOAChannel) setSpeed(dBps float64) {
+func (c *VOAChannel) SetSpeed(dBps float64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()

@@ -1,4 +1,4 @@
-package simlab
+package voa
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testbed/simlab/wire"
+	"testbed/simlab/world"
 	"time"
 )
 
@@ -20,13 +22,13 @@ import (
 // value overflow; injected device errors as Error-<code>. A "drop" fault on
 // a serial line means the device stops answering, like a stall.
 type OZOpticsServer struct {
-	voa    *VOA
-	ch     *VOAChannel
-	faults *Faults
+	voa    *world.VOA
+	ch     *world.VOAChannel
+	faults *wire.Faults
 
 	mu   sync.Mutex
 	echo bool
-	p    *pty
+	p    *wire.PTY
 	wg   sync.WaitGroup
 }
 
@@ -35,16 +37,16 @@ type OZOpticsServer struct {
 const stepsPerDB = 4060 / 36.50
 
 // NewOZOpticsServer serves the single channel of v; faults may be nil.
-func NewOZOpticsServer(v *VOA, faults *Faults) *OZOpticsServer {
+func NewOZOpticsServer(v *world.VOA, faults *wire.Faults) *OZOpticsServer {
 	if faults == nil {
-		faults = &Faults{}
+		faults = &wire.Faults{}
 	}
 	return &OZOpticsServer{voa: v, ch: v.Channels[0], faults: faults}
 }
 
 // Start creates the pseudo-terminal and serves it.
 func (s *OZOpticsServer) Start() error {
-	p, err := openPTY()
+	p, err := wire.OpenPTY()
 	if err != nil {
 		return err
 	}
@@ -58,10 +60,10 @@ func (s *OZOpticsServer) Start() error {
 }
 
 // Path is the serial device a driver opens (/dev/pts/N).
-func (s *OZOpticsServer) Path() string { return s.p.path }
+func (s *OZOpticsServer) Path() string { return s.p.Path }
 
 // Address is the inventory address: serial:///dev/pts/N?baud=9600.
-func (s *OZOpticsServer) Address() string { return "serial://" + s.p.path + "?baud=9600" }
+func (s *OZOpticsServer) Address() string { return "serial://" + s.p.Path + "?baud=9600" }
 
 // Close stops serving and releases the pseudo-terminal.
 func (s *OZOpticsServer) Close() error {
@@ -77,7 +79,7 @@ func (s *OZOpticsServer) serve() {
 	buf := make([]byte, 256)
 	var line bytes.Buffer
 	for {
-		n, err := s.p.master.Read(buf)
+		n, err := s.p.Master.Read(buf)
 		if err != nil {
 			return
 		}
@@ -107,7 +109,7 @@ func (s *OZOpticsServer) reply(lines ...string) {
 	if d := s.faults.Delay(); d > 0 {
 		time.Sleep(d)
 	}
-	s.p.master.Write([]byte(b.String()))
+	s.p.Master.Write([]byte(b.String()))
 }
 
 func (s *OZOpticsServer) handle(cmd string) {

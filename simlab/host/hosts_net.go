@@ -1,4 +1,4 @@
-package simlab
+package host
 
 import (
 	"context"
@@ -17,7 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	lg "testbed/p4/linkguardian"
 	"testbed/simlab/lgmodel"
 	"testbed/simlab/physics"
 )
@@ -46,8 +45,8 @@ import (
 // keeps one FCT client connection open at a time (closed loop,
 // connections=1).
 type HostNet struct {
-	dp   *Dataplane
-	seed uint64
+	paths Paths
+	seed  uint64
 
 	mu        sync.Mutex
 	hosts     map[string]*SimHost
@@ -58,9 +57,10 @@ type HostNet struct {
 	nconn     uint64
 }
 
-// NewHostNet makes an empty host network over the dataplane.
-func NewHostNet(dp *Dataplane, seed uint64) *HostNet {
-	return &HostNet{dp: dp, seed: seed, hosts: map[string]*SimHost{}, byIP: map[netip.Addr]*SimHost{},
+// NewHostNet makes an empty host network over the switch fibres paths
+// reads.
+func NewHostNet(paths Paths, seed uint64) *HostNet {
+	return &HostNet{paths: paths, seed: seed, hosts: map[string]*SimHost{}, byIP: map[netip.Addr]*SimHost{},
 		fibres: map[[2]string]string{}, listeners: map[netip.AddrPort]*hostListener{}, nextPort: 50000}
 }
 
@@ -399,30 +399,18 @@ func (p hostPath) frameLoss(frameBytes int) float64 {
 
 // path reads a fibre's state now.
 func (n *HostNet) path(fibre string) (hostPath, error) {
-	d := n.dp
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, l := range d.links {
-		if l.name != fibre {
-			continue
-		}
-		c, err := d.config(&lgRun{link: l, frameBytes: 1518})
-		if err != nil {
+	s, err := n.paths(fibre)
+	if err != nil {
+		return hostPath{}, err
+	}
+	p := hostPath{up: s.Up, mode: s.Mode, copies: s.Copies, pause: s.Pause, resume: s.Resume, bps: s.Bps, fec: s.FEC,
+		rxDBm: s.RxDBm, drop: s.Drop, transceiver: s.Transceiver}
+	if p.up {
+		if p.fecParams, err = physics.FECByName(s.FEC); err != nil {
 			return hostPath{}, err
 		}
-		p := hostPath{up: c.up && c.loss < 1, mode: c.mode, copies: c.copies, pause: c.pause, resume: c.resu, bps: c.bps, fec: c.fec,
-			rxDBm: l.fibre.RxPowerDBm(), transceiver: l.fibre.Transceiver}
-		if p.up {
-			if p.fecParams, err = physics.FECByName(c.fec); err != nil {
-				return hostPath{}, err
-			}
-		}
-		if k := l.tx.tableSize(lg.TableEmulateDrop); k > 0 {
-			p.drop = float64(k) / (1 << 20)
-		}
-		return p, nil
 	}
-	return hostPath{}, fmt.Errorf("no switch fibre %q in the simulated dataplane", fibre)
+	return p, nil
 }
 
 // simClock is a simulated host's monotonic clock.

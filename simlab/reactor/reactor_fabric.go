@@ -1,4 +1,4 @@
-package simlab
+package reactor
 
 import (
 	"fmt"
@@ -67,7 +67,7 @@ type ReactorFabricOptions struct {
 	Name string
 	// OCS is the circuit switch; Ports[i] is the port (from 1, input and
 	// output) host i is on.
-	OCS   *MicroOCS
+	OCS   CircuitSwitch
 	Ports []int
 	// Hosts and Addrs name the hosts and their data-plane addresses.
 	Hosts []string
@@ -165,8 +165,8 @@ func NewReactorFabric(o ReactorFabricOptions) (*ReactorFabric, error) {
 	seenPort := map[int]bool{}
 	for i := range n {
 		p := o.Ports[i]
-		if p < 1 || p > o.OCS.Options().Ports || seenPort[p] {
-			return nil, fmt.Errorf("reactor fabric %s: host %s on port %d: expected a free port of %s (1..%d)", o.Name, o.Hosts[i], p, o.OCS.Name, o.OCS.Options().Ports)
+		if p < 1 || p > o.OCS.Ports() || seenPort[p] {
+			return nil, fmt.Errorf("reactor fabric %s: host %s on port %d: expected a free port of %s (1..%d)", o.Name, o.Hosts[i], p, o.OCS.Name(), o.OCS.Ports())
 		}
 		seenPort[p] = true
 		if _, dup := f.byAddr[o.Addrs[i]]; dup {
@@ -353,7 +353,7 @@ func (f *ReactorFabric) addChecks(r *fabricRun, fl *fabricFlow) {
 
 // params are the model's parameters for run r.
 func (f *ReactorFabric) params(r *fabricRun) reactormodel.Params {
-	g := f.o.OCS.Options().Gap
+	g := f.o.OCS.Gap()
 	p := reactormodel.Params{
 		Hosts:    len(f.hosts),
 		LinkRate: f.o.LinkBps,
@@ -400,11 +400,11 @@ func (f *ReactorFabric) scheduleFor(r *fabricRun, k int64) sched.Schedule {
 		}
 		s = r.seen[best]
 	}
-	if s.Period != r.period || s.Delta < f.o.OCS.Options().Gap.Max {
+	if s.Period != r.period || s.Delta < f.o.OCS.Gap().Max {
 		if r.err == nil {
-			r.err = fmt.Errorf("period %d: the switch's schedule has period %v and night %v; this fabric runs periods of %v with nights of at least %v", k, s.Period, s.Delta, r.period, f.o.OCS.Options().Gap.Max)
+			r.err = fmt.Errorf("period %d: the switch's schedule has period %v and night %v; this fabric runs periods of %v with nights of at least %v", k, s.Period, s.Delta, r.period, f.o.OCS.Gap().Max)
 		}
-		s = sched.Schedule{Period: r.period, Delta: f.o.OCS.Options().Gap.Max}
+		s = sched.Schedule{Period: r.period, Delta: f.o.OCS.Gap().Max}
 	}
 	r.scheds[k] = s
 	return s

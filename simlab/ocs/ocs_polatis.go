@@ -1,4 +1,4 @@
-package simlab
+package ocs
 
 import (
 	"bufio"
@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testbed/simlab/wire"
+	"testbed/simlab/world"
 	"time"
 )
 
@@ -39,7 +41,7 @@ type PolatisSwitch struct {
 }
 
 // NewPolatis adds a simulated millisecond switch to the world.
-func (w *World) NewPolatis(name string, opts PolatisOptions) *PolatisSwitch {
+func NewPolatis(w *world.World, name string, opts PolatisOptions) *PolatisSwitch {
 	if opts.Ingress <= 0 {
 		opts.Ingress = 16
 	}
@@ -56,7 +58,7 @@ func (w *World) NewPolatis(name string, opts PolatisOptions) *PolatisSwitch {
 		// Polatis product codes carry the size: N-VST-<in>x<out>-...
 		opts.Model = fmt.Sprintf("N-VST-%dx%d-SIM", opts.Ingress, opts.Egress)
 	}
-	p := &PolatisSwitch{Name: name, opts: opts, now: w.now, conns: map[int]int{}, changed: map[int]time.Time{},
+	p := &PolatisSwitch{Name: name, opts: opts, now: w.Clock(), conns: map[int]int{}, changed: map[int]time.Time{},
 		state: make([]string, opts.Ingress+opts.Egress)}
 	for i := range p.state {
 		p.state[i] = "E"
@@ -219,21 +221,21 @@ func (p *PolatisSwitch) disconnectAll() {
 // of range, -350 overflow).
 type PolatisServer struct {
 	sw     *PolatisSwitch
-	faults *Faults
+	faults *wire.Faults
 
 	mu      sync.Mutex
 	errq    []string
 	ln      net.Listener
 	conns   map[net.Conn]bool
-	pty     *pty
+	pty     *wire.PTY
 	wg      sync.WaitGroup
 	closing bool
 }
 
 // NewPolatisServer serves sw; faults may be nil.
-func NewPolatisServer(sw *PolatisSwitch, faults *Faults) *PolatisServer {
+func NewPolatisServer(sw *PolatisSwitch, faults *wire.Faults) *PolatisServer {
 	if faults == nil {
-		faults = &Faults{}
+		faults = &wire.Faults{}
 	}
 	return &PolatisServer{sw: sw, faults: faults, conns: map[net.Conn]bool{}}
 }
@@ -279,7 +281,7 @@ func (s *PolatisServer) Start(addr string) error {
 
 // StartSerial serves the same interface on a pseudo-terminal.
 func (s *PolatisServer) StartSerial() error {
-	p, err := openPTY()
+	p, err := wire.OpenPTY()
 	if err != nil {
 		return err
 	}
@@ -289,7 +291,7 @@ func (s *PolatisServer) StartSerial() error {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		s.serveLines(p.master, p.master, false)
+		s.serveLines(p.Master, p.Master, false)
 	}()
 	return nil
 }
@@ -298,7 +300,7 @@ func (s *PolatisServer) StartSerial() error {
 func (s *PolatisServer) Addr() string { return "tcp://" + s.ln.Addr().String() }
 
 // SerialAddress is the serial address: serial:///dev/pts/N?baud=38400.
-func (s *PolatisServer) SerialAddress() string { return "serial://" + s.pty.path + "?baud=38400" }
+func (s *PolatisServer) SerialAddress() string { return "serial://" + s.pty.Path + "?baud=38400" }
 
 // Close stops serving and waits for the server's goroutines.
 func (s *PolatisServer) Close() error {

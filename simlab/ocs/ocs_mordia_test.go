@@ -1,4 +1,4 @@
-package simlab
+package ocs
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"testbed/simlab/world"
 	"testing"
 	"time"
 )
@@ -19,7 +20,7 @@ func manualOCS(t *testing.T, seed uint64, opts MicroOCSOptions) (*MicroOCS, *ato
 	t.Helper()
 	var clock atomic.Int64
 	opts.Clock = func() time.Duration { return time.Duration(clock.Load()) }
-	m, err := NewWorld(seed).NewMicroOCS("ocs", opts)
+	m, err := NewMicroOCS(world.New(seed), "ocs", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
