@@ -13,7 +13,7 @@ build:
 # under the race detector, except the pure models below: they run in one
 # goroutine (checked here: no goroutines, channels or sync in them), so the
 # detector has nothing to find and would only make them ten times slower.
-MODELS := ./simlab/lgmodel ./simlab/fctmodel ./simlab/reactormodel ./simlab/physics ./experiments/reactor/sched
+MODELS := ./simlab/lgmodel ./simlab/fctmodel ./simlab/reactormodel ./simlab/physics ./instruments/ocs/sched
 
 test: fmt-check vet models-single-goroutine
 	$(GO) test -race -count=1 -timeout 8m $$($(GO) list ./... | grep -v -F -x $(foreach m,$(MODELS),-e testbed/$(patsubst ./%,%,$(m))))

@@ -22,9 +22,9 @@ import (
 	"time"
 
 	"testbed/experiments/ocscharacterize"
-	"testbed/experiments/reactor/sched"
 	"testbed/hostagent"
 	"testbed/instruments/ocs"
+	"testbed/instruments/ocs/sched"
 	"testbed/inventory"
 	o "testbed/orchestrator"
 	"testbed/results"

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"testbed/experiments/reactor/sched"
 	"testbed/hostagent"
+	"testbed/instruments/ocs/sched"
 	"testbed/simlab/reactormodel"
 )
 

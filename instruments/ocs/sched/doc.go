@@ -3,6 +3,12 @@
 // period, beside a slower electrical packet switch (EPS) that carries what the
 // circuits do not.
 //
+// It is pure data and algorithms: no I/O, and nothing of this project
+// imported, like a P4 program's contract package. So the REACToR recipes
+// (experiments/reactor), the OCS drivers beside it and the simulated lab's
+// REACToR fabric (simlab/reactor, simlab/reactormodel) may all use it,
+// without the simulated lab importing a recipe.
+//
 // # The problem
 //
 // Liu et al., "Circuit Switching Under the Radar with REACToR" (NSDI 2014), §3.2:
