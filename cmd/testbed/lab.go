@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -67,5 +68,25 @@ runs against it from another terminal exactly as against a real lab.`,
 	up.Flags().Uint64Var(&seed, "seed", 1, "seed of the lab's randomness")
 	up.Flags().Float64Var(&scale, "time-scale", 0, "simulated seconds per real second for traffic (default: the lab's own)")
 	c.AddCommand(up)
+	c.AddCommand(&cobra.Command{
+		Use:   "show-bench [name]",
+		Short: "Print a built-in bench's inventory file (default: the default bench)",
+		Long: `Print the inventory file of a bench built into the binary: the lab the
+simulated lab starts. Copy it and edit it to describe a lab of your own.
+Benches: ` + strings.Join(simlab.BenchNames(), ", ") + `.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := "default"
+			if len(args) == 1 {
+				name = args[0]
+			}
+			b, err := simlab.Bench(name)
+			if err != nil {
+				return &orchestrator.InputError{Msg: err.Error()}
+			}
+			_, err = a.stdout.Write(b)
+			return err
+		},
+	})
 	return c
 }

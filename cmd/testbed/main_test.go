@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"testbed/inventory"
 	"testbed/orchestrator"
 	"testbed/results"
 	"testbed/simlab"
@@ -188,6 +189,28 @@ func TestListAndShow(t *testing.T) {
 	}
 	if code, _, errOut := testbedRun(t, "exp", "show", "nope"); code != exitBadInput || !strings.Contains(errOut, "unknown recipe") {
 		t.Errorf("unknown recipe: %d %s", code, errOut)
+	}
+}
+
+func TestLabShowBench(t *testing.T) {
+	code, out, _ := testbedRun(t, "lab", "show-bench")
+	if code != 0 {
+		t.Fatalf("lab show-bench: %d %s", code, out)
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "bench.yaml")
+	if err := os.WriteFile(p, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inv, err := inventory.Load(p)
+	if err != nil {
+		t.Fatalf("the printed bench does not load: %v", err)
+	}
+	if d, ok := inv.Device("voa1"); !ok || d.Driver != "keysight-n77xx" {
+		t.Errorf("printed bench: voa1 %+v", d)
+	}
+	if code, _, errOut := testbedRun(t, "lab", "show-bench", "nope"); code != exitBadInput || !strings.Contains(errOut, `"nope"`) {
+		t.Errorf("unknown bench: %d %s", code, errOut)
 	}
 }
 
