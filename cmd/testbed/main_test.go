@@ -449,6 +449,76 @@ func TestLabUpServesAnotherProcess(t *testing.T) {
 	}
 }
 
+// lab up --inventory starts a twin of a lab that is not the default bench;
+// a recipe runs on it through the inventory lab up wrote.
+func TestLabUpTwinOfAnInventory(t *testing.T) {
+	dir := t.TempDir()
+	src, twin := filepath.Join(dir, "mylab.yaml"), filepath.Join(dir, "twin.yaml")
+	os.WriteFile(src, []byte(`version: 1
+name: mylab
+devices:
+  va:
+    kind: voa
+    driver: keysight-n77xx
+    address: tcp://192.0.2.1:5025
+    channels: 1
+  tg:
+    kind: trafficgen
+    driver: otg
+    address: https://192.0.2.2
+    ports: {t: eth1, r: eth2}
+  leaf1:
+    kind: switch
+    driver: arista-eos
+    address: ssh://admin@192.0.2.3
+links:
+  - name: f1
+    a: {device: tg, port: t}
+    b: {device: tg, port: r}
+    transceiver: 25GBASE-SR
+    fec: rs528
+    voa: {device: va, channel: 1}
+`), 0o644)
+	up := exec.Command(testbedBin, "lab", "up", "--inventory", src, "--inventory-out", twin, "--seed", "3")
+	stdout, _ := up.StdoutPipe()
+	var stderr bytes.Buffer
+	up.Stderr = &stderr
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { up.Process.Kill(); up.Wait() })
+	sc := bufio.NewScanner(stdout)
+	ready := false
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "inventory written to") {
+			ready = true
+			break
+		}
+	}
+	if !ready {
+		up.Process.Kill()
+		up.Wait()
+		t.Fatalf("lab up never said it was ready: %s", stderr.String())
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	runs, state := dirs(t)
+	out, err := exec.Command(testbedBin, "exp", "run", "attenuation-sweep", "--inventory", twin, "--runs-dir", runs, "--state-dir", state,
+		"--set", "links=f1", "--set", "step_db=1", "--set", "fine_step_db=0", "--set", "max_seconds=0.5").CombinedOutput()
+	if err != nil {
+		t.Fatalf("run against the twin: %v\n%s", err, out)
+	}
+	up.Process.Signal(syscall.SIGINT)
+	if err := up.Wait(); err != nil {
+		t.Errorf("lab up did not stop cleanly on SIGINT: %v", err)
+	}
+	if !strings.Contains(stderr.String(), "leaf1 (driver arista-eos)") {
+		t.Errorf("lab up did not name the device it left out: %s", stderr.String())
+	}
+}
+
 func TestParamsFileAndEnvironmentConfiguration(t *testing.T) {
 	dir := t.TempDir()
 	params := filepath.Join(dir, "p.yaml")

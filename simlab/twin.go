@@ -1,0 +1,228 @@
+package simlab
+
+import (
+	"fmt"
+	"sort"
+
+	"testbed/inventory"
+	"testbed/simlab/physics"
+	"testbed/simlab/trafficgen"
+	"testbed/simlab/voa"
+	"testbed/simlab/wire"
+	"testbed/simlab/world"
+)
+
+// Skipped is a device of an inventory that a twin leaves out: its driver
+// has no emulator (yet).
+type Skipped struct {
+	Device, Driver string
+}
+
+func (s Skipped) String() string { return fmt.Sprintf("%s (driver %s)", s.Device, s.Driver) }
+
+// twin is a twin being started.
+type twin struct {
+	lab    *Lab
+	opts   Options
+	inv    *inventory.Inventory    // the user's
+	out    *inventory.Inventory    // the twin's, addresses rewritten
+	voas   map[string]*world.VOA   // by device
+	fibres map[string]*world.Fibre // by link
+}
+
+// emulator starts the emulator of one device and returns its address.
+// Attenuators start before the fibres that run through them, the fibres
+// before the instruments that send into them (phase).
+type emulator struct {
+	phase int
+	start func(t *twin, d *inventory.Device, n int) (string, error)
+}
+
+// emulators is the table of emulator constructors, keyed by the
+// inventory's driver: key.
+func emulators() map[string]emulator {
+	return map[string]emulator{
+		"keysight-n77xx": {0, startN77xx},
+		"ozoptics-dd100": {0, startDD100},
+		"otg":            {2, startOTG},
+	}
+}
+
+// StartTwin starts a simulated twin of inv: one emulator per device whose
+// driver has one (same channels and limits), every link between twinned
+// devices a simulated fibre with its transceiver and FEC through the VOA
+// channel the inventory puts on it. Devices whose driver has no emulator
+// are returned as skipped and left out, with the links that touch them.
+// The twin's Inventory is inv with the addresses of the emulators.
+func StartTwin(inv *inventory.Inventory, opts Options) (lab *Lab, skipped []Skipped, err error) {
+	if opts.Listen == "" {
+		opts.Listen = "127.0.0.1"
+	}
+	if opts.Listen != "127.0.0.1" && opts.Listen != "localhost" && opts.Listen != "::1" {
+		return nil, nil, fmt.Errorf("simulated lab: listen address %q: only loopback is allowed", opts.Listen)
+	}
+	// A copy through the file format: the twin's inventory is checked as
+	// the user's was.
+	data, err := inv.Marshal()
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := inventory.Parse(inv.Path+" (twin)", data)
+	if err != nil {
+		return nil, nil, err
+	}
+	t := &twin{lab: &Lab{world: world.New(opts.Seed), faults: map[string]*wire.Faults{}}, opts: opts, inv: inv, out: out,
+		voas: map[string]*world.VOA{}, fibres: map[string]*world.Fibre{}}
+	defer func() {
+		if err != nil {
+			t.lab.Close()
+			lab = nil
+		}
+	}()
+	table := emulators()
+	names := inv.DeviceNames()
+	sort.Strings(names)
+	left := map[string]bool{}
+	for _, n := range names {
+		d, _ := inv.Device(n)
+		if _, ok := table[d.Driver]; !ok {
+			skipped = append(skipped, Skipped{Device: n, Driver: d.Driver})
+			left[n] = true
+			delete(out.Devices, n)
+		}
+	}
+	var links []*inventory.Link
+	for _, l := range out.Links {
+		if left[l.A.Device] || left[l.B.Device] || (l.VOA != nil && left[l.VOA.Device]) {
+			continue
+		}
+		links = append(links, l)
+	}
+	out.Links = links
+	for phase := 0; phase <= 2; phase++ {
+		if phase == 1 {
+			if err := t.startFibres(); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		for i, n := range names {
+			d, _ := inv.Device(n)
+			e, ok := table[d.Driver]
+			if !ok || e.phase != phase {
+				continue
+			}
+			t.lab.faults[n] = &wire.Faults{}
+			addr, err := e.start(t, d, i)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s emulator (driver %s): %w", n, d.Driver, err)
+			}
+			out.Devices[n].Address = addr
+		}
+	}
+	data, err = out.Marshal()
+	if err != nil {
+		return nil, nil, err
+	}
+	if t.lab.inv, err = inventory.Parse("simulated twin of "+inv.Path, data); err != nil {
+		return nil, nil, err
+	}
+	return t.lab, skipped, nil
+}
+
+// startFibres makes every link of the twin a fibre. Without a VOA, the
+// fibre's patch losses are its whole budget.
+func (t *twin) startFibres() error {
+	for _, l := range t.out.Links {
+		tr, err := physics.TransceiverByName(l.Transceiver)
+		if err != nil {
+			return fmt.Errorf("%s: link %s: %w", l.Pos, l.Name, err)
+		}
+		fec := l.FEC
+		if fec == "" {
+			fec = "none"
+		}
+		f, err := physics.FECByName(fec)
+		if err != nil {
+			return fmt.Errorf("%s: link %s: %w", l.Pos, l.Name, err)
+		}
+		after := lossAfterVOADB
+		if l.LossAfterVOADB > 0 {
+			after = l.LossAfterVOADB
+		}
+		var ch *world.VOAChannel
+		if l.VOA != nil {
+			v := t.voas[l.VOA.Device]
+			if v == nil || l.VOA.Channel < 1 || l.VOA.Channel > len(v.Channels) {
+				return fmt.Errorf("%s: link %s: no channel %d on %s in the twin", l.Pos, l.Name, l.VOA.Channel, l.VOA.Device)
+			}
+			ch = v.Channels[l.VOA.Channel-1]
+		}
+		t.fibres[l.Name] = t.lab.world.NewFibre(l.Name, tr, f, lossBeforeVOADB, after, ch)
+	}
+	return nil
+}
+
+// voaLimits are a VOA's channels and range: the inventory's, else the
+// model's.
+func voaLimits(d *inventory.Device, channels int, maxDB float64) (int, float64, float64) {
+	minDB := 0.0
+	if d.Channels > 0 {
+		channels = d.Channels
+	}
+	if d.Limits != nil {
+		minDB = d.Limits.MinDB
+		if d.Limits.MaxDB > 0 {
+			maxDB = d.Limits.MaxDB
+		}
+	}
+	return channels, minDB, maxDB
+}
+
+func startN77xx(t *twin, d *inventory.Device, n int) (string, error) {
+	ch, lo, hi := voaLimits(d, n7764Channels, n7764MaxDB)
+	v := t.lab.world.NewVOA(d.Name, "Keysight Technologies", "N7764A", fmt.Sprintf("SIM%06d", (t.opts.Seed+uint64(n))%1000000), "1.2.0", ch, lo, hi, n7764ILDB, n7764Speed)
+	t.voas[d.Name] = v
+	s := voa.NewKeysightServer(v, t.lab.faults[d.Name])
+	if err := s.Start(t.opts.Listen + ":0"); err != nil {
+		return "", err
+	}
+	t.lab.closers = append(t.lab.closers, s.Close)
+	return s.Addr(), nil
+}
+
+func startDD100(t *twin, d *inventory.Device, n int) (string, error) {
+	_, lo, hi := voaLimits(d, 1, dd100MaxDB)
+	v := t.lab.world.NewVOA(d.Name, "OZ Optics", "DD-100-MC", fmt.Sprintf("OZ%06d", (t.opts.Seed+uint64(n))%1000000), "3.10", 1, lo, hi, dd100ILDB, dd100Speed)
+	t.voas[d.Name] = v
+	s := voa.NewOZOpticsServer(v, t.lab.faults[d.Name])
+	if err := s.Start(); err != nil {
+		return "", err
+	}
+	t.lab.closers = append(t.lab.closers, s.Close)
+	return s.Address(), nil
+}
+
+func startOTG(t *twin, d *inventory.Device, n int) (string, error) {
+	tx := map[string]string{} // port name -> the fibre it sends into
+	for _, l := range t.out.Links {
+		if l.A.Device == d.Name {
+			tx[l.A.Port] = l.Name
+		}
+	}
+	var ports []trafficgen.OTGPort
+	names := make([]string, 0, len(d.Ports))
+	for p := range d.Ports {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	for _, p := range names {
+		ports = append(ports, trafficgen.OTGPort{Location: d.Ports[p], TxFibre: tx[p]})
+	}
+	s := trafficgen.NewOTGServer(t.lab.world, ports, t.lab.faults[d.Name], trafficgen.OTGOptions{TimeScale: t.opts.TimeScale})
+	if err := s.Start(t.opts.Listen + ":0"); err != nil {
+		return "", err
+	}
+	t.lab.closers = append(t.lab.closers, s.Close)
+	return s.Addr(), nil
+}
