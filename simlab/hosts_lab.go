@@ -47,7 +47,7 @@ func hostagentStandIn() string {
 	return `#!/bin/sh
 # hostagent stand-in for the testbed's simulated hosts. A simulated host runs
 # the hostagent's own code in-process at the version below, whatever file was
-# uploaded (simlab/hosts.go); elsewhere this file only answers --version.
+# uploaded (simlab/host/hosts.go); elsewhere this file only answers --version.
 case "$1" in
 --version) echo "hostagent ` + hostagent.Version + `" ;;
 *) echo "this hostagent stand-in runs on the testbed's simulated hosts only" >&2; exit 1 ;;

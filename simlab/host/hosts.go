@@ -70,7 +70,7 @@ type SimHost struct {
 	routes   []*hostRoute
 	clients  int // open FCT client connections (see HostNet.dial)
 	closed   bool
-	reactor  hostagent.ReactorHost // REACToR host control (reactor_lab.go); nil: none
+	reactor  hostagent.ReactorHost // REACToR host control (SetReactor); nil: none
 }
 
 // HostOptions configure a simulated host.
