@@ -1,11 +1,20 @@
 package simlab
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/crypto/ssh"
 
 	"testbed/inventory"
 	"testbed/simlab/physics"
+	"testbed/simlab/tofino"
 	"testbed/simlab/trafficgen"
 	"testbed/simlab/voa"
 	"testbed/simlab/wire"
@@ -28,6 +37,11 @@ type twin struct {
 	out    *inventory.Inventory    // the twin's, addresses rewritten
 	voas   map[string]*world.VOA   // by device
 	fibres map[string]*world.Fibre // by link
+
+	dp       *tofino.Dataplane         // the switches' dataplane, once there is a switch
+	switches map[string]*tofino.Tofino // by device
+	key      ed25519.PrivateKey        // the lab's SSH client key
+	dir      string                    // its key file and known_hosts
 }
 
 // emulator starts the emulator of one device and returns its address.
@@ -45,6 +59,7 @@ func emulators() map[string]emulator {
 		"keysight-n77xx": {0, startN77xx},
 		"ozoptics-dd100": {0, startDD100},
 		"otg":            {2, startOTG},
+		"tofino-bfrt":    {2, startTofino},
 	}
 }
 
@@ -72,7 +87,7 @@ func StartTwin(inv *inventory.Inventory, opts Options) (lab *Lab, skipped []Skip
 		return nil, nil, err
 	}
 	t := &twin{lab: &Lab{world: world.New(opts.Seed), faults: map[string]*wire.Faults{}}, opts: opts, inv: inv, out: out,
-		voas: map[string]*world.VOA{}, fibres: map[string]*world.Fibre{}}
+		voas: map[string]*world.VOA{}, fibres: map[string]*world.Fibre{}, switches: map[string]*tofino.Tofino{}}
 	defer func() {
 		if err != nil {
 			t.lab.Close()
@@ -119,6 +134,9 @@ func StartTwin(inv *inventory.Inventory, opts Options) (lab *Lab, skipped []Skip
 			}
 			out.Devices[n].Address = addr
 		}
+	}
+	if err := t.finishSwitches(); err != nil {
+		return nil, nil, err
 	}
 	data, err = out.Marshal()
 	if err != nil {
@@ -225,4 +243,101 @@ func startOTG(t *twin, d *inventory.Device, n int) (string, error) {
 	}
 	t.lab.closers = append(t.lab.closers, s.Close)
 	return s.Addr(), nil
+}
+
+// startTofino starts a simulated Tofino reached over SSH with the lab's own
+// client key. Its front-panel ports are the inventory's ports named p<N>
+// (p1 is front port 1), as on the default bench.
+func startTofino(t *twin, d *inventory.Device, n int) (string, error) {
+	if t.dp == nil {
+		dir, err := os.MkdirTemp("", "testbed-simlab-")
+		if err != nil {
+			return "", err
+		}
+		t.dir = dir
+		t.lab.dir = dir
+		t.lab.closers = append(t.lab.closers, func() error { return os.RemoveAll(dir) })
+		if _, t.key, err = ed25519.GenerateKey(rand.Reader); err != nil {
+			return "", err
+		}
+		t.dp = tofino.NewDataplane(t.lab.world)
+		t.lab.dp = t.dp
+		t.lab.switches = t.switches
+	}
+	pub, err := ssh.NewPublicKey(t.key.Public())
+	if err != nil {
+		return "", err
+	}
+	front := map[int]int{}
+	for name, v := range d.Ports {
+		f, err1 := strconv.Atoi(strings.TrimPrefix(name, "p"))
+		dev, err2 := strconv.Atoi(v)
+		if strings.HasPrefix(name, "p") && err1 == nil && err2 == nil {
+			front[f] = dev
+		}
+	}
+	sw, err := tofino.NewTofino(t.dp, tofino.TofinoOptions{Name: d.Name, Serial: fmt.Sprintf("TF%08d", (t.opts.Seed+uint64(n))%100000000), Authorized: []ssh.PublicKey{pub},
+		Faults: t.lab.faults[d.Name], FrontPorts: front, Listen: t.opts.Listen + ":0"})
+	if err != nil {
+		return "", err
+	}
+	t.switches[d.Name] = sw
+	t.lab.closers = append(t.lab.closers, sw.Close)
+	od := t.out.Devices[d.Name]
+	od.Credentials = &inventory.Credentials{KeyFile: filepath.Join(t.dir, "sim_ed25519")}
+	if od.Options == nil {
+		od.Options = map[string]string{}
+	}
+	od.Options["known_hosts"] = filepath.Join(t.dir, "known_hosts")
+	return "ssh://admin@" + sw.SSH().Addr(), nil
+}
+
+// finishSwitches joins the switches by their fibres (a link's a end
+// sends, its b end receives and forwards what it delivers out of its port
+// named sink) and writes the lab's SSH client key and known_hosts.
+func (t *twin) finishSwitches() error {
+	if t.dp == nil {
+		return nil
+	}
+	devPort := func(dev, port string) (int, error) {
+		d, _ := t.out.Device(dev)
+		v, ok := d.Ports[port]
+		n, err := strconv.Atoi(v)
+		if !ok || err != nil {
+			return 0, fmt.Errorf("switch %s: port %s: expected a dev port number, got %q", dev, port, v)
+		}
+		return n, nil
+	}
+	for _, l := range t.out.Links {
+		tx, rx := t.switches[l.A.Device], t.switches[l.B.Device]
+		if tx == nil || rx == nil {
+			continue
+		}
+		txPort, err := devPort(l.A.Device, l.A.Port)
+		if err != nil {
+			return fmt.Errorf("%s: link %s: %w", l.Pos, l.Name, err)
+		}
+		rxPort, err := devPort(l.B.Device, l.B.Port)
+		if err != nil {
+			return fmt.Errorf("%s: link %s: %w", l.Pos, l.Name, err)
+		}
+		sink := 0
+		if d, _ := t.out.Device(l.B.Device); d.Ports["sink"] != "" {
+			if sink, err = devPort(l.B.Device, "sink"); err != nil {
+				return fmt.Errorf("%s: link %s: %w", l.Pos, l.Name, err)
+			}
+		}
+		t.dp.Connect(l.Name, tx, txPort, rx, rxPort, t.fibres[l.Name], sink)
+	}
+	var servers []*wire.SSHServer
+	names := make([]string, 0, len(t.switches))
+	for n := range t.switches {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		servers = append(servers, t.switches[n].SSH())
+	}
+	_, _, err := wire.SSHClientFiles(t.dir, t.key, servers...)
+	return err
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"testbed/experiments/attsweep"
+	"testbed/experiments/losssweep"
 	"testbed/inventory"
 	"testbed/orchestrator"
 	"testbed/simlab"
@@ -155,5 +156,125 @@ func TestTwinOfAnInventoryRunsAttenuationSweep(t *testing.T) {
 	}
 	if len(s.Links) != 3 {
 		t.Errorf("swept %d links, want 3: %s", len(s.Links), b)
+	}
+}
+
+// Three switches in a line, joined by two fibres through the channels of
+// one attenuator, two hosts the twin does not emulate yet.
+const twinLine = `version: 1
+name: line
+devices:
+  att:
+    kind: voa
+    driver: keysight-n77xx
+    address: tcp://192.0.2.10:5025
+    channels: 2
+  s1:
+    kind: switch
+    driver: tofino-bfrt
+    address: ssh://admin@192.0.2.11
+    credentials: {key_file: ~/.ssh/id_ed25519}
+    ports: {p1: "136"}
+  s2:
+    kind: switch
+    driver: tofino-bfrt
+    address: ssh://admin@192.0.2.12
+    credentials: {key_file: ~/.ssh/id_ed25519}
+    ports: {p1: "136", p2: "144", sink: "160"}
+  s3:
+    kind: switch
+    driver: tofino-bfrt
+    address: ssh://admin@192.0.2.13
+    credentials: {key_file: ~/.ssh/id_ed25519}
+    ports: {p2: "144", sink: "160"}
+  ha:
+    kind: host
+    driver: linux-ssh
+    address: ssh://testbed@192.0.2.21
+    ports: {eth1: 10.0.0.1/24}
+  hb:
+    kind: host
+    driver: linux-ssh
+    address: ssh://testbed@192.0.2.22
+    ports: {eth1: 10.0.0.2/24}
+links:
+  - name: s12
+    a: {device: s1, port: p1}
+    b: {device: s2, port: p1}
+    transceiver: 100GBASE-SR4
+    fec: none
+    voa: {device: att, channel: 1}
+  - name: s23
+    a: {device: s2, port: p2}
+    b: {device: s3, port: p2}
+    transceiver: 25GBASE-SR
+    fec: none
+    voa: {device: att, channel: 2}
+`
+
+func TestTwinOfSwitchesInALineRunsLossSweep(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "line.yaml")
+	if err := os.WriteFile(src, []byte(twinLine), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inv, err := inventory.Load(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab, skipped, err := simlab.StartTwin(inv, simlab.Options{Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lab.Close() })
+	if len(skipped) != 2 || skipped[0].Device != "ha" || skipped[1].Device != "hb" {
+		t.Errorf("skipped %v, want ha and hb", skipped)
+	}
+	data, err := lab.Inventory().Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "twin.yaml")
+	if err := os.WriteFile(out, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tw, err := inventory.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, link := range []string{"s12", "s23"} {
+		r := losssweep.New()
+		params, err := orchestrator.ResolveParams(r.Params(), "", nil, []string{"links=" + link, "loss_rates=1e-3", "frames=200000", "calib_losses=50",
+			"replace_program=true"}) // s2 receives on s12, then sends on s23
+		if err != nil {
+			t.Fatal(err)
+		}
+		eng := &orchestrator.Engine{RunsDir: filepath.Join(dir, "runs"), StateDir: filepath.Join(dir, "state")}
+		res, err := eng.Run(context.Background(), orchestrator.RunRequest{Recipe: r, Params: params, Lab: tw, Simulated: true, Seed: 7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
+		if err != nil || res.Status != "ok" {
+			t.Fatalf("%s: run %s (%s): %v", link, res.Status, res.Reason, err)
+		}
+		var s losssweep.Summary
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, rates := range s.Points {
+			for _, modes := range rates {
+				for mode, p := range modes {
+					n++
+					if p.Link != link || p.ActualLoss <= 0 || p.FramesSent == 0 {
+						t.Errorf("%s %s: %+v", link, mode, p)
+					}
+				}
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s: no points in %s", link, b)
+		}
 	}
 }
