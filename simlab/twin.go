@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
@@ -12,7 +13,10 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"testbed/hostagent"
+
 	"testbed/inventory"
+	"testbed/simlab/host"
 	"testbed/simlab/physics"
 	"testbed/simlab/tofino"
 	"testbed/simlab/trafficgen"
@@ -42,6 +46,8 @@ type twin struct {
 	switches map[string]*tofino.Tofino // by device
 	key      ed25519.PrivateKey        // the lab's SSH client key
 	dir      string                    // its key file and known_hosts
+	ssh      []*wire.SSHServer         // every SSH server of the twin
+	hostNet  *host.HostNet             // the hosts' network, once there is a host
 }
 
 // emulator starts the emulator of one device and returns its address.
@@ -60,6 +66,7 @@ func emulators() map[string]emulator {
 		"ozoptics-dd100": {0, startDD100},
 		"otg":            {2, startOTG},
 		"tofino-bfrt":    {2, startTofino},
+		"linux-ssh":      {3, startHost},
 	}
 }
 
@@ -114,7 +121,7 @@ func StartTwin(inv *inventory.Inventory, opts Options) (lab *Lab, skipped []Skip
 		links = append(links, l)
 	}
 	out.Links = links
-	for phase := 0; phase <= 2; phase++ {
+	for phase := 0; phase <= 3; phase++ {
 		if phase == 1 {
 			if err := t.startFibres(); err != nil {
 				return nil, nil, err
@@ -282,6 +289,7 @@ func startTofino(t *twin, d *inventory.Device, n int) (string, error) {
 		return "", err
 	}
 	t.switches[d.Name] = sw
+	t.ssh = append(t.ssh, sw.SSH())
 	t.lab.closers = append(t.lab.closers, sw.Close)
 	od := t.out.Devices[d.Name]
 	od.Credentials = &inventory.Credentials{KeyFile: filepath.Join(t.dir, "sim_ed25519")}
@@ -329,15 +337,67 @@ func (t *twin) finishSwitches() error {
 		}
 		t.dp.Connect(l.Name, tx, txPort, rx, rxPort, t.fibres[l.Name], sink)
 	}
-	var servers []*wire.SSHServer
-	names := make([]string, 0, len(t.switches))
-	for n := range t.switches {
-		names = append(names, n)
+	if t.hostNet != nil {
+		// Host traffic between hosts on two switches joined by a fibre
+		// crosses that fibre; hosts further apart are not routed.
+		for _, l := range t.out.Links {
+			if t.switches[l.A.Device] != nil && t.switches[l.B.Device] != nil {
+				t.hostNet.Route(l.A.Device, l.B.Device, l.Name)
+			}
+		}
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		servers = append(servers, t.switches[n].SSH())
-	}
-	_, _, err := wire.SSHClientFiles(t.dir, t.key, servers...)
+	_, _, err := wire.SSHClientFiles(t.dir, t.key, t.ssh...)
 	return err
+}
+
+// startHost starts a simulated Linux host cabled to a switch of the twin:
+// the interface of its link to the switch, with the interface's address.
+// It runs the hostagent's own code in-process (hosts_lab.go).
+func startHost(t *twin, d *inventory.Device, n int) (string, error) {
+	var sw, iface string
+	for _, l := range t.out.Links {
+		switch {
+		case l.A.Device == d.Name && t.switches[l.B.Device] != nil:
+			sw, iface = l.B.Device, l.A.Port
+		case l.B.Device == d.Name && t.switches[l.A.Device] != nil:
+			sw, iface = l.A.Device, l.B.Port
+		}
+	}
+	if sw == "" {
+		return "", fmt.Errorf("expected a link to a simulated switch (driver tofino-bfrt)")
+	}
+	addr, err := netip.ParsePrefix(d.Ports[iface])
+	if err != nil {
+		return "", fmt.Errorf("port %s: expected an interface address such as 10.0.0.1/24: %w", iface, err)
+	}
+	if t.hostNet == nil {
+		if err := os.WriteFile(filepath.Join(t.dir, "hostagent-simulated"), []byte(hostagentStandIn()), 0o755); err != nil {
+			return "", err
+		}
+		t.hostNet = host.NewHostNet(switchPaths(t.dp), t.opts.Seed)
+		t.lab.hostNet = t.hostNet
+		t.lab.hosts = map[string]*host.SimHost{}
+	}
+	pub, err := ssh.NewPublicKey(t.key.Public())
+	if err != nil {
+		return "", err
+	}
+	h, err := t.hostNet.AddHost(host.HostOptions{Name: d.Name, User: hostUser, Authorized: []ssh.PublicKey{pub}, Listen: t.opts.Listen + ":0",
+		Serial: fmt.Sprintf("SIMH%06d", (t.opts.Seed+uint64(n))%1000000), Iface: iface, Addr: addr, Switch: sw, Faults: t.lab.faults[d.Name], Log: t.opts.Log})
+	if err != nil {
+		return "", err
+	}
+	t.lab.hosts[d.Name] = h
+	t.ssh = append(t.ssh, h.SSH())
+	t.lab.closers = append(t.lab.closers, h.Close)
+	od := t.out.Devices[d.Name]
+	od.Credentials = &inventory.Credentials{KeyFile: filepath.Join(t.dir, "sim_ed25519")}
+	if od.Options == nil {
+		od.Options = map[string]string{}
+	}
+	od.Options["known_hosts"] = filepath.Join(t.dir, "known_hosts")
+	od.Options["hostagent_amd64"] = filepath.Join(t.dir, "hostagent-simulated")
+	od.Options["hostagent_source"] = t.dir
+	od.Options["hostagent_version"] = hostagent.Version
+	return "ssh://" + hostUser + "@" + h.SSH().Addr(), nil
 }

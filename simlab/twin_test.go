@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"testbed/experiments/attsweep"
+	"testbed/experiments/fct"
 	"testbed/experiments/losssweep"
 	"testbed/inventory"
 	"testbed/orchestrator"
@@ -160,7 +161,7 @@ func TestTwinOfAnInventoryRunsAttenuationSweep(t *testing.T) {
 }
 
 // Three switches in a line, joined by two fibres through the channels of
-// one attenuator, two hosts the twin does not emulate yet.
+// one attenuator, and a host on each of the first two.
 const twinLine = `version: 1
 name: line
 devices:
@@ -174,13 +175,13 @@ devices:
     driver: tofino-bfrt
     address: ssh://admin@192.0.2.11
     credentials: {key_file: ~/.ssh/id_ed25519}
-    ports: {p1: "136"}
+    ports: {p1: "136", host: "152"}
   s2:
     kind: switch
     driver: tofino-bfrt
     address: ssh://admin@192.0.2.12
     credentials: {key_file: ~/.ssh/id_ed25519}
-    ports: {p1: "136", p2: "144", sink: "160"}
+    ports: {p1: "136", p2: "144", sink: "160", host: "152"}
   s3:
     kind: switch
     driver: tofino-bfrt
@@ -210,9 +211,17 @@ links:
     transceiver: 25GBASE-SR
     fec: none
     voa: {device: att, channel: 2}
+  - name: ha-s1
+    a: {device: ha, port: eth1}
+    b: {device: s1, port: host}
+    transceiver: 100GBASE-SR4
+  - name: hb-s2
+    a: {device: hb, port: eth1}
+    b: {device: s2, port: host}
+    transceiver: 100GBASE-SR4
 `
 
-func TestTwinOfSwitchesInALineRunsLossSweep(t *testing.T) {
+func TestTwinOfSwitchesAndHostsRunsLossSweepAndFCT(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "line.yaml")
 	if err := os.WriteFile(src, []byte(twinLine), 0o644); err != nil {
@@ -227,8 +236,8 @@ func TestTwinOfSwitchesInALineRunsLossSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { lab.Close() })
-	if len(skipped) != 2 || skipped[0].Device != "ha" || skipped[1].Device != "hb" {
-		t.Errorf("skipped %v, want ha and hb", skipped)
+	if len(skipped) != 0 {
+		t.Errorf("skipped %v", skipped)
 	}
 	data, err := lab.Inventory().Marshal()
 	if err != nil {
@@ -276,5 +285,29 @@ func TestTwinOfSwitchesInALineRunsLossSweep(t *testing.T) {
 		if n == 0 {
 			t.Errorf("%s: no points in %s", link, b)
 		}
+	}
+
+	// The hosts' traffic crosses s12 with its loss and protection.
+	r := fct.New()
+	params, err := orchestrator.ResolveParams(r.Params(), "", nil, []string{"link=s12", "sender=ha", "receiver=hb", "trials=400", "blocks=2",
+		"calib_losses=50", "warmup=10", "modes=off,linkguardian", "transports=tcp", "replace_program=true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := &orchestrator.Engine{RunsDir: filepath.Join(dir, "runs"), StateDir: filepath.Join(dir, "state")}
+	res, err := eng.Run(context.Background(), orchestrator.RunRequest{Recipe: r, Params: params, Lab: tw, Simulated: true, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
+	if err != nil || res.Status != "ok" {
+		t.Fatalf("fct: run %s (%s): %v", res.Status, res.Reason, err)
+	}
+	var fs fct.Summary
+	if err := json.Unmarshal(b, &fs); err != nil {
+		t.Fatal(err)
+	}
+	if off := fs.Transports["tcp"]["off"]; off.Trials != 400 || off.P50US <= 0 {
+		t.Errorf("fct on the twin: %s", b)
 	}
 }
