@@ -276,6 +276,7 @@ func TestUndoKindsReplayFromData(t *testing.T) {
 		rec    UndoRecord
 	}{
 		{"voa1", UndoRecord{Kind: UndoVOAAttenuation, Args: json.RawMessage(`{"channel":2,"db":1.5}`)}},
+		{"voa1", UndoRecord{Kind: UndoVOAShutter, Args: json.RawMessage(`{"channel":3,"open":true}`)}},
 		{"tg1", UndoRecord{Kind: UndoTrafficStop}},
 		{"ocs1", UndoRecord{Kind: UndoOCSDark}},
 		{"h1", UndoRecord{Kind: UndoHostSetting, Args: json.RawMessage(`{"kind":"sysctl","key":"net.ipv4.tcp_congestion_control","value":"cubic"}`)}},
@@ -306,6 +307,9 @@ func TestUndoKindsReplayFromData(t *testing.T) {
 		w, _ := v.VOA("voa1")
 		if got := w.Channels[1].Target(); got != 1.5 {
 			t.Errorf("voa1 channel 2 at %.2f dB after its undo, want 1.50", got)
+		}
+		if !w.Channels[2].Shutter() {
+			t.Errorf("voa1 channel 3's shutter closed after the undo that opens it")
 		}
 	}
 	// On a switch running its program: what a dead run added is taken

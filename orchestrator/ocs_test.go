@@ -9,18 +9,19 @@ import (
 
 	"testbed/instruments/ocs"
 	"testbed/inventory"
-	"testbed/simlab"
+	simocs "testbed/simlab/ocs"
+	"testbed/simlab/world"
 	"testbed/transport"
 )
 
 func TestOCSOpenedForARunAndDarkOnExit(t *testing.T) {
-	w := simlab.NewWorld(1)
-	m, err := w.NewMicroOCS("ocs1", simlab.MicroOCSOptions{Ports: 8})
+	w := world.New(1)
+	m, err := simocs.NewMicroOCS(w, "ocs1", simocs.MicroOCSOptions{Ports: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms := simlab.NewMordiaServer(m, nil)
-	ps := simlab.NewPolatisServer(w.NewPolatis("ocs2", simlab.PolatisOptions{Ingress: 4, SwitchTime: time.Millisecond}), nil)
+	ms := simocs.NewMordiaServer(m, nil)
+	ps := simocs.NewPolatisServer(simocs.NewPolatis(w, "ocs2", simocs.PolatisOptions{Ingress: 4, SwitchTime: time.Millisecond}), nil)
 	for _, start := range []func(string) error{ms.Start, ps.Start} {
 		if err := start("127.0.0.1:0"); err != nil {
 			t.Fatal(err)

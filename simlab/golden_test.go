@@ -8,6 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testbed/simlab/ocs"
+	"testbed/simlab/voa"
+	"testbed/simlab/world"
 	"testing"
 	"time"
 )
@@ -77,8 +80,8 @@ func (g golden) replay(t *testing.T, name string, w io.Writer, r *bufio.Reader, 
 }
 
 func TestGoldenN7764A(t *testing.T) {
-	v := NewWorld(1).NewVOA("voa1", "Keysight Technologies", "N7764A", "G1", "1.0", 4, 0, 45, 1.5, 0)
-	srv := NewKeysightServer(v, nil)
+	v := world.New(1).NewVOA("voa1", "Keysight Technologies", "N7764A", "G1", "1.0", 4, 0, 45, 1.5, 0)
+	srv := voa.NewKeysightServer(v, nil)
 	if err := srv.Start("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +95,11 @@ func TestGoldenN7764A(t *testing.T) {
 }
 
 func TestGoldenPolatis(t *testing.T) {
-	_, srv := polatisLab(t, PolatisOptions{Ingress: 16, Egress: 16, SwitchTime: 5 * time.Millisecond})
+	srv := ocs.NewPolatisServer(ocs.NewPolatis(world.New(1), "ocs2", ocs.PolatisOptions{Ingress: 16, Egress: 16, SwitchTime: 5 * time.Millisecond}), nil)
+	if err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
 	c, err := net.Dial("tcp", strings.TrimPrefix(srv.Addr(), "tcp://"))
 	if err != nil {
 		t.Fatal(err)
@@ -102,8 +109,8 @@ func TestGoldenPolatis(t *testing.T) {
 }
 
 func TestGoldenDD100(t *testing.T) {
-	v := NewWorld(1).NewVOA("voa2", "OZ Optics", "DD-100-MC", "OZ1", "3.10", 1, 0, 55, 0.8, 0)
-	srv := NewOZOpticsServer(v, nil)
+	v := world.New(1).NewVOA("voa2", "OZ Optics", "DD-100-MC", "OZ1", "3.10", 1, 0, 55, 0.8, 0)
+	srv := voa.NewOZOpticsServer(v, nil)
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 
 	"testbed/hostagent"
 	"testbed/inventory"
+	"testbed/simlab/host"
+	"testbed/simlab/wire"
 )
 
 // The default bench's end hosts (LinkGuardian §4.3): h1 behind sw1 and h2
@@ -45,7 +47,7 @@ func hostagentStandIn() string {
 	return `#!/bin/sh
 # hostagent stand-in for the testbed's simulated hosts. A simulated host runs
 # the hostagent's own code in-process at the version below, whatever file was
-# uploaded (simlab/hosts.go); elsewhere this file only answers --version.
+# uploaded (simlab/host/hosts.go); elsewhere this file only answers --version.
 case "$1" in
 --version) echo "hostagent ` + hostagent.Version + `" ;;
 *) echo "this hostagent stand-in runs on the testbed's simulated hosts only" >&2; exit 1 ;;
@@ -76,17 +78,17 @@ func addBenchHosts(inv *inventory.Inventory, sw switchAccess) {
 
 // startHosts starts the simulated hosts on a network over the switches'
 // dataplane and writes the hostagent stand-in into the lab's directory.
-func (l *Lab) startHosts(opts Options, client ssh.PublicKey) ([]*SSHServer, error) {
+func (l *Lab) startHosts(opts Options, client ssh.PublicKey) ([]*wire.SSHServer, error) {
 	if err := os.WriteFile(filepath.Join(l.dir, "hostagent-simulated"), []byte(hostagentStandIn()), 0o755); err != nil {
 		return nil, err
 	}
-	l.hostNet = NewHostNet(l.dp, l.world.Seed())
+	l.hostNet = host.NewHostNet(switchPaths(l.dp), l.world.Seed())
 	l.hostNet.Route("sw1", "sw2", hostFibre)
-	l.hosts = map[string]*SimHost{}
-	var servers []*SSHServer
+	l.hosts = map[string]*host.SimHost{}
+	var servers []*wire.SSHServer
 	for i, b := range hostBench() {
-		l.faults[b.name] = &Faults{}
-		h, err := l.hostNet.AddHost(HostOptions{Name: b.name, User: hostUser, Authorized: []ssh.PublicKey{client}, Listen: opts.Listen + ":0",
+		l.faults[b.name] = &wire.Faults{}
+		h, err := l.hostNet.AddHost(host.HostOptions{Name: b.name, User: hostUser, Authorized: []ssh.PublicKey{client}, Listen: opts.Listen + ":0",
 			Serial: fmt.Sprintf("SIMH%06d", (opts.Seed+uint64(i))%1000000), Iface: b.iface, Addr: netip.MustParsePrefix(b.addr),
 			Switch: b.sw, Faults: l.faults[b.name], Log: opts.Log})
 		if err != nil {
@@ -109,7 +111,7 @@ func (l *Lab) hostAddrs() map[string]string {
 }
 
 // Host returns a simulated host by name ("h1", "h2").
-func (l *Lab) Host(name string) *SimHost { return l.hosts[name] }
+func (l *Lab) Host(name string) *host.SimHost { return l.hosts[name] }
 
-// HostNet is the simulated hosts' network.
-func (l *Lab) HostNet() *HostNet { return l.hostNet }
+// host.HostNet is the simulated hosts' network.
+func (l *Lab) HostNet() *host.HostNet { return l.hostNet }

@@ -197,7 +197,7 @@ func TestSimulatedHostSettingsAndUndo(t *testing.T) {
 	if !slices.Contains(sim.Routes(), "10.0.0.0/24 dev eth1 proto kernel scope link src 10.0.0.2 rto_min lock 1ms") {
 		t.Errorf("routes after: %q", sim.Routes())
 	}
-	if d := sim.rtoMinTo(netip.MustParseAddr("10.0.0.1")); d != time.Millisecond {
+	if d := sim.RTOMinTo(netip.MustParseAddr("10.0.0.1")); d != time.Millisecond {
 		t.Errorf("the route's rto_min as the transport sees it: %v", d)
 	}
 	if err := undo(ctx); err != nil {
@@ -206,7 +206,7 @@ func TestSimulatedHostSettingsAndUndo(t *testing.T) {
 	if got := sim.Routes(); !slices.Equal(got, before) {
 		t.Errorf("routes after undo: %q, before %q", got, before)
 	}
-	if d := sim.rtoMinTo(netip.MustParseAddr("10.0.0.1")); d != 200*time.Millisecond {
+	if d := sim.RTOMinTo(netip.MustParseAddr("10.0.0.1")); d != 200*time.Millisecond {
 		t.Errorf("without rto_min on the route: %v, want the kernel's 200ms", d)
 	}
 	// The default route carries a metric: it is matched and kept.
@@ -217,23 +217,6 @@ func TestSimulatedHostSettingsAndUndo(t *testing.T) {
 	}
 	if _, _, err := h.Apply(ctx, host.RouteRTOMin("10.9.0.0/16", time.Millisecond)); err == nil || !strings.Contains(err.Error(), "no route matches") {
 		t.Errorf("a route that does not exist: %v", err)
-	}
-}
-
-func TestParseScriptQuoting(t *testing.T) {
-	op, v, err := parseScript("# testbed:run\nW='12'\nQ='echo '\\''a'\\''\nb'\necho body\n")
-	if err != nil || op != "run" || v["W"] != "12" || v["Q"] != "echo 'a'\nb" {
-		t.Errorf("parse: %q %q %v", op, v, err)
-	}
-	if _, _, err := parseScript("uname -a"); err == nil {
-		t.Error("a plain command parsed as a script")
-	}
-	if _, _, err := parseScript("# testbed:upload\nP='x'\n"); err == nil {
-		t.Error("missing arguments accepted")
-	}
-	w, err := shellWords(`echo 'a b' "c"d e`)
-	if err != nil || !slices.Equal(w, []string{"echo", "a b", "cd", "e"}) {
-		t.Errorf("words %q, %v", w, err)
 	}
 }
 

@@ -13,7 +13,13 @@ import (
 	"sort"
 
 	"testbed/inventory"
+	"testbed/simlab/host"
 	"testbed/simlab/physics"
+	"testbed/simlab/tofino"
+	"testbed/simlab/trafficgen"
+	"testbed/simlab/voa"
+	"testbed/simlab/wire"
+	"testbed/simlab/world"
 )
 
 // Options configure a simulated lab.
@@ -29,17 +35,17 @@ type Options struct {
 // Lab is a running simulated lab: the world model and the protocol
 // front-ends of every device, plus the inventory that points at them.
 type Lab struct {
-	world    *World
-	dp       *Dataplane
-	switches map[string]*Tofino
+	world    *world.World
+	dp       *tofino.Dataplane
+	switches map[string]*tofino.Tofino
 	dir      string // the SSH client key and known_hosts of the lab's switches
-	keysight *KeysightServer
-	voa3     *KeysightServer
-	oz       *OZOpticsServer
-	otg      *OTGServer
-	faults   map[string]*Faults
-	hostNet  *HostNet
-	hosts    map[string]*SimHost
+	keysight *voa.KeysightServer
+	voa3     *voa.KeysightServer
+	oz       *voa.OZOpticsServer
+	otg      *trafficgen.OTGServer
+	faults   map[string]*wire.Faults
+	hostNet  *host.HostNet
+	hosts    map[string]*host.SimHost
 	inv      *inventory.Inventory
 	closers  []func() error
 	ocs      *ocsLab     // optical circuit switches (ocs_lab.go)
@@ -69,7 +75,7 @@ func defaultBench() []benchLink {
 // The LinkGuardian bench (LinkGuardian §4.1): a sender switch sw1 and a
 // receiver switch sw2 joined by a 25G and a 100G fibre, each through its
 // own channel of a second N7764A (voa3); sw2 forwards what it delivers out
-// of its sink port. Ports are Tofino dev ports (pipe 1: 128..).
+// of its sink port. Ports are tofino.Tofino dev ports (pipe 1: 128..).
 type switchLink struct {
 	name, transceiver, fec string
 	channel                int
@@ -109,9 +115,10 @@ const (
 	dd100Speed = 40
 )
 
-// DefaultInventory describes the default bench with placeholder addresses:
-// what a dry run plans against when no lab is started.
-func DefaultInventory() *inventory.Inventory {
+// placeholderInventory is the default bench's inventory with placeholder
+// addresses, as the Go code below builds it; benches/default.yaml must
+// say the same (TestDefaultBenchFile).
+func placeholderInventory() (*inventory.Inventory, error) {
 	inv, err := benchInventory("tcp://127.0.0.1:5025", "serial:///dev/simlab-voa2?baud=9600", "http://127.0.0.1:8080", placeholderSwitches())
 	if err == nil {
 		inv, err = defaultOCSInventory(inv)
@@ -119,10 +126,7 @@ func DefaultInventory() *inventory.Inventory {
 	if err == nil {
 		inv, err = defaultReactorInventory(inv)
 	}
-	if err != nil {
-		panic(err) // the built-in layout is a constant; a failure is a bug
-	}
-	return inv
+	return inv, err
 }
 
 // switchAccess is how the inventory reaches the simulated switches and
@@ -162,7 +166,7 @@ func benchInventory(voa1Addr, voa2Addr, tgAddr string, sw switchAccess) (*invent
 			addr = sw.sw2
 		}
 		d := &inventory.Device{Name: name, Kind: "switch", Driver: "tofino-bfrt", Address: addr,
-			Description: "simulated Tofino (Wedge100BF-32X)", Ports: map[string]string{},
+			Description: "simulated tofino.Tofino (Wedge100BF-32X)", Ports: map[string]string{},
 			Credentials: &inventory.Credentials{KeyFile: sw.keyFile},
 			Options:     map[string]string{"known_hosts": sw.knownHost, "sde": "/opt/bf-sde"}}
 		for _, b := range switchBench() {
@@ -206,8 +210,8 @@ func StartDefault(opts Options) (lab *Lab, err error) {
 	if opts.Listen != "127.0.0.1" && opts.Listen != "localhost" && opts.Listen != "::1" {
 		return nil, fmt.Errorf("simulated lab: listen address %q: only loopback is allowed", opts.Listen)
 	}
-	w := NewWorld(opts.Seed)
-	l := &Lab{world: w, faults: map[string]*Faults{"voa1": {}, "voa2": {}, "tg1": {}, "voa3": {}, "sw1": {}, "sw2": {}}}
+	w := world.New(opts.Seed)
+	l := &Lab{world: w, faults: map[string]*wire.Faults{"voa1": {}, "voa2": {}, "tg1": {}, "voa3": {}, "sw1": {}, "sw2": {}}}
 	defer func() {
 		if err != nil {
 			l.Close()
@@ -215,7 +219,7 @@ func StartDefault(opts Options) (lab *Lab, err error) {
 	}()
 	voa1 := w.NewVOA("voa1", "Keysight Technologies", "N7764A", fmt.Sprintf("SIM%06d", opts.Seed%1000000), "1.2.0", n7764Channels, 0, n7764MaxDB, n7764ILDB, n7764Speed)
 	voa2 := w.NewVOA("voa2", "OZ Optics", "DD-100-MC", fmt.Sprintf("OZ%06d", opts.Seed%1000000), "3.10", 1, 0, dd100MaxDB, dd100ILDB, dd100Speed)
-	var ports []OTGPort
+	var ports []trafficgen.OTGPort
 	for i, b := range defaultBench() {
 		t, err := physics.TransceiverByName(b.transceiver)
 		if err != nil {
@@ -230,22 +234,22 @@ func StartDefault(opts Options) (lab *Lab, err error) {
 			v = voa2
 		}
 		w.NewFibre(b.name, t, fec, lossBeforeVOADB, lossAfterVOADB, v.Channels[b.channel-1])
-		ports = append(ports, OTGPort{Location: fmt.Sprintf("sim/eth%d", 2*i+1), TxFibre: b.name}, OTGPort{Location: fmt.Sprintf("sim/eth%d", 2*i+2), RxFibre: b.name})
+		ports = append(ports, trafficgen.OTGPort{Location: fmt.Sprintf("sim/eth%d", 2*i+1), TxFibre: b.name}, trafficgen.OTGPort{Location: fmt.Sprintf("sim/eth%d", 2*i+2), RxFibre: b.name})
 	}
 
-	l.keysight = NewKeysightServer(voa1, l.faults["voa1"])
+	l.keysight = voa.NewKeysightServer(voa1, l.faults["voa1"])
 	if err := l.keysight.Start(opts.Listen + ":0"); err != nil {
 		return nil, fmt.Errorf("voa1 emulator: %w", err)
 	}
 	l.closers = append(l.closers, l.keysight.Close)
 
-	l.oz = NewOZOpticsServer(voa2, l.faults["voa2"])
+	l.oz = voa.NewOZOpticsServer(voa2, l.faults["voa2"])
 	if err := l.oz.Start(); err != nil {
 		return nil, fmt.Errorf("voa2 emulator: %w", err)
 	}
 	l.closers = append(l.closers, l.oz.Close)
 
-	l.otg = NewOTGServer(w, ports, l.faults["tg1"], OTGOptions{TimeScale: opts.TimeScale})
+	l.otg = trafficgen.NewOTGServer(w, ports, l.faults["tg1"], trafficgen.OTGOptions{TimeScale: opts.TimeScale})
 	if err := l.otg.Start(opts.Listen + ":0"); err != nil {
 		return nil, fmt.Errorf("tg1 emulator: %w", err)
 	}
@@ -276,12 +280,12 @@ func StartDefault(opts Options) (lab *Lab, err error) {
 // Inventory is the lab as an inventory whose addresses point at the running emulators.
 func (l *Lab) Inventory() *inventory.Inventory { return l.inv }
 
-// World is the lab's physical model.
-func (l *Lab) World() *World { return l.world }
+// world.World is the lab's physical model.
+func (l *Lab) World() *world.World { return l.world }
 
-// Faults returns the fault injector of a device ("voa1", "voa2", "tg1",
+// wire.Faults returns the fault injector of a device ("voa1", "voa2", "tg1",
 // "sw1", "h1", ...).
-func (l *Lab) Faults(device string) *Faults { return l.faults[device] }
+func (l *Lab) Faults(device string) *wire.Faults { return l.faults[device] }
 
 // Endpoints lists "device driver address" for each device.
 func (l *Lab) Endpoints() []string {
@@ -309,7 +313,7 @@ func (l *Lab) Close() error {
 func (l *Lab) startSwitches(opts Options) error {
 	w := l.world
 	voa3 := w.NewVOA("voa3", "Keysight Technologies", "N7764A", fmt.Sprintf("SIM%06d", (opts.Seed+3)%1000000), "1.2.0", n7764Channels, 0, n7764MaxDB, n7764ILDB, n7764Speed)
-	l.voa3 = NewKeysightServer(voa3, l.faults["voa3"])
+	l.voa3 = voa.NewKeysightServer(voa3, l.faults["voa3"])
 	if err := l.voa3.Start(opts.Listen + ":0"); err != nil {
 		return fmt.Errorf("voa3 emulator: %w", err)
 	}
@@ -328,14 +332,14 @@ func (l *Lab) startSwitches(opts Options) error {
 	if err != nil {
 		return err
 	}
-	l.dp = NewDataplane(w)
-	l.switches = map[string]*Tofino{}
+	l.dp = tofino.NewDataplane(w)
+	l.switches = map[string]*tofino.Tofino{}
 	front := map[int]int{}
 	for _, b := range switchBench() {
 		front[b.front] = b.txDev
 	}
 	for i, name := range []string{"sw1", "sw2"} {
-		sw, err := NewTofino(l.dp, TofinoOptions{Name: name, Serial: fmt.Sprintf("TF%08d", opts.Seed%100000000+uint64(i)), Authorized: []ssh.PublicKey{pub},
+		sw, err := tofino.NewTofino(l.dp, tofino.TofinoOptions{Name: name, Serial: fmt.Sprintf("TF%08d", opts.Seed%100000000+uint64(i)), Authorized: []ssh.PublicKey{pub},
 			Faults: l.faults[name], FrontPorts: front, Listen: opts.Listen + ":0"})
 		if err != nil {
 			return fmt.Errorf("%s emulator: %w", name, err)
@@ -359,9 +363,9 @@ func (l *Lab) startSwitches(opts Options) error {
 	if err != nil {
 		return err
 	}
-	_, _, err = SSHClientFiles(dir, key, append([]*SSHServer{l.switches["sw1"].SSH(), l.switches["sw2"].SSH()}, servers...)...)
+	_, _, err = wire.SSHClientFiles(dir, key, append([]*wire.SSHServer{l.switches["sw1"].SSH(), l.switches["sw2"].SSH()}, servers...)...)
 	return err
 }
 
 // Switch returns a simulated switch by name ("sw1", "sw2").
-func (l *Lab) Switch(name string) *Tofino { return l.switches[name] }
+func (l *Lab) Switch(name string) *tofino.Tofino { return l.switches[name] }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"testbed/simlab/ocs"
 	"testing"
 	"time"
 )
@@ -25,7 +26,7 @@ func TestLabHasBothCircuitSwitches(t *testing.T) {
 	}
 	// The emulator was built from the inventory entry.
 	m := l.MicroOCS("ocs1")
-	if o := m.Options(); o.Ports != 24 || o.Gap != DefaultGap() || o.MinSlot != 40*time.Microsecond || o.Serial != "MOR000004" {
+	if o := m.Options(); o.Ports != 24 || o.Gap != ocs.DefaultGap() || o.MinSlot != 40*time.Microsecond || o.Serial != "MOR000004" {
 		t.Fatalf("ocs1 options %+v", o)
 	}
 	if o := l.PolatisSwitch("ocs2").Options(); o.Ingress != 16 || o.SwitchTime != 25*time.Millisecond {
@@ -55,13 +56,13 @@ func TestMicroOCSFromDeviceOptions(t *testing.T) {
 	for _, d := range ocsDevices(1, "http://x", "tcp://x:1") {
 		d.Options["reconfig_sd_us"] = "-1"
 		if d.Driver == "mordia-rest" {
-			if _, err := MicroOCSFromDevice(d); err == nil || !strings.Contains(err.Error(), "ocs1") {
+			if _, err := ocs.MicroOCSFromDevice(d); err == nil || !strings.Contains(err.Error(), "ocs1") {
 				t.Errorf("bad gap option: %v", err)
 			}
 		}
 		d.Options["ports"] = "16by16"
 		if d.Driver == "polatis-scpi" {
-			if _, err := PolatisFromDevice(d); err == nil || !strings.Contains(err.Error(), "ports") {
+			if _, err := ocs.PolatisFromDevice(d); err == nil || !strings.Contains(err.Error(), "ports") {
 				t.Errorf("bad ports option: %v", err)
 			}
 		}

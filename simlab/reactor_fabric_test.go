@@ -12,13 +12,16 @@ import (
 	"time"
 
 	"testbed/hostagent"
+	"testbed/simlab/ocs"
+	"testbed/simlab/reactor"
+	"testbed/simlab/world"
 )
 
 // fabricBench is a fabric of n hosts on an n-port switch, each host's
 // host control served by a hostagent over HTTP on loopback.
 type fabricBench struct {
-	ocs     *MicroOCS
-	fab     *ReactorFabric
+	ocs     *ocs.MicroOCS
+	fab     *reactor.ReactorFabric
 	clients []*hostagent.Client
 	addrs   []netip.Addr
 	names   []string
@@ -26,19 +29,19 @@ type fabricBench struct {
 
 func newFabricBench(t *testing.T, n int, eps float64) *fabricBench {
 	t.Helper()
-	w := NewWorld(11)
-	m, err := w.NewMicroOCS("ocs9", MicroOCSOptions{Ports: n})
+	w := world.New(11)
+	m, err := ocs.NewMicroOCS(w, "ocs9", ocs.MicroOCSOptions{Ports: n})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := &fabricBench{ocs: m}
-	o := ReactorFabricOptions{Name: "rtor9", OCS: m, LinkBps: 10e9, EPSBps: eps, Seed: 3}
+	o := reactor.ReactorFabricOptions{Name: "rtor9", OCS: &fabricSwitch{m: m}, LinkBps: 10e9, EPSBps: eps, Seed: 3}
 	for i := range n {
 		b.names = append(b.names, fmt.Sprintf("x%d", i+1))
 		b.addrs = append(b.addrs, netip.AddrFrom4([4]byte{10, 9, 0, byte(i + 1)}))
 		o.Hosts, o.Addrs, o.Ports = append(o.Hosts, b.names[i]), append(o.Addrs, b.addrs[i]), append(o.Ports, i+1)
 	}
-	if b.fab, err = NewReactorFabric(o); err != nil {
+	if b.fab, err = reactor.NewReactorFabric(o); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.fab.Close() })
@@ -68,13 +71,13 @@ func (b *fabricBench) setup(t *testing.T, ctx context.Context, eps float64) {
 }
 
 // fabricRoundRobin is §5.2's schedule on the switch: n-1 shifts per period.
-func fabricRoundRobin(n int, period, night time.Duration) OCSSchedule {
-	s := OCSSchedule{Period: period, Night: night}
+func fabricRoundRobin(n int, period, night time.Duration) ocs.OCSSchedule {
+	s := ocs.OCSSchedule{Period: period, Night: night}
 	dur := (period - time.Duration(n-1)*night) / time.Duration(n-1)
 	for k := 1; k < n; k++ {
-		sl := OCSSlot{Duration: dur}
+		sl := ocs.OCSSlot{Duration: dur}
 		for i := 1; i <= n; i++ {
-			sl.Circuits = append(sl.Circuits, OCSCircuit{In: i, Out: (i-1+k)%n + 1})
+			sl.Circuits = append(sl.Circuits, ocs.OCSCircuit{In: i, Out: (i-1+k)%n + 1})
 		}
 		s.Slots = append(s.Slots, sl)
 	}

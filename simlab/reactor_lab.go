@@ -1,7 +1,6 @@
 package simlab
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
 	"os"
@@ -12,6 +11,9 @@ import (
 
 	"testbed/hostagent"
 	"testbed/inventory"
+	"testbed/simlab/host"
+	"testbed/simlab/reactor"
+	"testbed/simlab/wire"
 )
 
 // The default lab's REACToR (REACToR §4's prototype, at the size of its
@@ -33,9 +35,9 @@ const (
 
 // reactorLab is the lab's fabric and its hosts.
 type reactorLab struct {
-	fabric *ReactorFabric
-	hosts  map[string]*SimHost
-	net    *HostNet
+	fabric *reactor.ReactorFabric
+	hosts  map[string]*host.SimHost
+	net    *host.HostNet
 }
 
 type reactorHost struct {
@@ -103,16 +105,16 @@ func (l *Lab) startReactor(opts Options) error {
 		return fmt.Errorf("%s: the lab's client key: %w", reactorName, err)
 	}
 	bench := reactorBench()
-	fo := ReactorFabricOptions{Name: reactorName, OCS: m, LinkBps: reactorLinkBps, EPSBps: reactorEPSBps, Seed: opts.Seed, Log: opts.Log}
+	fo := reactor.ReactorFabricOptions{Name: reactorName, OCS: &fabricSwitch{m: m}, LinkBps: reactorLinkBps, EPSBps: reactorEPSBps, Seed: opts.Seed, Log: opts.Log}
 	for _, b := range bench {
 		fo.Hosts, fo.Addrs, fo.Ports = append(fo.Hosts, b.name), append(fo.Addrs, b.addr.Addr()), append(fo.Ports, b.port)
 	}
-	fab, err := NewReactorFabric(fo)
+	fab, err := reactor.NewReactorFabric(fo)
 	if err != nil {
 		return err
 	}
 	l.closers = append(l.closers, fab.Close)
-	rl := &reactorLab{fabric: fab, hosts: map[string]*SimHost{}, net: NewHostNet(l.dp, opts.Seed)}
+	rl := &reactorLab{fabric: fab, hosts: map[string]*host.SimHost{}, net: host.NewHostNet(switchPaths(l.dp), opts.Seed)}
 	l.reactor = rl
 	kh, err := os.OpenFile(knownHosts, os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -121,16 +123,14 @@ func (l *Lab) startReactor(opts Options) error {
 	defer kh.Close()
 	addrs := map[string]string{}
 	for i, b := range bench {
-		l.faults[b.name] = &Faults{}
-		h, err := rl.net.AddHost(HostOptions{Name: b.name, User: hostUser, Authorized: []ssh.PublicKey{signer.PublicKey()}, Listen: opts.Listen + ":0",
+		l.faults[b.name] = &wire.Faults{}
+		h, err := rl.net.AddHost(host.HostOptions{Name: b.name, User: hostUser, Authorized: []ssh.PublicKey{signer.PublicKey()}, Listen: opts.Listen + ":0",
 			Serial: fmt.Sprintf("SIMR%06d", (opts.Seed+uint64(i))%1000000), Iface: reactorIface, Addr: b.addr, Switch: reactorName,
 			Faults: l.faults[b.name], Log: opts.Log})
 		if err != nil {
 			return fmt.Errorf("%s emulator: %w", b.name, err)
 		}
-		h.mu.Lock()
-		h.reactor = fab.HostControl(i, reactorIface)
-		h.mu.Unlock()
+		h.SetReactor(fab.HostControl(i, reactorIface))
 		rl.hosts[b.name] = h
 		l.closers = append(l.closers, h.Close)
 		if _, err := fmt.Fprintln(kh, h.SSH().KnownHostsLine()); err != nil {
@@ -146,8 +146,8 @@ func (l *Lab) startReactor(opts Options) error {
 	return nil
 }
 
-// ReactorFabric returns the lab's REACToR fabric ("rtor1"), or nil.
-func (l *Lab) ReactorFabric(name string) *ReactorFabric {
+// reactor.ReactorFabric returns the lab's REACToR fabric ("rtor1"), or nil.
+func (l *Lab) ReactorFabric(name string) *reactor.ReactorFabric {
 	if l.reactor == nil || name != reactorName {
 		return nil
 	}
@@ -155,56 +155,9 @@ func (l *Lab) ReactorFabric(name string) *ReactorFabric {
 }
 
 // ReactorHost returns a host of the lab's REACToR fabric by name.
-func (l *Lab) ReactorHost(name string) *SimHost {
+func (l *Lab) ReactorHost(name string) *host.SimHost {
 	if l.reactor == nil {
 		return nil
 	}
 	return l.reactor.hosts[name]
 }
-
-// reactorHost is what the host's agent does REACToR host control with:
-// its fabric's, or nothing on a host that is on none. A simulated host
-// never falls back to the machine's own tc. h.mu held.
-func (h *SimHost) reactorHost() hostagent.ReactorHost {
-	if h.reactor != nil {
-		return h.reactor
-	}
-	return noReactor{host: h.name, sw: h.sw}
-}
-
-// noReactor answers not_available for a simulated host that no REACToR
-// serves.
-type noReactor struct{ host, sw string }
-
-func (n noReactor) err() error {
-	return notAvailable("simulated host %s is cabled to %s, not to a REACToR", n.host, n.sw)
-}
-
-func (n noReactor) Status(context.Context) (hostagent.ReactorStatus, error) {
-	return hostagent.ReactorStatus{Backend: "simulated", Reason: fmt.Sprintf("simulated host %s is cabled to %s, not to a REACToR", n.host, n.sw)}, nil
-}
-func (n noReactor) Setup(context.Context, hostagent.ReactorSetup) error          { return n.err() }
-func (n noReactor) Teardown(context.Context) error                               { return nil }
-func (n noReactor) Pause(context.Context, hostagent.ReactorPause) error          { return n.err() }
-func (n noReactor) SetRates(context.Context, hostagent.ReactorRates) error       { return n.err() }
-func (n noReactor) SetSchedule(context.Context, hostagent.ReactorSchedule) error { return n.err() }
-func (n noReactor) Heartbeat(context.Context, hostagent.ReactorHeartbeat) (hostagent.ReactorHeartbeatAck, error) {
-	return hostagent.ReactorHeartbeatAck{}, n.err()
-}
-func (n noReactor) Demand(context.Context) (hostagent.ReactorDemand, error) {
-	return hostagent.ReactorDemand{}, n.err()
-}
-func (n noReactor) Windows(context.Context, uint64) (hostagent.ReactorWindows, error) {
-	return hostagent.ReactorWindows{}, n.err()
-}
-func (n noReactor) StartSink(context.Context, hostagent.ReactorSinkRequest) (hostagent.ReactorSink, error) {
-	return hostagent.ReactorSink{}, n.err()
-}
-func (n noReactor) StartFlows(context.Context, hostagent.ReactorFlowsRequest) ([]hostagent.ReactorFlow, error) {
-	return nil, n.err()
-}
-func (n noReactor) Flows(context.Context) (hostagent.ReactorFlows, error) {
-	return hostagent.ReactorFlows{}, n.err()
-}
-func (n noReactor) StopFlows(context.Context) error { return nil }
-func (n noReactor) Close() error                    { return nil }

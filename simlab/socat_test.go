@@ -5,6 +5,8 @@ import (
 	"context"
 	"os/exec"
 	"strings"
+	"testbed/simlab/voa"
+	"testbed/simlab/world"
 	"testing"
 	"time"
 )
@@ -31,8 +33,8 @@ func socatSession(t *testing.T, address, stdin string) string {
 }
 
 func TestSocatTalksToTheN77xx(t *testing.T) {
-	v := NewWorld(1).NewVOA("voa1", "Keysight Technologies", "N7764A", "S9", "1.0", 4, 0, 45, 1.5, 0)
-	srv := NewKeysightServer(v, nil)
+	v := world.New(1).NewVOA("voa1", "Keysight Technologies", "N7764A", "S9", "1.0", 4, 0, 45, 1.5, 0)
+	srv := voa.NewKeysightServer(v, nil)
 	if err := srv.Start("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
@@ -49,8 +51,8 @@ func TestSocatTalksToTheN77xx(t *testing.T) {
 }
 
 func TestSocatTalksToTheDD100OverItsSerialLine(t *testing.T) {
-	v := NewWorld(1).NewVOA("voa2", "OZ Optics", "DD-100-MC", "OZ1", "3.10", 1, 0, 55, 0.8, 0)
-	srv := NewOZOpticsServer(v, nil)
+	v := world.New(1).NewVOA("voa2", "OZ Optics", "DD-100-MC", "OZ1", "3.10", 1, 0, 55, 0.8, 0)
+	srv := voa.NewOZOpticsServer(v, nil)
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}

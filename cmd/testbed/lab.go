@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -14,7 +15,7 @@ import (
 
 func (a *app) labCmd() *cobra.Command {
 	c := &cobra.Command{Use: "lab", Short: "Run the simulated lab"}
-	var out string
+	var out, from string
 	var seed uint64
 	var scale float64
 	up := &cobra.Command{
@@ -26,12 +27,33 @@ inventory written to --inventory-out points at its endpoints, so
 
   testbed exp run attenuation-sweep --inventory lab.yaml
 
-runs against it from another terminal exactly as against a real lab.`,
+runs against it from another terminal exactly as against a real lab.
+
+With --inventory, start a twin of that lab instead: one emulator per device
+whose driver has one, every link between them a simulated fibre through the
+VOA channel the inventory puts on it; devices without an emulator are named
+and left out. The inventory written is the same lab pointing at the twin.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			lab, err := simlab.StartDefault(simlab.Options{Seed: seed, Log: a.logger(), TimeScale: scale})
-			if err != nil {
-				return &orchestrator.InfraError{Op: "start the simulated lab", Err: err}
+			opts := simlab.Options{Seed: seed, Log: a.logger(), TimeScale: scale}
+			var lab *simlab.Lab
+			var skipped []simlab.Skipped
+			if from != "" {
+				inv, err := inventory.Load(from)
+				if err != nil {
+					return &orchestrator.InputError{Msg: err.Error()}
+				}
+				if lab, skipped, err = simlab.StartTwin(inv, opts); err != nil {
+					return &orchestrator.InfraError{Op: "start a simulated twin of " + from, Err: err}
+				}
+				for _, s := range skipped {
+					fmt.Fprintf(a.stderr, "no emulator for %s: left out of the twin\n", s)
+				}
+			} else {
+				var err error
+				if lab, err = simlab.StartDefault(opts); err != nil {
+					return &orchestrator.InfraError{Op: "start the simulated lab", Err: err}
+				}
 			}
 			defer lab.Close()
 			data, err := lab.Inventory().Marshal()
@@ -43,7 +65,11 @@ runs against it from another terminal exactly as against a real lab.`,
 				return &orchestrator.InputError{Msg: fmt.Sprintf("write inventory: %v", err)}
 			}
 			if a.json() {
-				if err := a.printJSON(map[string]any{"inventory": out, "endpoints": lab.Endpoints(), "seed": seed, "pid": os.Getpid()}); err != nil {
+				left := []string{}
+				for _, s := range skipped {
+					left = append(left, s.Device)
+				}
+				if err := a.printJSON(map[string]any{"inventory": out, "endpoints": lab.Endpoints(), "seed": seed, "pid": os.Getpid(), "left_out": left}); err != nil {
 					return err
 				}
 			} else {
@@ -63,9 +89,33 @@ runs against it from another terminal exactly as against a real lab.`,
 		},
 	}
 	up.Flags().StringVar(&out, "inventory-out", "lab.yaml", "where to write the inventory")
+	up.Flags().StringVar(&from, "inventory", "", "start a simulated twin of this inventory instead of the default bench")
 	up.Flags().Uint64Var(&seed, "seed", 1, "seed of the lab's randomness")
 	up.Flags().Float64Var(&scale, "time-scale", 0, "simulated seconds per real second for traffic (default: the lab's own)")
-	c.AddCommand(up, a.labRecoverCmd())
+	c.AddCommand(up)
+	c.AddCommand(&cobra.Command{
+		Use:   "show-bench [name]",
+		Short: "Print a built-in bench's inventory file (default: the default bench)",
+		Long: `Print the inventory file of a bench built into the binary: the lab the
+simulated lab starts. Copy it and edit it to describe a lab of your own.
+Benches: ` + strings.Join(simlab.BenchNames(), ", ") + `.`,
+		Example: `  testbed lab show-bench > mylab.yaml
+  testbed lab up --inventory mylab.yaml --inventory-out twin.yaml`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := "default"
+			if len(args) == 1 {
+				name = args[0]
+			}
+			b, err := simlab.Bench(name)
+			if err != nil {
+				return &orchestrator.InputError{Msg: err.Error()}
+			}
+			_, err = a.stdout.Write(b)
+			return err
+		},
+	})
+	c.AddCommand(a.labRecoverCmd())
 	return c
 }
 

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"testbed/inventory"
 	"testbed/orchestrator"
 	"testbed/results"
 	"testbed/simlab"
@@ -191,6 +192,28 @@ func TestListAndShow(t *testing.T) {
 	}
 	if code, _, errOut := testbedRun(t, "exp", "show", "nope"); code != exitBadInput || !strings.Contains(errOut, "unknown recipe") {
 		t.Errorf("unknown recipe: %d %s", code, errOut)
+	}
+}
+
+func TestLabShowBench(t *testing.T) {
+	code, out, _ := testbedRun(t, "lab", "show-bench")
+	if code != 0 {
+		t.Fatalf("lab show-bench: %d %s", code, out)
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "bench.yaml")
+	if err := os.WriteFile(p, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inv, err := inventory.Load(p)
+	if err != nil {
+		t.Fatalf("the printed bench does not load: %v", err)
+	}
+	if d, ok := inv.Device("voa1"); !ok || d.Driver != "keysight-n77xx" {
+		t.Errorf("printed bench: voa1 %+v", d)
+	}
+	if code, _, errOut := testbedRun(t, "lab", "show-bench", "nope"); code != exitBadInput || !strings.Contains(errOut, `"nope"`) {
+		t.Errorf("unknown bench: %d %s", code, errOut)
 	}
 }
 
@@ -439,6 +462,76 @@ func TestLabUpServesAnotherProcess(t *testing.T) {
 	up.Process.Signal(syscall.SIGINT)
 	if err := up.Wait(); err != nil {
 		t.Errorf("lab up did not stop cleanly on SIGINT: %v", err)
+	}
+}
+
+// lab up --inventory starts a twin of a lab that is not the default bench;
+// a recipe runs on it through the inventory lab up wrote.
+func TestLabUpTwinOfAnInventory(t *testing.T) {
+	dir := t.TempDir()
+	src, twin := filepath.Join(dir, "mylab.yaml"), filepath.Join(dir, "twin.yaml")
+	os.WriteFile(src, []byte(`version: 1
+name: mylab
+devices:
+  va:
+    kind: voa
+    driver: keysight-n77xx
+    address: tcp://192.0.2.1:5025
+    channels: 1
+  tg:
+    kind: trafficgen
+    driver: otg
+    address: https://192.0.2.2
+    ports: {t: eth1, r: eth2}
+  leaf1:
+    kind: switch
+    driver: arista-eos
+    address: ssh://admin@192.0.2.3
+links:
+  - name: f1
+    a: {device: tg, port: t}
+    b: {device: tg, port: r}
+    transceiver: 25GBASE-SR
+    fec: rs528
+    voa: {device: va, channel: 1}
+`), 0o644)
+	up := exec.Command(testbedBin, "lab", "up", "--inventory", src, "--inventory-out", twin, "--seed", "3")
+	stdout, _ := up.StdoutPipe()
+	var stderr bytes.Buffer
+	up.Stderr = &stderr
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { up.Process.Kill(); up.Wait() })
+	sc := bufio.NewScanner(stdout)
+	ready := false
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "inventory written to") {
+			ready = true
+			break
+		}
+	}
+	if !ready {
+		up.Process.Kill()
+		up.Wait()
+		t.Fatalf("lab up never said it was ready: %s", stderr.String())
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	runs, state := dirs(t)
+	out, err := exec.Command(testbedBin, "exp", "run", "attenuation-sweep", "--inventory", twin, "--runs-dir", runs, "--state-dir", state,
+		"--set", "links=f1", "--set", "step_db=1", "--set", "fine_step_db=0", "--set", "max_seconds=0.5").CombinedOutput()
+	if err != nil {
+		t.Fatalf("run against the twin: %v\n%s", err, out)
+	}
+	up.Process.Signal(syscall.SIGINT)
+	if err := up.Wait(); err != nil {
+		t.Errorf("lab up did not stop cleanly on SIGINT: %v", err)
+	}
+	if !strings.Contains(stderr.String(), "leaf1 (driver arista-eos)") {
+		t.Errorf("lab up did not name the device it left out: %s", stderr.String())
 	}
 }
 

@@ -22,9 +22,9 @@ import (
 	"time"
 
 	"testbed/experiments/ocscharacterize"
-	"testbed/experiments/reactor/sched"
 	"testbed/hostagent"
 	"testbed/instruments/ocs"
+	"testbed/instruments/ocs/sched"
 	"testbed/inventory"
 	o "testbed/orchestrator"
 	"testbed/results"
@@ -373,7 +373,9 @@ func (r *Run) Received(ctx context.Context, t time.Duration) ([][]hostagent.Reac
 }
 
 // Nights reads the switch's record from since until it holds nothing
-// more, keeping the nights that began in [from, to).
+// more or has passed to, keeping the nights that began in [from, to). (A
+// switch still running keeps adding nights: a reader slower than the
+// switch, as on a loaded machine, would never reach the end of the record.)
 func (r *Run) Nights(ctx context.Context, since uint64, from, to time.Duration) ([]ocs.Night, uint64, error) {
 	var out []ocs.Night
 	for {
@@ -381,13 +383,15 @@ func (r *Run) Nights(ctx context.Context, since uint64, from, to time.Duration) 
 		if err != nil {
 			return out, since, err
 		}
+		past := false
 		for _, n := range nl.Nights {
 			if n.Start >= from && n.Start < to {
 				out = append(out, n)
 			}
+			past = past || n.Start >= to
 		}
 		since = max(since, nl.Next)
-		if len(nl.Nights) < 4096 {
+		if len(nl.Nights) < 4096 || past {
 			return out, since, nil
 		}
 	}

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"testbed/experiments/reactor/sched"
 	"testbed/hostagent"
+	"testbed/instruments/ocs/sched"
 	o "testbed/orchestrator"
 	"testbed/results"
 )

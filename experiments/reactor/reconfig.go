@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"testbed/experiments/reactor/sched"
 	"testbed/hostagent"
 	"testbed/instruments/ocs"
+	"testbed/instruments/ocs/sched"
 	o "testbed/orchestrator"
 	"testbed/results"
 )

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"testbed/instruments/ocs"
-	"testbed/simlab"
+	simocs "testbed/simlab/ocs"
+	"testbed/simlab/wire"
+	"testbed/simlab/world"
 	"testbed/transport"
 )
 
@@ -76,21 +78,21 @@ func (r *recorder) exchanges() []exchange {
 // mordiaLab is a simulated microsecond switch served over HTTP on
 // loopback through a recorder.
 type mordiaLab struct {
-	ocs    *simlab.MicroOCS
-	srv    *simlab.MordiaServer
-	faults *simlab.Faults
+	ocs    *simocs.MicroOCS
+	srv    *simocs.MordiaServer
+	faults *wire.Faults
 	rec    *recorder
 	addr   string
 }
 
-func newMordiaLab(t *testing.T, seed uint64, opts simlab.MicroOCSOptions) *mordiaLab {
+func newMordiaLab(t *testing.T, seed uint64, opts simocs.MicroOCSOptions) *mordiaLab {
 	t.Helper()
-	m, err := simlab.NewWorld(seed).NewMicroOCS("ocs1", opts)
+	m, err := simocs.NewMicroOCS(world.New(seed), "ocs1", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &simlab.Faults{}
-	srv := simlab.NewMordiaServer(m, f)
+	f := &wire.Faults{}
+	srv := simocs.NewMordiaServer(m, f)
 	rec := &recorder{h: srv.Handler()}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"testbed/instruments/ocs"
-	"testbed/simlab"
+	simocs "testbed/simlab/ocs"
 )
 
-func opts8() simlab.MicroOCSOptions {
-	return simlab.MicroOCSOptions{Vendor: "UC San Diego", Model: "Mordia-8", Serial: "MOR1", Firmware: "1.0", Ports: 8}
+func opts8() simocs.MicroOCSOptions {
+	return simocs.MicroOCSOptions{Vendor: "UC San Diego", Model: "Mordia-8", Serial: "MOR1", Firmware: "1.0", Ports: 8}
 }
 
 func TestMordiaConfigurationPortsAndDark(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 
 	"testbed/instruments/ocs"
-	"testbed/simlab"
+	simocs "testbed/simlab/ocs"
 )
 
 // loadAPI loads openapi.yaml with kin-openapi and validates it as an
@@ -112,7 +112,7 @@ func TestDriverAndEmulatorKeepToTheOpenAPIDocument(t *testing.T) {
 		}
 	}
 	sort.Strings(docOps)
-	served := append([]string(nil), simlab.MordiaRoutes()...)
+	served := append([]string(nil), simocs.MordiaRoutes()...)
 	sort.Strings(served)
 	if !slices.Equal(docOps, served) {
 		t.Errorf("the emulator serves %v\nthe document has %v", served, docOps)

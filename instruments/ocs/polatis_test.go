@@ -9,16 +9,18 @@ import (
 	"time"
 
 	"testbed/instruments/ocs"
-	"testbed/simlab"
+	simocs "testbed/simlab/ocs"
+	"testbed/simlab/wire"
+	"testbed/simlab/world"
 	"testbed/transport"
 )
 
 // polatisLab starts a 16x16 millisecond switch on TCP or on a pty.
-func polatisLab(t *testing.T, serial bool) (*simlab.PolatisSwitch, *simlab.Faults, string) {
+func polatisLab(t *testing.T, serial bool) (*simocs.PolatisSwitch, *wire.Faults, string) {
 	t.Helper()
-	sw := simlab.NewWorld(1).NewPolatis("ocs2", simlab.PolatisOptions{Serial: "PX001", Firmware: "6.5.2", Ingress: 16, SwitchTime: 20 * time.Millisecond})
-	f := &simlab.Faults{}
-	srv := simlab.NewPolatisServer(sw, f)
+	sw := simocs.NewPolatis(world.New(1), "ocs2", simocs.PolatisOptions{Serial: "PX001", Firmware: "6.5.2", Ingress: 16, SwitchTime: 20 * time.Millisecond})
+	f := &wire.Faults{}
+	srv := simocs.NewPolatisServer(sw, f)
 	var err error
 	if serial {
 		err = srv.StartSerial()

@@ -41,8 +41,9 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
 
-	"testbed/simlab"
 	"testbed/simlab/physics"
+	simtg "testbed/simlab/trafficgen"
+	"testbed/simlab/world"
 )
 
 var otgSpec struct {
@@ -322,12 +323,12 @@ func itoa(n int64) string {
 // counts them if that port is one of its rx ports, and the port counts
 // whatever arrives.
 func TestOTGSpecSeveralRxPorts(t *testing.T) {
-	w := simlab.NewWorld(1)
+	w := world.New(1)
 	tr, _ := physics.TransceiverByName("25GBASE-SR")
 	fec, _ := physics.FECByName("none")
 	v := w.NewVOA("voa1", "Keysight Technologies", "N7764A", "SIM1", "1.0", 1, 0, 60, 1.5, 1e6)
 	w.NewFibre("l25g", tr, fec, 1.0, 0.5, v.Channels[0])
-	srv := simlab.NewOTGServer(w, []simlab.OTGPort{{Location: "eth1", TxFibre: "l25g"}, {Location: "eth2", RxFibre: "l25g"}, {Location: "eth3"}}, nil, simlab.OTGOptions{TimeScale: 1e5})
+	srv := simtg.NewOTGServer(w, []simtg.OTGPort{{Location: "eth1", TxFibre: "l25g"}, {Location: "eth2", RxFibre: "l25g"}, {Location: "eth3"}}, nil, simtg.OTGOptions{TimeScale: 1e5})
 	if err := srv.Start("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}

@@ -8,21 +8,23 @@ import (
 	"time"
 
 	"testbed/instruments/trafficgen"
-	"testbed/simlab"
 	"testbed/simlab/physics"
+	simtg "testbed/simlab/trafficgen"
+	"testbed/simlab/wire"
+	"testbed/simlab/world"
 )
 
 // otgLab starts an OTG emulator on HTTP whose port eth1 transmits over a
 // 25G fibre through a VOA channel to eth2.
-func otgLab(t *testing.T, seed uint64) (*simlab.VOAChannel, *simlab.Faults, string) {
+func otgLab(t *testing.T, seed uint64) (*world.VOAChannel, *wire.Faults, string) {
 	t.Helper()
-	w := simlab.NewWorld(seed)
+	w := world.New(seed)
 	tr, _ := physics.TransceiverByName("25GBASE-SR")
 	fec, _ := physics.FECByName("none")
 	v := w.NewVOA("voa1", "Keysight Technologies", "N7764A", "SIM1", "1.0", 1, 0, 60, 1.5, 1e6)
 	w.NewFibre("l25g", tr, fec, 1.0, 0.5, v.Channels[0])
-	f := &simlab.Faults{}
-	srv := simlab.NewOTGServer(w, []simlab.OTGPort{{Location: "eth1", TxFibre: "l25g"}, {Location: "eth2"}}, f, simlab.OTGOptions{TimeScale: 1e5})
+	f := &wire.Faults{}
+	srv := simtg.NewOTGServer(w, []simtg.OTGPort{{Location: "eth1", TxFibre: "l25g"}, {Location: "eth2"}}, f, simtg.OTGOptions{TimeScale: 1e5})
 	if err := srv.Start("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"testbed/instruments/voa"
-	"testbed/simlab"
 	"testbed/simlab/physics"
+	simvoa "testbed/simlab/voa"
+	"testbed/simlab/wire"
+	"testbed/simlab/world"
 	"testbed/transport"
 )
 
@@ -27,15 +29,15 @@ func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(
 func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // keysightLab starts an N7764A emulator on TCP with one lit fibre on channel 1.
-func keysightLab(t *testing.T) (*simlab.VOA, *simlab.Faults, string) {
+func keysightLab(t *testing.T) (*world.VOA, *wire.Faults, string) {
 	t.Helper()
-	w := simlab.NewWorld(1)
+	w := world.New(1)
 	v := w.NewVOA("voa1", "Keysight Technologies", "N7764A", "SIM001", "1.2.0", 4, 0, 40, 1.2, 2000)
 	tr, _ := physics.TransceiverByName("25GBASE-SR")
 	fec, _ := physics.FECByName("rs528")
 	w.NewFibre("f", tr, fec, 1.0, 0.5, v.Channels[0])
-	f := &simlab.Faults{}
-	srv := simlab.NewKeysightServer(v, f)
+	f := &wire.Faults{}
+	srv := simvoa.NewKeysightServer(v, f)
 	if err := srv.Start("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
@@ -133,9 +135,9 @@ func TestKeysightChannelsAreSlots(t *testing.T) {
 // *OPC? answers 0 while the filter moves: the driver polls it and returns
 // only once the attenuator has stopped.
 func TestKeysightPollsOPCWhileMoving(t *testing.T) {
-	w := simlab.NewWorld(1)
+	w := world.New(1)
 	v := w.NewVOA("voa1", "Keysight Technologies", "N7762A", "SIM002", "1.2.0", 2, 0, 40, 1.2, 100)
-	srv := simlab.NewKeysightServer(v, nil)
+	srv := simvoa.NewKeysightServer(v, nil)
 	if err := srv.Start("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
@@ -262,12 +264,12 @@ func TestKeysightRetriesOnceOnGarbage(t *testing.T) {
 	}
 }
 
-func ozLab(t *testing.T) (*simlab.VOA, *simlab.Faults, string) {
+func ozLab(t *testing.T) (*world.VOA, *wire.Faults, string) {
 	t.Helper()
-	w := simlab.NewWorld(2)
+	w := world.New(2)
 	v := w.NewVOA("voa2", "OZ Optics", "DD-100-MC", "OZ0001", "3.10", 1, 0, 55, 0.8, 400)
-	f := &simlab.Faults{}
-	srv := simlab.NewOZOpticsServer(v, f)
+	f := &wire.Faults{}
+	srv := simvoa.NewOZOpticsServer(v, f)
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"testbed/experiments/reactor/sched"
+	"testbed/instruments/ocs/sched"
 )
 
 // never is a time no run reaches.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"testbed/experiments/reactor/sched"
+	"testbed/instruments/ocs/sched"
 )
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }

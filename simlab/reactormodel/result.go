@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"testbed/experiments/reactor/sched"
+	"testbed/instruments/ocs/sched"
 )
 
 // SlotRecord is one circuit of one slot: what the OCS, the ToR's PFC

@@ -1,0 +1,108 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"testbed/simlab/fctmodel"
+	"testbed/simlab/lgmodel"
+)
+
+// errPathDown: the fibre is dark or its ports are down; a request sent now
+// is never answered.
+var errPathDown = errors.New("the path is down")
+
+// modelKey is everything a connection's transport model is built from;
+// when any of it changes between trials the model is rebuilt.
+type modelKey struct {
+	mode          lgmodel.Mode
+	copies        int
+	pause, resume int
+	bps           float64
+	fec           string
+	rxDBm, drop   float64
+	rtoMin        time.Duration
+	tlp           bool
+	reordering    int
+	maxReordering int
+	req, resp     int
+}
+
+// connState is the transport's state carried from one trial to the next
+// on a connection: one fctmodel.Model (a client and a server on one
+// persistent connection) for as long as nothing it was built from changes.
+type connState struct {
+	key   modelKey
+	model *fctmodel.Model
+}
+
+// sysctlInt reads an integer sysctl of the host's table.
+func (h *SimHost) sysctlInt(key string) int {
+	v, _ := h.Sysctl(key)
+	n, _ := strconv.Atoi(strings.TrimSpace(v))
+	return n
+}
+
+// trial computes one request/response of c with fctmodel: the forward
+// direction is the fibre with its state now, the rto_min is the client's
+// route's, the tail loss probe and reordering follow the client's sysctls.
+func (n *HostNet) trial(c *hostConn, req, resp int) (time.Duration, int, error) {
+	p, err := n.path(c.fibre)
+	if err != nil {
+		return 0, 0, err
+	}
+	if !p.up {
+		return 0, 0, errPathDown
+	}
+	src := c.src
+	k := modelKey{mode: p.mode, copies: p.copies, pause: p.pause, resume: p.resume, bps: p.bps, fec: p.fec, rxDBm: p.rxDBm, drop: p.drop,
+		rtoMin: src.RTOMinTo(c.dst.addr.Addr()), tlp: src.sysctlInt("net.ipv4.tcp_early_retrans") >= 3,
+		reordering: src.sysctlInt("net.ipv4.tcp_reordering"), maxReordering: src.sysctlInt("net.ipv4.tcp_max_reordering"),
+		req: req, resp: resp}
+	if c.state == nil || c.state.key != k {
+		m, err := newTrialModel(k, p, c.rng)
+		if err != nil {
+			return 0, 0, fmt.Errorf("simulated %s -> %s over %s: %w", src.name, c.dst.name, c.fibre, err)
+		}
+		c.state = &connState{key: k, model: m}
+	}
+	t := c.state.model.Trial()
+	return t.FCT, t.ClientRetransmits, nil
+}
+
+// newTrialModel builds the TCP model of a connection over the path: the
+// paper's hosts and timers (fctmodel.Defaults) with the link's rate,
+// protection, copies and per-size frame loss as configured now, and the
+// client host's rto_min and loss-recovery settings.
+func newTrialModel(k modelKey, p hostPath, r *rand.Rand) (*fctmodel.Model, error) {
+	cfg, err := fctmodel.Defaults(fctmodel.TCP, k.mode, p.frameLoss(1518), k.req)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ResponseBytes = k.resp
+	if cfg.Forward, err = fctmodel.DefaultLink(k.mode, k.bps, p.frameLoss(1518)); err != nil {
+		return nil, err
+	}
+	cfg.Forward.FrameLoss = p.frameLoss
+	if k.mode != lgmodel.Off {
+		cfg.Forward.LG.Copies = max(k.copies, 1)
+		cfg.Forward.LG.PauseCells, cfg.Forward.LG.ResumeCells = k.pause, k.resume
+		cfg.Forward.LG.Backpressure = k.mode == lgmodel.Ordered && k.pause > 0 && k.resume > 0 && k.resume <= k.pause
+	}
+	if cfg.Reverse, err = fctmodel.DefaultLink(lgmodel.Off, k.bps, 0); err != nil {
+		return nil, err
+	}
+	cfg.TCP.RTOMin = k.rtoMin
+	cfg.TCP.TLP = k.tlp
+	if k.reordering > 0 {
+		cfg.TCP.Reordering = k.reordering
+	}
+	if k.maxReordering >= cfg.TCP.Reordering {
+		cfg.TCP.MaxReordering = k.maxReordering
+	}
+	return fctmodel.New(cfg, r)
+}

@@ -1,0 +1,51 @@
+package reactor
+
+import (
+	"time"
+
+	"testbed/simlab/reactormodel"
+)
+
+// CircuitSwitch is what the fabric reads of its circuit switch: the
+// simulated lab connects it to the circuit switch emulator, so that the
+// fabric follows whatever schedule a driver has that switch play.
+type CircuitSwitch interface {
+	Name() string
+	// Ports is how many input (and output) ports the switch has.
+	Ports() int
+	// Gap is the law of the switch's reconfiguration gaps.
+	Gap() reactormodel.GapLaw
+	// Now is the switch's clock.
+	Now() time.Duration
+	// Status is what the switch does now.
+	Status() OCSStatus
+}
+
+// OCSStatus is what a circuit switch reports it does: State is "idle",
+// "armed", "running" (or another word of the switch's for a state without
+// a schedule); a running schedule began at Start, and the switch is in
+// period Period at Now.
+type OCSStatus struct {
+	State    string
+	Schedule *OCSSchedule
+	Start    time.Duration
+	Period   int64
+	Now      time.Duration
+}
+
+// OCSSchedule is a cycle of slots repeated every Period; each slot begins
+// with a night of length Night.
+type OCSSchedule struct {
+	Period time.Duration
+	Night  time.Duration
+	Slots  []OCSSlot
+}
+
+// OCSSlot is one configuration and how long it is up after its night.
+type OCSSlot struct {
+	Duration time.Duration
+	Circuits []OCSCircuit
+}
+
+// OCSCircuit joins input port In to output port Out (ports from 1).
+type OCSCircuit struct{ In, Out int }

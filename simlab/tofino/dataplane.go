@@ -1,0 +1,411 @@
+package tofino
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	lg "testbed/p4/linkguardian"
+	"testbed/simlab/lgmodel"
+	"testbed/simlab/physics"
+	"testbed/simlab/world"
+)
+
+// Dataplane is the traffic between simulated switches: for every fibre
+// joining two switch ports it runs the packet-level LinkGuardian model
+// (lgmodel) with the corruption the fibre's optics give at that moment, in
+// the protection mode, copies and thresholds the two switches' programs
+// are configured with. Its clock is simulated and moves only when a
+// switch is asked to wait for a time or for its packet generator, so a
+// seeded run gives the same counters at the same instants every time.
+type Dataplane struct {
+	world *world.World
+
+	mu    sync.Mutex
+	now   time.Duration
+	links []*swLink
+	runs  []*lgRun
+	nrun  uint64
+}
+
+// NewDataplane makes an empty dataplane over the world.
+func NewDataplane(w *world.World) *Dataplane { return &Dataplane{world: w} }
+
+// swLink is a fibre from a sender switch port to a receiver switch port.
+type swLink struct {
+	name     string
+	tx       *Tofino
+	txPort   int
+	rx       *Tofino
+	rxPort   int
+	fibre    *world.Fibre
+	sinkPort int // where the receiver forwards delivered traffic
+}
+
+// Connect joins tx's port to rx's port through a fibre of the world; rx
+// forwards what it delivers out of sinkPort.
+func (d *Dataplane) Connect(name string, tx *Tofino, txPort int, rx *Tofino, rxPort int, f *world.Fibre, sinkPort int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.links = append(d.links, &swLink{name: name, tx: tx, txPort: txPort, rx: rx, rxPort: rxPort, fibre: f, sinkPort: sinkPort})
+}
+
+// Now is the dataplane's clock.
+func (d *Dataplane) Now() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.now
+}
+
+// lgRun is one packet-generator application's traffic across a link,
+// simulated in segments: a segment ends when anything it was configured
+// with changes (loss, protection, copies, thresholds), its tail completes,
+// and the next continues with the frames still to send.
+type lgRun struct {
+	link       *swLink
+	app        *pktgenApp
+	frameBytes int
+	remaining  int64 // frames not yet offered to a segment
+	stopped    bool
+
+	seg      *lgmodel.Sim
+	segStart time.Duration
+	segKey   segConfig
+	last     lgmodel.Result // of the current segment, already accounted
+	rng      *rand.Rand
+}
+
+// segConfig is what a segment was started with.
+type segConfig struct {
+	up          bool
+	mode        lgmodel.Mode
+	bps, loss   float64
+	copies      int
+	pause, resu int
+	fec         string
+}
+
+// linkFor finds the link leaving sw's port.
+func (d *Dataplane) linkFor(sw *Tofino, port int) *swLink {
+	for _, l := range d.links {
+		if l.tx == sw && l.txPort == port {
+			return l
+		}
+	}
+	return nil
+}
+
+// portUp reports whether a switch port has a link partner agreeing on
+// speed and FEC, with light arriving; ports without a fibre (host-facing,
+// internal) are up when enabled.
+func (d *Dataplane) portUp(sw *Tofino, port int) bool {
+	p := sw.port(port)
+	if p == nil || !p.enabled {
+		return false
+	}
+	for _, l := range d.links {
+		var peer *simPort
+		switch {
+		case l.tx == sw && l.txPort == port:
+			peer = l.rx.port(l.rxPort)
+		case l.rx == sw && l.rxPort == port:
+			peer = l.tx.port(l.txPort)
+		default:
+			continue
+		}
+		if peer == nil || !peer.enabled || peer.gbps != p.gbps || peer.fec != p.fec {
+			return false
+		}
+		// The PCS loses lock when the raw bit error ratio nears 1e-3.
+		rx := l.fibre.RxPowerDBm()
+		return !math.IsInf(rx, -1) && l.fibre.Transceiver.BER(rx) < 1e-3
+	}
+	return true
+}
+
+// appState reads a packet-generator application's progress. The dataplane
+// moves it under its own lock while traffic runs, so readers take that lock.
+func (d *Dataplane) appState(app *pktgenApp) (active, done bool, sent int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return app.enabled && !app.done, app.done, app.sent
+}
+
+// disableApp marks an application stopped, under the dataplane's lock.
+func (d *Dataplane) disableApp(app *pktgenApp) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	app.enabled = false
+}
+
+// startApp begins a packet-generator application's traffic.
+func (d *Dataplane) startApp(sw *Tofino, app *pktgenApp) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l := d.linkFor(sw, app.egressPort)
+	if l == nil {
+		// Traffic to a port with no simulated fibre goes nowhere the
+		// model follows: it is counted as sent.
+		app.done = true
+		app.sent = app.total
+		sw.countTx(app.egressPort, app.total, int64(app.pktLen+4))
+		return nil
+	}
+	d.nrun++
+	r := &lgRun{link: l, app: app, frameBytes: app.pktLen + 4, remaining: app.total,
+		rng: rand.New(rand.NewPCG(d.world.Seed(), d.nrun*0x9e3779b97f4a7c15))}
+	d.runs = append(d.runs, r)
+	return d.newSegment(r)
+}
+
+// stopApp ends an application's offered traffic; what is in flight completes.
+func (d *Dataplane) stopApp(app *pktgenApp) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, r := range d.runs {
+		if r.app == app && !r.stopped {
+			r.stopped = true
+			r.remaining = 0
+			if r.seg != nil {
+				r.seg.StopOffering()
+			}
+		}
+	}
+}
+
+// config reads what a segment would be configured with now.
+func (d *Dataplane) config(r *lgRun) (segConfig, error) {
+	l := r.link
+	tp := l.tx.port(l.txPort)
+	c := segConfig{up: d.portUp(l.tx, l.txPort) && d.portUp(l.rx, l.rxPort)}
+	if tp == nil {
+		return c, nil
+	}
+	c.bps = float64(tp.gbps) * 1e9
+	c.fec = tp.fecName()
+	fec, err := physics.FECByName(c.fec)
+	if err != nil {
+		return c, err
+	}
+	rx := l.fibre.RxPowerDBm()
+	c.loss = 1
+	if !math.IsInf(rx, -1) {
+		c.loss = physics.FrameLossProbability(l.fibre.Transceiver, fec, rx, r.frameBytes)
+	}
+	// The sender's loss-emulation table drops floor(p*2^20) of 2^20 random values.
+	if n := l.tx.tableSize(lg.TableEmulateDrop); n > 0 {
+		c.loss = 1 - (1-c.loss)*(1-float64(n)/(1<<20))
+	}
+	c.mode = lgmodel.Off
+	if l.tx.programName() == lg.ProgramSender && l.rx.programName() == lg.ProgramReceiver {
+		if e, ok := l.tx.entry(lg.TableLinkProtect, "egress_port", l.txPort); ok {
+			c.mode = lgmodel.NonBlocking
+			if e.Data["blocking_mode"] == 1 {
+				c.mode = lgmodel.Ordered
+			}
+			c.copies = 1
+			if ce, ok := l.tx.entry(lg.TableRetxMcast, "egress_port", l.txPort); ok && ce.Data["num_copies"] > 0 {
+				c.copies = int(ce.Data["num_copies"])
+			}
+			c.pause = int(l.rx.reg(lg.RegPauseThreshold, 0))
+			c.resu = int(l.rx.reg(lg.RegResumeThreshold, 0))
+		}
+	}
+	return c, nil
+}
+
+// newSegment starts a segment with the frames still to send.
+func (d *Dataplane) newSegment(r *lgRun) error {
+	c, err := d.config(r)
+	if err != nil {
+		return err
+	}
+	r.segKey, r.segStart, r.last, r.seg = c, d.now, lgmodel.Result{}, nil
+	if r.remaining <= 0 {
+		return nil
+	}
+	if !c.up || c.loss >= 0.5 {
+		return nil // a dark or down link: the generator's frames go nowhere; wait for a change
+	}
+	cfg, err := lgmodel.Defaults(c.mode, c.bps, c.loss, r.remaining)
+	if err != nil && c.mode == lgmodel.Off {
+		// Off needs none of the protocol's measured delays.
+		cfg = lgmodel.Config{Mode: lgmodel.Off, LinkBps: c.bps, Loss: c.loss, Frames: r.remaining,
+			Pipeline: time.Microsecond, Propagation: 10 * time.Nanosecond, RxBufferCap: 200_000}
+		err = nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.link.name, err)
+	}
+	cfg.FrameBytes = r.frameBytes
+	cfg.LossSmall = 0
+	// Skipped-over runs of at most 256 frames (31 us at 100G). Counters
+	// read mid-run are exact either way (lgmodel counts a run's frames as
+	// they cross the wire); the cap bounds how far a run that arrives out
+	// of order, and so is counted only when it lands, can lag.
+	cfg.MaxRun = 256
+	if c.mode != lgmodel.Off {
+		cfg.Copies = c.copies
+		cfg.PauseCells, cfg.ResumeCells = c.pause, c.resu
+		// Thresholds of zero, or beyond the buffer, mean no backpressure.
+		cfg.Backpressure = c.mode == lgmodel.Ordered && c.pause > 0 && c.resu > 0 && c.resu <= c.pause &&
+			int64(c.pause)*lg.CellBytes < int64(cfg.RxBufferCap)
+	}
+	seg, err := lgmodel.New(cfg, r.rng)
+	if err != nil {
+		return err
+	}
+	r.seg = seg
+	r.remaining = 0
+	return nil
+}
+
+// advance moves the clock to t, rolling segments over where their
+// configuration changed.
+func (d *Dataplane) advance(t time.Duration) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if t < d.now {
+		return nil
+	}
+	for _, r := range d.runs {
+		if err := d.advanceRun(r, t); err != nil {
+			return err
+		}
+	}
+	d.now = t
+	kept := d.runs[:0]
+	for _, r := range d.runs {
+		if !r.app.done {
+			kept = append(kept, r)
+		}
+	}
+	d.runs = kept
+	return nil
+}
+
+func (d *Dataplane) advanceRun(r *lgRun, t time.Duration) error {
+	for {
+		c, err := d.config(r)
+		if err != nil {
+			return err
+		}
+		if c != r.segKey {
+			// Something changed: end the segment (its tail completes in
+			// simulated time), then continue with the rest.
+			if r.seg != nil {
+				r.seg.StopOffering()
+				r.seg.AdvanceTo(time.Duration(math.MaxInt64))
+				d.account(r)
+				d.now = max(d.now, r.segStart+r.seg.Now())
+				r.seg = nil
+			}
+			r.remaining = max(0, r.app.total-r.app.sent)
+			if r.stopped {
+				r.remaining = 0
+			}
+			if err := d.newSegment(r); err != nil {
+				return err
+			}
+		}
+		if r.seg == nil {
+			d.dropWhileDown(r, t)
+			if r.remaining == 0 {
+				r.app.done = true
+			}
+			return nil
+		}
+		done := r.seg.AdvanceTo(t - r.segStart)
+		d.account(r)
+		if done {
+			r.seg = nil
+			if r.remaining == 0 {
+				r.app.done = true
+				return nil
+			}
+			continue
+		}
+		return nil
+	}
+}
+
+// dropWhileDown: while the link is down or dark the generator still sends
+// at line rate and every frame is lost.
+func (d *Dataplane) dropWhileDown(r *lgRun, t time.Duration) {
+	from := max(d.now, r.segStart)
+	if r.remaining <= 0 || t <= from || r.segKey.bps <= 0 {
+		return
+	}
+	perFrame := float64((r.frameBytes+20)*8) / r.segKey.bps
+	n := min(r.remaining, int64((t-from).Seconds()/perFrame))
+	if n <= 0 {
+		return
+	}
+	r.remaining -= n
+	r.app.sent += n
+	r.segStart = from + time.Duration(float64(n)*perFrame*1e9)
+	if tp := r.link.tx.port(r.link.txPort); tp != nil && tp.enabled {
+		tp.add("$FramesTransmittedAll", n)
+		tp.add("$FramesTransmittedOK", n)
+		tp.add("$OctetsTransmittedTotal", n*int64(r.frameBytes))
+		tp.add(txLength(int64(r.frameBytes)), n)
+	}
+}
+
+// account adds what the segment did since last time to the ports'
+// counters and the programs' registers.
+func (d *Dataplane) account(r *lgRun) {
+	cur := r.seg.Result()
+	prev := r.last
+	r.last = cur
+	l := r.link
+	dSent := cur.FramesSent - prev.FramesSent
+	dTx := cur.Transmissions - prev.Transmissions
+	dDummies := cur.Dummies - prev.Dummies
+	dCorrupt := cur.Corrupted - prev.Corrupted
+	dDelivered := cur.Delivered - prev.Delivered
+	hdr := 0
+	if r.segKey.mode != lgmodel.Off {
+		hdr = lg.HeaderBytes
+	}
+	big := int64(r.frameBytes + hdr)
+	small := int64(64 + hdr)
+	r.app.sent += dSent
+	// Sender port: every transmission leaves it.
+	tp := l.tx.port(l.txPort)
+	rp := l.rx.port(l.rxPort)
+	octets := (dTx-dDummies)*big + dDummies*small
+	tp.add("$FramesTransmittedAll", dTx)
+	tp.add("$FramesTransmittedOK", dTx)
+	tp.add("$OctetsTransmittedTotal", octets)
+	tp.add(txLength(big), dTx-dDummies)
+	tp.add(txLength(small), dDummies)
+	tp.add("$FramesReceivedPriPause", cur.PauseFrames-prev.PauseFrames)
+	// Receiver port: what arrives, the corrupted part with an FCS error.
+	rp.add("$FramesReceivedAll", dTx)
+	rp.add("$FramesReceivedOK", dTx-dCorrupt)
+	rp.add("$FramesReceivedwithFCSError", dCorrupt)
+	rp.add("$FrameswithanyError", dCorrupt)
+	rp.add("$OctetsReceived", octets)
+	rp.add(rxLength(big), dTx-dDummies)
+	rp.add(rxLength(small), dDummies)
+	rp.add("$FramesTransmittedPriPause", cur.PauseFrames-prev.PauseFrames)
+	// Delivered originals leave the receiver's sink port.
+	if sp := l.rx.port(l.sinkPort); sp != nil {
+		sp.add("$FramesTransmittedAll", dDelivered)
+		sp.add("$FramesTransmittedOK", dDelivered)
+		sp.add("$OctetsTransmittedTotal", dDelivered*int64(r.frameBytes))
+		sp.add(txLength(int64(r.frameBytes)), dDelivered)
+	}
+	l.tx.mu.Lock()
+	l.tx.addRegLocked(senderSeqReg, 0, dSent)
+	l.tx.queueTrack(lg.RecircPort, lg.QueueTxBuffer, r.seg, cur.MaxTxBufferBytes, true)
+	l.tx.mu.Unlock()
+	l.rx.mu.Lock()
+	l.rx.addRegLocked(lg.RegTimeoutCount, 0, cur.Timeouts-prev.Timeouts)
+	l.rx.addRegLocked(lg.RegExpectedSeqNo, 0, (cur.Delivered+cur.Lost)-(prev.Delivered+prev.Lost))
+	l.rx.queueTrack(lg.RecircPort, lg.QueueReorder, r.seg, cur.MaxRxBufferBytes, false)
+	l.rx.mu.Unlock()
+}

@@ -1,0 +1,862 @@
+package tofino
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	lg "testbed/p4/linkguardian"
+	"testbed/simlab/wire"
+)
+
+// Tofino is a simulated Tofino switch behind an SSH server: it runs the
+// commands the driver sends (starting bf_switchd with a program, installing
+// and starting the bfrt_python agent, the platform CLI's get-ddm) and
+// serves the agent protocol (dut/tofino/agent/PROTOCOL.md) on its loopback
+// port through direct-tcpip channels. Its ports, counters, registers and
+// tables are those of the program it runs; its traffic is the shared
+// Dataplane's.
+type Tofino struct {
+	name   string
+	serial string
+	dp     *Dataplane
+	faults *wire.Faults
+	front  map[int]int // front-panel port -> dev port
+	srv    *wire.SSHServer
+
+	mu         sync.Mutex
+	installed  map[string]bool              // compiled programs
+	p4src      map[string]map[string][]byte // uploaded P4 sources by directory
+	program    string                       // what bf_switchd runs ("" stopped)
+	readyAt    time.Time                    // bfshell answers from then on
+	agentFile  []byte
+	agentPort  int
+	agentUp    bool
+	ports      map[int]*simPort
+	regs       map[string]map[int]int64
+	tables     map[string][]simEntry
+	apps       map[int]*pktgenApp
+	queues     map[[2]int]*simQueue
+	switchdLog []string
+}
+
+// simPort is a port and its $PORT_STAT counters.
+type simPort struct {
+	dev      int
+	gbps     int
+	fec      string // BF_FEC_TYP_*
+	enabled  bool
+	counters map[string]int64
+	mu       sync.Mutex
+}
+
+func (p *simPort) add(name string, n int64) {
+	if p == nil || n == 0 {
+		return
+	}
+	p.mu.Lock()
+	p.counters[name] += n
+	p.mu.Unlock()
+}
+
+func (p *simPort) fecName() string {
+	switch p.fec {
+	case "BF_FEC_TYP_RS":
+		if p.gbps == 50 {
+			return "rs544"
+		}
+		return "rs528"
+	}
+	return "none"
+}
+
+type simEntry struct {
+	Key    map[string]int64 `json:"key"`
+	Action string           `json:"action"`
+	Data   map[string]int64 `json:"data"`
+}
+
+type pktgenApp struct {
+	id         int
+	egressPort int
+	pktLen     int
+	total      int64
+	sent       int64
+	done       bool
+	enabled    bool
+}
+
+type simQueue struct {
+	usage, watermark int64 // bytes
+}
+
+// Objects each program declares (the names of p4/linkguardian's contract).
+const senderSeqReg = "SwitchEgress." + lg.RegSeqNo
+
+var programObjects = map[string]struct{ regs, tables []string }{
+	lg.ProgramSender: {
+		regs:   []string{senderSeqReg, "SwitchEgress." + lg.RegEra},
+		tables: []string{lg.TableLinkProtect, lg.TableRetxMcast, lg.TableEmulateDrop},
+	},
+	lg.ProgramReceiver: {
+		regs: []string{lg.RegExpectedSeqNo, "SwitchIngress." + lg.RegAck, lg.RegTimeoutCount,
+			lg.RegPauseThreshold, lg.RegResumeThreshold},
+	},
+}
+
+// TofinoOptions configure a simulated switch.
+type TofinoOptions struct {
+	Name, Serial string
+	Authorized   []ssh.PublicKey
+	Faults       *wire.Faults
+	FrontPorts   map[int]int // front-panel port -> dev port, for get-ddm
+	Listen       string
+}
+
+// NewTofino starts a simulated switch with the LinkGuardian programs
+// installed (compiled) and nothing running.
+func NewTofino(dp *Dataplane, o TofinoOptions) (*Tofino, error) {
+	if o.Faults == nil {
+		o.Faults = &wire.Faults{}
+	}
+	t := &Tofino{name: o.Name, serial: o.Serial, dp: dp, faults: o.Faults, front: o.FrontPorts,
+		installed: map[string]bool{lg.ProgramSender: true, lg.ProgramReceiver: true}}
+	t.reset("")
+	srv, err := wire.NewSSHServer(wire.SSHServerOptions{Listen: o.Listen, Authorized: o.Authorized, Exec: t.exec, Tunnel: t.tunnel, Faults: o.Faults})
+	if err != nil {
+		return nil, err
+	}
+	t.srv = srv
+	return t, nil
+}
+
+// SSH is the switch's SSH server.
+func (t *Tofino) SSH() *wire.SSHServer { return t.srv }
+
+// Close stops the switch.
+func (t *Tofino) Close() error { return t.srv.Close() }
+
+// reset is bf_switchd (re)starting with program: every port, counter,
+// register, table and generator is gone.
+func (t *Tofino) reset(program string) {
+	t.program = program
+	t.ports = map[int]*simPort{}
+	t.regs = map[string]map[int]int64{}
+	t.tables = map[string][]simEntry{}
+	t.apps = map[int]*pktgenApp{}
+	t.queues = map[[2]int]*simQueue{}
+	t.agentUp = false
+	if o, ok := programObjects[program]; ok {
+		for _, r := range o.regs {
+			t.regs[r] = map[int]int64{}
+		}
+		for _, tb := range o.tables {
+			t.tables[tb] = nil
+		}
+	}
+}
+
+func (t *Tofino) programName() string { t.mu.Lock(); defer t.mu.Unlock(); return t.program }
+
+func (t *Tofino) port(dev int) *simPort { t.mu.Lock(); defer t.mu.Unlock(); return t.ports[dev] }
+
+func (t *Tofino) tableSize(name string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.tables[name])
+}
+
+func (t *Tofino) entry(table, keyField string, key int) (simEntry, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, e := range t.tables[table] {
+		if e.Key[keyField] == int64(key) {
+			return e, true
+		}
+	}
+	return simEntry{}, false
+}
+
+func (t *Tofino) reg(name string, idx int) int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.regs[name][idx]
+}
+
+func (t *Tofino) addRegLocked(name string, idx int, d int64) {
+	r, ok := t.regs[name]
+	if !ok || d == 0 {
+		return
+	}
+	v := r[idx] + d
+	if strings.Contains(name, "seq_no") {
+		v &= lg.SeqNoRange - 1 // a 16-bit register wraps
+	}
+	r[idx] = v
+}
+
+// queueTrack records a buffer's occupancy as a TM queue (bytes).
+func (t *Tofino) queueTrack(port, q int, seg interface {
+	Buffers() (int64, int64, bool)
+}, segMax int64, tx bool) {
+	sq := t.queues[[2]int{port, q}]
+	if sq == nil {
+		sq = &simQueue{}
+		t.queues[[2]int{port, q}] = sq
+	}
+	txb, rxb, _ := seg.Buffers()
+	sq.usage = rxb
+	if tx {
+		sq.usage = txb
+	}
+	sq.watermark = max(sq.watermark, segMax, sq.usage)
+}
+
+func (t *Tofino) countTx(dev int, n, bytes int64) {
+	if p := t.port(dev); p != nil {
+		p.add("$FramesTransmittedAll", n)
+		p.add("$FramesTransmittedOK", n)
+		p.add("$OctetsTransmittedTotal", n*bytes)
+		p.add(txLength(bytes), n)
+	}
+}
+
+// ---- shell commands ----
+
+var (
+	opRe      = regexp.MustCompile(`^# testbed:([a-z0-9-]+)`)
+	progRe    = regexp.MustCompile(`run_switchd\.sh -p ([A-Za-z0-9_-]+)`)
+	agentPort = regexp.MustCompile(`TESTBED_AGENT_PORT=(\d+)`)
+	ddmRe     = regexp.MustCompile(`get-ddm (\d+)`)
+)
+
+func (t *Tofino) exec(ctx context.Context, cmd string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if d := t.faults.Delay(); d > 0 {
+		time.Sleep(d)
+	}
+	if t.faults.TakeDrop() {
+		t.srv.DropConnections()
+		return 255
+	}
+	m := opRe.FindStringSubmatch(cmd)
+	if m == nil {
+		fmt.Fprintf(stderr, "sh: the simulated switch runs only the driver's scripts (first line \"# testbed:<op>\"), not %q\n", firstLineOf(cmd))
+		return 127
+	}
+	if e, ok := t.faults.TakeFailure(); ok {
+		fmt.Fprintln(stderr, e.Message)
+		return max(1, e.Code)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch m[1] {
+	case "identity":
+		fmt.Fprintf(stdout, "hostname=%s\nplatform=Wedge100BF-32X (simulated)\nserial=%s\nsde=9.13.0\n", t.name, t.serial)
+	case "switchd-status":
+		if t.program != "" {
+			fmt.Fprintf(stdout, "4242 /opt/bf-sde/install/bin/bf_switchd --install-dir /opt/bf-sde/install --conf-file /opt/bf-sde/install/share/p4/targets/tofino/%s.conf --background\n", t.program)
+		}
+	case "switchd-start":
+		p := progRe.FindStringSubmatch(cmd)
+		if p == nil {
+			fmt.Fprintln(stderr, "run_switchd.sh: no -p <program>")
+			return 1
+		}
+		t.mu.Unlock()
+		t.dp.stopAll(t)
+		t.mu.Lock()
+		if !t.installed[p[1]] {
+			// As the real script: it starts, fails to find the conf, exits.
+			t.reset("")
+			t.switchdLog = append(t.switchdLog, "ERROR: "+p[1]+".conf not found; build and install the program first")
+		} else {
+			t.reset(p[1])
+			t.readyAt = time.Now().Add(150 * time.Millisecond) // bf_switchd takes a while to come up
+		}
+		fmt.Fprintln(stdout, "started")
+	case "p4-upload":
+		t.mu.Unlock()
+		rc := t.p4Upload(cmd, stdin, stdout, stderr)
+		t.mu.Lock()
+		return rc
+	case "p4-build":
+		return t.p4Build(cmd, stdout, stderr)
+	case "agent-sha":
+		if t.agentFile != nil {
+			s := sha256.Sum256(t.agentFile)
+			fmt.Fprintf(stdout, "%s  /home/admin/.testbed/testbed_agent.py\n", hex.EncodeToString(s[:]))
+		}
+	case "agent-install":
+		t.mu.Unlock()
+		data, err := io.ReadAll(io.LimitReader(stdin, 1<<20))
+		t.mu.Lock()
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		t.agentFile = data
+	case "agent-start":
+		if t.agentFile == nil {
+			fmt.Fprintln(stdout, "started") // nohup: the error goes to agent.log
+			break
+		}
+		p := agentPort.FindStringSubmatch(cmd)
+		if p == nil || t.program == "" || time.Now().Before(t.readyAt) {
+			fmt.Fprintln(stdout, "started") // bfshell cannot connect: the agent dies, see agent.log
+			break
+		}
+		t.agentPort, _ = strconv.Atoi(p[1])
+		t.agentUp = true
+		fmt.Fprintln(stdout, "started")
+	case "ddm":
+		p := ddmRe.FindStringSubmatch(cmd)
+		if p == nil || t.program == "" {
+			fmt.Fprintln(stderr, "bfshell: cannot connect to switchd")
+			return 1
+		}
+		front, _ := strconv.Atoi(p[1])
+		dev, ok := t.front[front]
+		if !ok {
+			fmt.Fprintf(stdout, "bf-sde.bf_pltfm.qsfp> get-ddm %d\nQSFP %d not present\n", front, front)
+			break
+		}
+		fmt.Fprintf(stdout, "bf-sde.bf_pltfm.qsfp> get-ddm %d\n", front)
+		t.mu.Unlock()
+		lanes, rx, tx := t.dp.optics(t, dev)
+		t.mu.Lock()
+		for i := 1; i <= lanes; i++ {
+			fmt.Fprintf(stdout, "Channel %d:  %.2fdBm  %.2fdBm  %.2fmA\n", i, rx, tx, 6.5)
+		}
+	default:
+		fmt.Fprintf(stderr, "sh: unsupported operation %q\n", m[1])
+		return 127
+	}
+	return 0
+}
+
+func firstLineOf(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func (t *Tofino) tunnel(host string, port int) (func(io.ReadWriteCloser), bool) {
+	if host != "127.0.0.1" && host != "localhost" {
+		return nil, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ready := t.program != "" && !time.Now().Before(t.readyAt)
+	switch {
+	case port == 9999 && ready:
+		return func(c io.ReadWriteCloser) { c.Close() }, true
+	case port == t.agentPort && t.agentUp && ready:
+		return t.serveAgent, true
+	}
+	return nil, false
+}
+
+// ---- the agent protocol ----
+
+type agentReq struct {
+	ID   int64                      `json:"id"`
+	Op   string                     `json:"op"`
+	Args map[string]json.RawMessage `json:"args"`
+}
+
+type agentErr struct{ kind, msg string }
+
+func (e *agentErr) Error() string { return e.msg }
+
+func badReq(f string, a ...any) error   { return &agentErr{"bad_request", fmt.Sprintf(f, a...)} }
+func notFound(f string, a ...any) error { return &agentErr{"not_found", fmt.Sprintf(f, a...)} }
+
+func (t *Tofino) serveAgent(c io.ReadWriteCloser) {
+	defer c.Close()
+	rd := bufio.NewReader(c)
+	for {
+		line, err := rd.ReadBytes('\n')
+		if err != nil {
+			return
+		}
+		if d := t.faults.Delay(); d > 0 {
+			time.Sleep(d)
+		}
+		if t.faults.TakeDrop() {
+			t.srv.DropConnections()
+			return
+		}
+		if t.faults.TakeStall() {
+			continue // swallow the request: the driver's deadline must fire
+		}
+		var req agentReq
+		var resp map[string]any
+		if err := json.Unmarshal(line, &req); err != nil {
+			resp = map[string]any{"id": 0, "ok": false, "error": map[string]string{"kind": "bad_request", "message": "request is not JSON: " + err.Error()}}
+		} else if e, ok := t.faults.TakeFailure(); ok {
+			resp = map[string]any{"id": req.ID, "ok": false, "error": map[string]string{"kind": "bfrt", "message": e.Message}}
+		} else {
+			res, err := t.handle(req)
+			if err != nil {
+				kind := "bfrt"
+				if ae, ok := err.(*agentErr); ok {
+					kind = ae.kind
+				}
+				resp = map[string]any{"id": req.ID, "ok": false, "error": map[string]string{"kind": kind, "message": err.Error()}}
+			} else {
+				if res == nil {
+					res = map[string]any{}
+				}
+				resp = map[string]any{"id": req.ID, "ok": true, "result": res}
+			}
+		}
+		out, _ := json.Marshal(resp)
+		if t.faults.TakeGarble() {
+			out = []byte("Traceback (most recent call last):")
+		}
+		if _, err := c.Write(append(out, '\n')); err != nil {
+			return
+		}
+	}
+}
+
+func argInt(a map[string]json.RawMessage, k string) (int64, error) {
+	v, ok := a[k]
+	if !ok {
+		return 0, badReq("missing argument %q", k)
+	}
+	var f float64
+	if err := json.Unmarshal(v, &f); err != nil || f != math.Trunc(f) {
+		return 0, badReq("argument %q: expected an integer, got %s", k, v)
+	}
+	return int64(f), nil
+}
+
+func argStr(a map[string]json.RawMessage, k string) (string, error) {
+	var s string
+	v, ok := a[k]
+	if !ok {
+		return "", badReq("missing argument %q", k)
+	}
+	if err := json.Unmarshal(v, &s); err != nil {
+		return "", badReq("argument %q: expected a string, got %s", k, v)
+	}
+	return s, nil
+}
+
+func argMap(a map[string]json.RawMessage, k string) (map[string]int64, error) {
+	out := map[string]int64{}
+	v, ok := a[k]
+	if !ok {
+		return out, nil
+	}
+	if err := json.Unmarshal(v, &out); err != nil {
+		return nil, badReq("argument %q: expected an object of integers, got %s", k, v)
+	}
+	return out, nil
+}
+
+var speedGbps = map[string]int{"BF_SPEED_10G": 10, "BF_SPEED_25G": 25, "BF_SPEED_40G": 40, "BF_SPEED_50G": 50, "BF_SPEED_100G": 100}
+
+// portStatNames are the $PORT_STAT fields a read returns.
+var portStatNames = []string{"$FramesReceivedOK", "$FramesReceivedAll", "$FramesReceivedwithFCSError", "$FrameswithanyError",
+	"$OctetsReceivedinGoodFrames", "$OctetsReceived", "$FramesTransmittedOK", "$FramesTransmittedAll",
+	"$OctetsTransmittedTotal", "$FramesTransmittedPriPause", "$FramesReceivedPriPause", "$PriorityPauseFrames"}
+
+// The MAC's RMON frame-size counters: upper bounds of each range (the last
+// is 9216 and over).
+var lengthBuckets = []struct {
+	max  int
+	name string
+}{{63, "lt_64"}, {64, "eq_64"}, {127, "65_127"}, {255, "128_255"}, {511, "256_511"}, {1023, "512_1023"},
+	{1518, "1024_1518"}, {2047, "1519_2047"}, {4095, "2048_4095"}, {8191, "4096_8191"}, {9215, "8192_9215"}, {1 << 30, "9216"}}
+
+func init() {
+	for _, b := range lengthBuckets {
+		portStatNames = append(portStatNames, "$FramesTransmittedLength_"+b.name, "$FramesReceivedLength_"+b.name)
+	}
+}
+
+// txLength and rxLength name the frame-size counter a frame of n bytes
+// (FCS included) counts in.
+func txLength(n int64) string { return "$FramesTransmittedLength_" + lengthBucket(n) }
+func rxLength(n int64) string { return "$FramesReceivedLength_" + lengthBucket(n) }
+
+func lengthBucket(n int64) string {
+	for _, b := range lengthBuckets {
+		if n <= int64(b.max) {
+			return b.name
+		}
+	}
+	return "9216"
+}
+
+func (t *Tofino) handle(req agentReq) (any, error) {
+	a := req.Args
+	switch req.Op {
+	case "time.wait":
+		until, err := argInt(a, "until_ns")
+		if err != nil {
+			return nil, err
+		}
+		now := t.dp.Now()
+		if time.Duration(until) > now+60*time.Second {
+			return nil, badReq("until_ns is %v ahead of the clock (at most 60s)", time.Duration(until)-now)
+		}
+		if err := t.dp.advance(time.Duration(until)); err != nil {
+			return nil, err
+		}
+		return map[string]any{"time_ns": int64(t.dp.Now())}, nil
+	case "time":
+		return map[string]any{"time_ns": int64(t.dp.Now())}, nil
+	case "pktgen.status":
+		id, err := argInt(a, "app_id")
+		if err != nil {
+			return nil, err
+		}
+		t.mu.Lock()
+		app, ok := t.apps[int(id)]
+		t.mu.Unlock()
+		if !ok {
+			return nil, notFound("pktgen app %d is not configured", id)
+		}
+		if active, _, _ := t.dp.appState(app); active {
+			// Generation proceeds in simulated time while it is watched.
+			if err := t.dp.advance(t.dp.Now() + 2*time.Millisecond); err != nil {
+				return nil, err
+			}
+		}
+		active, done, sent := t.dp.appState(app)
+		return map[string]any{"enabled": active, "packets": sent, "done": done}, nil
+	case "pktgen.start":
+		return t.pktgenStart(a)
+	case "pktgen.stop":
+		id, err := argInt(a, "app_id")
+		if err != nil {
+			return nil, err
+		}
+		t.mu.Lock()
+		app, ok := t.apps[int(id)]
+		t.mu.Unlock()
+		if !ok {
+			return nil, notFound("pktgen app %d is not configured", id)
+		}
+		t.dp.stopApp(app)
+		if err := t.dp.advance(t.dp.Now()); err != nil {
+			return nil, err
+		}
+		t.dp.disableApp(app)
+		return nil, nil
+	case "port.status":
+		dev, err := argInt(a, "dev_port")
+		if err != nil {
+			return nil, err
+		}
+		p := t.port(int(dev))
+		if p == nil {
+			return nil, notFound("port %d is not added", dev)
+		}
+		up := t.dp.portUp(t, int(dev))
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return map[string]any{"dev_port": dev, "enabled": p.enabled, "up": up, "speed": fmt.Sprintf("BF_SPEED_%dG", p.gbps), "fec": p.fec}, nil
+	}
+	// Lock order: the dataplane before a switch, never the reverse.
+	now := t.dp.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch req.Op {
+	case "hello":
+		return map[string]any{"agent": "testbed-bfrt-agent", "version": "1", "program": t.program, "time_ns": int64(now)}, nil
+	case "port.add":
+		dev, err := argInt(a, "dev_port")
+		if err != nil {
+			return nil, err
+		}
+		sp, err := argStr(a, "speed")
+		if err != nil {
+			return nil, err
+		}
+		fec, err := argStr(a, "fec")
+		if err != nil {
+			return nil, err
+		}
+		g, ok := speedGbps[sp]
+		if !ok {
+			return nil, badReq("speed %q", sp)
+		}
+		if fec != "BF_FEC_TYP_NONE" && fec != "BF_FEC_TYP_RS" && fec != "BF_FEC_TYP_FC" {
+			return nil, badReq("fec %q", fec)
+		}
+		if _, exists := t.ports[int(dev)]; exists {
+			return nil, fmt.Errorf("port.add: dev_port %d: Already exists (BF_ALREADY_EXISTS)", dev)
+		}
+		t.ports[int(dev)] = &simPort{dev: int(dev), gbps: g, fec: fec, enabled: true, counters: map[string]int64{}}
+		return nil, nil
+	case "port.del":
+		dev, err := argInt(a, "dev_port")
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := t.ports[int(dev)]; !ok {
+			return nil, notFound("port %d is not added", dev)
+		}
+		delete(t.ports, int(dev))
+		return nil, nil
+	case "port.stat", "port.stat_clear":
+		dev, err := argInt(a, "dev_port")
+		if err != nil {
+			return nil, err
+		}
+		p, ok := t.ports[int(dev)]
+		if !ok {
+			return nil, notFound("port %d is not added", dev)
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if req.Op == "port.stat_clear" {
+			p.counters = map[string]int64{}
+			return nil, nil
+		}
+		c := map[string]int64{}
+		for _, n := range portStatNames {
+			c[n] = p.counters[n]
+		}
+		c["$OctetsReceivedinGoodFrames"] = p.counters["$OctetsReceived"] * c["$FramesReceivedOK"] / max(1, c["$FramesReceivedAll"])
+		c["$PriorityPauseFrames"] = p.counters["$FramesReceivedPriPause"]
+		return map[string]any{"time_ns": int64(now), "counters": c}, nil
+	case "tm.queue":
+		pipe, err := argInt(a, "pipe")
+		if err != nil {
+			return nil, err
+		}
+		pg, err := argInt(a, "pg_id")
+		if err != nil {
+			return nil, err
+		}
+		pq, err := argInt(a, "pg_queue")
+		if err != nil {
+			return nil, err
+		}
+		dev := int(pipe<<7 | pg<<2 | pq/8)
+		q := t.queues[[2]int{dev, int(pq % 8)}]
+		if q == nil {
+			q = &simQueue{}
+		}
+		res := map[string]any{"usage_cells": ceilDiv(q.usage, lg.CellBytes), "watermark_cells": ceilDiv(q.watermark, lg.CellBytes), "drop_count_packets": 0}
+		if cl, ok := a["clear_watermark"]; ok && string(cl) == "true" {
+			q.watermark = q.usage
+		}
+		return res, nil
+	case "reg.get", "reg.set":
+		name, err := argStr(a, "name")
+		if err != nil {
+			return nil, err
+		}
+		idx, err := argInt(a, "index")
+		if err != nil {
+			return nil, err
+		}
+		r, ok := t.regs[name]
+		if !ok {
+			return nil, notFound("bfrt.%s.pipe has no register %q", t.program, name)
+		}
+		if idx < 0 || idx >= 512 {
+			return nil, badReq("index %d outside the register (0..511)", idx)
+		}
+		if req.Op == "reg.set" {
+			v, err := argInt(a, "value")
+			if err != nil {
+				return nil, err
+			}
+			r[int(idx)] = v
+			return nil, nil
+		}
+		// One value per pipe; the program's state lives in pipe 0's copy
+		// for the ports of this bench, the others read 0.
+		return map[string]any{"values": []int64{r[int(idx)], 0, 0, 0}}, nil
+	case "table.add", "table.del", "table.clear", "table.get":
+		name, err := argStr(a, "name")
+		if err != nil {
+			return nil, err
+		}
+		entries, ok := t.tables[name]
+		if !ok {
+			return nil, notFound("bfrt.%s.pipe has no table %q", t.program, name)
+		}
+		key, err := argMap(a, "key")
+		if err != nil {
+			return nil, err
+		}
+		switch req.Op {
+		case "table.clear":
+			t.tables[name] = nil
+			return nil, nil
+		case "table.get":
+			out := append([]simEntry{}, entries...)
+			return map[string]any{"entries": out}, nil
+		}
+		idx := -1
+		for i, e := range entries {
+			if sameKey(e.Key, key) {
+				idx = i
+			}
+		}
+		if req.Op == "table.del" {
+			if idx < 0 {
+				return nil, notFound("table %s has no entry %v", name, key)
+			}
+			t.tables[name] = append(entries[:idx:idx], entries[idx+1:]...)
+			return nil, nil
+		}
+		action, err := argStr(a, "action")
+		if err != nil {
+			return nil, err
+		}
+		if !tableAction(name, action) {
+			return nil, notFound("table %s has no action %q (add_with_%s)", name, action, action)
+		}
+		if idx >= 0 {
+			return nil, fmt.Errorf("table %s: entry %v already exists (BF_ALREADY_EXISTS)", name, key)
+		}
+		data, err := argMap(a, "data")
+		if err != nil {
+			return nil, err
+		}
+		t.tables[name] = append(entries, simEntry{Key: key, Action: action, Data: data})
+		return nil, nil
+	}
+	return nil, badReq("unknown op %q", req.Op)
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+func sameKey(a, b map[string]int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if bv, ok := b[k]; !ok || bv != v {
+			return false
+		}
+	}
+	return true
+}
+
+// tableAction says which actions the program's tables have.
+func tableAction(table, action string) bool {
+	switch table {
+	case lg.TableLinkProtect:
+		return action == lg.ActionProtect
+	case lg.TableRetxMcast:
+		return action == lg.ActionRetxCopies
+	case lg.TableEmulateDrop:
+		return action == "drop"
+	}
+	return false
+}
+
+func (t *Tofino) pktgenStart(a map[string]json.RawMessage) (any, error) {
+	var v [6]int64
+	for i, k := range []string{"app_id", "egress_port", "pkt_len", "timer_ns", "batches", "packets_per_batch"} {
+		x, err := argInt(a, k)
+		if err != nil {
+			return nil, err
+		}
+		v[i] = x
+	}
+	if v[2] < 60 || v[2] > 16384 {
+		return nil, badReq("pkt_len %d", v[2])
+	}
+	t.mu.Lock()
+	if t.program == "" {
+		t.mu.Unlock()
+		return nil, fmt.Errorf("pktgen: no program running")
+	}
+	old, running := t.apps[int(v[0])]
+	t.mu.Unlock()
+	if running {
+		running, _, _ = t.dp.appState(old)
+	}
+	t.mu.Lock()
+	if running {
+		t.mu.Unlock()
+		return nil, fmt.Errorf("pktgen app %d is running: stop it first", v[0])
+	}
+	p := t.ports[int(v[1])]
+	t.mu.Unlock()
+	if p == nil {
+		return nil, notFound("egress port %d is not added", v[1])
+	}
+	// Pacing below line rate is not modelled: the simulated generator
+	// offers back-to-back frames, as the stress test does.
+	lineNs := float64((v[2]+4+20)*8) / float64(p.gbps)
+	if float64(v[3]) > 1.05*lineNs+1 {
+		return nil, fmt.Errorf("pktgen: a %d B packet every %d ns is below the %d G line rate (%.1f ns); the simulated switch models line-rate generation only", v[2], v[3], p.gbps, lineNs)
+	}
+	app := &pktgenApp{id: int(v[0]), egressPort: int(v[1]), pktLen: int(v[2]), total: v[4] * v[5], enabled: true}
+	t.mu.Lock()
+	t.apps[app.id] = app
+	t.mu.Unlock()
+	if err := t.dp.startApp(t, app); err != nil {
+		return nil, err
+	}
+	return nil, nil
+}
+
+// stopAll ends every generator of sw (bf_switchd restarting).
+func (d *Dataplane) stopAll(sw *Tofino) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	kept := d.runs[:0]
+	for _, r := range d.runs {
+		if r.link.tx != sw && r.link.rx != sw {
+			kept = append(kept, r)
+		}
+	}
+	d.runs = kept
+}
+
+// optics is what a port's transceiver reports: lanes, RX and TX power.
+func (d *Dataplane) optics(sw *Tofino, dev int) (lanes int, rx, tx float64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, l := range d.links {
+		if (l.rx == sw && l.rxPort == dev) || (l.tx == sw && l.txPort == dev) {
+			lanes = l.fibre.Transceiver.Lanes
+			tx = l.fibre.Transceiver.TxPowerDBm()
+			rx = l.fibre.RxPowerDBm()
+			if l.tx == sw {
+				// The return fibre has no VOA: the patch losses only.
+				rx = tx - l.fibre.LossBeforeDB - l.fibre.LossAfterDB
+			}
+			if math.IsInf(rx, -1) {
+				rx = -40
+			}
+			return lanes, rx, tx
+		}
+	}
+	return 1, -40, -40
+}
+
+// Names of the registers and tables a program declares, sorted (for tests).
+func programNames(program string) []string {
+	o := programObjects[program]
+	out := append(append([]string{}, o.regs...), o.tables...)
+	sort.Strings(out)
+	return out
+}

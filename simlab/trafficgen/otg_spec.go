@@ -1,0 +1,252 @@
+package trafficgen
+
+import (
+	"fmt"
+	"net/http"
+	"testbed/simlab/wire"
+)
+
+// otgSpecVersion is the open-traffic-generator/models release whose
+// artifacts/openapi.yaml the emulator follows; GET /capabilities/version
+// reports it as api_spec_version.
+const otgSpecVersion = "1.20.0"
+
+// The flow fields the emulator reads, with the defaults that spec gives
+// for omitted fields (components/schemas Flow.Size, Flow.SizeIncrement,
+// Flow.Rate, Flow.Duration, Flow.FixedPackets, Flow.FixedSeconds). A
+// pointer is nil when the client left the field out.
+type otgSize struct {
+	Choice    string `json:"choice,omitempty"` // default "fixed"
+	Fixed     *int   `json:"fixed,omitempty"`  // default 64
+	Increment *struct {
+		Start *int `json:"start,omitempty"` // default 64
+		End   *int `json:"end,omitempty"`   // default 1518
+		Step  *int `json:"step,omitempty"`  // default 1
+	} `json:"increment,omitempty"`
+}
+
+type otgRate struct {
+	Choice     string   `json:"choice,omitempty"`     // default "pps"
+	Pps        *float64 `json:"pps,omitempty"`        // default 1000
+	Bps        *float64 `json:"bps,omitempty"`        // default 1e9, minimum 672
+	Kbps       *float64 `json:"kbps,omitempty"`       // default 1e6
+	Mbps       *float64 `json:"mbps,omitempty"`       // default 1000
+	Gbps       *float64 `json:"gbps,omitempty"`       // default 1
+	Percentage *float64 `json:"percentage,omitempty"` // default 100, in [0, 100]
+}
+
+type otgDuration struct {
+	Choice       string `json:"choice,omitempty"` // default "continuous"
+	FixedPackets *struct {
+		Packets *int64 `json:"packets,omitempty"` // default 1, minimum 1
+		Gap     int    `json:"gap,omitempty"`
+	} `json:"fixed_packets,omitempty"`
+	FixedSeconds *struct {
+		Seconds *float64 `json:"seconds,omitempty"` // default 1, minimum 0
+		Gap     int      `json:"gap,omitempty"`
+	} `json:"fixed_seconds,omitempty"`
+	Continuous *struct {
+		Gap int `json:"gap,omitempty"`
+	} `json:"continuous,omitempty"`
+}
+
+func orInt(p *int, def int) int {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func orFloat(p *float64, def float64) float64 {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// otgResolve applies the spec's defaults to a flow and returns its frame
+// sizes (the repeating sequence), its frame rate at a port of lineBps, and
+// the frames it sends (0: continuous). Every frame costs 20 B more on the
+// wire, preamble and SFD and the minimum inter-packet gap (IEEE 802.3
+// cl. 4), for the rates given in bits and in percent of the line.
+func otgResolve(f *otgFlowJS, lineBps float64) (sizes []int, fps float64, packets int64, errs []string) {
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Sprintf("flow %s: ", f.Name)+fmt.Sprintf(format, args...))
+	}
+	switch f.Size.Choice {
+	case "", "fixed":
+		n := orInt(f.Size.Fixed, 64)
+		if n < 64 || n > 9216 {
+			bad("size.fixed %d is outside [64, 9216]", n)
+		}
+		sizes = []int{n}
+	case "increment":
+		start, end, step := 64, 1518, 1
+		if in := f.Size.Increment; in != nil {
+			start, end, step = orInt(in.Start, 64), orInt(in.End, 1518), orInt(in.Step, 1)
+		}
+		if start < 64 || end > 9216 || start > end || step < 1 {
+			bad("size.increment start %d, end %d, step %d: want 64 <= start <= end <= 9216 and step >= 1", start, end, step)
+			break
+		}
+		for n := start; n <= end; n += step {
+			sizes = append(sizes, n)
+		}
+	default:
+		bad("size choice %q is not supported (fixed, increment)", f.Size.Choice)
+	}
+	if len(sizes) == 0 {
+		return nil, 0, 0, errs
+	}
+	var sum float64
+	for _, n := range sizes {
+		sum += float64(n)
+	}
+	wireBits := (sum/float64(len(sizes)) + 20) * 8
+	var bps float64
+	switch f.Rate.Choice {
+	case "", "pps":
+		fps = orFloat(f.Rate.Pps, 1000)
+		if fps < 1 {
+			bad("rate.pps %g is below 1", fps)
+		}
+	case "bps":
+		bps = orFloat(f.Rate.Bps, 1e9)
+		if bps < 672 {
+			bad("rate.bps %g is below 672", bps)
+		}
+	case "kbps":
+		bps = orFloat(f.Rate.Kbps, 1e6) * 1e3
+	case "mbps":
+		bps = orFloat(f.Rate.Mbps, 1000) * 1e6
+	case "gbps":
+		bps = orFloat(f.Rate.Gbps, 1) * 1e9
+	case "percentage":
+		pct := orFloat(f.Rate.Percentage, 100)
+		if pct <= 0 || pct > 100 {
+			bad("rate.percentage %g is outside (0, 100]", pct)
+		}
+		bps = pct / 100 * lineBps
+	default:
+		bad("rate choice %q is not one of pps, bps, kbps, mbps, gbps, percentage", f.Rate.Choice)
+	}
+	if bps > 0 {
+		fps = bps / wireBits
+	}
+	if fps*wireBits > lineBps*(1+1e-9) {
+		bad("rate %.6g frames/s of %.0f B on average needs %.6g b/s, more than the port's %.6g b/s", fps, sum/float64(len(sizes)), fps*wireBits, lineBps)
+	}
+	switch f.Duration.Choice {
+	case "", "continuous":
+	case "fixed_packets":
+		packets = 1
+		if fp := f.Duration.FixedPackets; fp != nil && fp.Packets != nil {
+			packets = *fp.Packets
+		}
+		if packets < 1 {
+			bad("duration.fixed_packets.packets %d is below 1", packets)
+		}
+	case "fixed_seconds":
+		secs := 1.0
+		if fs := f.Duration.FixedSeconds; fs != nil {
+			secs = orFloat(fs.Seconds, 1)
+		}
+		if secs <= 0 {
+			bad("duration.fixed_seconds.seconds %g is not positive", secs)
+		}
+		// The flow stops after secs of transmission: the frames that fit.
+		packets = max(1, int64(secs*fps))
+	default:
+		bad("duration choice %q is not supported (fixed_packets, fixed_seconds, continuous)", f.Duration.Choice)
+	}
+	return sizes, fps, packets, errs
+}
+
+// transmit sends n frames, starting with the from-th of the flow, across
+// its fibre, each run of one size at that size's loss probability, and
+// returns how many were lost.
+func (f *otgFlow) transmit(from, n int64) (lost int64) {
+	k := int64(len(f.sizes))
+	if k == 1 {
+		return f.fibre.Transmit(n, f.sizes[0])
+	}
+	// Frames from..from+n-1; frame i has size sizes[i mod k].
+	for j := int64(0); j < k; j++ {
+		idx := (from + j) % k
+		cnt := (n - j + k - 1) / k // frames j, j+k, ... below n
+		if cnt > 0 {
+			lost += f.fibre.Transmit(cnt, f.sizes[idx])
+		}
+	}
+	return lost
+}
+
+// bytes is the size of the flow's first n frames.
+func (f *otgFlow) bytes(n int64) int64 {
+	k := int64(len(f.sizes))
+	var cycle, part int64
+	for i, s := range f.sizes {
+		cycle += int64(s)
+		if int64(i) < n%k {
+			part += int64(s)
+		}
+	}
+	return n/k*cycle + part
+}
+
+// rxBytes is the bytes of rx frames received out of tx sent, at the mean
+// size of those sent (losses per size are not kept apart).
+func (f *otgFlow) rxBytes(tx, rx int64) int64 {
+	if tx == 0 {
+		return 0
+	}
+	if len(f.sizes) == 1 {
+		return rx * int64(f.sizes[0])
+	}
+	return int64(float64(f.bytes(tx)) * float64(rx) / float64(tx))
+}
+
+// otgNotFound answers paths and methods the API does not have with the
+// spec's Error object (components/schemas/Error: code, kind, errors)
+// instead of Go's plain text: 404 for an unknown path, 405 for a known
+// path with another method.
+func otgNotFound(mux *http.ServeMux) {
+	methods := map[string]string{"/capabilities/version": "GET", "/config": "GET, POST", "/control/state": "POST", "/monitor/metrics": "POST"}
+	for path, allow := range methods {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			wire.WriteJSON(w, http.StatusMethodNotAllowed, otgError{Code: http.StatusMethodNotAllowed, Kind: "validation",
+				Errors: []string{fmt.Sprintf("method %s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allow)}})
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		wire.WriteJSON(w, http.StatusNotFound, otgError{Code: http.StatusNotFound, Kind: "validation",
+			Errors: []string{fmt.Sprintf("%s %s: no such path in the Open Traffic Generator API", r.Method, r.URL.Path)}})
+	})
+}
+
+// receiver finds where a flow's frames land: the configured port whose
+// location receives the fibre (OTGPort.RxFibre), and whether it is one of
+// the flow's rx ports (the flow's frames_rx counts only those; the port's
+// own frames_rx counts whatever arrives). Without RxFibre on any port, the
+// first rx port receives.
+func (s *OTGServer) receiver(ports []otgPort, fibre string, rxs []string) (string, bool) {
+	declared := false
+	for _, p := range s.ports {
+		declared = declared || p.RxFibre != ""
+	}
+	if !declared {
+		return rxs[0], true
+	}
+	for _, p := range ports {
+		if s.ports[p.Location].RxFibre == fibre {
+			for _, rx := range rxs {
+				if rx == p.Name {
+					return p.Name, true
+				}
+			}
+			return p.Name, false
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,403 @@
+package simlab
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/crypto/ssh"
+
+	"testbed/hostagent"
+
+	"testbed/inventory"
+	"testbed/simlab/host"
+	"testbed/simlab/physics"
+	"testbed/simlab/tofino"
+	"testbed/simlab/trafficgen"
+	"testbed/simlab/voa"
+	"testbed/simlab/wire"
+	"testbed/simlab/world"
+)
+
+// Skipped is a device of an inventory that a twin leaves out: its driver
+// has no emulator (yet).
+type Skipped struct {
+	Device, Driver string
+}
+
+func (s Skipped) String() string { return fmt.Sprintf("%s (driver %s)", s.Device, s.Driver) }
+
+// twin is a twin being started.
+type twin struct {
+	lab    *Lab
+	opts   Options
+	inv    *inventory.Inventory    // the user's
+	out    *inventory.Inventory    // the twin's, addresses rewritten
+	voas   map[string]*world.VOA   // by device
+	fibres map[string]*world.Fibre // by link
+
+	dp       *tofino.Dataplane         // the switches' dataplane, once there is a switch
+	switches map[string]*tofino.Tofino // by device
+	key      ed25519.PrivateKey        // the lab's SSH client key
+	dir      string                    // its key file and known_hosts
+	ssh      []*wire.SSHServer         // every SSH server of the twin
+	hostNet  *host.HostNet             // the hosts' network, once there is a host
+}
+
+// emulator starts the emulator of one device and returns its address.
+// Attenuators start before the fibres that run through them, the fibres
+// before the instruments that send into them (phase).
+type emulator struct {
+	phase int
+	start func(t *twin, d *inventory.Device, n int) (string, error)
+}
+
+// emulators is the table of emulator constructors, keyed by the
+// inventory's driver: key.
+func emulators() map[string]emulator {
+	return map[string]emulator{
+		"keysight-n77xx": {0, startN77xx},
+		"ozoptics-dd100": {0, startDD100},
+		"otg":            {2, startOTG},
+		"tofino-bfrt":    {2, startTofino},
+		"linux-ssh":      {3, startHost},
+	}
+}
+
+// StartTwin starts a simulated twin of inv: one emulator per device whose
+// driver has one (same channels and limits), every link between twinned
+// devices a simulated fibre with its transceiver and FEC through the VOA
+// channel the inventory puts on it. Devices whose driver has no emulator
+// are returned as skipped and left out, with the links that touch them.
+// The twin's Inventory is inv with the addresses of the emulators.
+func StartTwin(inv *inventory.Inventory, opts Options) (lab *Lab, skipped []Skipped, err error) {
+	if opts.Listen == "" {
+		opts.Listen = "127.0.0.1"
+	}
+	if opts.Listen != "127.0.0.1" && opts.Listen != "localhost" && opts.Listen != "::1" {
+		return nil, nil, fmt.Errorf("simulated lab: listen address %q: only loopback is allowed", opts.Listen)
+	}
+	// A copy through the file format: the twin's inventory is checked as
+	// the user's was.
+	data, err := inv.Marshal()
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := inventory.Parse(inv.Path+" (twin)", data)
+	if err != nil {
+		return nil, nil, err
+	}
+	t := &twin{lab: &Lab{world: world.New(opts.Seed), faults: map[string]*wire.Faults{}}, opts: opts, inv: inv, out: out,
+		voas: map[string]*world.VOA{}, fibres: map[string]*world.Fibre{}, switches: map[string]*tofino.Tofino{}}
+	defer func() {
+		if err != nil {
+			t.lab.Close()
+			lab = nil
+		}
+	}()
+	table := emulators()
+	names := inv.DeviceNames()
+	sort.Strings(names)
+	left := map[string]bool{}
+	for _, n := range names {
+		d, _ := inv.Device(n)
+		if _, ok := table[d.Driver]; !ok {
+			skipped = append(skipped, Skipped{Device: n, Driver: d.Driver})
+			left[n] = true
+			delete(out.Devices, n)
+		}
+	}
+	var links []*inventory.Link
+	for _, l := range out.Links {
+		if left[l.A.Device] || left[l.B.Device] || (l.VOA != nil && left[l.VOA.Device]) {
+			continue
+		}
+		links = append(links, l)
+	}
+	out.Links = links
+	for phase := 0; phase <= 3; phase++ {
+		if phase == 1 {
+			if err := t.startFibres(); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		for i, n := range names {
+			d, _ := inv.Device(n)
+			e, ok := table[d.Driver]
+			if !ok || e.phase != phase {
+				continue
+			}
+			t.lab.faults[n] = &wire.Faults{}
+			addr, err := e.start(t, d, i)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s emulator (driver %s): %w", n, d.Driver, err)
+			}
+			out.Devices[n].Address = addr
+		}
+	}
+	if err := t.finishSwitches(); err != nil {
+		return nil, nil, err
+	}
+	data, err = out.Marshal()
+	if err != nil {
+		return nil, nil, err
+	}
+	if t.lab.inv, err = inventory.Parse("simulated twin of "+inv.Path, data); err != nil {
+		return nil, nil, err
+	}
+	return t.lab, skipped, nil
+}
+
+// startFibres makes every link of the twin a fibre. Without a VOA, the
+// fibre's patch losses are its whole budget.
+func (t *twin) startFibres() error {
+	for _, l := range t.out.Links {
+		tr, err := physics.TransceiverByName(l.Transceiver)
+		if err != nil {
+			return fmt.Errorf("%s: link %s: %w", l.Pos, l.Name, err)
+		}
+		fec := l.FEC
+		if fec == "" {
+			fec = "none"
+		}
+		f, err := physics.FECByName(fec)
+		if err != nil {
+			return fmt.Errorf("%s: link %s: %w", l.Pos, l.Name, err)
+		}
+		after := lossAfterVOADB
+		if l.LossAfterVOADB > 0 {
+			after = l.LossAfterVOADB
+		}
+		var ch *world.VOAChannel
+		if l.VOA != nil {
+			v := t.voas[l.VOA.Device]
+			if v == nil || l.VOA.Channel < 1 || l.VOA.Channel > len(v.Channels) {
+				return fmt.Errorf("%s: link %s: no channel %d on %s in the twin", l.Pos, l.Name, l.VOA.Channel, l.VOA.Device)
+			}
+			ch = v.Channels[l.VOA.Channel-1]
+		}
+		t.fibres[l.Name] = t.lab.world.NewFibre(l.Name, tr, f, lossBeforeVOADB, after, ch)
+	}
+	return nil
+}
+
+// voaLimits are a VOA's channels and range: the inventory's, else the
+// model's.
+func voaLimits(d *inventory.Device, channels int, maxDB float64) (int, float64, float64) {
+	minDB := 0.0
+	if d.Channels > 0 {
+		channels = d.Channels
+	}
+	if d.Limits != nil {
+		minDB = d.Limits.MinDB
+		if d.Limits.MaxDB > 0 {
+			maxDB = d.Limits.MaxDB
+		}
+	}
+	return channels, minDB, maxDB
+}
+
+func startN77xx(t *twin, d *inventory.Device, n int) (string, error) {
+	ch, lo, hi := voaLimits(d, n7764Channels, n7764MaxDB)
+	v := t.lab.world.NewVOA(d.Name, "Keysight Technologies", "N7764A", fmt.Sprintf("SIM%06d", (t.opts.Seed+uint64(n))%1000000), "1.2.0", ch, lo, hi, n7764ILDB, n7764Speed)
+	t.voas[d.Name] = v
+	s := voa.NewKeysightServer(v, t.lab.faults[d.Name])
+	if err := s.Start(t.opts.Listen + ":0"); err != nil {
+		return "", err
+	}
+	t.lab.closers = append(t.lab.closers, s.Close)
+	return s.Addr(), nil
+}
+
+func startDD100(t *twin, d *inventory.Device, n int) (string, error) {
+	_, lo, hi := voaLimits(d, 1, dd100MaxDB)
+	v := t.lab.world.NewVOA(d.Name, "OZ Optics", "DD-100-MC", fmt.Sprintf("OZ%06d", (t.opts.Seed+uint64(n))%1000000), "3.10", 1, lo, hi, dd100ILDB, dd100Speed)
+	t.voas[d.Name] = v
+	s := voa.NewOZOpticsServer(v, t.lab.faults[d.Name])
+	if err := s.Start(); err != nil {
+		return "", err
+	}
+	t.lab.closers = append(t.lab.closers, s.Close)
+	return s.Address(), nil
+}
+
+func startOTG(t *twin, d *inventory.Device, n int) (string, error) {
+	tx := map[string]string{} // port name -> the fibre it sends into
+	for _, l := range t.out.Links {
+		if l.A.Device == d.Name {
+			tx[l.A.Port] = l.Name
+		}
+	}
+	var ports []trafficgen.OTGPort
+	names := make([]string, 0, len(d.Ports))
+	for p := range d.Ports {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	for _, p := range names {
+		ports = append(ports, trafficgen.OTGPort{Location: d.Ports[p], TxFibre: tx[p]})
+	}
+	s := trafficgen.NewOTGServer(t.lab.world, ports, t.lab.faults[d.Name], trafficgen.OTGOptions{TimeScale: t.opts.TimeScale})
+	if err := s.Start(t.opts.Listen + ":0"); err != nil {
+		return "", err
+	}
+	t.lab.closers = append(t.lab.closers, s.Close)
+	return s.Addr(), nil
+}
+
+// startTofino starts a simulated Tofino reached over SSH with the lab's own
+// client key. Its front-panel ports are the inventory's ports named p<N>
+// (p1 is front port 1), as on the default bench.
+func startTofino(t *twin, d *inventory.Device, n int) (string, error) {
+	if t.dp == nil {
+		dir, err := os.MkdirTemp("", "testbed-simlab-")
+		if err != nil {
+			return "", err
+		}
+		t.dir = dir
+		t.lab.dir = dir
+		t.lab.closers = append(t.lab.closers, func() error { return os.RemoveAll(dir) })
+		if _, t.key, err = ed25519.GenerateKey(rand.Reader); err != nil {
+			return "", err
+		}
+		t.dp = tofino.NewDataplane(t.lab.world)
+		t.lab.dp = t.dp
+		t.lab.switches = t.switches
+	}
+	pub, err := ssh.NewPublicKey(t.key.Public())
+	if err != nil {
+		return "", err
+	}
+	front := map[int]int{}
+	for name, v := range d.Ports {
+		f, err1 := strconv.Atoi(strings.TrimPrefix(name, "p"))
+		dev, err2 := strconv.Atoi(v)
+		if strings.HasPrefix(name, "p") && err1 == nil && err2 == nil {
+			front[f] = dev
+		}
+	}
+	sw, err := tofino.NewTofino(t.dp, tofino.TofinoOptions{Name: d.Name, Serial: fmt.Sprintf("TF%08d", (t.opts.Seed+uint64(n))%100000000), Authorized: []ssh.PublicKey{pub},
+		Faults: t.lab.faults[d.Name], FrontPorts: front, Listen: t.opts.Listen + ":0"})
+	if err != nil {
+		return "", err
+	}
+	t.switches[d.Name] = sw
+	t.ssh = append(t.ssh, sw.SSH())
+	t.lab.closers = append(t.lab.closers, sw.Close)
+	od := t.out.Devices[d.Name]
+	od.Credentials = &inventory.Credentials{KeyFile: filepath.Join(t.dir, "sim_ed25519")}
+	if od.Options == nil {
+		od.Options = map[string]string{}
+	}
+	od.Options["known_hosts"] = filepath.Join(t.dir, "known_hosts")
+	return "ssh://admin@" + sw.SSH().Addr(), nil
+}
+
+// finishSwitches joins the switches by their fibres (a link's a end
+// sends, its b end receives and forwards what it delivers out of its port
+// named sink) and writes the lab's SSH client key and known_hosts.
+func (t *twin) finishSwitches() error {
+	if t.dp == nil {
+		return nil
+	}
+	devPort := func(dev, port string) (int, error) {
+		d, _ := t.out.Device(dev)
+		v, ok := d.Ports[port]
+		n, err := strconv.Atoi(v)
+		if !ok || err != nil {
+			return 0, fmt.Errorf("switch %s: port %s: expected a dev port number, got %q", dev, port, v)
+		}
+		return n, nil
+	}
+	for _, l := range t.out.Links {
+		tx, rx := t.switches[l.A.Device], t.switches[l.B.Device]
+		if tx == nil || rx == nil {
+			continue
+		}
+		txPort, err := devPort(l.A.Device, l.A.Port)
+		if err != nil {
+			return fmt.Errorf("%s: link %s: %w", l.Pos, l.Name, err)
+		}
+		rxPort, err := devPort(l.B.Device, l.B.Port)
+		if err != nil {
+			return fmt.Errorf("%s: link %s: %w", l.Pos, l.Name, err)
+		}
+		sink := 0
+		if d, _ := t.out.Device(l.B.Device); d.Ports["sink"] != "" {
+			if sink, err = devPort(l.B.Device, "sink"); err != nil {
+				return fmt.Errorf("%s: link %s: %w", l.Pos, l.Name, err)
+			}
+		}
+		t.dp.Connect(l.Name, tx, txPort, rx, rxPort, t.fibres[l.Name], sink)
+	}
+	if t.hostNet != nil {
+		// Host traffic between hosts on two switches joined by a fibre
+		// crosses that fibre; hosts further apart are not routed.
+		for _, l := range t.out.Links {
+			if t.switches[l.A.Device] != nil && t.switches[l.B.Device] != nil {
+				t.hostNet.Route(l.A.Device, l.B.Device, l.Name)
+			}
+		}
+	}
+	_, _, err := wire.SSHClientFiles(t.dir, t.key, t.ssh...)
+	return err
+}
+
+// startHost starts a simulated Linux host cabled to a switch of the twin:
+// the interface of its link to the switch, with the interface's address.
+// It runs the hostagent's own code in-process (hosts_lab.go).
+func startHost(t *twin, d *inventory.Device, n int) (string, error) {
+	var sw, iface string
+	for _, l := range t.out.Links {
+		switch {
+		case l.A.Device == d.Name && t.switches[l.B.Device] != nil:
+			sw, iface = l.B.Device, l.A.Port
+		case l.B.Device == d.Name && t.switches[l.A.Device] != nil:
+			sw, iface = l.A.Device, l.B.Port
+		}
+	}
+	if sw == "" {
+		return "", fmt.Errorf("expected a link to a simulated switch (driver tofino-bfrt)")
+	}
+	addr, err := netip.ParsePrefix(d.Ports[iface])
+	if err != nil {
+		return "", fmt.Errorf("port %s: expected an interface address such as 10.0.0.1/24: %w", iface, err)
+	}
+	if t.hostNet == nil {
+		if err := os.WriteFile(filepath.Join(t.dir, "hostagent-simulated"), []byte(hostagentStandIn()), 0o755); err != nil {
+			return "", err
+		}
+		t.hostNet = host.NewHostNet(switchPaths(t.dp), t.opts.Seed)
+		t.lab.hostNet = t.hostNet
+		t.lab.hosts = map[string]*host.SimHost{}
+	}
+	pub, err := ssh.NewPublicKey(t.key.Public())
+	if err != nil {
+		return "", err
+	}
+	h, err := t.hostNet.AddHost(host.HostOptions{Name: d.Name, User: hostUser, Authorized: []ssh.PublicKey{pub}, Listen: t.opts.Listen + ":0",
+		Serial: fmt.Sprintf("SIMH%06d", (t.opts.Seed+uint64(n))%1000000), Iface: iface, Addr: addr, Switch: sw, Faults: t.lab.faults[d.Name], Log: t.opts.Log})
+	if err != nil {
+		return "", err
+	}
+	t.lab.hosts[d.Name] = h
+	t.ssh = append(t.ssh, h.SSH())
+	t.lab.closers = append(t.lab.closers, h.Close)
+	od := t.out.Devices[d.Name]
+	od.Credentials = &inventory.Credentials{KeyFile: filepath.Join(t.dir, "sim_ed25519")}
+	if od.Options == nil {
+		od.Options = map[string]string{}
+	}
+	od.Options["known_hosts"] = filepath.Join(t.dir, "known_hosts")
+	od.Options["hostagent_amd64"] = filepath.Join(t.dir, "hostagent-simulated")
+	od.Options["hostagent_source"] = t.dir
+	od.Options["hostagent_version"] = hostagent.Version
+	return "ssh://" + hostUser + "@" + h.SSH().Addr(), nil
+}

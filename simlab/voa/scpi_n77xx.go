@@ -1,0 +1,227 @@
+package voa
+
+import (
+	"bufio"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testbed/simlab/wire"
+	"testbed/simlab/world"
+	"time"
+
+	"testbed/simlab/wire/scpi"
+)
+
+// KeysightServer emulates a Keysight N776xA multi-channel attenuator on raw
+// SCPI over TCP (port 5025 on the real instrument), over a World VOA. Its
+// commands are in scpi_n77xx_cmds.go, on the shared SCPI core
+// (simlab/wire/scpi): slots as the model numbers them, the error queue,
+// common commands, relative headers, MIN|MAX|DEF and unit suffixes. Like
+// the instrument, it powers up with every shutter closed.
+type KeysightServer struct {
+	voa    *world.VOA
+	faults *wire.Faults
+
+	mu      sync.Mutex
+	unitW   map[int]bool
+	ln      net.Listener
+	conns   map[net.Conn]bool
+	wg      sync.WaitGroup
+	closing bool
+	scpi    *scpi.Instrument
+}
+
+// NewKeysightServer serves v; faults may be nil.
+func NewKeysightServer(v *world.VOA, faults *wire.Faults) *KeysightServer {
+	if faults == nil {
+		faults = &wire.Faults{}
+	}
+	s := &KeysightServer{voa: v, faults: faults, unitW: map[int]bool{}, conns: map[net.Conn]bool{}}
+	s.scpi = newKeysightSCPI(s)
+	// Power-on: the shutters are closed, as the instrument comes up unless
+	// :OUTPut:STATe:APOWeron was saved ON (N7744-90C, The OUTput subtree).
+	for _, ch := range v.Channels {
+		ch.SetShutter(false)
+	}
+	return s
+}
+
+// Start listens on addr (e.g. "127.0.0.1:0").
+func (s *KeysightServer) Start(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	s.ln = ln
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.mu.Lock()
+			if s.closing {
+				s.mu.Unlock()
+				c.Close()
+				return
+			}
+			s.conns[c] = true
+			s.mu.Unlock()
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.serve(c)
+			}()
+		}
+	}()
+	return nil
+}
+
+// Addr is the address a driver dials: tcp://127.0.0.1:port.
+func (s *KeysightServer) Addr() string { return "tcp://" + s.ln.Addr().String() }
+
+// Close stops the server and waits for its goroutines.
+func (s *KeysightServer) Close() error {
+	s.mu.Lock()
+	s.closing = true
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	var err error
+	if s.ln != nil {
+		err = s.ln.Close()
+	}
+	s.wg.Wait()
+	return err
+}
+
+func (s *KeysightServer) serve(c net.Conn) {
+	defer func() {
+		c.Close()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+	}()
+	r := bufio.NewReader(c)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return
+		}
+		line = strings.TrimRight(line, "\r\n")
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		if s.faults.TakeDrop() {
+			return
+		}
+		stall := s.faults.TakeStall()
+		replies := s.execLine(line)
+		if stall || len(replies) == 0 {
+			continue
+		}
+		if d := s.faults.Delay(); d > 0 {
+			time.Sleep(d)
+		}
+		out := strings.Join(replies, ";")
+		if s.faults.TakeGarble() {
+			out = "\x15#\xff?garbled\x00"
+		}
+		if _, err := c.Write([]byte(out + "\n")); err != nil {
+			return
+		}
+	}
+}
+
+// mnemonic is one header element: short and long forms.
+type mnemonic struct{ short, long string }
+
+// match reports whether word (upper case, suffix stripped) is the short or long form.
+func (m mnemonic) match(w string) bool { return w == m.short || w == m.long }
+
+var (
+	mINP  = mnemonic{"INP", "INPUT"}
+	mATT  = mnemonic{"ATT", "ATTENUATION"}
+	mSPE  = mnemonic{"SPE", "SPEED"}
+	mWAV  = mnemonic{"WAV", "WAVELENGTH"}
+	mOFFS = mnemonic{"OFFS", "OFFSET"}
+	mOUTP = mnemonic{"OUTP", "OUTPUT"}
+	mSTAT = mnemonic{"STAT", "STATE"}
+	mSENS = mnemonic{"SENS", "SENSE"}
+	mPOW  = mnemonic{"POW", "POWER"}
+	mUNIT = mnemonic{"UNIT", "UNIT"}
+	mFETC = mnemonic{"FETC", "FETCH"}
+	mREAD = mnemonic{"READ", "READ"}
+	mSYST = mnemonic{"SYST", "SYSTEM"}
+	mERR  = mnemonic{"ERR", "ERROR"}
+	mNEXT = mnemonic{"NEXT", "NEXT"}
+)
+
+// word is a parsed header element.
+type word struct {
+	name   string
+	suffix int // 0 if absent
+}
+
+func parseHeader(h string) ([]word, bool) {
+	h = strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(h)), ":")
+	var out []word
+	for _, part := range strings.Split(h, ":") {
+		i := len(part)
+		for i > 0 && part[i-1] >= '0' && part[i-1] <= '9' {
+			i--
+		}
+		w := word{name: part[:i]}
+		if i < len(part) {
+			n, err := strconv.Atoi(part[i:])
+			if err != nil {
+				return nil, false
+			}
+			w.suffix = n
+		}
+		if w.name == "" {
+			return nil, false
+		}
+		out = append(out, w)
+	}
+	return out, true
+}
+
+func matches(ws []word, ms ...mnemonic) bool {
+	if len(ws) != len(ms) {
+		return false
+	}
+	for i := range ws {
+		if !ms[i].match(ws[i].name) {
+			return false
+		}
+	}
+	return true
+}
+
+// execLine runs one program message on the SCPI core; it returns the
+// response message, if any.
+func (s *KeysightServer) execLine(line string) []string {
+	if r, ok := s.scpi.Exec(line); ok {
+		return []string{r}
+	}
+	return nil
+}
+
+// waitSettled blocks until no channel is moving (what *OPC? waits for).
+func (s *KeysightServer) waitSettled() {
+	for {
+		var longest time.Duration
+		for _, ch := range s.voa.Channels {
+			longest = max(longest, ch.SettleTime())
+		}
+		if longest == 0 {
+			return
+		}
+		time.Sleep(longest)
+	}
+}

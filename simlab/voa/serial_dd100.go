@@ -1,0 +1,231 @@
+package voa
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"testbed/simlab/wire"
+	"testbed/simlab/world"
+	"time"
+)
+
+// OZOpticsServer emulates an OZ Optics DD-100-MC motor-driven attenuator on
+// its RS-232 line (9600 8N1; here a pseudo-terminal). Commands end with CR.
+// Every reply is one or more CRLF-terminated lines, then "Done", then an
+// empty line, and comes only after the stepper has stopped: Done is the
+// settle barrier. Implemented: A<dB> (two decimals; replies Pos:<steps>),
+// A? (Atten:<dB>(dB)), D (DPos:<steps>, ATTEN:<dB>), S? (Pos:<steps>),
+// S<n>, S+<n>, S-<n>, F and B (move the stepper; reply Pos:<steps>), RES?
+// (the previous reply again), L<dB> (insertion loss), CD (model, firmware,
+// MAX ATTEN, wavelength), H (home; Pos:0), RST, E0/E1 (echo off/on). Errors: Error-2 bad command, Error-6
+// value overflow; injected device errors as Error-<code>. A "drop" fault on
+// a serial line means the device stops answering, like a stall.
+type OZOpticsServer struct {
+	voa    *world.VOA
+	ch     *world.VOAChannel
+	faults *wire.Faults
+
+	mu   sync.Mutex
+	echo bool
+	last []string // the previous reply's lines, for RES?
+	p    *wire.PTY
+	wg   sync.WaitGroup
+}
+
+// stepsPerDB converts attenuation to the stepper position the device
+// reports (its manual's example: A36.50 -> Pos:4060).
+const stepsPerDB = 4060 / 36.50
+
+// NewOZOpticsServer serves the single channel of v; faults may be nil.
+func NewOZOpticsServer(v *world.VOA, faults *wire.Faults) *OZOpticsServer {
+	if faults == nil {
+		faults = &wire.Faults{}
+	}
+	return &OZOpticsServer{voa: v, ch: v.Channels[0], faults: faults}
+}
+
+// Start creates the pseudo-terminal and serves it.
+func (s *OZOpticsServer) Start() error {
+	p, err := wire.OpenPTY()
+	if err != nil {
+		return err
+	}
+	s.p = p
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.serve()
+	}()
+	return nil
+}
+
+// Path is the serial device a driver opens (/dev/pts/N).
+func (s *OZOpticsServer) Path() string { return s.p.Path }
+
+// Address is the inventory address: serial:///dev/pts/N?baud=9600.
+func (s *OZOpticsServer) Address() string { return "serial://" + s.p.Path + "?baud=9600" }
+
+// Close stops serving and releases the pseudo-terminal.
+func (s *OZOpticsServer) Close() error {
+	if s.p == nil {
+		return nil
+	}
+	err := s.p.Close()
+	s.wg.Wait()
+	return err
+}
+
+func (s *OZOpticsServer) serve() {
+	buf := make([]byte, 256)
+	var line bytes.Buffer
+	for {
+		n, err := s.p.Master.Read(buf)
+		if err != nil {
+			return
+		}
+		for _, b := range buf[:n] {
+			switch b {
+			case '\r', '\n':
+				if line.Len() > 0 {
+					s.handle(line.String())
+					line.Reset()
+				}
+			default:
+				line.WriteByte(b)
+			}
+		}
+	}
+}
+
+func (s *OZOpticsServer) reply(lines ...string) {
+	s.mu.Lock()
+	s.last = append([]string(nil), lines...)
+	s.mu.Unlock()
+	if s.faults.TakeGarble() {
+		lines = []string{"\x7f@#?!\x01garble"}
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(l + "\r\n")
+	}
+	b.WriteString("Done\r\n\r\n")
+	if d := s.faults.Delay(); d > 0 {
+		time.Sleep(d)
+	}
+	s.p.Master.Write([]byte(b.String()))
+}
+
+func (s *OZOpticsServer) handle(cmd string) {
+	cmd = strings.TrimSpace(cmd)
+	if s.faults.TakeDrop() || s.faults.TakeStall() {
+		return
+	}
+	s.mu.Lock()
+	echo := s.echo
+	s.mu.Unlock()
+	var pre []string
+	if echo {
+		pre = append(pre, cmd)
+	}
+	up := strings.ToUpper(cmd)
+	switch {
+	case up == "E0" || up == "E1":
+		s.mu.Lock()
+		s.echo = up == "E1"
+		s.mu.Unlock()
+		s.reply(pre...)
+	case up == "A?":
+		s.reply(append(pre, fmt.Sprintf("Atten:%.2f(dB)", s.ch.Attenuation()))...)
+	case up == "D":
+		// Step position, then attenuation (QMI's OzOptics_DD100MC driver
+		// reads "DPos:<steps>" and "ATTEN:<dB>").
+		s.reply(append(pre, fmt.Sprintf("DPos:%d", s.steps()), fmt.Sprintf("ATTEN:%.2f", s.ch.Attenuation()))...)
+	case up == "S?":
+		s.reply(append(pre, fmt.Sprintf("Pos:%d", s.steps()))...)
+	case up == "F" || up == "B" || strings.HasPrefix(up, "S"):
+		// F and B step once forward and back; S<n> goes to n steps from
+		// home, S+<n> and S-<n> move by n; each answers the final
+		// position (COO-Utilities/ozoptics dd100mc.py command list).
+		to, ok := s.steps(), true
+		switch {
+		case up == "F":
+			to++
+		case up == "B":
+			to--
+		case strings.HasPrefix(up, "S+"), strings.HasPrefix(up, "S-"):
+			n, err := strconv.Atoi(strings.TrimSpace(cmd[2:]))
+			ok = err == nil && n >= 0
+			if up[1] == '-' {
+				n = -n
+			}
+			to += n
+		default:
+			n, err := strconv.Atoi(strings.TrimSpace(cmd[1:]))
+			ok = err == nil
+			to = n
+		}
+		if !ok {
+			s.reply(append(pre, "Error-2")...)
+			return
+		}
+		if f, hit := s.faults.TakeFailure(); hit {
+			s.reply(append(pre, fmt.Sprintf("Error-%d", f.Code))...)
+			return
+		}
+		if to < int(math.Round(s.ch.MinDB*stepsPerDB)) || to > int(math.Round(s.ch.MaxDB*stepsPerDB)) {
+			s.reply(append(pre, "Error-6")...)
+			return
+		}
+		s.ch.SetAttenuation(float64(to) / stepsPerDB)
+		time.Sleep(s.ch.SettleTime())
+		s.reply(append(pre, fmt.Sprintf("Pos:%d", s.steps()))...)
+	case up == "RES?":
+		// The previous command's response, again.
+		s.mu.Lock()
+		last := s.last
+		s.mu.Unlock()
+		s.reply(append(pre, last...)...)
+	case strings.HasPrefix(up, "L"):
+		v, err := strconv.ParseFloat(strings.TrimSpace(cmd[1:]), 64)
+		if err != nil || v < 0 || v > s.ch.MaxDB {
+			s.reply(append(pre, "Error-2")...)
+			return
+		}
+		s.reply(pre...)
+	case strings.HasPrefix(up, "A"):
+		if f, hit := s.faults.TakeFailure(); hit {
+			s.reply(append(pre, fmt.Sprintf("Error-%d", f.Code))...)
+			return
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(cmd[1:]), 64)
+		if err != nil || math.IsNaN(v) {
+			s.reply(append(pre, "Error-2")...)
+			return
+		}
+		if v < s.ch.MinDB || v > s.ch.MaxDB {
+			s.reply(append(pre, "Error-6")...)
+			return
+		}
+		s.ch.SetAttenuation(math.Round(v*100) / 100)
+		time.Sleep(s.ch.SettleTime())
+		s.reply(append(pre, fmt.Sprintf("Pos:%d", int(math.Round(s.ch.Attenuation()*stepsPerDB))))...)
+	case up == "CD":
+		s.reply(append(pre, s.voa.Model, "Firmware Ver:"+s.voa.Firmware, "S/N:"+s.voa.Serial,
+			fmt.Sprintf("MAX ATTEN:%.2f", s.ch.MaxDB), fmt.Sprintf("Wavelength:%.0f", s.ch.Wavelength()*1e9))...)
+	case up == "H":
+		// Homing: back to the home sensor, step 0.
+		s.ch.SetAttenuation(s.ch.MinDB)
+		time.Sleep(s.ch.SettleTime())
+		s.reply(append(pre, "Pos:0")...)
+	case up == "RST":
+		s.reply(pre...)
+	default:
+		s.reply(append(pre, "Error-2")...)
+	}
+}
+
+// steps is the stepper position the attenuation corresponds to.
+func (s *OZOpticsServer) steps() int { return int(math.Round(s.ch.Attenuation() * stepsPerDB)) }

@@ -1,0 +1,22 @@
+package wire
+
+import (
+	"testing"
+	"time"
+)
+
+func TestFaultsResetClearsEverything(t *testing.T) {
+	f := &Faults{}
+	f.mu.Lock()
+	f.drop, f.stall, f.garble, f.delay = 1, 2, 3, time.Second
+	f.failures = []DeviceError{{Code: 1, Message: "x"}}
+	f.mu.Unlock()
+	f.Reset()
+	if f.TakeDrop() || f.TakeStall() || f.TakeGarble() || f.Delay() != 0 {
+		t.Error("faults survive Reset")
+	}
+	if _, ok := f.TakeFailure(); ok {
+		t.Error("a device error survives Reset")
+	}
+	f.Reset() // and the mutex still works
+}
