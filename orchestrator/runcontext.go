@@ -114,7 +114,7 @@ func (rc *RunContext) SetAttenuation(ctx context.Context, device string, channel
 			Found: map[string]any{"channel": channel, "db": found}, Args: map[string]any{"channel": channel, "db": rest}}); err != nil {
 			return err
 		}
-		if err := rc.ensureLight(ctx, device, channel); err != nil {
+		if err := rc.EnsureLight(ctx, device, channel); err != nil {
 			return err
 		}
 	}
@@ -126,11 +126,11 @@ func (rc *RunContext) SetAttenuation(ctx context.Context, device string, channel
 	return nil
 }
 
-// ensureLight opens a VOA channel's shutter if the attenuator has one and
+// EnsureLight opens a VOA channel's shutter if the attenuator has one and
 // it is closed, and registers the undo that closes it again: a recipe that
 // sets a channel needs light through it (a Keysight N776x powers up and
 // resets with its shutters closed). Once per channel and run.
-func (rc *RunContext) ensureLight(ctx context.Context, device string, channel int) error {
+func (rc *RunContext) EnsureLight(ctx context.Context, device string, channel int) error {
 	a, err := rc.Attenuator(device)
 	if err != nil {
 		return err
@@ -171,7 +171,7 @@ func (rc *RunContext) openShutters(ctx context.Context, plan *Plan) error {
 			if _, err := rc.Attenuator(set.Device); err != nil {
 				continue
 			}
-			if err := rc.ensureLight(ctx, set.Device, ch); err != nil {
+			if err := rc.EnsureLight(ctx, set.Device, ch); err != nil {
 				return err
 			}
 		}

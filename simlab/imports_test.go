@@ -13,6 +13,8 @@ import (
 var shared = map[string]bool{
 	"testbed/simlab/world":        true,
 	"testbed/simlab/wire":         true,
+	"testbed/simlab/wire/scpi":    true,
+	"testbed/simlab/phy":          true,
 	"testbed/simlab/physics":      true,
 	"testbed/simlab/lgmodel":      true,
 	"testbed/simlab/fctmodel":     true,

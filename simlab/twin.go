@@ -206,7 +206,15 @@ func voaLimits(d *inventory.Device, channels int, maxDB float64) (int, float64, 
 
 func startN77xx(t *twin, d *inventory.Device, n int) (string, error) {
 	ch, lo, hi := voaLimits(d, n7764Channels, n7764MaxDB)
-	v := t.lab.world.NewVOA(d.Name, "Keysight Technologies", "N7764A", fmt.Sprintf("SIM%06d", (t.opts.Seed+uint64(n))%1000000), "1.2.0", ch, lo, hi, n7764ILDB, n7764Speed)
+	// The model answers *IDN? and decides which slots exist, so it must
+	// have as many attenuators as the inventory says (Keysight N7760A
+	// family data sheet: N7761A one, N7762A two, N7764A four).
+	models := map[int]string{1: "N7761A", 2: "N7762A", 4: "N7764A"}
+	model, ok := models[ch]
+	if !ok {
+		return "", fmt.Errorf("%s: %s: an N776x has 1, 2 or 4 attenuators, not %d channels", d.Pos, d.Name, ch)
+	}
+	v := t.lab.world.NewVOA(d.Name, "Keysight Technologies", model, fmt.Sprintf("SIM%06d", (t.opts.Seed+uint64(n))%1000000), "1.2.0", ch, lo, hi, n7764ILDB, n7764Speed)
 	t.voas[d.Name] = v
 	s := voa.NewKeysightServer(v, t.lab.faults[d.Name])
 	if err := s.Start(t.opts.Listen + ":0"); err != nil {

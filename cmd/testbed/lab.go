@@ -134,6 +134,8 @@ the inventory that no live run holds, and lists what it restored.
 Exit code 0 when nothing was left to undo or everything was undone, 4 when
 an undo failed (its journal is kept, to try again) or a device is leased by
 a live run.`,
+		Example: `  testbed lab recover --inventory lab.yaml
+  TESTBED_INVENTORY=lab.yaml testbed lab recover --output json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := invFile

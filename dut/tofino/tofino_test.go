@@ -195,6 +195,13 @@ func TestPktgenAcrossTheCorruptingLink(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The attenuators power up with their shutters closed; this test drives
+	// the switches without a recipe, so it lights the fibre itself.
+	if v, ok := lab.World().VOA("voa3"); ok {
+		for _, ch := range v.Channels {
+			ch.SetShutter(true)
+		}
+	}
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := tx.WaitPortUp(wctx, p); err != nil {

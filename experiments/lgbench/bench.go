@@ -175,6 +175,12 @@ func Open(ctx context.Context, rc *o.RunContext, l Link, opts Options) (*Bench, 
 	if err := b.remember(ctx); err != nil {
 		return nil, err
 	}
+	// The link's ports come up only with light through its VOA: a closed
+	// shutter (an N776x powers up closed) is opened, and closed again at
+	// the end.
+	if err := rc.EnsureLight(ctx, l.VOA, l.VOAChannel); err != nil {
+		return nil, err
+	}
 	wctx, cancel := context.WithTimeout(ctx, opts.PortUpTimeout)
 	defer cancel()
 	for _, p := range []struct {

@@ -48,8 +48,9 @@ direction (Tx power at one end less Rx power at the other, worst lane) and their
 asymmetry, then send full-size frames at line rate from the sending switch's packet
 generator for the stated seconds with every protection off and count, on the switches'
 own counters, the frames sent and those the receiving switch delivered: the LPER is
-lost/sent with its 95% Wilson interval; FCS errors are counted too. The VOA is not
-touched: the link is qualified as it is.
+lost/sent with its 95% Wilson interval; FCS errors are counted too. The VOA's attenuation is
+not touched (the link is qualified as it is); a closed shutter is opened for
+the run and closed again at its end.
 
 Only the a -> b direction is tested (the bench's sender runs the packet generator);
 data/links.csv, the RAIL link table rail-topology reads, leaves the b -> a rate empty, which
@@ -189,7 +190,9 @@ func (r *Qualify) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		il := l.Link
 		tl := &topo.Link{Name: il.Name, A: il.A.Device, B: il.B.Device, APort: il.A.Port, BPort: il.B.Port, Transceiver: il.Transceiver, FEC: l.FEC}
 		frames := int64(math.Ceil(p.Float("seconds") * l.LineRateBps / (float64(fb+20) * 8)))
-		devs := []string{l.Sender, l.Receiver}
+		// The VOA is leased and lit (its shutter opened if closed) but its
+		// attenuation is left as found: the link is qualified as it is.
+		devs := []string{l.Sender, l.Receiver, l.VOA}
 		plan.Steps = append(plan.Steps,
 			&o.Step{Name: il.Name + ": switches", Action: "prepare-switches", Devices: devs,
 				Settings: []o.Setting{
