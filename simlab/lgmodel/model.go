@@ -23,7 +23,6 @@ package lgmodel
 
 import (
 	"cmp"
-	"container/heap"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -158,43 +157,103 @@ const (
 	evDrain
 )
 
-type eventQ []*event
+// Every kind of event is scheduled a fixed delay after the time it is
+// scheduled at, and time never goes back: arrivals land a pass after the
+// frame's last bit, which leaves after the last bit of the frame before;
+// notifications, ACKs, timeouts and pause/resume frames take their fixed
+// delays; one drain is pending at a time. So each kind comes due in the
+// order it was scheduled, and the pending events are a few FIFOs merged by
+// time (ties broken by scheduling order, as one priority queue would).
+const (
+	qArrive  = iota
+	qNotify  // a loss notification crossing back
+	qHandled // ... and handled at the sender
+	qBP      // pause and resume frames
+	qAck
+	qTimeout
+	qDrain
+	nQueues
+)
 
-func (q eventQ) Len() int { return len(q) }
-func (q eventQ) Less(i, j int) bool {
-	if q[i].at != q[j].at {
-		return q[i].at < q[j].at
-	}
-	return q[i].idx < q[j].idx
+// fifo is one kind's pending events, due in order.
+type fifo struct {
+	ev   []event
+	head int
 }
-func (q eventQ) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *eventQ) Push(x any)   { *q = append(*q, x.(*event)) }
-func (q *eventQ) Pop() any     { o := *q; e := o[len(o)-1]; *q = o[:len(o)-1]; return e }
 
-// at schedules an event, reusing a spent one: a stress test schedules millions.
-func (s *sim) at(ev event) {
-	var e *event
-	if n := len(s.free); n > 0 {
-		e = s.free[n-1]
-		s.free = s.free[:n-1]
-	} else {
-		e = new(event)
+func (f *fifo) len() int { return len(f.ev) - f.head }
+
+func (f *fifo) push(e event) {
+	if f.head > 32 && f.head*2 >= len(f.ev) {
+		// Reuse the spent front: the queue never grows beyond its peak.
+		f.ev = f.ev[:copy(f.ev, f.ev[f.head:])]
+		f.head = 0
 	}
-	*e = ev
+	f.ev = append(f.ev, e)
+}
+
+func queueOf(e *event) int {
+	switch e.kind {
+	case evArrive:
+		return qArrive
+	case evNotify:
+		if e.handled {
+			return qHandled
+		}
+		return qNotify
+	case evPause, evResume:
+		return qBP
+	case evAck:
+		return qAck
+	case evTimeout:
+		return qTimeout
+	}
+	return qDrain
+}
+
+// at schedules an event.
+func (s *sim) at(ev event) {
 	s.nev++
-	e.idx = s.nev
-	heap.Push(&s.q, e)
+	ev.idx = s.nev
+	s.q[queueOf(&ev)].push(ev)
+	s.pending++
+}
+
+// first is the queue holding the earliest pending event (-1: none).
+func (s *sim) first() int {
+	best := -1
+	var at int64
+	var idx int
+	for i := range s.q {
+		f := &s.q[i]
+		if f.head == len(f.ev) {
+			continue
+		}
+		e := &f.ev[f.head]
+		if best < 0 || e.at < at || (e.at == at && e.idx < idx) {
+			best, at, idx = i, e.at, e.idx
+		}
+	}
+	return best
+}
+
+// nextAt is the time of the earliest pending event (math.MaxInt64: none).
+func (s *sim) nextAt() int64 {
+	if i := s.first(); i >= 0 {
+		return s.q[i].ev[s.q[i].head].at
+	}
+	return math.MaxInt64
 }
 
 func durPS(d time.Duration) int64 { return int64(d) * 1000 }
 
 type sim struct {
-	c    Config
-	r    *rand.Rand
-	res  Result
-	q    eventQ
-	nev  int
-	free []*event
+	c       Config
+	r       *rand.Rand
+	res     Result
+	q       [nQueues]fifo
+	pending int // events in q
+	nev     int
 
 	// sender
 	now, slotFree int64
@@ -343,7 +402,7 @@ func (s *sim) bern(p float64) bool { return p > 0 && s.r.Float64() < p }
 
 // done: every original sent and resolved at the receiver.
 func (s *sim) done() bool {
-	return s.nextSeq == s.c.Frames && s.res.Delivered+s.res.Lost == s.c.Frames && s.q.Len() == 0
+	return s.nextSeq == s.c.Frames && s.res.Delivered+s.res.Lost == s.c.Frames && s.pending == 0
 }
 
 func (s *sim) steady() bool {
@@ -367,15 +426,20 @@ func (s *sim) next() int {
 func (s *sim) loop(until int64) {
 	for !s.done() {
 		want, gate := s.nextSend()
-		if s.q.Len() > 0 && (want < 0 || s.q[0].at <= gate) {
-			if s.q[0].at > until {
-				return
+		if qi := s.first(); qi >= 0 {
+			f := &s.q[qi]
+			if want < 0 || f.ev[f.head].at <= gate {
+				if f.ev[f.head].at > until {
+					return
+				}
+				// Handle a copy: handling may schedule into the same queue.
+				e := f.ev[f.head]
+				f.head++
+				s.pending--
+				s.now = max(s.now, e.at)
+				s.handle(&e)
+				continue
 			}
-			e := heap.Pop(&s.q).(*event)
-			s.now = max(s.now, e.at)
-			s.handle(e)
-			s.free = append(s.free, e)
-			continue
 		}
 		if want < 0 || max(s.now, gate) > until {
 			return
@@ -486,8 +550,9 @@ func (s *sim) runProgress(t int64) (notSent, arrived int64) {
 		notSent = s.runLen - done
 	}
 	var runs []*event
-	for _, e := range s.q {
-		if e.kind == evArrive && e.p.run > 1 && e.at > t {
+	f := &s.q[qArrive]
+	for i := f.head; i < len(f.ev); i++ {
+		if e := &f.ev[i]; e.p.run > 1 && e.at > t {
 			runs = append(runs, e)
 		}
 	}
