@@ -14,11 +14,16 @@
 // the link's loss rate for its size. Effective loss, effective link speed,
 // buffer occupancy and timeouts are counted as they happen.
 //
-// Speed: while the protocol is in steady state (no hole, empty reorder
-// buffer, not paused, nothing corrupted in flight) the number of frames until
-// the next corruption is drawn at once from the geometric distribution and
-// the run is delivered as one event. Config.Step turns this off; a test
-// checks that both give the same distribution.
+// Speed: the number of good originals until the next corruption is drawn
+// at once from the geometric distribution and counted down. While the
+// protocol is in steady state (no hole, empty reorder buffer, not paused,
+// nothing corrupted in flight) those frames are delivered as one event;
+// Config.Step turns this off (every frame's corruption drawn as it is
+// sent), and a test checks that both give the same distribution. Where
+// the state repeats exactly from frame to frame without being steady (the
+// ordered mode's reorder buffer that never empties between losses), whole
+// cycles are jumped over (cycle.go); Config.NoCycleSkip turns this off,
+// and a test checks that both give identical results.
 package lgmodel
 
 import (
@@ -70,6 +75,10 @@ type Config struct {
 	RetxHandling time.Duration
 	Frames       int64
 	Step         bool // simulate every frame (no skip-ahead)
+	// NoCycleSkip simulates, frame by frame, the stretches that repeat
+	// exactly (cycle.go) instead of jumping over whole cycles of them.
+	// Results are identical either way; a test holds them to it.
+	NoCycleSkip bool
 	// MaxRun caps the frames skipped over at once (0: no cap), so that
 	// counters read while the run advances grow smoothly.
 	MaxRun int64
@@ -264,9 +273,15 @@ type sim struct {
 	pendingBP     int
 	undetected    int64 // originals lost on the wire that the receiver has not yet seen as holes
 	notifPending  int
-	forceLost     bool  // the frame after a skipped run is the corrupted one
-	covered       int64 // last original a delivered dummy has announced
-	idleFrom      int64 // the line carries only redundant dummies since then (-1: not idle)
+	// gap is the number of good originals before the next corrupted one
+	// (-1: not drawn yet). Corruptions are i.i.d., so the gaps between them
+	// are geometric: drawn once, counted down frame by frame or skipped
+	// over in runs and cycles alike.
+	gap      int64
+	draws    int64 // random numbers drawn so far
+	cyc      cycles
+	covered  int64 // last original a delivered dummy has announced
+	idleFrom int64 // the line carries only redundant dummies since then (-1: not idle)
 	// The last skipped-over run: its first frame's start, slot and length,
 	// so counters read mid-run count only the frames already sent.
 	runStart, runSlot, runLen int64
@@ -315,7 +330,7 @@ func New(cfg Config, r *rand.Rand) (*Sim, error) {
 	if cfg.LossSmall == 0 && cfg.Loss > 0 {
 		cfg.LossSmall = -math.Expm1(64.0 / float64(cfg.FrameBytes) * math.Log1p(-cfg.Loss))
 	}
-	s := &sim{c: cfg, r: r, holes: map[int64]bool{}, delivered: map[int64]bool{}, inBuf: map[int64]bool{}, covered: -1, idleFrom: -1}
+	s := &sim{c: cfg, r: r, holes: map[int64]bool{}, delivered: map[int64]bool{}, inBuf: map[int64]bool{}, covered: -1, idleFrom: -1, gap: -1}
 	s.steadyTx = s.steadyTxFrames()
 	return &Sim{s: s}, nil
 }
@@ -398,7 +413,13 @@ func (s *sim) steadyTxFrames() int64 {
 	return (rt + s.ser(s.c.FrameBytes) - 1) / s.ser(s.c.FrameBytes)
 }
 
-func (s *sim) bern(p float64) bool { return p > 0 && s.r.Float64() < p }
+func (s *sim) bern(p float64) bool {
+	if p <= 0 {
+		return false
+	}
+	s.draws++
+	return s.r.Float64() < p
+}
 
 // done: every original sent and resolved at the receiver.
 func (s *sim) done() bool {
@@ -446,6 +467,9 @@ func (s *sim) loop(until int64) {
 		}
 		s.now = max(s.now, gate)
 		s.leaveIdle()
+		if want == lg.PktOriginal {
+			s.cycle(until)
+		}
 		s.send(want)
 	}
 }
@@ -489,24 +513,28 @@ func (s *sim) send(kind int) {
 		}
 		lost := false
 		switch {
-		case s.forceLost:
-			lost, s.forceLost = true, false
-		case (s.c.Mode == Off && !s.c.Step) || s.steady():
-			// Skip ahead: the good frames before the next corruption
-			// are geometric; send them as one run.
-			k := s.geometric()
-			if k > 0 {
-				n := min(k, s.c.Frames-s.nextSeq)
-				if s.c.MaxRun > 0 {
-					n = min(n, s.c.MaxRun) // memoryless: the rest is drawn afresh
-				}
-				s.emitRun(packet{seq: s.nextSeq, kind: lg.PktOriginal, bytes: s.c.FrameBytes, run: n})
-				s.forceLost = n == k
-				return
-			}
-			lost = true
-		default:
+		case s.c.Step:
 			lost = s.bern(s.c.Loss)
+		default:
+			if s.gap < 0 {
+				s.gap = s.geometric()
+			}
+			switch {
+			case s.gap == 0:
+				lost, s.gap = true, -1
+			case s.c.Mode == Off || s.steady():
+				// Skip ahead: send the good frames before the next
+				// corruption as one run.
+				n := min(s.gap, s.c.Frames-s.nextSeq)
+				if s.c.MaxRun > 0 {
+					n = min(n, s.c.MaxRun)
+				}
+				s.gap -= n
+				s.emitRun(packet{seq: s.nextSeq, kind: lg.PktOriginal, bytes: s.c.FrameBytes, run: n})
+				return
+			default:
+				s.gap--
+			}
 		}
 		p = packet{seq: s.nextSeq, kind: lg.PktOriginal, bytes: s.c.FrameBytes, lost: lost}
 		s.nextSeq++
@@ -529,6 +557,7 @@ func (s *sim) geometric() int64 {
 	if s.c.Loss <= 0 {
 		return math.MaxInt64 / 4
 	}
+	s.draws++
 	u := 1 - s.r.Float64() // (0, 1]
 	k := math.Floor(math.Log(u) / math.Log1p(-s.c.Loss))
 	if k > math.MaxInt64/4 {
