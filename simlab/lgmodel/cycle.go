@@ -115,9 +115,9 @@ func (s *sim) shape() uint64 {
 	mix(s.ackNo - n)
 	mix(s.highest - n)
 	mix(s.bufBytes)
-	mix(int64(len(s.buf)))
-	if len(s.buf) > 0 {
-		mix(s.buf[0].seq - n)
+	mix(int64(s.buf.n))
+	if s.buf.n > 0 {
+		mix(s.buf.at(0).seq - n)
 	}
 	mix(int64(s.pendingBP))
 	if s.paused {
@@ -153,8 +153,9 @@ func b2i(b bool) int64 {
 func (s *sim) encode(dst []int64) []int64 {
 	n, t := s.nextSeq, s.now
 	dst = append(dst, s.slotFree-t, s.senderAck-n, s.ackNo-n, s.highest-n, b2i(s.covered == n-1),
-		s.bufBytes, b2i(s.draining), b2i(s.bpPaused), b2i(s.paused), int64(s.pendingBP), int64(len(s.buf)))
-	for _, p := range s.buf {
+		s.bufBytes, b2i(s.draining), b2i(s.bpPaused), b2i(s.paused), int64(s.pendingBP), int64(s.buf.n))
+	for i := 0; i < s.buf.n; i++ {
+		p := s.buf.at(i)
 		dst = append(dst, p.seq-n, int64(p.kind), int64(p.bytes), b2i(p.lost), p.run)
 	}
 	for i := range s.q {
@@ -222,12 +223,13 @@ func (s *sim) jump(until int64) {
 	s.gap -= ds
 	s.now += dt
 	s.slotFree += dt
-	for i := range s.buf {
-		delete(s.inBuf, s.buf[i].seq)
+	for i := 0; i < s.buf.n; i++ {
+		delete(s.inBuf, s.buf.at(i).seq)
 	}
-	for i := range s.buf {
-		s.buf[i].seq += ds
-		s.inBuf[s.buf[i].seq] = true
+	for i := 0; i < s.buf.n; i++ {
+		p := s.buf.at(i)
+		p.seq += ds
+		s.inBuf[p.seq] = true
 	}
 	for i := range s.q {
 		if i == qTimeout {

@@ -184,6 +184,34 @@ const (
 	nQueues
 )
 
+// deque is the recirculation queue: a ring, so that a frame going round
+// again costs no copying of the others.
+type deque struct {
+	a       []packet
+	head, n int
+}
+
+func (d *deque) at(i int) *packet { return &d.a[(d.head+i)%len(d.a)] }
+
+func (d *deque) push(p packet) {
+	if d.n == len(d.a) {
+		a := make([]packet, max(16, 2*len(d.a)))
+		for i := 0; i < d.n; i++ {
+			a[i] = *d.at(i)
+		}
+		d.a, d.head = a, 0
+	}
+	d.a[(d.head+d.n)%len(d.a)] = p
+	d.n++
+}
+
+func (d *deque) pop() packet {
+	p := d.a[d.head]
+	d.head = (d.head + 1) % len(d.a)
+	d.n--
+	return p
+}
+
 // fifo is one kind's pending events, due in order.
 type fifo struct {
 	ev   []event
@@ -291,7 +319,7 @@ type sim struct {
 	ackNo     int64
 	highest   int64 // highest original seen + 1
 	holes     map[int64]bool
-	buf       []packet // recirculation queue: the reorder buffer (ordered mode)
+	buf       deque // recirculation queue: the reorder buffer (ordered mode)
 	inBuf     map[int64]bool
 	bufBytes  int64
 	draining  bool
@@ -427,7 +455,7 @@ func (s *sim) done() bool {
 }
 
 func (s *sim) steady() bool {
-	return !s.c.Step && len(s.holes) == 0 && len(s.buf) == 0 && !s.draining && !s.paused && s.pendingBP == 0 &&
+	return !s.c.Step && len(s.holes) == 0 && s.buf.n == 0 && !s.draining && !s.paused && s.pendingBP == 0 &&
 		len(s.retx) == 0 && s.undetected == 0 && s.notifPending == 0 && !s.bpPaused
 }
 
@@ -591,7 +619,7 @@ func (s *sim) runProgress(t int64) (notSent, arrived int64) {
 	slices.SortFunc(runs, func(a, b *event) int { return cmp.Compare(a.p.seq, b.p.seq) })
 	next := s.ackNo
 	for _, e := range runs {
-		if s.c.Mode != Off && (e.p.seq != next || len(s.holes) > 0 || len(s.buf) > 0) {
+		if s.c.Mode != Off && (e.p.seq != next || len(s.holes) > 0 || s.buf.n > 0) {
 			break // would not be delivered on arrival: count it when it lands
 		}
 		slot := s.ser(e.p.bytes)
@@ -693,7 +721,7 @@ func (s *sim) arrive(p packet) {
 	if p.lost {
 		return // corrupted: the MAC drops it (FCS error)
 	}
-	if p.run > 0 && p.kind == lg.PktOriginal && p.run >= 1 && len(s.holes) == 0 && len(s.buf) == 0 && p.seq == s.ackNo {
+	if p.run > 0 && p.kind == lg.PktOriginal && p.run >= 1 && len(s.holes) == 0 && s.buf.n == 0 && p.seq == s.ackNo {
 		// A steady run, in order.
 		s.ackNo += p.run
 		s.highest = max(s.highest, s.ackNo)
@@ -788,7 +816,7 @@ func (s *sim) enqueue(p packet) {
 		s.at(event{at: s.now + durPS(s.c.AckNoTimeout), kind: evTimeout, seq: p.seq})
 		return
 	}
-	s.buf = append(s.buf, p)
+	s.buf.push(p)
 	s.inBuf[p.seq] = true
 	s.bufBytes += b
 	s.res.MaxRxBufferBytes = max(s.res.MaxRxBufferBytes, s.bufBytes)
@@ -803,23 +831,20 @@ func (s *sim) buffered(seq int64) bool { return s.inBuf[seq] }
 // a loopback MAC at 100G: a pass costs the frame, its header, preamble and
 // gap, as on the wire.
 func (s *sim) kickDrain() {
-	if s.draining || len(s.buf) == 0 {
+	if s.draining || s.buf.n == 0 {
 		return
 	}
 	s.draining = true
-	s.at(event{at: s.now + int64(float64((s.buf[0].bytes+lg.HeaderBytes+20)*8)/lg.RecirculationBps*1e12), kind: evDrain})
+	s.at(event{at: s.now + int64(float64((s.buf.at(0).bytes+lg.HeaderBytes+20)*8)/lg.RecirculationBps*1e12), kind: evDrain})
 }
 
 // drainOne finishes a pass of the head through the pipeline: Algorithm 1.
 func (s *sim) drainOne() {
 	s.draining = false
-	if len(s.buf) == 0 {
+	if s.buf.n == 0 {
 		return
 	}
-	p := s.buf[0]
-	// Shift in place: slicing off the head would reallocate on every
-	// append, and the garbage would bring the collector in.
-	s.buf = s.buf[:copy(s.buf, s.buf[1:])]
+	p := s.buf.pop()
 	switch {
 	case p.seq == s.ackNo: // its turn: forwarded
 		s.leave(p)
@@ -830,7 +855,7 @@ func (s *sim) drainOne() {
 	case p.seq < s.ackNo: // a duplicate: dropped
 		s.leave(p)
 	default: // not yet: round again
-		s.buf = append(s.buf, p)
+		s.buf.push(p)
 	}
 	s.backpressure()
 	s.kickDrain()
