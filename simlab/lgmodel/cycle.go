@@ -224,13 +224,9 @@ func (s *sim) jump(until int64) {
 	s.now += dt
 	s.slotFree += dt
 	for i := 0; i < s.buf.n; i++ {
-		delete(s.inBuf, s.buf.at(i).seq)
+		s.buf.at(i).seq += ds
 	}
-	for i := 0; i < s.buf.n; i++ {
-		p := s.buf.at(i)
-		p.seq += ds
-		s.inBuf[p.seq] = true
-	}
+	s.indexBuffer(0)
 	for i := range s.q {
 		if i == qTimeout {
 			continue // spent: due when they are due, changing nothing

@@ -319,8 +319,8 @@ type sim struct {
 	ackNo     int64
 	highest   int64 // highest original seen + 1
 	holes     map[int64]bool
-	buf       deque // recirculation queue: the reorder buffer (ordered mode)
-	inBuf     map[int64]bool
+	buf       deque  // recirculation queue: the reorder buffer (ordered mode)
+	inBuf     []bool // by seq modulo its length: the originals in buf, all in [ackNo, ackNo+len)
 	bufBytes  int64
 	draining  bool
 	bpPaused  bool
@@ -358,7 +358,7 @@ func New(cfg Config, r *rand.Rand) (*Sim, error) {
 	if cfg.LossSmall == 0 && cfg.Loss > 0 {
 		cfg.LossSmall = -math.Expm1(64.0 / float64(cfg.FrameBytes) * math.Log1p(-cfg.Loss))
 	}
-	s := &sim{c: cfg, r: r, holes: map[int64]bool{}, delivered: map[int64]bool{}, inBuf: map[int64]bool{}, covered: -1, idleFrom: -1, gap: -1}
+	s := &sim{c: cfg, r: r, holes: map[int64]bool{}, delivered: map[int64]bool{}, covered: -1, idleFrom: -1, gap: -1}
 	s.steadyTx = s.steadyTxFrames()
 	return &Sim{s: s}, nil
 }
@@ -795,7 +795,7 @@ func (s *sim) detect(seq int64) {
 // original waiting in the recirculation queue stops it (it leaves the queue
 // in order when the loop brings it round).
 func (s *sim) advanceAck() {
-	for s.ackNo < s.highest && !s.holes[s.ackNo] && !s.inBuf[s.ackNo] {
+	for s.ackNo < s.highest && !s.holes[s.ackNo] && !s.buffered(s.ackNo) {
 		delete(s.delivered, s.ackNo)
 		s.ackNo++
 	}
@@ -817,7 +817,7 @@ func (s *sim) enqueue(p packet) {
 		return
 	}
 	s.buf.push(p)
-	s.inBuf[p.seq] = true
+	s.markBuffered(p.seq)
 	s.bufBytes += b
 	s.res.MaxRxBufferBytes = max(s.res.MaxRxBufferBytes, s.bufBytes)
 	s.backpressure()
@@ -825,7 +825,48 @@ func (s *sim) enqueue(p packet) {
 }
 
 // buffered reports whether seq already waits in the recirculation queue.
-func (s *sim) buffered(seq int64) bool { return s.inBuf[seq] }
+func (s *sim) buffered(seq int64) bool {
+	d := seq - s.ackNo
+	return d >= 0 && d < int64(len(s.inBuf)) && s.inBuf[seq&int64(len(s.inBuf)-1)]
+}
+
+// markBuffered notes that seq, just queued, waits in the buffer. Every
+// original in the buffer is at or above ackNo (below it, it would have
+// been dropped as a duplicate, and ackNo stops at the first one), so a
+// ring of flags over [ackNo, ackNo+len) holds them all; it doubles when a
+// sequence number falls beyond it.
+func (s *sim) markBuffered(seq int64) {
+	if d := seq - s.ackNo; d < 0 || d >= int64(len(s.inBuf)) {
+		s.indexBuffer(d + 1)
+		return
+	}
+	s.inBuf[seq&int64(len(s.inBuf)-1)] = true
+}
+
+// indexBuffer rebuilds the flags from the buffer, for a span of at least n.
+func (s *sim) indexBuffer(n int64) {
+	size := max(64, len(s.inBuf))
+	for int64(size) < n {
+		size *= 2
+	}
+	if size != len(s.inBuf) {
+		s.inBuf = make([]bool, size)
+	} else {
+		clear(s.inBuf)
+	}
+	for i := 0; i < s.buf.n; i++ {
+		seq := s.buf.at(i).seq
+		d := seq - s.ackNo
+		if d < 0 {
+			continue // a duplicate on its way out: never looked up
+		}
+		if d >= int64(size) {
+			s.indexBuffer(d + 1)
+			return
+		}
+		s.inBuf[seq&int64(size-1)] = true
+	}
+}
 
 // kickDrain starts the recirculation port on the queue's head. The port is
 // a loopback MAC at 100G: a pass costs the frame, its header, preamble and
@@ -862,7 +903,11 @@ func (s *sim) drainOne() {
 }
 
 func (s *sim) leave(p packet) {
-	delete(s.inBuf, p.seq)
+	if d := p.seq - s.ackNo; d >= 0 && d < int64(len(s.inBuf)) {
+		s.inBuf[p.seq&int64(len(s.inBuf)-1)] = false
+	} else {
+		s.indexBuffer(0) // not expected: keep the flags exact
+	}
 	s.bufBytes -= int64(p.bytes + lg.HeaderBytes)
 }
 
