@@ -312,8 +312,9 @@ type sim struct {
 	idleFrom int64 // the line carries only redundant dummies since then (-1: not idle)
 	// The last skipped-over run: its first frame's start, slot and length,
 	// so counters read mid-run count only the frames already sent.
-	runStart, runSlot, runLen int64
-	reached                   int64 // the latest time Advance was asked for
+	runStart, runSlot, runLen   int64
+	reached                     int64 // the latest time Advance was asked for
+	serFrame, ser64, drainFrame int64 // ser(FrameBytes), ser(64), drainPS(FrameBytes)
 
 	// receiver
 	ackNo     int64
@@ -359,6 +360,7 @@ func New(cfg Config, r *rand.Rand) (*Sim, error) {
 		cfg.LossSmall = -math.Expm1(64.0 / float64(cfg.FrameBytes) * math.Log1p(-cfg.Loss))
 	}
 	s := &sim{c: cfg, r: r, holes: map[int64]bool{}, delivered: map[int64]bool{}, covered: -1, idleFrom: -1, gap: -1}
+	s.serFrame, s.ser64, s.drainFrame = s.serPS(cfg.FrameBytes), s.serPS(64), drainPS(cfg.FrameBytes)
 	s.steadyTx = s.steadyTxFrames()
 	return &Sim{s: s}, nil
 }
@@ -429,7 +431,17 @@ func (s *sim) wire(frame int) int {
 	return frame + 20 + lg.HeaderBytes
 }
 
-func (s *sim) ser(bytes int) int64 { return int64(float64(s.wire(bytes)*8) / s.c.LinkBps * 1e12) }
+func (s *sim) ser(bytes int) int64 {
+	switch bytes {
+	case s.c.FrameBytes:
+		return s.serFrame
+	case 64:
+		return s.ser64
+	}
+	return s.serPS(bytes)
+}
+
+func (s *sim) serPS(bytes int) int64 { return int64(float64(s.wire(bytes)*8) / s.c.LinkBps * 1e12) }
 
 func (s *sim) oneWay() int64 { return durPS(s.c.Pipeline) + durPS(s.c.Propagation) }
 
@@ -876,7 +888,17 @@ func (s *sim) kickDrain() {
 		return
 	}
 	s.draining = true
-	s.at(event{at: s.now + int64(float64((s.buf.at(0).bytes+lg.HeaderBytes+20)*8)/lg.RecirculationBps*1e12), kind: evDrain})
+	d := s.drainFrame
+	if b := s.buf.at(0).bytes; b != s.c.FrameBytes {
+		d = drainPS(b)
+	}
+	s.at(event{at: s.now + d, kind: evDrain})
+}
+
+// drainPS is one pass of a frame through the recirculation port: a
+// loopback MAC at 100G, the frame with its header, preamble and gap.
+func drainPS(bytes int) int64 {
+	return int64(float64((bytes+lg.HeaderBytes+20)*8) / lg.RecirculationBps * 1e12)
 }
 
 // drainOne finishes a pass of the head through the pipeline: Algorithm 1.
