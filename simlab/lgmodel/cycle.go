@@ -247,5 +247,6 @@ func (s *sim) jump(until int64) {
 			}
 		}
 	}
+	s.firstQ = -2
 	c.jumpedSeqs += ds
 }

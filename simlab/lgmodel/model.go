@@ -252,12 +252,25 @@ func queueOf(e *event) int {
 func (s *sim) at(ev event) {
 	s.nev++
 	ev.idx = s.nev
-	s.q[queueOf(&ev)].push(ev)
+	qi := queueOf(&ev)
+	f := &s.q[qi]
+	if f.len() == 0 && s.firstQ >= -1 {
+		// A new head: it may come before the earliest known.
+		if s.firstQ < 0 {
+			s.firstQ = qi
+		} else if h := &s.q[s.firstQ].ev[s.q[s.firstQ].head]; ev.at < h.at || (ev.at == h.at && ev.idx < h.idx) {
+			s.firstQ = qi
+		}
+	}
+	f.push(ev)
 	s.pending++
 }
 
 // first is the queue holding the earliest pending event (-1: none).
 func (s *sim) first() int {
+	if s.firstQ >= -1 {
+		return s.firstQ
+	}
 	best := -1
 	var at int64
 	var idx int
@@ -271,6 +284,7 @@ func (s *sim) first() int {
 			best, at, idx = i, e.at, e.idx
 		}
 	}
+	s.firstQ = best
 	return best
 }
 
@@ -290,6 +304,7 @@ type sim struct {
 	res     Result
 	q       [nQueues]fifo
 	pending int // events in q
+	firstQ  int // the queue first() found (-1: none), -2: to be found again
 	nev     int
 
 	// sender
@@ -359,7 +374,7 @@ func New(cfg Config, r *rand.Rand) (*Sim, error) {
 	if cfg.LossSmall == 0 && cfg.Loss > 0 {
 		cfg.LossSmall = -math.Expm1(64.0 / float64(cfg.FrameBytes) * math.Log1p(-cfg.Loss))
 	}
-	s := &sim{c: cfg, r: r, holes: map[int64]bool{}, delivered: map[int64]bool{}, covered: -1, idleFrom: -1, gap: -1}
+	s := &sim{c: cfg, r: r, holes: map[int64]bool{}, delivered: map[int64]bool{}, covered: -1, idleFrom: -1, gap: -1, firstQ: -1}
 	s.serFrame, s.ser64, s.drainFrame = s.serPS(cfg.FrameBytes), s.serPS(64), drainPS(cfg.FrameBytes)
 	s.steadyTx = s.steadyTxFrames()
 	return &Sim{s: s}, nil
@@ -497,6 +512,7 @@ func (s *sim) loop(until int64) {
 				e := f.ev[f.head]
 				f.head++
 				s.pending--
+				s.firstQ = -2 // to be found again
 				s.now = max(s.now, e.at)
 				s.handle(&e)
 				continue
