@@ -220,6 +220,14 @@ type fifo struct {
 
 func (f *fifo) len() int { return len(f.ev) - f.head }
 
+// headAt is when the first event is due (math.MaxInt64: none).
+func (f *fifo) headAt() int64 {
+	if f.head == len(f.ev) {
+		return math.MaxInt64
+	}
+	return f.ev[f.head].at
+}
+
 func (f *fifo) push(e event) {
 	if f.head > 32 && f.head*2 >= len(f.ev) {
 		// Reuse the spent front: the queue never grows beyond its peak.
@@ -734,6 +742,7 @@ func (s *sim) handle(e *event) {
 			s.advanceAck()
 		}
 	case evDrain:
+		s.buf.rotate(e.n)
 		s.drainOne()
 	}
 }
@@ -904,11 +913,42 @@ func (s *sim) kickDrain() {
 		return
 	}
 	s.draining = true
-	d := s.drainFrame
-	if b := s.buf.at(0).bytes; b != s.c.FrameBytes {
-		d = drainPS(b)
+	t := s.now + s.drainTime(s.buf.at(0).bytes)
+	// Passes of frames whose turn has not come only send them round again.
+	// While nothing else can touch the queue or move ackNo (no arrival or
+	// timeout is due, no frame sent from now could land), nor wake an idle
+	// sender (no resume, no copies to send: leaving idle moves the clock to
+	// the end of the dummy under way), and the time asked for is not
+	// reached, k of them are taken as one event that rotates the queue by
+	// k before its (k+1)th pass, due when that pass ends.
+	k := 0
+	if s.off == nil {
+		limit := min(s.q[qArrive].headAt(), s.q[qTimeout].headAt(), s.q[qBP].headAt(), s.q[qHandled].headAt(),
+			s.now+s.oneWay()+s.ser(64))
+		n := s.buf.n
+		for s.buf.at(k%n).seq > s.ackNo {
+			next := t + s.drainTime(s.buf.at((k+1)%n).bytes)
+			if next >= limit || next > s.reached {
+				break
+			}
+			k, t = k+1, next
+		}
 	}
-	s.at(event{at: s.now + d, kind: evDrain})
+	s.at(event{at: t, kind: evDrain, n: k})
+}
+
+func (s *sim) drainTime(bytes int) int64 {
+	if bytes == s.c.FrameBytes {
+		return s.drainFrame
+	}
+	return drainPS(bytes)
+}
+
+// rotate moves the queue's first k frames to its back, in order.
+func (d *deque) rotate(k int) {
+	for k %= max(d.n, 1); k > 0; k-- {
+		d.push(d.pop())
+	}
 }
 
 // drainPS is one pass of a frame through the recirculation port: a
