@@ -23,10 +23,12 @@ import (
 const Name = "loss-sweep"
 
 // Recipe implements orchestrator.Recipe.
-type Recipe struct{}
+type Recipe struct {
+	perRun int64 // frames per packet generator run (perRun; less in tests)
+}
 
 // New returns the recipe.
-func New() *Recipe { return &Recipe{} }
+func New() *Recipe { return &Recipe{perRun: perRun} }
 
 // Name implements Recipe.
 func (*Recipe) Name() string { return Name }
@@ -68,7 +70,7 @@ func (*Recipe) Params() []o.ParamSpec {
 		{Name: "loss_rates", Type: o.TypeFloats, Default: []float64{1e-5, 1e-4, 1e-3}, Min: o.Bound(1e-9), Max: o.Bound(0.1), Description: "actual frame loss rates to set through the VOA"},
 		{Name: "modes", Type: o.TypeStrings, Default: []string{"off", "linkguardian", "linkguardian-nb"}, Description: "protection modes: off, linkguardian, linkguardian-nb"},
 		{Name: "target_loss", Type: o.TypeFloat, Default: 1e-8, Min: o.Bound(1e-15), Max: o.Bound(0.1), Description: "effective loss rate LinkGuardian is configured for (Eq. 2)"},
-		{Name: "frames", Type: o.TypeInt, Unit: "frames", Default: int64(20_000_000), Min: o.Bound(1000), Max: o.Bound(4e9), Description: "frames per stress test"},
+		{Name: "frames", Type: o.TypeInt, Unit: "frames", Default: int64(20_000_000), Min: o.Bound(1000), Max: o.Bound(1e12), Description: "frames per stress test (beyond what one packet generator run sends, several back to back)"},
 		{Name: "frame_size", Type: o.TypeInt, Unit: "B", Default: int64(1518), Min: o.Bound(64), Max: o.Bound(9216), Description: "L2 frame size including FCS"},
 		{Name: "backpressure", Type: o.TypeBool, Default: true, Description: "pause/resume backpressure in ordered mode"},
 		{Name: "dummy_pkt_max_count", Type: o.TypeInt, Default: int64(4), Min: o.Bound(0), Max: o.Bound(255), Description: "dummies the sender may send after each protected packet (tail-loss detection)"},
@@ -281,8 +283,8 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 							return err
 						}
 						s := stress
-						s.Frames, s.Window = p.Int("frames"), true
-						res, err := bench.Run(ctx, s)
+						s.Window = true
+						res, err := runStress(ctx, bench, s, p.Int("frames"), r.perRun)
 						if err != nil {
 							return err
 						}
@@ -315,4 +317,39 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		}
 	}
 	return plan, nil
+}
+
+// perRun is the most frames one stress test sends in one packet generator
+// run: the generator counts 2^16 batches of 2^16 packets; a whole number of
+// full batches below 4x10^9.
+const perRun = 61035 * 65536
+
+// runStress sends n frames as consecutive packet generator runs of at most
+// per frames and adds their counts up; the window rate is the mean of
+// the runs' rates weighted by their frames, the buffer peaks the largest.
+func runStress(ctx context.Context, b *lgbench.Bench, s lgbench.Stress, n, per int64) (lgbench.StressResult, error) {
+	var sum lgbench.StressResult
+	var rate float64
+	for left := n; left > 0; {
+		s.Frames = min(left, per)
+		r, err := b.Run(ctx, s)
+		if err != nil {
+			return sum, err
+		}
+		left -= s.Frames
+		sum.Sent += r.Sent
+		sum.Delivered += r.Delivered
+		sum.Wire += r.Wire
+		sum.FCS += r.FCS
+		sum.Timeouts += r.Timeouts
+		sum.Pauses += r.Pauses
+		sum.Elapsed += r.Elapsed
+		rate += r.RateGbps * float64(r.Sent)
+		sum.MaxTxBufBytes = max(sum.MaxTxBufBytes, r.MaxTxBufBytes)
+		sum.MaxRxBufBytes = max(sum.MaxRxBufBytes, r.MaxRxBufBytes)
+	}
+	if sum.Sent > 0 {
+		sum.RateGbps = rate / float64(sum.Sent)
+	}
+	return sum, nil
 }

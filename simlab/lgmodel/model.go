@@ -14,16 +14,20 @@
 // the link's loss rate for its size. Effective loss, effective link speed,
 // buffer occupancy and timeouts are counted as they happen.
 //
-// Speed: while the protocol is in steady state (no hole, empty reorder
-// buffer, not paused, nothing corrupted in flight) the number of frames until
-// the next corruption is drawn at once from the geometric distribution and
-// the run is delivered as one event. Config.Step turns this off; a test
-// checks that both give the same distribution.
+// Speed: the number of good originals until the next corruption is drawn
+// at once from the geometric distribution and counted down. While the
+// protocol is in steady state (no hole, empty reorder buffer, not paused,
+// nothing corrupted in flight) those frames are delivered as one event;
+// Config.Step turns this off (every frame's corruption drawn as it is
+// sent), and a test checks that both give the same distribution. Where
+// the state repeats exactly from frame to frame without being steady (the
+// ordered mode's reorder buffer that never empties between losses), whole
+// cycles are jumped over (cycle.go); Config.NoCycleSkip turns this off,
+// and a test checks that both give identical results.
 package lgmodel
 
 import (
 	"cmp"
-	"container/heap"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -71,6 +75,10 @@ type Config struct {
 	RetxHandling time.Duration
 	Frames       int64
 	Step         bool // simulate every frame (no skip-ahead)
+	// NoCycleSkip simulates, frame by frame, the stretches that repeat
+	// exactly (cycle.go) instead of jumping over whole cycles of them.
+	// Results are identical either way; a test holds them to it.
+	NoCycleSkip bool
 	// MaxRun caps the frames skipped over at once (0: no cap), so that
 	// counters read while the run advances grow smoothly.
 	MaxRun int64
@@ -158,43 +166,154 @@ const (
 	evDrain
 )
 
-type eventQ []*event
+// Every kind of event is scheduled a fixed delay after the time it is
+// scheduled at, and time never goes back: arrivals land a pass after the
+// frame's last bit, which leaves after the last bit of the frame before;
+// notifications, ACKs, timeouts and pause/resume frames take their fixed
+// delays; one drain is pending at a time. So each kind comes due in the
+// order it was scheduled, and the pending events are a few FIFOs merged by
+// time (ties broken by scheduling order, as one priority queue would).
+const (
+	qArrive  = iota
+	qNotify  // a loss notification crossing back
+	qHandled // ... and handled at the sender
+	qBP      // pause and resume frames
+	qAck
+	qTimeout
+	qDrain
+	nQueues
+)
 
-func (q eventQ) Len() int { return len(q) }
-func (q eventQ) Less(i, j int) bool {
-	if q[i].at != q[j].at {
-		return q[i].at < q[j].at
-	}
-	return q[i].idx < q[j].idx
+// deque is the recirculation queue: a ring, so that a frame going round
+// again costs no copying of the others.
+type deque struct {
+	a       []packet
+	head, n int
 }
-func (q eventQ) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *eventQ) Push(x any)   { *q = append(*q, x.(*event)) }
-func (q *eventQ) Pop() any     { o := *q; e := o[len(o)-1]; *q = o[:len(o)-1]; return e }
 
-// at schedules an event, reusing a spent one: a stress test schedules millions.
-func (s *sim) at(ev event) {
-	var e *event
-	if n := len(s.free); n > 0 {
-		e = s.free[n-1]
-		s.free = s.free[:n-1]
-	} else {
-		e = new(event)
+func (d *deque) at(i int) *packet { return &d.a[(d.head+i)%len(d.a)] }
+
+func (d *deque) push(p packet) {
+	if d.n == len(d.a) {
+		a := make([]packet, max(16, 2*len(d.a)))
+		for i := 0; i < d.n; i++ {
+			a[i] = *d.at(i)
+		}
+		d.a, d.head = a, 0
 	}
-	*e = ev
+	d.a[(d.head+d.n)%len(d.a)] = p
+	d.n++
+}
+
+func (d *deque) pop() packet {
+	p := d.a[d.head]
+	d.head = (d.head + 1) % len(d.a)
+	d.n--
+	return p
+}
+
+// fifo is one kind's pending events, due in order.
+type fifo struct {
+	ev   []event
+	head int
+}
+
+func (f *fifo) len() int { return len(f.ev) - f.head }
+
+// headAt is when the first event is due (math.MaxInt64: none).
+func (f *fifo) headAt() int64 {
+	if f.head == len(f.ev) {
+		return math.MaxInt64
+	}
+	return f.ev[f.head].at
+}
+
+func (f *fifo) push(e event) {
+	if f.head > 32 && f.head*2 >= len(f.ev) {
+		// Reuse the spent front: the queue never grows beyond its peak.
+		f.ev = f.ev[:copy(f.ev, f.ev[f.head:])]
+		f.head = 0
+	}
+	f.ev = append(f.ev, e)
+}
+
+func queueOf(e *event) int {
+	switch e.kind {
+	case evArrive:
+		return qArrive
+	case evNotify:
+		if e.handled {
+			return qHandled
+		}
+		return qNotify
+	case evPause, evResume:
+		return qBP
+	case evAck:
+		return qAck
+	case evTimeout:
+		return qTimeout
+	}
+	return qDrain
+}
+
+// at schedules an event.
+func (s *sim) at(ev event) {
 	s.nev++
-	e.idx = s.nev
-	heap.Push(&s.q, e)
+	ev.idx = s.nev
+	qi := queueOf(&ev)
+	f := &s.q[qi]
+	if f.len() == 0 && s.firstQ >= -1 {
+		// A new head: it may come before the earliest known.
+		if s.firstQ < 0 {
+			s.firstQ = qi
+		} else if h := &s.q[s.firstQ].ev[s.q[s.firstQ].head]; ev.at < h.at || (ev.at == h.at && ev.idx < h.idx) {
+			s.firstQ = qi
+		}
+	}
+	f.push(ev)
+	s.pending++
+}
+
+// first is the queue holding the earliest pending event (-1: none).
+func (s *sim) first() int {
+	if s.firstQ >= -1 {
+		return s.firstQ
+	}
+	best := -1
+	var at int64
+	var idx int
+	for i := range s.q {
+		f := &s.q[i]
+		if f.head == len(f.ev) {
+			continue
+		}
+		e := &f.ev[f.head]
+		if best < 0 || e.at < at || (e.at == at && e.idx < idx) {
+			best, at, idx = i, e.at, e.idx
+		}
+	}
+	s.firstQ = best
+	return best
+}
+
+// nextAt is the time of the earliest pending event (math.MaxInt64: none).
+func (s *sim) nextAt() int64 {
+	if i := s.first(); i >= 0 {
+		return s.q[i].ev[s.q[i].head].at
+	}
+	return math.MaxInt64
 }
 
 func durPS(d time.Duration) int64 { return int64(d) * 1000 }
 
 type sim struct {
-	c    Config
-	r    *rand.Rand
-	res  Result
-	q    eventQ
-	nev  int
-	free []*event
+	c       Config
+	r       *rand.Rand
+	res     Result
+	q       [nQueues]fifo
+	pending int // events in q
+	firstQ  int // the queue first() found (-1: none), -2: to be found again
+	nev     int
 
 	// sender
 	now, slotFree int64
@@ -205,20 +324,27 @@ type sim struct {
 	pendingBP     int
 	undetected    int64 // originals lost on the wire that the receiver has not yet seen as holes
 	notifPending  int
-	forceLost     bool  // the frame after a skipped run is the corrupted one
-	covered       int64 // last original a delivered dummy has announced
-	idleFrom      int64 // the line carries only redundant dummies since then (-1: not idle)
+	// gap is the number of good originals before the next corrupted one
+	// (-1: not drawn yet). Corruptions are i.i.d., so the gaps between them
+	// are geometric: drawn once, counted down frame by frame or skipped
+	// over in runs and cycles alike.
+	gap      int64
+	draws    int64 // random numbers drawn so far
+	cyc      cycles
+	covered  int64 // last original a delivered dummy has announced
+	idleFrom int64 // the line carries only redundant dummies since then (-1: not idle)
 	// The last skipped-over run: its first frame's start, slot and length,
 	// so counters read mid-run count only the frames already sent.
-	runStart, runSlot, runLen int64
-	reached                   int64 // the latest time Advance was asked for
+	runStart, runSlot, runLen   int64
+	reached                     int64 // the latest time Advance was asked for
+	serFrame, ser64, drainFrame int64 // ser(FrameBytes), ser(64), drainPS(FrameBytes)
 
 	// receiver
 	ackNo     int64
 	highest   int64 // highest original seen + 1
 	holes     map[int64]bool
-	buf       []packet // recirculation queue: the reorder buffer (ordered mode)
-	inBuf     map[int64]bool
+	buf       deque  // recirculation queue: the reorder buffer (ordered mode)
+	inBuf     []bool // by seq modulo its length: the originals in buf, all in [ackNo, ackNo+len)
 	bufBytes  int64
 	draining  bool
 	bpPaused  bool
@@ -256,7 +382,8 @@ func New(cfg Config, r *rand.Rand) (*Sim, error) {
 	if cfg.LossSmall == 0 && cfg.Loss > 0 {
 		cfg.LossSmall = -math.Expm1(64.0 / float64(cfg.FrameBytes) * math.Log1p(-cfg.Loss))
 	}
-	s := &sim{c: cfg, r: r, holes: map[int64]bool{}, delivered: map[int64]bool{}, inBuf: map[int64]bool{}, covered: -1, idleFrom: -1}
+	s := &sim{c: cfg, r: r, holes: map[int64]bool{}, delivered: map[int64]bool{}, covered: -1, idleFrom: -1, gap: -1, firstQ: -1}
+	s.serFrame, s.ser64, s.drainFrame = s.serPS(cfg.FrameBytes), s.serPS(64), drainPS(cfg.FrameBytes)
 	s.steadyTx = s.steadyTxFrames()
 	return &Sim{s: s}, nil
 }
@@ -327,7 +454,17 @@ func (s *sim) wire(frame int) int {
 	return frame + 20 + lg.HeaderBytes
 }
 
-func (s *sim) ser(bytes int) int64 { return int64(float64(s.wire(bytes)*8) / s.c.LinkBps * 1e12) }
+func (s *sim) ser(bytes int) int64 {
+	switch bytes {
+	case s.c.FrameBytes:
+		return s.serFrame
+	case 64:
+		return s.ser64
+	}
+	return s.serPS(bytes)
+}
+
+func (s *sim) serPS(bytes int) int64 { return int64(float64(s.wire(bytes)*8) / s.c.LinkBps * 1e12) }
 
 func (s *sim) oneWay() int64 { return durPS(s.c.Pipeline) + durPS(s.c.Propagation) }
 
@@ -339,15 +476,21 @@ func (s *sim) steadyTxFrames() int64 {
 	return (rt + s.ser(s.c.FrameBytes) - 1) / s.ser(s.c.FrameBytes)
 }
 
-func (s *sim) bern(p float64) bool { return p > 0 && s.r.Float64() < p }
+func (s *sim) bern(p float64) bool {
+	if p <= 0 {
+		return false
+	}
+	s.draws++
+	return s.r.Float64() < p
+}
 
 // done: every original sent and resolved at the receiver.
 func (s *sim) done() bool {
-	return s.nextSeq == s.c.Frames && s.res.Delivered+s.res.Lost == s.c.Frames && s.q.Len() == 0
+	return s.nextSeq == s.c.Frames && s.res.Delivered+s.res.Lost == s.c.Frames && s.pending == 0
 }
 
 func (s *sim) steady() bool {
-	return !s.c.Step && len(s.holes) == 0 && len(s.buf) == 0 && !s.draining && !s.paused && s.pendingBP == 0 &&
+	return !s.c.Step && len(s.holes) == 0 && s.buf.n == 0 && !s.draining && !s.paused && s.pendingBP == 0 &&
 		len(s.retx) == 0 && s.undetected == 0 && s.notifPending == 0 && !s.bpPaused
 }
 
@@ -367,21 +510,30 @@ func (s *sim) next() int {
 func (s *sim) loop(until int64) {
 	for !s.done() {
 		want, gate := s.nextSend()
-		if s.q.Len() > 0 && (want < 0 || s.q[0].at <= gate) {
-			if s.q[0].at > until {
-				return
+		if qi := s.first(); qi >= 0 {
+			f := &s.q[qi]
+			if want < 0 || f.ev[f.head].at <= gate {
+				if f.ev[f.head].at > until {
+					return
+				}
+				// Handle a copy: handling may schedule into the same queue.
+				e := f.ev[f.head]
+				f.head++
+				s.pending--
+				s.firstQ = -2 // to be found again
+				s.now = max(s.now, e.at)
+				s.handle(&e)
+				continue
 			}
-			e := heap.Pop(&s.q).(*event)
-			s.now = max(s.now, e.at)
-			s.handle(e)
-			s.free = append(s.free, e)
-			continue
 		}
 		if want < 0 || max(s.now, gate) > until {
 			return
 		}
 		s.now = max(s.now, gate)
 		s.leaveIdle()
+		if want == lg.PktOriginal {
+			s.cycle(until)
+		}
 		s.send(want)
 	}
 }
@@ -425,24 +577,28 @@ func (s *sim) send(kind int) {
 		}
 		lost := false
 		switch {
-		case s.forceLost:
-			lost, s.forceLost = true, false
-		case (s.c.Mode == Off && !s.c.Step) || s.steady():
-			// Skip ahead: the good frames before the next corruption
-			// are geometric; send them as one run.
-			k := s.geometric()
-			if k > 0 {
-				n := min(k, s.c.Frames-s.nextSeq)
-				if s.c.MaxRun > 0 {
-					n = min(n, s.c.MaxRun) // memoryless: the rest is drawn afresh
-				}
-				s.emitRun(packet{seq: s.nextSeq, kind: lg.PktOriginal, bytes: s.c.FrameBytes, run: n})
-				s.forceLost = n == k
-				return
-			}
-			lost = true
-		default:
+		case s.c.Step:
 			lost = s.bern(s.c.Loss)
+		default:
+			if s.gap < 0 {
+				s.gap = s.geometric()
+			}
+			switch {
+			case s.gap == 0:
+				lost, s.gap = true, -1
+			case s.c.Mode == Off || s.steady():
+				// Skip ahead: send the good frames before the next
+				// corruption as one run.
+				n := min(s.gap, s.c.Frames-s.nextSeq)
+				if s.c.MaxRun > 0 {
+					n = min(n, s.c.MaxRun)
+				}
+				s.gap -= n
+				s.emitRun(packet{seq: s.nextSeq, kind: lg.PktOriginal, bytes: s.c.FrameBytes, run: n})
+				return
+			default:
+				s.gap--
+			}
 		}
 		p = packet{seq: s.nextSeq, kind: lg.PktOriginal, bytes: s.c.FrameBytes, lost: lost}
 		s.nextSeq++
@@ -465,6 +621,7 @@ func (s *sim) geometric() int64 {
 	if s.c.Loss <= 0 {
 		return math.MaxInt64 / 4
 	}
+	s.draws++
 	u := 1 - s.r.Float64() // (0, 1]
 	k := math.Floor(math.Log(u) / math.Log1p(-s.c.Loss))
 	if k > math.MaxInt64/4 {
@@ -486,8 +643,9 @@ func (s *sim) runProgress(t int64) (notSent, arrived int64) {
 		notSent = s.runLen - done
 	}
 	var runs []*event
-	for _, e := range s.q {
-		if e.kind == evArrive && e.p.run > 1 && e.at > t {
+	f := &s.q[qArrive]
+	for i := f.head; i < len(f.ev); i++ {
+		if e := &f.ev[i]; e.p.run > 1 && e.at > t {
 			runs = append(runs, e)
 		}
 	}
@@ -497,7 +655,7 @@ func (s *sim) runProgress(t int64) (notSent, arrived int64) {
 	slices.SortFunc(runs, func(a, b *event) int { return cmp.Compare(a.p.seq, b.p.seq) })
 	next := s.ackNo
 	for _, e := range runs {
-		if s.c.Mode != Off && (e.p.seq != next || len(s.holes) > 0 || len(s.buf) > 0) {
+		if s.c.Mode != Off && (e.p.seq != next || len(s.holes) > 0 || s.buf.n > 0) {
 			break // would not be delivered on arrival: count it when it lands
 		}
 		slot := s.ser(e.p.bytes)
@@ -584,6 +742,7 @@ func (s *sim) handle(e *event) {
 			s.advanceAck()
 		}
 	case evDrain:
+		s.buf.rotate(e.n)
 		s.drainOne()
 	}
 }
@@ -599,7 +758,7 @@ func (s *sim) arrive(p packet) {
 	if p.lost {
 		return // corrupted: the MAC drops it (FCS error)
 	}
-	if p.run > 0 && p.kind == lg.PktOriginal && p.run >= 1 && len(s.holes) == 0 && len(s.buf) == 0 && p.seq == s.ackNo {
+	if p.run > 0 && p.kind == lg.PktOriginal && p.run >= 1 && len(s.holes) == 0 && s.buf.n == 0 && p.seq == s.ackNo {
 		// A steady run, in order.
 		s.ackNo += p.run
 		s.highest = max(s.highest, s.ackNo)
@@ -673,7 +832,7 @@ func (s *sim) detect(seq int64) {
 // original waiting in the recirculation queue stops it (it leaves the queue
 // in order when the loop brings it round).
 func (s *sim) advanceAck() {
-	for s.ackNo < s.highest && !s.holes[s.ackNo] && !s.inBuf[s.ackNo] {
+	for s.ackNo < s.highest && !s.holes[s.ackNo] && !s.buffered(s.ackNo) {
 		delete(s.delivered, s.ackNo)
 		s.ackNo++
 	}
@@ -694,8 +853,8 @@ func (s *sim) enqueue(p packet) {
 		s.at(event{at: s.now + durPS(s.c.AckNoTimeout), kind: evTimeout, seq: p.seq})
 		return
 	}
-	s.buf = append(s.buf, p)
-	s.inBuf[p.seq] = true
+	s.buf.push(p)
+	s.markBuffered(p.seq)
 	s.bufBytes += b
 	s.res.MaxRxBufferBytes = max(s.res.MaxRxBufferBytes, s.bufBytes)
 	s.backpressure()
@@ -703,29 +862,108 @@ func (s *sim) enqueue(p packet) {
 }
 
 // buffered reports whether seq already waits in the recirculation queue.
-func (s *sim) buffered(seq int64) bool { return s.inBuf[seq] }
+func (s *sim) buffered(seq int64) bool {
+	d := seq - s.ackNo
+	return d >= 0 && d < int64(len(s.inBuf)) && s.inBuf[seq&int64(len(s.inBuf)-1)]
+}
+
+// markBuffered notes that seq, just queued, waits in the buffer. Every
+// original in the buffer is at or above ackNo (below it, it would have
+// been dropped as a duplicate, and ackNo stops at the first one), so a
+// ring of flags over [ackNo, ackNo+len) holds them all; it doubles when a
+// sequence number falls beyond it.
+func (s *sim) markBuffered(seq int64) {
+	if d := seq - s.ackNo; d < 0 || d >= int64(len(s.inBuf)) {
+		s.indexBuffer(d + 1)
+		return
+	}
+	s.inBuf[seq&int64(len(s.inBuf)-1)] = true
+}
+
+// indexBuffer rebuilds the flags from the buffer, for a span of at least n.
+func (s *sim) indexBuffer(n int64) {
+	size := max(64, len(s.inBuf))
+	for int64(size) < n {
+		size *= 2
+	}
+	if size != len(s.inBuf) {
+		s.inBuf = make([]bool, size)
+	} else {
+		clear(s.inBuf)
+	}
+	for i := 0; i < s.buf.n; i++ {
+		seq := s.buf.at(i).seq
+		d := seq - s.ackNo
+		if d < 0 {
+			continue // a duplicate on its way out: never looked up
+		}
+		if d >= int64(size) {
+			s.indexBuffer(d + 1)
+			return
+		}
+		s.inBuf[seq&int64(size-1)] = true
+	}
+}
 
 // kickDrain starts the recirculation port on the queue's head. The port is
 // a loopback MAC at 100G: a pass costs the frame, its header, preamble and
 // gap, as on the wire.
 func (s *sim) kickDrain() {
-	if s.draining || len(s.buf) == 0 {
+	if s.draining || s.buf.n == 0 {
 		return
 	}
 	s.draining = true
-	s.at(event{at: s.now + int64(float64((s.buf[0].bytes+lg.HeaderBytes+20)*8)/lg.RecirculationBps*1e12), kind: evDrain})
+	t := s.now + s.drainTime(s.buf.at(0).bytes)
+	// Passes of frames whose turn has not come only send them round again.
+	// While nothing else can touch the queue or move ackNo (no arrival or
+	// timeout is due, no frame sent from now could land), nor wake an idle
+	// sender (no resume, no copies to send: leaving idle moves the clock to
+	// the end of the dummy under way), and the time asked for is not
+	// reached, k of them are taken as one event that rotates the queue by
+	// k before its (k+1)th pass, due when that pass ends.
+	k := 0
+	if s.off == nil {
+		limit := min(s.q[qArrive].headAt(), s.q[qTimeout].headAt(), s.q[qBP].headAt(), s.q[qHandled].headAt(),
+			s.now+s.oneWay()+s.ser(64))
+		n := s.buf.n
+		for s.buf.at(k%n).seq > s.ackNo {
+			next := t + s.drainTime(s.buf.at((k+1)%n).bytes)
+			if next >= limit || next > s.reached {
+				break
+			}
+			k, t = k+1, next
+		}
+	}
+	s.at(event{at: t, kind: evDrain, n: k})
+}
+
+func (s *sim) drainTime(bytes int) int64 {
+	if bytes == s.c.FrameBytes {
+		return s.drainFrame
+	}
+	return drainPS(bytes)
+}
+
+// rotate moves the queue's first k frames to its back, in order.
+func (d *deque) rotate(k int) {
+	for k %= max(d.n, 1); k > 0; k-- {
+		d.push(d.pop())
+	}
+}
+
+// drainPS is one pass of a frame through the recirculation port: a
+// loopback MAC at 100G, the frame with its header, preamble and gap.
+func drainPS(bytes int) int64 {
+	return int64(float64((bytes+lg.HeaderBytes+20)*8) / lg.RecirculationBps * 1e12)
 }
 
 // drainOne finishes a pass of the head through the pipeline: Algorithm 1.
 func (s *sim) drainOne() {
 	s.draining = false
-	if len(s.buf) == 0 {
+	if s.buf.n == 0 {
 		return
 	}
-	p := s.buf[0]
-	// Shift in place: slicing off the head would reallocate on every
-	// append, and the garbage would bring the collector in.
-	s.buf = s.buf[:copy(s.buf, s.buf[1:])]
+	p := s.buf.pop()
 	switch {
 	case p.seq == s.ackNo: // its turn: forwarded
 		s.leave(p)
@@ -736,14 +974,18 @@ func (s *sim) drainOne() {
 	case p.seq < s.ackNo: // a duplicate: dropped
 		s.leave(p)
 	default: // not yet: round again
-		s.buf = append(s.buf, p)
+		s.buf.push(p)
 	}
 	s.backpressure()
 	s.kickDrain()
 }
 
 func (s *sim) leave(p packet) {
-	delete(s.inBuf, p.seq)
+	if d := p.seq - s.ackNo; d >= 0 && d < int64(len(s.inBuf)) {
+		s.inBuf[p.seq&int64(len(s.inBuf)-1)] = false
+	} else {
+		s.indexBuffer(0) // not expected: keep the flags exact
+	}
 	s.bufBytes -= int64(p.bytes + lg.HeaderBytes)
 }
 

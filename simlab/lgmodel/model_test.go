@@ -210,7 +210,7 @@ func TestContinuousStop(t *testing.T) {
 		t.Fatal("not done after StopOffering")
 	}
 	r := m.Result()
-	if r.Delivered+r.Lost != r.FramesSent || r.FramesSent < 4000 {
+	if r.Delivered+r.Lost != r.FramesSent || r.FramesSent < 3500 { // 2 ms at 25G is 4,055 frames at line rate
 		t.Fatalf("unresolved frames: %+v", r)
 	}
 }

@@ -103,10 +103,7 @@ func (m *Sim) Deliveries(dst []Delivery) []Delivery {
 // offer.
 func (m *Sim) NextAt() int64 {
 	s := m.s
-	t := int64(math.MaxInt64)
-	if s.q.Len() > 0 {
-		t = s.q[0].at
-	}
+	t := s.nextAt()
 	if want, gate := s.nextSend(); want >= 0 {
 		t = min(t, max(s.now, gate))
 	}
@@ -119,7 +116,7 @@ func (m *Sim) NextAt() int64 {
 // the phase of the idle line's dummies, under one 64-byte frame time).
 func (m *Sim) Quiet() bool {
 	s := m.s
-	settled := s.q.Len() == 0 && len(s.retx) == 0 && len(s.holes) == 0 && len(s.buf) == 0 &&
+	settled := s.pending == 0 && len(s.retx) == 0 && len(s.holes) == 0 && s.buf.n == 0 &&
 		!s.paused && s.pendingBP == 0 && s.undetected == 0 && s.notifPending == 0
 	if s.off != nil {
 		settled = settled && len(s.off.queue) == 0

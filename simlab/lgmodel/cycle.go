@@ -1,0 +1,252 @@
+package lgmodel
+
+import (
+	"slices"
+
+	lg "testbed/p4/linkguardian"
+)
+
+// Exact skip-ahead over repeating stretches.
+//
+// After a repaired loss the ordered mode's reorder buffer need not empty:
+// at 100G it drains through the recirculation port exactly as fast as
+// frames arrive, so it keeps K frames in order (K+1 just after an arrival)
+// until the next corruption; at 25G its frames settle in a rotation where
+// each delivery takes a few passes of the loop. Either way nothing changes
+// from one frame to the next but the sequence numbers and the time: the
+// whole state (sender, receiver, buffer, the events in flight) repeats,
+// shifted by P originals and D picoseconds, without drawing a random
+// number. Such a stretch is deterministic, so it is jumped over in whole
+// cycles up to the next corruption (the countdown s.gap), the end of the
+// traffic or the time asked for, and every counter grows by its growth in
+// one cycle times the cycles jumped.
+//
+// Detection is cheap and verification exact. Before each original is
+// sent, a hash of a few shift-free quantities is compared with those of
+// the last frames; a match proposes a period P. The full state is then
+// encoded relative to (nextSeq, now) and encoded again P originals later;
+// only if the two encodings are identical, and no random number was drawn
+// in between, is the cycle taken as found. Config.NoCycleSkip turns this
+// off, and a test holds both to identical results.
+
+const cycleRing = 64 // the longest period looked for, in originals
+
+type cycleMark struct {
+	hash    uint64
+	seq, at int64
+}
+
+type cycles struct {
+	ring      [cycleRing]cycleMark
+	n, next   int   // marks held, the next slot
+	draws     int64 // the marks' draws and corruptions
+	corrupted int64
+	// A proposed period: state a, encoded at aSeq, to be compared with
+	// the state at checkSeq.
+	checkSeq   int64
+	aSeq, aAt  int64
+	aRes       Result
+	aCovered   int64
+	aRunStart  int64
+	a, b       []int64
+	jumpedSeqs int64 // originals jumped over (for tests)
+}
+
+// cycleable: the state holds nothing the encoding leaves out. Pending
+// timeouts are then all spent (their holes are gone, and no hole can
+// reopen below the highest original seen): they change nothing when due.
+func (s *sim) cycleable() bool {
+	return !s.c.Step && !s.c.NoCycleSkip && s.off == nil && s.c.Mode != Off && s.gap > 0 &&
+		len(s.holes) == 0 && len(s.retx) == 0 && s.undetected == 0 && s.notifPending == 0 &&
+		s.idleFrom < 0 && len(s.delivered) == 0
+}
+
+// cycle is called before an original is sent at s.now.
+func (s *sim) cycle(until int64) {
+	c := &s.cyc
+	if !s.cycleable() {
+		c.n, c.checkSeq = 0, 0
+		return
+	}
+	if s.draws != c.draws || s.res.Corrupted != c.corrupted {
+		c.n, c.checkSeq = 0, 0
+		c.draws, c.corrupted = s.draws, s.res.Corrupted
+	}
+	if c.checkSeq > 0 && s.nextSeq >= c.checkSeq {
+		if s.nextSeq == c.checkSeq {
+			c.b = s.encode(c.b[:0])
+			if slices.Equal(c.a, c.b) {
+				s.jump(until)
+			}
+		}
+		c.checkSeq = 0
+		c.n = 0
+		return
+	}
+	if c.checkSeq > 0 {
+		return
+	}
+	h := s.shape()
+	for i := 0; i < c.n; i++ {
+		m := &c.ring[i]
+		if m.hash == h && m.seq < s.nextSeq && s.nextSeq-m.seq <= cycleRing {
+			// Propose the period since that mark.
+			c.a = s.encode(c.a[:0])
+			c.checkSeq = 2*s.nextSeq - m.seq
+			c.aSeq, c.aAt, c.aRes, c.aCovered, c.aRunStart = s.nextSeq, s.now, s.res, s.covered, s.runStart
+			return
+		}
+	}
+	c.ring[c.next] = cycleMark{hash: h, seq: s.nextSeq, at: s.now}
+	c.next = (c.next + 1) % cycleRing
+	c.n = min(c.n+1, cycleRing)
+}
+
+// shape hashes a few quantities that repeat when the state does.
+func (s *sim) shape() uint64 {
+	n, t := s.nextSeq, s.now
+	h := uint64(14695981039346656037)
+	mix := func(v int64) {
+		h ^= uint64(v)
+		h *= 1099511628211
+	}
+	mix(s.slotFree - t)
+	mix(s.senderAck - n)
+	mix(s.ackNo - n)
+	mix(s.highest - n)
+	mix(s.bufBytes)
+	mix(int64(s.buf.n))
+	if s.buf.n > 0 {
+		mix(s.buf.at(0).seq - n)
+	}
+	mix(int64(s.pendingBP))
+	if s.paused {
+		mix(1)
+	}
+	if s.bpPaused {
+		mix(2)
+	}
+	for i := range s.q {
+		if i == qTimeout {
+			continue
+		}
+		f := &s.q[i]
+		mix(int64(f.len()))
+		if f.len() > 0 {
+			mix(f.ev[f.head].at - t)
+		}
+	}
+	return h
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// encode appends the whole state relative to (nextSeq, now) and to the
+// events scheduled so far (ties between events go by scheduling order).
+// Spent timeouts are left out; covered matters only through whether the
+// latest original has been announced.
+func (s *sim) encode(dst []int64) []int64 {
+	n, t := s.nextSeq, s.now
+	dst = append(dst, s.slotFree-t, s.senderAck-n, s.ackNo-n, s.highest-n, b2i(s.covered == n-1),
+		s.bufBytes, b2i(s.draining), b2i(s.bpPaused), b2i(s.paused), int64(s.pendingBP), int64(s.buf.n))
+	for i := 0; i < s.buf.n; i++ {
+		p := s.buf.at(i)
+		dst = append(dst, p.seq-n, int64(p.kind), int64(p.bytes), b2i(p.lost), p.run)
+	}
+	for i := range s.q {
+		if i == qTimeout {
+			continue
+		}
+		f := &s.q[i]
+		dst = append(dst, int64(f.len()))
+		for j := f.head; j < len(f.ev); j++ {
+			e := &f.ev[j]
+			seq := e.seq
+			if e.kind == evAck {
+				seq -= n
+			}
+			pseq := e.p.seq - n
+			if e.p.kind == lg.PktDummy {
+				pseq = e.p.lastSeq - n
+			}
+			if e.kind != evArrive {
+				pseq = 0
+			}
+			dst = append(dst, e.at-t, int64(s.nev-e.idx), int64(e.kind), seq, int64(e.n), b2i(e.handled),
+				int64(e.p.kind), pseq, int64(e.p.bytes), b2i(e.p.lost), e.p.run)
+		}
+	}
+	return dst
+}
+
+// jump: the state now is the state at c.aSeq shifted by one cycle. Jump
+// over as many more cycles as the next corruption, the end of the traffic
+// and the time asked for allow.
+func (s *sim) jump(until int64) {
+	c := &s.cyc
+	p, d := s.nextSeq-c.aSeq, s.now-c.aAt
+	if p <= 0 || d <= 0 {
+		return
+	}
+	// The original about to be sent is sent after the jump: keep one.
+	m := min(s.gap/p, (s.c.Frames-s.nextSeq-1)/p, (until-s.now)/d)
+	if m <= 0 {
+		return
+	}
+	ds, dt := m*p, m*d
+	r, a := &s.res, c.aRes
+	r.FramesSent += m * (r.FramesSent - a.FramesSent)
+	r.Transmissions += m * (r.Transmissions - a.Transmissions)
+	r.Copies += m * (r.Copies - a.Copies)
+	r.Dummies += m * (r.Dummies - a.Dummies)
+	r.Delivered += m * (r.Delivered - a.Delivered)
+	r.Lost += m * (r.Lost - a.Lost)
+	r.Timeouts += m * (r.Timeouts - a.Timeouts)
+	r.BufferDrops += m * (r.BufferDrops - a.BufferDrops)
+	r.PauseFrames += m * (r.PauseFrames - a.PauseFrames)
+	// Corrupted is unchanged: no frame was corrupted in the cycle.
+	if s.covered == s.nextSeq-1 {
+		s.covered += ds
+	}
+	if s.runStart >= c.aAt && s.runStart != c.aRunStart {
+		s.runStart += dt // a run sent in every cycle: the last one
+	}
+	s.nextSeq += ds
+	s.senderAck += ds
+	s.ackNo += ds
+	s.highest += ds
+	s.gap -= ds
+	s.now += dt
+	s.slotFree += dt
+	for i := 0; i < s.buf.n; i++ {
+		s.buf.at(i).seq += ds
+	}
+	s.indexBuffer(0)
+	for i := range s.q {
+		if i == qTimeout {
+			continue // spent: due when they are due, changing nothing
+		}
+		f := &s.q[i]
+		for j := f.head; j < len(f.ev); j++ {
+			e := &f.ev[j]
+			e.at += dt
+			if e.kind == evAck {
+				e.seq += ds
+			}
+			if e.kind == evArrive {
+				if e.p.kind == lg.PktDummy {
+					e.p.lastSeq += ds
+				} else {
+					e.p.seq += ds
+				}
+			}
+		}
+	}
+	s.firstQ = -2
+	c.jumpedSeqs += ds
+}

@@ -1,0 +1,108 @@
+package lgmodel
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// Jumping over whole cycles of a repeating stretch must give exactly what
+// simulating every frame of it gives: same seed, same counters, read at
+// the end and in slices along the way.
+func TestCycleSkipEqualsStepping(t *testing.T) {
+	const frames = 40_000
+	type cas struct {
+		mode   Mode
+		bps    float64
+		loss   float64
+		copies int
+		bp     bool
+		maxRun int64
+	}
+	var cases []cas
+	for _, bps := range []float64{25e9, 100e9} {
+		for _, loss := range []float64{1e-3, 1e-2} {
+			cases = append(cases, cas{Ordered, bps, loss, 2, true, 0}, cas{NonBlocking, bps, loss, 2, false, 0})
+		}
+		cases = append(cases, cas{Ordered, bps, 1e-3, 1, false, 256}, cas{Ordered, bps, 1e-4, 1, true, 256})
+	}
+	jumped := map[float64]int64{}
+	for _, k := range cases {
+		for seed := uint64(0); seed < 3; seed++ {
+			c, err := Defaults(k.mode, k.bps, k.loss, frames)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Copies, c.Backpressure, c.MaxRun = k.copies, k.bp, k.maxRun
+			step := c
+			step.NoCycleSkip = true
+			want, err := Run(step, rand.New(rand.NewPCG(seed, 11)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fast, err := New(c, rand.New(rand.NewPCG(seed, 11)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			slow, err := New(step, rand.New(rand.NewPCG(seed, 11)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Read in slices of simulated time, as the emulator does.
+			for at := 97 * time.Microsecond; ; at += 97 * time.Microsecond {
+				df, ds := fast.AdvanceTo(at), slow.AdvanceTo(at)
+				if rf, rs := fast.Result(), slow.Result(); rf != rs || df != ds {
+					t.Fatalf("%+v seed %d at %v: cycles jumped %+v, stepped %+v", k, seed, at, rf, rs)
+				}
+				if df || at > time.Second {
+					break
+				}
+			}
+			if got := fast.Result(); got != want {
+				t.Fatalf("%+v seed %d: sliced %+v, one run %+v", k, seed, got, want)
+			}
+			// In one go, where jumps are not cut by the slices.
+			one, err := New(c, rand.New(rand.NewPCG(seed, 11)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			one.Advance(1 << 62)
+			if got := one.Result(); got != want {
+				t.Fatalf("%+v seed %d: jumped %+v, stepped %+v", k, seed, got, want)
+			}
+			if k.mode == Ordered && k.loss == 1e-3 && k.bp {
+				jumped[k.bps] += one.s.cyc.jumpedSeqs
+			}
+		}
+	}
+	// The shortcut must be taken where it matters: ordered mode at 1e-3,
+	// where the reorder buffer does not empty between losses.
+	for bps, n := range jumped {
+		if n < 3*frames/2 {
+			t.Errorf("%gG: only %d of %d originals jumped over", bps/1e9, n, 3*frames)
+		}
+	}
+}
+
+func benchFrames(b *testing.B, mode Mode, bps, loss float64) {
+	const frames = 10_000_000
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		c, err := Defaults(mode, bps, loss, frames)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := Run(c, rand.New(rand.NewPCG(uint64(i), 1))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)*frames/b.Elapsed().Seconds(), "frames/s")
+	b.ReportMetric(float64(b.N)*frames*float64((1518+20+3)*8)/bps/b.Elapsed().Seconds(), "x-realtime")
+}
+
+// Simulated MTU frames per wall-clock second (frames/s) and how many
+// times real time that is (x-realtime) at LinkGuardian's stress test.
+func BenchmarkFrames100GOrdered1e3(b *testing.B) { benchFrames(b, Ordered, 100e9, 1e-3) }
+func BenchmarkFrames100GNB1e3(b *testing.B)      { benchFrames(b, NonBlocking, 100e9, 1e-3) }
+func BenchmarkFrames25GOrdered1e3(b *testing.B)  { benchFrames(b, Ordered, 25e9, 1e-3) }
+func BenchmarkFrames25GNB1e3(b *testing.B)       { benchFrames(b, NonBlocking, 25e9, 1e-3) }
