@@ -2,11 +2,7 @@ package timestamp
 
 import (
 	"fmt"
-	"go/ast"
-	"go/parser"
-	gotoken "go/token"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -250,40 +246,11 @@ func TestSourceRenameIsCaught(t *testing.T) {
 // Every name constant of contract.go (Table*, Action*, Reg*) is in
 // Declarations, so a name added to the contract is checked too.
 func TestDeclarationsCoverTheContract(t *testing.T) {
-	f, err := parser.ParseFile(gotoken.NewFileSet(), "contract.go", nil, 0)
+	n, errs, err := p4check.CheckContractNames("contract.go", Declarations())
 	if err != nil {
 		t.Fatal(err)
 	}
-	listed := map[string]bool{}
-	for _, d := range Declarations() {
-		listed[d.Name] = true
-		listed[d.QualifiedName()] = true
-	}
-	n := 0
-	for _, decl := range f.Decls {
-		g, ok := decl.(*ast.GenDecl)
-		if !ok || g.Tok != gotoken.CONST {
-			continue
-		}
-		for _, spec := range g.Specs {
-			vs := spec.(*ast.ValueSpec)
-			for k, id := range vs.Names {
-				if !strings.HasPrefix(id.Name, "Table") && !strings.HasPrefix(id.Name, "Action") && !strings.HasPrefix(id.Name, "Reg") {
-					continue
-				}
-				n++
-				lit, ok := vs.Values[k].(*ast.BasicLit)
-				if !ok || lit.Kind != gotoken.STRING {
-					t.Errorf("%s: not a string literal", id.Name)
-					continue
-				}
-				v, _ := strconv.Unquote(lit.Value)
-				if !listed[v] {
-					t.Errorf("contract.go's %s = %q is not in Declarations()", id.Name, v)
-				}
-			}
-		}
-	}
+	reportAll(t, errs)
 	if n != 5 {
 		t.Errorf("found %d name constants in contract.go, want 5", n)
 	}

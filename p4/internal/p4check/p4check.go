@@ -9,6 +9,9 @@ package p4check
 import (
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	gotoken "go/token"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -960,6 +963,21 @@ type declaration struct {
 	Params, Keys                        []string
 }
 
+// asDeclarations reads a package's declarations, their Kind as a string.
+func asDeclarations[K ~string, D Declaration[K]](decls []D) []declaration {
+	out := make([]declaration, 0, len(decls))
+	for _, d := range decls {
+		x := struct {
+			Program, Control string
+			Kind             K
+			Name, Table      string
+			Params, Keys     []string
+		}(d)
+		out = append(out, declaration{x.Program, x.Control, string(x.Kind), x.Name, x.Table, x.Params, x.Keys})
+	}
+	return out
+}
+
 // splitQualified separates "Control.name"; a name without a control gets control.
 func splitQualified(control, name string) (string, string) {
 	if c, n, ok := strings.Cut(name, "."); ok {
@@ -974,15 +992,7 @@ func CheckDeclarations[K ~string, D Declaration[K]](progs map[string]*Program, d
 	fail := func(d declaration, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s.p4: %s %s.%s: %s", d.Program, d.Kind, d.Control, d.Name, fmt.Sprintf(format, args...)))
 	}
-	for _, dd := range decls {
-		// The same fields, the package's Kind as a string.
-		x := struct {
-			Program, Control string
-			Kind             K
-			Name, Table      string
-			Params, Keys     []string
-		}(dd)
-		d := declaration{x.Program, x.Control, string(x.Kind), x.Name, x.Table, x.Params, x.Keys}
+	for _, d := range asDeclarations[K](decls) {
 		p, ok := progs[d.Program]
 		if !ok {
 			fail(d, "no such program")
@@ -1030,4 +1040,47 @@ func CheckDeclarations[K ~string, D Declaration[K]](progs map[string]*Program, d
 		}
 	}
 	return errs
+}
+
+// CheckContractNames holds the names a contract's Go file gives the control
+// plane (its constants Table*, Action* and Reg*, string literals) to its
+// declarations, so that a name added to the contract is checked too. It
+// returns how many such constants the file has.
+func CheckContractNames[K ~string, D Declaration[K]](path string, decls []D) (int, []error, error) {
+	f, err := parser.ParseFile(gotoken.NewFileSet(), path, nil, 0)
+	if err != nil {
+		return 0, nil, err
+	}
+	listed := map[string]bool{}
+	for _, d := range asDeclarations[K](decls) {
+		listed[d.Name] = true
+		listed[d.Control+"."+d.Name] = true
+	}
+	n := 0
+	var errs []error
+	for _, decl := range f.Decls {
+		g, ok := decl.(*ast.GenDecl)
+		if !ok || g.Tok != gotoken.CONST {
+			continue
+		}
+		for _, spec := range g.Specs {
+			vs := spec.(*ast.ValueSpec)
+			for k, id := range vs.Names {
+				if !strings.HasPrefix(id.Name, "Table") && !strings.HasPrefix(id.Name, "Action") && !strings.HasPrefix(id.Name, "Reg") {
+					continue
+				}
+				n++
+				lit, ok := vs.Values[k].(*ast.BasicLit)
+				if !ok || lit.Kind != gotoken.STRING {
+					errs = append(errs, fmt.Errorf("%s: not a string literal", id.Name))
+					continue
+				}
+				v, _ := strconv.Unquote(lit.Value)
+				if !listed[v] {
+					errs = append(errs, fmt.Errorf("%s's %s = %q is not in Declarations()", filepath.Base(path), id.Name, v))
+				}
+			}
+		}
+	}
+	return n, errs, nil
 }

@@ -2,6 +2,8 @@ package p4check
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -54,5 +56,42 @@ control C(inout hdrs_t hdr, inout meta_t md, in ingress_intrinsic_metadata_t ig_
 	}
 	if len(errs) != 3 {
 		t.Errorf("%d errors, want 3: %v", len(errs), errs)
+	}
+}
+
+// A declaration type of the shape a contract package has.
+type testKind string
+
+type testDecl struct {
+	Program string
+	Control string
+	Kind    testKind
+	Name    string
+	Table   string
+	Params  []string
+	Keys    []string
+}
+
+// A contract constant missing from the declarations is reported, and so is
+// one that is not a string literal.
+func TestContractNamesAreChecked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "contract.go")
+	src := "package c\n\nconst (\n\tTableT = \"SwitchIngress.t\"\n\tRegR = \"reg_r\"\n\tActionA = \"a\" + \"b\"\n\tOther = \"x\"\n)\n"
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	decls := []testDecl{{Program: "p", Control: "SwitchIngress", Kind: KindTable, Name: "t"}}
+	n, errs, err := CheckContractNames(path, decls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(errs)
+	for _, want := range []string{`contract.go's RegR = "reg_r" is not in Declarations()`, "ActionA: not a string literal"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in %s", want, got)
+		}
+	}
+	if n != 3 || len(errs) != 2 {
+		t.Errorf("%d names, %d errors, want 3 and 2: %v", n, len(errs), errs)
 	}
 }
