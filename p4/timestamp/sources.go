@@ -2,30 +2,17 @@ package timestamp
 
 import (
 	"embed"
-	"io/fs"
+
+	"testbed/p4/internal/sources"
 )
 
 //go:embed timestamp.p4
-var sources embed.FS
+var embedded embed.FS
 
 // Sources are the P4_16 sources of the program by their path relative to
 // this directory: what `testbed switch deploy` uploads to a switch and
 // compiles there with the SDE's bf-p4c.
-func Sources() map[string][]byte {
-	out := map[string][]byte{}
-	_ = fs.WalkDir(sources, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := sources.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		out[p] = b
-		return nil
-	})
-	return out
-}
+func Sources() map[string][]byte { return sources.Files(embedded) }
 
 // MainFile is the source file of a program: the program's name is the
 // file's base name, which is also the name of the .conf bf-p4c writes.
