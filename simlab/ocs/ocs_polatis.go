@@ -372,21 +372,6 @@ func (s *PolatisServer) serveLines(r interface{ Read([]byte) (int, error) }, w l
 	}
 }
 
-var (
-	mOXC  = mnemonic{"OXC", "OXC"}
-	mSWIT = mnemonic{"SWIT", "SWITCH"}
-	mCONN = mnemonic{"CONN", "CONNECT"}
-	mADD  = mnemonic{"ADD", "ADD"}
-	mONLY = mnemonic{"ONLY", "ONLY"}
-	mSUB  = mnemonic{"SUB", "SUBTRACT"}
-	mDISC = mnemonic{"DISC", "DISCONNECT"}
-	mALL  = mnemonic{"ALL", "ALL"}
-	mSIZE = mnemonic{"SIZE", "SIZE"}
-	mPORT = mnemonic{"PORT", "PORT"}
-	mDIS  = mnemonic{"DIS", "DISABLE"}
-	mENAB = mnemonic{"ENAB", "ENABLE"}
-)
-
 // execLine runs one program message on the SCPI core.
 func (s *PolatisServer) execLine(line string) []string {
 	if r, ok := s.scpi.Exec(line); ok {

@@ -3,7 +3,6 @@ package voa
 import (
 	"bufio"
 	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"testbed/simlab/wire"
@@ -135,72 +134,6 @@ func (s *KeysightServer) serve(c net.Conn) {
 			return
 		}
 	}
-}
-
-// mnemonic is one header element: short and long forms.
-type mnemonic struct{ short, long string }
-
-// match reports whether word (upper case, suffix stripped) is the short or long form.
-func (m mnemonic) match(w string) bool { return w == m.short || w == m.long }
-
-var (
-	mINP  = mnemonic{"INP", "INPUT"}
-	mATT  = mnemonic{"ATT", "ATTENUATION"}
-	mSPE  = mnemonic{"SPE", "SPEED"}
-	mWAV  = mnemonic{"WAV", "WAVELENGTH"}
-	mOFFS = mnemonic{"OFFS", "OFFSET"}
-	mOUTP = mnemonic{"OUTP", "OUTPUT"}
-	mSTAT = mnemonic{"STAT", "STATE"}
-	mSENS = mnemonic{"SENS", "SENSE"}
-	mPOW  = mnemonic{"POW", "POWER"}
-	mUNIT = mnemonic{"UNIT", "UNIT"}
-	mFETC = mnemonic{"FETC", "FETCH"}
-	mREAD = mnemonic{"READ", "READ"}
-	mSYST = mnemonic{"SYST", "SYSTEM"}
-	mERR  = mnemonic{"ERR", "ERROR"}
-	mNEXT = mnemonic{"NEXT", "NEXT"}
-)
-
-// word is a parsed header element.
-type word struct {
-	name   string
-	suffix int // 0 if absent
-}
-
-func parseHeader(h string) ([]word, bool) {
-	h = strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(h)), ":")
-	var out []word
-	for _, part := range strings.Split(h, ":") {
-		i := len(part)
-		for i > 0 && part[i-1] >= '0' && part[i-1] <= '9' {
-			i--
-		}
-		w := word{name: part[:i]}
-		if i < len(part) {
-			n, err := strconv.Atoi(part[i:])
-			if err != nil {
-				return nil, false
-			}
-			w.suffix = n
-		}
-		if w.name == "" {
-			return nil, false
-		}
-		out = append(out, w)
-	}
-	return out, true
-}
-
-func matches(ws []word, ms ...mnemonic) bool {
-	if len(ws) != len(ms) {
-		return false
-	}
-	for i := range ws {
-		if !ms[i].match(ws[i].name) {
-			return false
-		}
-	}
-	return true
 }
 
 // execLine runs one program message on the SCPI core; it returns the
