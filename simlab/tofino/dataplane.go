@@ -69,6 +69,7 @@ type lgRun struct {
 	frameBytes int
 	remaining  int64 // frames not yet offered to a segment
 	stopped    bool
+	drain      time.Duration // one pass of the link: how long a frame on the wire takes to land
 
 	seg      *lgmodel.Sim
 	segStart time.Duration
@@ -160,19 +161,33 @@ func (d *Dataplane) startApp(sw *Tofino, app *pktgenApp) error {
 	return d.newSegment(r)
 }
 
-// stopApp ends an application's offered traffic; what is in flight completes.
+// stopApp ends an application's traffic the way a real generator stops:
+// frames not yet sent are never sent, frames already on the wire arrive
+// within one pass of the link (pipeline and fibre), and what the protocol
+// still holds then (copies not yet sent, frames waiting in the reorder
+// buffer for a retransmission) is discarded. The counters are settled when
+// it returns: a later move of the clock delivers nothing of this run into
+// the next one.
 func (d *Dataplane) stopApp(app *pktgenApp) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	kept := d.runs[:0]
 	for _, r := range d.runs {
-		if r.app == app && !r.stopped {
-			r.stopped = true
-			r.remaining = 0
-			if r.seg != nil {
-				r.seg.StopOffering()
-			}
+		if r.app != app {
+			kept = append(kept, r)
+			continue
 		}
+		r.stopped = true
+		r.remaining = 0
+		if r.seg != nil {
+			r.seg.StopOffering()
+			r.seg.AdvanceTo(max(0, d.now-r.segStart) + r.drain)
+			d.account(r)
+			r.seg = nil
+		}
+		app.done = true
 	}
+	d.runs = kept
 }
 
 // config reads what a segment would be configured with now.
@@ -258,6 +273,7 @@ func (d *Dataplane) newSegment(r *lgRun) error {
 		return err
 	}
 	r.seg = seg
+	r.drain = cfg.Pipeline + cfg.Propagation
 	r.remaining = 0
 	return nil
 }
