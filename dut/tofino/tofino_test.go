@@ -330,12 +330,26 @@ func TestPktgenStopSettlesCounters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	start := time.Now()
-	if err := tx.StopPktgen(ctx, 1); err != nil {
+	// The stop comes on a second session while the first waits for 2 s of
+	// the switch's clock (many seconds of computation at 100G): it is
+	// answered at once, and the wait then ends with nothing left to move.
+	stopper := open(t, lab, "sw1", 5*time.Second)
+	now, err := tx.Clock(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	waited := make(chan error, 1)
+	go func() { _, err := tx.WaitClock(ctx, now+2*time.Second); waited <- err }()
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	if err := stopper.StopPktgen(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > time.Second {
 		t.Errorf("pktgen.stop answered after %v", d)
+	}
+	if err := <-waited; err != nil {
+		t.Fatal(err)
 	}
 	read := func() (sent, arrived, delivered int64) {
 		tc, err := tx.PortCounters(ctx, p)
@@ -359,8 +373,7 @@ func TestPktgenStopSettlesCounters(t *testing.T) {
 	if sent != arrived {
 		t.Errorf("at stop: %d frames sent, %d arrived: frames still on the wire", sent, arrived)
 	}
-	now, err := tx.Clock(ctx)
-	if err != nil {
+	if now, err = tx.Clock(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := rx.WaitClock(ctx, now+10*time.Millisecond); err != nil {

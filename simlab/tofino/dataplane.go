@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	lg "testbed/p4/linkguardian"
@@ -23,11 +25,14 @@ import (
 type Dataplane struct {
 	world *world.World
 
-	mu    sync.Mutex
-	now   time.Duration
-	links []*swLink
-	runs  []*lgRun
-	nrun  uint64
+	mu sync.Mutex
+	// waiting counts callers that must not wait for a long advance to
+	// finish (a generator's stop): advance lets them in between chunks.
+	waiting atomic.Int32
+	now     time.Duration
+	links   []*swLink
+	runs    []*lgRun
+	nrun    uint64
 }
 
 // NewDataplane makes an empty dataplane over the world.
@@ -134,9 +139,21 @@ func (d *Dataplane) appState(app *pktgenApp) (active, done bool, sent int64) {
 	return app.enabled && !app.done, app.done, app.sent
 }
 
+// lockPromptly takes the dataplane's lock without waiting for a long
+// advance of the clock to end: the advance lets it in at its next chunk.
+func (d *Dataplane) lockPromptly() {
+	d.waiting.Add(1)
+	d.mu.Lock()
+	d.waiting.Add(-1)
+}
+
+// advanceChunk is how much simulated time an advance covers before it
+// lets a prompt caller in (a few milliseconds of wall time at 100G).
+const advanceChunk = time.Millisecond
+
 // disableApp marks an application stopped, under the dataplane's lock.
 func (d *Dataplane) disableApp(app *pktgenApp) {
-	d.mu.Lock()
+	d.lockPromptly()
 	defer d.mu.Unlock()
 	app.enabled = false
 }
@@ -169,7 +186,7 @@ func (d *Dataplane) startApp(sw *Tofino, app *pktgenApp) error {
 // it returns: a later move of the clock delivers nothing of this run into
 // the next one.
 func (d *Dataplane) stopApp(app *pktgenApp) {
-	d.mu.Lock()
+	d.lockPromptly()
 	defer d.mu.Unlock()
 	kept := d.runs[:0]
 	for _, r := range d.runs {
@@ -279,13 +296,34 @@ func (d *Dataplane) newSegment(r *lgRun) error {
 }
 
 // advance moves the clock to t, rolling segments over where their
-// configuration changed.
+// configuration changed. It goes in chunks of advanceChunk and, between
+// chunks, lets in a caller that takes the lock promptly (a generator's
+// stop), so a stop during a long wait is answered at once.
 func (d *Dataplane) advance(t time.Duration) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if t < d.now {
-		return nil
+	for {
+		if t < d.now {
+			return nil
+		}
+		step := min(t, d.now+advanceChunk)
+		if err := d.advanceLocked(step); err != nil {
+			return err
+		}
+		if step >= t {
+			return nil
+		}
+		if d.waiting.Load() > 0 {
+			d.mu.Unlock()
+			for d.waiting.Load() > 0 {
+				runtime.Gosched()
+			}
+			d.mu.Lock()
+		}
 	}
+}
+
+func (d *Dataplane) advanceLocked(t time.Duration) error {
 	for _, r := range d.runs {
 		if err := d.advanceRun(r, t); err != nil {
 			return err
