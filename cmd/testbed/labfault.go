@@ -196,7 +196,8 @@ what is pending (no arguments). A fault is
   ` + faultGrammar + `.
 The lab is reached through its fault control endpoint (an HTTP server on
 127.0.0.1 that lab up prints and writes into its inventory's header):
---lab-control ADDR, or --inventory of the file lab up wrote.
+--lab-control ADDR, or --inventory of the file lab up wrote (default:
+TESTBED_INVENTORY or the config file's inventory).
 
 The endpoint itself: GET /faults lists the pending faults per device;
 POST /faults with {"device":"voa1","fault":"drop:3"} adds one;
@@ -207,6 +208,9 @@ DELETE /faults (?device=voa1 for one device) clears them.`,
   testbed lab fault --inventory lab.yaml --output json     # what is pending`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			base := control
+			if base == "" && invFile == "" {
+				invFile = a.v.GetString("inventory") // TESTBED_INVENTORY or the config file
+			}
 			if base == "" && invFile != "" {
 				var err error
 				if base, err = controlFromInventory(invFile); err != nil {
