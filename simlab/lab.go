@@ -287,6 +287,16 @@ func (l *Lab) World() *world.World { return l.world }
 // "sw1", "h1", ...).
 func (l *Lab) Faults(device string) *wire.Faults { return l.faults[device] }
 
+// FaultDevices names the devices that take injected faults, sorted.
+func (l *Lab) FaultDevices() []string {
+	out := make([]string, 0, len(l.faults))
+	for n := range l.faults {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Endpoints lists "device driver address" for each device.
 func (l *Lab) Endpoints() []string {
 	var out []string

@@ -14,8 +14,11 @@ import (
 )
 
 func (a *app) labCmd() *cobra.Command {
-	c := &cobra.Command{Use: "lab", Short: "Run the simulated lab"}
-	var out, from string
+	c := &cobra.Command{Use: "lab", Short: "Run the simulated lab",
+		Example: `  testbed lab up --inventory-out lab.yaml
+  testbed lab fault voa1=drop:3 --inventory lab.yaml`}
+	var out, from, control string
+	var faultArgs []string
 	var seed uint64
 	var scale float64
 	up := &cobra.Command{
@@ -32,9 +35,27 @@ runs against it from another terminal exactly as against a real lab.
 With --inventory, start a twin of that lab instead: one emulator per device
 whose driver has one, every link between them a simulated fibre through the
 VOA channel the inventory puts on it; devices without an emulator are named
-and left out. The inventory written is the same lab pointing at the twin.`,
+and left out. The inventory written is the same lab pointing at the twin.
+
+Faults, to rehearse a recipe's error paths: --fault (repeatable) takes
+  ` + faultGrammar + `.
+While the lab runs, "testbed lab fault" changes them through the lab's
+fault control endpoint, an HTTP server on 127.0.0.1 (--lab-control; a free
+port by default) whose address lab up prints and writes into the
+inventory's header.`,
+		Example: `  testbed lab up --inventory-out lab.yaml
+  testbed lab up --fault voa1=garbage:1 --fault sw1=error:BF_INVALID_ARG --lab-control 127.0.0.1:7411
+  testbed lab up --inventory mylab.yaml --inventory-out twin.yaml --fault tg1=delay:2s:always`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var faults []faultFlag
+			for _, s := range faultArgs {
+				f, err := parseFaultFlag(s)
+				if err != nil {
+					return &orchestrator.InputError{Msg: err.Error()}
+				}
+				faults = append(faults, f)
+			}
 			opts := simlab.Options{Seed: seed, Log: a.logger(), TimeScale: scale}
 			var lab *simlab.Lab
 			var skipped []simlab.Skipped
@@ -56,11 +77,25 @@ and left out. The inventory written is the same lab pointing at the twin.`,
 				}
 			}
 			defer lab.Close()
+			for _, f := range faults {
+				fi := lab.Faults(f.Device)
+				if fi == nil {
+					return &orchestrator.InputError{Msg: fmt.Sprintf("--fault %s: no device %q in the lab takes faults (devices: %s)", f.Device, f.Device, strings.Join(lab.FaultDevices(), ", "))}
+				}
+				if err := fi.Inject(f.Spec); err != nil {
+					return &orchestrator.InputError{Msg: fmt.Sprintf("--fault %s: %v", f.Device, err)}
+				}
+			}
+			ctlURL, stopCtl, err := serveFaultControl(control, lab, a.logger())
+			if err != nil {
+				return &orchestrator.InputError{Msg: err.Error()}
+			}
+			defer stopCtl()
 			data, err := lab.Inventory().Marshal()
 			if err != nil {
 				return err
 			}
-			header := fmt.Sprintf("# Inventory of a simulated lab (testbed lab up, seed %d, pid %d).\n# Valid while that process runs.\n", seed, os.Getpid())
+			header := fmt.Sprintf("# Inventory of a simulated lab (testbed lab up, seed %d, pid %d).\n# Valid while that process runs.\n%s%s (testbed lab fault --inventory this-file)\n", seed, os.Getpid(), controlComment, ctlURL)
 			if err := os.WriteFile(out, append([]byte(header), data...), 0o644); err != nil {
 				return &orchestrator.InputError{Msg: fmt.Sprintf("write inventory: %v", err)}
 			}
@@ -69,7 +104,7 @@ and left out. The inventory written is the same lab pointing at the twin.`,
 				for _, s := range skipped {
 					left = append(left, s.Device)
 				}
-				if err := a.printJSON(map[string]any{"inventory": out, "endpoints": lab.Endpoints(), "seed": seed, "pid": os.Getpid(), "left_out": left}); err != nil {
+				if err := a.printJSON(map[string]any{"inventory": out, "endpoints": lab.Endpoints(), "seed": seed, "pid": os.Getpid(), "left_out": left, "lab_control": ctlURL}); err != nil {
 					return err
 				}
 			} else {
@@ -77,6 +112,10 @@ and left out. The inventory written is the same lab pointing at the twin.`,
 				for _, e := range lab.Endpoints() {
 					fmt.Fprintf(a.stdout, "  %s\n", e)
 				}
+				for _, f := range faults {
+					fmt.Fprintf(a.stdout, "fault: %s %s\n", f.Device, f.Spec)
+				}
+				fmt.Fprintf(a.stdout, "fault control: %s (testbed lab fault --lab-control %s)\n", ctlURL, strings.TrimPrefix(ctlURL, "http://"))
 				fmt.Fprintf(a.stdout, "inventory written to %s\nCtrl-C to stop\n", out)
 			}
 			runCtx, _, stop := a.interruptible(cmd.Context())
@@ -92,7 +131,10 @@ and left out. The inventory written is the same lab pointing at the twin.`,
 	up.Flags().StringVar(&from, "inventory", "", "start a simulated twin of this inventory instead of the default bench")
 	up.Flags().Uint64Var(&seed, "seed", 1, "seed of the lab's randomness")
 	up.Flags().Float64Var(&scale, "time-scale", 0, "simulated seconds per real second for traffic (default: the lab's own)")
+	up.Flags().StringArrayVar(&faultArgs, "fault", nil, "inject a fault: <device>=drop|delay:<dur>|garbage|error:<text>, then :N or :always (repeatable)")
+	up.Flags().StringVar(&control, "lab-control", "127.0.0.1:0", "loopback address of the fault control endpoint")
 	c.AddCommand(up)
+	c.AddCommand(a.labFaultCmd())
 	c.AddCommand(&cobra.Command{
 		Use:   "show-bench [name]",
 		Short: "Print a built-in bench's inventory file (default: the default bench)",

@@ -276,3 +276,119 @@ func TestPktgenAcrossTheCorruptingLink(t *testing.T) {
 		t.Errorf("protected: on the wire %d, FCS errors %d, delivered %d of 200000", sent, fcs, delivered)
 	}
 }
+
+// An aborted stress leaves nothing in flight: once the generator is
+// stopped the counters are settled, and moving the switch's clock (the
+// next run's first wait) delivers no leftover frame of it.
+func TestPktgenStopSettlesCounters(t *testing.T) {
+	lab := startLab(t)
+	ctx := context.Background()
+	tx := open(t, lab, "sw1", 5*time.Second)
+	rx := open(t, lab, "sw2", 5*time.Second)
+	if err := tx.StartSwitchd(ctx, lg.ProgramSender); err != nil {
+		t.Fatal(err)
+	}
+	if err := rx.StartSwitchd(ctx, lg.ProgramReceiver); err != nil {
+		t.Fatal(err)
+	}
+	p := dev(t, lab, "sw1", "p1")
+	sink := dev(t, lab, "sw2", "sink")
+	for _, c := range []struct {
+		s    *tofino.Switch
+		port int
+	}{{tx, p}, {rx, p}, {rx, sink}} {
+		if err := c.s.AddPort(ctx, c.port, 100, "none"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, ok := lab.World().VOA("voa3"); ok {
+		for _, ch := range v.Channels {
+			ch.SetShutter(true)
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := tx.WaitPortUp(wctx, p); err != nil {
+		t.Fatal(err)
+	}
+	// Lossy enough that the ordered mode holds frames in its reorder
+	// buffer waiting for retransmissions when the generator stops.
+	f, _ := lab.World().Fibre("lg100")
+	target := physics.RxPowerForFrameLoss(f.Transceiver, physics.FEC{Name: "none"}, 1518, 1e-3)
+	f.VOA.SetAttenuation(f.VOA.OutputPowerDBm() - f.LossAfterDB - target + f.VOA.Attenuation())
+	time.Sleep(f.VOA.SettleTime())
+	if err := tx.AddEntry(ctx, lg.TableLinkProtect, tofino.Entry{Key: map[string]int64{"egress_port": int64(p)}, Action: lg.ActionProtect,
+		Data: map[string]int64{"dummy_pkt_max_count": 4, "blocking_mode": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	g := tofino.Pktgen{AppID: 1, Port: 68, EgressPort: p, PacketBytes: 1514, Interval: 124 * time.Nanosecond, Batches: 1000, PerBatch: 20000}
+	if err := tx.StartPktgen(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ { // 6 ms of traffic
+		if _, err := tx.PktgenStatus(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The stop comes on a second session while the first waits for 2 s of
+	// the switch's clock (many seconds of computation at 100G): it is
+	// answered at once, and the wait then ends with nothing left to move.
+	stopper := open(t, lab, "sw1", 5*time.Second)
+	now, err := tx.Clock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { _, err := tx.WaitClock(ctx, now+2*time.Second); waited <- err }()
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	if err := stopper.StopPktgen(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("pktgen.stop answered after %v", d)
+	}
+	if err := <-waited; err != nil {
+		t.Fatal(err)
+	}
+	read := func() (sent, arrived, delivered int64) {
+		tc, err := tx.PortCounters(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := rx.PortCounters(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := rx.PortCounters(ctx, sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tc.Values["$FramesTransmittedAll"], rc.Values["$FramesReceivedAll"], sc.Values["$FramesTransmittedOK"]
+	}
+	sent, arrived, delivered := read()
+	if delivered == 0 {
+		t.Fatal("nothing delivered before the stop")
+	}
+	if sent != arrived {
+		t.Errorf("at stop: %d frames sent, %d arrived: frames still on the wire", sent, arrived)
+	}
+	if now, err = tx.Clock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rx.WaitClock(ctx, now+10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	sent2, arrived2, delivered2 := read()
+	if sent2 != sent || arrived2 != arrived || delivered2 != delivered {
+		t.Errorf("after the stop the clock moved and counters changed: sent %d -> %d, arrived %d -> %d, delivered %d -> %d",
+			sent, sent2, arrived, arrived2, delivered, delivered2)
+	}
+	st, err := tx.PktgenStatus(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Enabled || st.Packets == g.Packets() {
+		t.Errorf("stopped generator reads %+v", st)
+	}
+}

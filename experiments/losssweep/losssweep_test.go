@@ -319,4 +319,11 @@ func TestLossSweepCancelMidStressStopsTheGenerator(t *testing.T) {
 		t.Errorf("generator sent %d frames before the cancellation and %d after (of %d): the run waited out the stress test", atCancel, after, frames)
 	}
 	checkRestored(t, lab, nil)
+	// The next run on the same lab sees none of the aborted run's frames
+	// (they landed or were discarded at the stop, not when the switch's
+	// clock next moved).
+	next, _ := run(t, lab, nil, "links=lg25", "loss_rates=1e-3", "modes=linkguardian", "frames=200000", "calib_losses=50")
+	if next.Status != results.StatusOK {
+		t.Errorf("the run after the aborted one: %s (%s)", next.Status, next.Reason)
+	}
 }

@@ -79,7 +79,16 @@ func OpenKeysight(ctx context.Context, address string, opts Options) (*Keysight,
 	k := &Keysight{addr: address, opts: opts}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if err := k.connect(ctx); err != nil {
+	err := k.connect(ctx)
+	if err != nil && (transport.IsConnectionLost(err) || errors.Is(err, errGarbled)) && ctx.Err() == nil {
+		// The identity read is idempotent: one garbled reply or dropped
+		// connection while opening is tried once more, as any read is.
+		k.drop()
+		k.opts.Transcript.Note("%v; reconnecting and trying once more", err)
+		err = k.connect(ctx)
+	}
+	if err != nil {
+		k.drop()
 		return nil, err
 	}
 	return k, nil

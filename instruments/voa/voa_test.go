@@ -357,3 +357,27 @@ func TestOpenUnknownDriver(t *testing.T) {
 		t.Fatalf("error %v does not list the known drivers", err)
 	}
 }
+
+// Opening reads the identity, an idempotent read: one garbled reply or one
+// dropped connection is tried once more; two are an error.
+func TestKeysightOpenRetriesOnce(t *testing.T) {
+	_, faults, addr := keysightLab(t)
+	ctx := context.Background()
+	for _, inject := range []func(){func() { faults.GarbleNext(1) }, func() { faults.DropNext(1) }} {
+		inject()
+		var tr syncBuf
+		k, err := voa.OpenKeysight(ctx, addr, voa.Options{Timeout: 2 * time.Second, Transcript: transport.NewTranscript(&tr)})
+		if err != nil {
+			t.Fatalf("open over one fault: %v", err)
+		}
+		k.Close()
+		if !strings.Contains(tr.String(), "trying once more") {
+			t.Errorf("transcript does not say it retried:\n%s", tr.String())
+		}
+	}
+	faults.GarbleNext(2)
+	if k, err := voa.OpenKeysight(ctx, addr, voa.Options{Timeout: 2 * time.Second}); err == nil {
+		k.Close()
+		t.Fatal("open over two garbled replies succeeded")
+	}
+}

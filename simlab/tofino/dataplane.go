@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	lg "testbed/p4/linkguardian"
@@ -23,11 +25,14 @@ import (
 type Dataplane struct {
 	world *world.World
 
-	mu    sync.Mutex
-	now   time.Duration
-	links []*swLink
-	runs  []*lgRun
-	nrun  uint64
+	mu sync.Mutex
+	// waiting counts callers that must not wait for a long advance to
+	// finish (a generator's stop): advance lets them in between chunks.
+	waiting atomic.Int32
+	now     time.Duration
+	links   []*swLink
+	runs    []*lgRun
+	nrun    uint64
 }
 
 // NewDataplane makes an empty dataplane over the world.
@@ -69,6 +74,7 @@ type lgRun struct {
 	frameBytes int
 	remaining  int64 // frames not yet offered to a segment
 	stopped    bool
+	drain      time.Duration // one pass of the link: how long a frame on the wire takes to land
 
 	seg      *lgmodel.Sim
 	segStart time.Duration
@@ -133,9 +139,21 @@ func (d *Dataplane) appState(app *pktgenApp) (active, done bool, sent int64) {
 	return app.enabled && !app.done, app.done, app.sent
 }
 
+// lockPromptly takes the dataplane's lock without waiting for a long
+// advance of the clock to end: the advance lets it in at its next chunk.
+func (d *Dataplane) lockPromptly() {
+	d.waiting.Add(1)
+	d.mu.Lock()
+	d.waiting.Add(-1)
+}
+
+// advanceChunk is how much simulated time an advance covers before it
+// lets a prompt caller in (a few milliseconds of wall time at 100G).
+const advanceChunk = time.Millisecond
+
 // disableApp marks an application stopped, under the dataplane's lock.
 func (d *Dataplane) disableApp(app *pktgenApp) {
-	d.mu.Lock()
+	d.lockPromptly()
 	defer d.mu.Unlock()
 	app.enabled = false
 }
@@ -160,19 +178,33 @@ func (d *Dataplane) startApp(sw *Tofino, app *pktgenApp) error {
 	return d.newSegment(r)
 }
 
-// stopApp ends an application's offered traffic; what is in flight completes.
+// stopApp ends an application's traffic the way a real generator stops:
+// frames not yet sent are never sent, frames already on the wire arrive
+// within one pass of the link (pipeline and fibre), and what the protocol
+// still holds then (copies not yet sent, frames waiting in the reorder
+// buffer for a retransmission) is discarded. The counters are settled when
+// it returns: a later move of the clock delivers nothing of this run into
+// the next one.
 func (d *Dataplane) stopApp(app *pktgenApp) {
-	d.mu.Lock()
+	d.lockPromptly()
 	defer d.mu.Unlock()
+	kept := d.runs[:0]
 	for _, r := range d.runs {
-		if r.app == app && !r.stopped {
-			r.stopped = true
-			r.remaining = 0
-			if r.seg != nil {
-				r.seg.StopOffering()
-			}
+		if r.app != app {
+			kept = append(kept, r)
+			continue
 		}
+		r.stopped = true
+		r.remaining = 0
+		if r.seg != nil {
+			r.seg.StopOffering()
+			r.seg.AdvanceTo(max(0, d.now-r.segStart) + r.drain)
+			d.account(r)
+			r.seg = nil
+		}
+		app.done = true
 	}
+	d.runs = kept
 }
 
 // config reads what a segment would be configured with now.
@@ -258,18 +290,40 @@ func (d *Dataplane) newSegment(r *lgRun) error {
 		return err
 	}
 	r.seg = seg
+	r.drain = cfg.Pipeline + cfg.Propagation
 	r.remaining = 0
 	return nil
 }
 
 // advance moves the clock to t, rolling segments over where their
-// configuration changed.
+// configuration changed. It goes in chunks of advanceChunk and, between
+// chunks, lets in a caller that takes the lock promptly (a generator's
+// stop), so a stop during a long wait is answered at once.
 func (d *Dataplane) advance(t time.Duration) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if t < d.now {
-		return nil
+	for {
+		if t < d.now {
+			return nil
+		}
+		step := min(t, d.now+advanceChunk)
+		if err := d.advanceLocked(step); err != nil {
+			return err
+		}
+		if step >= t {
+			return nil
+		}
+		if d.waiting.Load() > 0 {
+			d.mu.Unlock()
+			for d.waiting.Load() > 0 {
+				runtime.Gosched()
+			}
+			d.mu.Lock()
+		}
 	}
+}
+
+func (d *Dataplane) advanceLocked(t time.Duration) error {
 	for _, r := range d.runs {
 		if err := d.advanceRun(r, t); err != nil {
 			return err

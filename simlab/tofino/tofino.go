@@ -555,10 +555,8 @@ func (t *Tofino) handle(req agentReq) (any, error) {
 		if !ok {
 			return nil, notFound("pktgen app %d is not configured", id)
 		}
+		// Settled at once: what was in flight has landed or is discarded.
 		t.dp.stopApp(app)
-		if err := t.dp.advance(t.dp.Now()); err != nil {
-			return nil, err
-		}
 		t.dp.disableApp(app)
 		return nil, nil
 	case "port.status":

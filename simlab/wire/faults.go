@@ -21,8 +21,13 @@ type Faults struct {
 	stall    int
 	garble   int
 	delay    time.Duration
+	delayN   int // replies still to delay; Always: every one
 	failures []DeviceError
+	failing  *DeviceError // raised by every setting command while set
 }
+
+// Always, as a count, makes a fault apply to every request until reset.
+const Always = -1
 
 // DeviceError is an error the device itself reports.
 type DeviceError struct {
@@ -31,16 +36,40 @@ type DeviceError struct {
 }
 
 // DropNext makes the next n requests close the connection unanswered.
-func (f *Faults) DropNext(n int) { f.mu.Lock(); f.drop += n; f.mu.Unlock() }
+// (Always: every request).
+func (f *Faults) DropNext(n int) { f.mu.Lock(); addCount(&f.drop, n); f.mu.Unlock() }
 
 // StallNext makes the next n requests go unanswered.
-func (f *Faults) StallNext(n int) { f.mu.Lock(); f.stall += n; f.mu.Unlock() }
+func (f *Faults) StallNext(n int) { f.mu.Lock(); addCount(&f.stall, n); f.mu.Unlock() }
 
 // GarbleNext replaces the next n replies with garbage.
-func (f *Faults) GarbleNext(n int) { f.mu.Lock(); f.garble += n; f.mu.Unlock() }
+func (f *Faults) GarbleNext(n int) { f.mu.Lock(); addCount(&f.garble, n); f.mu.Unlock() }
+
+// FailAlways makes every setting command raise this device error until
+// Reset.
+func (f *Faults) FailAlways(code int, message string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failing = &DeviceError{Code: code, Message: message}
+}
+
+func addCount(p *int, n int) {
+	if n == Always || *p == Always {
+		*p = Always
+		return
+	}
+	*p += n
+}
 
 // SetDelay delays every reply by d (0 to stop).
-func (f *Faults) SetDelay(d time.Duration) { f.mu.Lock(); f.delay = d; f.mu.Unlock() }
+func (f *Faults) SetDelay(d time.Duration) { f.mu.Lock(); f.delay, f.delayN = d, Always; f.mu.Unlock() }
+
+// DelayNext delays the next n replies by d.
+func (f *Faults) DelayNext(n int, d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.delay, f.delayN = d, n
+}
 
 // FailNext makes the next setting command raise this device error.
 func (f *Faults) FailNext(code int, message string) {
@@ -55,7 +84,7 @@ func (f *Faults) Reset() {
 	defer f.mu.Unlock()
 	// Not *f = Faults{}: that would overwrite the held mutex with an
 	// unlocked one.
-	f.drop, f.stall, f.garble, f.delay, f.failures = 0, 0, 0, 0, nil
+	f.drop, f.stall, f.garble, f.delay, f.delayN, f.failures, f.failing = 0, 0, 0, 0, 0, nil, nil
 }
 
 // TakeDrop reports (and consumes) a pending drop.
@@ -67,14 +96,22 @@ func (f *Faults) TakeStall() bool { return f.take(&f.stall) }
 // TakeGarble reports (and consumes) a pending garble.
 func (f *Faults) TakeGarble() bool { return f.take(&f.garble) }
 
-// Delay is the current reply delay.
+// Delay is the delay of the reply about to be sent (consuming one of a
+// counted delay).
 func (f *Faults) Delay() time.Duration {
 	if f == nil {
 		return 0
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.delay
+	switch {
+	case f.delayN == Always:
+		return f.delay
+	case f.delayN > 0:
+		f.delayN--
+		return f.delay
+	}
+	return 0
 }
 
 // TakeFailure returns (and consumes) the next pending device error.
@@ -85,6 +122,9 @@ func (f *Faults) TakeFailure() (DeviceError, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.failures) == 0 {
+		if f.failing != nil {
+			return *f.failing, true
+		}
 		return DeviceError{}, false
 	}
 	e := f.failures[0]
@@ -98,7 +138,10 @@ func (f *Faults) take(n *int) bool {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if *n > 0 {
+	switch {
+	case *n == Always:
+		return true
+	case *n > 0:
 		*n--
 		return true
 	}
