@@ -28,56 +28,90 @@ const (
 	ProgramFE = "stardust_fe"
 )
 
-// Names the control plane uses, in both programs unless said.
+// Names the control plane uses. (FA) or (FE) says which program has it;
+// the rest are in both.
 const (
-	// TableVOQ (FA) maps a host packet's destination MAC to its VOQ:
-	// destination FA, destination port and traffic class.
-	TableVOQ = "SwitchIngress.voq_map"
-	// ActionToVOQ sets them.
+	// TableWhoami is keyless: its default action set_id gives the device
+	// its fabric id (the FA's number, or the FE's for reachability cells).
+	TableWhoami = "SwitchIngress.whoami"
+	ActionSetID = "set_id"
+	// TableVOQ (FA) maps a host frame's destination MAC to its VOQ:
+	// destination FA and port, the VOQ's index in RegCredit, and the
+	// traffic class (the traffic manager queue it waits in).
+	TableVOQ    = "SwitchIngress.voq_map"
 	ActionToVOQ = "to_voq"
-	// TableUplink (FA and FE) maps a spraying slot to a fabric port:
-	// keyed by the destination FA and the slot the round-robin register
-	// gave, so the control plane writes the random permutation of links
-	// (and rewrites it every few rounds, §5.3) and leaves out links the
-	// reachability registers say are down (§3.2, §5.8).
-	TableUplink = "SwitchIngress.spray"
-	// ActionToLink sends the cell on a fabric port.
+	// TableSpray maps a spraying slot to a fabric port, keyed by the
+	// destination FA and the slot RegSpray gave: the control plane writes
+	// a random permutation of the links that reach the FA over the
+	// MaxLinks slots, replaces it every few rounds (§5.3), and leaves out
+	// links whose RegReachAge reached th (§3.2, §5.8).
+	TableSpray   = "SwitchIngress.spray"
 	ActionToLink = "to_link"
-	// TableEgressPort (FA) sends a released packet to its host port.
-	TableEgressPort = "SwitchIngress.host_port"
-	// ActionToHost takes the host port.
-	ActionToHost = "to_host"
-	// RegCredit (FA) holds each VOQ's credit balance in bytes; a credit
-	// cell adds CreditBytes, a released packet takes its length (§3.3).
+	// ActionDrop is every table's default.
+	ActionDrop = "drop"
+	// TableHostPort (FA) sends a released frame to its host port.
+	TableHostPort = "SwitchIngress.host_port"
+	ActionToHost  = "to_host"
+	// TableCreditPort (FA) names the host port a credit generator frame
+	// is for, by its packet id within the generator's batch.
+	TableCreditPort = "SwitchIngress.credit_port"
+	ActionCreditFor = "credit_for"
+	// TableCreditTo (FA) addresses a port's credits round robin (RegCreditRR
+	// gives the slot) to the source FAs' VOQs the control plane lists.
+	TableCreditTo  = "SwitchIngress.credit_to"
+	ActionToSource = "to_source"
+	// TableReachPort sends a reachability generator frame out of a fabric
+	// port, by its packet id.
+	TableReachPort = "SwitchIngress.reach_port"
+	ActionReachOn  = "reach_on"
+
+	// RegCredit (FA) holds each VOQ's credit balance in frames; a credit
+	// cell adds its len, a frame sent to the fabric takes one (§3.3).
 	RegCredit = "SwitchIngress.reg_credit"
 	// RegSeqOut (FA) is the next sequence number per destination FA, and
 	// RegSeqIn the next expected per source FA (in-order release).
 	RegSeqOut = "SwitchIngress.reg_seq_out"
 	RegSeqIn  = "SwitchIngress.reg_seq_in"
-	// RegSpray (FA and FE) is the round-robin slot per destination FA.
+	// RegSpray is the round-robin slot per destination FA.
 	RegSpray = "SwitchIngress.reg_spray"
-	// RegReachAge (FA and FE) counts, per fabric port, the aging ticks
-	// since the last reachability cell; a port is down at ReachTh.
-	RegReachAge = "SwitchIngress.reg_reach_age"
+	// RegCreditRR (FA) is the round-robin slot per host port's credits.
+	RegCreditRR = "SwitchIngress.reg_credit_rr"
 	// RegFCI (FA) counts the FCI-marked cells received per destination
-	// port: what throttles the credit generator (§4.2).
+	// port; each cancels one of the port's credits (§4.2).
 	RegFCI = "SwitchIngress.reg_fci"
-	// RegFCIThreshold (FE) is the queue depth in cells at or above which
-	// the egress marks cells with FCI.
+	// RegReachAge counts, per port, the aging ticks since the port's last
+	// reachability cell; the link is down once it reaches th.
+	RegReachAge = "SwitchIngress.reg_reach_age"
+	// RegFCIThreshold (FE) is the queue depth, in the traffic manager's
+	// buffer cells, at or above which a leaving data cell is marked FCI;
+	// 0 turns FCI off.
 	RegFCIThreshold = "SwitchEgress.reg_fci_th"
 )
 
 // Match keys and action parameters as bfrt_python spells them.
 const (
-	KeyDstAddr = "dst_addr"
-	KeyDstFA   = "dst_fa"
-	KeySlot    = "slot"
-	KeyDstPort = "dst_port"
-	ParamFA    = "fa"
-	ParamPort  = "port"
-	ParamTC    = "tc"
-	ParamLink  = "link"
+	KeyDstAddr  = "dst_addr"
+	KeyDstFA    = "dst_fa"
+	KeySlot     = "slot"
+	KeyDstPort  = "dst_port"
+	KeyPacketID = "packet_id"
+	ParamID     = "id"
+	ParamFA     = "fa"
+	ParamPort   = "port"
+	ParamVOQ    = "voq"
+	ParamTC     = "tc"
+	ParamLink   = "link"
 )
+
+// TMCellBytes is the Tofino traffic manager's buffer cell: queue depths
+// (enq_qdepth) count these.
+const TMCellBytes = 80
+
+// FCIThreshold is RegFCIThreshold for a threshold of frames frames of
+// frameBytes each: the depth in buffer cells they take.
+func FCIThreshold(frames, frameBytes int) uint32 {
+	return uint32(frames * ((frameBytes + TMCellBytes - 1) / TMCellBytes))
+}
 
 // Cell header layout: after an Ethernet header with EtherType EtherType,
 // CellHeaderBytes of kind (8 bits), flags (8 bits: FCI, last frame of a
@@ -101,6 +135,11 @@ const (
 	MaxLinks = 64
 	// PortCount sizes the per-port registers (SD_MAX_PORTS).
 	PortCount = 512
+	// MaxVOQs is RegCredit's size (SD_MAX_VOQS).
+	MaxVOQs = 4096
+	// AgeMax is where a reachability age saturates (SD_AGE_MAX): th must
+	// be below it.
+	AgeMax = 255
 )
 
 // Cell is the header a frame carries through the fabric.

@@ -78,3 +78,13 @@ func TestCellRoundTrip(t *testing.T) {
 		t.Error("short header parsed")
 	}
 }
+
+// Tofino counts queue depth in 80 B buffer cells: a 256 B frame takes 4.
+func TestFCIThreshold(t *testing.T) {
+	if got := FCIThreshold(32, 256); got != 128 {
+		t.Errorf("32 frames of 256 B: %d buffer cells, want 128", got)
+	}
+	if got := FCIThreshold(10, 80); got != 10 {
+		t.Errorf("10 frames of 80 B: %d buffer cells, want 10", got)
+	}
+}
