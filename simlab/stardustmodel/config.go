@@ -79,7 +79,8 @@ type Config struct {
 	// Fabric Congestion Indication (§4.2); 0 disables FCI.
 	FCIThreshold int
 	// FCIDecrease is the fraction by which an egress scheduler cuts its
-	// credit rate on each FCI cell it receives, and FCIRecoverSlots how
+	// credit rate on an FCI cell (at most once per control round trip,
+	// as the cells marked before a cut took effect say nothing new), and FCIRecoverSlots how
 	// many slots it takes to climb back linearly to the full rate. §4.2
 	// says only that FCI "throttles the credit rate"; these are ours.
 	FCIDecrease     float64
@@ -110,7 +111,7 @@ func Default() Config {
 		CellBytes: 256, CellHeaderBytes: 8, LinkOverheadBytes: 8,
 		CreditBytes: 4096, SpeedUp: 0.03, Priorities: 1,
 		RefreshRounds: 4, PropDelay: 500 * time.Nanosecond,
-		FEQueueCells: 128, FCIThreshold: 32, FCIDecrease: 0.05, FCIRecoverSlots: 2000,
+		FEQueueCells: 128, FCIThreshold: 32, FCIDecrease: 0.1, FCIRecoverSlots: 5000,
 		EgressStopBytes: 64 << 10, Load: 0.7, PacketBytes: 1500, HighShare: 0.5,
 	}
 }

@@ -47,6 +47,7 @@ type voq struct {
 type sched struct {
 	tokens  float64   // bytes' worth of credit accrued
 	factor  float64   // FCI throttle, 1 is full rate
+	lastCut int64     // slot of the last FCI cut
 	lists   [][]int32 // per priority: source FAs whose VOQ requests, round robin order
 	egress  float64   // egress buffer bytes
 	credits int64
@@ -170,7 +171,7 @@ func New(c Config, r *rand.Rand) (*Model, error) {
 	}
 	m.scheds = make([]sched, ports)
 	for g := range m.scheds {
-		m.scheds[g] = sched{factor: 1, lists: make([][]int32, c.Priorities)}
+		m.scheds[g] = sched{factor: 1, lastCut: -1 << 40, lists: make([][]int32, c.Priorities)}
 	}
 	k := c.LinksPerFA / c.FEs
 	m.feSpr = make([]sprayer, c.FEs*c.FAs)
@@ -228,7 +229,12 @@ func (m *Model) step() {
 		m.S.PortBytes[x.port] += int64(x.bytes)
 		if x.fci {
 			m.S.FCICells++
-			s.factor *= 1 - c.FCIDecrease
+			// One cut per control round trip: cells marked before the
+			// last cut could take effect say nothing new.
+			if m.now-s.lastCut > int64(m.creditLat+2*m.prop) {
+				s.factor *= 1 - c.FCIDecrease
+				s.lastCut = m.now
+			}
 		}
 	}
 	m.faIn[slotIn] = m.faIn[slotIn][:0]

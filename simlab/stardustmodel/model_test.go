@@ -196,11 +196,10 @@ func TestDeterministicPerSeed(t *testing.T) {
 func TestFCIHoldsOversubscription(t *testing.T) {
 	c := Default()
 	c.Load = 1.2
+	c.FEQueueCells, c.FCIThreshold = 64, 16
+	on := run(t, c, 15000, 7)
 	c.FCIThreshold = 0
-	off := run(t, c, 30000, 7)
-	c = Default()
-	c.Load = 1.2
-	on := run(t, c, 30000, 7)
+	off := run(t, c, 15000, 7)
 	t.Logf("FCI off: lost %d rho %.3f; on: lost %d rho %.3f fci cells %d", off.S.CellsLost, utilisation(off), on.S.CellsLost, utilisation(on), on.S.FCICells)
 	if off.S.CellsLost == 0 {
 		t.Error("without FCI an oversubscribed fabric lost nothing: the test shows nothing")
