@@ -30,6 +30,7 @@ type cell struct {
 	srcFA, dstFA int32
 	fe           int32 // the FE it was sprayed to
 	port         int32 // global destination port
+	prio         int8
 	bytes        int32
 	sent         int64 // slot it left the source FA
 	fci          bool
@@ -116,6 +117,10 @@ type Stats struct {
 	// and PortCredits[g] the credits its scheduler granted.
 	PortBytes   []int64
 	PortCredits []int64
+	// PrioOffered and PrioArrived are packet bytes offered and delivered
+	// per priority.
+	PrioOffered []int64
+	PrioArrived []int64
 }
 
 // Model is one fabric in motion.
@@ -187,6 +192,7 @@ func New(c Config, r *rand.Rand) (*Model, error) {
 		SlotSeconds: slot, QueueHist: make([]int64, c.FEQueueCells+1),
 		UplinkCells: make([]int64, c.FAs*c.LinksPerFA), FELinks: len(m.feq),
 		PortBytes: make([]int64, ports), PortCredits: make([]int64, ports),
+		PrioOffered: make([]int64, c.Priorities), PrioArrived: make([]int64, c.Priorities),
 	}
 	return m, nil
 }
@@ -227,6 +233,7 @@ func (m *Model) step() {
 		s := &m.scheds[x.port]
 		s.egress += float64(x.bytes)
 		m.S.PortBytes[x.port] += int64(x.bytes)
+		m.S.PrioArrived[x.prio] += int64(x.bytes)
 		if x.fci {
 			m.S.FCICells++
 			// One cut per control round trip: cells marked before the
@@ -378,6 +385,7 @@ func (m *Model) arrive(fa int) {
 	v.pkts = append(v.pkts, int32(c.PacketBytes))
 	v.bytes += int64(c.PacketBytes)
 	m.S.BytesOffered += int64(c.PacketBytes)
+	m.S.PrioOffered[p] += int64(c.PacketBytes)
 	m.request(fa, vi)
 }
 
@@ -399,7 +407,7 @@ func (m *Model) useCredit(fa, vi int) {
 	v := &m.voqs[fa][vi]
 	v.inflight--
 	v.balance += int64(c.CreditBytes)
-	g := vi / c.Priorities
+	g, prio := vi/c.Priorities, vi%c.Priorities
 	dstFA := g / c.PortsPerFA
 	burst := int64(0)
 	for v.balance > 0 && len(v.pkts) > 0 {
@@ -420,7 +428,7 @@ func (m *Model) useCredit(fa, vi int) {
 	for burst > 0 {
 		b := min(burst, int64(c.CellBytes))
 		burst -= b
-		m.faq[fa] = append(m.faq[fa], cell{srcFA: int32(fa), dstFA: int32(dstFA), port: int32(g), bytes: int32(b)})
+		m.faq[fa] = append(m.faq[fa], cell{srcFA: int32(fa), dstFA: int32(dstFA), port: int32(g), prio: int8(prio), bytes: int32(b)})
 	}
 	m.request(fa, vi)
 }

@@ -209,6 +209,23 @@ func TestFCIHoldsOversubscription(t *testing.T) {
 	}
 }
 
+// Two classes towards one oversubscribed port: the high one offers 0.75
+// of the port and gets all of it, the low one the rest (§4.1: strict
+// priority between classes). Round robin would give each half.
+func TestStrictPriority(t *testing.T) {
+	c := Default()
+	c.FAs, c.FEs, c.LinksPerFA, c.PortsPerFA = 2, 2, 4, 1
+	c.Priorities, c.HighShare, c.Load = 2, 0.25, 3
+	m := run(t, c, 100000, 8)
+	port := c.PortBps / 8 * c.SlotSeconds() * 100000 * 2 // both ports
+	hi, lo := float64(m.S.PrioArrived[0])/port, float64(m.S.PrioArrived[1])/port
+	hiOffered := float64(m.S.PrioOffered[0]) / port
+	t.Logf("high offered %.3f got %.3f, low got %.3f of the ports", hiOffered, hi, lo)
+	if hi < 0.97*hiOffered || hi+lo < 0.98 || hi+lo > 1.01 {
+		t.Errorf("high got %.3f of %.3f offered, low %.3f: want high served in full and the port full", hi, hiOffered, lo)
+	}
+}
+
 func TestValidate(t *testing.T) {
 	c := Default()
 	c.LinksPerFA = 6
