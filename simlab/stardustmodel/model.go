@@ -109,6 +109,9 @@ type Stats struct {
 	LatencyHist []int64
 	// UplinkCells[fa*LinksPerFA+j] counts cells sprayed on FA fa's link j.
 	UplinkCells []int64
+	// UplinkDst[(fa*LinksPerFA+j)*FAs+d] counts those of them bound for
+	// FA d.
+	UplinkDst []int64
 	// FELinkBusy counts slots in which an FE output link sent a cell,
 	// summed over the links; FELinks is their number.
 	FELinkBusy int64
@@ -191,6 +194,7 @@ func New(c Config, r *rand.Rand) (*Model, error) {
 	m.S = Stats{
 		SlotSeconds: slot, QueueHist: make([]int64, c.FEQueueCells+1),
 		UplinkCells: make([]int64, c.FAs*c.LinksPerFA), FELinks: len(m.feq),
+		UplinkDst: make([]int64, c.FAs*c.LinksPerFA*c.FAs),
 		PortBytes: make([]int64, ports), PortCredits: make([]int64, ports),
 		PrioOffered: make([]int64, c.Priorities), PrioArrived: make([]int64, c.Priorities),
 	}
@@ -360,6 +364,7 @@ func (m *Model) step() {
 				}
 			}
 			m.S.UplinkCells[fa*c.LinksPerFA+int(j)]++
+			m.S.UplinkDst[(fa*c.LinksPerFA+int(j))*c.FAs+int(x.dstFA)]++
 			m.S.CellsSent++
 			x.sent = m.now
 			x.fe = int32(int(j) % c.FEs)

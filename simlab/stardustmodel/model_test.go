@@ -178,6 +178,36 @@ func TestSprayingEven(t *testing.T) {
 	}
 }
 
+// §5.3: bursts of half as many cells as links, towards two destinations
+// in turn, would keep each destination on its half of a fixed link order;
+// replacing the permutation every few rounds spreads every destination
+// over every link. The measure is the spread of one FA's per-link counts
+// towards one destination: (max - min) / mean.
+func TestPermutationRefreshBreaksSynchronisation(t *testing.T) {
+	spread := func(refresh int) float64 {
+		c := Default()
+		c.FAs, c.FEs, c.LinksPerFA, c.PortsPerFA = 3, 1, 8, 1
+		c.PacketBytes, c.CreditBytes = c.CellBytes, 4*c.CellBytes
+		c.Load, c.RefreshRounds = 3, refresh
+		m := run(t, c, 200000, 9)
+		worst := 0.0
+		for d := 1; d < c.FAs; d++ {
+			lo, hi, sum := int64(math.MaxInt64), int64(0), int64(0)
+			for j := 0; j < c.LinksPerFA; j++ {
+				n := m.S.UplinkDst[j*c.FAs+d]
+				lo, hi, sum = min(lo, n), max(hi, n), sum+n
+			}
+			worst = max(worst, float64(hi-lo)/(float64(sum)/float64(c.LinksPerFA)))
+		}
+		return worst
+	}
+	fixed, refreshed := spread(0), spread(4)
+	t.Logf("per-link spread towards one FA: fixed order %.3f, refreshed every 4 rounds %.3f", fixed, refreshed)
+	if refreshed > 0.1 || fixed < 4*refreshed {
+		t.Errorf("spread %.3f with refresh, %.3f without: want under 0.1 and at least 4 times less", refreshed, fixed)
+	}
+}
+
 func TestDeterministicPerSeed(t *testing.T) {
 	c := Default()
 	a, b, d := run(t, c, 3000, 5), run(t, c, 3000, 5), run(t, c, 3000, 6)
