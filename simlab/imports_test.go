@@ -11,14 +11,15 @@ import (
 // simlab is a device package (an emulator, named after its driver's
 // package).
 var shared = map[string]bool{
-	"testbed/simlab/world":        true,
-	"testbed/simlab/wire":         true,
-	"testbed/simlab/wire/scpi":    true,
-	"testbed/simlab/phy":          true,
-	"testbed/simlab/physics":      true,
-	"testbed/simlab/lgmodel":      true,
-	"testbed/simlab/fctmodel":     true,
-	"testbed/simlab/reactormodel": true,
+	"testbed/simlab/world":         true,
+	"testbed/simlab/wire":          true,
+	"testbed/simlab/wire/scpi":     true,
+	"testbed/simlab/phy":           true,
+	"testbed/simlab/physics":       true,
+	"testbed/simlab/lgmodel":       true,
+	"testbed/simlab/fctmodel":      true,
+	"testbed/simlab/reactormodel":  true,
+	"testbed/simlab/stardustmodel": true,
 }
 
 // The layering of the simulated lab, as go list sees it (tests aside):

@@ -14,6 +14,7 @@ import (
 	"testbed/inventory"
 	"testbed/orchestrator"
 	lg "testbed/p4/linkguardian"
+	sd "testbed/p4/stardust"
 	ts "testbed/p4/timestamp"
 	"testbed/simlab"
 )
@@ -28,11 +29,13 @@ func deployable() map[string]struct {
 		sources map[string][]byte
 		main    string
 	}
-	lgs := lg.Sources()
+	lgs, sds := lg.Sources(), sd.Sources()
 	return map[string]prog{
 		lg.ProgramSender:   {lgs, lg.MainFile(lg.ProgramSender)},
 		lg.ProgramReceiver: {lgs, lg.MainFile(lg.ProgramReceiver)},
 		ts.Program:         {ts.Sources(), ts.MainFile(ts.Program)},
+		sd.ProgramFA:       {sds, sd.MainFile(sd.ProgramFA)},
+		sd.ProgramFE:       {sds, sd.MainFile(sd.ProgramFE)},
 	}
 }
 
@@ -46,7 +49,8 @@ func (a *app) switchCmd() *cobra.Command {
 		Short: "Compile the P4 programs on switches with their SDE and install them",
 		Long: `deploy uploads the P4 sources built into this binary (LinkGuardian's sender and receiver,
 p4/linkguardian, by default; the per-hop latency probes, p4/timestamp, with --program
-timestamp) to each named switch over SSH, compiles them there with the SDE's bf-p4c (Tofino, TNA) and installs
+timestamp; Stardust's Fabric Adapter and Fabric Element, p4/stardust, with --program
+stardust_fa,stardust_fe) to each named switch over SSH, compiles them there with the SDE's bf-p4c (Tofino, TNA) and installs
 each program where run_switchd.sh -p <program> finds it. It leases the switches while it
 works and does not restart a running bf_switchd: the recipes start the program they need.
 With no --inventory it deploys on the simulated lab, whose switches check the sources but
@@ -57,7 +61,7 @@ do not compile them.`,
 			progs := deployable()
 			for _, p := range programs {
 				if _, ok := progs[p]; !ok {
-					return &orchestrator.InputError{Msg: fmt.Sprintf("--program %q: expected %s, %s or %s", p, lg.ProgramSender, lg.ProgramReceiver, ts.Program)}
+					return &orchestrator.InputError{Msg: fmt.Sprintf("--program %q: expected %s, %s, %s, %s or %s", p, lg.ProgramSender, lg.ProgramReceiver, ts.Program, sd.ProgramFA, sd.ProgramFE)}
 				}
 			}
 			var inv *inventory.Inventory
@@ -155,7 +159,7 @@ do not compile them.`,
 			return nil
 		},
 	}
-	deploy.Flags().StringSliceVar(&programs, "program", []string{lg.ProgramSender, lg.ProgramReceiver}, "programs to build: sender, receiver (LinkGuardian), timestamp (per-hop latency probes)")
+	deploy.Flags().StringSliceVar(&programs, "program", []string{lg.ProgramSender, lg.ProgramReceiver}, "programs to build: sender, receiver (LinkGuardian), timestamp (per-hop latency probes), stardust_fa, stardust_fe (Stardust)")
 	deploy.Flags().StringVar(&invFile, "inventory", "", "lab inventory (default: the simulated lab)")
 	deploy.Flags().Uint64Var(&seed, "seed", 1, "seed of the simulated lab")
 	c.AddCommand(deploy)

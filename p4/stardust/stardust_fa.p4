@@ -1,0 +1,446 @@
+/* -*- P4_16 -*- */
+/*
+ * Stardust Fabric Adapter for Intel Tofino 1, TNA: the nearest thing a
+ * Tofino can do to the FA of Zilberman et al., "Stardust: Divide and
+ * Conquer in the Data Center Network" (NSDI'19). README.md says, mechanism
+ * by mechanism, what is the paper's and what is approximated.
+ *
+ * Frames from the hosts (bounded in size by the lab: a frame is a cell):
+ *   voq_map (destination MAC) names the VOQ: destination FA, destination
+ *   port, traffic class. A frame leaves for the fabric only if its VOQ has
+ *   a credit (reg_credit, in frames); it then gets the cell header, the
+ *   next sequence number towards its destination FA (reg_seq_out), and is
+ *   sprayed: reg_spray gives the next slot of the destination's round
+ *   robin and spray (destination FA, slot) the fabric port; the control
+ *   plane writes a random permutation of the reachable links there and
+ *   replaces it every few rounds. A frame without a credit waits: it goes
+ *   round the recirculation port in its traffic class's queue and tries
+ *   again.
+ * Cells from the fabric:
+ *   data: released to the host port (host_port) in sequence order per
+ *     source FA (reg_seq_in); a frame ahead of its turn recirculates. A
+ *     frame carrying FCI counts against its port's credits (reg_fci).
+ *   credit: adds its frames to the VOQ it names (reg_credit).
+ *   reachability: the fabric port is alive (reg_reach_age back to 0).
+ * Packet generator frames (the cell header preset in its buffer):
+ *   credit: one per host port per period (credit_port), addressed round
+ *     robin over the source VOQs the control plane lists (reg_credit_rr,
+ *     credit_to); a port's pending FCI count cancels credits one for one.
+ *   reachability: one per fabric port per period (reach_port).
+ *   aging tick: every fabric port's age goes up by one; the control plane
+ *     takes a port whose age reaches th out of spray.
+ *
+ * Compiled by the SDE: bf-p4c --target tofino --arch tna -o <dir> stardust_fa.p4
+ */
+#include <core.p4>
+#include <tna.p4>
+#include "common/headers.p4"
+
+/* VOQs: destination ports x traffic classes the control plane numbers. */
+#define SD_MAX_VOQS 4096
+/* A VOQ banks at most this many frames of credit (two 4 KB credits of 256 B frames). */
+#define SD_CREDIT_CAP 32
+/* Where a frame without a credit waits: pipe 1's internal port, or a
+ * front-panel port in loopback on chassis without it. */
+#define SD_RECIRC_PORT 196
+
+parser SwitchIngressParser(
+        packet_in pkt,
+        out sd_headers_t hdr,
+        out sd_ingress_md_t ig_md,
+        out ingress_intrinsic_metadata_t ig_intr_md) {
+    state start {
+        pkt.extract(ig_intr_md);
+        pkt.advance(PORT_METADATA_SIZE);
+        ig_md.me = 0;
+        ig_md.voq = 0;
+        ig_md.slot = 0;
+        ig_md.ok = 0;
+        transition select(ig_intr_md.ingress_port) {
+            SD_INTERNAL_PORT : parse_internal;
+            default : parse_ethernet;
+        }
+    }
+    /* Port 68 is the packet generator's; waiting frames go round
+     * SD_RECIRC_PORT instead, so they never look like generator frames. */
+    state parse_internal {
+        transition parse_pktgen;
+    }
+    state parse_pktgen {
+        pkt.extract(hdr.pktgen_timer);
+        pkt.extract(hdr.remaining_ethernet);
+        transition select(hdr.remaining_ethernet.ether_type) {
+            SD_ETHERTYPE : parse_sd;
+            default : accept;
+        }
+    }
+    state parse_ethernet {
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            SD_ETHERTYPE : parse_sd;
+            default : accept;
+        }
+    }
+    state parse_sd {
+        pkt.extract(hdr.sd);
+        transition accept;
+    }
+}
+
+control SwitchIngress(
+        inout sd_headers_t hdr,
+        inout sd_ingress_md_t ig_md,
+        in ingress_intrinsic_metadata_t ig_intr_md,
+        in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
+        inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
+        inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+
+    /* ---- credits, per VOQ, in frames ---- */
+    Register<credit_t, bit<16>>(SD_MAX_VOQS, 0) reg_credit;
+    RegisterAction<credit_t, bit<16>, bit<8>>(reg_credit) take_credit = {
+        void apply(inout credit_t v, out bit<8> rv) {
+            if (v > 0) {
+                v = v - 1;
+                rv = 1;
+            } else {
+                rv = 0;
+            }
+        }
+    };
+    RegisterAction<credit_t, bit<16>, bit<8>>(reg_credit) add_credit = {
+        void apply(inout credit_t v, out bit<8> rv) {
+            if (v < SD_CREDIT_CAP) {
+                v = v + (credit_t)hdr.sd.len;
+            }
+            rv = 0;
+        }
+    };
+
+    /* ---- sequence numbers, per FA ---- */
+    Register<bit<32>, fa_id_t>(SD_MAX_FAS, 0) reg_seq_out;
+    RegisterAction<bit<32>, fa_id_t, bit<32>>(reg_seq_out) next_seq = {
+        void apply(inout bit<32> v, out bit<32> rv) {
+            rv = v;
+            v = v + 1;
+        }
+    };
+    Register<bit<32>, fa_id_t>(SD_MAX_FAS, 0) reg_seq_in;
+    RegisterAction<bit<32>, fa_id_t, bit<8>>(reg_seq_in) release_in_order = {
+        void apply(inout bit<32> v, out bit<8> rv) {
+            if (v == hdr.sd.seq) {
+                v = v + 1;
+                rv = 1;
+            } else {
+                rv = 0;
+            }
+        }
+    };
+
+    /* ---- spraying: a round robin per destination FA ---- */
+    Register<bit<16>, fa_id_t>(SD_MAX_FAS, 0) reg_spray;
+    RegisterAction<bit<16>, fa_id_t, bit<16>>(reg_spray) next_slot = {
+        void apply(inout bit<16> v, out bit<16> rv) {
+            rv = v;
+            if (v == SD_MAX_LINKS - 1) {
+                v = 0;
+            } else {
+                v = v + 1;
+            }
+        }
+    };
+
+    /* ---- credit generation: a round robin per host port ---- */
+    Register<bit<16>, bit<16>>(SD_MAX_PORTS, 0) reg_credit_rr;
+    RegisterAction<bit<16>, bit<16>, bit<16>>(reg_credit_rr) next_source = {
+        void apply(inout bit<16> v, out bit<16> rv) {
+            rv = v;
+            if (v == SD_MAX_FAS - 1) {
+                v = 0;
+            } else {
+                v = v + 1;
+            }
+        }
+    };
+
+    /* ---- FCI: each marked cell cancels one credit of its port ---- */
+    Register<bit<16>, bit<16>>(SD_MAX_PORTS, 0) reg_fci;
+    RegisterAction<bit<16>, bit<16>, bit<8>>(reg_fci) count_fci = {
+        void apply(inout bit<16> v, out bit<8> rv) {
+            v = v + 1;
+            rv = 0;
+        }
+    };
+    RegisterAction<bit<16>, bit<16>, bit<8>>(reg_fci) spend_fci = {
+        void apply(inout bit<16> v, out bit<8> rv) {
+            if (v > 0) {
+                v = v - 1;
+                rv = 1;
+            } else {
+                rv = 0;
+            }
+        }
+    };
+
+    /* ---- reachability: ticks since a fabric port's last reachability cell ---- */
+    Register<bit<8>, PortId_t>(SD_MAX_PORTS, SD_AGE_MAX) reg_reach_age;
+    RegisterAction<bit<8>, PortId_t, bit<8>>(reg_reach_age) seen = {
+        void apply(inout bit<8> v, out bit<8> rv) {
+            v = 0;
+            rv = 0;
+        }
+    };
+    RegisterAction<bit<8>, PortId_t, bit<8>>(reg_reach_age) age = {
+        void apply(inout bit<8> v, out bit<8> rv) {
+            if (v < SD_AGE_MAX) {
+                v = v + 1;
+            }
+            rv = v;
+        }
+    };
+
+    action drop() {
+        ig_dprsr_md.drop_ctl = 1;
+    }
+
+    action set_id(fa_id_t id) {
+        ig_md.me = id;
+    }
+
+    table whoami {
+        actions = {
+            set_id;
+        }
+        default_action = set_id(0);
+        size = 1;
+    }
+
+    action to_voq(fa_id_t fa, bit<16> port, bit<16> voq, QueueId_t tc) {
+        hdr.sd.setValid();
+        hdr.sd.kind = SD_KIND_DATA;
+        hdr.sd.flags = 0;
+        hdr.sd.dst_fa = fa;
+        hdr.sd.dst_port = port;
+        hdr.sd.len = 1;
+        ig_md.voq = voq;
+        ig_tm_md.qid = tc;
+    }
+
+    table voq_map {
+        key = {
+            hdr.ethernet.dst_addr : exact @name("dst_addr");
+        }
+        actions = {
+            to_voq;
+            drop;
+        }
+        default_action = drop();
+        size = 4096;
+    }
+
+    action to_link(PortId_t link) {
+        ig_tm_md.ucast_egress_port = link;
+    }
+
+    table spray {
+        key = {
+            hdr.sd.dst_fa : exact @name("dst_fa");
+            ig_md.slot    : exact @name("slot");
+        }
+        actions = {
+            to_link;
+            drop;
+        }
+        default_action = drop();
+        size = 16384;
+    }
+
+    action to_host(PortId_t port) {
+        ig_tm_md.ucast_egress_port = port;
+        hdr.sd.setInvalid();
+    }
+
+    table host_port {
+        key = {
+            hdr.sd.dst_port : exact @name("dst_port");
+        }
+        actions = {
+            to_host;
+            drop;
+        }
+        default_action = drop();
+        size = SD_MAX_PORTS;
+    }
+
+    action credit_for(bit<16> port) {
+        hdr.sd.dst_port = port;
+    }
+
+    table credit_port {
+        key = {
+            hdr.pktgen_timer.packet_id : exact @name("packet_id");
+        }
+        actions = {
+            credit_for;
+            drop;
+        }
+        default_action = drop();
+        size = SD_MAX_PORTS;
+    }
+
+    action to_source(fa_id_t fa, bit<16> voq) {
+        hdr.sd.dst_fa = fa;
+        hdr.sd.seq = (bit<32>)voq;
+    }
+
+    table credit_to {
+        key = {
+            hdr.sd.dst_port : exact @name("dst_port");
+            ig_md.slot      : exact @name("slot");
+        }
+        actions = {
+            to_source;
+            drop;
+        }
+        default_action = drop();
+        size = 16384;
+    }
+
+    action reach_on(PortId_t link) {
+        ig_tm_md.ucast_egress_port = link;
+    }
+
+    table reach_port {
+        key = {
+            hdr.pktgen_timer.packet_id : exact @name("packet_id");
+        }
+        actions = {
+            reach_on;
+            drop;
+        }
+        default_action = drop();
+        size = SD_MAX_LINKS;
+    }
+
+    /* A generator frame becomes an Ethernet frame with its cell header. */
+    action pktgen_to_ethernet() {
+        hdr.ethernet.setValid();
+        hdr.ethernet.dst_addr = 0xffffffffffff;
+        hdr.ethernet.src_addr = hdr.remaining_ethernet.src_addr;
+        hdr.ethernet.ether_type = SD_ETHERTYPE;
+        hdr.pktgen_timer.setInvalid();
+        hdr.remaining_ethernet.setInvalid();
+    }
+
+    action wait_recirculate() {
+        ig_tm_md.ucast_egress_port = SD_RECIRC_PORT;
+    }
+
+    apply {
+        whoami.apply();
+        if (hdr.pktgen_timer.isValid()) {
+            hdr.sd.src_fa = ig_md.me;
+            if (hdr.sd.kind == SD_KIND_CREDIT) {
+                credit_port.apply();
+                ig_md.slot = next_source.execute(hdr.sd.dst_port);
+                credit_to.apply();
+                ig_md.ok = spend_fci.execute(hdr.sd.dst_port);
+                if (ig_md.ok == 1) {
+                    drop();
+                } else {
+                    ig_md.slot = next_slot.execute(hdr.sd.dst_fa);
+                    spray.apply();
+                }
+                pktgen_to_ethernet();
+            } else if (hdr.sd.kind == SD_KIND_REACH) {
+                reach_port.apply();
+                pktgen_to_ethernet();
+            } else {
+                age.execute(hdr.pktgen_timer.packet_id[8:0]);
+                drop();
+            }
+        } else if (hdr.sd.isValid() && hdr.sd.kind == SD_KIND_DATA && hdr.sd.dst_fa == ig_md.me) {
+            if ((hdr.sd.flags & SD_FLAG_FCI) != 0) {
+                count_fci.execute(hdr.sd.dst_port);
+            }
+            ig_md.ok = release_in_order.execute(hdr.sd.src_fa);
+            if (ig_md.ok == 1) {
+                host_port.apply();
+            } else {
+                wait_recirculate();
+            }
+        } else if (hdr.sd.isValid() && hdr.sd.kind == SD_KIND_CREDIT) {
+            add_credit.execute(hdr.sd.seq[15:0]);
+            drop();
+        } else if (hdr.sd.isValid() && hdr.sd.kind == SD_KIND_REACH) {
+            seen.execute(ig_intr_md.ingress_port);
+            drop();
+        } else if (hdr.ethernet.isValid() && !hdr.sd.isValid()) {
+            voq_map.apply();
+            ig_md.ok = take_credit.execute(ig_md.voq);
+            if (ig_md.ok == 1) {
+                hdr.sd.src_fa = ig_md.me;
+                hdr.sd.seq = next_seq.execute(hdr.sd.dst_fa);
+                hdr.ethernet.ether_type = SD_ETHERTYPE;
+                ig_md.slot = next_slot.execute(hdr.sd.dst_fa);
+                spray.apply();
+            } else {
+                /* The VOQ: wait for a credit round the recirculation port.
+                 * The frame goes round without its cell header. */
+                hdr.sd.setInvalid();
+                wait_recirculate();
+            }
+        }
+    }
+}
+
+control SwitchIngressDeparser(
+        packet_out pkt,
+        inout sd_headers_t hdr,
+        in sd_ingress_md_t ig_md,
+        in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
+    apply {
+        pkt.emit(hdr);
+    }
+}
+
+parser SwitchEgressParser(
+        packet_in pkt,
+        out sd_headers_t hdr,
+        out sd_egress_md_t eg_md,
+        out egress_intrinsic_metadata_t eg_intr_md) {
+    state start {
+        pkt.extract(eg_intr_md);
+        eg_md.fci_th = 0;
+        transition accept;
+    }
+}
+
+control SwitchEgress(
+        inout sd_headers_t hdr,
+        inout sd_egress_md_t eg_md,
+        in egress_intrinsic_metadata_t eg_intr_md,
+        in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
+        inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
+        inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
+    apply {
+    }
+}
+
+control SwitchEgressDeparser(
+        packet_out pkt,
+        inout sd_headers_t hdr,
+        in sd_egress_md_t eg_md,
+        in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
+    apply {
+        pkt.emit(hdr);
+    }
+}
+
+Pipeline(SwitchIngressParser(),
+         SwitchIngress(),
+         SwitchIngressDeparser(),
+         SwitchEgressParser(),
+         SwitchEgress(),
+         SwitchEgressDeparser()) pipe;
+
+Switch(pipe) main;

@@ -1,0 +1,168 @@
+// Package stardustmodel is a cell-level, slotted discrete-event model of a
+// two-tier Stardust fabric (Zilberman et al., "Stardust: Divide and Conquer
+// in the Data Center Network", NSDI'19): Fabric Adapters (FA) with virtual
+// output queues per destination port and priority, an egress credit
+// scheduler per destination port, packing of a VOQ's packets into cells,
+// spraying of cells over links by a random permutation refreshed every few
+// rounds, Fabric Elements (FE) with shallow output queues that mark
+// congestion (FCI), and link propagation delay.
+//
+// Time advances in slots of one "fabric cell time" (§4.2.1): the time a
+// full cell, its header and the link's per-cell overhead take on one fabric
+// link. A fabric link carries at most one cell per slot; a cell shorter than
+// a full cell (the tail of a credit's worth) still takes a slot, as the FE
+// data path is clocked per cell (§4.2).
+//
+// What the fabric does emerges from these mechanisms; no result of the
+// paper is a parameter. Not modelled yet (hooks are named where they would
+// go): reachability cells and their aging, link and device failure (every
+// link is up and reaches every destination: Model.reach), multi-stage FE
+// fabrics (one FE stage), VOQ request messages (a VOQ's request reaches its
+// scheduler at once; credits travel the control path with the fabric's
+// delay), packet reassembly timers.
+//
+// The model is single-goroutine and deterministic for a given seed.
+package stardustmodel
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config is one fabric and its offered traffic.
+type Config struct {
+	// FAs is the number of Fabric Adapters (§6.2: 256).
+	FAs int
+	// FEs is the number of Fabric Elements in the single FE stage.
+	FEs int
+	// LinksPerFA is t, the fabric links of one FA (§6.2: 32). Link j of
+	// every FA goes to FE j mod FEs, so LinksPerFA must be a multiple of
+	// FEs; an FE has LinksPerFA/FEs links to each FA.
+	LinksPerFA int
+	// PortsPerFA is the FA's host-facing ports, each with its own egress
+	// credit scheduler (§3.3).
+	PortsPerFA int
+	// PortBps is a host port's rate (§6.3: 10 Gb/s; §2.2: 100GE).
+	PortBps float64
+	// LinkBps is a fabric link's rate (Table 4: 50 Gb/s).
+	LinkBps float64
+	// CellBytes is a cell's payload bound (§3.2: e.g. 256 B; §6.1.1: 64 B).
+	CellBytes int
+	// CellHeaderBytes is the cell header: destination FA and port and a
+	// sequence number (§3.2 "a small header"). 8 B is ours.
+	CellHeaderBytes int
+	// LinkOverheadBytes is the per-cell physical overhead on a fabric link
+	// (§6.2 deducts "physical protocol overheads"); 8 B is ours.
+	LinkOverheadBytes int
+	// CreditBytes is what one credit lets a VOQ release (§3.3, §6.3: 4 KB;
+	// §6.1.1: 2 KB).
+	CreditBytes int
+	// SpeedUp is the credit rate above the port rate (§4.1: e.g. 2%; §6.3:
+	// 3%): credits flow at PortBps*(1+SpeedUp).
+	SpeedUp float64
+	// Priorities is the number of traffic classes, each with its own VOQ;
+	// the scheduler serves them by strict priority, round robin within one
+	// (§4.1).
+	Priorities int
+	// RefreshRounds is how many rounds over the links one random
+	// permutation is used before it is replaced (§5.3 "every few rounds").
+	// 0 never replaces it (a fixed order, to show synchronisation).
+	RefreshRounds int
+	// PropDelay is a fabric link's propagation delay (§6.2: 100 m links;
+	// §5.6: 100 m is half a microsecond).
+	PropDelay time.Duration
+	// FEQueueCells is an FE output queue's capacity; a cell arriving to a
+	// full queue is lost and counted (§5.5: the FE should never lose one).
+	FEQueueCells int
+	// FCIThreshold is the FE queue depth at or above which cells carry the
+	// Fabric Congestion Indication (§4.2); 0 disables FCI.
+	FCIThreshold int
+	// FCIDecrease is the fraction by which an egress scheduler cuts its
+	// credit rate on an FCI cell (at most once per control round trip,
+	// as the cells marked before a cut took effect say nothing new), and FCIRecoverSlots how
+	// many slots it takes to climb back linearly to the full rate. §4.2
+	// says only that FCI "throttles the credit rate"; these are ours.
+	FCIDecrease     float64
+	FCIRecoverSlots int
+	// EgressStopBytes is the egress port buffer level above which the
+	// scheduler stops sending credits (§4.1 "when the egress buffer is
+	// close to full").
+	EgressStopBytes int
+	// Load is the offered load of every host port as a fraction of
+	// PortBps: Poisson packet arrivals, destinations uniform over the
+	// ports of the other FAs.
+	Load float64
+	// PacketBytes is the packets' size.
+	PacketBytes int
+	// HighShare is the fraction of packets in priority 0 (the highest)
+	// when Priorities > 1; the rest go to priority Priorities-1.
+	HighShare float64
+}
+
+// Default is a small fabric with the paper's per-link parameters: 50 Gb/s
+// links (Table 4), 256 B cells (§3.2), 4 KB credits and 3% speed-up (§6.3),
+// 100 m links (§6.2), and a fabric speed-up of 1 (as many fabric links as
+// host ports, of equal rate).
+func Default() Config {
+	return Config{
+		FAs: 16, FEs: 4, LinksPerFA: 8, PortsPerFA: 8,
+		PortBps: 50e9, LinkBps: 50e9,
+		CellBytes: 256, CellHeaderBytes: 8, LinkOverheadBytes: 8,
+		CreditBytes: 4096, SpeedUp: 0.03, Priorities: 1,
+		RefreshRounds: 4, PropDelay: 500 * time.Nanosecond,
+		FEQueueCells: 128, FCIThreshold: 32, FCIDecrease: 0.1, FCIRecoverSlots: 5000,
+		EgressStopBytes: 64 << 10, Load: 0.7, PacketBytes: 1500, HighShare: 0.5,
+	}
+}
+
+// SlotSeconds is one fabric cell time: a full cell with its header and the
+// link overhead on one fabric link.
+func (c Config) SlotSeconds() float64 {
+	return float64(c.CellBytes+c.CellHeaderBytes+c.LinkOverheadBytes) * 8 / c.LinkBps
+}
+
+// CreditRateBps is the egress scheduler's credit rate in bytes' worth of
+// data per second: port rate x (1 + speed-up) (§4.1).
+func (c Config) CreditRateBps() float64 { return c.PortBps * (1 + c.SpeedUp) }
+
+// Validate says what is wrong with c.
+func (c Config) Validate() error {
+	var errs []error
+	pos := func(name string, v int) {
+		if v <= 0 {
+			errs = append(errs, fmt.Errorf("%s %d must be positive", name, v))
+		}
+	}
+	pos("FAs", c.FAs)
+	pos("FEs", c.FEs)
+	pos("LinksPerFA", c.LinksPerFA)
+	pos("PortsPerFA", c.PortsPerFA)
+	pos("CellBytes", c.CellBytes)
+	pos("CreditBytes", c.CreditBytes)
+	pos("Priorities", c.Priorities)
+	pos("FEQueueCells", c.FEQueueCells)
+	pos("PacketBytes", c.PacketBytes)
+	if c.FAs < 2 {
+		errs = append(errs, errors.New("at least 2 FAs"))
+	}
+	if c.FEs > 0 && c.LinksPerFA%c.FEs != 0 {
+		errs = append(errs, fmt.Errorf("LinksPerFA %d is not a multiple of FEs %d", c.LinksPerFA, c.FEs))
+	}
+	if c.PortBps <= 0 || c.LinkBps <= 0 {
+		errs = append(errs, errors.New("PortBps and LinkBps must be positive"))
+	}
+	if c.SpeedUp < 0 || c.Load < 0 || c.PropDelay < 0 || c.RefreshRounds < 0 || c.FCIThreshold < 0 {
+		errs = append(errs, errors.New("SpeedUp, Load, PropDelay, RefreshRounds, FCIThreshold must not be negative"))
+	}
+	if c.FCIDecrease < 0 || c.FCIDecrease >= 1 {
+		errs = append(errs, fmt.Errorf("FCIDecrease %g outside [0,1)", c.FCIDecrease))
+	}
+	if c.FCIThreshold > 0 && c.FCIRecoverSlots <= 0 {
+		errs = append(errs, errors.New("FCIRecoverSlots must be positive with FCI on"))
+	}
+	if c.HighShare < 0 || c.HighShare > 1 {
+		errs = append(errs, fmt.Errorf("HighShare %g outside [0,1]", c.HighShare))
+	}
+	return errors.Join(errs...)
+}

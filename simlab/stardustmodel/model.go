@@ -1,0 +1,439 @@
+package stardustmodel
+
+import (
+	"math"
+	"math/rand/v2"
+)
+
+// PackedCells is how many cells a burst of packets (their sizes in bytes)
+// takes when the burst is chopped as one unit, so a cell may hold the
+// tail of one packet and the head of the next (§3.4, Fig. 4).
+func PackedCells(sizes []int, cellBytes int) int {
+	total := 0
+	for _, s := range sizes {
+		total += s
+	}
+	return (total + cellBytes - 1) / cellBytes
+}
+
+// UnpackedCells is how many cells the same packets take when each packet
+// is chopped on its own (the "non-packed cells" of §6.1.1).
+func UnpackedCells(sizes []int, cellBytes int) int {
+	n := 0
+	for _, s := range sizes {
+		n += (s + cellBytes - 1) / cellBytes
+	}
+	return n
+}
+
+type cell struct {
+	srcFA, dstFA int32
+	fe           int32 // the FE it was sprayed to
+	port         int32 // global destination port
+	prio         int8
+	bytes        int32
+	sent         int64 // slot it left the source FA
+	fci          bool
+}
+
+type voq struct {
+	pkts     []int32 // sizes, FIFO
+	bytes    int64
+	balance  int64 // credit bytes not yet spent; negative is surplus sent (§3.3)
+	inflight int   // credits granted and on their way
+	waiting  bool  // in its scheduler's request list
+}
+
+// sched is a destination port's egress credit scheduler (§4.1).
+type sched struct {
+	tokens  float64   // bytes' worth of credit accrued
+	factor  float64   // FCI throttle, 1 is full rate
+	lastCut int64     // slot of the last FCI cut
+	lists   [][]int32 // per priority: source FAs whose VOQ requests, round robin order
+	egress  float64   // egress buffer bytes
+	credits int64
+}
+
+// sprayer hands out links in a random permutation, replaced every
+// RefreshRounds rounds (§5.3).
+type sprayer struct {
+	perm   []int32
+	pos    int
+	rounds int
+}
+
+func (s *sprayer) next(r *rand.Rand, refresh int) int32 {
+	if s.pos == len(s.perm) {
+		s.pos = 0
+		s.rounds++
+		if refresh > 0 && s.rounds%refresh == 0 {
+			r.Shuffle(len(s.perm), func(i, j int) { s.perm[i], s.perm[j] = s.perm[j], s.perm[i] })
+		}
+	}
+	l := s.perm[s.pos]
+	s.pos++
+	return l
+}
+
+func newSprayer(r *rand.Rand, n int) sprayer {
+	s := sprayer{perm: make([]int32, n)}
+	for i := range s.perm {
+		s.perm[i] = int32(i)
+	}
+	r.Shuffle(n, func(i, j int) { s.perm[i], s.perm[j] = s.perm[j], s.perm[i] })
+	return s
+}
+
+type creditEv struct{ srcFA, voq int32 }
+
+// Stats is what a run measured.
+type Stats struct {
+	Slots        int64
+	SlotSeconds  float64
+	CellsSent    int64 // cells that left a source FA
+	CellsArrived int64 // cells that reached their destination FA
+	CellsLost    int64 // cells that found an FE queue full
+	FCICells     int64 // cells that arrived carrying FCI
+	Credits      int64 // credits granted, all ports
+	BytesOffered int64 // packet bytes that arrived at the FAs
+	BytesArrived int64 // packet bytes that reached the destination FA
+	Bursts       int64 // credits that released data: each is packed as a unit
+	BurstBytes   int64 // the packet bytes they released
+	Packets      int64 // packets they released
+	// QueueHist[k] counts (slot, last-stage FE output queue) samples with
+	// k cells queued, taken after the slot's arrivals and before its
+	// departure (the cell in service counts).
+	QueueHist []int64
+	// LatencyHist[k] counts cells whose fabric traversal, from leaving
+	// the source FA to reaching the destination FA, took k slots.
+	LatencyHist []int64
+	// UplinkCells[fa*LinksPerFA+j] counts cells sprayed on FA fa's link j.
+	UplinkCells []int64
+	// UplinkDst[(fa*LinksPerFA+j)*FAs+d] counts those of them bound for
+	// FA d.
+	UplinkDst []int64
+	// FELinkBusy counts slots in which an FE output link sent a cell,
+	// summed over the links; FELinks is their number.
+	FELinkBusy int64
+	FELinks    int
+	// PortBytes[g] is the bytes delivered to global destination port g,
+	// and PortCredits[g] the credits its scheduler granted.
+	PortBytes   []int64
+	PortCredits []int64
+	// PrioOffered and PrioArrived are packet bytes offered and delivered
+	// per priority.
+	PrioOffered []int64
+	PrioArrived []int64
+}
+
+// Model is one fabric in motion.
+type Model struct {
+	c Config
+	r *rand.Rand
+
+	prop      int     // propagation delay in slots
+	creditLat int     // a credit's way back to the source FA, in slots
+	portBytes float64 // bytes a port drains per slot
+	creditPer float64 // credit bytes a scheduler accrues per slot at full rate
+	arrRate   float64 // packet arrivals per slot per FA
+	nextArr   []float64
+
+	voqs   [][]voq // [fa][(port*Priorities)+prio]
+	scheds []sched // [global port]
+	faq    [][]cell
+	faSpr  []sprayer // [fa]
+	feSpr  []sprayer // [fe*FAs+dstFA]
+	feq    [][]cell  // [fe*FAs*k + dstFA*k + i], k = LinksPerFA/FEs
+
+	feIn   [][]cell // calendar: cells reaching an FE, per slot mod len
+	faIn   [][]cell // calendar: cells reaching their destination FA
+	credIn [][]creditEv
+	now    int64
+
+	S Stats
+}
+
+// New builds the fabric. r drives every random choice.
+func New(c Config, r *rand.Rand) (*Model, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	slot := c.SlotSeconds()
+	m := &Model{c: c, r: r}
+	m.prop = int(math.Ceil(c.PropDelay.Seconds() / slot))
+	// A credit crosses two links (egress FA to FE to source FA) on the
+	// control crossbar (§4.2), so it sees two propagation delays.
+	m.creditLat = 2*m.prop + 2
+	m.portBytes = c.PortBps * slot / 8
+	m.creditPer = c.CreditRateBps() * slot / 8
+	m.arrRate = c.Load * c.PortBps * float64(c.PortsPerFA) * slot / 8 / float64(c.PacketBytes)
+	ports := c.FAs * c.PortsPerFA
+	m.voqs = make([][]voq, c.FAs)
+	m.faq = make([][]cell, c.FAs)
+	m.faSpr = make([]sprayer, c.FAs)
+	m.nextArr = make([]float64, c.FAs)
+	for fa := range m.voqs {
+		m.voqs[fa] = make([]voq, ports*c.Priorities)
+		m.faSpr[fa] = newSprayer(r, c.LinksPerFA)
+		m.nextArr[fa] = m.gap()
+	}
+	m.scheds = make([]sched, ports)
+	for g := range m.scheds {
+		m.scheds[g] = sched{factor: 1, lastCut: -1 << 40, lists: make([][]int32, c.Priorities)}
+	}
+	k := c.LinksPerFA / c.FEs
+	m.feSpr = make([]sprayer, c.FEs*c.FAs)
+	for i := range m.feSpr {
+		m.feSpr[i] = newSprayer(r, k)
+	}
+	m.feq = make([][]cell, c.FEs*c.FAs*k)
+	n := m.prop + 2
+	m.feIn = make([][]cell, n)
+	m.faIn = make([][]cell, n)
+	m.credIn = make([][]creditEv, m.creditLat+1)
+	m.S = Stats{
+		SlotSeconds: slot, QueueHist: make([]int64, c.FEQueueCells+1),
+		UplinkCells: make([]int64, c.FAs*c.LinksPerFA), FELinks: len(m.feq),
+		UplinkDst: make([]int64, c.FAs*c.LinksPerFA*c.FAs),
+		PortBytes: make([]int64, ports), PortCredits: make([]int64, ports),
+		PrioOffered: make([]int64, c.Priorities), PrioArrived: make([]int64, c.Priorities),
+	}
+	return m, nil
+}
+
+func (m *Model) gap() float64 {
+	if m.arrRate <= 0 {
+		return math.Inf(1)
+	}
+	return m.r.ExpFloat64() / m.arrRate
+}
+
+// reach reports whether link j of an FA, or of an FE towards a destination
+// FA, is usable. Every link is up until reachability cells and failures
+// are modelled; this is where their tables would be consulted.
+func (m *Model) reach(int) bool { return true }
+
+// Run advances the fabric by n slots.
+func (m *Model) Run(n int64) {
+	for end := m.now + n; m.now < end; m.now++ {
+		m.step()
+	}
+	m.S.Slots = m.now
+}
+
+func (m *Model) step() {
+	c := m.c
+	k := c.LinksPerFA / c.FEs
+	// 1. cells reach their destination FA: egress buffer, latency, FCI.
+	slotIn := int(m.now % int64(len(m.faIn)))
+	for _, x := range m.faIn[slotIn] {
+		m.S.CellsArrived++
+		m.S.BytesArrived += int64(x.bytes)
+		lat := m.now - x.sent
+		for int64(len(m.S.LatencyHist)) <= lat {
+			m.S.LatencyHist = append(m.S.LatencyHist, 0)
+		}
+		m.S.LatencyHist[lat]++
+		s := &m.scheds[x.port]
+		s.egress += float64(x.bytes)
+		m.S.PortBytes[x.port] += int64(x.bytes)
+		m.S.PrioArrived[x.prio] += int64(x.bytes)
+		if x.fci {
+			m.S.FCICells++
+			// One cut per control round trip: cells marked before the
+			// last cut could take effect say nothing new.
+			if m.now-s.lastCut > int64(m.creditLat+2*m.prop) {
+				s.factor *= 1 - c.FCIDecrease
+				s.lastCut = m.now
+			}
+		}
+	}
+	m.faIn[slotIn] = m.faIn[slotIn][:0]
+
+	// 2. FE: arrivals join the output queue chosen by spraying among the
+	// links to the destination FA; each output link sends one cell.
+	feSlot := int(m.now % int64(len(m.feIn)))
+	for _, x := range m.feIn[feSlot] {
+		fe := int(x.fe)
+		sp := &m.feSpr[fe*c.FAs+int(x.dstFA)]
+		var i int32
+		for {
+			i = sp.next(m.r, c.RefreshRounds)
+			if m.reach(int(i)) {
+				break
+			}
+		}
+		q := fe*c.FAs*k + int(x.dstFA)*k + int(i)
+		if len(m.feq[q]) >= c.FEQueueCells {
+			m.S.CellsLost++
+			continue
+		}
+		if c.FCIThreshold > 0 && len(m.feq[q]) >= c.FCIThreshold {
+			x.fci = true
+		}
+		m.feq[q] = append(m.feq[q], x)
+	}
+	m.feIn[feSlot] = m.feIn[feSlot][:0]
+	out := int((m.now + int64(m.prop) + 1) % int64(len(m.faIn)))
+	for q := range m.feq {
+		n := len(m.feq[q])
+		m.S.QueueHist[n]++
+		if n == 0 {
+			continue
+		}
+		m.S.FELinkBusy++
+		m.faIn[out] = append(m.faIn[out], m.feq[q][0])
+		copy(m.feq[q], m.feq[q][1:])
+		m.feq[q] = m.feq[q][:n-1]
+	}
+
+	// 3. credits reach their VOQ: it dequeues packets up to the credit,
+	// keeping the surplus for later (§3.3), and packs them into cells as
+	// one burst (§3.4).
+	cs := int(m.now % int64(len(m.credIn)))
+	for _, e := range m.credIn[cs] {
+		m.useCredit(int(e.srcFA), int(e.voq))
+	}
+	m.credIn[cs] = m.credIn[cs][:0]
+
+	// 4. packets arrive from the hosts into VOQs.
+	for fa := range m.nextArr {
+		for m.nextArr[fa] < 1 {
+			m.arrive(fa)
+			m.nextArr[fa] += m.gap()
+		}
+		m.nextArr[fa]--
+	}
+
+	// 5. egress schedulers grant credits at the credit rate, strict
+	// priority then round robin over requesting VOQs, unless the egress
+	// buffer is close to full (§4.1). Egress ports drain at port rate.
+	back := int((m.now + int64(m.creditLat)) % int64(len(m.credIn)))
+	for g := range m.scheds {
+		s := &m.scheds[g]
+		if s.factor < 1 {
+			s.factor = math.Min(1, s.factor+1/float64(max(c.FCIRecoverSlots, 1)))
+		}
+		s.egress = math.Max(0, s.egress-m.portBytes)
+		if s.egress > float64(c.EgressStopBytes) {
+			continue // stopped: no credit accrues until the port drains
+		}
+		s.tokens += m.creditPer * s.factor
+		busy := false
+		for _, l := range s.lists {
+			busy = busy || len(l) > 0
+		}
+		if !busy && s.tokens > float64(c.CreditBytes) {
+			s.tokens = float64(c.CreditBytes)
+		}
+		for s.tokens >= float64(c.CreditBytes) {
+			p := 0
+			for p < len(s.lists) && len(s.lists[p]) == 0 {
+				p++
+			}
+			if p == len(s.lists) {
+				break
+			}
+			src := s.lists[p][0]
+			s.lists[p] = s.lists[p][1:]
+			vi := g*c.Priorities + p
+			v := &m.voqs[src][vi]
+			v.inflight++
+			v.waiting = false
+			s.tokens -= float64(c.CreditBytes)
+			s.credits++
+			m.S.Credits++
+			m.S.PortCredits[g]++
+			m.credIn[back] = append(m.credIn[back], creditEv{src, int32(vi)})
+			m.request(int(src), vi)
+		}
+	}
+
+	// 6. each FA sends up to one cell per fabric link, the links taken in
+	// the order of the FA's current random permutation (§3.2, §5.3).
+	feArr := int((m.now + int64(m.prop) + 1) % int64(len(m.feIn)))
+	for fa := range m.faq {
+		q := m.faq[fa]
+		n := min(len(q), c.LinksPerFA)
+		for _, x := range q[:n] {
+			var j int32
+			for {
+				j = m.faSpr[fa].next(m.r, c.RefreshRounds)
+				if m.reach(int(j)) {
+					break
+				}
+			}
+			m.S.UplinkCells[fa*c.LinksPerFA+int(j)]++
+			m.S.UplinkDst[(fa*c.LinksPerFA+int(j))*c.FAs+int(x.dstFA)]++
+			m.S.CellsSent++
+			x.sent = m.now
+			x.fe = int32(int(j) % c.FEs)
+			m.feIn[feArr] = append(m.feIn[feArr], x)
+		}
+		m.faq[fa] = append(q[:0], q[n:]...)
+	}
+}
+
+func (m *Model) arrive(fa int) {
+	c := m.c
+	dstFA := m.r.IntN(c.FAs - 1)
+	if dstFA >= fa {
+		dstFA++
+	}
+	g := dstFA*c.PortsPerFA + m.r.IntN(c.PortsPerFA)
+	p := 0
+	if c.Priorities > 1 && m.r.Float64() >= c.HighShare {
+		p = c.Priorities - 1
+	}
+	vi := g*c.Priorities + p
+	v := &m.voqs[fa][vi]
+	v.pkts = append(v.pkts, int32(c.PacketBytes))
+	v.bytes += int64(c.PacketBytes)
+	m.S.BytesOffered += int64(c.PacketBytes)
+	m.S.PrioOffered[p] += int64(c.PacketBytes)
+	m.request(fa, vi)
+}
+
+// request puts a VOQ in its scheduler's list if the data it holds is not
+// already covered by its credit balance and the credits on their way.
+func (m *Model) request(fa, vi int) {
+	v := &m.voqs[fa][vi]
+	if v.waiting || v.bytes-v.balance-int64(v.inflight*m.c.CreditBytes) <= 0 {
+		return
+	}
+	g, p := vi/m.c.Priorities, vi%m.c.Priorities
+	s := &m.scheds[g]
+	s.lists[p] = append(s.lists[p], int32(fa))
+	v.waiting = true
+}
+
+func (m *Model) useCredit(fa, vi int) {
+	c := m.c
+	v := &m.voqs[fa][vi]
+	v.inflight--
+	v.balance += int64(c.CreditBytes)
+	g, prio := vi/c.Priorities, vi%c.Priorities
+	dstFA := g / c.PortsPerFA
+	burst := int64(0)
+	for v.balance > 0 && len(v.pkts) > 0 {
+		s := int64(v.pkts[0])
+		v.pkts = v.pkts[1:]
+		v.bytes -= s
+		v.balance -= s
+		burst += s
+		m.S.Packets++
+	}
+	if burst > 0 {
+		m.S.Bursts++
+		m.S.BurstBytes += burst
+	}
+	if len(v.pkts) == 0 && v.balance > 0 {
+		v.balance = 0 // an empty VOQ keeps no credit
+	}
+	for burst > 0 {
+		b := min(burst, int64(c.CellBytes))
+		burst -= b
+		m.faq[fa] = append(m.faq[fa], cell{srcFA: int32(fa), dstFA: int32(dstFA), port: int32(g), prio: int8(prio), bytes: int32(b)})
+	}
+	m.request(fa, vi)
+}
