@@ -116,6 +116,7 @@ func (s *sim) shape() uint64 {
 	mix(s.highest - n)
 	mix(s.bufBytes)
 	mix(int64(s.buf.n))
+	mix(int64(s.flight.n))
 	if s.buf.n > 0 {
 		mix(s.buf.at(0).seq - n)
 	}
@@ -156,6 +157,11 @@ func (s *sim) encode(dst []int64) []int64 {
 		s.bufBytes, b2i(s.draining), b2i(s.bpPaused), b2i(s.paused), int64(s.pendingBP), int64(s.buf.n))
 	for i := 0; i < s.buf.n; i++ {
 		p := s.buf.at(i)
+		dst = append(dst, p.seq-n, int64(p.kind), int64(p.bytes), b2i(p.lost), p.run)
+	}
+	dst = append(dst, int64(s.flight.n), s.flightB)
+	for i := 0; i < s.flight.n; i++ {
+		p := s.flight.at(i)
 		dst = append(dst, p.seq-n, int64(p.kind), int64(p.bytes), b2i(p.lost), p.run)
 	}
 	for i := range s.q {
@@ -226,6 +232,9 @@ func (s *sim) jump(until int64) {
 	s.slotFree += dt
 	for i := 0; i < s.buf.n; i++ {
 		s.buf.at(i).seq += ds
+	}
+	for i := 0; i < s.flight.n; i++ {
+		s.flight.at(i).seq += ds
 	}
 	s.indexBuffer(0)
 	for i := range s.q {

@@ -7,7 +7,8 @@
 // and bounded like the reorder buffer, loss detection by a gap in sequence numbers, a loss notification to the sender,
 // N retransmitted copies on a high-priority queue, a lowest-priority dummy
 // queue exposing tail losses, the receiver's reorder buffer (recirculation,
-// draining at 100G) with pause/resume backpressure (Algorithm 2) taking
+// draining at 100G, each frame back at the ingress a loop latency after its
+// pass) with pause/resume backpressure (Algorithm 2) taking
 // effect after a flight delay, ackNoTimeout skipping an unrepaired hole,
 // tracking of at most 5 consecutive losses, and the non-blocking mode that
 // forwards out of order. Every frame's corruption is an independent draw at
@@ -76,6 +77,13 @@ type Config struct {
 	// retransmitted and its hole is skipped by ackNoTimeout.
 	TxBufferCap int
 	Pipeline    time.Duration // one switch pass (port to port), each way
+	// LoopLatency is a recirculated frame's way from the end of its pass
+	// through the recirculation port back to the ingress decision: the
+	// loopback MAC, the ingress parser and pipeline. Frames on it are in
+	// flight, not in the port's queue, whose depth alone the pause and
+	// resume thresholds watch (receiver.p4: the thresholds are on the
+	// recirculation queue's depth).
+	LoopLatency time.Duration
 	Propagation time.Duration // fibre
 	// RetxHandling is the sender's extra time between a loss notification
 	// arriving and its copies being ready to send (mirroring, multicast,
@@ -100,7 +108,11 @@ func Defaults(mode Mode, linkBps, loss float64, frames int64) (Config, error) {
 		// queue on the same chip (§4).
 		TxBufferCap: 200_000,
 		// Tofino's port-to-port latency with MAC and PCS is about 1 us.
-		Pipeline:    time.Microsecond,
+		Pipeline: time.Microsecond,
+		// A recirculation pass crosses the chip as a port-to-port pass
+		// does (the receiver does not bypass egress for recirculated
+		// frames, "buys more time for reTx to arrive", receiver.p4).
+		LoopLatency: time.Microsecond,
 		Propagation: 10 * time.Nanosecond, // 2 m of fibre
 	}
 	var err error
@@ -177,6 +189,7 @@ const (
 	evAck
 	evTimeout
 	evDrain
+	evLoop
 )
 
 // Every kind of event is scheduled a fixed delay after the time it is
@@ -194,6 +207,7 @@ const (
 	qAck
 	qTimeout
 	qDrain
+	qLoop // recirculated frames on their way back to the ingress decision
 	nQueues
 )
 
@@ -265,6 +279,8 @@ func queueOf(e *event) int {
 		return qAck
 	case evTimeout:
 		return qTimeout
+	case evLoop:
+		return qLoop
 	}
 	return qDrain
 }
@@ -364,7 +380,10 @@ type sim struct {
 	ackNo     int64
 	highest   int64 // highest original seen + 1
 	holes     map[int64]bool
-	buf       deque  // recirculation queue: the reorder buffer (ordered mode)
+	buf       deque // recirculation queue: the reorder buffer (ordered mode)
+	flight    deque // frames past their pass, on the loop back to the decision
+	flightB   int64 // their bytes (part of bufBytes)
+	loopPS    int64
 	inBuf     []bool // by seq modulo its length: the originals in buf, all in [ackNo, ackNo+len)
 	bufBytes  int64
 	draining  bool
@@ -405,6 +424,7 @@ func New(cfg Config, r *rand.Rand) (*Sim, error) {
 	}
 	s := &sim{c: cfg, r: r, holes: map[int64]bool{}, delivered: map[int64]bool{}, covered: -1, idleFrom: -1, gap: -1, firstQ: -1}
 	s.serFrame, s.ser64, s.drainFrame = s.serPS(cfg.FrameBytes), s.serPS(64), drainPS(cfg.FrameBytes)
+	s.loopPS = durPS(cfg.LoopLatency)
 	s.steadyTx = s.steadyTxFrames()
 	return &Sim{s: s}, nil
 }
@@ -561,7 +581,7 @@ func (s *sim) takeHeld(seq int64, n int) uint8 {
 }
 
 func (s *sim) steady() bool {
-	return !s.c.Step && s.steadyFits() && len(s.txDropped) == 0 && len(s.held) == 0 && len(s.holes) == 0 && s.buf.n == 0 && !s.draining && !s.paused && s.pendingBP == 0 &&
+	return !s.c.Step && s.steadyFits() && len(s.txDropped) == 0 && len(s.held) == 0 && len(s.holes) == 0 && s.buf.n == 0 && s.flight.n == 0 && !s.draining && !s.paused && s.pendingBP == 0 &&
 		len(s.retx) == 0 && s.undetected == 0 && s.notifPending == 0 && !s.bpPaused
 }
 
@@ -726,7 +746,7 @@ func (s *sim) runProgress(t int64) (notSent, arrived int64) {
 	slices.SortFunc(runs, func(a, b *event) int { return cmp.Compare(a.p.seq, b.p.seq) })
 	next := s.ackNo
 	for _, e := range runs {
-		if s.c.Mode != Off && (e.p.seq != next || len(s.holes) > 0 || s.buf.n > 0) {
+		if s.c.Mode != Off && (e.p.seq != next || len(s.holes) > 0 || s.buf.n > 0 || s.flight.n > 0) {
 			break // would not be delivered on arrival: count it when it lands
 		}
 		slot := s.ser(e.p.bytes)
@@ -831,6 +851,10 @@ func (s *sim) handle(e *event) {
 	case evDrain:
 		s.buf.rotate(e.n)
 		s.drainOne()
+	case evLoop:
+		p := s.flight.pop()
+		s.flightB -= int64(p.bytes + lg.HeaderBytes)
+		s.decide(p)
 	}
 }
 
@@ -845,7 +869,7 @@ func (s *sim) arrive(p packet) {
 	if p.lost {
 		return // corrupted: the MAC drops it (FCS error)
 	}
-	if p.run > 0 && p.kind == lg.PktOriginal && p.run >= 1 && len(s.holes) == 0 && s.buf.n == 0 && p.seq == s.ackNo {
+	if p.run > 0 && p.kind == lg.PktOriginal && p.run >= 1 && len(s.holes) == 0 && s.buf.n == 0 && s.flight.n == 0 && p.seq == s.ackNo {
 		// A steady run, in order.
 		s.ackNo += p.run
 		s.highest = max(s.highest, s.ackNo)
@@ -988,8 +1012,13 @@ func (s *sim) indexBuffer(n int64) {
 	} else {
 		clear(s.inBuf)
 	}
-	for i := 0; i < s.buf.n; i++ {
-		seq := s.buf.at(i).seq
+	for i := 0; i < s.buf.n+s.flight.n; i++ {
+		var seq int64
+		if i < s.buf.n {
+			seq = s.buf.at(i).seq
+		} else {
+			seq = s.flight.at(i - s.buf.n).seq
+		}
 		d := seq - s.ackNo
 		if d < 0 {
 			continue // a duplicate on its way out: never looked up
@@ -1017,9 +1046,10 @@ func (s *sim) kickDrain() {
 	// sender (no resume, no copies to send: leaving idle moves the clock to
 	// the end of the dummy under way), and the time asked for is not
 	// reached, k of them are taken as one event that rotates the queue by
-	// k before its (k+1)th pass, due when that pass ends.
+	// k before its (k+1)th pass, due when that pass ends. With a loop
+	// latency the frames come back one by one, so each pass is simulated.
 	k := 0
-	if s.off == nil {
+	if s.off == nil && s.loopPS == 0 {
 		limit := min(s.q[qArrive].headAt(), s.q[qTimeout].headAt(), s.q[qBP].headAt(), s.q[qHandled].headAt(),
 			s.now+s.oneWay()+s.ser(64))
 		n := s.buf.n
@@ -1061,6 +1091,21 @@ func (s *sim) drainOne() {
 		return
 	}
 	p := s.buf.pop()
+	if s.loopPS > 0 {
+		// Back to the ingress after the loop's latency; the port serves
+		// its next frame meanwhile.
+		s.flight.push(p)
+		s.flightB += int64(p.bytes + lg.HeaderBytes)
+		s.at(event{at: s.now + s.loopPS, kind: evLoop})
+		s.backpressure()
+		s.kickDrain()
+		return
+	}
+	s.decide(p)
+}
+
+// decide is the ingress decision on a recirculated frame: Algorithm 1.
+func (s *sim) decide(p packet) {
 	switch {
 	case p.seq == s.ackNo: // its turn: forwarded
 		s.leave(p)
@@ -1091,7 +1136,7 @@ func (s *sim) backpressure() {
 	if !s.c.Backpressure {
 		return
 	}
-	cells := (s.bufBytes + lg.CellBytes - 1) / lg.CellBytes
+	cells := (s.bufBytes - s.flightB + lg.CellBytes - 1) / lg.CellBytes
 	switch {
 	case cells >= int64(s.c.PauseCells) && !s.bpPaused:
 		s.bpPaused = true
