@@ -81,8 +81,9 @@ type Config struct {
 	// through the recirculation port back to the ingress decision: the
 	// loopback MAC, the ingress parser and pipeline. Frames on it are in
 	// flight, not in the port's queue, whose depth alone the pause and
-	// resume thresholds watch (receiver.p4: the thresholds are on the
-	// recirculation queue's depth).
+	// resume thresholds watch (receiver.p4 compares
+	// reg_recirc_buffer_pfc_pause_threshold and ..._resume_threshold with
+	// the recirculation queue's deq_qdepth).
 	LoopLatency time.Duration
 	Propagation time.Duration // fibre
 	// RetxHandling is the sender's extra time between a loss notification
