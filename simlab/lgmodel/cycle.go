@@ -58,7 +58,7 @@ type cycles struct {
 func (s *sim) cycleable() bool {
 	return !s.c.Step && !s.c.NoCycleSkip && s.off == nil && s.c.Mode != Off && s.gap > 0 &&
 		len(s.holes) == 0 && len(s.retx) == 0 && s.undetected == 0 && s.notifPending == 0 &&
-		s.idleFrom < 0 && len(s.delivered) == 0
+		s.idleFrom < 0 && len(s.delivered) == 0 && len(s.txDropped) == 0 && len(s.held) == 0
 }
 
 // cycle is called before an original is sent at s.now.
@@ -116,6 +116,7 @@ func (s *sim) shape() uint64 {
 	mix(s.highest - n)
 	mix(s.bufBytes)
 	mix(int64(s.buf.n))
+	mix(int64(s.flight.n))
 	if s.buf.n > 0 {
 		mix(s.buf.at(0).seq - n)
 	}
@@ -152,10 +153,15 @@ func b2i(b bool) int64 {
 // latest original has been announced.
 func (s *sim) encode(dst []int64) []int64 {
 	n, t := s.nextSeq, s.now
-	dst = append(dst, s.slotFree-t, s.senderAck-n, s.ackNo-n, s.highest-n, b2i(s.covered == n-1),
+	dst = append(dst, s.slotFree-t, s.senderAck-n, s.lackSent-n, s.ackNo-n, s.highest-n, b2i(s.covered == n-1),
 		s.bufBytes, b2i(s.draining), b2i(s.bpPaused), b2i(s.paused), int64(s.pendingBP), int64(s.buf.n))
 	for i := 0; i < s.buf.n; i++ {
 		p := s.buf.at(i)
+		dst = append(dst, p.seq-n, int64(p.kind), int64(p.bytes), b2i(p.lost), p.run)
+	}
+	dst = append(dst, int64(s.flight.n), s.flightB)
+	for i := 0; i < s.flight.n; i++ {
+		p := s.flight.at(i)
 		dst = append(dst, p.seq-n, int64(p.kind), int64(p.bytes), b2i(p.lost), p.run)
 	}
 	for i := range s.q {
@@ -177,7 +183,7 @@ func (s *sim) encode(dst []int64) []int64 {
 			if e.kind != evArrive {
 				pseq = 0
 			}
-			dst = append(dst, e.at-t, int64(s.nev-e.idx), int64(e.kind), seq, int64(e.n), b2i(e.handled),
+			dst = append(dst, e.at-t, int64(s.nev-e.idx), int64(e.kind), seq, int64(e.n), b2i(e.handled), int64(e.mask),
 				int64(e.p.kind), pseq, int64(e.p.bytes), b2i(e.p.lost), e.p.run)
 		}
 	}
@@ -218,6 +224,7 @@ func (s *sim) jump(until int64) {
 	}
 	s.nextSeq += ds
 	s.senderAck += ds
+	s.lackSent += ds
 	s.ackNo += ds
 	s.highest += ds
 	s.gap -= ds
@@ -225,6 +232,9 @@ func (s *sim) jump(until int64) {
 	s.slotFree += dt
 	for i := 0; i < s.buf.n; i++ {
 		s.buf.at(i).seq += ds
+	}
+	for i := 0; i < s.flight.n; i++ {
+		s.flight.at(i).seq += ds
 	}
 	s.indexBuffer(0)
 	for i := range s.q {

@@ -3,11 +3,12 @@
 // link, in simulated time with real serialization and latency.
 //
 // The mechanism, not its results, is modelled: sequence numbers (16-bit with
-// an era bit), the sender's Tx buffer freed by cumulative ACKs, loss
-// detection by a gap in sequence numbers, a loss notification to the sender,
+// an era bit), the sender's Tx buffer freed by the receiver's leading ACK
+// and bounded like the reorder buffer, loss detection by a gap in sequence numbers, a loss notification to the sender,
 // N retransmitted copies on a high-priority queue, a lowest-priority dummy
 // queue exposing tail losses, the receiver's reorder buffer (recirculation,
-// draining at 100G) with pause/resume backpressure (Algorithm 2) taking
+// draining at 100G, each frame back at the ingress a loop latency after its
+// pass) with pause/resume backpressure (Algorithm 2) taking
 // effect after a flight delay, ackNoTimeout skipping an unrepaired hole,
 // tracking of at most 5 consecutive losses, and the non-blocking mode that
 // forwards out of order. Every frame's corruption is an independent draw at
@@ -66,9 +67,25 @@ type Config struct {
 	ResumeCells  int           //
 	FlightResume time.Duration // resume decision -> sender resumes
 	AckNoTimeout time.Duration
-	RxBufferCap  int           // reorder buffer capacity in bytes (§4: 200 KB)
-	Pipeline     time.Duration // one switch pass (port to port), each way
-	Propagation  time.Duration // fibre
+	RxBufferCap  int // reorder buffer capacity in bytes (§4: 200 KB)
+	// TxBufferCap bounds the sender's Tx buffer in bytes (0: unbounded).
+	// The buffer is the recirculation port's queue that egress-mirrored
+	// copies wait in (artifact: sender/setup-ae.py, mirror sessions to
+	// RECIRC_PORT_PIPE_0 queue RECIRC_BUFFERING_Q_ID); a copy that finds it
+	// full is tail-dropped by the traffic manager. Nothing pauses the
+	// sender for it, so a lost original whose copy was dropped is not
+	// retransmitted and its hole is skipped by ackNoTimeout.
+	TxBufferCap int
+	Pipeline    time.Duration // one switch pass (port to port), each way
+	// LoopLatency is a recirculated frame's way from the end of its pass
+	// through the recirculation port back to the ingress decision: the
+	// loopback MAC, the ingress parser and pipeline. Frames on it are in
+	// flight, not in the port's queue, whose depth alone the pause and
+	// resume thresholds watch (receiver.p4 compares
+	// reg_recirc_buffer_pfc_pause_threshold and ..._resume_threshold with
+	// the recirculation queue's deq_qdepth).
+	LoopLatency time.Duration
+	Propagation time.Duration // fibre
 	// RetxHandling is the sender's extra time between a loss notification
 	// arriving and its copies being ready to send (mirroring, multicast,
 	// fetching from the Tx buffer).
@@ -88,8 +105,15 @@ type Config struct {
 func Defaults(mode Mode, linkBps, loss float64, frames int64) (Config, error) {
 	c := Config{Mode: mode, LinkBps: linkBps, FrameBytes: 1518, Loss: loss, Frames: frames,
 		Backpressure: mode == Ordered, RxBufferCap: 200_000,
+		// Sized as the reorder buffer: both are a recirculation port's
+		// queue on the same chip (§4).
+		TxBufferCap: 200_000,
 		// Tofino's port-to-port latency with MAC and PCS is about 1 us.
-		Pipeline:    time.Microsecond,
+		Pipeline: time.Microsecond,
+		// A recirculation pass crosses the chip as a port-to-port pass
+		// does (the receiver does not bypass egress for recirculated
+		// frames, "buys more time for reTx to arrive", receiver.p4).
+		LoopLatency: time.Microsecond,
 		Propagation: 10 * time.Nanosecond, // 2 m of fibre
 	}
 	var err error
@@ -129,6 +153,7 @@ type Result struct {
 	Lost             int64 // originals never delivered
 	Timeouts         int64 // holes skipped by ackNoTimeout
 	BufferDrops      int64 // reorder-buffer overflows
+	TxBufferDrops    int64 // copies the full Tx buffer could not hold
 	PauseFrames      int64
 	MaxTxBufferBytes int64
 	MaxRxBufferBytes int64
@@ -153,7 +178,8 @@ type event struct {
 	seq     int64
 	n       int
 	idx     int
-	handled bool // evNotify: the sender's handling delay has passed
+	handled bool  // evNotify: the sender's handling delay has passed
+	mask    uint8 // evNotify, handled: the holes whose copy the Tx buffer holds
 }
 
 const (
@@ -164,6 +190,7 @@ const (
 	evAck
 	evTimeout
 	evDrain
+	evLoop
 )
 
 // Every kind of event is scheduled a fixed delay after the time it is
@@ -181,6 +208,7 @@ const (
 	qAck
 	qTimeout
 	qDrain
+	qLoop // recirculated frames on their way back to the ingress decision
 	nQueues
 )
 
@@ -252,6 +280,8 @@ func queueOf(e *event) int {
 		return qAck
 	case evTimeout:
 		return qTimeout
+	case evLoop:
+		return qLoop
 	}
 	return qDrain
 }
@@ -318,12 +348,19 @@ type sim struct {
 	// sender
 	now, slotFree int64
 	nextSeq       int64
-	senderAck     int64
-	retx          []int64
-	paused        bool
-	pendingBP     int
-	undetected    int64 // originals lost on the wire that the receiver has not yet seen as holes
-	notifPending  int
+	// senderAck is the receiver's leading ACK as the sender last heard it:
+	// the highest original seen + 1. Copies below it leave the Tx buffer
+	// (sender.p4: a buffered packet with seq <= leading_ack is dropped
+	// unless its hole bit is set, then it is retransmitted), except those
+	// of notified holes, held until their copies are made.
+	senderAck    int64
+	held         []int64 // notified holes whose copies are not made yet
+	txDropped    []int64 // originals above senderAck whose copy was tail-dropped, ascending
+	retx         []int64
+	paused       bool
+	pendingBP    int
+	undetected   int64 // originals lost on the wire that the receiver has not yet seen as holes
+	notifPending int
 	// gap is the number of good originals before the next corrupted one
 	// (-1: not drawn yet). Corruptions are i.i.d., so the gaps between them
 	// are geometric: drawn once, counted down frame by frame or skipped
@@ -340,10 +377,14 @@ type sim struct {
 	serFrame, ser64, drainFrame int64 // ser(FrameBytes), ser(64), drainPS(FrameBytes)
 
 	// receiver
+	lackSent  int64 // the last leading ACK sent back
 	ackNo     int64
 	highest   int64 // highest original seen + 1
 	holes     map[int64]bool
-	buf       deque  // recirculation queue: the reorder buffer (ordered mode)
+	buf       deque // recirculation queue: the reorder buffer (ordered mode)
+	flight    deque // frames past their pass, on the loop back to the decision
+	flightB   int64 // their bytes (part of bufBytes)
+	loopPS    int64
 	inBuf     []bool // by seq modulo its length: the originals in buf, all in [ackNo, ackNo+len)
 	bufBytes  int64
 	draining  bool
@@ -384,6 +425,7 @@ func New(cfg Config, r *rand.Rand) (*Sim, error) {
 	}
 	s := &sim{c: cfg, r: r, holes: map[int64]bool{}, delivered: map[int64]bool{}, covered: -1, idleFrom: -1, gap: -1, firstQ: -1}
 	s.serFrame, s.ser64, s.drainFrame = s.serPS(cfg.FrameBytes), s.serPS(64), drainPS(cfg.FrameBytes)
+	s.loopPS = durPS(cfg.LoopLatency)
 	s.steadyTx = s.steadyTxFrames()
 	return &Sim{s: s}, nil
 }
@@ -416,7 +458,7 @@ func (m *Sim) StopOffering() { m.s.c.Frames = m.s.nextSeq }
 func (m *Sim) Buffers() (txBytes, rxBytes int64, paused bool) {
 	s := m.s
 	if s.c.Mode != Off {
-		txBytes = (s.nextSeq - s.senderAck) * int64(s.c.FrameBytes+lg.HeaderBytes)
+		txBytes = s.txFrames() * int64(s.c.FrameBytes+lg.HeaderBytes)
 	}
 	return txBytes, s.bufBytes, s.paused
 }
@@ -439,7 +481,7 @@ func (m *Sim) Result() Result {
 	if d > 0 {
 		res.EffectiveBps = float64(res.Delivered) * float64(s.wire(s.c.FrameBytes)) * 8 / (float64(d) * 1e-12)
 	}
-	if s.c.Mode != Off && res.FramesSent > 0 {
+	if s.c.Mode != Off && res.FramesSent > 0 && s.steadyFits() {
 		res.MaxTxBufferBytes = max(res.MaxTxBufferBytes, min(s.steadyTx, res.FramesSent)*int64(s.c.FrameBytes+lg.HeaderBytes))
 	}
 	return res
@@ -489,8 +531,58 @@ func (s *sim) done() bool {
 	return s.nextSeq == s.c.Frames && s.res.Delivered+s.res.Lost == s.c.Frames && s.pending == 0
 }
 
+// steadyFits: the steady window of copies fits in the Tx buffer, so a
+// steady run loses none of them.
+func (s *sim) steadyFits() bool {
+	return s.c.TxBufferCap <= 0 || s.steadyTx*int64(s.c.FrameBytes+lg.HeaderBytes) <= int64(s.c.TxBufferCap)
+}
+
+// txFrames is the Tx buffer's occupancy in copies.
+func (s *sim) txFrames() int64 {
+	n := s.nextSeq - s.senderAck - int64(len(s.txDropped))
+	for _, h := range s.held {
+		if h < s.senderAck {
+			n++ // not counted above once the leading ACK passed it
+		}
+	}
+	return n
+}
+
+// setLack records a leading ACK reaching the sender.
+func (s *sim) setLack(lack int64) {
+	if lack <= s.senderAck {
+		return
+	}
+	s.senderAck = lack
+	i := 0
+	for i < len(s.txDropped) && s.txDropped[i] < lack {
+		i++
+	}
+	if i > 0 {
+		s.txDropped = s.txDropped[:copy(s.txDropped, s.txDropped[i:])]
+	}
+}
+
+// takeHeld: a loss notification for n holes from seq reaches the sender.
+// The Tx buffer holds the copy of each hole whose copy was not dropped;
+// those stay held until the copies are made. Bit i of the mask: hole
+// seq+i is retransmitted.
+func (s *sim) takeHeld(seq int64, n int) uint8 {
+	var mask uint8
+	for i := 0; i < n; i++ {
+		h := seq + int64(i)
+		if j, ok := slices.BinarySearch(s.txDropped, h); ok {
+			s.txDropped = slices.Delete(s.txDropped, j, j+1)
+			continue
+		}
+		mask |= 1 << i
+		s.held = append(s.held, h)
+	}
+	return mask
+}
+
 func (s *sim) steady() bool {
-	return !s.c.Step && len(s.holes) == 0 && s.buf.n == 0 && !s.draining && !s.paused && s.pendingBP == 0 &&
+	return !s.c.Step && s.steadyFits() && len(s.txDropped) == 0 && len(s.held) == 0 && len(s.holes) == 0 && s.buf.n == 0 && s.flight.n == 0 && !s.draining && !s.paused && s.pendingBP == 0 &&
 		len(s.retx) == 0 && s.undetected == 0 && s.notifPending == 0 && !s.bpPaused
 }
 
@@ -655,7 +747,7 @@ func (s *sim) runProgress(t int64) (notSent, arrived int64) {
 	slices.SortFunc(runs, func(a, b *event) int { return cmp.Compare(a.p.seq, b.p.seq) })
 	next := s.ackNo
 	for _, e := range runs {
-		if s.c.Mode != Off && (e.p.seq != next || len(s.holes) > 0 || s.buf.n > 0) {
+		if s.c.Mode != Off && (e.p.seq != next || len(s.holes) > 0 || s.buf.n > 0 || s.flight.n > 0) {
 			break // would not be delivered on arrival: count it when it lands
 		}
 		slot := s.ser(e.p.bytes)
@@ -679,7 +771,7 @@ func (s *sim) emitRun(p packet) {
 	s.slotFree = last + slot
 	// During a steady run ACKs flow continuously: the Tx buffer holds the
 	// steady-state window, not the whole run.
-	s.senderAck = max(s.senderAck, s.nextSeq-s.steadyTx)
+	s.setLack(s.nextSeq - s.steadyTx)
 	s.at(event{at: last + slot + s.oneWay(), kind: evArrive, p: p})
 }
 
@@ -700,8 +792,14 @@ func (s *sim) transmit(p packet) {
 		}
 	}
 	if p.kind == lg.PktOriginal && s.c.Mode != Off {
-		tx := (s.nextSeq - s.senderAck) * int64(s.c.FrameBytes+lg.HeaderBytes)
-		s.res.MaxTxBufferBytes = max(s.res.MaxTxBufferBytes, tx)
+		// The original's egress-mirrored copy joins the Tx buffer, or is
+		// tail-dropped when it is full (sender.p4 copy_for_buffering).
+		size := int64(s.c.FrameBytes + lg.HeaderBytes)
+		if s.c.TxBufferCap > 0 && s.txFrames()*size > int64(s.c.TxBufferCap) {
+			s.txDropped = append(s.txDropped, p.seq)
+			s.res.TxBufferDrops++
+		}
+		s.res.MaxTxBufferBytes = max(s.res.MaxTxBufferBytes, s.txFrames()*size)
 	}
 	s.at(event{at: s.now + slot + s.oneWay(), kind: evArrive, p: p})
 }
@@ -711,19 +809,29 @@ func (s *sim) handle(e *event) {
 	case evArrive:
 		s.arrive(e.p)
 	case evNotify:
-		if s.c.RetxHandling > 0 && !e.handled {
-			// The sender's mirror/multicast path takes its time.
-			e.handled = true
-			s.at(event{at: s.now + durPS(s.c.RetxHandling), kind: evNotify, seq: e.seq, n: e.n, handled: true})
-			return
+		if !e.handled {
+			// The notification sets the holes' bits as it arrives
+			// (sender.p4 set_holes_1..5).
+			e.mask = s.takeHeld(e.seq, e.n)
+			if s.c.RetxHandling > 0 {
+				// The sender's mirror/multicast path takes its time.
+				s.at(event{at: s.now + durPS(s.c.RetxHandling), kind: evNotify, seq: e.seq, n: e.n, handled: true, mask: e.mask})
+				return
+			}
 		}
 		s.notifPending--
 		for i := 0; i < e.n; i++ {
+			if e.mask&(1<<i) == 0 {
+				continue // its copy was dropped: only the timeout skips the hole
+			}
+			// The held copy leaves the Tx buffer as N copies on the
+			// retransmission queue (retx_mcast_buffered_pkt).
 			seq := e.seq + int64(i)
-			if seq >= s.senderAck { // still buffered: multicast N copies
-				for c := 0; c < s.c.Copies; c++ {
-					s.retx = append(s.retx, seq)
-				}
+			if j := slices.Index(s.held, seq); j >= 0 {
+				s.held = slices.Delete(s.held, j, j+1)
+			}
+			for c := 0; c < s.c.Copies; c++ {
+				s.retx = append(s.retx, seq)
 			}
 		}
 	case evPause:
@@ -733,7 +841,7 @@ func (s *sim) handle(e *event) {
 		s.pendingBP--
 		s.paused = false
 	case evAck:
-		s.senderAck = max(s.senderAck, e.seq)
+		s.setLack(e.seq)
 	case evTimeout:
 		if s.holes[e.seq] {
 			delete(s.holes, e.seq)
@@ -744,6 +852,10 @@ func (s *sim) handle(e *event) {
 	case evDrain:
 		s.buf.rotate(e.n)
 		s.drainOne()
+	case evLoop:
+		p := s.flight.pop()
+		s.flightB -= int64(p.bytes + lg.HeaderBytes)
+		s.decide(p)
 	}
 }
 
@@ -758,7 +870,7 @@ func (s *sim) arrive(p packet) {
 	if p.lost {
 		return // corrupted: the MAC drops it (FCS error)
 	}
-	if p.run > 0 && p.kind == lg.PktOriginal && p.run >= 1 && len(s.holes) == 0 && s.buf.n == 0 && p.seq == s.ackNo {
+	if p.run > 0 && p.kind == lg.PktOriginal && p.run >= 1 && len(s.holes) == 0 && s.buf.n == 0 && s.flight.n == 0 && p.seq == s.ackNo {
 		// A steady run, in order.
 		s.ackNo += p.run
 		s.highest = max(s.highest, s.ackNo)
@@ -776,11 +888,13 @@ func (s *sim) arrive(p packet) {
 	switch p.kind {
 	case lg.PktDummy:
 		s.detect(p.lastSeq + 1)
+		s.ackBack()
 		return
 	}
 	seq := p.seq
 	s.detect(seq)
 	s.highest = max(s.highest, seq+1)
+	s.ackBack()
 	switch {
 	case seq < s.ackNo || (s.c.Mode == NonBlocking && s.delivered[seq]) || s.buffered(seq):
 		return // duplicate copy: de-duplication
@@ -840,8 +954,16 @@ func (s *sim) advanceAck() {
 	s.kickDrain()
 }
 
+// ackBack sends the leading ACK, the highest original seen + 1, when it
+// has moved: the receiver records it on every arrival and it rides back
+// on reverse traffic or a courier packet (receiver.p4 set_loss_notification_lack_*,
+// reg_leading_ack).
 func (s *sim) ackBack() {
-	s.at(event{at: s.now + s.oneWay() + s.ser(64), kind: evAck, seq: s.ackNo})
+	if s.highest <= s.lackSent {
+		return
+	}
+	s.lackSent = s.highest
+	s.at(event{at: s.now + s.oneWay() + s.ser(64), kind: evAck, seq: s.highest})
 }
 
 // enqueue puts an out-of-order packet into the recirculation queue.
@@ -891,8 +1013,13 @@ func (s *sim) indexBuffer(n int64) {
 	} else {
 		clear(s.inBuf)
 	}
-	for i := 0; i < s.buf.n; i++ {
-		seq := s.buf.at(i).seq
+	for i := 0; i < s.buf.n+s.flight.n; i++ {
+		var seq int64
+		if i < s.buf.n {
+			seq = s.buf.at(i).seq
+		} else {
+			seq = s.flight.at(i - s.buf.n).seq
+		}
 		d := seq - s.ackNo
 		if d < 0 {
 			continue // a duplicate on its way out: never looked up
@@ -920,9 +1047,10 @@ func (s *sim) kickDrain() {
 	// sender (no resume, no copies to send: leaving idle moves the clock to
 	// the end of the dummy under way), and the time asked for is not
 	// reached, k of them are taken as one event that rotates the queue by
-	// k before its (k+1)th pass, due when that pass ends.
+	// k before its (k+1)th pass, due when that pass ends. With a loop
+	// latency the frames come back one by one, so each pass is simulated.
 	k := 0
-	if s.off == nil {
+	if s.off == nil && s.loopPS == 0 {
 		limit := min(s.q[qArrive].headAt(), s.q[qTimeout].headAt(), s.q[qBP].headAt(), s.q[qHandled].headAt(),
 			s.now+s.oneWay()+s.ser(64))
 		n := s.buf.n
@@ -964,6 +1092,21 @@ func (s *sim) drainOne() {
 		return
 	}
 	p := s.buf.pop()
+	if s.loopPS > 0 {
+		// Back to the ingress after the loop's latency; the port serves
+		// its next frame meanwhile.
+		s.flight.push(p)
+		s.flightB += int64(p.bytes + lg.HeaderBytes)
+		s.at(event{at: s.now + s.loopPS, kind: evLoop})
+		s.backpressure()
+		s.kickDrain()
+		return
+	}
+	s.decide(p)
+}
+
+// decide is the ingress decision on a recirculated frame: Algorithm 1.
+func (s *sim) decide(p packet) {
 	switch {
 	case p.seq == s.ackNo: // its turn: forwarded
 		s.leave(p)
@@ -994,7 +1137,7 @@ func (s *sim) backpressure() {
 	if !s.c.Backpressure {
 		return
 	}
-	cells := (s.bufBytes + lg.CellBytes - 1) / lg.CellBytes
+	cells := (s.bufBytes - s.flightB + lg.CellBytes - 1) / lg.CellBytes
 	switch {
 	case cells >= int64(s.c.PauseCells) && !s.bpPaused:
 		s.bpPaused = true

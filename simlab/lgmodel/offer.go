@@ -164,9 +164,10 @@ func (s *sim) takeOffered() packet {
 	if f.U < 0 {
 		lost = s.bern(f.Loss)
 	}
-	// Copies come from the Tx buffer: keep what they need until the
-	// receiver's cumulative ACK frees it.
-	if drop := s.senderAck - o.infoBase; drop > 0 && drop >= int64(len(o.info))/2 {
+	// Copies come from the Tx buffer: keep what they need while an
+	// original may still be retransmitted (a hole is never below the
+	// receiver's cumulative ackNo).
+	if drop := s.ackNo - o.infoBase; drop > 0 && drop >= int64(len(o.info))/2 {
 		drop = min(drop, int64(len(o.info)))
 		o.info = o.info[:copy(o.info, o.info[drop:])]
 		o.infoBase += drop
