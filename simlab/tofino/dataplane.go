@@ -74,7 +74,6 @@ type lgRun struct {
 	frameBytes int
 	remaining  int64 // frames not yet offered to a segment
 	stopped    bool
-	drain      time.Duration // one pass of the link: how long a frame on the wire takes to land
 
 	seg      *lgmodel.Sim
 	segStart time.Duration
@@ -179,12 +178,14 @@ func (d *Dataplane) startApp(sw *Tofino, app *pktgenApp) error {
 }
 
 // stopApp ends an application's traffic the way a real generator stops:
-// frames not yet sent are never sent, frames already on the wire arrive
-// within one pass of the link (pipeline and fibre), and what the protocol
-// still holds then (copies not yet sent, frames waiting in the reorder
-// buffer for a retransmission) is discarded. The counters are settled when
-// it returns: a later move of the clock delivers nothing of this run into
-// the next one.
+// frames not yet sent are never sent, and the frames already sent finish
+// their way through the link and its protocol (a copy still to be sent,
+// a frame waiting in the reorder buffer for its retransmission or its
+// ackNoTimeout), as the switch keeps protecting after its generator
+// stops: the tail is completed in simulated time, as when a configuration
+// change ends a segment. That takes microseconds of the link's time, and
+// the counters are settled when it returns: a later move of the clock
+// delivers nothing of this run into the next one.
 func (d *Dataplane) stopApp(app *pktgenApp) {
 	d.lockPromptly()
 	defer d.mu.Unlock()
@@ -198,7 +199,7 @@ func (d *Dataplane) stopApp(app *pktgenApp) {
 		r.remaining = 0
 		if r.seg != nil {
 			r.seg.StopOffering()
-			r.seg.AdvanceTo(max(0, d.now-r.segStart) + r.drain)
+			r.seg.AdvanceTo(time.Duration(math.MaxInt64))
 			d.account(r)
 			r.seg = nil
 		}
@@ -290,7 +291,6 @@ func (d *Dataplane) newSegment(r *lgRun) error {
 		return err
 	}
 	r.seg = seg
-	r.drain = cfg.Pipeline + cfg.Propagation
 	r.remaining = 0
 	return nil
 }
