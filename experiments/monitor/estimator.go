@@ -7,8 +7,9 @@
 //
 // It lives under experiments/ because, like a recipe, it consumes the p4
 // contracts (Eq. 2 copies) and experiments/stats, which orchestrator/ may not
-// import; it does no I/O, so the service around it (polling drivers, metrics,
-// the journal) can be tested apart from it.
+// import. The estimator, the policy and the checker do no I/O; poll.go reads
+// the counters through the switch driver's method (an interface, so the
+// loop is tested apart from any transport) and serves the status as JSON.
 package monitor
 
 import (
