@@ -16,6 +16,7 @@ import (
 	"testbed/experiments/monitor"
 	"testbed/inventory"
 	"testbed/orchestrator"
+	"testbed/results"
 	"testbed/simlab"
 	"testbed/transport"
 )
@@ -39,7 +40,9 @@ it is clean again only after --quiet below it. A corrupting direction gets LinkG
 with the copies of Eq. 2 for --target-loss (raised as the rate grows, removed once clean);
 a corrupting link is proposed for disabling when CorrOpt's check says every ToR (inventory
 option role: tor|agg|core) keeps --min-path-fraction of its paths to the spine.
-Every decision is printed as a JSON line on stdout and logged with its evidence.
+Every decision is printed as a JSON line on stdout, logged with its evidence, and journaled
+as an event of a bundle of kind monitor under the runs directory (one a day, UTC, finalized
+at the next day or on exit, verifiable with testbed results verify).
 Metrics (/metrics) and the status (/status, JSON) are served on --metrics-addr, a
 loopback address. Only --dry-run is available: the monitor decides and reports, it does
 not yet act on the lab. With no --inventory it watches the simulated lab.`,
@@ -127,7 +130,19 @@ not yet act on the lab. With no --inventory it watches the simulated lab.`,
 				return &orchestrator.InputError{Msg: err.Error()}
 			}
 			defer stop()
-			return runMonitor(ctx, m, met, interval, polls, json.NewEncoder(a.stdout), log)
+			j := monitor.NewJournal(a.v.GetString("runs_dir"), results.Lab{Simulated: invFile == "" && a.v.GetString("inventory") == "", Name: inv.Name, InventoryPath: inv.Path},
+				results.CurrentSoftware(version), []results.Param{
+					{Name: "window", Value: est.Window}, {Name: "threshold", Value: est.Threshold}, {Name: "quiet", Value: est.Quiet.String()},
+					{Name: "target_loss", Value: pol.TargetLoss}, {Name: "min_path_fraction", Value: pol.MinPathFraction},
+					{Name: "interval", Value: interval.String()}, {Name: "dry_run", Value: dryRun}})
+			runErr := runMonitor(ctx, m, met, interval, polls, json.NewEncoder(a.stdout), j, log)
+			if err := j.Close(); err != nil && runErr == nil {
+				runErr = err
+			}
+			if d := j.Dir(); d != "" {
+				fmt.Fprintln(a.stderr, "journal:", d)
+			}
+			return runErr
 		},
 	}
 	fl := c.Flags()
@@ -219,7 +234,7 @@ func serveMonitor(addr string, m *monitor.Monitor, mm *monitorMetrics) (stop fun
 	}, nil
 }
 
-func runMonitor(ctx context.Context, m *monitor.Monitor, mm *monitorMetrics, interval time.Duration, polls int, out *json.Encoder, log interface {
+func runMonitor(ctx context.Context, m *monitor.Monitor, mm *monitorMetrics, interval time.Duration, polls int, out *json.Encoder, j *monitor.Journal, log interface {
 	Info(string, ...any)
 }) error {
 	t := time.NewTicker(interval)
@@ -239,6 +254,9 @@ func runMonitor(ctx context.Context, m *monitor.Monitor, mm *monitorMetrics, int
 				"low", d.Evidence.Low, "high", d.Evidence.High)
 			if err := out.Encode(d); err != nil {
 				return fmt.Errorf("monitor: write decision: %w", err)
+			}
+			if err := j.Record(d); err != nil {
+				return err
 			}
 		}
 		if polls > 0 && n >= polls {

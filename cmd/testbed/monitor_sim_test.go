@@ -13,6 +13,7 @@ import (
 	"testbed/instruments/voa"
 	"testbed/orchestrator"
 	lg "testbed/p4/linkguardian"
+	"testbed/results"
 )
 
 // The monitor against the simulated lab, through the drivers: line-rate
@@ -136,6 +137,18 @@ func TestMonitorFindsCorruptionOnSimulatedLab(t *testing.T) {
 	}
 	if st[0].State != monitor.Corrupting || st[1].State != monitor.Unknown {
 		t.Fatalf("states %s %s", st[0].State, st[1].State)
+	}
+	// The decision journaled: a monitor bundle that verifies.
+	j := monitor.NewJournal(t.TempDir(), results.Lab{Simulated: true, Name: li.Name}, results.CurrentSoftware("test"), nil)
+	if err := j.Record(decided[0]); err != nil {
+		t.Fatal(err)
+	}
+	dir := j.Dir()
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := results.Verify(dir); err != nil || !rep.OK {
+		t.Fatalf("journal %s: %+v %v", dir, rep, err)
 	}
 }
 
