@@ -125,11 +125,14 @@ not yet act on the lab. With no --inventory it watches the simulated lab.`,
 				return &orchestrator.InputError{Msg: err.Error()}
 			}
 			met := newMonitorMetrics()
-			stop, err := serveMonitor(metricsAddr, m, met)
+			bound, stop, err := serveMonitor(metricsAddr, m, met)
 			if err != nil {
 				return &orchestrator.InputError{Msg: err.Error()}
 			}
 			defer stop()
+			if bound != "" {
+				fmt.Fprintf(a.stderr, "metrics: http://%s/metrics, status: http://%s/status\n", bound, bound)
+			}
 			j := monitor.NewJournal(a.v.GetString("runs_dir"), results.Lab{Simulated: invFile == "" && a.v.GetString("inventory") == "", Name: inv.Name, InventoryPath: inv.Path},
 				results.CurrentSoftware(version), []results.Param{
 					{Name: "window", Value: est.Window}, {Name: "threshold", Value: est.Threshold}, {Name: "quiet", Value: est.Quiet.String()},
@@ -205,20 +208,21 @@ func (mm *monitorMetrics) update(m *monitor.Monitor, ds []monitor.Decision) {
 }
 
 // serveMonitor serves /metrics and /status on a loopback address.
-func serveMonitor(addr string, m *monitor.Monitor, mm *monitorMetrics) (stop func(), err error) {
+// It returns the address bound ("" when addr is empty: nothing served).
+func serveMonitor(addr string, m *monitor.Monitor, mm *monitorMetrics) (bound string, stop func(), err error) {
 	if addr == "" {
-		return func() {}, nil
+		return "", func() {}, nil
 	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, fmt.Errorf("--metrics-addr %q: %w", addr, err)
+		return "", nil, fmt.Errorf("--metrics-addr %q: %w", addr, err)
 	}
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return nil, fmt.Errorf("--metrics-addr %q: the monitor serves on a loopback address only", addr)
+		return "", nil, fmt.Errorf("--metrics-addr %q: the monitor serves on a loopback address only", addr)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("--metrics-addr: %w", err)
+		return "", nil, fmt.Errorf("--metrics-addr: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(mm.reg, promhttp.HandlerOpts{}))
@@ -226,7 +230,7 @@ func serveMonitor(addr string, m *monitor.Monitor, mm *monitorMetrics) (stop fun
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	done := make(chan struct{})
 	go func() { defer close(done); srv.Serve(ln) }()
-	return func() {
+	return ln.Addr().String(), func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		srv.Shutdown(ctx)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,6 +139,31 @@ func TestMonitorFindsCorruptionOnSimulatedLab(t *testing.T) {
 	}
 	if st[0].State != monitor.Corrupting || st[1].State != monitor.Unknown {
 		t.Fatalf("states %s %s", st[0].State, st[1].State)
+	}
+	// What the endpoints serve.
+	mm := newMonitorMetrics()
+	mm.update(m, decided)
+	addr, stop, err := serveMonitor("127.0.0.1:0", m, mm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	get := func(path string) string {
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+addr+path, nil)
+		resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if body := get("/metrics"); !strings.Contains(body, `testbed_monitor_state{direction="a>b",link="lg25"} 2`) ||
+		!strings.Contains(body, `testbed_monitor_decisions_total{action="linkguardian_enable"} 1`) {
+		t.Fatalf("/metrics:\n%s", body)
+	}
+	if body := get("/status"); !strings.Contains(body, `"state":"corrupting"`) || !strings.Contains(body, `"state":"unknown"`) {
+		t.Fatalf("/status: %s", body)
 	}
 	// The decision journaled: a monitor bundle that verifies.
 	j := monitor.NewJournal(t.TempDir(), results.Lab{Simulated: true, Name: li.Name}, results.CurrentSoftware("test"), nil)
