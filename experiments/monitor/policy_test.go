@@ -200,3 +200,19 @@ func TestPolicyRejectsNonsense(t *testing.T) {
 		}
 	}
 }
+
+func TestPolicyCapsCopiesAndSaysTheTargetIsMissed(t *testing.T) {
+	p, err := NewPolicy(PolicyConfig{TargetLoss: 1e-9, MaxCopies: 3}, 1e-6, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Dir{Link: "x", Direction: "a>b", Sender: "s"}
+	// Eq. 2 at 0.1: ceil(9 - 1) = 8 copies, more than the 3 deployed.
+	ds := p.Decide(d, Status{State: Corrupting, Low: 0.09, High: 0.1, Frames: 1e6, Losses: 95_000})
+	if len(ds) != 1 || ds[0].Copies != 3 || !strings.Contains(ds[0].Rule, "capped at 3 (target not met)") {
+		t.Fatalf("%+v", ds)
+	}
+	if want, _ := lg.Copies(1e-9, 0.1); want != 8 {
+		t.Fatalf("Eq. 2 gives %d", want)
+	}
+}
