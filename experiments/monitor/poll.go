@@ -119,6 +119,9 @@ func NewMonitor(dirs []Direction, switches map[string]CounterReader, cfg Config,
 		m.est = append(m.est, e)
 	}
 	m.status = make([]DirStatus, len(dirs))
+	for i, d := range dirs {
+		m.status[i] = DirStatus{Link: d.Link, Direction: d.Direction, Sender: d.Sender, Receiver: d.Receiver, Status: m.est[i].Status()}
+	}
 	return m, nil
 }
 

@@ -107,6 +107,9 @@ links:
 	if err != nil {
 		t.Fatal(err)
 	}
+	if st, _ := m.Snapshot(); len(st) != 4 || st[2].Link != "lg25" || st[2].State != Unknown || st[2].Reason == "" {
+		t.Fatalf("before the first poll: %+v", st)
+	}
 	ctx := context.Background()
 	now := time.Unix(1e9, 0)
 	var decided []Decision
