@@ -65,7 +65,7 @@ of precedence.`,
 	for _, k := range []string{"runs-dir", "state-dir", "output", "log-level"} {
 		_ = a.v.BindPFlag(strings.ReplaceAll(k, "-", "_"), pf.Lookup(k))
 	}
-	root.AddCommand(a.expCmd(), a.labCmd(), a.inventoryCmd(), a.resultsCmd(), a.switchCmd(), a.versionCmd())
+	root.AddCommand(a.expCmd(), a.labCmd(), a.inventoryCmd(), a.resultsCmd(), a.switchCmd(), a.monitorCmd(), a.versionCmd())
 	a.extend(root)
 	return root, a
 }

@@ -1,0 +1,275 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+
+	"testbed/dut/tofino"
+	"testbed/experiments/monitor"
+	"testbed/inventory"
+	"testbed/orchestrator"
+	"testbed/results"
+	"testbed/simlab"
+	"testbed/transport"
+)
+
+func (a *app) monitorCmd() *cobra.Command {
+	var invFile, metricsAddr string
+	var interval time.Duration
+	var dryRun bool
+	var polls int
+	var seed uint64
+	est := monitor.DefaultConfig()
+	pol := monitor.DefaultPolicy()
+	c := &cobra.Command{
+		Use:   "monitor",
+		Short: "Watch every switch link for corruption and decide LinkGuardian and CorrOpt actions",
+		Long: `monitor polls the $PORT_STAT counters of both ends of every link between switches
+through the switch driver, holding no lease. For each direction it keeps a loss rate over a
+frame-count window with its 95% Wilson interval: a direction with too few frames is
+unknown, it is corrupting only when the interval's lower bound is above --threshold, and
+it is clean again only after --quiet below it. A corrupting direction gets LinkGuardian
+with the copies of Eq. 2 for --target-loss (raised as the rate grows, removed once clean);
+a corrupting link is proposed for disabling when CorrOpt's check says every ToR (inventory
+option role: tor|agg|core) keeps --min-path-fraction of its paths to the spine.
+Every decision is printed as a JSON line on stdout, logged with its evidence, and journaled
+as an event of a bundle of kind monitor under the runs directory (one a day, UTC, finalized
+at the next day or on exit, verifiable with testbed results verify).
+Metrics (/metrics) and the status (/status, JSON) are served on --metrics-addr, a
+loopback address. Only --dry-run is available: the monitor decides and reports, it does
+not yet act on the lab. With no --inventory it watches the simulated lab.`,
+		Example: `  testbed monitor --dry-run
+  testbed monitor --inventory lab.yaml --dry-run --interval 1s --metrics-addr 127.0.0.1:9464
+  curl -s http://127.0.0.1:9464/status`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !dryRun {
+				return &orchestrator.InputError{Msg: "monitor acts on the lab only with --dry-run so far: it decides and reports without acting"}
+			}
+			if interval <= 0 {
+				return &orchestrator.InputError{Msg: fmt.Sprintf("--interval %s: must be positive", interval)}
+			}
+			ctx := cmd.Context()
+			log := a.logger()
+			var inv *inventory.Inventory
+			f := invFile
+			if f == "" {
+				f = a.v.GetString("inventory")
+			}
+			if f != "" {
+				var err error
+				if inv, err = inventory.Load(f); err != nil {
+					return &orchestrator.InputError{Msg: err.Error()}
+				}
+			} else {
+				lab, err := simlab.StartDefault(simlab.Options{Seed: seed, Log: log})
+				if err != nil {
+					return &orchestrator.InfraError{Op: "start the simulated lab", Err: err}
+				}
+				defer lab.Close()
+				inv = lab.Inventory()
+				fmt.Fprintln(a.stderr, "simulated lab up: monitoring its switch links")
+			}
+			dirs, err := monitor.Directions(inv)
+			if err != nil {
+				return &orchestrator.InputError{Msg: err.Error()}
+			}
+			if len(dirs) == 0 {
+				return &orchestrator.InputError{Msg: inv.Path + ": no link joins two switches: nothing to monitor"}
+			}
+			topo, err := monitor.NewTopology(inv)
+			if err != nil {
+				return &orchestrator.InputError{Msg: err.Error()}
+			}
+			if len(topo.ToRs()) == 0 {
+				pol.ProposeDisable = false // no roles: CorrOpt has nothing to check
+			}
+			policy, err := monitor.NewPolicy(pol, est.Threshold, topo)
+			if err != nil {
+				return &orchestrator.InputError{Msg: err.Error()}
+			}
+			var names []string
+			seen := map[string]bool{}
+			for _, d := range dirs {
+				for _, name := range []string{d.Sender, d.Receiver} {
+					if !seen[name] {
+						seen[name] = true
+						names = append(names, name)
+					}
+				}
+			}
+			set, err := orchestrator.OpenDevices(ctx, inv, names, func(string) *transport.Transcript { return nil })
+			if err != nil {
+				return &orchestrator.InfraError{Op: "open switches", Err: err}
+			}
+			defer set.Close()
+			readers := map[string]monitor.CounterReader{}
+			for _, name := range names {
+				od, _ := set.Get(name)
+				sw, ok := od.Driver.(*tofino.Switch)
+				if !ok {
+					return &orchestrator.InputError{Msg: fmt.Sprintf("%s: driver %s reads no port counters", name, inv.Devices[name].Driver)}
+				}
+				readers[name] = sw
+			}
+			m, err := monitor.NewMonitor(dirs, readers, est, policy, 5*time.Second, log)
+			if err != nil {
+				return &orchestrator.InputError{Msg: err.Error()}
+			}
+			met := newMonitorMetrics()
+			bound, stop, err := serveMonitor(metricsAddr, m, met)
+			if err != nil {
+				return &orchestrator.InputError{Msg: err.Error()}
+			}
+			defer stop()
+			if bound != "" {
+				fmt.Fprintf(a.stderr, "metrics: http://%s/metrics, status: http://%s/status\n", bound, bound)
+			}
+			j := monitor.NewJournal(a.v.GetString("runs_dir"), results.Lab{Simulated: invFile == "" && a.v.GetString("inventory") == "", Name: inv.Name, InventoryPath: inv.Path},
+				results.CurrentSoftware(version), []results.Param{
+					{Name: "window", Value: est.Window}, {Name: "threshold", Value: est.Threshold}, {Name: "quiet", Value: est.Quiet.String()},
+					{Name: "target_loss", Value: pol.TargetLoss}, {Name: "min_path_fraction", Value: pol.MinPathFraction},
+					{Name: "interval", Value: interval.String()}, {Name: "dry_run", Value: dryRun}})
+			runErr := runMonitor(ctx, m, met, interval, polls, json.NewEncoder(a.stdout), j, log)
+			if err := j.Close(); err != nil && runErr == nil {
+				runErr = err
+			}
+			if d := j.Dir(); d != "" {
+				fmt.Fprintln(a.stderr, "journal:", d)
+			}
+			return runErr
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&invFile, "inventory", "", "lab inventory (default: the simulated lab)")
+	fl.DurationVar(&interval, "interval", time.Second, "time between counter polls")
+	fl.BoolVar(&dryRun, "dry-run", false, "decide and report without acting (required for now)")
+	fl.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:9464", "loopback address for /metrics and /status (empty: none)")
+	fl.IntVar(&polls, "polls", 0, "stop after this many polls (0: until interrupted)")
+	fl.Uint64Var(&seed, "seed", 1, "seed of the simulated lab")
+	fl.Uint64Var(&est.Window, "window", est.Window, "frames in the estimate's window")
+	fl.Float64Var(&est.Threshold, "threshold", est.Threshold, "loss rate above which a link corrupts (the interval's lower bound must exceed it)")
+	fl.DurationVar(&est.Quiet, "quiet", est.Quiet, "time below the threshold before a corrupting link is clean")
+	fl.Float64Var(&pol.TargetLoss, "target-loss", pol.TargetLoss, "effective loss LinkGuardian must reach (Eq. 2; 0: never enable)")
+	fl.Float64Var(&pol.MinPathFraction, "min-path-fraction", pol.MinPathFraction, "CorrOpt: fraction of its paths to the spine every ToR keeps")
+	return c
+}
+
+type monitorMetrics struct {
+	reg       *prometheus.Registry
+	rate      *prometheus.GaugeVec
+	low, high *prometheus.GaugeVec
+	frames    *prometheus.GaugeVec
+	state     *prometheus.GaugeVec
+	copies    *prometheus.GaugeVec
+	decisions *prometheus.CounterVec
+	errors    prometheus.Counter
+}
+
+func newMonitorMetrics() *monitorMetrics {
+	lbl := []string{"link", "direction"}
+	m := &monitorMetrics{
+		reg:       prometheus.NewRegistry(),
+		rate:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "testbed_monitor_loss_rate", Help: "Loss rate over the frame-count window."}, lbl),
+		low:       prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "testbed_monitor_loss_rate_low", Help: "Lower bound of the 95% Wilson interval."}, lbl),
+		high:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "testbed_monitor_loss_rate_high", Help: "Upper bound of the 95% Wilson interval."}, lbl),
+		frames:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "testbed_monitor_window_frames", Help: "Frames in the window."}, lbl),
+		state:     prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "testbed_monitor_state", Help: "0 unknown, 1 clean, 2 corrupting."}, lbl),
+		copies:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "testbed_monitor_linkguardian_copies", Help: "LinkGuardian copies decided (0: off)."}, lbl),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "testbed_monitor_decisions_total", Help: "Decisions by action."}, []string{"action"}),
+		errors:    prometheus.NewCounter(prometheus.CounterOpts{Name: "testbed_monitor_read_errors_total", Help: "Polls with a failed counter read."}),
+	}
+	m.reg.MustRegister(m.rate, m.low, m.high, m.frames, m.state, m.copies, m.decisions, m.errors)
+	return m
+}
+
+func (mm *monitorMetrics) update(m *monitor.Monitor, ds []monitor.Decision) {
+	dirs, _ := m.Snapshot()
+	for _, d := range dirs {
+		l := prometheus.Labels{"link": d.Link, "direction": d.Direction}
+		mm.rate.With(l).Set(d.Rate)
+		mm.low.With(l).Set(d.Low)
+		mm.high.With(l).Set(d.High)
+		mm.frames.With(l).Set(float64(d.Frames))
+		mm.state.With(l).Set(float64(d.State))
+		mm.copies.With(l).Set(float64(d.Copies))
+	}
+	for _, d := range ds {
+		mm.decisions.WithLabelValues(string(d.Action)).Inc()
+	}
+}
+
+// serveMonitor serves /metrics and /status on a loopback address.
+// It returns the address bound ("" when addr is empty: nothing served).
+func serveMonitor(addr string, m *monitor.Monitor, mm *monitorMetrics) (bound string, stop func(), err error) {
+	if addr == "" {
+		return "", func() {}, nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("--metrics-addr %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return "", nil, fmt.Errorf("--metrics-addr %q: the monitor serves on a loopback address only", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("--metrics-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(mm.reg, promhttp.HandlerOpts{}))
+	mux.Handle("/status", m)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() { defer close(done); srv.Serve(ln) }()
+	return ln.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		<-done
+	}, nil
+}
+
+func runMonitor(ctx context.Context, m *monitor.Monitor, mm *monitorMetrics, interval time.Duration, polls int, out *json.Encoder, j *monitor.Journal, log interface {
+	Info(string, ...any)
+}) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for n := 1; ; n++ {
+		ds, err := m.Poll(ctx, time.Now())
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			mm.errors.Inc()
+		}
+		mm.update(m, ds)
+		for _, d := range ds {
+			log.Info("monitor: decision (dry run)", "link", d.Link, "direction", d.Direction, "action", string(d.Action),
+				"copies", d.Copies, "rule", d.Rule, "frames", d.Evidence.Frames, "losses", d.Evidence.Losses,
+				"low", d.Evidence.Low, "high", d.Evidence.High)
+			if err := out.Encode(d); err != nil {
+				return fmt.Errorf("monitor: write decision: %w", err)
+			}
+			if err := j.Record(d); err != nil {
+				return err
+			}
+		}
+		if polls > 0 && n >= polls {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"strings"
+	"testbed/dut/tofino"
+	"testbed/orchestrator"
+	"testing"
+)
+
+// `testbed monitor` against a running simulated lab: it opens the switches
+// over SSH, polls every switch link's counters and, the links being idle,
+// decides nothing; it refuses to act without --dry-run and to serve on a
+// non-loopback address.
+func TestMonitorDryRunOnIdleLab(t *testing.T) {
+	lab, inv := startLab(t, 21)
+	_, state := dirs(t)
+	// The lab's switches run their programs, as a monitored lab's do: the
+	// monitor never restarts switchd.
+	if code, _, errOut := testbedRun(t, "switch", "deploy", "sw1", "sw2", "--inventory", inv, "--state-dir", state); code != exitOK {
+		t.Fatalf("deploy: exit %d: %s", code, errOut)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for name, prog := range map[string]string{"sw1": "sender", "sw2": "receiver"} {
+		d, _ := lab.Inventory().Device(name)
+		od, err := orchestrator.OpenDevice(ctx, d, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sw := od.Driver.(*tofino.Switch)
+		err = sw.StartSwitchd(ctx, prog)
+		for port, gbps := range map[string]int{"p1": 100, "p2": 25} { // lg100, lg25
+			if err == nil {
+				n, _ := strconv.Atoi(d.Ports[port])
+				err = sw.AddPort(ctx, n, gbps, "none")
+			}
+		}
+		sw.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	code, out, errOut := testbedRun(t, "monitor", "--inventory", inv, "--dry-run", "--polls", "3", "--interval", "20ms", "--metrics-addr", "")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if strings.Contains(errOut, "read failed") {
+		t.Fatalf("counters not read: %s", errOut)
+	}
+	if strings.TrimSpace(out) != "" {
+		t.Fatalf("idle links gave decisions: %s", out)
+	}
+	if code, _, errOut := testbedRun(t, "monitor", "--inventory", inv); code != exitBadInput || !strings.Contains(errOut, "--dry-run") {
+		t.Fatalf("without --dry-run: exit %d, %s", code, errOut)
+	}
+	if code, _, errOut := testbedRun(t, "monitor", "--inventory", inv, "--dry-run", "--metrics-addr", "0.0.0.0:0"); code != exitBadInput || !strings.Contains(errOut, "loopback") {
+		t.Fatalf("non-loopback metrics: exit %d, %s", code, errOut)
+	}
+}
