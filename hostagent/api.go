@@ -47,6 +47,9 @@ type Options struct {
 	// Reactor does REACToR host control (default: tc on a Linux host,
 	// NewTCReactor). A simulated host passes its fabric's.
 	Reactor ReactorHost
+	// Token, when set, is the token every request must carry (guard.go);
+	// nil checks none, which only tests of the API alone should want.
+	Token TokenFunc
 }
 
 // keepJobs is how many FCT runs and RDMA jobs the agent remembers.
@@ -104,7 +107,7 @@ func New(opts Options) *Agent {
 }
 
 // Handler is the API's HTTP handler.
-func (a *Agent) Handler() http.Handler { return a.routes() }
+func (a *Agent) Handler() http.Handler { return a.guard(a.routes()) }
 
 // routes is where every path of the API is registered.
 func (a *Agent) routes() *http.ServeMux {

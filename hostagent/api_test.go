@@ -361,6 +361,9 @@ func rawCall(t *testing.T, method, url, body string) (int, ErrorInfo) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@ package hostagent
 
 // Version is the agent's version. It changes whenever the API changes: a
 // driver replaces an installed agent whose version differs from its own.
-const Version = "1.1.0"
+const Version = "1.2.0"
 
 // APIVersion is the path prefix of the API this agent serves.
 const APIVersion = "v1"
