@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -43,6 +44,7 @@ type Tofino struct {
 	program    string                       // what bf_switchd runs ("" stopped)
 	readyAt    time.Time                    // bfshell answers from then on
 	agentFile  []byte
+	agentToken string // ~/.testbed/agent_token, which the agent asks of every connection
 	agentPort  int
 	agentUp    bool
 	ports      map[int]*simPort
@@ -308,6 +310,15 @@ func (t *Tofino) exec(ctx context.Context, cmd string, stdin io.Reader, stdout, 
 			return 1
 		}
 		t.agentFile = data
+	case "agent-token":
+		t.mu.Unlock()
+		data, err := io.ReadAll(io.LimitReader(stdin, 4096))
+		t.mu.Lock()
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		t.agentToken = strings.TrimSpace(string(data))
 	case "agent-start":
 		if t.agentFile == nil {
 			fmt.Fprintln(stdout, "started") // nohup: the error goes to agent.log
@@ -388,10 +399,25 @@ func notFound(f string, a ...any) error { return &agentErr{"not_found", fmt.Spri
 func (t *Tofino) serveAgent(c io.ReadWriteCloser) {
 	defer c.Close()
 	rd := bufio.NewReader(c)
+	authed := false
 	for {
 		line, err := rd.ReadBytes('\n')
 		if err != nil {
 			return
+		}
+		if !authed {
+			// As the real agent: the first line presents the token in
+			// ~/.testbed/agent_token, or the connection is refused.
+			t.mu.Lock()
+			want := t.agentToken
+			t.mu.Unlock()
+			resp, ok := agentAuth(line, want)
+			out, _ := json.Marshal(resp)
+			if _, err := c.Write(append(out, '\n')); err != nil || !ok {
+				return
+			}
+			authed = true
+			continue
 		}
 		if d := t.faults.Delay(); d > 0 {
 			time.Sleep(d)
@@ -432,6 +458,29 @@ func (t *Tofino) serveAgent(c io.ReadWriteCloser) {
 			return
 		}
 	}
+}
+
+// agentAuth answers a connection's first line: ok when it is the auth
+// request with the token want (compared in constant time).
+func agentAuth(line []byte, want string) (map[string]any, bool) {
+	var req struct {
+		ID   int64  `json:"id"`
+		Op   string `json:"op"`
+		Args struct {
+			Token string `json:"token"`
+		} `json:"args"`
+	}
+	err := json.Unmarshal(line, &req)
+	refuse := func(msg string) (map[string]any, bool) {
+		return map[string]any{"id": req.ID, "ok": false, "error": map[string]string{"kind": "unauthorized", "message": msg}}, false
+	}
+	switch {
+	case err != nil || req.Op != "auth":
+		return refuse("the first request must be auth with the run's token")
+	case want == "" || subtle.ConstantTimeCompare([]byte(req.Args.Token), []byte(want)) != 1:
+		return refuse("wrong token")
+	}
+	return map[string]any{"id": req.ID, "ok": true, "result": map[string]any{}}, true
 }
 
 func argInt(a map[string]json.RawMessage, k string) (int64, error) {
