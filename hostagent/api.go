@@ -221,9 +221,16 @@ func (a *Agent) startFCTServer(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	req.Listen = cmp.Or(req.Listen, "0.0.0.0:0")
-	if _, _, err := net.SplitHostPort(req.Listen); err != nil {
-		writeError(w, apiErr(KindBadRequest, "listen %q: %v", req.Listen, err))
+	// The server binds to the test interface's address only: an FCT
+	// server on every interface would answer anyone on the management
+	// network too.
+	host, _, err := net.SplitHostPort(req.Listen)
+	if err != nil {
+		writeError(w, apiErr(KindBadRequest, "listen %q: %v (want the test interface's address, e.g. 10.0.0.2:0)", req.Listen, err))
+		return
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		writeError(w, apiErr(KindBadRequest, "listen %q: want the IP address of the test interface, not a wildcard or a name (e.g. 10.0.0.2:0)", req.Listen))
 		return
 	}
 	ln, err := a.opts.Listen(r.Context(), "tcp", req.Listen)

@@ -332,7 +332,7 @@ func TestSimulatedHostsFCTAcrossTheProtectedLink(t *testing.T) {
 		}
 		agents[name], drivers[name] = hostagent.NewClient(a.Client, a.BaseURL), h
 	}
-	srv, err := agents["h2"].StartFCTServer(ctx, hostagent.FCTServerRequest{})
+	srv, err := agents["h2"].StartFCTServer(ctx, hostagent.FCTServerRequest{Listen: "10.0.0.2:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,7 +424,7 @@ func rawAgentStatus(t *testing.T, a *host.Agent, method, auth, origin, ctype str
 	defer hc.CloseIdleConnections()
 	path, body := "/v1/version", io.Reader(nil)
 	if method == "POST" {
-		path, body = "/v1/fct/server", strings.NewReader(`{}`)
+		path, body = "/v1/fct/server", strings.NewReader(`{"listen":"10.0.0.1:0"}`)
 	}
 	req, _ := http.NewRequestWithContext(ctx, method, a.BaseURL+path, body)
 	for k, v := range map[string]string{"Authorization": auth, "Origin": origin, "Content-Type": ctype} {
