@@ -2,6 +2,7 @@ package tofino
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -37,6 +38,9 @@ type Tofino struct {
 	faults *wire.Faults
 	front  map[int]int // front-panel port -> dev port
 	srv    *wire.SSHServer
+
+	agentIdle  time.Duration
+	agentSlots chan struct{} // one per open agent connection
 
 	mu         sync.Mutex
 	installed  map[string]bool              // compiled programs
@@ -126,6 +130,11 @@ type TofinoOptions struct {
 	Faults       *wire.Faults
 	FrontPorts   map[int]int // front-panel port -> dev port, for get-ddm
 	Listen       string
+	// AgentIdle closes an agent connection that sends nothing for this
+	// long (default 300 s, as the real agent); AgentMaxConns is how many
+	// agent connections are served at once (default 8).
+	AgentIdle     time.Duration
+	AgentMaxConns int
 }
 
 // NewTofino starts a simulated switch with the LinkGuardian programs
@@ -135,7 +144,8 @@ func NewTofino(dp *Dataplane, o TofinoOptions) (*Tofino, error) {
 		o.Faults = &wire.Faults{}
 	}
 	t := &Tofino{name: o.Name, serial: o.Serial, dp: dp, faults: o.Faults, front: o.FrontPorts,
-		installed: map[string]bool{lg.ProgramSender: true, lg.ProgramReceiver: true}}
+		installed: map[string]bool{lg.ProgramSender: true, lg.ProgramReceiver: true},
+		agentIdle: cmp.Or(o.AgentIdle, 300*time.Second), agentSlots: make(chan struct{}, cmp.Or(o.AgentMaxConns, 8))}
 	t.reset("")
 	srv, err := wire.NewSSHServer(wire.SSHServerOptions{Listen: o.Listen, Authorized: o.Authorized, Exec: t.exec, Tunnel: t.tunnel, Faults: o.Faults})
 	if err != nil {
@@ -398,12 +408,27 @@ func notFound(f string, a ...any) error { return &agentErr{"not_found", fmt.Spri
 
 func (t *Tofino) serveAgent(c io.ReadWriteCloser) {
 	defer c.Close()
+	select {
+	case t.agentSlots <- struct{}{}:
+		defer func() { <-t.agentSlots }()
+	default:
+		out, _ := json.Marshal(map[string]any{"id": 0, "ok": false, "error": map[string]string{"kind": "busy", "message": fmt.Sprintf("%d connections already open", cap(t.agentSlots))}})
+		c.Write(append(out, '\n'))
+		return
+	}
+	// As the real agent: a connection quiet for agentIdle is closed.
+	idle := time.AfterFunc(t.agentIdle, func() { c.Close() })
+	defer idle.Stop()
 	rd := bufio.NewReader(c)
 	authed := false
 	for {
+		idle.Reset(t.agentIdle)
 		line, err := rd.ReadBytes('\n')
 		if err != nil {
 			return
+		}
+		if !idle.Stop() {
+			return // closed for idleness while the line arrived
 		}
 		if !authed {
 			// As the real agent: the first line presents the token in
