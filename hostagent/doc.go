@@ -6,7 +6,7 @@
 // classes per destination, pause and unpause, rate limits, schedules and
 // heartbeats, demand reports, flows; reactor.go). Client is the Go client for that
 // API; the host driver reaches the agent through a channel forwarded over its
-// SSH connection, so the agent has no credentials of its own.
+// SSH connection, and every request carries the run's token (guard.go).
 package hostagent
 
 // Version is the agent's version. It changes whenever the API changes: a

@@ -121,8 +121,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// checkLoopback refuses API addresses off the loopback: the agent has no
-// credentials of its own and is reached through a forwarded SSH channel.
+// checkLoopback refuses API addresses off the loopback: the agent is
+// reached through a forwarded SSH channel (and asks every request for the
+// run's token besides).
 func checkLoopback(addr string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
