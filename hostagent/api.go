@@ -47,6 +47,9 @@ type Options struct {
 	// Reactor does REACToR host control (default: tc on a Linux host,
 	// NewTCReactor). A simulated host passes its fabric's.
 	Reactor ReactorHost
+	// Token, when set, is the token every request must carry (guard.go);
+	// nil checks none, which only tests of the API alone should want.
+	Token TokenFunc
 }
 
 // keepJobs is how many FCT runs and RDMA jobs the agent remembers.
@@ -104,7 +107,7 @@ func New(opts Options) *Agent {
 }
 
 // Handler is the API's HTTP handler.
-func (a *Agent) Handler() http.Handler { return a.routes() }
+func (a *Agent) Handler() http.Handler { return a.guard(a.routes()) }
 
 // routes is where every path of the API is registered.
 func (a *Agent) routes() *http.ServeMux {
@@ -218,9 +221,16 @@ func (a *Agent) startFCTServer(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	req.Listen = cmp.Or(req.Listen, "0.0.0.0:0")
-	if _, _, err := net.SplitHostPort(req.Listen); err != nil {
-		writeError(w, apiErr(KindBadRequest, "listen %q: %v", req.Listen, err))
+	// The server binds to the test interface's address only: an FCT
+	// server on every interface would answer anyone on the management
+	// network too.
+	host, _, err := net.SplitHostPort(req.Listen)
+	if err != nil {
+		writeError(w, apiErr(KindBadRequest, "listen %q: %v (want the test interface's address, e.g. 10.0.0.2:0)", req.Listen, err))
+		return
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		writeError(w, apiErr(KindBadRequest, "listen %q: want the IP address of the test interface, not a wildcard or a name (e.g. 10.0.0.2:0)", req.Listen))
 		return
 	}
 	ln, err := a.opts.Listen(r.Context(), "tcp", req.Listen)

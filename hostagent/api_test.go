@@ -361,6 +361,9 @@ func rawCall(t *testing.T, method, url, body string) (int, ErrorInfo) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -408,6 +411,10 @@ func TestBadRequests(t *testing.T) {
 		{"GET", "/v1/fct/run/" + slow.ID + "/samples", ``, 409, KindConflict, "running"},
 		{"DELETE", "/v1/fct/server/srv-999", ``, 404, KindNotFound, "srv-999"},
 		{"POST", "/v1/fct/server", `{"listen":"nonsense"}`, 400, KindBadRequest, "listen"},
+		{"POST", "/v1/fct/server", `{}`, 400, KindBadRequest, "test interface"},
+		{"POST", "/v1/fct/server", `{"listen":"0.0.0.0:0"}`, 400, KindBadRequest, "not a wildcard"},
+		{"POST", "/v1/fct/server", `{"listen":"[::]:0"}`, 400, KindBadRequest, "not a wildcard"},
+		{"POST", "/v1/fct/server", `{"listen":"localhost:0"}`, 400, KindBadRequest, "not a wildcard or a name"},
 		{"POST", "/v1/fct/server", `{"listen":"` + srv.Listen + `"}`, 500, KindFailed, "listen on " + srv.Listen},
 		{"GET", "/v1/nothing", ``, 404, KindNotFound, "/v1/nothing"},
 		{"GET", "/v2/version", ``, 404, KindNotFound, "/v2/version"},

@@ -6,12 +6,12 @@
 // classes per destination, pause and unpause, rate limits, schedules and
 // heartbeats, demand reports, flows; reactor.go). Client is the Go client for that
 // API; the host driver reaches the agent through a channel forwarded over its
-// SSH connection, so the agent has no credentials of its own.
+// SSH connection, and every request carries the run's token (guard.go).
 package hostagent
 
 // Version is the agent's version. It changes whenever the API changes: a
 // driver replaces an installed agent whose version differs from its own.
-const Version = "1.1.0"
+const Version = "1.2.0"
 
 // APIVersion is the path prefix of the API this agent serves.
 const APIVersion = "v1"

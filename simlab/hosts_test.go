@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
+	"net/http"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -139,11 +141,40 @@ func TestSimulatedHostRunsTheUploadedAgentInProcess(t *testing.T) {
 	if v.Version != hostagent.Version || v.Hostname != "h1" || !v.Capabilities.FCT || v.Capabilities.RDMAWriteLat {
 		t.Errorf("version %+v", v)
 	}
+	// The agent serves only the driver's token, which agent-start left in
+	// a 0600 file; it refuses text/plain bodies and other origins.
+	tok, mode, ok := lab.Host("h1").File("/home/testbed/.testbed/hostagent/token")
+	if !ok || mode != 0o600 || len(strings.TrimSpace(string(tok))) != 64 {
+		t.Fatalf("token file: %d bytes, mode %v, found %v", len(tok), mode, ok)
+	}
+	bearer := "Bearer " + strings.TrimSpace(string(tok))
+	for _, r := range []struct {
+		method, auth, origin, ctype string
+		status                      int
+	}{
+		{"GET", "", "", "", 401},
+		{"GET", "Bearer " + strings.Repeat("f", 64), "", "", 401},
+		{"GET", bearer, "", "", 200},
+		{"GET", bearer, "http://attacker.example", "", 403},
+		{"POST", bearer, "", "text/plain", 415},
+		{"POST", bearer, "", "application/json", 201},
+	} {
+		if got := rawAgentStatus(t, a, r.method, r.auth, r.origin, r.ctype); got != r.status {
+			t.Errorf("%s auth=%t origin=%q type=%q: HTTP %d, want %d", r.method, r.auth != "", r.origin, r.ctype, got, r.status)
+		}
+	}
 	// The agent is found running by a second driver, which does not stop it.
 	h2, _ := openSimHost(t, lab, "h1")
 	a2, err := h2.StartAgent(ctx)
 	if err != nil || a2.Started || a2.PID != a.PID {
 		t.Errorf("second driver: %+v, %v", a2, err)
+	}
+	// The second driver's token replaced the first's.
+	if _, err := c.Version(ctx); err == nil {
+		t.Error("the first driver's token still works after a second driver started the agent")
+	}
+	if _, err := hostagent.NewClient(a2.Client, a2.BaseURL).Version(ctx); err != nil {
+		t.Errorf("second driver: %v", err)
 	}
 	h2.Close()
 	if !lab.Host("h1").AgentRunning() {
@@ -301,7 +332,7 @@ func TestSimulatedHostsFCTAcrossTheProtectedLink(t *testing.T) {
 		}
 		agents[name], drivers[name] = hostagent.NewClient(a.Client, a.BaseURL), h
 	}
-	srv, err := agents["h2"].StartFCTServer(ctx, hostagent.FCTServerRequest{})
+	srv, err := agents["h2"].StartFCTServer(ctx, hostagent.FCTServerRequest{Listen: "10.0.0.2:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,3 +412,30 @@ func TestSimulatedHostsFCTAcrossTheProtectedLink(t *testing.T) {
 }
 
 func micros(ns int64) float64 { return float64(ns) / 1e3 }
+
+// rawAgentStatus sends one request to the agent through the driver's SSH
+// connection with the given headers (none when empty): GET /v1/version, or
+// POST /v1/fct/server with a JSON body.
+func rawAgentStatus(t *testing.T, a *host.Agent, method, auth, origin, ctype string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	hc := &http.Client{Transport: &http.Transport{DialContext: a.DialContext}}
+	defer hc.CloseIdleConnections()
+	path, body := "/v1/version", io.Reader(nil)
+	if method == "POST" {
+		path, body = "/v1/fct/server", strings.NewReader(`{"listen":"10.0.0.1:0"}`)
+	}
+	req, _ := http.NewRequestWithContext(ctx, method, a.BaseURL+path, body)
+	for k, v := range map[string]string{"Authorization": auth, "Origin": origin, "Content-Type": ctype} {
+		if v != "" {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}

@@ -2,8 +2,12 @@
 // package hostagent (hostagent/API.md) on the host's loopback.
 //
 //	hostagent --version
-//	hostagent serve --listen 127.0.0.1:0
+//	hostagent serve --listen 127.0.0.1:0 --token-file PATH
 //
+// Every request must carry "Authorization: Bearer <token>", the token being
+// the content of the token file (read on every request, so whoever started
+// the agent may replace it; the file must not be readable by group or
+// others).
 // With port 0 the first line on stdout is the bound address
 // ("listening 127.0.0.1:41234"), so whoever started the agent learns it.
 package main
@@ -19,6 +23,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -33,7 +38,7 @@ func main() {
 
 const usage = `usage:
   hostagent --version
-  hostagent serve --listen 127.0.0.1:PORT [--log-level info]
+  hostagent serve --listen 127.0.0.1:PORT --token-file PATH [--log-level info]
 `
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -65,6 +70,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:0", "loopback address of the API (port 0: any free port)")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
+	tokenFile := fs.String("token-file", "", "file holding the token requests must carry (mode 0600; required)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -78,13 +84,19 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
 		return fmt.Errorf("--log-level %q: %v", *level, err)
 	}
+	if *tokenFile == "" {
+		return errors.New("serve: --token-file is required: the agent serves only requests carrying its run's token")
+	}
+	if _, err := readToken(*tokenFile); err != nil {
+		return err
+	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *listen, err)
 	}
-	agent := hostagent.New(hostagent.Options{Logger: log})
+	agent := hostagent.New(hostagent.Options{Logger: log, Token: func() (string, error) { return readToken(*tokenFile) }})
 	defer agent.Close()
 	srv := &http.Server{Handler: agent.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	fmt.Fprintf(stdout, "listening %s\n", ln.Addr())
@@ -109,8 +121,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// checkLoopback refuses API addresses off the loopback: the agent has no
-// credentials of its own and is reached through a forwarded SSH channel.
+// checkLoopback refuses API addresses off the loopback: the agent is
+// reached through a forwarded SSH channel (and asks every request for the
+// run's token besides).
 func checkLoopback(addr string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -123,4 +136,30 @@ func checkLoopback(addr string) error {
 		return fmt.Errorf("--listen %q: the API listens on a loopback address only (e.g. 127.0.0.1:0)", addr)
 	}
 	return nil
+}
+
+// readToken reads the token file, refusing one that group or others may
+// read or that holds no token.
+func readToken(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("token file: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("token file: %w", err)
+	}
+	if !st.Mode().IsRegular() || st.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("token file %s: mode %v: want a regular file only its owner can read (0600)", path, st.Mode())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 4096))
+	if err != nil {
+		return "", fmt.Errorf("token file %s: %w", path, err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("token file %s: empty", path)
+	}
+	return tok, nil
 }

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"debug/elf"
+	"errors"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,7 +68,7 @@ func TestServeBinary(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0")
+	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--token-file", writeToken(t, "tok\n"))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +93,7 @@ func TestServeBinary(t *testing.T) {
 		t.Fatalf("first line %q: want \"listening 127.0.0.1:PORT\"", line)
 	}
 
-	c := hostagent.NewClient(nil, "http://"+addr)
+	c := hostagent.NewClient(&http.Client{Transport: &hostagent.BearerTransport{Token: "tok"}}, "http://"+addr)
 	v, err := c.Version(ctx)
 	if err != nil || v.Version != hostagent.Version {
 		t.Fatalf("version: %+v %v", v, err)
@@ -127,6 +129,10 @@ func TestServeBinary(t *testing.T) {
 }
 
 func TestRunArguments(t *testing.T) {
+	loose, empty := writeToken(t, "tok"), writeToken(t, " \n")
+	if err := os.Chmod(loose, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		args     []string
 		code     int
@@ -142,6 +148,10 @@ func TestRunArguments(t *testing.T) {
 		{[]string{"serve", "--listen", "nonsense"}, 1, "", "--listen"},
 		{[]string{"serve", "--log-level", "loud"}, 1, "", "--log-level"},
 		{[]string{"serve", "extra"}, 1, "", "unexpected arguments"},
+		{[]string{"serve"}, 1, "", "--token-file is required"},
+		{[]string{"serve", "--token-file", filepath.Join(t.TempDir(), "none")}, 1, "", "token file"},
+		{[]string{"serve", "--token-file", loose}, 1, "", "only its owner can read"},
+		{[]string{"serve", "--token-file", empty}, 1, "", "empty"},
 	}
 	for _, tc := range cases {
 		var out, errb bytes.Buffer
@@ -159,6 +169,7 @@ func TestRunArguments(t *testing.T) {
 
 // serve stops when its context ends, printing the address first.
 func TestServeInProcess(t *testing.T) {
+	tokFile := writeToken(t, "run-token-1\n")
 	ctx, cancel := context.WithCancel(context.Background())
 	var errb bytes.Buffer
 	done := make(chan error, 1)
@@ -168,7 +179,7 @@ func TestServeInProcess(t *testing.T) {
 	}
 	defer pr.Close()
 	go func() {
-		done <- serve(ctx, []string{"--listen", "127.0.0.1:0"}, pw, &errb)
+		done <- serve(ctx, []string{"--listen", "127.0.0.1:0", "--token-file", tokFile}, pw, &errb)
 		pw.Close()
 	}()
 	line, err := bufio.NewReader(pr).ReadString('\n')
@@ -176,11 +187,39 @@ func TestServeInProcess(t *testing.T) {
 		t.Fatalf("first line %q, %v", line, err)
 	}
 	addr := strings.TrimSpace(strings.TrimPrefix(line, "listening "))
-	if _, err := hostagent.NewClient(nil, "http://"+addr).Version(context.Background()); err != nil {
+	authed := &http.Client{Transport: &hostagent.BearerTransport{Token: "run-token-1"}}
+	if _, err := hostagent.NewClient(authed, "http://"+addr).Version(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	// Without the token, or with another one, nothing is served.
+	for _, hc := range []*http.Client{nil, {Transport: &hostagent.BearerTransport{Token: "run-token-2"}}} {
+		var ae *hostagent.APIError
+		if _, err := hostagent.NewClient(hc, "http://"+addr).Version(context.Background()); !errors.As(err, &ae) || ae.Status != 401 || ae.Kind != hostagent.KindUnauthorized {
+			t.Errorf("without the run's token: %v, want a 401 unauthorized", err)
+		}
+	}
+	// The file is read on every request: a new run's token replaces the old.
+	if err := os.WriteFile(tokFile, []byte("run-token-2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hostagent.NewClient(&http.Client{Transport: &hostagent.BearerTransport{Token: "run-token-2"}}, "http://"+addr).Version(context.Background()); err != nil {
+		t.Errorf("after the token file changed: %v", err)
+	}
+	if _, err := hostagent.NewClient(authed, "http://"+addr).Version(context.Background()); err == nil {
+		t.Error("the replaced token is still accepted")
 	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("serve: %v", err)
 	}
+}
+
+// writeToken writes a token file as the driver's agent-start does (0600).
+func writeToken(t *testing.T, tok string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(p, []byte(tok), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

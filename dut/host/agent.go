@@ -3,6 +3,7 @@ package host
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
@@ -151,7 +152,8 @@ type Agent struct {
 	// Started is true when this driver started the agent (and so stops
 	// it on Close); false when it found one running.
 	Started bool
-	// Client sends requests to the agent over forwarded channels.
+	// Client sends requests to the agent over forwarded channels, each
+	// with this run's token.
 	Client *http.Client
 	host   *Host
 }
@@ -173,7 +175,14 @@ func (h *Host) StartAgent(ctx context.Context) (*Agent, error) {
 	if a != nil {
 		return a, nil
 	}
-	out, err := h.do(ctx, "start hostagent", opAgentStart, nil, h.AgentPath(), h.opts.StateDir)
+	// A token for this run: sent on stdin (never on a command line, never
+	// in the transcript), kept by the agent in a 0600 file and asked of
+	// every request.
+	token, err := newToken()
+	if err != nil {
+		return nil, fmt.Errorf("%s: start hostagent: %w", h.name, err)
+	}
+	out, err := h.do(ctx, "start hostagent", opAgentStart, []byte(token+"\n"), h.AgentPath(), h.opts.StateDir)
 	if err != nil {
 		return nil, err
 	}
@@ -216,12 +225,12 @@ func (h *Host) StartAgent(ctx context.Context) (*Agent, error) {
 	}
 	pid, _ := strconv.Atoi(st["pid"])
 	a = &Agent{Addr: addr, BaseURL: "http://" + net.JoinHostPort(host, port), PID: pid, Started: started, host: h}
-	a.Client = &http.Client{Transport: &http.Transport{
+	a.Client = &http.Client{Transport: &bearer{token: token, base: &http.Transport{
 		DialContext:         a.DialContext,
 		MaxIdleConnsPerHost: 16,
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
-	}}
+	}}}
 	// The SSH server must allow direct-tcpip channels.
 	c, err := a.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -398,3 +407,28 @@ func poll(ctx context.Context, f func() (bool, error)) error {
 		wait = min(wait*2, time.Second)
 	}
 }
+
+// newToken returns a fresh random token (256 bits, hex).
+func newToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// bearer adds "Authorization: Bearer <token>" to every request (the
+// hostagent's API.md, "Authentication").
+type bearer struct {
+	token string
+	base  *http.Transport
+}
+
+func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.base.RoundTrip(r)
+}
+
+// CloseIdleConnections is what http.Client.CloseIdleConnections calls.
+func (b *bearer) CloseIdleConnections() { b.base.CloseIdleConnections() }

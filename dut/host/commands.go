@@ -94,14 +94,19 @@ if [ -f "$B" ]; then
   echo "version=$("$B" --version 2>/dev/null | head -n 1)"
 fi`,
 
-	// Start "$B serve --listen 127.0.0.1:0" in a session of its own, its
-	// pid in $D/pid, stdout in $D/out, stderr in $D/log; or report the
-	// one already running.
+	// The run's token (stdin) to $D/token, mode 0600; then start
+	// "$B serve --listen 127.0.0.1:0 --token-file $D/token" in a session
+	// of its own, its pid in $D/pid, stdout in $D/out, stderr in $D/log;
+	// or report the one already running (which reads the new token on its
+	// next request).
 	opAgentStart: inHome + alive + `mkdir -p "$D" || exit 1
+rm -f "$D/token.new"
+(umask 077 && cat > "$D/token.new" && chmod 600 "$D/token.new") || exit 1
+mv -f "$D/token.new" "$D/token" || exit 1
 p=$(cat "$D/pid" 2>/dev/null)
 if alive "$p"; then echo "running=$p"; exit 0; fi
 rm -f "$D/pid" "$D/out"
-setsid sh -c 'echo $$ > "$1"; exec "$2" serve --listen 127.0.0.1:0' hostagent "$D/pid" "$B" > "$D/out" 2> "$D/log" < /dev/null &
+setsid sh -c 'echo $$ > "$1"; exec "$2" serve --listen 127.0.0.1:0 --token-file "$3"' hostagent "$D/pid" "$B" "$D/token" > "$D/out" 2> "$D/log" < /dev/null &
 echo "started=$!"`,
 
 	// Whether the agent runs, the address it printed, its last log lines.
@@ -111,7 +116,8 @@ if alive "$p"; then echo "alive=yes"; else echo "alive=no"; fi
 echo "listen=$(sed -n 's/^listening //p' "$D/out" 2>/dev/null | head -n 1)"
 tail -n 20 "$D/log" 2>/dev/null | sed 's/^/log: /'`,
 
-	// Stop the agent (TERM, then KILL after 5 s) and forget its pid.
+	// Stop the agent (TERM, then KILL after 5 s) and forget its pid and
+	// token.
 	opAgentStop: inHome + alive + `p=$(cat "$D/pid" 2>/dev/null)
 if alive "$p"; then
   kill -TERM "$p"
@@ -119,7 +125,7 @@ if alive "$p"; then
   while alive "$p" && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
   if alive "$p"; then kill -KILL "$p"; fi
 fi
-rm -f "$D/pid"
+rm -f "$D/pid" "$D/token"
 echo "stopped=$p"`,
 
 	// A sysctl's value.

@@ -8,7 +8,8 @@
 // binary when the host has a different one; starting it detached from the
 // SSH session on the host's loopback; and reaching its HTTP API through a
 // direct-tcpip channel of the same connection, so the agent needs no port
-// reachable from outside and no credentials of its own.
+// reachable from outside; its only credential is the run's token, made
+// here and handed over on agent-start's stdin.
 //
 // Settings a recipe changes (a sysctl, a route's rto_min) are applied with
 // their value before and after recorded, and an undo that restores them.

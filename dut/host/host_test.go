@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"testbed/transport"
 )
 
 func TestHostKeyMismatchRefused(t *testing.T) {
@@ -211,9 +213,17 @@ func standIn(version string) []byte {
 case "$1" in
 --version) echo "hostagent ` + version + `" ;;
 serve) exec python3 -u -c '
-import http.server, json, sys
+import http.server, json, os, stat, sys
+tokfile = sys.argv[3]  # argv[2] is the binary, which alive() looks for
+if stat.S_IMODE(os.stat(tokfile).st_mode) & 0o077:
+    sys.exit("token file readable by others")
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
+        with open(tokfile) as f:
+            tok = f.read().strip()
+        if not tok or self.headers.get("Authorization") != "Bearer " + tok:
+            self.send_error(401)
+            return
         if self.path != "/v1/version":
             self.send_error(404)
             return
@@ -228,7 +238,7 @@ class H(http.server.BaseHTTPRequestHandler):
 s = http.server.HTTPServer(("127.0.0.1", 0), H)
 print("listening 127.0.0.1:%d" % s.server_address[1], flush=True)
 s.serve_forever()
-' ` + version + ` "$0" ;;
+' ` + version + ` "$0" "$5" ;;
 *) echo "usage: hostagent --version | serve --listen ADDR" >&2; exit 2 ;;
 esac
 `)
@@ -364,7 +374,8 @@ func TestAgentThroughForwardedChannel(t *testing.T) {
 		t.Skip("the stand-in hostagent needs /usr/bin/python3")
 	}
 	d := startSSHD(t)
-	h := d.open(t, "h1")
+	var transcript syncBuffer
+	h := d.open(t, "h1", func(o *Options) { o.Transcript = transport.NewTranscript(&transcript) })
 	killAgentAtCleanup(t, h, d.Home)
 	ctx := testCtx(t)
 	if _, err := h.InstallAgent(ctx, AgentBinary{Data: standIn("0.0.1")}); err != nil {
@@ -383,6 +394,7 @@ func TestAgentThroughForwardedChannel(t *testing.T) {
 	if h.HTTPClient() != a.Client {
 		t.Error("HTTPClient is not the agent's client")
 	}
+	checkToken(t, a, d.Home, h.opts.StateDir, transcript.String())
 	if a2, err := h.StartAgent(ctx); err != nil || a2 != a {
 		t.Fatalf("second StartAgent: %v %v", a2, err)
 	}
@@ -397,14 +409,22 @@ func TestAgentThroughForwardedChannel(t *testing.T) {
 	if b.Started || b.Addr != a.Addr || b.PID != a.PID {
 		t.Fatalf("second driver: %+v, want the running agent %+v", b, a)
 	}
+	// The second driver's token replaced the first's in the running agent.
+	if v := getVersion(t, b); v != "0.0.1" {
+		t.Fatalf("version through the second driver: %q", v)
+	}
+	if st := statusWithout(t, a, "Bearer "); st != 401 {
+		t.Errorf("the first driver's token after the second's: HTTP %d, want 401", st)
+	}
 	if err := h2.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if !processAlive(a.PID) {
 		t.Fatal("closing a driver that did not start the agent stopped it")
 	}
-	if v := getVersion(t, a); v != "0.0.1" {
-		t.Fatalf("version %q", v)
+	// It still serves (and still refuses the first driver's old token).
+	if st := statusWithout(t, a, "Bearer "); st != 401 {
+		t.Fatalf("the agent after the second driver closed: HTTP %d, want 401", st)
 	}
 
 	// Replacing the binary stops the old agent; the new one starts.
@@ -456,4 +476,63 @@ func TestIdentity(t *testing.T) {
 	if !strings.Contains(id.Model, hn) || id.Vendor == "" || id.Firmware == "" {
 		t.Fatalf("identity %+v (hostname %s)", id, hn)
 	}
+}
+
+// checkToken: the agent refuses requests without the run's token or with
+// another; the token is in a 0600 file, and neither on the agent's command
+// line nor in the transcript.
+func checkToken(t *testing.T, a *Agent, home, stateDir, transcript string) {
+	t.Helper()
+	path := filepath.Join(home, stateDir, "token")
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("token file mode %v, want 0600", fi.Mode().Perm())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if len(tok) != 64 {
+		t.Fatalf("token %d characters, want 64 hex", len(tok))
+	}
+	if strings.Contains(transcript, tok) {
+		t.Error("the token is in the transcript")
+	}
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(a.PID) + "/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(cmdline), tok) {
+		t.Error("the token is on the agent's command line")
+	}
+	for _, auth := range []string{"", "Bearer " + strings.Repeat("0", 64), "Bearer " + tok[:32]} {
+		if st := statusWithout(t, a, auth); st != 401 {
+			t.Errorf("Authorization %q: HTTP %d, want 401", auth, st)
+		}
+	}
+}
+
+// statusWithout asks the agent for its version through the SSH connection
+// with the given Authorization header (none when empty) instead of the
+// driver's.
+func statusWithout(t *testing.T, a *Agent, auth string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	hc := &http.Client{Transport: &http.Transport{DialContext: a.DialContext}}
+	defer hc.CloseIdleConnections()
+	req, _ := http.NewRequestWithContext(ctx, "GET", a.BaseURL+"/v1/version", nil)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("GET /v1/version: %v", err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }

@@ -65,7 +65,12 @@ func startFakeAgent(t *testing.T, args ...string) *Switch {
 	t.Helper()
 	py := python(t)
 	cmd := exec.Command(py, append([]string{filepath.Join("agent", "run_fake.py")}, args...)...)
-	cmd.Env = pythonEnv()
+	// The agent reads the run's token from a 0600 file, as on a switch.
+	tokFile := filepath.Join(t.TempDir(), "agent_token")
+	if err := os.WriteFile(tokFile, []byte(fakeToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Env = append(pythonEnv(), "TESTBED_AGENT_TOKEN_FILE="+tokFile)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -99,16 +104,45 @@ func startFakeAgent(t *testing.T, args ...string) *Switch {
 	if a == "" {
 		t.Fatal("run_fake.py did not say where it listens")
 	}
+	return fakeAgentSwitch(t, a, fakeToken)
+}
+
+// fakeToken is the token startFakeAgent's agent asks for.
+const fakeToken = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// fakeAgentSwitch is a switch whose agent client dials addr directly,
+// without SSH, and presents tok.
+func fakeAgentSwitch(t *testing.T, addr, tok string) *Switch {
 	s := &Switch{opts: Options{Timeout: 5 * time.Second}}
 	s.agent = &agentClient{
 		dial: func(ctx context.Context) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "tcp", a)
+			return d.DialContext(ctx, "tcp", addr)
 		},
+		token:   func(context.Context) (string, error) { return tok, nil },
 		timeout: 5 * time.Second,
 	}
 	t.Cleanup(s.agent.close)
 	return s
+}
+
+// The python agent serves only a client with the run's token; the Go
+// client reports its refusal as an unauthorized AgentError.
+func TestAgentPythonRefusesWrongToken(t *testing.T) {
+	s := startFakeAgent(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := s.Hello(ctx); err != nil {
+		t.Fatal(err)
+	}
+	addr := s.agent.conn.RemoteAddr().String()
+	for _, tok := range []string{"", strings.Repeat("f", 64), fakeToken[:63]} {
+		_, err := fakeAgentSwitch(t, addr, tok).Hello(ctx)
+		var ae *AgentError
+		if !errors.As(err, &ae) || ae.Kind != "unauthorized" {
+			t.Errorf("token %q: %v, want an unauthorized refusal", tok, err)
+		}
+	}
 }
 
 func TestAgentPythonWithGoClient(t *testing.T) {

@@ -33,7 +33,10 @@ func IsNotFound(err error) bool {
 // agentClient speaks the agent protocol (agent/PROTOCOL.md) over a stream
 // it dials on demand, and redials once if the stream is lost.
 type agentClient struct {
-	dial       func(ctx context.Context) (net.Conn, error)
+	dial func(ctx context.Context) (net.Conn, error)
+	// token is what a new connection presents first ("auth"); it may
+	// install the token on the switch the first time it is asked.
+	token      func(ctx context.Context) (string, error)
 	transcript *transport.Transcript
 	timeout    time.Duration
 
@@ -83,6 +86,10 @@ func (a *agentClient) exchange(ctx context.Context, op string, args any, out any
 			return fmt.Errorf("agent: %w", err)
 		}
 		a.conn, a.rd = c, bufio.NewReaderSize(c, 64<<10)
+		if err := a.auth(ctx); err != nil {
+			a.reset()
+			return err
+		}
 	}
 	a.nextID++
 	id := a.nextID
@@ -142,6 +149,49 @@ func (a *agentClient) exchange(ctx context.Context, op string, args any, out any
 		}
 		return nil
 	}
+}
+
+// auth presents the run's token on a new connection, as the agent asks of
+// its first request. The transcript gets the request with the token
+// replaced by "***".
+func (a *agentClient) auth(ctx context.Context) error {
+	tok, err := a.token(ctx)
+	if err != nil {
+		return fmt.Errorf("agent: auth: %w", err)
+	}
+	a.nextID++
+	id := a.nextID
+	line, err := json.Marshal(agentRequest{ID: id, Op: "auth", Args: map[string]string{"token": tok}})
+	if err != nil {
+		return fmt.Errorf("auth: %w", err)
+	}
+	shown, _ := json.Marshal(agentRequest{ID: id, Op: "auth", Args: map[string]string{"token": "***"}})
+	a.transcript.Sent(string(shown))
+	conn := a.conn
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	if _, err := conn.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("auth: send: %w: %w", err, transport.ErrConnectionLost)
+	}
+	reply, err := a.rd.ReadBytes('\n')
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("auth: no reply: %w", ctx.Err())
+		}
+		return fmt.Errorf("auth: read: %w: %w", err, transport.ErrConnectionLost)
+	}
+	a.transcript.Received(string(reply[:len(reply)-1]))
+	var r agentResponse
+	if err := json.Unmarshal(reply, &r); err != nil {
+		return fmt.Errorf("auth: reply is not a protocol message (%q): %w", truncate(string(reply), 120), err)
+	}
+	if !r.OK {
+		if r.Error == nil {
+			return &AgentError{Op: "auth", Kind: "internal", Message: "failure without an error"}
+		}
+		return &AgentError{Op: "auth", Kind: r.Error.Kind, Message: r.Error.Message}
+	}
+	return nil
 }
 
 func (a *agentClient) reset() {

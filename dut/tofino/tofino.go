@@ -13,6 +13,7 @@ package tofino
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
@@ -83,13 +84,51 @@ func Open(ctx context.Context, address string, opts Options) (*Switch, error) {
 		return nil, err
 	}
 	s := &Switch{ssh: c, opts: opts}
+	tok, err := newToken()
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("agent token: %w", err)
+	}
 	s.agent = &agentClient{
 		dial: func(ctx context.Context) (net.Conn, error) {
 			return c.DialRemote(ctx, net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.AgentPort)))
 		},
+		token:      s.tokenInstaller(tok),
 		transcript: opts.Transcript, timeout: opts.Timeout,
 	}
 	return s, nil
+}
+
+// agentTokenFile is where the agent reads the token every connection must
+// present (PROTOCOL.md, "Authentication").
+const agentTokenFile = `"$HOME/.testbed/agent_token"`
+
+// tokenInstaller returns the agent client's token function: the first time
+// it is asked (and after a failure), it writes tok to the switch's token
+// file (mode 0600, from stdin: never on a command line or in the
+// transcript), which the agent reads for every new connection.
+func (s *Switch) tokenInstaller(tok string) func(ctx context.Context) (string, error) {
+	installed := false // guarded by the agent client's mutex
+	return func(ctx context.Context) (string, error) {
+		if installed {
+			return tok, nil
+		}
+		_, err := s.sh(ctx, "agent-token", `mkdir -p "$HOME/.testbed" && rm -f "$HOME/.testbed/agent_token.new" && (umask 077 && cat > "$HOME/.testbed/agent_token.new") && chmod 600 "$HOME/.testbed/agent_token.new" && mv -f "$HOME/.testbed/agent_token.new" `+agentTokenFile, []byte(tok+"\n"))
+		if err != nil {
+			return "", fmt.Errorf("install the agent token: %w", err)
+		}
+		installed = true
+		return tok, nil
+	}
+}
+
+// newToken returns a fresh random token (256 bits, hex).
+func newToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
 }
 
 // Close closes the connection; nothing on the switch is stopped.
@@ -173,7 +212,7 @@ func (s *Switch) StartSwitchd(ctx context.Context, program string) error {
 	_, err := s.sh(ctx, "switchd-start", fmt.Sprintf(`pkill -x bf_switchd
 while pgrep -x bf_switchd >/dev/null; do sleep 0.2; done
 mkdir -p "$HOME/.testbed"
-cd "$SDE" && TESTBED_AGENT_PORT=%d TESTBED_PROGRAM=%s nohup ./run_switchd.sh -p %s > "$HOME/.testbed/switchd.log" 2>&1 < /dev/null &
+cd "$SDE" && TESTBED_AGENT_PORT=%d TESTBED_AGENT_TOKEN_FILE=`+agentTokenFile+` TESTBED_PROGRAM=%s nohup ./run_switchd.sh -p %s > "$HOME/.testbed/switchd.log" 2>&1 < /dev/null &
 echo started`, s.opts.AgentPort, program, program), nil)
 	if err != nil {
 		return fmt.Errorf("start switchd -p %s: %w", program, err)
@@ -283,7 +322,7 @@ func (s *Switch) EnsureAgent(ctx context.Context) error {
 		return nil
 	}
 	s.agent.close()
-	if _, err := s.sh(ctx, "agent-start", fmt.Sprintf(`cd "$HOME/.testbed" && TESTBED_AGENT_PORT=%d nohup "$SDE/run_bfshell.sh" -b "$HOME/.testbed/testbed_agent.py" > "$HOME/.testbed/agent.log" 2>&1 < /dev/null &
+	if _, err := s.sh(ctx, "agent-start", fmt.Sprintf(`cd "$HOME/.testbed" && TESTBED_AGENT_PORT=%d TESTBED_AGENT_TOKEN_FILE=`+agentTokenFile+` nohup "$SDE/run_bfshell.sh" -b "$HOME/.testbed/testbed_agent.py" > "$HOME/.testbed/agent.log" 2>&1 < /dev/null &
 echo started`, s.opts.AgentPort), nil); err != nil {
 		return fmt.Errorf("agent start: %w", err)
 	}

@@ -333,7 +333,7 @@ func (h *SimHost) exec(ctx context.Context, cmd string, stdin io.Reader, stdout,
 	case "agent-probe":
 		return h.agentProbe(vars["B"], stdout)
 	case "agent-start":
-		return h.agentStart(vars["B"], vars["D"], stdout, stderr)
+		return h.agentStart(vars["B"], vars["D"], stdin, stdout, stderr)
 	case "agent-status":
 		return h.agentStatus(vars["B"], vars["D"], stdout)
 	case "agent-stop":
@@ -401,13 +401,23 @@ func (h *SimHost) procFor(bin, dir string) *hostProc {
 	return p
 }
 
-func (h *SimHost) agentStart(bin, dir string, stdout, stderr io.Writer) int {
+func (h *SimHost) agentStart(bin, dir string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// The run's token, from stdin to $D/token (0600), as the script does;
+	// a running agent reads it on its next request.
+	tok, err := io.ReadAll(io.LimitReader(stdin, 4096))
+	if err != nil {
+		fmt.Fprintf(stderr, "cat: -: %v\n", err)
+		return 1
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		fmt.Fprintln(stderr, "sh: the host is shutting down")
 		return 1
 	}
+	tokenPath := path.Join(h.abs(dir), "token")
+	sum := sha256.Sum256(tok)
+	h.files[tokenPath] = &hostFile{data: tok, mode: 0o600, sum: hex.EncodeToString(sum[:])}
 	if p := h.procFor(bin, dir); p != nil {
 		fmt.Fprintf(stdout, "running=%d\n", p.pid)
 		return 0
@@ -440,6 +450,7 @@ func (h *SimHost) agentStart(bin, dir string, stdout, stderr io.Writer) int {
 		ProcNet:  "/nonexistent/simulated-host/proc/net", // no interface counters on a simulated host
 		Hostname: h.name,
 		Reactor:  h.reactorHost(),
+		Token:    func() (string, error) { return h.token(tokenPath) },
 	})
 	p.http = &http.Server{Handler: p.agent.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	p.alive, p.addr = true, p.ln.Addr().String()
@@ -482,12 +493,24 @@ func (h *SimHost) agentStop(bin, dir string, stdout io.Writer) int {
 	if p != nil {
 		p.pid = 0 // rm -f "$D/pid"
 	}
+	delete(h.files, path.Join(h.abs(dir), "token"))
 	h.mu.Unlock()
 	if run != nil {
 		h.stopProc(run)
 	}
 	fmt.Fprintf(stdout, "stopped=%s\n", pid)
 	return 0
+}
+
+// token is what the agent's --token-file holds: the file at p, trimmed.
+func (h *SimHost) token(p string) (string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f, ok := h.files[p]
+	if !ok {
+		return "", fmt.Errorf("open %s: no such file or directory", p)
+	}
+	return strings.TrimSpace(string(f.data)), nil
 }
 
 // stopProc ends an agent as TERM does: the HTTP server closes, the agent

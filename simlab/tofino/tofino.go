@@ -2,8 +2,10 @@ package tofino
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -37,12 +39,16 @@ type Tofino struct {
 	front  map[int]int // front-panel port -> dev port
 	srv    *wire.SSHServer
 
+	agentIdle  time.Duration
+	agentSlots chan struct{} // one per open agent connection
+
 	mu         sync.Mutex
 	installed  map[string]bool              // compiled programs
 	p4src      map[string]map[string][]byte // uploaded P4 sources by directory
 	program    string                       // what bf_switchd runs ("" stopped)
 	readyAt    time.Time                    // bfshell answers from then on
 	agentFile  []byte
+	agentToken string // ~/.testbed/agent_token, which the agent asks of every connection
 	agentPort  int
 	agentUp    bool
 	ports      map[int]*simPort
@@ -124,6 +130,11 @@ type TofinoOptions struct {
 	Faults       *wire.Faults
 	FrontPorts   map[int]int // front-panel port -> dev port, for get-ddm
 	Listen       string
+	// AgentIdle closes an agent connection that sends nothing for this
+	// long (default 300 s, as the real agent); AgentMaxConns is how many
+	// agent connections are served at once (default 8).
+	AgentIdle     time.Duration
+	AgentMaxConns int
 }
 
 // NewTofino starts a simulated switch with the LinkGuardian programs
@@ -133,7 +144,8 @@ func NewTofino(dp *Dataplane, o TofinoOptions) (*Tofino, error) {
 		o.Faults = &wire.Faults{}
 	}
 	t := &Tofino{name: o.Name, serial: o.Serial, dp: dp, faults: o.Faults, front: o.FrontPorts,
-		installed: map[string]bool{lg.ProgramSender: true, lg.ProgramReceiver: true}}
+		installed: map[string]bool{lg.ProgramSender: true, lg.ProgramReceiver: true},
+		agentIdle: cmp.Or(o.AgentIdle, 300*time.Second), agentSlots: make(chan struct{}, cmp.Or(o.AgentMaxConns, 8))}
 	t.reset("")
 	srv, err := wire.NewSSHServer(wire.SSHServerOptions{Listen: o.Listen, Authorized: o.Authorized, Exec: t.exec, Tunnel: t.tunnel, Faults: o.Faults})
 	if err != nil {
@@ -308,6 +320,15 @@ func (t *Tofino) exec(ctx context.Context, cmd string, stdin io.Reader, stdout, 
 			return 1
 		}
 		t.agentFile = data
+	case "agent-token":
+		t.mu.Unlock()
+		data, err := io.ReadAll(io.LimitReader(stdin, 4096))
+		t.mu.Lock()
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		t.agentToken = strings.TrimSpace(string(data))
 	case "agent-start":
 		if t.agentFile == nil {
 			fmt.Fprintln(stdout, "started") // nohup: the error goes to agent.log
@@ -387,11 +408,41 @@ func notFound(f string, a ...any) error { return &agentErr{"not_found", fmt.Spri
 
 func (t *Tofino) serveAgent(c io.ReadWriteCloser) {
 	defer c.Close()
+	select {
+	case t.agentSlots <- struct{}{}:
+		defer func() { <-t.agentSlots }()
+	default:
+		out, _ := json.Marshal(map[string]any{"id": 0, "ok": false, "error": map[string]string{"kind": "busy", "message": fmt.Sprintf("%d connections already open", cap(t.agentSlots))}})
+		c.Write(append(out, '\n'))
+		return
+	}
+	// As the real agent: a connection quiet for agentIdle is closed.
+	idle := time.AfterFunc(t.agentIdle, func() { c.Close() })
+	defer idle.Stop()
 	rd := bufio.NewReader(c)
+	authed := false
 	for {
+		idle.Reset(t.agentIdle)
 		line, err := rd.ReadBytes('\n')
 		if err != nil {
 			return
+		}
+		if !idle.Stop() {
+			return // closed for idleness while the line arrived
+		}
+		if !authed {
+			// As the real agent: the first line presents the token in
+			// ~/.testbed/agent_token, or the connection is refused.
+			t.mu.Lock()
+			want := t.agentToken
+			t.mu.Unlock()
+			resp, ok := agentAuth(line, want)
+			out, _ := json.Marshal(resp)
+			if _, err := c.Write(append(out, '\n')); err != nil || !ok {
+				return
+			}
+			authed = true
+			continue
 		}
 		if d := t.faults.Delay(); d > 0 {
 			time.Sleep(d)
@@ -432,6 +483,29 @@ func (t *Tofino) serveAgent(c io.ReadWriteCloser) {
 			return
 		}
 	}
+}
+
+// agentAuth answers a connection's first line: ok when it is the auth
+// request with the token want (compared in constant time).
+func agentAuth(line []byte, want string) (map[string]any, bool) {
+	var req struct {
+		ID   int64  `json:"id"`
+		Op   string `json:"op"`
+		Args struct {
+			Token string `json:"token"`
+		} `json:"args"`
+	}
+	err := json.Unmarshal(line, &req)
+	refuse := func(msg string) (map[string]any, bool) {
+		return map[string]any{"id": req.ID, "ok": false, "error": map[string]string{"kind": "unauthorized", "message": msg}}, false
+	}
+	switch {
+	case err != nil || req.Op != "auth":
+		return refuse("the first request must be auth with the run's token")
+	case want == "" || subtle.ConstantTimeCompare([]byte(req.Args.Token), []byte(want)) != 1:
+		return refuse("wrong token")
+	}
+	return map[string]any{"id": req.ID, "ok": true, "result": map[string]any{}}, true
 }
 
 func argInt(a map[string]json.RawMessage, k string) (int64, error) {

@@ -5,9 +5,11 @@ bfrt of fake_bfrt.py. Run from this directory: python3 -m unittest -v
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -24,13 +26,21 @@ SEQ = "SwitchEgress.reg_seq_no"
 PROTECT = "SwitchEgress.link_protect"
 
 
-class Client:
-    """One connection speaking the agent protocol."""
+TOKEN = "0123456789abcdef" * 4
 
-    def __init__(self, port):
+
+class Client:
+    """One connection speaking the agent protocol; it presents token first
+    unless token is None."""
+
+    def __init__(self, port, token=TOKEN):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
         self.rd = self.sock.makefile("rb")
         self.next_id = 0
+        if token is not None:
+            resp = self.call("auth", {"token": token})
+            if not resp["ok"]:
+                raise AssertionError("auth refused: %s" % resp)
 
     def close(self):
         self.rd.close()
@@ -62,10 +72,13 @@ class Client:
         return resp
 
 
-class AgentTest(unittest.TestCase):
+class AgentBase(unittest.TestCase):
+    """A served agent over a fake bfrt and one authenticated connection."""
+
     def setUp(self):
         self.bfrt = fake_bfrt.FakeBfrt()
-        self.srv = testbed_agent.serve(self.bfrt, "127.0.0.1", 0)
+        self.srv = testbed_agent.serve(self.bfrt, "127.0.0.1", 0, token=lambda: TOKEN,
+                                       **self.server_options())
         self.thread = threading.Thread(target=self.srv.serve_forever, kwargs={"poll_interval": 0.05})
         self.thread.start()
         self.clients = []
@@ -78,8 +91,11 @@ class AgentTest(unittest.TestCase):
         self.srv.server_close()
         self.thread.join(5)
 
-    def connect(self):
-        c = Client(self.srv.port)
+    def server_options(self):
+        return {}
+
+    def connect(self, token=TOKEN):
+        c = Client(self.srv.port, token)
         self.clients.append(c)
         return c
 
@@ -101,6 +117,8 @@ class AgentTest(unittest.TestCase):
 
     # ---- hello, time ----
 
+
+class AgentTest(AgentBase):
     def test_hello(self):
         before = time.time_ns()
         r = self.ok("hello")
@@ -520,12 +538,97 @@ class AgentTest(unittest.TestCase):
         self.assertEqual(self.ok("hello")["agent"], "testbed-bfrt-agent")
 
 
+class AuthTest(AgentBase):
+    """Every connection presents the run's token first; nothing else is
+    served before it."""
+
+    def refused(self, c):
+        r = c.recv()
+        self.assertFalse(r["ok"], r)
+        self.assertEqual(r["error"]["kind"], "unauthorized", r)
+        with self.assertRaises((EOFError, ConnectionError)):
+            c.recv()
+
+    def test_no_token(self):
+        c = self.connect(token=None)
+        c.send("hello")
+        self.refused(c)
+
+    def test_wrong_token(self):
+        for tok in ("f" * 64, TOKEN[:-1], "", 7):
+            c = self.connect(token=None)
+            c.send("auth", {"token": tok})
+            self.refused(c)
+
+    def test_malformed_first_line(self):
+        c = self.connect(token=None)
+        c.sock.sendall(b"not json\n")
+        self.refused(c)
+
+    def test_no_token_configured_refuses_all(self):
+        self.srv.token = lambda: None
+        c = self.connect(token=None)
+        c.send("auth", {"token": TOKEN})
+        self.refused(c)
+
+    def test_token_file(self):
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        p = os.path.join(d, "t")
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT, 0o600)
+        os.write(fd, b" tok\n")
+        os.close(fd)
+        self.assertEqual(testbed_agent.read_token(p), "tok")
+        os.chmod(p, 0o644)
+        self.assertIsNone(testbed_agent.read_token(p))
+        self.assertIsNone(testbed_agent.read_token(os.path.join(d, "none")))
+
+
+class LimitsTest(AgentBase):
+    def server_options(self):
+        return {"idle_timeout": 0.3, "max_connections": 3}
+
+    def test_idle_connection_closed(self):
+        c = self.connect()
+        start = time.monotonic()
+        with self.assertRaises((EOFError, ConnectionError)):
+            c.recv()
+        self.assertLess(time.monotonic() - start, 5)
+        self.assertTrue(self.ok("hello", c=self.connect()))
+
+    def test_connection_cap(self):
+        self.connect()
+        self.connect()  # with self.c: three
+        extra = Client(self.srv.port, token=None)
+        self.clients.append(extra)
+        r = extra.recv()
+        self.assertEqual(r["error"]["kind"], "busy", r)
+        for c in self.clients[:3]:
+            c.close()
+        self.clients = []
+        deadline = time.monotonic() + 5
+        while True:  # the slots free as the handlers notice the closes
+            try:
+                self.assertTrue(self.ok("hello", c=self.connect()))
+                break
+            except (AssertionError, EOFError, ConnectionError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+
 class LoadedLikeBfrtPython(unittest.TestCase):
     """run_fake.py loads the agent as bfrt_python does (exec of the file's
     text inside a function): it must start and serve."""
 
     def test_run_fake(self):
-        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        tok = os.path.join(d, "agent_token")
+        fd = os.open(tok, os.O_WRONLY | os.O_CREAT, 0o600)
+        os.write(fd, (TOKEN + "\n").encode())
+        os.close(fd)
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", TESTBED_AGENT_TOKEN_FILE=tok)
         p = subprocess.Popen([sys.executable, os.path.join(HERE, "run_fake.py"), "--program", "receiver",
                               "--queue", "1:17:9:40:90:3", "--counter", "136:$FramesReceivedOK:12"],
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
@@ -533,7 +636,10 @@ class LoadedLikeBfrtPython(unittest.TestCase):
             line = p.stdout.readline().decode()
             m = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
             self.assertIsNotNone(m, line + p.stdout.read(2000).decode() if p.poll() is not None else line)
-            c = Client(int(m.group(1)))
+            port = int(m.group(1))
+            with self.assertRaisesRegex(AssertionError, "unauthorized"):
+                Client(port, token="f" * 64).close()
+            c = Client(port)
             try:
                 r = c.call("hello")
                 self.assertEqual(r["result"]["program"], "receiver", r)

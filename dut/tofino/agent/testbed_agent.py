@@ -3,11 +3,13 @@ inside the Intel SDE's bfrt_python.
 
 The driver installs this file on the switch and starts it with
 
-    TESTBED_AGENT_PORT=<port> $SDE/run_bfshell.sh -b testbed_agent.py
+    TESTBED_AGENT_PORT=<port> TESTBED_AGENT_TOKEN_FILE=<file> $SDE/run_bfshell.sh -b testbed_agent.py
 
 bfrt_python runs it with the global ``bfrt`` object (the BF Runtime command
 tree) defined. The agent listens on 127.0.0.1 only, one thread per
-connection, and answers each JSON line with one JSON line, in order. Every
+connection, and answers each JSON line with one JSON line, in order, once
+the connection has presented the run's token (read from the 0600 file
+$TESTBED_AGENT_TOKEN_FILE, default ~/.testbed/agent_token). Every
 BF Runtime call is made under one lock: bfrt_python's session and its
 current target (pipe) are shared by all connections.
 
@@ -16,6 +18,7 @@ this module and serve a stand-in (fake_bfrt.py); importing it starts
 nothing. Python 3.8 (older SDEs) and later, standard library only.
 """
 
+import hmac
 import json
 import os
 import socketserver
@@ -31,6 +34,11 @@ DEFAULT_PORT = 9091
 # A request line longer than this is refused (and the connection closed:
 # there is no telling where the next request starts).
 MAX_LINE = 1 << 20
+
+# A connection that sends nothing for this long is closed; at most this many
+# connections are served at once (the driver keeps one).
+IDLE_TIMEOUT_S = 300
+MAX_CONNECTIONS = 8
 
 # time.wait waits at most this far ahead of the switch's clock.
 MAX_WAIT_NS = 60 * 10**9
@@ -733,11 +741,62 @@ def encode(resp):
 # ---- the server ----
 
 
+def read_token(path):
+    """The token in the file at path (stripped); None when the file cannot
+    be read, is empty, or group or others may read it."""
+    try:
+        st = os.stat(path)
+        if st.st_mode & 0o077:
+            _log("token file %s: group or others may read it: refusing every connection" % path)
+            return None
+        with open(path) as f:
+            tok = f.read(4096).strip()
+    except OSError as e:
+        _log("token file %s: %s" % (path, e))
+        return None
+    return tok or None
+
+
+def check_auth(token, line):
+    """None when line is the auth request with the token, else the error
+    response to send before closing."""
+    try:
+        req = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        req = None
+    rid = req.get("id", 0) if isinstance(req, dict) else 0
+    if isinstance(rid, bool) or not isinstance(rid, int):
+        rid = 0
+    if not isinstance(req, dict) or req.get("op") != "auth":
+        return error_response(rid, "unauthorized", "the first request must be auth with the run's token")
+    args = req.get("args")
+    got = args.get("token") if isinstance(args, dict) else None
+    want = token() if token is not None else None
+    if not want or not isinstance(got, str) or not hmac.compare_digest(got.encode("utf-8"), want.encode("utf-8")):
+        return error_response(rid, "unauthorized", "wrong token")
+    return None
+
+
 class _Handler(socketserver.StreamRequestHandler):
     disable_nagle_algorithm = True
 
+    def setup(self):
+        self.request.settimeout(self.server.idle_timeout)
+        socketserver.StreamRequestHandler.setup(self)
+
     def handle(self):
+        srv = self.server
+        if not srv.slots.acquire(blocking=False):
+            self._send(error_response(0, "busy", "%d connections already open" % srv.max_connections))
+            return
+        try:
+            self._serve()
+        finally:
+            srv.slots.release()
+
+    def _serve(self):
         agent = self.server.agent
+        authed = False
         while True:
             try:
                 line = self.rfile.readline(MAX_LINE + 1)
@@ -749,6 +808,15 @@ class _Handler(socketserver.StreamRequestHandler):
                 self._send(error_response(0, "bad_request", "request longer than %d bytes" % MAX_LINE))
                 return
             if not line.strip():
+                continue
+            if not authed:
+                refused = check_auth(self.server.token, line)
+                if refused is not None:
+                    self._send(refused)
+                    return
+                authed = True
+                if not self._send({"id": json.loads(line.decode("utf-8")).get("id", 0), "ok": True, "result": {}}):
+                    return
                 continue
             if not self._send(agent.respond(line)):
                 return
@@ -767,8 +835,15 @@ class Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, agent, host="127.0.0.1", port=0):
+    def __init__(self, agent, host="127.0.0.1", port=0, token=None,
+                 idle_timeout=None, max_connections=None):
+        # (Defaults are resolved here, not in the signature: under
+        # bfrt_python the class body cannot see the module's names.)
         self.agent = agent
+        self.token = token  # a function returning the run's token
+        self.idle_timeout = idle_timeout or IDLE_TIMEOUT_S
+        self.max_connections = max_connections or MAX_CONNECTIONS
+        self.slots = threading.BoundedSemaphore(self.max_connections)
         socketserver.TCPServer.__init__(self, (host, port), _Handler)
 
     @property
@@ -776,16 +851,20 @@ class Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
         return self.server_address[1]
 
 
-def serve(bfrt, host="127.0.0.1", port=0, program=None):
-    """A bound server for bfrt (not yet serving: call serve_forever)."""
-    return Server(Agent(bfrt, program), host, port)
+def serve(bfrt, host="127.0.0.1", port=0, program=None, token=None, **kw):
+    """A bound server for bfrt (not yet serving: call serve_forever).
+    token is a function returning the token every connection must present
+    first (None refuses every connection)."""
+    return Server(Agent(bfrt, program), host, port, token, **kw)
 
 
 def main(bfrt):
     """Serve on 127.0.0.1:$TESTBED_AGENT_PORT (default 9091) until the
     process ends."""
     port = int(os.environ.get("TESTBED_AGENT_PORT") or DEFAULT_PORT)
-    srv = serve(bfrt, "127.0.0.1", port)
+    token_file = os.environ.get("TESTBED_AGENT_TOKEN_FILE") or os.path.join(
+        os.path.expanduser("~"), ".testbed", "agent_token")
+    srv = serve(bfrt, "127.0.0.1", port, token=lambda: read_token(token_file))
     _log("%s %s, program %r, listening on 127.0.0.1:%d" % (AGENT, VERSION, srv.agent.program(), srv.port))
     try:
         srv.serve_forever()
