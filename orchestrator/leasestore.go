@@ -1,0 +1,141 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// LeaseStore is where a run's device leases live: files under the state
+// directory on one host (FileLeases, the embedded default) or etcd shared by
+// many hosts (EtcdLeases). Both take all of a run's devices or none, key
+// them by the physical device (DeviceKey), and say who holds a refused one.
+type LeaseStore interface {
+	// Acquire takes leases on every device or none. Without wait a held
+	// device is refused at once with a *LeaseHeldError; with wait the
+	// run queues for it (in order of arrival where the store can) until
+	// ctx ends.
+	Acquire(ctx context.Context, req LeaseRequest) (HeldLeases, error)
+	// List returns the leases held now, and who waits for each device.
+	List(ctx context.Context) ([]LeaseStatus, error)
+	Close() error
+}
+
+// LeaseRequest is what a run asks a LeaseStore for.
+type LeaseRequest struct {
+	Lab, Owner, RunID string
+	Devices           []LeaseTarget
+	Wait              bool
+}
+
+// HeldLeases is a run's claim on its devices.
+type HeldLeases interface {
+	Leases() []*Lease
+	// Lost is closed when the claim can no longer be trusted (the store
+	// forgot the holder: its etcd session expired in a partition, or its
+	// lease file was taken over). A holder that sees it stops touching
+	// the devices: fencing.
+	Lost() <-chan struct{}
+	// Release gives the devices back.
+	Release(ctx context.Context) error
+}
+
+// LeaseStatus is one device's lease as a listing shows it.
+type LeaseStatus struct {
+	Key     string  `json:"key"`
+	Holder  *Lease  `json:"holder"`
+	Waiters []Lease `json:"waiters"`
+}
+
+// FileLeases is the file backend behind the LeaseStore interface.
+type FileLeases struct {
+	L *Leaser
+	// Poll is how often a waiting Acquire asks again (file leases have no
+	// queue: waiters are not served in order of arrival).
+	Poll time.Duration
+}
+
+type fileHeld struct {
+	l      *Leaser
+	leases []*Lease
+	lost   chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// Acquire implements LeaseStore, renewing the files at a third of the TTL
+// until released.
+func (f *FileLeases) Acquire(ctx context.Context, req LeaseRequest) (HeldLeases, error) {
+	poll := f.Poll
+	if poll <= 0 {
+		poll = 500 * time.Millisecond
+	}
+	for {
+		leases, err := f.L.Acquire(req.Lab, req.Owner, req.RunID, req.Devices)
+		var held *LeaseHeldError
+		if err == nil {
+			h := &fileHeld{l: f.L, leases: leases, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+			go h.renew()
+			return h, nil
+		}
+		if !req.Wait || !errors.As(err, &held) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("wait for %s held by %s (run %s): %w", held.Held.Device, held.Held.Owner, held.Held.RunID, context.Cause(ctx))
+		case <-time.After(poll):
+		}
+	}
+}
+
+func (h *fileHeld) renew() {
+	defer close(h.done)
+	t := time.NewTicker(h.l.TTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			if lost := h.l.Renew(h.leases); lost > 0 {
+				select {
+				case <-h.lost:
+				default:
+					close(h.lost)
+				}
+			}
+		case <-h.stop:
+			return
+		}
+	}
+}
+
+func (h *fileHeld) Leases() []*Lease      { return h.leases }
+func (h *fileHeld) Lost() <-chan struct{} { return h.lost }
+func (h *fileHeld) Release(context.Context) error {
+	select {
+	case <-h.stop:
+		return nil
+	default:
+	}
+	close(h.stop)
+	<-h.done
+	h.l.Release(h.leases)
+	return nil
+}
+
+// List implements LeaseStore: the lease files (file leases have no waiters).
+func (f *FileLeases) List(context.Context) ([]LeaseStatus, error) {
+	ls, err := f.L.List()
+	if err != nil {
+		return nil, err
+	}
+	out := []LeaseStatus{}
+	for _, l := range ls {
+		out = append(out, LeaseStatus{Key: l.Key, Holder: l, Waiters: []Lease{}})
+	}
+	return out, nil
+}
+
+// Close implements LeaseStore.
+func (f *FileLeases) Close() error { return nil }
