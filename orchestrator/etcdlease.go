@@ -13,10 +13,12 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.uber.org/zap"
 )
 
 // EtcdLeases keeps device leases in etcd, for labs shared by many hosts
@@ -104,7 +106,9 @@ func NewEtcdLeases(ctx context.Context, cfg EtcdConfig, ttl time.Duration, log *
 	if dial <= 0 {
 		dial = 5 * time.Second
 	}
-	cc := clientv3.Config{Endpoints: cfg.Endpoints, DialTimeout: dial, Context: ctx, Logger: nil}
+	// The client's own zap logging is silenced: its failures come back
+	// as errors, wrapped and logged by the caller.
+	cc := clientv3.Config{Endpoints: cfg.Endpoints, DialTimeout: dial, Context: ctx, Logger: zap.NewNop()}
 	if cfg.CertFile != "" || cfg.CAFile != "" {
 		tc, err := etcdTLS(cfg)
 		if err != nil {
@@ -191,6 +195,7 @@ func leaseKeys(devices []LeaseTarget) ([]string, map[string]LeaseTarget, error) 
 }
 
 type etcdHeld struct {
+	mu      sync.Mutex // journal writes
 	e       *EtcdLeases
 	sess    *concurrency.Session
 	cancel  context.CancelFunc
@@ -365,10 +370,15 @@ func (e *EtcdLeases) List(ctx context.Context) ([]LeaseStatus, error) {
 // device's mutex. A record that outlives its run is replayed by the next
 // holder.
 type EtcdJournal struct {
-	h   *etcdHeld
-	key string
-	run string
-	seq int
+	h       *etcdHeld
+	key     string
+	run     string
+	seq     int
+	pending map[int]bool
+	// ctx is the run's, without its cancellation (the undos of an
+	// aborted run are still journaled as done); each write is bounded by
+	// the store's Timeout.
+	ctx context.Context
 }
 
 // Journal opens the undo journal of one of the held devices for a run.
@@ -376,8 +386,19 @@ func (h *etcdHeld) Journal(key, runID string) (*EtcdJournal, error) {
 	if h.mutexes[key] == nil {
 		return nil, fmt.Errorf("undo journal of %s: device not held", key)
 	}
-	return &EtcdJournal{h: h, key: key, run: runID}, nil
+	return &EtcdJournal{h: h, key: key, run: runID, pending: map[int]bool{}, ctx: context.Background()}, nil
 }
+
+func (h *etcdHeld) OpenJournal(ctx context.Context, ls *Lease, runID string) (RunJournal, error) {
+	j, err := h.Journal(ls.Key, runID)
+	if err != nil {
+		return nil, err
+	}
+	j.ctx = context.WithoutCancel(ctx)
+	return j, nil
+}
+
+func (h *etcdHeld) ClearJournal(context.Context, *Lease) error { return nil } // replayed records are deleted one by one
 
 func (j *EtcdJournal) recKey(seq int) string {
 	return j.h.e.journalDir(j.key) + keyPart(j.run) + "/" + fmt.Sprintf("%08d", seq)
@@ -397,25 +418,47 @@ func (j *EtcdJournal) guarded(ctx context.Context, op clientv3.Op) error {
 	return nil
 }
 
-// Append records an undo before the change it undoes is made.
-func (j *EtcdJournal) Append(ctx context.Context, u UndoRecord) (int, error) {
+// Append records an undo before the change it undoes is made; it returns
+// only once etcd has it, and fails once the device is no longer this
+// run's.
+func (j *EtcdJournal) Append(u UndoRecord) (int, error) {
+	j.h.mu.Lock()
+	defer j.h.mu.Unlock()
 	j.seq++
 	b, err := json.Marshal(PendingUndo{Seq: j.seq, RunID: j.run, PID: os.Getpid(), Time: time.Now().UTC(), UndoRecord: u})
 	if err != nil {
 		return 0, err
 	}
-	return j.seq, j.guarded(ctx, clientv3.OpPut(j.recKey(j.seq), string(b)))
+	if err := j.guarded(j.ctx, clientv3.OpPut(j.recKey(j.seq), string(b))); err != nil {
+		return 0, err
+	}
+	j.pending[j.seq] = true
+	return j.seq, nil
 }
 
 // Done records that an undo was carried out (its record goes).
-func (j *EtcdJournal) Done(ctx context.Context, seq int) error {
-	return j.guarded(ctx, clientv3.OpDelete(j.recKey(seq)))
+func (j *EtcdJournal) Done(seq int) error {
+	j.h.mu.Lock()
+	defer j.h.mu.Unlock()
+	if err := j.guarded(j.ctx, clientv3.OpDelete(j.recKey(seq))); err != nil {
+		return err
+	}
+	delete(j.pending, seq)
+	return nil
+}
+
+// Close reports whether every undo this run journaled was done.
+func (j *EtcdJournal) Close() (bool, error) {
+	j.h.mu.Lock()
+	defer j.h.mu.Unlock()
+	return len(j.pending) == 0, nil
 }
 
 // PendingJournal returns the undos a device's journal holds that were
 // never done, oldest first (run ids sort by time, sequence numbers are
 // fixed width).
-func (h *etcdHeld) PendingJournal(ctx context.Context, key string) ([]PendingUndo, error) {
+func (h *etcdHeld) PendingJournal(ctx context.Context, ls *Lease) ([]PendingUndo, error) {
+	key := ls.Key
 	gctx, cancel := context.WithTimeout(ctx, h.e.Timeout)
 	defer cancel()
 	resp, err := h.e.cli.Get(gctx, h.e.journalDir(key), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
@@ -435,7 +478,7 @@ func (h *etcdHeld) PendingJournal(ctx context.Context, key string) ([]PendingUnd
 
 // MarkReplayed removes a replayed undo of an earlier run from the journal,
 // guarded by this run's ownership of the device.
-func (h *etcdHeld) MarkReplayed(ctx context.Context, key string, u PendingUndo) error {
-	j := &EtcdJournal{h: h, key: key, run: u.RunID}
+func (h *etcdHeld) MarkReplayed(ctx context.Context, ls *Lease, u PendingUndo) error {
+	j := &EtcdJournal{h: h, key: ls.Key, run: u.RunID}
 	return j.guarded(ctx, clientv3.OpDelete(j.recKey(u.Seq)))
 }

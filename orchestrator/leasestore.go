@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 )
 
@@ -39,6 +40,25 @@ type HeldLeases interface {
 	Lost() <-chan struct{}
 	// Release gives the devices back.
 	Release(ctx context.Context) error
+
+	// PendingJournal returns what a device's undo journal still holds
+	// from earlier runs (nothing when there is no journal).
+	PendingJournal(ctx context.Context, ls *Lease) ([]PendingUndo, error)
+	// MarkReplayed records that an earlier run's undo was carried out.
+	MarkReplayed(ctx context.Context, ls *Lease, u PendingUndo) error
+	// ClearJournal removes a journal whose undos were all replayed.
+	ClearJournal(ctx context.Context, ls *Lease) error
+	// OpenJournal starts this run's undo journal of a device.
+	OpenJournal(ctx context.Context, ls *Lease, runID string) (RunJournal, error)
+}
+
+// RunJournal is the undo journal a run appends to (journal.go's file
+// Journal, or EtcdJournal).
+type RunJournal interface {
+	Append(UndoRecord) (int, error)
+	Done(seq int) error
+	// Close reports whether nothing is left to undo (the journal is gone).
+	Close() (removed bool, err error)
 }
 
 // LeaseStatus is one device's lease as a listing shows it.
@@ -122,6 +142,29 @@ func (h *fileHeld) Release(context.Context) error {
 	<-h.done
 	h.l.Release(h.leases)
 	return nil
+}
+
+func (h *fileHeld) PendingJournal(_ context.Context, ls *Lease) ([]PendingUndo, error) {
+	p, err := ReadJournal(ls.JournalPath())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return p, err
+}
+
+func (h *fileHeld) MarkReplayed(_ context.Context, ls *Lease, u PendingUndo) error {
+	return markDone(ls.JournalPath(), u)
+}
+
+func (h *fileHeld) ClearJournal(_ context.Context, ls *Lease) error {
+	if err := os.Remove(ls.JournalPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove undo journal: %w", err)
+	}
+	return nil
+}
+
+func (h *fileHeld) OpenJournal(_ context.Context, ls *Lease, runID string) (RunJournal, error) {
+	return CreateJournal(ls.JournalPath(), runID, ls.Key, h.l.Now)
 }
 
 // List implements LeaseStore: the lease files (file leases have no waiters).

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +15,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"testbed/dut/host"
+	"testbed/results"
+	"testbed/simlab"
 )
 
 // startEtcd runs Debian's etcd-server on loopback ports in a temporary
@@ -298,7 +303,7 @@ func TestEtcdLeaseHolderProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, db := range []float64{0, 3} {
-		if _, err := j.Append(ctx, UndoRecord{Device: "voa1", Kind: UndoVOAAttenuation, Desc: fmt.Sprintf("restore voa1 channel 1 to %.2f dB", db),
+		if _, err := j.Append(UndoRecord{Device: "voa1", Kind: UndoVOAAttenuation, Desc: fmt.Sprintf("restore voa1 channel 1 to %.2f dB", db),
 			Args: []byte(fmt.Sprintf(`{"channel":1,"db":%g}`, db))}); err != nil {
 			t.Fatal(err)
 		}
@@ -357,14 +362,15 @@ func TestEtcdLeaseOfAKilledHolder(t *testing.T) {
 		t.Errorf("waiter got the device %v after the kill, want within the TTL %v (+1s)", took, ttl)
 	}
 	h := r.h.(*etcdHeld)
-	pending, err := h.PendingJournal(ctx, "tcp://10.9.9.9:5025")
+	ls := h.Leases()[0]
+	pending, err := h.PendingJournal(ctx, ls)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var descs []string
 	for i := len(pending) - 1; i >= 0; i-- { // replayed newest first
 		descs = append(descs, pending[i].RunID+": "+pending[i].Desc)
-		if err := h.MarkReplayed(ctx, "tcp://10.9.9.9:5025", pending[i]); err != nil {
+		if err := h.MarkReplayed(ctx, ls, pending[i]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -372,7 +378,7 @@ func TestEtcdLeaseOfAKilledHolder(t *testing.T) {
 	if got := strings.Join(descs, "|"); got != want {
 		t.Errorf("replayed %q, want %q", got, want)
 	}
-	if left, _ := h.PendingJournal(ctx, "tcp://10.9.9.9:5025"); len(left) != 0 {
+	if left, _ := h.PendingJournal(ctx, ls); len(left) != 0 {
 		t.Errorf("journal keeps %d undos after the replay", len(left))
 	}
 }
@@ -408,10 +414,10 @@ func TestEtcdLeaseLostHolderCannotWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h2.Release(ctx)
-	if _, err := j.Append(ctx, UndoRecord{Device: "voa1", Kind: UndoVOAAttenuation, Desc: "late write"}); err == nil || !strings.Contains(err.Error(), "lease is lost") {
+	if _, err := j.Append(UndoRecord{Device: "voa1", Kind: UndoVOAAttenuation, Desc: "late write"}); err == nil || !strings.Contains(err.Error(), "lease is lost") {
 		t.Fatalf("a cut-off holder's journal write: %v, want refused", err)
 	}
-	if p, _ := h2.(*etcdHeld).PendingJournal(ctx, "tcp://10.1.1.1:5025"); len(p) != 0 {
+	if p, _ := h2.PendingJournal(ctx, h2.Leases()[0]); len(p) != 0 {
 		t.Errorf("the cut-off holder wrote %d journal records", len(p))
 	}
 }
@@ -431,5 +437,151 @@ func TestParseLeasesURL(t *testing.T) {
 		if _, err := ParseLeasesURL(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// A run on etcd leases waits for a device a dead run still holds (saying
+// who holds it and its place in the queue), gets it when the dead run's
+// session ends, and replays the dead run's journal, kept in etcd, before
+// it starts: it finds, and leaves, the original value.
+func TestEngineOnEtcdWaitsThenReplaysADeadRunsJournal(t *testing.T) {
+	ep := startEtcd(t)
+	lab, err := simlab.StartDefault(simlab.Options{Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lab.Close() })
+	inv := lab.Inventory()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const cc = "net.ipv4.tcp_congestion_control"
+	h1 := lab.Host("h1")
+	h1dev, _ := inv.Device("h1")
+
+	dead := newEtcdStore(t, ep, "/engine", 2*time.Second)
+	dh, err := dead.Acquire(ctx, LeaseRequest{Lab: inv.Name, Owner: "alice", RunID: "run-dead", Devices: []LeaseTarget{{Device: "h1", Address: h1dev.Address}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := dh.OpenJournal(ctx, dh.Leases()[0], "run-dead")
+	if err != nil {
+		t.Fatal(err)
+	}
+	od, err := OpenDevice(ctx, h1dev, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hd := od.Driver.(*host.Host)
+	before, err := hd.Current(ctx, host.Sysctl(cc, "dctcp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, _ := json.Marshal(map[string]string{"kind": host.SettingSysctl, "key": cc, "value": before})
+	if _, err := j.Append(UndoRecord{Device: "h1", Kind: UndoHostSetting, Desc: "restore " + cc, Args: args}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := hd.Apply(ctx, host.Sysctl(cc, "dctcp")); err != nil {
+		t.Fatal(err)
+	}
+	od.closer.Close()
+	// The dead run's process goes: its session is gone a moment later.
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		_, _ = dead.cli.Revoke(context.Background(), dh.(*etcdHeld).sess.Lease())
+	}()
+
+	var found, waitedFor string
+	place := 0
+	r := &devRecipe{devices: []string{"h1"}, hook: func(ctx context.Context, rc *RunContext) error {
+		ch, err := rc.ApplyHostSetting(ctx, "h1", host.Sysctl(cc, "dctcp"))
+		found = ch.Before
+		return err
+	}}
+	p, _ := ResolveParams(nil, "", nil, nil)
+	state := t.TempDir()
+	eng := &Engine{RunsDir: filepath.Join(state, "runs"), StateDir: state, Leases: newEtcdStore(t, ep, "/engine", 2*time.Second)}
+	res, err := eng.Run(ctx, RunRequest{Recipe: r, Params: p, Lab: inv, Simulated: true, WaitLeases: true,
+		OnLeaseWait: func(h Lease, n int) { waitedFor, place = h.RunID, n }})
+	if err != nil || res.Status != results.StatusOK {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	if waitedFor != "run-dead" || place != 1 {
+		t.Errorf("waited for %q at place %d, want run-dead at 1", waitedFor, place)
+	}
+	if found != "cubic" {
+		t.Errorf("the next run found %s=%s, want the original cubic (the dead run's journal was not replayed first)", cc, found)
+	}
+	if v, _ := h1.Sysctl(cc); v != "cubic" {
+		t.Errorf("after the next run %s=%s, want cubic", cc, v)
+	}
+	var m results.Manifest
+	mb, _ := os.ReadFile(filepath.Join(res.Dir, "manifest.json"))
+	json.Unmarshal(mb, &m)
+	if len(m.Recovered) != 1 || !m.Recovered[0].OK || m.Recovered[0].FromRun != "run-dead" {
+		t.Errorf("manifest recovered %+v, want h1's undo from run-dead", m.Recovered)
+	}
+	st, err := eng.Leases.List(ctx)
+	if err != nil || len(st) != 0 {
+		t.Errorf("leases left after the run: %+v %v", st, err)
+	}
+}
+
+// Fencing: a run whose etcd session ends in the middle (cut off past its
+// TTL) stops: its step's context ends, its cleanup does not touch the
+// device, and the undo stays in the journal, which the next run replays.
+func TestEngineOnEtcdStopsTouchingDevicesWhenItsLeaseIsLost(t *testing.T) {
+	ep := startEtcd(t)
+	lab, err := simlab.StartDefault(simlab.Options{Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lab.Close() })
+	inv := lab.Inventory()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const cc = "net.ipv4.tcp_congestion_control"
+	h1 := lab.Host("h1")
+	store := newEtcdStore(t, ep, "/fenced", 2*time.Second)
+	var stepErr error
+	r := &devRecipe{devices: []string{"h1"}, hook: func(sctx context.Context, rc *RunContext) error {
+		if _, err := rc.ApplyHostSetting(sctx, "h1", host.Sysctl(cc, "dctcp")); err != nil {
+			return err
+		}
+		ls, err := store.cli.Leases(sctx)
+		if err != nil {
+			return err
+		}
+		for _, l := range ls.Leases { // the partition: every session gone
+			_, _ = store.cli.Revoke(sctx, l.ID)
+		}
+		select {
+		case <-sctx.Done():
+			stepErr = context.Cause(sctx)
+			return stepErr
+		case <-time.After(10 * time.Second):
+			return errors.New("the step went on after its lease was lost")
+		}
+	}}
+	p, _ := ResolveParams(nil, "", nil, nil)
+	state := t.TempDir()
+	eng := &Engine{RunsDir: filepath.Join(state, "runs"), StateDir: state, Leases: store}
+	res, err := eng.Run(ctx, RunRequest{Recipe: r, Params: p, Lab: inv, Simulated: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != results.StatusAborted || stepErr == nil || !strings.Contains(stepErr.Error(), "leases lost") {
+		t.Fatalf("run %s (%s), step ended by %v: want aborted by the lost lease", res.Status, res.Reason, stepErr)
+	}
+	if v, _ := h1.Sysctl(cc); v != "dctcp" {
+		t.Errorf("a run that lost its lease still restored h1 (%s=%s): it touched a device that was no longer its", cc, v)
+	}
+	// The next run replays the journal the fenced run left in etcd.
+	next := &devRecipe{devices: []string{"h1"}, hook: func(context.Context, *RunContext) error { return nil }}
+	res, err = eng.Run(ctx, RunRequest{Recipe: next, Params: p, Lab: inv, Simulated: true})
+	if err != nil || res.Status != results.StatusOK {
+		t.Fatalf("next run: %v %+v", err, res)
+	}
+	if v, _ := h1.Sysctl(cc); v != "cubic" {
+		t.Errorf("after the next run %s=%s, want cubic (the journal was not replayed)", cc, v)
 	}
 }

@@ -46,10 +46,39 @@ func RecoverDevice(ctx context.Context, d *inventory.Device, journal string, tr 
 	if err != nil {
 		return nil, fmt.Errorf("%s: read undo journal: %w", d.Name, err)
 	}
+	mark := func(u PendingUndo) error { return markDone(journal, u) }
+	out, err := replayPending(ctx, d, pending, mark, tr, per)
+	if err != nil {
+		return out, fmt.Errorf("%w; its journal %s keeps them", err, journal)
+	}
+	if err := os.Remove(journal); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return out, fmt.Errorf("%s: remove undo journal: %w", d.Name, err)
+	}
+	return out, nil
+}
+
+// RecoverHeld is RecoverDevice for a device's journal wherever its lease
+// store keeps it (a file beside the lease, or etcd).
+func RecoverHeld(ctx context.Context, d *inventory.Device, h HeldLeases, ls *Lease, tr TranscriptFunc, per time.Duration) ([]Recovered, error) {
+	pending, err := h.PendingJournal(ctx, ls)
+	if err != nil {
+		return nil, fmt.Errorf("%s: read undo journal: %w", d.Name, err)
+	}
+	mark := func(u PendingUndo) error { return h.MarkReplayed(ctx, ls, u) }
+	out, err := replayPending(ctx, d, pending, mark, tr, per)
+	if err != nil {
+		return out, err
+	}
+	if err := h.ClearJournal(ctx, ls); err != nil {
+		return out, fmt.Errorf("%s: %w", d.Name, err)
+	}
+	return out, nil
+}
+
+// replayPending carries out pending undos newest first through a freshly
+// opened driver, marking each done as it succeeds.
+func replayPending(ctx context.Context, d *inventory.Device, pending []PendingUndo, mark func(PendingUndo) error, tr TranscriptFunc, per time.Duration) ([]Recovered, error) {
 	if len(pending) == 0 {
-		if err := os.Remove(journal); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%s: remove undo journal: %w", d.Name, err)
-		}
 		return nil, nil
 	}
 	if per <= 0 {
@@ -76,7 +105,7 @@ func RecoverDevice(ctx context.Context, d *inventory.Device, journal string, tr 
 		err := runUndo(uctx, od, u.UndoRecord)
 		cancel()
 		if err == nil {
-			if merr := markDone(journal, u); merr != nil {
+			if merr := mark(u); merr != nil {
 				err = merr
 			}
 		}
@@ -86,10 +115,7 @@ func RecoverDevice(ctx context.Context, d *inventory.Device, journal string, tr 
 		out = append(out, Recovered{Device: d.Name, FromRun: u.RunID, Desc: u.Desc, Kind: u.Kind, Err: err})
 	}
 	if failed > 0 {
-		return out, fmt.Errorf("%s: %d of %d undo(s) left by run %s failed; its journal %s keeps them", d.Name, failed, len(pending), pending[0].RunID, journal)
-	}
-	if err := os.Remove(journal); err != nil {
-		return out, fmt.Errorf("%s: remove undo journal: %w", d.Name, err)
+		return out, fmt.Errorf("%s: %d of %d undo(s) left by run %s failed", d.Name, failed, len(pending), pending[0].RunID)
 	}
 	return out, nil
 }
