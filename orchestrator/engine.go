@@ -55,6 +55,8 @@ type RunRequest struct {
 	// WaitLeases queues for devices another run holds instead of
 	// refusing the run; ctx bounds the wait.
 	WaitLeases bool
+	// WaitTimeout bounds that wait (0: as long as ctx lasts).
+	WaitTimeout time.Duration
 	// OnLeaseWait is told, before the run queues, who holds a device it
 	// waits for and its place in that device's queue (1: next).
 	OnLeaseWait func(holder Lease, place int)
@@ -137,7 +139,7 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 	if store == nil {
 		store = &FileLeases{L: NewLeaser(e.StateDir, e.LeaseTTL, e.log())}
 	}
-	held, err := e.acquire(ctx, store, LeaseRequest{Lab: req.Lab.Name, Owner: owner, RunID: runID, Devices: targets, Wait: req.WaitLeases}, req.OnLeaseWait)
+	held, err := e.acquire(ctx, store, LeaseRequest{Lab: req.Lab.Name, Owner: owner, RunID: runID, Devices: targets, Wait: req.WaitLeases}, req.OnLeaseWait, req.WaitTimeout)
 	if err != nil {
 		var ie *InputError
 		if errors.As(err, &ie) {
@@ -463,7 +465,7 @@ func (e *Engine) finish(ctx context.Context, b *results.Bundle, res *RunResult, 
 
 // acquire takes the run's leases; when it must wait it first says who holds
 // what it waits for and its place in the queue.
-func (e *Engine) acquire(ctx context.Context, store LeaseStore, req LeaseRequest, onWait func(Lease, int)) (HeldLeases, error) {
+func (e *Engine) acquire(ctx context.Context, store LeaseStore, req LeaseRequest, onWait func(Lease, int), timeout time.Duration) (HeldLeases, error) {
 	wait := req.Wait
 	req.Wait = false
 	h, err := store.Acquire(ctx, req)
@@ -483,5 +485,10 @@ func (e *Engine) acquire(ctx context.Context, store LeaseStore, req LeaseRequest
 		onWait(held.Held, place)
 	}
 	req.Wait = true
+	if timeout > 0 {
+		wctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("gave up waiting after %v (--wait-timeout)", timeout))
+		defer cancel()
+		return store.Acquire(wctx, req)
+	}
 	return store.Acquire(ctx, req)
 }

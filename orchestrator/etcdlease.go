@@ -52,7 +52,9 @@ type EtcdConfig struct {
 	Prefix    string
 	// TLS client certificate, key and CA, by file reference.
 	CertFile, KeyFile, CAFile string
-	DialTimeout               time.Duration
+	// TLS is set by etcds:// (TLS with the system's roots unless CAFile).
+	TLS         bool
+	DialTimeout time.Duration
 }
 
 // ParseLeasesURL reads --leases etcd://host:2379[,host2:2379]/prefix. A
@@ -63,14 +65,15 @@ func ParseLeasesURL(s string) (EtcdConfig, error) {
 		return EtcdConfig{}, &InputError{Msg: fmt.Sprintf("--leases %q: %v", s, err)}
 	}
 	scheme := "http"
+	var cfg EtcdConfig
 	switch u.Scheme {
 	case "etcd":
 	case "etcds":
 		scheme = "https"
+		cfg.TLS = true
 	default:
 		return EtcdConfig{}, &InputError{Msg: fmt.Sprintf("--leases %q: want etcd://host:2379[,host2:2379]/prefix", s)}
 	}
-	var cfg EtcdConfig
 	for _, h := range strings.Split(u.Host, ",") {
 		if h = strings.TrimSpace(h); h == "" {
 			continue
@@ -89,6 +92,12 @@ func ParseLeasesURL(s string) (EtcdConfig, error) {
 	}
 	q := u.Query()
 	cfg.CertFile, cfg.KeyFile, cfg.CAFile = q.Get("cert"), q.Get("key"), q.Get("ca")
+	if cfg.CertFile != "" || cfg.CAFile != "" {
+		cfg.TLS = true
+		for i, e := range cfg.Endpoints {
+			cfg.Endpoints[i] = "https://" + strings.TrimPrefix(e, "http://")
+		}
+	}
 	return cfg, nil
 }
 
@@ -109,12 +118,16 @@ func NewEtcdLeases(ctx context.Context, cfg EtcdConfig, ttl time.Duration, log *
 	// The client's own zap logging is silenced: its failures come back
 	// as errors, wrapped and logged by the caller.
 	cc := clientv3.Config{Endpoints: cfg.Endpoints, DialTimeout: dial, Context: ctx, Logger: zap.NewNop()}
-	if cfg.CertFile != "" || cfg.CAFile != "" {
+	if cfg.TLS || cfg.CertFile != "" || cfg.CAFile != "" {
 		tc, err := etcdTLS(cfg)
 		if err != nil {
 			return nil, err
 		}
 		cc.TLS = tc
+		cc.Endpoints = nil
+		for _, ep := range cfg.Endpoints {
+			cc.Endpoints = append(cc.Endpoints, "https://"+strings.TrimPrefix(ep, "http://"))
+		}
 	}
 	cli, err := clientv3.New(cc)
 	if err != nil {
@@ -362,6 +375,35 @@ func (e *EtcdLeases) List(ctx context.Context) ([]LeaseStatus, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, nil
+}
+
+// ForceRelease implements LeaseStore: it revokes the etcd session that
+// owns the device's mutex (the first key of its queue), which ends every
+// lease of that run: the holder, if it still lives, sees Lost and stops, its
+// journal writes are refused, and the next waiter is served. The act is
+// recorded under <prefix>/released/<key>/<time>.
+func (e *EtcdLeases) ForceRelease(ctx context.Context, key, by string) (*Lease, error) {
+	gctx, cancel := context.WithTimeout(ctx, e.Timeout)
+	defer cancel()
+	resp, err := e.cli.Get(gctx, e.lockKey(key)+"/", clientv3.WithFirstCreate()...)
+	if err != nil {
+		return nil, fmt.Errorf("release %s in etcd: %w", key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, nil
+	}
+	held, _ := e.holder(gctx, key)
+	rec, _ := json.Marshal(map[string]any{"time": time.Now().UTC(), "key": key, "by": by, "holder": held})
+	if _, err := e.cli.Put(gctx, e.prefix+"/released/"+keyPart(key)+"/"+time.Now().UTC().Format(time.RFC3339Nano), string(rec)); err != nil {
+		return nil, fmt.Errorf("record forced release of %s in etcd: %w", key, err)
+	}
+	if _, err := e.cli.Revoke(gctx, clientv3.LeaseID(resp.Kvs[0].Lease)); err != nil {
+		return nil, fmt.Errorf("release %s in etcd: revoke the holder's session: %w", key, err)
+	}
+	if held == nil {
+		held = &Lease{Key: key}
+	}
+	return held, nil
 }
 
 // EtcdJournal is a device's undo journal in etcd, written by the run that

@@ -2,9 +2,11 @@ package orchestrator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -20,6 +22,10 @@ type LeaseStore interface {
 	Acquire(ctx context.Context, req LeaseRequest) (HeldLeases, error)
 	// List returns the leases held now, and who waits for each device.
 	List(ctx context.Context) ([]LeaseStatus, error)
+	// ForceRelease takes a device's lease from its holder (an operator's
+	// act, for a holder known to be gone), recording who did it, and
+	// returns the lease it removed (nil when none was held).
+	ForceRelease(ctx context.Context, key, by string) (*Lease, error)
 	Close() error
 }
 
@@ -178,6 +184,38 @@ func (f *FileLeases) List(context.Context) ([]LeaseStatus, error) {
 		out = append(out, LeaseStatus{Key: l.Key, Holder: l, Waiters: []Lease{}})
 	}
 	return out, nil
+}
+
+// ForceRelease implements LeaseStore: the lease file goes (its undo
+// journal stays, for the next holder to replay) and a line is appended to
+// <leases>/released.log.
+func (f *FileLeases) ForceRelease(_ context.Context, key, by string) (*Lease, error) {
+	unlock, err := f.L.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	path := filepath.Join(f.L.Dir, leaseFile(key))
+	held, err := readLease(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read lease %s: %w", path, err)
+	}
+	rec, _ := json.Marshal(map[string]any{"time": f.L.Now().UTC(), "key": key, "by": by, "holder": held})
+	lf, err := os.OpenFile(filepath.Join(f.L.Dir, "released.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o664)
+	if err != nil {
+		return nil, fmt.Errorf("record forced release: %w", err)
+	}
+	_, werr := lf.Write(append(rec, '\n'))
+	if err := errors.Join(werr, lf.Sync(), lf.Close()); err != nil {
+		return nil, fmt.Errorf("record forced release: %w", err)
+	}
+	if err := os.Remove(path); err != nil {
+		return nil, fmt.Errorf("release %s: %w", key, err)
+	}
+	return held, nil
 }
 
 // Close implements LeaseStore.

@@ -427,10 +427,10 @@ func TestParseLeasesURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(c.Endpoints, " "); got != "http://e1:2379 http://e2:2379 http://10.0.0.3:2379" || c.Prefix != "/lab-a" || c.CertFile != "/etc/tb/c.pem" || c.CAFile != "/etc/tb/ca.pem" {
+	if got := strings.Join(c.Endpoints, " "); got != "https://e1:2379 https://e2:2379 https://10.0.0.3:2379" || !c.TLS || c.Prefix != "/lab-a" || c.CertFile != "/etc/tb/c.pem" || c.CAFile != "/etc/tb/ca.pem" {
 		t.Errorf("parsed %+v", c)
 	}
-	if c, _ := ParseLeasesURL("etcds://e1"); c.Endpoints[0] != "https://e1:2379" || c.Prefix != "/testbed" {
+	if c, _ := ParseLeasesURL("etcds://e1"); c.Endpoints[0] != "https://e1:2379" || !c.TLS || c.Prefix != "/testbed" {
 		t.Errorf("parsed %+v", c)
 	}
 	for _, bad := range []string{"http://e1:2379/x", "etcd:///x"} {
@@ -583,5 +583,41 @@ func TestEngineOnEtcdStopsTouchingDevicesWhenItsLeaseIsLost(t *testing.T) {
 	}
 	if v, _ := h1.Sysctl(cc); v != "cubic" {
 		t.Errorf("after the next run %s=%s, want cubic (the journal was not replayed)", cc, v)
+	}
+}
+
+// An operator's forced release frees the device for the next run, says
+// whose lease it took, and (on etcd) tells the holder it lost it.
+func TestLeaseStoresForceRelease(t *testing.T) {
+	for name, mk := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			a, b := mk(), mk()
+			h, err := a.Acquire(ctx, LeaseRequest{Owner: "alice", RunID: "run-1", Devices: targets("voa1", "tcp://x:5025")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Release(ctx)
+			was, err := b.ForceRelease(ctx, "tcp://x:5025", "ops")
+			if err != nil || was == nil || was.RunID != "run-1" {
+				t.Fatalf("force release: %+v %v, want run-1's lease", was, err)
+			}
+			h2, err := b.Acquire(ctx, LeaseRequest{Owner: "bob", RunID: "run-2", Devices: targets("voa1", "tcp://x:5025")})
+			if err != nil {
+				t.Fatalf("after a forced release: %v", err)
+			}
+			defer h2.Release(ctx)
+			if name == "etcd" {
+				select {
+				case <-h.Lost():
+				case <-ctx.Done():
+					t.Error("the holder was not told it lost the device")
+				}
+			}
+			if was, err := b.ForceRelease(ctx, "tcp://nothing:1", "ops"); was != nil || err != nil {
+				t.Errorf("force release of a free device: %+v %v", was, err)
+			}
+		})
 	}
 }

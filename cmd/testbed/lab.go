@@ -115,7 +115,7 @@ Benches: ` + strings.Join(simlab.BenchNames(), ", ") + `.`,
 			return err
 		},
 	})
-	c.AddCommand(a.labRecoverCmd())
+	c.AddCommand(a.labRecoverCmd(), a.labLeasesCmd())
 	return c
 }
 
