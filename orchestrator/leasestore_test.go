@@ -621,3 +621,57 @@ func TestLeaseStoresForceRelease(t *testing.T) {
 		})
 	}
 }
+
+// lab recover on etcd: the journal a dead run left in etcd is replayed
+// once its session is gone.
+func TestRecoverLabOnEtcd(t *testing.T) {
+	ep := startEtcd(t)
+	lab, err := simlab.StartDefault(simlab.Options{Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lab.Close() })
+	inv := lab.Inventory()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const cc = "net.ipv4.tcp_congestion_control"
+	h1dev, _ := inv.Device("h1")
+	store := newEtcdStore(t, ep, "/recover", 2*time.Second)
+	dh, err := store.Acquire(ctx, LeaseRequest{Owner: "alice", RunID: "run-dead", Devices: []LeaseTarget{{Device: "h1", Address: h1dev.Address}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, _ := dh.OpenJournal(ctx, dh.Leases()[0], "run-dead")
+	args, _ := json.Marshal(map[string]string{"kind": host.SettingSysctl, "key": cc, "value": "cubic"})
+	if _, err := j.Append(UndoRecord{Device: "h1", Kind: UndoHostSetting, Desc: "restore " + cc, Args: args}); err != nil {
+		t.Fatal(err)
+	}
+	od, err := OpenDevice(ctx, h1dev, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := od.Driver.(*host.Host).Apply(ctx, host.Sysctl(cc, "dctcp")); err != nil {
+		t.Fatal(err)
+	}
+	od.closer.Close()
+	// While the run lives, recover leaves its device alone.
+	if _, skipped, _ := RecoverLabIn(ctx, inv, store, nil); !strings.Contains(strings.Join(skipped, " "), "h1") {
+		t.Errorf("recover did not skip h1, held by a live run: %v", skipped)
+	}
+	if v, _ := lab.Host("h1").Sysctl(cc); v != "dctcp" {
+		t.Fatalf("recover touched a device a live run holds: %s=%s", cc, v)
+	}
+	if _, err := store.cli.Revoke(ctx, dh.(*etcdHeld).sess.Lease()); err != nil {
+		t.Fatal(err)
+	}
+	rec, skipped, err := RecoverLabIn(ctx, inv, store, nil)
+	if err != nil || len(skipped) != 0 {
+		t.Fatalf("recover: %v, skipped %v", err, skipped)
+	}
+	if len(rec) != 1 || rec[0].FromRun != "run-dead" || rec[0].Err != nil {
+		t.Errorf("recovered %+v, want h1's undo from run-dead", rec)
+	}
+	if v, _ := lab.Host("h1").Sysctl(cc); v != "cubic" {
+		t.Errorf("after recover %s=%s, want cubic", cc, v)
+	}
+}

@@ -124,7 +124,12 @@ func replayPending(ctx context.Context, d *inventory.Device, pending []PendingUn
 // live run, replays the undo journals dead runs left for them, and releases
 // them. Devices leased by a live run are reported, not touched.
 func RecoverLab(ctx context.Context, inv *inventory.Inventory, stateDir string, log func(string, ...any)) (restored []Recovered, skipped []string, err error) {
-	leaser := NewLeaser(stateDir, time.Minute, nil)
+	return RecoverLabIn(ctx, inv, &FileLeases{L: NewLeaser(stateDir, time.Minute, nil)}, log)
+}
+
+// RecoverLabIn is RecoverLab on any lease store (files, or etcd, where the
+// journals live in etcd with the leases).
+func RecoverLabIn(ctx context.Context, inv *inventory.Inventory, store LeaseStore, log func(string, ...any)) (restored []Recovered, skipped []string, err error) {
 	owner := "unknown"
 	if u, err := user.Current(); err == nil {
 		owner = u.Username
@@ -133,7 +138,7 @@ func RecoverLab(ctx context.Context, inv *inventory.Inventory, stateDir string, 
 	var errs []error
 	for _, name := range inv.DeviceNames() {
 		d, _ := inv.Device(name)
-		leases, err := leaser.Acquire(inv.Name, owner, runID, []LeaseTarget{{Device: name, Address: d.Address, Serial: d.Options["serial"]}})
+		h, err := store.Acquire(ctx, LeaseRequest{Lab: inv.Name, Owner: owner, RunID: runID, Devices: []LeaseTarget{{Device: name, Address: d.Address, Serial: d.Options["serial"]}}})
 		var held *LeaseHeldError
 		if errors.As(err, &held) {
 			skipped = append(skipped, fmt.Sprintf("%s: %v", name, err))
@@ -143,20 +148,24 @@ func RecoverLab(ctx context.Context, inv *inventory.Inventory, stateDir string, 
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 			continue
 		}
-		for _, ls := range leases {
+		for _, ls := range h.Leases() {
 			if ls.Key != NormalizeAddress(d.Address) {
-				continue // the journal lives beside the address lease
+				continue // the journal lives with the address lease
 			}
 			if ls.TookOver != nil && log != nil {
 				log("took over the lease of a dead run", "device", name, "run", ls.TookOver.RunID, "pid", ls.TookOver.PID)
 			}
-			rec, err := RecoverDevice(ctx, d, ls.JournalPath(), nil, 0)
+			rec, err := RecoverHeld(ctx, d, h, ls, nil, 0)
 			restored = append(restored, rec...)
 			if err != nil {
 				errs = append(errs, err)
 			}
 		}
-		leaser.Release(leases)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		if err := h.Release(rctx); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+		cancel()
 	}
 	return restored, skipped, errors.Join(errs...)
 }

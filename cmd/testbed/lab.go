@@ -152,7 +152,12 @@ a live run.`,
 			ctx, _, stop := a.interruptible(cmd.Context())
 			defer stop()
 			log := a.logger()
-			rec, skipped, rerr := orchestrator.RecoverLab(ctx, inv, a.stateDir(), log.Warn)
+			store, err := a.leaseStore(ctx)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			rec, skipped, rerr := orchestrator.RecoverLabIn(ctx, inv, store, log.Warn)
 			type row struct {
 				Device  string `json:"device"`
 				FromRun string `json:"from_run"`
