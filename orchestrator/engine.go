@@ -31,6 +31,9 @@ type Engine struct {
 	// what the recipe publishes); nil keeps them private to the run.
 	Metrics *Metrics
 	Now     func() time.Time
+	// Leases is where device leases live; nil means lease files under
+	// StateDir with LeaseTTL.
+	Leases LeaseStore
 }
 
 // RunRequest is one run.
@@ -49,6 +52,14 @@ type RunRequest struct {
 	// Secrets are scrubbed from everything written, in addition to the
 	// inventory's resolved credentials.
 	Secrets []string
+	// WaitLeases queues for devices another run holds instead of
+	// refusing the run; ctx bounds the wait.
+	WaitLeases bool
+	// WaitTimeout bounds that wait (0: as long as ctx lasts).
+	WaitTimeout time.Duration
+	// OnLeaseWait is told, before the run queues, who holds a device it
+	// waits for and its place in that device's queue (1: next).
+	OnLeaseWait func(holder Lease, place int)
 	// Labels are recorded in the manifest (e.g. suite, suite_entry).
 	Labels map[string]string
 }
@@ -124,8 +135,11 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 	if u, err := user.Current(); err == nil {
 		owner = u.Username
 	}
-	leaser := NewLeaser(e.StateDir, e.LeaseTTL, e.log())
-	leases, err := leaser.Acquire(req.Lab.Name, owner, runID, targets)
+	store := e.Leases
+	if store == nil {
+		store = &FileLeases{L: NewLeaser(e.StateDir, e.LeaseTTL, e.log())}
+	}
+	held, err := e.acquire(ctx, store, LeaseRequest{Lab: req.Lab.Name, Owner: owner, RunID: runID, Devices: targets, Wait: req.WaitLeases}, req.OnLeaseWait, req.WaitTimeout)
 	if err != nil {
 		var ie *InputError
 		if errors.As(err, &ie) {
@@ -133,26 +147,32 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 		}
 		return nil, &InfraError{Op: "lease devices", Err: err}
 	}
-	// Each device's undo journal lives beside its address lease.
+	leases := held.Leases()
+	// Each device's undo journal lives with its address lease.
 	journalOf := map[string]*Lease{}
 	for _, ls := range leases {
 		if dev, ok := req.Lab.Device(ls.Device); ok && ls.Key == NormalizeAddress(dev.Address) {
 			journalOf[ls.Device] = ls
 		}
 	}
-	defer leaser.Release(leases)
-	stopRenew := make(chan struct{})
-	defer close(stopRenew)
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := held.Release(rctx); err != nil {
+			e.log().Warn("release leases", "err", err)
+		}
+	}()
+	// Fencing: a run whose leases are lost (its etcd session expired, its
+	// lease file was taken over) stops touching the devices: its context
+	// ends, so its steps stop; its journal writes are refused by the store.
+	ctx, stopFence := context.WithCancelCause(ctx)
+	defer stopFence(nil)
 	go func() {
-		t := time.NewTicker(leaser.TTL / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				leaser.Renew(leases)
-			case <-stopRenew:
-				return
-			}
+		select {
+		case <-held.Lost():
+			e.log().Error("leases lost: stopping the run (another run may hold the devices now)", "run", runID)
+			stopFence(fmt.Errorf("%w: leases lost (lease store unreachable past the TTL)", ErrAborted))
+		case <-ctx.Done():
 		}
 	}()
 
@@ -239,7 +259,7 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 
 	// Tables first, so even a run that fails at once has their headers.
 	rc := &RunContext{RunID: runID, Seed: req.Seed, Params: req.Params, Lab: req.Lab, Simulated: req.Simulated, Log: e.log(),
-		bundle: b, tables: map[string]*results.TableWriter{}, emit: emit, touched: map[string]bool{}, metrics: rm, journals: map[string]*Journal{}}
+		bundle: b, tables: map[string]*results.TableWriter{}, emit: emit, touched: map[string]bool{}, metrics: rm, journals: map[string]RunJournal{}, lost: held.Lost()}
 	for _, t := range plan.Tables {
 		tw, err := b.CreateTable(t)
 		if err != nil {
@@ -262,7 +282,8 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 		if ls == nil {
 			continue
 		}
-		if _, err := os.Stat(ls.JournalPath()); err != nil {
+		pending, err := held.PendingJournal(ctx, ls)
+		if err == nil && len(pending) == 0 {
 			continue
 		}
 		dev, _ := req.Lab.Device(n)
@@ -271,7 +292,7 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 			from = fmt.Sprintf("run %s (pid %d, %s), whose lease this run took over", ls.TookOver.RunID, ls.TookOver.PID, ls.TookOver.Owner)
 		}
 		emit(results.Event{Type: "recover.start", Device: n, Message: "undoing what " + from + " left on " + n})
-		rec, err := RecoverDevice(ctx, dev, ls.JournalPath(), transcripts, per)
+		rec, err := RecoverHeld(ctx, dev, held, ls, transcripts, per)
 		for _, r := range rec {
 			recovered = append(recovered, r.CleanupAction())
 			if r.Err != nil {
@@ -297,7 +318,7 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 		if ls == nil {
 			continue
 		}
-		j, err := CreateJournal(ls.JournalPath(), runID, ls.Key, e.Now)
+		j, err := held.OpenJournal(ctx, ls, runID)
 		if err != nil {
 			return e.finish(ctx, b, res, rc, plan, results.StatusFailed, "infrastructure: "+err.Error(), &InfraError{Op: "undo journal", Err: err}, req), nil
 		}
@@ -380,9 +401,17 @@ func (e *Engine) finish(ctx context.Context, b *results.Bundle, res *RunResult, 
 	var cleanup []results.CleanupAction
 	for i := len(undo) - 1; i >= 0; i-- {
 		u := undo[i]
-		ctx, cancel := context.WithTimeout(cctx, per)
-		err := u.Fn(ctx)
-		cancel()
+		var err error
+		select {
+		case <-rc.lost:
+			// Fencing: another run may hold the device now; the undo
+			// stays in the journal, which its next holder replays.
+			err = errors.New("not undone: this run's lease on the device was lost; the device's next holder replays the journal")
+		default:
+			ctx, cancel := context.WithTimeout(cctx, per)
+			err = u.Fn(ctx)
+			cancel()
+		}
 		ca := results.CleanupAction{Action: u.Desc, Device: u.Device, OK: err == nil}
 		if err != nil {
 			ca.Error = err.Error()
@@ -432,4 +461,34 @@ func (e *Engine) finish(ctx context.Context, b *results.Bundle, res *RunResult, 
 	}
 	res.Status, res.Reason, res.Err = status, reason, runErr
 	return res
+}
+
+// acquire takes the run's leases; when it must wait it first says who holds
+// what it waits for and its place in the queue.
+func (e *Engine) acquire(ctx context.Context, store LeaseStore, req LeaseRequest, onWait func(Lease, int), timeout time.Duration) (HeldLeases, error) {
+	wait := req.Wait
+	req.Wait = false
+	h, err := store.Acquire(ctx, req)
+	var held *LeaseHeldError
+	if err == nil || !wait || !errors.As(err, &held) {
+		return h, err
+	}
+	if onWait != nil {
+		place := 1
+		if st, lerr := store.List(ctx); lerr == nil {
+			for _, s := range st {
+				if s.Key == held.Held.Key {
+					place += len(s.Waiters)
+				}
+			}
+		}
+		onWait(held.Held, place)
+	}
+	req.Wait = true
+	if timeout > 0 {
+		wctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("gave up waiting after %v (--wait-timeout)", timeout))
+		defer cancel()
+		return store.Acquire(wctx, req)
+	}
+	return store.Acquire(ctx, req)
 }

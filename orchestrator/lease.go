@@ -359,18 +359,20 @@ func (l *Leaser) stale(h *Lease) string {
 
 // Renew pushes the expiry of held leases forward (long runs call it
 // periodically). The new lease replaces the old by rename, so readers see
-// one or the other whole.
-func (l *Leaser) Renew(leases []*Lease) {
+// one or the other whole. It returns how many of them were lost (taken
+// over by another run).
+func (l *Leaser) Renew(leases []*Lease) (lost int) {
 	unlock, err := l.lock()
 	if err != nil {
 		l.warn("renew leases", "err", err)
-		return
+		return 0
 	}
 	defer unlock()
 	for _, ls := range leases {
 		held, err := readLease(ls.path)
 		if err != nil || held.PID != ls.PID || held.RunID != ls.RunID {
 			l.warn("lease lost", "device", ls.Device, "key", ls.Key)
+			lost++
 			continue
 		}
 		ls.Renewed = l.Now()
@@ -384,6 +386,25 @@ func (l *Leaser) Renew(leases []*Lease) {
 			l.warn("renew lease", "device", ls.Device, "err", err)
 		}
 	}
+	return lost
+}
+
+// List returns the leases in the directory, by key.
+func (l *Leaser) List() ([]*Lease, error) {
+	names, err := filepath.Glob(filepath.Join(l.Dir, "*.json"))
+	if err != nil {
+		return nil, fmt.Errorf("list leases in %s: %w", l.Dir, err)
+	}
+	var out []*Lease
+	for _, n := range names {
+		ls, err := readLease(n)
+		if err != nil {
+			continue // released meanwhile, or being written
+		}
+		out = append(out, ls)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
 }
 
 // Release removes leases this process holds (never someone else's).

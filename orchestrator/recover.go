@@ -46,10 +46,39 @@ func RecoverDevice(ctx context.Context, d *inventory.Device, journal string, tr 
 	if err != nil {
 		return nil, fmt.Errorf("%s: read undo journal: %w", d.Name, err)
 	}
+	mark := func(u PendingUndo) error { return markDone(journal, u) }
+	out, err := replayPending(ctx, d, pending, mark, tr, per)
+	if err != nil {
+		return out, fmt.Errorf("%w; its journal %s keeps them", err, journal)
+	}
+	if err := os.Remove(journal); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return out, fmt.Errorf("%s: remove undo journal: %w", d.Name, err)
+	}
+	return out, nil
+}
+
+// RecoverHeld is RecoverDevice for a device's journal wherever its lease
+// store keeps it (a file beside the lease, or etcd).
+func RecoverHeld(ctx context.Context, d *inventory.Device, h HeldLeases, ls *Lease, tr TranscriptFunc, per time.Duration) ([]Recovered, error) {
+	pending, err := h.PendingJournal(ctx, ls)
+	if err != nil {
+		return nil, fmt.Errorf("%s: read undo journal: %w", d.Name, err)
+	}
+	mark := func(u PendingUndo) error { return h.MarkReplayed(ctx, ls, u) }
+	out, err := replayPending(ctx, d, pending, mark, tr, per)
+	if err != nil {
+		return out, err
+	}
+	if err := h.ClearJournal(ctx, ls); err != nil {
+		return out, fmt.Errorf("%s: %w", d.Name, err)
+	}
+	return out, nil
+}
+
+// replayPending carries out pending undos newest first through a freshly
+// opened driver, marking each done as it succeeds.
+func replayPending(ctx context.Context, d *inventory.Device, pending []PendingUndo, mark func(PendingUndo) error, tr TranscriptFunc, per time.Duration) ([]Recovered, error) {
 	if len(pending) == 0 {
-		if err := os.Remove(journal); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%s: remove undo journal: %w", d.Name, err)
-		}
 		return nil, nil
 	}
 	if per <= 0 {
@@ -76,7 +105,7 @@ func RecoverDevice(ctx context.Context, d *inventory.Device, journal string, tr 
 		err := runUndo(uctx, od, u.UndoRecord)
 		cancel()
 		if err == nil {
-			if merr := markDone(journal, u); merr != nil {
+			if merr := mark(u); merr != nil {
 				err = merr
 			}
 		}
@@ -86,10 +115,7 @@ func RecoverDevice(ctx context.Context, d *inventory.Device, journal string, tr 
 		out = append(out, Recovered{Device: d.Name, FromRun: u.RunID, Desc: u.Desc, Kind: u.Kind, Err: err})
 	}
 	if failed > 0 {
-		return out, fmt.Errorf("%s: %d of %d undo(s) left by run %s failed; its journal %s keeps them", d.Name, failed, len(pending), pending[0].RunID, journal)
-	}
-	if err := os.Remove(journal); err != nil {
-		return out, fmt.Errorf("%s: remove undo journal: %w", d.Name, err)
+		return out, fmt.Errorf("%s: %d of %d undo(s) left by run %s failed", d.Name, failed, len(pending), pending[0].RunID)
 	}
 	return out, nil
 }
@@ -98,7 +124,12 @@ func RecoverDevice(ctx context.Context, d *inventory.Device, journal string, tr 
 // live run, replays the undo journals dead runs left for them, and releases
 // them. Devices leased by a live run are reported, not touched.
 func RecoverLab(ctx context.Context, inv *inventory.Inventory, stateDir string, log func(string, ...any)) (restored []Recovered, skipped []string, err error) {
-	leaser := NewLeaser(stateDir, time.Minute, nil)
+	return RecoverLabIn(ctx, inv, &FileLeases{L: NewLeaser(stateDir, time.Minute, nil)}, log)
+}
+
+// RecoverLabIn is RecoverLab on any lease store (files, or etcd, where the
+// journals live in etcd with the leases).
+func RecoverLabIn(ctx context.Context, inv *inventory.Inventory, store LeaseStore, log func(string, ...any)) (restored []Recovered, skipped []string, err error) {
 	owner := "unknown"
 	if u, err := user.Current(); err == nil {
 		owner = u.Username
@@ -107,7 +138,7 @@ func RecoverLab(ctx context.Context, inv *inventory.Inventory, stateDir string, 
 	var errs []error
 	for _, name := range inv.DeviceNames() {
 		d, _ := inv.Device(name)
-		leases, err := leaser.Acquire(inv.Name, owner, runID, []LeaseTarget{{Device: name, Address: d.Address, Serial: d.Options["serial"]}})
+		h, err := store.Acquire(ctx, LeaseRequest{Lab: inv.Name, Owner: owner, RunID: runID, Devices: []LeaseTarget{{Device: name, Address: d.Address, Serial: d.Options["serial"]}}})
 		var held *LeaseHeldError
 		if errors.As(err, &held) {
 			skipped = append(skipped, fmt.Sprintf("%s: %v", name, err))
@@ -117,20 +148,24 @@ func RecoverLab(ctx context.Context, inv *inventory.Inventory, stateDir string, 
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 			continue
 		}
-		for _, ls := range leases {
+		for _, ls := range h.Leases() {
 			if ls.Key != NormalizeAddress(d.Address) {
-				continue // the journal lives beside the address lease
+				continue // the journal lives with the address lease
 			}
 			if ls.TookOver != nil && log != nil {
 				log("took over the lease of a dead run", "device", name, "run", ls.TookOver.RunID, "pid", ls.TookOver.PID)
 			}
-			rec, err := RecoverDevice(ctx, d, ls.JournalPath(), nil, 0)
+			rec, err := RecoverHeld(ctx, d, h, ls, nil, 0)
 			restored = append(restored, rec...)
 			if err != nil {
 				errs = append(errs, err)
 			}
 		}
-		leaser.Release(leases)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		if err := h.Release(rctx); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+		cancel()
 	}
 	return restored, skipped, errors.Join(errs...)
 }

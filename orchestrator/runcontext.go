@@ -34,7 +34,10 @@ type RunContext struct {
 	undo    []undoAction
 	touched map[string]bool
 	// journals are the devices' undo journals (beside their leases).
-	journals map[string]*Journal
+	journals map[string]RunJournal
+	// lost closes when the run's leases are lost: from then on its
+	// cleanup leaves the devices (and their journals) to the next holder.
+	lost <-chan struct{}
 }
 
 type undoAction struct {

@@ -169,6 +169,10 @@ bounds and, with --baseline, against earlier bundles.
 	f.StringVar(&paramsFile, "params", "", "parameters file (YAML map of name: value)")
 	f.BoolVar(&dryRun, "dry-run", false, "print the plan and check limits without touching any device")
 	f.Uint64Var(&seed, "seed", 0, "seed of the simulated lab (default: random, recorded in the manifest)")
+	f.Bool("wait", false, "queue for devices another run holds (in order of arrival on etcd leases) instead of exiting 4")
+	f.Duration("wait-timeout", 0, "with --wait, give up (exit 4) after this long (0: wait until Ctrl-C)")
+	_ = a.v.BindPFlag("wait", f.Lookup("wait"))
+	_ = a.v.BindPFlag("wait_timeout", f.Lookup("wait-timeout"))
 	so.addFlags(c)
 	mo.addFlags(c)
 	return c
@@ -352,8 +356,15 @@ func (a *app) runRecipe(runCtx, cleanupCtx context.Context, spec runSpec, obs *l
 	}
 	defer closeLab()
 	eng := a.engine(obs)
+	store, err := a.leaseStore(runCtx)
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	eng.Leases = store
 	req := orchestrator.RunRequest{Recipe: spec.recipe, Params: spec.params, Lab: inv, Simulated: simulated, Seed: spec.seed,
-		Command: append([]string{"testbed"}, os.Args[1:]...), CleanupCtx: cleanupCtx, Labels: spec.labels}
+		Command: append([]string{"testbed"}, os.Args[1:]...), CleanupCtx: cleanupCtx, Labels: spec.labels,
+		WaitLeases: a.v.GetBool("wait"), WaitTimeout: a.v.GetDuration("wait_timeout"), OnLeaseWait: a.printLeaseWait(spec.prefix)}
 	if !a.json() {
 		// What runs, how far, ETA: redrawn in place on a terminal, plain
 		// lines in CI logs.

@@ -157,7 +157,7 @@ Benches: ` + strings.Join(simlab.BenchNames(), ", ") + `.`,
 			return err
 		},
 	})
-	c.AddCommand(a.labRecoverCmd())
+	c.AddCommand(a.labRecoverCmd(), a.labLeasesCmd())
 	return c
 }
 
@@ -194,7 +194,12 @@ a live run.`,
 			ctx, _, stop := a.interruptible(cmd.Context())
 			defer stop()
 			log := a.logger()
-			rec, skipped, rerr := orchestrator.RecoverLab(ctx, inv, a.stateDir(), log.Warn)
+			store, err := a.leaseStore(ctx)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			rec, skipped, rerr := orchestrator.RecoverLabIn(ctx, inv, store, log.Warn)
 			type row struct {
 				Device  string `json:"device"`
 				FromRun string `json:"from_run"`

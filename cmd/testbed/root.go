@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
@@ -45,7 +46,7 @@ experiment recipes on them and writes every run into a verifiable result bundle.
 With no --inventory, every command uses the built-in simulated lab.
 
 Configuration comes from flags, TESTBED_* environment variables (TESTBED_INVENTORY,
-TESTBED_RUNS_DIR, TESTBED_STATE_DIR, TESTBED_OUTPUT, TESTBED_LOG_LEVEL) and a config file
+TESTBED_RUNS_DIR, TESTBED_STATE_DIR, TESTBED_OUTPUT, TESTBED_LOG_LEVEL, TESTBED_LEASES) and a config file
 (--config, else ./testbed.yaml, else $XDG_CONFIG_HOME/testbed/config.yaml), in that order
 of precedence.`,
 		SilenceUsage:  true,
@@ -62,7 +63,12 @@ of precedence.`,
 	pf.String("state-dir", "", "directory for device leases and undo journals (default "+orchestrator.HostStateDir+" when usable, else $XDG_STATE_HOME/testbed)")
 	pf.StringP("output", "o", "text", "output format: text or json")
 	pf.String("log-level", "warn", "log level: debug, info, warn, error")
-	for _, k := range []string{"runs-dir", "state-dir", "output", "log-level"} {
+	pf.String("leases", "", "where device leases live: etcd://host:2379[,host2:2379]/prefix (etcds:// for TLS), default lease files under the state directory")
+	pf.String("leases-cert", "", "TLS client certificate file for etcd leases")
+	pf.String("leases-key", "", "TLS client key file for etcd leases")
+	pf.String("leases-ca", "", "CA certificate file that signed the etcd servers' certificates")
+	pf.Duration("lease-ttl", 30*time.Second, "etcd leases: how long after a holder dies (or is cut off) its devices go to the next in the queue")
+	for _, k := range []string{"runs-dir", "state-dir", "output", "log-level", "leases", "leases-cert", "leases-key", "leases-ca", "lease-ttl"} {
 		_ = a.v.BindPFlag(strings.ReplaceAll(k, "-", "_"), pf.Lookup(k))
 	}
 	root.AddCommand(a.expCmd(), a.labCmd(), a.inventoryCmd(), a.resultsCmd(), a.switchCmd(), a.monitorCmd(), a.versionCmd())
