@@ -156,7 +156,7 @@ func StartTwin(inv *inventory.Inventory, opts Options) (lab *Lab, skipped []Skip
 }
 
 // startFibres makes every link of the twin a fibre. Without a VOA, the
-// fibre's patch losses are its whole budget.
+// fibre's patch and fibre losses are its whole budget.
 func (t *twin) startFibres() error {
 	for _, l := range t.out.Links {
 		tr, err := physics.TransceiverByName(l.Transceiver)
@@ -171,10 +171,9 @@ func (t *twin) startFibres() error {
 		if err != nil {
 			return fmt.Errorf("%s: link %s: %w", l.Pos, l.Name, err)
 		}
-		after := lossAfterVOADB
-		if l.LossAfterVOADB > 0 {
-			after = l.LossAfterVOADB
-		}
+		// The link's options give its connectors and fibre run; what
+		// they leave out is the bench's patch cords.
+		before, after := l.Budget(lossBeforeVOADB, lossAfterVOADB)
 		var ch *world.VOAChannel
 		if l.VOA != nil {
 			v := t.voas[l.VOA.Device]
@@ -183,7 +182,7 @@ func (t *twin) startFibres() error {
 			}
 			ch = v.Channels[l.VOA.Channel-1]
 		}
-		t.fibres[l.Name] = t.lab.world.NewFibre(l.Name, tr, f, lossBeforeVOADB, after, ch)
+		t.fibres[l.Name] = t.lab.world.NewFibre(l.Name, tr, f, before, after, ch)
 	}
 	return nil
 }
