@@ -35,9 +35,9 @@ const (
 
 // reactorLab is the lab's fabric and its hosts.
 type reactorLab struct {
-	fabric *reactor.ReactorFabric
-	hosts  map[string]*host.SimHost
-	net    *host.HostNet
+	fabrics map[string]*reactor.ReactorFabric // by name
+	hosts   map[string]*host.SimHost
+	net     *host.HostNet
 }
 
 type reactorHost struct {
@@ -114,7 +114,7 @@ func (l *Lab) startReactor(opts Options) error {
 		return err
 	}
 	l.closers = append(l.closers, fab.Close)
-	rl := &reactorLab{fabric: fab, hosts: map[string]*host.SimHost{}, net: host.NewHostNet(switchPaths(l.dp), opts.Seed)}
+	rl := &reactorLab{fabrics: map[string]*reactor.ReactorFabric{reactorName: fab}, hosts: map[string]*host.SimHost{}, net: host.NewHostNet(switchPaths(l.dp), opts.Seed)}
 	l.reactor = rl
 	kh, err := os.OpenFile(knownHosts, os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -146,12 +146,12 @@ func (l *Lab) startReactor(opts Options) error {
 	return nil
 }
 
-// reactor.ReactorFabric returns the lab's REACToR fabric ("rtor1"), or nil.
+// ReactorFabric returns a REACToR fabric of the lab by name ("rtor1"), or nil.
 func (l *Lab) ReactorFabric(name string) *reactor.ReactorFabric {
-	if l.reactor == nil || name != reactorName {
+	if l.reactor == nil {
 		return nil
 	}
-	return l.reactor.fabric
+	return l.reactor.fabrics[name]
 }
 
 // ReactorHost returns a host of the lab's REACToR fabric by name.

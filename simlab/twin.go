@@ -48,6 +48,7 @@ type twin struct {
 	dir      string                    // its key file and known_hosts
 	ssh      []*wire.SSHServer         // every SSH server of the twin
 	hostNet  *host.HostNet             // the hosts' network, once there is a host
+	reactors map[string]*twinReactor   // REACToR fabrics, by the hosts' reactor option
 }
 
 // emulator starts the emulator of one device and returns its address.
@@ -67,6 +68,8 @@ func emulators() map[string]emulator {
 		"otg":            {2, startOTG},
 		"tofino-bfrt":    {2, startTofino},
 		"linux-ssh":      {3, startHost},
+		"mordia-rest":    {2, startMordia},
+		"polatis-scpi":   {2, startPolatis},
 	}
 }
 
@@ -263,17 +266,10 @@ func startOTG(t *twin, d *inventory.Device, n int) (string, error) {
 // client key. Its front-panel ports are the inventory's ports named p<N>
 // (p1 is front port 1), as on the default bench.
 func startTofino(t *twin, d *inventory.Device, n int) (string, error) {
+	if err := t.ensureKey(); err != nil {
+		return "", err
+	}
 	if t.dp == nil {
-		dir, err := os.MkdirTemp("", "testbed-simlab-")
-		if err != nil {
-			return "", err
-		}
-		t.dir = dir
-		t.lab.dir = dir
-		t.lab.closers = append(t.lab.closers, func() error { return os.RemoveAll(dir) })
-		if _, t.key, err = ed25519.GenerateKey(rand.Reader); err != nil {
-			return "", err
-		}
 		t.dp = tofino.NewDataplane(t.lab.world)
 		t.lab.dp = t.dp
 		t.lab.switches = t.switches
@@ -307,12 +303,32 @@ func startTofino(t *twin, d *inventory.Device, n int) (string, error) {
 	return "ssh://admin@" + sw.SSH().Addr(), nil
 }
 
+// ensureKey makes the twin's directory (its SSH client key, known_hosts
+// and the hostagent stand-in) and its SSH client key, once.
+func (t *twin) ensureKey() error {
+	if t.key != nil {
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "testbed-simlab-")
+	if err != nil {
+		return err
+	}
+	t.dir = dir
+	t.lab.dir = dir
+	t.lab.closers = append(t.lab.closers, func() error { return os.RemoveAll(dir) })
+	if err := os.WriteFile(filepath.Join(t.dir, "hostagent-simulated"), []byte(hostagentStandIn()), 0o755); err != nil {
+		return err
+	}
+	_, t.key, err = ed25519.GenerateKey(rand.Reader)
+	return err
+}
+
 // finishSwitches joins the switches by their fibres (a link's a end
 // sends, its b end receives and forwards what it delivers out of its port
 // named sink) and writes the lab's SSH client key and known_hosts.
 func (t *twin) finishSwitches() error {
 	if t.dp == nil {
-		return nil
+		return t.writeClientFiles()
 	}
 	devPort := func(dev, port string) (int, error) {
 		d, _ := t.out.Device(dev)
@@ -353,6 +369,15 @@ func (t *twin) finishSwitches() error {
 			}
 		}
 	}
+	return t.writeClientFiles()
+}
+
+// writeClientFiles writes the twin's SSH client key and the known_hosts
+// of every SSH server it started, if it started any.
+func (t *twin) writeClientFiles() error {
+	if t.key == nil {
+		return nil
+	}
 	_, _, err := wire.SSHClientFiles(t.dir, t.key, t.ssh...)
 	return err
 }
@@ -361,6 +386,9 @@ func (t *twin) finishSwitches() error {
 // the interface of its link to the switch, with the interface's address.
 // It runs the hostagent's own code in-process (hosts_lab.go).
 func startHost(t *twin, d *inventory.Device, n int) (string, error) {
+	if d.Options["reactor"] != "" {
+		return startReactorHost(t, d, n)
+	}
 	var sw, iface string
 	for _, l := range t.out.Links {
 		switch {
@@ -378,9 +406,6 @@ func startHost(t *twin, d *inventory.Device, n int) (string, error) {
 		return "", fmt.Errorf("port %s: expected an interface address such as 10.0.0.1/24: %w", iface, err)
 	}
 	if t.hostNet == nil {
-		if err := os.WriteFile(filepath.Join(t.dir, "hostagent-simulated"), []byte(hostagentStandIn()), 0o755); err != nil {
-			return "", err
-		}
 		t.hostNet = host.NewHostNet(switchPaths(t.dp), t.opts.Seed)
 		t.lab.hostNet = t.hostNet
 		t.lab.hosts = map[string]*host.SimHost{}
@@ -395,6 +420,13 @@ func startHost(t *twin, d *inventory.Device, n int) (string, error) {
 		return "", err
 	}
 	t.lab.hosts[d.Name] = h
+	return t.hostAddress(d, h), nil
+}
+
+// hostAddress registers a started host's SSH server with the twin and
+// points the twin's inventory entry at it, with the twin's key, known_hosts
+// and hostagent stand-in.
+func (t *twin) hostAddress(d *inventory.Device, h *host.SimHost) string {
 	t.ssh = append(t.ssh, h.SSH())
 	t.lab.closers = append(t.lab.closers, h.Close)
 	od := t.out.Devices[d.Name]
@@ -406,5 +438,5 @@ func startHost(t *twin, d *inventory.Device, n int) (string, error) {
 	od.Options["hostagent_amd64"] = filepath.Join(t.dir, "hostagent-simulated")
 	od.Options["hostagent_source"] = t.dir
 	od.Options["hostagent_version"] = hostagent.Version
-	return "ssh://" + hostUser + "@" + h.SSH().Addr(), nil
+	return "ssh://" + hostUser + "@" + h.SSH().Addr()
 }
