@@ -82,6 +82,9 @@ type Link struct {
 	// LossBeforeVOADB is the connector and patch-cord loss between the
 	// transmitter and the VOA; nil when not given.
 	LossBeforeVOADB *float64
+	// DataPath marks the link host traffic between its two devices
+	// crosses where several links join them (option data_path).
+	DataPath bool
 	// lossAfterGiven says LossAfterVOADB was written (0 is a value).
 	lossAfterGiven bool
 	Pos            Pos

@@ -80,3 +80,27 @@ func TestLinkOptionsNameFileLineAndField(t *testing.T) {
 		})
 	}
 }
+
+func TestLinkDataPathOption(t *testing.T) {
+	two := good + `  - name: l25g-b
+    a: {device: tg1, port: p1}
+    b: {device: tg1, port: p2}
+    transceiver: 25GBASE-SR
+    options: {data_path: "true"}
+`
+	inv, err := Load(write(t, "lab.yaml", two))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := inv.Link("l25g-b"); !l.DataPath {
+		t.Errorf("l25g-b: %+v", l)
+	}
+	_, err = Load(write(t, "lab.yaml", strings.Replace(two, "    loss_after_voa_db: 0.5\n", "    loss_after_voa_db: 0.5\n    options: {data_path: \"true\"}\n", 1)))
+	if err == nil || !strings.Contains(err.Error(), "links[1].options.data_path: link l25g is already the data path from tg1 to tg1") {
+		t.Errorf("two data paths: %v", err)
+	}
+	_, err = Load(write(t, "lab.yaml", strings.Replace(two, `data_path: "true"`, `data_path: maybe`, 1)))
+	if err == nil || !strings.Contains(err.Error(), `links[1].options.data_path: expected true or false, got "maybe"`) {
+		t.Errorf("bad value: %v", err)
+	}
+}

@@ -157,7 +157,7 @@ var (
 	devFields  = []string{"kind", "driver", "address", "description", "timeout", "channels", "limits", "safe_state", "credentials", "ports", "options"}
 	linkFields = []string{"name", "a", "b", "transceiver", "fec", "voa", "loss_after_voa_db", "options"}
 	// linkOptions are the keys a link's options: may hold.
-	linkOptions = []string{"fibre_length_m", "fibre_type", "loss_before_voa_db", "loss_after_voa_db"}
+	linkOptions = []string{"fibre_length_m", "fibre_type", "loss_before_voa_db", "loss_after_voa_db", "data_path"}
 	credFields  = []string{"password_env", "password_file", "key_file", "ssh_agent"}
 )
 
@@ -370,6 +370,15 @@ func (inv *Inventory) linkOptions(l *Link, path string, add func(fp map[string]P
 			l.FibreType = v
 			continue
 		}
+		if k == "data_path" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				add(l.FieldPos, field, l.Pos, fpath, "expected true or false, got %q", l.Options[k])
+				continue
+			}
+			l.DataPath = b
+			continue
+		}
 		x, err := strconv.ParseFloat(v, 64)
 		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
 			unit := "dB"
@@ -567,6 +576,18 @@ func (inv *Inventory) Validate() error {
 			add(l.FieldPos, "loss_after_voa_db", l.Pos, path+".loss_after_voa_db", "must not be negative")
 		}
 		inv.linkOptions(l, path, add)
+	}
+	dataPath := map[[2]string]string{} // a -> b devices: the link marked data_path
+	for i, l := range inv.Links {
+		if !l.DataPath {
+			continue
+		}
+		k := [2]string{l.A.Device, l.B.Device}
+		if other, ok := dataPath[k]; ok {
+			add(l.FieldPos, "options.data_path", l.Pos, fmt.Sprintf("links[%d].options.data_path", i), "link %s is already the data path from %s to %s; mark one link per direction", other, k[0], k[1])
+			continue
+		}
+		dataPath[k] = l.Name
 	}
 	if len(ps) > 0 {
 		return &ValidationError{Problems: ps}

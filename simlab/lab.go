@@ -178,10 +178,14 @@ func benchInventory(voa1Addr, voa2Addr, tgAddr string, sw switchAccess) (*invent
 		inv.Devices[name] = d
 	}
 	for _, b := range switchBench() {
-		inv.Links = append(inv.Links, &inventory.Link{
+		l := &inventory.Link{
 			Name: b.name, A: inventory.Endpoint{Device: "sw1", Port: b.port}, B: inventory.Endpoint{Device: "sw2", Port: b.port},
 			Transceiver: b.transceiver, FEC: b.fec, VOA: &inventory.VOARef{Device: "voa3", Channel: b.channel}, LossAfterVOADB: lossAfterVOADB,
-		})
+		}
+		if b.name == hostFibre {
+			l.Options = map[string]string{"data_path": "true"} // the hosts' traffic crosses it
+		}
+		inv.Links = append(inv.Links, l)
 	}
 	addBenchHosts(inv, sw)
 	for i, b := range defaultBench() {

@@ -362,9 +362,18 @@ func (t *twin) finishSwitches() error {
 	}
 	if t.hostNet != nil {
 		// Host traffic between hosts on two switches joined by a fibre
-		// crosses that fibre; hosts further apart are not routed.
+		// crosses that fibre: the one marked data_path where several
+		// join them, else the last listed; hosts further apart are not
+		// routed.
+		marked := map[[2]string]bool{}
 		for _, l := range t.out.Links {
-			if t.switches[l.A.Device] != nil && t.switches[l.B.Device] != nil {
+			if l.DataPath {
+				marked[[2]string{l.A.Device, l.B.Device}] = true
+			}
+		}
+		for _, l := range t.out.Links {
+			k := [2]string{l.A.Device, l.B.Device}
+			if t.switches[l.A.Device] != nil && t.switches[l.B.Device] != nil && (l.DataPath || !marked[k]) {
 				t.hostNet.Route(l.A.Device, l.B.Device, l.Name)
 			}
 		}

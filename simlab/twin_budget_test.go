@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"testbed/experiments/attsweep"
@@ -131,5 +132,77 @@ func TestTwinLinkOptionsShiftTheCliff(t *testing.T) {
 				t.Errorf("%s: %s loss at %.2f dB, %.2f dB below short's %.2f; want %.2f below", link, rate, got, ref-got, ref, shift)
 			}
 		}
+	}
+}
+
+// Two switches joined by two fibres: host traffic crosses the one marked
+// data_path, else the last listed.
+const twinPair = `version: 1
+name: pair
+devices:
+  att:
+    kind: voa
+    driver: keysight-n77xx
+    address: tcp://192.0.2.10:5025
+    channels: 2
+  s1:
+    kind: switch
+    driver: tofino-bfrt
+    address: ssh://admin@192.0.2.11
+    ports: {p1: "136", p2: "144", host: "152"}
+  s2:
+    kind: switch
+    driver: tofino-bfrt
+    address: ssh://admin@192.0.2.12
+    ports: {p1: "136", p2: "144", sink: "160", host: "152"}
+  ha:
+    kind: host
+    driver: linux-ssh
+    address: ssh://testbed@192.0.2.21
+    ports: {eth1: 10.0.0.1/24}
+  hb:
+    kind: host
+    driver: linux-ssh
+    address: ssh://testbed@192.0.2.22
+    ports: {eth1: 10.0.0.2/24}
+links:
+  - name: first
+    a: {device: s1, port: p1}
+    b: {device: s2, port: p1}
+    transceiver: 100GBASE-SR4
+    voa: {device: att, channel: 1}
+    options: {data_path: "true"}
+  - name: second
+    a: {device: s1, port: p2}
+    b: {device: s2, port: p2}
+    transceiver: 25GBASE-SR
+    voa: {device: att, channel: 2}
+  - {name: ha-s1, a: {device: ha, port: eth1}, b: {device: s1, port: host}, transceiver: 100GBASE-SR4}
+  - {name: hb-s2, a: {device: hb, port: eth1}, b: {device: s2, port: host}, transceiver: 100GBASE-SR4}
+`
+
+func TestTwinRoutesHostsOverTheDataPathLink(t *testing.T) {
+	for _, c := range []struct{ name, text, want string }{
+		{"marked", twinPair, "first"},
+		{"unmarked", strings.Replace(twinPair, `    options: {data_path: "true"}`+"\n", "", 1), "second"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := filepath.Join(t.TempDir(), "pair.yaml")
+			if err := os.WriteFile(src, []byte(c.text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			inv, err := inventory.Load(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lab, _, err := simlab.StartTwin(inv, simlab.Options{Seed: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lab.Close()
+			if got, ok := lab.HostNet().RouteOf("s1", "s2"); !ok || got != c.want {
+				t.Errorf("s1 -> s2 host traffic over %q (%v), want %s", got, ok, c.want)
+			}
+		})
 	}
 }
