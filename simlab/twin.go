@@ -80,6 +80,13 @@ func emulators() map[string]emulator {
 // are returned as skipped and left out, with the links that touch them.
 // The twin's Inventory is inv with the addresses of the emulators.
 func StartTwin(inv *inventory.Inventory, opts Options) (lab *Lab, skipped []Skipped, err error) {
+	return startTwin(inv, opts, nil)
+}
+
+// startTwin starts a twin; serials, when given, is each device's offset
+// from the seed in its serial number (else its place among the devices
+// by name).
+func startTwin(inv *inventory.Inventory, opts Options, serials map[string]int) (lab *Lab, skipped []Skipped, err error) {
 	if opts.Listen == "" {
 		opts.Listen = "127.0.0.1"
 	}
@@ -138,7 +145,11 @@ func StartTwin(inv *inventory.Inventory, opts Options) (lab *Lab, skipped []Skip
 				continue
 			}
 			t.lab.faults[n] = &wire.Faults{}
-			addr, err := e.start(t, d, i)
+			nth := i
+			if serials != nil {
+				nth = serials[n]
+			}
+			addr, err := e.start(t, d, nth)
 			if err != nil {
 				return nil, nil, fmt.Errorf("%s emulator (driver %s): %w", n, d.Driver, err)
 			}
@@ -239,10 +250,13 @@ func startDD100(t *twin, d *inventory.Device, n int) (string, error) {
 }
 
 func startOTG(t *twin, d *inventory.Device, n int) (string, error) {
-	tx := map[string]string{} // port name -> the fibre it sends into
+	tx, rx := map[string]string{}, map[string]string{} // port name -> the fibre it sends into, receives from
 	for _, l := range t.out.Links {
 		if l.A.Device == d.Name {
 			tx[l.A.Port] = l.Name
+		}
+		if l.B.Device == d.Name {
+			rx[l.B.Port] = l.Name
 		}
 	}
 	var ports []trafficgen.OTGPort
@@ -252,7 +266,7 @@ func startOTG(t *twin, d *inventory.Device, n int) (string, error) {
 	}
 	sort.Strings(names)
 	for _, p := range names {
-		ports = append(ports, trafficgen.OTGPort{Location: d.Ports[p], TxFibre: tx[p]})
+		ports = append(ports, trafficgen.OTGPort{Location: d.Ports[p], TxFibre: tx[p], RxFibre: rx[p]})
 	}
 	s := trafficgen.NewOTGServer(t.lab.world, ports, t.lab.faults[d.Name], trafficgen.OTGOptions{TimeScale: t.opts.TimeScale})
 	if err := s.Start(t.opts.Listen + ":0"); err != nil {
