@@ -36,7 +36,7 @@ type Lab struct {
 	inv      *inventory.Inventory
 	closers  []func() error
 	ocs      *ocsLab     // optical circuit switches (ocs_lab.go)
-	reactor  *reactorLab // the REACToR fabric and its hosts (reactor_lab.go)
+	reactor  *reactorLab // the REACToR fabrics and their hosts (reactor_lab.go, twin_ocs.go)
 }
 
 // Optical budget of a twin's fibre where its link's options give none.

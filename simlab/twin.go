@@ -407,7 +407,8 @@ func (t *twin) writeClientFiles() error {
 
 // startHost starts a simulated Linux host cabled to a switch of the twin:
 // the interface of its link to the switch, with the interface's address.
-// It runs the hostagent's own code in-process (hosts_lab.go).
+// It runs the hostagent's own code in-process (simlab/host; the stand-in
+// the driver uploads is in hosts_lab.go).
 func startHost(t *twin, d *inventory.Device, n int) (string, error) {
 	if d.Options["reactor"] != "" {
 		return startReactorHost(t, d, n)
