@@ -71,8 +71,80 @@ type Link struct {
 	FEC            string
 	VOA            *VOARef
 	LossAfterVOADB float64
+	// Options are the link's options: map as written; its optical budget
+	// (fibre_length_m, fibre_type, loss_before_voa_db, loss_after_voa_db)
+	// is read from it into the fields below when the inventory loads.
+	Options map[string]string
+	// FibreLengthM and FibreType are the fibre run between the VOA (or
+	// the transmitter) and the receiver; 0 and "" when not given.
+	FibreLengthM float64
+	FibreType    string
+	// LossBeforeVOADB is the connector and patch-cord loss between the
+	// transmitter and the VOA; nil when not given.
+	LossBeforeVOADB *float64
+	// DataPath marks the link host traffic between its two devices
+	// crosses where several links join them (option data_path).
+	DataPath bool
+	// lossAfterGiven says LossAfterVOADB was written (0 is a value).
+	lossAfterGiven bool
 	Pos            Pos
 	FieldPos       map[string]Pos
+}
+
+// FibreTypes are the fibre types a link's fibre_type may name, with their
+// cabled attenuation in dB/km at the wavelength their transceivers use:
+//   - OM3, OM4 (50/125 um multimode) at 850 nm: 3.5 dB/km, the value
+//     IEEE 802.3 uses for the channel budgets of its multimode PMDs
+//     (cl. 52.14 10GBASE-SR, cl. 95.11 100GBASE-SR4, cl. 112 25GBASE-SR;
+//     TIA-568.3-D and ISO/IEC 11801-1 allow 3.0-3.5 dB/km);
+//   - OS2 (single-mode, ITU-T G.652.D) at 1310 nm: 0.4 dB/km
+//     (TIA-568.3-D and ISO/IEC 11801-1 for OS2; IEEE 802.3 cl. 52 and 88
+//     budgets).
+func FibreTypes() map[string]FibreType {
+	return map[string]FibreType{
+		"OM3": {Name: "OM3", DBPerKm: 3.5, Multimode: true},
+		"OM4": {Name: "OM4", DBPerKm: 3.5, Multimode: true},
+		"OS2": {Name: "OS2", DBPerKm: 0.4, Multimode: false},
+	}
+}
+
+// FibreType is a kind of optical fibre.
+type FibreType struct {
+	Name      string
+	DBPerKm   float64
+	Multimode bool
+}
+
+// DefaultFibreType is the fibre a link's length runs over when it names
+// none: OM4, what the short-reach (SR) transceivers are specified on.
+const DefaultFibreType = "OM4"
+
+// FibreLossDB is the attenuation of the link's fibre run: its length
+// times its type's loss per km; 0 without a length.
+func (l *Link) FibreLossDB() float64 {
+	if l.FibreLengthM <= 0 {
+		return 0
+	}
+	t := l.FibreType
+	if t == "" {
+		t = DefaultFibreType
+	}
+	return FibreTypes()[t].DBPerKm * l.FibreLengthM / 1000
+}
+
+// Budget is the link's optical loss besides any VOA: before the VOA (the
+// transmitter's connectors and patch cord) and after it (connectors, patch
+// cord and the fibre run to the receiver). Losses the inventory does not
+// give are the defaults passed in.
+func (l *Link) Budget(defBeforeDB, defAfterDB float64) (beforeDB, afterDB float64) {
+	beforeDB, afterDB = defBeforeDB, defAfterDB
+	if l.LossBeforeVOADB != nil {
+		beforeDB = *l.LossBeforeVOADB
+	}
+	if l.lossAfterGiven || l.LossAfterVOADB > 0 {
+		afterDB = l.LossAfterVOADB
+	}
+	return beforeDB, afterDB + l.FibreLossDB()
 }
 
 // Endpoint is one end of a link.
@@ -107,16 +179,18 @@ type TransceiverType struct {
 	RateBps    float64
 	FECs       []string
 	DefaultFEC string
+	// Multimode: the module runs on multimode fibre (OM3/OM4, 850 nm).
+	Multimode bool
 }
 
 // Transceivers lists the known module types (IEEE 802.3 clauses 52, 112,
 // 138, 95) with the FEC modes each supports.
 func Transceivers() []TransceiverType {
 	return []TransceiverType{
-		{Name: "10GBASE-SR", RateBps: 10e9, FECs: []string{"none"}, DefaultFEC: "none"},
-		{Name: "25GBASE-SR", RateBps: 25e9, FECs: []string{"none", "rs528"}, DefaultFEC: "rs528"},
-		{Name: "50GBASE-SR", RateBps: 50e9, FECs: []string{"rs544", "none"}, DefaultFEC: "rs544"},
-		{Name: "100GBASE-SR4", RateBps: 100e9, FECs: []string{"rs528", "none"}, DefaultFEC: "rs528"},
+		{Name: "10GBASE-SR", RateBps: 10e9, FECs: []string{"none"}, DefaultFEC: "none", Multimode: true},
+		{Name: "25GBASE-SR", RateBps: 25e9, FECs: []string{"none", "rs528"}, DefaultFEC: "rs528", Multimode: true},
+		{Name: "50GBASE-SR", RateBps: 50e9, FECs: []string{"rs544", "none"}, DefaultFEC: "rs544", Multimode: true},
+		{Name: "100GBASE-SR4", RateBps: 100e9, FECs: []string{"rs528", "none"}, DefaultFEC: "rs528", Multimode: true},
 	}
 }
 

@@ -3,6 +3,7 @@ package inventory
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -36,13 +37,14 @@ type devDoc struct {
 }
 
 type linkDoc struct {
-	Name           string   `yaml:"name"`
-	A              Endpoint `yaml:"a"`
-	B              Endpoint `yaml:"b"`
-	Transceiver    string   `yaml:"transceiver"`
-	FEC            string   `yaml:"fec,omitempty"`
-	VOA            *VOARef  `yaml:"voa,omitempty"`
-	LossAfterVOADB float64  `yaml:"loss_after_voa_db,omitempty"`
+	Name           string            `yaml:"name"`
+	A              Endpoint          `yaml:"a"`
+	B              Endpoint          `yaml:"b"`
+	Transceiver    string            `yaml:"transceiver"`
+	FEC            string            `yaml:"fec,omitempty"`
+	VOA            *VOARef           `yaml:"voa,omitempty"`
+	LossAfterVOADB float64           `yaml:"loss_after_voa_db,omitempty"`
+	Options        map[string]string `yaml:"options,omitempty"`
 }
 
 func (inv *Inventory) toDoc(doc *fileDoc) {
@@ -57,7 +59,11 @@ func (inv *Inventory) toDoc(doc *fileDoc) {
 		doc.Devices[n] = dd
 	}
 	for _, l := range inv.Links {
-		doc.Links = append(doc.Links, linkDoc{Name: l.Name, A: l.A, B: l.B, Transceiver: l.Transceiver, FEC: l.FEC, VOA: l.VOA, LossAfterVOADB: l.LossAfterVOADB})
+		ld := linkDoc{Name: l.Name, A: l.A, B: l.B, Transceiver: l.Transceiver, FEC: l.FEC, VOA: l.VOA, LossAfterVOADB: l.LossAfterVOADB, Options: l.Options}
+		if _, ok := l.Options["loss_after_voa_db"]; ok {
+			ld.LossAfterVOADB = 0 // written once, where the user wrote it
+		}
+		doc.Links = append(doc.Links, ld)
 	}
 }
 
@@ -149,8 +155,10 @@ func cleanYAMLErr(err error) string {
 var (
 	topFields  = []string{"version", "name", "devices", "links"}
 	devFields  = []string{"kind", "driver", "address", "description", "timeout", "channels", "limits", "safe_state", "credentials", "ports", "options"}
-	linkFields = []string{"name", "a", "b", "transceiver", "fec", "voa", "loss_after_voa_db"}
-	credFields = []string{"password_env", "password_file", "key_file", "ssh_agent"}
+	linkFields = []string{"name", "a", "b", "transceiver", "fec", "voa", "loss_after_voa_db", "options"}
+	// linkOptions are the keys a link's options: may hold.
+	linkOptions = []string{"fibre_length_m", "fibre_type", "loss_before_voa_db", "loss_after_voa_db", "data_path"}
+	credFields  = []string{"password_env", "password_file", "key_file", "ssh_agent"}
 )
 
 // Parse reads an inventory from YAML; path is used in messages. Every
@@ -331,8 +339,75 @@ func (p *parser) link(i int, n *yaml.Node) *Link {
 	}
 	if kv, ok := f["loss_after_voa_db"]; ok {
 		p.decode(kv, path+".loss_after_voa_db", &l.LossAfterVOADB, "a number in dB")
+		l.lossAfterGiven = true
+	}
+	if kv, ok := f["options"]; ok {
+		p.decode(kv, path+".options", &l.Options, "a map of strings")
+		if kv[1].Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(kv[1].Content); i += 2 {
+				l.FieldPos["options."+kv[1].Content[i].Value] = p.at(kv[1].Content[i])
+			}
+		}
 	}
 	return l
+}
+
+// linkOptions reads a link's optical budget from its options and says
+// what is wrong with them.
+func (inv *Inventory) linkOptions(l *Link, path string, add func(fp map[string]Pos, field string, fallback Pos, path, format string, args ...any)) {
+	for _, k := range sortedMapKeys(l.Options) {
+		v := strings.TrimSpace(l.Options[k])
+		field, fpath := "options."+k, path+".options."+k
+		if !slices.Contains(linkOptions, k) {
+			add(l.FieldPos, field, l.Pos, fpath, "unknown link option %q (known: %s)", k, strings.Join(linkOptions, ", "))
+			continue
+		}
+		if k == "fibre_type" {
+			if _, ok := FibreTypes()[v]; !ok {
+				add(l.FieldPos, field, l.Pos, fpath, "fibre type %q is not one of OM3, OM4, OS2", v)
+				continue
+			}
+			l.FibreType = v
+			continue
+		}
+		if k == "data_path" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				add(l.FieldPos, field, l.Pos, fpath, "expected true or false, got %q", l.Options[k])
+				continue
+			}
+			l.DataPath = b
+			continue
+		}
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
+			unit := "dB"
+			if k == "fibre_length_m" {
+				unit = "metres"
+			}
+			add(l.FieldPos, field, l.Pos, fpath, "expected a number of %s, not negative, got %q", unit, l.Options[k])
+			continue
+		}
+		switch k {
+		case "fibre_length_m":
+			l.FibreLengthM = x
+		case "loss_before_voa_db":
+			l.LossBeforeVOADB = &x
+		case "loss_after_voa_db":
+			if l.lossAfterGiven && l.LossAfterVOADB != x {
+				add(l.FieldPos, field, l.Pos, fpath, "loss after the VOA given twice (%s and loss_after_voa_db: %g); give it once", v, l.LossAfterVOADB)
+				continue
+			}
+			l.LossAfterVOADB, l.lossAfterGiven = x, true
+		}
+	}
+	if l.FibreType != "" && l.FibreLengthM == 0 {
+		add(l.FieldPos, "options.fibre_type", l.Pos, path+".options.fibre_type", "fibre_type without fibre_length_m: give the fibre's length in metres")
+	}
+	if t, ok := LookupTransceiver(l.Transceiver); ok && l.FibreType != "" && t.Multimode != FibreTypes()[l.FibreType].Multimode {
+		mode := map[bool]string{true: "multimode (OM3, OM4)", false: "single-mode (OS2)"}
+		add(l.FieldPos, "options.fibre_type", l.Pos, path+".options.fibre_type", "%s runs on %s fibre, not %s", t.Name, mode[t.Multimode], l.FibreType)
+	}
 }
 
 // schemesFor says which address schemes fit a kind of device.
@@ -500,6 +575,19 @@ func (inv *Inventory) Validate() error {
 		if l.LossAfterVOADB < 0 {
 			add(l.FieldPos, "loss_after_voa_db", l.Pos, path+".loss_after_voa_db", "must not be negative")
 		}
+		inv.linkOptions(l, path, add)
+	}
+	dataPath := map[[2]string]string{} // a -> b devices: the link marked data_path
+	for i, l := range inv.Links {
+		if !l.DataPath {
+			continue
+		}
+		k := [2]string{l.A.Device, l.B.Device}
+		if other, ok := dataPath[k]; ok {
+			add(l.FieldPos, "options.data_path", l.Pos, fmt.Sprintf("links[%d].options.data_path", i), "link %s is already the data path from %s to %s; mark one link per direction", other, k[0], k[1])
+			continue
+		}
+		dataPath[k] = l.Name
 	}
 	if len(ps) > 0 {
 		return &ValidationError{Problems: ps}

@@ -53,7 +53,8 @@ func TestLabHasBothCircuitSwitches(t *testing.T) {
 }
 
 func TestMicroOCSFromDeviceOptions(t *testing.T) {
-	for _, d := range ocsDevices(1, "http://x", "tcp://x:1") {
+	for _, n := range []string{ocsMicroName, ocsMilliName} {
+		d, _ := DefaultInventory().Device(n)
 		d.Options["reconfig_sd_us"] = "-1"
 		if d.Driver == "mordia-rest" {
 			if _, err := ocs.MicroOCSFromDevice(d); err == nil || !strings.Contains(err.Error(), "ocs1") {

@@ -48,6 +48,7 @@ type twin struct {
 	dir      string                    // its key file and known_hosts
 	ssh      []*wire.SSHServer         // every SSH server of the twin
 	hostNet  *host.HostNet             // the hosts' network, once there is a host
+	reactors map[string]*twinReactor   // REACToR fabrics, by the hosts' reactor option
 }
 
 // emulator starts the emulator of one device and returns its address.
@@ -67,6 +68,8 @@ func emulators() map[string]emulator {
 		"otg":            {2, startOTG},
 		"tofino-bfrt":    {2, startTofino},
 		"linux-ssh":      {3, startHost},
+		"mordia-rest":    {2, startMordia},
+		"polatis-scpi":   {2, startPolatis},
 	}
 }
 
@@ -77,6 +80,13 @@ func emulators() map[string]emulator {
 // are returned as skipped and left out, with the links that touch them.
 // The twin's Inventory is inv with the addresses of the emulators.
 func StartTwin(inv *inventory.Inventory, opts Options) (lab *Lab, skipped []Skipped, err error) {
+	return startTwin(inv, opts, nil)
+}
+
+// startTwin starts a twin; serials, when given, is each device's offset
+// from the seed in its serial number (else its place among the devices
+// by name).
+func startTwin(inv *inventory.Inventory, opts Options, serials map[string]int) (lab *Lab, skipped []Skipped, err error) {
 	if opts.Listen == "" {
 		opts.Listen = "127.0.0.1"
 	}
@@ -135,7 +145,11 @@ func StartTwin(inv *inventory.Inventory, opts Options) (lab *Lab, skipped []Skip
 				continue
 			}
 			t.lab.faults[n] = &wire.Faults{}
-			addr, err := e.start(t, d, i)
+			nth := i
+			if serials != nil {
+				nth = serials[n]
+			}
+			addr, err := e.start(t, d, nth)
 			if err != nil {
 				return nil, nil, fmt.Errorf("%s emulator (driver %s): %w", n, d.Driver, err)
 			}
@@ -156,7 +170,7 @@ func StartTwin(inv *inventory.Inventory, opts Options) (lab *Lab, skipped []Skip
 }
 
 // startFibres makes every link of the twin a fibre. Without a VOA, the
-// fibre's patch losses are its whole budget.
+// fibre's patch and fibre losses are its whole budget.
 func (t *twin) startFibres() error {
 	for _, l := range t.out.Links {
 		tr, err := physics.TransceiverByName(l.Transceiver)
@@ -171,10 +185,9 @@ func (t *twin) startFibres() error {
 		if err != nil {
 			return fmt.Errorf("%s: link %s: %w", l.Pos, l.Name, err)
 		}
-		after := lossAfterVOADB
-		if l.LossAfterVOADB > 0 {
-			after = l.LossAfterVOADB
-		}
+		// The link's options give its connectors and fibre run; what
+		// they leave out is the bench's patch cords.
+		before, after := l.Budget(lossBeforeVOADB, lossAfterVOADB)
 		var ch *world.VOAChannel
 		if l.VOA != nil {
 			v := t.voas[l.VOA.Device]
@@ -183,7 +196,7 @@ func (t *twin) startFibres() error {
 			}
 			ch = v.Channels[l.VOA.Channel-1]
 		}
-		t.fibres[l.Name] = t.lab.world.NewFibre(l.Name, tr, f, lossBeforeVOADB, after, ch)
+		t.fibres[l.Name] = t.lab.world.NewFibre(l.Name, tr, f, before, after, ch)
 	}
 	return nil
 }
@@ -237,10 +250,13 @@ func startDD100(t *twin, d *inventory.Device, n int) (string, error) {
 }
 
 func startOTG(t *twin, d *inventory.Device, n int) (string, error) {
-	tx := map[string]string{} // port name -> the fibre it sends into
+	tx, rx := map[string]string{}, map[string]string{} // port name -> the fibre it sends into, receives from
 	for _, l := range t.out.Links {
 		if l.A.Device == d.Name {
 			tx[l.A.Port] = l.Name
+		}
+		if l.B.Device == d.Name {
+			rx[l.B.Port] = l.Name
 		}
 	}
 	var ports []trafficgen.OTGPort
@@ -250,7 +266,7 @@ func startOTG(t *twin, d *inventory.Device, n int) (string, error) {
 	}
 	sort.Strings(names)
 	for _, p := range names {
-		ports = append(ports, trafficgen.OTGPort{Location: d.Ports[p], TxFibre: tx[p]})
+		ports = append(ports, trafficgen.OTGPort{Location: d.Ports[p], TxFibre: tx[p], RxFibre: rx[p]})
 	}
 	s := trafficgen.NewOTGServer(t.lab.world, ports, t.lab.faults[d.Name], trafficgen.OTGOptions{TimeScale: t.opts.TimeScale})
 	if err := s.Start(t.opts.Listen + ":0"); err != nil {
@@ -264,17 +280,10 @@ func startOTG(t *twin, d *inventory.Device, n int) (string, error) {
 // client key. Its front-panel ports are the inventory's ports named p<N>
 // (p1 is front port 1), as on the default bench.
 func startTofino(t *twin, d *inventory.Device, n int) (string, error) {
+	if err := t.ensureKey(); err != nil {
+		return "", err
+	}
 	if t.dp == nil {
-		dir, err := os.MkdirTemp("", "testbed-simlab-")
-		if err != nil {
-			return "", err
-		}
-		t.dir = dir
-		t.lab.dir = dir
-		t.lab.closers = append(t.lab.closers, func() error { return os.RemoveAll(dir) })
-		if _, t.key, err = ed25519.GenerateKey(rand.Reader); err != nil {
-			return "", err
-		}
 		t.dp = tofino.NewDataplane(t.lab.world)
 		t.lab.dp = t.dp
 		t.lab.switches = t.switches
@@ -308,12 +317,32 @@ func startTofino(t *twin, d *inventory.Device, n int) (string, error) {
 	return "ssh://admin@" + sw.SSH().Addr(), nil
 }
 
+// ensureKey makes the twin's directory (its SSH client key, known_hosts
+// and the hostagent stand-in) and its SSH client key, once.
+func (t *twin) ensureKey() error {
+	if t.key != nil {
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "testbed-simlab-")
+	if err != nil {
+		return err
+	}
+	t.dir = dir
+	t.lab.dir = dir
+	t.lab.closers = append(t.lab.closers, func() error { return os.RemoveAll(dir) })
+	if err := os.WriteFile(filepath.Join(t.dir, "hostagent-simulated"), []byte(hostagentStandIn()), 0o755); err != nil {
+		return err
+	}
+	_, t.key, err = ed25519.GenerateKey(rand.Reader)
+	return err
+}
+
 // finishSwitches joins the switches by their fibres (a link's a end
 // sends, its b end receives and forwards what it delivers out of its port
 // named sink) and writes the lab's SSH client key and known_hosts.
 func (t *twin) finishSwitches() error {
 	if t.dp == nil {
-		return nil
+		return t.writeClientFiles()
 	}
 	devPort := func(dev, port string) (int, error) {
 		d, _ := t.out.Device(dev)
@@ -347,12 +376,30 @@ func (t *twin) finishSwitches() error {
 	}
 	if t.hostNet != nil {
 		// Host traffic between hosts on two switches joined by a fibre
-		// crosses that fibre; hosts further apart are not routed.
+		// crosses that fibre: the one marked data_path where several
+		// join them, else the last listed; hosts further apart are not
+		// routed.
+		marked := map[[2]string]bool{}
 		for _, l := range t.out.Links {
-			if t.switches[l.A.Device] != nil && t.switches[l.B.Device] != nil {
+			if l.DataPath {
+				marked[[2]string{l.A.Device, l.B.Device}] = true
+			}
+		}
+		for _, l := range t.out.Links {
+			k := [2]string{l.A.Device, l.B.Device}
+			if t.switches[l.A.Device] != nil && t.switches[l.B.Device] != nil && (l.DataPath || !marked[k]) {
 				t.hostNet.Route(l.A.Device, l.B.Device, l.Name)
 			}
 		}
+	}
+	return t.writeClientFiles()
+}
+
+// writeClientFiles writes the twin's SSH client key and the known_hosts
+// of every SSH server it started, if it started any.
+func (t *twin) writeClientFiles() error {
+	if t.key == nil {
+		return nil
 	}
 	_, _, err := wire.SSHClientFiles(t.dir, t.key, t.ssh...)
 	return err
@@ -360,8 +407,12 @@ func (t *twin) finishSwitches() error {
 
 // startHost starts a simulated Linux host cabled to a switch of the twin:
 // the interface of its link to the switch, with the interface's address.
-// It runs the hostagent's own code in-process (hosts_lab.go).
+// It runs the hostagent's own code in-process (simlab/host; the stand-in
+// the driver uploads is in hosts_lab.go).
 func startHost(t *twin, d *inventory.Device, n int) (string, error) {
+	if d.Options["reactor"] != "" {
+		return startReactorHost(t, d, n)
+	}
 	var sw, iface string
 	for _, l := range t.out.Links {
 		switch {
@@ -379,9 +430,6 @@ func startHost(t *twin, d *inventory.Device, n int) (string, error) {
 		return "", fmt.Errorf("port %s: expected an interface address such as 10.0.0.1/24: %w", iface, err)
 	}
 	if t.hostNet == nil {
-		if err := os.WriteFile(filepath.Join(t.dir, "hostagent-simulated"), []byte(hostagentStandIn()), 0o755); err != nil {
-			return "", err
-		}
 		t.hostNet = host.NewHostNet(switchPaths(t.dp), t.opts.Seed)
 		t.lab.hostNet = t.hostNet
 		t.lab.hosts = map[string]*host.SimHost{}
@@ -396,6 +444,13 @@ func startHost(t *twin, d *inventory.Device, n int) (string, error) {
 		return "", err
 	}
 	t.lab.hosts[d.Name] = h
+	return t.hostAddress(d, h), nil
+}
+
+// hostAddress registers a started host's SSH server with the twin and
+// points the twin's inventory entry at it, with the twin's key, known_hosts
+// and hostagent stand-in.
+func (t *twin) hostAddress(d *inventory.Device, h *host.SimHost) string {
 	t.ssh = append(t.ssh, h.SSH())
 	t.lab.closers = append(t.lab.closers, h.Close)
 	od := t.out.Devices[d.Name]
@@ -407,5 +462,5 @@ func startHost(t *twin, d *inventory.Device, n int) (string, error) {
 	od.Options["hostagent_amd64"] = filepath.Join(t.dir, "hostagent-simulated")
 	od.Options["hostagent_source"] = t.dir
 	od.Options["hostagent_version"] = hostagent.Version
-	return "ssh://" + hostUser + "@" + h.SSH().Addr(), nil
+	return "ssh://" + hostUser + "@" + h.SSH().Addr()
 }

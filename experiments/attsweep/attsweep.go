@@ -124,7 +124,7 @@ func Table() results.Table {
 			{Name: "transceiver", Type: "string", Description: "transceiver type at both ends"},
 			{Name: "fec", Type: "string", Description: "FEC mode of the link"},
 			{Name: "attenuation_db", Type: "number", Unit: "dB", Description: "VOA attenuation as read back from the instrument"},
-			{Name: "rx_power_dbm", Type: "number", Unit: "dBm", Description: "received power: VOA output power meter less the link's loss_after_voa_db (empty without a power meter)"},
+			{Name: "rx_power_dbm", Type: "number", Unit: "dBm", Description: "received power: VOA output power meter less the link's loss after the VOA (loss_after_voa_db and its fibre run; empty without a power meter)"},
 			{Name: "frames_tx", Type: "integer", Unit: "frames", Description: "frames sent"},
 			{Name: "frames_rx_ok", Type: "integer", Unit: "frames", Description: "frames received intact"},
 			{Name: "frames_lost", Type: "integer", Unit: "frames", Description: "frames_tx - frames_rx_ok"},
@@ -265,7 +265,8 @@ func (m measurer) measure(ctx context.Context, rc *o.RunContext, st *state, l *i
 		if err != nil {
 			return fmt.Errorf("%s: read output power of channel %d: %w", l.VOA.Device, l.VOA.Channel, err)
 		}
-		rx := out - l.LossAfterVOADB
+		_, after := l.Budget(0, 0) // connectors and fibre run after the VOA
+		rx := out - after
 		pt.rxDBm = &rx
 	}
 

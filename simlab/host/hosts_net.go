@@ -72,6 +72,15 @@ func (n *HostNet) Route(from, to, fibre string) {
 	n.fibres[[2]string{from, to}] = fibre
 }
 
+// RouteOf is the fibre traffic from hosts on switch from to hosts on
+// switch to crosses, if it is routed.
+func (n *HostNet) RouteOf(from, to string) (string, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	f, ok := n.fibres[[2]string{from, to}]
+	return f, ok
+}
+
 func (n *HostNet) hostNames() []string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
