@@ -103,8 +103,14 @@ func Open(ctx context.Context, address string, opts Options) (*Switch, error) {
 // present (PROTOCOL.md, "Authentication").
 const agentTokenFile = `"$HOME/.testbed/agent_token"`
 
+// agentTokensKept is how many tokens the token file holds: each driver
+// adds its own, one per line, and the agent accepts any of them, so two
+// drivers on one switch (a run and a monitor reading counters, a test's
+// observer) do not lock each other out; the oldest is dropped.
+const agentTokensKept = 16
+
 // tokenInstaller returns the agent client's token function: the first time
-// it is asked (and after a failure), it writes tok to the switch's token
+// it is asked (and after a failure), it adds tok to the switch's token
 // file (mode 0600, from stdin: never on a command line or in the
 // transcript), which the agent reads for every new connection.
 func (s *Switch) tokenInstaller(tok string) func(ctx context.Context) (string, error) {
@@ -113,7 +119,7 @@ func (s *Switch) tokenInstaller(tok string) func(ctx context.Context) (string, e
 		if installed {
 			return tok, nil
 		}
-		_, err := s.sh(ctx, "agent-token", `mkdir -p "$HOME/.testbed" && rm -f "$HOME/.testbed/agent_token.new" && (umask 077 && cat > "$HOME/.testbed/agent_token.new") && chmod 600 "$HOME/.testbed/agent_token.new" && mv -f "$HOME/.testbed/agent_token.new" `+agentTokenFile, []byte(tok+"\n"))
+		_, err := s.sh(ctx, "agent-token", `mkdir -p "$HOME/.testbed" && rm -f "$HOME/.testbed/agent_token.new" && (umask 077 && { tail -n `+strconv.Itoa(agentTokensKept-1)+` `+agentTokenFile+` 2>/dev/null; cat; } > "$HOME/.testbed/agent_token.new") && chmod 600 "$HOME/.testbed/agent_token.new" && mv -f "$HOME/.testbed/agent_token.new" `+agentTokenFile, []byte(tok+"\n"))
 		if err != nil {
 			return "", fmt.Errorf("install the agent token: %w", err)
 		}

@@ -48,7 +48,7 @@ type Tofino struct {
 	program    string                       // what bf_switchd runs ("" stopped)
 	readyAt    time.Time                    // bfshell answers from then on
 	agentFile  []byte
-	agentToken string // ~/.testbed/agent_token, which the agent asks of every connection
+	agentToken string // ~/.testbed/agent_token, one token per line: the agent asks a connection for one of them
 	agentPort  int
 	agentUp    bool
 	ports      map[int]*simPort
@@ -328,7 +328,13 @@ func (t *Tofino) exec(ctx context.Context, cmd string, stdin io.Reader, stdout, 
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
-		t.agentToken = strings.TrimSpace(string(data))
+		// As the driver's script: the token is added, the last
+		// agentTokensKept kept, and any of them is accepted.
+		toks := append(strings.Fields(t.agentToken), strings.Fields(string(data))...)
+		if len(toks) > agentTokensKept {
+			toks = toks[len(toks)-agentTokensKept:]
+		}
+		t.agentToken = strings.Join(toks, "\n")
 	case "agent-start":
 		if t.agentFile == nil {
 			fmt.Fprintln(stdout, "started") // nohup: the error goes to agent.log
@@ -485,6 +491,22 @@ func (t *Tofino) serveAgent(c io.ReadWriteCloser) {
 	}
 }
 
+// agentTokensKept is how many tokens the token file keeps (the driver's
+// agent-token script keeps the last 16).
+const agentTokensKept = 16
+
+// anyToken reports whether got is one of the tokens in want (one per
+// line), each compared in constant time.
+func anyToken(got, want string) bool {
+	ok := false
+	for _, w := range strings.Fields(want) {
+		if subtle.ConstantTimeCompare([]byte(got), []byte(w)) == 1 {
+			ok = true
+		}
+	}
+	return ok
+}
+
 // agentAuth answers a connection's first line: ok when it is the auth
 // request with the token want (compared in constant time).
 func agentAuth(line []byte, want string) (map[string]any, bool) {
@@ -502,7 +524,7 @@ func agentAuth(line []byte, want string) (map[string]any, bool) {
 	switch {
 	case err != nil || req.Op != "auth":
 		return refuse("the first request must be auth with the run's token")
-	case want == "" || subtle.ConstantTimeCompare([]byte(req.Args.Token), []byte(want)) != 1:
+	case !anyToken(req.Args.Token, want):
 		return refuse("wrong token")
 	}
 	return map[string]any{"id": req.ID, "ok": true, "result": map[string]any{}}, true

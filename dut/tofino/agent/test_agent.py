@@ -578,7 +578,15 @@ class AuthTest(AgentBase):
         fd = os.open(p, os.O_WRONLY | os.O_CREAT, 0o600)
         os.write(fd, b" tok\n")
         os.close(fd)
-        self.assertEqual(testbed_agent.read_token(p), "tok")
+        self.assertEqual(testbed_agent.read_token(p), ["tok"])
+        # Each driver adds its own line; every one of them is accepted.
+        with open(p, "a") as f:
+            f.write("other\n\n")
+        self.assertEqual(testbed_agent.read_token(p), ["tok", "other"])
+        line = json.dumps({"id": 1, "op": "auth", "args": {"token": "other"}}).encode()
+        self.assertIsNone(testbed_agent.check_auth(lambda: testbed_agent.read_token(p), line))
+        bad = json.dumps({"id": 1, "op": "auth", "args": {"token": "third"}}).encode()
+        self.assertIsNotNone(testbed_agent.check_auth(lambda: testbed_agent.read_token(p), bad))
         os.chmod(p, 0o644)
         self.assertIsNone(testbed_agent.read_token(p))
         self.assertIsNone(testbed_agent.read_token(os.path.join(d, "none")))

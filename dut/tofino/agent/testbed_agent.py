@@ -742,19 +742,20 @@ def encode(resp):
 
 
 def read_token(path):
-    """The token in the file at path (stripped); None when the file cannot
-    be read, is empty, or group or others may read it."""
+    """The tokens in the file at path, one per line (each driver adds its
+    own); None when the file cannot be read, holds none, or group or
+    others may read it."""
     try:
         st = os.stat(path)
         if st.st_mode & 0o077:
             _log("token file %s: group or others may read it: refusing every connection" % path)
             return None
         with open(path) as f:
-            tok = f.read(4096).strip()
+            toks = [t.strip() for t in f.read(65536).splitlines() if t.strip()]
     except OSError as e:
         _log("token file %s: %s" % (path, e))
         return None
-    return tok or None
+    return toks or None
 
 
 def check_auth(token, line):
@@ -772,7 +773,13 @@ def check_auth(token, line):
     args = req.get("args")
     got = args.get("token") if isinstance(args, dict) else None
     want = token() if token is not None else None
-    if not want or not isinstance(got, str) or not hmac.compare_digest(got.encode("utf-8"), want.encode("utf-8")):
+    if isinstance(want, str):
+        want = [want]
+    ok = False
+    if want and isinstance(got, str):
+        for w in want:  # every candidate compared, in constant time each
+            ok = hmac.compare_digest(got.encode("utf-8"), w.encode("utf-8")) or ok
+    if not ok:
         return error_response(rid, "unauthorized", "wrong token")
     return None
 
