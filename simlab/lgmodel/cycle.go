@@ -183,7 +183,7 @@ func (s *sim) encode(dst []int64) []int64 {
 			if e.kind != evArrive {
 				pseq = 0
 			}
-			dst = append(dst, e.at-t, int64(s.nev-e.idx), int64(e.kind), seq, int64(e.n), b2i(e.handled), int64(e.mask),
+			dst = append(dst, e.at-t, e.sched-t, int64(s.nev-e.idx), int64(e.kind), seq, int64(e.n), b2i(e.handled), int64(e.mask),
 				int64(e.p.kind), pseq, int64(e.p.bytes), b2i(e.p.lost), e.p.run)
 		}
 	}
@@ -200,7 +200,9 @@ func (s *sim) jump(until int64) {
 		return
 	}
 	// The original about to be sent is sent after the jump: keep one.
-	m := min(s.gap/p, (s.c.Frames-s.nextSeq-1)/p, (until-s.now)/d)
+	// Passes of the loop handled ahead move with the state: they too stay
+	// within the time asked for.
+	m := min(s.gap/p, (s.c.Frames-s.nextSeq-1)/p, (until-max(s.now, s.aheadAt))/d)
 	if m <= 0 {
 		return
 	}
@@ -229,6 +231,9 @@ func (s *sim) jump(until int64) {
 	s.highest += ds
 	s.gap -= ds
 	s.now += dt
+	if s.aheadAt > s.now-dt {
+		s.aheadAt += dt
+	}
 	s.slotFree += dt
 	for i := 0; i < s.buf.n; i++ {
 		s.buf.at(i).seq += ds
@@ -245,6 +250,7 @@ func (s *sim) jump(until int64) {
 		for j := f.head; j < len(f.ev); j++ {
 			e := &f.ev[j]
 			e.at += dt
+			e.sched += dt
 			if e.kind == evAck {
 				e.seq += ds
 			}

@@ -25,6 +25,9 @@
 // ordered mode's reorder buffer that never empties between losses), whole
 // cycles are jumped over (cycle.go); Config.NoCycleSkip turns this off,
 // and a test checks that both give identical results.
+// Passes of the recirculation loop that only send frames round are run
+// ahead of the sender (loopAhead); Config.NoLoopAhead turns this off, and
+// a test checks that both give identical results.
 package lgmodel
 
 import (
@@ -96,6 +99,11 @@ type Config struct {
 	// exactly (cycle.go) instead of jumping over whole cycles of them.
 	// Results are identical either way; a test holds them to it.
 	NoCycleSkip bool
+	// NoLoopAhead handles every pass of the recirculation loop as the
+	// main loop comes to it instead of running the loop ahead of the
+	// sender (loopAhead). Results are identical either way; a test holds
+	// them to it.
+	NoLoopAhead bool
 	// MaxRun caps the frames skipped over at once (0: no cap), so that
 	// counters read while the run advances grow smoothly.
 	MaxRun int64
@@ -178,6 +186,7 @@ type event struct {
 	seq     int64
 	n       int
 	idx     int
+	sched   int64 // when it was scheduled: ties go by it, then by idx
 	handled bool  // evNotify: the sender's handling delay has passed
 	mask    uint8 // evNotify, handled: the holes whose copy the Tx buffer holds
 }
@@ -286,17 +295,31 @@ func queueOf(e *event) int {
 	return qDrain
 }
 
+// before orders events: by time, then by scheduling order. Time never goes
+// back, so the order of idx is that of sched; sched alone keeps the order
+// for the passes loopAhead handles before the sender's frames of that time.
+func (a *event) before(b *event) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	if a.sched != b.sched {
+		return a.sched < b.sched
+	}
+	return a.idx < b.idx
+}
+
 // at schedules an event.
 func (s *sim) at(ev event) {
 	s.nev++
 	ev.idx = s.nev
+	ev.sched = s.now
 	qi := queueOf(&ev)
 	f := &s.q[qi]
 	if f.len() == 0 && s.firstQ >= -1 {
 		// A new head: it may come before the earliest known.
 		if s.firstQ < 0 {
 			s.firstQ = qi
-		} else if h := &s.q[s.firstQ].ev[s.q[s.firstQ].head]; ev.at < h.at || (ev.at == h.at && ev.idx < h.idx) {
+		} else if h := &s.q[s.firstQ].ev[s.q[s.firstQ].head]; ev.before(h) {
 			s.firstQ = qi
 		}
 	}
@@ -310,16 +333,15 @@ func (s *sim) first() int {
 		return s.firstQ
 	}
 	best := -1
-	var at int64
-	var idx int
+	var be *event
 	for i := range s.q {
 		f := &s.q[i]
 		if f.head == len(f.ev) {
 			continue
 		}
 		e := &f.ev[f.head]
-		if best < 0 || e.at < at || (e.at == at && e.idx < idx) {
-			best, at, idx = i, e.at, e.idx
+		if best < 0 || e.before(be) {
+			best, be = i, e
 		}
 	}
 	s.firstQ = best
@@ -385,7 +407,10 @@ type sim struct {
 	flight    deque // frames past their pass, on the loop back to the decision
 	flightB   int64 // their bytes (part of bufBytes)
 	loopPS    int64
-	inBuf     []bool // by seq modulo its length: the originals in buf, all in [ackNo, ackNo+len)
+	aheadRing [][2]int64 // loopAhead: returns it scheduled (at, sched)
+	aheadN    int64      // events loopAhead handled (tests)
+	aheadAt   int64      // the time of the latest of them
+	inBuf     []bool     // by seq modulo its length: the originals in buf, all in [ackNo, ackNo+len)
 	bufBytes  int64
 	draining  bool
 	bpPaused  bool
@@ -435,6 +460,9 @@ func New(cfg Config, r *rand.Rand) (*Sim, error) {
 func (m *Sim) Advance(until int64) bool {
 	m.s.reached = max(m.s.reached, until)
 	m.s.loop(until)
+	// The clock is where stepping would have left it: past the passes
+	// handled ahead, none later than the time asked for.
+	m.s.now = max(m.s.now, m.s.aheadAt)
 	return m.s.done()
 }
 
@@ -615,6 +643,7 @@ func (s *sim) loop(until int64) {
 				s.firstQ = -2 // to be found again
 				s.now = max(s.now, e.at)
 				s.handle(&e)
+				s.loopAhead()
 				continue
 			}
 		}
@@ -859,6 +888,135 @@ func (s *sim) handle(e *event) {
 	}
 }
 
+// loopAhead handles, at once, the passes through the recirculation port
+// and the returns round the loop that only send frames round again, up to
+// the first that could meet anything else: an arrival, timeout, ACK,
+// notification, pause or resume due (they touch the queue, ackNo or wake
+// the sender, whose leaving idle moves the clock), a frame sent from now
+// landing, a frame in its turn or a duplicate back at the decision, or the
+// time asked for. The sender meanwhile sees nothing of the receiver but
+// through those events; the events these passes schedule keep their own
+// time of scheduling, so ties with the sender's frames go as when stepped.
+func (s *sim) loopAhead() {
+	if s.off != nil || s.loopPS == 0 || s.c.Step || s.c.NoLoopAhead {
+		return
+	}
+	if s.idleFrom >= 0 {
+		if want, _ := s.nextSend(); want >= 0 {
+			return // the sender leaves idle now: the clock moves to the end of its dummy
+		}
+	}
+	horizon := min(s.now+s.oneWay()+s.ser64, s.q[qArrive].headAt(), s.q[qNotify].headAt(), s.q[qHandled].headAt(),
+		s.q[qBP].headAt(), s.q[qAck].headAt(), s.q[qTimeout].headAt())
+	if s.reached < horizon {
+		horizon = s.reached + 1
+	}
+	dq, lq := &s.q[qDrain], &s.q[qLoop]
+	// The pass under way, if any, and the returns due: first those
+	// already scheduled, then those of the passes handled here.
+	haveD, dAt, dSched, oldD := dq.len() > 0, int64(0), int64(0), true
+	if haveD {
+		dAt, dSched = dq.ev[dq.head].at, dq.ev[dq.head].sched
+	}
+	oldL := 0 // scheduled returns handled here
+	ring := s.aheadRing[:0]
+	ri := 0
+	for {
+		lAt, lSched, haveL := int64(0), int64(0), true
+		switch {
+		case oldL < lq.len():
+			e := &lq.ev[lq.head+oldL]
+			lAt, lSched = e.at, e.sched
+		case ri < len(ring):
+			lAt, lSched = ring[ri][0], ring[ri][1]
+		default:
+			haveL = false
+		}
+		// A return scheduled no later than the pass's end comes first
+		// at a tie: it was scheduled before the pass (or in the same
+		// handling, before it).
+		if haveL && (!haveD || lAt < dAt || lAt == dAt && lSched <= dSched) {
+			if lAt >= horizon {
+				break
+			}
+			p := s.flight.at(0)
+			b := int64(p.bytes + lg.HeaderBytes)
+			if p.seq <= s.ackNo || s.bpToggles(s.bufBytes-s.flightB+b) {
+				break // in its turn, a duplicate, or a pause to send
+			}
+			s.buf.push(s.flight.pop())
+			s.flightB -= b
+			if oldL < lq.len() {
+				oldL++
+			} else {
+				ri++
+			}
+			if !haveD {
+				s.draining = true
+				haveD, dAt, dSched, oldD = true, lAt+s.drainTime(s.buf.at(0).bytes), lAt, false
+			}
+			s.aheadAt = lAt
+			s.aheadN++
+			continue
+		}
+		if !haveD || dAt >= horizon || s.buf.n == 0 {
+			break
+		}
+		p := s.buf.at(0)
+		b := int64(p.bytes + lg.HeaderBytes)
+		if s.bpToggles(s.bufBytes - s.flightB - b) {
+			break // a resume to send
+		}
+		if oldD {
+			dq.head++
+			s.pending--
+			oldD = false
+		}
+		s.flight.push(s.buf.pop())
+		s.flightB += b
+		ring = append(ring, [2]int64{dAt + s.loopPS, dAt})
+		s.aheadAt = dAt
+		s.aheadN++
+		if s.buf.n > 0 {
+			t := dAt
+			dAt, dSched = t+s.drainTime(s.buf.at(0).bytes), t
+		} else {
+			haveD = false
+			s.draining = false
+		}
+	}
+	// What is still due goes back on the queues, in the order the passes
+	// scheduled it.
+	lq.head += oldL
+	s.pending -= oldL
+	for _, r := range ring[ri:] {
+		s.schedAt(event{at: r[0], kind: evLoop}, r[1])
+	}
+	if haveD && !oldD {
+		s.schedAt(event{at: dAt, kind: evDrain}, dSched)
+	}
+	s.aheadRing = ring
+	s.firstQ = -2
+}
+
+// schedAt schedules an event as if at time sched.
+func (s *sim) schedAt(ev event, sched int64) {
+	s.nev++
+	ev.idx, ev.sched = s.nev, sched
+	s.q[queueOf(&ev)].push(ev)
+	s.pending++
+}
+
+// bpToggles says whether the queue at qb bytes would send a pause or a
+// resume (backpressure).
+func (s *sim) bpToggles(qb int64) bool {
+	if !s.c.Backpressure {
+		return false
+	}
+	cells := (qb + lg.CellBytes - 1) / lg.CellBytes
+	return cells >= int64(s.c.PauseCells) && !s.bpPaused || cells <= int64(s.c.ResumeCells) && s.bpPaused
+}
+
 // arrive is the receiver's ingress: Algorithm 1 for originals and copies,
 // tail-loss detection for dummies.
 func (s *sim) arrive(p packet) {
@@ -1048,7 +1206,8 @@ func (s *sim) kickDrain() {
 	// the end of the dummy under way), and the time asked for is not
 	// reached, k of them are taken as one event that rotates the queue by
 	// k before its (k+1)th pass, due when that pass ends. With a loop
-	// latency the frames come back one by one, so each pass is simulated.
+	// latency the frames come back one by one: loopAhead takes such
+	// passes together.
 	k := 0
 	if s.off == nil && s.loopPS == 0 {
 		limit := min(s.q[qArrive].headAt(), s.q[qTimeout].headAt(), s.q[qBP].headAt(), s.q[qHandled].headAt(),
