@@ -1,7 +1,6 @@
 package simlab
 
 import (
-	"sync"
 	"time"
 
 	"testbed/simlab/host"
@@ -27,10 +26,6 @@ func switchPaths(dp *tofino.Dataplane) host.Paths {
 // built around.
 type fabricSwitch struct {
 	m *ocs.MicroOCS
-
-	mu   sync.Mutex
-	from *ocs.OCSSchedule     // the switch's schedule last converted
-	to   *reactor.OCSSchedule // and what it became
 }
 
 var _ reactor.CircuitSwitch = (*fabricSwitch)(nil)
@@ -42,28 +37,5 @@ func (s *fabricSwitch) Now() time.Duration       { return s.m.Now() }
 
 func (s *fabricSwitch) Status() reactor.OCSStatus {
 	st := s.m.Status()
-	return reactor.OCSStatus{State: st.State, Schedule: s.schedule(st.Schedule), Start: st.Start, Period: st.Period, Now: st.Now}
-}
-
-// schedule converts a schedule of the switch, once per schedule: the
-// switch replaces its schedule, never changes one in place.
-func (s *fabricSwitch) schedule(in *ocs.OCSSchedule) *reactor.OCSSchedule {
-	if in == nil {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if in == s.from {
-		return s.to
-	}
-	out := &reactor.OCSSchedule{Period: in.Period, Night: in.Night}
-	for _, sl := range in.Slots {
-		o := reactor.OCSSlot{Duration: sl.Duration}
-		for _, c := range sl.Circuits {
-			o.Circuits = append(o.Circuits, reactor.OCSCircuit{In: c.In, Out: c.Out})
-		}
-		out.Slots = append(out.Slots, o)
-	}
-	s.from, s.to = in, out
-	return out
+	return reactor.OCSStatus{State: st.State, Schedule: st.OnPorts, Start: st.Start, Period: st.Period, Now: st.Now}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"testbed/instruments/ocs"
+	"testbed/instruments/ocs/sched"
 	"testbed/inventory"
 	o "testbed/orchestrator"
 	"testbed/results"
@@ -253,10 +254,10 @@ type characterization struct {
 // Build returns the schedule: slots configurations of ports, each a shift
 // by one more than the last (skipping the identity), slot long after a
 // night, the period exactly their total.
-func Build(ports, slots int, slot, night time.Duration) ocs.Schedule {
-	s := ocs.Schedule{Night: night}
+func Build(ports, slots int, slot, night time.Duration) sched.Schedule {
+	s := sched.Schedule{Delta: night}
 	for k := range slots {
-		s.Slots = append(s.Slots, ocs.Slot{Duration: slot, Circuits: ocs.Shift(ports, ShiftOf(ports, k))})
+		s.Slots = append(s.Slots, sched.Slot{Duration: slot, Perm: ocs.Shift(ports, ShiftOf(ports, k)).Perm(ports)})
 	}
 	s.Period = s.Busy()
 	return s

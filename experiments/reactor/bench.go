@@ -294,17 +294,26 @@ func (r *Run) Constraints(period, night, minSlot time.Duration, epsBps float64) 
 	return sched.Constraints{N: len(r.Hosts), Period: period, Delta: night, MinSlot: minSlot, LinkRate: r.Hosts[0].LinkBps, EPSRate: epsBps}
 }
 
-// ToSwitch turns a schedule over host indices into the switch's.
-func (r *Run) ToSwitch(s sched.Schedule) ocs.Schedule {
-	out := ocs.Schedule{Period: s.Period, Night: s.Delta}
+// ToSwitch is s with the switch's ports in place of host indices: input
+// port p = Perm index + 1, as the switch numbers its ports. Ports no host
+// uses stay dark.
+func (r *Run) ToSwitch(s sched.Schedule) sched.Schedule {
+	ports := 0
+	for _, h := range r.Hosts {
+		ports = max(ports, h.Port)
+	}
+	out := sched.Schedule{Period: s.Period, Delta: s.Delta}
 	for _, sl := range s.Slots {
-		var c ocs.Configuration
+		perm := make([]int, ports)
+		for p := range perm {
+			perm[p] = sched.Dark
+		}
 		for i, j := range sl.Perm {
 			if j != sched.Dark {
-				c = append(c, ocs.Circuit{In: r.Hosts[i].Port, Out: r.Hosts[j].Port})
+				perm[r.Hosts[i].Port-1] = r.Hosts[j].Port - 1
 			}
 		}
-		out.Slots = append(out.Slots, ocs.Slot{Duration: sl.Duration, Circuits: c.Sorted()})
+		out.Slots = append(out.Slots, sched.Slot{Duration: sl.Duration, Perm: perm})
 	}
 	return out
 }
@@ -439,7 +448,7 @@ func (r *Run) Windows(ctx context.Context, until time.Duration) ([][]hostagent.R
 // host's flows(start) returns; the flows wait for the schedule. When the
 // hosts took longer than margin to take their flows (a busy machine), it
 // tries again with twice the margin, up to three times.
-func (r *Run) Start(ctx context.Context, s ocs.Schedule, margin time.Duration, flows func(i int, start time.Duration) []hostagent.ReactorFlowRequest) (time.Duration, error) {
+func (r *Run) Start(ctx context.Context, s sched.Schedule, margin time.Duration, flows func(i int, start time.Duration) []hostagent.ReactorFlowRequest) (time.Duration, error) {
 	if err := r.Switch.Dark(ctx); err != nil {
 		return 0, err
 	}

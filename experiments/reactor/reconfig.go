@@ -260,7 +260,7 @@ func fill(s sched.Schedule) sched.Schedule {
 
 // cycle is the switch schedule that plays s in orders periods, the slots
 // of period p > 0 in an order drawn from seed.
-func (r *Run) cycle(s sched.Schedule, orders int, seed uint64) (ocs.Schedule, [][]int) {
+func (r *Run) cycle(s sched.Schedule, orders int, seed uint64) (sched.Schedule, [][]int) {
 	s = fill(s)
 	var all sched.Schedule
 	all.Delta, all.Period = s.Delta, s.Period*time.Duration(orders)
@@ -295,7 +295,7 @@ type circuitRow struct {
 // circuits lists the circuits of the nights recorded: each switch night
 // (period P, slot s) of schedule sw is slot s%slotsPer of REACToR period
 // P*orders + s/slotsPer. Windows give the bytes.
-func (r *Run) circuits(nights []ocs.Night, sw ocs.Schedule, slotsPer int, origin time.Duration, windows [][]hostagent.ReactorWindow) []circuitRow {
+func (r *Run) circuits(nights []ocs.Night, sw sched.Schedule, slotsPer int, origin time.Duration, windows [][]hostagent.ReactorWindow) []circuitRow {
 	byPort := map[int]int{}
 	for i, h := range r.Hosts {
 		byPort[h.Port] = i
@@ -321,8 +321,8 @@ func (r *Run) circuits(nights []ocs.Night, sw ocs.Schedule, slotsPer int, origin
 			continue
 		}
 		sl := sw.Slots[n.Slot]
-		end := n.Start + sw.Night + sl.Duration
-		for _, c := range sl.Circuits {
+		end := n.Start + sw.Delta + sl.Duration
+		for _, c := range ocs.Circuits(sl.Perm) {
 			i, okI := byPort[c.In]
 			j, okJ := byPort[c.Out]
 			if !okI || !okJ {
@@ -513,7 +513,7 @@ func transition(ctx context.Context, run *Run, st *reconfigState, W, night time.
 	c := run.Constraints(W, night, 0, st.s.EPSGbps*1e9)
 	before, after := groupInternal(n, c), crossTalk(n, c)
 	swBefore, swAfter := run.ToSwitch(before), run.ToSwitch(after)
-	for _, s := range []ocs.Schedule{swBefore, swAfter} {
+	for _, s := range []sched.Schedule{swBefore, swAfter} {
 		if err := run.Sched.Constraints().Validate(s); err != nil {
 			return o.Inputf("%s: %v", run.OCS, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"testbed/instruments/ocs"
+	"testbed/instruments/ocs/sched"
 	simocs "testbed/simlab/ocs"
 	"testbed/simlab/wire"
 	"testbed/simlab/world"
@@ -122,10 +123,10 @@ func openMordia(t *testing.T, addr string, timeout time.Duration) (*ocs.Mordia, 
 
 // allToAll is REACToR §5.2's schedule for n hosts: n-1 configurations
 // sharing a period equally, each including the night.
-func allToAll(n int, period, night time.Duration) ocs.Schedule {
-	s := ocs.Schedule{Period: period, Night: night}
+func allToAll(n int, period, night time.Duration) sched.Schedule {
+	s := sched.Schedule{Period: period, Delta: night}
 	for k := 1; k < n; k++ {
-		s.Slots = append(s.Slots, ocs.Slot{Duration: period/time.Duration(n-1) - night, Circuits: ocs.Shift(n, k)})
+		s.Slots = append(s.Slots, sched.Slot{Duration: period/time.Duration(n-1) - night, Perm: ocs.Shift(n, k).Perm(n)})
 	}
 	return s
 }

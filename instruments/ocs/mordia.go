@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-resty/resty/v2"
 
+	"testbed/instruments/ocs/sched"
 	"testbed/transport"
 )
 
@@ -170,10 +171,10 @@ func fromJS(cs []jsCircuit) Configuration {
 	return out.Sorted()
 }
 
-func scheduleJS(s Schedule) jsSchedule {
-	js := jsSchedule{PeriodNs: int64(s.Period), NightNs: int64(s.Night), Slots: make([]jsSlot, 0, len(s.Slots))}
+func scheduleJS(s sched.Schedule) jsSchedule {
+	js := jsSchedule{PeriodNs: int64(s.Period), NightNs: int64(s.Delta), Slots: make([]jsSlot, 0, len(s.Slots))}
 	for _, sl := range s.Slots {
-		js.Slots = append(js.Slots, jsSlot{DurationNs: int64(sl.Duration), Circuits: toJS(sl.Circuits)})
+		js.Slots = append(js.Slots, jsSlot{DurationNs: int64(sl.Duration), Circuits: toJS(Circuits(sl.Perm))})
 	}
 	return js
 }
@@ -360,7 +361,7 @@ func (m *Mordia) Dark(ctx context.Context) error {
 
 // LoadSchedule implements Scheduler. The schedule is checked against the
 // switch's constraints first; nothing is sent if it breaks one.
-func (m *Mordia) LoadSchedule(ctx context.Context, s Schedule) error {
+func (m *Mordia) LoadSchedule(ctx context.Context, s sched.Schedule) error {
 	if err := m.con.Validate(s); err != nil {
 		return m.errorf("load schedule: %w", err)
 	}
@@ -388,7 +389,7 @@ func (m *Mordia) StartSchedule(ctx context.Context, at StartAt) (time.Duration, 
 }
 
 // ReplaceSchedule implements Scheduler; checked like LoadSchedule.
-func (m *Mordia) ReplaceSchedule(ctx context.Context, s Schedule) (time.Duration, error) {
+func (m *Mordia) ReplaceSchedule(ctx context.Context, s sched.Schedule) (time.Duration, error) {
 	if err := m.con.Validate(s); err != nil {
 		return 0, m.errorf("replace schedule: %w", err)
 	}

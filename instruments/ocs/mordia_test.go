@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"testbed/instruments/ocs"
+	"testbed/instruments/ocs/sched"
 	simocs "testbed/simlab/ocs"
 )
 
@@ -146,16 +147,16 @@ func TestMordiaRunsReplacesAndStopsASchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	sched := allToAll(8, 1500*us, 30*us) // REACToR §5.2
-	if err := s.LoadSchedule(ctx, sched); err != nil {
+	all := allToAll(8, 1500*us, 30*us) // REACToR §5.2
+	if err := s.LoadSchedule(ctx, all); err != nil {
 		t.Fatal(err)
 	}
 	start, err := s.StartSchedule(ctx, ocs.StartAt{NextPeriod: true})
-	if err != nil || start%sched.Period != 0 {
+	if err != nil || start%all.Period != 0 {
 		t.Fatalf("start %v, %v: want a multiple of the period", start, err)
 	}
 	// Loading over a running schedule is the switch's conflict, reported as such.
-	if err := s.LoadSchedule(ctx, sched); err == nil || !strings.Contains(err.Error(), "409 conflict") {
+	if err := s.LoadSchedule(ctx, all); err == nil || !strings.Contains(err.Error(), "409 conflict") {
 		t.Fatalf("load while running: %v", err)
 	}
 	st := waitPeriod(t, s, 4)
@@ -169,7 +170,7 @@ func TestMordiaRunsReplacesAndStopsASchedule(t *testing.T) {
 	var sum, hi time.Duration
 	for i, n := range ns {
 		p, k := int64(i/7), i%7
-		if n.Seq != uint64(i) || n.Period != p || n.Slot != k || n.Start != start+time.Duration(p)*sched.Period+sched.SlotStart(k) {
+		if n.Seq != uint64(i) || n.Period != p || n.Slot != k || n.Start != start+time.Duration(p)*all.Period+all.SlotStart(k) {
 			t.Fatalf("night %d: %+v", i, n)
 		}
 		if n.Gap() < 9*us || n.Gap() > 15*us {
@@ -183,15 +184,15 @@ func TestMordiaRunsReplacesAndStopsASchedule(t *testing.T) {
 	}
 
 	// Replace: two configurations in a 400 us period, from the next boundary on.
-	next := ocs.Schedule{Period: 400 * us, Night: 20 * us, Slots: []ocs.Slot{
-		{Duration: 150 * us, Circuits: ocs.Configuration{{1, 2}, {2, 1}}},
+	next := sched.Schedule{Period: 400 * us, Delta: 20 * us, Slots: []sched.Slot{
+		{Duration: 150 * us, Perm: ocs.Configuration{{1, 2}, {2, 1}}.Perm(8)},
 		{Duration: 150 * us},
 	}}
 	at, err := s.ReplaceSchedule(ctx, next)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if (at-start)%sched.Period != 0 || at <= st.Start {
+	if (at-start)%all.Period != 0 || at <= st.Start {
 		t.Fatalf("replacement at %v: not a boundary of the running schedule (start %v)", at, start)
 	}
 	st = waitUntil(t, s, at+3*next.Period)
@@ -224,8 +225,8 @@ func TestMordiaRefusesABadScheduleBeforeSending(t *testing.T) {
 	s, _ := ocs.AsScheduler(cs)
 	ctx := context.Background()
 	bad := allToAll(8, 1500*us, 30*us)
-	bad.Slots[3].Circuits[5].Out = bad.Slots[3].Circuits[6].Out
-	bad.Slots = append(bad.Slots, ocs.Slot{Duration: 200 * us}) // 8 slots no longer fit W
+	bad.Slots[3].Perm[5] = bad.Slots[3].Perm[6]
+	bad.Slots = append(bad.Slots, sched.Slot{Duration: 200 * us}) // 8 slots no longer fit W
 	n := len(lab.rec.exchanges())
 	err := s.LoadSchedule(ctx, bad)
 	var se *ocs.ScheduleError

@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"testbed/instruments/ocs/sched"
 	"testbed/transport"
 )
 
@@ -56,13 +57,13 @@ type Scheduler interface {
 	Constraints() Constraints
 	// LoadSchedule uploads a schedule to run on the next StartSchedule.
 	// It fails if a schedule is running (use ReplaceSchedule).
-	LoadSchedule(ctx context.Context, s Schedule) error
+	LoadSchedule(ctx context.Context, s sched.Schedule) error
 	// StartSchedule starts the loaded schedule and returns when, on the
 	// switch's clock, its first period begins.
 	StartSchedule(ctx context.Context, at StartAt) (time.Duration, error)
 	// ReplaceSchedule hands the running schedule's successor to the
 	// switch; it takes over at the next period boundary, which is returned.
-	ReplaceSchedule(ctx context.Context, s Schedule) (time.Duration, error)
+	ReplaceSchedule(ctx context.Context, s sched.Schedule) (time.Duration, error)
 	// StopSchedule stops the running schedule at once; every circuit goes dark.
 	StopSchedule(ctx context.Context) error
 	ScheduleStatus(ctx context.Context) (ScheduleStatus, error)
@@ -220,7 +221,7 @@ type ScheduleStatus struct {
 	// Start is when the run began (or will begin), on the switch's clock.
 	Start time.Duration
 	// Period and Slot are the period (from 0) and slot (index into
-	// Schedule.Slots) under way.
+	// sched.Schedule.Slots) under way.
 	Period int64
 	Slot   int
 	// ReplaceAt is when a replacement takes over; 0 if none is pending.

@@ -4,61 +4,50 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"testbed/instruments/ocs/sched"
 )
 
-// Schedule is a cycle of configurations the switch repeats every Period
-// until it is stopped or replaced (REACToR §3.2: m configurations P_k with
-// durations phi_k in an accumulation period W).
+// A schedule a scheduling switch plays is a sched.Schedule, the type the
+// schedulers produce (REACToR §3.2: m configurations P_k with durations
+// phi_k in an accumulation period W), over the switch's ports: Perm[i] is
+// the output input port i+1 feeds, less one, or sched.Dark. Perms shorter
+// than the switch's inputs leave the remaining inputs dark.
 //
-// Slot k begins with a night of length Night (the reconfiguration budget
-// delta), during which the switch reconfigures and no circuit carries
-// traffic, followed by Slots[k].Duration (phi_k) with the slot's circuits
-// up. Slots follow each other without pause; whatever is left of the period
-// after the last slot is dark. Hence REACToR's constraint
+// Slot k begins with a night of length Delta (the reconfiguration budget
+// delta; night_ns on the wire), during which the switch reconfigures and no
+// circuit carries traffic, followed by Slots[k].Duration (phi_k) with the
+// slot's circuits up. Slots follow each other without pause; whatever is
+// left of the period after the last slot is dark. Hence REACToR's constraint
 //
 //	sum(phi_k) + m * delta <= W.
-type Schedule struct {
-	Period time.Duration
-	Night  time.Duration
-	Slots  []Slot
+
+// Circuits is the configuration a slot's permutation holds, in ports
+// numbered from 1 as the switch numbers them.
+func Circuits(perm []int) Configuration {
+	var c Configuration
+	for i, j := range perm {
+		if j != sched.Dark {
+			c = append(c, Circuit{In: i + 1, Out: j + 1})
+		}
+	}
+	return c
 }
 
-// Slot is one configuration and how long its circuits stay up (phi_k,
-// without the night before it). No circuits means a dark slot.
-type Slot struct {
-	Duration time.Duration
-	Circuits Configuration
-}
-
-// Busy is the time the slots take: sum(phi_k) + m * delta.
-func (s Schedule) Busy() time.Duration {
-	t := time.Duration(len(s.Slots)) * s.Night
-	for _, sl := range s.Slots {
-		t += sl.Duration
+// Perm is c as a slot's permutation over a switch's inputs: Perm[In-1] =
+// Out-1, every other input sched.Dark. It is the inverse of Circuits for a
+// valid configuration; circuits on inputs outside 1..inputs are left out.
+func (c Configuration) Perm(inputs int) []int {
+	perm := make([]int, inputs)
+	for i := range perm {
+		perm[i] = sched.Dark
 	}
-	return t
-}
-
-// DutyCycle is the share of the period circuits are scheduled up:
-// sum(phi_k) / W.
-func (s Schedule) DutyCycle() float64 {
-	if s.Period <= 0 {
-		return 0
+	for _, x := range c {
+		if x.In >= 1 && x.In <= inputs {
+			perm[x.In-1] = x.Out - 1
+		}
 	}
-	var up time.Duration
-	for _, sl := range s.Slots {
-		up += sl.Duration
-	}
-	return float64(up) / float64(s.Period)
-}
-
-// SlotStart is when slot k's night begins, counted from the period's start.
-func (s Schedule) SlotStart(k int) time.Duration {
-	var t time.Duration
-	for i := 0; i < k && i < len(s.Slots); i++ {
-		t += s.Night + s.Slots[i].Duration
-	}
-	return t
+	return perm
 }
 
 // Constraints are what a scheduling switch accepts.
@@ -92,7 +81,7 @@ func fmtUS(d time.Duration) string {
 
 // Validate checks a schedule against the constraints; it returns a
 // *ScheduleError naming every problem, or nil.
-func (c Constraints) Validate(s Schedule) error {
+func (c Constraints) Validate(s sched.Schedule) error {
 	var ps []string
 	add := func(format string, args ...any) { ps = append(ps, fmt.Sprintf(format, args...)) }
 	if s.Period <= 0 {
@@ -102,10 +91,10 @@ func (c Constraints) Validate(s Schedule) error {
 		add("period W = %s is longer than the switch allows (%s)", fmtUS(s.Period), fmtUS(c.MaxPeriod))
 	}
 	switch {
-	case s.Night <= 0:
-		add("night (the reconfiguration budget delta) is %v: set it to at least the switch's %s", s.Night, fmtUS(c.MinNight))
-	case s.Night < c.MinNight:
-		add("night delta = %s is shorter than the switch's worst-case reconfiguration time %s", fmtUS(s.Night), fmtUS(c.MinNight))
+	case s.Delta <= 0:
+		add("night (the reconfiguration budget delta) is %v: set it to at least the switch's %s", s.Delta, fmtUS(c.MinNight))
+	case s.Delta < c.MinNight:
+		add("night delta = %s is shorter than the switch's worst-case reconfiguration time %s", fmtUS(s.Delta), fmtUS(c.MinNight))
 	}
 	if len(s.Slots) == 0 {
 		add("no slots")
@@ -116,18 +105,17 @@ func (c Constraints) Validate(s Schedule) error {
 	for k, sl := range s.Slots {
 		if sl.Duration <= 0 {
 			add("slots[%d]: duration %v: circuits must be up for a positive time", k, sl.Duration)
-		} else if s.Night > 0 && sl.Length(s) < c.MinSlot {
-			add("slots[%d]: %s (%s night + %s up) is shorter than the minimum slot %s", k, fmtUS(sl.Length(s)), fmtUS(s.Night), fmtUS(sl.Duration), fmtUS(c.MinSlot))
+		} else if s.Delta > 0 && s.Delta+sl.Duration < c.MinSlot {
+			add("slots[%d]: %s (%s night + %s up) is shorter than the minimum slot %s", k, fmtUS(s.Delta+sl.Duration), fmtUS(s.Delta), fmtUS(sl.Duration), fmtUS(c.MinSlot))
 		}
-		for _, p := range sl.Circuits.Problems(c.Ports) {
+		for _, p := range permProblems(sl.Perm, c.Ports) {
 			add("slots[%d]: %s", k, p)
 		}
 	}
 	if s.Period > 0 && len(s.Slots) > 0 {
 		if busy := s.Busy(); busy > s.Period {
-			up := busy - time.Duration(len(s.Slots))*s.Night
 			add("slots take %s (%s of circuits + %d x %s of reconfiguration), more than the period W = %s",
-				fmtUS(busy), fmtUS(up), len(s.Slots), fmtUS(s.Night), fmtUS(s.Period))
+				fmtUS(busy), fmtUS(s.Lit()), len(s.Slots), fmtUS(s.Delta), fmtUS(s.Period))
 		}
 	}
 	if len(ps) > 0 {
@@ -136,5 +124,32 @@ func (c Constraints) Validate(s Schedule) error {
 	return nil
 }
 
-// Length is the slot's full length in s, its night included.
-func (sl Slot) Length(s Schedule) time.Duration { return s.Night + sl.Duration }
+// permProblems lists what is wrong with a slot's permutation on a switch of
+// size p, in the switch's port numbers: inputs or outputs that do not
+// exist, an output fed twice.
+func permProblems(perm []int, p Ports) []string {
+	var out []string
+	for i, j := range perm {
+		if j != sched.Dark && i >= p.Inputs {
+			out = append(out, fmt.Sprintf("input %d does not exist (inputs 1..%d)", i+1, p.Inputs))
+		}
+	}
+	in := perm[:min(len(perm), p.Inputs)]
+	for _, j := range in {
+		if j != sched.Dark && (j < 0 || j >= p.Outputs) {
+			out = append(out, fmt.Sprintf("output %d does not exist (outputs 1..%d)", j+1, p.Outputs))
+		}
+	}
+	byOut := map[int]int{}
+	for i, j := range in {
+		if j == sched.Dark {
+			continue
+		}
+		if prev, dup := byOut[j]; dup {
+			out = append(out, fmt.Sprintf("output %d is used twice (by inputs %d and %d)", j+1, prev+1, i+1))
+		} else {
+			byOut[j] = i
+		}
+	}
+	return out
+}

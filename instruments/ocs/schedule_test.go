@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"testbed/instruments/ocs/sched"
 )
 
 const us = time.Microsecond
@@ -14,10 +16,10 @@ var mordia8 = Constraints{Ports: Ports{8, 8}, MinSlot: 40 * us, MinNight: 15 * u
 
 // allToAll is REACToR §5.2: 8 hosts, 7 configurations of 214.3 us
 // (30 us of which is the reconfiguration budget) in a 1.5 ms period.
-func allToAll() Schedule {
-	s := Schedule{Period: 1500 * us, Night: 30 * us}
+func allToAll() sched.Schedule {
+	s := sched.Schedule{Period: 1500 * us, Delta: 30 * us}
 	for k := 1; k <= 7; k++ {
-		s.Slots = append(s.Slots, Slot{Duration: 1500*us/7 - 30*us, Circuits: Shift(8, k)})
+		s.Slots = append(s.Slots, sched.Slot{Duration: 1500*us/7 - 30*us, Perm: Shift(8, k).Perm(8)})
 	}
 	return s
 }
@@ -34,6 +36,9 @@ func TestAllToAllScheduleIsValidWithREACToRsDutyCycle(t *testing.T) {
 	if s.SlotStart(3) != 3*(1500*us/7) || s.Busy() > s.Period {
 		t.Errorf("slot 3 starts at %v, busy %v", s.SlotStart(3), s.Busy())
 	}
+	if c := Circuits(s.Slots[2].Perm); !c.Equal(Shift(8, 3)) {
+		t.Errorf("slot 2 holds %v, want %v", c, Shift(8, 3))
+	}
 	if Shift(8, 3).Output(7) != 2 || Shift(8, 0).Output(5) != 5 {
 		t.Errorf("Shift: %v", Shift(8, 3))
 	}
@@ -41,10 +46,10 @@ func TestAllToAllScheduleIsValidWithREACToRsDutyCycle(t *testing.T) {
 
 func TestValidateNamesEverySlotAtFault(t *testing.T) {
 	s := allToAll()
-	s.Slots[2].Circuits = Configuration{{1, 2}, {3, 2}} // output 2 twice
-	s.Slots[4].Circuits = Configuration{{9, 1}, {2, 0}} // ports out of range
-	s.Slots[5].Duration = 5 * us                        // 35 us < 40 us minimum
-	s.Slots = append(s.Slots, Slot{Duration: 300 * us}) // the 8th slot breaks W
+	s.Slots[2].Perm = Configuration{{1, 2}, {3, 2}}.Perm(8)                                                           // output 2 twice
+	s.Slots[4].Perm = []int{sched.Dark, 8, sched.Dark, sched.Dark, sched.Dark, sched.Dark, sched.Dark, sched.Dark, 0} // ports out of range
+	s.Slots[5].Duration = 5 * us                                                                                      // 35 us < 40 us minimum
+	s.Slots = append(s.Slots, sched.Slot{Duration: 300 * us})                                                         // the 8th slot breaks W
 	err := mordia8.Validate(s)
 	var se *ScheduleError
 	if !errors.As(err, &se) {
@@ -53,7 +58,7 @@ func TestValidateNamesEverySlotAtFault(t *testing.T) {
 	for _, want := range []string{
 		"slots[2]: output 2 is used twice (by inputs 1 and 3)",
 		"slots[4]: input 9 does not exist (inputs 1..8)",
-		"slots[4]: output 0 does not exist (outputs 1..8)",
+		"slots[4]: output 9 does not exist (outputs 1..8)",
 		"slots[5]: 35.0 us (30.0 us night + 5.0 us up) is shorter than the minimum slot 40.0 us",
 		"slots take 1650.7 us (1410.7 us of circuits + 8 x 30.0 us",
 		"8 x 30.0 us of reconfiguration), more than the period W = 1500.0 us",
@@ -69,15 +74,15 @@ func TestValidateNamesEverySlotAtFault(t *testing.T) {
 
 func TestValidateScheduleLevelProblems(t *testing.T) {
 	for name, c := range map[string]struct {
-		s    Schedule
+		s    sched.Schedule
 		want string
 	}{
-		"no night":      {Schedule{Period: time.Millisecond, Slots: []Slot{{Duration: 100 * us}}}, "night (the reconfiguration budget delta) is 0s"},
-		"short night":   {Schedule{Period: time.Millisecond, Night: 10 * us, Slots: []Slot{{Duration: 100 * us}}}, "shorter than the switch's worst-case reconfiguration time 15.0 us"},
-		"no slots":      {Schedule{Period: time.Millisecond, Night: 20 * us}, "no slots"},
-		"no period":     {Schedule{Night: 20 * us, Slots: []Slot{{Duration: 100 * us}}}, "period W is 0s"},
-		"input twice":   {Schedule{Period: time.Millisecond, Night: 20 * us, Slots: []Slot{{Duration: 100 * us, Circuits: Configuration{{1, 2}, {1, 3}}}}}, "slots[0]: input 1 is used twice"},
-		"zero duration": {Schedule{Period: time.Millisecond, Night: 50 * us, Slots: []Slot{{}}}, "slots[0]: duration 0s"},
+		"no night":      {sched.Schedule{Period: time.Millisecond, Slots: []sched.Slot{{Duration: 100 * us}}}, "night (the reconfiguration budget delta) is 0s"},
+		"short night":   {sched.Schedule{Period: time.Millisecond, Delta: 10 * us, Slots: []sched.Slot{{Duration: 100 * us}}}, "shorter than the switch's worst-case reconfiguration time 15.0 us"},
+		"no slots":      {sched.Schedule{Period: time.Millisecond, Delta: 20 * us}, "no slots"},
+		"no period":     {sched.Schedule{Delta: 20 * us, Slots: []sched.Slot{{Duration: 100 * us}}}, "period W is 0s"},
+		"output twice":  {sched.Schedule{Period: time.Millisecond, Delta: 20 * us, Slots: []sched.Slot{{Duration: 100 * us, Perm: []int{0, 0}}}}, "slots[0]: output 1 is used twice (by inputs 1 and 2)"},
+		"zero duration": {sched.Schedule{Period: time.Millisecond, Delta: 50 * us, Slots: []sched.Slot{{}}}, "slots[0]: duration 0s"},
 	} {
 		if err := mordia8.Validate(c.s); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", name, err, c.want)
@@ -89,7 +94,7 @@ func TestValidateScheduleLevelProblems(t *testing.T) {
 		t.Errorf("max slots: %v", err)
 	}
 	// Exactly filling the period is allowed.
-	s := Schedule{Period: 200 * us, Night: 20 * us, Slots: []Slot{{Duration: 80 * us}, {Duration: 80 * us}}}
+	s := sched.Schedule{Period: 200 * us, Delta: 20 * us, Slots: []sched.Slot{{Duration: 80 * us}, {Duration: 80 * us}}}
 	if err := mordia8.Validate(s); err != nil {
 		t.Errorf("sum + m*delta == W refused: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testbed/instruments/ocs/sched"
 	"testbed/simlab/reactormodel"
 	"testbed/simlab/wire"
 	"testbed/simlab/world"
@@ -100,11 +101,32 @@ type OCSSlot struct {
 }
 
 // OCSSchedule is a cycle of slots repeated every Period; each slot begins
-// with a night of length Night.
+// with a night of length Night. It is the schedule as the REST API carries
+// it, circuits in the order sent.
 type OCSSchedule struct {
 	Period time.Duration
 	Night  time.Duration
 	Slots  []OCSSlot
+
+	ports *sched.Schedule // the same over the ports, once accepted
+}
+
+// onPorts is s as the schedulers write schedules, over the switch's ports:
+// a slot's Perm[p-1] is the output, less one, that input p feeds, or
+// sched.Dark. s must have passed checkSchedule.
+func (s *OCSSchedule) onPorts(ports int) *sched.Schedule {
+	out := &sched.Schedule{Period: s.Period, Delta: s.Night, Slots: make([]sched.Slot, 0, len(s.Slots))}
+	for _, sl := range s.Slots {
+		perm := make([]int, ports)
+		for i := range perm {
+			perm[i] = sched.Dark
+		}
+		for _, c := range sl.Circuits {
+			perm[c.In-1] = c.Out - 1
+		}
+		out.Slots = append(out.Slots, sched.Slot{Duration: sl.Duration, Perm: perm})
+	}
+	return out
 }
 
 // OCSNight is one recorded reconfiguration: no circuit carried light from
@@ -376,6 +398,7 @@ func (m *MicroOCS) Load(s OCSSchedule) error {
 	if err := m.checkSchedule(&s); err != nil {
 		return err
 	}
+	s.ports = s.onPorts(m.opts.Ports)
 	m.loaded = &s
 	return nil
 }
@@ -416,6 +439,7 @@ func (m *MicroOCS) Replace(s OCSSchedule) (time.Duration, error) {
 	if err := m.checkSchedule(&s); err != nil {
 		return 0, err
 	}
+	s.ports = s.onPorts(m.opts.Ports)
 	r := m.run
 	m.loaded = &s
 	if !r.started {
@@ -476,10 +500,13 @@ func (m *MicroOCS) stateLocked() string {
 	return "idle"
 }
 
-// OCSStatus is the schedule state.
+// OCSStatus is the schedule state. OnPorts is Schedule as the schedulers
+// write schedules (sched.Schedule over the switch's ports, Perm[p-1] the
+// output input p feeds, less one).
 type OCSStatus struct {
 	State     string
 	Schedule  *OCSSchedule
+	OnPorts   *sched.Schedule
 	Start     time.Duration
 	Period    int64
 	Slot      int
@@ -499,6 +526,9 @@ func (m *MicroOCS) Status() OCSStatus {
 		if r.started {
 			st.Slot = r.cur.slot
 		}
+	}
+	if st.Schedule != nil {
+		st.OnPorts = st.Schedule.ports
 	}
 	return st
 }

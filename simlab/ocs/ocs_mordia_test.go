@@ -52,8 +52,15 @@ func TestMicroOCSRunsSlotsAndRecordsEveryNight(t *testing.T) {
 	if err != nil || start != 1500*us {
 		t.Fatalf("start at the next period boundary: %v, %v", start, err)
 	}
-	if st := m.Status(); st.State != "armed" {
+	st := m.Status()
+	if st.State != "armed" {
 		t.Fatalf("before the start: %+v", st)
+	}
+	// The schedule over the ports, as the schedulers write it: slot k
+	// feeds port i+k from port i, Perm counting ports from 0.
+	if p := st.OnPorts; p == nil || p.Period != s.Period || p.Delta != s.Night || len(p.Slots) != 7 ||
+		p.Slots[2].Duration != s.Slots[2].Duration || p.Slots[2].Perm[7] != 2 || p.Slots[0].Perm[3] != 4 {
+		t.Fatalf("schedule over the ports: %+v", p)
 	}
 	// 10 us into slot 2 of period 0: still in its night if the gap is longer.
 	slot2 := start + 2*(s.Night+s.Slots[0].Duration)

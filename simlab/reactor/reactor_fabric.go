@@ -274,22 +274,25 @@ func (f *ReactorFabric) stepLocked() bool {
 	return false
 }
 
-// toSched converts a switch schedule to the hosts' terms: Perm[i] is the
+// toSched relabels a switch schedule from ports to hosts: Perm[i] is the
 // host input i's circuit reaches, or Dark.
-func (f *ReactorFabric) toSched(s *OCSSchedule) sched.Schedule {
+func (f *ReactorFabric) toSched(s *sched.Schedule) sched.Schedule {
 	byPort := map[int]int{}
 	for i, h := range f.hosts {
 		byPort[h.port] = i
 	}
-	out := sched.Schedule{Period: s.Period, Delta: s.Night}
+	out := sched.Schedule{Period: s.Period, Delta: s.Delta}
 	for _, sl := range s.Slots {
 		perm := make([]int, len(f.hosts))
 		for i := range perm {
 			perm[i] = sched.Dark
 		}
-		for _, c := range sl.Circuits {
-			i, okI := byPort[c.In]
-			j, okJ := byPort[c.Out]
+		for in, o := range sl.Perm {
+			if o == sched.Dark {
+				continue
+			}
+			i, okI := byPort[in+1]
+			j, okJ := byPort[o+1]
 			if okI && okJ && i != j {
 				perm[i] = j
 			}

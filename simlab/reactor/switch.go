@@ -3,6 +3,7 @@ package reactor
 import (
 	"time"
 
+	"testbed/instruments/ocs/sched"
 	"testbed/simlab/reactormodel"
 )
 
@@ -24,28 +25,12 @@ type CircuitSwitch interface {
 // OCSStatus is what a circuit switch reports it does: State is "idle",
 // "armed", "running" (or another word of the switch's for a state without
 // a schedule); a running schedule began at Start, and the switch is in
-// period Period at Now.
+// period Period at Now. Schedule is the switch's over its ports: a slot's
+// Perm[p-1] is the output port, less one, that input port p feeds.
 type OCSStatus struct {
 	State    string
-	Schedule *OCSSchedule
+	Schedule *sched.Schedule
 	Start    time.Duration
 	Period   int64
 	Now      time.Duration
 }
-
-// OCSSchedule is a cycle of slots repeated every Period; each slot begins
-// with a night of length Night.
-type OCSSchedule struct {
-	Period time.Duration
-	Night  time.Duration
-	Slots  []OCSSlot
-}
-
-// OCSSlot is one configuration and how long it is up after its night.
-type OCSSlot struct {
-	Duration time.Duration
-	Circuits []OCSCircuit
-}
-
-// OCSCircuit joins input port In to output port Out (ports from 1).
-type OCSCircuit struct{ In, Out int }

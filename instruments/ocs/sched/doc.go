@@ -7,7 +7,9 @@
 // imported, like a P4 program's contract package. So the REACToR recipes
 // (experiments/reactor), the OCS drivers beside it and the simulated lab's
 // REACToR fabric (simlab/reactor, simlab/reactormodel) may all use it,
-// without the simulated lab importing a recipe.
+// without the simulated lab importing a recipe. Its Schedule is the one
+// schedule type: the scheduling OCS driver (instruments/ocs) takes it as is,
+// a slot's Perm indexed by the switch's ports from 0.
 //
 // # The problem
 //

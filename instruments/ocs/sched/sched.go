@@ -160,6 +160,16 @@ func (s Schedule) Busy() time.Duration {
 	return s.Lit() + time.Duration(len(s.Slots))*s.Delta
 }
 
+// SlotStart is when slot k's reconfiguration gap begins, counted from the
+// period's start.
+func (s Schedule) SlotStart(k int) time.Duration {
+	var t time.Duration
+	for i := 0; i < k && i < len(s.Slots); i++ {
+		t += s.Delta + s.Slots[i].Duration
+	}
+	return t
+}
+
 // DutyCycle is the fraction of the period during which circuits are lit.
 func (s Schedule) DutyCycle() float64 {
 	if s.Period <= 0 {
