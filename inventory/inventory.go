@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+	"testbed/internal/readfile"
 )
 
 // Kinds of device an inventory may list.
@@ -204,9 +205,16 @@ func LookupTransceiver(name string) (TransceiverType, bool) {
 	return TransceiverType{}, false
 }
 
+// MaxFileBytes bounds an inventory file: a lab of thousands of devices and
+// links is a few megabytes of YAML.
+const MaxFileBytes = 16 << 20
+
+// maxSecretFileBytes bounds a password or key file a credential names.
+const maxSecretFileBytes = 1 << 20
+
 // Load reads and validates an inventory file.
 func Load(path string) (*Inventory, error) {
-	data, err := os.ReadFile(path)
+	data, err := readfile.Read(path, MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("inventory: %w", err)
 	}
@@ -323,7 +331,7 @@ func (inv *Inventory) Secrets() ([]string, error) {
 			if f == "" {
 				continue
 			}
-			if b, err := os.ReadFile(expandHome(f)); err == nil {
+			if b, err := readfile.Read(expandHome(f), maxSecretFileBytes); err == nil {
 				if v := strings.TrimSpace(string(b)); v != "" {
 					out = append(out, v)
 				}
@@ -350,7 +358,7 @@ func (c *Credentials) Password() (string, error) {
 		return v, nil
 	}
 	if c.PasswordFile != "" {
-		b, err := os.ReadFile(expandHome(c.PasswordFile))
+		b, err := readfile.Read(expandHome(c.PasswordFile), maxSecretFileBytes)
 		if err != nil {
 			return "", fmt.Errorf("credentials.password_file: %w", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -179,6 +180,25 @@ links:
 		_, err := Load(write(t, "lab.yaml", strings.Replace(lab, "PORT", p, 1)))
 		if err == nil || !strings.Contains(err.Error(), "links[0].b.port") || !strings.Contains(err.Error(), "an ocs port is a number from 1") {
 			t.Errorf("port %q: %v", p, err)
+		}
+	}
+}
+
+// An inventory path that is not a regular file (a FIFO would block the
+// reader for ever, /dev/zero never end) is refused at once, naming it.
+func TestLoadRefusesWhatIsNotAFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "lab.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no FIFO here:", err)
+	}
+	zero := filepath.Join(dir, "zero.yaml")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fifo, zero} {
+		if _, err := Load(p); err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("Load(%s): %v", p, err)
 		}
 	}
 }

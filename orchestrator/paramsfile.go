@@ -2,12 +2,12 @@ package orchestrator
 
 import (
 	"fmt"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+	"testbed/internal/readfile"
 )
 
 // ParamsFile is a parameters file (`--params`): a YAML mapping of
@@ -33,7 +33,7 @@ func (f *ParamsFile) at(name string) string {
 
 // ReadParamsFile reads and parses a parameters file.
 func ReadParamsFile(path string) (*ParamsFile, error) {
-	data, err := os.ReadFile(path)
+	data, err := readfile.Read(path, 1<<20) // parameters are a few lines
 	if err != nil {
 		return nil, &InputError{Msg: fmt.Sprintf("parameters file: %v", err)}
 	}

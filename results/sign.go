@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
+	"testbed/internal/readfile"
 )
 
 // SignatureNamespace is the SSHSIG namespace bundle signatures are made
@@ -344,7 +345,7 @@ func Sign(dir string, signer ssh.Signer) error {
 	if _, err := os.Stat(sigPath); err == nil {
 		return fmt.Errorf("sign %s: already signed (%s exists); a bundle is never overwritten, remove it to sign again", dir, SigFile)
 	}
-	sums, err := os.ReadFile(filepath.Join(dir, sumsFile))
+	sums, err := readfile.Read(filepath.Join(dir, sumsFile), maxMetaBytes)
 	if err != nil {
 		return fmt.Errorf("sign %s: %w", dir, err)
 	}
@@ -461,7 +462,7 @@ func LoadSigner(ctx context.Context, opts SignerOptions) (ssh.Signer, func() err
 
 // ReadAllowedSigners reads an allowed_signers file.
 func ReadAllowedSigners(file string) ([]AllowedSigner, error) {
-	data, err := os.ReadFile(file)
+	data, err := readfile.Read(file, maxMetaBytes)
 	if err != nil {
 		return nil, fmt.Errorf("allowed signers: %w", err)
 	}

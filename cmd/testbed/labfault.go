@@ -12,13 +12,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"testbed/internal/readfile"
 	"testbed/orchestrator"
 	"testbed/simlab/wire"
 )
@@ -167,12 +167,11 @@ func serveFaultControl(addr string, t faultTarget, log *slog.Logger) (url string
 // controlFromInventory reads the fault control address lab up wrote into
 // its inventory's header.
 func controlFromInventory(path string) (string, error) {
-	f, err := os.Open(path)
+	data, err := readfile.Read(path, 16<<20) // an inventory (inventory.MaxFileBytes)
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		line := sc.Text()
 		if !strings.HasPrefix(line, "#") {

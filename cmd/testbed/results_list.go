@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"testbed/experiments"
+	"testbed/internal/readfile"
 	"testbed/orchestrator"
 	"testbed/results"
 )
@@ -46,7 +47,7 @@ func listBundles(dir string) ([]bundleEntry, error) {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
-		raw, err := os.ReadFile(filepath.Join(p, "manifest.json"))
+		raw, err := readfile.Read(filepath.Join(p, "manifest.json"), maxBundleMetaBytes)
 		if err != nil {
 			continue
 		}
@@ -55,7 +56,7 @@ func listBundles(dir string) ([]bundleEntry, error) {
 			continue
 		}
 		be := bundleEntry{RunID: m.RunID, Recipe: m.Recipe.Name, Status: string(m.Status), Started: m.Started, Path: p, Headline: []string{}}
-		if s, err := os.ReadFile(filepath.Join(p, "summary.json")); err == nil {
+		if s, err := readfile.Read(filepath.Join(p, "summary.json"), maxBundleMetaBytes); err == nil {
 			be.Headline = headline(s, 3)
 		}
 		out = append(out, be)
@@ -185,7 +186,7 @@ func (a *app) printRunEnd(res *orchestrator.RunResult) {
 		fmt.Fprintf(w, " in %s", orchestrator.FormatDuration(m.Ended.Sub(m.Started)))
 	}
 	fmt.Fprintf(w, " (%d/%d steps)\n", res.StepsDone, res.StepsTotal)
-	if s, err := os.ReadFile(filepath.Join(res.Dir, "summary.json")); err == nil {
+	if s, err := readfile.Read(filepath.Join(res.Dir, "summary.json"), maxBundleMetaBytes); err == nil {
 		hs := headline(s, 1<<30)
 		for _, h := range hs[:min(len(hs), 6)] {
 			fmt.Fprintf(w, "  %s\n", h)
@@ -205,9 +206,13 @@ func (a *app) printRunEnd(res *orchestrator.RunResult) {
 
 func readManifest(dir string) (results.Manifest, error) {
 	var m results.Manifest
-	raw, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	raw, err := readfile.Read(filepath.Join(dir, "manifest.json"), maxBundleMetaBytes)
 	if err != nil {
 		return m, err
 	}
 	return m, json.Unmarshal(raw, &m)
 }
+
+// maxBundleMetaBytes bounds a bundle's manifest.json and summary.json as
+// `results list` reads them (the bundle reader's own limit for them).
+const maxBundleMetaBytes = 64 << 20

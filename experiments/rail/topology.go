@@ -12,11 +12,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
-	"os"
 	"sort"
 	"strings"
 
 	"testbed/experiments/rail/topo"
+	"testbed/internal/readfile"
 	o "testbed/orchestrator"
 	"testbed/results"
 )
@@ -149,7 +149,7 @@ func load(pc *o.PlanContext) (*input, error) {
 	if file == "" {
 		return nil, o.Inputf("%s needs a link table: --set links_file=path (CSV or JSON; format in experiments/rail/README.md)", TopologyName)
 	}
-	data, err := os.ReadFile(file)
+	data, err := readfile.Read(file, 256<<20) // a fabric of 10^5 links is a few megabytes
 	if err != nil {
 		return nil, o.Inputf("links_file: %v", err)
 	}

@@ -25,7 +25,6 @@ package suite
 import (
 	"fmt"
 	"math"
-	"os"
 	"path"
 	"regexp"
 	"slices"
@@ -34,6 +33,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"testbed/internal/readfile"
 	"testbed/orchestrator"
 	"testbed/results"
 )
@@ -166,7 +166,7 @@ var idRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // Load reads and parses a suite file.
 func Load(file string, reg *orchestrator.Registry) (*Suite, error) {
-	data, err := os.ReadFile(file)
+	data, err := readfile.Read(file, 16<<20) // a suite of hundreds of entries is kilobytes
 	if err != nil {
 		return nil, &orchestrator.InputError{Msg: fmt.Sprintf("suite: %v", err)}
 	}
