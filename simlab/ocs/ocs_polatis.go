@@ -224,13 +224,10 @@ type PolatisServer struct {
 	sw     *PolatisSwitch
 	faults *wire.Faults
 
-	mu      sync.Mutex
-	scpi    *scpi.Instrument
-	ln      net.Listener
-	conns   map[net.Conn]bool
-	pty     *wire.PTY
-	wg      sync.WaitGroup
-	closing bool
+	mu   sync.Mutex
+	scpi *scpi.Instrument
+	srv  wire.ConnServer
+	pty  *wire.PTY
 }
 
 // NewPolatisServer serves sw; faults may be nil.
@@ -238,48 +235,14 @@ func NewPolatisServer(sw *PolatisSwitch, faults *wire.Faults) *PolatisServer {
 	if faults == nil {
 		faults = &wire.Faults{}
 	}
-	s := &PolatisServer{sw: sw, faults: faults, conns: map[net.Conn]bool{}}
+	s := &PolatisServer{sw: sw, faults: faults}
 	s.scpi = newPolatisSCPI(s)
 	return s
 }
 
 // Start listens on addr (e.g. "127.0.0.1:0").
 func (s *PolatisServer) Start(addr string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	s.ln = ln
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.mu.Lock()
-			if s.closing {
-				s.mu.Unlock()
-				c.Close()
-				return
-			}
-			s.conns[c] = true
-			s.mu.Unlock()
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
-				defer func() {
-					c.Close()
-					s.mu.Lock()
-					delete(s.conns, c)
-					s.mu.Unlock()
-				}()
-				s.serveLines(c, c, true)
-			}()
-		}
-	}()
-	return nil
+	return s.srv.Start(addr, func(c net.Conn) { s.serveLines(c, c, true) })
 }
 
 // StartSerial serves the same interface on a pseudo-terminal.
@@ -291,16 +254,12 @@ func (s *PolatisServer) StartSerial() error {
 	s.mu.Lock()
 	s.pty = p
 	s.mu.Unlock()
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.serveLines(p.Master, p.Master, false)
-	}()
+	s.srv.Go(func() { s.serveLines(p.Master, p.Master, false) })
 	return nil
 }
 
 // Addr is the TCP address a driver dials: tcp://127.0.0.1:port.
-func (s *PolatisServer) Addr() string { return "tcp://" + s.ln.Addr().String() }
+func (s *PolatisServer) Addr() string { return "tcp://" + s.srv.Addr() }
 
 // SerialAddress is the serial address: serial:///dev/pts/N?baud=38400.
 func (s *PolatisServer) SerialAddress() string { return "serial://" + s.pty.Path + "?baud=38400" }
@@ -308,22 +267,12 @@ func (s *PolatisServer) SerialAddress() string { return "serial://" + s.pty.Path
 // Close stops serving and waits for the server's goroutines.
 func (s *PolatisServer) Close() error {
 	s.mu.Lock()
-	s.closing = true
-	for c := range s.conns {
-		c.Close()
-	}
+	p := s.pty
 	s.mu.Unlock()
-	var err error
-	if s.ln != nil {
-		err = s.ln.Close()
+	if p == nil {
+		return s.srv.Close()
 	}
-	if s.pty != nil {
-		if e := s.pty.Close(); err == nil {
-			err = e
-		}
-	}
-	s.wg.Wait()
-	return err
+	return s.srv.Close(p.Close)
 }
 
 type lineWriter interface{ Write([]byte) (int, error) }

@@ -22,13 +22,10 @@ type KeysightServer struct {
 	voa    *world.VOA
 	faults *wire.Faults
 
-	mu      sync.Mutex
-	unitW   map[int]bool
-	ln      net.Listener
-	conns   map[net.Conn]bool
-	wg      sync.WaitGroup
-	closing bool
-	scpi    *scpi.Instrument
+	mu    sync.Mutex
+	unitW map[int]bool
+	srv   wire.ConnServer
+	scpi  *scpi.Instrument
 }
 
 // NewKeysightServer serves v; faults may be nil.
@@ -36,7 +33,7 @@ func NewKeysightServer(v *world.VOA, faults *wire.Faults) *KeysightServer {
 	if faults == nil {
 		faults = &wire.Faults{}
 	}
-	s := &KeysightServer{voa: v, faults: faults, unitW: map[int]bool{}, conns: map[net.Conn]bool{}}
+	s := &KeysightServer{voa: v, faults: faults, unitW: map[int]bool{}}
 	s.scpi = newKeysightSCPI(s)
 	// Power-on: the shutters are closed, as the instrument comes up unless
 	// :OUTPut:STATe:APOWeron was saved ON (N7744-90C, The OUTput subtree).
@@ -47,64 +44,15 @@ func NewKeysightServer(v *world.VOA, faults *wire.Faults) *KeysightServer {
 }
 
 // Start listens on addr (e.g. "127.0.0.1:0").
-func (s *KeysightServer) Start(addr string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	s.ln = ln
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.mu.Lock()
-			if s.closing {
-				s.mu.Unlock()
-				c.Close()
-				return
-			}
-			s.conns[c] = true
-			s.mu.Unlock()
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
-				s.serve(c)
-			}()
-		}
-	}()
-	return nil
-}
+func (s *KeysightServer) Start(addr string) error { return s.srv.Start(addr, s.serve) }
 
 // Addr is the address a driver dials: tcp://127.0.0.1:port.
-func (s *KeysightServer) Addr() string { return "tcp://" + s.ln.Addr().String() }
+func (s *KeysightServer) Addr() string { return "tcp://" + s.srv.Addr() }
 
 // Close stops the server and waits for its goroutines.
-func (s *KeysightServer) Close() error {
-	s.mu.Lock()
-	s.closing = true
-	for c := range s.conns {
-		c.Close()
-	}
-	s.mu.Unlock()
-	var err error
-	if s.ln != nil {
-		err = s.ln.Close()
-	}
-	s.wg.Wait()
-	return err
-}
+func (s *KeysightServer) Close() error { return s.srv.Close() }
 
 func (s *KeysightServer) serve(c net.Conn) {
-	defer func() {
-		c.Close()
-		s.mu.Lock()
-		delete(s.conns, c)
-		s.mu.Unlock()
-	}()
 	r := bufio.NewReader(c)
 	for {
 		line, err := r.ReadString('\n')
