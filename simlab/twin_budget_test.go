@@ -61,32 +61,8 @@ links:
 // OM3/OM4 at 850 nm) and extra connector loss move the attenuation-sweep
 // cliff down by as many dB.
 func TestTwinLinkOptionsShiftTheCliff(t *testing.T) {
+	_, _, tw := startTwin(t, twinBudget, "budget.yaml", 3)
 	dir := t.TempDir()
-	src := filepath.Join(dir, "budget.yaml")
-	if err := os.WriteFile(src, []byte(twinBudget), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	inv, err := inventory.Load(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lab, _, err := simlab.StartTwin(inv, simlab.Options{Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lab.Close() })
-	data, err := lab.Inventory().Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "twin.yaml")
-	if err := os.WriteFile(out, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tw, err := inventory.Load(out)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if l, _ := tw.Link("both"); l.FibreLengthM != 200 || l.FibreType != "OM3" {
 		t.Fatalf("the twin's inventory lost the link's options: %+v", l)
 	}

@@ -67,20 +67,8 @@ links:
 // the REACToR of the hosts cabled to the microsecond one; the OCS and
 // REACToR recipes run on it through its written inventory.
 func TestTwinOfCircuitSwitchesAndAReactor(t *testing.T) {
+	lab, skipped, tw := startTwin(t, twinReactorLab, "small.yaml", 9)
 	dir := t.TempDir()
-	src := filepath.Join(dir, "small.yaml")
-	if err := os.WriteFile(src, []byte(twinReactorLab), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	inv, err := inventory.Load(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lab, skipped, err := simlab.StartTwin(inv, simlab.Options{Seed: 9})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lab.Close() })
 	if len(skipped) != 0 {
 		t.Errorf("skipped %v", skipped)
 	}
@@ -92,18 +80,6 @@ func TestTwinOfCircuitSwitchesAndAReactor(t *testing.T) {
 	}
 	if lab.ReactorFabric("tor") == nil || lab.ReactorHost("hd") == nil {
 		t.Fatal("no REACToR tor with host hd in the twin")
-	}
-	data, err := lab.Inventory().Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "twin.yaml")
-	if err := os.WriteFile(out, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tw, err := inventory.Load(out)
-	if err != nil {
-		t.Fatal(err)
 	}
 	for _, n := range tw.DeviceNames() {
 		if d, _ := tw.Device(n); strings.Contains(d.Address, "192.0.2.") {

@@ -69,36 +69,12 @@ links:
 `
 
 func TestTwinOfAnInventoryRunsAttenuationSweep(t *testing.T) {
+	_, skipped, tw := startTwin(t, twinLab, "bench-b.yaml", 5)
 	dir := t.TempDir()
-	src := filepath.Join(dir, "bench-b.yaml")
-	if err := os.WriteFile(src, []byte(twinLab), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	inv, err := inventory.Load(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lab, skipped, err := simlab.StartTwin(inv, simlab.Options{Seed: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lab.Close() })
 	if len(skipped) != 1 || skipped[0].Device != "sw9" {
 		t.Errorf("skipped %v, want sw9", skipped)
 	}
 	// The twin's inventory, written and read back as a user would.
-	data, err := lab.Inventory().Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "twin.yaml")
-	if err := os.WriteFile(out, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tw, err := inventory.Load(out)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, n := range []string{"att-a", "att-b", "gen"} {
 		d, ok := tw.Device(n)
 		if !ok || strings.Contains(d.Address, "192.0.2.") || strings.Contains(d.Address, "ttyUSB3") {
@@ -222,34 +198,10 @@ links:
 `
 
 func TestTwinOfSwitchesAndHostsRunsLossSweepAndFCT(t *testing.T) {
+	_, skipped, tw := startTwin(t, twinLine, "line.yaml", 7)
 	dir := t.TempDir()
-	src := filepath.Join(dir, "line.yaml")
-	if err := os.WriteFile(src, []byte(twinLine), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	inv, err := inventory.Load(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lab, skipped, err := simlab.StartTwin(inv, simlab.Options{Seed: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lab.Close() })
 	if len(skipped) != 0 {
 		t.Errorf("skipped %v", skipped)
-	}
-	data, err := lab.Inventory().Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "twin.yaml")
-	if err := os.WriteFile(out, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tw, err := inventory.Load(out)
-	if err != nil {
-		t.Fatal(err)
 	}
 	for _, link := range []string{"s12", "s23"} {
 		r := losssweep.New()
@@ -310,4 +262,38 @@ func TestTwinOfSwitchesAndHostsRunsLossSweepAndFCT(t *testing.T) {
 	if off := fs.Transports["tcp"]["off"]; off.Trials != 400 || off.P50US <= 0 {
 		t.Errorf("fct on the twin: %s", b)
 	}
+}
+
+// startTwin starts a twin of the inventory text (written to name in a
+// temporary directory, as a user's file) and returns it with what it left
+// out and its written inventory, loaded back as a user would.
+func startTwin(t *testing.T, text, name string, seed uint64) (*simlab.Lab, []simlab.Skipped, *inventory.Inventory) {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join(dir, name)
+	if err := os.WriteFile(src, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inv, err := inventory.Load(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab, skipped, err := simlab.StartTwin(inv, simlab.Options{Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lab.Close() })
+	data, err := lab.Inventory().Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "twin.yaml")
+	if err := os.WriteFile(out, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tw, err := inventory.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lab, skipped, tw
 }
