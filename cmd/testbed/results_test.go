@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/json"
@@ -14,8 +13,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"testbed/experiments/recipetest"
 	"testing"
-	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -282,18 +281,7 @@ func TestReportRendersInChromium(t *testing.T) {
 	tmp := t.TempDir()
 	browse := func(extra ...string) []byte {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-			"--disable-sync", "--no-first-run", "--user-data-dir=" + filepath.Join(tmp, "profile")}, extra...)
-		cmd := exec.CommandContext(ctx, chromium, append(args, "file://"+report)...)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("chromium %v: %v\n%s", extra, err, stderr.String())
-		}
-		return out
+		return recipetest.Browse(t, chromium, report, extra...)
 	}
 
 	dom := string(browse("--dump-dom"))

@@ -90,28 +90,12 @@ func screenshot(t testing.TB, dir string, nfigs int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmp := t.TempDir()
-	browse := func(extra ...string) []byte {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-			"--disable-sync", "--no-first-run", "--user-data-dir=" + filepath.Join(tmp, "profile")}, extra...)
-		cmd := exec.CommandContext(ctx, chromium, append(args, "file://"+report)...)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("chromium %v: %v\n%s", extra, err, stderr.String())
-		}
-		return out
-	}
-	dom := string(browse("--dump-dom"))
+	dom := string(Browse(t, chromium, report, "--dump-dom"))
 	if n := len(regexp.MustCompile(`<svg\b`).FindAllString(dom, -1)); n != nfigs {
 		t.Errorf("chromium's DOM of report.html has %d figures, want %d", n, nfigs)
 	}
-	shot := filepath.Join(tmp, "shot.png")
-	browse("--screenshot="+shot, "--window-size=1000,2400", "--hide-scrollbars")
+	shot := filepath.Join(t.TempDir(), "shot.png")
+	Browse(t, chromium, report, "--screenshot="+shot, "--window-size=1000,2400", "--hide-scrollbars")
 	f, err := os.Open(shot)
 	if err != nil {
 		t.Fatal(err)
@@ -140,4 +124,23 @@ func countColour(img image.Image, c [3]int) int {
 		}
 	}
 	return n
+}
+
+// Browse opens the file at the absolute path file in headless Chromium
+// (the binary at chromium), with the extra flags (--dump-dom,
+// --screenshot=...), and returns what it printed; a failure fails t.
+func Browse(t testing.TB, chromium, file string, extra ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+		"--disable-sync", "--no-first-run", "--user-data-dir=" + filepath.Join(t.TempDir(), "profile")}, extra...)
+	cmd := exec.CommandContext(ctx, chromium, append(args, "file://"+file)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium %v: %v\n%s", extra, err, stderr.String())
+	}
+	return out
 }
