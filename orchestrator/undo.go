@@ -43,6 +43,8 @@ const (
 	UndoTofinoEntry      = "tofino.entry"              // {table, key, entry?}: delete the run's entry, add back the one found
 	UndoTofinoRegister   = "tofino.register"           // {name, index, value}: write a register back
 	UndoTofinoPktgen     = "tofino.pktgen-stop"        // {app_id}: stop a packet generator application
+	UndoTofinoPortMode   = "tofino.port-mode"          // {port, mode}: set a port's speed and FEC back
+	UndoTofinoCutThrough = "tofino.cut-through"        // {port, enable}: set a port's cut-through back
 	UndoReactorTeardown  = "hostagent.reactor-down"    // {}: remove REACToR classes and flows
 	UndoFCTServerStop    = "hostagent.fct-server-stop" // {id}: stop an FCT server
 )
@@ -149,6 +151,34 @@ func undoKinds() map[string]undoFunc {
 				return err
 			}
 			if err := sw.StopPktgen(ctx, a.AppID); err != nil && !tofino.IsNotFound(err) {
+				return err
+			}
+			return nil
+		},
+		UndoTofinoPortMode: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
+			var a struct {
+				Port int             `json:"port"`
+				Mode tofino.PortMode `json:"mode"`
+			}
+			sw, err := switchFor(ctx, od, raw, &a)
+			if sw == nil || err != nil {
+				return err
+			}
+			if err := sw.RestorePortMode(ctx, a.Port, a.Mode); err != nil && !tofino.IsNotFound(err) {
+				return err
+			}
+			return nil
+		},
+		UndoTofinoCutThrough: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
+			var a struct {
+				Port   int  `json:"port"`
+				Enable bool `json:"enable"`
+			}
+			sw, err := switchFor(ctx, od, raw, &a)
+			if sw == nil || err != nil {
+				return err
+			}
+			if _, err := sw.SetCutThrough(ctx, a.Port, a.Enable); err != nil && !tofino.IsNotFound(err) {
 				return err
 			}
 			return nil

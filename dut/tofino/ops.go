@@ -277,8 +277,8 @@ func (p Pktgen) Packets() int64 { return int64(p.Batches) * int64(p.PerBatch) }
 // validate checks a configuration against TF1's limits.
 func (p Pktgen) validate() error {
 	switch {
-	case p.PacketBytes < 64 || p.PacketBytes > 16384:
-		return fmt.Errorf("pktgen: packet of %d bytes (expected 64..16384)", p.PacketBytes)
+	case p.PacketBytes < 60 || p.PacketBytes > 16384:
+		return fmt.Errorf("pktgen: packet of %d bytes without FCS (expected 60..16384)", p.PacketBytes)
 	case p.Batches < 1 || p.Batches > 65536 || p.PerBatch < 1 || p.PerBatch > 65536:
 		return fmt.Errorf("pktgen: %d batches of %d packets (each expected 1..65536)", p.Batches, p.PerBatch)
 	case p.Interval <= 0:

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	lg "testbed/p4/linkguardian"
+	ts "testbed/p4/timestamp"
 	"testbed/simlab/wire"
 )
 
@@ -57,6 +58,7 @@ type Tofino struct {
 	apps       map[int]*pktgenApp
 	queues     map[[2]int]*simQueue
 	switchdLog []string
+	fec        *fecState // PHY state (fec.go)
 }
 
 // simPort is a port and its $PORT_STAT counters.
@@ -121,6 +123,7 @@ var programObjects = map[string]struct{ regs, tables []string }{
 		regs: []string{lg.RegExpectedSeqNo, "SwitchIngress." + lg.RegAck, lg.RegTimeoutCount,
 			lg.RegPauseThreshold, lg.RegResumeThreshold},
 	},
+	ts.Program: {regs: []string{ts.RegRxTs, ts.RegTxTs}, tables: []string{ts.TableSnake}},
 }
 
 // TofinoOptions configure a simulated switch.
@@ -171,6 +174,7 @@ func (t *Tofino) reset(program string) {
 	t.apps = map[int]*pktgenApp{}
 	t.queues = map[[2]int]*simQueue{}
 	t.agentUp = false
+	t.fec = nil
 	if o, ok := programObjects[program]; ok {
 		for _, r := range o.regs {
 			t.regs[r] = map[int]int64{}
@@ -603,6 +607,9 @@ func lengthBucket(n int64) string {
 
 func (t *Tofino) handle(req agentReq) (any, error) {
 	a := req.Args
+	if res, ok, err := t.handleFEC(req); ok {
+		return res, err
+	}
 	switch req.Op {
 	case "time.wait":
 		until, err := argInt(a, "until_ns")
@@ -860,6 +867,8 @@ func tableAction(table, action string) bool {
 		return action == lg.ActionRetxCopies
 	case lg.TableEmulateDrop:
 		return action == "drop"
+	case ts.TableSnake:
+		return action == ts.ActionForward || action == ts.ActionDrop
 	}
 	return false
 }
@@ -905,7 +914,11 @@ func (t *Tofino) pktgenStart(a map[string]json.RawMessage) (any, error) {
 	app := &pktgenApp{id: int(v[0]), egressPort: int(v[1]), pktLen: int(v[2]), total: v[4] * v[5], enabled: true}
 	t.mu.Lock()
 	t.apps[app.id] = app
+	prog := t.program
 	t.mu.Unlock()
+	if prog == ts.Program {
+		return nil, t.sendProbes(app, v[3]) // fec.go
+	}
 	if err := t.dp.startApp(t, app); err != nil {
 		return nil, err
 	}
