@@ -5,6 +5,7 @@ import (
 	"testbed/experiments/attsweep"
 	"testbed/experiments/backpressure"
 	"testbed/experiments/fct"
+	"testbed/experiments/fec"
 	"testbed/experiments/losssweep"
 	"testbed/experiments/ocscharacterize"
 	"testbed/experiments/rail"
@@ -14,5 +15,6 @@ import (
 
 // Registry returns every recipe.
 func Registry() *orchestrator.Registry {
-	return orchestrator.NewRegistry(attsweep.New(), losssweep.New(), backpressure.New(), ocscharacterize.New(), fct.New(), reactor.NewReconfig(), reactor.NewHybrid(), rail.NewTopology(), rail.NewQualify())
+	return orchestrator.NewRegistry(attsweep.New(), losssweep.New(), backpressure.New(), ocscharacterize.New(), fct.New(), reactor.NewReconfig(), reactor.NewHybrid(), rail.NewTopology(), rail.NewQualify(),
+		fec.NewLatency())
 }

@@ -1,0 +1,171 @@
+package fec_test
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"testing"
+
+	"testbed/dut/tofino"
+	"testbed/experiments/fec"
+	"testbed/experiments/recipetest"
+	"testbed/orchestrator"
+	ts "testbed/p4/timestamp"
+	"testbed/transport"
+)
+
+// The paper's numbers (seed 001) and IEEE 802.3's, computed here.
+const (
+	paperWorst = 246.0 // §3.1, 25G RS(528,514), one hop
+	paperHet   = 159.0 // §3.2.2, one 25G link among 100G
+	tAcc25     = 5280 / 25.78125
+	tDec528    = 15.0
+	// The worst header offset a frame can take (headers start 8 bytes after
+	// a 64b/66b block boundary): 8 header bytes are in the codeword's last
+	// 257-bit block, 6 in the next; from the header's first bit, those 8
+	// bytes and the 140 parity bits, then a whole codeword and two decodes.
+	worst25 = (8*8*257/256.0+140)/25.78125 + tAcc25 + 2*tDec528
+)
+
+func row(t *testing.T, rows []map[string]string, link, size, mode, hop string) map[string]string {
+	t.Helper()
+	for _, r := range rows {
+		if r["link"] == link && r["frame_bytes"] == size && r["switch_mode"] == mode && r["hop"] == hop && r["path"] == "homogeneous" {
+			return r
+		}
+	}
+	t.Fatalf("no row %s %s %s hop %s", link, size, mode, hop)
+	return nil
+}
+
+func num(t *testing.T, r map[string]string, col string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(r[col], 64)
+	if err != nil {
+		t.Fatalf("%s = %q: %v", col, r[col], err)
+	}
+	return v
+}
+
+func TestFECLatencyOnTheSimulatedLab(t *testing.T) {
+	lab := recipetest.StartLab(t, 7)
+	var s fec.LatencySummary
+	res := recipetest.Run(t, lab, fec.NewLatency(), 7, &s, nil,
+		"links=25:none,25:rs528,100:none,100:rs528", "frame_sizes=64,1518", "ports=0,4,8", "path=heterogeneous")
+	if res.Status != "ok" {
+		t.Fatalf("run %s: %s", res.Status, res.Reason)
+	}
+	rows := recipetest.ReadTable(t, res.Dir, "fec_latency_hops")
+
+	// Done means: the worst per hop at 25G RS(528,514) within a few ns of
+	// the paper's 246 ns, and of the closed form at the worst offset.
+	if s.WorstPerHop25GRS528Ns == nil {
+		t.Fatal("no worst case per hop in the summary")
+	}
+	w := *s.WorstPerHop25GRS528Ns
+	if math.Abs(w-worst25) > 4 || math.Abs(w-paperWorst) > 7 {
+		t.Errorf("worst per hop at 25G RS(528,514): %.1f ns; closed form %.1f, paper %.0f", w, worst25, paperWorst)
+	}
+	t.Logf("worst per hop at 25G RS(528,514): %.1f ns (closed form %.1f ns, paper %.0f ns)", w, worst25, paperWorst)
+
+	// FEC off: no FEC delay, so no jitter beyond a block and the clock's ns.
+	for _, mode := range []string{"cut-through", "store-and-forward"} {
+		r := row(t, rows, "25G none", "64", mode, "1")
+		if j := num(t, r, "jitter_ns"); j > 3 {
+			t.Errorf("25G without FEC, %s: %.0f ns of jitter", mode, j)
+		}
+	}
+	// With RS(528,514) one hop's latency spreads over about a codeword.
+	ct := row(t, rows, "25G rs528", "64", "cut-through", "1")
+	if j := num(t, ct, "jitter_ns"); j < tAcc25-15 || j > tAcc25+tDec528+10 {
+		t.Errorf("25G RS(528,514) cut-through jitter %.0f ns, T_acc %.1f ns", j, tAcc25)
+	}
+
+	// 100G stripes a codeword over four lanes: a quarter of the
+	// accumulation; and its receiver de-skews the lanes.
+	ct100 := row(t, rows, "100G rs528", "64", "cut-through", "1")
+	if j := num(t, ct100, "jitter_ns"); j > tAcc25/4+tDec528+6 || j < tAcc25/4-10 {
+		t.Errorf("100G RS(528,514) jitter %.0f ns, T_acc/4 = %.1f ns", j, tAcc25/4)
+	}
+	if s.DeskewNs == nil || *s.DeskewNs <= 1 || *s.DeskewNs > 180 {
+		t.Errorf("100G de-skew %v ns: want the slowest lane's skew, within 802.3's 180 ns", s.DeskewNs)
+	}
+
+	// Figs. 5-6: with FEC, cut-through waits for the header's codeword, so
+	// it pays nearly what store-and-forward pays for a 64 B frame (they
+	// differ in case B only, by up to T_acc + T_dec); without FEC,
+	// store-and-forward pays the frame's serialization more than cut-through.
+	saf := row(t, rows, "25G rs528", "64", "store-and-forward", "1")
+	if d := num(t, saf, "fec_worst_ns") - num(t, ct, "fec_worst_ns"); d < 0 || d > tAcc25+tDec528 {
+		t.Errorf("64 B: store-and-forward's worst exceeds cut-through's by %.0f ns", d)
+	}
+	ctM, safM := num(t, ct, "marginal_max_ns"), num(t, saf, "marginal_max_ns")
+	ctOff := num(t, row(t, rows, "25G none", "1518", "cut-through", "1"), "p50_ns")
+	safOff := num(t, row(t, rows, "25G none", "1518", "store-and-forward", "1"), "p50_ns")
+	ser := float64(1518-14) * 8 * 66 / 64 / 25.78125
+	if math.Abs(safOff-ctOff-ser) > 4 {
+		t.Errorf("1518 B without FEC: store-and-forward %.0f ns, cut-through %.0f ns; want %.0f ns apart", safOff, ctOff, ser)
+	}
+	big := row(t, rows, "25G rs528", "1518", "store-and-forward", "1")
+	if m := num(t, big, "marginal_max_ns"); m > ctM+tAcc25 || m < ctM-tAcc25 {
+		t.Errorf("1518 B store-and-forward marginal %.0f ns vs 64 B cut-through %.0f ns", m, ctM)
+	}
+	t.Logf("64 B marginal: cut-through %.0f ns, store-and-forward %.0f ns", ctM, safM)
+
+	// The paper's prediction sits beside each FEC row.
+	if p := num(t, ct, "paper_max_ns"); math.Abs(p-worst25) > 0.01 {
+		t.Errorf("paper_max_ns %.2f, closed form %.2f", p, worst25)
+	}
+
+	// §3.2.2: a 25G link among 100G links.
+	if s.HeterogeneousExtraNs == nil {
+		t.Error("no heterogeneous path in the summary")
+	} else if h := *s.HeterogeneousExtraNs; math.Abs(h-paperHet) > 12 {
+		t.Errorf("one 25G link among 100G adds %.1f ns, paper %.0f", h, paperHet)
+	} else {
+		t.Logf("one 25G link among 100G adds %.1f ns (paper %.0f ns)", h, paperHet)
+	}
+
+	// Frames and envelope tables are there; the report has the figures.
+	if n := len(recipetest.ReadTable(t, res.Dir, "fec_latency_frames")); n != 100*2*(4*2*2+1) { // 16 cases and the heterogeneous one
+		t.Errorf("%d frame rows", n)
+	}
+	env := recipetest.ReadTable(t, res.Dir, "fec_latency_envelope")
+	if len(env) == 0 {
+		t.Error("no envelope rows")
+	}
+	recipetest.CheckReport(t, res.Dir, "hop-latency-cdf", "marginal-latency", "envelope")
+
+	// The switch is put back: no port the run added, the snake emptied.
+	d, _ := lab.Inventory().Device("sw1")
+	sw, err := tofino.Open(context.Background(), d.Address, tofino.Options{SSH: transport.SSHOptions{KeyFile: d.Credentials.KeyFile, KnownHosts: d.Options["known_hosts"]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sw.Close()
+	ctx := context.Background()
+	for _, p := range []int{0, 4, 8} {
+		if _, err := sw.PortStatus(ctx, p); !tofino.IsNotFound(err) {
+			t.Errorf("port %d left added: %v", p, err)
+		}
+	}
+	if es, err := sw.Entries(ctx, ts.TableSnake); err != nil || len(es) != 0 {
+		t.Errorf("snake entries left: %v %v", es, err)
+	}
+}
+
+func TestFECLatencyRejectsBadModes(t *testing.T) {
+	lab := recipetest.StartLab(t, 8)
+	r := fec.NewLatency()
+	for _, set := range []string{"links=50:rs528", "links=100:fc", "frame_sizes=63", "ports=0", "ports=0,68", "switch_modes=fast", "switch=voa1"} {
+		params, err := orchestrator.ResolveParams(r.Params(), "", nil, []string{set})
+		if err != nil {
+			continue // refused already
+		}
+		if _, err := r.Plan(&orchestrator.PlanContext{Params: params, Lab: lab.Inventory(), Simulated: true}); err == nil {
+			t.Errorf("%s accepted", set)
+		} else {
+			t.Logf("%s: %v", set, err)
+		}
+	}
+}
