@@ -241,6 +241,14 @@ type latencyState struct {
 
 func ptr(v float64) *float64 { return &v }
 
+// opt is v for a table cell, or an empty cell.
+func opt(v float64, ok bool) any {
+	if !ok || math.IsNaN(v) {
+		return nil
+	}
+	return v
+}
+
 func quantile(sorted []float64, q float64) float64 {
 	if len(sorted) == 0 {
 		return math.NaN()
@@ -506,12 +514,6 @@ func writeCase(rc *o.RunContext, st *latencyState, k caseKey, smp *sample) error
 		off = st.samples[ok]
 	}
 	st.mu.Unlock()
-	opt := func(v float64, ok bool) any {
-		if !ok || math.IsNaN(v) {
-			return nil
-		}
-		return v
-	}
 	c := Case{}
 	for h := range smp.hop {
 		v := slices.Sorted(slices.Values(smp.hop[h]))

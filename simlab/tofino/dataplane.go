@@ -226,6 +226,9 @@ func (d *Dataplane) config(r *lgRun) (segConfig, error) {
 	c.loss = 1
 	if !math.IsInf(rx, -1) {
 		c.loss = physics.FrameLossProbability(l.fibre.Transceiver, fec, rx, r.frameBytes)
+		if tp.fec == "BF_FEC_TYP_FC" {
+			c.loss = fireFrameLoss(l.fibre.Transceiver.BER(rx), r.frameBytes) // fec.go
+		}
 	}
 	// The sender's loss-emulation table drops floor(p*2^20) of 2^20 random values.
 	if n := l.tx.tableSize(lg.TableEmulateDrop); n > 0 {

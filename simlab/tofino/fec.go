@@ -484,3 +484,22 @@ func (t *Tofino) probe(at float64, size int, seq uint16) error {
 	}
 	return fmt.Errorf("timestamp probe %d: the snake loops beyond %d hops", seq, maxSnakeHops)
 }
+
+// fireFrameLoss is the probability that a frame of frameBytes (FCS
+// included) is lost on a BASE-R FEC link at a pre-FEC bit error ratio: its
+// bits and 8 bytes of preamble ride 65 bits per 64 (each block's sync header
+// compressed to one bit) in blocks of 2080 message bits (clause 74.7.1),
+// starting on a block boundary, so it spans ceil(L/2080) or one more of
+// them; it is lost when any of them is uncorrectable (codewordOdds).
+func fireFrameLoss(ber float64, frameBytes int) float64 {
+	_, fail, _ := fecCode{fire: true, bits: 2112}.codewordOdds(ber)
+	if fail <= 0 {
+		return 0
+	}
+	l := float64(frameBytes+8) * 8 * 65 / 64
+	spans := math.Floor(l/2080) + 1
+	f := l/2080 - math.Floor(l/2080)
+	lok := math.Log1p(-fail)
+	ok := (1-f)*math.Exp(spans*lok) + f*math.Exp((spans+1)*lok)
+	return math.Max(0, math.Min(1, 1-ok))
+}
