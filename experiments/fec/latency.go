@@ -41,8 +41,10 @@ probes out of ports[0], back in through the port's loopback module, out of ports
 on; the last port drops them. For every mode in links (speed:fec), every frame size and
 every switch mode (cut-through or store-and-forward, the traffic manager's setting towards
 each snake port), every snake port is set to the mode and probes probes are sent one at a
-time, the k-th at spacing_ns * k on the switch's clock: spacing_ns is not a whole number
-of codewords, so successive probes start at offsets that walk across the codeword, as
+time, the k-th at k * spacing_ns + frac(k * 0.618...) * spread_ns on the switch's clock:
+spacing_ns is a whole number of nominal codewords and the golden-ratio sequence spreads the
+send times evenly over spread_ns (a codeword or more) for any number of probes, whatever
+the switch's clock offset, so the probes' headers fall at offsets all over the codeword, as
 traffic places them. Per probe the MAC transmit timestamp of every port and the ingress
 timestamp it came back in with (register reg_rx_ts) are read. Hop k is from the probe
 leaving port k to it leaving port k+1 (the link, its FEC, and the switch's forwarding);
@@ -50,9 +52,10 @@ wire is from leaving a port to its ingress stamp (the PHYs, FEC and cable only).
 
 Per hop: min, p50, p99, max and peak-to-peak of the hop latency; the marginal latency
 (Fig. 6) is this mode's hop latency less the same speed's FEC-off hop latency (p50 less
-p50, max less min) when links has the FEC-off mode too; fec_worst_ns adds back the
-header's serialization without FEC, which gives the worst FEC delay per hop from the
-header's first bit, the paper's 246 ns at 25G RS(528,514). Beside each row stands the
+p50, max less min) when links has the FEC-off mode too; fec_worst_ns is the worst FEC
+delay per hop from the header's first bit, the paper's 246 ns at 25G RS(528,514): for
+cut-through the largest wire latency less the FEC-off case's least, plus the header's
+serialization without FEC; for store-and-forward marginal_max plus the frame's. Beside each row stands the
 paper's closed-form prediction (§3.1, cases A-C, over every block-aligned header offset;
 none for FC-FEC, which the paper does not analyse). The multi-hop envelope (Fig. 7) is the
 range over probes of the latency from leaving port 0 to leaving port k.
@@ -75,11 +78,14 @@ func (*Latency) Params() []o.ParamSpec {
 		{Name: "links", Type: o.TypeStrings, Default: []string{"25:none", "25:fc", "25:rs528", "50:rs544", "100:none", "100:rs528"}, Description: "port modes, speed:fec (10:none|fc, 25:none|fc|rs528, 50:rs544, 100:none|rs528)"},
 		{Name: "frame_sizes", Type: o.TypeStrings, Default: []string{"64", "512", "1518"}, Description: "probe frame sizes in bytes including FCS (64 .. 9216)"},
 		{Name: "switch_modes", Type: o.TypeStrings, Default: []string{"cut-through", "store-and-forward"}, Description: "forwarding modes: cut-through, store-and-forward"},
-		{Name: "probes", Type: o.TypeInt, Default: int64(100), Min: o.Bound(2), Max: o.Bound(100000), Description: "probes per case"},
-		// 49 codewords of 25G RS(528,514) (49 x 204.8 ns) plus 2.8 ns: each
-		// probe starts about one 66-bit block later in its codeword than
-		// the one before; at 50G and 100G (102.4, 51.2 ns) the same.
-		{Name: "spacing_ns", Type: o.TypeInt, Unit: "ns", Default: int64(10038), Min: o.Bound(1000), Max: o.Bound(1e9), Description: "time between probes on the switch's clock; not a whole number of codewords, so probes walk across codeword offsets"},
+		{Name: "probes", Type: o.TypeInt, Default: int64(200), Min: o.Bound(2), Max: o.Bound(100000), Description: "probes per case"},
+		// 50 codewords of 25G RS(528,514) (50 x 204.8 ns), 100 of 50G
+		// RS(544,514) and 200 of 100G: the spread alone sets the offset.
+		{Name: "spacing_ns", Type: o.TypeInt, Unit: "ns", Default: int64(10240), Min: o.Bound(1000), Max: o.Bound(1e9), Description: "base time between probes on the switch's clock"},
+		// A 25G RS(528,514) codeword takes 204.8 ns to arrive; 200 probes
+		// over it leave gaps under 1.7 ns, less than a 66-bit block (2.5 ns),
+		// so every block offset, the worst included, gets probes.
+		{Name: "spread_ns", Type: o.TypeInt, Unit: "ns", Default: int64(205), Min: o.Bound(0), Max: o.Bound(1e6), Description: "window the golden-ratio sequence spreads the probes' send times over, on top of the spacing"},
 		{Name: "path", Type: o.TypeString, Default: "homogeneous", Enum: []string{"homogeneous", "heterogeneous"}, Description: "heterogeneous: also a 100G RS(528,514) snake whose first port runs 25G RS(528,514) (§3.2.2)"},
 		{Name: "replace_program", Type: o.TypeBool, Default: false, Description: "restart the switch daemon with the timestamp program if it runs another"},
 		{Name: "port_up_timeout", Type: o.TypeDuration, Default: 10 * time.Second, Description: "how long the snake ports may take to come up after a mode change"},
@@ -117,7 +123,7 @@ func LatencyTables() []results.Table {
 				results.Field{Name: "wire_min_ns", Type: "number", Unit: "ns"}, results.Field{Name: "wire_max_ns", Type: "number", Unit: "ns"},
 				results.Field{Name: "marginal_p50_ns", Type: "number", Unit: "ns", Description: "p50 less the FEC-off case's p50 (Fig. 6)"},
 				results.Field{Name: "marginal_max_ns", Type: "number", Unit: "ns", Description: "max less the FEC-off case's min"},
-				results.Field{Name: "fec_worst_ns", Type: "number", Unit: "ns", Description: "marginal_max plus the FEC-off serialization the switch waits for (header or frame): the worst FEC delay from the header's first bit"},
+				results.Field{Name: "fec_worst_ns", Type: "number", Unit: "ns", Description: "the worst FEC delay from the header's first bit: cut-through, the largest wire latency less the FEC-off case's least, plus the header's serialization without FEC; store-and-forward, marginal_max plus the frame's serialization without FEC"},
 				results.Field{Name: "t_acc_ns", Type: "number", Unit: "ns", Description: "codeword accumulation time over all lanes"},
 				results.Field{Name: "t_dec_ns", Type: "number", Unit: "ns", Description: "the paper's decoding time"},
 				results.Field{Name: "paper_min_ns", Type: "number", Unit: "ns", Description: "§3.1: least FEC delay from the header's first bit"},
@@ -298,6 +304,7 @@ func (r *Latency) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	het := p.String("path") == "heterogeneous"
 	probes := int(p.Int("probes"))
 	spacing := time.Duration(p.Int("spacing_ns"))
+	spread := float64(p.Int("spread_ns"))
 
 	// The cases, in the order they run: FEC-off first at each speed, so
 	// the marginal latency has its reference when the FEC case ends.
@@ -361,12 +368,12 @@ func (r *Latency) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	for _, k := range cases {
 		plan.Steps = append(plan.Steps, &o.Step{Name: "probes: " + k.String() + map[bool]string{true: " (heterogeneous path)"}[k.slowFirst], Action: "probe", Devices: []string{dev},
 			Settings: []o.Setting{{Device: dev, Name: "snake ports", Value: k.link}, {Device: dev, Name: "forwarding", Value: k.mode},
-				{Device: dev, Name: "probes", Value: fmt.Sprintf("%d of %d B, one every %v", probes, k.frameBytes, spacing)}},
+				{Device: dev, Name: "probes", Value: fmt.Sprintf("%d of %d B, one every %v + up to %.0f ns", probes, k.frameBytes, spacing, spread)}},
 			Run: func(ctx context.Context, rc *o.RunContext) error {
 				if sn == nil {
 					return o.Skip("the timestamp program was not started on %s", dev)
 				}
-				return runCase(ctx, rc, sn, st, k, probes, spacing, p.Duration("port_up_timeout"))
+				return runCase(ctx, rc, sn, st, k, probes, spacing, spread, p.Duration("port_up_timeout"))
 			}})
 	}
 	return plan, nil
@@ -436,7 +443,7 @@ func boolInt(b bool) int {
 
 // runCase sets the snake's ports to the case's mode, sends the probes and
 // writes the tables.
-func runCase(ctx context.Context, rc *o.RunContext, sn *snake, st *latencyState, k caseKey, probes int, spacing, upTimeout time.Duration) error {
+func runCase(ctx context.Context, rc *o.RunContext, sn *snake, st *latencyState, k caseKey, probes int, spacing time.Duration, spread float64, upTimeout time.Duration) error {
 	for i, port := range sn.ports {
 		g, f := k.gbps, k.fec
 		if k.slowFirst && i == 0 {
@@ -463,7 +470,10 @@ func runCase(ctx context.Context, rc *o.RunContext, sn *snake, st *latencyState,
 		return fmt.Errorf("%s: %w", sn.dev, err)
 	}
 	for n := 0; n < probes; n++ {
-		ps, err := sn.send(ctx, start+time.Duration(n+1)*spacing, k.frameBytes, k.gbps)
+		// The golden ratio's fractional multiples fill [0, 1) evenly.
+		_, frac := math.Modf(float64(n+1) * (math.Sqrt(5) - 1) / 2)
+		at := start + time.Duration(n+1)*spacing + time.Duration(math.Round(frac*spread))
+		ps, err := sn.send(ctx, at, k.frameBytes, k.gbps)
 		if err != nil {
 			return err
 		}
@@ -524,6 +534,12 @@ func writeCase(rc *o.RunContext, st *latencyState, k caseKey, smp *sample) error
 			ov := slices.Sorted(slices.Values(off.hop[h]))
 			mp50, mmax = hs.P50Ns-quantile(ov, 0.5), hs.MaxNs-ov[0]
 			worst = mmax + offWait
+			if !saf {
+				// What the link itself holds the header for, from the
+				// wire: the egress's alignment to its own stream, which
+				// differs with FEC by a few ns, stays out.
+				worst = w[len(w)-1] - slices.Min(off.wire[h]) + offWait
+			}
 			hs.MarginalP50Ns, hs.MarginalMaxNs, hs.FECWorstNs = ptr(mp50), ptr(mmax), ptr(worst)
 		}
 		if hasPred {

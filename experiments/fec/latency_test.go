@@ -63,7 +63,7 @@ func TestFECLatencyOnTheSimulatedLab(t *testing.T) {
 		t.Fatal("no worst case per hop in the summary")
 	}
 	w := *s.WorstPerHop25GRS528Ns
-	if math.Abs(w-worst25) > 4 || math.Abs(w-paperWorst) > 7 {
+	if math.Abs(w-worst25) > 2 || math.Abs(w-paperWorst) > 6 {
 		t.Errorf("worst per hop at 25G RS(528,514): %.1f ns; closed form %.1f, paper %.0f", w, worst25, paperWorst)
 	}
 	t.Logf("worst per hop at 25G RS(528,514): %.1f ns (closed form %.1f ns, paper %.0f ns)", w, worst25, paperWorst)
@@ -120,14 +120,14 @@ func TestFECLatencyOnTheSimulatedLab(t *testing.T) {
 	// §3.2.2: a 25G link among 100G links.
 	if s.HeterogeneousExtraNs == nil {
 		t.Error("no heterogeneous path in the summary")
-	} else if h := *s.HeterogeneousExtraNs; math.Abs(h-paperHet) > 12 {
+	} else if h := *s.HeterogeneousExtraNs; math.Abs(h-paperHet) > 4 {
 		t.Errorf("one 25G link among 100G adds %.1f ns, paper %.0f", h, paperHet)
 	} else {
 		t.Logf("one 25G link among 100G adds %.1f ns (paper %.0f ns)", h, paperHet)
 	}
 
 	// Frames and envelope tables are there; the report has the figures.
-	if n := len(recipetest.ReadTable(t, res.Dir, "fec_latency_frames")); n != 100*2*(4*2*2+1) { // 16 cases and the heterogeneous one
+	if n := len(recipetest.ReadTable(t, res.Dir, "fec_latency_frames")); n != 200*2*(4*2*2+1) { // 16 cases and the heterogeneous one
 		t.Errorf("%d frame rows", n)
 	}
 	env := recipetest.ReadTable(t, res.Dir, "fec_latency_envelope")
