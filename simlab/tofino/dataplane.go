@@ -276,6 +276,7 @@ func (d *Dataplane) newSegment(r *lgRun) error {
 		return fmt.Errorf("%s: %w", r.link.name, err)
 	}
 	cfg.FrameBytes = r.frameBytes
+	cfg.Propagation += r.link.tx.fecDelay(r.link.tx.port(r.link.txPort), r.frameBytes) // fec.go
 	cfg.LossSmall = 0
 	// Skipped-over runs of at most 256 frames (31 us at 100G). Counters
 	// read mid-run are exact either way (lgmodel counts a run's frames as

@@ -503,3 +503,34 @@ func fireFrameLoss(ber float64, frameBytes int) float64 {
 	ok := (1-f)*math.Exp(spans*lok) + f*math.Exp((spans+1)*lok)
 	return math.Max(0, math.Min(1, 1-ok))
 }
+
+// fecDelay is what a port's FEC adds, on average, to the time a frame of
+// frameBytes takes to arrive whole at the far end: the store-and-forward
+// latency over back-to-back frames (their headers at every offset the
+// traffic gives) through the port's PHY less the same PHY without FEC
+// (simlab/phy). The LinkGuardian model takes it as part of the link's one
+// way, where its fixed port-to-port latency has no FEC in it.
+func (t *Tofino) fecDelay(p *simPort, frameBytes int) time.Duration {
+	if p == nil || p.fec == "BF_FEC_TYP_NONE" {
+		return 0
+	}
+	on, err := t.phyConfig(p)
+	if err != nil {
+		return 0
+	}
+	off := on
+	off.FEC, off.DecodeNs = phy.FECNone, 0
+	if on.FEC == phy.FECRS528 && on.LaneRate == phy.Lane50GPAM4 {
+		off.LaneRate, off.Lanes = phy.Lane25G, 2 // 50G without FEC is 2 x 25G NRZ
+	}
+	const frames = 400 // enough to visit every block offset of a codeword
+	a, err := phy.MeasureHop(on, frameBytes, frames)
+	if err != nil {
+		return 0
+	}
+	b, err := phy.MeasureHop(off, frameBytes, frames)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(math.Max(0, a.StoreAndForward.Mean-b.StoreAndForward.Mean))
+}
