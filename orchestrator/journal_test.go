@@ -352,6 +352,34 @@ func TestUndoKindsReplayFromData(t *testing.T) {
 	if _, err := sw.PortStatus(ctx, 144); !tofino.IsNotFound(err) {
 		t.Errorf("port 144 after its undo: %v, want not found", err)
 	}
+	// A dead run left port 136 at 100G RS(528,514) with cut-through on; its
+	// journal says how it found them: 25G without FEC, store-and-forward.
+	if err := sw.AddPort(ctx, 136, 25, "none"); err != nil {
+		t.Fatal(err)
+	}
+	prev, err := sw.SetPortMode(ctx, 136, 100, "rs528")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sw.SetCutThrough(ctx, 136, true); err != nil {
+		t.Fatal(err)
+	}
+	mode, _ := json.Marshal(map[string]any{"port": 136, "mode": prev})
+	for _, rec := range []UndoRecord{
+		{Kind: UndoTofinoPortMode, Args: mode},
+		{Kind: UndoTofinoCutThrough, Args: json.RawMessage(`{"port":136,"enable":false}`)},
+	} {
+		kinds[rec.Kind] = true
+		if err := runUndo(ctx, fresh, rec); err != nil {
+			t.Errorf("%s on sw1: %v", rec.Kind, err)
+		}
+	}
+	if st, err := sw.PortStatus(ctx, 136); err != nil || st.SpeedGbps != 25 || st.FEC != "BF_FEC_TYP_NONE" {
+		t.Errorf("port 136 after its mode's undo: %+v %v, want 25G without FEC", st, err)
+	}
+	if on, err := sw.SetCutThrough(ctx, 136, false); err != nil || on {
+		t.Errorf("port 136's cut-through after its undo: %v %v, want off", on, err)
+	}
 	// The register kind writes back the value found; the receiver holds
 	// the thresholds (see lgbench), exercised by the recipes and the soak.
 	kinds[UndoTofinoRegister] = true
