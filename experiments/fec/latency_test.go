@@ -11,6 +11,7 @@ import (
 	"testbed/experiments/recipetest"
 	"testbed/orchestrator"
 	ts "testbed/p4/timestamp"
+	"testbed/results"
 	"testbed/transport"
 )
 
@@ -167,5 +168,53 @@ func TestFECLatencyRejectsBadModes(t *testing.T) {
 		} else {
 			t.Logf("%s: %v", set, err)
 		}
+	}
+}
+
+// Interrupted half-way: the bundle says aborted and verifies, and the
+// switch is as it was: a port it had keeps its mode and forwarding, the
+// ports the run added are gone, the snake is empty.
+func TestFECLatencyAbortRestoresTheSwitch(t *testing.T) {
+	lab := recipetest.StartLab(t, 9)
+	ctx := context.Background()
+	d, _ := lab.Inventory().Device("sw1")
+	sw, err := tofino.Open(ctx, d.Address, tofino.Options{SSH: transport.SSHOptions{KeyFile: d.Credentials.KeyFile, KnownHosts: d.Options["known_hosts"]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sw.Close()
+	if _, err := sw.BuildProgram(ctx, ts.Program, ts.MainFile(ts.Program), ts.Sources()); err != nil {
+		t.Fatal(err)
+	}
+	if err := sw.StartSwitchd(ctx, ts.Program); err != nil {
+		t.Fatal(err)
+	}
+	if err := sw.AddPort(ctx, 4, 10, "none"); err != nil {
+		t.Fatal(err)
+	}
+	res := recipetest.Run(t, lab, fec.NewLatency(), 9, nil, func(e results.Event, abort func()) {
+		if e.Type == "step.start" && e.Fields["index"] == 4 {
+			abort()
+		}
+	}, "links=25:none,25:rs528", "frame_sizes=64", "ports=0,4,8", "probes=20")
+	if res.Status != results.StatusAborted {
+		t.Fatalf("run %s: %s", res.Status, res.Reason)
+	}
+	if len(res.Unrestored) != 0 {
+		t.Errorf("not restored: %v", res.Unrestored)
+	}
+	if st, err := sw.PortStatus(ctx, 4); err != nil || st.SpeedGbps != 10 || st.FEC != "BF_FEC_TYP_NONE" {
+		t.Errorf("port 4 after the run: %+v %v, want 10G without FEC as found", st, err)
+	}
+	if on, err := sw.SetCutThrough(ctx, 4, false); err != nil || on {
+		t.Errorf("port 4 cut-through left %v (%v)", on, err)
+	}
+	for _, p := range []int{0, 8} {
+		if _, err := sw.PortStatus(ctx, p); !tofino.IsNotFound(err) {
+			t.Errorf("port %d left added: %v", p, err)
+		}
+	}
+	if es, err := sw.Entries(ctx, ts.TableSnake); err != nil || len(es) != 0 {
+		t.Errorf("snake entries left: %v %v", es, err)
 	}
 }
