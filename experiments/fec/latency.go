@@ -459,6 +459,9 @@ func runCase(ctx context.Context, rc *o.RunContext, sn *snake, st *latencyState,
 	if err := sn.waitUp(ctx, upTimeout); err != nil {
 		return err
 	}
+	if err := sn.drain(ctx); err != nil {
+		return err
+	}
 	frames, err := rc.Table("fec_latency_frames")
 	if err != nil {
 		return err

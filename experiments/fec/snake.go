@@ -155,6 +155,26 @@ func (s *snake) waitUp(ctx context.Context, timeout time.Duration) error {
 	return nil
 }
 
+// drain empties the snake ports' transmit timestamp FIFOs of stamps from
+// earlier traffic, so that each read that follows belongs to a probe.
+func (s *snake) drain(ctx context.Context) error {
+	for _, p := range s.ports {
+		for i := 0; ; i++ {
+			st, err := s.sw.TxTimestamp(ctx, p)
+			if err != nil {
+				return fmt.Errorf("%s: %w", s.dev, err)
+			}
+			if !st.Valid {
+				break
+			}
+			if i >= 4096 {
+				return fmt.Errorf("%s: port %d's transmit timestamps do not run out after %d reads: is other traffic stamped on it?", s.dev, p, i)
+			}
+		}
+	}
+	return nil
+}
+
 // probeStamps is one probe's stamps: per snake port, the MAC's transmit
 // timestamp and the ingress timestamp when it came back in (ns, the
 // switch's 32-bit clock).

@@ -37,11 +37,11 @@ type txStamp struct{ value, id int64 }
 
 // fecCounter accumulates a receiving port's codeword statistics.
 type fecCounter struct {
-	since         time.Duration
-	corr, uncorr  int64
-	ser           [4]int64
-	rng           *rand.Rand
-	hiSER, unlock bool
+	since        time.Duration
+	corr, uncorr int64
+	ser          [4]int64
+	rng          *rand.Rand
+	hiSER        bool
 }
 
 // Timing of the simulated switch and its cabling (stated assumptions).
@@ -341,7 +341,7 @@ func (t *Tofino) fecStat(dev int) (any, error) {
 		n := int64((now - c.since).Seconds() * code.lineBps / float64(code.bits))
 		corr, uncorr, meanSym := code.codewordOdds(ber)
 		nc := physics.Binomial(c.rng, n, corr)
-		nu := physics.Binomial(c.rng, n-nc, uncorr/math.Max(1e-300, 1-corr))
+		nu := physics.Binomial(c.rng, n-nc, math.Min(1, uncorr/math.Max(1e-300, 1-corr)))
 		c.corr += nc
 		c.uncorr += nu
 		// Symbol errors the decoder located, spread over the lanes the
