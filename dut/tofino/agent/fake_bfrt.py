@@ -130,7 +130,7 @@ def _table_method(table, method, allowed, body):
 class PortTable(_Table):
     """bfrt.port.port ($PORT)."""
 
-    DATA = ("SPEED", "FEC", "N_LANES", "PORT_ENABLE", "AUTO_NEGOTIATION", "LOOPBACK_MODE", "TX_MTU", "RX_MTU")
+    DATA = ("SPEED", "FEC", "N_LANES", "PORT_ENABLE", "AUTO_NEGOTIATION", "LOOPBACK_MODE", "TX_MTU", "RX_MTU", "CUT_THROUGH_EN")
 
     def __init__(self, root, parent):
         _Table.__init__(self, root, parent, "port", "port.port")
@@ -159,16 +159,21 @@ class PortTable(_Table):
         ports = self._root.ports
         if dev in ports:
             self._fail("table_entry_add", BF_ALREADY_EXISTS)
+        # $CUT_THROUGH_EN: off unless asked (bf_tm_port_cut_through_enable's
+        # documented default).
         ports[dev] = {"$SPEED": SPEED, "$FEC": FEC, "$PORT_ENABLE": bool(PORT_ENABLE),
-                      "$AUTO_NEGOTIATION": AUTO_NEGOTIATION or "PM_AN_DEFAULT"}
+                      "$AUTO_NEGOTIATION": AUTO_NEGOTIATION or "PM_AN_DEFAULT",
+                      "$CUT_THROUGH_EN": bool(other.get("CUT_THROUGH_EN", False))}
         return None
 
-    def _mod(self, DEV_PORT=None, PORT_ENABLE=None, **other):
+    def _mod(self, DEV_PORT=None, PORT_ENABLE=None, CUT_THROUGH_EN=None, **other):
         dev = self._check_width("$DEV_PORT", DEV_PORT, 32)
         if dev not in self._root.ports:
             self._fail("table_entry_mod", BF_OBJECT_NOT_FOUND)
         if PORT_ENABLE is not None:
             self._root.ports[dev]["$PORT_ENABLE"] = bool(PORT_ENABLE)
+        if CUT_THROUGH_EN is not None:
+            self._root.ports[dev]["$CUT_THROUGH_EN"] = bool(CUT_THROUGH_EN)
 
     def _delete(self, DEV_PORT=None, **target):
         dev = self._check_width("$DEV_PORT", DEV_PORT, 32)

@@ -219,6 +219,18 @@ class AgentTest(AgentBase):
         self.bfrt.set_tx_tstamp(136, 123456789012, 7)
         self.assertEqual(self.ok("port.tx_tstamp", {"dev_port": 136}), {"valid": True, "value": 123456789012, "id": 7})
 
+    def test_port_cut_through(self):
+        self.fails("not_found", "port.cut_through", {"dev_port": 136})
+        self.add_port(136)
+        self.assertEqual(self.ok("port.cut_through", {"dev_port": 136}), {"previous": False, "enabled": False})
+        self.assertEqual(self.ok("port.cut_through", {"dev_port": 136, "enable": True}), {"previous": False, "enabled": True})
+        self.assertEqual(self.bfrt.calls_to("port.port", "mod")[-1], {"DEV_PORT": 136, "CUT_THROUGH_EN": True})
+        # Unchanged: nothing is written.
+        n = len(self.bfrt.calls_to("port.port", "mod"))
+        self.assertEqual(self.ok("port.cut_through", {"dev_port": 136, "enable": True}), {"previous": True, "enabled": True})
+        self.assertEqual(len(self.bfrt.calls_to("port.port", "mod")), n)
+        self.fails("bad_request", "port.cut_through", {"dev_port": 136, "enable": "yes"})
+
     def test_port_mode_failed_add_restores(self):
         self.add_port(136)
         real_add = self.bfrt.port.port.add

@@ -242,6 +242,7 @@ class Agent:
             "port.status": self.port_status,
             "port.mode": self.port_mode,
             "port.tx_tstamp": self.port_tx_tstamp,
+            "port.cut_through": self.port_cut_through,
             "port.stat": self.port_stat,
             "port.stat_clear": self.port_stat_clear,
             "tm.queue": self.tm_queue,
@@ -463,6 +464,26 @@ class Agent:
         if value is None or ts_id is None:
             raise bfrt_failure("port %d: $TIMESTAMP_1588 fields are not integers", dev)
         return {"valid": bool(d["$TIMESTAMP_1588_VALID"]), "value": value, "id": ts_id}
+
+    def port_cut_through(self, args):
+        """Cut-through towards a port: $PORT's $CUT_THROUGH_EN (bf_rt_port
+        json; behind it the BF PAL call that sets the traffic manager and the
+        parser's EBUF together, off by default). Without "enable" it only
+        reads; the answer says what it was before, for the caller's undo."""
+        dev = arg_int(args, "dev_port", lo=0)
+        e = self._port(dev)
+        if e is None:
+            raise not_found("port %d is not added", dev)
+        d = {text(k): v for k, v in e.data.items()}
+        if "$CUT_THROUGH_EN" not in d:
+            raise bfrt_failure("port %d: $PORT has no $CUT_THROUGH_EN field in this SDE", dev)
+        prev = bool(d["$CUT_THROUGH_EN"])
+        if "enable" in args:
+            on = arg_bool(args, "enable")
+            if on != prev:
+                self.call(self.bfrt.port.port.mod, DEV_PORT=dev, CUT_THROUGH_EN=on)
+        now = {text(k): v for k, v in self._port(dev).data.items()}
+        return {"previous": prev, "enabled": bool(now.get("$CUT_THROUGH_EN", False))}
 
     def port_stat(self, args):
         dev = arg_int(args, "dev_port", lo=0)
