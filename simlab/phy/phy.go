@@ -25,9 +25,10 @@
 //
 // The paper's 246 ns. The paper puts the worst case per hop at 25G with RS(528,514) at
 // 246 ns (§3.1, case C: (T_acc - T_offset) + T_acc + 2 x T_dec); this model gets 242.7 ns.
-// No mechanism is missing: 246 = 211.2 + 4.8 + 30 is what the formula gives with T_acc
-// taken as 5280 bits at the nominal 25 Gb/s (211.2 ns) and about one header (4.8 ns,
-// 15 bytes at 25 Gb/s) of the frame left in the first codeword, parity not counted. The
+// No mechanism is missing. The paper does not list its terms; our reconstruction: 246 =
+// 211.2 + 4.8 + 30 is what the formula gives with T_acc taken as 5280 bits at the
+// nominal 25 Gb/s (211.2 ns) and about one header (4.8 ns, 15 bytes at 25 Gb/s) of the
+// frame left in the first codeword, parity not counted. The
 // model takes the codeword at the lane's 25.78125 GBd (clause 107.1, 108.5.2: 5280 bits
 // in 204.8 ns, 6.4 ns less) and what the traffic leaves in the first codeword at worst:
 // a header starts 8 bytes after a 64b/66b block boundary (clause 82.2.3.4), so case C
