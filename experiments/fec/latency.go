@@ -58,7 +58,10 @@ cut-through the largest wire latency less the FEC-off case's least, plus the hea
 serialization without FEC; for store-and-forward marginal_max plus the frame's. Beside each row stands the
 paper's closed-form prediction (§3.1, cases A-C, over every block-aligned header offset;
 none for FC-FEC, which the paper does not analyse). The multi-hop envelope (Fig. 7) is the
-range over probes of the latency from leaving port 0 to leaving port k.
+range over probes of the latency from leaving port 0 to leaving port k. On one switch every
+port runs from the switch's clock and a frame leaves a FEC port on its codeword grid, so
+after the first link or two every probe meets the next codeword at the same offset and
+the envelope stops growing; the paper's Fig. 7 assumes independent offsets per hop.
 path=heterogeneous adds a case where the first snake port runs 25G RS(528,514) and the
 others 100G RS(528,514), beside the all-100G case (§3.2.2's 159 ns, cut-through and the
 smallest frame size only). The slow link is the first because only there do the probes'
