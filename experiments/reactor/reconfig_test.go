@@ -118,8 +118,9 @@ func TestReconfigAllToAllFollowsFromTheSlots(t *testing.T) {
 	if s.GoodputGbpsHostMin*1e9 < 0.99*wantHost || s.GoodputGbpsHostMax*1e9 > 1.01*wantHost {
 		t.Errorf("per host %.4f..%.4f Gb/s, want %.4f", s.GoodputGbpsHostMin, s.GoodputGbpsHostMax, wantHost/1e9)
 	}
-	// Mordia's gaps: mean about 12 us, none beyond 15 us (168 nights).
-	if math.Abs(s.ReconfigGapUSMean-12) > 0.5 || s.ReconfigGapUSMax > 15 || s.Nights != 24*(n-1) {
+	// ocs1's nights (its mechanism: the slowest of the hosts' new
+	// circuits, about 12 us per circuit), none beyond 15 us (168 nights).
+	if s.ReconfigGapUSMean < 9 || s.ReconfigGapUSMax > 15 || s.Nights != 24*(n-1) {
 		t.Errorf("gaps %.3f us mean, %.3f max over %d nights", s.ReconfigGapUSMean, s.ReconfigGapUSMax, s.Nights)
 	}
 
@@ -148,7 +149,11 @@ func TestReconfigAllToAllFollowsFromTheSlots(t *testing.T) {
 		if d := num(t, r["end_us"]) - num(t, r["start_us"]); math.Abs(d-slot) > 0.01 {
 			t.Fatalf("slot row %v lasts %.4f us", r, d)
 		}
-		if g := num(t, r["gap_us"]); g <= 0 || g > 15 {
+		// A circuit lights 9-15 us into its night; a configuration the
+		// switch keeps across a period boundary (the slot orders change
+		// from period to period, so the last of one can be the first of
+		// the next) keeps its light: no gap, and only at slot 0.
+		if g := num(t, r["gap_us"]); (g != 0 || r["slot"] != "0") && (g < 9 || g > 15) {
 			t.Fatalf("slot row %v", r)
 		}
 		p := num(t, r["period"])
