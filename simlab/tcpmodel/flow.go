@@ -70,19 +70,21 @@ type FlowConfig struct {
 	Loss             float64
 }
 
-// DefaultFlow is a flow between 100G hosts across a link of linkBps in
-// mode, corrupting frames at loss: the switch buffer and marking
+// DefaultFlow is a flow between hosts at linkBps (LinkGuardian §4.2: all
+// links at 25G) across a link of linkBps in mode, corrupting frames at
+// loss: the switch buffer and marking
 // threshold of a shallow-buffered ToR port (Tofino's 22 MB are shared by
-// all ports; 1 MB to one port), K from DCTCP's rule K > C x RTT / 7
-// (Alizadeh et al., SIGCOMM 2010, §3.3) at 100 Gb/s and 20 us, Linux's
-// rto_min (200 ms) and the paper's hosts' 1 ms (LinkGuardian artifact:
-// ip route ... rto_min 1ms).
+// all ports; 1 MB to one port), K = 40 KB (our choice: above DCTCP's
+// K > C x RTT / 7, Alizadeh et al., SIGCOMM 2010, §3.3, for 100 Gb/s and
+// a 20 us round trip, below its 65 packets at 10 Gb/s), and the paper's
+// hosts' rto_min of 1 ms (LinkGuardian artifact: ip route ... rto_min
+// 1ms; Linux's default is 200 ms).
 func DefaultFlow(cc string, mode lgmodel.Mode, linkBps, loss float64) (FlowConfig, error) {
 	lc, err := lgmodel.Defaults(mode, linkBps, loss, 0)
 	if err != nil {
 		return FlowConfig{}, err
 	}
-	return FlowConfig{CC: cc, MSS: 1448, HostBps: 100e9, Link: lc, HostDelay: 2 * time.Microsecond, AckDelay: 10 * time.Microsecond,
+	return FlowConfig{CC: cc, MSS: 1448, HostBps: linkBps, Link: lc, HostDelay: 2 * time.Microsecond, AckDelay: 10 * time.Microsecond,
 		SwitchBuffer: 1 << 20, ECNK: 40_000, ECT: cc == "dctcp", RTOMin: time.Millisecond, DupThresh: 3,
 		Duration: 20 * time.Millisecond, Sample: time.Millisecond, Loss: loss}, nil
 }
