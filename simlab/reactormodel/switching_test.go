@@ -91,6 +91,7 @@ func TestSwitchingRelockFollowsTheClocks(t *testing.T) {
 func TestSwitchingGivesMordiasGaps(t *testing.T) {
 	s := newTestSwitching(t, 25)
 	law := s.Law()
+	t.Logf("per circuit: mean %v, SD %v, within [%v, %v]; settle %v..%v, receiver front end %v", law.Mean, law.SD, law.Min, law.Max, s.Settle(0), s.Settle(1), s.Frontend)
 	if math.Abs(float64(law.Mean-11500*time.Nanosecond)) > 100 || law.SD < 500*time.Nanosecond || law.SD > 1500*time.Nanosecond {
 		t.Errorf("per circuit %v mean, %v SD: want 11.5 us and about 1 us", law.Mean, law.SD)
 	}

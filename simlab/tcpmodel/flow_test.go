@@ -122,3 +122,19 @@ func TestFig9TCPTable(t *testing.T) {
 	}
 	t.Log("\n" + b.String())
 }
+
+// BenchmarkFlow reports how fast a DCTCP flow over a protected 100G link
+// simulates: simulated milliseconds per wall-clock second.
+func BenchmarkFlow(b *testing.B) {
+	c, err := DefaultFlow("dctcp", lgmodel.Ordered, 100e9, 1e-3)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.Duration = 5 * time.Millisecond
+	for i := 0; i < b.N; i++ {
+		if _, err := RunFlow(c, rand.New(rand.NewPCG(1, uint64(i)))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(c.Duration.Milliseconds())*float64(b.N)/b.Elapsed().Seconds(), "sim-ms/s")
+}
