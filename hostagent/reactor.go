@@ -272,6 +272,42 @@ type ReactorFlow struct {
 	// GoodputBps is MeasuredBytes over the interval, once measured.
 	GoodputBps float64 `json:"goodput_bps,omitempty"`
 	Error      string  `json:"error,omitempty"`
+	// Bursts are the receiver's arrivals within the measurement interval
+	// by their receive timestamps, grouped into runs with no silence
+	// longer than ReactorBurstGapNs (a received flow, once measured; at
+	// most maxBursts, the earliest).
+	Bursts []ReactorBurst `json:"bursts,omitempty"`
+}
+
+// ReactorBurst is a run of arrivals at a receiver: the first and the last
+// arrival's receive timestamps (REACToR clock) and the payload between.
+type ReactorBurst struct {
+	FirstNs int64 `json:"first_ns"`
+	LastNs  int64 `json:"last_ns"`
+	Bytes   int64 `json:"bytes"`
+}
+
+// ReactorBurstGapNs is the longest silence inside a burst: 5 us, four
+// 1538-byte frames at 10 Gb/s and well below a circuit switch's night
+// (REACToR §4: about 12 us of reconfiguration), so that bursts are the
+// circuits' lit spans as the receiver saw them.
+const ReactorBurstGapNs = 5000
+
+// maxBursts bounds a flow's burst log.
+const maxBursts = 1 << 16
+
+// AddArrival extends bs with an arrival of n bytes at t: the last burst
+// when t is within ReactorBurstGapNs of its end, else a new one.
+func AddArrival(bs []ReactorBurst, t, n int64) []ReactorBurst {
+	if k := len(bs); k > 0 && t-bs[k-1].LastNs <= ReactorBurstGapNs && t >= bs[k-1].LastNs {
+		bs[k-1].LastNs = t
+		bs[k-1].Bytes += n
+		return bs
+	}
+	if len(bs) >= maxBursts {
+		return bs
+	}
+	return append(bs, ReactorBurst{FirstNs: t, LastNs: t, Bytes: n})
 }
 
 // ReactorFlows is the answer of GET /v1/reactor/flows.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -346,6 +347,19 @@ func TestReactorRejectsBadRequests(t *testing.T) {
 
 // Flows run for real over loopback: a bulk flow and a paced one into the
 // agent's own sink, each measured over an interval of the REACToR clock.
+// Arrivals closer than ReactorBurstGapNs join a burst; a silence longer
+// starts the next one.
+func TestAddArrivalGroupsBySilence(t *testing.T) {
+	var bs []ReactorBurst
+	for _, a := range [][2]int64{{1000, 10}, {2000, 10}, {2000 + ReactorBurstGapNs, 5}, {2001 + 2*ReactorBurstGapNs, 7}} {
+		bs = AddArrival(bs, a[0], a[1])
+	}
+	want := []ReactorBurst{{1000, 2000 + ReactorBurstGapNs, 25}, {2001 + 2*ReactorBurstGapNs, 2001 + 2*ReactorBurstGapNs, 7}}
+	if !slices.Equal(bs, want) {
+		t.Errorf("bursts %+v, want %+v", bs, want)
+	}
+}
+
 func TestReactorFlowsOverLoopback(t *testing.T) {
 	c, _ := startAgent(t, Options{Hostname: "h1", Reactor: NewTCReactor(TCOptions{TC: "/nonexistent/tc", Hostname: "h1"})})
 	ctx := testCtx(t)
@@ -391,6 +405,21 @@ func TestReactorFlowsOverLoopback(t *testing.T) {
 	// so only its order of magnitude is held here: paced, not bulk.
 	if want := rate * pacedPayload; paced.GoodputBps <= want/4 || paced.GoodputBps >= 2*want || bulk.GoodputBps < 5*paced.GoodputBps {
 		t.Errorf("paced flow delivered %.4g b/s (offered %.4g), bulk %.4g: not paced", paced.GoodputBps, want, bulk.GoodputBps)
+	}
+	// The receiver timestamps its reads: the bursts lie in the interval,
+	// in order, and hold what it counted.
+	for _, f := range []ReactorFlow{bulk, paced} {
+		var sum int64
+		prev := f.MeasureFromNs
+		for _, b := range f.Bursts {
+			if b.FirstNs < prev || b.LastNs < b.FirstNs || b.LastNs >= f.MeasureToNs {
+				t.Fatalf("%s flow: burst %+v after %d, interval [%d, %d)", f.Kind, b, prev, f.MeasureFromNs, f.MeasureToNs)
+			}
+			prev, sum = b.LastNs, sum+b.Bytes
+		}
+		if len(f.Bursts) == 0 || sum != f.MeasuredBytes {
+			t.Errorf("%s flow: %d bursts of %d bytes, measured %d", f.Kind, len(f.Bursts), sum, f.MeasuredBytes)
+		}
 	}
 	if err := c.ReactorStopFlows(ctx); err != nil {
 		t.Fatal(err)

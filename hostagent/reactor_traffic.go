@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -62,6 +63,7 @@ type sentFlow struct {
 type recvFlow struct {
 	ReactorFlow
 	delivered, measured int64
+	bursts              []ReactorBurst
 }
 
 func newTraffic(host string, dial DialFunc, listen ListenFunc, clock func() int64, log *slog.Logger) *traffic {
@@ -196,6 +198,10 @@ func (t *traffic) receive(c net.Conn) {
 			rf.delivered += int64(n)
 			if rf.MeasureToNs != 0 && now >= rf.MeasureFromNs && now < rf.MeasureToNs {
 				rf.measured += int64(n)
+				// The read's time stands for the arrival of its bytes: a
+				// user-space receive timestamp, later than the wire by the
+				// stack's latency (interrupt moderation, GRO).
+				rf.bursts = AddArrival(rf.bursts, now, int64(n))
 			}
 			t.mu.Unlock()
 		}
@@ -341,6 +347,7 @@ func (t *traffic) list() ReactorFlows {
 		x.Measured = x.MeasureToNs != 0 && now >= x.MeasureToNs
 		if x.Measured {
 			x.GoodputBps = float64(f.measured) * 8 / (float64(x.MeasureToNs-x.MeasureFromNs) / 1e9)
+			x.Bursts = slices.Clone(f.bursts)
 		}
 		x.State = FlowRunning
 		out.Received = append(out.Received, x)

@@ -26,7 +26,7 @@ func TestLabHasBothCircuitSwitches(t *testing.T) {
 	}
 	// The emulator was built from the inventory entry.
 	m := l.MicroOCS("ocs1")
-	if o := m.Options(); o.Ports != 24 || o.Gap != ocs.DefaultGap() || o.MinSlot != 40*time.Microsecond || o.Serial != "MOR000004" {
+	if o := m.Options(); o.Ports != 24 || !o.Mechanism || m.Switching() == nil || o.Gap.Max > 15*time.Microsecond || o.MinSlot != 40*time.Microsecond || o.Serial != "MOR000004" {
 		t.Fatalf("ocs1 options %+v", o)
 	}
 	if o := l.PolatisSwitch("ocs2").Options(); o.Ingress != 16 || o.SwitchTime != 25*time.Millisecond {
@@ -47,7 +47,7 @@ func TestLabHasBothCircuitSwitches(t *testing.T) {
 	if l.Faults("ocs1") == nil || l.Faults("ocs2") == nil {
 		t.Fatal("no fault injectors for the switches")
 	}
-	if d, ok := DefaultInventory().Device("ocs1"); !ok || d.Options["reconfig_mean_us"] != "12" {
+	if d, ok := DefaultInventory().Device("ocs1"); !ok || d.Options["reconfig_dist"] != "mordia" {
 		t.Fatalf("dry-run inventory: %+v", d)
 	}
 }
@@ -57,8 +57,17 @@ func TestMicroOCSFromDeviceOptions(t *testing.T) {
 		d, _ := DefaultInventory().Device(n)
 		d.Options["reconfig_sd_us"] = "-1"
 		if d.Driver == "mordia-rest" {
+			if _, err := ocs.MicroOCSFromDevice(d); err == nil || !strings.Contains(err.Error(), "ocs1") || !strings.Contains(err.Error(), "reconfig_sd_us") {
+				t.Errorf("a law's option beside the mechanism: %v", err)
+			}
+			d.Options["reconfig_dist"] = "truncnormal"
 			if _, err := ocs.MicroOCSFromDevice(d); err == nil || !strings.Contains(err.Error(), "ocs1") {
 				t.Errorf("bad gap option: %v", err)
+			}
+			d.Options["reconfig_dist"], d.Options["temperature_c"] = "mordia", "200"
+			delete(d.Options, "reconfig_sd_us")
+			if _, err := ocs.MicroOCSFromDevice(d); err == nil || !strings.Contains(err.Error(), "temperature_c") {
+				t.Errorf("bad temperature: %v", err)
 			}
 		}
 		d.Options["ports"] = "16by16"

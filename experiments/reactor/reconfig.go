@@ -30,7 +30,7 @@ func NewReconfig() *Reconfig { return &Reconfig{} }
 func (*Reconfig) Name() string { return ReconfigName }
 
 // Version implements Recipe.
-func (*Reconfig) Version() string { return "1.0.0" }
+func (*Reconfig) Version() string { return "1.1.0" }
 
 // Summary implements Recipe.
 func (*Reconfig) Summary() string {
@@ -46,11 +46,16 @@ each slot period/(hosts-1) long including a night of night; with orders > 1 the 
 cycles that many periods, each with the slots in a different order (the prototype changed
 the permutation every period). Every host streams a TCP-like bulk flow to every other host:
 data on circuits, ACKs through the packet switch. After warmup periods the receivers count
-goodput for periods periods. data/flows.csv has each flow's goodput, data/slots.csv every
+goodput for periods periods, and timestamp what they receive. data/flows.csv has each flow's goodput, data/slots.csv every
 circuit of the measured periods as the switch recorded it (start, end, the night's gap) with
-the payload its source sent in it. The summary gives the duty cycle (circuit time open to
-traffic, from the end of each night budget to the end of its slot, over port time), the
-total goodput and the gaps' mean and maximum.
+the payload its source sent in it. The summary gives the duty cycle measured from the
+traffic (duty_cycle: the time circuits carried data over elapsed time, from the receivers'
+arrival timestamps, as the hosts report them in bursts), beside the schedule's figure
+(duty_cycle_schedule: from the end of each night budget to the end of its slot, over port
+time, as the switch recorded the slots) and the senders' (duty_cycle_windows: the time
+their classes were unpaused); the difference is what the PFC pause and unpause delays and
+idle classes cost (lost_us_per_slot). Then the total goodput and the gaps' mean and
+maximum.
 
 With transition, a second run splits the hosts into two halves: first each host streams to
 the others of its half (hosts/2-1 configurations per period), then, in the middle of period
@@ -132,9 +137,23 @@ type ReconfigSummary struct {
 	Slots   int     `json:"slots"`
 	Orders  int     `json:"orders"`
 	EPSGbps float64 `json:"eps_gbps"`
-	// DutyCycle is the circuit time open to traffic over port time, from
-	// the switch's record.
+	// DutyCycle is measured from the traffic: the time circuits carried
+	// data over elapsed time, from the receivers' timestamps (the union
+	// of each receiver's arrival bursts, summed over receivers, over
+	// hosts x the measured interval).
 	DutyCycle float64 `json:"duty_cycle"`
+	// DutyCycleSchedule is the schedule's figure: circuit time from the
+	// end of each night budget to the end of its slot over port time, as
+	// the switch recorded its slots ((214.3-30)/214.3 for §5.2).
+	DutyCycleSchedule float64 `json:"duty_cycle_schedule"`
+	// DutyCycleWindows is the senders' view: the time their classes were
+	// unpaused for a circuit (PFC unpause to pause taking effect), over
+	// port time. Schedule minus windows is what the PFC delays cost;
+	// windows minus traffic is time a class was open with nothing to send.
+	DutyCycleWindows float64 `json:"duty_cycle_windows"`
+	// LostUSPerSlot is the schedule's lit time per circuit that carried
+	// no data, in us: (schedule - traffic) x period / slots.
+	LostUSPerSlot float64 `json:"lost_us_per_slot"`
 	// GoodputGbpsTotal is the payload all receivers counted; the per-host
 	// extremes show how evenly it is shared.
 	GoodputGbpsTotal   float64 `json:"goodput_gbps_total"`
@@ -431,11 +450,38 @@ func allToAll(ctx context.Context, run *Run, st *reconfigState, W, night time.Du
 	for _, row := range rows {
 		open += row.end - (row.start + night)
 	}
+	portTime := float64(n) * float64(to-from)
+	var carried time.Duration
+	for i, fs := range recv {
+		var spans [][2]int64
+		for _, f := range fs {
+			for _, b := range f.Bursts {
+				spans = append(spans, [2]int64{b.FirstNs, b.LastNs})
+			}
+		}
+		if len(spans) == 0 {
+			return fmt.Errorf("%s: its received flows report no arrival bursts, so the duty cycle cannot be measured from the traffic (hostagent 1.2.0 with bursts expected)", run.Hosts[i].Name)
+		}
+		carried += time.Duration(unionNs(spans, int64(from), int64(to)))
+	}
+	var unpaused time.Duration
+	for _, ws := range windows {
+		var spans [][2]int64
+		for _, w := range ws {
+			if w.Period >= 0 {
+				spans = append(spans, [2]int64{w.OpenNs, w.CloseNs})
+			}
+		}
+		unpaused += time.Duration(unionNs(spans, int64(from), int64(to)))
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	s := &st.s
 	s.SlotUS = us(base.Slots[0].Duration + night)
-	s.DutyCycle = float64(open) / (float64(n) * float64(to-from))
+	s.DutyCycle = float64(carried) / portTime
+	s.DutyCycleSchedule = float64(open) / portTime
+	s.DutyCycleWindows = float64(unpaused) / portTime
+	s.LostUSPerSlot = (s.DutyCycleSchedule - s.DutyCycle) * us(W) / float64(n-1)
 	s.GoodputGbpsTotal = totalBps / 1e9
 	s.GoodputGbpsHostMin, s.GoodputGbpsHostMax = slices.Min(perHost)/1e9, slices.Max(perHost)/1e9
 	s.Nights = len(nights)
@@ -446,10 +492,24 @@ func allToAll(ctx context.Context, run *Run, st *reconfigState, W, night time.Du
 		}
 		s.ReconfigGapUSMean, s.ReconfigGapUSMax = sum/float64(len(gaps)), slices.Max(gaps)
 	}
-	run.RC.Event(results.Event{Type: "measurement", Device: run.OCS, Message: fmt.Sprintf("all-to-all: duty cycle %.4f, %.3f Gb/s in all (%.3f..%.3f per host), gaps %.2f us mean, %.2f us max over %d nights",
-		s.DutyCycle, s.GoodputGbpsTotal, s.GoodputGbpsHostMin, s.GoodputGbpsHostMax, s.ReconfigGapUSMean, s.ReconfigGapUSMax, s.Nights),
-		Fields: map[string]any{"duty_cycle": s.DutyCycle, "goodput_gbps_total": s.GoodputGbpsTotal}})
+	run.RC.Event(results.Event{Type: "measurement", Device: run.OCS, Message: fmt.Sprintf("all-to-all: duty cycle %.4f from the traffic (schedule %.4f, classes unpaused %.4f), %.3f Gb/s in all (%.3f..%.3f per host), gaps %.2f us mean, %.2f us max over %d nights",
+		s.DutyCycle, s.DutyCycleSchedule, s.DutyCycleWindows, s.GoodputGbpsTotal, s.GoodputGbpsHostMin, s.GoodputGbpsHostMax, s.ReconfigGapUSMean, s.ReconfigGapUSMax, s.Nights),
+		Fields: map[string]any{"duty_cycle": s.DutyCycle, "duty_cycle_schedule": s.DutyCycleSchedule, "goodput_gbps_total": s.GoodputGbpsTotal}})
 	return nil
+}
+
+// unionNs is the length of the union of spans [a, b] clipped to [from, to).
+func unionNs(spans [][2]int64, from, to int64) int64 {
+	sort.Slice(spans, func(i, j int) bool { return spans[i][0] < spans[j][0] })
+	var total, end int64 = 0, from
+	for _, sp := range spans {
+		a, b := max(sp[0], end), min(sp[1], to)
+		if b > a {
+			total += b - a
+			end = b
+		}
+	}
+	return total
 }
 
 func writeCircuits(run *Run, table string, rows []circuitRow, configs bool) error {

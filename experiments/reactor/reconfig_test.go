@@ -78,8 +78,28 @@ func TestReconfigAllToAllFollowsFromTheSlots(t *testing.T) {
 		t.Fatalf("test arithmetic: %g", wantDuty)
 	}
 	// Slot lengths are whole nanoseconds: a few ns per period at most.
-	if math.Abs(s.DutyCycle-wantDuty) > 1e-5 || math.Abs(s.SlotUS-slot) > 0.001 {
-		t.Errorf("duty cycle %.6f with slots of %.4f us, want %.6f and %.4f", s.DutyCycle, s.SlotUS, wantDuty, slot)
+	if math.Abs(s.DutyCycleSchedule-wantDuty) > 1e-5 || math.Abs(s.SlotUS-slot) > 0.001 {
+		t.Errorf("schedule's duty cycle %.6f with slots of %.4f us, want %.6f and %.4f", s.DutyCycleSchedule, s.SlotUS, wantDuty, slot)
+	}
+	// Measured from the receivers' timestamps, a circuit carries data
+	// from the unpause taking effect (sent 1.2 us before the budget ends,
+	// effective after 1.2-1.3 us) to the pause taking effect (sent
+	// 2.188 us before the slot ends, effective after 1.014-2.188 us):
+	// on average 0.05 + 0.587 us less than the schedule's lit time. Over
+	// 168 x 8 circuits the mean of those uniform draws is within about
+	// 0.01 us (one standard error) of that, 5e-5 of the duty cycle.
+	pfc := (1.3-1.2)/2 + (2.188-1.014)/2
+	wantMeasured := (n - 1) * (lit - pfc) / W // 0.857
+	if math.Abs(s.DutyCycle-wantMeasured) > 3e-4 || s.DutyCycle > wantDuty-0.002 {
+		t.Errorf("duty cycle from the traffic %.6f, want %.6f (the schedule's %.6f less the PFC delays)", s.DutyCycle, wantMeasured, wantDuty)
+	}
+	// The senders' classes were unpaused exactly while data flowed: the
+	// bulk flows always have data (a 4 MiB window against 230 KB a slot).
+	if math.Abs(s.DutyCycleWindows-s.DutyCycle) > 1e-4 {
+		t.Errorf("classes unpaused %.6f of the time, data arriving %.6f", s.DutyCycleWindows, s.DutyCycle)
+	}
+	if math.Abs(s.LostUSPerSlot-pfc) > 0.07 {
+		t.Errorf("lost %.3f us per slot, want about %.3f", s.LostUSPerSlot, pfc)
 	}
 	// Goodput: circuits open from the unpause taking effect to the pause
 	// taking effect (§3.4's PFC delays: a slot loses half of each delay's
@@ -91,15 +111,16 @@ func TestReconfigAllToAllFollowsFromTheSlots(t *testing.T) {
 	ack := 90.0 / (2 * 1538)
 	x := 1 / (1 + f*ack)
 	wantHost := f * x * link * (1500.0 - 52) / (1500 + 38)
-	t.Logf("duty %.4f, total %.3f Gb/s (want %.3f), per host %.3f..%.3f, gaps %.2f/%.2f us", s.DutyCycle, s.GoodputGbpsTotal, n*wantHost/1e9, s.GoodputGbpsHostMin, s.GoodputGbpsHostMax, s.ReconfigGapUSMean, s.ReconfigGapUSMax)
+	t.Logf("duty %.4f (schedule %.4f, windows %.4f), total %.3f Gb/s (want %.3f), per host %.3f..%.3f, gaps %.2f/%.2f us", s.DutyCycle, s.DutyCycleSchedule, s.DutyCycleWindows, s.GoodputGbpsTotal, n*wantHost/1e9, s.GoodputGbpsHostMin, s.GoodputGbpsHostMax, s.ReconfigGapUSMean, s.ReconfigGapUSMax)
 	if math.Abs(s.GoodputGbpsTotal*1e9-n*wantHost) > 0.003*n*wantHost {
 		t.Errorf("total goodput %.4f Gb/s, want %.4f within 0.3%%", s.GoodputGbpsTotal, n*wantHost/1e9)
 	}
 	if s.GoodputGbpsHostMin*1e9 < 0.99*wantHost || s.GoodputGbpsHostMax*1e9 > 1.01*wantHost {
 		t.Errorf("per host %.4f..%.4f Gb/s, want %.4f", s.GoodputGbpsHostMin, s.GoodputGbpsHostMax, wantHost/1e9)
 	}
-	// Mordia's gaps: mean about 12 us, none beyond 15 us (168 nights).
-	if math.Abs(s.ReconfigGapUSMean-12) > 0.5 || s.ReconfigGapUSMax > 15 || s.Nights != 24*(n-1) {
+	// ocs1's nights (its mechanism: the slowest of the hosts' new
+	// circuits, about 12 us per circuit), none beyond 15 us (168 nights).
+	if s.ReconfigGapUSMean < 9 || s.ReconfigGapUSMax > 15 || s.Nights != 24*(n-1) {
 		t.Errorf("gaps %.3f us mean, %.3f max over %d nights", s.ReconfigGapUSMean, s.ReconfigGapUSMax, s.Nights)
 	}
 
@@ -128,7 +149,11 @@ func TestReconfigAllToAllFollowsFromTheSlots(t *testing.T) {
 		if d := num(t, r["end_us"]) - num(t, r["start_us"]); math.Abs(d-slot) > 0.01 {
 			t.Fatalf("slot row %v lasts %.4f us", r, d)
 		}
-		if g := num(t, r["gap_us"]); g <= 0 || g > 15 {
+		// A circuit lights 9-15 us into its night; a configuration the
+		// switch keeps across a period boundary (the slot orders change
+		// from period to period, so the last of one can be the first of
+		// the next) keeps its light: no gap, and only at slot 0.
+		if g := num(t, r["gap_us"]); (g != 0 || r["slot"] != "0") && (g < 9 || g > 15) {
 			t.Fatalf("slot row %v", r)
 		}
 		p := num(t, r["period"])

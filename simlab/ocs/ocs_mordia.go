@@ -41,12 +41,13 @@ func optMicros(o map[string]string, key string, def time.Duration) (time.Duratio
 }
 
 // GapFromOptions reads a reconfiguration gap law from inventory options:
-// reconfig_dist (only "truncnormal", a normal truncated to [min, max]),
+// reconfig_dist "truncnormal" (a normal truncated to [min, max]),
 // reconfig_mean_us, reconfig_sd_us, reconfig_min_us, reconfig_max_us.
-// Missing keys take DefaultGap's values.
+// Missing keys take DefaultGap's values. (reconfig_dist "mordia", the
+// mechanism, is read by MicroOCSFromDevice.)
 func GapFromOptions(o map[string]string) (GapDistribution, error) {
 	if d := o["reconfig_dist"]; d != "" && d != "truncnormal" {
-		return GapDistribution{}, fmt.Errorf("option reconfig_dist=%q: only truncnormal is modelled", d)
+		return GapDistribution{}, fmt.Errorf("option reconfig_dist=%q: expected truncnormal (a law) or mordia (the mechanism)", d)
 	}
 	g := DefaultGap()
 	var err error
@@ -67,8 +68,15 @@ type MicroOCSOptions struct {
 	Vendor, Model, Serial, Firmware string
 	// Ports, inputs and outputs each (default 24: Mordia, REACToR §4).
 	Ports int
-	// Gap is the reconfiguration gap's law (default DefaultGap).
+	// Gap is the reconfiguration gap's law (default DefaultGap); with
+	// Mechanism it is the mechanism's summary (reactormodel.Switching.Law).
 	Gap GapDistribution
+	// Mechanism: each night's gap comes from reactormodel.Switching, the
+	// mirrors settling and the receivers relocking circuit by circuit,
+	// instead of a draw from Gap; TempC is the switch's temperature
+	// (default 25 C).
+	Mechanism bool
+	TempC     float64
 	// MinSlot is the shortest slot, night included (default 40 us, the
 	// bound REACToR §5.4 simulates with).
 	MinSlot time.Duration
@@ -173,6 +181,9 @@ type MicroOCS struct {
 	ring   []OCSNight
 	seq    uint64 // sequence number of the next night
 	state  [2][]string
+	// sw is the night's mechanism (opts.Mechanism), its phase draws from
+	// rng like the law's.
+	sw *reactormodel.Switching
 }
 
 type ocsLit struct {
@@ -199,6 +210,22 @@ type ocsRun struct {
 func NewMicroOCS(w *world.World, name string, opts MicroOCSOptions) (*MicroOCS, error) {
 	if opts.Ports == 0 {
 		opts.Ports = 24
+	}
+	if opts.Ports < 1 {
+		return nil, fmt.Errorf("%s: %d ports", name, opts.Ports)
+	}
+	var sw *reactormodel.Switching
+	if opts.Mechanism {
+		if opts.TempC == 0 {
+			opts.TempC = 25
+		}
+		// The mirrors and clocks of this switch, drawn once from its own
+		// stream (per port), apart from the nights' stream.
+		sw = reactormodel.NewSwitching(opts.Ports, w.Stream("ocs/"+name+"/optics"), opts.TempC)
+		if err := sw.Validate(); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		opts.Gap = sw.Law()
 	}
 	if opts.Gap == (GapDistribution{}) {
 		opts.Gap = DefaultGap()
@@ -227,7 +254,7 @@ func NewMicroOCS(w *world.World, name string, opts MicroOCSOptions) (*MicroOCS, 
 	if opts.Ports < 1 {
 		return nil, fmt.Errorf("%s: %d ports", name, opts.Ports)
 	}
-	m := &MicroOCS{Name: name, opts: opts, rng: w.Stream("ocs/" + name), ring: make([]OCSNight, opts.NightLog)}
+	m := &MicroOCS{Name: name, opts: opts, rng: w.Stream("ocs/" + name), ring: make([]OCSNight, opts.NightLog), sw: sw}
 	if opts.Clock != nil {
 		m.now = opts.Clock
 	} else {
@@ -263,7 +290,13 @@ func (m *MicroOCS) advance(now time.Duration) {
 			continue
 		}
 		start := r.next
-		gap := m.opts.Gap.Draw(m.rng)
+		var prev []OCSCircuit
+		if r.started {
+			prev = r.cur.circuits
+		} else if m.static != nil {
+			prev = m.static.circuits
+		}
+		gap := m.nightGap(prev, s.Slots[r.slot].Circuits)
 		m.record(OCSNight{Period: r.period, Slot: r.slot, Start: start, End: start + gap})
 		sl := s.Slots[r.slot]
 		r.cur = ocsLit{circuits: sl.Circuits, litAt: start + gap, darkAt: start + s.Night + sl.Duration,
@@ -278,6 +311,34 @@ func (m *MicroOCS) advance(now time.Duration) {
 		}
 	}
 }
+
+// nightGap is the gap of the night from circuits prev to next: the
+// mechanism's (the slowest new circuit), or a draw from the law.
+func (m *MicroOCS) nightGap(prev, next []OCSCircuit) time.Duration {
+	if m.sw == nil {
+		return m.opts.Gap.Draw(m.rng)
+	}
+	return m.sw.Night(m.rng, circuitPerm(prev, m.opts.Ports), circuitPerm(next, m.opts.Ports))
+}
+
+// circuitPerm is circuits as a permutation over the ports from 0:
+// perm[in-1] = out-1, or sched.Dark.
+func circuitPerm(cs []OCSCircuit, ports int) []int {
+	perm := make([]int, ports)
+	for i := range perm {
+		perm[i] = sched.Dark
+	}
+	for _, c := range cs {
+		if c.In >= 1 && c.In <= ports && c.Out >= 1 && c.Out <= ports {
+			perm[c.In-1] = c.Out - 1
+		}
+	}
+	return perm
+}
+
+// Switching is the mechanism of the switch's nights, or nil when they
+// are drawn from a law.
+func (m *MicroOCS) Switching() *reactormodel.Switching { return m.sw }
 
 func (m *MicroOCS) record(n OCSNight) {
 	n.Seq = m.seq
@@ -482,7 +543,11 @@ func (m *MicroOCS) SetConfiguration(cs []OCSCircuit) error {
 		m.static = nil
 		return nil
 	}
-	gap := m.opts.Gap.Draw(m.rng)
+	var prev []OCSCircuit
+	if m.static != nil {
+		prev = m.static.circuits
+	}
+	gap := m.nightGap(prev, cs)
 	m.record(OCSNight{Period: -1, Slot: -1, Start: now, End: now + gap})
 	m.static = &ocsLit{circuits: append([]OCSCircuit(nil), cs...), litAt: now + gap, darkAt: -1, period: -1, slot: -1}
 	return nil

@@ -32,8 +32,27 @@ func MicroOCSFromDevice(d *inventory.Device) (MicroOCSOptions, error) {
 	if o.MinNight, err = optMicros(d.Options, "min_night_us", 0); err != nil {
 		return o, fmt.Errorf("%s: %w", d.Name, err)
 	}
-	if o.Gap, err = GapFromOptions(d.Options); err != nil {
-		return o, fmt.Errorf("%s: %w", d.Name, err)
+	switch d.Options["reconfig_dist"] {
+	case "mordia":
+		// The night from its mechanism (reactormodel.Switching); the
+		// law's keys do not apply.
+		for _, k := range []string{"reconfig_mean_us", "reconfig_sd_us", "reconfig_min_us", "reconfig_max_us"} {
+			if _, ok := d.Options[k]; ok {
+				return o, fmt.Errorf("%s: option %s: reconfig_dist mordia takes its gap from the mechanism; remove %s or set reconfig_dist truncnormal", d.Name, k, k)
+			}
+		}
+		o.Mechanism = true
+		if v := d.Options["temperature_c"]; v != "" {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f < -40 || f > 85 {
+				return o, fmt.Errorf("%s: option temperature_c=%q: expected degrees Celsius within -40..85", d.Name, v)
+			}
+			o.TempC = f
+		}
+	default:
+		if o.Gap, err = GapFromOptions(d.Options); err != nil {
+			return o, fmt.Errorf("%s: %w", d.Name, err)
+		}
 	}
 	return o, nil
 }

@@ -43,7 +43,9 @@ import (
 //     circuit rate limits are only recorded.
 //
 // The reconfiguration gap inside each night is the model's own draw from
-// the switch's law; the switch records its own draws. Traffic does not
+// the switch's law (for a switch whose nights come from its mechanism,
+// reactormodel.Switching.Law: the mechanism's per-circuit mean and SD
+// within its bounds); the switch records its own nights. Traffic does not
 // depend on them: hosts are unpaused at the end of the night budget.
 type ReactorFabric struct {
 	o   ReactorFabricOptions

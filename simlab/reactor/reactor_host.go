@@ -363,6 +363,7 @@ func (c *ReactorHostControl) Flows(ctx context.Context) (hostagent.ReactorFlows,
 	for _, fl := range f.allFlowsLocked() {
 		byID[fl.id] = fl
 	}
+	var slots []reactormodel.SlotRecord
 	for _, x := range f.flowsLocked() {
 		fl := byID[x.ID]
 		if fl == nil || fl.hidden {
@@ -379,10 +380,47 @@ func (c *ReactorHostControl) Flows(ctx context.Context) (hostagent.ReactorFlows,
 			out.Sent = append(out.Sent, rf)
 		}
 		if x.Dst == c.i {
+			if x.Measured && fl.run != nil && fl.run.model != nil {
+				if slots == nil {
+					slots = fl.run.model.Result().Slots
+				}
+				rf.Bursts = arrivals(slots, fl, fl.run.start)
+			}
 			out.Received = append(out.Received, rf)
 		}
 	}
 	return out, nil
+}
+
+// arrivals are flow fl's receive bursts within its measurement interval,
+// from the model's arrivals over circuits: the fluid crosses a lit
+// circuit without delay (reactormodel's "Bytes served over a lit circuit
+// reach the destination at once"), so what the receiver sees of a slot is
+// the span from the slot's first to its last byte served, clipped to the
+// interval. Slots closer than hostagent.ReactorBurstGapNs join one burst,
+// as a receiver timestamping packets would see them. The circuit from
+// fl's source to its destination carries all the flows between the two;
+// with one flow per pair (the recipes') they are the flow's.
+func arrivals(slots []reactormodel.SlotRecord, fl *fabricFlow, start time.Duration) []hostagent.ReactorBurst {
+	var bs []hostagent.ReactorBurst
+	for _, s := range slots {
+		if s.Src != fl.src || s.Dst != fl.dst || s.FirstByte < 0 || s.LastByte <= s.FirstByte {
+			continue
+		}
+		a, b := start+s.FirstByte, start+s.LastByte
+		ca, cb := max(a, fl.measFrom), min(b, fl.measTo)
+		if cb <= ca {
+			continue
+		}
+		n := int64(s.Bytes * float64(cb-ca) / float64(b-a))
+		if k := len(bs); k > 0 && int64(ca)-bs[k-1].LastNs <= hostagent.ReactorBurstGapNs {
+			bs[k-1].LastNs = max(bs[k-1].LastNs, int64(cb))
+			bs[k-1].Bytes += n
+			continue
+		}
+		bs = append(bs, hostagent.ReactorBurst{FirstNs: int64(ca), LastNs: int64(cb), Bytes: n})
+	}
+	return bs
 }
 
 // StopFlows implements hostagent.ReactorHost: this host's flows stop now

@@ -108,7 +108,10 @@
 //     (none for the pure circuit ToR), W = 3 ms, Delta = 20 us,
 //     configurations of at least 40 us including it (at most 75).
 //   - Reconfiguration gap: Mordia, mean about 12 us, 14.84 us the largest
-//     observed (§4, Fig. 5).
+//     observed (§4, Fig. 5). [Switching] is its mechanism, circuit by
+//     circuit (mirror settle, then the receiver's CDR and PCS relock), which
+//     the simulated microsecond switch plays; the model itself draws from a
+//     [GapLaw] (traffic does not depend on it).
 //   - PFC delays: off 1,014-2,188 ns, on 1.2-1.3 us (§3.4); used at
 //     100 Gb/s too, for want of a measurement there.
 //   - Bulk window: 4 MiB, Linux's largest autotuned send buffer
