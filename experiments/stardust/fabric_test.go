@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"testbed/experiments/recipetest"
@@ -143,3 +144,14 @@ func TestMD1(t *testing.T) {
 		t.Error("M/D/1 at rho 1")
 	}
 }
+
+func planWith(t *testing.T, r orchestrator.Recipe, sets ...string) (*orchestrator.Plan, error) {
+	t.Helper()
+	params, err := orchestrator.ResolveParams(r.Params(), "", nil, sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Plan(&orchestrator.PlanContext{Params: params, Lab: &inventory.Inventory{Name: "no-lab", Path: "(none)"}})
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
