@@ -60,7 +60,7 @@ and the schedulers throttle. A utilisation is the offered data over the fabric's
 capacity after cell headers and link overheads (as §6.2 defines it), so 1.2 is an
 oversubscribed fabric held by FCI. Reachability cells run every reach_period (th 3).
 
-scale=small (default) is 32 FAs of 8 links, 8 first-tier FEs in 2 groups and 32
+scale=small (default) is fas (32) FAs of 8 links, 8 first-tier FEs in 2 groups and fas
 second-tier FEs; scale=paper is §6.2's 256 FAs x 32 links, 128 + 64 FEs (minutes per
 utilisation). No device is used: the model stands for the fabric (model_only in the
 summary). Writes data/fabric_points.csv, fabric_latency.csv and fabric_queue.csv.`
@@ -71,6 +71,7 @@ func (*Fabric) Params() []o.ParamSpec {
 	return []o.ParamSpec{
 		{Name: "scale", Type: o.TypeString, Default: "small", Enum: []string{"small", "paper"}, Description: "small: 32 FAs x 8 links, two FE tiers; paper: §6.2's 256 FAs x 32 links, 128 + 64 FEs"},
 		// Fig. 9: 50% ... 95% and an oversubscribed 120% with FCI.
+		{Name: "fas", Type: o.TypeInt, Default: int64(32), Min: o.Bound(4), Max: o.Bound(256), Description: "scale=small: the FAs, an even number (two groups; as many second-tier FEs)"},
 		{Name: "utilisations", Type: o.TypeFloats, Unit: "1", Default: []float64{0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.2}, Min: o.Bound(0.01), Max: o.Bound(2), Description: "offered data over the fabric's data capacity, one run each"},
 		{Name: "slots", Type: o.TypeInt, Unit: "cell times", Default: int64(0), Min: o.Bound(0), Max: o.Bound(1e8), Description: "fabric cell times per utilisation (0: 100000 for small, 8000 for paper)"},
 		{Name: "warmup", Type: o.TypeInt, Unit: "cell times", Default: int64(2000), Min: o.Bound(0), Max: o.Bound(1e7), Description: "cell times run before measuring"},
@@ -185,7 +186,13 @@ func fabricConfig(p *o.Params, u float64) (sm.Config, error) {
 	case "paper":
 		c = sm.Paper()
 	default:
-		c.FAs, c.FEs, c.LinksPerFA, c.Groups, c.Stages, c.FE2s = 32, 8, 8, 2, 2, 32
+		n := int(p.Int("fas"))
+		if n%2 != 0 {
+			return c, fmt.Errorf("fas %d: expected an even number (two groups of FAs)", n)
+		}
+		// Each group's n/2 FAs reach its 4 FEs by 2 links each: an FE has
+		// n links down, so n second-tier FEs, one link up to each.
+		c.FAs, c.FEs, c.LinksPerFA, c.Groups, c.Stages, c.FE2s = n, 8, 8, 2, 2, n
 	}
 	c.CellBytes = int(p.Int("cell_bytes"))
 	c.LinkBps = p.Float("link_gbps") * 1e9

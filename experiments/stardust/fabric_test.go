@@ -46,7 +46,7 @@ func runOffline(t *testing.T, r orchestrator.Recipe, summary any, sets ...string
 	return res
 }
 
-// Fig. 9 on the small two-tier fabric: no cell lost at any utilisation,
+// Fig. 9 on a small two-tier fabric (16 FAs): no cell lost at any utilisation,
 // 1.2 included (FCI holds it); below utilisation 1 the last-stage queue
 // agrees with M/D/1 within the stated tolerance: P(Q>=k) at most 0.1
 // above it for every k (the body, made heavier by bursts of sprayed
@@ -56,7 +56,7 @@ func runOffline(t *testing.T, r orchestrator.Recipe, summary any, sets ...string
 // tail grows with utilisation; both figures drawn.
 func TestFabricFig9(t *testing.T) {
 	var s stardust.FabricSummary
-	res := runOffline(t, stardust.NewFabric(), &s, "utilisations=0.5,0.9,1.2", "slots=3000", "warmup=600")
+	res := runOffline(t, stardust.NewFabric(), &s, "fas=16", "utilisations=0.5,0.9,1.2", "slots=3000", "warmup=600")
 	if !s.ModelOnly || s.Partial || len(s.Points) != 3 {
 		t.Fatalf("summary %+v", s)
 	}
