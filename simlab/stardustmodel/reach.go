@@ -140,12 +140,11 @@ func (m *Model) advertise() {
 			}
 		}
 		nFA := c.FAs * c.LinksPerFA
-		for q := range rt.up.e { // FE fe hears FE2 u
-			fe, u := q/c.FE2s, q%c.FE2s
+		for q := range rt.up.e { // FE q/FE2s hears FE2 u
+			u := q % c.FE2s
 			ok := rt.fe2Up[u] && rt.linkUp[nFA+q]
 			rt.up.e[q].havePend, rt.up.e[q].pOK = true, ok
 			copy(rt.up.pend[q*w:(q+1)*w], rt.rBits[u*w:(u+1)*w])
-			_ = fe
 		}
 		for q := range rt.f2.e { // FE2 u hears FE fe
 			u, fe := q/c.FEs, q%c.FEs
