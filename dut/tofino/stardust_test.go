@@ -3,11 +3,14 @@ package tofino_test
 import (
 	"context"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
 	"testbed/dut/tofino"
+	"testbed/inventory"
 	sd "testbed/p4/stardust"
+	"testbed/simlab"
 )
 
 // The Stardust control plane through the driver, against simulated
@@ -137,5 +140,105 @@ func TestStardustReachabilityThroughTheDriver(t *testing.T) {
 	}
 	if _, err := fe.VOQCredits(ctx, []int{7}); !tofino.IsNotFound(err) {
 		t.Errorf("VOQ credits of an FE: %v, want not found (the FE has no VOQs)", err)
+	}
+}
+
+// The Stardust bench (simlab/benches/stardust.yaml) as a twin: every FA
+// sees its four fabric links up through its FEs once both ends run the
+// programs; darkening one of fa1's fibres at voa1 takes that link down,
+// and healing takes it out of every destination's spraying slots.
+func TestStardustBenchThroughTheDriver(t *testing.T) {
+	text, err := simlab.Bench("stardust")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := inventory.Parse("simlab/benches/stardust.yaml", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab, skipped, err := simlab.StartTwin(inv, simlab.Options{Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lab.Close() })
+	if len(skipped) != 0 {
+		t.Fatalf("the twin left out %v", skipped)
+	}
+	ctx := context.Background()
+	src := sd.Sources()
+	sws := map[string]*tofino.Switch{}
+	for _, name := range []string{"fa1", "fa2", "fe1", "fe2", "fe3", "fe4"} {
+		d, _ := lab.Inventory().Device(name)
+		program := sd.ProgramFA
+		if d.Options["stardust_role"] == "fe" {
+			program = sd.ProgramFE
+		}
+		s := open(t, lab, name, 20*time.Second)
+		if _, err := s.BuildProgram(ctx, program, sd.MainFile(program), src); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.StartSwitchd(ctx, program); err != nil {
+			t.Fatal(err)
+		}
+		for port, v := range d.Ports {
+			if port == "host" {
+				continue
+			}
+			n, _ := strconv.Atoi(v)
+			if err := s.AddPort(ctx, n, 100, "none"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sws[name] = s
+	}
+	if v, ok := lab.World().VOA("voa1"); ok {
+		for _, ch := range v.Channels {
+			ch.SetShutter(true)
+		}
+	}
+	fa1 := sws["fa1"]
+	var fabric []int
+	for k := 1; k <= 4; k++ {
+		fabric = append(fabric, dev(t, lab, "fa1", "p"+strconv.Itoa(k)))
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for _, p := range fabric {
+		if err := fa1.WaitPortUp(wctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"fa1", "fa2"} {
+		ls, err := sws[name].FabricLinks(ctx, fabric, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range ls {
+			if !l.Valid {
+				t.Errorf("%s: fabric link %+v not valid with every FE running", name, l)
+			}
+		}
+	}
+	for d := 1; d < 8; d++ {
+		if err := fa1.SetSpray(ctx, d, fabric); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// fa1-fe2's fibre goes dark.
+	v, _ := lab.World().VOA("voa1")
+	v.Channels[1].SetShutter(false)
+	out, err := fa1.HealSpray(ctx, fabric, 3, []int{1, 2, 3, 4, 5, 6, 7})
+	if err != nil || !reflect.DeepEqual(out, []int{fabric[1]}) {
+		t.Fatalf("heal took out %v (%v), want fa1's p2 (%d)", out, err, fabric[1])
+	}
+	r, _ := fa1.Reachability(ctx)
+	for d := 1; d < 8; d++ {
+		if want := []int{fabric[0], fabric[2], fabric[3]}; !reflect.DeepEqual(r[d], want) {
+			t.Errorf("FA %d over %v, want %v", d, r[d], want)
+		}
+	}
+	// fa2's links do not cross voa1: all still valid.
+	if ls, err := sws["fa2"].FabricLinks(ctx, fabric, 3); err != nil || !ls[1].Valid {
+		t.Errorf("fa2's link to fe2: %+v %v", ls, err)
 	}
 }
