@@ -10,11 +10,13 @@ import (
 	"testbed/experiments/ocscharacterize"
 	"testbed/experiments/rail"
 	"testbed/experiments/reactor"
+	"testbed/experiments/stardust"
 	"testbed/orchestrator"
 )
 
 // Registry returns every recipe.
 func Registry() *orchestrator.Registry {
 	return orchestrator.NewRegistry(attsweep.New(), losssweep.New(), backpressure.New(), ocscharacterize.New(), fct.New(), reactor.NewReconfig(), reactor.NewHybrid(), rail.NewTopology(), rail.NewQualify(),
-		fec.NewLatency(), fec.NewBER())
+		fec.NewLatency(), fec.NewBER(),
+		stardust.NewFabric(), stardust.NewPacking())
 }

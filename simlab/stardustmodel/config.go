@@ -13,13 +13,19 @@
 // a full cell (the tail of a credit's worth) still takes a slot, as the FE
 // data path is clocked per cell (§4.2).
 //
+// The fabric has one FE stage (FA-FE-FA) or two (FA-FE1-FE2-FE1-FA, the
+// folded Clos of §6.2, where the first-tier FE serves as first and last
+// stage). Reachability cells every ReachPeriodSlots on every link build
+// every device's forwarding table (§3.2, §5.8); a link is taken out after
+// ReachTh missed cells and put back after ReachTh good ones (§5.9, App. E);
+// links and FEs can be failed and restored (reach.go).
+//
 // What the fabric does emerges from these mechanisms; no result of the
-// paper is a parameter. Not modelled yet (hooks are named where they would
-// go): reachability cells and their aging, link and device failure (every
-// link is up and reaches every destination: Model.reach), multi-stage FE
-// fabrics (one FE stage), VOQ request messages (a VOQ's request reaches its
-// scheduler at once; credits travel the control path with the fabric's
-// delay), packet reassembly timers.
+// paper is a parameter. Not modelled: VOQ request messages (a VOQ's request
+// reaches its scheduler at once; credits travel the control path with the
+// fabric's delay), loss-of-signal detection (a dead link is found only by
+// missed reachability cells, the slower path of §5.9), links that corrupt
+// rather than die, packet reassembly timers.
 //
 // The model is single-goroutine and deterministic for a given seed.
 package stardustmodel
@@ -27,6 +33,7 @@ package stardustmodel
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -34,12 +41,31 @@ import (
 type Config struct {
 	// FAs is the number of Fabric Adapters (§6.2: 256).
 	FAs int
-	// FEs is the number of Fabric Elements in the single FE stage.
+	// FEs is the number of first-tier Fabric Elements (§6.2: 128).
 	FEs int
-	// LinksPerFA is t, the fabric links of one FA (§6.2: 32). Link j of
-	// every FA goes to FE j mod FEs, so LinksPerFA must be a multiple of
-	// FEs; an FE has LinksPerFA/FEs links to each FA.
+	// LinksPerFA is t, the fabric links of one FA (§6.2: 32).
 	LinksPerFA int
+	// Groups splits the FAs and first-tier FEs into equal groups: an FA's
+	// links go to the FEs of its group, link j to the group's FE j mod
+	// (FEs/Groups), so an FE has LinksPerFA/(FEs/Groups) parallel links to
+	// each FA of its group. One FE stage needs Groups 1 (every FE reaches
+	// every FA); §6.2's two tiers are 8 groups of 32 FAs and 16 FEs.
+	// 0 is 1.
+	Groups int
+	// Stages is 1 (FA-FE-FA) or 2 (FA-FE1-FE2-FE1-FA). 0 is 1.
+	Stages int
+	// FE2s is the number of second-tier FEs when Stages is 2 (§6.2: 64);
+	// each first-tier FE has one link to each, so FE2s should equal a
+	// first-tier FE's links to FAs for a non-blocking fabric.
+	FE2s int
+	// ReachPeriodSlots is the period of reachability cells on every link,
+	// c/f of App. E in slots; 0 leaves the tables as built at the start
+	// (every link valid) and skips the bookkeeping. Reachability cells
+	// travel the control crossbar (§4.2) and take no data slot.
+	ReachPeriodSlots int
+	// ReachTh is th (App. E, Table 4: 3): good cells before a link is
+	// valid, missed periods before it is not.
+	ReachTh int
 	// PortsPerFA is the FA's host-facing ports, each with its own egress
 	// credit scheduler (§3.3).
 	PortsPerFA int
@@ -116,6 +142,22 @@ func Default() Config {
 	}
 }
 
+func (c Config) groups() int { return max(c.Groups, 1) }
+func (c Config) stages() int { return max(c.Stages, 1) }
+
+// Paper is §6.2's two-tier fabric: 256 FAs of 32 links, 128 first-tier FEs
+// in 8 groups (64 links to FAs and 64 up each), 64 second-tier FEs of 128
+// links, 100 m links; 50 Gb/s links and 256 B cells (§6.2's extrapolation,
+// Table 4), eight 200 Gb/s host ports per FA (a fabric speed-up of 1),
+// reachability cells every 10 us with th 3 (Table 4).
+func Paper() Config {
+	c := Default()
+	c.FAs, c.FEs, c.LinksPerFA, c.Groups, c.Stages, c.FE2s = 256, 128, 32, 8, 2, 64
+	c.PortsPerFA, c.PortBps = 8, 200e9
+	c.ReachPeriodSlots, c.ReachTh = int(math.Round(10e-6/c.SlotSeconds())), 3
+	return c
+}
+
 // SlotSeconds is one fabric cell time: a full cell with its header and the
 // link overhead on one fabric link.
 func (c Config) SlotSeconds() float64 {
@@ -146,8 +188,21 @@ func (c Config) Validate() error {
 	if c.FAs < 2 {
 		errs = append(errs, errors.New("at least 2 FAs"))
 	}
-	if c.FEs > 0 && c.LinksPerFA%c.FEs != 0 {
-		errs = append(errs, fmt.Errorf("LinksPerFA %d is not a multiple of FEs %d", c.LinksPerFA, c.FEs))
+	g, st := c.groups(), c.stages()
+	switch {
+	case st != 1 && st != 2:
+		errs = append(errs, fmt.Errorf("Stages %d: expected 1 or 2", c.Stages))
+	case g < 1 || c.FAs%g != 0 || c.FEs%g != 0:
+		errs = append(errs, fmt.Errorf("Groups %d must divide FAs %d and FEs %d", g, c.FAs, c.FEs))
+	case st == 1 && g != 1:
+		errs = append(errs, fmt.Errorf("one FE stage needs Groups 1, not %d: an FE must reach every FA", g))
+	case c.FEs > 0 && c.LinksPerFA%(c.FEs/g) != 0:
+		errs = append(errs, fmt.Errorf("LinksPerFA %d is not a multiple of the %d FEs of a group", c.LinksPerFA, c.FEs/g))
+	case st == 2 && c.FE2s <= 0:
+		errs = append(errs, fmt.Errorf("two FE stages need FE2s > 0, not %d", c.FE2s))
+	}
+	if c.ReachPeriodSlots < 0 || (c.ReachPeriodSlots > 0 && c.ReachTh <= 0) {
+		errs = append(errs, fmt.Errorf("ReachPeriodSlots %d, ReachTh %d: expected a period >= 0 and th > 0 with it", c.ReachPeriodSlots, c.ReachTh))
 	}
 	if c.PortBps <= 0 || c.LinkBps <= 0 {
 		errs = append(errs, errors.New("PortBps and LinkBps must be positive"))

@@ -1,6 +1,7 @@
 package stardustmodel
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 )
@@ -28,7 +29,8 @@ func UnpackedCells(sizes []int, cellBytes int) int {
 
 type cell struct {
 	srcFA, dstFA int32
-	fe           int32 // the FE it was sprayed to
+	fe           int32 // the FE (of the tier it is heading to) it reaches next
+	link         int32 // the physical link it is on (reach.go numbers them)
 	port         int32 // global destination port
 	prio         int8
 	bytes        int32
@@ -93,13 +95,18 @@ type Stats struct {
 	CellsSent    int64 // cells that left a source FA
 	CellsArrived int64 // cells that reached their destination FA
 	CellsLost    int64 // cells that found an FE queue full
-	FCICells     int64 // cells that arrived carrying FCI
-	Credits      int64 // credits granted, all ports
-	BytesOffered int64 // packet bytes that arrived at the FAs
-	BytesArrived int64 // packet bytes that reached the destination FA
-	Bursts       int64 // credits that released data: each is packed as a unit
-	BurstBytes   int64 // the packet bytes they released
-	Packets      int64 // packets they released
+	// CellsLostFailed counts cells sent on a failed link or to a failed
+	// FE, or queued in an FE when it failed; CellsNoRoute those an FE
+	// held for a destination its table said no link reached.
+	CellsLostFailed int64
+	CellsNoRoute    int64
+	FCICells        int64 // cells that arrived carrying FCI
+	Credits         int64 // credits granted, all ports
+	BytesOffered    int64 // packet bytes that arrived at the FAs
+	BytesArrived    int64 // packet bytes that reached the destination FA
+	Bursts          int64 // credits that released data: each is packed as a unit
+	BurstBytes      int64 // the packet bytes they released
+	Packets         int64 // packets they released
 	// QueueHist[k] counts (slot, last-stage FE output queue) samples with
 	// k cells queued, taken after the slot's arrivals and before its
 	// departure (the cell in service counts).
@@ -112,7 +119,7 @@ type Stats struct {
 	// UplinkDst[(fa*LinksPerFA+j)*FAs+d] counts those of them bound for
 	// FA d.
 	UplinkDst []int64
-	// FELinkBusy counts slots in which an FE output link sent a cell,
+	// FELinkBusy counts slots in which a last-stage FE output link sent a cell,
 	// summed over the links; FELinks is their number.
 	FELinkBusy int64
 	FELinks    int
@@ -132,23 +139,36 @@ type Model struct {
 	r *rand.Rand
 
 	prop      int     // propagation delay in slots
+	hops      int     // fabric links from FA to FA: 2 or 4
 	creditLat int     // a credit's way back to the source FA, in slots
 	portBytes float64 // bytes a port drains per slot
 	creditPer float64 // credit bytes a scheduler accrues per slot at full rate
 	arrRate   float64 // packet arrivals per slot per FA
 	nextArr   []float64
 
+	// topology (reach.go): g1 first-tier FEs and gFA FAs per group, k
+	// parallel links from a first-tier FE to each FA of its group.
+	g1, gFA, k int
+
 	voqs   [][]voq // [fa][(port*Priorities)+prio]
 	scheds []sched // [global port]
 	faq    [][]cell
 	faSpr  []sprayer // [fa]
-	feSpr  []sprayer // [fe*FAs+dstFA]
-	feq    [][]cell  // [fe*FAs*k + dstFA*k + i], k = LinksPerFA/FEs
+	dnSpr  []sprayer // [fe*gFA+local dstFA], over the k links
+	upSpr  []sprayer // [fe], over the FE2s (two stages)
+	f2Spr  []sprayer // [fe2*Groups+group], over the group's g1 FEs
+	dnq    [][]cell  // last stage: [fe*gFA*k + local dstFA*k + i]
+	upq    [][]cell  // [fe*FE2s + fe2]
+	f2q    [][]cell  // [fe2*FEs + fe]
 
-	feIn   [][]cell // calendar: cells reaching an FE, per slot mod len
+	feIn   [][]cell // calendar: cells reaching a first-tier FE from an FA
+	f2In   [][]cell // calendar: cells reaching a second-tier FE
+	dnIn   [][]cell // calendar: cells reaching a first-tier FE from an FE2
 	faIn   [][]cell // calendar: cells reaching their destination FA
 	credIn [][]creditEv
 	now    int64
+
+	rt reach
 
 	S Stats
 }
@@ -161,12 +181,18 @@ func New(c Config, r *rand.Rand) (*Model, error) {
 	slot := c.SlotSeconds()
 	m := &Model{c: c, r: r}
 	m.prop = int(math.Ceil(c.PropDelay.Seconds() / slot))
-	// A credit crosses two links (egress FA to FE to source FA) on the
-	// control crossbar (§4.2), so it sees two propagation delays.
-	m.creditLat = 2*m.prop + 2
+	if c.ReachPeriodSlots > 0 && c.ReachPeriodSlots <= m.prop+1 {
+		return nil, fmt.Errorf("ReachPeriodSlots %d: a reachability period must exceed a link's delay of %d slots", c.ReachPeriodSlots, m.prop+1)
+	}
+	m.hops = 2 * c.stages()
+	// A credit crosses the fabric (egress FA to source FA) on the control
+	// crossbar (§4.2), so it sees the data path's propagation delays.
+	m.creditLat = m.hops * (m.prop + 1)
 	m.portBytes = c.PortBps * slot / 8
 	m.creditPer = c.CreditRateBps() * slot / 8
 	m.arrRate = c.Load * c.PortBps * float64(c.PortsPerFA) * slot / 8 / float64(c.PacketBytes)
+	m.g1, m.gFA = c.FEs/c.groups(), c.FAs/c.groups()
+	m.k = c.LinksPerFA / m.g1
 	ports := c.FAs * c.PortsPerFA
 	m.voqs = make([][]voq, c.FAs)
 	m.faq = make([][]cell, c.FAs)
@@ -181,19 +207,33 @@ func New(c Config, r *rand.Rand) (*Model, error) {
 	for g := range m.scheds {
 		m.scheds[g] = sched{factor: 1, lastCut: -1 << 40, lists: make([][]int32, c.Priorities)}
 	}
-	k := c.LinksPerFA / c.FEs
-	m.feSpr = make([]sprayer, c.FEs*c.FAs)
-	for i := range m.feSpr {
-		m.feSpr[i] = newSprayer(r, k)
+	m.dnSpr = make([]sprayer, c.FEs*m.gFA)
+	for i := range m.dnSpr {
+		m.dnSpr[i] = newSprayer(r, m.k)
 	}
-	m.feq = make([][]cell, c.FEs*c.FAs*k)
+	m.dnq = make([][]cell, c.FEs*m.gFA*m.k)
+	if c.stages() == 2 {
+		m.upSpr = make([]sprayer, c.FEs)
+		for i := range m.upSpr {
+			m.upSpr[i] = newSprayer(r, c.FE2s)
+		}
+		m.f2Spr = make([]sprayer, c.FE2s*c.groups())
+		for i := range m.f2Spr {
+			m.f2Spr[i] = newSprayer(r, m.g1)
+		}
+		m.upq = make([][]cell, c.FEs*c.FE2s)
+		m.f2q = make([][]cell, c.FE2s*c.FEs)
+	}
 	n := m.prop + 2
 	m.feIn = make([][]cell, n)
+	m.f2In = make([][]cell, n)
+	m.dnIn = make([][]cell, n)
 	m.faIn = make([][]cell, n)
 	m.credIn = make([][]creditEv, m.creditLat+1)
+	m.initReach()
 	m.S = Stats{
 		SlotSeconds: slot, QueueHist: make([]int64, c.FEQueueCells+1),
-		UplinkCells: make([]int64, c.FAs*c.LinksPerFA), FELinks: len(m.feq),
+		UplinkCells: make([]int64, c.FAs*c.LinksPerFA), FELinks: len(m.dnq),
 		UplinkDst: make([]int64, c.FAs*c.LinksPerFA*c.FAs),
 		PortBytes: make([]int64, ports), PortCredits: make([]int64, ports),
 		PrioOffered: make([]int64, c.Priorities), PrioArrived: make([]int64, c.Priorities),
@@ -208,11 +248,6 @@ func (m *Model) gap() float64 {
 	return m.r.ExpFloat64() / m.arrRate
 }
 
-// reach reports whether link j of an FA, or of an FE towards a destination
-// FA, is usable. Every link is up until reachability cells and failures
-// are modelled; this is where their tables would be consulted.
-func (m *Model) reach(int) bool { return true }
-
 // Run advances the fabric by n slots.
 func (m *Model) Run(n int64) {
 	for end := m.now + n; m.now < end; m.now++ {
@@ -223,7 +258,6 @@ func (m *Model) Run(n int64) {
 
 func (m *Model) step() {
 	c := m.c
-	k := c.LinksPerFA / c.FEs
 	// 1. cells reach their destination FA: egress buffer, latency, FCI.
 	slotIn := int(m.now % int64(len(m.faIn)))
 	for _, x := range m.faIn[slotIn] {
@@ -242,7 +276,7 @@ func (m *Model) step() {
 			m.S.FCICells++
 			// One cut per control round trip: cells marked before the
 			// last cut could take effect say nothing new.
-			if m.now-s.lastCut > int64(m.creditLat+2*m.prop) {
+			if m.now-s.lastCut > int64(m.creditLat+m.hops*m.prop) {
 				s.factor *= 1 - c.FCIDecrease
 				s.lastCut = m.now
 			}
@@ -250,42 +284,10 @@ func (m *Model) step() {
 	}
 	m.faIn[slotIn] = m.faIn[slotIn][:0]
 
-	// 2. FE: arrivals join the output queue chosen by spraying among the
-	// links to the destination FA; each output link sends one cell.
-	feSlot := int(m.now % int64(len(m.feIn)))
-	for _, x := range m.feIn[feSlot] {
-		fe := int(x.fe)
-		sp := &m.feSpr[fe*c.FAs+int(x.dstFA)]
-		var i int32
-		for {
-			i = sp.next(m.r, c.RefreshRounds)
-			if m.reach(int(i)) {
-				break
-			}
-		}
-		q := fe*c.FAs*k + int(x.dstFA)*k + int(i)
-		if len(m.feq[q]) >= c.FEQueueCells {
-			m.S.CellsLost++
-			continue
-		}
-		if c.FCIThreshold > 0 && len(m.feq[q]) >= c.FCIThreshold {
-			x.fci = true
-		}
-		m.feq[q] = append(m.feq[q], x)
-	}
-	m.feIn[feSlot] = m.feIn[feSlot][:0]
-	out := int((m.now + int64(m.prop) + 1) % int64(len(m.faIn)))
-	for q := range m.feq {
-		n := len(m.feq[q])
-		m.S.QueueHist[n]++
-		if n == 0 {
-			continue
-		}
-		m.S.FELinkBusy++
-		m.faIn[out] = append(m.faIn[out], m.feq[q][0])
-		copy(m.feq[q], m.feq[q][1:])
-		m.feq[q] = m.feq[q][:n-1]
-	}
+	// 2. FEs: arrivals join the output queue chosen by spraying among the
+	// links their table says reach the destination FA (reach.go); each
+	// output link sends one cell.
+	m.feStep()
 
 	// 3. credits reach their VOQ: it dequeues packets up to the credit,
 	// keeping the surplus for later (§3.3), and packs them into cells as
@@ -350,27 +352,36 @@ func (m *Model) step() {
 	}
 
 	// 6. each FA sends up to one cell per fabric link, the links taken in
-	// the order of the FA's current random permutation (§3.2, §5.3).
+	// the order of the FA's current random permutation (§3.2, §5.3),
+	// skipping links its table says do not reach the cell's destination.
 	feArr := int((m.now + int64(m.prop) + 1) % int64(len(m.feIn)))
 	for fa := range m.faq {
 		q := m.faq[fa]
 		n := min(len(q), c.LinksPerFA)
+		sent := 0
 		for _, x := range q[:n] {
-			var j int32
-			for {
-				j = m.faSpr[fa].next(m.r, c.RefreshRounds)
-				if m.reach(int(j)) {
-					break
-				}
+			j, ok := m.pick(&m.faSpr[fa], func(j int) bool { return m.faReaches(fa, j, int(x.dstFA)) })
+			if !ok {
+				break // no link reaches it: the cell and those behind it wait
 			}
-			m.S.UplinkCells[fa*c.LinksPerFA+int(j)]++
-			m.S.UplinkDst[(fa*c.LinksPerFA+int(j))*c.FAs+int(x.dstFA)]++
+			sent++
+			li := fa*c.LinksPerFA + j
+			m.S.UplinkCells[li]++
+			m.S.UplinkDst[li*c.FAs+int(x.dstFA)]++
 			m.S.CellsSent++
 			x.sent = m.now
-			x.fe = int32(int(j) % c.FEs)
+			x.fe = int32(m.faLinkFE(fa, j))
+			x.link = int32(li)
+			if !m.rt.linkUp[li] {
+				m.S.CellsLostFailed++
+				continue
+			}
 			m.feIn[feArr] = append(m.feIn[feArr], x)
 		}
-		m.faq[fa] = append(q[:0], q[n:]...)
+		m.faq[fa] = append(q[:0], q[sent:]...)
+	}
+	if m.c.ReachPeriodSlots > 0 {
+		m.reachStep()
 	}
 }
 

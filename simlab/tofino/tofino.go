@@ -175,13 +175,15 @@ func (t *Tofino) reset(program string) {
 	t.queues = map[[2]int]*simQueue{}
 	t.agentUp = false
 	t.fec = nil
-	if o, ok := programObjects[program]; ok {
-		for _, r := range o.regs {
-			t.regs[r] = map[int]int64{}
-		}
-		for _, tb := range o.tables {
-			t.tables[tb] = nil
-		}
+	o, ok := programObjects[program]
+	if !ok {
+		o.regs, o.tables, _ = stardustObjects(program) // stardust.go
+	}
+	for _, r := range o.regs {
+		t.regs[r] = map[int]int64{}
+	}
+	for _, tb := range o.tables {
+		t.tables[tb] = nil
 	}
 }
 
@@ -870,7 +872,7 @@ func tableAction(table, action string) bool {
 	case ts.TableSnake:
 		return action == ts.ActionForward || action == ts.ActionDrop
 	}
-	return false
+	return stardustAction(table, action) // stardust.go
 }
 
 func (t *Tofino) pktgenStart(a map[string]json.RawMessage) (any, error) {

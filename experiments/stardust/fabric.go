@@ -1,0 +1,452 @@
+// Package stardust holds the Stardust recipes (Zilberman, Bracha,
+// Schzukin, "Stardust: Divide and Conquer in the Data Center Network",
+// NSDI'19): stardust-fabric (Fig. 9, fabric latency and last-stage FE
+// queues against utilisation) and stardust-packing (Figs. 8 and 3,
+// throughput of a datapath against packet size, packed cells against
+// packets and unpacked cells).
+//
+// Both run on the cell-level model (simlab/stardustmodel) alone: the
+// simulated Stardust bench and the switch driver's fabric counters are not
+// there yet, and §6.2's scale (256 FAs x 32 links) is beyond any bench.
+// Their summaries say so (model_only).
+package stardust
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	o "testbed/orchestrator"
+	"testbed/results"
+	sm "testbed/simlab/stardustmodel"
+)
+
+// FabricName is the recipe's name on the command line.
+const FabricName = "stardust-fabric"
+
+// Fabric is the stardust-fabric recipe.
+type Fabric struct{}
+
+// NewFabric returns the recipe.
+func NewFabric() *Fabric { return &Fabric{} }
+
+// Name implements Recipe.
+func (*Fabric) Name() string { return FabricName }
+
+// Version implements Recipe.
+func (*Fabric) Version() string { return "1.0.0" }
+
+// Summary implements Recipe.
+func (*Fabric) Summary() string {
+	return "Stardust fabric latency and last-stage FE queue distributions against utilisation, with M/D/1 (Fig. 9); model only"
+}
+
+// Description implements Recipe.
+func (*Fabric) Description() string {
+	return `Runs the cell-level Stardust model (simlab/stardustmodel) of a two-tier fabric, FA ->
+FE1 -> FE2 -> FE1 -> FA, at each utilisation in utilisations, and reports what Fig. 9 of
+the paper shows: the distribution of the fabric traversal latency (leaving the source FA
+to reaching the destination FA) and of the last-stage FE output queues, with the
+discrete-time M/D/1 prediction (§4.2.1) beside each queue distribution, at the link
+utilisation the model measured. Every host port offers Poisson packets to uniformly
+chosen ports of the other FAs; VOQs get credits from the destination port's scheduler
+(port rate x (1 + speed_up), credit_bytes each), pack each credit's release into cells,
+and spray them over the links by a random permutation; FEs mark FCI above fci_threshold
+and the schedulers throttle. A utilisation is the offered data over the fabric's data
+capacity after cell headers and link overheads (as §6.2 defines it), so 1.2 is an
+oversubscribed fabric held by FCI. Reachability cells run every reach_period (th 3).
+
+scale=small (default) is fas (32) FAs of 8 links, 8 first-tier FEs in 2 groups and fas
+second-tier FEs; scale=paper is §6.2's 256 FAs x 32 links, 128 + 64 FEs (minutes per
+utilisation). No device is used: the model stands for the fabric (model_only in the
+summary). Writes data/fabric_points.csv, fabric_latency.csv and fabric_queue.csv.`
+}
+
+// Params implements Recipe.
+func (*Fabric) Params() []o.ParamSpec {
+	return []o.ParamSpec{
+		{Name: "scale", Type: o.TypeString, Default: "small", Enum: []string{"small", "paper"}, Description: "small: 32 FAs x 8 links, two FE tiers; paper: §6.2's 256 FAs x 32 links, 128 + 64 FEs"},
+		// Fig. 9: 50% ... 95% and an oversubscribed 120% with FCI.
+		{Name: "fas", Type: o.TypeInt, Default: int64(32), Min: o.Bound(4), Max: o.Bound(256), Description: "scale=small: the FAs, an even number (two groups; as many second-tier FEs)"},
+		{Name: "utilisations", Type: o.TypeFloats, Unit: "1", Default: []float64{0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.2}, Min: o.Bound(0.01), Max: o.Bound(2), Description: "offered data over the fabric's data capacity, one run each"},
+		{Name: "slots", Type: o.TypeInt, Unit: "cell times", Default: int64(0), Min: o.Bound(0), Max: o.Bound(1e8), Description: "fabric cell times per utilisation (0: 100000 for small, 8000 for paper)"},
+		{Name: "warmup", Type: o.TypeInt, Unit: "cell times", Default: int64(2000), Min: o.Bound(0), Max: o.Bound(1e7), Description: "cell times run before measuring"},
+		// §6.2 extrapolated: 256 B cells, 50 Gb/s links.
+		{Name: "cell_bytes", Type: o.TypeInt, Unit: "B", Default: int64(256), Min: o.Bound(32), Max: o.Bound(4096), Description: "cell payload bound (§3.2, §6.2: 256 B)"},
+		{Name: "link_gbps", Type: o.TypeFloat, Unit: "Gb/s", Default: 50.0, Min: o.Bound(1), Max: o.Bound(1000), Description: "fabric link rate (Table 4: 50 Gb/s)"},
+		// §6.3: 4 KB credits, 3% speed-up.
+		{Name: "credit_bytes", Type: o.TypeInt, Unit: "B", Default: int64(4096), Min: o.Bound(256), Max: o.Bound(1 << 20), Description: "data one credit releases (§6.3: 4 KB)"},
+		{Name: "speed_up", Type: o.TypeFloat, Unit: "1", Default: 0.03, Min: o.Bound(0), Max: o.Bound(1), Description: "credit rate above the port rate (§4.1: ~2%, §6.3: 3%)"},
+		// §6.2: 100 m links; §5.6: 100 m is half a microsecond.
+		{Name: "link_m", Type: o.TypeFloat, Unit: "m", Default: 100.0, Min: o.Bound(0), Max: o.Bound(100000), Description: "fibre length of every fabric link, at 5 ns/m"},
+		{Name: "packet_bytes", Type: o.TypeInt, Unit: "B", Default: int64(1500), Min: o.Bound(64), Max: o.Bound(9216), Description: "host packet size"},
+		{Name: "fe_queue_cells", Type: o.TypeInt, Unit: "cells", Default: int64(128), Min: o.Bound(4), Max: o.Bound(1 << 20), Description: "FE output queue capacity; a cell arriving to a full one is lost and counted"},
+		{Name: "fci_threshold", Type: o.TypeInt, Unit: "cells", Default: int64(32), Min: o.Bound(0), Max: o.Bound(1 << 20), Description: "FE queue depth that marks FCI (§4.2); 0 turns FCI off"},
+		// Table 4: c/f = 10 us, th = 3.
+		{Name: "reach_period", Type: o.TypeDuration, Default: 10 * time.Microsecond, Min: o.Bound(0), Max: o.Bound(0.01), Description: "reachability cell period on every link (Table 4: 10 us); 0 turns reachability cells off"},
+	}
+}
+
+// FabricTables are the recipe's tables and Fig. 9.
+func FabricTables() []results.Table {
+	return []results.Table{
+		{Name: "fabric_points", Title: "Fabric per utilisation", Description: "One row per utilisation: what the last-stage FE links carried and the fabric latency's quantiles.",
+			Fields: []results.Field{
+				{Name: "utilisation", Type: "number", Unit: "1", Description: "offered data over the fabric's data capacity"},
+				{Name: "host_load", Type: "number", Unit: "1", Description: "offered load of every host port, a fraction of its rate"},
+				{Name: "link_busy", Type: "number", Unit: "1", Description: "measured busy fraction of the last-stage FE links (headers, overheads and cell tails included): the M/D/1 rho"},
+				{Name: "data_utilisation", Type: "number", Unit: "1", Description: "measured delivered data over the fabric's data capacity"},
+				{Name: "latency_p50_us", Type: "number", Unit: "us"}, {Name: "latency_p99_us", Type: "number", Unit: "us"},
+				{Name: "latency_p999_us", Type: "number", Unit: "us"}, {Name: "latency_max_us", Type: "number", Unit: "us"},
+				{Name: "queue_p999_cells", Type: "integer", Unit: "cells", Description: "99.9th percentile of the last-stage queue samples"},
+				{Name: "md1_max_excess", Type: "number", Unit: "1", Description: "largest P(Q>=k) of the model above M/D/1's, over k (empty at utilisation 1 or more)"},
+				{Name: "md1_tail_ratio", Type: "number", Unit: "1", Description: "largest P(Q>=k) of the model over M/D/1's where M/D/1 gives 1e-3 to 1e-4: above 1, a tail heavier than M/D/1 bounds (§5.7)"},
+				{Name: "cells_sent", Type: "integer", Unit: "cells"}, {Name: "fci_cells", Type: "integer", Unit: "cells", Description: "cells that arrived marked FCI"},
+				{Name: "cells_lost", Type: "integer", Unit: "cells", Description: "cells that found an FE queue full, or a failed link"},
+				{Name: "slots", Type: "integer", Unit: "cell times", Description: "cell times measured (after warmup)"},
+				{Name: "wall_seconds", Type: "number", Unit: "s", Description: "wall time of the run (warmup included)"},
+			}},
+		{Name: "fabric_latency", Title: "Fabric latency distribution (Fig. 9 left)", Description: "One row per utilisation and latency seen: the fraction of cells whose traversal took that long (whole cell times).",
+			Fields: []results.Field{
+				{Name: "utilisation", Type: "number", Unit: "1"},
+				{Name: "latency_us", Type: "number", Unit: "us"},
+				{Name: "probability", Type: "number", Unit: "1"},
+			},
+			Figures: []results.Figure{{
+				Name: "fig9-latency", Title: "Probability distribution of fabric latency",
+				Caption: "As Stardust Fig. 9 (left): fabric traversal from the source FA to the destination FA, per utilisation, from the cell-level model.",
+				Kind:    results.Line, X: "latency_us", Y: "probability", Series: []string{"utilisation"}, Legend: "utilisation {utilisation}",
+				LogY: true, XLabel: "Latency (µs)", YLabel: "Probability"}},
+		},
+		{Name: "fabric_queue", Title: "Last-stage FE queue size distribution (Fig. 9 right)", Description: "One row per utilisation, source (model or M/D/1 at the model's measured link busy fraction) and queue size: the fraction of (cell time, link) samples with that many cells queued, the one in service included.",
+			Fields: []results.Field{
+				{Name: "utilisation", Type: "number", Unit: "1"},
+				{Name: "source", Type: "string", Description: "model or M/D/1"},
+				{Name: "queue_cells", Type: "integer", Unit: "cells"},
+				{Name: "probability", Type: "number", Unit: "1"},
+			},
+			Figures: []results.Figure{{
+				Name: "fig9-queue", Title: "Probability distribution of last-stage FE queue size",
+				Caption: "As Stardust Fig. 9 (right): the model's last-stage FE output queues per utilisation, and the M/D/1 prediction (§4.2.1) at the measured link busy fraction.",
+				Kind:    results.Line, X: "queue_cells", Y: "probability", Series: []string{"utilisation", "source"}, Legend: "{source}, utilisation {utilisation}",
+				LogY: true, XLabel: "Queue size (cells)", YLabel: "Probability"}},
+		},
+	}
+}
+
+// FabricPoint is one utilisation's headline numbers.
+type FabricPoint struct {
+	Utilisation     float64  `json:"utilisation"`
+	LinkBusy        float64  `json:"link_busy"`
+	DataUtilisation float64  `json:"data_utilisation"`
+	LatencyP50US    float64  `json:"latency_p50_us"`
+	LatencyP999US   float64  `json:"latency_p999_us"`
+	LatencyMaxUS    float64  `json:"latency_max_us"`
+	QueueP999       int      `json:"queue_p999_cells"`
+	MD1MaxExcess    *float64 `json:"md1_max_excess,omitempty"`
+	MD1TailRatio    *float64 `json:"md1_tail_ratio,omitempty"`
+	FCICells        int64    `json:"fci_cells"`
+	CellsSent       int64    `json:"cells_sent"`
+	CellsLost       int64    `json:"cells_lost"`
+}
+
+// FabricSummary is summary.json.
+type FabricSummary struct {
+	Partial bool `json:"partial"`
+	// ModelOnly says the numbers are the model's, not a lab's.
+	ModelOnly bool    `json:"model_only"`
+	Scale     string  `json:"scale"`
+	Fabric    string  `json:"fabric"`
+	SlotNS    float64 `json:"slot_ns"`
+	Slots     int64   `json:"slots"`
+	// Points are keyed u<utilisation in percent>: u95.
+	Points map[string]FabricPoint `json:"points"`
+	// CellsLost is every cell lost in the fabric, all utilisations.
+	CellsLost int64 `json:"cells_lost"`
+	// MaxLatencyUS is the largest traversal below utilisation 1 (the
+	// paper: 13 us at 95%); MD1MaxExcess the worst excess of P(Q>=k) over
+	// M/D/1 among them (the body of the distribution, where bursts of
+	// sprayed credits make it heavier).
+	MaxLatencyUS float64 `json:"max_latency_us_below_1"`
+	MD1MaxExcess float64 `json:"md1_max_excess"`
+	// MD1TailRatio is the worst tail ratio to M/D/1 below utilisation 1
+	// and above it FCI takes over.
+	MD1TailRatio float64 `json:"md1_tail_ratio"`
+}
+
+// fabricConfig is the model for scale with the recipe's parameters, at
+// utilisation u.
+func fabricConfig(p *o.Params, u float64) (sm.Config, error) {
+	c := sm.Default()
+	switch p.String("scale") {
+	case "paper":
+		c = sm.Paper()
+	default:
+		n := int(p.Int("fas"))
+		if n%2 != 0 {
+			return c, fmt.Errorf("fas %d: expected an even number (two groups of FAs)", n)
+		}
+		// Each group's n/2 FAs reach its 4 FEs by 2 links each: an FE has
+		// n links down, so n second-tier FEs, one link up to each.
+		c.FAs, c.FEs, c.LinksPerFA, c.Groups, c.Stages, c.FE2s = n, 8, 8, 2, 2, n
+	}
+	c.CellBytes = int(p.Int("cell_bytes"))
+	c.LinkBps = p.Float("link_gbps") * 1e9
+	c.CreditBytes = int(p.Int("credit_bytes"))
+	c.SpeedUp = p.Float("speed_up")
+	c.PropDelay = time.Duration(p.Float("link_m") * 5) // 5 ns/m in fibre
+	c.PacketBytes = int(p.Int("packet_bytes"))
+	c.FEQueueCells = int(p.Int("fe_queue_cells"))
+	c.FCIThreshold = int(p.Int("fci_threshold"))
+	// The host ports carry what the fabric links do (a fabric speed-up
+	// of 1 in raw rate, §3.1): their number is kept, their rate follows
+	// link_gbps.
+	c.PortBps = c.LinkBps * float64(c.LinksPerFA) / float64(c.PortsPerFA)
+	c.ReachTh = 3
+	c.ReachPeriodSlots = 0
+	if rp := p.Duration("reach_period"); rp > 0 {
+		c.ReachPeriodSlots = int(math.Round(rp.Seconds() / c.SlotSeconds()))
+	}
+	// Offered data over the fabric's data capacity: the links' rate less
+	// cell headers and link overhead (§6.2).
+	data := float64(c.CellBytes) / float64(c.CellBytes+c.CellHeaderBytes+c.LinkOverheadBytes)
+	c.Load = u * data * c.LinkBps * float64(c.LinksPerFA) / (c.PortBps * float64(c.PortsPerFA))
+	return c, c.Validate()
+}
+
+// describe says which fabric c is, for the binding and the summary.
+func describe(c sm.Config) string {
+	s := fmt.Sprintf("%d FAs x %d links of %g Gb/s, %d ports of %g Gb/s each; ", c.FAs, c.LinksPerFA, c.LinkBps/1e9, c.PortsPerFA, c.PortBps/1e9)
+	if c.Stages == 2 {
+		s += fmt.Sprintf("%d first-tier FEs in %d groups, %d second-tier FEs", c.FEs, c.Groups, c.FE2s)
+	} else {
+		s += fmt.Sprintf("%d FEs", c.FEs)
+	}
+	s += fmt.Sprintf("; %d B cells + %d B header + %d B link overhead, %d B credits, speed-up %g, %v links, FE queues %d cells, FCI at %d",
+		c.CellBytes, c.CellHeaderBytes, c.LinkOverheadBytes, c.CreditBytes, c.SpeedUp, c.PropDelay, c.FEQueueCells, c.FCIThreshold)
+	return s
+}
+
+type fabricRun struct {
+	mu sync.Mutex
+	s  FabricSummary
+}
+
+// Plan implements Recipe. It touches no device.
+func (r *Fabric) Plan(pc *o.PlanContext) (*o.Plan, error) {
+	p := pc.Params
+	us := p.Floats("utilisations")
+	if len(us) == 0 {
+		return nil, o.Inputf("utilisations: expected at least one, e.g. 0.5,0.9,1.2")
+	}
+	c0, err := fabricConfig(p, us[0])
+	if err != nil {
+		return nil, o.Inputf("%s: the fabric's parameters: %v", FabricName, err)
+	}
+	slots := p.Int("slots")
+	if slots == 0 {
+		slots = 100000
+		if p.String("scale") == "paper" {
+			slots = 8000
+		}
+	}
+	warm := p.Int("warmup")
+	run := &fabricRun{s: FabricSummary{ModelOnly: true, Scale: p.String("scale"), Fabric: describe(c0),
+		SlotNS: c0.SlotSeconds() * 1e9, Slots: slots, Points: map[string]FabricPoint{}}}
+	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: FabricTables(),
+		Bindings: []o.Binding{{Role: "fabric", Resource: "simlab/stardustmodel", Detail: "the cell-level model alone (model_only): " + describe(c0)}},
+		Summary: func(partial bool) (any, error) {
+			run.mu.Lock()
+			defer run.mu.Unlock()
+			s := run.s
+			s.Partial = partial
+			return s, nil
+		}}
+	for _, u := range us {
+		plan.Steps = append(plan.Steps, &o.Step{Name: fmt.Sprintf("utilisation %g", u), Action: "simulate",
+			Settings: []o.Setting{}, Note: fmt.Sprintf("%d + %d cell times of %.1f ns", warm, slots, c0.SlotSeconds()*1e9),
+			Run: func(ctx context.Context, rc *o.RunContext) error {
+				return run.point(ctx, rc, p, u, warm, slots)
+			}})
+	}
+	return plan, nil
+}
+
+// ukey is a utilisation's key in the summary, in percent without a dot
+// (a dot would split the metric path): u95, u120.
+func ukey(u float64) string { return "u" + strconv.FormatFloat(math.Round(u*1000)/10, 'f', -1, 64) }
+
+func (run *fabricRun) point(ctx context.Context, rc *o.RunContext, p *o.Params, u float64, warm, slots int64) error {
+	c, err := fabricConfig(p, u)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	seed := rc.Seed ^ math.Float64bits(u)
+	m, err := sm.New(c, rand.New(rand.NewPCG(seed, 0x5d)))
+	if err != nil {
+		return err
+	}
+	step := func(n int64) error {
+		for n > 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			k := min(n, 1000)
+			m.Run(k)
+			n -= k
+		}
+		return nil
+	}
+	if err := step(warm); err != nil {
+		return err
+	}
+	base := m.S
+	base.QueueHist = append([]int64(nil), base.QueueHist...)
+	base.LatencyHist = append([]int64(nil), base.LatencyHist...)
+	if err := step(slots); err != nil {
+		return err
+	}
+	s := diffStats(m.S, base)
+	wall := time.Since(start).Seconds()
+
+	data := float64(c.CellBytes) / float64(c.CellBytes+c.CellHeaderBytes+c.LinkOverheadBytes)
+	capBytes := data * c.LinkBps / 8 * float64(c.LinksPerFA*c.FAs) * float64(slots) * c.SlotSeconds()
+	pt := FabricPoint{Utilisation: u, LinkBusy: s.Utilisation(), DataUtilisation: float64(s.BytesArrived) / capBytes,
+		LatencyP50US: s.LatencyQuantile(0.5) * 1e6, LatencyP999US: s.LatencyQuantile(0.999) * 1e6, LatencyMaxUS: s.LatencyQuantile(1) * 1e6,
+		QueueP999: queueQuantile(s.QueueHist, 0.999), FCICells: s.FCICells, CellsSent: s.CellsSent, CellsLost: s.CellsLost + s.CellsLostFailed + s.CellsNoRoute}
+
+	lt, err := rc.Table("fabric_latency")
+	if err != nil {
+		return err
+	}
+	var nl int64
+	for _, v := range s.LatencyHist {
+		nl += v
+	}
+	for k, v := range s.LatencyHist {
+		if v > 0 {
+			if err := lt.Write(u, float64(k)*c.SlotSeconds()*1e6, float64(v)/float64(nl)); err != nil {
+				return err
+			}
+		}
+	}
+	qt, err := rc.Table("fabric_queue")
+	if err != nil {
+		return err
+	}
+	var nq int64
+	for _, v := range s.QueueHist {
+		nq += v
+	}
+	for k, v := range s.QueueHist {
+		if v > 0 {
+			if err := qt.Write(u, "model", k, float64(v)/float64(nq)); err != nil {
+				return err
+			}
+		}
+	}
+	var excess, tailRatio any
+	// M/D/1 stands for an undersubscribed fabric (§4.2.1); above 1 the
+	// arrivals are what FCI lets through, not Poisson.
+	if rho := pt.LinkBusy; u < 1 && rho > 0 && rho < 0.999 {
+		md := MD1(rho, len(s.QueueHist)-1, 1e-9)
+		worst := math.Inf(-1)
+		tailMD, tailM := 1.0, 1.0
+		for k := range md {
+			if err := qt.Write(u, "M/D/1", k, md[k]); err != nil {
+				return err
+			}
+			// P(Q>=k) for both, compared where M/D/1 is defined.
+			worst = max(worst, tailM-tailMD)
+			tailMD -= md[k]
+			tailM -= float64(s.QueueHist[k]) / float64(nq)
+		}
+		pt.MD1MaxExcess = &worst
+		excess = worst
+		tailMD, tailM = 1.0, 1.0
+		ratio := 0.0
+		for k := range md {
+			// The tail M/D/1 bounds (§5.7): where it gives 1e-3 to 1e-4
+			// (further out a short run has too few samples).
+			if tailMD <= 1e-3 && tailMD >= 1e-4 {
+				ratio = max(ratio, tailM/tailMD)
+			}
+			tailMD -= md[k]
+			tailM -= float64(s.QueueHist[k]) / float64(nq)
+		}
+		pt.MD1TailRatio = &ratio
+		tailRatio = ratio
+	}
+	pr, err := rc.Table("fabric_points")
+	if err != nil {
+		return err
+	}
+	if err := pr.Write(u, c.Load, pt.LinkBusy, pt.DataUtilisation, pt.LatencyP50US, s.LatencyQuantile(0.99)*1e6, pt.LatencyP999US, pt.LatencyMaxUS,
+		pt.QueueP999, excess, tailRatio, pt.CellsSent, pt.FCICells, pt.CellsLost, slots, wall); err != nil {
+		return err
+	}
+	rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("utilisation %g: links busy %.3f, latency p50 %.2f us p99.9 %.2f us max %.2f us, queue p99.9 %d cells, %d FCI cells, %d cells lost (%.1f s)",
+		u, pt.LinkBusy, pt.LatencyP50US, pt.LatencyP999US, pt.LatencyMaxUS, pt.QueueP999, pt.FCICells, pt.CellsLost, wall)})
+
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	run.s.Points[ukey(u)] = pt
+	run.s.CellsLost += pt.CellsLost
+	if u < 1 {
+		run.s.MaxLatencyUS = max(run.s.MaxLatencyUS, pt.LatencyMaxUS)
+		if pt.MD1MaxExcess != nil {
+			run.s.MD1MaxExcess = max(run.s.MD1MaxExcess, *pt.MD1MaxExcess)
+			run.s.MD1TailRatio = max(run.s.MD1TailRatio, *pt.MD1TailRatio)
+		}
+	}
+	return nil
+}
+
+// diffStats is what a run measured after base: counters and histograms
+// less base's.
+func diffStats(s, base sm.Stats) sm.Stats {
+	d := s
+	d.Slots -= base.Slots
+	d.CellsSent -= base.CellsSent
+	d.CellsArrived -= base.CellsArrived
+	d.CellsLost -= base.CellsLost
+	d.CellsLostFailed -= base.CellsLostFailed
+	d.CellsNoRoute -= base.CellsNoRoute
+	d.FCICells -= base.FCICells
+	d.BytesArrived -= base.BytesArrived
+	d.FELinkBusy -= base.FELinkBusy
+	d.QueueHist = sub(s.QueueHist, base.QueueHist)
+	d.LatencyHist = sub(s.LatencyHist, base.LatencyHist)
+	return d
+}
+
+func sub(a, b []int64) []int64 {
+	out := append([]int64(nil), a...)
+	for i := range b {
+		if i < len(out) {
+			out[i] -= b[i]
+		}
+	}
+	return out
+}
+
+func queueQuantile(h []int64, q float64) int {
+	var n int64
+	for _, v := range h {
+		n += v
+	}
+	want := int64(q * float64(n))
+	var seen int64
+	for k, v := range h {
+		seen += v
+		if seen > want {
+			return k
+		}
+	}
+	return len(h) - 1
+}

@@ -1,0 +1,252 @@
+package stardust
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+
+	o "testbed/orchestrator"
+	"testbed/results"
+	sm "testbed/simlab/stardustmodel"
+)
+
+// PackingName is the recipe's name on the command line.
+const PackingName = "stardust-packing"
+
+// Packing is the stardust-packing recipe.
+type Packing struct{}
+
+// NewPacking returns the recipe.
+func NewPacking() *Packing { return &Packing{} }
+
+// Name implements Recipe.
+func (*Packing) Name() string { return PackingName }
+
+// Version implements Recipe.
+func (*Packing) Version() string { return "1.0.0" }
+
+// Summary implements Recipe.
+func (*Packing) Summary() string {
+	return "throughput against packet size of a packet switch, packed cells and unpacked cells on one datapath (Figs. 8a and 3); model only"
+}
+
+// Description implements Recipe.
+func (*Packing) Description() string {
+	return `Counts, packet by packet, the clock cycles a datapath of datapath_bytes a cycle at
+clock_mhz spends on back-to-back packets of each size in sizes arriving on ports ports of
+port_gbps (20 B of preamble and gap each on the wire), three ways (§3.4, §6.1.1): as a
+packet switch (a packet takes ceil(S/W) words and never shares one), as packed cells
+(the stream chopped into cell_bytes cells, a cell holding the tail of one packet and the
+head of the next) and as unpacked cells (each packet chopped on its own, its last cell
+padded). Throughput is the time the packets take on the wire over the time the datapath
+takes, at most line rate (Fig. 8a: NetFPGA SUME, 4 x 10GE, 32 B datapath at 150 MHz,
+64 B cells). It also computes Fig. 3: the parallel datapaths a fig3_tbps device with a
+fig3_datapath_bytes datapath at fig3_clock_ghz needs per packet size, as a packet switch
+and with packed cells (App. B, Eq. 3).
+
+No device is used: this is the model's FA datapath (simlab/stardustmodel), model_only in
+the summary. A Tofino cannot pack packets into cells (p4/stardust/README.md). Writes
+data/packing_throughput.csv and data/parallelism.csv.`
+}
+
+// Fig. 8a's packet sizes: the minimum, one byte over each word and cell
+// boundary up to 257 B, and larger packets to the Ethernet maximum.
+var defaultSizes = []float64{64, 65, 96, 97, 128, 129, 160, 161, 192, 193, 224, 225, 256, 257, 384, 385, 512, 513, 768, 1024, 1025, 1280, 1500, 1518}
+
+// Params implements Recipe.
+func (*Packing) Params() []o.ParamSpec {
+	return []o.ParamSpec{
+		{Name: "sizes", Type: o.TypeFloats, Unit: "B", Default: defaultSizes, Min: o.Bound(1), Max: o.Bound(16384), Description: "packet sizes (frame bytes without preamble and gap)"},
+		// §6.1.1: NetFPGA SUME, 4 x 10GE, 256-bit datapath at 150 MHz, 64 B cells.
+		{Name: "clock_mhz", Type: o.TypeFloat, Unit: "MHz", Default: 150.0, Min: o.Bound(1), Max: o.Bound(10000), Description: "datapath clock (§6.1.1: 150 MHz)"},
+		{Name: "datapath_bytes", Type: o.TypeInt, Unit: "B", Default: int64(32), Min: o.Bound(1), Max: o.Bound(4096), Description: "datapath width (§6.1.1: 32 B, NetFPGA SUME's 256-bit AXI-Stream)"},
+		{Name: "cell_bytes", Type: o.TypeInt, Unit: "B", Default: int64(64), Min: o.Bound(2), Max: o.Bound(16384), Description: "cell size on the datapath (§6.1.1: 64 B)"},
+		{Name: "cell_header_bytes", Type: o.TypeInt, Unit: "B", Default: int64(0), Min: o.Bound(0), Max: o.Bound(1024), Description: "part of a cell that is header (0: it travels beside the data, as NetFPGA's side-band metadata)"},
+		{Name: "ports", Type: o.TypeInt, Default: int64(4), Min: o.Bound(1), Max: o.Bound(1024), Description: "ports feeding the datapath (§6.1.1: 4)"},
+		{Name: "port_gbps", Type: o.TypeFloat, Unit: "Gb/s", Default: 10.0, Min: o.Bound(0.001), Max: o.Bound(1000), Description: "port rate (§6.1.1: 10GE)"},
+		{Name: "packets", Type: o.TypeInt, Default: int64(1000), Min: o.Bound(1), Max: o.Bound(1e7), Description: "packets per size (back to back; the last packed cell is flushed)"},
+		// §2.3, Fig. 3: 12.8 Tb/s, 256 B datapath, 1 GHz.
+		{Name: "fig3_tbps", Type: o.TypeFloat, Unit: "Tb/s", Default: 12.8, Min: o.Bound(0.001), Max: o.Bound(1000), Description: "Fig. 3: device bandwidth (12.8 Tb/s)"},
+		{Name: "fig3_datapath_bytes", Type: o.TypeInt, Unit: "B", Default: int64(256), Min: o.Bound(1), Max: o.Bound(4096), Description: "Fig. 3: datapath width (256 B)"},
+		{Name: "fig3_clock_ghz", Type: o.TypeFloat, Unit: "GHz", Default: 1.0, Min: o.Bound(0.01), Max: o.Bound(100), Description: "Fig. 3: datapath clock (1 GHz)"},
+	}
+}
+
+var modes = []sm.Mode{sm.ModePacketSwitch, sm.ModePackedCells, sm.ModeUnpackedCells}
+
+// PackingTables are the recipe's tables and Figs. 8a and 3.
+func PackingTables() []results.Table {
+	return []results.Table{
+		{Name: "packing_throughput", Title: "Throughput against packet size (Fig. 8a)", Description: "One row per datapath mode and packet size.",
+			Fields: []results.Field{
+				{Name: "mode", Type: "string", Description: "packet-switch, packed-cells or unpacked-cells"},
+				{Name: "packet_bytes", Type: "integer", Unit: "B"},
+				{Name: "cycles_per_packet", Type: "number", Unit: "cycles", Description: "datapath cycles over packets"},
+				{Name: "line_rate_fraction", Type: "number", Unit: "1", Description: "throughput over line rate"},
+				{Name: "throughput_gbps", Type: "number", Unit: "Gb/s", Description: "line_rate_fraction x ports x port rate (wire bits, preamble and gap included)"},
+			},
+			Figures: []results.Figure{{
+				Name: "fig8a-throughput", Title: "Throughput against packet size",
+				Caption: "As Stardust Fig. 8a: a packet switch, packed cells and unpacked cells on one datapath width and clock, cycles counted packet by packet.",
+				Kind:    results.Line, X: "packet_bytes", Y: "line_rate_fraction", YScale: 100, Series: []string{"mode"},
+				XLabel: "Packet size (B)", YLabel: "Throughput (% of line rate)"}},
+		},
+		{Name: "parallelism", Title: "Parallel datapaths needed (Fig. 3)", Description: "One row per mode and packet size: the datapaths (one word a clock each) a device needs to carry the size at line rate (App. B, Eq. 3).",
+			Fields: []results.Field{
+				{Name: "mode", Type: "string", Description: "packet-switch or packed-cells"},
+				{Name: "packet_bytes", Type: "integer", Unit: "B"},
+				{Name: "parallelism", Type: "number", Unit: "1", Description: "P = required packet (or cell) rate over the clock"},
+			},
+			Figures: []results.Figure{{
+				Name: "fig3-parallelism", Title: "Parallel datapaths needed at line rate",
+				Caption: "As Stardust Fig. 3: a standard packet switch against optimal packing into datapath-wide units.",
+				Kind:    results.Line, X: "packet_bytes", Y: "parallelism", Series: []string{"mode"},
+				XLabel: "Packet size (B)", YLabel: "Parallel datapaths"}},
+		},
+	}
+}
+
+// ModeSummary is one mode's headline numbers on the Fig. 8a datapath.
+type ModeSummary struct {
+	MinFraction float64 `json:"min_line_rate_fraction"`
+	MinAtBytes  int     `json:"min_at_bytes"`
+	// LineRateSizes is how many of the sizes reach line rate.
+	LineRateSizes int `json:"line_rate_sizes"`
+}
+
+// PackingSummary is summary.json.
+type PackingSummary struct {
+	Partial   bool   `json:"partial"`
+	ModelOnly bool   `json:"model_only"`
+	Datapath  string `json:"datapath"`
+	Sizes     int    `json:"sizes"`
+	// Modes are keyed by mode.
+	Modes map[string]ModeSummary `json:"modes"`
+	// PackedGainOverPacketSwitch and PackedGainOverUnpacked are the
+	// largest differences in line-rate fraction over the sizes (the
+	// paper: up to 15% and 49%), with the sizes where they occur.
+	PackedGainOverPacketSwitch float64 `json:"packed_gain_over_packet_switch"`
+	GainPacketSwitchAtBytes    int     `json:"gain_over_packet_switch_at_bytes"`
+	PackedGainOverUnpacked     float64 `json:"packed_gain_over_unpacked"`
+	GainUnpackedAtBytes        int     `json:"gain_over_unpacked_at_bytes"`
+	// Fig3Factor is the packet switch's parallelism over packed cells'
+	// at the smallest size (§2.3: x4 for 64 B).
+	Fig3Factor float64 `json:"fig3_factor_smallest"`
+}
+
+// Plan implements Recipe. It touches no device.
+func (r *Packing) Plan(pc *o.PlanContext) (*o.Plan, error) {
+	p := pc.Params
+	d := sm.Datapath{WidthBytes: int(p.Int("datapath_bytes")), ClockHz: p.Float("clock_mhz") * 1e6, Ports: int(p.Int("ports")),
+		PortBps: p.Float("port_gbps") * 1e9, WireGapBytes: 20, CellBytes: int(p.Int("cell_bytes")), CellHeaderBytes: int(p.Int("cell_header_bytes"))}
+	if err := d.Validate(); err != nil {
+		return nil, o.Inputf("%s: %v", PackingName, err)
+	}
+	// Fig. 3's device: packed into datapath-wide units (§2.3).
+	d3 := sm.Datapath{WidthBytes: int(p.Int("fig3_datapath_bytes")), ClockHz: p.Float("fig3_clock_ghz") * 1e9, Ports: 1,
+		PortBps: p.Float("fig3_tbps") * 1e12, WireGapBytes: 20}
+	d3.CellBytes = d3.WidthBytes
+	var sizes []int
+	for _, s := range p.Floats("sizes") {
+		if s != math.Trunc(s) {
+			return nil, o.Inputf("sizes: %g is not a whole number of bytes", s)
+		}
+		sizes = append(sizes, int(s))
+	}
+	if len(sizes) == 0 {
+		return nil, o.Inputf("sizes: expected at least one packet size, e.g. 64,65,1500")
+	}
+	sort.Ints(sizes)
+	n := int(p.Int("packets"))
+	desc := fmt.Sprintf("%d B datapath at %g MHz, %d x %g Gb/s ports, %d B cells with %d B of header", d.WidthBytes, d.ClockHz/1e6, d.Ports, d.PortBps/1e9, d.CellBytes, d.CellHeaderBytes)
+	var mu sync.Mutex
+	sum := PackingSummary{ModelOnly: true, Datapath: desc, Sizes: len(sizes), Modes: map[string]ModeSummary{}}
+	done := false
+	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: PackingTables(),
+		Bindings: []o.Binding{{Role: "datapath", Resource: "simlab/stardustmodel", Detail: "the model's FA datapath alone (model_only): " + desc}},
+		Summary: func(partial bool) (any, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			s := sum
+			s.Partial = partial || !done
+			return s, nil
+		}}
+	plan.Steps = []*o.Step{
+		{Name: "fig 8a", Action: "compute", Note: desc,
+			Run: func(ctx context.Context, rc *o.RunContext) error {
+				t, err := rc.Table("packing_throughput")
+				if err != nil {
+					return err
+				}
+				frac := map[sm.Mode][]float64{}
+				for _, m := range modes {
+					ms := ModeSummary{MinFraction: 2}
+					for _, s := range sizes {
+						pk := repeat(s, n)
+						f := d.Throughput(m, pk)
+						frac[m] = append(frac[m], f)
+						if err := t.Write(string(m), s, float64(d.Cycles(m, pk))/float64(n), f, f*float64(d.Ports)*d.PortBps/1e9); err != nil {
+							return err
+						}
+						if f < ms.MinFraction {
+							ms.MinFraction, ms.MinAtBytes = f, s
+						}
+						if f >= 1 {
+							ms.LineRateSizes++
+						}
+					}
+					mu.Lock()
+					sum.Modes[string(m)] = ms
+					mu.Unlock()
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				for i, s := range sizes {
+					if g := frac[sm.ModePackedCells][i] - frac[sm.ModePacketSwitch][i]; g > sum.PackedGainOverPacketSwitch {
+						sum.PackedGainOverPacketSwitch, sum.GainPacketSwitchAtBytes = g, s
+					}
+					if g := frac[sm.ModePackedCells][i] - frac[sm.ModeUnpackedCells][i]; g > sum.PackedGainOverUnpacked {
+						sum.PackedGainOverUnpacked, sum.GainUnpackedAtBytes = g, s
+					}
+				}
+				rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("packed cells: line rate at %d of %d sizes; gain up to %.1f%% over the packet switch (%d B), %.1f%% over unpacked cells (%d B)",
+					sum.Modes[string(sm.ModePackedCells)].LineRateSizes, len(sizes), sum.PackedGainOverPacketSwitch*100, sum.GainPacketSwitchAtBytes, sum.PackedGainOverUnpacked*100, sum.GainUnpackedAtBytes)})
+				return nil
+			}},
+		{Name: "fig 3", Action: "compute", Note: fmt.Sprintf("%g Tb/s, %d B datapath at %g GHz", d3.PortBps/1e12, d3.WidthBytes, d3.ClockHz/1e9),
+			Run: func(ctx context.Context, rc *o.RunContext) error {
+				t, err := rc.Table("parallelism")
+				if err != nil {
+					return err
+				}
+				var first [2]float64
+				for i, m := range []sm.Mode{sm.ModePacketSwitch, sm.ModePackedCells} {
+					for j, s := range sizes {
+						pp := d3.Parallelism(m, repeat(s, n))
+						if j == 0 {
+							first[i] = pp
+						}
+						if err := t.Write(string(m), s, pp); err != nil {
+							return err
+						}
+					}
+				}
+				mu.Lock()
+				sum.Fig3Factor = first[0] / first[1]
+				done = true
+				mu.Unlock()
+				return nil
+			}},
+	}
+	return plan, nil
+}
+
+func repeat(s, n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = s
+	}
+	return out
+}
