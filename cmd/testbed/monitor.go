@@ -24,7 +24,7 @@ import (
 func (a *app) monitorCmd() *cobra.Command {
 	var invFile, metricsAddr string
 	var interval time.Duration
-	var dryRun bool
+	var dryRun, allowDisable bool
 	var polls int
 	var seed uint64
 	est := monitor.DefaultConfig()
@@ -43,16 +43,22 @@ option role: tor|agg|core) keeps --min-path-fraction of its paths to the spine.
 Every decision is printed as a JSON line on stdout, logged with its evidence, and journaled
 as an event of a bundle of kind monitor under the runs directory (one a day, UTC, finalized
 at the next day or on exit, verifiable with testbed results verify).
+Unless --dry-run, each decision is carried out through the switch driver: LinkGuardian's
+sender entries (p4/linkguardian) on the switch the direction leaves, under a lease of
+that switch taken for the action only (an action on a switch a run holds waits for the
+next poll), its undo journaled first so that a monitor killed mid-action leaves the
+switch recoverable by testbed lab recover. A link is taken down (its upstream port
+deleted) only with --allow-disable; otherwise CorrOpt's verdict is a proposal.
 Metrics (/metrics) and the status (/status, JSON) are served on --metrics-addr, a
-loopback address. Only --dry-run is available: the monitor decides and reports, it does
-not yet act on the lab. With no --inventory it watches the simulated lab.`,
+loopback address. With no --inventory it watches the simulated lab.`,
 		Example: `  testbed monitor --dry-run
   testbed monitor --inventory lab.yaml --dry-run --interval 1s --metrics-addr 127.0.0.1:9464
+  testbed monitor --inventory lab.yaml --target-loss 1e-9 --allow-disable --min-path-fraction 0.75
   curl -s http://127.0.0.1:9464/status`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !dryRun {
-				return &orchestrator.InputError{Msg: "monitor acts on the lab only with --dry-run so far: it decides and reports without acting"}
+			if allowDisable {
+				pol.AutoDisable = true
 			}
 			if interval <= 0 {
 				return &orchestrator.InputError{Msg: fmt.Sprintf("--interval %s: must be positive", interval)}
@@ -112,6 +118,7 @@ not yet act on the lab. With no --inventory it watches the simulated lab.`,
 			}
 			defer set.Close()
 			readers := map[string]monitor.CounterReader{}
+			actors := map[string]monitor.SwitchActor{}
 			for _, name := range names {
 				od, _ := set.Get(name)
 				sw, ok := od.Driver.(*tofino.Switch)
@@ -119,6 +126,17 @@ not yet act on the lab. With no --inventory it watches the simulated lab.`,
 					return &orchestrator.InputError{Msg: fmt.Sprintf("%s: driver %s reads no port counters", name, inv.Devices[name].Driver)}
 				}
 				readers[name] = sw
+				actors[name] = sw
+			}
+			var actor *monitor.Actor
+			if !dryRun {
+				store, err := a.leaseStore(ctx)
+				if err != nil {
+					return err
+				}
+				defer store.Close()
+				actor = &monitor.Actor{Inv: inv, Store: store, Switches: actors, Owner: currentUser(),
+					RunID: results.NewRunID(time.Now(), "monitor"), Blocking: true, Log: log}
 			}
 			m, err := monitor.NewMonitor(dirs, readers, est, policy, 5*time.Second, log)
 			if err != nil {
@@ -137,8 +155,9 @@ not yet act on the lab. With no --inventory it watches the simulated lab.`,
 				results.CurrentSoftware(version), []results.Param{
 					{Name: "window", Value: est.Window}, {Name: "threshold", Value: est.Threshold}, {Name: "quiet", Value: est.Quiet.String()},
 					{Name: "target_loss", Value: pol.TargetLoss}, {Name: "min_path_fraction", Value: pol.MinPathFraction},
-					{Name: "interval", Value: interval.String()}, {Name: "dry_run", Value: dryRun}})
-			runErr := runMonitor(ctx, m, met, interval, polls, json.NewEncoder(a.stdout), j, log)
+					{Name: "interval", Value: interval.String()}, {Name: "dry_run", Value: dryRun},
+					{Name: "allow_disable", Value: allowDisable}})
+			runErr := runMonitor(ctx, m, actor, met, interval, polls, json.NewEncoder(a.stdout), j, log)
 			if err := j.Close(); err != nil && runErr == nil {
 				runErr = err
 			}
@@ -151,7 +170,8 @@ not yet act on the lab. With no --inventory it watches the simulated lab.`,
 	fl := c.Flags()
 	fl.StringVar(&invFile, "inventory", "", "lab inventory (default: the simulated lab)")
 	fl.DurationVar(&interval, "interval", time.Second, "time between counter polls")
-	fl.BoolVar(&dryRun, "dry-run", false, "decide and report without acting (required for now)")
+	fl.BoolVar(&dryRun, "dry-run", false, "decide and report without acting")
+	fl.BoolVar(&allowDisable, "allow-disable", false, "take a corrupting link down when CorrOpt allows it (default: propose only)")
 	fl.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:9464", "loopback address for /metrics and /status (empty: none)")
 	fl.IntVar(&polls, "polls", 0, "stop after this many polls (0: until interrupted)")
 	fl.Uint64Var(&seed, "seed", 1, "seed of the simulated lab")
@@ -238,7 +258,7 @@ func serveMonitor(addr string, m *monitor.Monitor, mm *monitorMetrics) (bound st
 	}, nil
 }
 
-func runMonitor(ctx context.Context, m *monitor.Monitor, mm *monitorMetrics, interval time.Duration, polls int, out *json.Encoder, j *monitor.Journal, log interface {
+func runMonitor(ctx context.Context, m *monitor.Monitor, actor *monitor.Actor, mm *monitorMetrics, interval time.Duration, polls int, out *json.Encoder, j *monitor.Journal, log interface {
 	Info(string, ...any)
 }) error {
 	t := time.NewTicker(interval)
@@ -251,11 +271,12 @@ func runMonitor(ctx context.Context, m *monitor.Monitor, mm *monitorMetrics, int
 			}
 			mm.errors.Inc()
 		}
+		m.Carry(ctx, actor, ds)
 		mm.update(m, ds)
 		for _, d := range ds {
-			log.Info("monitor: decision (dry run)", "link", d.Link, "direction", d.Direction, "action", string(d.Action),
-				"copies", d.Copies, "rule", d.Rule, "frames", d.Evidence.Frames, "losses", d.Evidence.Losses,
-				"low", d.Evidence.Low, "high", d.Evidence.High)
+			log.Info("monitor: decision", "link", d.Link, "direction", d.Direction, "action", string(d.Action),
+				"copies", d.Copies, "outcome", d.Outcome, "error", d.Error, "rule", d.Rule, "frames", d.Evidence.Frames,
+				"losses", d.Evidence.Losses, "low", d.Evidence.Low, "high", d.Evidence.High)
 			if err := out.Encode(d); err != nil {
 				return fmt.Errorf("monitor: write decision: %w", err)
 			}

@@ -73,6 +73,10 @@ type Decision struct {
 	Copies    int       `json:"copies,omitempty"`
 	Rule      string    `json:"rule"`
 	Evidence  Evidence  `json:"evidence"`
+	// Outcome is what became of the decision (Outcome* in act.go), and
+	// Error why, when it failed or waits.
+	Outcome string `json:"outcome,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 // Dir names one direction of an inventory link.
