@@ -12,7 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	"testbed/dut/host"
 	"testbed/dut/tofino"
+	"testbed/hostagent"
 	"testbed/experiments/monitor"
 	"testbed/inventory"
 	"testbed/orchestrator"
@@ -33,7 +35,11 @@ func (a *app) monitorCmd() *cobra.Command {
 		Use:   "monitor",
 		Short: "Watch every switch link for corruption and decide LinkGuardian and CorrOpt actions",
 		Long: `monitor polls the $PORT_STAT counters of both ends of every link between switches
-through the switch driver, holding no lease. For each direction it keeps a loss rate over a
+through the switch driver, and of links between a switch and a host with the host's NIC
+counters through its hostagent (reported unavailable where the host has none), holding
+no lease. FEC codeword counters are read where the switch driver has them; a receiver's
+uncorrectable codewords on a corrupting link give a proposal of a stronger FEC mode (the
+FEC paper's §4.5), never a change. For each direction it keeps a loss rate over a
 frame-count window with its 95% Wilson interval: a direction with too few frames is
 unknown, it is corrupting only when the interval's lower bound is above --threshold, and
 it is clean again only after --quiet below it. A corrupting direction gets LinkGuardian
@@ -102,16 +108,8 @@ loopback address. With no --inventory it watches the simulated lab.`,
 			if err != nil {
 				return &orchestrator.InputError{Msg: err.Error()}
 			}
-			var names []string
-			seen := map[string]bool{}
-			for _, d := range dirs {
-				for _, name := range []string{d.Sender, d.Receiver} {
-					if !seen[name] {
-						seen[name] = true
-						names = append(names, name)
-					}
-				}
-			}
+			switches, hostNames := monitor.Switches(dirs), monitor.Hosts(dirs)
+			names := append(append([]string(nil), switches...), hostNames...)
 			set, err := orchestrator.OpenDevices(ctx, inv, names, func(string) *transport.Transcript { return nil })
 			if err != nil {
 				return &orchestrator.InfraError{Op: "open switches", Err: err}
@@ -119,7 +117,20 @@ loopback address. With no --inventory it watches the simulated lab.`,
 			defer set.Close()
 			readers := map[string]monitor.CounterReader{}
 			actors := map[string]monitor.SwitchActor{}
-			for _, name := range names {
+			hosts := map[string]monitor.HostCounterReader{}
+			for _, name := range hostNames {
+				od, _ := set.Get(name)
+				h, ok := od.Driver.(*host.Host)
+				if !ok {
+					return &orchestrator.InputError{Msg: fmt.Sprintf("%s: driver %s reaches no hostagent", name, inv.Devices[name].Driver)}
+				}
+				ag, _, err := h.EnsureAgent(ctx)
+				if err != nil {
+					return &orchestrator.InfraError{Op: name + ": start the hostagent", Err: err}
+				}
+				hosts[name] = hostagent.NewClient(ag.Client, ag.BaseURL)
+			}
+			for _, name := range switches {
 				od, _ := set.Get(name)
 				sw, ok := od.Driver.(*tofino.Switch)
 				if !ok {
@@ -138,7 +149,7 @@ loopback address. With no --inventory it watches the simulated lab.`,
 				actor = &monitor.Actor{Inv: inv, Store: store, Switches: actors, Owner: currentUser(),
 					RunID: results.NewRunID(time.Now(), "monitor"), Blocking: true, Log: log}
 			}
-			m, err := monitor.NewMonitor(dirs, readers, est, policy, 5*time.Second, log)
+			m, err := monitor.NewMonitorWith(dirs, readers, hosts, est, policy, 5*time.Second, log)
 			if err != nil {
 				return &orchestrator.InputError{Msg: err.Error()}
 			}
@@ -192,6 +203,9 @@ type monitorMetrics struct {
 	copies    *prometheus.GaugeVec
 	decisions *prometheus.CounterVec
 	errors    prometheus.Counter
+	available *prometheus.GaugeVec
+	fecCorr   *prometheus.GaugeVec
+	fecUncorr *prometheus.GaugeVec
 }
 
 func newMonitorMetrics() *monitorMetrics {
@@ -206,8 +220,11 @@ func newMonitorMetrics() *monitorMetrics {
 		copies:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "testbed_monitor_linkguardian_copies", Help: "LinkGuardian copies decided (0: off)."}, lbl),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "testbed_monitor_decisions_total", Help: "Decisions by action."}, []string{"action"}),
 		errors:    prometheus.NewCounter(prometheus.CounterOpts{Name: "testbed_monitor_read_errors_total", Help: "Polls with a failed counter read."}),
+		available: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "testbed_monitor_counters_available", Help: "1 when both ends' counters were read at the last poll, 0 when an end has none."}, lbl),
+		fecCorr:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "testbed_monitor_fec_corrected_codewords", Help: "FEC codewords the receiver corrected since the monitor started (where the driver reads them)."}, lbl),
+		fecUncorr: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "testbed_monitor_fec_uncorrectable_codewords", Help: "FEC codewords the receiver could not correct since the monitor started (where the driver reads them)."}, lbl),
 	}
-	m.reg.MustRegister(m.rate, m.low, m.high, m.frames, m.state, m.copies, m.decisions, m.errors)
+	m.reg.MustRegister(m.rate, m.low, m.high, m.frames, m.state, m.copies, m.decisions, m.errors, m.available, m.fecCorr, m.fecUncorr)
 	return m
 }
 
@@ -221,6 +238,15 @@ func (mm *monitorMetrics) update(m *monitor.Monitor, ds []monitor.Decision) {
 		mm.frames.With(l).Set(float64(d.Frames))
 		mm.state.With(l).Set(float64(d.State))
 		mm.copies.With(l).Set(float64(d.Copies))
+		avail := 1.0
+		if d.Counters != "" {
+			avail = 0
+		}
+		mm.available.With(l).Set(avail)
+		if d.FEC != nil && d.FEC.Available {
+			mm.fecCorr.With(l).Set(float64(d.FEC.Corrected))
+			mm.fecUncorr.With(l).Set(float64(d.FEC.Uncorrected))
+		}
 	}
 	for _, d := range ds {
 		mm.decisions.WithLabelValues(string(d.Action)).Inc()

@@ -140,6 +140,10 @@ func TestMonitorFindsCorruptionOnSimulatedLab(t *testing.T) {
 	if st[0].State != monitor.Corrupting || st[1].State != monitor.Unknown {
 		t.Fatalf("states %s %s", st[0].State, st[1].State)
 	}
+	// This switch driver reads no FEC counters: said so, not an error.
+	if st[0].FEC == nil || st[0].FEC.Available || !strings.Contains(st[0].FEC.Reason, "no FEC counters") {
+		t.Fatalf("FEC status %+v", st[0].FEC)
+	}
 	// What the endpoints serve.
 	mm := newMonitorMetrics()
 	mm.update(m, decided)

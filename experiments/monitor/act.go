@@ -75,7 +75,7 @@ var errCrash = errors.New("monitor: action stopped (simulated crash)")
 // for a failed or deferred action, why.
 func (a *Actor) Act(ctx context.Context, d Decision, dir Direction) (string, error) {
 	switch d.Action {
-	case ActProposeDown, ActRefuseDown, ActWithdrawDown:
+	case ActProposeDown, ActRefuseDown, ActWithdrawDown, ActProposeFEC:
 		return OutcomeProposed, nil
 	}
 	sw := a.Switches[d.Sender]
