@@ -14,8 +14,8 @@ import (
 
 	"testbed/dut/host"
 	"testbed/dut/tofino"
-	"testbed/hostagent"
 	"testbed/experiments/monitor"
+	"testbed/hostagent"
 	"testbed/inventory"
 	"testbed/orchestrator"
 	"testbed/results"
