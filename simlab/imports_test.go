@@ -20,6 +20,7 @@ var shared = map[string]bool{
 	"testbed/simlab/fctmodel":      true,
 	"testbed/simlab/reactormodel":  true,
 	"testbed/simlab/stardustmodel": true,
+	"testbed/simlab/scenario":      true,
 }
 
 // The layering of the simulated lab, as go list sees it (tests aside):
