@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
@@ -153,7 +152,7 @@ loopback address. With no --inventory it watches the simulated lab.`,
 			if err != nil {
 				return &orchestrator.InputError{Msg: err.Error()}
 			}
-			met := newMonitorMetrics()
+			met := monitor.NewMetrics()
 			bound, stop, err := serveMonitor(metricsAddr, m, met)
 			if err != nil {
 				return &orchestrator.InputError{Msg: err.Error()}
@@ -194,68 +193,9 @@ loopback address. With no --inventory it watches the simulated lab.`,
 	return c
 }
 
-type monitorMetrics struct {
-	reg       *prometheus.Registry
-	rate      *prometheus.GaugeVec
-	low, high *prometheus.GaugeVec
-	frames    *prometheus.GaugeVec
-	state     *prometheus.GaugeVec
-	copies    *prometheus.GaugeVec
-	decisions *prometheus.CounterVec
-	errors    prometheus.Counter
-	available *prometheus.GaugeVec
-	fecCorr   *prometheus.GaugeVec
-	fecUncorr *prometheus.GaugeVec
-}
-
-func newMonitorMetrics() *monitorMetrics {
-	lbl := []string{"link", "direction"}
-	m := &monitorMetrics{
-		reg:       prometheus.NewRegistry(),
-		rate:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "testbed_monitor_loss_rate", Help: "Loss rate over the frame-count window."}, lbl),
-		low:       prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "testbed_monitor_loss_rate_low", Help: "Lower bound of the 95% Wilson interval."}, lbl),
-		high:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "testbed_monitor_loss_rate_high", Help: "Upper bound of the 95% Wilson interval."}, lbl),
-		frames:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "testbed_monitor_window_frames", Help: "Frames in the window."}, lbl),
-		state:     prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "testbed_monitor_state", Help: "0 unknown, 1 clean, 2 corrupting."}, lbl),
-		copies:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "testbed_monitor_linkguardian_copies", Help: "LinkGuardian copies decided (0: off)."}, lbl),
-		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "testbed_monitor_decisions_total", Help: "Decisions by action."}, []string{"action"}),
-		errors:    prometheus.NewCounter(prometheus.CounterOpts{Name: "testbed_monitor_read_errors_total", Help: "Polls with a failed counter read."}),
-		available: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "testbed_monitor_counters_available", Help: "1 when both ends' counters were read at the last poll, 0 when an end has none."}, lbl),
-		fecCorr:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "testbed_monitor_fec_corrected_codewords", Help: "FEC codewords the receiver corrected since the monitor started (where the driver reads them)."}, lbl),
-		fecUncorr: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "testbed_monitor_fec_uncorrectable_codewords", Help: "FEC codewords the receiver could not correct since the monitor started (where the driver reads them)."}, lbl),
-	}
-	m.reg.MustRegister(m.rate, m.low, m.high, m.frames, m.state, m.copies, m.decisions, m.errors, m.available, m.fecCorr, m.fecUncorr)
-	return m
-}
-
-func (mm *monitorMetrics) update(m *monitor.Monitor, ds []monitor.Decision) {
-	dirs, _ := m.Snapshot()
-	for _, d := range dirs {
-		l := prometheus.Labels{"link": d.Link, "direction": d.Direction}
-		mm.rate.With(l).Set(d.Rate)
-		mm.low.With(l).Set(d.Low)
-		mm.high.With(l).Set(d.High)
-		mm.frames.With(l).Set(float64(d.Frames))
-		mm.state.With(l).Set(float64(d.State))
-		mm.copies.With(l).Set(float64(d.Copies))
-		avail := 1.0
-		if d.Counters != "" {
-			avail = 0
-		}
-		mm.available.With(l).Set(avail)
-		if d.FEC != nil && d.FEC.Available {
-			mm.fecCorr.With(l).Set(float64(d.FEC.Corrected))
-			mm.fecUncorr.With(l).Set(float64(d.FEC.Uncorrected))
-		}
-	}
-	for _, d := range ds {
-		mm.decisions.WithLabelValues(string(d.Action)).Inc()
-	}
-}
-
 // serveMonitor serves /metrics and /status on a loopback address.
 // It returns the address bound ("" when addr is empty: nothing served).
-func serveMonitor(addr string, m *monitor.Monitor, mm *monitorMetrics) (bound string, stop func(), err error) {
+func serveMonitor(addr string, m *monitor.Monitor, mm *monitor.Metrics) (bound string, stop func(), err error) {
 	if addr == "" {
 		return "", func() {}, nil
 	}
@@ -271,7 +211,7 @@ func serveMonitor(addr string, m *monitor.Monitor, mm *monitorMetrics) (bound st
 		return "", nil, fmt.Errorf("--metrics-addr: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(mm.reg, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", promhttp.HandlerFor(mm.Reg, promhttp.HandlerOpts{}))
 	mux.Handle("/status", m)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	done := make(chan struct{})
@@ -284,7 +224,7 @@ func serveMonitor(addr string, m *monitor.Monitor, mm *monitorMetrics) (bound st
 	}, nil
 }
 
-func runMonitor(ctx context.Context, m *monitor.Monitor, actor *monitor.Actor, mm *monitorMetrics, interval time.Duration, polls int, out *json.Encoder, j *monitor.Journal, log interface {
+func runMonitor(ctx context.Context, m *monitor.Monitor, actor *monitor.Actor, mm *monitor.Metrics, interval time.Duration, polls int, out *json.Encoder, j *monitor.Journal, log interface {
 	Info(string, ...any)
 }) error {
 	t := time.NewTicker(interval)
@@ -295,10 +235,10 @@ func runMonitor(ctx context.Context, m *monitor.Monitor, actor *monitor.Actor, m
 			if ctx.Err() != nil {
 				return nil
 			}
-			mm.errors.Inc()
+			mm.ReadError()
 		}
 		m.Carry(ctx, actor, ds)
-		mm.update(m, ds)
+		mm.Update(m, ds)
 		for _, d := range ds {
 			log.Info("monitor: decision", "link", d.Link, "direction", d.Direction, "action", string(d.Action),
 				"copies", d.Copies, "outcome", d.Outcome, "error", d.Error, "rule", d.Rule, "frames", d.Evidence.Frames,

@@ -145,8 +145,8 @@ func TestMonitorFindsCorruptionOnSimulatedLab(t *testing.T) {
 		t.Fatalf("FEC status %+v", st[0].FEC)
 	}
 	// What the endpoints serve.
-	mm := newMonitorMetrics()
-	mm.update(m, decided)
+	mm := monitor.NewMetrics()
+	mm.Update(m, decided)
 	addr, stop, err := serveMonitor("127.0.0.1:0", m, mm)
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +163,7 @@ func TestMonitorFindsCorruptionOnSimulatedLab(t *testing.T) {
 		return string(b)
 	}
 	if body := get("/metrics"); !strings.Contains(body, `testbed_monitor_state{direction="a>b",link="lg25"} 2`) ||
-		!strings.Contains(body, `testbed_monitor_decisions_total{action="linkguardian_enable"} 1`) {
+		!strings.Contains(body, `testbed_monitor_decisions_total{action="linkguardian_enable",outcome="none"} 1`) {
 		t.Fatalf("/metrics:\n%s", body)
 	}
 	if body := get("/status"); !strings.Contains(body, `"state":"corrupting"`) || !strings.Contains(body, `"state":"unknown"`) {
