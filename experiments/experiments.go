@@ -9,10 +9,12 @@ import (
 	"testbed/experiments/ocscharacterize"
 	"testbed/experiments/rail"
 	"testbed/experiments/reactor"
+	"testbed/experiments/rehearsal"
 	"testbed/orchestrator"
 )
 
 // Registry returns every recipe.
 func Registry() *orchestrator.Registry {
-	return orchestrator.NewRegistry(attsweep.New(), losssweep.New(), backpressure.New(), ocscharacterize.New(), fct.New(), reactor.NewReconfig(), reactor.NewHybrid(), rail.NewTopology(), rail.NewQualify())
+	return orchestrator.NewRegistry(attsweep.New(), losssweep.New(), backpressure.New(), ocscharacterize.New(), fct.New(), reactor.NewReconfig(), reactor.NewHybrid(), rail.NewTopology(), rail.NewQualify(),
+		rehearsal.New())
 }

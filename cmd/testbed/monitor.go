@@ -49,7 +49,8 @@ Every decision is printed as a JSON line on stdout, logged with its evidence, an
 as an event of a bundle of kind monitor under the runs directory (one a day, UTC, finalized
 at the next day or on exit, verifiable with testbed results verify).
 Unless --dry-run, each decision is carried out through the switch driver: LinkGuardian's
-sender entries (p4/linkguardian) on the switch the direction leaves, under a lease of
+sender entries (p4/linkguardian, non-blocking mode: ordered mode would also need the
+receiver's backpressure thresholds) on the switch the direction leaves, under a lease of
 that switch taken for the action only (an action on a switch a run holds waits for the
 next poll), its undo journaled first so that a monitor killed mid-action leaves the
 switch recoverable by testbed lab recover. A link is taken down (its upstream port
@@ -146,7 +147,7 @@ loopback address. With no --inventory it watches the simulated lab.`,
 				}
 				defer store.Close()
 				actor = &monitor.Actor{Inv: inv, Store: store, Switches: actors, Owner: currentUser(),
-					RunID: results.NewRunID(time.Now(), "monitor"), Blocking: true, Log: log}
+					RunID: results.NewRunID(time.Now(), "monitor"), Log: log}
 			}
 			m, err := monitor.NewMonitorWith(dirs, readers, hosts, est, policy, 5*time.Second, log)
 			if err != nil {

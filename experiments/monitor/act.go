@@ -55,6 +55,12 @@ type Actor struct {
 	Timeout time.Duration
 	Log     *slog.Logger
 
+	// Run, when set, is the run the monitor acts within (a rehearsal):
+	// the run holds the switches' leases already, and each undo goes on
+	// its undo stack (rc.Journal), so the run's end puts the switch back
+	// as found. Store is not used then.
+	Run *o.RunContext
+
 	// crash, when set (tests), is asked after each change step; an error
 	// from it makes the action stop as a dying process would: journal
 	// left pending, lease released, nothing put back.
@@ -82,16 +88,19 @@ func (a *Actor) Act(ctx context.Context, d Decision, dir Direction) (string, err
 	if sw == nil {
 		return OutcomeFailed, fmt.Errorf("%s: no switch driver to act through", d.Sender)
 	}
-	dev, ok := a.Inv.Device(d.Sender)
-	if !ok {
-		return OutcomeFailed, fmt.Errorf("%s: not in inventory %s", d.Sender, a.Inv.Path)
-	}
 	timeout := a.Timeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if a.Run != nil {
+		return a.actInRun(ctx, sw, d, dir)
+	}
+	dev, ok := a.Inv.Device(d.Sender)
+	if !ok {
+		return OutcomeFailed, fmt.Errorf("%s: not in inventory %s", d.Sender, a.Inv.Path)
+	}
 
 	h, err := a.Store.Acquire(ctx, o.LeaseRequest{Lab: a.Inv.Name, Owner: a.Owner, RunID: a.RunID,
 		Devices: []o.LeaseTarget{{Device: dev.Name, Address: dev.Address, Serial: dev.Options["serial"]}}})
@@ -185,6 +194,24 @@ func (a *Actor) Act(ctx context.Context, d Decision, dir Direction) (string, err
 	}
 	if _, err := j.Close(); err != nil {
 		return OutcomeFailed, fmt.Errorf("%s: %w", d.Sender, err)
+	}
+	return OutcomeDone, nil
+}
+
+// actInRun carries out a decision within a run that holds the switch:
+// each step's undo goes on the run's stack before the change.
+func (a *Actor) actInRun(ctx context.Context, sw SwitchActor, d Decision, dir Direction) (string, error) {
+	steps, err := a.plan(ctx, sw, d, dir)
+	if err != nil {
+		return OutcomeFailed, err
+	}
+	for _, s := range steps {
+		if err := a.Run.Journal(d.Sender, o.Undo{Kind: s.undo.Kind, Desc: s.undo.Desc, Found: s.undo.Found, Args: s.undo.Args}); err != nil {
+			return OutcomeFailed, err
+		}
+		if err := s.change(ctx); err != nil {
+			return OutcomeFailed, fmt.Errorf("%s: %s: %w", d.Sender, s.name, err)
+		}
 	}
 	return OutcomeDone, nil
 }

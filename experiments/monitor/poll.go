@@ -409,3 +409,10 @@ func (m *Monitor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ReadErrors map[string]string `json:"read_errors"`
 	}{dirs, errs})
 }
+
+// Status is direction i's latest status, with the copies in force.
+func (m *Monitor) Status(i int) DirStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.status[i]
+}
