@@ -3,6 +3,7 @@ package scenario
 import (
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +70,28 @@ func TestScenarioParseErrors(t *testing.T) {
 		_, err := Parse("f.yaml", []byte(c.text))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want %q", c.text, err, c.want)
+		}
+	}
+}
+
+// The scenarios the docs ship parse and name only the default bench's
+// links.
+func TestShippedScenariosParse(t *testing.T) {
+	files, err := filepath.Glob("../../docs/scenarios/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no shipped scenarios: %v", err)
+	}
+	for _, f := range append(files, "testdata/corruption.yaml") {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Parse(f, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CheckLinks([]string{"lg25", "lg100", "l10g", "l25g", "l25g-rs", "l50g", "l100g"}); err != nil {
+			t.Error(err)
 		}
 	}
 }
