@@ -31,8 +31,10 @@ func TestScenarioDirtyConnectorCorruptsThroughTheOptics(t *testing.T) {
 	if err := lab.ApplyScenario(s); err != nil {
 		t.Fatal(err)
 	}
-	if err := lab.ApplyScenario(&scenario.Scenario{Impairments: []scenario.Impairment{{Kind: scenario.TxDegrade, Link: "nowhere", DBPerHour: 1}}}); err == nil {
-		t.Fatal("a scenario on a link the lab lacks was applied")
+	for _, bad := range []string{"nowhere", "l10g"} { // l10g joins the traffic generator's ports, not two switches
+		if err := lab.ApplyScenario(&scenario.Scenario{Impairments: []scenario.Impairment{{Kind: scenario.TxDegrade, Link: bad, DBPerHour: 1}}}); err == nil {
+			t.Fatalf("a scenario on %s was applied", bad)
+		}
 	}
 	// lg25 through voa3 channel 1 at an attenuation where it loses little.
 	v, _ := lab.World().VOA("voa3")

@@ -12,7 +12,7 @@ import (
 func TestLabUpScenarioErrors(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct{ text, want string }{
-		{"name: x\nimpairments:\n  - kind: dirty_connector\n    link: lg99\n    start: 1m\n    step_db: 2\n", "bad.yaml:3: link \"lg99\" is not a fibre of this lab"},
+		{"name: x\nimpairments:\n  - kind: dirty_connector\n    link: lg99\n    start: 1m\n    step_db: 2\n", "bad.yaml:3: link \"lg99\" is not a fibre between two switches of this lab"},
 		{"name: x\nimpairments:\n  - kind: voa_drift\n    link: lg25\n    db_per_hour: -1\n", "bad.yaml:3: voa_drift needs db_per_hour > 0"},
 	} {
 		f := filepath.Join(dir, "bad.yaml")

@@ -202,7 +202,7 @@ func (s *Scenario) CheckLinks(known []string) error {
 		if !set[im.Link] {
 			sorted := append([]string(nil), known...)
 			sort.Strings(sorted)
-			return fmt.Errorf("%s: link %q is not a fibre of this lab (expected one of: %s)", s.where(i), im.Link, strings.Join(sorted, ", "))
+			return fmt.Errorf("%s: link %q is not a fibre between two switches of this lab (expected one of: %s)", s.where(i), im.Link, strings.Join(sorted, ", "))
 		}
 	}
 	return nil
