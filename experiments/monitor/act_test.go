@@ -285,4 +285,26 @@ func TestActorLeavesTheSwitchAsFound(t *testing.T) {
 	if j := b.journals(t); len(j) != 0 {
 		t.Fatalf("journals left after recover: %v", j)
 	}
+
+	// A monitor that died mid-action and restarts: its next action on the
+	// switch first replays what the dead one left, then acts.
+	a.crash = func(step string) error {
+		if step == "set "+lg.TableRetxMcast {
+			return errCrash
+		}
+		return nil
+	}
+	if out, err := a.Act(ctx, b.decision(ActEnableLG, 5), b.dir); out != OutcomeFailed || !errors.Is(err, errCrash) {
+		t.Fatalf("crash: %s %v", out, err)
+	}
+	a.crash = nil
+	if out, err := a.Act(ctx, b.decision(ActEnableLG, 2), b.dir); out != OutcomeDone {
+		t.Fatalf("after restart: %s %v", out, err)
+	}
+	if retx, prot := b.entry(t, lg.TableRetxMcast), b.entry(t, lg.TableLinkProtect); retx == nil || retx.Data["num_copies"] != 2 || prot == nil {
+		t.Fatalf("after restart: retx %+v protect %+v", retx, prot)
+	}
+	if j := b.journals(t); len(j) != 0 {
+		t.Fatalf("journals left after the replaying action: %v", j)
+	}
 }
