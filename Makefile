@@ -15,7 +15,7 @@ build:
 # detector has nothing to find and would only make them ten times slower;
 # and the OTG conformance tests, whose loading of the 1 MB OpenAPI document
 # the detector slows from 0.5 s to 13 s (otg_spec_test.go).
-MODELS := ./simlab/lgmodel ./simlab/fctmodel ./simlab/reactormodel ./simlab/physics ./instruments/ocs/sched ./simlab/phy ./simlab/stardustmodel ./simlab/tcpmodel
+MODELS := ./simlab/lgmodel ./simlab/fctmodel ./simlab/reactormodel ./simlab/physics ./instruments/ocs/sched ./simlab/phy ./simlab/stardustmodel ./simlab/tcpmodel ./simlab/scenario
 
 test: fmt-check vet models-single-goroutine
 	$(GO) test -race -count=1 -timeout 8m $$($(GO) list ./... | grep -v -F -x $(foreach m,$(MODELS),-e testbed/$(patsubst ./%,%,$(m))))

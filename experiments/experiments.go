@@ -10,6 +10,7 @@ import (
 	"testbed/experiments/ocscharacterize"
 	"testbed/experiments/rail"
 	"testbed/experiments/reactor"
+	"testbed/experiments/rehearsal"
 	"testbed/experiments/stardust"
 	"testbed/orchestrator"
 )
@@ -18,5 +19,6 @@ import (
 func Registry() *orchestrator.Registry {
 	return orchestrator.NewRegistry(attsweep.New(), losssweep.New(), backpressure.New(), ocscharacterize.New(), fct.New(), reactor.NewReconfig(), reactor.NewHybrid(), rail.NewTopology(), rail.NewQualify(),
 		fec.NewLatency(), fec.NewBER(),
-		stardust.NewFabric(), stardust.NewPacking())
+		stardust.NewFabric(), stardust.NewPacking(),
+		rehearsal.New())
 }

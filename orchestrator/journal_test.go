@@ -380,6 +380,14 @@ func TestUndoKindsReplayFromData(t *testing.T) {
 	if on, err := sw.SetCutThrough(ctx, 136, false); err != nil || on {
 		t.Errorf("port 136's cut-through after its undo: %v %v, want off", on, err)
 	}
+	// A link the monitor took down comes back at the speed it had.
+	kinds[UndoTofinoAddPort] = true
+	if err := runUndo(ctx, fresh, UndoRecord{Kind: UndoTofinoAddPort, Args: json.RawMessage(`{"port":144,"gbps":25,"fec":"none"}`)}); err != nil {
+		t.Errorf("%s on sw1: %v", UndoTofinoAddPort, err)
+	}
+	if ps, err := sw.PortStatus(ctx, 144); err != nil || ps.SpeedGbps != 25 {
+		t.Errorf("port 144 after add-port: %+v %v", ps, err)
+	}
 	// The register kind writes back the value found; the receiver holds
 	// the thresholds (see lgbench), exercised by the recipes and the soak.
 	kinds[UndoTofinoRegister] = true

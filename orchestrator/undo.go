@@ -47,6 +47,7 @@ const (
 	UndoTofinoCutThrough = "tofino.cut-through"        // {port, enable}: set a port's cut-through back
 	UndoReactorTeardown  = "hostagent.reactor-down"    // {}: remove REACToR classes and flows
 	UndoFCTServerStop    = "hostagent.fct-server-stop" // {id}: stop an FCT server
+	UndoTofinoAddPort    = "tofino.add-port"           // {port, gbps, fec}: add back a port taken down
 )
 
 type undoFunc func(ctx context.Context, od *OpenedDevice, args json.RawMessage) error
@@ -182,6 +183,21 @@ func undoKinds() map[string]undoFunc {
 				return err
 			}
 			return nil
+		},
+		UndoTofinoAddPort: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
+			var a struct {
+				Port int    `json:"port"`
+				Gbps int    `json:"gbps"`
+				FEC  string `json:"fec"`
+			}
+			sw, err := switchFor(ctx, od, raw, &a)
+			if sw == nil || err != nil {
+				return err
+			}
+			if ps, err := sw.PortStatus(ctx, a.Port); err == nil && ps.Enabled {
+				return nil // added back already
+			}
+			return sw.AddPort(ctx, a.Port, a.Gbps, a.FEC)
 		},
 		UndoReactorTeardown: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
 			c, err := agentOf(ctx, od, raw, nil)

@@ -21,6 +21,7 @@ var shared = map[string]bool{
 	"testbed/simlab/reactormodel":  true,
 	"testbed/simlab/stardustmodel": true,
 	"testbed/simlab/tcpmodel":      true,
+	"testbed/simlab/scenario":      true,
 }
 
 // The layering of the simulated lab, as go list sees it (tests aside):

@@ -11,6 +11,7 @@ import (
 	"testbed/inventory"
 	"testbed/orchestrator"
 	"testbed/simlab"
+	"testbed/simlab/scenario"
 )
 
 func (a *app) labCmd() *cobra.Command {
@@ -19,6 +20,7 @@ func (a *app) labCmd() *cobra.Command {
   testbed lab fault voa1=drop:3 --inventory lab.yaml`}
 	var out, from, control string
 	var faultArgs []string
+	var scenarioFile string
 	var seed uint64
 	var scale float64
 	up := &cobra.Command{
@@ -37,6 +39,12 @@ whose driver has one, every link between them a simulated fibre through the
 VOA channel the inventory puts on it; devices without an emulator are named
 and left out. The inventory written is the same lab pointing at the twin.
 
+A scenario (--scenario, YAML) makes corruption come and go on the lab's fibres over the
+switches' clock: a VOA that drifts (voa_drift, db_per_hour), a connector that gets
+dirty at a given time (dirty_connector, step_db, clean_at), a transmitter whose launch
+power falls (tx_degrade, db_per_hour); the frames lost follow from the received power
+through the optics model.
+
 Faults, to rehearse a recipe's error paths: --fault (repeatable) takes
   ` + faultGrammar + `.
 While the lab runs, "testbed lab fault" changes them through the lab's
@@ -45,7 +53,8 @@ port by default) whose address lab up prints and writes into the
 inventory's header.`,
 		Example: `  testbed lab up --inventory-out lab.yaml
   testbed lab up --fault voa1=garbage:1 --fault sw1=error:BF_INVALID_ARG --lab-control 127.0.0.1:7411
-  testbed lab up --inventory mylab.yaml --inventory-out twin.yaml --fault tg1=delay:2s:always`,
+  testbed lab up --inventory mylab.yaml --inventory-out twin.yaml --fault tg1=delay:2s:always
+  testbed lab up --scenario simlab/scenario/testdata/corruption.yaml --inventory-out lab.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var faults []faultFlag
@@ -57,6 +66,13 @@ inventory's header.`,
 				faults = append(faults, f)
 			}
 			opts := simlab.Options{Seed: seed, Log: a.logger(), TimeScale: scale}
+			var scen *scenario.Scenario
+			if scenarioFile != "" {
+				var err error
+				if scen, err = simlab.LoadScenario(scenarioFile); err != nil {
+					return &orchestrator.InputError{Msg: err.Error()}
+				}
+			}
 			var lab *simlab.Lab
 			var skipped []simlab.Skipped
 			if from != "" {
@@ -77,6 +93,12 @@ inventory's header.`,
 				}
 			}
 			defer lab.Close()
+			if scen != nil {
+				if err := lab.ApplyScenario(scen); err != nil {
+					return &orchestrator.InputError{Msg: err.Error()}
+				}
+				fmt.Fprintf(a.stderr, "scenario %s: impairing %s over the switches' clock\n", scenarioFile, strings.Join(scen.Links(), ", "))
+			}
 			for _, f := range faults {
 				fi := lab.Faults(f.Device)
 				if fi == nil {
@@ -131,6 +153,7 @@ inventory's header.`,
 	up.Flags().StringVar(&from, "inventory", "", "start a simulated twin of this inventory instead of the default bench")
 	up.Flags().Uint64Var(&seed, "seed", 1, "seed of the lab's randomness")
 	up.Flags().Float64Var(&scale, "time-scale", 0, "simulated seconds per real second for traffic (default: the lab's own)")
+	up.Flags().StringVar(&scenarioFile, "scenario", "", "scenario file (YAML) of corruption that comes and goes on the lab's fibres over the switches' clock (see simlab/scenario)")
 	up.Flags().StringArrayVar(&faultArgs, "fault", nil, "inject a fault: <device>=drop|delay:<dur>|garbage|error:<text>, then :N or :always (repeatable)")
 	up.Flags().StringVar(&control, "lab-control", "127.0.0.1:0", "loopback address of the fault control endpoint")
 	c.AddCommand(up)

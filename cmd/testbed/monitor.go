@@ -8,12 +8,13 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	"testbed/dut/host"
 	"testbed/dut/tofino"
 	"testbed/experiments/monitor"
+	"testbed/hostagent"
 	"testbed/inventory"
 	"testbed/orchestrator"
 	"testbed/results"
@@ -24,7 +25,7 @@ import (
 func (a *app) monitorCmd() *cobra.Command {
 	var invFile, metricsAddr string
 	var interval time.Duration
-	var dryRun bool
+	var dryRun, allowDisable bool
 	var polls int
 	var seed uint64
 	est := monitor.DefaultConfig()
@@ -33,7 +34,11 @@ func (a *app) monitorCmd() *cobra.Command {
 		Use:   "monitor",
 		Short: "Watch every switch link for corruption and decide LinkGuardian and CorrOpt actions",
 		Long: `monitor polls the $PORT_STAT counters of both ends of every link between switches
-through the switch driver, holding no lease. For each direction it keeps a loss rate over a
+through the switch driver, and of links between a switch and a host with the host's NIC
+counters through its hostagent (reported unavailable where the host has none), holding
+no lease. FEC codeword counters are read where the switch driver has them; a receiver's
+uncorrectable codewords on a corrupting link give a proposal of a stronger FEC mode (the
+FEC paper's §4.5), never a change. For each direction it keeps a loss rate over a
 frame-count window with its 95% Wilson interval: a direction with too few frames is
 unknown, it is corrupting only when the interval's lower bound is above --threshold, and
 it is clean again only after --quiet below it. A corrupting direction gets LinkGuardian
@@ -43,16 +48,23 @@ option role: tor|agg|core) keeps --min-path-fraction of its paths to the spine.
 Every decision is printed as a JSON line on stdout, logged with its evidence, and journaled
 as an event of a bundle of kind monitor under the runs directory (one a day, UTC, finalized
 at the next day or on exit, verifiable with testbed results verify).
+Unless --dry-run, each decision is carried out through the switch driver: LinkGuardian's
+sender entries (p4/linkguardian, non-blocking mode: ordered mode would also need the
+receiver's backpressure thresholds) on the switch the direction leaves, under a lease of
+that switch taken for the action only (an action on a switch a run holds waits for the
+next poll), its undo journaled first so that a monitor killed mid-action leaves the
+switch recoverable by testbed lab recover. A link is taken down (its upstream port
+deleted) only with --allow-disable; otherwise CorrOpt's verdict is a proposal.
 Metrics (/metrics) and the status (/status, JSON) are served on --metrics-addr, a
-loopback address. Only --dry-run is available: the monitor decides and reports, it does
-not yet act on the lab. With no --inventory it watches the simulated lab.`,
+loopback address. With no --inventory it watches the simulated lab.`,
 		Example: `  testbed monitor --dry-run
   testbed monitor --inventory lab.yaml --dry-run --interval 1s --metrics-addr 127.0.0.1:9464
+  testbed monitor --inventory lab.yaml --target-loss 1e-9 --allow-disable --min-path-fraction 0.75
   curl -s http://127.0.0.1:9464/status`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !dryRun {
-				return &orchestrator.InputError{Msg: "monitor acts on the lab only with --dry-run so far: it decides and reports without acting"}
+			if allowDisable {
+				pol.AutoDisable = true
 			}
 			if interval <= 0 {
 				return &orchestrator.InputError{Msg: fmt.Sprintf("--interval %s: must be positive", interval)}
@@ -96,35 +108,52 @@ not yet act on the lab. With no --inventory it watches the simulated lab.`,
 			if err != nil {
 				return &orchestrator.InputError{Msg: err.Error()}
 			}
-			var names []string
-			seen := map[string]bool{}
-			for _, d := range dirs {
-				for _, name := range []string{d.Sender, d.Receiver} {
-					if !seen[name] {
-						seen[name] = true
-						names = append(names, name)
-					}
-				}
-			}
+			switches, hostNames := monitor.Switches(dirs), monitor.Hosts(dirs)
+			names := append(append([]string(nil), switches...), hostNames...)
 			set, err := orchestrator.OpenDevices(ctx, inv, names, func(string) *transport.Transcript { return nil })
 			if err != nil {
 				return &orchestrator.InfraError{Op: "open switches", Err: err}
 			}
 			defer set.Close()
 			readers := map[string]monitor.CounterReader{}
-			for _, name := range names {
+			actors := map[string]monitor.SwitchActor{}
+			hosts := map[string]monitor.HostCounterReader{}
+			for _, name := range hostNames {
+				od, _ := set.Get(name)
+				h, ok := od.Driver.(*host.Host)
+				if !ok {
+					return &orchestrator.InputError{Msg: fmt.Sprintf("%s: driver %s reaches no hostagent", name, inv.Devices[name].Driver)}
+				}
+				ag, _, err := h.EnsureAgent(ctx)
+				if err != nil {
+					return &orchestrator.InfraError{Op: name + ": start the hostagent", Err: err}
+				}
+				hosts[name] = hostagent.NewClient(ag.Client, ag.BaseURL)
+			}
+			for _, name := range switches {
 				od, _ := set.Get(name)
 				sw, ok := od.Driver.(*tofino.Switch)
 				if !ok {
 					return &orchestrator.InputError{Msg: fmt.Sprintf("%s: driver %s reads no port counters", name, inv.Devices[name].Driver)}
 				}
 				readers[name] = sw
+				actors[name] = sw
 			}
-			m, err := monitor.NewMonitor(dirs, readers, est, policy, 5*time.Second, log)
+			var actor *monitor.Actor
+			if !dryRun {
+				store, err := a.leaseStore(ctx)
+				if err != nil {
+					return err
+				}
+				defer store.Close()
+				actor = &monitor.Actor{Inv: inv, Store: store, Switches: actors, Owner: currentUser(),
+					RunID: results.NewRunID(time.Now(), "monitor"), Log: log}
+			}
+			m, err := monitor.NewMonitorWith(dirs, readers, hosts, est, policy, 5*time.Second, log)
 			if err != nil {
 				return &orchestrator.InputError{Msg: err.Error()}
 			}
-			met := newMonitorMetrics()
+			met := monitor.NewMetrics()
 			bound, stop, err := serveMonitor(metricsAddr, m, met)
 			if err != nil {
 				return &orchestrator.InputError{Msg: err.Error()}
@@ -137,8 +166,9 @@ not yet act on the lab. With no --inventory it watches the simulated lab.`,
 				results.CurrentSoftware(version), []results.Param{
 					{Name: "window", Value: est.Window}, {Name: "threshold", Value: est.Threshold}, {Name: "quiet", Value: est.Quiet.String()},
 					{Name: "target_loss", Value: pol.TargetLoss}, {Name: "min_path_fraction", Value: pol.MinPathFraction},
-					{Name: "interval", Value: interval.String()}, {Name: "dry_run", Value: dryRun}})
-			runErr := runMonitor(ctx, m, met, interval, polls, json.NewEncoder(a.stdout), j, log)
+					{Name: "interval", Value: interval.String()}, {Name: "dry_run", Value: dryRun},
+					{Name: "allow_disable", Value: allowDisable}})
+			runErr := runMonitor(ctx, m, actor, met, interval, polls, json.NewEncoder(a.stdout), j, log)
 			if err := j.Close(); err != nil && runErr == nil {
 				runErr = err
 			}
@@ -151,7 +181,8 @@ not yet act on the lab. With no --inventory it watches the simulated lab.`,
 	fl := c.Flags()
 	fl.StringVar(&invFile, "inventory", "", "lab inventory (default: the simulated lab)")
 	fl.DurationVar(&interval, "interval", time.Second, "time between counter polls")
-	fl.BoolVar(&dryRun, "dry-run", false, "decide and report without acting (required for now)")
+	fl.BoolVar(&dryRun, "dry-run", false, "decide and report without acting")
+	fl.BoolVar(&allowDisable, "allow-disable", false, "take a corrupting link down when CorrOpt allows it (default: propose only)")
 	fl.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:9464", "loopback address for /metrics and /status (empty: none)")
 	fl.IntVar(&polls, "polls", 0, "stop after this many polls (0: until interrupted)")
 	fl.Uint64Var(&seed, "seed", 1, "seed of the simulated lab")
@@ -163,53 +194,9 @@ not yet act on the lab. With no --inventory it watches the simulated lab.`,
 	return c
 }
 
-type monitorMetrics struct {
-	reg       *prometheus.Registry
-	rate      *prometheus.GaugeVec
-	low, high *prometheus.GaugeVec
-	frames    *prometheus.GaugeVec
-	state     *prometheus.GaugeVec
-	copies    *prometheus.GaugeVec
-	decisions *prometheus.CounterVec
-	errors    prometheus.Counter
-}
-
-func newMonitorMetrics() *monitorMetrics {
-	lbl := []string{"link", "direction"}
-	m := &monitorMetrics{
-		reg:       prometheus.NewRegistry(),
-		rate:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "testbed_monitor_loss_rate", Help: "Loss rate over the frame-count window."}, lbl),
-		low:       prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "testbed_monitor_loss_rate_low", Help: "Lower bound of the 95% Wilson interval."}, lbl),
-		high:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "testbed_monitor_loss_rate_high", Help: "Upper bound of the 95% Wilson interval."}, lbl),
-		frames:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "testbed_monitor_window_frames", Help: "Frames in the window."}, lbl),
-		state:     prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "testbed_monitor_state", Help: "0 unknown, 1 clean, 2 corrupting."}, lbl),
-		copies:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "testbed_monitor_linkguardian_copies", Help: "LinkGuardian copies decided (0: off)."}, lbl),
-		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "testbed_monitor_decisions_total", Help: "Decisions by action."}, []string{"action"}),
-		errors:    prometheus.NewCounter(prometheus.CounterOpts{Name: "testbed_monitor_read_errors_total", Help: "Polls with a failed counter read."}),
-	}
-	m.reg.MustRegister(m.rate, m.low, m.high, m.frames, m.state, m.copies, m.decisions, m.errors)
-	return m
-}
-
-func (mm *monitorMetrics) update(m *monitor.Monitor, ds []monitor.Decision) {
-	dirs, _ := m.Snapshot()
-	for _, d := range dirs {
-		l := prometheus.Labels{"link": d.Link, "direction": d.Direction}
-		mm.rate.With(l).Set(d.Rate)
-		mm.low.With(l).Set(d.Low)
-		mm.high.With(l).Set(d.High)
-		mm.frames.With(l).Set(float64(d.Frames))
-		mm.state.With(l).Set(float64(d.State))
-		mm.copies.With(l).Set(float64(d.Copies))
-	}
-	for _, d := range ds {
-		mm.decisions.WithLabelValues(string(d.Action)).Inc()
-	}
-}
-
 // serveMonitor serves /metrics and /status on a loopback address.
 // It returns the address bound ("" when addr is empty: nothing served).
-func serveMonitor(addr string, m *monitor.Monitor, mm *monitorMetrics) (bound string, stop func(), err error) {
+func serveMonitor(addr string, m *monitor.Monitor, mm *monitor.Metrics) (bound string, stop func(), err error) {
 	if addr == "" {
 		return "", func() {}, nil
 	}
@@ -225,7 +212,7 @@ func serveMonitor(addr string, m *monitor.Monitor, mm *monitorMetrics) (bound st
 		return "", nil, fmt.Errorf("--metrics-addr: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(mm.reg, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", promhttp.HandlerFor(mm.Reg, promhttp.HandlerOpts{}))
 	mux.Handle("/status", m)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	done := make(chan struct{})
@@ -238,7 +225,7 @@ func serveMonitor(addr string, m *monitor.Monitor, mm *monitorMetrics) (bound st
 	}, nil
 }
 
-func runMonitor(ctx context.Context, m *monitor.Monitor, mm *monitorMetrics, interval time.Duration, polls int, out *json.Encoder, j *monitor.Journal, log interface {
+func runMonitor(ctx context.Context, m *monitor.Monitor, actor *monitor.Actor, mm *monitor.Metrics, interval time.Duration, polls int, out *json.Encoder, j *monitor.Journal, log interface {
 	Info(string, ...any)
 }) error {
 	t := time.NewTicker(interval)
@@ -249,13 +236,14 @@ func runMonitor(ctx context.Context, m *monitor.Monitor, mm *monitorMetrics, int
 			if ctx.Err() != nil {
 				return nil
 			}
-			mm.errors.Inc()
+			mm.ReadError()
 		}
-		mm.update(m, ds)
+		m.Carry(ctx, actor, ds)
+		mm.Update(m, ds)
 		for _, d := range ds {
-			log.Info("monitor: decision (dry run)", "link", d.Link, "direction", d.Direction, "action", string(d.Action),
-				"copies", d.Copies, "rule", d.Rule, "frames", d.Evidence.Frames, "losses", d.Evidence.Losses,
-				"low", d.Evidence.Low, "high", d.Evidence.High)
+			log.Info("monitor: decision", "link", d.Link, "direction", d.Direction, "action", string(d.Action),
+				"copies", d.Copies, "outcome", d.Outcome, "error", d.Error, "rule", d.Rule, "frames", d.Evidence.Frames,
+				"losses", d.Evidence.Losses, "low", d.Evidence.Low, "high", d.Evidence.High)
 			if err := out.Encode(d); err != nil {
 				return fmt.Errorf("monitor: write decision: %w", err)
 			}

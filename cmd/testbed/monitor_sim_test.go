@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -140,9 +142,29 @@ func TestMonitorFindsCorruptionOnSimulatedLab(t *testing.T) {
 	if st[0].State != monitor.Corrupting || st[1].State != monitor.Unknown {
 		t.Fatalf("states %s %s", st[0].State, st[1].State)
 	}
+	// This switch driver reads no FEC counters: said so, not an error.
+	if st[0].FEC == nil || st[0].FEC.Available || !strings.Contains(st[0].FEC.Reason, "no FEC counters") {
+		t.Fatalf("FEC status %+v", st[0].FEC)
+	}
+	// Carried out as testbed monitor does without --dry-run: sw1 gets
+	// LinkGuardian's entries for lg25's port under a lease taken and
+	// released for the action, no undo journal left behind.
+	actor := &monitor.Actor{Inv: li, Store: &orchestrator.FileLeases{L: orchestrator.NewLeaser(state, time.Minute, nil)},
+		Switches: map[string]monitor.SwitchActor{"sw1": sws["sw1"], "sw2": sws["sw2"]}, Owner: "test", RunID: "monitor-test"}
+	m.Carry(ctx, actor, decided)
+	if decided[0].Outcome != monitor.OutcomeDone {
+		t.Fatalf("enable not carried out: %+v", decided[0])
+	}
+	es, err := sws["sw1"].Entries(ctx, lg.TableRetxMcast)
+	if err != nil || len(es) != 1 || es[0].Key["egress_port"] != int64(tx) || es[0].Data["num_copies"] != int64(decided[0].Copies) {
+		t.Fatalf("sw1 %s: %+v %v", lg.TableRetxMcast, es, err)
+	}
+	if j, _ := filepath.Glob(filepath.Join(state, "leases", "*.journal")); len(j) != 0 {
+		t.Fatalf("undo journals left: %v", j)
+	}
 	// What the endpoints serve.
-	mm := newMonitorMetrics()
-	mm.update(m, decided)
+	mm := monitor.NewMetrics()
+	mm.Update(m, decided)
 	addr, stop, err := serveMonitor("127.0.0.1:0", m, mm)
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +181,7 @@ func TestMonitorFindsCorruptionOnSimulatedLab(t *testing.T) {
 		return string(b)
 	}
 	if body := get("/metrics"); !strings.Contains(body, `testbed_monitor_state{direction="a>b",link="lg25"} 2`) ||
-		!strings.Contains(body, `testbed_monitor_decisions_total{action="linkguardian_enable"} 1`) {
+		!strings.Contains(body, `testbed_monitor_decisions_total{action="linkguardian_enable",outcome="done"} 1`) {
 		t.Fatalf("/metrics:\n%s", body)
 	}
 	if body := get("/status"); !strings.Contains(body, `"state":"corrupting"`) || !strings.Contains(body, `"state":"unknown"`) {
@@ -176,6 +198,11 @@ func TestMonitorFindsCorruptionOnSimulatedLab(t *testing.T) {
 	}
 	if rep, err := results.Verify(dir); err != nil || !rep.OK {
 		t.Fatalf("journal %s: %+v %v", dir, rep, err)
+	}
+	// The event carries the decision's evidence and what became of it.
+	if ev, err := os.ReadFile(filepath.Join(dir, "events.jsonl")); err != nil || !strings.Contains(string(ev), `"outcome":"done"`) ||
+		!strings.Contains(string(ev), `"losses":`) || !strings.Contains(string(ev), `"rule":`) {
+		t.Fatalf("journal events: %s %v", ev, err)
 	}
 }
 

@@ -52,15 +52,16 @@ func DefaultPolicy() PolicyConfig {
 
 // Evidence is what a decision rests on.
 type Evidence struct {
-	State     State     `json:"state"`
-	Reason    string    `json:"reason"`
-	Frames    uint64    `json:"frames"`
-	Losses    uint64    `json:"losses"`
-	Rate      float64   `json:"rate"`
-	Low       float64   `json:"low"`
-	High      float64   `json:"high"`
-	Threshold float64   `json:"threshold"`
-	Capacity  *Capacity `json:"capacity,omitempty"`
+	State     State      `json:"state"`
+	Reason    string     `json:"reason"`
+	Frames    uint64     `json:"frames"`
+	Losses    uint64     `json:"losses"`
+	Rate      float64    `json:"rate"`
+	Low       float64    `json:"low"`
+	High      float64    `json:"high"`
+	Threshold float64    `json:"threshold"`
+	Capacity  *Capacity  `json:"capacity,omitempty"`
+	FEC       *FECStatus `json:"fec,omitempty"`
 }
 
 // Decision is one thing the monitor does or proposes, with its evidence.
@@ -72,7 +73,12 @@ type Decision struct {
 	Action    Action    `json:"action"`
 	Copies    int       `json:"copies,omitempty"`
 	Rule      string    `json:"rule"`
+	FECMode   string    `json:"fec_mode,omitempty"` // proposed FEC mode
 	Evidence  Evidence  `json:"evidence"`
+	// Outcome is what became of the decision (Outcome* in act.go), and
+	// Error why, when it failed or waits.
+	Outcome string `json:"outcome,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 // Dir names one direction of an inventory link.
@@ -93,6 +99,8 @@ type Policy struct {
 	copies    map[Dir]int
 	down      map[string]bool // disabled
 	proposed  map[string]bool // proposed or refused, this episode
+	// fecProposed: a stronger FEC was proposed this episode.
+	fecProposed map[Dir]bool
 }
 
 // NewPolicy checks cfg. topo may be nil when ProposeDisable is off.
@@ -111,7 +119,7 @@ func NewPolicy(cfg PolicyConfig, threshold float64, topo *Topology) (*Policy, er
 			return nil, fmt.Errorf("policy: min path fraction %g not in (0, 1]", cfg.MinPathFraction)
 		}
 	}
-	return &Policy{cfg: cfg, threshold: threshold, topo: topo, copies: map[Dir]int{}, down: map[string]bool{}, proposed: map[string]bool{}}, nil
+	return &Policy{cfg: cfg, threshold: threshold, topo: topo, copies: map[Dir]int{}, down: map[string]bool{}, proposed: map[string]bool{}, fecProposed: map[Dir]bool{}}, nil
 }
 
 // Copies is the number of copies in force on a direction (0: off).
@@ -138,6 +146,8 @@ func (p *Policy) Forget(d Decision) {
 		delete(p.proposed, d.Link)
 	case ActProposeDown, ActRefuseDown:
 		delete(p.proposed, d.Link)
+	case ActProposeFEC:
+		delete(p.fecProposed, dir)
 	}
 }
 

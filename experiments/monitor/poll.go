@@ -3,15 +3,18 @@ package monitor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
 	"time"
 
 	"testbed/dut/tofino"
+	"testbed/hostagent"
 	"testbed/inventory"
 )
 
@@ -29,36 +32,50 @@ const (
 	CtrRxFCS = "$FramesReceivedwithFCSError"
 )
 
-// Direction is one direction of an inventory link between two switches:
-// frames leave Sender's port and arrive at Receiver's.
+// Direction is one direction of an inventory link between two switches,
+// or between a switch and a host: frames leave Sender's port (TxPort, or
+// the host interface TxIface) and arrive at Receiver's.
 type Direction struct {
 	Dir
 	Receiver       string
 	TxPort, RxPort int
 	TxName, RxName string // the inventory's port names
+	// TxHost and RxHost say an end is a host, read through its hostagent;
+	// its interface is the inventory's port name.
+	TxHost, RxHost bool
+	// Transceiver and FEC are the link's, from the inventory.
+	Transceiver, FEC string
 }
 
+// Switched says both ends are switches: only then can LinkGuardian
+// protect the direction, and only such links take part in CorrOpt.
+func (d Direction) Switched() bool { return !d.TxHost && !d.RxHost }
+
 // Directions lists both directions of every inventory link whose ends are
-// switches with numbered ports (Tofino dev ports), sorted by link.
+// switches with numbered ports (Tofino dev ports) or hosts, with at least
+// one switch, sorted by link.
 func Directions(inv *inventory.Inventory) ([]Direction, error) {
 	var out []Direction
 	for _, l := range inv.Links {
 		a, oka := inv.Devices[l.A.Device]
 		b, okb := inv.Devices[l.B.Device]
-		if !oka || !okb || a.Kind != "switch" || b.Kind != "switch" {
+		if !oka || !okb || !endKind(a) || !endKind(b) || (a.Kind == "host" && b.Kind == "host") {
 			continue
 		}
-		pa, err := devPort(a, l.A.Port)
+		pa, err := endPort(a, l.A.Port)
 		if err != nil {
 			return nil, fmt.Errorf("link %s: %w", l.Name, err)
 		}
-		pb, err := devPort(b, l.B.Port)
+		pb, err := endPort(b, l.B.Port)
 		if err != nil {
 			return nil, fmt.Errorf("link %s: %w", l.Name, err)
 		}
+		ha, hb := a.Kind == "host", b.Kind == "host"
 		out = append(out,
-			Direction{Dir: Dir{Link: l.Name, Direction: "a>b", Sender: a.Name}, Receiver: b.Name, TxPort: pa, RxPort: pb, TxName: l.A.Port, RxName: l.B.Port},
-			Direction{Dir: Dir{Link: l.Name, Direction: "b>a", Sender: b.Name}, Receiver: a.Name, TxPort: pb, RxPort: pa, TxName: l.B.Port, RxName: l.A.Port})
+			Direction{Dir: Dir{Link: l.Name, Direction: "a>b", Sender: a.Name}, Receiver: b.Name, TxPort: pa, RxPort: pb, TxName: l.A.Port, RxName: l.B.Port,
+				TxHost: ha, RxHost: hb, Transceiver: l.Transceiver, FEC: l.FEC},
+			Direction{Dir: Dir{Link: l.Name, Direction: "b>a", Sender: b.Name}, Receiver: a.Name, TxPort: pb, RxPort: pa, TxName: l.B.Port, RxName: l.A.Port,
+				TxHost: hb, RxHost: ha, Transceiver: l.Transceiver, FEC: l.FEC})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Link < out[j].Link })
 	return out, nil
@@ -76,13 +93,57 @@ func devPort(d *inventory.Device, port string) (int, error) {
 	return n, nil
 }
 
+func endKind(d *inventory.Device) bool { return d.Kind == "switch" || d.Kind == "host" }
+
+func endPort(d *inventory.Device, port string) (int, error) {
+	if d.Kind == "host" {
+		if _, ok := d.Ports[port]; !ok {
+			return 0, fmt.Errorf("%s has no port %q", d.Name, port)
+		}
+		return -1, nil
+	}
+	return devPort(d, port)
+}
+
+// Hosts lists the hosts the directions read (sorted, once each).
+func Hosts(dirs []Direction) []string {
+	var out []string
+	for _, d := range dirs {
+		if d.TxHost && !slices.Contains(out, d.Sender) {
+			out = append(out, d.Sender)
+		}
+		if d.RxHost && !slices.Contains(out, d.Receiver) {
+			out = append(out, d.Receiver)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Switches lists the switches the directions read (in order of first use).
+func Switches(dirs []Direction) []string {
+	var out []string
+	for _, d := range dirs {
+		if !d.TxHost && !slices.Contains(out, d.Sender) {
+			out = append(out, d.Sender)
+		}
+		if !d.RxHost && !slices.Contains(out, d.Receiver) {
+			out = append(out, d.Receiver)
+		}
+	}
+	return out
+}
+
 // Monitor polls every direction's counters, keeps an estimator per
 // direction and runs the policy. Poll is called by one goroutine; Snapshot
 // and ServeHTTP may be called from others.
 type Monitor struct {
 	dirs     []Direction
 	switches map[string]CounterReader
+	hosts    map[string]HostCounterReader
 	est      []*Estimator
+	fecPrev  []*FECCounts
+	fecSum   []FECStatus
 	policy   *Policy
 	timeout  time.Duration
 	log      *slog.Logger
@@ -99,17 +160,34 @@ type DirStatus struct {
 	Sender    string `json:"sender"`
 	Receiver  string `json:"receiver"`
 	Copies    int    `json:"linkguardian_copies"`
+	// Counters is "" when the counters were read, else why they are
+	// unavailable (a host without NIC counters).
+	Counters string     `json:"counters_unavailable,omitempty"`
+	FEC      *FECStatus `json:"fec,omitempty"`
 	Status
 }
 
-// NewMonitor builds a monitor over dirs. switches maps each switch name to
-// its counter reader; timeout bounds every read.
+// NewMonitor builds a monitor over dirs between switches. switches maps
+// each switch name to its counter reader; timeout bounds every read.
 func NewMonitor(dirs []Direction, switches map[string]CounterReader, cfg Config, policy *Policy, timeout time.Duration, log *slog.Logger) (*Monitor, error) {
-	m := &Monitor{dirs: dirs, switches: switches, policy: policy, timeout: timeout, log: log, errs: map[string]string{}}
+	return NewMonitorWith(dirs, switches, nil, cfg, policy, timeout, log)
+}
+
+// NewMonitorWith is NewMonitor with the hosts' counter readers, for
+// directions with a host end. A switch reader that is also a FECReader
+// gives the directions it receives their FEC counters.
+func NewMonitorWith(dirs []Direction, switches map[string]CounterReader, hosts map[string]HostCounterReader, cfg Config, policy *Policy, timeout time.Duration, log *slog.Logger) (*Monitor, error) {
+	m := &Monitor{dirs: dirs, switches: switches, hosts: hosts, policy: policy, timeout: timeout, log: log, errs: map[string]string{}}
 	for _, d := range dirs {
-		for _, sw := range []string{d.Sender, d.Receiver} {
-			if switches[sw] == nil {
-				return nil, fmt.Errorf("monitor: link %s: no counter reader for switch %s", d.Link, sw)
+		for _, end := range []struct {
+			name string
+			host bool
+		}{{d.Sender, d.TxHost}, {d.Receiver, d.RxHost}} {
+			if end.host && hosts[end.name] == nil {
+				return nil, fmt.Errorf("monitor: link %s: no counter reader for host %s", d.Link, end.name)
+			}
+			if !end.host && switches[end.name] == nil {
+				return nil, fmt.Errorf("monitor: link %s: no counter reader for switch %s", d.Link, end.name)
 			}
 		}
 		e, err := NewEstimator(cfg)
@@ -118,6 +196,8 @@ func NewMonitor(dirs []Direction, switches map[string]CounterReader, cfg Config,
 		}
 		m.est = append(m.est, e)
 	}
+	m.fecPrev = make([]*FECCounts, len(dirs))
+	m.fecSum = make([]FECStatus, len(dirs))
 	m.status = make([]DirStatus, len(dirs))
 	for i, d := range dirs {
 		m.status[i] = DirStatus{Link: d.Link, Direction: d.Direction, Sender: d.Sender, Receiver: d.Receiver, Status: m.est[i].Status()}
@@ -125,70 +205,187 @@ func NewMonitor(dirs []Direction, switches map[string]CounterReader, cfg Config,
 	return m, nil
 }
 
+// Directions are the directions the monitor follows.
+func (m *Monitor) Directions() []Direction { return m.dirs }
+
 type portKey struct {
 	sw   string
 	port int
 }
 
+// endReading is one end's counters: frames sent, received good, received
+// bad (hasBad: the end counts them).
+type endReading struct {
+	tx, rxOK, rxBad uint64
+	hasBad          bool
+}
+
 // Poll reads every port once (each port of a switch once, however many
-// directions use it), feeds the estimators and returns the policy's
-// decisions. A port that cannot be read leaves its directions' estimates
-// as they were and is reported in the status; the error returned joins
-// them.
+// directions use it; each host once), feeds the estimators and returns the
+// policy's decisions. A port that cannot be read leaves its directions'
+// estimates as they were and is reported in the status; the error
+// returned joins them. A host whose agent has no NIC counters, or a switch
+// without FEC counters, is reported unavailable, not as an error.
 func (m *Monitor) Poll(ctx context.Context, now time.Time) ([]Decision, error) {
-	reads := map[portKey]tofino.Counters{}
+	reads := map[portKey]endReading{}
+	hostReads := map[string]hostagent.Counters{}
+	unavail := map[string]string{}
 	errs := map[string]string{}
 	var firstErr error
-	read := func(sw string, port int) (tofino.Counters, bool) {
+	fail := func(key string, err error) {
+		errs[key] = err.Error()
+		if firstErr == nil {
+			firstErr = err
+		}
+		m.log.Warn("monitor: counter read failed", "end", key, "err", err)
+	}
+	readSwitch := func(sw string, port int) (endReading, bool) {
 		k := portKey{sw, port}
 		if c, ok := reads[k]; ok {
 			return c, true
 		}
-		if _, failed := errs[fmt.Sprintf("%s:%d", sw, port)]; failed {
-			return tofino.Counters{}, false
+		key := fmt.Sprintf("%s:%d", sw, port)
+		if _, failed := errs[key]; failed {
+			return endReading{}, false
+		}
+		if _, ok := unavail[key]; ok {
+			return endReading{}, false
 		}
 		rctx, cancel := context.WithTimeout(ctx, m.timeout)
 		c, err := m.switches[sw].PortCounters(rctx, port)
 		cancel()
-		if err != nil {
-			err = fmt.Errorf("%s: read counters: %w", sw, err)
-			errs[fmt.Sprintf("%s:%d", sw, port)] = err.Error()
-			if firstErr == nil {
-				firstErr = err
-			}
-			m.log.Warn("monitor: counter read failed", "switch", sw, "port", port, "err", err)
-			return tofino.Counters{}, false
+		if tofino.IsNotFound(err) {
+			// A port not added is a link out of service: nothing to read.
+			unavail[key] = fmt.Sprintf("%s: port %d not added: %v", sw, port, err)
+			return endReading{}, false
 		}
-		reads[k] = c
-		return c, true
+		if err != nil {
+			fail(key, fmt.Errorf("%s: read counters: %w", sw, err))
+			return endReading{}, false
+		}
+		fcs, has := c.Values[CtrRxFCS]
+		r := endReading{tx: uint64(c.Values[CtrTx]), rxOK: uint64(c.Values[CtrRxOK]), rxBad: uint64(fcs), hasBad: has}
+		reads[k] = r
+		return r, true
+	}
+	readHost := func(h, iface string) (endReading, bool) {
+		key := h + ":" + iface
+		if _, failed := errs[h]; failed {
+			return endReading{}, false
+		}
+		if why, ok := unavail[h]; ok {
+			unavail[key] = why
+			return endReading{}, false
+		}
+		c, ok := hostReads[h]
+		if !ok {
+			rctx, cancel := context.WithTimeout(ctx, m.timeout)
+			var err error
+			c, err = m.hosts[h].Counters(rctx)
+			cancel()
+			var ae *hostagent.APIError
+			if errors.As(err, &ae) && ae.Kind == hostagent.KindNotAvailable {
+				unavail[h] = fmt.Sprintf("%s: no NIC counters: %s", h, ae.Message)
+				unavail[key] = unavail[h]
+				return endReading{}, false
+			}
+			if err != nil {
+				fail(h, fmt.Errorf("%s: read NIC counters: %w", h, err))
+				return endReading{}, false
+			}
+			hostReads[h] = c
+		}
+		st, ok := c.Interfaces[iface]
+		if !ok {
+			unavail[key] = fmt.Sprintf("%s: no interface %s in its counters", h, iface)
+			return endReading{}, false
+		}
+		_, hasErrs := st[HostRxErrs]
+		return endReading{tx: st[HostTx], rxOK: st[HostRx], rxBad: st[HostRxErrs], hasBad: hasErrs}, true
+	}
+	read := func(name string, host bool, port int, iface string) (endReading, bool) {
+		if host {
+			return readHost(name, iface)
+		}
+		return readSwitch(name, port)
 	}
 	var out []Decision
 	status := make([]DirStatus, len(m.dirs))
 	for i, d := range m.dirs {
-		st := m.est[i].Status()
-		tx, ok1 := read(d.Sender, d.TxPort)
-		rx, ok2 := read(d.Receiver, d.RxPort)
+		ds := DirStatus{Link: d.Link, Direction: d.Direction, Sender: d.Sender, Receiver: d.Receiver, Status: m.est[i].Status()}
+		tx, ok1 := read(d.Sender, d.TxHost, d.TxPort, d.TxName)
+		rx, ok2 := read(d.Receiver, d.RxHost, d.RxPort, d.RxName)
+		for _, key := range []string{endKey(d.Sender, d.TxHost, d.TxPort, d.TxName), endKey(d.Receiver, d.RxHost, d.RxPort, d.RxName)} {
+			if why, ok := unavail[key]; ok && ds.Counters == "" {
+				ds.Counters = why
+			}
+		}
+		if !d.RxHost {
+			f := m.readFEC(ctx, i, d)
+			ds.FEC = &f
+		}
 		if ok1 && ok2 {
-			fcs, has := rx.Values[CtrRxFCS]
-			st = m.est[i].Observe(Reading{At: now, Tx: uint64(tx.Values[CtrTx]), RxOK: uint64(rx.Values[CtrRxOK]),
-				RxFCS: uint64(fcs), HasFCS: has})
+			st := m.est[i].Observe(Reading{At: now, Tx: tx.tx, RxOK: rx.rxOK, RxFCS: rx.rxBad, HasFCS: rx.hasBad})
+			ds.Status = st
 			if st.Changed {
 				m.log.Info("monitor: state", "link", d.Link, "direction", d.Direction, "state", st.State.String(),
 					"frames", st.Frames, "losses", st.Losses, "low", st.Low, "high", st.High, "reason", st.Reason)
 			}
-			if m.policy != nil {
+			if m.policy != nil && d.Switched() {
 				out = append(out, m.policy.Decide(d.Dir, st)...)
+				if ds.FEC != nil {
+					out = append(out, m.policy.DecideFEC(d.Dir, st, *ds.FEC, d.Transceiver)...)
+				}
 			}
 		}
-		status[i] = DirStatus{Link: d.Link, Direction: d.Direction, Sender: d.Sender, Receiver: d.Receiver, Status: st}
 		if m.policy != nil {
-			status[i].Copies = m.policy.Copies(d.Dir)
+			ds.Copies = m.policy.Copies(d.Dir)
 		}
+		status[i] = ds
 	}
 	m.mu.Lock()
 	m.status, m.errs = status, errs
 	m.mu.Unlock()
 	return out, firstErr
+}
+
+// endKey names an end in read errors and unavailability: switch:devport
+// or host:interface.
+func endKey(name string, host bool, port int, iface string) string {
+	if host {
+		return name + ":" + iface
+	}
+	return fmt.Sprintf("%s:%d", name, port)
+}
+
+// readFEC reads the FEC counters of a direction's receiving port, when
+// its switch's driver has them.
+func (m *Monitor) readFEC(ctx context.Context, i int, d Direction) FECStatus {
+	f := m.fecSum[i]
+	f.Mode = d.FEC
+	fr, ok := m.switches[d.Receiver].(FECReader)
+	if !ok {
+		f.Available, f.Reason = false, fmt.Sprintf("%s: the switch driver reads no FEC counters", d.Receiver)
+		return f
+	}
+	rctx, cancel := context.WithTimeout(ctx, m.timeout)
+	c, err := fr.FECCodewords(rctx, d.RxPort)
+	cancel()
+	if err != nil {
+		f.Available, f.Reason = false, fmt.Sprintf("%s: FEC counters of port %d: %v", d.Receiver, d.RxPort, err)
+		m.fecPrev[i] = nil
+		return f
+	}
+	f.Available, f.Reason = true, ""
+	f.LastCorrected, f.LastUncorrected = 0, 0
+	if p := m.fecPrev[i]; p != nil && c.Corrected >= p.Corrected && c.Uncorrected >= p.Uncorrected {
+		f.LastCorrected, f.LastUncorrected = c.Corrected-p.Corrected, c.Uncorrected-p.Uncorrected
+		f.Corrected += f.LastCorrected
+		f.Uncorrected += f.LastUncorrected
+	}
+	m.fecPrev[i] = &c
+	m.fecSum[i] = f
+	return f
 }
 
 // Snapshot is the latest status of every direction and the reads that
@@ -211,4 +408,11 @@ func (m *Monitor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Directions []DirStatus       `json:"directions"`
 		ReadErrors map[string]string `json:"read_errors"`
 	}{dirs, errs})
+}
+
+// Status is direction i's latest status, with the copies in force.
+func (m *Monitor) Status(i int) DirStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.status[i]
 }

@@ -673,7 +673,9 @@ func (t *Tofino) handle(req agentReq) (any, error) {
 		if p == nil {
 			return nil, notFound("port %d is not added", dev)
 		}
+		t.dp.mu.Lock() // portUp reads the clock a scenario's optics follow
 		up := t.dp.portUp(t, int(dev))
+		t.dp.mu.Unlock()
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		return map[string]any{"dev_port": dev, "enabled": p.enabled, "up": up, "speed": fmt.Sprintf("BF_SPEED_%dG", p.gbps), "fec": p.fec}, nil
@@ -947,8 +949,8 @@ func (d *Dataplane) optics(sw *Tofino, dev int) (lanes int, rx, tx float64) {
 	for _, l := range d.links {
 		if (l.rx == sw && l.rxPort == dev) || (l.tx == sw && l.txPort == dev) {
 			lanes = l.fibre.Transceiver.Lanes
-			tx = l.fibre.Transceiver.TxPowerDBm()
-			rx = l.fibre.RxPowerDBm()
+			tx = l.fibre.TxPowerDBmAt(d.now)
+			rx = l.fibre.RxPowerDBmAt(d.now)
 			if l.tx == sw {
 				// The return fibre has no VOA: the patch losses only.
 				rx = tx - l.fibre.LossBeforeDB - l.fibre.LossAfterDB

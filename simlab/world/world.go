@@ -195,6 +195,44 @@ type Fibre struct {
 
 	mu  sync.Mutex
 	rng *rand.Rand
+	// impair, when set, is what changes on the fibre over the lab clock
+	// (a scenario): the launch power's fall and extra path loss, dB.
+	impair func(t time.Duration) (txDropDB, pathLossDB float64)
+}
+
+// SetImpairment makes the fibre's optics change with the lab clock:
+// f(t) gives how far the transmitter's launch power has fallen and how
+// much extra loss the path has at lab time t (nil: none). f must be safe
+// to call from several goroutines (a pure function of t).
+func (f *Fibre) SetImpairment(fn func(t time.Duration) (txDropDB, pathLossDB float64)) {
+	f.mu.Lock()
+	f.impair = fn
+	f.mu.Unlock()
+}
+
+func (f *Fibre) impairmentAt(t time.Duration) (tx, path float64) {
+	f.mu.Lock()
+	fn := f.impair
+	f.mu.Unlock()
+	if fn == nil {
+		return 0, 0
+	}
+	return fn(t)
+}
+
+// RxPowerDBmAt is the average power at the receiver at lab time t: as
+// RxPowerDBm, less the impairments in force at t (every term is a loss in
+// dB along the same path, so they add).
+func (f *Fibre) RxPowerDBmAt(t time.Duration) float64 {
+	tx, path := f.impairmentAt(t)
+	return f.RxPowerDBm() - tx - path
+}
+
+// TxPowerDBmAt is the transmitter's launch power at lab time t (what its
+// module's DDM reports).
+func (f *Fibre) TxPowerDBmAt(t time.Duration) float64 {
+	tx, _ := f.impairmentAt(t)
+	return f.Transceiver.TxPowerDBm() - tx
 }
 
 // NewFibre adds a fibre; voa may be nil. The VOA channel's input is wired to
