@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"testbed/dut/tofino"
 	"testbed/hostagent"
 	"testbed/inventory"
 )
@@ -25,18 +26,14 @@ const (
 	HostRxErrs = "rx_errs"
 )
 
-// FECCounts are a port's FEC codeword counters since the port came up:
-// codewords the decoder corrected and those it could not (IEEE 802.3
-// clause 91.6: FEC_corrected_cw_counter, FEC_uncorrected_cw_counter).
-type FECCounts struct {
-	Corrected, Uncorrected int64
-}
-
-// FECReader reads a switch port's FEC counters. A switch driver that has
-// no such method (or a port that reports none) leaves a direction's FEC
-// counters unavailable; the monitor says so and judges on frames alone.
+// FECReader reads a switch port's FEC codeword counters since the port
+// came up (IEEE 802.3 clause 91.6: FEC_corrected_cw_counter,
+// FEC_uncorrected_cw_counter); the Tofino driver's FECCounters is one. A
+// switch driver that has no such method (or a port that reports none)
+// leaves a direction's FEC counters unavailable; the monitor says so and
+// judges on frames alone.
 type FECReader interface {
-	FECCodewords(ctx context.Context, devPort int) (FECCounts, error)
+	FECCounters(ctx context.Context, devPort int) (tofino.FECCounters, error)
 }
 
 // FECStatus is what the monitor knows of a direction's FEC at the

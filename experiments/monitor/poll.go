@@ -142,7 +142,7 @@ type Monitor struct {
 	switches map[string]CounterReader
 	hosts    map[string]HostCounterReader
 	est      []*Estimator
-	fecPrev  []*FECCounts
+	fecPrev  []*tofino.FECCounters
 	fecSum   []FECStatus
 	policy   *Policy
 	timeout  time.Duration
@@ -196,7 +196,7 @@ func NewMonitorWith(dirs []Direction, switches map[string]CounterReader, hosts m
 		}
 		m.est = append(m.est, e)
 	}
-	m.fecPrev = make([]*FECCounts, len(dirs))
+	m.fecPrev = make([]*tofino.FECCounters, len(dirs))
 	m.fecSum = make([]FECStatus, len(dirs))
 	m.status = make([]DirStatus, len(dirs))
 	for i, d := range dirs {
@@ -369,10 +369,16 @@ func (m *Monitor) readFEC(ctx context.Context, i int, d Direction) FECStatus {
 		return f
 	}
 	rctx, cancel := context.WithTimeout(ctx, m.timeout)
-	c, err := fr.FECCodewords(rctx, d.RxPort)
+	c, err := fr.FECCounters(rctx, d.RxPort)
 	cancel()
 	if err != nil {
 		f.Available, f.Reason = false, fmt.Sprintf("%s: FEC counters of port %d: %v", d.Receiver, d.RxPort, err)
+		m.fecPrev[i] = nil
+		return f
+	}
+	if !c.Aligned && c.Corrected == 0 && c.Uncorrected == 0 {
+		// A port without FEC (or without codeword lock) reads zeros.
+		f.Available, f.Reason = false, fmt.Sprintf("%s: port %d has no FEC codeword lock (FEC off or link down)", d.Receiver, d.RxPort)
 		m.fecPrev[i] = nil
 		return f
 	}
