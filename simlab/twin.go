@@ -188,6 +188,24 @@ func (t *twin) startFibres() error {
 		// The link's options give its connectors and fibre run; what
 		// they leave out is the bench's patch cords.
 		before, after := l.Budget(lossBeforeVOADB, lossAfterVOADB)
+		// The fibre run costs what the optics model says: its attenuation
+		// and the eye its dispersion closes (physics/fibre.go).
+		penalty := 0.0
+		if l.FibreLengthM > 0 {
+			ft := l.FibreType
+			if ft == "" {
+				ft = inventory.DefaultFibreType
+			}
+			pf, err := physics.FibreByName(ft)
+			if err == nil {
+				err = tr.Carries(pf)
+			}
+			if err != nil {
+				return fmt.Errorf("%s: link %s: %w", l.Pos, l.Name, err)
+			}
+			after += pf.LossDB(l.FibreLengthM) - l.FibreLossDB()
+			penalty = tr.DispersionPenaltyDB(pf, l.FibreLengthM)
+		}
 		var ch *world.VOAChannel
 		if l.VOA != nil {
 			v := t.voas[l.VOA.Device]
@@ -197,6 +215,7 @@ func (t *twin) startFibres() error {
 			ch = v.Channels[l.VOA.Channel-1]
 		}
 		t.fibres[l.Name] = t.lab.world.NewFibre(l.Name, tr, f, before, after, ch)
+		t.fibres[l.Name].PenaltyDB = penalty
 	}
 	return nil
 }

@@ -191,7 +191,12 @@ type Fibre struct {
 	FEC          physics.FEC
 	LossBeforeDB float64 // fibre and connectors between transmitter and VOA
 	LossAfterDB  float64 // fibre and connectors between VOA and receiver
-	VOA          *VOAChannel
+	// PenaltyDB is the power the fibre run's dispersion costs the
+	// receiver's eye (physics.Transceiver.DispersionPenaltyDB): not light
+	// lost, so the receiver's power monitor does not see it; +Inf when the
+	// eye is closed.
+	PenaltyDB float64
+	VOA       *VOAChannel
 
 	mu  sync.Mutex
 	rng *rand.Rand
@@ -228,9 +233,14 @@ func (f *Fibre) RxPowerDBm() float64 {
 	return f.Transceiver.TxPowerDBm() - f.LossBeforeDB - f.LossAfterDB
 }
 
+// EyePowerDBm is the received power less the dispersion penalty: the
+// back-to-back power that gives the receiver the eye it has now, what its
+// bit error ratio follows.
+func (f *Fibre) EyePowerDBm() float64 { return f.RxPowerDBm() - f.PenaltyDB }
+
 // FrameLossProbability is the chance a frame of the given size is lost now.
 func (f *Fibre) FrameLossProbability(frameBytes int) float64 {
-	rx := f.RxPowerDBm()
+	rx := f.EyePowerDBm()
 	if math.IsInf(rx, -1) {
 		return 1
 	}
