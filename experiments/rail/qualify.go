@@ -14,6 +14,7 @@ import (
 	"testbed/experiments/lgbench"
 	"testbed/experiments/rail/topo"
 	"testbed/experiments/stats"
+	"testbed/inventory"
 	o "testbed/orchestrator"
 	"testbed/results"
 )
@@ -31,7 +32,7 @@ func NewQualify() *Qualify { return &Qualify{} }
 func (*Qualify) Name() string { return QualifyName }
 
 // Version implements Recipe; bump it when results would change.
-func (*Qualify) Version() string { return "1.0.0" }
+func (*Qualify) Version() string { return "1.1.0" }
 
 // Summary implements Recipe.
 func (*Qualify) Summary() string {
@@ -70,6 +71,7 @@ func (*Qualify) Params() []o.ParamSpec {
 		{Name: "seconds", Type: o.TypeFloat, Unit: "s", Default: 10.0, Min: o.Bound(1e-6), Max: o.Bound(3600), Description: "line-rate test per link, in seconds of traffic"},
 		{Name: "frame_size", Type: o.TypeInt, Unit: "B", Default: int64(1518), Min: o.Bound(64), Max: o.Bound(9216), Description: "L2 frame size including FCS"},
 		{Name: "front_ports", Type: o.TypeStrings, Default: []string{}, Description: "front-panel number of switch ports, device:port=number (for the transceiver diagnostics; a port without one is not read)"},
+		{Name: "front_from_names", Type: o.TypeBool, Default: false, Description: "take a port named p<N> that front_ports leaves out as front-panel port N (the built-in benches name ports so)"},
 	}
 	for _, p := range lgbench.Params() {
 		switch p.Name {
@@ -169,13 +171,24 @@ func frontPorts(entries []string) (map[string]int, error) {
 // Plan implements Recipe.
 func (r *Qualify) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	p := pc.Params
-	links, binds, err := lgbench.Bind(pc, p.Strings("links"), p.String("sink_port"))
+	// Protection stays off: any link speed the switch has will do.
+	links, binds, err := lgbench.BindUnprotected(pc, p.Strings("links"), p.String("sink_port"))
 	if err != nil {
 		return nil, err
 	}
 	fronts, err := frontPorts(p.Strings("front_ports"))
 	if err != nil {
 		return nil, &o.InputError{Msg: err.Error()}
+	}
+	if p.Bool("front_from_names") {
+		for _, l := range links {
+			for _, e := range []inventory.Endpoint{l.Link.A, l.Link.B} {
+				n, err := strconv.Atoi(strings.TrimPrefix(e.Port, "p"))
+				if _, given := fronts[e.Device+":"+e.Port]; !given && strings.HasPrefix(e.Port, "p") && err == nil && n >= 0 {
+					fronts[e.Device+":"+e.Port] = n
+				}
+			}
+		}
 	}
 	fb := int(p.Int("frame_size"))
 	st := &qualifyState{links: map[string]*topo.Link{}, hs: map[string]LinkHealth{}}
