@@ -49,7 +49,11 @@ direction (Tx power at one end less Rx power at the other, worst lane) and their
 asymmetry, then send full-size frames at line rate from the sending switch's packet
 generator for the stated seconds with every protection off and count, on the switches'
 own counters, the frames sent and those the receiving switch delivered: the LPER is
-lost/sent with its 95% Wilson interval; FCS errors are counted too. The VOA's attenuation is
+lost/sent with its 95% Wilson interval; FCS errors are counted too. On an RS-FEC link the
+receiver's FEC counters, read before and after, give the pre-FEC BER (corrected symbol
+errors over bits) and a lower bound of the post-FEC BER (data/fec.csv); a switch driver
+that reads no FEC counters leaves them unknown, and the summary's fec_note says so.
+The VOA's attenuation is
 not touched (the link is qualified as it is); a closed shutter is opened for
 the run and closed again at its end.
 
@@ -104,6 +108,14 @@ func QualifyTables() []results.Table {
 				{Name: "lper", Type: "number", Unit: "1"}, {Name: "lper_low", Type: "number", Unit: "1"}, {Name: "lper_high", Type: "number", Unit: "1"},
 			}},
 		lt,
+		{Name: "fec", Title: "FEC counters", Description: "One row per FEC link whose receiving switch reads its RS-FEC counters: their differences over the LPER test and the BERs they give (experiments/rail/fec.go).",
+			Fields: []results.Field{
+				{Name: "link", Type: "string"}, {Name: "from", Type: "string"}, {Name: "to", Type: "string"}, {Name: "fec", Type: "string"},
+				{Name: "codewords", Type: "integer", Unit: "codewords"}, {Name: "symbol_errors", Type: "integer", Unit: "symbols"},
+				{Name: "uncorrectable", Type: "integer", Unit: "codewords"},
+				{Name: "pre_fec_ber", Type: "number", Unit: "1", Description: "corrected symbol errors over bits received"},
+				{Name: "post_fec_ber_low", Type: "number", Unit: "1", Description: "lower bound: t+1 bit errors per uncorrectable codeword"},
+			}},
 	}
 }
 
@@ -121,6 +133,10 @@ type LinkHealth struct {
 	LPERHigh    float64  `json:"lper_high"`
 	// Health is good, gray or off (see the recipe's description).
 	Health string `json:"health"`
+	// FEC is the pre- and post-FEC BER from the receiver's FEC counters
+	// (FEC links whose switch reads them); FECNote says why there is none.
+	FEC     *FECBER `json:"fec,omitempty"`
+	FECNote string  `json:"fec_note,omitempty"`
 }
 
 // QualifySummary is summary.json.
@@ -236,11 +252,15 @@ func (r *Qualify) Plan(pc *o.PlanContext) (*o.Plan, error) {
 					}
 					s := lgbench.StressFrom(p, fb)
 					s.Frames = frames
+					fc := openFEC(ctx, bench, l)
 					res, err := bench.Run(ctx, s)
 					if err != nil {
 						return err
 					}
-					return st.lper(rc, l, tl, res, fb)
+					if err := st.lper(rc, l, tl, res, fb); err != nil {
+						return err
+					}
+					return st.fec(ctx, rc, fc, l, tl, res, fb)
 				}})
 	}
 	plan.Steps = append(plan.Steps, &o.Step{Name: "link table", Action: "write", Note: "data/links.csv, the table rail-topology reads",
