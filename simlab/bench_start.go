@@ -6,6 +6,19 @@ import (
 	"testbed/inventory"
 )
 
+// BenchInventory describes a built-in bench with its placeholder
+// addresses: what a run plans against before its lab is started.
+func BenchInventory(name string) (*inventory.Inventory, error) {
+	if name == "" || name == "default" {
+		return DefaultInventory(), nil
+	}
+	b, err := Bench(name)
+	if err != nil {
+		return nil, err
+	}
+	return inventory.Parse("simlab/benches/"+name+".yaml", b)
+}
+
 // StartBench starts a built-in bench (benches/<name>.yaml) as a twin;
 // "default" is StartDefault. Every device of a built-in bench has an
 // emulator: one left out is an error.
@@ -13,11 +26,7 @@ func StartBench(name string, opts Options) (*Lab, error) {
 	if name == "" || name == "default" {
 		return StartDefault(opts)
 	}
-	b, err := Bench(name)
-	if err != nil {
-		return nil, err
-	}
-	inv, err := inventory.Parse("simlab/benches/"+name+".yaml", b)
+	inv, err := BenchInventory(name)
 	if err != nil {
 		return nil, err
 	}
