@@ -83,6 +83,12 @@ func TestQualifyAndTopologyOnTheClosBench(t *testing.T) {
 	if len(tab.Links) != 16 {
 		t.Fatalf("link table has %d links", len(tab.Links))
 	}
+	rows := recipetest.ReadTable(t, res.Dir, "links")
+	for _, r := range rows {
+		if r["link"] == "t4-a4" && r["length_m"] != "510" {
+			t.Errorf("t4-a4 length %q in the link table, want the inventory's 510", r["length_m"])
+		}
+	}
 	var ts rail.Summary
 	tres := recipetest.Run(t, lab, rail.NewTopology(), 7, &ts, nil, "links_file="+filepath.Join(res.Dir, "data", "links.csv"), "estimate=point")
 	if tres.Status != "ok" {

@@ -167,7 +167,9 @@ type qualifyState struct {
 	mu    sync.Mutex
 	links map[string]*topo.Link
 	hs    map[string]LinkHealth
-	order []string
+	// lengthM is each link's fibre length from the inventory (absent: not given).
+	lengthM map[string]float64
+	order   []string
 }
 
 // frontPorts parses device:port=number entries.
@@ -207,7 +209,7 @@ func (r *Qualify) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		}
 	}
 	fb := int(p.Int("frame_size"))
-	st := &qualifyState{links: map[string]*topo.Link{}, hs: map[string]LinkHealth{}}
+	st := &qualifyState{links: map[string]*topo.Link{}, hs: map[string]LinkHealth{}, lengthM: map[string]float64{}}
 	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: binds, Tables: QualifyTables(),
 		Summary: func(partial bool) (any, error) {
 			st.mu.Lock()
@@ -217,6 +219,9 @@ func (r *Qualify) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	for _, l := range links {
 		var bench *lgbench.Bench
 		il := l.Link
+		if il.FibreLengthM > 0 {
+			st.lengthM[il.Name] = il.FibreLengthM
+		}
 		tl := &topo.Link{Name: il.Name, A: il.A.Device, B: il.B.Device, APort: il.A.Port, BPort: il.B.Port, Transceiver: il.Transceiver, FEC: l.FEC}
 		frames := int64(math.Ceil(p.Float("seconds") * l.LineRateBps / (float64(fb+20) * 8)))
 		// The VOA is leased and lit (its shutter opened if closed) but its
@@ -385,7 +390,11 @@ func (st *qualifyState) table(rc *o.RunContext) error {
 			}
 			return ""
 		}
-		if err := t.Write(l.Name, l.A, l.APort, role(l.A), l.B, l.BPort, role(l.B), l.Transceiver, l.FEC, nil,
+		var length any
+		if m, ok := st.lengthM[n]; ok {
+			length = m
+		}
+		if err := t.Write(l.Name, l.A, l.APort, role(l.A), l.B, l.BPort, role(l.B), l.Transceiver, l.FEC, length,
 			ptr(l.AttenuationABDB), ptr(l.AttenuationBADB),
 			l.AB.LPER, l.AB.Low, l.AB.High, l.AB.Frames, l.AB.Lost, nil, nil, nil, nil, nil); err != nil {
 			return err

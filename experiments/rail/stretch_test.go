@@ -76,6 +76,7 @@ func TestStretchOnTheSimulatedBench(t *testing.T) {
 	if *rs.Reach["1e-06"].ReachM <= *nf.Reach["1e-06"].ReachM {
 		t.Errorf("RS(528,514) does not stretch 100GBASE-SR4: %v vs %v m", *rs.Reach["1e-06"].ReachM, *nf.Reach["1e-06"].ReachM)
 	}
+	recipetest.CheckReport(t, res.Dir, "lper-vs-length", "reach")
 	if rows := recipetest.ReadTable(t, res.Dir, "reach"); len(rows) != 12 {
 		t.Errorf("%d reach rows, want 4 groups x 3 bounds", len(rows))
 	}
