@@ -27,7 +27,7 @@ func NewStretch() *Stretch { return &Stretch{} }
 func (*Stretch) Name() string { return StretchName }
 
 // Version implements Recipe; bump it when results would change.
-func (*Stretch) Version() string { return "1.0.0" }
+func (*Stretch) Version() string { return "1.1.0" }
 
 // Summary implements Recipe.
 func (*Stretch) Summary() string {
@@ -42,8 +42,12 @@ inventory (link options fibre_length_m, fibre_type), as the paper's testbed conc
 OM3 cables of 10 to 1000 m. Every selected link (default: every link with a VOA between
 two switches, the LinkGuardian bench) runs seconds of full-size frames at line rate from
 the sender's packet generator with protection off; its LPER is lost/sent with the 95%
-Wilson interval. The VOA is left as found (the paper's added attenuation is the
-distribution of the field, not the stretch).
+Wilson interval. The VOA stays as found for these tests.
+
+Then (margin_step_db > 0), as Fig. 11c, each group's spool at the standard's reach takes
+VOA attenuation in steps until its LPER passes the largest bound: the attenuation where
+it crosses each bound is the margin that length leaves (data/margin.csv). The VOA is put
+back to its resting value at the end.
 
 Links are grouped by transceiver, FEC and fibre type; per group and class bound
 (bounds: 1e-8, about RAIL's BER 1e-12 for 1518 B frames; 1e-6; 1e-3), the stretched
@@ -52,7 +56,7 @@ length between the last spool at or below the bound and the first above it (see
 reach.go for the cases where the shorter spool lost nothing). Beside it: the standard's
 nominal reach (IEEE 802.3) and the paper's low and high stretch (Table 2, App. C).
 
-Writes data/spools.csv (per link: length, frames, LPER with interval) and
+Writes data/spools.csv (per link: length, frames, LPER with interval), data/margin.csv and
 data/reach.csv (per group and bound: reach, bracket, method, stretch factor, the
 standard's and the paper's reaches); the summary has the reach table.`
 }
@@ -68,6 +72,10 @@ func (*Stretch) Params() []o.ParamSpec {
 		{Name: "frame_size", Type: o.TypeInt, Unit: "B", Default: int64(1518), Min: o.Bound(64), Max: o.Bound(9216), Description: "L2 frame size including FCS"},
 		// RAIL §7.2: LPER 1e-8 ~ BER 1e-12; §6's class bounds 1e-6 and 1e-3.
 		{Name: "bounds", Type: o.TypeFloats, Unit: "1", Default: []float64{1e-8, 1e-6, 1e-3}, Description: "LPER bounds at which to report the reach"},
+		// RAIL Fig. 11c: BER against attenuation added at the specified reach.
+		{Name: "margin_step_db", Type: o.TypeFloat, Unit: "dB", Default: 0.5, Min: o.Bound(0), Max: o.Bound(10), Description: "step of the added-attenuation sweep on each group's spool at the standard's reach (0: no sweep)"},
+		{Name: "margin_max_db", Type: o.TypeFloat, Unit: "dB", Default: 20.0, Min: o.Bound(0), Max: o.Bound(60), Description: "the sweep's largest added attenuation"},
+		{Name: "margin_seconds", Type: o.TypeFloat, Unit: "s", Default: 0.2, Min: o.Bound(1e-6), Max: o.Bound(3600), Description: "line-rate test per step of the sweep"},
 	}
 	for _, p := range lgbench.Params() {
 		switch p.Name {
@@ -99,6 +107,7 @@ var paperReachM = map[string][2]float64{
 // StretchTables are the recipe's data tables.
 func StretchTables() []results.Table {
 	return []results.Table{
+		marginTable(),
 		{Name: "spools", Title: "LPER per fibre length", Description: "One row per spool link: its transceiver, FEC, fibre and length, and the line-rate test's frames and LPER with its 95% Wilson interval.",
 			Fields: []results.Field{
 				{Name: "link", Type: "string"}, {Name: "transceiver", Type: "string"}, {Name: "fec", Type: "string"}, {Name: "fibre_type", Type: "string"},
@@ -121,6 +130,9 @@ func StretchTables() []results.Table {
 				{Name: "method", Type: "string"}, {Name: "stretch", Type: "number", Unit: "1", Description: "reach_m / nominal_m"},
 				{Name: "paper_low_m", Type: "number", Unit: "m", Description: "RAIL Table 2 / App. C, low stretch (OM3, FEC off)"},
 				{Name: "paper_high_m", Type: "number", Unit: "m", Description: "RAIL Table 2 / App. C, high stretch"},
+				{Name: "margin_spool_m", Type: "number", Unit: "m", Description: "length of the spool the added-attenuation sweep ran on"},
+				{Name: "margin_db", Type: "number", Unit: "dB", Description: "attenuation that spool takes before its LPER crosses the bound (Fig. 11c)"},
+				{Name: "margin_method", Type: "string", Description: "how margin_db was found, as method"},
 			},
 			Figures: []results.Figure{{
 				Name: "reach", Title: "Stretched reach per LPER bound",
@@ -143,6 +155,10 @@ type GroupReach struct {
 	Spools      int      `json:"spools"`
 	// Reach per bound, keyed by the bound as %.0e ("1e-08", "1e-03").
 	Reach map[string]Reach `json:"reach"`
+	// MarginSpoolM is the spool the added-attenuation sweep ran on, and
+	// Margin per bound the attenuation it took (its Reach fields in dB).
+	MarginSpoolM *float64         `json:"margin_spool_m,omitempty"`
+	Margin       map[string]Reach `json:"margin_db,omitempty"`
 }
 
 // StretchSummary is summary.json.
@@ -152,9 +168,11 @@ type StretchSummary struct {
 }
 
 type stretchState struct {
-	mu     sync.Mutex
-	points map[[3]string][]SpoolPoint
-	groups map[string]GroupReach
+	mu       sync.Mutex
+	points   map[[3]string][]SpoolPoint
+	margins  map[[3]string][]SpoolPoint // x: added dB
+	marginAt map[[3]string]float64
+	groups   map[string]GroupReach
 }
 
 func groupKey(k [3]string) string { return strings.Join(k[:], "_") }
@@ -182,7 +200,9 @@ func (r *Stretch) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		}
 	}
 	fb := int(p.Int("frame_size"))
-	st := &stretchState{points: map[[3]string][]SpoolPoint{}, groups: map[string]GroupReach{}}
+	st := &stretchState{points: map[[3]string][]SpoolPoint{}, margins: map[[3]string][]SpoolPoint{}, marginAt: map[[3]string]float64{}, groups: map[string]GroupReach{}}
+	byGroup := map[[3]string][]lgbench.Link{}
+	var order [][3]string
 	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: binds, Tables: StretchTables(),
 		Summary: func(partial bool) (any, error) {
 			st.mu.Lock()
@@ -196,6 +216,10 @@ func (r *Stretch) Plan(pc *o.PlanContext) (*o.Plan, error) {
 			ft = "OM4" // inventory.DefaultFibreType
 		}
 		key := [3]string{il.Transceiver, l.FEC, ft}
+		if byGroup[key] == nil {
+			order = append(order, key)
+		}
+		byGroup[key] = append(byGroup[key], l)
 		frames := int64(math.Ceil(p.Float("seconds") * l.LineRateBps / (float64(fb+20) * 8)))
 		devs := []string{l.Sender, l.Receiver, l.VOA}
 		plan.Steps = append(plan.Steps, &o.Step{Name: fmt.Sprintf("%s: %g m of %s", il.Name, il.FibreLengthM, ft), Action: "stress-test", Devices: devs,
@@ -237,6 +261,12 @@ func (r *Stretch) Plan(pc *o.PlanContext) (*o.Plan, error) {
 				st.mu.Unlock()
 				return nil
 			}})
+	}
+	if p.Float("margin_step_db") > 0 {
+		for _, key := range order {
+			nom, ok := nominalReachM[[2]string{key[0], key[2]}]
+			plan.Steps = append(plan.Steps, st.marginStep(key, marginSpool(byGroup[key], nom, ok), p, fb, bounds))
+		}
 	}
 	plan.Steps = append(plan.Steps, &o.Step{Name: "reach table", Action: "analyse", Note: "per transceiver, FEC and fibre: the length where the LPER crosses each bound",
 		Run: func(ctx context.Context, rc *o.RunContext) error { return st.reach(rc, bounds) }})
@@ -285,7 +315,24 @@ func (st *stretchState) reach(rc *o.RunContext, bounds []float64) error {
 				v := math.Round(*r.ReachM / *g.NominalM * 100) / 100
 				stretch = &v
 			}
-			if err := t.Write(k[0], k[1], k[2], b, ptr(g.NominalM), ptr(r.ReachM), ptr(r.LowM), ptr(r.HighM), r.Method, ptr(stretch), ptr(g.PaperLowM), ptr(g.PaperHighM)); err != nil {
+			var marginSpoolM, marginDB *float64
+			var marginMethod any
+			if ms := st.margins[k]; len(ms) > 0 {
+				m := ReachAt(ms, b)
+				if m.ReachM != nil {
+					v := math.Round(*m.ReachM*100) / 100
+					m.ReachM = &v
+				}
+				if g.Margin == nil {
+					g.Margin = map[string]Reach{}
+				}
+				g.Margin[boundKey(b)] = m
+				at := st.marginAt[k]
+				marginSpoolM, marginDB, marginMethod = &at, m.ReachM, m.Method
+				g.MarginSpoolM = marginSpoolM
+			}
+			if err := t.Write(k[0], k[1], k[2], b, ptr(g.NominalM), ptr(r.ReachM), ptr(r.LowM), ptr(r.HighM), r.Method, ptr(stretch), ptr(g.PaperLowM), ptr(g.PaperHighM),
+				ptr(marginSpoolM), ptr(marginDB), marginMethod); err != nil {
 				return err
 			}
 		}

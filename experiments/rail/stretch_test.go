@@ -72,11 +72,31 @@ func TestStretchOnTheSimulatedBench(t *testing.T) {
 			t.Errorf("%s: 1e-3 reach %.1f m, the optics model crosses at %.1f m", k, got, want)
 		}
 	}
+	// Fig. 11c: at the standard's reach the added-attenuation sweep finds
+	// a margin that grows with the bound; RS-FEC's is the larger.
+	for k, g := range s.Groups {
+		if g.MarginSpoolM == nil || *g.MarginSpoolM != *g.NominalM {
+			t.Errorf("%s: margin swept on %v, want the %v m spool", k, g.MarginSpoolM, *g.NominalM)
+			continue
+		}
+		prev := 0.0
+		for _, b := range []string{"1e-08", "1e-06", "1e-03"} {
+			m := g.Margin[b]
+			if m.ReachM == nil || *m.ReachM < prev || *m.ReachM < 3 {
+				t.Errorf("%s: margin at %s %+v after %.2f dB", k, b, m, prev)
+				continue
+			}
+			prev = *m.ReachM
+		}
+	}
 	nf, rs := s.Groups["100GBASE-SR4_none_OM3"], s.Groups["100GBASE-SR4_rs528_OM3"]
+	if *rs.Margin["1e-06"].ReachM <= *nf.Margin["1e-06"].ReachM+1 {
+		t.Errorf("RS(528,514) margin %v dB, FEC off %v dB", *rs.Margin["1e-06"].ReachM, *nf.Margin["1e-06"].ReachM)
+	}
 	if *rs.Reach["1e-06"].ReachM <= *nf.Reach["1e-06"].ReachM {
 		t.Errorf("RS(528,514) does not stretch 100GBASE-SR4: %v vs %v m", *rs.Reach["1e-06"].ReachM, *nf.Reach["1e-06"].ReachM)
 	}
-	recipetest.CheckReport(t, res.Dir, "lper-vs-length", "reach")
+	recipetest.CheckReport(t, res.Dir, "lper-vs-added-attenuation", "lper-vs-length", "reach")
 	if rows := recipetest.ReadTable(t, res.Dir, "reach"); len(rows) != 12 {
 		t.Errorf("%d reach rows, want 4 groups x 3 bounds", len(rows))
 	}
