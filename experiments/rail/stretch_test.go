@@ -44,7 +44,7 @@ func TestStretchOnTheSimulatedBench(t *testing.T) {
 	}
 	t.Cleanup(func() { lab.Close() })
 	var s rail.StretchSummary
-	res := recipetest.Run(t, lab, rail.NewStretch(), 11, &s, nil, "seconds=0.5")
+	res := recipetest.Run(t, lab, rail.NewStretch(), 11, &s, nil, "seconds=0.2", "margin_seconds=0.1")
 	if s.Partial || res.Status != "ok" {
 		t.Fatalf("%s: %s", res.Status, res.Reason)
 	}
