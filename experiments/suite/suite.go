@@ -20,6 +20,10 @@
 //	      - metric: links.*.loss_cliff_db.1e-06      # '*' matches one path segment
 //	        abs_tol: 0.5                             # against the baseline bundle
 //	        worse: lower                             # a lower value is a regression
+//
+// An entry's bench: names the built-in simulated bench (simlab/benches) it
+// runs on when the suite runs without an inventory; the default bench
+// otherwise.
 package suite
 
 import (
