@@ -190,7 +190,7 @@ func (t *twin) startFibres() error {
 		before, after := l.Budget(lossBeforeVOADB, lossAfterVOADB)
 		// The fibre run costs what the optics model says: its attenuation
 		// and the eye its dispersion closes (physics/fibre.go).
-		penalty := 0.0
+		penalty, runDB := 0.0, 0.0
 		if l.FibreLengthM > 0 {
 			ft := l.FibreType
 			if ft == "" {
@@ -203,7 +203,8 @@ func (t *twin) startFibres() error {
 			if err != nil {
 				return fmt.Errorf("%s: link %s: %w", l.Pos, l.Name, err)
 			}
-			after += pf.LossDB(l.FibreLengthM) - l.FibreLossDB()
+			runDB = pf.LossDB(l.FibreLengthM)
+			after += runDB - l.FibreLossDB()
 			penalty = tr.DispersionPenaltyDB(pf, l.FibreLengthM)
 		}
 		var ch *world.VOAChannel
@@ -216,6 +217,9 @@ func (t *twin) startFibres() error {
 		}
 		t.fibres[l.Name] = t.lab.world.NewFibre(l.Name, tr, f, before, after, ch)
 		t.fibres[l.Name].PenaltyDB = penalty
+		// The return fibre: the bench's patch cords and the same run,
+		// without this direction's VOA or extra connectors.
+		t.fibres[l.Name].ReturnLossDB = lossBeforeVOADB + lossAfterVOADB + runDB
 	}
 	return nil
 }

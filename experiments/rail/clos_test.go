@@ -49,6 +49,15 @@ func TestQualifyAndTopologyOnTheClosBench(t *testing.T) {
 	if d := *s.Links["t2-a2"].AttenuationABDB - *s.Links["t2-a1"].AttenuationABDB; d < 7.5 || d > 8.5 {
 		t.Errorf("t2-a2 is %.2f dB worse than t2-a1, want 7.5 dB of connector and 0.46 dB of fibre", d)
 	}
+	// RAIL Fig. 5b: high attenuation is asymmetric, the dirty connector
+	// being on one fibre of the pair; elsewhere the asymmetry is the VOA's
+	// 1.2 dB insertion loss, on the a -> b fibre.
+	if a := s.Links["t2-a2"].AsymmetryDB; a == nil || *a < 7.5+1.2-0.1 || *a > 7.5+1.2+0.1 {
+		t.Errorf("t2-a2 asymmetry %v dB, want 8.7 (7.5 dirty connector, 1.2 VOA)", deref(a))
+	}
+	if a := s.Links["t2-a1"].AsymmetryDB; a == nil || *a < 1.1 || *a > 1.3 {
+		t.Errorf("t2-a1 asymmetry %v dB, want the VOA's 1.2", deref(a))
+	}
 	for _, n := range []string{"t2-a2", "t4-a4"} {
 		if h := s.Links[n]; h.FramesLost == 0 || h.Health != "gray" {
 			t.Errorf("%s: %+v, want losses (gray)", n, h)

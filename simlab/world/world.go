@@ -196,7 +196,12 @@ type Fibre struct {
 	// lost, so the receiver's power monitor does not see it; +Inf when the
 	// eye is closed.
 	PenaltyDB float64
-	VOA       *VOAChannel
+	// ReturnLossDB is the loss of the duplex pair's other fibre, b to a:
+	// no VOA, and none of this direction's extra connectors (a dirty
+	// connector is on one fibre: RAIL §2.3, Fig. 5b). 0: the patch losses
+	// of this direction.
+	ReturnLossDB float64
+	VOA          *VOAChannel
 
 	mu  sync.Mutex
 	rng *rand.Rand
