@@ -169,6 +169,10 @@ func startTwin(inv *inventory.Inventory, opts Options, serials map[string]int) (
 	return t.lab, skipped, nil
 }
 
+// ReverseFibre names the b -> a fibre of a link between two simulated
+// switches in the lab's world.
+func ReverseFibre(link string) string { return link + " (b->a)" }
+
 // startFibres makes every link of the twin a fibre. Without a VOA, the
 // fibre's patch and fibre losses are its whole budget.
 func (t *twin) startFibres() error {
@@ -396,6 +400,19 @@ func (t *twin) finishSwitches() error {
 			}
 		}
 		t.dp.Connect(l.Name, tx, txPort, rx, rxPort, t.fibres[l.Name], sink)
+		// The pair's other fibre, b -> a (ReverseFibre): no VOA, the
+		// bench's cords and the run, the same eye penalty; a forwards what
+		// it delivers out of its own sink port, if it has one.
+		fw := t.fibres[l.Name]
+		back := t.lab.world.NewFibre(ReverseFibre(l.Name), fw.Transceiver, fw.FEC, fw.ReturnLossDB, 0, nil)
+		back.PenaltyDB = fw.PenaltyDB
+		backSink := 0
+		if d, _ := t.out.Device(l.A.Device); d.Ports["sink"] != "" {
+			if backSink, err = devPort(l.A.Device, "sink"); err != nil {
+				return fmt.Errorf("%s: link %s: %w", l.Pos, l.Name, err)
+			}
+		}
+		t.dp.Connect(ReverseFibre(l.Name), rx, rxPort, tx, txPort, back, backSink)
 	}
 	if t.hostNet != nil {
 		// Host traffic between hosts on two switches joined by a fibre

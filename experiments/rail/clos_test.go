@@ -58,6 +58,18 @@ func TestQualifyAndTopologyOnTheClosBench(t *testing.T) {
 	if a := s.Links["t2-a1"].AsymmetryDB; a == nil || *a < 1.1 || *a > 1.3 {
 		t.Errorf("t2-a1 asymmetry %v dB, want the VOA's 1.2", deref(a))
 	}
+	// Both directions are tested: the dirty connector is on the a -> b
+	// fibre only, so t2-a2 loses nothing b -> a. (t4-a4's return fibre is
+	// as long but has no VOA: its 1.2 dB more light keeps it clean too, so
+	// steep is the cliff.)
+	for n, h := range s.Links {
+		if h.FramesSentBA == 0 || h.FramesSentBA != h.FramesSent {
+			t.Errorf("%s: b -> a sent %d frames, a -> b %d", n, h.FramesSentBA, h.FramesSent)
+		}
+	}
+	if h := s.Links["t2-a2"]; h.FramesLostBA != 0 {
+		t.Errorf("t2-a2 lost %d frames b -> a, where its connector is clean", h.FramesLostBA)
+	}
 	for _, n := range []string{"t2-a2", "t4-a4"} {
 		if h := s.Links[n]; h.FramesLost == 0 || h.Health != "gray" {
 			t.Errorf("%s: %+v, want losses (gray)", n, h)
