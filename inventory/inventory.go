@@ -192,6 +192,10 @@ func Transceivers() []TransceiverType {
 		{Name: "25GBASE-SR", RateBps: 25e9, FECs: []string{"none", "rs528"}, DefaultFEC: "rs528", Multimode: true},
 		{Name: "50GBASE-SR", RateBps: 50e9, FECs: []string{"rs544", "none"}, DefaultFEC: "rs544", Multimode: true},
 		{Name: "100GBASE-SR4", RateBps: 100e9, FECs: []string{"rs528", "none"}, DefaultFEC: "rs528", Multimode: true},
+		// RAIL's lab (§7.1): 40GBASE-SR4 (cl. 86, no FEC) and 10GBASE-LR
+		// (cl. 52, 1310 nm on single-mode).
+		{Name: "40GBASE-SR4", RateBps: 40e9, FECs: []string{"none"}, DefaultFEC: "none", Multimode: true},
+		{Name: "10GBASE-LR", RateBps: 10e9, FECs: []string{"none"}, DefaultFEC: "none", Multimode: false},
 	}
 }
 

@@ -169,6 +169,10 @@ func startTwin(inv *inventory.Inventory, opts Options, serials map[string]int) (
 	return t.lab, skipped, nil
 }
 
+// ReverseFibre names the b -> a fibre of a link between two simulated
+// switches in the lab's world.
+func ReverseFibre(link string) string { return link + " (b->a)" }
+
 // startFibres makes every link of the twin a fibre. Without a VOA, the
 // fibre's patch and fibre losses are its whole budget.
 func (t *twin) startFibres() error {
@@ -188,6 +192,25 @@ func (t *twin) startFibres() error {
 		// The link's options give its connectors and fibre run; what
 		// they leave out is the bench's patch cords.
 		before, after := l.Budget(lossBeforeVOADB, lossAfterVOADB)
+		// The fibre run costs what the optics model says: its attenuation
+		// and the eye its dispersion closes (physics/fibre.go).
+		penalty, runDB := 0.0, 0.0
+		if l.FibreLengthM > 0 {
+			ft := l.FibreType
+			if ft == "" {
+				ft = inventory.DefaultFibreType
+			}
+			pf, err := physics.FibreByName(ft)
+			if err == nil {
+				err = tr.Carries(pf)
+			}
+			if err != nil {
+				return fmt.Errorf("%s: link %s: %w", l.Pos, l.Name, err)
+			}
+			runDB = pf.LossDB(l.FibreLengthM)
+			after += runDB - l.FibreLossDB()
+			penalty = tr.DispersionPenaltyDB(pf, l.FibreLengthM)
+		}
 		var ch *world.VOAChannel
 		if l.VOA != nil {
 			v := t.voas[l.VOA.Device]
@@ -197,6 +220,10 @@ func (t *twin) startFibres() error {
 			ch = v.Channels[l.VOA.Channel-1]
 		}
 		t.fibres[l.Name] = t.lab.world.NewFibre(l.Name, tr, f, before, after, ch)
+		t.fibres[l.Name].PenaltyDB = penalty
+		// The return fibre: the bench's patch cords and the same run,
+		// without this direction's VOA or extra connectors.
+		t.fibres[l.Name].ReturnLossDB = lossBeforeVOADB + lossAfterVOADB + runDB
 	}
 	return nil
 }
@@ -373,6 +400,19 @@ func (t *twin) finishSwitches() error {
 			}
 		}
 		t.dp.Connect(l.Name, tx, txPort, rx, rxPort, t.fibres[l.Name], sink)
+		// The pair's other fibre, b -> a (ReverseFibre): no VOA, the
+		// bench's cords and the run, the same eye penalty; a forwards what
+		// it delivers out of its own sink port, if it has one.
+		fw := t.fibres[l.Name]
+		back := t.lab.world.NewFibre(ReverseFibre(l.Name), fw.Transceiver, fw.FEC, fw.ReturnLossDB, 0, nil)
+		back.PenaltyDB = fw.PenaltyDB
+		backSink := 0
+		if d, _ := t.out.Device(l.A.Device); d.Ports["sink"] != "" {
+			if backSink, err = devPort(l.A.Device, "sink"); err != nil {
+				return fmt.Errorf("%s: link %s: %w", l.Pos, l.Name, err)
+			}
+		}
+		t.dp.Connect(ReverseFibre(l.Name), rx, rxPort, tx, txPort, back, backSink)
 	}
 	if t.hostNet != nil {
 		// Host traffic between hosts on two switches joined by a fibre

@@ -13,6 +13,7 @@ import (
 	"testbed/inventory"
 	"testbed/orchestrator"
 	"testbed/simlab"
+	"testbed/simlab/physics"
 )
 
 // Four like fibres through the channels of one attenuator; three of them
@@ -92,10 +93,27 @@ func TestTwinLinkOptionsShiftTheCliff(t *testing.T) {
 		}
 		return *c
 	}
+	// A fibre run also closes the eye: its dispersion penalty moves the
+	// cliff too (physics/fibre.go), by what the optics model says for
+	// that fibre and length, not by its attenuation alone.
+	tr, err := physics.TransceiverByName("10GBASE-SR")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pen := func(fibre string, m float64) float64 {
+		f, err := physics.FibreByName(fibre)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.DispersionPenaltyDB(f, m)
+	}
 	shifts := map[string]float64{
-		"long":    1.4,       // 400 m x 3.5 dB/km
-		"patched": 1.0 + 1.0, // 1 dB more before the VOA, 1 dB more after it
-		"both":    0.5 + 0.7, // 0.5 dB more before, 200 m of OM3 after
+		"long":    1.4 + pen("OM4", 400),       // 400 m x 3.5 dB/km, and the eye
+		"patched": 1.0 + 1.0,                   // 1 dB more before the VOA, 1 dB more after it
+		"both":    0.5 + 0.7 + pen("OM3", 200), // 0.5 dB more before, 200 m of OM3 after
+	}
+	if shifts["long"] < 1.4+0.5 || shifts["both"] < 1.2+0.5 {
+		t.Fatalf("the fibres' eye penalties are too small to tell apart from their loss: %v", shifts)
 	}
 	// The points lie on a 0.1 dB grid and each is a finite count of
 	// frames: 1e-3 is seen to within one refinement step; 1e-6, a few

@@ -22,7 +22,8 @@ func examples() map[string]string {
   testbed exp run loss-sweep --set loss_rates=1e-4,1e-3 --set links=lg25
   testbed exp run attenuation-sweep --inventory lab.yaml --dry-run
   testbed exp run loss-sweep --inventory lab.yaml --leases etcd://etcd1:2379/lab-a --wait --wait-timeout 2h
-  testbed exp run --suite suites/nightly.yaml --baseline runs/<bundle> --junit junit.xml`,
+  testbed exp run --suite suites/nightly.yaml --baseline runs/<bundle> --junit junit.xml
+  testbed exp run rail-stretch --bench rail-stretch        # on a built-in bench other than the default`,
 		"testbed exp rerun": `  testbed exp rerun runs/20261122T130405.123Z-attenuation-sweep-3fa9c2
   testbed exp rerun bundle.tar.gz --inventory lab.yaml`,
 		"testbed inventory": `  testbed inventory check lab.yaml`,

@@ -165,6 +165,8 @@ bounds and, with --baseline, against earlier bundles.
 	f := c.Flags()
 	f.String("inventory", "", "lab inventory (YAML); default: the simulated lab")
 	_ = a.v.BindPFlag("inventory", f.Lookup("inventory"))
+	f.String("bench", "", "built-in simulated bench to run on without --inventory (testbed lab show-bench NAME; default: the default bench)")
+	_ = a.v.BindPFlag("bench", f.Lookup("bench"))
 	f.StringArrayVar(&sets, "set", nil, "set a parameter: name=value (repeatable; lists comma-separated)")
 	f.StringVar(&paramsFile, "params", "", "parameters file (YAML map of name: value)")
 	f.BoolVar(&dryRun, "dry-run", false, "print the plan and check limits without touching any device")
@@ -201,7 +203,7 @@ func (a *app) expRun(parent context.Context, name string, sets []string, paramsF
 	if err != nil {
 		return err
 	}
-	spec := runSpec{recipe: r, params: params, seed: seed, inventory: a.v.GetString("inventory")}
+	spec := runSpec{recipe: r, params: params, seed: seed, inventory: a.v.GetString("inventory"), bench: a.v.GetString("bench")}
 	if dryRun {
 		return a.dryRun(spec)
 	}
@@ -223,6 +225,9 @@ type runSpec struct {
 	// inventory is the lab's inventory file; "" starts a simulated lab
 	// with the seed.
 	inventory string
+	// bench is the built-in simulated bench started without an inventory
+	// ("": the default bench).
+	bench string
 	// labels go into the manifest (suite, suite_entry, rerun_of).
 	labels map[string]string
 	// prefix goes in front of progress lines (the suite entry running).
@@ -291,6 +296,11 @@ func (a *app) lab(spec runSpec, log *slog.Logger) (inv *inventory.Inventory, sim
 	// lab: the simulated lab's description is enough, nothing is started.
 	// Bad input is refused before a lab is started for nothing.
 	def := simlab.DefaultInventory()
+	if spec.bench != "" && spec.bench != "default" {
+		if def, err = simlab.BenchInventory(spec.bench); err != nil {
+			return nil, true, nil, &orchestrator.InputError{Msg: "bench: " + err.Error()}
+		}
+	}
 	plan, err := a.engine(nil).Plan(orchestrator.RunRequest{Recipe: spec.recipe, Params: spec.params, Lab: def, Simulated: true, Seed: spec.seed})
 	var ie *orchestrator.InputError
 	switch {
@@ -299,7 +309,7 @@ func (a *app) lab(spec runSpec, log *slog.Logger) (inv *inventory.Inventory, sim
 	case err == nil && len(plan.Devices()) == 0:
 		return def, true, func() {}, nil
 	}
-	lab, err := simlab.StartDefault(simlab.Options{Seed: spec.seed, Log: log})
+	lab, err := simlab.StartBench(spec.bench, simlab.Options{Seed: spec.seed, Log: log})
 	if err != nil {
 		return nil, true, nil, &orchestrator.InfraError{Op: "start the simulated lab", Err: err}
 	}
@@ -317,6 +327,12 @@ func prefixed(p string) string {
 // dryRun prints the plan of a run without touching any device.
 func (a *app) dryRun(spec runSpec) error {
 	inv, simulated := simlab.DefaultInventory(), true
+	if spec.inventory == "" && spec.bench != "" {
+		var err error
+		if inv, err = simlab.BenchInventory(spec.bench); err != nil {
+			return &orchestrator.InputError{Msg: "bench: " + err.Error()}
+		}
+	}
 	if spec.inventory != "" {
 		var err error
 		if inv, err = inventory.Load(spec.inventory); err != nil {

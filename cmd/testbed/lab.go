@@ -18,7 +18,7 @@ func (a *app) labCmd() *cobra.Command {
 	c := &cobra.Command{Use: "lab", Short: "Run the simulated lab",
 		Example: `  testbed lab up --inventory-out lab.yaml
   testbed lab fault voa1=drop:3 --inventory lab.yaml`}
-	var out, from, control string
+	var out, from, control, bench string
 	var faultArgs []string
 	var scenarioFile string
 	var seed uint64
@@ -54,7 +54,8 @@ inventory's header.`,
 		Example: `  testbed lab up --inventory-out lab.yaml
   testbed lab up --fault voa1=garbage:1 --fault sw1=error:BF_INVALID_ARG --lab-control 127.0.0.1:7411
   testbed lab up --inventory mylab.yaml --inventory-out twin.yaml --fault tg1=delay:2s:always
-  testbed lab up --scenario simlab/scenario/testdata/corruption.yaml --inventory-out lab.yaml`,
+  testbed lab up --scenario simlab/scenario/testdata/corruption.yaml --inventory-out lab.yaml
+  testbed lab up --bench rail-clos --inventory-out clos.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var faults []faultFlag
@@ -88,7 +89,10 @@ inventory's header.`,
 				}
 			} else {
 				var err error
-				if lab, err = simlab.StartDefault(opts); err != nil {
+				if _, err := simlab.Bench(bench); err != nil {
+					return &orchestrator.InputError{Msg: "--bench: " + err.Error()}
+				}
+				if lab, err = simlab.StartBench(bench, opts); err != nil {
 					return &orchestrator.InfraError{Op: "start the simulated lab", Err: err}
 				}
 			}
@@ -151,6 +155,7 @@ inventory's header.`,
 	}
 	up.Flags().StringVar(&out, "inventory-out", "lab.yaml", "where to write the inventory")
 	up.Flags().StringVar(&from, "inventory", "", "start a simulated twin of this inventory instead of the default bench")
+	up.Flags().StringVar(&bench, "bench", "default", "the built-in bench to start (testbed lab show-bench NAME prints one; ignored with --inventory)")
 	up.Flags().Uint64Var(&seed, "seed", 1, "seed of the lab's randomness")
 	up.Flags().Float64Var(&scale, "time-scale", 0, "simulated seconds per real second for traffic (default: the lab's own)")
 	up.Flags().StringVar(&scenarioFile, "scenario", "", "scenario file (YAML) of corruption that comes and goes on the lab's fibres over the switches' clock (see simlab/scenario)")

@@ -14,6 +14,7 @@ import (
 	"testbed/inventory"
 	"testbed/orchestrator"
 	"testbed/results"
+	"testbed/simlab"
 )
 
 // LabelRerunOf names, in a rerun's manifest, the run it repeats.
@@ -139,7 +140,12 @@ func planRerun(rd *results.Reader, o rerunOptions, configInv string) (*rerunPlan
 	case invFlag != "":
 		rp.spec.inventory = invFlag
 	case m.Lab.Simulated:
-		// A new simulated lab with the bundle's seed.
+		// A new simulated lab with the bundle's seed, of the built-in
+		// bench the run was on (its inventory's name).
+		if _, err := simlab.Bench(m.Lab.Name); err == nil && m.Lab.Name != "default" {
+			rp.spec.bench = m.Lab.Name
+			rp.notes = append(rp.notes, "on the built-in bench "+m.Lab.Name)
+		}
 	case configInv != "":
 		rp.spec.inventory = configInv
 	case m.Lab.InventoryPath != "" && !o.inventoryFromBundle:

@@ -73,6 +73,17 @@ type Link struct {
 // Bind fills the recipe's link role with bench links and checks every
 // port is a dev port number and the receiver has the sink port.
 func Bind(pc *o.PlanContext, names []string, sinkPort string) ([]Link, []o.Binding, error) {
+	return bind(pc, names, sinkPort, true)
+}
+
+// BindUnprotected is Bind for a recipe that runs every link with its
+// protection off (a link qualification): any link speed the switch has,
+// not only those whose LinkGuardian timings were measured.
+func BindUnprotected(pc *o.PlanContext, names []string, sinkPort string) ([]Link, []o.Binding, error) {
+	return bind(pc, names, sinkPort, false)
+}
+
+func bind(pc *o.PlanContext, names []string, sinkPort string, protect bool) ([]Link, []o.Binding, error) {
 	links, binds, err := o.BindLinks(pc.Lab, "link", names, Needs)
 	if err != nil {
 		return nil, nil, err
@@ -97,7 +108,7 @@ func Bind(pc *o.PlanContext, names []string, sinkPort string) ([]Link, []o.Bindi
 		if b.Sink, err = devPort(pc.Lab, l.B.Device, sinkPort); err != nil {
 			return nil, nil, fmt.Errorf("%w (the receiver forwards delivered frames out of its sink port; set sink_port)", err)
 		}
-		if _, err := lg.FlightResume(t.RateBps); err != nil {
+		if _, err := lg.FlightResume(t.RateBps); err != nil && protect {
 			return nil, nil, pc.Lab.LinkErrorf(l, "transceiver", "%v", err)
 		}
 		out = append(out, b)

@@ -14,6 +14,7 @@ import (
 	"testbed/experiments/lgbench"
 	"testbed/experiments/rail/topo"
 	"testbed/experiments/stats"
+	"testbed/inventory"
 	o "testbed/orchestrator"
 	"testbed/results"
 )
@@ -31,7 +32,7 @@ func NewQualify() *Qualify { return &Qualify{} }
 func (*Qualify) Name() string { return QualifyName }
 
 // Version implements Recipe; bump it when results would change.
-func (*Qualify) Version() string { return "1.0.0" }
+func (*Qualify) Version() string { return "1.2.0" }
 
 // Summary implements Recipe.
 func (*Qualify) Summary() string {
@@ -48,14 +49,20 @@ direction (Tx power at one end less Rx power at the other, worst lane) and their
 asymmetry, then send full-size frames at line rate from the sending switch's packet
 generator for the stated seconds with every protection off and count, on the switches'
 own counters, the frames sent and those the receiving switch delivered: the LPER is
-lost/sent with its 95% Wilson interval; FCS errors are counted too. The VOA's attenuation is
+lost/sent with its 95% Wilson interval; FCS errors are counted too. On an RS-FEC link the
+receiver's FEC counters, read before and after, give the pre-FEC BER (corrected symbol
+errors over bits) and a lower bound of the post-FEC BER (data/fec.csv); a switch driver
+that reads no FEC counters leaves them unknown, and the summary's fec_note says so.
+The VOA's attenuation is
 not touched (the link is qualified as it is); a closed shutter is opened for
 the run and closed again at its end.
 
-Only the a -> b direction is tested (the bench's sender runs the packet generator);
-data/links.csv, the RAIL link table rail-topology reads, leaves the b -> a rate empty, which
-rail-topology takes as the a -> b rate for both directions, and says so. Roles come from
-the inventory option role. Writes data/ddm.csv (per end and lane), data/lper.csv and
+With both_directions (default) b -> a is tested the same way after a -> b: the receiving
+switch's packet generator sends out of its end of the link and the sending switch's port
+counts the frames received OK (RAIL §2.3: high attenuation is asymmetric, a dirty
+connector being on one fibre). data/links.csv, the RAIL link table rail-topology reads,
+has both rates (b -> a empty when not tested, which rail-topology reads as the a -> b
+rate). Roles come from the inventory option role. Writes data/ddm.csv (per end and lane), data/lper.csv and
 data/links.csv; the summary has per link its attenuations, asymmetry, LPER with interval
 and a health word: good (upper bound <= 1.2e-8, RAIL's 1e-12 BER for 1518 B frames), gray
 (<= 0.1) or off (> 0.1, which RAIL turns off).`
@@ -70,6 +77,8 @@ func (*Qualify) Params() []o.ParamSpec {
 		{Name: "seconds", Type: o.TypeFloat, Unit: "s", Default: 10.0, Min: o.Bound(1e-6), Max: o.Bound(3600), Description: "line-rate test per link, in seconds of traffic"},
 		{Name: "frame_size", Type: o.TypeInt, Unit: "B", Default: int64(1518), Min: o.Bound(64), Max: o.Bound(9216), Description: "L2 frame size including FCS"},
 		{Name: "front_ports", Type: o.TypeStrings, Default: []string{}, Description: "front-panel number of switch ports, device:port=number (for the transceiver diagnostics; a port without one is not read)"},
+		{Name: "both_directions", Type: o.TypeBool, Default: true, Description: "also test b -> a: the receiving switch's packet generator sends, the sending switch's port counts"},
+		{Name: "front_from_names", Type: o.TypeBool, Default: false, Description: "take a port named p<N> that front_ports leaves out as front-panel port N (the built-in benches name ports so)"},
 	}
 	for _, p := range lgbench.Params() {
 		switch p.Name {
@@ -84,7 +93,7 @@ func (*Qualify) Params() []o.ParamSpec {
 func QualifyTables() []results.Table {
 	lt := Tables()[0]
 	lt.Title = "RAIL link table"
-	lt.Description = "One row per qualified link, in the format rail-topology reads (experiments/rail/README.md). Only a -> b is tested: the b -> a rate is empty, which rail-topology reads as the a -> b rate for both directions; attenuations are from the transceivers' diagnostics (worst lane)."
+	lt.Description = "One row per qualified link, in the format rail-topology reads (experiments/rail/README.md): both directions' rates (b -> a empty when both_directions is off, which rail-topology reads as the a -> b rate); attenuations are from the transceivers' diagnostics (worst lane)."
 	return []results.Table{
 		{Name: "ddm", Title: "Transceiver diagnostics", Description: "One row per link end and lane, as the switch's platform CLI reports them before the test.",
 			Fields: []results.Field{
@@ -102,6 +111,14 @@ func QualifyTables() []results.Table {
 				{Name: "lper", Type: "number", Unit: "1"}, {Name: "lper_low", Type: "number", Unit: "1"}, {Name: "lper_high", Type: "number", Unit: "1"},
 			}},
 		lt,
+		{Name: "fec", Title: "FEC counters", Description: "One row per FEC link whose receiving switch reads its RS-FEC counters: their differences over the LPER test and the BERs they give (experiments/rail/fec.go).",
+			Fields: []results.Field{
+				{Name: "link", Type: "string"}, {Name: "from", Type: "string"}, {Name: "to", Type: "string"}, {Name: "fec", Type: "string"},
+				{Name: "codewords", Type: "integer", Unit: "codewords"}, {Name: "symbol_errors", Type: "integer", Unit: "symbols"},
+				{Name: "uncorrectable", Type: "integer", Unit: "codewords"},
+				{Name: "pre_fec_ber", Type: "number", Unit: "1", Description: "corrected symbol errors over bits received"},
+				{Name: "post_fec_ber_low", Type: "number", Unit: "1", Description: "lower bound: t+1 bit errors per uncorrectable codeword"},
+			}},
 	}
 }
 
@@ -119,6 +136,19 @@ type LinkHealth struct {
 	LPERHigh    float64  `json:"lper_high"`
 	// Health is good, gray or off (see the recipe's description).
 	Health string `json:"health"`
+	// The b -> a test (both_directions; all 0 when off): frames b's
+	// generator sent and a's port did not receive OK; Health is the worse
+	// direction's.
+	FramesSentBA int64   `json:"frames_sent_ba"`
+	FramesLostBA int64   `json:"frames_lost_ba"`
+	FCSErrorsBA  int64   `json:"fcs_errors_ba"`
+	LPERBA       float64 `json:"lper_ba"`
+	LPERLowBA    float64 `json:"lper_low_ba"`
+	LPERHighBA   float64 `json:"lper_high_ba"`
+	// FEC is the pre- and post-FEC BER from the receiver's FEC counters
+	// (FEC links whose switch reads them); FECNote says why there is none.
+	FEC     *FECBER `json:"fec,omitempty"`
+	FECNote string  `json:"fec_note,omitempty"`
 }
 
 // QualifySummary is summary.json.
@@ -149,6 +179,10 @@ type qualifyState struct {
 	mu    sync.Mutex
 	links map[string]*topo.Link
 	hs    map[string]LinkHealth
+	// lengthM is each link's fibre length from the inventory (absent: not given).
+	lengthM map[string]float64
+	// ba marks the links whose b -> a direction was measured.
+	ba    map[string]bool
 	order []string
 }
 
@@ -169,7 +203,8 @@ func frontPorts(entries []string) (map[string]int, error) {
 // Plan implements Recipe.
 func (r *Qualify) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	p := pc.Params
-	links, binds, err := lgbench.Bind(pc, p.Strings("links"), p.String("sink_port"))
+	// Protection stays off: any link speed the switch has will do.
+	links, binds, err := lgbench.BindUnprotected(pc, p.Strings("links"), p.String("sink_port"))
 	if err != nil {
 		return nil, err
 	}
@@ -177,8 +212,18 @@ func (r *Qualify) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	if err != nil {
 		return nil, &o.InputError{Msg: err.Error()}
 	}
+	if p.Bool("front_from_names") {
+		for _, l := range links {
+			for _, e := range []inventory.Endpoint{l.Link.A, l.Link.B} {
+				n, err := strconv.Atoi(strings.TrimPrefix(e.Port, "p"))
+				if _, given := fronts[e.Device+":"+e.Port]; !given && strings.HasPrefix(e.Port, "p") && err == nil && n >= 0 {
+					fronts[e.Device+":"+e.Port] = n
+				}
+			}
+		}
+	}
 	fb := int(p.Int("frame_size"))
-	st := &qualifyState{links: map[string]*topo.Link{}, hs: map[string]LinkHealth{}}
+	st := &qualifyState{links: map[string]*topo.Link{}, hs: map[string]LinkHealth{}, lengthM: map[string]float64{}, ba: map[string]bool{}}
 	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: binds, Tables: QualifyTables(),
 		Summary: func(partial bool) (any, error) {
 			st.mu.Lock()
@@ -188,6 +233,9 @@ func (r *Qualify) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	for _, l := range links {
 		var bench *lgbench.Bench
 		il := l.Link
+		if il.FibreLengthM > 0 {
+			st.lengthM[il.Name] = il.FibreLengthM
+		}
 		tl := &topo.Link{Name: il.Name, A: il.A.Device, B: il.B.Device, APort: il.A.Port, BPort: il.B.Port, Transceiver: il.Transceiver, FEC: l.FEC}
 		frames := int64(math.Ceil(p.Float("seconds") * l.LineRateBps / (float64(fb+20) * 8)))
 		// The VOA is leased and lit (its shutter opened if closed) but its
@@ -223,11 +271,21 @@ func (r *Qualify) Plan(pc *o.PlanContext) (*o.Plan, error) {
 					}
 					s := lgbench.StressFrom(p, fb)
 					s.Frames = frames
+					fc := openFEC(ctx, bench, l)
 					res, err := bench.Run(ctx, s)
 					if err != nil {
 						return err
 					}
-					return st.lper(rc, l, tl, res, fb)
+					if err := st.lper(rc, l, tl, res, fb); err != nil {
+						return err
+					}
+					if err := st.fec(ctx, rc, fc, l, tl, res, fb); err != nil {
+						return err
+					}
+					if !p.Bool("both_directions") {
+						return nil
+					}
+					return st.reverse(ctx, rc, bench, l, tl, s, frames, fb)
 				}})
 	}
 	plan.Steps = append(plan.Steps, &o.Step{Name: "link table", Action: "write", Note: "data/links.csv, the table rail-topology reads",
@@ -352,11 +410,25 @@ func (st *qualifyState) table(rc *o.RunContext) error {
 			}
 			return ""
 		}
-		if err := t.Write(l.Name, l.A, l.APort, role(l.A), l.B, l.BPort, role(l.B), l.Transceiver, l.FEC, nil,
+		var length any
+		if m, ok := st.lengthM[n]; ok {
+			length = m
+		}
+		if err := t.Write(l.Name, l.A, l.APort, role(l.A), l.B, l.BPort, role(l.B), l.Transceiver, l.FEC, length,
 			ptr(l.AttenuationABDB), ptr(l.AttenuationBADB),
-			l.AB.LPER, l.AB.Low, l.AB.High, l.AB.Frames, l.AB.Lost, nil, nil, nil, nil, nil); err != nil {
+			l.AB.LPER, l.AB.Low, l.AB.High, l.AB.Frames, l.AB.Lost, ba(st.ba[n], l.BA.LPER), ba(st.ba[n], l.BA.Low), ba(st.ba[n], l.BA.High),
+			ba(st.ba[n], l.BA.Frames), ba(st.ba[n], l.BA.Lost)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// ba is a b -> a value of the link table, empty when that direction was
+// not measured.
+func ba[T any](measured bool, v T) any {
+	if !measured {
+		return nil
+	}
+	return v
 }

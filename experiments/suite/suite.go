@@ -20,6 +20,10 @@
 //	      - metric: links.*.loss_cliff_db.1e-06      # '*' matches one path segment
 //	        abs_tol: 0.5                             # against the baseline bundle
 //	        worse: lower                             # a lower value is a regression
+//
+// An entry's bench: names the built-in simulated bench (simlab/benches) it
+// runs on when the suite runs without an inventory; the default bench
+// otherwise.
 package suite
 
 import (
@@ -70,7 +74,10 @@ type Entry struct {
 	Set    []SetParam
 	Seed   *uint64
 	Expect []*Expectation
-	Pos    Pos
+	// Bench is the built-in simulated bench the entry runs on when the
+	// suite runs without an inventory ("": the default bench).
+	Bench string
+	Pos   Pos
 }
 
 // SetParam is one parameter an entry sets.
@@ -318,7 +325,7 @@ func (p *parser) number(n *yaml.Node, where string) *float64 {
 func (p *parser) entry(n *yaml.Node, i int, reg *orchestrator.Registry) (*Entry, bool) {
 	where := fmt.Sprintf("entries[%d]", i)
 	before := len(p.problems)
-	f := p.fields(n, where, []string{"id", "recipe", "set", "seed", "expect"})
+	f := p.fields(n, where, []string{"id", "recipe", "set", "seed", "expect", "bench"})
 	if n.Kind != yaml.MappingNode {
 		return nil, false
 	}
@@ -362,6 +369,13 @@ func (p *parser) entry(n *yaml.Node, i int, reg *orchestrator.Registry) (*Entry,
 		} else {
 			e.Seed = &s
 		}
+	}
+	if kv, ok := f["bench"]; ok {
+		b := p.scalar(kv[1], where+".bench")
+		if b != "" && !idRe.MatchString(b) {
+			p.add(kv[1], "%s.bench %q: expected a built-in bench's name (testbed lab show-bench)", where, b)
+		}
+		e.Bench = b
 	}
 	values := map[string]any{}
 	if kv, ok := f["set"]; ok {

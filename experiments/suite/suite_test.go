@@ -94,7 +94,8 @@ func TestParseGoodSuite(t *testing.T) {
 func TestParseErrorsNameFileAndLine(t *testing.T) {
 	cases := []struct{ text, want string }{
 		{"entries:\n  - recipe: nope\n", `bad.yaml:2: entries[0]: unknown recipe "nope" (known: fct, sweep)`},
-		{"entries:\n  - recipe: fct\n    sed: 1\n", `bad.yaml:3: entries[0]: unknown key "sed" (expected one of: id, recipe, set, seed, expect)`},
+		{"entries:\n  - recipe: fct\n    sed: 1\n", `bad.yaml:3: entries[0]: unknown key "sed" (expected one of: id, recipe, set, seed, expect, bench)`},
+		{"entries:\n  - recipe: fct\n    bench: 'a b'\n", `bad.yaml:3: entry fct.bench "a b": expected a built-in bench's name`},
 		{"entries:\n  - recipe: sweep\n    set:\n      step_db: fast\n", `bad.yaml:4: entry sweep (sweep): set: parameter step_db: "fast" is not a number`},
 		{"entries:\n  - recipe: sweep\n    set:\n      nope: 1\n", `bad.yaml:4: entry sweep (sweep): set: unknown parameter "nope"`},
 		{"entries:\n  - recipe: sweep\n    set:\n      step_db: 0\n", `bad.yaml:4: entry sweep (sweep): set: parameter step_db: 0 dB is below the minimum 0.01`},

@@ -60,6 +60,9 @@ type Transceiver struct {
 	rateBps    float64
 	txDBm      float64 // typical average launch power per lane
 	erDB       float64 // extinction ratio
+	// The source's centre wavelength and RMS spectral width, for the
+	// fibre's chromatic dispersion (fibre.go).
+	wavelengthNM, rmsWidthNM float64
 }
 
 // The transceiver types of the default bench. Baud rates from IEEE 802.3:
@@ -70,12 +73,25 @@ type Transceiver struct {
 // PAM4, -2 dBm per lane for SR4), inside each clause's allowed range.
 // Extinction ratios: 10G 4.5 dB, 25G 4 dB (cl. 52, 112 minima are 3 and
 // 2 dB; typical modules run about 4 dB), PAM4 outer ER 3.5 dB (cl. 138 min 3).
+//
+// The 850 nm VCSEL sources' RMS spectral widths are the clauses' maxima,
+// which is what the standards' link models budget dispersion for:
+// 10GBASE-SR 0.45 nm (cl. 52.5, Table 52-6, at 850 nm), 25GBASE-SR and
+// 100GBASE-SR4 0.6 nm (cl. 112.7, Table 112-7; cl. 95.7, Table 95-6),
+// 40GBASE-SR4 0.65 nm (cl. 86.7, Table 86-6), 50GBASE-SR 0.6 nm
+// (cl. 138.7). 40GBASE-SR4 is four 10GBASE-SR lanes (cl. 86: 4 x 10.3125
+// GBd NRZ), typical launch -2.5 dBm per lane as the 10G module's.
+// 10GBASE-LR is a 1310 nm DFB laser (cl. 52.6, Table 52-12: -20 dB width
+// <= 1 nm, i.e. about 0.1 nm RMS), typical launch -1 dBm (range -8.2 to
+// 0.5 dBm average).
 func transceivers() []Transceiver {
 	return []Transceiver{
-		{Name: "10GBASE-SR", Lanes: 1, BaudGBd: 10.3125, Modulation: NRZ, rateBps: 10e9, txDBm: -2.5, erDB: 4.5},
-		{Name: "25GBASE-SR", Lanes: 1, BaudGBd: 25.78125, Modulation: NRZ, rateBps: 25e9, txDBm: -2.5, erDB: 4.0},
-		{Name: "50GBASE-SR", Lanes: 1, BaudGBd: 26.5625, Modulation: PAM4, rateBps: 50e9, txDBm: -1.0, erDB: 3.5},
-		{Name: "100GBASE-SR4", Lanes: 4, BaudGBd: 25.78125, Modulation: NRZ, rateBps: 100e9, txDBm: -2.0, erDB: 4.0},
+		{Name: "10GBASE-SR", Lanes: 1, BaudGBd: 10.3125, Modulation: NRZ, rateBps: 10e9, txDBm: -2.5, erDB: 4.5, wavelengthNM: 850, rmsWidthNM: 0.45},
+		{Name: "25GBASE-SR", Lanes: 1, BaudGBd: 25.78125, Modulation: NRZ, rateBps: 25e9, txDBm: -2.5, erDB: 4.0, wavelengthNM: 850, rmsWidthNM: 0.6},
+		{Name: "50GBASE-SR", Lanes: 1, BaudGBd: 26.5625, Modulation: PAM4, rateBps: 50e9, txDBm: -1.0, erDB: 3.5, wavelengthNM: 850, rmsWidthNM: 0.6},
+		{Name: "100GBASE-SR4", Lanes: 4, BaudGBd: 25.78125, Modulation: NRZ, rateBps: 100e9, txDBm: -2.0, erDB: 4.0, wavelengthNM: 850, rmsWidthNM: 0.6},
+		{Name: "40GBASE-SR4", Lanes: 4, BaudGBd: 10.3125, Modulation: NRZ, rateBps: 40e9, txDBm: -2.5, erDB: 4.5, wavelengthNM: 850, rmsWidthNM: 0.65},
+		{Name: "10GBASE-LR", Lanes: 1, BaudGBd: 10.3125, Modulation: NRZ, rateBps: 10e9, txDBm: -1.0, erDB: 4.5, wavelengthNM: 1310, rmsWidthNM: 0.1},
 	}
 }
 

@@ -124,7 +124,7 @@ func (d *Dataplane) portUp(sw *Tofino, port int) bool {
 			return false
 		}
 		// The PCS loses lock when the raw bit error ratio nears 1e-3.
-		rx := l.fibre.RxPowerDBmAt(d.now)
+		rx := l.fibre.EyePowerDBmAt(d.now)
 		return !math.IsInf(rx, -1) && l.fibre.Transceiver.BER(rx) < 1e-3
 	}
 	return true
@@ -222,7 +222,7 @@ func (d *Dataplane) config(r *lgRun) (segConfig, error) {
 	if err != nil {
 		return c, err
 	}
-	rx := l.fibre.RxPowerDBmAt(d.now) // a scenario's impairments follow the switches' clock
+	rx := l.fibre.EyePowerDBmAt(d.now) // a scenario's impairments at the switches' clock, less the fibre's dispersion penalty
 	c.loss = 1
 	if !math.IsInf(rx, -1) {
 		c.loss = physics.FrameLossProbability(l.fibre.Transceiver, fec, rx, r.frameBytes)

@@ -231,7 +231,7 @@ func (d *Dataplane) rxLine(sw *Tofino, dev int) (ber float64, up bool) {
 	defer d.mu.Unlock()
 	for _, l := range d.links {
 		if l.rx == sw && l.rxPort == dev {
-			rx := l.fibre.RxPowerDBm()
+			rx := l.fibre.EyePowerDBmAt(d.now) // the eye the decoder sees
 			if math.IsInf(rx, -1) {
 				return 0.5, up
 			}

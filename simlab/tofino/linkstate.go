@@ -20,7 +20,7 @@ type LinkState struct {
 	Pause, Resume int // the receiver's backpressure thresholds, cells
 	Bps           float64
 	FEC           string
-	RxDBm         float64 // received power
+	RxDBm         float64 // received power less the fibre's dispersion penalty (world.Fibre.EyePowerDBm)
 	Drop          float64 // the sender's loss-emulation table's drop fraction
 	Transceiver   physics.Transceiver
 }
@@ -39,7 +39,7 @@ func (d *Dataplane) LinkState(fibre string) (LinkState, error) {
 			return LinkState{}, err
 		}
 		s := LinkState{Up: c.up && c.loss < 1, Mode: c.mode, Copies: c.copies, Pause: c.pause, Resume: c.resu, Bps: c.bps, FEC: c.fec,
-			RxDBm: l.fibre.RxPowerDBmAt(d.now), Transceiver: l.fibre.Transceiver}
+			RxDBm: l.fibre.EyePowerDBmAt(d.now), Transceiver: l.fibre.Transceiver}
 		if k := l.tx.tableSize(lg.TableEmulateDrop); k > 0 {
 			s.Drop = float64(k) / (1 << 20)
 		}

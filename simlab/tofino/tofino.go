@@ -954,6 +954,9 @@ func (d *Dataplane) optics(sw *Tofino, dev int) (lanes int, rx, tx float64) {
 			if l.tx == sw {
 				// The return fibre has no VOA: the patch losses only.
 				rx = tx - l.fibre.LossBeforeDB - l.fibre.LossAfterDB
+				if l.fibre.ReturnLossDB > 0 {
+					rx = tx - l.fibre.ReturnLossDB
+				}
 			}
 			if math.IsInf(rx, -1) {
 				rx = -40

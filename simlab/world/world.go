@@ -191,6 +191,16 @@ type Fibre struct {
 	FEC          physics.FEC
 	LossBeforeDB float64 // fibre and connectors between transmitter and VOA
 	LossAfterDB  float64 // fibre and connectors between VOA and receiver
+	// PenaltyDB is the power the fibre run's dispersion costs the
+	// receiver's eye (physics.Transceiver.DispersionPenaltyDB): not light
+	// lost, so the receiver's power monitor does not see it; +Inf when the
+	// eye is closed.
+	PenaltyDB float64
+	// ReturnLossDB is the loss of the duplex pair's other fibre, b to a:
+	// no VOA, and none of this direction's extra connectors (a dirty
+	// connector is on one fibre: RAIL §2.3, Fig. 5b). 0: the patch losses
+	// of this direction.
+	ReturnLossDB float64
 	VOA          *VOAChannel
 
 	mu  sync.Mutex
@@ -266,9 +276,18 @@ func (f *Fibre) RxPowerDBm() float64 {
 	return f.Transceiver.TxPowerDBm() - f.LossBeforeDB - f.LossAfterDB
 }
 
+// EyePowerDBm is the received power less the dispersion penalty: the
+// back-to-back power that gives the receiver the eye it has now, what its
+// bit error ratio follows.
+func (f *Fibre) EyePowerDBm() float64 { return f.RxPowerDBm() - f.PenaltyDB }
+
+// EyePowerDBmAt is EyePowerDBm at lab time t: the received power less the
+// impairments in force at t (a scenario's) and the dispersion penalty.
+func (f *Fibre) EyePowerDBmAt(t time.Duration) float64 { return f.RxPowerDBmAt(t) - f.PenaltyDB }
+
 // FrameLossProbability is the chance a frame of the given size is lost now.
 func (f *Fibre) FrameLossProbability(frameBytes int) float64 {
-	rx := f.RxPowerDBm()
+	rx := f.EyePowerDBm()
 	if math.IsInf(rx, -1) {
 		return 1
 	}
