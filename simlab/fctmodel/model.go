@@ -15,8 +15,13 @@ type Trial struct {
 	// post), from the start of the run (warm-up included).
 	Start time.Duration
 	// FCT runs from the request's write to the application having the
-	// last byte of the answer (or the WRITE's completion).
+	// last byte of the answer (or the WRITE's completion). With
+	// Config.PerFlow it is fct1: from the first data segment to the first
+	// ACK covering every byte, where the sender's capture sees them.
 	FCT time.Duration
+	// Connect (Config.PerFlow) runs from connect() to the first data
+	// segment: the handshake, SYN retransmissions included.
+	Connect time.Duration
 
 	// What the transports did, both directions together.
 	Retransmits int // segments (TCP, loss probes included) or packets (RDMA) sent again
@@ -67,6 +72,7 @@ type Model struct {
 
 	trialDone bool
 	doneAt    int64
+	fctFrom   int64 // Config.PerFlow: where fct1 starts
 	trials    int
 
 	cache    map[stateKey]*template
@@ -152,6 +158,9 @@ func (m *Model) FCTs(n int) []time.Duration {
 // order, and a lossless trial's is fixed by its state.
 func (m *Model) Trial() Trial {
 	m.trials++
+	if m.c.PerFlow {
+		m.newConnection()
+	}
 	if !m.clean() {
 		m.cur, m.prev = nil, nil
 		return m.runTrial()
@@ -212,7 +221,11 @@ func (m *Model) runTrial() Trial {
 	m.trialDone = false
 	switch m.c.Transport {
 	case TCP:
-		m.at(t0+dps(m.c.Host.Syscall), evApp, 0, appWrite, 0)
+		if m.c.PerFlow {
+			m.at(t0+dps(m.c.Host.Syscall), evApp, 0, appConnect, 0)
+		} else {
+			m.at(t0+dps(m.c.Host.Syscall), evApp, 0, appWrite, 0)
+		}
 	case RDMA:
 		m.rdma[0].post(t0, int64(m.c.RequestBytes))
 	}
@@ -224,6 +237,10 @@ func (m *Model) runTrial() Trial {
 	}
 	m.now = next
 	t := Trial{Start: time.Duration((m.epoch + t0) / 1000), FCT: time.Duration((m.doneAt - t0) / 1000)}
+	if m.c.PerFlow && m.c.Transport == TCP {
+		t.FCT = time.Duration((m.doneAt - m.fctFrom) / 1000)
+		t.Connect = time.Duration((m.fctFrom - t0) / 1000)
+	}
 	t.ClientRetransmits = m.endpointCounters(0).retrans - before[0].retrans
 	for i := range before {
 		c := m.endpointCounters(i)
@@ -363,7 +380,8 @@ const (
 
 // Application actions.
 const (
-	appWrite = iota // TCP: the application's write reaches the stack; RDMA: a post
+	appWrite   = iota // TCP: the application's write reaches the stack; RDMA: a post
+	appConnect        // TCP (Config.PerFlow): the client's connect()
 )
 
 type event struct {
@@ -396,7 +414,11 @@ func (m *Model) handle(e event) {
 		case evTimer:
 			ep.timer(e.sub, e.gen)
 		case evApp:
-			ep.appWrite()
+			if e.sub == appConnect {
+				ep.connect()
+			} else {
+				ep.appWrite()
+			}
 		}
 	case RDMA:
 		ep := m.rdma[e.ep]
@@ -429,7 +451,8 @@ type packet struct {
 	ack      int64
 	sacks    [4]span
 	nsacks   uint8
-	dsack    bool // the first SACK block reports a duplicate
+	dsack    bool  // the first SACK block reports a duplicate
+	syn      uint8 // pkSYN, pkSYNACK: a handshake packet (Config.PerFlow)
 	// RDMA
 	rkind uint8
 	psn   int64
