@@ -98,6 +98,7 @@ func (e *tcpEP) synTimer() {
 	}
 	v.synRetries++
 	e.cnt.retrans++
+	e.cnt.synRetrans++
 	e.cnt.timeouts++
 	e.sendHandshake(kind)
 	n := e.m.usToJiffies(e.m.c.TCP.RTOInit.Microseconds()) << min(v.synRetries, 20)

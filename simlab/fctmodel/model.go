@@ -28,11 +28,15 @@ type Trial struct {
 	// ClientRetransmits are the client's share: what its socket's
 	// TCP_INFO (tcpi_total_retrans) would count.
 	ClientRetransmits int
-	Timeouts          int // TCP retransmission timeouts; RDMA transport timer expiries
-	Probes            int // TCP tail loss probes
-	Recoveries        int // TCP fast recoveries entered; RDMA NAKs received
-	Spurious          int // data a receiver got twice (a needless retransmission)
-	Reordered         int // data a receiver got out of order
+	// ClientSynRetransmits are the SYNs the client sent again
+	// (Config.PerFlow; counted in ClientRetransmits too, as TCP_INFO
+	// counts them): a capture tells them from data.
+	ClientSynRetransmits int
+	Timeouts             int // TCP retransmission timeouts; RDMA transport timer expiries
+	Probes               int // TCP tail loss probes
+	Recoveries           int // TCP fast recoveries entered; RDMA NAKs received
+	Spurious             int // data a receiver got twice (a needless retransmission)
+	Reordered            int // data a receiver got out of order
 
 	// What the corrupting link did, both directions together.
 	LinkCopies int // LinkGuardian copies sent (N per loss it repaired or tried to)
@@ -242,6 +246,7 @@ func (m *Model) runTrial() Trial {
 		t.Connect = time.Duration((m.fctFrom - t0) / 1000)
 	}
 	t.ClientRetransmits = m.endpointCounters(0).retrans - before[0].retrans
+	t.ClientSynRetransmits = m.endpointCounters(0).synRetrans - before[0].synRetrans
 	for i := range before {
 		c := m.endpointCounters(i)
 		t.Retransmits += c.retrans - before[i].retrans
@@ -558,6 +563,7 @@ func usSince(from, to int64) int64 { return (to - from) / 1_000_000 }
 
 type counters struct {
 	retrans, timeouts, probes, recoveries, spurious, reordered int
+	synRetrans                                                 int // SYNs or SYN-ACKs sent again (in retrans too)
 }
 
 func (m *Model) endpointCounters(i int) counters {

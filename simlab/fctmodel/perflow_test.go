@@ -86,8 +86,8 @@ func TestPerFlowSYNLoss(t *testing.T) {
 	if synLost.FCT != clean.FCT {
 		t.Fatalf("fct1 %v includes the handshake (clean %v)", synLost.FCT, clean.FCT)
 	}
-	if synLost.ClientRetransmits == 0 {
-		t.Fatal("a SYN sent again is not counted as the client's retransmission")
+	if synLost.ClientRetransmits == 0 || synLost.ClientSynRetransmits != synLost.ClientRetransmits {
+		t.Fatalf("a SYN sent again: %d retransmissions, %d of them SYNs", synLost.ClientRetransmits, synLost.ClientSynRetransmits)
 	}
 }
 
