@@ -32,15 +32,21 @@ func run(t *testing.T, lab *simlab.Lab, seed uint64, observe func(results.Event,
 
 // hostState is what the run may change on a simulated host.
 type hostState struct {
-	routes []string
-	cc     string
+	routes  []string
+	cc      string
+	sysctls string // the artifact's settings (paper_sysctls)
 }
 
 func hostStates(lab *simlab.Lab) map[string]hostState {
 	m := map[string]hostState{}
 	for _, h := range []string{"h1", "h2"} {
 		cc, _ := lab.Host(h).Sysctl("net.ipv4.tcp_congestion_control")
-		m[h] = hostState{routes: lab.Host(h).Routes(), cc: cc}
+		var sys []string
+		for _, k := range []string{"tcp_no_metrics_save", "tcp_timestamps", "tcp_sack", "tcp_ecn", "tcp_recovery", "tcp_early_retrans"} {
+			v, _ := lab.Host(h).Sysctl("net.ipv4." + k)
+			sys = append(sys, k+"="+v)
+		}
+		m[h] = hostState{routes: lab.Host(h).Routes(), cc: cc, sysctls: strings.Join(sys, " ")}
 	}
 	return m
 }
@@ -61,7 +67,7 @@ func checkRestored(t *testing.T, lab *simlab.Lab, before map[string]hostState) {
 		t.Fatal(err)
 	}
 	defer sw.Close()
-	for _, table := range []string{lg.TableLinkProtect, lg.TableRetxMcast} {
+	for _, table := range []string{lg.TableLinkProtect, lg.TableRetxMcast, lg.TableEmulateDrop} {
 		if es, err := sw.Entries(context.Background(), table); err != nil || len(es) != 0 {
 			t.Errorf("sw1 %s after the run: %+v, %v", table, es, err)
 		}
@@ -69,8 +75,8 @@ func checkRestored(t *testing.T, lab *simlab.Lab, before map[string]hostState) {
 	after := hostStates(lab)
 	for h, b := range before {
 		a := after[h]
-		if !slices.Equal(a.routes, b.routes) || a.cc != b.cc {
-			t.Errorf("%s after the run: routes %q, congestion control %s; before: %q, %s", h, a.routes, a.cc, b.routes, b.cc)
+		if !slices.Equal(a.routes, b.routes) || a.cc != b.cc || a.sysctls != b.sysctls {
+			t.Errorf("%s after the run: routes %q, congestion control %s, %s; before: %q, %s, %s", h, a.routes, a.cc, a.sysctls, b.routes, b.cc, b.sysctls)
 		}
 		if lab.Host(h).AgentRunning() {
 			t.Errorf("%s: the hostagent the run started still runs", h)
@@ -88,7 +94,8 @@ func TestFCTTailWithAndWithoutLinkGuardian(t *testing.T) {
 	lab := startLab(t, 41)
 	before := hostStates(lab)
 	const trials = 30_000
-	res, s := run(t, lab, 41, nil, "trials="+strconv.Itoa(trials), "blocks=4", "calib_losses=100", "warmup=10")
+	res, s := run(t, lab, 41, nil, "trials="+strconv.Itoa(trials), "blocks=4", "calib_losses=100", "warmup=10",
+		"loss_source=voa", "loss_rate=1e-3", "connection=persistent", "paper_sysctls=false")
 	if res.Status != results.StatusOK {
 		t.Fatalf("run %s: %s", res.Status, res.Reason)
 	}
@@ -274,6 +281,9 @@ func TestFCTPlanErrors(t *testing.T) {
 		{[]string{"trials=5", "blocks=10"}, "more blocks than trials"},
 		{[]string{"target_loss=2e-3"}, "not above target_loss"},
 		{[]string{"rto_min=1500us"}, "whole number of milliseconds"},
+		{[]string{"loss_source=fibre"}, `loss_source "fibre"`},
+		{[]string{"connection=udp"}, `connection "udp"`},
+		{[]string{"loss_rate=5e-7", "target_loss=1e-9"}, "below the program's resolution"},
 	} {
 		if _, err := plan(inv, c.sets...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.sets, err, c.want)
