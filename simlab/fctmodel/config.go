@@ -106,6 +106,16 @@ type HostDelays struct {
 	// to the application returning from its read. Syscall: from the
 	// application's write to the stack sending.
 	TxStack, RxStack, Wake, Syscall time.Duration
+	// RxCoalesce is the NIC's receive interrupt moderation period
+	// (ethtool rx-usecs) when the host's jitter is modelled (0: none, a
+	// lossless run has a single FCT). With the period timer running from
+	// the previous interrupt (mlx5's EQE-based mode; Linux lib/dim's
+	// NET_DIM_RX_EQE_PROFILES, whose second profile is 8 us), a lone
+	// frame arrives at a uniformly random point of the period and waits
+	// for its end: U(0, RxCoalesce), on top of RxStack. The waits of the
+	// trial's two critical receptions are added to its FCT; the stack's
+	// own timing (RTT samples, timers) sees RxStack alone.
+	RxCoalesce time.Duration
 	// RDMA on the NIC. Post: from the application's post (doorbell) to the
 	// first bit on the wire. NICRx: from a packet's last bit in to its
 	// payload placed and the ACK/NAK decided. Poll: from the NIC writing a
@@ -270,7 +280,7 @@ func (c *Config) validate() error {
 		}
 	}
 	h := c.Host
-	for _, d := range []time.Duration{h.TxStack, h.RxStack, h.Wake, h.Syscall, h.Post, h.NICRx, h.Poll} {
+	for _, d := range []time.Duration{h.TxStack, h.RxStack, h.Wake, h.Syscall, h.Post, h.NICRx, h.Poll, h.RxCoalesce} {
 		if d < 0 {
 			bad("host delays must not be negative: %+v", h)
 			break

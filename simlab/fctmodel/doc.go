@@ -160,6 +160,7 @@
 // ECN and queues (no cross traffic: DCTCP's alpha is a constant); the RDMA
 // retry limit (retries go on), DCQCN and NIC-internal delays in reacting
 // to a NAK; bursts of corruption (each frame is corrupted independently);
-// CPU contention and jitter in the hosts (their delays are constants: a
-// lossless run has a single FCT).
+// CPU contention and scheduling jitter in the hosts (their delays are
+// constants; HostDelays.RxCoalesce, off by default, adds the NIC's
+// interrupt-moderation wait to each trial, uniform over the period).
 package fctmodel

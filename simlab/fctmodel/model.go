@@ -161,6 +161,18 @@ func (m *Model) FCTs(n int) []time.Duration {
 // function of the corruption draws of the frames offered to each link in
 // order, and a lossless trial's is fixed by its state.
 func (m *Model) Trial() Trial {
+	t := m.nextTrial()
+	if c := m.c.Host.RxCoalesce; c > 0 && m.c.Transport == TCP {
+		// Interrupt coalescing (HostDelays.RxCoalesce): the two receptions
+		// on the trial's critical path (the request or data segment at
+		// the server, the answer or ACK at the client) each wait for the
+		// moderation timer, uniformly over its period.
+		t.FCT += time.Duration((m.r.Float64() + m.r.Float64()) * float64(c))
+	}
+	return t
+}
+
+func (m *Model) nextTrial() Trial {
 	m.trials++
 	if m.c.PerFlow {
 		m.newConnection()

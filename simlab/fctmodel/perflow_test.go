@@ -127,3 +127,32 @@ func TestPerFlowAffected(t *testing.T) {
 		}
 	}
 }
+
+// Interrupt coalescing spreads the lossless FCT over [base, base + 2
+// periods] with the mean at base + one period; without it a lossless run
+// has a single FCT.
+func TestRxCoalesceJitter(t *testing.T) {
+	c := perFlow(t, lgmodel.Off, 0, 143)
+	base, _ := New(c, rand.New(rand.NewPCG(7, 8)))
+	b := base.Trial().FCT
+	c.Host.RxCoalesce = 8 * time.Microsecond
+	m, err := New(c, rand.New(rand.NewPCG(7, 8)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 20_000
+	var sum time.Duration
+	lo, hi := time.Hour, time.Duration(0)
+	for range n {
+		f := m.Trial().FCT
+		sum += f
+		lo, hi = min(lo, f), max(hi, f)
+	}
+	mean := sum / n
+	if lo < b || hi > b+16*time.Microsecond || hi-lo < 14*time.Microsecond {
+		t.Fatalf("FCTs in [%v, %v], base %v, period 8us", lo, hi, b)
+	}
+	if d := mean - b - 8*time.Microsecond; d < -200*time.Nanosecond || d > 200*time.Nanosecond {
+		t.Fatalf("mean %v, want base %v + 8us", mean, b)
+	}
+}

@@ -118,6 +118,12 @@ func newTrialModel(k modelKey, p hostPath, r *rand.Rand) (*fctmodel.Model, error
 	}
 	cfg.ResponseBytes = k.resp
 	cfg.PerFlow = k.perFlow
+	// The hosts' jitter: the NIC's receive interrupt moderation, a period
+	// of 8 us (Linux lib/dim NET_DIM_RX_EQE_PROFILES' second profile) that
+	// a lone frame waits out from a uniformly random point. The stack's
+	// constant receive delay keeps the rest, so the mean is unchanged.
+	cfg.Host.RxCoalesce = 8 * time.Microsecond
+	cfg.Host.RxStack -= cfg.Host.RxCoalesce / 2
 	if !k.timestamps {
 		// No timestamp option: 12 bytes fewer per segment and SYN, a
 		// larger MSS (1500 - 40).
