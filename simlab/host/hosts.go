@@ -79,6 +79,7 @@ type SimHost struct {
 	flowMu  sync.Mutex
 	newConn *connState
 	flowRng *rand.Rand
+	rdma    *connState // the model of this host's RDMA queue pairs (ib_write_lat)
 }
 
 // HostOptions configure a simulated host.
@@ -462,6 +463,7 @@ func (h *SimHost) agentStart(bin, dir string, stdin io.Reader, stdout, stderr io
 		Hostname: h.name,
 		Reactor:  h.reactorHost(),
 		Token:    func() (string, error) { return h.token(tokenPath) },
+		Tools:    map[string]hostagent.ToolFunc{hostagent.WriteLatTool: h.ibWriteLat},
 	})
 	p.http = &http.Server{Handler: p.agent.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	p.alive, p.addr = true, p.ln.Addr().String()

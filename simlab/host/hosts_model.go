@@ -32,6 +32,7 @@ type modelKey struct {
 	req, resp     int
 	timestamps    bool // net.ipv4.tcp_timestamps: the option's 12 bytes in every segment
 	perFlow       bool // a new connection's first flow (fctmodel.Config.PerFlow)
+	rdma          bool // an RDMA WRITE ping-pong (ib_write_lat) instead of TCP
 }
 
 // connState is the transport's state carried from one trial to the next
@@ -112,7 +113,11 @@ func (n *HostNet) trial(c *hostConn, req, resp int) (trialResult, error) {
 // protection, copies and per-size frame loss as configured now, and the
 // client host's rto_min and loss-recovery settings.
 func newTrialModel(k modelKey, p hostPath, r *rand.Rand) (*fctmodel.Model, error) {
-	cfg, err := fctmodel.Defaults(fctmodel.TCP, k.mode, p.frameLoss(1518), k.req)
+	tr := fctmodel.TCP
+	if k.rdma {
+		tr = fctmodel.RDMA
+	}
+	cfg, err := fctmodel.Defaults(tr, k.mode, p.frameLoss(1518), k.req)
 	if err != nil {
 		return nil, err
 	}
@@ -122,8 +127,10 @@ func newTrialModel(k modelKey, p hostPath, r *rand.Rand) (*fctmodel.Model, error
 	// of 8 us (Linux lib/dim NET_DIM_RX_EQE_PROFILES' second profile) that
 	// a lone frame waits out from a uniformly random point. The stack's
 	// constant receive delay keeps the rest, so the mean is unchanged.
-	cfg.Host.RxCoalesce = 8 * time.Microsecond
-	cfg.Host.RxStack -= cfg.Host.RxCoalesce / 2
+	if !k.rdma { // RDMA completions are polled: no interrupt
+		cfg.Host.RxCoalesce = 8 * time.Microsecond
+		cfg.Host.RxStack -= cfg.Host.RxCoalesce / 2
+	}
 	if !k.timestamps {
 		// No timestamp option: 12 bytes fewer per segment and SYN, a
 		// larger MSS (1500 - 40).

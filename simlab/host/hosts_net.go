@@ -53,6 +53,7 @@ type HostNet struct {
 	byIP      map[netip.Addr]*SimHost
 	fibres    map[[2]string]string // (from switch, to switch) -> dataplane link
 	listeners map[netip.AddrPort]*hostListener
+	rdmaSrv   map[netip.AddrPort]*rdmaServer // ib_write_lat servers waiting, by address and -p port
 	nextPort  int
 	nconn     uint64
 }
@@ -61,7 +62,7 @@ type HostNet struct {
 // reads.
 func NewHostNet(paths Paths, seed uint64) *HostNet {
 	return &HostNet{paths: paths, seed: seed, hosts: map[string]*SimHost{}, byIP: map[netip.Addr]*SimHost{},
-		fibres: map[[2]string]string{}, listeners: map[netip.AddrPort]*hostListener{}, nextPort: 50000}
+		fibres: map[[2]string]string{}, listeners: map[netip.AddrPort]*hostListener{}, rdmaSrv: map[netip.AddrPort]*rdmaServer{}, nextPort: 50000}
 }
 
 // Route makes traffic from hosts on switch from to hosts on switch to cross
