@@ -530,19 +530,19 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 			Name: fmt.Sprintf("%s: loss emulation %g", l.Link.Name, loss), Action: "emulate-loss", Devices: devs[:1],
 			Settings: []o.Setting{{Device: l.Sender, Name: lg.TableEmulateDrop, Value: fmt.Sprintf("%d of 2^%d random numbers dropped: %.6g for every frame size",
 				lg.DropTableEntries(loss), lg.DropRandomBits, lgbench.EmulatedLoss(loss))}},
-			Note: "the artifact's drop_random_pkts; filled for the lossy modes, emptied for lossless, cleared at the end",
+			Note: "the artifact's drop_random_pkts; checked empty here, filled for the lossy modes, emptied for lossless, cleared at the end",
 			Run: func(ctx context.Context, rc *o.RunContext) error {
 				if bench == nil {
 					return o.Skip("the switches were not prepared")
 				}
-				got, err := bench.EmulateDrop(ctx, loss)
-				if err != nil {
+				// The table is filled by the first lossy block (setLink).
+				if err := bench.PrepareDrop(ctx); err != nil {
 					return err
 				}
+				got := lgbench.EmulatedLoss(loss)
 				st.mu.Lock()
 				st.cal = lgbench.Calibration{Target: loss, Loss: got, AttenuationDB: st.rest}
 				st.mu.Unlock()
-				dropping = true
 				rc.Event(results.Event{Type: "setting", Device: l.Sender, Message: fmt.Sprintf("%s: loss emulation %.6g (%d entries)", l.Link.Name, got, lg.DropTableEntries(loss)),
 					Fields: map[string]any{"link": l.Link.Name, "nominal_loss": loss, "actual_loss": got}})
 				return nil

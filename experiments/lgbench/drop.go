@@ -27,18 +27,8 @@ func EmulatedLoss(p float64) float64 {
 // (as the artifact refuses to add to one already configured); its
 // clearing is journaled on the sender once per run.
 func (b *Bench) EmulateDrop(ctx context.Context, p float64) (float64, error) {
-	if b.rc.FirstTouch("lgbench/drop/" + b.Sender) {
-		es, err := b.Tx.Entries(ctx, lg.TableEmulateDrop)
-		if err != nil {
-			return 0, fmt.Errorf("%s: %w", b.Sender, err)
-		}
-		if len(es) > 0 {
-			return 0, fmt.Errorf("%s: %s already holds %d entries (another run's loss emulation?): clear it first", b.Sender, lg.TableEmulateDrop, len(es))
-		}
-		if err := b.rc.Journal(b.Sender, o.Undo{Kind: o.UndoTofinoTableClear, Desc: fmt.Sprintf("clear the loss emulation (%s) on %s", lg.TableEmulateDrop, b.Sender),
-			Args: map[string]any{"table": lg.TableEmulateDrop}}); err != nil {
-			return 0, err
-		}
+	if err := b.PrepareDrop(ctx); err != nil {
+		return 0, err
 	}
 	if err := b.ClearDrop(ctx); err != nil {
 		return 0, err
@@ -54,6 +44,23 @@ func (b *Bench) EmulateDrop(ctx context.Context, p float64) (float64, error) {
 		}
 	}
 	return EmulatedLoss(p), nil
+}
+
+// PrepareDrop checks, once per run, that the sender's loss-emulation
+// table is empty, and journals its clearing.
+func (b *Bench) PrepareDrop(ctx context.Context) error {
+	if !b.rc.FirstTouch("lgbench/drop/" + b.Sender) {
+		return nil
+	}
+	es, err := b.Tx.Entries(ctx, lg.TableEmulateDrop)
+	if err != nil {
+		return fmt.Errorf("%s: %w", b.Sender, err)
+	}
+	if len(es) > 0 {
+		return fmt.Errorf("%s: %s already holds %d entries (another run's loss emulation?): clear it first", b.Sender, lg.TableEmulateDrop, len(es))
+	}
+	return b.rc.Journal(b.Sender, o.Undo{Kind: o.UndoTofinoTableClear, Desc: fmt.Sprintf("clear the loss emulation (%s) on %s", lg.TableEmulateDrop, b.Sender),
+		Args: map[string]any{"table": lg.TableEmulateDrop}})
 }
 
 // ClearDrop empties the sender's loss-emulation table.
