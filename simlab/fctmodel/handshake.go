@@ -109,6 +109,9 @@ func (e *tcpEP) synTimer() {
 // fresh ends, nothing of the old one in flight, quiet links. The ends'
 // counters carry on.
 func (m *Model) newConnection() {
+	// The template chain follows one connection from trial to trial; a
+	// new connection starts from its own state, looked up afresh.
+	m.cur, m.prev = nil, nil
 	m.q = m.q[:0]
 	m.nPending = 0
 	m.pkts, m.freePkts = m.pkts[:0], m.freePkts[:0]
