@@ -105,6 +105,21 @@ func (e *tcpEP) synTimer() {
 	e.resetTimer(tmSYN, n)
 }
 
+// closeAfterFlow is the server's application at the end of a one-way
+// flow: the client closed after its write (iperf -n), so the flow's last
+// segment came with its FIN (tcp_send_fin piggybacks it on a segment not
+// yet sent, or sends it right after); reading it, the application sees
+// the end of the stream and closes, and the FIN that close() sends
+// carries the ACK still owed (tcp_fin put the socket in ping-pong mode,
+// so no quick ACK went out for the last segment once the quick ACKs of
+// the connection's start were used up). Not modelled: the FINs' own
+// sequence numbers and their loss (the owed ACK is what fct1 waits for).
+func (e *tcpEP) closeAfterFlow() {
+	if e.v.ackPending {
+		e.sendAck()
+	}
+}
+
 // newConnection replaces the connection by a new one (Config.PerFlow):
 // fresh ends, nothing of the old one in flight, quiet links. The ends'
 // counters carry on.

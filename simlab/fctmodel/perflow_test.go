@@ -156,3 +156,26 @@ func TestRxCoalesceJitter(t *testing.T) {
 		t.Fatalf("mean %v, want base %v + 8us", mean, b)
 	}
 }
+
+// A 24,387 B flow on a new connection: the initial window (10 segments),
+// then the rest once the first ACKs come back; the last segment's ACK,
+// owed after the connection's quick ACKs ran out, goes with the
+// server's FIN when it reads the end of the stream. Nothing is sent
+// twice and fct1 is two round trips and the server's close.
+func TestPerFlowMultiSegmentLossless(t *testing.T) {
+	m, err := New(perFlow(t, lgmodel.Off, 0, 24387), rand.New(rand.NewPCG(9, 10)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, _ := New(perFlow(t, lgmodel.Off, 0, 143), rand.New(rand.NewPCG(9, 10)))
+	rtt := one.Trial().FCT
+	for range 3 {
+		tr := m.Trial()
+		if tr.Retransmits != 0 || tr.Probes != 0 || tr.Timeouts != 0 {
+			t.Fatalf("lossless 24,387 B flow retransmitted: %+v", tr)
+		}
+		if tr.FCT < 2*rtt || tr.FCT > 4*rtt {
+			t.Fatalf("fct1 %v, want two round trips (%v each) and the server's close", tr.FCT, rtt)
+		}
+	}
+}

@@ -404,6 +404,10 @@ func (e *tcpEP) inCwndReduction() bool { return e.v.ca == caCWR || e.v.ca == caR
 
 // appWrite: the application's message reaches the stack (tcp_sendmsg).
 func (e *tcpEP) appWrite() {
+	if e.m.c.PerFlow && !e.v.isClient {
+		e.closeAfterFlow()
+		return
+	}
 	e.v.writeEnd += e.v.msgOut
 	e.writeXmit(false)
 }
