@@ -746,7 +746,10 @@ func (st *state) runRDMA(ctx context.Context, rc *o.RunContext, snd, rcv *hostag
 		if err != nil {
 			return fmt.Errorf("%s: %w", b.Sender.Host, err)
 		}
-		if cl, err = snd.WaitWriteLat(ctx, job.ID); err != nil {
+		// A client that ran before the server listened fails ("Couldn't
+		// connect"): that, and only that, is tried again.
+		cl, err = snd.WaitWriteLat(ctx, job.ID)
+		if err != nil && (ctx.Err() != nil || cl.State != hostagent.StateFailed) {
 			return fmt.Errorf("%s: %w", b.Sender.Host, err)
 		}
 		if cl.State == hostagent.StateDone || attempt >= 5 {
@@ -755,7 +758,7 @@ func (st *state) runRDMA(ctx context.Context, rc *o.RunContext, snd, rcv *hostag
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(20 * time.Millisecond << attempt): // 20 ms ... 320 ms
 		}
 	}
 	if cl.State != hostagent.StateDone || cl.Result == nil || len(cl.Result.Rows) == 0 {

@@ -59,3 +59,18 @@ func TestFCTPerFlowProgramDropTail(t *testing.T) {
 	}
 	checkRestored(t, lab, before)
 }
+
+// The simulated ib_write_lat client, like perftest's, fails when it runs
+// before its server listens; the recipe tries it again. Many short rdma
+// blocks meet that race.
+func TestFCTRDMABlocksRetryTheClient(t *testing.T) {
+	lab := startLab(t, 44)
+	res, s := run(t, lab, 44, nil, "trials=800", "blocks=8", "warmup=0", "transports=rdma", "modes=lossless,off", "loss_rate=1e-3")
+	if res.Status != results.StatusOK {
+		t.Fatalf("run %s: %s", res.Status, res.Reason)
+	}
+	r := s.Transports[fct.RDMA]
+	if r["lossless"].Trials != 800 || r["off"].Trials != 800 {
+		t.Fatalf("rdma: %+v", r)
+	}
+}
