@@ -13,12 +13,15 @@ import (
 // run_expt.sh: iperf -c ... -n 143 -N -Z dctcp, 1,000 flows a run).
 // The handshake is not in a trial's FCT: timing starts after connect().
 // Where the connection captures its own segments (FlowCapture), fct_ns
-// is fct1 and retrans the data segments sent again (the summary's timing
-// says so); otherwise fct_ns is the application's request-to-answer time
-// and retrans the socket's TCP_INFO count (SYNs sent again included).
+// is fct1 and retrans the data segments sent again; on a kernel socket
+// fct_ns is fct1 from the kernel's transmit and ACK timestamps
+// (tstamp_linux.go) and retrans the socket's TCP_INFO count (SYNs sent
+// again included); where neither can be had, fct_ns is the application's
+// request-to-answer time. The summary's timing says which.
 func runPerFlow(ctx, parent context.Context, req FCTRunRequest, dial DialFunc, clock Clock, done *atomic.Int64, request []byte) (*FCTResult, error) {
 	timeout := time.Duration(req.TrialTimeoutMS) * time.Millisecond
 	timing := ""
+	kernel := true // try kernel timestamps until a connection cannot give them
 	one := func(i int, base time.Duration) (Sample, error) {
 		dctx, cancel := context.WithTimeout(ctx, timeout)
 		c, err := dial(dctx, "tcp", req.Target)
@@ -30,11 +33,28 @@ func runPerFlow(ctx, parent context.Context, req FCTRunRequest, dial DialFunc, c
 		stop := context.AfterFunc(ctx, func() { c.Close() })
 		defer stop()
 		fc := newFCTConn(c, 0, request, req.ResponseSize, timeout, clock)
+		_, captured := c.(FlowCapture)
+		var ks *kernelStamps
+		if !captured && kernel {
+			ks, _ = armKernelStamps(c)
+		}
+		wrote := time.Now()
 		s, err := fc.trial(base)
 		if err != nil {
 			return Sample{}, fmt.Errorf("trial %d: %w", i, cause(parent, err))
 		}
 		t := TimingApp
+		if ks != nil {
+			d, err := ks.fct1(len(request), wrote)
+			switch {
+			case err == nil:
+				s.FCTNS, t = int64(d), TimingFCT1
+			case timing == "":
+				kernel = false // this host cannot: the run is timed by the application
+			default:
+				return Sample{}, fmt.Errorf("trial %d: kernel timestamps: %w", i, err)
+			}
+		}
 		if cp, ok := c.(FlowCapture); ok {
 			d, retrans, ok := cp.FCT1()
 			if !ok {
