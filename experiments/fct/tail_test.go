@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// The binomial helpers against exact small cases and known values.
+// The binomial functions against exact small cases and known values.
 func TestBinomial(t *testing.T) {
 	// Binomial(10, 0.5): P[X <= 2] = 56/1024.
 	if got := binomCDF(10, 0.5, 2); math.Abs(got-56.0/1024) > 1e-12 {
