@@ -35,6 +35,9 @@ type Options struct {
 	Listen ListenFunc
 	// LookPath finds tools such as ib_write_lat (default: exec.LookPath).
 	LookPath func(file string) (string, error)
+	// Tools run tools in-process instead of executing them, by name (a
+	// simulated host's ib_write_lat); the others are executed.
+	Tools map[string]ToolFunc
 	// ProcNet is where dev, snmp and netstat are read (default: /proc/net).
 	ProcNet string
 	// Hostname is reported by /v1/version (default: os.Hostname).
@@ -175,7 +178,7 @@ func (a *Agent) newID(prefix string) string {
 
 func (a *Agent) getVersion(w http.ResponseWriter, r *http.Request) {
 	_, devErr := os.Stat(filepath.Join(a.opts.ProcNet, "dev"))
-	_, lookErr := a.opts.LookPath(WriteLatTool)
+	_, lookErr := a.writeLatPath()
 	writeJSON(w, http.StatusOK, VersionInfo{
 		Name: "hostagent", Version: Version, API: APIVersion,
 		OS: runtime.GOOS, Arch: runtime.GOARCH, Hostname: a.opts.Hostname, Go: runtime.Version(),
@@ -183,7 +186,7 @@ func (a *Agent) getVersion(w http.ResponseWriter, r *http.Request) {
 			FCT:            true,
 			TCPInfoRetrans: tcpInfoRetrans,
 			Counters:       devErr == nil,
-			RDMAWriteLat:   lookErr == nil,
+			RDMAWriteLat:   lookErr == nil, // a *APIError: nil when found
 		},
 	})
 }
@@ -491,6 +494,9 @@ func (a *Agent) getFCTSamples(w http.ResponseWriter, r *http.Request) {
 // ---- RDMA WRITE latency
 
 func (a *Agent) writeLatPath() (string, *APIError) {
+	if a.opts.Tools[WriteLatTool] != nil {
+		return WriteLatTool, nil
+	}
 	path, err := a.opts.LookPath(WriteLatTool)
 	if err != nil {
 		return "", apiErr(KindNotAvailable, "not available on this host: %s not found", WriteLatTool)
@@ -520,7 +526,7 @@ func (a *Agent) startWriteLat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := a.newID("rdma")
-	j, err := startWriteLat(id, path, req)
+	j, err := startWriteLat(id, path, req, a.opts.Tools[WriteLatTool])
 	if err != nil {
 		writeError(w, err)
 		return

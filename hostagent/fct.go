@@ -53,6 +53,17 @@ type RetransCounter interface {
 	TotalRetrans() (uint32, error)
 }
 
+// FlowCapture is implemented by connections that capture their own
+// segments (simulated ones): FCT1 is LinkGuardian's fct1 of the flow the
+// connection carried first (its request), from the first data segment to
+// the first ACK covering all of it, as a capture at the sender sees them
+// (the artifact's tcpdump on the sender, fct_expt_tcp/calculate_fcts.py).
+// dataRetrans are the data segments the capture saw sent again (a SYN sent
+// again is not data). ok is false until that ACK has come.
+type FlowCapture interface {
+	FCT1() (d time.Duration, dataRetrans int, ok bool)
+}
+
 // Normalize fills in defaults and checks the request.
 func (r FCTRunRequest) Normalize() (FCTRunRequest, error) {
 	if r.Target == "" {
@@ -67,6 +78,16 @@ func (r FCTRunRequest) Normalize() (FCTRunRequest, error) {
 	r.Mode = cmp.Or(r.Mode, ModeClosed)
 	r.Seed = cmp.Or(r.Seed, 1)
 	r.TrialTimeoutMS = cmp.Or(r.TrialTimeoutMS, DefaultTrialTimeoutMS)
+	r.Connection = cmp.Or(r.Connection, ConnPersistent)
+	switch r.Connection {
+	case ConnPersistent:
+	case ConnPerFlow:
+		if r.Mode == ModeOpen || r.Connections > 1 {
+			return r, fmt.Errorf("connection %q: closed loop on one connection at a time only (mode %q, connections %d)", r.Connection, r.Mode, r.Connections)
+		}
+	default:
+		return r, fmt.Errorf("connection %q: must be %q or %q", r.Connection, ConnPersistent, ConnPerFlow)
+	}
 	switch {
 	case r.RequestSize < fctHeaderSize || r.RequestSize > maxFCTSize:
 		return r, fmt.Errorf("request_size %d: must be between %d and %d", r.RequestSize, fctHeaderSize, maxFCTSize)
@@ -161,6 +182,9 @@ func RunFCTClock(ctx context.Context, req FCTRunRequest, dial DialFunc, clock Cl
 	request := make([]byte, req.RequestSize)
 	binary.BigEndian.PutUint32(request[0:4], uint32(req.RequestSize))
 	binary.BigEndian.PutUint32(request[4:8], uint32(req.ResponseSize))
+	if req.Connection == ConnPerFlow {
+		return runPerFlow(ctx, parent, req, dial, clock, done, request)
+	}
 
 	conns := make([]*fctConn, 0, req.Connections)
 	defer func() {
@@ -354,7 +378,7 @@ func (r *fctRunner) result() *FCTResult {
 	samples := r.samples
 	slices.SortStableFunc(samples, func(a, b Sample) int { return cmp.Compare(a.StartNS, b.StartNS) })
 	fcts := make([]int64, len(samples))
-	sum := FCTSummary{Retrans: RetransSummary{Status: "known"}}
+	sum := FCTSummary{Retrans: RetransSummary{Status: "known"}, Timing: TimingApp}
 	for i := range samples {
 		s := &samples[i]
 		s.Trial = i

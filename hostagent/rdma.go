@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -240,33 +241,55 @@ type writeLatJob struct {
 // outputShown is how much of the tool's output a status carries.
 const outputShown = 64 << 10
 
-// startWriteLat starts the tool at path for a normalized request.
-func startWriteLat(id, path string, req WriteLatRequest) (*writeLatJob, error) {
+// ToolFunc runs a tool in-process with its arguments (without the
+// program name), writing what it prints to out, and returns when the tool
+// would exit; an error is a non-zero exit. A simulated host's tools are.
+type ToolFunc func(ctx context.Context, args []string, out io.Writer) error
+
+// startWriteLat starts the tool at path for a normalized request, or runs
+// tool in-process when it is not nil.
+func startWriteLat(id, path string, req WriteLatRequest, tool ToolFunc) (*writeLatJob, error) {
 	ctx, cancel := context.WithTimeoutCause(context.Background(), time.Duration(req.TimeoutMS)*time.Millisecond,
 		fmt.Errorf("%s: killed after timeout_ms %d", WriteLatTool, req.TimeoutMS))
 	args := req.Args()
-	cmd := exec.CommandContext(ctx, path, args...)
 	out := &tailBuffer{max: 1 << 20}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.WaitDelay = 2 * time.Second
-	ownProcessGroup(cmd)
 	j := &writeLatJob{id: id, req: req, args: append([]string{WriteLatTool}, args...), cancel: cancel, done: make(chan struct{})}
 	j.status = WriteLatStatus{ID: id, State: StateRunning, Role: req.Role, Args: j.args, StartedAt: time.Now().UTC()}
-	if err := cmd.Start(); err != nil {
-		cancel()
-		return nil, apiErr(KindFailed, "start %s: %v", WriteLatTool, err)
+	var wait func() (int, error)
+	if tool != nil {
+		errc := make(chan error, 1)
+		go func() { errc <- tool(ctx, args, out) }()
+		wait = func() (int, error) {
+			if err := <-errc; err != nil {
+				return 1, err
+			}
+			return 0, nil
+		}
+	} else {
+		cmd := exec.CommandContext(ctx, path, args...)
+		cmd.Stdout, cmd.Stderr = out, out
+		cmd.WaitDelay = 2 * time.Second
+		ownProcessGroup(cmd)
+		if err := cmd.Start(); err != nil {
+			cancel()
+			return nil, apiErr(KindFailed, "start %s: %v", WriteLatTool, err)
+		}
+		wait = func() (int, error) {
+			err := cmd.Wait()
+			return cmd.ProcessState.ExitCode(), err
+		}
 	}
 	go func() {
 		defer close(j.done)
 		defer cancel()
-		werr := cmd.Wait()
+		code, werr := wait()
 		output := out.Bytes()
 		j.mu.Lock()
 		defer j.mu.Unlock()
 		st := &j.status
 		now := time.Now().UTC()
 		st.FinishedAt = &now
-		if code := cmd.ProcessState.ExitCode(); code >= 0 {
+		if code >= 0 {
 			st.ExitCode = &code
 		}
 		st.Output = string(output[max(0, len(output)-outputShown):])

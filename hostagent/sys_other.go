@@ -24,3 +24,12 @@ func (*shortSleeper) close()                   {}
 
 // ownProcessGroup: the process alone is killed on cancellation here.
 func ownProcessGroup(*exec.Cmd) {}
+
+// kernelStamps: transmit timestamps are read on linux only.
+type kernelStamps struct{}
+
+func armKernelStamps(net.Conn) (*kernelStamps, string) {
+	return nil, "kernel transmit timestamps are read on linux only, not on " + runtime.GOOS
+}
+
+func (*kernelStamps) fct1(int, time.Time) (time.Duration, error) { return 0, nil }

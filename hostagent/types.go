@@ -65,7 +65,28 @@ type FCTRunRequest struct {
 	Bind           string  `json:"bind,omitempty"`
 	Seed           int64   `json:"seed,omitempty"`
 	TrialTimeoutMS int     `json:"trial_timeout_ms,omitempty"`
+	// Connection is "persistent" (the default: each connection carries
+	// trial after trial) or "per-flow" (a new connection per trial,
+	// closed after it, as LinkGuardian's artifact runs iperf per flow).
+	Connection string `json:"connection,omitempty"`
 }
+
+// Connection kinds of an FCT run.
+const (
+	ConnPersistent = "persistent"
+	ConnPerFlow    = "per-flow"
+)
+
+// FCT timings: what a sample's fct_ns measures.
+const (
+	// TimingApp: from just before the request's write to the answer's
+	// last byte read, by the application.
+	TimingApp = "app"
+	// TimingFCT1: LinkGuardian's fct1, from the first data segment to the
+	// first ACK covering every byte of the request, as the sender's own
+	// capture of its socket's segments sees them (FlowCapture).
+	TimingFCT1 = "fct1"
+)
 
 // Job states of FCT runs and RDMA jobs.
 const (
@@ -95,6 +116,9 @@ type FCTSummary struct {
 	Distribution
 	LateTrials int            `json:"late_trials"`
 	Retrans    RetransSummary `json:"retrans"`
+	// Timing is what fct_ns measures: TimingApp or TimingFCT1 (per-flow
+	// runs on connections that capture their segments).
+	Timing string `json:"timing,omitempty"`
 }
 
 // RetransSummary counts the trials that saw a retransmission, where the

@@ -332,6 +332,11 @@ func TestUndoKindsReplayFromData(t *testing.T) {
 		Data: map[string]int64{"blocking_mode": 1, "dummy_pkt_max_count": 4}}); err != nil {
 		t.Fatal(err)
 	}
+	for i := range 3 { // the loss emulation a run filled
+		if err := sw.AddEntry(ctx, lg.TableEmulateDrop, tofino.Entry{Key: map[string]int64{lg.KeyRandNum: int64(i)}, Action: lg.ActionDrop}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	fresh, err := OpenDevice(ctx, d1, nil) // the replaying run's own driver
 	if err != nil {
 		t.Fatal(err)
@@ -340,6 +345,7 @@ func TestUndoKindsReplayFromData(t *testing.T) {
 	for _, rec := range []UndoRecord{
 		{Kind: UndoTofinoEntry, Args: json.RawMessage(`{"table":"` + lg.TableLinkProtect + `","key":{"egress_port":144},"entry":null}`)},
 		{Kind: UndoTofinoDeletePort, Args: json.RawMessage(`{"port":144}`)},
+		{Kind: UndoTofinoTableClear, Args: json.RawMessage(`{"table":"` + lg.TableEmulateDrop + `"}`)},
 	} {
 		kinds[rec.Kind] = true
 		if err := runUndo(ctx, fresh, rec); err != nil {
@@ -348,6 +354,9 @@ func TestUndoKindsReplayFromData(t *testing.T) {
 	}
 	if es, err := sw.Entries(ctx, lg.TableLinkProtect); err != nil || len(es) != 0 {
 		t.Errorf("entries after the undo: %v %v", es, err)
+	}
+	if es, err := sw.Entries(ctx, lg.TableEmulateDrop); err != nil || len(es) != 0 {
+		t.Errorf("loss-emulation entries after the undo: %v %v", es, err)
 	}
 	if _, err := sw.PortStatus(ctx, 144); !tofino.IsNotFound(err) {
 		t.Errorf("port 144 after its undo: %v, want not found", err)

@@ -48,6 +48,9 @@ const (
 	UndoReactorTeardown  = "hostagent.reactor-down"    // {}: remove REACToR classes and flows
 	UndoFCTServerStop    = "hostagent.fct-server-stop" // {id}: stop an FCT server
 	UndoTofinoAddPort    = "tofino.add-port"           // {port, gbps, fec}: add back a port taken down
+	// UndoTofinoTableClear: {table}: delete every entry of a table the run
+	// filled (it was empty when the run found it).
+	UndoTofinoTableClear = "tofino.table-clear"
 )
 
 type undoFunc func(ctx context.Context, od *OpenedDevice, args json.RawMessage) error
@@ -130,6 +133,16 @@ func undoKinds() map[string]undoFunc {
 				return sw.AddEntry(ctx, a.Table, *a.Entry)
 			}
 			return nil
+		},
+		UndoTofinoTableClear: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
+			var a struct {
+				Table string `json:"table"`
+			}
+			sw, err := switchFor(ctx, od, raw, &a)
+			if sw == nil || err != nil {
+				return err
+			}
+			return sw.ClearTable(ctx, a.Table)
 		},
 		UndoTofinoRegister: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
 			var a struct {

@@ -138,7 +138,7 @@ func TestSimulatedHostRunsTheUploadedAgentInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Version != hostagent.Version || v.Hostname != "h1" || !v.Capabilities.FCT || v.Capabilities.RDMAWriteLat {
+	if v.Version != hostagent.Version || v.Hostname != "h1" || !v.Capabilities.FCT || !v.Capabilities.RDMAWriteLat {
 		t.Errorf("version %+v", v)
 	}
 	// The agent serves only the driver's token, which agent-start left in

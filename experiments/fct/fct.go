@@ -38,7 +38,7 @@ func New() *Recipe { return &Recipe{} }
 func (*Recipe) Name() string { return Name }
 
 // Version implements Recipe; bump it when results would change.
-func (*Recipe) Version() string { return "1.0.0" }
+func (*Recipe) Version() string { return "2.0.0" }
 
 // Summary implements Recipe.
 func (*Recipe) Summary() string {
@@ -51,15 +51,27 @@ func (*Recipe) Description() string {
 fibre with a VOA from the sending to the receiving switch; by default the only such
 link with a host on each end, preferring links as fast as the hosts' cables). The
 switches run the LinkGuardian programs; both hosts run the hostagent, get the route
-towards each other's subnet set to rto_min (1 ms, as in the paper) and the congestion
-control set (dctcp); everything is put back at the end or on abort.
+towards each other's subnet set to rto_min (1 ms, as in the paper), the congestion
+control set (dctcp) and, with paper_sysctls, the LinkGuardian artifact's settings
+(tcp_no_metrics_save=1, tcp_timestamps=0, tcp_sack=1, tcp_ecn=1 with dctcp,
+tcp_recovery=1, tcp_early_retrans=3); everything is put back at the end or on abort.
 
-The loss rate is set through the VOA by measuring, as loss-sweep does, with frames of
-the size of the flow's data frames (calib_frame_size: the flow's payload up to an MSS,
-plus 70 B of TCP/IPv4/Ethernet headers and FCS), so that loss_rate is the loss of the
-flow's own packets. The measured rate must lie in [loss_rate, loss_rate *
-calib_tolerance]: at least the nominal rate, because the experiment is about the
-percentile 1 - loss_rate, which a link a little better than nominal would hide.
+loss_source=program (the default, as the artifact's evaluation mode): the sender
+program's random drop (table emulate_random_pkt_drop) holds floor(loss_rate * 2^20)
+of its 2^20 random numbers, so every packet towards the link, whatever its size, is
+lost with exactly that / 2^20; the VOA stays at rest; the table is filled for the lossy
+modes, emptied for lossless, and cleared at the end. loss_source=voa: the loss rate is
+set through the VOA by measuring, as loss-sweep does, with frames of the size of the
+flow's data frames (calib_frame_size: the flow's payload up to an MSS plus the headers
+and FCS: 58 B without timestamps, 70 B with), so that loss_rate is the loss of the
+flow's own packets; the measured rate must lie in [loss_rate, loss_rate *
+calib_tolerance].
+
+The default loss_rate, 1.25e-3, is above the 1e-3 the paper names on purpose: the
+p99.9 of n trials is a timeout only when more than n/1000 trials lose a frame. At a
+per-trial loss of exactly 1e-3 that is a coin flip; at 1.25e-3 and 300,000 trials the
+p99.9 misses the timeout tail with probability 3.5e-5 (P[Binomial(300000, 1.25e-3) <=
+300]). The summary's tails give this for the run.
 
 Each mode runs the trials of each transport, split into blocks; block after block the
 modes go round in a rotating order, so that a drift of the lab does not bias one mode.
@@ -69,10 +81,14 @@ linkguardian-nb: the calibrated attenuation with LinkGuardian in ordered (with
 backpressure unless backpressure=false) or non-blocking mode, the copies by Eq. 2 for
 target_loss and the measured loss.
 
-tcp: the hostagent's FCT client on the sender, closed loop on one persistent
-TCP_NODELAY connection, a request of flow_size bytes answered by response_size bytes,
-timed from just before the write to the last byte read; every trial is kept, with
-whether it retransmitted (TCP_INFO). rdma (where both hosts have perftest's
+tcp: the hostagent's FCT client on the sender, closed loop. connection=per-flow (the
+default, as the artifact runs iperf -n 143 -N -Z dctcp once per flow): a new
+TCP_NODELAY connection per trial; where the hosts capture their sockets' segments the
+FCT is the artifact's fct1, from the first data segment to the first ACK covering all
+bytes, so the handshake is not in it (summary timing "fct1"), else the application's
+request-to-answer time ("app"). connection=persistent: one connection, a request of
+flow_size bytes answered by response_size bytes, timed from just before the write to the
+last byte read. Every trial is kept, with the data segments it sent again. rdma (where both hosts have perftest's
 ib_write_lat): ib_write_lat with flow_size bytes, its own percentiles per block (it
 keeps no per-trial samples); on hosts without it the rdma blocks are skipped and the
 summary says why.
@@ -80,7 +96,11 @@ summary says why.
 Writes data/fct_samples.csv.gz (one row per TCP trial, gzip CSV), data/fct_percentiles.csv (per transport, mode and percentile,
 plotted on log axes against the tail fraction 1 - percentile), and a summary per
 transport and mode with p50, p99, p99.9, p99.99 and each mode's p99.9 over the lossless
-p99.9.`
+p99.9; per tcp mode, its tail: the trials affected by a loss (those that sent data
+again) with their 95% Wilson interval, the affected trials' p50 and p99 (and p50 over
+the lossless p99.9), the p99.9's 95% order-statistic interval, and for off the
+probability that the p99.9 lands in the timeout tail (p_tail, p_miss) given the link's
+loss per trial.`
 }
 
 // Modes of the recipe: the link's protection modes and the lossless baseline.
@@ -102,7 +122,10 @@ func (*Recipe) Params() []o.ParamSpec {
 		{Name: "warmup", Type: o.TypeInt, Default: int64(100), Min: o.Bound(0), Max: o.Bound(1_000_000), Description: "trials run and not recorded before each block"},
 		{Name: "transports", Type: o.TypeStrings, Default: []string{TCP, RDMA}, Description: "tcp, rdma (rdma where the hosts have ib_write_lat)"},
 		{Name: "modes", Type: o.TypeStrings, Default: []string{Lossless, "off", "linkguardian", "linkguardian-nb"}, Description: "lossless, off, linkguardian, linkguardian-nb"},
-		{Name: "loss_rate", Type: o.TypeFloat, Default: 1e-3, Min: o.Bound(1e-7), Max: o.Bound(0.1), Description: "frame loss rate of the flow's data frames, set through the VOA by measuring"},
+		{Name: "loss_rate", Type: o.TypeFloat, Default: 1.25e-3, Min: o.Bound(1e-7), Max: o.Bound(0.1), Description: "loss rate of the flow's data frames: 1.25e-3 so that with 300,000 trials the p99.9 misses the timeout tail with probability 3.5e-5 (README, FCT)"},
+		{Name: "loss_source", Type: o.TypeString, Default: LossProgram, Description: "program: the sender program's random drop at exactly floor(loss_rate*2^20)/2^20 for every frame size (the artifact's evaluation mode); voa: the VOA, calibrated by measuring with the flow's own frame size"},
+		{Name: "connection", Type: o.TypeString, Default: hostagent.ConnPerFlow, Description: "per-flow: a new TCP connection per trial, timed by fct1 where the hosts capture (the artifact: iperf -n per flow); persistent: one connection, request and answer"},
+		{Name: "paper_sysctls", Type: o.TypeBool, Default: true, Description: "set the artifact's host settings on both hosts (tcp_no_metrics_save=1, tcp_timestamps=0, tcp_sack=1, tcp_ecn=1 for dctcp else 0, tcp_recovery=1, tcp_early_retrans=3), undone at the end"},
 		{Name: "target_loss", Type: o.TypeFloat, Default: 1e-8, Min: o.Bound(1e-15), Max: o.Bound(0.1), Description: "effective loss rate LinkGuardian is configured for (Eq. 2)"},
 		{Name: "sender", Type: o.TypeString, Default: "", Description: "the host that sends the flows (default: the one on the link's sending switch)"},
 		{Name: "receiver", Type: o.TypeString, Default: "", Description: "the host that answers them (default: the one on the link's receiving switch)"},
@@ -132,9 +155,48 @@ func (*Recipe) Params() []o.ParamSpec {
 }
 
 // dataFrameBytes is the wire size (FCS included) of a full data frame of
-// a flow of n bytes: one MSS (1448 B with timestamps) at most, plus TCP
-// (20 + 12 options), IPv4 (20), Ethernet (14) and FCS (4).
-func dataFrameBytes(n int) int { return max(64, min(n, 1448)+70) }
+// a flow of n bytes: one MSS (1448 B with timestamps, 1460 without) at
+// most, plus TCP (20, + 12 of timestamp option), IPv4 (20), Ethernet (14)
+// and FCS (4).
+func dataFrameBytes(n int, timestamps bool) int {
+	if !timestamps {
+		return max(64, min(n, 1460)+58)
+	}
+	return max(64, min(n, 1448)+70)
+}
+
+// dataFrames is how many data segments a flow of n bytes takes.
+func dataFrames(n int, timestamps bool) int {
+	mss := 1448
+	if !timestamps {
+		mss = 1460
+	}
+	return (n + mss - 1) / mss
+}
+
+// Loss sources.
+const (
+	LossProgram = "program"
+	LossVOA     = "voa"
+)
+
+// paperSysctls are the LinkGuardian artifact's host settings for the FCT
+// experiment (switch_impl/expt_scripts/fct_expt_tcp/run_expt.sh), besides
+// the congestion control and the route's rto_min.
+func paperSysctls(cc string) [][2]string {
+	ecn := "0"
+	if cc == "dctcp" {
+		ecn = "1"
+	}
+	return [][2]string{
+		{"net.ipv4.tcp_no_metrics_save", "1"},
+		{"net.ipv4.tcp_timestamps", "0"},
+		{"net.ipv4.tcp_sack", "1"},
+		{"net.ipv4.tcp_ecn", ecn},
+		{"net.ipv4.tcp_recovery", "1"},
+		{"net.ipv4.tcp_early_retrans", "3"},
+	}
+}
 
 // Tables are the declared data tables.
 func Tables() []results.Table {
@@ -143,7 +205,7 @@ func Tables() []results.Table {
 			Name:        "fct_samples",
 			Compress:    true,
 			Title:       "Every TCP trial",
-			Description: "One row per recorded trial of the tcp transport, in the order the blocks ran. fct_ns runs from just before the request's write to the last byte of the answer read.",
+			Description: "One row per recorded trial of the tcp transport, in the order the blocks ran. fct_ns is fct1 (first data segment to the first ACK covering all bytes, at the sender) when the summary's timing is fct1, else from just before the request's write to the last byte of the answer read.",
 			Fields: []results.Field{
 				{Name: "transport", Type: "string", Description: "tcp"},
 				{Name: "mode", Type: "string", Description: "lossless, off, linkguardian or linkguardian-nb"},
@@ -151,7 +213,7 @@ func Tables() []results.Table {
 				{Name: "trial", Type: "integer", Description: "trial within the block, from 0"},
 				{Name: "start_ns", Type: "integer", Unit: "ns", Description: "start of the trial after the block's first"},
 				{Name: "fct_ns", Type: "integer", Unit: "ns", Description: "flow completion time"},
-				{Name: "retrans", Type: "integer", Description: "segments the sender retransmitted during the trial (-1: unknown)"},
+				{Name: "retrans", Type: "integer", Description: "segments the sender retransmitted during the trial: data segments where the hosts capture (timing fct1), else TCP_INFO's count (-1: unknown)"},
 			},
 			// LinkGuardian Fig. 10a: the top 1% of FCTs as a CCDF per mode.
 			Figures: []results.Figure{{
@@ -211,8 +273,15 @@ type Summary struct {
 	RestAttenuationDB float64 `json:"rest_attenuation_db"`
 	RetxCopies        int     `json:"retx_copies"`
 	RTOMinMS          float64 `json:"rto_min_ms"`
+	LossSource        string  `json:"loss_source"`
+	Connection        string  `json:"connection"`
+	// Timing is what the tcp FCTs measure: fct1 (per-flow, captured) or
+	// app (request to answer, by the application).
+	Timing string `json:"timing,omitempty"`
 	// Transports holds, per transport and mode, the distribution.
 	Transports map[string]map[string]ModeSummary `json:"transports"`
+	// Tails holds, per tcp mode, what makes its tail honest (tail.go).
+	Tails map[string]TailSummary `json:"tails,omitempty"`
 	// Unavailable says why a transport asked for did not run.
 	Unavailable map[string]string `json:"unavailable,omitempty"`
 }
@@ -226,7 +295,9 @@ type rdmaAcc struct {
 type state struct {
 	mu          sync.Mutex
 	tcp         map[string][]int64 // mode -> FCTs (ns)
+	affected    map[string][]bool  // mode -> whether each trial retransmitted
 	retrans     map[string]int
+	timing      string
 	rdma        map[string]*rdmaAcc
 	unavailable map[string]string
 	cal         lgbench.Calibration
@@ -282,9 +353,20 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		return nil, o.Inputf("max_db: %v", err)
 	}
 	flow, resp := int(p.Int("flow_size")), int(p.Int("response_size"))
+	lossSource, conn, paper := p.String("loss_source"), p.String("connection"), p.Bool("paper_sysctls")
+	if lossSource != LossProgram && lossSource != LossVOA {
+		return nil, o.Inputf("loss_source %q (expected program or voa)", lossSource)
+	}
+	if conn != hostagent.ConnPerFlow && conn != hostagent.ConnPersistent {
+		return nil, o.Inputf("connection %q (expected per-flow or persistent)", conn)
+	}
+	if lossSource == LossProgram && lgbench.EmulatedLoss(loss) == 0 {
+		return nil, o.Inputf("loss_rate %g: below the program's resolution (2^-%d)", loss, lg.DropRandomBits)
+	}
+	timestamps := !paper // the artifact turns them off
 	calibFrame := int(p.Int("calib_frame_size"))
 	if calibFrame == 0 {
-		calibFrame = dataFrameBytes(flow)
+		calibFrame = dataFrameBytes(flow, timestamps)
 	}
 	if calibFrame < 64 {
 		return nil, o.Inputf("calib_frame_size %d: at least 64 B", calibFrame)
@@ -302,18 +384,22 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	}
 	cc := p.String("congestion_control")
 	needLoss := slices.ContainsFunc(modes, func(m string) bool { return m != Lossless })
+	flowFrames := dataFrames(flow, timestamps)
 
-	st := &state{tcp: map[string][]int64{}, retrans: map[string]int{}, rdma: map[string]*rdmaAcc{}, unavailable: map[string]string{}}
+	st := &state{tcp: map[string][]int64{}, affected: map[string][]bool{}, retrans: map[string]int{}, rdma: map[string]*rdmaAcc{}, unavailable: map[string]string{}}
 	sendHost, recvHost := b.Sender.Host, b.Receiver.Host
 	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: binds, Tables: Tables(),
 		Summary: func(partial bool) (any, error) {
-			return st.summary(partial, b, flow, loss, rtoMin, modes, transports), nil
+			s := st.summary(partial, b, flow, loss, rtoMin, modes, transports, flowFrames)
+			s.LossSource, s.Connection = lossSource, conn
+			return s, nil
 		}}
 
 	var bench *lgbench.Bench
 	var sender, receiver *hostagent.Client
 	var fctTarget string // the receiver's FCT server
 	var rdmaOK string    // why rdma cannot run ("" it can)
+	dropping := false    // the loss emulation's entries are in the table
 	devs := []string{l.Sender, l.Receiver, l.VOA}
 	hosts := []string{sendHost, recvHost}
 
@@ -339,6 +425,11 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		if cc != "" {
 			hostSettings = append(hostSettings, o.Setting{Device: h.dev, Name: "net.ipv4.tcp_congestion_control", Value: cc})
 		}
+		if paper {
+			for _, kv := range paperSysctls(cc) {
+				hostSettings = append(hostSettings, o.Setting{Device: h.dev, Name: kv[0], Value: kv[1]})
+			}
+		}
 	}
 	plan.Steps = append(plan.Steps, &o.Step{
 		Name: "hosts", Action: "prepare-hosts", Devices: hosts, Settings: append(hostSettings,
@@ -353,6 +444,13 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 				if cc != "" {
 					if _, err := rc.ApplyHostSetting(ctx, h.dev, host.Sysctl("net.ipv4.tcp_congestion_control", cc)); err != nil {
 						return err
+					}
+				}
+				if paper {
+					for _, kv := range paperSysctls(cc) {
+						if _, err := rc.ApplyHostSetting(ctx, h.dev, host.Sysctl(kv[0], kv[1])); err != nil {
+							return err
+						}
 					}
 				}
 				if rtoMin > 0 {
@@ -427,7 +525,31 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		},
 	})
 
-	if needLoss {
+	if needLoss && lossSource == LossProgram {
+		plan.Steps = append(plan.Steps, &o.Step{
+			Name: fmt.Sprintf("%s: loss emulation %g", l.Link.Name, loss), Action: "emulate-loss", Devices: devs[:1],
+			Settings: []o.Setting{{Device: l.Sender, Name: lg.TableEmulateDrop, Value: fmt.Sprintf("%d of 2^%d random numbers dropped: %.6g for every frame size",
+				lg.DropTableEntries(loss), lg.DropRandomBits, lgbench.EmulatedLoss(loss))}},
+			Note: "the artifact's drop_random_pkts; checked empty here, filled for the lossy modes, emptied for lossless, cleared at the end",
+			Run: func(ctx context.Context, rc *o.RunContext) error {
+				if bench == nil {
+					return o.Skip("the switches were not prepared")
+				}
+				// The table is filled by the first lossy block (setLink).
+				if err := bench.PrepareDrop(ctx); err != nil {
+					return err
+				}
+				got := lgbench.EmulatedLoss(loss)
+				st.mu.Lock()
+				st.cal = lgbench.Calibration{Target: loss, Loss: got, AttenuationDB: st.rest}
+				st.mu.Unlock()
+				rc.Event(results.Event{Type: "setting", Device: l.Sender, Message: fmt.Sprintf("%s: loss emulation %.6g (%d entries)", l.Link.Name, got, lg.DropTableEntries(loss)),
+					Fields: map[string]any{"link": l.Link.Name, "nominal_loss": loss, "actual_loss": got}})
+				return nil
+			},
+		})
+	}
+	if needLoss && lossSource == LossVOA {
 		plan.Steps = append(plan.Steps, &o.Step{
 			Name: fmt.Sprintf("%s: set loss %g", l.Link.Name, loss), Action: "calibrate-loss", Devices: devs,
 			Settings: []o.Setting{{Device: l.VOA, Name: fmt.Sprintf("ch%d.attenuation", l.VOAChannel),
@@ -479,6 +601,21 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 			st.copies = max(st.copies, prot.Copies)
 			st.mu.Unlock()
 		}
+		if lossSource == LossProgram {
+			att = st.rest // the fibre stays at rest; the program drops
+			if wantDrop := mode != Lossless; wantDrop != dropping {
+				var err error
+				if wantDrop {
+					_, err = bench.EmulateDrop(ctx, loss)
+				} else {
+					err = bench.ClearDrop(ctx)
+				}
+				if err != nil {
+					return err
+				}
+				dropping = wantDrop
+			}
+		}
 		if att != curAtt {
 			if err := rc.SetAttenuation(ctx, l.VOA, l.VOAChannel, att); err != nil {
 				return err
@@ -513,7 +650,7 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 						}
 						if tr == TCP {
 							return st.runTCP(ctx, rc, sender, sendHost, hostagent.FCTRunRequest{Target: fctTarget, RequestSize: flow, ResponseSize: resp, Trials: n,
-								Warmup: int(p.Int("warmup")), Connections: 1, TrialTimeoutMS: int(p.Duration("trial_timeout").Milliseconds())}, mode, k+1, p.Bool("keep_samples"))
+								Warmup: int(p.Int("warmup")), Connections: 1, TrialTimeoutMS: int(p.Duration("trial_timeout").Milliseconds()), Connection: conn}, mode, k+1, p.Bool("keep_samples"))
 						}
 						return st.runRDMA(ctx, rc, sender, receiver, b, p, flow, n, mode, k+1)
 					},
@@ -560,16 +697,20 @@ func (st *state) runTCP(ctx context.Context, rc *o.RunContext, c *hostagent.Clie
 		}
 	}
 	fcts := make([]int64, len(samples))
+	aff := make([]bool, len(samples))
 	retrans := 0
 	for i, s := range samples {
 		fcts[i] = s.FCTNS
 		if s.Retrans > 0 {
 			retrans++
+			aff[i] = true
 		}
 	}
 	st.mu.Lock()
 	st.tcp[mode] = append(st.tcp[mode], fcts...)
+	st.affected[mode] = append(st.affected[mode], aff...)
 	st.retrans[mode] += retrans
+	st.timing = run.Summary.Timing
 	st.mu.Unlock()
 	s := run.Summary
 	rc.Event(results.Event{Type: "measurement", Device: dev, Message: fmt.Sprintf("tcp %s block %d: %d trials, p50 %.1f us, p99.9 %.1f us, max %.1f us, %d retransmitting",
@@ -605,7 +746,10 @@ func (st *state) runRDMA(ctx context.Context, rc *o.RunContext, snd, rcv *hostag
 		if err != nil {
 			return fmt.Errorf("%s: %w", b.Sender.Host, err)
 		}
-		if cl, err = snd.WaitWriteLat(ctx, job.ID); err != nil {
+		// A client that ran before the server listened fails ("Couldn't
+		// connect"): that, and only that, is tried again.
+		cl, err = snd.WaitWriteLat(ctx, job.ID)
+		if err != nil && (ctx.Err() != nil || cl.State != hostagent.StateFailed) {
 			return fmt.Errorf("%s: %w", b.Sender.Host, err)
 		}
 		if cl.State == hostagent.StateDone || attempt >= 5 {
@@ -614,7 +758,7 @@ func (st *state) runRDMA(ctx context.Context, rc *o.RunContext, snd, rcv *hostag
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(20 * time.Millisecond << attempt): // 20 ms ... 320 ms
 		}
 	}
 	if cl.State != hostagent.StateDone || cl.Result == nil || len(cl.Result.Rows) == 0 {
@@ -695,13 +839,35 @@ func (st *state) distributions(modes, transports []string) map[string]map[string
 	return out
 }
 
-func (st *state) summary(partial bool, b binding, flow int, loss float64, rtoMin time.Duration, modes, transports []string) Summary {
+func (st *state) summary(partial bool, b binding, flow int, loss float64, rtoMin time.Duration, modes, transports []string, frames int) Summary {
 	d := st.distributions(modes, transports)
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	var tails map[string]TailSummary
+	if slices.Contains(transports, TCP) {
+		base := d[TCP][Lossless].P999US
+		for _, m := range modes {
+			f := st.tcp[m]
+			if len(f) == 0 {
+				continue
+			}
+			// A trial is affected when one of its data frames is lost on
+			// the link: 1-(1-p)^frames, p the link's loss per frame (the
+			// reverse direction, with the ACKs, is clean).
+			// Only unprotected losses end in the transport's timeout tail.
+			q := 0.0
+			if m == string(lgbench.Off) && st.cal.Loss > 0 {
+				q = -math.Expm1(float64(frames) * math.Log1p(-st.cal.Loss))
+			}
+			if tails == nil {
+				tails = map[string]TailSummary{}
+			}
+			tails[m] = tailOf(f, st.affected[m], q, base)
+		}
+	}
 	s := Summary{Partial: partial, FlowSize: flow, Sender: b.Sender.Host, Receiver: b.Receiver.Host, Link: b.Link.Link.Name,
 		LossRate: loss, ActualLoss: st.cal.Loss, AttenuationDB: st.cal.AttenuationDB, RestAttenuationDB: st.rest, RetxCopies: st.copies,
-		RTOMinMS: float64(rtoMin) / float64(time.Millisecond), Transports: d}
+		RTOMinMS: float64(rtoMin) / float64(time.Millisecond), Transports: d, Tails: tails, Timing: st.timing}
 	if len(st.unavailable) > 0 {
 		s.Unavailable = map[string]string{}
 		for k, v := range st.unavailable {

@@ -63,6 +63,14 @@ type Config struct {
 	TCP  TCPConfig
 	RDMA RDMAConfig
 
+	// PerFlow (TCP) makes each trial a new connection, as the
+	// LinkGuardian artifact's FCT experiment does (one iperf client per
+	// flow): the three-way handshake over the path, fresh state (the
+	// handshake's RTT sample, the initial window, quick ACKs), a one-way
+	// flow of RequestBytes (no answer), and the trial's FCT is fct1 (see
+	// Trial.FCT). Off: one persistent connection, request and answer.
+	PerFlow bool
+
 	// Step decides every frame's corruption as it crosses, with no trial
 	// skipped over (see doc.go, "Speed"). For tests of the skip-ahead.
 	Step bool
@@ -98,6 +106,16 @@ type HostDelays struct {
 	// to the application returning from its read. Syscall: from the
 	// application's write to the stack sending.
 	TxStack, RxStack, Wake, Syscall time.Duration
+	// RxCoalesce is the NIC's receive interrupt moderation period
+	// (ethtool rx-usecs) when the host's jitter is modelled (0: none, a
+	// lossless run has a single FCT). With the period timer running from
+	// the previous interrupt (mlx5's EQE-based mode; Linux lib/dim's
+	// NET_DIM_RX_EQE_PROFILES, whose second profile is 8 us), a lone
+	// frame arrives at a uniformly random point of the period and waits
+	// for its end: U(0, RxCoalesce), on top of RxStack. The waits of the
+	// trial's two critical receptions are added to its FCT; the stack's
+	// own timing (RTT samples, timers) sees RxStack alone.
+	RxCoalesce time.Duration
 	// RDMA on the NIC. Post: from the application's post (doorbell) to the
 	// first bit on the wire. NICRx: from a packet's last bit in to its
 	// payload placed and the ACK/NAK decided. Poll: from the NIC writing a
@@ -110,11 +128,15 @@ type HostDelays struct {
 type TCPConfig struct {
 	MSS         int // payload per segment: 1500 MTU - 40 - 12 (timestamps)
 	HeaderBytes int // per frame: Ethernet 14, IPv4 20, TCP 20 + 12 options, FCS 4
-	InitCwnd    int // RFC 6928, TCP_INIT_CWND
-	RTOMin      time.Duration
-	RTOMax      time.Duration // TCP_RTO_MAX
-	RTOInit     time.Duration // TCP_TIMEOUT_INIT: before any RTT sample
-	HZ          int           // kernel timer tick (CONFIG_HZ)
+	// SynBytes is a SYN's or SYN-ACK's frame: Ethernet 14, IPv4 20, TCP
+	// 20 + options (MSS 4, SACK-permitted and timestamps 12, window scale
+	// 4; 12 without timestamps), FCS 4.
+	SynBytes int
+	InitCwnd int // RFC 6928, TCP_INIT_CWND
+	RTOMin   time.Duration
+	RTOMax   time.Duration // TCP_RTO_MAX
+	RTOInit  time.Duration // TCP_TIMEOUT_INIT: before any RTT sample
+	HZ       int           // kernel timer tick (CONFIG_HZ)
 	// DelayedAck: acknowledge every second full segment, out-of-order and
 	// duplicate data at once, the rest after DelAck unless data going the
 	// other way carries the ACK first (as an RPC's answer does). Off: every
@@ -180,7 +202,7 @@ func Defaults(t Transport, mode lgmodel.Mode, loss float64, flowBytes int) (Conf
 			Poll:    200 * time.Nanosecond,
 		},
 		TCP: TCPConfig{
-			MSS: 1448, HeaderBytes: 14 + 20 + 32 + 4, InitCwnd: 10,
+			MSS: 1448, HeaderBytes: 14 + 20 + 32 + 4, SynBytes: 14 + 20 + 40 + 4, InitCwnd: 10,
 			RTOMin: time.Millisecond, RTOMax: 120 * time.Second, RTOInit: time.Second,
 			HZ: 1000, DelayedAck: true, DelAck: 40 * time.Millisecond, TLP: true,
 			Reordering: 3, MaxReordering: 300,
@@ -234,6 +256,9 @@ func (c *Config) validate() error {
 	if c.RequestBytes < 1 {
 		bad("request_bytes %d: must be at least 1", c.RequestBytes)
 	}
+	if c.PerFlow && c.Transport != TCP {
+		bad("per_flow: only for TCP")
+	}
 	if c.Transport == TCP && c.ResponseBytes < 1 {
 		bad("response_bytes %d: TCP needs an answer of at least 1 byte", c.ResponseBytes)
 	}
@@ -255,7 +280,7 @@ func (c *Config) validate() error {
 		}
 	}
 	h := c.Host
-	for _, d := range []time.Duration{h.TxStack, h.RxStack, h.Wake, h.Syscall, h.Post, h.NICRx, h.Poll} {
+	for _, d := range []time.Duration{h.TxStack, h.RxStack, h.Wake, h.Syscall, h.Post, h.NICRx, h.Poll, h.RxCoalesce} {
 		if d < 0 {
 			bad("host delays must not be negative: %+v", h)
 			break

@@ -147,9 +147,10 @@
 //
 // # Not modelled
 //
-// Connection setup and teardown (the paper's scripts started a process,
-// so likely a connection, per flow; here the connection persists, as the
-// hostagent's does); TCP timestamps (no Eifel undo, no RTT from them: a
+// Connection teardown (FIN), the SYN retry limit (tcp_syn_retries), and
+// a connection's setup apart from Config.PerFlow's handshake (handshake.go:
+// the artifact's iperf makes a connection per flow; without PerFlow the
+// connection persists, as the hostagent's closed loop does); TCP timestamps (no Eifel undo, no RTT from them: a
 // retransmitted segment gives no RTT sample); F-RTO; TSO/GRO batching,
 // pacing and TSO deferral; the receive window; cwnd validation after idle
 // or while application-limited (tcp_cwnd_application_limited,
@@ -159,6 +160,7 @@
 // ECN and queues (no cross traffic: DCTCP's alpha is a constant); the RDMA
 // retry limit (retries go on), DCQCN and NIC-internal delays in reacting
 // to a NAK; bursts of corruption (each frame is corrupted independently);
-// CPU contention and jitter in the hosts (their delays are constants: a
-// lossless run has a single FCT).
+// CPU contention and scheduling jitter in the hosts (their delays are
+// constants; HostDelays.RxCoalesce, off by default, adds the NIC's
+// interrupt-moderation wait to each trial, uniform over the period).
 package fctmodel

@@ -15,19 +15,28 @@ type Trial struct {
 	// post), from the start of the run (warm-up included).
 	Start time.Duration
 	// FCT runs from the request's write to the application having the
-	// last byte of the answer (or the WRITE's completion).
+	// last byte of the answer (or the WRITE's completion). With
+	// Config.PerFlow it is fct1: from the first data segment to the first
+	// ACK covering every byte, where the sender's capture sees them.
 	FCT time.Duration
+	// Connect (Config.PerFlow) runs from connect() to the first data
+	// segment: the handshake, SYN retransmissions included.
+	Connect time.Duration
 
 	// What the transports did, both directions together.
 	Retransmits int // segments (TCP, loss probes included) or packets (RDMA) sent again
 	// ClientRetransmits are the client's share: what its socket's
 	// TCP_INFO (tcpi_total_retrans) would count.
 	ClientRetransmits int
-	Timeouts          int // TCP retransmission timeouts; RDMA transport timer expiries
-	Probes            int // TCP tail loss probes
-	Recoveries        int // TCP fast recoveries entered; RDMA NAKs received
-	Spurious          int // data a receiver got twice (a needless retransmission)
-	Reordered         int // data a receiver got out of order
+	// ClientSynRetransmits are the SYNs the client sent again
+	// (Config.PerFlow; counted in ClientRetransmits too, as TCP_INFO
+	// counts them): a capture tells them from data.
+	ClientSynRetransmits int
+	Timeouts             int // TCP retransmission timeouts; RDMA transport timer expiries
+	Probes               int // TCP tail loss probes
+	Recoveries           int // TCP fast recoveries entered; RDMA NAKs received
+	Spurious             int // data a receiver got twice (a needless retransmission)
+	Reordered            int // data a receiver got out of order
 
 	// What the corrupting link did, both directions together.
 	LinkCopies int // LinkGuardian copies sent (N per loss it repaired or tried to)
@@ -67,6 +76,7 @@ type Model struct {
 
 	trialDone bool
 	doneAt    int64
+	fctFrom   int64 // Config.PerFlow: where fct1 starts
 	trials    int
 
 	cache    map[stateKey]*template
@@ -151,7 +161,22 @@ func (m *Model) FCTs(n int) []time.Duration {
 // function of the corruption draws of the frames offered to each link in
 // order, and a lossless trial's is fixed by its state.
 func (m *Model) Trial() Trial {
+	t := m.nextTrial()
+	if c := m.c.Host.RxCoalesce; c > 0 && m.c.Transport == TCP {
+		// Interrupt coalescing (HostDelays.RxCoalesce): the two receptions
+		// on the trial's critical path (the request or data segment at
+		// the server, the answer or ACK at the client) each wait for the
+		// moderation timer, uniformly over its period.
+		t.FCT += time.Duration((m.r.Float64() + m.r.Float64()) * float64(c))
+	}
+	return t
+}
+
+func (m *Model) nextTrial() Trial {
 	m.trials++
+	if m.c.PerFlow {
+		m.newConnection()
+	}
 	if !m.clean() {
 		m.cur, m.prev = nil, nil
 		return m.runTrial()
@@ -212,7 +237,11 @@ func (m *Model) runTrial() Trial {
 	m.trialDone = false
 	switch m.c.Transport {
 	case TCP:
-		m.at(t0+dps(m.c.Host.Syscall), evApp, 0, appWrite, 0)
+		if m.c.PerFlow {
+			m.at(t0+dps(m.c.Host.Syscall), evApp, 0, appConnect, 0)
+		} else {
+			m.at(t0+dps(m.c.Host.Syscall), evApp, 0, appWrite, 0)
+		}
 	case RDMA:
 		m.rdma[0].post(t0, int64(m.c.RequestBytes))
 	}
@@ -224,7 +253,12 @@ func (m *Model) runTrial() Trial {
 	}
 	m.now = next
 	t := Trial{Start: time.Duration((m.epoch + t0) / 1000), FCT: time.Duration((m.doneAt - t0) / 1000)}
+	if m.c.PerFlow && m.c.Transport == TCP {
+		t.FCT = time.Duration((m.doneAt - m.fctFrom) / 1000)
+		t.Connect = time.Duration((m.fctFrom - t0) / 1000)
+	}
 	t.ClientRetransmits = m.endpointCounters(0).retrans - before[0].retrans
+	t.ClientSynRetransmits = m.endpointCounters(0).synRetrans - before[0].synRetrans
 	for i := range before {
 		c := m.endpointCounters(i)
 		t.Retransmits += c.retrans - before[i].retrans
@@ -363,7 +397,8 @@ const (
 
 // Application actions.
 const (
-	appWrite = iota // TCP: the application's write reaches the stack; RDMA: a post
+	appWrite   = iota // TCP: the application's write reaches the stack; RDMA: a post
+	appConnect        // TCP (Config.PerFlow): the client's connect()
 )
 
 type event struct {
@@ -396,7 +431,11 @@ func (m *Model) handle(e event) {
 		case evTimer:
 			ep.timer(e.sub, e.gen)
 		case evApp:
-			ep.appWrite()
+			if e.sub == appConnect {
+				ep.connect()
+			} else {
+				ep.appWrite()
+			}
 		}
 	case RDMA:
 		ep := m.rdma[e.ep]
@@ -429,7 +468,8 @@ type packet struct {
 	ack      int64
 	sacks    [4]span
 	nsacks   uint8
-	dsack    bool // the first SACK block reports a duplicate
+	dsack    bool  // the first SACK block reports a duplicate
+	syn      uint8 // pkSYN, pkSYNACK: a handshake packet (Config.PerFlow)
 	// RDMA
 	rkind uint8
 	psn   int64
@@ -535,6 +575,7 @@ func usSince(from, to int64) int64 { return (to - from) / 1_000_000 }
 
 type counters struct {
 	retrans, timeouts, probes, recoveries, spurious, reordered int
+	synRetrans                                                 int // SYNs or SYN-ACKs sent again (in retrans too)
 }
 
 func (m *Model) endpointCounters(i int) counters {

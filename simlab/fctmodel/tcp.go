@@ -22,6 +22,23 @@ const (
 	tmRTO
 	tmTLP
 	tmREO
+	tmSYN // the SYN (client) or SYN-ACK (server) retransmission timer
+)
+
+// Connection states (Config.PerFlow): zero is an established connection,
+// as the persistent model's always is.
+const (
+	connEstablished uint8 = iota
+	connClosed            // the client before connect()
+	connListen            // the server before a SYN
+	connSynSent           // TCP_SYN_SENT
+	connSynRcvd           // TCP_NEW_SYN_RECV: a request socket
+)
+
+// Handshake packet kinds (packet.syn).
+const (
+	pkSYN uint8 = 1 + iota
+	pkSYNACK
 )
 
 // Segment flags (TCP_SKB_CB(skb)->sacked).
@@ -118,6 +135,11 @@ type tcpVars struct {
 	waitEnd        int64 // the byte that completes what the application waits for
 	msgIn, msgOut  int64 // sizes of the messages received and written
 	isClient       bool
+	// Connection (Config.PerFlow).
+	conn       uint8
+	synRetries int64 // SYNs (client) or SYN-ACKs (server) sent again
+	synSent    int64 // ps: the first SYN's transmission by the stack
+	firstData  int64 // ps: the first data segment at the sender's capture point; noStamp before
 }
 
 type tcpEP struct {
@@ -150,6 +172,21 @@ func newTCP(m *Model, id int) *tcpEP {
 		v.msgOut, v.msgIn = v.msgIn, v.msgOut
 	}
 	v.waitEnd = v.msgIn
+	v.synSent, v.firstData = noStamp, noStamp
+	if m.c.PerFlow {
+		// A new connection: the client connects, the server listens.
+		// The receiver starts in quick-ACK mode (tcp_event_data_recv:
+		// the first data segment calls tcp_incr_quickack with
+		// TCP_MAX_QUICKACKS), not in the RPC's ping-pong mode; the flow
+		// is one-way (iperf -n), so the server writes nothing back.
+		v.pingpong, v.quick = false, maxQuickAcks
+		v.conn = connListen
+		if v.isClient {
+			v.conn = connClosed
+		} else {
+			v.msgOut = 0
+		}
+	}
 	return e
 }
 
@@ -184,6 +221,12 @@ func (e *tcpEP) rebase(dt, dSnd, dRcv int64) {
 	}
 	if v.lrcv != noStamp {
 		v.lrcv -= dt
+	}
+	if v.synSent != noStamp {
+		v.synSent -= dt
+	}
+	if v.firstData != noStamp {
+		v.firstData -= dt
 	}
 	if v.rt.kind != tmNone {
 		v.rt.arm -= dt
@@ -308,6 +351,9 @@ func (e *tcpEP) timer(which uint8, gen uint32) {
 	case tmRTO:
 		e.v.rt = timer{}
 		e.retransmitTimer()
+	case tmSYN:
+		e.v.rt = timer{}
+		e.synTimer()
 	}
 }
 
@@ -358,6 +404,10 @@ func (e *tcpEP) inCwndReduction() bool { return e.v.ca == caCWR || e.v.ca == caR
 
 // appWrite: the application's message reaches the stack (tcp_sendmsg).
 func (e *tcpEP) appWrite() {
+	if e.m.c.PerFlow && !e.v.isClient {
+		e.closeAfterFlow()
+		return
+	}
 	e.v.writeEnd += e.v.msgOut
 	e.writeXmit(false)
 }
@@ -417,6 +467,11 @@ func (e *tcpEP) transmit(seq, end int64) {
 	p := e.ackFields()
 	p.seq, p.end = seq, end
 	p.bytes += int(end - seq)
+	if v.isClient && v.firstData == noStamp && e.m.c.PerFlow {
+		// fct1 starts where the sender's capture sees the first data
+		// segment: handed to the driver, after the stack's transmit path.
+		v.firstData = e.now() + dps(e.m.c.Host.TxStack)
+	}
 	e.m.xmit(p, e.now()+dps(e.m.c.Host.TxStack))
 	e.ackSent()
 }
@@ -1251,6 +1306,9 @@ func (e *tcpEP) identifyLoss(flag *int) {
 // receive handles a frame from the peer: its ACK, then its data, then
 // whatever may now be sent, then the ACK owed (tcp_rcv_established).
 func (e *tcpEP) receive(p *packet) {
+	if (p.syn != 0 || e.v.conn != connEstablished) && e.handshake(p) {
+		return
+	}
 	flag := 0
 	if p.end > p.seq {
 		flag |= flagData
@@ -1261,6 +1319,12 @@ func (e *tcpEP) receive(p *packet) {
 	}
 	e.writeXmit(false)
 	e.ackCheck()
+	// fct1 (Config.PerFlow) ends at the first ACK that covers every byte
+	// of the flow, as the sender's capture sees it.
+	if v := &e.v; e.m.c.PerFlow && v.isClient && v.writeEnd > 0 && v.sndUna >= v.writeEnd && !e.m.trialDone {
+		e.m.fctFrom = v.firstData
+		e.m.done(e.now())
+	}
 }
 
 // onData is tcp_data_queue.

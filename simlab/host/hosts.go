@@ -7,9 +7,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"io/fs"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/netip"
@@ -71,6 +73,13 @@ type SimHost struct {
 	clients  int // open FCT client connections (see HostNet.dial)
 	closed   bool
 	reactor  hostagent.ReactorHost // REACToR host control (SetReactor); nil: none
+
+	// flowMu guards newConn: the model of this host's new connections
+	// (each connection's first flow), kept across connections.
+	flowMu  sync.Mutex
+	newConn *connState
+	flowRng *rand.Rand
+	rdma    *connState // the model of this host's RDMA queue pairs (ib_write_lat)
 }
 
 // HostOptions configure a simulated host.
@@ -134,6 +143,9 @@ func (n *HostNet) AddHost(o HostOptions) (*SimHost, error) {
 	h := &SimHost{name: o.Name, user: o.User, home: "/home/" + o.User, serial: o.Serial, iface: o.Iface, addr: o.Addr, sw: o.Switch,
 		net: n, faults: o.Faults, log: o.Log, files: map[string]*hostFile{}, procs: map[string]*hostProc{}, nextPID: 2400, nextPort: 40000,
 		sysctl: defaultSysctls()}
+	hs := fnv.New64a()
+	fmt.Fprintf(hs, "%s/new-connections", o.Name)
+	h.flowRng = rand.New(rand.NewPCG(n.seed, hs.Sum64()))
 	mgmt := "192.168.122." + strconv.Itoa(10+len(n.hostNames()))
 	h.routes = []*hostRoute{
 		mustRoute("default via " + o.Gateway + " dev eth0 proto dhcp src " + mgmt + " metric 100"),
@@ -451,6 +463,7 @@ func (h *SimHost) agentStart(bin, dir string, stdin io.Reader, stdout, stderr io
 		Hostname: h.name,
 		Reactor:  h.reactorHost(),
 		Token:    func() (string, error) { return h.token(tokenPath) },
+		Tools:    map[string]hostagent.ToolFunc{hostagent.WriteLatTool: h.ibWriteLat},
 	})
 	p.http = &http.Server{Handler: p.agent.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	p.alive, p.addr = true, p.ln.Addr().String()

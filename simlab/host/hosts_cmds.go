@@ -201,6 +201,7 @@ func hostSysctls() map[string]hostSysctl {
 		"net.ipv4.tcp_available_congestion_control": {value: "reno cubic dctcp", readOnly: true},
 		"net.ipv4.tcp_early_retrans":                {value: "3", min: 0, max: 4},
 		"net.ipv4.tcp_sack":                         {value: "1", min: 0, max: 1},
+		"net.ipv4.tcp_timestamps":                   {value: "1", min: 0, max: 2},
 		"net.ipv4.tcp_recovery":                     {value: "1", min: 0, max: 7},
 		"net.ipv4.tcp_reordering":                   {value: "3", min: 1, max: 300},
 		"net.ipv4.tcp_max_reordering":               {value: "300", min: 1, max: 100000},

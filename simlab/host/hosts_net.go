@@ -53,6 +53,7 @@ type HostNet struct {
 	byIP      map[netip.Addr]*SimHost
 	fibres    map[[2]string]string // (from switch, to switch) -> dataplane link
 	listeners map[netip.AddrPort]*hostListener
+	rdmaSrv   map[netip.AddrPort]*rdmaServer // ib_write_lat servers waiting, by address and -p port
 	nextPort  int
 	nconn     uint64
 }
@@ -61,7 +62,7 @@ type HostNet struct {
 // reads.
 func NewHostNet(paths Paths, seed uint64) *HostNet {
 	return &HostNet{paths: paths, seed: seed, hosts: map[string]*SimHost{}, byIP: map[netip.Addr]*SimHost{},
-		fibres: map[[2]string]string{}, listeners: map[netip.AddrPort]*hostListener{}, nextPort: 50000}
+		fibres: map[[2]string]string{}, listeners: map[netip.AddrPort]*hostListener{}, rdmaSrv: map[netip.AddrPort]*rdmaServer{}, nextPort: 50000}
 }
 
 // Route makes traffic from hosts on switch from to hosts on switch to cross
@@ -304,6 +305,10 @@ type hostConn struct {
 	reqSize int
 	resp    int
 	state   *connState // the transport's state carried from trial to trial
+	started bool       // the connection's first flow has been sent
+	fct1    atomic.Int64
+	fct1Re  atomic.Int32 // data segments the first flow sent again
+	fct1OK  atomic.Bool
 
 	retrans   atomic.Uint32
 	closeOnce sync.Once
@@ -316,6 +321,13 @@ func (c *hostConn) RemoteAddr() net.Addr { return c.remote }
 // client's modelled TCP retransmitted on this connection, as its socket's
 // TCP_INFO would count them (the server's own are not the client's).
 func (c *hostConn) TotalRetrans() (uint32, error) { return c.retrans.Load(), nil }
+
+// FCT1 implements hostagent.FlowCapture: the connection's first flow's
+// fct1, from the first data segment to the first ACK covering it, where
+// the client's capture of its own segments sees them.
+func (c *hostConn) FCT1() (time.Duration, int, bool) {
+	return time.Duration(c.fct1.Load()), int(c.fct1Re.Load()), c.fct1OK.Load()
+}
 
 func (c *hostConn) Close() error {
 	err := c.Conn.Close()
@@ -370,12 +382,17 @@ func (c *hostConn) Write(p []byte) (int, error) {
 // trial computes one request/response with the transport model and moves
 // the client host's clock by its FCT.
 func (c *hostConn) trial(req, resp int) error {
-	fct, retrans, err := c.net.trial(c, req, resp)
+	r, err := c.net.trial(c, req, resp)
 	if err != nil {
 		return err
 	}
-	c.retrans.Add(uint32(retrans))
-	c.src.clock.advance(fct)
+	if r.newConn {
+		c.fct1.Store(int64(r.fct1))
+		c.fct1Re.Store(int32(r.dataRetrans))
+		c.fct1OK.Store(true)
+	}
+	c.retrans.Add(uint32(r.retrans))
+	c.src.clock.advance(r.clock)
 	return nil
 }
 

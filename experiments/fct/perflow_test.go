@@ -1,0 +1,76 @@
+package fct_test
+
+import (
+	"strconv"
+	"testing"
+
+	"testbed/experiments/fct"
+	"testbed/experiments/lgbench"
+	"testbed/hostagent"
+	"testbed/results"
+)
+
+// The default, as LinkGuardian's artifact measures Fig. 10: a new
+// connection per flow timed by fct1, the hosts set as the artifact sets
+// them, the loss made by the sender program's random drop at exactly its
+// rate. The tail is reported with what makes it honest: the affected
+// fraction with its interval, the affected trials' FCTs, the p99.9's
+// order-statistic interval and the chance it lands in the timeout tail.
+func TestFCTPerFlowProgramDropTail(t *testing.T) {
+	lab := startLab(t, 43)
+	before := hostStates(lab)
+	const trials, loss = 10_000, 5e-3
+	res, s := run(t, lab, 43, nil, "trials="+strconv.Itoa(trials), "blocks=2", "warmup=10", "transports=tcp",
+		"modes=lossless,off,linkguardian", "loss_rate="+strconv.FormatFloat(loss, 'g', -1, 64))
+	if res.Status != results.StatusOK {
+		t.Fatalf("run %s: %s", res.Status, res.Reason)
+	}
+	if s.LossSource != fct.LossProgram || s.Connection != hostagent.ConnPerFlow || s.Timing != hostagent.TimingFCT1 {
+		t.Fatalf("summary: loss source %q, connection %q, timing %q", s.LossSource, s.Connection, s.Timing)
+	}
+	if s.ActualLoss != lgbench.EmulatedLoss(loss) || s.AttenuationDB != s.RestAttenuationDB {
+		t.Errorf("program loss %v at %v dB (rest %v): want exactly %v with the VOA at rest", s.ActualLoss, s.AttenuationDB, s.RestAttenuationDB, lgbench.EmulatedLoss(loss))
+	}
+	tcp := s.Transports[fct.TCP]
+	for _, m := range []string{"lossless", "off", "linkguardian"} {
+		x, tl := tcp[m], s.Tails[m]
+		t.Logf("%-13s p50 %6.1f us  p99.9 %8.1f us [%8.1f, %8.1f]  affected %d (%.2g [%.2g, %.2g]) p50 %.1f us (x%.1f)  P(miss) %.3g",
+			m, x.P50US, x.P999US, tl.P999LowUS, tl.P999HighUS, tl.Affected, tl.AffectedFraction, tl.AffectedLow, tl.AffectedHigh,
+			tl.AffectedP50US, tl.AffectedP50VsLossless, tl.PMiss)
+	}
+	lossless, off, lgd := s.Tails["lossless"], s.Tails["off"], s.Tails["linkguardian"]
+	// One data frame per 143 B flow: the affected fraction is the drop
+	// rate, and only without protection.
+	if lossless.Affected != 0 || lgd.Affected != 0 || off.AffectedLow > loss || off.AffectedHigh < loss*0.8 {
+		t.Errorf("affected: lossless %d, linkguardian %d, off %d [%.3g, %.3g] at a drop of %g", lossless.Affected, lgd.Affected, off.Affected, off.AffectedLow, off.AffectedHigh, loss)
+	}
+	// An affected flow waits for the loss probe or RTO at rto_min's tick:
+	// tens of lossless round trips.
+	if off.AffectedP50US < 1000*s.RTOMinMS || off.AffectedP50VsLossless < 20 {
+		t.Errorf("off: affected p50 %.1f us (x%.1f lossless)", off.AffectedP50US, off.AffectedP50VsLossless)
+	}
+	// 5e-3 of 10,000 is 50 affected for a threshold of 11: the p99.9 and
+	// both ends of its interval are in the timeout tail, as P(tail) says.
+	if off.TailNeed != 11 || off.PMiss > 1e-9 || off.P999LowUS < 1000*s.RTOMinMS || tcp["off"].P999VsLossless < 20 {
+		t.Errorf("off tail: need %d, P(miss) %.3g, p99.9 in [%.1f, %.1f] us, x%.1f", off.TailNeed, off.PMiss, off.P999LowUS, off.P999HighUS, tcp["off"].P999VsLossless)
+	}
+	if tcp["linkguardian"].P999VsLossless > 2 {
+		t.Errorf("linkguardian p99.9 x%.2f lossless", tcp["linkguardian"].P999VsLossless)
+	}
+	checkRestored(t, lab, before)
+}
+
+// The simulated ib_write_lat client, like perftest's, fails when it runs
+// before its server listens; the recipe tries it again. Many short rdma
+// blocks meet that race.
+func TestFCTRDMABlocksRetryTheClient(t *testing.T) {
+	lab := startLab(t, 44)
+	res, s := run(t, lab, 44, nil, "trials=800", "blocks=8", "warmup=0", "transports=rdma", "modes=lossless,off", "loss_rate=1e-3")
+	if res.Status != results.StatusOK {
+		t.Fatalf("run %s: %s", res.Status, res.Reason)
+	}
+	r := s.Transports[fct.RDMA]
+	if r["lossless"].Trials != 800 || r["off"].Trials != 800 {
+		t.Fatalf("rdma: %+v", r)
+	}
+}
