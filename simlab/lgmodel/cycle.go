@@ -58,7 +58,7 @@ type cycles struct {
 func (s *sim) cycleable() bool {
 	return !s.c.Step && !s.c.NoCycleSkip && s.off == nil && s.c.Mode != Off && s.gap > 0 &&
 		len(s.holes) == 0 && len(s.retx) == 0 && s.undetected == 0 && s.notifPending == 0 &&
-		s.idleFrom < 0 && len(s.delivered) == 0 && len(s.txDropped) == 0 && len(s.held) == 0
+		s.idleFrom < 0 && len(s.delivered) == 0 && len(s.givenUp) == 0 && len(s.txDropped) == 0 && len(s.held) == 0
 }
 
 // cycle is called before an original is sent at s.now.

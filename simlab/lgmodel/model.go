@@ -416,6 +416,10 @@ type sim struct {
 	bpPaused  bool
 	steadyTx  int64
 	delivered map[int64]bool // NB mode: delivered out of order, for de-duplication
+	// givenUp are holes above ackNo that their timeout has counted lost
+	// while ackNo still waited below them. A late copy of one is a
+	// duplicate: the original was given up and counted once, as lost.
+	givenUp map[int64]bool
 
 	off *offered // frames offered one by one (NewOffered); nil for a stress test
 }
@@ -448,7 +452,7 @@ func New(cfg Config, r *rand.Rand) (*Sim, error) {
 	if cfg.LossSmall == 0 && cfg.Loss > 0 {
 		cfg.LossSmall = -math.Expm1(64.0 / float64(cfg.FrameBytes) * math.Log1p(-cfg.Loss))
 	}
-	s := &sim{c: cfg, r: r, holes: map[int64]bool{}, delivered: map[int64]bool{}, covered: -1, idleFrom: -1, gap: -1, firstQ: -1}
+	s := &sim{c: cfg, r: r, holes: map[int64]bool{}, delivered: map[int64]bool{}, givenUp: map[int64]bool{}, covered: -1, idleFrom: -1, gap: -1, firstQ: -1}
 	s.serFrame, s.ser64, s.drainFrame = s.serPS(cfg.FrameBytes), s.serPS(64), drainPS(cfg.FrameBytes)
 	s.loopPS = durPS(cfg.LoopLatency)
 	s.steadyTx = s.steadyTxFrames()
@@ -876,6 +880,9 @@ func (s *sim) handle(e *event) {
 			delete(s.holes, e.seq)
 			s.res.Timeouts++
 			s.res.Lost++
+			if e.seq > s.ackNo {
+				s.givenUp[e.seq] = true
+			}
 			s.advanceAck()
 		}
 	case evDrain:
@@ -1054,7 +1061,7 @@ func (s *sim) arrive(p packet) {
 	s.highest = max(s.highest, seq+1)
 	s.ackBack()
 	switch {
-	case seq < s.ackNo || (s.c.Mode == NonBlocking && s.delivered[seq]) || s.buffered(seq):
+	case seq < s.ackNo || (s.c.Mode == NonBlocking && s.delivered[seq]) || s.buffered(seq) || s.givenUp[seq]:
 		return // duplicate copy: de-duplication
 	case seq == s.ackNo:
 		delete(s.holes, seq)
@@ -1106,6 +1113,9 @@ func (s *sim) detect(seq int64) {
 func (s *sim) advanceAck() {
 	for s.ackNo < s.highest && !s.holes[s.ackNo] && !s.buffered(s.ackNo) {
 		delete(s.delivered, s.ackNo)
+		if len(s.givenUp) > 0 {
+			delete(s.givenUp, s.ackNo)
+		}
 		s.ackNo++
 	}
 	s.ackBack()
