@@ -26,7 +26,10 @@ import (
 // the last frames; a match proposes a period P. The full state is then
 // encoded relative to (nextSeq, now) and encoded again P originals later;
 // only if the two encodings are identical, and no random number was drawn
-// in between, is the cycle taken as found. Config.NoCycleSkip turns this
+// in between, is the cycle taken as found. Marks are tried latest first
+// (the shortest period); a period that fails is followed by the next
+// longer one among the marks kept, so a rotation whose hash repeats
+// within its true period (25G) is still found after a few trials. Config.NoCycleSkip turns this
 // off, and a test holds both to identical results.
 
 const cycleRing = 64 // the longest period looked for, in originals
@@ -39,6 +42,7 @@ type cycleMark struct {
 type cycles struct {
 	ring      [cycleRing]cycleMark
 	n, next   int   // marks held, the next slot
+	minP      int64 // periods up to this one were tried and failed
 	draws     int64 // the marks' draws and corruptions
 	corrupted int64
 	// A proposed period: state a, encoded at aSeq, to be compared with
@@ -65,36 +69,42 @@ func (s *sim) cycleable() bool {
 func (s *sim) cycle(until int64) {
 	c := &s.cyc
 	if !s.cycleable() {
-		c.n, c.checkSeq = 0, 0
+		c.n, c.checkSeq, c.minP = 0, 0, 0
 		return
 	}
 	if s.draws != c.draws || s.res.Corrupted != c.corrupted {
-		c.n, c.checkSeq = 0, 0
+		c.n, c.checkSeq, c.minP = 0, 0, 0
 		c.draws, c.corrupted = s.draws, s.res.Corrupted
 	}
 	if c.checkSeq > 0 && s.nextSeq >= c.checkSeq {
+		p, ok := c.checkSeq-c.aSeq, false
 		if s.nextSeq == c.checkSeq {
 			c.b = s.encode(c.b[:0])
-			if slices.Equal(c.a, c.b) {
-				s.jump(until)
-			}
+			ok = slices.Equal(c.a, c.b)
 		}
 		c.checkSeq = 0
-		c.n = 0
-		return
-	}
-	if c.checkSeq > 0 {
-		return
+		if ok {
+			s.jump(until)
+			c.n, c.minP = 0, 0
+			return
+		}
+		// Not a cycle of p originals: look for a longer one among the
+		// marks kept.
+		c.minP = p
 	}
 	h := s.shape()
-	for i := 0; i < c.n; i++ {
-		m := &c.ring[i]
-		if m.hash == h && m.seq < s.nextSeq && s.nextSeq-m.seq <= cycleRing {
-			// Propose the period since that mark.
-			c.a = s.encode(c.a[:0])
-			c.checkSeq = 2*s.nextSeq - m.seq
-			c.aSeq, c.aAt, c.aRes, c.aCovered, c.aRunStart = s.nextSeq, s.now, s.res, s.covered, s.runStart
-			return
+	if c.checkSeq == 0 {
+		// The shortest period first: the latest marks first.
+		for j := 1; j <= c.n; j++ {
+			m := &c.ring[(c.next-j+cycleRing)%cycleRing]
+			p := s.nextSeq - m.seq
+			if m.hash == h && p > c.minP && p <= cycleRing {
+				// Propose the period since that mark.
+				c.a = s.encode(c.a[:0])
+				c.checkSeq = s.nextSeq + p
+				c.aSeq, c.aAt, c.aRes, c.aCovered, c.aRunStart = s.nextSeq, s.now, s.res, s.covered, s.runStart
+				break
+			}
 		}
 	}
 	c.ring[c.next] = cycleMark{hash: h, seq: s.nextSeq, at: s.now}
