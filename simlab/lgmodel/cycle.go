@@ -43,6 +43,7 @@ type cycles struct {
 	ring      [cycleRing]cycleMark
 	n, next   int   // marks held, the next slot
 	minP      int64 // periods up to this one were tried and failed
+	again     bool  // the proposal renews the period of the last jump
 	draws     int64 // the marks' draws and corruptions
 	corrupted int64
 	// A proposed period: state a, encoded at aSeq, to be compared with
@@ -69,11 +70,11 @@ func (s *sim) cycleable() bool {
 func (s *sim) cycle(until int64) {
 	c := &s.cyc
 	if !s.cycleable() {
-		c.n, c.checkSeq, c.minP = 0, 0, 0
+		c.n, c.checkSeq, c.minP, c.again = 0, 0, 0, false
 		return
 	}
 	if s.draws != c.draws || s.res.Corrupted != c.corrupted {
-		c.n, c.checkSeq, c.minP = 0, 0, 0
+		c.n, c.checkSeq, c.minP, c.again = 0, 0, 0, false
 		c.draws, c.corrupted = s.draws, s.res.Corrupted
 	}
 	if c.checkSeq > 0 && s.nextSeq >= c.checkSeq {
@@ -83,14 +84,28 @@ func (s *sim) cycle(until int64) {
 			ok = slices.Equal(c.a, c.b)
 		}
 		c.checkSeq = 0
+		again := c.again
+		c.again = false
 		if ok {
 			s.jump(until)
 			c.n, c.minP = 0, 0
+			// A jump cut short by the time asked for leaves the state a
+			// whole number of cycles on: propose the same period at once,
+			// so the next Advance resumes jumping after one cycle instead
+			// of finding the period again.
+			c.a = s.encode(c.a[:0])
+			c.checkSeq = s.nextSeq + p
+			c.aSeq, c.aAt, c.aRes, c.aCovered, c.aRunStart = s.nextSeq, s.now, s.res, s.covered, s.runStart
+			c.again = true
 			return
 		}
 		// Not a cycle of p originals: look for a longer one among the
-		// marks kept.
-		c.minP = p
+		// marks kept. (A failed renewal says nothing of the periods: the
+		// end of the time asked for, which bounds the passes run ahead,
+		// may have fallen inside it.)
+		if !again {
+			c.minP = p
+		}
 	}
 	h := s.shape()
 	if c.checkSeq == 0 {
