@@ -1,10 +1,6 @@
 package lgmodel
 
-import (
-	"slices"
-
-	lg "testbed/p4/linkguardian"
-)
+import "slices"
 
 // Exact skip-ahead over repeating stretches.
 //
@@ -202,9 +198,6 @@ func (s *sim) encode(dst []int64) []int64 {
 				seq -= n
 			}
 			pseq := e.p.seq - n
-			if e.p.kind == lg.PktDummy {
-				pseq = e.p.lastSeq - n
-			}
 			if e.kind != evArrive {
 				pseq = 0
 			}
@@ -280,11 +273,7 @@ func (s *sim) jump(until int64) {
 				e.seq += ds
 			}
 			if e.kind == evArrive {
-				if e.p.kind == lg.PktDummy {
-					e.p.lastSeq += ds
-				} else {
-					e.p.seq += ds
-				}
+				e.p.seq += ds // a dummy's: the last original sent
 			}
 		}
 	}

@@ -170,23 +170,25 @@ type Result struct {
 	EffectiveBps     float64 // delivered originals' line-rate bits per second
 }
 
+// packet and event are kept small: the event queues copy them by value.
 type packet struct {
-	seq     int64 // original sequence number (unbounded here; wire form is 16 bits + era)
-	kind    int
-	bytes   int
-	lost    bool
-	lastSeq int64 // dummies: the last original sent
-	run     int64 // >1: a steady run of good originals seq..seq+run-1
+	// seq is the original sequence number (unbounded here; wire form is
+	// 16 bits + era); for a dummy, the last original sent before it.
+	seq   int64
+	run   int64 // >1: a steady run of good originals seq..seq+run-1
+	bytes int
+	kind  int8
+	lost  bool
 }
 
 type event struct {
 	at      int64
-	kind    int
-	p       packet
 	seq     int64
-	n       int
 	idx     int
 	sched   int64 // when it was scheduled: ties go by it, then by idx
+	p       packet
+	n       int
+	kind    int8
 	handled bool  // evNotify: the sender's handling delay has passed
 	mask    uint8 // evNotify, handled: the holes whose copy the Tx buffer holds
 }
@@ -729,10 +731,10 @@ func (s *sim) send(kind int) {
 		s.nextSeq++
 		s.res.FramesSent++
 	case lg.PktDummy:
-		p = packet{kind: lg.PktDummy, bytes: 64, lastSeq: s.nextSeq - 1, lost: s.bern(s.c.LossSmall)}
+		p = packet{kind: lg.PktDummy, bytes: 64, seq: s.nextSeq - 1, lost: s.bern(s.c.LossSmall)}
 		s.res.Dummies++
 		if !p.lost {
-			s.covered = p.lastSeq
+			s.covered = p.seq
 		}
 	}
 	s.transmit(p)
@@ -1052,7 +1054,7 @@ func (s *sim) arrive(p packet) {
 	}
 	switch p.kind {
 	case lg.PktDummy:
-		s.detect(p.lastSeq + 1)
+		s.detect(p.seq + 1)
 		s.ackBack()
 		return
 	}
