@@ -51,7 +51,9 @@ rate while the attenuation is raised, then interpolated on log(loss) between bra
 points until the measured rate lies in [loss/calib_tolerance, loss] with about
 calib_losses losses seen. At that attenuation the packet generator sends frames MTU
 frames back to back in each mode of modes: off, linkguardian (ordered, with backpressure
-unless backpressure=false) and linkguardian-nb. Copies follow Eq. 2 from target_loss and
+unless backpressure=false) and linkguardian-nb. With resolve_effective_loss=r above 0 it
+sends ceil(1.96^2/(10 r)) frames instead, so that an effective loss of r is told apart
+from one of 100 r (r = 1e-10: 3.84e9 frames a point). Copies follow Eq. 2 from target_loss and
 the measured loss; backpressure thresholds follow the link speed's t_flight_resume.
 Effective loss is 1 - delivered/sent (a zero comes with its 95% upper bound); effective
 link speed is the delivered rate between 10% and 90% of the run, counting preamble and
@@ -71,6 +73,7 @@ func (*Recipe) Params() []o.ParamSpec {
 		{Name: "modes", Type: o.TypeStrings, Default: []string{"off", "linkguardian", "linkguardian-nb"}, Description: "protection modes: off, linkguardian, linkguardian-nb"},
 		{Name: "target_loss", Type: o.TypeFloat, Default: 1e-8, Min: o.Bound(1e-15), Max: o.Bound(0.1), Description: "effective loss rate LinkGuardian is configured for (Eq. 2)"},
 		{Name: "frames", Type: o.TypeInt, Unit: "frames", Default: int64(20_000_000), Min: o.Bound(1000), Max: o.Bound(1e12), Description: "frames per stress test (beyond what one packet generator run sends, several back to back)"},
+		{Name: "resolve_effective_loss", Type: o.TypeFloat, Default: 0.0, Min: o.Bound(0), Max: o.Bound(1e-3), Description: "when above 0, frames per stress test are ceil(1.96^2/(10 x this)) instead of frames, so a point with no frame lost has a 95% upper bound of about 10x this and an effective loss at this rate is told apart from one 100x higher (1e-10: 3.84e9 frames)"},
 		{Name: "frame_size", Type: o.TypeInt, Unit: "B", Default: int64(1518), Min: o.Bound(64), Max: o.Bound(9216), Description: "L2 frame size including FCS"},
 		{Name: "backpressure", Type: o.TypeBool, Default: true, Description: "pause/resume backpressure in ordered mode"},
 		{Name: "dummy_pkt_max_count", Type: o.TypeInt, Default: int64(4), Min: o.Bound(0), Max: o.Bound(255), Description: "dummies the sender may send after each protected packet (tail-loss detection)"},
@@ -148,9 +151,13 @@ type Point struct {
 // Summary is summary.json: points by link speed ("25G"), nominal loss
 // rate ("1e-05") and mode.
 type Summary struct {
-	Partial    bool                                   `json:"partial"`
-	TargetLoss float64                                `json:"target_loss"`
-	Points     map[string]map[string]map[string]Point `json:"points"`
+	Partial    bool    `json:"partial"`
+	TargetLoss float64 `json:"target_loss"`
+	// FramesPerPoint is what each stress test sends: frames, or the
+	// count resolve_effective_loss asks for (FramesToResolve).
+	FramesPerPoint       int64                                  `json:"frames_per_point,omitempty"`
+	ResolveEffectiveLoss float64                                `json:"resolve_effective_loss,omitempty"`
+	Points               map[string]map[string]map[string]Point `json:"points"`
 }
 
 type state struct {
@@ -193,6 +200,11 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		return nil, o.Inputf("loss_rates and modes must not be empty")
 	}
 	target := p.Float("target_loss")
+	frames := p.Int("frames")
+	resolve := p.Float("resolve_effective_loss")
+	if resolve > 0 {
+		frames = FramesToResolve(resolve)
+	}
 	for _, l := range losses {
 		if l <= target {
 			return nil, o.Inputf("loss rate %g is not above target_loss %g: there is nothing to protect against", l, target)
@@ -216,7 +228,7 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		Summary: func(partial bool) (any, error) {
 			st.mu.Lock()
 			defer st.mu.Unlock()
-			return Summary{Partial: partial, TargetLoss: target, Points: st.points}, nil
+			return Summary{Partial: partial, TargetLoss: target, FramesPerPoint: frames, ResolveEffectiveLoss: resolve, Points: st.points}, nil
 		}}
 	fb := int(p.Int("frame_size"))
 	stress := lgbench.StressFrom(p, fb)
@@ -268,7 +280,7 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 					Name: fmt.Sprintf("%s: loss %g, %s", l.Link.Name, loss, mode), Action: "stress-test", Devices: devs[:2],
 					Settings: []o.Setting{
 						{Device: l.Sender, Name: "protection", Value: string(mode)},
-						{Device: l.Sender, Name: "pktgen", Value: fmt.Sprintf("%d frames of %d B at line rate out of port %d", p.Int("frames"), fb, l.TxPort)},
+						{Device: l.Sender, Name: "pktgen", Value: fmt.Sprintf("%d frames of %d B at line rate out of port %d", frames, fb, l.TxPort)},
 					},
 					Note: "copies from Eq. 2 with the loss measured in the step before",
 					Run: func(ctx context.Context, rc *o.RunContext) error {
@@ -284,7 +296,7 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 						}
 						s := stress
 						s.Window = true
-						res, err := runStress(ctx, bench, s, p.Int("frames"), r.perRun)
+						res, err := runStress(ctx, bench, s, frames, r.perRun)
 						if err != nil {
 							return err
 						}

@@ -1,10 +1,6 @@
 package lgmodel
 
-import (
-	"slices"
-
-	lg "testbed/p4/linkguardian"
-)
+import "slices"
 
 // Exact skip-ahead over repeating stretches.
 //
@@ -26,7 +22,10 @@ import (
 // the last frames; a match proposes a period P. The full state is then
 // encoded relative to (nextSeq, now) and encoded again P originals later;
 // only if the two encodings are identical, and no random number was drawn
-// in between, is the cycle taken as found. Config.NoCycleSkip turns this
+// in between, is the cycle taken as found. Marks are tried latest first
+// (the shortest period); a period that fails is followed by the next
+// longer one among the marks kept, so a rotation whose hash repeats
+// within its true period (25G) is still found after a few trials. Config.NoCycleSkip turns this
 // off, and a test holds both to identical results.
 
 const cycleRing = 64 // the longest period looked for, in originals
@@ -39,6 +38,8 @@ type cycleMark struct {
 type cycles struct {
 	ring      [cycleRing]cycleMark
 	n, next   int   // marks held, the next slot
+	minP      int64 // periods up to this one were tried and failed
+	again     bool  // the proposal renews the period of the last jump
 	draws     int64 // the marks' draws and corruptions
 	corrupted int64
 	// A proposed period: state a, encoded at aSeq, to be compared with
@@ -58,43 +59,63 @@ type cycles struct {
 func (s *sim) cycleable() bool {
 	return !s.c.Step && !s.c.NoCycleSkip && s.off == nil && s.c.Mode != Off && s.gap > 0 &&
 		len(s.holes) == 0 && len(s.retx) == 0 && s.undetected == 0 && s.notifPending == 0 &&
-		s.idleFrom < 0 && len(s.delivered) == 0 && len(s.txDropped) == 0 && len(s.held) == 0
+		s.idleFrom < 0 && len(s.delivered) == 0 && len(s.givenUp) == 0 && len(s.txDropped) == 0 && len(s.held) == 0
 }
 
 // cycle is called before an original is sent at s.now.
 func (s *sim) cycle(until int64) {
 	c := &s.cyc
 	if !s.cycleable() {
-		c.n, c.checkSeq = 0, 0
+		c.n, c.checkSeq, c.minP, c.again = 0, 0, 0, false
 		return
 	}
 	if s.draws != c.draws || s.res.Corrupted != c.corrupted {
-		c.n, c.checkSeq = 0, 0
+		c.n, c.checkSeq, c.minP, c.again = 0, 0, 0, false
 		c.draws, c.corrupted = s.draws, s.res.Corrupted
 	}
 	if c.checkSeq > 0 && s.nextSeq >= c.checkSeq {
+		p, ok := c.checkSeq-c.aSeq, false
 		if s.nextSeq == c.checkSeq {
 			c.b = s.encode(c.b[:0])
-			if slices.Equal(c.a, c.b) {
-				s.jump(until)
-			}
+			ok = slices.Equal(c.a, c.b)
 		}
 		c.checkSeq = 0
-		c.n = 0
-		return
-	}
-	if c.checkSeq > 0 {
-		return
+		again := c.again
+		c.again = false
+		if ok {
+			s.jump(until)
+			c.n, c.minP = 0, 0
+			// A jump cut short by the time asked for leaves the state a
+			// whole number of cycles on: propose the same period at once,
+			// so the next Advance resumes jumping after one cycle instead
+			// of finding the period again.
+			c.a = s.encode(c.a[:0])
+			c.checkSeq = s.nextSeq + p
+			c.aSeq, c.aAt, c.aRes, c.aCovered, c.aRunStart = s.nextSeq, s.now, s.res, s.covered, s.runStart
+			c.again = true
+			return
+		}
+		// Not a cycle of p originals: look for a longer one among the
+		// marks kept. (A failed renewal says nothing of the periods: the
+		// end of the time asked for, which bounds the passes run ahead,
+		// may have fallen inside it.)
+		if !again {
+			c.minP = p
+		}
 	}
 	h := s.shape()
-	for i := 0; i < c.n; i++ {
-		m := &c.ring[i]
-		if m.hash == h && m.seq < s.nextSeq && s.nextSeq-m.seq <= cycleRing {
-			// Propose the period since that mark.
-			c.a = s.encode(c.a[:0])
-			c.checkSeq = 2*s.nextSeq - m.seq
-			c.aSeq, c.aAt, c.aRes, c.aCovered, c.aRunStart = s.nextSeq, s.now, s.res, s.covered, s.runStart
-			return
+	if c.checkSeq == 0 {
+		// The shortest period first: the latest marks first.
+		for j := 1; j <= c.n; j++ {
+			m := &c.ring[(c.next-j+cycleRing)%cycleRing]
+			p := s.nextSeq - m.seq
+			if m.hash == h && p > c.minP && p <= cycleRing {
+				// Propose the period since that mark.
+				c.a = s.encode(c.a[:0])
+				c.checkSeq = s.nextSeq + p
+				c.aSeq, c.aAt, c.aRes, c.aCovered, c.aRunStart = s.nextSeq, s.now, s.res, s.covered, s.runStart
+				break
+			}
 		}
 	}
 	c.ring[c.next] = cycleMark{hash: h, seq: s.nextSeq, at: s.now}
@@ -177,9 +198,6 @@ func (s *sim) encode(dst []int64) []int64 {
 				seq -= n
 			}
 			pseq := e.p.seq - n
-			if e.p.kind == lg.PktDummy {
-				pseq = e.p.lastSeq - n
-			}
 			if e.kind != evArrive {
 				pseq = 0
 			}
@@ -255,11 +273,7 @@ func (s *sim) jump(until int64) {
 				e.seq += ds
 			}
 			if e.kind == evArrive {
-				if e.p.kind == lg.PktDummy {
-					e.p.lastSeq += ds
-				} else {
-					e.p.seq += ds
-				}
+				e.p.seq += ds // a dummy's: the last original sent
 			}
 		}
 	}

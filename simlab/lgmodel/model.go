@@ -170,23 +170,25 @@ type Result struct {
 	EffectiveBps     float64 // delivered originals' line-rate bits per second
 }
 
+// packet and event are kept small: the event queues copy them by value.
 type packet struct {
-	seq     int64 // original sequence number (unbounded here; wire form is 16 bits + era)
-	kind    int
-	bytes   int
-	lost    bool
-	lastSeq int64 // dummies: the last original sent
-	run     int64 // >1: a steady run of good originals seq..seq+run-1
+	// seq is the original sequence number (unbounded here; wire form is
+	// 16 bits + era); for a dummy, the last original sent before it.
+	seq   int64
+	run   int64 // >1: a steady run of good originals seq..seq+run-1
+	bytes int
+	kind  int8
+	lost  bool
 }
 
 type event struct {
 	at      int64
-	kind    int
-	p       packet
 	seq     int64
-	n       int
 	idx     int
 	sched   int64 // when it was scheduled: ties go by it, then by idx
+	p       packet
+	n       int
+	kind    int8
 	handled bool  // evNotify: the sender's handling delay has passed
 	mask    uint8 // evNotify, handled: the holes whose copy the Tx buffer holds
 }
@@ -416,6 +418,10 @@ type sim struct {
 	bpPaused  bool
 	steadyTx  int64
 	delivered map[int64]bool // NB mode: delivered out of order, for de-duplication
+	// givenUp are holes above ackNo that their timeout has counted lost
+	// while ackNo still waited below them. A late copy of one is a
+	// duplicate: the original was given up and counted once, as lost.
+	givenUp map[int64]bool
 
 	off *offered // frames offered one by one (NewOffered); nil for a stress test
 }
@@ -448,7 +454,7 @@ func New(cfg Config, r *rand.Rand) (*Sim, error) {
 	if cfg.LossSmall == 0 && cfg.Loss > 0 {
 		cfg.LossSmall = -math.Expm1(64.0 / float64(cfg.FrameBytes) * math.Log1p(-cfg.Loss))
 	}
-	s := &sim{c: cfg, r: r, holes: map[int64]bool{}, delivered: map[int64]bool{}, covered: -1, idleFrom: -1, gap: -1, firstQ: -1}
+	s := &sim{c: cfg, r: r, holes: map[int64]bool{}, delivered: map[int64]bool{}, givenUp: map[int64]bool{}, covered: -1, idleFrom: -1, gap: -1, firstQ: -1}
 	s.serFrame, s.ser64, s.drainFrame = s.serPS(cfg.FrameBytes), s.serPS(64), drainPS(cfg.FrameBytes)
 	s.loopPS = durPS(cfg.LoopLatency)
 	s.steadyTx = s.steadyTxFrames()
@@ -725,10 +731,10 @@ func (s *sim) send(kind int) {
 		s.nextSeq++
 		s.res.FramesSent++
 	case lg.PktDummy:
-		p = packet{kind: lg.PktDummy, bytes: 64, lastSeq: s.nextSeq - 1, lost: s.bern(s.c.LossSmall)}
+		p = packet{kind: lg.PktDummy, bytes: 64, seq: s.nextSeq - 1, lost: s.bern(s.c.LossSmall)}
 		s.res.Dummies++
 		if !p.lost {
-			s.covered = p.lastSeq
+			s.covered = p.seq
 		}
 	}
 	s.transmit(p)
@@ -876,6 +882,9 @@ func (s *sim) handle(e *event) {
 			delete(s.holes, e.seq)
 			s.res.Timeouts++
 			s.res.Lost++
+			if e.seq > s.ackNo {
+				s.givenUp[e.seq] = true
+			}
 			s.advanceAck()
 		}
 	case evDrain:
@@ -1045,7 +1054,7 @@ func (s *sim) arrive(p packet) {
 	}
 	switch p.kind {
 	case lg.PktDummy:
-		s.detect(p.lastSeq + 1)
+		s.detect(p.seq + 1)
 		s.ackBack()
 		return
 	}
@@ -1054,7 +1063,7 @@ func (s *sim) arrive(p packet) {
 	s.highest = max(s.highest, seq+1)
 	s.ackBack()
 	switch {
-	case seq < s.ackNo || (s.c.Mode == NonBlocking && s.delivered[seq]) || s.buffered(seq):
+	case seq < s.ackNo || (s.c.Mode == NonBlocking && s.delivered[seq]) || s.buffered(seq) || s.givenUp[seq]:
 		return // duplicate copy: de-duplication
 	case seq == s.ackNo:
 		delete(s.holes, seq)
@@ -1106,6 +1115,9 @@ func (s *sim) detect(seq int64) {
 func (s *sim) advanceAck() {
 	for s.ackNo < s.highest && !s.holes[s.ackNo] && !s.buffered(s.ackNo) {
 		delete(s.delivered, s.ackNo)
+		if len(s.givenUp) > 0 {
+			delete(s.givenUp, s.ackNo)
+		}
 		s.ackNo++
 	}
 	s.ackBack()
