@@ -278,13 +278,15 @@ func (d *Dataplane) newSegment(r *lgRun) error {
 	cfg.FrameBytes = r.frameBytes
 	cfg.Propagation += r.link.tx.fecDelay(r.link.tx.port(r.link.txPort), r.frameBytes) // fec.go
 	cfg.LossSmall = 0
-	// Skipped-over runs of at most 8192 frames (1 ms at 100G, the
-	// simulation's chunk; it was 256, which made a 1e-5 point of 10^9
-	// frames cost 4x10^6 events). Counters read mid-run are exact either
-	// way (lgmodel counts a run's frames as they cross the wire); the cap
-	// bounds how far a run that arrives out of order, and so is counted
-	// only when it lands, can lag.
-	cfg.MaxRun = 8192
+	// Skipped-over runs of at most 256 frames (31 us at 100G). Counters
+	// read mid-run are exact either way (lgmodel counts a run's frames as
+	// they cross the wire); the cap bounds how far a run that arrives out
+	// of order, and so is counted only when it lands, can lag, and with it
+	// how far the receiver's reorder-buffer fill (what backpressure pauses
+	// on) can overshoot. 8192 made 10^9-frame points cheaper but let the
+	// buffer reach 66,960 B against the 45,684 B the pause threshold and
+	// four frames in flight allow (the backpressure recipe's test).
+	cfg.MaxRun = 256
 	if c.mode != lgmodel.Off {
 		cfg.Copies = c.copies
 		cfg.PauseCells, cfg.ResumeCells = c.pause, c.resu
