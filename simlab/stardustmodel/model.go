@@ -170,6 +170,8 @@ type Model struct {
 
 	rt reach
 
+	flows *flowTable // flows.go: nil unless AddFlow was called
+
 	S Stats
 }
 
@@ -272,6 +274,9 @@ func (m *Model) step() {
 		s.egress += float64(x.bytes)
 		m.S.PortBytes[x.port] += int64(x.bytes)
 		m.S.PrioArrived[x.prio] += int64(x.bytes)
+		if m.flows != nil {
+			m.flowArrived(x)
+		}
 		if x.fci {
 			m.S.FCICells++
 			// One cut per control round trip: cells marked before the
