@@ -3,8 +3,9 @@
 // NSDI'19): stardust-fabric (Fig. 9, fabric latency and last-stage FE
 // queues against utilisation), stardust-packing (Figs. 8 and 3,
 // throughput of a datapath against packet size, packed cells against
-// packets and unpacked cells) and stardust-incast (Fig. 10c, incast
-// against a packet-switched fabric).
+// packets and unpacked cells), stardust-incast (Fig. 10c, incast
+// against a packet-switched fabric) and stardust-failover (§5.9, §5.10,
+// App. E: self-healing after a dark link, a dead FE, a corrupting link).
 //
 // All run on the cell-level model (simlab/stardustmodel) alone: the
 // simulated Stardust bench and the switch driver's fabric counters are not
