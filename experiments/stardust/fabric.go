@@ -4,8 +4,9 @@
 // queues against utilisation), stardust-packing (Figs. 8 and 3,
 // throughput of a datapath against packet size, packed cells against
 // packets and unpacked cells), stardust-incast (Fig. 10c, incast
-// against a packet-switched fabric) and stardust-failover (§5.9, §5.10,
-// App. E: self-healing after a dark link, a dead FE, a corrupting link).
+// against a packet-switched fabric), stardust-failover (§5.9, §5.10,
+// App. E: self-healing after a dark link, a dead FE, a corrupting link)
+// and stardust-permutation (Fig. 10a, per-flow throughput against ECMP).
 //
 // All run on the cell-level model (simlab/stardustmodel) alone: the
 // simulated Stardust bench and the switch driver's fabric counters are not

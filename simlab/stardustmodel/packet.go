@@ -278,3 +278,6 @@ func (f *PacketFabric) FlowDrops(id int) int64 { return f.flows[id].drops }
 
 // Now is the current slot.
 func (f *PacketFabric) Now() int64 { return f.now }
+
+// FlowDelivered is the data of flow id its host has received.
+func (f *PacketFabric) FlowDelivered(id int) int64 { return f.flows[id].delivered }
