@@ -57,25 +57,40 @@ type PacketOpts struct {
 	InitWindow int
 	// RTO is the retransmission timeout.
 	RTO time.Duration
+	// OpenLoop sends every flow at its port rate with no window, and
+	// never again what is lost: a burst pushed into the fabric, shorter
+	// than congestion control's reaction (§5.2).
+	OpenLoop bool
+	// Spray sends each packet on a random uplink and a random spine
+	// downlink instead of the flow's hashed ones: load balancing as good
+	// as a packet fabric gets (§5.2 "even with multi-path routing").
+	Spray bool
+	// Classes is the number of traffic classes (0 is 1): every switch
+	// output keeps a buffer of BufferBytes per class and serves them by
+	// strict priority, class 0 first.
+	Classes int
 }
 
 type pkt struct {
 	flow  int32
 	seq   int32
+	down  int32 // spine downlink it takes
+	prio  int8
 	bytes int32
 	hop   int8 // 0 on the uplink, 1 on the spine's downlink, 2 at the port
 	sent  int64
 }
 
 type pqueue struct {
-	q     []pkt
-	bytes int
+	q     [][]pkt // per class
+	bytes []int
 	acc   float64
 }
 
 type pflow struct {
 	src, port, up, down int // ToR, global port, hashed uplink and downlink
 	bytes               int64
+	prio                int
 	pktBytes            int
 	npkt                int
 	next                int     // next new sequence number
@@ -105,30 +120,44 @@ func NewPacketFabric(c Config, o PacketOpts, r *rand.Rand) (*PacketFabric, error
 	if c.stages() != 1 {
 		return nil, fmt.Errorf("the packet fabric has one stage of spines, not %d", c.stages())
 	}
-	if o.BufferBytes <= 0 || o.InitWindow <= 0 || o.RTO <= 0 {
-		return nil, fmt.Errorf("packet fabric: buffer %d B, first window %d, RTO %v must be positive", o.BufferBytes, o.InitWindow, o.RTO)
+	if o.BufferBytes <= 0 || o.InitWindow <= 0 || o.RTO <= 0 || o.Classes < 0 {
+		return nil, fmt.Errorf("packet fabric: buffer %d B, first window %d, RTO %v must be positive, classes %d not negative", o.BufferBytes, o.InitWindow, o.RTO, o.Classes)
 	}
+	o.Classes = max(o.Classes, 1)
 	slot := c.SlotSeconds()
 	f := &PacketFabric{c: c, o: o, r: r, k: c.LinksPerFA / c.FEs, cal: map[int64][]pev{}}
 	f.prop = int(math.Ceil(c.PropDelay.Seconds() / slot))
 	f.rto = int64(math.Ceil(o.RTO.Seconds() / slot))
 	f.linkBytes, f.portBytes = c.LinkBps*slot/8, c.PortBps*slot/8
-	f.up = make([]pqueue, c.FAs*c.LinksPerFA)
-	f.down = make([]pqueue, c.FEs*c.FAs*f.k)
-	f.port = make([]pqueue, c.FAs*c.PortsPerFA)
+	f.up = f.queues(c.FAs * c.LinksPerFA)
+	f.down = f.queues(c.FEs * c.FAs * f.k)
+	f.port = f.queues(c.FAs * c.PortsPerFA)
 	f.nic = make([]float64, 0)
 	return f, nil
+}
+
+func (f *PacketFabric) queues(n int) []pqueue {
+	qs := make([]pqueue, n)
+	for i := range qs {
+		qs[i] = pqueue{q: make([][]pkt, f.o.Classes), bytes: make([]int, f.o.Classes)}
+	}
+	return qs
 }
 
 // AddFlow offers bytes from ToR src to global port, in packets of
 // pktBytes, now, and returns the flow's number.
 func (f *PacketFabric) AddFlow(src, port int, bytes int64, pktBytes int) (int, error) {
+	return f.AddFlowClass(src, port, 0, bytes, pktBytes)
+}
+
+// AddFlowClass is AddFlow in traffic class prio (0 the highest).
+func (f *PacketFabric) AddFlowClass(src, port, prio int, bytes int64, pktBytes int) (int, error) {
 	c := f.c
-	if src < 0 || src >= c.FAs || port < 0 || port >= len(f.port) || port/c.PortsPerFA == src || bytes <= 0 || pktBytes <= 0 {
-		return 0, fmt.Errorf("flow ToR %d to port %d, %d B in %d B packets: expected another ToR's port and positive sizes", src, port, bytes, pktBytes)
+	if src < 0 || src >= c.FAs || port < 0 || port >= len(f.port) || port/c.PortsPerFA == src || bytes <= 0 || pktBytes <= 0 || prio < 0 || prio >= f.o.Classes {
+		return 0, fmt.Errorf("flow ToR %d to port %d, class %d, %d B in %d B packets: expected another ToR's port, a class below %d and positive sizes", src, port, prio, bytes, pktBytes, f.o.Classes)
 	}
 	n := int((bytes + int64(pktBytes) - 1) / int64(pktBytes))
-	fl := pflow{src: src, port: port, up: src*c.LinksPerFA + f.r.IntN(c.LinksPerFA), bytes: bytes, pktBytes: pktBytes,
+	fl := pflow{src: src, port: port, up: src*c.LinksPerFA + f.r.IntN(c.LinksPerFA), bytes: bytes, prio: prio, pktBytes: pktBytes,
 		npkt: n, cwnd: float64(f.o.InitWindow), lastCut: -1 << 40, acked: make([]bool, n), done: -1}
 	fe := (fl.up - src*c.LinksPerFA) % c.FEs
 	dst := port / c.PortsPerFA
@@ -147,32 +176,44 @@ func (f *PacketFabric) size(fl *pflow, seq int) int32 {
 
 func (f *PacketFabric) at(t int64, e pev) { f.cal[t] = append(f.cal[t], e) }
 
-// push puts a packet in a queue, or drops it (drop tail).
+// push puts a packet in its class's queue, or drops it (drop tail).
 func (f *PacketFabric) push(q *pqueue, p pkt) {
-	if q.bytes+int(p.bytes) > f.o.BufferBytes {
+	if q.bytes[p.prio]+int(p.bytes) > f.o.BufferBytes {
 		f.Drops++
 		f.flows[p.flow].drops++
-		f.at(p.sent+f.rto, pev{kind: 2, p: p})
+		if !f.o.OpenLoop {
+			f.at(p.sent+f.rto, pev{kind: 2, p: p})
+		}
 		return
 	}
-	q.q = append(q.q, p)
-	q.bytes += int(p.bytes)
+	q.q[p.prio] = append(q.q[p.prio], p)
+	q.bytes[p.prio] += int(p.bytes)
 }
 
 // serve sends what a queue's link rate allows this slot; deliver is
 // called with each packet sent.
 func (f *PacketFabric) serve(q *pqueue, rate float64, deliver func(pkt)) {
-	if len(q.q) == 0 {
+	head := func() int { // the highest class with a packet, -1 none
+		for c := range q.q {
+			if len(q.q[c]) > 0 {
+				return c
+			}
+		}
+		return -1
+	}
+	c := head()
+	if c < 0 {
 		q.acc = 0
 		return
 	}
 	q.acc += rate
-	for len(q.q) > 0 && q.acc >= float64(q.q[0].bytes) {
-		p := q.q[0]
-		q.q = q.q[1:]
-		q.bytes -= int(p.bytes)
+	for c >= 0 && q.acc >= float64(q.q[c][0].bytes) {
+		p := q.q[c][0]
+		q.q[c] = q.q[c][1:]
+		q.bytes[c] -= int(p.bytes)
 		q.acc -= float64(p.bytes)
 		deliver(p)
+		c = head()
 	}
 }
 
@@ -184,15 +225,19 @@ func (f *PacketFabric) Run(n int64) {
 }
 
 func (f *PacketFabric) step() {
+	c := f.c
 	hop := int64(f.prop) + 1
-	// Arrivals, acknowledgements and timeouts due now.
-	for _, e := range f.cal[f.now] {
+	// Arrivals, acknowledgements and timeouts due now, simultaneous ones
+	// in random order (none has a switch's port arbitration behind it).
+	evs := f.cal[f.now]
+	f.r.Shuffle(len(evs), func(i, j int) { evs[i], evs[j] = evs[j], evs[i] })
+	for _, e := range evs {
 		fl := &f.flows[e.p.flow]
 		switch e.kind {
 		case 0:
 			switch e.p.hop {
 			case 1:
-				f.push(&f.down[fl.down], e.p)
+				f.push(&f.down[e.p.down], e.p)
 			case 2:
 				f.push(&f.port[fl.port], e.p)
 			}
@@ -223,7 +268,9 @@ func (f *PacketFabric) step() {
 			if fl.delivered >= fl.bytes && fl.done < 0 {
 				fl.done = float64(f.now + 1)
 			}
-			f.at(f.now+2*hop, pev{kind: 1, p: p})
+			if !f.o.OpenLoop {
+				f.at(f.now+2*hop, pev{kind: 1, p: p})
+			}
 		})
 	}
 	for i := range f.down {
@@ -240,7 +287,7 @@ func (f *PacketFabric) step() {
 			continue
 		}
 		f.nic[id] += f.portBytes
-		for float64(fl.inflight) < math.Floor(fl.cwnd) {
+		for f.o.OpenLoop || float64(fl.inflight) < math.Floor(fl.cwnd) {
 			seq := fl.next
 			retx := len(fl.retx) > 0
 			if retx {
@@ -261,7 +308,13 @@ func (f *PacketFabric) step() {
 			}
 			fl.inflight++
 			f.Sent++
-			f.push(&f.up[fl.up], pkt{flow: int32(id), seq: int32(seq), bytes: b, sent: f.now})
+			up, down := fl.up, fl.down
+			if f.o.Spray {
+				up = fl.src*c.LinksPerFA + f.r.IntN(c.LinksPerFA)
+				fe := (up - fl.src*c.LinksPerFA) % c.FEs
+				down = fe*c.FAs*f.k + (fl.port/c.PortsPerFA)*f.k + f.r.IntN(f.k)
+			}
+			f.push(&f.up[up], pkt{flow: int32(id), seq: int32(seq), down: int32(down), prio: int8(fl.prio), bytes: b, sent: f.now})
 		}
 		f.nic[id] = min(f.nic[id], float64(fl.pktBytes)) // a waiting NIC banks no more than a packet
 	}
