@@ -16,5 +16,5 @@ import (
 // Registry returns every recipe.
 func Registry() *orchestrator.Registry {
 	return orchestrator.NewRegistry(attsweep.New(), losssweep.New(), backpressure.New(), ocscharacterize.New(), fct.New(), reactor.NewReconfig(), reactor.NewHybrid(), rail.NewTopology(), rail.NewQualify(),
-		stardust.NewFabric(), stardust.NewPacking(), stardust.NewIncast(), stardust.NewFailover(), stardust.NewPermutation())
+		stardust.NewFabric(), stardust.NewPacking(), stardust.NewIncast(), stardust.NewFailover(), stardust.NewPermutation(), stardust.NewPushPull())
 }

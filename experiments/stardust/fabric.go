@@ -6,7 +6,8 @@
 // packets and unpacked cells), stardust-incast (Fig. 10c, incast
 // against a packet-switched fabric), stardust-failover (§5.9, §5.10,
 // App. E: self-healing after a dark link, a dead FE, a corrupting link)
-// and stardust-permutation (Fig. 10a, per-flow throughput against ECMP).
+// stardust-permutation (Fig. 10a, per-flow throughput against ECMP) and
+// stardust-pushpull (Figs. 7 and 12, a pull fabric against a push one).
 //
 // All run on the cell-level model (simlab/stardustmodel) alone: the
 // simulated Stardust bench and the switch driver's fabric counters are not
