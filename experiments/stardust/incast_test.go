@@ -115,3 +115,16 @@ func TestIncastInterruptedLeavesAReadableBundle(t *testing.T) {
 		t.Errorf("summary of the interrupted run: %+v", s)
 	}
 }
+
+// Jain's index: 1 when all are equal, 1/n when one holds everything.
+func TestJain(t *testing.T) {
+	if j := stardust.Jain([]float64{3, 3, 3, 3}); math.Abs(j-1) > 1e-12 {
+		t.Errorf("equal: %g", j)
+	}
+	if j := stardust.Jain([]float64{5, 0, 0, 0}); math.Abs(j-0.25) > 1e-12 {
+		t.Errorf("one of four: %g", j)
+	}
+	if j := stardust.Jain([]float64{1, 2}); math.Abs(j-0.9) > 1e-12 {
+		t.Errorf("1 and 2: %g, want 9/10", j)
+	}
+}

@@ -142,10 +142,13 @@ func permutationConfig(p *o.Params) (sm.Config, error) {
 	return c, c.Validate()
 }
 
-// derangement maps every port to a port of another FA, each taken once.
+// derangement maps every port to a port of another FA, each taken once:
+// a uniformly random one if one of the first thousand permutations drawn
+// is, else every FA's ports to a random other FA's, shuffled (few FAs of
+// many ports make the first rare).
 func derangement(r *rand.Rand, fas, per int) []int {
 	n := fas * per
-	for {
+	for range 1000 {
 		d := r.Perm(n)
 		ok := true
 		for i, j := range d {
@@ -158,6 +161,15 @@ func derangement(r *rand.Rand, fas, per int) []int {
 			return d
 		}
 	}
+	shift := 1 + r.IntN(fas-1)
+	d := make([]int, n)
+	for f := 0; f < fas; f++ {
+		to := (f + shift) % fas
+		for j, k := range r.Perm(per) {
+			d[f*per+j] = to*per + k
+		}
+	}
+	return d
 }
 
 // Plan implements Recipe. It touches no device.

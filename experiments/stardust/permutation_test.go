@@ -64,3 +64,13 @@ func TestPermutationInterruptedLeavesAReadableBundle(t *testing.T) {
 		t.Errorf("summary of the interrupted run: %+v", s)
 	}
 }
+
+// Two FAs of many ports: a random permutation almost never sends every
+// port across, and the recipe still plans and runs one that does.
+func TestPermutationFewFAsManyPorts(t *testing.T) {
+	var s stardust.PermutationSummary
+	runOffline(t, stardust.NewPermutation(), &s, "fas=2", "ports_per_fa=16", "fes=4", "measure=200us", "warmup=50us")
+	if s.Fabrics["stardust"].Flows != 32 || s.Fabrics["stardust"].MeanUtilisation < 0.9 {
+		t.Errorf("summary %+v", s)
+	}
+}
