@@ -1,11 +1,15 @@
 // Package stardust holds the Stardust recipes (Zilberman, Bracha,
 // Schzukin, "Stardust: Divide and Conquer in the Data Center Network",
 // NSDI'19): stardust-fabric (Fig. 9, fabric latency and last-stage FE
-// queues against utilisation) and stardust-packing (Figs. 8 and 3,
+// queues against utilisation), stardust-packing (Figs. 8 and 3,
 // throughput of a datapath against packet size, packed cells against
-// packets and unpacked cells).
+// packets and unpacked cells), stardust-incast (Fig. 10c, incast
+// against a packet-switched fabric), stardust-failover (§5.9, §5.10,
+// App. E: self-healing after a dark link, a dead FE, a corrupting link)
+// stardust-permutation (Fig. 10a, per-flow throughput against ECMP) and
+// stardust-pushpull (Figs. 7 and 12, a pull fabric against a push one).
 //
-// Both run on the cell-level model (simlab/stardustmodel) alone: the
+// All run on the cell-level model (simlab/stardustmodel) alone: the
 // simulated Stardust bench and the switch driver's fabric counters are not
 // there yet, and §6.2's scale (256 FAs x 32 links) is beyond any bench.
 // Their summaries say so (model_only).

@@ -24,8 +24,10 @@
 // paper is a parameter. Not modelled: VOQ request messages (a VOQ's request
 // reaches its scheduler at once; credits travel the control path with the
 // fabric's delay), loss-of-signal detection (a dead link is found only by
-// missed reachability cells, the slower path of §5.9), links that corrupt
-// rather than die, packet reassembly timers.
+// missed reachability cells, the slower path of §5.9), corrupting links
+// other than FA-FE ones (errors.go), packet reassembly timers. flows.go
+// adds flows of a given size; packet.go the packet-switched fabric the
+// paper compares Stardust with.
 //
 // The model is single-goroutine and deterministic for a given seed.
 package stardustmodel

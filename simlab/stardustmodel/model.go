@@ -100,13 +100,15 @@ type Stats struct {
 	// held for a destination its table said no link reached.
 	CellsLostFailed int64
 	CellsNoRoute    int64
-	FCICells        int64 // cells that arrived carrying FCI
-	Credits         int64 // credits granted, all ports
-	BytesOffered    int64 // packet bytes that arrived at the FAs
-	BytesArrived    int64 // packet bytes that reached the destination FA
-	Bursts          int64 // credits that released data: each is packed as a unit
-	BurstBytes      int64 // the packet bytes they released
-	Packets         int64 // packets they released
+	// CellsCorrupted counts cells a corrupting link lost (errors.go).
+	CellsCorrupted int64
+	FCICells       int64 // cells that arrived carrying FCI
+	Credits        int64 // credits granted, all ports
+	BytesOffered   int64 // packet bytes that arrived at the FAs
+	BytesArrived   int64 // packet bytes that reached the destination FA
+	Bursts         int64 // credits that released data: each is packed as a unit
+	BurstBytes     int64 // the packet bytes they released
+	Packets        int64 // packets they released
 	// QueueHist[k] counts (slot, last-stage FE output queue) samples with
 	// k cells queued, taken after the slot's arrivals and before its
 	// departure (the cell in service counts).
@@ -169,6 +171,9 @@ type Model struct {
 	now    int64
 
 	rt reach
+
+	flows *flowTable // flows.go: nil unless AddFlow was called
+	errs  *linkErrs  // errors.go: nil unless SetLinkErrorRate was called
 
 	S Stats
 }
@@ -272,6 +277,9 @@ func (m *Model) step() {
 		s.egress += float64(x.bytes)
 		m.S.PortBytes[x.port] += int64(x.bytes)
 		m.S.PrioArrived[x.prio] += int64(x.bytes)
+		if m.flows != nil {
+			m.flowArrived(x)
+		}
 		if x.fci {
 			m.S.FCICells++
 			// One cut per control round trip: cells marked before the
@@ -374,6 +382,9 @@ func (m *Model) step() {
 			x.link = int32(li)
 			if !m.rt.linkUp[li] {
 				m.S.CellsLostFailed++
+				continue
+			}
+			if m.corrupts(li) {
 				continue
 			}
 			m.feIn[feArr] = append(m.feIn[feArr], x)

@@ -26,6 +26,10 @@ type rxEnd struct {
 	valid         bool
 	good, missed  int
 	havePend, pOK bool
+	// pErr says the link's measured error rate crossed the threshold in
+	// the period the pending cell closes (errors.go): the link is faulty
+	// at once, and needs th good cells to come back (§5.10).
+	pErr bool
 }
 
 // reachEnds is one kind of receiving end, with the reachability bitmap
@@ -156,10 +160,12 @@ func (m *Model) advertise() {
 	for li := range rt.fa.e { // FA hears its FE
 		fe := m.faLinkFE(li/c.LinksPerFA, li%c.LinksPerFA)
 		rt.fa.e[li].havePend, rt.fa.e[li].pOK = true, rt.feUp[fe] && rt.linkUp[li]
+		rt.fa.e[li].pErr = m.errs != nil && m.errored(li)
 		copy(rt.fa.pend[li*w:(li+1)*w], rt.tBits[fe*w:(fe+1)*w])
 	}
 	for q := range rt.dn.e { // FE hears an FA (FAs do not fail)
 		rt.dn.e[q].havePend, rt.dn.e[q].pOK = true, rt.linkUp[m.dnLink(q)]
+		rt.dn.e[q].pErr = m.errs != nil && m.errored(m.dnLink(q))
 	}
 }
 
@@ -179,6 +185,10 @@ func (m *Model) receive() {
 				continue
 			}
 			e.havePend = false
+			if e.pErr {
+				e.pErr, e.good, e.missed, e.valid = false, 0, th, false
+				continue
+			}
 			if e.pOK {
 				e.good++
 				e.missed = 0
@@ -350,6 +360,9 @@ func (m *Model) feStep() {
 		li := m.dnLink(q)
 		if !m.rt.linkUp[li] {
 			m.S.CellsLostFailed++
+			continue
+		}
+		if m.corrupts(li) {
 			continue
 		}
 		x.link = int32(li)

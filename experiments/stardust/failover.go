@@ -1,0 +1,459 @@
+package stardust
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	o "testbed/orchestrator"
+	"testbed/results"
+	sm "testbed/simlab/stardustmodel"
+)
+
+// FailoverName is the recipe's name on the command line.
+const FailoverName = "stardust-failover"
+
+// Failover is the stardust-failover recipe (§5.9, §5.10, App. E).
+type Failover struct{}
+
+// NewFailover returns the recipe.
+func NewFailover() *Failover { return &Failover{} }
+
+// Name implements Recipe.
+func (*Failover) Name() string { return FailoverName }
+
+// Version implements Recipe.
+func (*Failover) Version() string { return "1.0.0" }
+
+// Summary implements Recipe.
+func (*Failover) Summary() string {
+	return "Stardust self-healing: reachability convergence and throughput around a failed link, a failed FE and a corrupting link, against App. E's formula; model only"
+}
+
+// Description implements Recipe.
+func (*Failover) Description() string {
+	return `Runs the cell-level Stardust model with Poisson traffic at load and reachability cells
+every reach_period (th of them to change a link's state), and in turn: fails FA 0's
+connection to its first FE (all its parallel links to it: the bench has one), restores
+it, fails that FE whole, restores it, then makes one of FA 0's links corrupt cells at
+error_rate (a raised VOA, not a dark one) and later clean again. Each phase lasts
+phase. Measured from the devices' own state and counters: when each end of the link
+stops using it (detect), when the last cell is lost to the failure (converged: every
+device's table excludes it), the cells lost, the delivered throughput in bins of bin
+(its dip against the mean before the first failure, and when it is back above that mean
+less three standard deviations of its bins), and after a restore or once clean, when the link is valid again. The corrupting link
+marks itself faulty when the error rate its receiver measures over a reachability period
+crosses error_threshold (§5.10), and is valid again after th good reachability cells.
+
+App. E's reaction time is t x th = (c/f + pd) x ceil(N/(h x b)) x (2n - 1) x th, with
+c/f the reach_period, pd a link's delay, N = FAs x hosts_per_fa hosts, b bitmap_bits and
+n the tiers; the recipe reports it with and without pd beside what the model measured.
+
+tiers=1 is the Stardust bench's fabric (8 FAs x 4 links to 4 FEs); tiers=2 a small
+two-tier fabric (16 FAs x 8 links, 8 first-tier FEs in 2 groups, 16 second-tier FEs).
+Links of link_gbps, host ports carrying what the links do. No device is used: the model
+stands for the fabric (model_only in the summary). Writes data/failover_events.csv,
+failover_convergence.csv and failover_timeline.csv.`
+}
+
+// Params implements Recipe.
+func (*Failover) Params() []o.ParamSpec {
+	return []o.ParamSpec{
+		{Name: "tiers", Type: o.TypeFloats, Unit: "tiers", Default: []float64{1, 2}, Min: o.Bound(1), Max: o.Bound(2), Description: "FE tiers, one run each: 1 the bench's fabric, 2 a small two-tier one"},
+		{Name: "load", Type: o.TypeFloat, Unit: "1", Default: 0.6, Min: o.Bound(0.01), Max: o.Bound(1), Description: "offered data over the fabric's data capacity"},
+		// Table 4: S = 50 Gb/s, c/f = 10 us, th = 3, b = 128, h = 40.
+		{Name: "link_gbps", Type: o.TypeFloat, Unit: "Gb/s", Default: 50.0, Min: o.Bound(1), Max: o.Bound(1000), Description: "fabric link rate (Table 4: 50 Gb/s)"},
+		{Name: "reach_period", Type: o.TypeDuration, Default: 10 * time.Microsecond, Min: o.Bound(1e-7), Max: o.Bound(0.01), Description: "reachability cell period, c/f (Table 4: 10 us)"},
+		{Name: "th", Type: o.TypeInt, Default: int64(3), Min: o.Bound(1), Max: o.Bound(100), Description: "reachability cells to change a link's state (Table 4: 3)"},
+		{Name: "bitmap_bits", Type: o.TypeInt, Default: int64(128), Min: o.Bound(1), Max: o.Bound(1 << 16), Description: "App. E's b, FAs per reachability cell; the model's cells carry every FA, so at most the FAs here"},
+		{Name: "hosts_per_fa", Type: o.TypeInt, Default: int64(40), Min: o.Bound(1), Max: o.Bound(1 << 16), Description: "App. E's h, for N = FAs x h"},
+		{Name: "link_m", Type: o.TypeFloat, Unit: "m", Default: 100.0, Min: o.Bound(0), Max: o.Bound(100000), Description: "fibre length of every fabric link, at 5 ns/m (Table 4: pd 500 ns)"},
+		// Ours: a cell error rate a raised VOA might give, and a threshold
+		// under it that a period's worth of cells measures reliably.
+		{Name: "error_rate", Type: o.TypeFloat, Unit: "1", Default: 0.05, Min: o.Bound(0), Max: o.Bound(1), Description: "cells corrupted on the corrupting link"},
+		{Name: "error_threshold", Type: o.TypeFloat, Unit: "1", Default: 0.01, Min: o.Bound(0), Max: o.Bound(1), Description: "measured error rate over a reachability period above which a link marks itself faulty"},
+		{Name: "phase", Type: o.TypeDuration, Default: 300 * time.Microsecond, Min: o.Bound(1e-6), Max: o.Bound(1), Description: "duration of each phase (before, failed, restored, ...)"},
+		{Name: "bin", Type: o.TypeDuration, Default: 10 * time.Microsecond, Min: o.Bound(1e-7), Max: o.Bound(0.01), Description: "throughput bin"},
+	}
+}
+
+// FailoverTables are the recipe's tables and figures.
+func FailoverTables() []results.Table {
+	return []results.Table{
+		{Name: "failover_events", Title: "Events", Description: "One row per tiers and event.",
+			Fields: []results.Field{
+				{Name: "tiers", Type: "integer"},
+				{Name: "event", Type: "string", Description: "link-down, link-up, fe-down, fe-up, corrupt, clean"},
+				{Name: "at_us", Type: "number", Unit: "us", Description: "when it happened, from the start"},
+				{Name: "detect_us", Type: "number", Unit: "us", Description: "down events: until both ends of FA 0's link hold it invalid"},
+				{Name: "converged_us", Type: "number", Unit: "us", Description: "down events: until the last cell lost to the failure"},
+				{Name: "valid_us", Type: "number", Unit: "us", Description: "up and clean events: until both ends hold the link valid again"},
+				{Name: "formula_us", Type: "number", Unit: "us", Description: "App. E: c/f x ceil(N/(h x b)) x (2n-1) x th"},
+				{Name: "formula_pd_us", Type: "number", Unit: "us", Description: "App. E with the links' delay: (c/f + pd) x ceil(N/(h x b)) x (2n-1) x th"},
+				{Name: "cells_lost", Type: "integer", Description: "cells lost to the failure in the phase: on a dead link or FE, with no route, or corrupted"},
+				{Name: "congestion_lost", Type: "integer", Description: "cells an FE queue overflowed with in the phase"},
+				{Name: "dip", Type: "number", Unit: "1", Description: "lowest bin's throughput over the mean before the first failure"},
+				{Name: "recovered_us", Type: "number", Unit: "us", Description: "until the throughput stays above the mean before the first failure less three of its bins' standard deviations (empty: it never fell below)"},
+			}},
+		{Name: "failover_convergence", Title: "Convergence against App. E", Description: "One row per tiers, down event and source.",
+			Fields: []results.Field{
+				{Name: "tiers", Type: "integer"}, {Name: "event", Type: "string"},
+				{Name: "source", Type: "string", Description: "model, or App. E with and without link delay"},
+				{Name: "us", Type: "number", Unit: "us"},
+			},
+			Figures: []results.Figure{{Name: "failover-convergence", Title: "Reachability convergence after a failure",
+				Caption: "Until the last cell lost to a failed link, a failed FE and a corrupting link, in the model, against App. E's t x th for the same parameters (§5.9).",
+				Kind:    results.Bar, X: "event", Y: "us", Series: []string{"tiers", "source"}, Legend: "{tiers} tier(s), {source}",
+				XLabel: "Event", YLabel: "Time (µs)"}}},
+		{Name: "failover_timeline", Title: "Throughput around the events", Description: "One row per tiers and bin.",
+			Fields: []results.Field{
+				{Name: "tiers", Type: "integer"}, {Name: "t_us", Type: "number", Unit: "us", Description: "bin start"},
+				{Name: "phase", Type: "string"},
+				{Name: "throughput_gbps", Type: "number", Unit: "Gb/s", Description: "data delivered to the destination FAs"},
+				{Name: "normalised", Type: "number", Unit: "1", Description: "over the mean before the first failure"},
+				{Name: "cells_lost", Type: "integer"},
+			},
+			Figures: []results.Figure{{Name: "failover-throughput", Title: "Delivered throughput through failures",
+				Caption: "The fabric's delivered data per bin over its mean before the first failure: a link fails and comes back, an FE fails and comes back, a link corrupts and is cleaned (§5.9, §5.10).",
+				Kind:    results.Line, X: "t_us", Y: "normalised", Series: []string{"tiers"}, Legend: "{tiers} tier(s)",
+				XLabel: "Time (µs)", YLabel: "Throughput / before"}}},
+	}
+}
+
+// FailoverEvent is one event's measurements; absent ones are nil.
+type FailoverEvent struct {
+	AtUS        float64  `json:"at_us"`
+	DetectUS    *float64 `json:"detect_us,omitempty"`
+	ConvergedUS *float64 `json:"converged_us,omitempty"`
+	ValidUS     *float64 `json:"valid_us,omitempty"`
+	CellsLost   int64    `json:"cells_lost"`
+	// CongestionLost counts cells an FE queue overflowed with: the load
+	// the failure moved onto the remaining links, before FCI throttles.
+	CongestionLost int64    `json:"congestion_lost"`
+	Dip            float64  `json:"dip"`
+	RecoveredUS    *float64 `json:"recovered_us,omitempty"`
+}
+
+// FailoverRun is one fabric's run.
+type FailoverRun struct {
+	Fabric      string                   `json:"fabric"`
+	FormulaUS   float64                  `json:"formula_us"`
+	FormulaPDUS float64                  `json:"formula_pd_us"`
+	Events      map[string]FailoverEvent `json:"events"`
+	// WorstOverFormula is the slowest down event's convergence over
+	// App. E's time with the links' delay.
+	WorstOverFormula float64 `json:"worst_over_formula"`
+}
+
+// FailoverSummary is summary.json.
+type FailoverSummary struct {
+	Partial   bool `json:"partial"`
+	ModelOnly bool `json:"model_only"`
+	// Tiers are keyed t1, t2.
+	Tiers map[string]FailoverRun `json:"tiers"`
+	// WorstOverFormula is the largest, all tiers.
+	WorstOverFormula float64 `json:"worst_over_formula"`
+}
+
+func failoverConfig(p *o.Params, tiers int) (sm.Config, error) {
+	c := sm.Default()
+	if tiers == 2 {
+		c.FAs, c.FEs, c.LinksPerFA, c.Groups, c.Stages, c.FE2s = 16, 8, 8, 2, 2, 16
+	} else {
+		c.FAs, c.FEs, c.LinksPerFA, c.Groups, c.Stages, c.PortsPerFA = 8, 4, 4, 1, 1, 4
+	}
+	c.LinkBps = p.Float("link_gbps") * 1e9
+	c.PortBps = c.LinkBps * float64(c.LinksPerFA) / float64(c.PortsPerFA)
+	c.PropDelay = time.Duration(p.Float("link_m") * 5)
+	c.ReachTh = int(p.Int("th"))
+	c.ReachPeriodSlots = max(1, int(math.Round(p.Duration("reach_period").Seconds()/c.SlotSeconds())))
+	data := float64(c.CellBytes) / float64(c.CellBytes+c.CellHeaderBytes+c.LinkOverheadBytes)
+	c.Load = p.Float("load") * data
+	return c, c.Validate()
+}
+
+// Plan implements Recipe. It touches no device.
+func (r *Failover) Plan(pc *o.PlanContext) (*o.Plan, error) {
+	p := pc.Params
+	var tiers []int
+	for _, f := range p.Floats("tiers") {
+		if f != 1 && f != 2 {
+			return nil, o.Inputf("tiers: %g, expected 1 or 2", f)
+		}
+		if !slices.Contains(tiers, int(f)) {
+			tiers = append(tiers, int(f))
+		}
+	}
+	if len(tiers) == 0 {
+		return nil, o.Inputf("tiers: expected 1, 2 or both")
+	}
+	for _, n := range tiers {
+		c, err := failoverConfig(p, n)
+		if err != nil {
+			return nil, o.Inputf("%s: the fabric's parameters: %v", FailoverName, err)
+		}
+		if b := int(p.Int("bitmap_bits")); b < c.FAs {
+			return nil, o.Inputf("bitmap_bits %d: the model's reachability cells carry all %d FAs, so b must be at least that", b, c.FAs)
+		}
+		if p.Duration("phase") < 3*time.Duration(c.ReachTh+4)*p.Duration("reach_period") {
+			return nil, o.Inputf("phase %v: expected at least 3 x (th + 4) reachability periods, for the fabric to converge and settle", p.Duration("phase"))
+		}
+	}
+	var mu sync.Mutex
+	sum := FailoverSummary{ModelOnly: true, Tiers: map[string]FailoverRun{}}
+	done := 0
+	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: FailoverTables(),
+		Bindings: []o.Binding{{Role: "fabric", Resource: "simlab/stardustmodel", Detail: "the cell-level model alone (model_only)"}},
+		Summary: func(partial bool) (any, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			s := sum
+			s.Partial = partial || done < len(tiers)
+			return s, nil
+		}}
+	for _, n := range tiers {
+		c, _ := failoverConfig(p, n)
+		plan.Steps = append(plan.Steps, &o.Step{Name: fmt.Sprintf("%d tier(s)", n), Action: "simulate", Note: describe(c),
+			Run: func(ctx context.Context, rc *o.RunContext) error {
+				fr, err := failoverRun(ctx, rc, p, n)
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				sum.Tiers["t"+strconv.Itoa(n)] = fr
+				sum.WorstOverFormula = max(sum.WorstOverFormula, fr.WorstOverFormula)
+				done++
+				return nil
+			}})
+	}
+	return plan, nil
+}
+
+func ptr(v float64) *float64 { return &v }
+
+func failoverRun(ctx context.Context, rc *o.RunContext, p *o.Params, tiers int) (FailoverRun, error) {
+	c, err := failoverConfig(p, tiers)
+	if err != nil {
+		return FailoverRun{}, err
+	}
+	m, err := sm.New(c, rand.New(rand.NewPCG(rc.Seed^uint64(tiers), 0xfa)))
+	if err != nil {
+		return FailoverRun{}, err
+	}
+	slot := c.SlotSeconds()
+	us := func(slots int64) float64 { return float64(slots) * slot * 1e6 }
+	phase := int64(math.Round(p.Duration("phase").Seconds() / slot))
+	bin := max(1, int64(math.Round(p.Duration("bin").Seconds()/slot)))
+	// App. E.
+	period := float64(c.ReachPeriodSlots) * slot
+	pd := float64(int(math.Ceil(c.PropDelay.Seconds()/slot))+1) * slot // a link's delay as the model counts it
+	msgs := math.Ceil(float64(c.FAs*int(p.Int("hosts_per_fa"))) / float64(int(p.Int("hosts_per_fa"))*int(p.Int("bitmap_bits"))))
+	hops := float64(2*tiers - 1)
+	fr := FailoverRun{Fabric: describe(c), Events: map[string]FailoverEvent{},
+		FormulaUS:   period * msgs * hops * float64(c.ReachTh) * 1e6,
+		FormulaPDUS: (period + pd) * msgs * hops * float64(c.ReachTh) * 1e6}
+
+	// FA 0's connection to its first FE: its links j with j mod (FEs of
+	// a group) = 0.
+	g1 := c.FEs / max(c.Groups, 1)
+	var links []int
+	for j := 0; j < c.LinksPerFA; j += g1 {
+		links = append(links, m.FALink(0, j))
+	}
+	fe := m.LinkFE(0, 0)
+	valid := func() bool {
+		for _, l := range links {
+			if !m.LinkValid(l) {
+				return false
+			}
+		}
+		return true
+	}
+	invalid := func() bool {
+		for _, l := range links {
+			if m.LinkValid(l) {
+				return false
+			}
+		}
+		return true
+	}
+	// An FE that fails sends no reachability cells: FA 0's ends of its
+	// links find that; the FE's own ends, dead with it, hold nothing.
+	faOut := func() bool {
+		for j := 0; j < c.LinksPerFA; j += g1 {
+			if m.FAReaches(0, j, 1) {
+				return false
+			}
+		}
+		return true
+	}
+	corruptLink := links[0]
+	cleanValid := func() bool { return m.LinkValid(corruptLink) }
+	corruptOut := func() bool { return !m.LinkValid(corruptLink) }
+
+	tl, err := rc.Table("failover_timeline")
+	if err != nil {
+		return fr, err
+	}
+	// Cells lost to a failure: on a dead link or FE, with no route, or
+	// corrupted. Cells an FE queue overflowed with are congestion's, apart.
+	lost := func() int64 { return m.S.CellsLostFailed + m.S.CellsNoRoute + m.S.CellsCorrupted }
+	base, floor := -1.0, 0.0 // mean bin before the first failure, and the normal range's floor over it
+	type phaseRun struct {
+		name  string
+		apply func() error
+		down  func() bool // state reached by the event's detection, or nil
+		up    func() bool // state reached by a restore, or nil
+	}
+	setLinks := func(up bool) error {
+		for _, l := range links {
+			if err := m.SetLink(l, up); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	phases := []phaseRun{
+		{name: "before", apply: func() error { return nil }},
+		{name: "link-down", apply: func() error { return setLinks(false) }, down: invalid},
+		{name: "link-up", apply: func() error { return setLinks(true) }, up: valid},
+		{name: "fe-down", apply: func() error { return m.SetFE(1, fe, false) }, down: faOut},
+		{name: "fe-up", apply: func() error { return m.SetFE(1, fe, true) }, up: valid},
+		{name: "corrupt", apply: func() error {
+			return m.SetLinkErrorRate(corruptLink, p.Float("error_rate"), p.Float("error_threshold"))
+		}, down: corruptOut},
+		{name: "clean", apply: func() error { return m.SetLinkErrorRate(corruptLink, 0, p.Float("error_threshold")) }, up: cleanValid},
+	}
+	var worst float64
+	for _, ph := range phases {
+		if err := ph.apply(); err != nil {
+			return fr, err
+		}
+		at := m.Now()
+		ev := FailoverEvent{AtUS: us(at)}
+		lost0, cong0 := lost(), m.S.CellsLost
+		lastLoss := int64(-1)
+		var bins []float64
+		var binBytes int64 = m.S.BytesArrived
+		binLost := lost()
+		for m.Now() < at+phase {
+			if m.Now()%1000 == 0 {
+				if err := ctx.Err(); err != nil {
+					return fr, err
+				}
+			}
+			before := lost()
+			m.Run(1)
+			if lost() > before {
+				lastLoss = m.Now()
+			}
+			if ph.down != nil && ev.DetectUS == nil && ph.down() {
+				ev.DetectUS = ptr(us(m.Now() - at))
+			}
+			if ph.up != nil && ev.ValidUS == nil && ph.up() {
+				ev.ValidUS = ptr(us(m.Now() - at))
+			}
+			if (m.Now()-at)%bin == 0 {
+				b := float64(m.S.BytesArrived - binBytes)
+				bins = append(bins, b)
+				norm := any(nil)
+				if base > 0 {
+					norm = b / base
+				}
+				if err := tl.Write(tiers, us(m.Now()-bin), ph.name, b*8/(float64(bin)*slot)/1e9, norm, lost()-binLost); err != nil {
+					return fr, err
+				}
+				binBytes, binLost = m.S.BytesArrived, lost()
+			}
+		}
+		ev.CellsLost = lost() - lost0
+		ev.CongestionLost = m.S.CellsLost - cong0
+		if ph.name == "before" {
+			// The first bins hold the fabric filling: the mean of the
+			// second half.
+			h := bins[len(bins)/2:]
+			var s float64
+			for _, b := range h {
+				s += b
+			}
+			base = s / float64(len(h))
+			var v float64
+			for _, b := range h {
+				v += (b - base) * (b - base)
+			}
+			// Three standard deviations of the bins below the mean: the
+			// Poisson traffic's own spread is no dip.
+			floor = 1 - 3*math.Sqrt(v/float64(len(h)-1))/base
+			continue
+		}
+		ev.Dip = 1
+		last := -1
+		for i, b := range bins {
+			ev.Dip = min(ev.Dip, b/base)
+			if b/base < floor {
+				last = i
+			}
+		}
+		if last >= 0 {
+			ev.RecoveredUS = ptr(us(int64(last+1) * bin))
+		}
+		if ph.down != nil {
+			if lastLoss >= 0 {
+				ev.ConvergedUS = ptr(us(lastLoss - at))
+			} else {
+				ev.ConvergedUS = ptr(0)
+			}
+			worst = max(worst, *ev.ConvergedUS/fr.FormulaPDUS)
+		}
+		fr.Events[ph.name] = ev
+		et, err := rc.Table("failover_events")
+		if err != nil {
+			return fr, err
+		}
+		var fo, fopd any
+		if ph.down != nil {
+			fo, fopd = fr.FormulaUS, fr.FormulaPDUS
+		}
+		if err := et.Write(tiers, ph.name, ev.AtUS, nilable(ev.DetectUS), nilable(ev.ConvergedUS), nilable(ev.ValidUS), fo, fopd, ev.CellsLost, ev.CongestionLost, ev.Dip, nilable(ev.RecoveredUS)); err != nil {
+			return fr, err
+		}
+		if ph.down != nil {
+			ct, err := rc.Table("failover_convergence")
+			if err != nil {
+				return fr, err
+			}
+			for _, row := range []struct {
+				src string
+				v   float64
+			}{{"model", *ev.ConvergedUS}, {"App. E", fr.FormulaUS}, {"App. E with pd", fr.FormulaPDUS}} {
+				if err := ct.Write(tiers, ph.name, row.src, row.v); err != nil {
+					return fr, err
+				}
+			}
+		}
+		rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("%d tier(s), %s: detect %s, converged %s, valid %s us; %d cells lost, dip %.3f, recovered %s us (App. E %.1f us, %.1f with pd)",
+			tiers, ph.name, fmtp(ev.DetectUS), fmtp(ev.ConvergedUS), fmtp(ev.ValidUS), ev.CellsLost, ev.Dip, fmtp(ev.RecoveredUS), fr.FormulaUS, fr.FormulaPDUS)})
+	}
+	fr.WorstOverFormula = worst
+	return fr, nil
+}
+
+func nilable(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func fmtp(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*p, 'f', 2, 64)
+}

@@ -1,0 +1,316 @@
+package stardust
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	o "testbed/orchestrator"
+	"testbed/results"
+	sm "testbed/simlab/stardustmodel"
+)
+
+// PermutationName is the recipe's name on the command line.
+const PermutationName = "stardust-permutation"
+
+// Permutation is the stardust-permutation recipe (§6.3, Fig. 10a).
+type Permutation struct{}
+
+// NewPermutation returns the recipe.
+func NewPermutation() *Permutation { return &Permutation{} }
+
+// Name implements Recipe.
+func (*Permutation) Name() string { return PermutationName }
+
+// Version implements Recipe.
+func (*Permutation) Version() string { return "1.0.0" }
+
+// Summary implements Recipe.
+func (*Permutation) Summary() string {
+	return "Stardust permutation: per-flow throughput sorted and mean utilisation against ECMP on a packet-switched fabric (Fig. 10a, §6.3); model only"
+}
+
+// Description implements Recipe.
+func (*Permutation) Description() string {
+	return `Every host port sends one long flow to one host port of another FA and receives one
+(a random permutation, as §6.3's), so every port and, with as many fabric links as host
+ports of the same rate, the whole fabric is fully loaded. After warmup, each flow's
+delivered data over measure is its throughput; Fig. 10a is the flows' throughputs in
+increasing order. Two fabrics of the same shape, both in simlab/stardustmodel: Stardust
+(sd_packet_bytes packets chopped into cell_bytes cells, credit_bytes credits at
+speed_up above the port rate, sprayed over every link; §6.3: 512 B, 512 B cells, 4 KB,
+3%) and a packet-switched fabric (ToRs and spines, each flow hashed to one uplink and
+one spine downlink, ECMP, packet_bytes packets, windows as TCP Reno's, drop-tail
+switch_buffer_kb buffers, a lost packet sent again rto after it was sent; §6.3's other
+schemes use 9000 B). Utilisation is a flow's throughput over its port's rate.
+
+The default fabric is fas (16) FAs of ports_per_fa (4) host ports and as many links of
+the same rate (gbps, 10 as §6.3's) to fes (4) FEs: no fabric speed-up, as §6.3's
+fat-tree. The Stardust bench (8 FAs of one port and 4 links) has a fabric speed-up of 4:
+every permutation fits it. No device is used (model_only in the summary). Writes
+data/permutation_flows.csv and permutation_points.csv.`
+}
+
+// Params implements Recipe.
+func (*Permutation) Params() []o.ParamSpec {
+	return []o.ParamSpec{
+		{Name: "fas", Type: o.TypeInt, Default: int64(16), Min: o.Bound(2), Max: o.Bound(256), Description: "FAs (ToRs)"},
+		{Name: "ports_per_fa", Type: o.TypeInt, Default: int64(4), Min: o.Bound(1), Max: o.Bound(64), Description: "host ports per FA; the FA has as many fabric links"},
+		{Name: "fes", Type: o.TypeInt, Default: int64(4), Min: o.Bound(1), Max: o.Bound(64), Description: "FEs (spines); must divide ports_per_fa"},
+		// §6.3 (App. D): 10 Gb/s everywhere.
+		{Name: "gbps", Type: o.TypeFloat, Unit: "Gb/s", Default: 10.0, Min: o.Bound(1), Max: o.Bound(1000), Description: "rate of every host port and fabric link (§6.3: 10 Gb/s)"},
+		{Name: "sd_packet_bytes", Type: o.TypeInt, Unit: "B", Default: int64(512), Min: o.Bound(64), Max: o.Bound(9216), Description: "Stardust's packets (§6.3: 512 B)"},
+		{Name: "cell_bytes", Type: o.TypeInt, Unit: "B", Default: int64(512), Min: o.Bound(32), Max: o.Bound(4096), Description: "cell payload bound (App. D: 512 B)"},
+		{Name: "credit_bytes", Type: o.TypeInt, Unit: "B", Default: int64(4096), Min: o.Bound(256), Max: o.Bound(1 << 20), Description: "data one credit releases (§6.3: 4 KB)"},
+		{Name: "speed_up", Type: o.TypeFloat, Unit: "1", Default: 0.03, Min: o.Bound(0), Max: o.Bound(1), Description: "credit rate above the port rate (§6.3: 3%)"},
+		{Name: "packet_bytes", Type: o.TypeInt, Unit: "B", Default: int64(9000), Min: o.Bound(64), Max: o.Bound(9216), Description: "packet fabric's packets (§6.3: 9000 B)"},
+		{Name: "link_m", Type: o.TypeFloat, Unit: "m", Default: 100.0, Min: o.Bound(0), Max: o.Bound(100000), Description: "fibre length of every fabric link, at 5 ns/m"},
+		// Ours, as stardust-incast's.
+		{Name: "switch_buffer_kb", Type: o.TypeFloat, Unit: "KB", Default: 128.0, Min: o.Bound(10), Max: o.Bound(1e6), Description: "packet fabric: drop-tail buffer of every switch output, 1024 B a KB"},
+		{Name: "init_window", Type: o.TypeInt, Unit: "packets", Default: int64(10), Min: o.Bound(1), Max: o.Bound(1000), Description: "packet fabric: a sender's first window"},
+		{Name: "rto", Type: o.TypeDuration, Default: time.Millisecond, Min: o.Bound(1e-6), Max: o.Bound(1), Description: "packet fabric: retransmission timeout"},
+		{Name: "warmup", Type: o.TypeDuration, Default: time.Millisecond, Min: o.Bound(0), Max: o.Bound(1), Description: "simulated time before measuring"},
+		{Name: "measure", Type: o.TypeDuration, Default: 10 * time.Millisecond, Min: o.Bound(1e-4), Max: o.Bound(10), Description: "simulated time measured"},
+	}
+}
+
+// PermutationTables are the recipe's tables and figure.
+func PermutationTables() []results.Table {
+	return []results.Table{
+		{Name: "permutation_flows", Title: "Per-flow throughput (Fig. 10a)", Description: "One row per fabric and flow, in increasing order of throughput.",
+			Fields: []results.Field{
+				{Name: "fabric", Type: "string", Description: "stardust or packet (ECMP)"},
+				{Name: "rank", Type: "integer", Description: "1 is the slowest flow"},
+				{Name: "src_port", Type: "integer"}, {Name: "dst_port", Type: "integer"},
+				{Name: "throughput_gbps", Type: "number", Unit: "Gb/s"},
+				{Name: "utilisation", Type: "number", Unit: "1", Description: "over the port rate"},
+			},
+			Figures: []results.Figure{{Name: "fig10a-permutation", Title: "Per-flow throughput, permutation",
+				Caption: "As Stardust Fig. 10(a): every flow's throughput in increasing order, Stardust against ECMP on a packet-switched fabric of the same shape, from the model.",
+				Kind:    results.Line, X: "rank", Y: "throughput_gbps", Series: []string{"fabric"},
+				XLabel: "Flow (by throughput)", YLabel: "Throughput (Gb/s)"}}},
+		{Name: "permutation_points", Title: "Per fabric", Description: "One row per fabric.",
+			Fields: []results.Field{
+				{Name: "fabric", Type: "string"},
+				{Name: "flows", Type: "integer"},
+				{Name: "mean_utilisation", Type: "number", Unit: "1"},
+				{Name: "min_gbps", Type: "number", Unit: "Gb/s"}, {Name: "median_gbps", Type: "number", Unit: "Gb/s"},
+				{Name: "share_at_94pct", Type: "number", Unit: "1", Description: "flows at 0.944 of the port rate or more (§6.3: 9.44 Gb/s of 10)"},
+				{Name: "jain", Type: "number", Unit: "1", Description: "Jain's index over the flows' throughputs"},
+				{Name: "lost", Type: "integer", Description: "cells lost (stardust) or packets dropped (packet)"},
+				{Name: "fci_cells", Type: "integer", Description: "stardust: cells that arrived marked FCI"},
+			}},
+	}
+}
+
+// PermutationPoint is one fabric's result.
+type PermutationPoint struct {
+	Flows           int     `json:"flows"`
+	MeanUtilisation float64 `json:"mean_utilisation"`
+	MinGbps         float64 `json:"min_gbps"`
+	MedianGbps      float64 `json:"median_gbps"`
+	ShareAt94       float64 `json:"share_at_94pct"`
+	Jain            float64 `json:"jain"`
+	Lost            int64   `json:"lost"`
+	FCICells        int64   `json:"fci_cells"`
+}
+
+// PermutationSummary is summary.json.
+type PermutationSummary struct {
+	Partial   bool                        `json:"partial"`
+	ModelOnly bool                        `json:"model_only"`
+	Fabric    string                      `json:"fabric"`
+	Fabrics   map[string]PermutationPoint `json:"fabrics"`
+	// CellsLost is what Stardust lost.
+	CellsLost int64 `json:"cells_lost"`
+}
+
+func permutationConfig(p *o.Params) (sm.Config, error) {
+	c := sm.Default()
+	c.FAs, c.FEs, c.PortsPerFA = int(p.Int("fas")), int(p.Int("fes")), int(p.Int("ports_per_fa"))
+	c.LinksPerFA, c.Groups, c.Stages = c.PortsPerFA, 1, 1
+	c.PortBps = p.Float("gbps") * 1e9
+	c.LinkBps = c.PortBps
+	c.CellBytes, c.CreditBytes = int(p.Int("cell_bytes")), int(p.Int("credit_bytes"))
+	c.SpeedUp = p.Float("speed_up")
+	c.PacketBytes = int(p.Int("sd_packet_bytes"))
+	c.PropDelay = time.Duration(p.Float("link_m") * 5)
+	c.Load = 0
+	return c, c.Validate()
+}
+
+// derangement maps every port to a port of another FA, each taken once:
+// a uniformly random one if one of the first thousand permutations drawn
+// is, else every FA's ports to a random other FA's, shuffled (few FAs of
+// many ports make the first rare).
+func derangement(r *rand.Rand, fas, per int) []int {
+	n := fas * per
+	for range 1000 {
+		d := r.Perm(n)
+		ok := true
+		for i, j := range d {
+			if i/per == j/per {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return d
+		}
+	}
+	shift := 1 + r.IntN(fas-1)
+	d := make([]int, n)
+	for f := 0; f < fas; f++ {
+		to := (f + shift) % fas
+		for j, k := range r.Perm(per) {
+			d[f*per+j] = to*per + k
+		}
+	}
+	return d
+}
+
+// Plan implements Recipe. It touches no device.
+func (r *Permutation) Plan(pc *o.PlanContext) (*o.Plan, error) {
+	p := pc.Params
+	c, err := permutationConfig(p)
+	if err != nil {
+		return nil, o.Inputf("%s: the fabric's parameters: %v", PermutationName, err)
+	}
+	po := sm.PacketOpts{BufferBytes: int(p.Float("switch_buffer_kb") * 1024), InitWindow: int(p.Int("init_window")), RTO: p.Duration("rto")}
+	desc := fmt.Sprintf("%d FAs x %d host ports and %d links of %g Gb/s to %d FEs; Stardust: %d B packets, %d B cells, %d B credits, speed-up %g; packet fabric: ECMP per flow, %d B packets, %d B drop-tail buffers, first window %d, RTO %v; %v links",
+		c.FAs, c.PortsPerFA, c.LinksPerFA, c.PortBps/1e9, c.FEs, c.PacketBytes, c.CellBytes, c.CreditBytes, c.SpeedUp, p.Int("packet_bytes"), po.BufferBytes, po.InitWindow, po.RTO, c.PropDelay)
+	var mu sync.Mutex
+	sum := PermutationSummary{ModelOnly: true, Fabric: desc, Fabrics: map[string]PermutationPoint{}}
+	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: PermutationTables(),
+		Bindings: []o.Binding{{Role: "fabric", Resource: "simlab/stardustmodel", Detail: "the cell-level model and its packet-switched fabric alone (model_only): " + desc}},
+		Summary: func(partial bool) (any, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			s := sum
+			s.Partial = partial || len(s.Fabrics) < 2
+			return s, nil
+		}}
+	slot := c.SlotSeconds()
+	warm := int64(p.Duration("warmup").Seconds() / slot)
+	meas := max(1, int64(p.Duration("measure").Seconds()/slot))
+	// Long flows: more than the port carries in the whole run.
+	bytes := int64(2 * c.PortBps / 8 * float64(warm+meas) * slot)
+	for _, fabric := range []string{"stardust", "packet"} {
+		plan.Steps = append(plan.Steps, &o.Step{Name: fabric, Action: "simulate", Note: fmt.Sprintf("%d + %d cell times of %.1f ns", warm, meas, slot*1e9),
+			Run: func(ctx context.Context, rc *o.RunContext) error {
+				dst := derangement(rand.New(rand.NewPCG(rc.Seed, 0x9e)), c.FAs, c.PortsPerFA)
+				var run func(int64)
+				var delivered func(int) int64
+				var lost, fci func() int64
+				switch fabric {
+				case "stardust":
+					m, err := sm.New(c, rand.New(rand.NewPCG(rc.Seed, 0x5d)))
+					if err != nil {
+						return err
+					}
+					for src, d := range dst {
+						if _, err := m.AddFlow(src/c.PortsPerFA, d, 0, bytes, c.PacketBytes); err != nil {
+							return err
+						}
+					}
+					run, delivered = m.Run, m.FlowDelivered
+					lost = func() int64 { return m.S.CellsLost + m.S.CellsLostFailed + m.S.CellsNoRoute }
+					fci = func() int64 { return m.S.FCICells }
+				default:
+					f, err := sm.NewPacketFabric(c, po, rand.New(rand.NewPCG(rc.Seed, 0xec)))
+					if err != nil {
+						return err
+					}
+					for src, d := range dst {
+						if _, err := f.AddFlow(src/c.PortsPerFA, d, bytes, int(p.Int("packet_bytes"))); err != nil {
+							return err
+						}
+					}
+					run, delivered = f.Run, f.FlowDelivered
+					lost = func() int64 { return f.Drops }
+					fci = func() int64 { return 0 }
+				}
+				step := func(n int64) error {
+					for n > 0 {
+						if err := ctx.Err(); err != nil {
+							return err
+						}
+						k := min(n, 1000)
+						run(k)
+						n -= k
+					}
+					return nil
+				}
+				if err := step(warm); err != nil {
+					return err
+				}
+				start := make([]int64, len(dst))
+				for i := range dst {
+					start[i] = delivered(i)
+				}
+				lost0, fci0 := lost(), fci()
+				if err := step(meas); err != nil {
+					return err
+				}
+				type fl struct {
+					src, dst int
+					gbps     float64
+				}
+				var fs []fl
+				var g []float64
+				for i, d := range dst {
+					v := float64(delivered(i)-start[i]) * 8 / (float64(meas) * slot) / 1e9
+					fs = append(fs, fl{i, d, v})
+					g = append(g, v)
+				}
+				slices.SortStableFunc(fs, func(a, b fl) int {
+					switch {
+					case a.gbps < b.gbps:
+						return -1
+					case a.gbps > b.gbps:
+						return 1
+					}
+					return 0
+				})
+				t, err := rc.Table("permutation_flows")
+				if err != nil {
+					return err
+				}
+				port := c.PortBps / 1e9
+				pt := PermutationPoint{Flows: len(fs), MinGbps: fs[0].gbps, MedianGbps: fs[len(fs)/2].gbps, Jain: Jain(g), Lost: lost() - lost0, FCICells: fci() - fci0}
+				for k, f := range fs {
+					if err := t.Write(fabric, k+1, f.src, f.dst, f.gbps, f.gbps/port); err != nil {
+						return err
+					}
+					pt.MeanUtilisation += f.gbps / port / float64(len(fs))
+					if f.gbps >= 0.944*port {
+						pt.ShareAt94 += 1 / float64(len(fs))
+					}
+				}
+				pp, err := rc.Table("permutation_points")
+				if err != nil {
+					return err
+				}
+				var fciv any
+				if fabric == "stardust" {
+					fciv = pt.FCICells
+				}
+				if err := pp.Write(fabric, pt.Flows, pt.MeanUtilisation, pt.MinGbps, pt.MedianGbps, pt.ShareAt94, pt.Jain, pt.Lost, fciv); err != nil {
+					return err
+				}
+				rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("%s: mean utilisation %.3f, slowest flow %.2f Gb/s, median %.2f, %.0f%% of flows at 94%% or more, %d lost",
+					fabric, pt.MeanUtilisation, pt.MinGbps, pt.MedianGbps, 100*pt.ShareAt94, pt.Lost)})
+				mu.Lock()
+				defer mu.Unlock()
+				sum.Fabrics[fabric] = pt
+				if fabric == "stardust" {
+					sum.CellsLost = pt.Lost
+				}
+				return nil
+			}})
+	}
+	return plan, nil
+}

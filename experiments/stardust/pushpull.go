@@ -1,0 +1,274 @@
+package stardust
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	o "testbed/orchestrator"
+	"testbed/results"
+	sm "testbed/simlab/stardustmodel"
+)
+
+// PushPullName is the recipe's name on the command line.
+const PushPullName = "stardust-pushpull"
+
+// PushPull is the stardust-pushpull recipe (§5.2, Fig. 7; App. F, Fig. 12).
+type PushPull struct{}
+
+// NewPushPull returns the recipe.
+func NewPushPull() *PushPull { return &PushPull{} }
+
+// Name implements Recipe.
+func (*PushPull) Name() string { return PushPullName }
+
+// Version implements Recipe.
+func (*PushPull) Version() string { return "1.0.0" }
+
+// Summary implements Recipe.
+func (*PushPull) Summary() string {
+	return "Stardust push against pull: §5.2's two ports behind a congested middle stage, without and with traffic classes (Figs. 7 and 12); model only"
+}
+
+// Description implements Recipe.
+func (*PushPull) Description() string {
+	return `§5.2's example: a destination device D with two host ports, A and B, of port_gbps each;
+a first input device sends port_gbps towards A and port_gbps towards B, a second
+port_gbps towards A. Between them a middle stage of two FEs (switches), one link of
+port_gbps' data from each to every device, so D's way in carries two ports' worth.
+Scenario fig7: all one class; fig12 (App. F): the flows to A high, the flow to B low.
+
+Two fabrics, both in simlab/stardustmodel. Pull (Stardust): A's and B's egress
+schedulers each hand out a port's worth of credits, by strict priority then round robin,
+and the sources send only what they were granted, sprayed over both links. Push (a
+packet fabric of the same shape): every flow sent at the port rate with no congestion
+control (a burst shorter than it reacts in), each packet on a random link (load balancing
+as good as it gets), every switch output a drop-tail buffer of switch_buffer_kb per class,
+served by strict priority. Reported per scenario and fabric: what A and B receive over
+measure after warmup, B's share of what was sent to it, and what the fabric lost.
+The Stardust fabric's links run fast enough that a link carries fabric_speedup x
+port_gbps of data after cell headers; the packet fabric's run at port_gbps. What D
+receives is counted at D (the pull fabric's cells, the push fabric's packets past the
+middle stage), at most a port's rate each. No device is used (model_only in the
+summary). Writes data/pushpull_ports.csv.`
+}
+
+// Params implements Recipe.
+func (*PushPull) Params() []o.ParamSpec {
+	return []o.ParamSpec{
+		// §5.2: 100GE ports.
+		{Name: "port_gbps", Type: o.TypeFloat, Unit: "Gb/s", Default: 100.0, Min: o.Bound(1), Max: o.Bound(1000), Description: "rate of A, B and every source (§5.2: 100GE)"},
+		{Name: "packet_bytes", Type: o.TypeInt, Unit: "B", Default: int64(1500), Min: o.Bound(64), Max: o.Bound(9216), Description: "packet size, both fabrics"},
+		{Name: "cell_bytes", Type: o.TypeInt, Unit: "B", Default: int64(256), Min: o.Bound(32), Max: o.Bound(4096), Description: "Stardust cell payload bound (§3.2: 256 B)"},
+		{Name: "credit_bytes", Type: o.TypeInt, Unit: "B", Default: int64(4096), Min: o.Bound(256), Max: o.Bound(1 << 20), Description: "data one credit releases (§6.3: 4 KB)"},
+		{Name: "speed_up", Type: o.TypeFloat, Unit: "1", Default: 0.03, Min: o.Bound(0), Max: o.Bound(1), Description: "credit rate above the port rate (§6.3: 3%)"},
+		// §5.5: a Stardust fabric has a speed-up; 5% is ours. At 1 the
+		// links into D carry exactly two ports' worth and FCI holds them
+		// below it (the README says how far).
+		{Name: "fabric_speedup", Type: o.TypeFloat, Unit: "1", Default: 1.05, Min: o.Bound(1), Max: o.Bound(4), Description: "a pull link carries this many ports' worth of data after cell headers (§5.5's fabric speed-up)"},
+		{Name: "link_m", Type: o.TypeFloat, Unit: "m", Default: 100.0, Min: o.Bound(0), Max: o.Bound(100000), Description: "fibre length of every fabric link, at 5 ns/m"},
+		// Ours, as stardust-incast's.
+		{Name: "switch_buffer_kb", Type: o.TypeFloat, Unit: "KB", Default: 128.0, Min: o.Bound(10), Max: o.Bound(1e6), Description: "push fabric: drop-tail buffer of every switch output per class, 1024 B a KB"},
+		{Name: "warmup", Type: o.TypeDuration, Default: 50 * time.Microsecond, Min: o.Bound(0), Max: o.Bound(1), Description: "simulated time before measuring"},
+		{Name: "measure", Type: o.TypeDuration, Default: 500 * time.Microsecond, Min: o.Bound(1e-6), Max: o.Bound(1), Description: "simulated time measured"},
+	}
+}
+
+// PushPullTables are the recipe's table and figures.
+func PushPullTables() []results.Table {
+	fig := func(sc, title, caption string) results.Figure {
+		return results.Figure{Name: sc + "-pushpull", Title: title, Caption: caption, Kind: results.Bar,
+			X: "port", Y: "delivered_gbps", Series: []string{"fabric"}, Where: []results.Cond{{Column: "scenario", Value: sc}},
+			XLabel: "Destination port", YLabel: "Received (Gb/s)"}
+	}
+	return []results.Table{
+		{Name: "pushpull_ports", Title: "What A and B receive", Description: "One row per scenario, fabric and destination port.",
+			Fields: []results.Field{
+				{Name: "scenario", Type: "string", Description: "fig7 (one class) or fig12 (A high, B low)"},
+				{Name: "fabric", Type: "string", Description: "pull (Stardust) or push (packet fabric)"},
+				{Name: "port", Type: "string", Description: "A or B"},
+				{Name: "offered_gbps", Type: "number", Unit: "Gb/s", Description: "sent towards the port"},
+				{Name: "delivered_gbps", Type: "number", Unit: "Gb/s", Description: "received by the port's device"},
+				{Name: "share", Type: "number", Unit: "1", Description: "delivered over the port's rate"},
+				{Name: "lost", Type: "integer", Description: "packets dropped (push) or cells lost (pull) of the port's flows"},
+			},
+			Figures: []results.Figure{
+				fig("fig7", "Push against pull, one class (Fig. 7)", "§5.2: A is sent two ports' worth, B one; the push fabric's middle stage drops B's traffic with A's, the pull fabric's credits admit only what A and B drain."),
+				fig("fig12", "Push against pull, traffic classes (Fig. 12)", "App. F: A's traffic high, B's low; the push fabric's middle stage serves the high class first and drops B's, the pull fabric's schedulers credit A and B apart."),
+			}},
+	}
+}
+
+// PushPullPoint is one scenario on one fabric, Gb/s.
+type PushPullPoint struct {
+	AGbps     float64 `json:"a_gbps"`
+	BGbps     float64 `json:"b_gbps"`
+	TotalGbps float64 `json:"total_gbps"`
+	// BShare is B's received over what it was sent (§5.2: 66% pushed).
+	BShare float64 `json:"b_share"`
+	Lost   int64   `json:"lost"`
+}
+
+// PushPullSummary is summary.json, keyed scenario then fabric.
+type PushPullSummary struct {
+	Partial   bool                                `json:"partial"`
+	ModelOnly bool                                `json:"model_only"`
+	Scenarios map[string]map[string]PushPullPoint `json:"scenarios"`
+	// PullOverPush is the total pull delivers over push's, per scenario
+	// (App. F: twice with classes).
+	PullOverPush map[string]float64 `json:"pull_over_push"`
+}
+
+// Plan implements Recipe. It touches no device.
+func (r *PushPull) Plan(pc *o.PlanContext) (*o.Plan, error) {
+	p := pc.Params
+	c := sm.Default()
+	c.FAs, c.FEs, c.LinksPerFA, c.PortsPerFA, c.Groups, c.Stages = 3, 2, 2, 2, 1, 1
+	c.PortBps = p.Float("port_gbps") * 1e9
+	c.CellBytes, c.CreditBytes, c.SpeedUp = int(p.Int("cell_bytes")), int(p.Int("credit_bytes")), p.Float("speed_up")
+	c.PacketBytes = int(p.Int("packet_bytes"))
+	c.PropDelay = time.Duration(p.Float("link_m") * 5)
+	c.Load, c.Priorities = 0, 2
+	// A pull link carries a port's data after cell headers; a push link
+	// a port's rate.
+	c.LinkBps = p.Float("fabric_speedup") * c.PortBps * float64(c.CellBytes+c.CellHeaderBytes+c.LinkOverheadBytes) / float64(c.CellBytes)
+	if err := c.Validate(); err != nil {
+		return nil, o.Inputf("%s: the fabric's parameters: %v", PushPullName, err)
+	}
+	pc2 := c
+	pc2.LinkBps, pc2.Priorities = c.PortBps, 1
+	po := sm.PacketOpts{BufferBytes: int(p.Float("switch_buffer_kb") * 1024), InitWindow: 1, RTO: time.Second, OpenLoop: true, Spray: true, Classes: 2}
+	var mu sync.Mutex
+	sum := PushPullSummary{ModelOnly: true, Scenarios: map[string]map[string]PushPullPoint{}, PullOverPush: map[string]float64{}}
+	steps := 0
+	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: PushPullTables(),
+		Bindings: []o.Binding{{Role: "fabric", Resource: "simlab/stardustmodel", Detail: fmt.Sprintf("the cell-level model and its packet-switched fabric alone (model_only): 3 devices of 2 x %g Gb/s ports, 2 links each to 2 FEs", c.PortBps/1e9)}},
+		Summary: func(partial bool) (any, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			s := sum
+			s.Partial = partial || steps < 4
+			return s, nil
+		}}
+	// D is FA 0 (A port 0, B port 1); the first input device FA 1, the
+	// second FA 2.
+	type flow struct{ src, port, prio int }
+	for _, sc := range []string{"fig7", "fig12"} {
+		bPrio := 0
+		if sc == "fig12" {
+			bPrio = 1
+		}
+		flows := []flow{{1, 0, 0}, {1, 1, bPrio}, {2, 0, 0}}
+		for _, fabric := range []string{"pull", "push"} {
+			plan.Steps = append(plan.Steps, &o.Step{Name: sc + " " + fabric, Action: "simulate",
+				Run: func(ctx context.Context, rc *o.RunContext) error {
+					cfg := c
+					if fabric == "push" {
+						cfg = pc2
+					}
+					slot := cfg.SlotSeconds()
+					warm := int64(p.Duration("warmup").Seconds() / slot)
+					meas := max(1, int64(p.Duration("measure").Seconds()/slot))
+					bytes := int64(2 * cfg.PortBps / 8 * float64(warm+meas) * slot)
+					var run func(int64)
+					var delivered func(int) int64
+					var lostOf func(int) int64
+					switch fabric {
+					case "pull":
+						m, err := sm.New(cfg, rand.New(rand.NewPCG(rc.Seed, 0x5d)))
+						if err != nil {
+							return err
+						}
+						for _, f := range flows {
+							if _, err := m.AddFlow(f.src, f.port, f.prio, bytes, cfg.PacketBytes); err != nil {
+								return err
+							}
+						}
+						run, delivered = m.Run, m.FlowDelivered
+						lostOf = func(int) int64 { return m.S.CellsLost + m.S.CellsLostFailed + m.S.CellsNoRoute }
+					default:
+						f, err := sm.NewPacketFabric(cfg, po, rand.New(rand.NewPCG(rc.Seed, 0xec)))
+						if err != nil {
+							return err
+						}
+						for _, fl := range flows {
+							if _, err := f.AddFlowClass(fl.src, fl.port, fl.prio, bytes, cfg.PacketBytes); err != nil {
+								return err
+							}
+						}
+						run, delivered, lostOf = f.Run, f.FlowDelivered, f.FlowDrops
+					}
+					step := func(n int64) error {
+						for n > 0 {
+							if err := ctx.Err(); err != nil {
+								return err
+							}
+							k := min(n, 1000)
+							run(k)
+							n -= k
+						}
+						return nil
+					}
+					if err := step(warm); err != nil {
+						return err
+					}
+					d0 := make([]int64, len(flows))
+					l0 := make([]int64, len(flows))
+					for i := range flows {
+						d0[i], l0[i] = delivered(i), lostOf(i)
+					}
+					if err := step(meas); err != nil {
+						return err
+					}
+					gbps := func(b int64) float64 { return float64(b) * 8 / (float64(meas) * slot) / 1e9 }
+					var got [2]float64
+					var lost [2]int64
+					var offered [2]float64
+					for i, f := range flows {
+						got[f.port] += gbps(delivered(i) - d0[i])
+						offered[f.port] += cfg.PortBps / 1e9
+						if fabric == "push" {
+							lost[f.port] += lostOf(i) - l0[i]
+						}
+					}
+					if fabric == "pull" {
+						lost[0] = lostOf(0) - l0[0] // the fabric's, all flows
+					}
+					// A port drains at its rate: what it receives beyond
+					// that waits (pull) or is dropped at its egress (push).
+					port := cfg.PortBps / 1e9
+					t, err := rc.Table("pushpull_ports")
+					if err != nil {
+						return err
+					}
+					pt := PushPullPoint{AGbps: min(got[0], port), BGbps: min(got[1], port)}
+					pt.TotalGbps = pt.AGbps + pt.BGbps
+					pt.BShare = pt.BGbps / offered[1]
+					pt.Lost = lost[0] + lost[1]
+					for k, name := range []string{"A", "B"} {
+						if err := t.Write(sc, fabric, name, offered[k], min(got[k], port), min(got[k], port)/port, lost[k]); err != nil {
+							return err
+						}
+					}
+					rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("%s %s: A %.1f Gb/s, B %.1f Gb/s (%.0f%% of what it was sent), %d lost",
+						sc, fabric, pt.AGbps, pt.BGbps, 100*pt.BShare, pt.Lost)})
+					mu.Lock()
+					defer mu.Unlock()
+					if sum.Scenarios[sc] == nil {
+						sum.Scenarios[sc] = map[string]PushPullPoint{}
+					}
+					sum.Scenarios[sc][fabric] = pt
+					if pu, ok := sum.Scenarios[sc]["pull"]; ok {
+						if ps, ok := sum.Scenarios[sc]["push"]; ok && ps.TotalGbps > 0 {
+							sum.PullOverPush[sc] = pu.TotalGbps / ps.TotalGbps
+						}
+					}
+					steps++
+					return nil
+				}})
+		}
+	}
+	return plan, nil
+}
