@@ -55,6 +55,7 @@ type HostNet struct {
 	listeners map[netip.AddrPort]*hostListener
 	nextPort  int
 	nconn     uint64
+	bulk      bulkState // iperf3 flows (bulk.go)
 }
 
 // NewHostNet makes an empty host network over the switch fibres paths

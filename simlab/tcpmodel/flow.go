@@ -137,6 +137,7 @@ type flowSim struct {
 	now       int64
 	nextSamp  int64
 	dels      []lgmodel.Delivery
+	retired   lgmodel.Result // the link's counters of runs retired
 
 	frame     int
 	segs      []segment

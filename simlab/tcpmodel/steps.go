@@ -77,6 +77,7 @@ func (f *flowSim) advanceLink(now int64) {
 			f.delivery(e, d)
 		}
 		if i < len(f.epochs)-1 && e.sim.Quiet() {
+			f.retired = addResult(f.retired, e.sim.Result())
 			for _, b := range e.bytes {
 				f.leftBytes += int64(b)
 				f.res.LinkLost++
@@ -167,8 +168,47 @@ func (fl *Flow) Result() FlowResult {
 	return r
 }
 
-// SentBytes is the payload the sender has put on its link (new data
-// and retransmissions), as a socket's bytes_sent counts it.
-func (fl *Flow) SentBytes() int64 {
-	return int64(fl.f.next+int(fl.f.res.Retransmits)) * int64(fl.f.c.MSS)
+// SentBytes is the new data the sender has sent (what iperf3 counts as
+// written), retransmissions not included.
+func (fl *Flow) SentBytes() int64 { return int64(fl.f.next) * int64(fl.f.c.MSS) }
+
+// Cwnd and SRTT are the sender's congestion window (bytes) and smoothed
+// round-trip time now, as TCP_INFO reports them.
+func (fl *Flow) Cwnd() float64       { return fl.f.cc.Cwnd() }
+func (fl *Flow) SRTT() time.Duration { return time.Duration(fl.f.srtt) }
+
+// addResult adds a run's counters to a total.
+func addResult(t, r lgmodel.Result) lgmodel.Result {
+	t.FramesSent += r.FramesSent
+	t.Transmissions += r.Transmissions
+	t.Copies += r.Copies
+	t.Dummies += r.Dummies
+	t.Corrupted += r.Corrupted
+	t.Delivered += r.Delivered
+	t.Lost += r.Lost
+	t.Timeouts += r.Timeouts
+	t.BufferDrops += r.BufferDrops
+	t.TxBufferDrops += r.TxBufferDrops
+	t.PauseFrames += r.PauseFrames
+	t.MaxTxBufferBytes = max(t.MaxTxBufferBytes, r.MaxTxBufferBytes)
+	t.MaxRxBufferBytes = max(t.MaxRxBufferBytes, r.MaxRxBufferBytes)
+	return t
 }
+
+// LinkCounters are the link's counters for the flow's frames so far,
+// over every run of the link (lgmodel.Result's counts and maxima; its
+// duration and rates are not filled), the buffers now, and the mode the
+// newest run protects with. An emulated switch adds them to its ports'
+// counters and queues.
+func (fl *Flow) LinkCounters() (total lgmodel.Result, txBytes, rxBytes int64, mode lgmodel.Mode) {
+	total = fl.f.retired
+	for _, e := range fl.f.epochs {
+		total = addResult(total, e.sim.Result())
+		t, r, _ := e.sim.Buffers()
+		txBytes, rxBytes = txBytes+t, rxBytes+r
+	}
+	return total, txBytes, rxBytes, fl.f.epochs[len(fl.f.epochs)-1].cfg.Mode
+}
+
+// FrameBytes is the flow's frame on the link (FCS included).
+func (fl *Flow) FrameBytes() int { return fl.f.frame }
