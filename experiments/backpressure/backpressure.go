@@ -135,7 +135,7 @@ type Phase struct {
 	PauseFrames       int64   `json:"pause_frames"`
 	FCSErrors         int64   `json:"fcs_errors"`
 	Timeouts          int64   `json:"timeouts"`
-	Retransmits       int64   `json:"retransmits,omitempty"` // flow=tcp
+	Retransmits       int64   `json:"retransmits"` // flow=tcp (0 for the line-rate flow)
 }
 
 // Run is one flow's summary.
@@ -144,7 +144,7 @@ type Run struct {
 	// Retransmits its sender's retransmissions in all.
 	Flow            string  `json:"flow"`
 	CC              string  `json:"cc,omitempty"`
-	Retransmits     int64   `json:"retransmits,omitempty"`
+	Retransmits     int64   `json:"retransmits"`
 	AttenuationDB   float64 `json:"attenuation_db"`
 	ActualLoss      float64 `json:"actual_loss"`
 	RetxCopies      int     `json:"retx_copies"`
