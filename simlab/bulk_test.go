@@ -70,6 +70,16 @@ func TestSimulatedIperf3FollowsTheSwitchesClock(t *testing.T) {
 	if _, err := h1.Run(ctx, "iperf3 -c 10.0.0.2 -t 1 -C reno"); err == nil || !strings.Contains(err.Error(), "dctcp, cubic and bbr") {
 		t.Errorf("an unknown congestion control: %v", err)
 	}
+	for cmd, want := range map[string]string{
+		"iperf3 -s":                        "runs clients only",
+		"iperf3 -c 10.0.0.2 -t 0.5":        "whole seconds",
+		"iperf3 -c 10.0.0.2 -u":            "option \"-u\" is not offered",
+		"iperf3 -c 10.9.9.9 -t 1 -C cubic": "no other simulated host has 10.9.9.9",
+	} {
+		if _, err := h1.Run(ctx, cmd); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v (expected %q)", cmd, err, want)
+		}
+	}
 	var xe *host.ExitError
 	if _, err := h1.Run(ctx, "pgrep -x iperf3"); !errors.As(err, &xe) || xe.Status != 1 {
 		t.Errorf("pgrep with no flow running: %v", err)

@@ -104,6 +104,8 @@ func parseIperf(args []string) (iperfArgs, error) {
 		case "--get-server-output":
 			a.srv = true
 			continue
+		case "-s", "--server", "-D", "--daemon":
+			return a, fmt.Errorf("the simulated iperf3 runs clients only (-c <address>); its server side needs no process")
 		case "-c", "--client", "-t", "--time", "-i", "--interval", "-C", "--congestion", "-p", "--port":
 			if v, err = val(); err != nil {
 				return a, err
