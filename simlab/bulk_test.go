@@ -165,4 +165,39 @@ func TestSimulatedIperf3FollowsTheSwitchesClock(t *testing.T) {
 	if r, err := h1.Run(ctx, "pgrep -x iperf3"); err == nil {
 		t.Errorf("pgrep after the flow: %q", r.Stdout)
 	}
+	// Without -J: iperf3's interval lines and its two summary lines, the
+	// receiver's total the sum of what the server got.
+	go func() {
+		r, err := h1.Run(ctx, fmt.Sprintf("iperf3 -c %s -t 1 -i 0.5 -C dctcp", dst))
+		done <- out{r, err}
+	}()
+	for {
+		if r, err := h1.Run(ctx, "pgrep -x iperf3"); err == nil && strings.TrimSpace(r.Stdout) != "" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t1, err := sw1.Clock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for at := 100 * time.Millisecond; at <= 1100*time.Millisecond; at += 100 * time.Millisecond {
+		if _, err := sw1.WaitClock(ctx, t1+at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o = <-done
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	lines := strings.Split(strings.TrimSpace(o.r.Stdout), "\n")
+	var intervals int
+	for _, l := range lines {
+		if strings.HasPrefix(l, "[  5]   0.00-0.50 ") || strings.HasPrefix(l, "[  5]   0.50-1.00 ") {
+			intervals++
+		}
+	}
+	if intervals != 2 || !strings.Contains(o.r.Stdout, "Gbits/sec") || !strings.Contains(o.r.Stdout, " receiver\n") || lines[len(lines)-1] != "iperf Done." {
+		t.Errorf("iperf3 text output:\n%s", o.r.Stdout)
+	}
 }
