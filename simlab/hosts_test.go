@@ -76,7 +76,7 @@ func TestSimulatedHostIdentityRunAndUpload(t *testing.T) {
 	}
 	// Anything else fails as a missing command would, saying what runs.
 	var xe *host.ExitError
-	_, err = h.Run(ctx, "iperf3 -c 10.0.0.2")
+	_, err = h.Run(ctx, "ping -c 1 10.0.0.2")
 	if !errors.As(err, &xe) || xe.Status != 127 || !strings.Contains(xe.Stderr, "runs only") {
 		t.Errorf("an unknown command: %v", err)
 	}

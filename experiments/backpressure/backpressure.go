@@ -10,6 +10,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,7 +33,7 @@ func New() *Recipe { return &Recipe{} }
 func (*Recipe) Name() string { return Name }
 
 // Version implements Recipe; bump it when results would change.
-func (*Recipe) Version() string { return "1.0.0" }
+func (*Recipe) Version() string { return "1.1.0" }
 
 // Summary implements Recipe.
 func (*Recipe) Summary() string {
@@ -53,6 +55,10 @@ copies from Eq. 2 and, with backpressure on, the pause/resume thresholds of the 
 speed (off: thresholds 0). At duration_s the flow stops. Rates count each frame as
 frame_size plus preamble and gap. Frames lost while protected are the frames lost in the
 whole flow less the FCS errors of the loss phase (every corrupted frame is lost there).
+With flow=tcp the sending switch's generator stays idle: the host cabled to the sending
+switch runs one iperf3 flow with congestion control cc (iperf3 -C, as the paper's Appendix
+B.3) to the host cabled to the receiver across the link (tcp.go); the delivered rate is
+what the iperf3 server received per interval and retransmissions are the sender's.
 Writes data/timeseries.csv and a summary per link, backpressure setting and phase. The
 protection entries and thresholds found are restored, ports the run added are deleted and
 the VOA returns to its resting value, at the end or on abort.`
@@ -71,6 +77,10 @@ func (*Recipe) Params() []o.ParamSpec {
 		{Name: "interval", Type: o.TypeDuration, Default: 10 * time.Millisecond, Min: o.Bound(1e-5), Description: "polling interval of the sender's clock"},
 		{Name: "frame_size", Type: o.TypeInt, Unit: "B", Default: int64(1518), Min: o.Bound(128), Max: o.Bound(9216), Description: "L2 frame size including FCS (over 127 B, so data frames are told from dummies)"},
 		{Name: "dummy_pkt_max_count", Type: o.TypeInt, Default: int64(4), Min: o.Bound(0), Max: o.Bound(255), Description: "dummies the sender may send after each protected packet"},
+		{Name: "flow", Type: o.TypeString, Default: "line-rate", Description: "line-rate (the switch's packet generator) or tcp (an iperf3 flow between hosts)"},
+		{Name: "cc", Type: o.TypeString, Default: "dctcp", Description: "congestion control of the TCP flow (iperf3 -C): dctcp, cubic or bbr"},
+		{Name: "sender_host", Type: o.TypeString, Default: "", Description: "host sending the TCP flow (default: the first cabled to the sending switch)"},
+		{Name: "receiver_host", Type: o.TypeString, Default: "", Description: "host receiving it (default: the first cabled to the receiving switch)"},
 		{Name: "clean_db", Type: o.TypeFloat, Unit: "dB", Default: 0.0, Min: o.Bound(0), Description: "attenuation before the loss is switched on"},
 	}, lgbench.Params()...)
 }
@@ -94,6 +104,8 @@ func Table() results.Table {
 			{Name: "pause_frames", Type: "integer", Unit: "frames", Description: "pause frames the receiver sent"},
 			{Name: "fcs_errors", Type: "integer", Unit: "frames", Description: "frames the receiver took with an FCS error"},
 			{Name: "timeouts", Type: "integer", Description: "holes the receiver skipped by ackNoTimeout"},
+			{Name: "flow", Type: "string", Description: "line-rate, or the TCP flow's congestion control"},
+			{Name: "retransmits", Type: "integer", Unit: "segments", Description: "TCP retransmissions the sender counted in the interval (0 for the line-rate flow, which is not TCP)"},
 		},
 		// LinkGuardian Fig. 9: the flow's rate and the two buffers over
 		// time, with the receiver's backpressure on (9a) and off (9b).
@@ -123,10 +135,16 @@ type Phase struct {
 	PauseFrames       int64   `json:"pause_frames"`
 	FCSErrors         int64   `json:"fcs_errors"`
 	Timeouts          int64   `json:"timeouts"`
+	Retransmits       int64   `json:"retransmits"` // flow=tcp (0 for the line-rate flow)
 }
 
 // Run is one flow's summary.
 type Run struct {
+	// Flow is line-rate or tcp; CC the TCP flow's congestion control and
+	// Retransmits its sender's retransmissions in all.
+	Flow            string  `json:"flow"`
+	CC              string  `json:"cc,omitempty"`
+	Retransmits     int64   `json:"retransmits"`
 	AttenuationDB   float64 `json:"attenuation_db"`
 	ActualLoss      float64 `json:"actual_loss"`
 	RetxCopies      int     `json:"retx_copies"`
@@ -192,6 +210,22 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	if n := dur / interval.Seconds(); n > 1e6 {
 		return nil, o.Inputf("interval %v over duration_s %g is %.0f polls (at most 10^6)", interval, dur, n)
 	}
+	var hosts tcpHosts
+	flowKind, cc := p.String("flow"), p.String("cc")
+	switch flowKind {
+	case "line-rate":
+	case "tcp":
+		if !slices.Contains(CCs, cc) {
+			return nil, o.Inputf("cc %q: expected one of %s", cc, strings.Join(CCs, ", "))
+		}
+		if hosts, err = bindTCP(pc, links, p); err != nil {
+			return nil, err
+		}
+		binds = append(binds, o.Binding{Role: "tcp-flow", Resource: hosts.Sender + " -> " + hosts.Receiver,
+			Detail: fmt.Sprintf("iperf3 -C %s to %s across %s", cc, hosts.Dst, links[0].Link.Name)})
+	default:
+		return nil, o.Inputf("flow %q: expected line-rate or tcp", flowKind)
+	}
 	loss, target := p.Float("loss_rate"), p.Float("target_loss")
 	if loss <= target {
 		return nil, o.Inputf("loss_rate %g is not above target_loss %g: there is nothing to protect against", loss, target)
@@ -245,10 +279,15 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 			},
 		})
 		for _, bp := range bps {
+			stepDevs, source := devs, o.Setting{Device: l.Sender, Name: "pktgen", Value: fmt.Sprintf("%g s of %d B frames at line rate out of port %d", dur, fb, l.TxPort)}
+			if flowKind == "tcp" {
+				stepDevs = append(slices.Clone(devs), hosts.Sender, hosts.Receiver)
+				source = o.Setting{Device: hosts.Sender, Name: "iperf3", Value: iperfCommand(hosts.Dst, int64(dur), interval, cc)}
+			}
 			plan.Steps = append(plan.Steps, &o.Step{
-				Name: fmt.Sprintf("%s: flow, backpressure %s", l.Link.Name, bp), Action: "timeseries", Devices: devs,
+				Name: fmt.Sprintf("%s: flow, backpressure %s", l.Link.Name, bp), Action: "timeseries", Devices: stepDevs,
 				Settings: []o.Setting{
-					{Device: l.Sender, Name: "pktgen", Value: fmt.Sprintf("%g s of %d B frames at line rate out of port %d", dur, fb, l.TxPort)},
+					source,
 					{Device: l.VOA, Name: fmt.Sprintf("ch%d.attenuation", l.VOAChannel), Value: fmt.Sprintf("%g dB, calibrated at %g s", p.Float("clean_db"), lossOn), Unit: "dB"},
 					{Device: l.Sender, Name: "protection", Value: fmt.Sprintf("off, linkguardian at %g s", protOn)},
 					{Device: l.Receiver, Name: "backpressure", Value: bp},
@@ -259,7 +298,13 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 					}
 					f := flow{rc: rc, b: bench, l: l, cal: cal, bp: bp, fb: fb, interval: interval, target: target, cleanDB: p.Float("clean_db"),
 						lossOn: secs(lossOn), protOn: secs(protOn), dur: secs(dur), dummies: int(p.Int("dummy_pkt_max_count")), pktgenPort: int(p.Int("pktgen_port"))}
-					run, err := f.run(ctx)
+					var run Run
+					var err error
+					if flowKind == "tcp" {
+						run, err = f.runTCP(ctx, hosts, cc)
+					} else {
+						run, err = f.run(ctx)
+					}
 					if err != nil {
 						return err
 					}
@@ -294,7 +339,7 @@ type flow struct {
 
 func (f *flow) run(ctx context.Context) (Run, error) {
 	b, l := f.b, f.l
-	run := Run{AttenuationDB: f.cal.AttenuationDB, ActualLoss: f.cal.Loss, Phases: map[string]Phase{}}
+	run := Run{Flow: "line-rate", AttenuationDB: f.cal.AttenuationDB, ActualLoss: f.cal.Loss, Phases: map[string]Phase{}}
 	if err := f.rc.SetAttenuation(ctx, l.VOA, l.VOAChannel, f.cleanDB); err != nil {
 		return run, err
 	}
@@ -359,7 +404,7 @@ func (f *flow) run(ctx context.Context) (Run, error) {
 			delivered = float64(s.Delivered-prev.Delivered) * bits / dt / 1e9
 		}
 		if err := table.Write(name, l.Link.Name, f.bp, (s.Time - t0).Seconds(), phase, sent, delivered, s.TxBuffer, s.Reorder,
-			s.PauseFrames-prev.PauseFrames, s.RxFCS-prev.RxFCS, s.Timeouts-prev.Timeouts); err != nil {
+			s.PauseFrames-prev.PauseFrames, s.RxFCS-prev.RxFCS, s.Timeouts-prev.Timeouts, "line-rate", 0); err != nil {
 			return run, err
 		}
 		ph.MaxTxBufferBytes = max(ph.MaxTxBufferBytes, s.TxBuffer)

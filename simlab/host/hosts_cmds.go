@@ -14,7 +14,7 @@ import (
 
 // The commands "run" answers on a simulated host: enough for a recipe to
 // look at the host, nothing that would need a shell.
-var runCommands = []string{"true", "false", "echo", "hostname", "uname", "nproc", "sleep", "cat /proc/sys/<key>", "sysctl -n <key>", "ip route show [<selector>]"}
+var runCommands = []string{"true", "false", "echo", "hostname", "uname", "nproc", "sleep", "cat /proc/sys/<key>", "sysctl -n <key>", "ip route show [<selector>]", "iperf3 -c <address> ... (bulk.go)", "pgrep -x <name>"}
 
 func (h *SimHost) run(ctx context.Context, w, q string, stdout, stderr io.Writer) int {
 	secs, err := strconv.Atoi(w)
@@ -91,6 +91,10 @@ func (h *SimHost) run(ctx context.Context, w, q string, stdout, stderr io.Writer
 			return 127
 		}
 		return h.sysctlOp("sysctl-get", map[string]string{"C": "sysctl", "K": args[1]}, stdout, stderr)
+	case "iperf3":
+		return h.iperf3(ctx, args, time.Duration(secs)*time.Second, stdout, stderr)
+	case "pgrep":
+		return h.pgrep(args, stdout, stderr)
 	case "ip":
 		if len(args) < 2 || args[0] != "route" || (args[1] != "show" && args[1] != "list") {
 			fmt.Fprintf(stderr, "ip: the simulated host %s answers only \"ip route show [<selector>]\" in run\n", h.name)

@@ -56,6 +56,7 @@ type HostNet struct {
 	rdmaSrv   map[netip.AddrPort]*rdmaServer // ib_write_lat servers waiting, by address and -p port
 	nextPort  int
 	nconn     uint64
+	bulk      bulkState // iperf3 flows (bulk.go)
 }
 
 // NewHostNet makes an empty host network over the switch fibres paths

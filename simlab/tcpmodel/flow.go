@@ -124,21 +124,25 @@ type segment struct {
 }
 
 type flowSim struct {
-	c    FlowConfig
-	cc   CC
-	link *lgmodel.Sim
-	rng  *rand.Rand
+	c   FlowConfig
+	cc  CC
+	rng *rand.Rand
+	// The link: its runs, the newest taking new frames (steps.go).
+	epochs []*epoch
+	// stepped: the link's loss is the step's (lossNow), not c.Loss
+	// between LossFrom and LossTo.
+	stepped   bool
+	lossNow   float64
+	notBefore int64 // ps: new frames join the newest run from then
+	now       int64
+	nextSamp  int64
+	dels      []lgmodel.Delivery
+	retired   lgmodel.Result // the link's counters of runs retired
 
-	frame int
-	segs  []segment
-	next  int // next new segment
-	una   int // first not SACKed
-	// lgSeq -> (segment, bytes)
-	lgSeg     map[int64]int
-	lgBytes   map[int64]int
-	lgCE      map[int64]bool
-	maxDeliv  int64
-	deliv     int64 // lg originals delivered
+	frame     int
+	segs      []segment
+	next      int   // next new segment
+	una       int   // first not SACKed
 	offered   int64 // bytes offered to the link
 	leftBytes int64 // bytes delivered or lost by the link
 	acks      []ack
@@ -168,23 +172,40 @@ func RunFlow(c FlowConfig, r *rand.Rand) (FlowResult, error) {
 	if err != nil {
 		return FlowResult{}, err
 	}
-	switch {
-	case !(c.HostBps > 0) || c.Duration <= 0 || c.Sample <= 0 || c.AckDelay <= 0 || c.DupThresh < 1:
-		return FlowResult{}, fmt.Errorf("tcpmodel: flow %+v: expected a host rate, a duration, a sample interval, an ACK delay and a dupthresh", c)
-	case !(c.Loss >= 0 && c.Loss < 1):
-		return FlowResult{}, fmt.Errorf("tcpmodel: loss %g: expected in [0, 1)", c.Loss)
+	if c.Duration <= 0 {
+		return FlowResult{}, fmt.Errorf("tcpmodel: flow %+v: expected a duration", c)
 	}
-	link, err := lgmodel.NewOffered(c.Link, r)
+	f, err := newFlowSim(c, cc, r)
 	if err != nil {
 		return FlowResult{}, err
 	}
-	f := &flowSim{c: c, cc: cc, link: link, rng: r, frame: c.MSS + 70, lgSeg: map[int64]int{}, lgBytes: map[int64]int{}, lgCE: map[int64]bool{},
-		maxDeliv: -1, recovery: -1}
-	return f.run()
+	if err := f.advance(int64(c.Duration) * ps); err != nil {
+		return f.res, err
+	}
+	f.res.GoodputBps = float64(f.delivered) * 8 / c.Duration.Seconds()
+	return f.res, nil
+}
+
+func newFlowSim(c FlowConfig, cc CC, r *rand.Rand) (*flowSim, error) {
+	switch {
+	case !(c.HostBps > 0) || c.Sample <= 0 || c.AckDelay <= 0 || c.DupThresh < 1:
+		return nil, fmt.Errorf("tcpmodel: flow %+v: expected a host rate, a sample interval, an ACK delay and a dupthresh", c)
+	case !(c.Loss >= 0 && c.Loss < 1):
+		return nil, fmt.Errorf("tcpmodel: loss %g: expected in [0, 1)", c.Loss)
+	}
+	f := &flowSim{c: c, cc: cc, rng: r, frame: c.MSS + 70, recovery: -1, nextSamp: int64(c.Sample) * ps}
+	if err := f.newEpoch(c.Link); err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 func (f *flowSim) queue() int64 {
-	_, rx, _ := f.link.Buffers()
+	var rx int64
+	for _, e := range f.epochs {
+		_, b, _ := e.sim.Buffers()
+		rx += b
+	}
 	return max(0, f.offered-f.leftBytes-rx)
 }
 
@@ -196,16 +217,15 @@ func (f *flowSim) rto() int64 {
 	return int64(rto) * ps
 }
 
-func (f *flowSim) run() (FlowResult, error) {
-	end := int64(f.c.Duration) * ps
+// advance runs the flow until end (ps).
+func (f *flowSim) advance(end int64) error {
 	sampleEvery := int64(f.c.Sample) * ps
-	nextSample := sampleEvery
 	step := int64(f.c.AckDelay) * ps
-	var now int64
-	var dels []lgmodel.Delivery
+	now := f.now
+	defer func() { f.now = now }()
 	for now < end {
 		// The next thing the sender does.
-		next := min(end, nextSample, now+step)
+		next := min(end, f.nextSamp, now+step)
 		if len(f.acks) > 0 {
 			next = min(next, f.acks[0].at)
 		}
@@ -216,12 +236,8 @@ func (f *flowSim) run() (FlowResult, error) {
 			next = min(next, f.segs[oldest].sentAt+f.rto())
 		}
 		next = max(next, now)
-		f.link.Advance(next)
 		now = next
-		dels = f.link.Deliveries(dels[:0])
-		for _, d := range dels {
-			f.delivery(d)
-		}
+		f.advanceLink(now)
 		for len(f.acks) > 0 && f.acks[0].at <= now {
 			a := f.acks[0]
 			f.acks = f.acks[1:]
@@ -232,16 +248,15 @@ func (f *flowSim) run() (FlowResult, error) {
 		}
 		for f.canSend() && f.nicFree <= now {
 			if err := f.send(now); err != nil {
-				return f.res, err
+				return err
 			}
 		}
-		if now >= nextSample {
+		if now >= f.nextSamp {
 			f.sample(now)
-			nextSample += sampleEvery
+			f.nextSamp += sampleEvery
 		}
 	}
-	f.res.GoodputBps = float64(f.delivered) * 8 / f.c.Duration.Seconds()
-	return f.res, nil
+	return nil
 }
 
 // canSend: a lost segment to resend or room in the window for new data.
@@ -290,8 +305,10 @@ func (f *flowSim) send(now int64) error {
 		rate = min(rate, p)
 	}
 	f.nicFree = now + int64(float64(f.frame*8)/rate*1e12)
-	// (The link may have run its recirculation loop a little ahead.)
-	at := max(now+int64(f.c.HostDelay)*ps, int64(f.link.Now())*ps+ps)
+	// (The link may have run its recirculation loop a little ahead; a
+	// newer run of the link takes frames once the older has drained.)
+	e := f.epochs[len(f.epochs)-1]
+	at := max(now+int64(f.c.HostDelay)*ps, int64(e.sim.Now())*ps+ps, f.notBefore)
 	q := f.queue()
 	if f.c.SwitchBuffer > 0 && q+int64(f.frame) > int64(f.c.SwitchBuffer) {
 		f.res.Drops++
@@ -304,14 +321,16 @@ func (f *flowSim) send(now int64) error {
 		f.cur.Marks++
 	}
 	loss := f.c.Loss
-	if at < int64(f.c.LossFrom)*ps || (f.c.LossTo > 0 && at >= int64(f.c.LossTo)*ps) {
+	if f.stepped {
+		loss = f.lossNow
+	} else if at < int64(f.c.LossFrom)*ps || (f.c.LossTo > 0 && at >= int64(f.c.LossTo)*ps) {
 		loss = 0
 	}
-	seq, err := f.link.Offer(lgmodel.Frame{At: at, Bytes: f.frame, Loss: loss, U: -1})
+	seq, err := e.sim.Offer(lgmodel.Frame{At: at, Bytes: f.frame, Loss: loss, U: -1})
 	if err != nil {
 		return err
 	}
-	f.lgSeg[seq], f.lgBytes[seq], f.lgCE[seq] = idx, f.frame, ce
+	e.seg[seq], e.bytes[seq], e.ce[seq] = idx, f.frame, ce
 	f.offered += int64(f.frame)
 	f.res.MaxQueueBytes = max(f.res.MaxQueueBytes, q+int64(f.frame))
 	return nil
@@ -319,26 +338,18 @@ func (f *flowSim) send(now int64) error {
 
 // delivery: an original left the receiver switch; the host acknowledges
 // it. Originals skipped over were lost on the link.
-func (f *flowSim) delivery(d lgmodel.Delivery) {
-	for s := f.maxDeliv + 1; s < d.Seq; s++ {
-		if b, ok := f.lgBytes[s]; ok {
-			f.leftBytes += int64(b)
-			f.res.LinkLost++
-			delete(f.lgBytes, s)
-			delete(f.lgSeg, s)
-			delete(f.lgCE, s)
-		}
-	}
-	f.maxDeliv = max(f.maxDeliv, d.Seq)
-	seg, ok := f.lgSeg[d.Seq]
+func (f *flowSim) delivery(e *epoch, d lgmodel.Delivery) {
+	e.lostBelow(f, d.Seq)
+	e.maxDeliv = max(e.maxDeliv, d.Seq)
+	seg, ok := e.seg[d.Seq]
 	if !ok {
 		return
 	}
-	f.leftBytes += int64(f.lgBytes[d.Seq])
-	ce := f.lgCE[d.Seq]
-	delete(f.lgBytes, d.Seq)
-	delete(f.lgSeg, d.Seq)
-	delete(f.lgCE, d.Seq)
+	f.leftBytes += int64(e.bytes[d.Seq])
+	ce := e.ce[d.Seq]
+	delete(e.bytes, d.Seq)
+	delete(e.seg, d.Seq)
+	delete(e.ce, d.Seq)
 	f.cur.GoodputBps += float64(f.c.MSS)
 	f.acks = append(f.acks, ack{at: d.At + int64(f.c.AckDelay)*ps, seg: seg, ce: ce})
 }
@@ -421,7 +432,12 @@ func (f *flowSim) timeout(now int64) {
 }
 
 func (f *flowSim) sample(now int64) {
-	tx, rx, paused := f.link.Buffers()
+	var tx, rx int64
+	var paused bool
+	for _, e := range f.epochs {
+		t, r, p := e.sim.Buffers()
+		tx, rx, paused = tx+t, rx+r, paused || p
+	}
 	s := f.cur
 	s.At = time.Duration(now / ps)
 	s.GoodputBps = s.GoodputBps * 8 / f.c.Sample.Seconds()

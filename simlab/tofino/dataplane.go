@@ -33,6 +33,8 @@ type Dataplane struct {
 	links   []*swLink
 	runs    []*lgRun
 	nrun    uint64
+	follow  []*following // traffic of others across the fibres (follow.go)
+	nfollow uint64
 }
 
 // NewDataplane makes an empty dataplane over the world.
@@ -337,6 +339,7 @@ func (d *Dataplane) advanceLocked(t time.Duration) error {
 			return err
 		}
 	}
+	d.stepFollowers(d.now, t)
 	d.now = t
 	kept := d.runs[:0]
 	for _, r := range d.runs {
@@ -422,19 +425,27 @@ func (d *Dataplane) account(r *lgRun) {
 	cur := r.seg.Result()
 	prev := r.last
 	r.last = cur
-	l := r.link
+	r.app.sent += cur.FramesSent - prev.FramesSent
+	d.addTraffic(r.link, r.frameBytes, r.segKey.mode, cur, prev, r.seg)
+}
+
+// addTraffic adds what traffic of frameBytes frames did on l between
+// two readings of its counters to the ports' counters and the programs'
+// registers and queues (bufs: the buffers now).
+func (d *Dataplane) addTraffic(l *swLink, frameBytes int, mode lgmodel.Mode, cur, prev lgmodel.Result, bufs interface {
+	Buffers() (int64, int64, bool)
+}) {
 	dSent := cur.FramesSent - prev.FramesSent
 	dTx := cur.Transmissions - prev.Transmissions
 	dDummies := cur.Dummies - prev.Dummies
 	dCorrupt := cur.Corrupted - prev.Corrupted
 	dDelivered := cur.Delivered - prev.Delivered
 	hdr := 0
-	if r.segKey.mode != lgmodel.Off {
+	if mode != lgmodel.Off {
 		hdr = lg.HeaderBytes
 	}
-	big := int64(r.frameBytes + hdr)
+	big := int64(frameBytes + hdr)
 	small := int64(64 + hdr)
-	r.app.sent += dSent
 	// Sender port: every transmission leaves it.
 	tp := l.tx.port(l.txPort)
 	rp := l.rx.port(l.rxPort)
@@ -458,16 +469,16 @@ func (d *Dataplane) account(r *lgRun) {
 	if sp := l.rx.port(l.sinkPort); sp != nil {
 		sp.add("$FramesTransmittedAll", dDelivered)
 		sp.add("$FramesTransmittedOK", dDelivered)
-		sp.add("$OctetsTransmittedTotal", dDelivered*int64(r.frameBytes))
-		sp.add(txLength(int64(r.frameBytes)), dDelivered)
+		sp.add("$OctetsTransmittedTotal", dDelivered*int64(frameBytes))
+		sp.add(txLength(int64(frameBytes)), dDelivered)
 	}
 	l.tx.mu.Lock()
 	l.tx.addRegLocked(senderSeqReg, 0, dSent)
-	l.tx.queueTrack(lg.RecircPort, lg.QueueTxBuffer, r.seg, cur.MaxTxBufferBytes, true)
+	l.tx.queueTrack(lg.RecircPort, lg.QueueTxBuffer, bufs, cur.MaxTxBufferBytes, true)
 	l.tx.mu.Unlock()
 	l.rx.mu.Lock()
 	l.rx.addRegLocked(lg.RegTimeoutCount, 0, cur.Timeouts-prev.Timeouts)
 	l.rx.addRegLocked(lg.RegExpectedSeqNo, 0, (cur.Delivered+cur.Lost)-(prev.Delivered+prev.Lost))
-	l.rx.queueTrack(lg.RecircPort, lg.QueueReorder, r.seg, cur.MaxRxBufferBytes, false)
+	l.rx.queueTrack(lg.RecircPort, lg.QueueReorder, bufs, cur.MaxRxBufferBytes, false)
 	l.rx.mu.Unlock()
 }

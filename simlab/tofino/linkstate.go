@@ -30,6 +30,10 @@ type LinkState struct {
 func (d *Dataplane) LinkState(fibre string) (LinkState, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.linkStateLocked(fibre)
+}
+
+func (d *Dataplane) linkStateLocked(fibre string) (LinkState, error) {
 	for _, l := range d.links {
 		if l.name != fibre {
 			continue

@@ -1,0 +1,374 @@
+package backpressure
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+	"time"
+
+	"testbed/dut/host"
+	"testbed/experiments/lgbench"
+	"testbed/inventory"
+	o "testbed/orchestrator"
+	"testbed/results"
+)
+
+// The TCP flow (LinkGuardian §4.2 and Appendix B.3): instead of the
+// switch's packet generator, the host cabled to the sending switch runs
+// one iperf3 flow with the congestion control cc (iperf3 -C) to the host
+// cabled to the receiving switch, across the link. The loss and
+// LinkGuardian are switched on at the same times of the sender switch's
+// clock as for the line-rate flow; the delivered rate per interval is
+// what the iperf3 server received (--get-server-output), retransmissions
+// are the sender's TCP counts (iperf3's per-interval retransmits, from
+// TCP_INFO), and pause frames, FCS errors, timeouts and both buffers are
+// read from the switches as for the line-rate flow.
+
+// CCs are the congestion controls the paper ran.
+var CCs = []string{"dctcp", "cubic", "bbr"}
+
+// tcpHosts is the pair of hosts a TCP flow runs between.
+type tcpHosts struct {
+	Sender, Receiver string
+	Dst              netip.Addr
+}
+
+// hostOn finds a host cabled to switch sw: the named one (checked) or
+// the first by name.
+func hostOn(inv *inventory.Inventory, sw, want string) (string, netip.Prefix, error) {
+	var names []string
+	found := map[string]netip.Prefix{}
+	for _, l := range inv.Links {
+		for _, e := range [][2]inventory.Endpoint{{l.A, l.B}, {l.B, l.A}} {
+			d, ok := inv.Device(e[0].Device)
+			if !ok || d.Kind != "host" || e[1].Device != sw {
+				continue
+			}
+			p, err := netip.ParsePrefix(d.Ports[e[0].Port])
+			if err != nil {
+				return "", netip.Prefix{}, inv.DeviceErrorf(d, "ports", "host %s port %s (cable %s to %s): %q is not an address with prefix length", d.Name, e[0].Port, l.Name, sw, d.Ports[e[0].Port])
+			}
+			if _, dup := found[d.Name]; !dup {
+				names = append(names, d.Name)
+			}
+			found[d.Name] = p
+		}
+	}
+	sort.Strings(names)
+	if want != "" {
+		if p, ok := found[want]; ok {
+			return want, p, nil
+		}
+		return "", netip.Prefix{}, fmt.Errorf("%s: host %q is not cabled to %s (hosts there: %s)", inv.Path, want, sw, strings.Join(names, ", "))
+	}
+	if len(names) == 0 {
+		return "", netip.Prefix{}, fmt.Errorf("%s: flow=tcp needs a host cabled to %s; none is", inv.Path, sw)
+	}
+	return names[0], found[names[0]], nil
+}
+
+// bindTCP checks a TCP flow can run on the links and finds its hosts.
+func bindTCP(pc *o.PlanContext, links []lgbench.Link, p *o.Params) (tcpHosts, error) {
+	if len(links) != 1 {
+		names := make([]string, len(links))
+		for i, l := range links {
+			names[i] = l.Link.Name
+		}
+		return tcpHosts{}, o.Inputf("flow=tcp runs over one link, the hosts' data path; got %d (%s): set links", len(links), strings.Join(names, ", "))
+	}
+	l := links[0]
+	// Host traffic between the two switches crosses their data-path link
+	// where several join them.
+	var joining []*inventory.Link
+	for _, x := range pc.Lab.Links {
+		if x.A.Device == l.Sender && x.B.Device == l.Receiver {
+			joining = append(joining, x)
+		}
+	}
+	if len(joining) > 1 && !l.Link.DataPath {
+		var dp []string
+		for _, x := range joining {
+			if x.DataPath {
+				dp = append(dp, x.Name)
+			}
+		}
+		return tcpHosts{}, o.Inputf("link %s does not carry host traffic from %s to %s (its data path is %s): a TCP flow would not cross it", l.Link.Name, l.Sender, l.Receiver, strings.Join(dp, ", "))
+	}
+	var h tcpHosts
+	var err error
+	if h.Sender, _, err = hostOn(pc.Lab, l.Sender, p.String("sender_host")); err != nil {
+		return h, o.Inputf("%v", err)
+	}
+	var dst netip.Prefix
+	if h.Receiver, dst, err = hostOn(pc.Lab, l.Receiver, p.String("receiver_host")); err != nil {
+		return h, o.Inputf("%v", err)
+	}
+	h.Dst = dst.Addr()
+	if d := p.Float("duration_s"); d != float64(int64(d)) {
+		return h, o.Inputf("duration_s %g: iperf3 -t takes whole seconds", d)
+	}
+	if iv := p.Duration("interval"); iv < 100*time.Millisecond {
+		return h, o.Inputf("interval %v: iperf3 -i reports at most every 0.1 s", iv)
+	}
+	return h, nil
+}
+
+// iperfJSON is what the recipe reads of iperf3's -J output.
+type iperfJSON struct {
+	Intervals []struct {
+		Sum struct {
+			Start, End  float64
+			Bytes       int64
+			Retransmits int64
+		}
+	}
+	End struct {
+		SumSent struct {
+			Bytes       int64
+			Retransmits int64
+		} `json:"sum_sent"`
+	}
+	Server *struct {
+		Intervals []struct {
+			Sum struct {
+				Start, End float64
+				Bytes      int64
+			}
+		}
+	} `json:"server_output_json"`
+	Error string
+}
+
+// iperfCommand is the flow's command line.
+func iperfCommand(dst netip.Addr, secs int64, interval time.Duration, cc string) string {
+	return fmt.Sprintf("iperf3 -c %s -t %d -i %g -C %s -J --get-server-output", dst, secs, interval.Seconds(), cc)
+}
+
+// tcpReading is one poll of the switches.
+type tcpReading struct {
+	at   time.Duration
+	snap lgbench.Snapshot
+	q    lgbench.Queues
+}
+
+// runTCP is one run of the time series with a TCP flow.
+func (f *flow) runTCP(ctx context.Context, hosts tcpHosts, cc string) (Run, error) {
+	b, l := f.b, f.l
+	run := Run{Flow: "tcp", CC: cc, AttenuationDB: f.cal.AttenuationDB, ActualLoss: f.cal.Loss, Phases: map[string]Phase{}}
+	snd, err := f.rc.Host(hosts.Sender)
+	if err != nil {
+		return run, err
+	}
+	if err := f.rc.SetAttenuation(ctx, l.VOA, l.VOAChannel, f.cleanDB); err != nil {
+		return run, err
+	}
+	if err := b.Protect(ctx, lgbench.Protection{Mode: lgbench.Off}); err != nil {
+		return run, err
+	}
+	prot, err := b.DefaultProtection(lgbench.LinkGuard, f.target, f.cal.Loss, f.bp == "on", f.dummies)
+	if err != nil {
+		return run, err
+	}
+	run.RetxCopies, run.PauseCells, run.ResumeCells = prot.Copies, prot.PauseCells, prot.ResumeCells
+	table, err := f.rc.Table("timeseries")
+	if err != nil {
+		return run, err
+	}
+	running := func() (bool, error) {
+		r, err := snd.Run(ctx, "pgrep -x iperf3")
+		var xe *host.ExitError
+		if errors.As(err, &xe) && xe.Status == 1 {
+			return false, nil
+		}
+		return err == nil && strings.TrimSpace(r.Stdout) != "", err
+	}
+	if busy, err := running(); err != nil || busy {
+		if err == nil {
+			err = fmt.Errorf("%s runs iperf3 already: a second flow would share the link", hosts.Sender)
+		}
+		return run, err
+	}
+	cmd := iperfCommand(hosts.Dst, int64(f.dur/time.Second), f.interval, cc)
+	type result struct {
+		r   host.Result
+		err error
+	}
+	done := make(chan result, 1)
+	fctx, cancel := context.WithTimeout(ctx, 20*f.dur+time.Minute)
+	defer cancel()
+	go func() {
+		r, err := snd.Run(fctx, cmd)
+		done <- result{r, err}
+	}()
+	f.rc.Event(results.Event{Type: "command", Device: hosts.Sender, Message: cmd})
+	// Wait by asking: the flow's clock starts once iperf3 runs.
+	for {
+		busy, err := running()
+		if err != nil {
+			return run, err
+		}
+		if busy {
+			break
+		}
+		select {
+		case r := <-done:
+			return run, fmt.Errorf("%s: iperf3 ended before it was seen running: %v %s", hosts.Sender, r.err, strings.TrimSpace(r.r.Stderr))
+		case <-ctx.Done():
+			return run, context.Cause(ctx)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t0, err := b.Tx.Clock(ctx)
+	if err != nil {
+		return run, fmt.Errorf("%s: %w", l.Sender, err)
+	}
+	first, err := b.Read(ctx)
+	if err != nil {
+		return run, err
+	}
+	reads := []tcpReading{{at: 0, snap: first}}
+	name := fmt.Sprintf("%s backpressure %s %s", l.Link.Name, f.bp, cc)
+	phase := PhaseClean
+	phases := []string{}
+	for k := int64(1); ; k++ {
+		at := time.Duration(k) * f.interval
+		if at > f.dur {
+			break
+		}
+		if err := waitClock(ctx, b, t0+at); err != nil {
+			return run, err
+		}
+		s, err := b.Read(ctx)
+		if err != nil {
+			return run, err
+		}
+		q, err := b.ReadQueues(ctx, false)
+		if err != nil {
+			return run, err
+		}
+		reads = append(reads, tcpReading{at: at, snap: s, q: q})
+		phases = append(phases, phase)
+		if phase == PhaseClean && at >= f.lossOn {
+			phase = PhaseLoss
+			if err := f.rc.SetAttenuation(ctx, l.VOA, l.VOAChannel, f.cal.AttenuationDB); err != nil {
+				return run, err
+			}
+			f.changed(ctx, fmt.Sprintf("%s: loss on (%.3f dB)", name, f.cal.AttenuationDB))
+		}
+		if phase == PhaseLoss && at >= f.protOn {
+			phase = PhaseProtected
+			if err := b.Protect(ctx, prot); err != nil {
+				return run, err
+			}
+			f.changed(ctx, fmt.Sprintf("%s: linkguardian on, %d copies, thresholds %d/%d cells", name, prot.Copies, prot.PauseCells, prot.ResumeCells))
+		}
+	}
+	// The flow ends at its duration; its last interval is stepped once
+	// the clock has passed it.
+	var out result
+wait:
+	for at := f.dur + f.interval; ; at += f.interval {
+		if err := waitClock(ctx, b, t0+at); err != nil {
+			return run, err
+		}
+		select {
+		case out = <-done:
+			break wait
+		case <-time.After(50 * time.Millisecond):
+			if at >= 2*f.dur+10*time.Second {
+				out = <-done // a real host's flow ends in real time
+				break wait
+			}
+		}
+	}
+	if out.err != nil {
+		return run, fmt.Errorf("%s: %s: %w", hosts.Sender, cmd, out.err)
+	}
+	var rep iperfJSON
+	if err := json.Unmarshal([]byte(out.r.Stdout), &rep); err != nil {
+		return run, fmt.Errorf("%s: iperf3 -J output: %w", hosts.Sender, err)
+	}
+	if rep.Error != "" {
+		return run, fmt.Errorf("%s: iperf3: %s", hosts.Sender, rep.Error)
+	}
+	if rep.Server == nil || len(rep.Server.Intervals) != len(rep.Intervals) || len(rep.Intervals) < len(reads)-1 {
+		return run, fmt.Errorf("%s: iperf3 reported %d intervals (%d at the server), expected %d of %v", hosts.Sender, len(rep.Intervals), len(serverIntervals(rep)), len(reads)-1, f.interval)
+	}
+	// One row per poll, joined with iperf3's interval ending there.
+	var ph Phase
+	var phStart tcpReading
+	phStart = reads[0]
+	var sentB, recvB int64
+	closePhase := func(name string, end tcpReading) {
+		secs := (end.at - phStart.at).Seconds()
+		ph.Seconds = secs
+		if secs > 0 {
+			ph.SenderRateGbps = float64(sentB) * 8 / secs / 1e9
+			ph.DeliveredRateGbps = float64(recvB) * 8 / secs / 1e9
+		}
+		ph.PauseFrames = end.snap.PauseFrames - phStart.snap.PauseFrames
+		ph.FCSErrors = end.snap.RxFCS - phStart.snap.RxFCS
+		ph.Timeouts = end.snap.Timeouts - phStart.snap.Timeouts
+		run.Phases[name] = ph
+		ph, phStart, sentB, recvB = Phase{}, end, 0, 0
+	}
+	for i := 1; i < len(reads); i++ {
+		r, prev := reads[i], reads[i-1]
+		iv, sv := rep.Intervals[i-1].Sum, rep.Server.Intervals[i-1].Sum
+		secs := iv.End - iv.Start
+		var sent, recv float64
+		if secs > 0 {
+			sent = float64(iv.Bytes) * 8 / secs / 1e9
+			recv = float64(sv.Bytes) * 8 / secs / 1e9
+		}
+		if err := table.Write(name, l.Link.Name, f.bp, r.at.Seconds(), phases[i-1], sent, recv, r.q.TxBuffer, r.q.Reorder,
+			r.snap.PauseFrames-prev.snap.PauseFrames, r.snap.RxFCS-prev.snap.RxFCS, r.snap.Timeouts-prev.snap.Timeouts, cc, iv.Retransmits); err != nil {
+			return run, err
+		}
+		sentB, recvB = sentB+iv.Bytes, recvB+sv.Bytes
+		ph.Retransmits += iv.Retransmits
+		ph.MaxTxBufferBytes = max(ph.MaxTxBufferBytes, r.q.TxBuffer)
+		ph.MaxRxBufferBytes = max(ph.MaxRxBufferBytes, r.q.Reorder)
+		if i == len(reads)-1 || phases[i] != phases[i-1] {
+			closePhase(phases[i-1], r)
+		}
+	}
+	// The frame counts of the line-rate flow are not taken: the sender
+	// port's data frames include LinkGuardian's copies, and the TCP flow's
+	// own count of what the link cost it is its retransmissions.
+	run.Retransmits = rep.End.SumSent.Retransmits
+	return run, nil
+}
+
+func serverIntervals(r iperfJSON) []struct {
+	Sum struct {
+		Start, End float64
+		Bytes      int64
+	}
+} {
+	if r.Server == nil {
+		return nil
+	}
+	return r.Server.Intervals
+}
+
+// waitClock waits for the sender switch's clock to reach t, in steps.
+func waitClock(ctx context.Context, b *lgbench.Bench, t time.Duration) error {
+	now, err := b.Tx.Clock(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", b.Sender, err)
+	}
+	for now < t {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("%s: wait for clock %v: %w", b.Sender, t, context.Cause(ctx))
+		}
+		if now, err = b.Tx.WaitClock(ctx, min(t, now+50*time.Millisecond)); err != nil {
+			return fmt.Errorf("%s: %w", b.Sender, err)
+		}
+	}
+	return nil
+}

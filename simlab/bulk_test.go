@@ -1,0 +1,203 @@
+package simlab
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"testbed/dut/host"
+	"testbed/dut/tofino"
+	lg "testbed/p4/linkguardian"
+)
+
+// iperf3Report is the part of iperf3's -J output the test reads.
+type iperf3Report struct {
+	Intervals []struct {
+		Sum struct {
+			Start, End  float64
+			Bytes       int64
+			Retransmits int64
+		}
+	}
+	End struct {
+		SumSent     struct{ Bytes, Retransmits int64 } `json:"sum_sent"`
+		SumReceived struct{ Bytes int64 }              `json:"sum_received"`
+	}
+	Server struct {
+		Intervals []struct {
+			Sum struct{ Bytes int64 }
+		}
+	} `json:"server_output_json"`
+}
+
+// A bulk flow on a simulated host runs in the switches' simulated time
+// over lg100 as it is at each moment: lossless until the loss is switched
+// on under it (through the fibre's VOA, the clock standing still), after
+// which the link's losses reach TCP and it retransmits. Its frames count
+// on the switches' ports, and the command returns once the switch's clock
+// has passed its end.
+func TestSimulatedIperf3FollowsTheSwitchesClock(t *testing.T) {
+	lab := startLab(t, 35)
+	for _, n := range []string{"voa1", "voa3"} {
+		if v, ok := lab.World().VOA(n); ok {
+			for _, ch := range v.Channels {
+				ch.SetShutter(true)
+			}
+		}
+	}
+	ctx := hostTestCtx(t)
+	sw1, sw2 := openSimSwitch(t, lab, "sw1"), openSimSwitch(t, lab, "sw2")
+	for _, s := range []struct {
+		sw   *tofino.Switch
+		prog string
+	}{{sw1, lg.ProgramSender}, {sw2, lg.ProgramReceiver}} {
+		if err := s.sw.StartSwitchd(ctx, s.prog); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.sw.AddPort(ctx, 136, 100, "none"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sw := range []*tofino.Switch{sw1, sw2} {
+		if err := sw.WaitPortUp(ctx, 136); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h1, _ := openSimHost(t, lab, "h1")
+	if _, err := h1.Run(ctx, "iperf3 -c 10.0.0.2 -t 1 -C reno"); err == nil || !strings.Contains(err.Error(), "dctcp, cubic and bbr") {
+		t.Errorf("an unknown congestion control: %v", err)
+	}
+	for cmd, want := range map[string]string{
+		"iperf3 -s":                        "runs clients only",
+		"iperf3 -c 10.0.0.2 -t 0.5":        "whole seconds",
+		"iperf3 -c 10.0.0.2 -u":            "option \"-u\" is not offered",
+		"iperf3 -c 10.9.9.9 -t 1 -C cubic": "no other simulated host has 10.9.9.9",
+	} {
+		if _, err := h1.Run(ctx, cmd); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v (expected %q)", cmd, err, want)
+		}
+	}
+	var xe *host.ExitError
+	if _, err := h1.Run(ctx, "pgrep -x iperf3"); !errors.As(err, &xe) || xe.Status != 1 {
+		t.Errorf("pgrep with no flow running: %v", err)
+	}
+	before, err := sw1.PortCounters(ctx, 136)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := lab.Host("h2").Addr().Addr()
+	type out struct {
+		r   host.Result
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		r, err := h1.Run(ctx, fmt.Sprintf("iperf3 -c %s -t 1 -i 0.1 -C dctcp -J --get-server-output", dst))
+		done <- out{r, err}
+	}()
+	// Wait by asking: the flow is running once pgrep lists it.
+	for {
+		if r, err := h1.Run(ctx, "pgrep -x iperf3"); err == nil && strings.TrimSpace(r.Stdout) != "" {
+			break
+		}
+		select {
+		case o := <-done:
+			t.Fatalf("iperf3 ended before it was seen running: %v", o.err)
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	t0, err := sw1.Clock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sw1.WaitClock(ctx, t0+500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	loss := setFibreLoss(t, lab, 1e-3, 1518)
+	for at := 600 * time.Millisecond; at <= 1100*time.Millisecond; at += 100 * time.Millisecond {
+		if _, err := sw1.WaitClock(ctx, t0+at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := <-done
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	var rep iperf3Report
+	if err := json.Unmarshal([]byte(o.r.Stdout), &rep); err != nil {
+		t.Fatalf("iperf3 -J: %v\n%s", err, o.r.Stdout)
+	}
+	after, err := sw1.PortCounters(ctx, 136)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames := after.Values["$FramesTransmittedOK"] - before.Values["$FramesTransmittedOK"]
+	if len(rep.Intervals) != 10 || len(rep.Server.Intervals) != 10 {
+		t.Fatalf("%d intervals, %d at the server:\n%s", len(rep.Intervals), len(rep.Server.Intervals), o.r.Stdout)
+	}
+	var retxClean, retxLossy int64
+	for i, iv := range rep.Intervals {
+		got := float64(rep.Server.Intervals[i].Sum.Bytes) * 8 / 0.1 / 1e9
+		t.Logf("%.1f-%.1f s: %.2f Gb/s received, %d retransmits", iv.Sum.Start, iv.Sum.End, got, iv.Sum.Retransmits)
+		if i < 5 {
+			retxClean += iv.Sum.Retransmits
+			if i > 0 && (got < 85 || got > 100) {
+				t.Errorf("lossless interval %d: %.2f Gb/s received", i, got)
+			}
+		} else {
+			retxLossy += iv.Sum.Retransmits
+		}
+	}
+	t.Logf("loss %.3g from 0.5 s: %d retransmits before, %d after; %d frames out of sw1's port", loss, retxClean, retxLossy, frames)
+	if retxClean != 0 || retxLossy == 0 || rep.End.SumSent.Retransmits != retxLossy {
+		t.Errorf("retransmits: %d lossless, %d lossy, %d in all", retxClean, retxLossy, rep.End.SumSent.Retransmits)
+	}
+	// Every segment (a 1518 B frame) crossed sw1's port.
+	segs := (rep.End.SumSent.Bytes + 1447) / 1448
+	if frames < segs || frames > segs+retxLossy+1000 {
+		t.Errorf("sw1 port 136 sent %d frames for %d segments", frames, segs)
+	}
+	if r, err := h1.Run(ctx, "pgrep -x iperf3"); err == nil {
+		t.Errorf("pgrep after the flow: %q", r.Stdout)
+	}
+	// Without -J: iperf3's interval lines and its two summary lines, the
+	// receiver's total the sum of what the server got.
+	go func() {
+		r, err := h1.Run(ctx, fmt.Sprintf("iperf3 -c %s -t 1 -i 0.5 -C dctcp", dst))
+		done <- out{r, err}
+	}()
+	for {
+		if r, err := h1.Run(ctx, "pgrep -x iperf3"); err == nil && strings.TrimSpace(r.Stdout) != "" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t1, err := sw1.Clock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for at := 100 * time.Millisecond; at <= 1100*time.Millisecond; at += 100 * time.Millisecond {
+		if _, err := sw1.WaitClock(ctx, t1+at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o = <-done
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	lines := strings.Split(strings.TrimSpace(o.r.Stdout), "\n")
+	var intervals int
+	for _, l := range lines {
+		if strings.HasPrefix(l, "[  5]   0.00-0.50 ") || strings.HasPrefix(l, "[  5]   0.50-1.00 ") {
+			intervals++
+		}
+	}
+	if intervals != 2 || !strings.Contains(o.r.Stdout, "Gbits/sec") || !strings.Contains(o.r.Stdout, " receiver\n") || lines[len(lines)-1] != "iperf Done." {
+		t.Errorf("iperf3 text output:\n%s", o.r.Stdout)
+	}
+}
