@@ -142,21 +142,30 @@ type Phase struct {
 type Run struct {
 	// Flow is line-rate or tcp; CC the TCP flow's congestion control and
 	// Retransmits its sender's retransmissions in all.
-	Flow            string  `json:"flow"`
-	CC              string  `json:"cc,omitempty"`
-	Retransmits     int64   `json:"retransmits"`
-	AttenuationDB   float64 `json:"attenuation_db"`
-	ActualLoss      float64 `json:"actual_loss"`
-	RetxCopies      int     `json:"retx_copies"`
-	PauseCells      int     `json:"pause_threshold_cells"`
-	ResumeCells     int     `json:"resume_threshold_cells"`
-	FramesSent      int64   `json:"frames_sent"`
-	FramesDelivered int64   `json:"frames_delivered"`
-	FramesLost      int64   `json:"frames_lost"`
+	Flow          string  `json:"flow"`
+	CC            string  `json:"cc,omitempty"`
+	Retransmits   int64   `json:"retransmits"`
+	AttenuationDB float64 `json:"attenuation_db"`
+	ActualLoss    float64 `json:"actual_loss"`
+	RetxCopies    int     `json:"retx_copies"`
+	PauseCells    int     `json:"pause_threshold_cells"`
+	ResumeCells   int     `json:"resume_threshold_cells"`
+	// Frames are counted for the line-rate flow only: a TCP flow's frames
+	// on the sender's port include LinkGuardian's copies, so its losses are
+	// not measured that way (nil, and absent from summary.json, rather than
+	// a 0 that would read as nothing lost); its retransmissions say it.
+	*Frames
+	Phases map[string]Phase `json:"phases"`
+}
+
+// Frames are a line-rate run's frame counts, by the switches' counters.
+type Frames struct {
+	FramesSent      int64 `json:"frames_sent"`
+	FramesDelivered int64 `json:"frames_delivered"`
+	FramesLost      int64 `json:"frames_lost"`
 	// LostWhileProtected: frames lost less the FCS errors of the loss
 	// phase.
-	LostWhileProtected int64            `json:"lost_while_protected"`
-	Phases             map[string]Phase `json:"phases"`
+	LostWhileProtected int64 `json:"lost_while_protected"`
 }
 
 // Summary is summary.json: runs by link and backpressure setting.
@@ -310,9 +319,17 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 					}
 					st.add(l.Link.Name, bp, run)
 					pr := run.Phases[PhaseProtected]
-					rc.Event(results.Event{Type: "measurement", Device: l.Receiver, Message: fmt.Sprintf("%s backpressure %s: protected %.2f Gb/s delivered, reorder buffer up to %d B, %d pause frames, %d frames lost while protected",
-						l.Link.Name, bp, pr.DeliveredRateGbps, pr.MaxRxBufferBytes, pr.PauseFrames, run.LostWhileProtected),
-						Fields: map[string]any{"link": l.Link.Name, "backpressure": bp, "frames_sent": run.FramesSent, "frames_lost": run.FramesLost}})
+					msg := fmt.Sprintf("%s backpressure %s: protected %.2f Gb/s delivered, reorder buffer up to %d B, %d pause frames",
+						l.Link.Name, bp, pr.DeliveredRateGbps, pr.MaxRxBufferBytes, pr.PauseFrames)
+					fields := map[string]any{"link": l.Link.Name, "backpressure": bp, "flow": run.Flow}
+					if run.Frames != nil {
+						msg += fmt.Sprintf(", %d frames lost while protected", run.LostWhileProtected)
+						fields["frames_sent"], fields["frames_lost"] = run.FramesSent, run.FramesLost
+					} else {
+						msg += fmt.Sprintf(", %d TCP retransmissions", run.Retransmits)
+						fields["retransmits"] = run.Retransmits
+					}
+					rc.Event(results.Event{Type: "measurement", Device: l.Receiver, Message: msg, Fields: fields})
 					return nil
 				},
 			})
@@ -443,7 +460,7 @@ func (f *flow) run(ctx context.Context) (Run, error) {
 	if err != nil {
 		return run, err
 	}
-	run.FramesSent = sent
+	run.Frames = &Frames{FramesSent: sent}
 	run.FramesDelivered = end.Delivered - fl.Start.Delivered
 	run.FramesLost = run.FramesSent - run.FramesDelivered
 	run.LostWhileProtected = run.FramesLost - lossFCS
