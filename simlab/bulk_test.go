@@ -40,6 +40,9 @@ type iperf3Report struct {
 // on the switches' ports, and the command returns once the switch's clock
 // has passed its end.
 func TestSimulatedIperf3FollowsTheSwitchesClock(t *testing.T) {
+	if raceDetector {
+		t.Skip("the race detector makes this run ten times slower: make test runs it without")
+	}
 	lab := startLab(t, 35)
 	for _, n := range []string{"voa1", "voa3"} {
 		if v, ok := lab.World().VOA(n); ok {

@@ -117,6 +117,9 @@ func TestBackpressureRejectsPhasesOutOfOrder(t *testing.T) {
 // then) and the receiver pauses the sender; without backpressure the
 // reorder buffer overflows and TCP retransmits again.
 func TestBackpressureWithATCPFlow(t *testing.T) {
+	if raceDetector {
+		t.Skip("the race detector makes this run ten times slower: make test runs it without")
+	}
 	_, s, rows := run(t, "flow=tcp", "cc=dctcp", "links=lg100", "duration_s=1", "loss_on_s=0.3", "protect_on_s=0.6", "interval=100ms", "calib_losses=50")
 	runs := s.Links["lg100"]
 	if len(runs) != 2 {

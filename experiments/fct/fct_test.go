@@ -91,6 +91,9 @@ func checkRestored(t *testing.T, lab *simlab.Lab, before map[string]hostState) {
 // numbers come from the transport and link models; the test compares the
 // modes with each other.
 func TestFCTTailWithAndWithoutLinkGuardian(t *testing.T) {
+	if raceDetector {
+		t.Skip("the race detector makes this run ten times slower: make test runs it without")
+	}
 	lab := startLab(t, 41)
 	before := hostStates(lab)
 	const trials = 30_000

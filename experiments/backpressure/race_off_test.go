@@ -1,0 +1,5 @@
+//go:build !race
+
+package backpressure_test
+
+const raceDetector = false

@@ -1,0 +1,5 @@
+//go:build !race
+
+package fct_test
+
+const raceDetector = false
