@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"testbed/dut/host"
-	"testbed/dut/tofino"
-	lg "testbed/p4/linkguardian"
 )
 
 // iperf3Report is the part of iperf3's -J output the test reads.
@@ -43,32 +41,7 @@ func TestSimulatedIperf3FollowsTheSwitchesClock(t *testing.T) {
 	if raceDetector {
 		t.Skip("the race detector makes this run ten times slower: make test runs it without")
 	}
-	lab := startLab(t, 35)
-	for _, n := range []string{"voa1", "voa3"} {
-		if v, ok := lab.World().VOA(n); ok {
-			for _, ch := range v.Channels {
-				ch.SetShutter(true)
-			}
-		}
-	}
-	ctx := hostTestCtx(t)
-	sw1, sw2 := openSimSwitch(t, lab, "sw1"), openSimSwitch(t, lab, "sw2")
-	for _, s := range []struct {
-		sw   *tofino.Switch
-		prog string
-	}{{sw1, lg.ProgramSender}, {sw2, lg.ProgramReceiver}} {
-		if err := s.sw.StartSwitchd(ctx, s.prog); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.sw.AddPort(ctx, 136, 100, "none"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, sw := range []*tofino.Switch{sw1, sw2} {
-		if err := sw.WaitPortUp(ctx, 136); err != nil {
-			t.Fatal(err)
-		}
-	}
+	lab, ctx, sw1, _ := startLG100(t, 35)
 	h1, _ := openSimHost(t, lab, "h1")
 	if _, err := h1.Run(ctx, "iperf3 -c 10.0.0.2 -t 1 -C reno"); err == nil || !strings.Contains(err.Error(), "dctcp, cubic and bbr") {
 		t.Errorf("an unknown congestion control: %v", err)

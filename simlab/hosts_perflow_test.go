@@ -16,32 +16,7 @@ import (
 // the sender's loss-emulation table drops at its rate whatever the
 // frame size, as LinkGuardian's artifact measures Fig. 10.
 func TestSimulatedHostsPerFlowFCTWithProgramDrop(t *testing.T) {
-	lab := startLab(t, 35)
-	for _, n := range []string{"voa1", "voa3"} {
-		if v, ok := lab.World().VOA(n); ok {
-			for _, ch := range v.Channels {
-				ch.SetShutter(true)
-			}
-		}
-	}
-	ctx := hostTestCtx(t)
-	sw1, sw2 := openSimSwitch(t, lab, "sw1"), openSimSwitch(t, lab, "sw2")
-	for _, s := range []struct {
-		sw   *tofino.Switch
-		prog string
-	}{{sw1, lg.ProgramSender}, {sw2, lg.ProgramReceiver}} {
-		if err := s.sw.StartSwitchd(ctx, s.prog); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.sw.AddPort(ctx, 136, 100, "none"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, sw := range []*tofino.Switch{sw1, sw2} {
-		if err := sw.WaitPortUp(ctx, 136); err != nil {
-			t.Fatal(err)
-		}
-	}
+	lab, ctx, sw1, _ := startLG100(t, 35)
 	agents := map[string]*hostagent.Client{}
 	for _, name := range []string{"h1", "h2"} {
 		h, d := openSimHost(t, lab, name)

@@ -291,34 +291,7 @@ func setFibreLoss(t *testing.T, lab *Lab, p float64, frameBytes int) float64 {
 // retransmission timer, whose floor is the route's rto_min; LinkGuardian
 // repairs the loss on the link, below the transport.
 func TestSimulatedHostsFCTAcrossTheProtectedLink(t *testing.T) {
-	lab := startLab(t, 34)
-	// The attenuators power up with their shutters closed; this test drives
-	// the switches without a recipe, so it lights the fibres itself.
-	for _, n := range []string{"voa1", "voa3"} {
-		if v, ok := lab.World().VOA(n); ok {
-			for _, ch := range v.Channels {
-				ch.SetShutter(true)
-			}
-		}
-	}
-	ctx := hostTestCtx(t)
-	sw1, sw2 := openSimSwitch(t, lab, "sw1"), openSimSwitch(t, lab, "sw2")
-	for _, s := range []struct {
-		sw   *tofino.Switch
-		prog string
-	}{{sw1, lg.ProgramSender}, {sw2, lg.ProgramReceiver}} {
-		if err := s.sw.StartSwitchd(ctx, s.prog); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.sw.AddPort(ctx, 136, 100, "none"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, sw := range []*tofino.Switch{sw1, sw2} {
-		if err := sw.WaitPortUp(ctx, 136); err != nil {
-			t.Fatal(err)
-		}
-	}
+	lab, ctx, sw1, _ := startLG100(t, 34)
 	agents := map[string]*hostagent.Client{}
 	drivers := map[string]*host.Host{}
 	for _, name := range []string{"h1", "h2"} {
@@ -438,4 +411,39 @@ func rawAgentStatus(t *testing.T, a *host.Agent, method, auth, origin, ctype str
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// startLG100 starts the default bench with its fibres lit (the attenuators
+// power up with their shutters closed, and these tests drive the switches
+// without a recipe), sw1 and sw2 running LinkGuardian's sender and
+// receiver with lg100's port (136) added at 100G and up.
+func startLG100(t *testing.T, seed uint64) (*Lab, context.Context, *tofino.Switch, *tofino.Switch) {
+	t.Helper()
+	lab := startLab(t, seed)
+	for _, n := range []string{"voa1", "voa3"} {
+		if v, ok := lab.World().VOA(n); ok {
+			for _, ch := range v.Channels {
+				ch.SetShutter(true)
+			}
+		}
+	}
+	ctx := hostTestCtx(t)
+	sw1, sw2 := openSimSwitch(t, lab, "sw1"), openSimSwitch(t, lab, "sw2")
+	for _, s := range []struct {
+		sw   *tofino.Switch
+		prog string
+	}{{sw1, lg.ProgramSender}, {sw2, lg.ProgramReceiver}} {
+		if err := s.sw.StartSwitchd(ctx, s.prog); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.sw.AddPort(ctx, 136, 100, "none"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sw := range []*tofino.Switch{sw1, sw2} {
+		if err := sw.WaitPortUp(ctx, 136); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return lab, ctx, sw1, sw2
 }
