@@ -472,6 +472,7 @@ func startHost(t *twin, d *inventory.Device, n int) (string, error) {
 	if t.hostNet == nil {
 		t.hostNet = host.NewHostNet(switchPaths(t.dp), t.opts.Seed)
 		t.hostNet.UseSwitchClock(switchClock{t.dp})
+		t.hostNet.CountEmulatedDrops(t.dp.AddEmulatedDrops)
 		t.lab.hostNet = t.hostNet
 		t.lab.hosts = map[string]*host.SimHost{}
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -458,5 +459,127 @@ func TestAgentRequiresTheRunsToken(t *testing.T) {
 	sw2 := open(t, lab, "sw1", 5*time.Second)
 	if _, err := sw2.Hello(ctx); err != nil {
 		t.Fatalf("second driver: %v", err)
+	}
+}
+
+// The sender counts every frame its emulated drop takes in
+// lg.RegEmulatedDrops, from the drops drawn: with the fibre clean, the
+// count is the frames lost, and it sits within binomial bounds of the
+// table's rate; LinkGuardian on, the same count with nothing lost.
+func TestEmulatedDropsCountedAtTheSwitch(t *testing.T) {
+	lab := startLab(t)
+	ctx := context.Background()
+	tx := open(t, lab, "sw1", 5*time.Second)
+	rx := open(t, lab, "sw2", 5*time.Second)
+	if err := tx.StartSwitchd(ctx, lg.ProgramSender); err != nil {
+		t.Fatal(err)
+	}
+	if err := rx.StartSwitchd(ctx, lg.ProgramReceiver); err != nil {
+		t.Fatal(err)
+	}
+	p := dev(t, lab, "sw1", "p1")
+	sink := dev(t, lab, "sw2", "sink")
+	for _, c := range []struct {
+		s    *tofino.Switch
+		port int
+	}{{tx, p}, {rx, p}, {rx, sink}} {
+		if err := c.s.AddPort(ctx, c.port, 100, "none"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, ok := lab.World().VOA("voa3"); ok {
+		for _, ch := range v.Channels {
+			ch.SetShutter(true)
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := tx.WaitPortUp(wctx, p); err != nil {
+		t.Fatal(err)
+	}
+	const rate = 2e-3
+	entries := lg.DropTableEntries(rate)
+	for i := range entries {
+		if err := tx.AddEntry(ctx, lg.TableEmulateDrop, tofino.Entry{Key: map[string]int64{lg.KeyRandNum: int64(i)}, Action: lg.ActionDrop}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drops := func() int64 {
+		v, err := tx.ReadRegister(ctx, lg.RegEmulatedDrops, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v) == 0 {
+			t.Fatalf("%s read no value", lg.RegEmulatedDrops)
+		}
+		return v[0]
+	}
+	run := func(protect bool) (counted, lost, fcs int64) {
+		for _, c := range []struct {
+			s    *tofino.Switch
+			port int
+		}{{tx, p}, {rx, p}, {rx, sink}} {
+			if err := c.s.ClearPortCounters(ctx, c.port); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if protect {
+			if err := tx.AddEntry(ctx, lg.TableLinkProtect, tofino.Entry{Key: map[string]int64{"egress_port": int64(p)}, Action: lg.ActionProtect,
+				Data: map[string]int64{"dummy_pkt_max_count": 4, "blocking_mode": 0}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.AddEntry(ctx, lg.TableRetxMcast, tofino.Entry{Key: map[string]int64{"egress_port": int64(p)}, Action: lg.ActionRetxCopies,
+				Data: map[string]int64{"num_copies": 2}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := drops()
+		g := tofino.Pktgen{AppID: 1, Port: 68, EgressPort: p, PacketBytes: 1514, Interval: 124 * time.Nanosecond, Batches: 10, PerBatch: 20000}
+		if err := tx.StartPktgen(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			st, err := tx.PktgenStatus(ctx, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Done {
+				break
+			}
+		}
+		tc, err := tx.PortCounters(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := rx.PortCounters(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := rx.PortCounters(ctx, sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("protect %v: on the wire %d, FCS errors %d, delivered %d", protect, tc.Values["$FramesTransmittedAll"], rc.Values["$FramesReceivedwithFCSError"], sc.Values["$FramesTransmittedOK"])
+		return drops() - before, g.Packets() - sc.Values["$FramesTransmittedOK"], rc.Values["$FramesReceivedwithFCSError"]
+	}
+	// Unprotected, every emulated drop is a frame lost: the count is the
+	// frames lost, within 5 sigma of n*p.
+	const n = 200000
+	p0 := float64(entries) / (1 << lg.DropRandomBits)
+	mean, sigma := n*p0, math.Sqrt(n*p0*(1-p0))
+	counted, lost, fcs := run(false)
+	t.Logf("off: %d counted at the switch, %d lost, %d FCS errors (n*p = %.0f)", counted, lost, fcs, mean)
+	if counted != lost || counted > fcs {
+		t.Errorf("off: the switch counted %d emulated drops, %d frames were lost (%d FCS errors)", counted, lost, fcs)
+	}
+	if math.Abs(float64(counted)-mean) > 5*sigma {
+		t.Errorf("off: %d emulated drops of %d frames at %g, want %.0f +- %.0f", counted, n, p0, mean, 5*sigma)
+	}
+	// Protected: the table still takes originals and copies; the link
+	// repairs them, so nothing is lost while the switch counts them.
+	counted, lost, fcs = run(true)
+	t.Logf("protected: %d counted at the switch, %d lost, %d FCS errors", counted, lost, fcs)
+	if counted == 0 || lost != 0 || counted > fcs {
+		t.Errorf("protected: the switch counted %d emulated drops, %d frames lost, %d FCS errors", counted, lost, fcs)
 	}
 }

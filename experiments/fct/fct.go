@@ -258,6 +258,12 @@ type ModeSummary struct {
 	P999VsLossless float64 `json:"p99_9_vs_lossless,omitempty"`
 	// RetransTrials are the trials that saw a retransmission (tcp).
 	RetransTrials int `json:"retrans_trials"`
+	// SwitchDrops (tcp) are the frames the sender switch's emulated drop
+	// took during this mode's blocks, read from its counter register
+	// (lg.RegEmulatedDrops) before and after each block: the losses
+	// counted at the switch, as the artifact counted them. With the link
+	// protecting, drops > 0 while RetransTrials is 0 are losses it repaired.
+	SwitchDrops int64 `json:"switch_drops"`
 }
 
 // Summary is summary.json.
@@ -297,6 +303,7 @@ type state struct {
 	tcp         map[string][]int64 // mode -> FCTs (ns)
 	affected    map[string][]bool  // mode -> whether each trial retransmitted
 	retrans     map[string]int
+	drops       map[string]int64 // mode -> the sender switch's emulated drops over its tcp blocks
 	timing      string
 	rdma        map[string]*rdmaAcc
 	unavailable map[string]string
@@ -386,7 +393,7 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	needLoss := slices.ContainsFunc(modes, func(m string) bool { return m != Lossless })
 	flowFrames := dataFrames(flow, timestamps)
 
-	st := &state{tcp: map[string][]int64{}, affected: map[string][]bool{}, retrans: map[string]int{}, rdma: map[string]*rdmaAcc{}, unavailable: map[string]string{}}
+	st := &state{tcp: map[string][]int64{}, affected: map[string][]bool{}, retrans: map[string]int{}, drops: map[string]int64{}, rdma: map[string]*rdmaAcc{}, unavailable: map[string]string{}}
 	sendHost, recvHost := b.Sender.Host, b.Receiver.Host
 	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: binds, Tables: Tables(),
 		Summary: func(partial bool) (any, error) {
@@ -649,8 +656,24 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 							return err
 						}
 						if tr == TCP {
-							return st.runTCP(ctx, rc, sender, sendHost, hostagent.FCTRunRequest{Target: fctTarget, RequestSize: flow, ResponseSize: resp, Trials: n,
-								Warmup: int(p.Int("warmup")), Connections: 1, TrialTimeoutMS: int(p.Duration("trial_timeout").Milliseconds()), Connection: conn}, mode, k+1, p.Bool("keep_samples"))
+							before, err := bench.EmulatedDrops(ctx)
+							if err != nil {
+								return err
+							}
+							if err := st.runTCP(ctx, rc, sender, sendHost, hostagent.FCTRunRequest{Target: fctTarget, RequestSize: flow, ResponseSize: resp, Trials: n,
+								Warmup: int(p.Int("warmup")), Connections: 1, TrialTimeoutMS: int(p.Duration("trial_timeout").Milliseconds()), Connection: conn}, mode, k+1, p.Bool("keep_samples")); err != nil {
+								return err
+							}
+							after, err := bench.EmulatedDrops(ctx)
+							if err != nil {
+								return err
+							}
+							st.mu.Lock()
+							st.drops[mode] += after - before
+							st.mu.Unlock()
+							rc.Event(results.Event{Type: "measurement", Device: l.Sender, Message: fmt.Sprintf("tcp %s block %d: %d frames taken by the emulated drop (%s)", mode, k+1, after-before, lg.RegEmulatedDrops),
+								Fields: map[string]any{"transport": TCP, "mode": mode, "block": k + 1, "switch_drops": after - before}})
+							return nil
 						}
 						return st.runRDMA(ctx, rc, sender, receiver, b, p, flow, n, mode, k+1)
 					},
@@ -815,7 +838,7 @@ func (st *state) distributions(modes, transports []string) map[string]map[string
 					continue
 				}
 				d := hostagent.Distribute(slices.Clone(f))
-				s = ModeSummary{Trials: d.Count, P50US: us(d.P50NS), P99US: us(d.P99NS), P999US: us(d.P999NS), P9999US: us(d.P9999NS), MaxUS: us(d.MaxNS), RetransTrials: st.retrans[m]}
+				s = ModeSummary{Trials: d.Count, P50US: us(d.P50NS), P99US: us(d.P99NS), P999US: us(d.P999NS), P9999US: us(d.P9999NS), MaxUS: us(d.MaxNS), RetransTrials: st.retrans[m], SwitchDrops: st.drops[m]}
 			case RDMA:
 				a := st.rdma[m]
 				if a == nil || a.trials == 0 {

@@ -39,6 +39,15 @@ func TestFCTPerFlowProgramDropTail(t *testing.T) {
 			tl.AffectedP50US, tl.AffectedP50VsLossless, tl.PMiss)
 	}
 	lossless, off, lgd := s.Tails["lossless"], s.Tails["off"], s.Tails["linkguardian"]
+	// The switch counts the drops as the artifact did: every frame its
+	// emulated drop took, read from the sender's register around each
+	// block. With LinkGuardian on, the drops are there and no trial sent
+	// data again: the link repaired them.
+	t.Logf("switch drops: lossless %d, off %d (affected %d), linkguardian %d (affected %d)",
+		tcp["lossless"].SwitchDrops, tcp["off"].SwitchDrops, off.Affected, tcp["linkguardian"].SwitchDrops, lgd.Affected)
+	if tcp["lossless"].SwitchDrops != 0 || tcp["off"].SwitchDrops < int64(off.Affected) || tcp["off"].SwitchDrops == 0 || tcp["linkguardian"].SwitchDrops == 0 {
+		t.Errorf("switch drops: lossless %d, off %d for %d affected trials, linkguardian %d", tcp["lossless"].SwitchDrops, tcp["off"].SwitchDrops, off.Affected, tcp["linkguardian"].SwitchDrops)
+	}
 	// One data frame per 143 B flow: the affected fraction is the drop
 	// rate, and only without protection.
 	if lossless.Affected != 0 || lgd.Affected != 0 || off.AffectedLow > loss || off.AffectedHigh < loss*0.8 {

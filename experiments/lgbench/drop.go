@@ -70,3 +70,22 @@ func (b *Bench) ClearDrop(ctx context.Context) error {
 	}
 	return nil
 }
+
+// EmulatedDrops reads the sender's count of the packets its emulated drop
+// took (lg.RegEmulatedDrops, summed over the pipes): the losses counted at
+// the switch, as the artifact counted them. Read it before and after a
+// block; the difference is the block's.
+func (b *Bench) EmulatedDrops(ctx context.Context) (int64, error) {
+	v, err := b.Tx.ReadRegister(ctx, lg.RegEmulatedDrops, 0)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", b.Sender, err)
+	}
+	if len(v) == 0 {
+		return 0, fmt.Errorf("%s: register %s read no value", b.Sender, lg.RegEmulatedDrops)
+	}
+	var n int64
+	for _, x := range v {
+		n += x
+	}
+	return n, nil
+}

@@ -37,6 +37,9 @@ const (
 	// Sender: drops packets whose 20-bit random number hits one of
 	// floor(p * 2^20) entries: the artifact's loss emulation.
 	TableEmulateDrop = "SwitchIngress.emulate_random_pkt_drop"
+	// Sender: every packet TableEmulateDrop's ActionDrop took (a counter
+	// register, index 0): the losses counted at the switch.
+	RegEmulatedDrops = "SwitchIngress.emulated_drops"
 
 	// Receiver: the next expected sequence number (ackNo), per port.
 	RegExpectedSeqNo = "SwitchIngress.reg_expected_seq_no"

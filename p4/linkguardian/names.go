@@ -78,6 +78,7 @@ func Declarations() []Declaration {
 		declAction(ProgramSender, TableRetxMcast, ActionRetxCopies, ParamNumCopies),
 		declTable(ProgramSender, TableEmulateDrop, KeyRandNum),
 		declAction(ProgramSender, TableEmulateDrop, ActionDrop),
+		declRegister(ProgramSender, "", RegEmulatedDrops),
 
 		// Receiver.
 		declRegister(ProgramReceiver, "", RegExpectedSeqNo),

@@ -210,6 +210,13 @@ func TestContractRenameIsCaught(t *testing.T) {
 			}
 			return false
 		},
+		"drop counter moved to the egress": func(d *Declaration) bool {
+			if d.Kind == KindRegister && d.QualifiedName() == RegEmulatedDrops {
+				d.Control = ControlEgress
+				return true
+			}
+			return false
+		},
 		"key renamed": func(d *Declaration) bool {
 			if d.Kind == KindTable && d.Name == "emulate_random_pkt_drop" {
 				d.Keys = []string{"random"}
@@ -248,6 +255,7 @@ func TestSourceRenameIsCaught(t *testing.T) {
 		{"action parameter", ProgramSender, "bit<1> blocking_mode)", "bit<1> ordered)", false},
 		{"register", ProgramReceiver, ") reg_ack_timeout_count;", ") reg_timeouts;", false},
 		{"register", ProgramSender, ") reg_era;", ") reg_epoch;", false},
+		{"drop counter", ProgramSender, ") emulated_drops;", ") emulated_losses;", false},
 		{"key", ProgramSender, "ig_md.rand_num : exact;", "ig_md.rnd : exact;", false},
 		{"seqNo width", ProgramReceiver, "typedef bit<16> seq_no_t;", "typedef bit<15> seq_no_t;", true},
 		{"packet type", ProgramSender, "LG_TYPE_ACK               = 3;", "LG_TYPE_ACK               = 5;", true},

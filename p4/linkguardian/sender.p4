@@ -236,10 +236,21 @@ control SwitchIngress(
         ig_md.rand_num = rng.get();
     }
 
+    // Every packet the emulated drop takes, counted at the switch as the
+    // artifact counted its losses (index 0; the control plane reads it).
+    Register<bit<32>, bit<1>>(1, 0) emulated_drops;
+
+    RegisterAction<bit<32>, bit<1>, bit<32>>(emulated_drops) count_emulated_drop = {
+        void apply(inout bit<32> v) {
+            v = v + 1;
+        }
+    };
+
     // The packet is lost on the link: a retransmission here, an original in
     // egress once it has its sequence number and its Tx-buffer copy.
     action drop() {
         ig_md.emulated_loss = 1;
+        count_emulated_drop.execute(0);
     }
 
     action no_loss() {

@@ -95,6 +95,10 @@ type Link struct {
 	// size instead (bytes with FCS, before the LinkGuardian header): e.g.
 	// the simulated fibre's physics.FrameLossProbability.
 	FrameLoss func(frameBytes int) float64
+	// Drop is the part of a frame's corruption probability that the
+	// sender's loss-emulation table makes (every size alike): the frames
+	// it takes are counted in Trial.LinkDropped.
+	Drop float64
 }
 
 // HostDelays are the hosts' own latencies, the same on both hosts.

@@ -41,6 +41,9 @@ type Trial struct {
 	// What the corrupting link did, both directions together.
 	LinkCopies int // LinkGuardian copies sent (N per loss it repaired or tried to)
 	LinkLost   int // originals the link lost for good (protection off, or a hole ackNoTimeout skipped)
+	// LinkDropped are the frames (originals and copies) the links'
+	// loss-emulation tables took (Link.Drop), as the switch counts them.
+	LinkDropped int
 }
 
 // Retransmitted says whether the transport sent anything twice.
@@ -273,6 +276,7 @@ func (m *Model) runTrial() Trial {
 		r := l.sim.Result()
 		t.LinkCopies += int(r.Copies - l.base.Copies)
 		t.LinkLost += int(r.Lost - l.base.Lost)
+		t.LinkDropped += int(r.Dropped - l.base.Dropped)
 	}
 	return t
 }
@@ -516,7 +520,7 @@ func (m *Model) xmit(p packet, ready int64) {
 		m.rec.p[h] = append(m.rec.p[h], loss)
 		u = 2 // recording the lossless course: nothing is corrupted
 	}
-	seq, err := l.sim.Offer(lgmodel.Frame{At: at, Bytes: p.bytes, Loss: loss, U: u})
+	seq, err := l.sim.Offer(lgmodel.Frame{At: at, Bytes: p.bytes, Loss: loss, U: u, Drop: min(l.cfg.Drop, loss)})
 	if err != nil {
 		panic(fmt.Sprintf("fctmodel: link %d: %v", h, err))
 	}

@@ -55,6 +55,7 @@ type trialResult struct {
 	clock   time.Duration // how far the client's clock moves
 	fct1    time.Duration // the first flow's fct1 (newConn only)
 	retrans int
+	dropped int // frames the sender's loss-emulation table took
 	newConn bool
 	// dataRetrans: the first flow's data segments sent again, as the
 	// client's capture tells them from SYNs (newConn only).
@@ -94,7 +95,7 @@ func (n *HostNet) trial(c *hostConn, req, resp int) (trialResult, error) {
 			src.newConn = &connState{key: k, model: m}
 		}
 		t := src.newConn.model.Trial()
-		return trialResult{clock: t.Connect + t.FCT, fct1: t.FCT, retrans: t.ClientRetransmits, newConn: true,
+		return trialResult{clock: t.Connect + t.FCT, fct1: t.FCT, retrans: t.ClientRetransmits, newConn: true, dropped: t.LinkDropped,
 			dataRetrans: t.ClientRetransmits - t.ClientSynRetransmits}, nil
 	}
 	if c.state == nil || c.state.key != k {
@@ -105,7 +106,7 @@ func (n *HostNet) trial(c *hostConn, req, resp int) (trialResult, error) {
 		c.state = &connState{key: k, model: m}
 	}
 	t := c.state.model.Trial()
-	return trialResult{clock: t.FCT, retrans: t.ClientRetransmits}, nil
+	return trialResult{clock: t.FCT, retrans: t.ClientRetransmits, dropped: t.LinkDropped}, nil
 }
 
 // newTrialModel builds the TCP model of a connection over the path: the
@@ -140,6 +141,7 @@ func newTrialModel(k modelKey, p hostPath, r *rand.Rand) (*fctmodel.Model, error
 		return nil, err
 	}
 	cfg.Forward.FrameLoss = p.frameLoss
+	cfg.Forward.Drop = p.drop
 	if k.mode != lgmodel.Off {
 		cfg.Forward.LG.Copies = max(k.copies, 1)
 		cfg.Forward.LG.PauseCells, cfg.Forward.LG.ResumeCells = k.pause, k.resume

@@ -47,6 +47,9 @@ import (
 type HostNet struct {
 	paths Paths
 	seed  uint64
+	// drops, if set, is told the frames the sender's loss-emulation table
+	// took from the hosts' flows on a fibre (CountEmulatedDrops).
+	drops func(fibre string, frames int64)
 
 	mu        sync.Mutex
 	hosts     map[string]*SimHost
@@ -65,6 +68,11 @@ func NewHostNet(paths Paths, seed uint64) *HostNet {
 	return &HostNet{paths: paths, seed: seed, hosts: map[string]*SimHost{}, byIP: map[netip.Addr]*SimHost{},
 		fibres: map[[2]string]string{}, listeners: map[netip.AddrPort]*hostListener{}, rdmaSrv: map[netip.AddrPort]*rdmaServer{}, nextPort: 50000}
 }
+
+// CountEmulatedDrops makes the network tell f the frames of the hosts'
+// flows that a fibre's loss-emulation table took, as they are drawn: the
+// simulated lab counts them at the switch. Call it before traffic starts.
+func (n *HostNet) CountEmulatedDrops(f func(fibre string, frames int64)) { n.drops = f }
 
 // Route makes traffic from hosts on switch from to hosts on switch to cross
 // the dataplane link (fibre) of that name.
@@ -393,6 +401,9 @@ func (c *hostConn) trial(req, resp int) error {
 		c.fct1OK.Store(true)
 	}
 	c.retrans.Add(uint32(r.retrans))
+	if r.dropped > 0 && c.net.drops != nil {
+		c.net.drops(c.fibre, int64(r.dropped))
+	}
 	c.src.clock.advance(r.clock)
 	return nil
 }

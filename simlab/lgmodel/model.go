@@ -63,7 +63,13 @@ type Config struct {
 	Loss       float64 // corruption probability of a FrameBytes frame
 	// LossSmall is the corruption probability of a minimum-size (64 B)
 	// frame: dummies. Default: Loss scaled by size, 1-(1-Loss)^(64/FrameBytes).
-	LossSmall    float64
+	LossSmall float64
+	// Drop is the part of Loss that the sender's loss-emulation table
+	// (LinkGuardian's emulate_random_pkt_drop) makes, for counting only:
+	// of the originals and copies corrupted, those the table took are
+	// counted in Result.Dropped (a frame's one uniform draw u is lost when
+	// u < Loss and taken by the table when u < Drop <= Loss).
+	Drop         float64
 	Copies       int           // N retransmitted copies (Eq. 2)
 	Backpressure bool          // pause/resume (ordered mode)
 	PauseCells   int           // thresholds on the reorder buffer, 80 B cells
@@ -159,6 +165,7 @@ type Result struct {
 	Corrupted        int64 // frames lost on the wire
 	Delivered        int64 // originals delivered to the next hop
 	Lost             int64 // originals never delivered
+	Dropped          int64 // corrupted originals and copies the loss-emulation table took (Config.Drop, Frame.Drop)
 	Timeouts         int64 // holes skipped by ackNoTimeout
 	BufferDrops      int64 // reorder-buffer overflows
 	TxBufferDrops    int64 // copies the full Tx buffer could not hold
@@ -179,6 +186,8 @@ type packet struct {
 	bytes int
 	kind  int8
 	lost  bool
+	// dropped: lost to the loss-emulation table (counted in Dropped).
+	dropped bool
 }
 
 type event struct {
@@ -552,6 +561,17 @@ func (s *sim) steadyTxFrames() int64 {
 	return (rt + s.ser(s.c.FrameBytes) - 1) / s.ser(s.c.FrameBytes)
 }
 
+// lose draws a frame's corruption at probability loss, and whether the
+// loss-emulation table (drop <= loss of it) took it, from one draw.
+func (s *sim) lose(loss, drop float64) (lost, dropped bool) {
+	if loss <= 0 {
+		return false, false
+	}
+	s.draws++
+	u := s.r.Float64()
+	return u < loss, u < loss && u < drop
+}
+
 func (s *sim) bern(p float64) bool {
 	if p <= 0 {
 		return false
@@ -693,8 +713,9 @@ func (s *sim) send(kind int) {
 	var p packet
 	switch kind {
 	case lg.PktRetransmitted:
-		bytes, loss := s.off.frame(s.retx[0], s.c.FrameBytes, s.c.Loss)
-		p = packet{seq: s.retx[0], kind: lg.PktRetransmitted, bytes: bytes, lost: s.bern(loss)}
+		bytes, loss, drop := s.off.frame(s.retx[0], s.c.FrameBytes, s.c.Loss, s.c.Drop)
+		p = packet{seq: s.retx[0], kind: lg.PktRetransmitted, bytes: bytes}
+		p.lost, p.dropped = s.lose(loss, drop)
 		s.retx = s.retx[:copy(s.retx, s.retx[1:])]
 		s.res.Copies++
 	case lg.PktOriginal:
@@ -702,10 +723,10 @@ func (s *sim) send(kind int) {
 			p = s.takeOffered()
 			break
 		}
-		lost := false
+		lost, dropped := false, false
 		switch {
 		case s.c.Step:
-			lost = s.bern(s.c.Loss)
+			lost, dropped = s.lose(s.c.Loss, s.c.Drop)
 		default:
 			if s.gap < 0 {
 				s.gap = s.geometric()
@@ -713,6 +734,12 @@ func (s *sim) send(kind int) {
 			switch {
 			case s.gap == 0:
 				lost, s.gap = true, -1
+				if s.c.Drop > 0 {
+					// Which of the causes took it: the table with
+					// probability Drop/Loss.
+					s.draws++
+					dropped = s.r.Float64()*s.c.Loss < s.c.Drop
+				}
 			case s.c.Mode == Off || s.steady():
 				// Skip ahead: send the good frames before the next
 				// corruption as one run.
@@ -727,7 +754,7 @@ func (s *sim) send(kind int) {
 				s.gap--
 			}
 		}
-		p = packet{seq: s.nextSeq, kind: lg.PktOriginal, bytes: s.c.FrameBytes, lost: lost}
+		p = packet{seq: s.nextSeq, kind: lg.PktOriginal, bytes: s.c.FrameBytes, lost: lost, dropped: dropped}
 		s.nextSeq++
 		s.res.FramesSent++
 	case lg.PktDummy:
@@ -816,6 +843,9 @@ func (s *sim) transmit(p packet) {
 	s.slotFree = s.now + slot
 	if p.lost {
 		s.res.Corrupted++
+		if p.dropped {
+			s.res.Dropped++
+		}
 		if s.c.Mode == Off {
 			if p.kind == lg.PktOriginal {
 				s.res.Lost++

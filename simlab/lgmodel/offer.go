@@ -33,6 +33,9 @@ type Frame struct {
 	// caller that samples rare outcomes itself (skipping trials that see no
 	// corruption at all) passes its own uniform draw here.
 	U float64
+	// Drop is the part of Loss the sender's loss-emulation table makes
+	// (Config.Drop): a lost frame with U < Drop is counted in Dropped.
+	Drop float64
 }
 
 // Delivery is an original leaving the receiver for the next hop.
@@ -42,8 +45,8 @@ type Delivery struct {
 }
 
 type frameInfo struct {
-	bytes int
-	loss  float64
+	bytes      int
+	loss, drop float64
 }
 
 type offered struct {
@@ -141,12 +144,12 @@ func (o *offered) ready(t int64) bool {
 }
 
 // frame is an original's size and corruption probability, for its copies.
-func (o *offered) frame(seq int64, bytes int, loss float64) (int, float64) {
+func (o *offered) frame(seq int64, bytes int, loss, drop float64) (int, float64, float64) {
 	if o == nil || seq < o.infoBase || seq-o.infoBase >= int64(len(o.info)) {
-		return bytes, loss
+		return bytes, loss, drop
 	}
 	f := o.info[seq-o.infoBase]
-	return f.bytes, f.loss
+	return f.bytes, f.loss, f.drop
 }
 
 func (o *offered) deliver(seq, at int64) {
@@ -160,9 +163,9 @@ func (s *sim) takeOffered() packet {
 	o := s.off
 	f := o.queue[0]
 	o.queue = o.queue[:copy(o.queue, o.queue[1:])]
-	lost := f.U < f.Loss
+	lost, dropped := f.U < f.Loss, f.U < f.Loss && f.U < f.Drop
 	if f.U < 0 {
-		lost = s.bern(f.Loss)
+		lost, dropped = s.lose(f.Loss, f.Drop)
 	}
 	// Copies come from the Tx buffer: keep what they need while an
 	// original may still be retransmitted (a hole is never below the
@@ -175,8 +178,8 @@ func (s *sim) takeOffered() packet {
 	if len(o.info) == 0 {
 		o.infoBase = s.nextSeq
 	}
-	o.info = append(o.info, frameInfo{bytes: f.Bytes, loss: f.Loss})
-	p := packet{seq: s.nextSeq, kind: lg.PktOriginal, bytes: f.Bytes, lost: lost}
+	o.info = append(o.info, frameInfo{bytes: f.Bytes, loss: f.Loss, drop: f.Drop})
+	p := packet{seq: s.nextSeq, kind: lg.PktOriginal, bytes: f.Bytes, lost: lost, dropped: dropped}
 	s.nextSeq++
 	s.res.FramesSent++
 	return p

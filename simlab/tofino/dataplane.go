@@ -89,6 +89,7 @@ type segConfig struct {
 	up          bool
 	mode        lgmodel.Mode
 	bps, loss   float64
+	drop        float64 // the loss-emulation table's part of loss
 	copies      int
 	pause, resu int
 	fec         string
@@ -234,7 +235,8 @@ func (d *Dataplane) config(r *lgRun) (segConfig, error) {
 	}
 	// The sender's loss-emulation table drops floor(p*2^20) of 2^20 random values.
 	if n := l.tx.tableSize(lg.TableEmulateDrop); n > 0 {
-		c.loss = 1 - (1-c.loss)*(1-float64(n)/(1<<20))
+		c.drop = float64(n) / (1 << 20)
+		c.loss = 1 - (1-c.loss)*(1-c.drop)
 	}
 	c.mode = lgmodel.Off
 	if l.tx.programName() == lg.ProgramSender && l.rx.programName() == lg.ProgramReceiver {
@@ -278,6 +280,7 @@ func (d *Dataplane) newSegment(r *lgRun) error {
 		return fmt.Errorf("%s: %w", r.link.name, err)
 	}
 	cfg.FrameBytes = r.frameBytes
+	cfg.Drop = c.drop                                                                  // the drops the table takes are counted in lg.RegEmulatedDrops
 	cfg.Propagation += r.link.tx.fecDelay(r.link.tx.port(r.link.txPort), r.frameBytes) // fec.go
 	cfg.LossSmall = 0
 	// Skipped-over runs of at most 256 frames (31 us at 100G). Counters
@@ -474,6 +477,7 @@ func (d *Dataplane) addTraffic(l *swLink, frameBytes int, mode lgmodel.Mode, cur
 	}
 	l.tx.mu.Lock()
 	l.tx.addRegLocked(senderSeqReg, 0, dSent)
+	l.tx.addRegLocked(lg.RegEmulatedDrops, 0, cur.Dropped-prev.Dropped) // the frames the emulated drop took, as drawn
 	l.tx.queueTrack(lg.RecircPort, lg.QueueTxBuffer, bufs, cur.MaxTxBufferBytes, true)
 	l.tx.mu.Unlock()
 	l.rx.mu.Lock()

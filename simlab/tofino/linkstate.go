@@ -25,6 +25,22 @@ type LinkState struct {
 	Transceiver   physics.Transceiver
 }
 
+// AddEmulatedDrops counts frames of traffic on fibre that the sender's
+// loss-emulation table took (drawn by whoever modelled that traffic, e.g.
+// the simulated hosts) in the sender's lg.RegEmulatedDrops.
+func (d *Dataplane) AddEmulatedDrops(fibre string, frames int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, l := range d.links {
+		if l.name == fibre {
+			l.tx.mu.Lock()
+			l.tx.addRegLocked(lg.RegEmulatedDrops, 0, frames)
+			l.tx.mu.Unlock()
+			return
+		}
+	}
+}
+
 // LinkState reads a switch fibre's state now, as the dataplane computes it
 // for its own traffic.
 func (d *Dataplane) LinkState(fibre string) (LinkState, error) {

@@ -116,7 +116,7 @@ const senderSeqReg = "SwitchEgress." + lg.RegSeqNo
 
 var programObjects = map[string]struct{ regs, tables []string }{
 	lg.ProgramSender: {
-		regs:   []string{senderSeqReg, "SwitchEgress." + lg.RegEra},
+		regs:   []string{senderSeqReg, "SwitchEgress." + lg.RegEra, lg.RegEmulatedDrops},
 		tables: []string{lg.TableLinkProtect, lg.TableRetxMcast, lg.TableEmulateDrop},
 	},
 	lg.ProgramReceiver: {
