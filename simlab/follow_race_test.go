@@ -82,7 +82,7 @@ func TestSimulatedIperf3FollowRace(t *testing.T) {
 			case <-stopReads:
 				reads <- nil
 				return
-			default:
+			case <-time.After(20 * time.Millisecond):
 			}
 			c, err := sw1r.PortCounters(ctx, 136)
 			if err != nil {
