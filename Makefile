@@ -22,7 +22,8 @@ MODELS := ./simlab/lgmodel ./simlab/fctmodel ./simlab/reactormodel ./simlab/phys
 # skip there (raceDetector in their packages) and run here without it.
 # Their packages' other tests run the same simulated switches and hosts
 # under -race; the simulated iperf3's stepping along the switches' clock
-# (tofino.Dataplane.Follow) is not raced by any of them.
+# (tofino.Dataplane.Follow) is raced by TestSimulatedIperf3FollowRace
+# (simlab/follow_race_test.go), a one-second flow on a 25G port.
 #
 # The Stardust recipes run their model in process (model-only: no
 # emulator behind them), every test a few seconds of cell-level stepping
