@@ -112,7 +112,9 @@ echo "started=$!"`,
 	// Whether the agent runs, the address it printed, its last log lines.
 	opAgentStatus: inHome + alive + `p=$(cat "$D/pid" 2>/dev/null)
 echo "pid=$p"
-if alive "$p"; then echo "alive=yes"; else echo "alive=no"; fi
+# A process in the middle of its exec (the start script's sh becoming the
+# agent) can show an empty /proc/PID/cmdline for an instant: look twice.
+if alive "$p" || { sleep 0.2; alive "$p"; }; then echo "alive=yes"; else echo "alive=no"; fi
 echo "listen=$(sed -n 's/^listening //p' "$D/out" 2>/dev/null | head -n 1)"
 tail -n 20 "$D/log" 2>/dev/null | sed 's/^/log: /'`,
 
