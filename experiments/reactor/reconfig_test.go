@@ -60,7 +60,7 @@ func checkRestored(t *testing.T, lab *simlab.Lab) {
 func TestReconfigAllToAllFollowsFromTheSlots(t *testing.T) {
 	lab := startLab(t, 51)
 	var s reactor.ReconfigSummary
-	res := runRecipe(t, lab, reactor.NewReconfig(), &s, nil, "warmup=4", "periods=24")
+	res := runRecipe(t, lab, reactor.NewReconfig(), &s, nil, "warmup=4", "periods=24", "transition_periods=10")
 	if res.Status != results.StatusOK {
 		t.Fatalf("run %s: %s", res.Status, res.Reason)
 	}
@@ -178,18 +178,20 @@ func TestReconfigAllToAllFollowsFromTheSlots(t *testing.T) {
 		t.Errorf("circuits carried %.4g B, goodput says %.4g B", bytes, want)
 	}
 
-	// The transition: 3 configurations before, 4 after, and the switch
-	// follows at a boundary after the change: the next one when the
+	// The transition (10 periods each side, so a replacement that a busy
+	// machine delays by several periods still lands in the run): 3
+	// configurations before, 4 after, and the switch follows at a
+	// boundary after the change: the next one when the
 	// recipe's replacement reaches it in time (750 us), a later one on a
-	// busy machine; the after-change goodput is measured over the last 3
-	// periods, which a follow up to 3 boundaries late leaves alone.
+	// busy machine; the after-change goodput is measured over the last 5
+	// periods, which a follow up to 5 boundaries late leaves alone.
 	tr := s.Transition
 	if tr == nil {
 		t.Fatal("no transition in the summary")
 	}
 	t.Logf("transition: change %.0f us, followed %.0f us, %d late; %.2f Gb/s before, %.2f after", tr.ChangeUS, tr.FollowedUS, tr.PeriodsLate, tr.GoodputGbpsBefore, tr.GoodputGbpsAfter)
-	if tr.ConfigsBefore != 3 || tr.ConfigsAfter != 4 || tr.ChangeUS != 5.5*W || tr.PeriodsLate < 0 ||
-		tr.FollowedUS != W*(6+float64(tr.PeriodsLate)) || tr.DelayUS != tr.FollowedUS-tr.ChangeUS {
+	if tr.ConfigsBefore != 3 || tr.ConfigsAfter != 4 || tr.ChangeUS != 9.5*W || tr.PeriodsLate < 0 ||
+		tr.FollowedUS != W*(10+float64(tr.PeriodsLate)) || tr.DelayUS != tr.FollowedUS-tr.ChangeUS {
 		t.Errorf("transition %+v", tr)
 	}
 	if tr.PeriodsLate > 0 {
