@@ -160,38 +160,8 @@ func contains(s, sub string) bool { return strings.Contains(s, sub) }
 // verifies, marked aborted, whose summary holds the point it finished and
 // says it is partial.
 func TestFabricInterruptedLeavesAReadableBundle(t *testing.T) {
-	r := stardust.NewFabric()
-	params, err := orchestrator.ResolveParams(r.Params(), "", nil, []string{"fas=8", "utilisations=0.5,0.6,0.7", "slots=1000", "warmup=100"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	eng := &orchestrator.Engine{RunsDir: filepath.Join(dir, "runs"), StateDir: filepath.Join(dir, "state"),
-		Observe: func(e results.Event) {
-			if e.Type == "measurement" {
-				cancel(orchestrator.ErrAborted)
-			}
-		}}
-	res, err := eng.Run(ctx, orchestrator.RunRequest{Recipe: r, Params: params, Lab: &inventory.Inventory{Name: "no-lab", Path: "(none)"}, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Status != results.StatusAborted {
-		t.Fatalf("status %s (%s), want aborted", res.Status, res.Reason)
-	}
-	if rep, err := results.Verify(res.Dir); err != nil || !rep.OK {
-		t.Fatalf("bundle does not verify: %v %+v", err, rep)
-	}
 	var s stardust.FabricSummary
-	b, err := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
+	interrupted(t, stardust.NewFabric(), &s, "fas=8", "utilisations=0.5,0.6,0.7", "slots=1000", "warmup=100")
 	if !s.Partial || len(s.Points) != 1 || s.Points["u50"].CellsSent == 0 {
 		t.Errorf("summary of the interrupted run: partial %v, points %v", s.Partial, s.Points)
 	}
