@@ -2,7 +2,7 @@ package simlab
 
 import (
 	"fmt"
-	"os"
+	"testbed/internal/readfile"
 
 	"testbed/simlab/scenario"
 )
@@ -38,14 +38,7 @@ func (l *Lab) ApplyScenario(s *scenario.Scenario) error {
 
 // LoadScenario reads a scenario file (at most 1 MiB, a regular file).
 func LoadScenario(path string) (*scenario.Scenario, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("scenario: %w", err)
-	}
-	if !st.Mode().IsRegular() || st.Size() > 1<<20 {
-		return nil, fmt.Errorf("scenario %s: expected a regular YAML file of at most 1 MiB", path)
-	}
-	b, err := os.ReadFile(path)
+	b, err := readfile.Read(path, 1<<20)
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}

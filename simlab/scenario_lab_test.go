@@ -1,11 +1,16 @@
 package simlab
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"testbed/dut/tofino"
+	"testbed/internal/readfile"
 	lg "testbed/p4/linkguardian"
 	"testbed/simlab/scenario"
 )
@@ -86,5 +91,21 @@ func TestScenarioDirtyConnectorCorruptsThroughTheOptics(t *testing.T) {
 	t.Logf("FCS errors: before %d, dirty %d, after cleaning %d", clean1, dirty, clean2)
 	if dirty < 100 || dirty < 20*(clean1+1) || dirty < 20*(clean2+1) {
 		t.Fatalf("FCS errors before %d, dirty %d, after %d: the dirty connector did not corrupt", clean1, dirty, clean2)
+	}
+}
+
+// A scenario file is read only when it is a regular file under 1 MiB: a
+// directory, or a file past the bound, is refused before it is read.
+func TestLoadScenarioBoundsWhatItReads(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := LoadScenario(dir); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("a directory: %v", err)
+	}
+	big := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(big, []byte("# "+strings.Repeat("x", 1<<20)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadScenario(big); !errors.Is(err, readfile.ErrTooLarge) {
+		t.Errorf("a file past 1 MiB: %v", err)
 	}
 }
