@@ -1,9 +1,6 @@
 package linkguardian
 
-import (
-	"fmt"
-	"strings"
-)
+import "testbed/p4/internal/decl"
 
 // The two controls of a Tofino pipeline that hold the objects the control
 // plane reaches (bfrt.<program>.pipe.<Control>.<name>).
@@ -34,35 +31,17 @@ const (
 const DropRandomBits = 20
 
 // Kind is the sort of P4 object a Declaration names.
-type Kind string
+type Kind = decl.Kind
 
 const (
-	KindTable    Kind = "table"
-	KindAction   Kind = "action"
-	KindRegister Kind = "register"
+	KindTable    = decl.KindTable
+	KindAction   = decl.KindAction
+	KindRegister = decl.KindRegister
 )
 
 // Declaration is one object the control plane reaches by name, and where
-// the P4 source must declare it: in which program, in which control.
-type Declaration struct {
-	Program string // ProgramSender or ProgramReceiver
-	Control string // ControlIngress or ControlEgress
-	Kind    Kind
-	Name    string // as declared inside the control
-	// For KindAction: the table whose actions list holds it, by its
-	// qualified name, and the action's parameters in order.
-	Table  string
-	Params []string
-	// For KindTable: the match keys, in order.
-	Keys []string
-}
-
-// QualifiedName is the name under bfrt.<program>.pipe: "SwitchEgress.reg_seq_no".
-func (d Declaration) QualifiedName() string { return d.Control + "." + d.Name }
-
-func (d Declaration) String() string {
-	return fmt.Sprintf("%s %s.%s", d.Kind, d.Program, d.QualifiedName())
-}
+// the P4 source must declare it (the shape every program's contract shares).
+type Declaration = decl.Declaration
 
 // Declarations lists every name of this contract with the program and
 // control that declare it. Names the contract gives without their control
@@ -70,44 +49,21 @@ func (d Declaration) String() string {
 func Declarations() []Declaration {
 	return []Declaration{
 		// Sender.
-		declTable(ProgramSender, TableLinkProtect, KeyEgressPort),
-		declAction(ProgramSender, TableLinkProtect, ActionProtect, ParamDummyPktMaxCount, ParamBlockingMode),
-		declRegister(ProgramSender, ControlEgress, RegSeqNo),
-		declRegister(ProgramSender, ControlEgress, RegEra),
-		declTable(ProgramSender, TableRetxMcast, KeyEgressPort),
-		declAction(ProgramSender, TableRetxMcast, ActionRetxCopies, ParamNumCopies),
-		declTable(ProgramSender, TableEmulateDrop, KeyRandNum),
-		declAction(ProgramSender, TableEmulateDrop, ActionDrop),
-		declRegister(ProgramSender, "", RegEmulatedDrops),
+		decl.Table(ProgramSender, TableLinkProtect, KeyEgressPort),
+		decl.Action(ProgramSender, TableLinkProtect, ActionProtect, ParamDummyPktMaxCount, ParamBlockingMode),
+		decl.Register(ProgramSender, ControlEgress, RegSeqNo),
+		decl.Register(ProgramSender, ControlEgress, RegEra),
+		decl.Table(ProgramSender, TableRetxMcast, KeyEgressPort),
+		decl.Action(ProgramSender, TableRetxMcast, ActionRetxCopies, ParamNumCopies),
+		decl.Table(ProgramSender, TableEmulateDrop, KeyRandNum),
+		decl.Action(ProgramSender, TableEmulateDrop, ActionDrop),
+		decl.Register(ProgramSender, "", RegEmulatedDrops),
 
 		// Receiver.
-		declRegister(ProgramReceiver, "", RegExpectedSeqNo),
-		declRegister(ProgramReceiver, ControlIngress, RegAck),
-		declRegister(ProgramReceiver, "", RegTimeoutCount),
-		declRegister(ProgramReceiver, "", RegPauseThreshold),
-		declRegister(ProgramReceiver, "", RegResumeThreshold),
+		decl.Register(ProgramReceiver, "", RegExpectedSeqNo),
+		decl.Register(ProgramReceiver, ControlIngress, RegAck),
+		decl.Register(ProgramReceiver, "", RegTimeoutCount),
+		decl.Register(ProgramReceiver, "", RegPauseThreshold),
+		decl.Register(ProgramReceiver, "", RegResumeThreshold),
 	}
-}
-
-// splitQualified separates "Control.name"; a name without a control gets control.
-func splitQualified(control, name string) (string, string) {
-	if c, n, ok := strings.Cut(name, "."); ok {
-		return c, n
-	}
-	return control, name
-}
-
-func declTable(program, qualified string, keys ...string) Declaration {
-	c, n := splitQualified("", qualified)
-	return Declaration{Program: program, Control: c, Kind: KindTable, Name: n, Keys: keys}
-}
-
-func declAction(program, table, name string, params ...string) Declaration {
-	c, _ := splitQualified("", table)
-	return Declaration{Program: program, Control: c, Kind: KindAction, Name: name, Table: table, Params: params}
-}
-
-func declRegister(program, control, name string) Declaration {
-	c, n := splitQualified(control, name)
-	return Declaration{Program: program, Control: c, Kind: KindRegister, Name: n}
 }

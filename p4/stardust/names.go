@@ -1,9 +1,6 @@
 package stardust
 
-import (
-	"fmt"
-	"strings"
-)
+import "testbed/p4/internal/decl"
 
 // The two controls of the pipeline that hold the objects the control plane
 // reaches (bfrt.<program>.pipe.<Control>.<name>).
@@ -13,34 +10,17 @@ const (
 )
 
 // Kind is the sort of P4 object a Declaration names.
-type Kind string
+type Kind = decl.Kind
 
 const (
-	KindTable    Kind = "table"
-	KindAction   Kind = "action"
-	KindRegister Kind = "register"
+	KindTable    = decl.KindTable
+	KindAction   = decl.KindAction
+	KindRegister = decl.KindRegister
 )
 
 // Declaration is one object the control plane reaches by name, and where
-// the P4 source must declare it.
-type Declaration struct {
-	Program string
-	Control string
-	Kind    Kind
-	Name    string // as declared inside the control
-	// For KindAction: its table (qualified) and its parameters in order.
-	Table  string
-	Params []string
-	// For KindTable: the match keys, in order.
-	Keys []string
-}
-
-// QualifiedName is the name under bfrt.<program>.pipe: "SwitchIngress.spray".
-func (d Declaration) QualifiedName() string { return d.Control + "." + d.Name }
-
-func (d Declaration) String() string {
-	return fmt.Sprintf("%s %s.%s", d.Kind, d.Program, d.QualifiedName())
-}
+// the P4 source must declare it (the shape every program's contract shares).
+type Declaration = decl.Declaration
 
 // Declarations lists every name of this contract with the program and
 // control that declare it.
@@ -48,55 +28,35 @@ func Declarations() []Declaration {
 	var out []Declaration
 	both := func(p string) {
 		out = append(out,
-			declTable(p, TableWhoami),
-			declAction(p, TableWhoami, ActionSetID, ParamID),
-			declTable(p, TableSpray, KeyDstFA, KeySlot),
-			declAction(p, TableSpray, ActionToLink, ParamLink),
-			declAction(p, TableSpray, ActionDrop),
-			declTable(p, TableReachPort, KeyPacketID),
-			declAction(p, TableReachPort, ActionReachOn, ParamLink),
-			declRegister(p, RegSpray),
-			declRegister(p, RegReachAge),
+			decl.Table(p, TableWhoami),
+			decl.Action(p, TableWhoami, ActionSetID, ParamID),
+			decl.Table(p, TableSpray, KeyDstFA, KeySlot),
+			decl.Action(p, TableSpray, ActionToLink, ParamLink),
+			decl.Action(p, TableSpray, ActionDrop),
+			decl.Table(p, TableReachPort, KeyPacketID),
+			decl.Action(p, TableReachPort, ActionReachOn, ParamLink),
+			decl.Register(p, "", RegSpray),
+			decl.Register(p, "", RegReachAge),
 		)
 	}
 	both(ProgramFA)
 	both(ProgramFE)
 	fa := ProgramFA
 	out = append(out,
-		declTable(fa, TableVOQ, KeyDstAddr),
-		declAction(fa, TableVOQ, ActionToVOQ, ParamFA, ParamPort, ParamVOQ, ParamTC),
-		declTable(fa, TableHostPort, KeyDstPort),
-		declAction(fa, TableHostPort, ActionToHost, ParamPort),
-		declTable(fa, TableCreditPort, KeyPacketID),
-		declAction(fa, TableCreditPort, ActionCreditFor, ParamPort),
-		declTable(fa, TableCreditTo, KeyDstPort, KeySlot),
-		declAction(fa, TableCreditTo, ActionToSource, ParamFA, ParamVOQ),
-		declRegister(fa, RegCredit),
-		declRegister(fa, RegSeqOut),
-		declRegister(fa, RegSeqIn),
-		declRegister(fa, RegCreditRR),
-		declRegister(fa, RegFCI),
-		declRegister(ProgramFE, RegFCIThreshold),
+		decl.Table(fa, TableVOQ, KeyDstAddr),
+		decl.Action(fa, TableVOQ, ActionToVOQ, ParamFA, ParamPort, ParamVOQ, ParamTC),
+		decl.Table(fa, TableHostPort, KeyDstPort),
+		decl.Action(fa, TableHostPort, ActionToHost, ParamPort),
+		decl.Table(fa, TableCreditPort, KeyPacketID),
+		decl.Action(fa, TableCreditPort, ActionCreditFor, ParamPort),
+		decl.Table(fa, TableCreditTo, KeyDstPort, KeySlot),
+		decl.Action(fa, TableCreditTo, ActionToSource, ParamFA, ParamVOQ),
+		decl.Register(fa, "", RegCredit),
+		decl.Register(fa, "", RegSeqOut),
+		decl.Register(fa, "", RegSeqIn),
+		decl.Register(fa, "", RegCreditRR),
+		decl.Register(fa, "", RegFCI),
+		decl.Register(ProgramFE, "", RegFCIThreshold),
 	)
 	return out
-}
-
-func split(qualified string) (string, string) {
-	c, n, _ := strings.Cut(qualified, ".")
-	return c, n
-}
-
-func declTable(program, qualified string, keys ...string) Declaration {
-	c, n := split(qualified)
-	return Declaration{Program: program, Control: c, Kind: KindTable, Name: n, Keys: keys}
-}
-
-func declAction(program, table, name string, params ...string) Declaration {
-	c, _ := split(table)
-	return Declaration{Program: program, Control: c, Kind: KindAction, Name: name, Table: table, Params: params}
-}
-
-func declRegister(program, qualified string) Declaration {
-	c, n := split(qualified)
-	return Declaration{Program: program, Control: c, Kind: KindRegister, Name: n}
 }

@@ -18,6 +18,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"testbed/p4/internal/decl"
 )
 
 // ---- reading the sources ----
@@ -931,68 +933,13 @@ func (p *Program) CheckReferences(b *Control) []error {
 	return errs
 }
 
-// Kinds of object a declaration names.
-const (
-	KindTable    = "table"
-	KindAction   = "action"
-	KindRegister = "register"
-)
-
-// Declaration is the shape of a contract's Declaration type: one object the
-// control plane reaches by name, and where the P4 source must declare it
-// (in which program, in which control). Each program package has its own
-// type, with its own Kind, and these fields in this order.
-type Declaration[K ~string] interface {
-	~struct {
-		Program string
-		Control string
-		Kind    K
-		Name    string // as declared inside the control
-		// For KindAction: the table whose actions list holds it, by its
-		// qualified name, and the action's parameters in order.
-		Table  string
-		Params []string
-		// For KindTable: the match keys, in order.
-		Keys []string
-	}
-}
-
-// declaration is a Declaration of any package.
-type declaration struct {
-	Program, Control, Kind, Name, Table string
-	Params, Keys                        []string
-}
-
-// asDeclarations reads a package's declarations, their Kind as a string.
-func asDeclarations[K ~string, D Declaration[K]](decls []D) []declaration {
-	out := make([]declaration, 0, len(decls))
-	for _, d := range decls {
-		x := struct {
-			Program, Control string
-			Kind             K
-			Name, Table      string
-			Params, Keys     []string
-		}(d)
-		out = append(out, declaration{x.Program, x.Control, string(x.Kind), x.Name, x.Table, x.Params, x.Keys})
-	}
-	return out
-}
-
-// splitQualified separates "Control.name"; a name without a control gets control.
-func splitQualified(control, name string) (string, string) {
-	if c, n, ok := strings.Cut(name, "."); ok {
-		return c, n
-	}
-	return control, name
-}
-
 // CheckDeclarations holds the programs to the list of declarations.
-func CheckDeclarations[K ~string, D Declaration[K]](progs map[string]*Program, decls []D) []error {
+func CheckDeclarations(progs map[string]*Program, decls []decl.Declaration) []error {
 	var errs []error
-	fail := func(d declaration, format string, args ...any) {
+	fail := func(d decl.Declaration, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s.p4: %s %s.%s: %s", d.Program, d.Kind, d.Control, d.Name, fmt.Sprintf(format, args...)))
 	}
-	for _, d := range asDeclarations[K](decls) {
+	for _, d := range decls {
 		p, ok := progs[d.Program]
 		if !ok {
 			fail(d, "no such program")
@@ -1004,7 +951,7 @@ func CheckDeclarations[K ~string, D Declaration[K]](progs map[string]*Program, d
 			continue
 		}
 		switch d.Kind {
-		case KindTable:
+		case decl.KindTable:
 			ts := c.Tables[d.Name]
 			if len(ts) != 1 {
 				fail(d, "declared %d times in control %s, want once", len(ts), d.Control)
@@ -1013,7 +960,7 @@ func CheckDeclarations[K ~string, D Declaration[K]](progs map[string]*Program, d
 			if !slices.Equal(ts[0].Keys, d.Keys) {
 				fail(d, "keys %q, the control plane uses %q", ts[0].Keys, d.Keys)
 			}
-		case KindAction:
+		case decl.KindAction:
 			as := c.Actions[d.Name]
 			if len(as) != 1 {
 				fail(d, "declared %d times in control %s, want once", len(as), d.Control)
@@ -1022,7 +969,7 @@ func CheckDeclarations[K ~string, D Declaration[K]](progs map[string]*Program, d
 			if !slices.Equal(as[0].params, d.Params) && (len(as[0].params) != 0 || len(d.Params) != 0) {
 				fail(d, "parameters %q, the control plane uses %q", as[0].params, d.Params)
 			}
-			tc, tn := splitQualified("", d.Table)
+			tc, tn := decl.SplitQualified("", d.Table)
 			if tc != d.Control {
 				fail(d, "its table %s is in another control", d.Table)
 				continue
@@ -1030,7 +977,7 @@ func CheckDeclarations[K ~string, D Declaration[K]](progs map[string]*Program, d
 			if ts := c.Tables[tn]; len(ts) != 1 || !slices.Contains(ts[0].Actions, d.Name) {
 				fail(d, "not among the actions of table %s", d.Table)
 			}
-		case KindRegister:
+		case decl.KindRegister:
 			is := c.Instances[d.Name]
 			if len(is) != 1 || is[0].Type != "Register" {
 				fail(d, "no single Register of that name in control %s (%d declarations)", d.Control, len(is))
@@ -1046,20 +993,20 @@ func CheckDeclarations[K ~string, D Declaration[K]](progs map[string]*Program, d
 // plane (its constants Table*, Action* and Reg*, string literals) to its
 // declarations, so that a name added to the contract is checked too. It
 // returns how many such constants the file has.
-func CheckContractNames[K ~string, D Declaration[K]](path string, decls []D) (int, []error, error) {
+func CheckContractNames(path string, decls []decl.Declaration) (int, []error, error) {
 	f, err := parser.ParseFile(gotoken.NewFileSet(), path, nil, 0)
 	if err != nil {
 		return 0, nil, err
 	}
 	listed := map[string]bool{}
-	for _, d := range asDeclarations[K](decls) {
+	for _, d := range decls {
 		listed[d.Name] = true
 		listed[d.Control+"."+d.Name] = true
 	}
 	n := 0
 	var errs []error
-	for _, decl := range f.Decls {
-		g, ok := decl.(*ast.GenDecl)
+	for _, fd := range f.Decls {
+		g, ok := fd.(*ast.GenDecl)
 		if !ok || g.Tok != gotoken.CONST {
 			continue
 		}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"testbed/p4/internal/decl"
 )
 
 func TestReaderRejectsUnbalancedSource(t *testing.T) {
@@ -59,19 +61,6 @@ control C(inout hdrs_t hdr, inout meta_t md, in ingress_intrinsic_metadata_t ig_
 	}
 }
 
-// A declaration type of the shape a contract package has.
-type testKind string
-
-type testDecl struct {
-	Program string
-	Control string
-	Kind    testKind
-	Name    string
-	Table   string
-	Params  []string
-	Keys    []string
-}
-
 // A contract constant missing from the declarations is reported, and so is
 // one that is not a string literal.
 func TestContractNamesAreChecked(t *testing.T) {
@@ -80,7 +69,7 @@ func TestContractNamesAreChecked(t *testing.T) {
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	decls := []testDecl{{Program: "p", Control: "SwitchIngress", Kind: KindTable, Name: "t"}}
+	decls := []decl.Declaration{{Program: "p", Control: "SwitchIngress", Kind: decl.KindTable, Name: "t"}}
 	n, errs, err := CheckContractNames(path, decls)
 	if err != nil {
 		t.Fatal(err)
