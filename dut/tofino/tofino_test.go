@@ -178,38 +178,8 @@ func TestDroppedSessionMidRunReconnects(t *testing.T) {
 // Line-rate stress traffic across the corrupting 100G fibre: counters at
 // both ends and the sink agree with each other and with the protection.
 func TestPktgenAcrossTheCorruptingLink(t *testing.T) {
-	lab := startLab(t)
+	lab, tx, rx, p, sink := startLG100Stress(t)
 	ctx := context.Background()
-	tx := open(t, lab, "sw1", 5*time.Second)
-	rx := open(t, lab, "sw2", 5*time.Second)
-	if err := tx.StartSwitchd(ctx, lg.ProgramSender); err != nil {
-		t.Fatal(err)
-	}
-	if err := rx.StartSwitchd(ctx, lg.ProgramReceiver); err != nil {
-		t.Fatal(err)
-	}
-	p := dev(t, lab, "sw1", "p1")
-	sink := dev(t, lab, "sw2", "sink")
-	for _, c := range []struct {
-		s    *tofino.Switch
-		port int
-	}{{tx, p}, {rx, p}, {rx, sink}} {
-		if err := c.s.AddPort(ctx, c.port, 100, "none"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// The attenuators power up with their shutters closed; this test drives
-	// the switches without a recipe, so it lights the fibre itself.
-	if v, ok := lab.World().VOA("voa3"); ok {
-		for _, ch := range v.Channels {
-			ch.SetShutter(true)
-		}
-	}
-	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := tx.WaitPortUp(wctx, p); err != nil {
-		t.Fatal(err)
-	}
 	// Set the fibre to about 1e-3 frame loss through the world's VOA.
 	f, _ := lab.World().Fibre("lg100")
 	target := physics.RxPowerForFrameLoss(f.Transceiver, physics.FEC{Name: "none"}, 1518, 1e-3)
@@ -284,36 +254,8 @@ func TestPktgenAcrossTheCorruptingLink(t *testing.T) {
 // stopped the counters are settled, and moving the switch's clock (the
 // next run's first wait) delivers no leftover frame of it.
 func TestPktgenStopSettlesCounters(t *testing.T) {
-	lab := startLab(t)
+	lab, tx, rx, p, sink := startLG100Stress(t)
 	ctx := context.Background()
-	tx := open(t, lab, "sw1", 5*time.Second)
-	rx := open(t, lab, "sw2", 5*time.Second)
-	if err := tx.StartSwitchd(ctx, lg.ProgramSender); err != nil {
-		t.Fatal(err)
-	}
-	if err := rx.StartSwitchd(ctx, lg.ProgramReceiver); err != nil {
-		t.Fatal(err)
-	}
-	p := dev(t, lab, "sw1", "p1")
-	sink := dev(t, lab, "sw2", "sink")
-	for _, c := range []struct {
-		s    *tofino.Switch
-		port int
-	}{{tx, p}, {rx, p}, {rx, sink}} {
-		if err := c.s.AddPort(ctx, c.port, 100, "none"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if v, ok := lab.World().VOA("voa3"); ok {
-		for _, ch := range v.Channels {
-			ch.SetShutter(true)
-		}
-	}
-	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := tx.WaitPortUp(wctx, p); err != nil {
-		t.Fatal(err)
-	}
 	// Lossy enough that the ordered mode holds frames in its reorder
 	// buffer waiting for retransmissions when the generator stops.
 	f, _ := lab.World().Fibre("lg100")
@@ -467,36 +409,8 @@ func TestAgentRequiresTheRunsToken(t *testing.T) {
 // count is the frames lost, and it sits within binomial bounds of the
 // table's rate; LinkGuardian on, the same count with nothing lost.
 func TestEmulatedDropsCountedAtTheSwitch(t *testing.T) {
-	lab := startLab(t)
+	_, tx, rx, p, sink := startLG100Stress(t)
 	ctx := context.Background()
-	tx := open(t, lab, "sw1", 5*time.Second)
-	rx := open(t, lab, "sw2", 5*time.Second)
-	if err := tx.StartSwitchd(ctx, lg.ProgramSender); err != nil {
-		t.Fatal(err)
-	}
-	if err := rx.StartSwitchd(ctx, lg.ProgramReceiver); err != nil {
-		t.Fatal(err)
-	}
-	p := dev(t, lab, "sw1", "p1")
-	sink := dev(t, lab, "sw2", "sink")
-	for _, c := range []struct {
-		s    *tofino.Switch
-		port int
-	}{{tx, p}, {rx, p}, {rx, sink}} {
-		if err := c.s.AddPort(ctx, c.port, 100, "none"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if v, ok := lab.World().VOA("voa3"); ok {
-		for _, ch := range v.Channels {
-			ch.SetShutter(true)
-		}
-	}
-	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := tx.WaitPortUp(wctx, p); err != nil {
-		t.Fatal(err)
-	}
 	const rate = 2e-3
 	entries := lg.DropTableEntries(rate)
 	for i := range entries {
@@ -582,4 +496,44 @@ func TestEmulatedDropsCountedAtTheSwitch(t *testing.T) {
 	if counted == 0 || lost != 0 || counted > fcs {
 		t.Errorf("protected: the switch counted %d emulated drops, %d frames lost, %d FCS errors", counted, lost, fcs)
 	}
+}
+
+// startLG100Stress starts the simulated lab with sw1 and sw2 running
+// LinkGuardian's sender and receiver, lg100's port (p) added at 100G on
+// both and sw2's sink port, and lights the fibre (the attenuators power up
+// with their shutters closed, and these tests drive the switches without a
+// recipe); it returns once p is up on the sender.
+func startLG100Stress(t *testing.T) (lab *simlab.Lab, tx, rx *tofino.Switch, p, sink int) {
+	t.Helper()
+	lab = startLab(t)
+	ctx := context.Background()
+	tx = open(t, lab, "sw1", 5*time.Second)
+	rx = open(t, lab, "sw2", 5*time.Second)
+	if err := tx.StartSwitchd(ctx, lg.ProgramSender); err != nil {
+		t.Fatal(err)
+	}
+	if err := rx.StartSwitchd(ctx, lg.ProgramReceiver); err != nil {
+		t.Fatal(err)
+	}
+	p = dev(t, lab, "sw1", "p1")
+	sink = dev(t, lab, "sw2", "sink")
+	for _, c := range []struct {
+		s    *tofino.Switch
+		port int
+	}{{tx, p}, {rx, p}, {rx, sink}} {
+		if err := c.s.AddPort(ctx, c.port, 100, "none"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, ok := lab.World().VOA("voa3"); ok {
+		for _, ch := range v.Channels {
+			ch.SetShutter(true)
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := tx.WaitPortUp(wctx, p); err != nil {
+		t.Fatal(err)
+	}
+	return lab, tx, rx, p, sink
 }
