@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,48 +16,13 @@ import (
 	"time"
 
 	"testbed/dut/host"
+	"testbed/internal/etcdtest"
 	"testbed/results"
 	"testbed/simlab"
 )
 
-// startEtcd runs Debian's etcd-server on loopback ports in a temporary
-// directory for one test and kills it when the test ends. It skips, saying
-// why, where etcd is not installed (.ci/run installs it).
-func startEtcd(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("etcd")
-	if err != nil {
-		t.Skip("etcd not installed (apt-get install etcd-server): the etcd lease backend is not tested here")
-	}
-	free := func() string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		return "http://" + l.Addr().String()
-	}
-	client, peer := free(), free()
-	dir := t.TempDir()
-	logf, err := os.Create(filepath.Join(dir, "etcd.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "--name", "t", "--data-dir", filepath.Join(dir, "data"),
-		"--listen-client-urls", client, "--advertise-client-urls", client,
-		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-		"--initial-cluster", "t="+peer, "--log-outputs", "stderr")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		logf.Close()
-	})
-	return strings.TrimPrefix(client, "http://")
-}
+// startEtcd runs etcd on loopback for one test, or skips saying why.
+func startEtcd(t *testing.T) string { return etcdtest.Start(t) }
 
 func newEtcdStore(t *testing.T, endpoint, prefix string, ttl time.Duration) *EtcdLeases {
 	t.Helper()

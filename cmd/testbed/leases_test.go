@@ -2,49 +2,18 @@ package main
 
 import (
 	"context"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"testbed/internal/etcdtest"
 	"testbed/orchestrator"
 )
 
-// startEtcd runs Debian's etcd-server on loopback for one test (killed at
-// its end), or skips saying why.
-func startEtcd(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("etcd")
-	if err != nil {
-		t.Skip("etcd not installed (apt-get install etcd-server): --leases etcd:// is not tested here")
-	}
-	free := func() string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		return "http://" + l.Addr().String()
-	}
-	client, peer := free(), free()
-	dir := t.TempDir()
-	logf, err := os.Create(filepath.Join(dir, "etcd.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "--name", "t", "--data-dir", filepath.Join(dir, "data"),
-		"--listen-client-urls", client, "--advertise-client-urls", client,
-		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", "t="+peer)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logf.Close() })
-	return strings.TrimPrefix(client, "http://")
-}
+// startEtcd runs etcd on loopback for one test, or skips saying why.
+func startEtcd(t *testing.T) string { return etcdtest.Start(t) }
 
 // On etcd leases: a held device refuses a run (exit 4, naming the holder),
 // lab leases lists the holder by the inventory's name, --wait says who
