@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"testbed/dut/host"
 	"testbed/experiments/lgbench"
 	o "testbed/orchestrator"
 	"testbed/results"
@@ -291,7 +292,7 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 			stepDevs, source := devs, o.Setting{Device: l.Sender, Name: "pktgen", Value: fmt.Sprintf("%g s of %d B frames at line rate out of port %d", dur, fb, l.TxPort)}
 			if flowKind == "tcp" {
 				stepDevs = append(slices.Clone(devs), hosts.Sender, hosts.Receiver)
-				source = o.Setting{Device: hosts.Sender, Name: "iperf3", Value: iperfCommand(hosts.Dst, int64(dur), interval, cc)}
+				source = o.Setting{Device: hosts.Sender, Name: "iperf3", Value: host.Iperf3Flow{Dst: hosts.Dst, Seconds: int64(dur), Interval: interval, CC: cc}.Command()}
 			}
 			plan.Steps = append(plan.Steps, &o.Step{
 				Name: fmt.Sprintf("%s: flow, backpressure %s", l.Link.Name, bp), Action: "timeseries", Devices: stepDevs,

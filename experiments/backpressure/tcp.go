@@ -2,8 +2,6 @@ package backpressure
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -111,41 +109,10 @@ func bindTCP(pc *o.PlanContext, links []lgbench.Link, p *o.Params) (tcpHosts, er
 	if d := p.Float("duration_s"); d != float64(int64(d)) {
 		return h, o.Inputf("duration_s %g: iperf3 -t takes whole seconds", d)
 	}
-	if iv := p.Duration("interval"); iv < 100*time.Millisecond {
-		return h, o.Inputf("interval %v: iperf3 -i reports at most every 0.1 s", iv)
+	if err := (host.Iperf3Flow{Seconds: int64(p.Float("duration_s")), Interval: p.Duration("interval")}).Check(); err != nil {
+		return h, o.Inputf("duration_s, interval: %v", err)
 	}
 	return h, nil
-}
-
-// iperfJSON is what the recipe reads of iperf3's -J output.
-type iperfJSON struct {
-	Intervals []struct {
-		Sum struct {
-			Start, End  float64
-			Bytes       int64
-			Retransmits int64
-		}
-	}
-	End struct {
-		SumSent struct {
-			Bytes       int64
-			Retransmits int64
-		} `json:"sum_sent"`
-	}
-	Server *struct {
-		Intervals []struct {
-			Sum struct {
-				Start, End float64
-				Bytes      int64
-			}
-		}
-	} `json:"server_output_json"`
-	Error string
-}
-
-// iperfCommand is the flow's command line.
-func iperfCommand(dst netip.Addr, secs int64, interval time.Duration, cc string) string {
-	return fmt.Sprintf("iperf3 -c %s -t %d -i %g -C %s -J --get-server-output", dst, secs, interval.Seconds(), cc)
 }
 
 // tcpReading is one poll of the switches.
@@ -178,36 +145,29 @@ func (f *flow) runTCP(ctx context.Context, hosts tcpHosts, cc string) (Run, erro
 	if err != nil {
 		return run, err
 	}
-	running := func() (bool, error) {
-		r, err := snd.Run(ctx, "pgrep -x iperf3")
-		var xe *host.ExitError
-		if errors.As(err, &xe) && xe.Status == 1 {
-			return false, nil
-		}
-		return err == nil && strings.TrimSpace(r.Stdout) != "", err
-	}
-	if busy, err := running(); err != nil || busy {
+	if busy, err := snd.Iperf3Running(ctx); err != nil || busy {
 		if err == nil {
 			err = fmt.Errorf("%s runs iperf3 already: a second flow would share the link", hosts.Sender)
 		}
 		return run, err
 	}
-	cmd := iperfCommand(hosts.Dst, int64(f.dur/time.Second), f.interval, cc)
+	flow := host.Iperf3Flow{Dst: hosts.Dst, Seconds: int64(f.dur / time.Second), Interval: f.interval, CC: cc}
+	cmd := flow.Command()
 	type result struct {
-		r   host.Result
+		rep host.Iperf3Report
 		err error
 	}
 	done := make(chan result, 1)
 	fctx, cancel := context.WithTimeout(ctx, 20*f.dur+time.Minute)
 	defer cancel()
 	go func() {
-		r, err := snd.Run(fctx, cmd)
-		done <- result{r, err}
+		rep, err := snd.Iperf3(fctx, flow)
+		done <- result{rep, err}
 	}()
 	f.rc.Event(results.Event{Type: "command", Device: hosts.Sender, Message: cmd})
 	// Wait by asking: the flow's clock starts once iperf3 runs.
 	for {
-		busy, err := running()
+		busy, err := snd.Iperf3Running(ctx)
 		if err != nil {
 			return run, err
 		}
@@ -216,7 +176,7 @@ func (f *flow) runTCP(ctx context.Context, hosts tcpHosts, cc string) (Run, erro
 		}
 		select {
 		case r := <-done:
-			return run, fmt.Errorf("%s: iperf3 ended before it was seen running: %v %s", hosts.Sender, r.err, strings.TrimSpace(r.r.Stderr))
+			return run, fmt.Errorf("%s: iperf3 ended before it was seen running: %v", hosts.Sender, r.err)
 		case <-ctx.Done():
 			return run, context.Cause(ctx)
 		case <-time.After(20 * time.Millisecond):
@@ -286,17 +246,11 @@ wait:
 		}
 	}
 	if out.err != nil {
-		return run, fmt.Errorf("%s: %s: %w", hosts.Sender, cmd, out.err)
+		return run, out.err
 	}
-	var rep iperfJSON
-	if err := json.Unmarshal([]byte(out.r.Stdout), &rep); err != nil {
-		return run, fmt.Errorf("%s: iperf3 -J output: %w", hosts.Sender, err)
-	}
-	if rep.Error != "" {
-		return run, fmt.Errorf("%s: iperf3: %s", hosts.Sender, rep.Error)
-	}
+	rep := out.rep
 	if rep.Server == nil || len(rep.Server.Intervals) != len(rep.Intervals) || len(rep.Intervals) < len(reads)-1 {
-		return run, fmt.Errorf("%s: iperf3 reported %d intervals (%d at the server), expected %d of %v", hosts.Sender, len(rep.Intervals), len(serverIntervals(rep)), len(reads)-1, f.interval)
+		return run, fmt.Errorf("%s: iperf3 reported %d intervals (%d at the server), expected %d of %v", hosts.Sender, len(rep.Intervals), len(rep.ServerIntervals()), len(reads)-1, f.interval)
 	}
 	// One row per poll, joined with iperf3's interval ending there.
 	var ph Phase
@@ -342,18 +296,6 @@ wait:
 	// own count of what the link cost it is its retransmissions.
 	run.Retransmits = rep.End.SumSent.Retransmits
 	return run, nil
-}
-
-func serverIntervals(r iperfJSON) []struct {
-	Sum struct {
-		Start, End float64
-		Bytes      int64
-	}
-} {
-	if r.Server == nil {
-		return nil
-	}
-	return r.Server.Intervals
 }
 
 // waitClock waits for the sender switch's clock to reach t, in steps.
