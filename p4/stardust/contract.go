@@ -86,7 +86,39 @@ const (
 	// buffer cells, at or above which a leaving data cell is marked FCI;
 	// 0 turns FCI off.
 	RegFCIThreshold = "SwitchEgress.reg_fci_th"
+
+	// TableGenFlow (FA) gives a data frame of the packet generator (host
+	// traffic on a bench whose FA host ports have no hosts or traffic
+	// generator behind them) its VOQ, as voq_map does a host's frame: key
+	// the generator application (KeyAppID) and a slot drawn per frame by
+	// the program's Random<bit<6>> extern (KeySlot, 0..MaxLinks-1); action
+	// ActionToVOQ. The control plane writes a flow's destinations over the
+	// MaxLinks slots: one destination in every slot for traffic to one
+	// port, a spread for traffic to many.
+	TableGenFlow = "SwitchIngress.gen_flow"
+	// RegLatHist (FA) is the fabric latency histogram at the destination
+	// FA: bucket b counts the data cells that arrived b<<LatBucketShift ns
+	// (or more, in the last bucket) after their source FA sent them, by the
+	// cell's Tstamp and the switches' global timestamps (which the lab keeps
+	// in step, e.g. by PTP; the simulated switches share one clock).
+	RegLatHist = "SwitchIngress.reg_lat_hist"
+	// RegQHist (FE) is the queue histogram of the FE's output queues:
+	// bucket b counts the data cells that found b<<QHistShift of the
+	// traffic manager's buffer cells (TMCellBytes each) ahead of them in
+	// their queue on enqueue (enq_qdepth; the last bucket holds deeper).
+	RegQHist = "SwitchEgress.reg_qdepth_hist"
 )
+
+// Histogram registers: HistBuckets buckets, the last saturating.
+const (
+	HistBuckets    = 512
+	LatBucketShift = 6 // 64 ns
+	QHistShift     = 2 // 4 buffer cells, 320 B
+)
+
+// KindAge is the packet generator's aging tick (local to a device, never
+// on a link): each adds one to the age of the port its packet id names.
+const KindAge = 3
 
 // Match keys and action parameters as bfrt_python spells them.
 const (
@@ -95,6 +127,7 @@ const (
 	KeySlot     = "slot"
 	KeyDstPort  = "dst_port"
 	KeyPacketID = "packet_id"
+	KeyAppID    = "app_id"
 	ParamID     = "id"
 	ParamFA     = "fa"
 	ParamPort   = "port"
@@ -116,12 +149,13 @@ func FCIThreshold(frames, frameBytes int) uint32 {
 // Cell header layout: after an Ethernet header with EtherType EtherType,
 // CellHeaderBytes of kind (8 bits), flags (8 bits: FCI, last frame of a
 // burst), destination FA (16), destination port (16), source FA (16),
-// sequence number (32) and payload length (16).
+// sequence number (32), payload length (16) and the source FA's global
+// timestamp when it sent the cell to the fabric (32, ns, low bits).
 const (
 	// EtherType is IEEE Std 802's local experimental EtherType 2.
 	EtherType       = 0x88B6
 	EthernetBytes   = 14
-	CellHeaderBytes = 14
+	CellHeaderBytes = 18
 	// Cell kinds.
 	KindData   = 0
 	KindCredit = 1
@@ -150,6 +184,7 @@ type Cell struct {
 	SrcFA         uint16
 	Seq           uint32
 	PayloadLength uint16
+	Tstamp        uint32
 }
 
 // Marshal lays c out as the programs parse it.
@@ -161,6 +196,7 @@ func (c Cell) Marshal() []byte {
 	binary.BigEndian.PutUint16(b[6:], c.SrcFA)
 	binary.BigEndian.PutUint32(b[8:], c.Seq)
 	binary.BigEndian.PutUint16(b[12:], c.PayloadLength)
+	binary.BigEndian.PutUint32(b[14:], c.Tstamp)
 	return b
 }
 
@@ -173,8 +209,38 @@ func ParseCell(b []byte) (Cell, error) {
 		Kind: b[0], Flags: b[1],
 		DstFA: binary.BigEndian.Uint16(b[2:]), DstPort: binary.BigEndian.Uint16(b[4:]),
 		SrcFA: binary.BigEndian.Uint16(b[6:]), Seq: binary.BigEndian.Uint32(b[8:]),
-		PayloadLength: binary.BigEndian.Uint16(b[12:]),
+		PayloadLength: binary.BigEndian.Uint16(b[12:]), Tstamp: binary.BigEndian.Uint32(b[14:]),
 	}, nil
+}
+
+// GeneratorBufferBytes is what a Stardust generator application's packet
+// buffer holds after the 6 B header the packet generator writes over the
+// destination MAC (TNA's pktgen_timer_header_t): the rest of the Ethernet
+// header (source MAC, EtherType) and a cell header.
+const GeneratorBufferBytes = 8 + CellHeaderBytes
+
+// GeneratorBuffer is the packet buffer of a generator application whose
+// frames carry cell c (its kind says what they are: KindData host traffic,
+// KindCredit credits, KindReach reachability cells, KindAge aging ticks),
+// from source MAC src.
+func GeneratorBuffer(src [6]byte, c Cell) []byte {
+	b := make([]byte, 0, GeneratorBufferBytes)
+	b = append(b, src[:]...)
+	b = binary.BigEndian.AppendUint16(b, EtherType)
+	return append(b, c.Marshal()...)
+}
+
+// ParseGeneratorBuffer reads a generator buffer GeneratorBuffer wrote.
+func ParseGeneratorBuffer(b []byte) (src [6]byte, c Cell, err error) {
+	if len(b) < GeneratorBufferBytes {
+		return src, c, fmt.Errorf("generator buffer: %d bytes, want %d (source MAC, EtherType, cell header)", len(b), GeneratorBufferBytes)
+	}
+	copy(src[:], b)
+	if et := binary.BigEndian.Uint16(b[6:]); et != EtherType {
+		return src, c, fmt.Errorf("generator buffer: EtherType %#04x, want %#04x", et, EtherType)
+	}
+	c, err = ParseCell(b[8:])
+	return src, c, err
 }
 
 // MinCreditBytes is the smallest credit a scheduler generating one credit

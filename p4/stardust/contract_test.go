@@ -65,7 +65,7 @@ func TestReachability(t *testing.T) {
 }
 
 func TestCellRoundTrip(t *testing.T) {
-	c := Cell{Kind: KindData, Flags: FlagFCI | FlagLast, DstFA: 7, DstPort: 300, SrcFA: 2, Seq: 1 << 31, PayloadLength: 224}
+	c := Cell{Kind: KindData, Flags: FlagFCI | FlagLast, DstFA: 7, DstPort: 300, SrcFA: 2, Seq: 1 << 31, PayloadLength: 224, Tstamp: 0xdeadbeef}
 	b := c.Marshal()
 	if len(b) != CellHeaderBytes || b[0] != KindData || b[1] != 3 {
 		t.Fatalf("% x", b)
@@ -76,6 +76,26 @@ func TestCellRoundTrip(t *testing.T) {
 	}
 	if _, err := ParseCell(b[:5]); err == nil {
 		t.Error("short header parsed")
+	}
+}
+
+func TestGeneratorBufferRoundTrip(t *testing.T) {
+	src := [6]byte{0x02, 0, 0, 0, 0, 7}
+	c := Cell{Kind: KindCredit, DstPort: 3, Seq: 12, PayloadLength: 16}
+	b := GeneratorBuffer(src, c)
+	if len(b) != GeneratorBufferBytes {
+		t.Fatalf("%d bytes", len(b))
+	}
+	gs, gc, err := ParseGeneratorBuffer(b)
+	if err != nil || gs != src || gc != c {
+		t.Errorf("got %v %+v %v", gs, gc, err)
+	}
+	b[6] = 0x08
+	if _, _, err := ParseGeneratorBuffer(b); err == nil {
+		t.Error("a buffer that is not a cell parsed")
+	}
+	if _, _, err := ParseGeneratorBuffer(b[:10]); err == nil {
+		t.Error("a short buffer parsed")
 	}
 }
 

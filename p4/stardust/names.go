@@ -56,7 +56,11 @@ func Declarations() []Declaration {
 		decl.Register(fa, "", RegSeqIn),
 		decl.Register(fa, "", RegCreditRR),
 		decl.Register(fa, "", RegFCI),
+		decl.Table(fa, TableGenFlow, KeyAppID, KeySlot),
+		decl.Action(fa, TableGenFlow, ActionToVOQ, ParamFA, ParamPort, ParamVOQ, ParamTC),
+		decl.Register(fa, "", RegLatHist),
 		decl.Register(ProgramFE, "", RegFCIThreshold),
+		decl.Register(ProgramFE, "", RegQHist),
 	)
 	return out
 }

@@ -181,6 +181,18 @@ control SwitchIngress(
         }
     };
 
+    /* ---- fabric latency at the destination FA, by the cell's timestamp ---- */
+    Register<bit<32>, bit<16>>(SD_HIST_BUCKETS, 0) reg_lat_hist;
+    RegisterAction<bit<32>, bit<16>, bit<8>>(reg_lat_hist) count_latency = {
+        void apply(inout bit<32> v, out bit<8> rv) {
+            v = v + 1;
+            rv = 0;
+        }
+    };
+
+    /* ---- the generator's host traffic picks a destination slot per frame ---- */
+    Random<bit<6>>() gen_slot;
+
     /* ---- reachability: ticks since a fabric port's last reachability cell ---- */
     Register<bit<8>, PortId_t>(SD_MAX_PORTS, SD_AGE_MAX) reg_reach_age;
     RegisterAction<bit<8>, PortId_t, bit<8>>(reg_reach_age) seen = {
@@ -228,6 +240,22 @@ control SwitchIngress(
     table voq_map {
         key = {
             hdr.ethernet.dst_addr : exact @name("dst_addr");
+        }
+        actions = {
+            to_voq;
+            drop;
+        }
+        default_action = drop();
+        size = 4096;
+    }
+
+    /* The packet generator's host traffic (kind data): its VOQ by the
+     * application and a random slot, so the control plane spreads a flow
+     * over destinations by how it fills the MaxLinks slots. */
+    table gen_flow {
+        key = {
+            hdr.pktgen_timer.app_id : exact @name("app_id");
+            ig_md.slot              : exact @name("slot");
         }
         actions = {
             to_voq;
@@ -336,8 +364,16 @@ control SwitchIngress(
     }
 
     apply {
+        bool to_fabric = false;
+        bit<32> delay = 0;
+        bit<16> bucket = 0;
         whoami.apply();
-        if (hdr.pktgen_timer.isValid()) {
+        if (hdr.pktgen_timer.isValid() && hdr.sd.isValid() && hdr.sd.kind == SD_KIND_DATA) {
+            ig_md.slot = (bit<16>)gen_slot.get();
+            gen_flow.apply();
+            pktgen_to_ethernet();
+            to_fabric = true;
+        } else if (hdr.pktgen_timer.isValid()) {
             hdr.sd.src_fa = ig_md.me;
             if (hdr.sd.kind == SD_KIND_CREDIT) {
                 credit_port.apply();
@@ -359,6 +395,12 @@ control SwitchIngress(
                 drop();
             }
         } else if (hdr.sd.isValid() && hdr.sd.kind == SD_KIND_DATA && hdr.sd.dst_fa == ig_md.me) {
+            delay = ig_prsr_md.global_tstamp[31:0] - hdr.sd.tstamp;
+            bucket = (bit<16>)(delay >> SD_LAT_SHIFT);
+            if (delay >= (SD_HIST_BUCKETS << SD_LAT_SHIFT)) {
+                bucket = SD_HIST_BUCKETS - 1;
+            }
+            count_latency.execute(bucket);
             if ((hdr.sd.flags & SD_FLAG_FCI) != 0) {
                 count_fci.execute(hdr.sd.dst_port);
             }
@@ -376,10 +418,14 @@ control SwitchIngress(
             drop();
         } else if (hdr.ethernet.isValid() && !hdr.sd.isValid()) {
             voq_map.apply();
+            to_fabric = true;
+        }
+        if (to_fabric) {
             ig_md.ok = take_credit.execute(ig_md.voq);
             if (ig_md.ok == 1) {
                 hdr.sd.src_fa = ig_md.me;
                 hdr.sd.seq = next_seq.execute(hdr.sd.dst_fa);
+                hdr.sd.tstamp = ig_prsr_md.global_tstamp[31:0];
                 hdr.ethernet.ether_type = SD_ETHERTYPE;
                 ig_md.slot = next_slot.execute(hdr.sd.dst_fa);
                 spray.apply();

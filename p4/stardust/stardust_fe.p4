@@ -227,8 +227,24 @@ control SwitchEgress(
         }
     };
 
+    /* What a data cell found ahead of it in its queue, in buckets of
+     * 1 << SD_QHIST_SHIFT buffer cells; the last bucket saturates. */
+    Register<bit<32>, bit<16>>(SD_HIST_BUCKETS, 0) reg_qdepth_hist;
+    RegisterAction<bit<32>, bit<16>, bit<8>>(reg_qdepth_hist) count_depth = {
+        void apply(inout bit<32> v, out bit<8> rv) {
+            v = v + 1;
+            rv = 0;
+        }
+    };
+
     apply {
+        bit<16> bucket = 0;
         if (hdr.sd.isValid() && hdr.sd.kind == SD_KIND_DATA) {
+            bucket = (bit<16>)(eg_intr_md.enq_qdepth >> SD_QHIST_SHIFT);
+            if (eg_intr_md.enq_qdepth >= (SD_HIST_BUCKETS << SD_QHIST_SHIFT)) {
+                bucket = SD_HIST_BUCKETS - 1;
+            }
+            count_depth.execute(bucket);
             eg_md.fci_th = read_fci_th.execute(0);
             if (eg_md.fci_th != 0 && (bit<32>)eg_intr_md.enq_qdepth >= eg_md.fci_th) {
                 hdr.sd.flags = hdr.sd.flags | SD_FLAG_FCI;

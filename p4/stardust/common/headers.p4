@@ -25,6 +25,12 @@
 #define SD_INTERNAL_PORT 68
 /* A reachability age saturates here; the control plane compares it with th. */
 #define SD_AGE_MAX 255
+/* Histogram registers (contract: HistBuckets, LatBucketShift, QHistShift):
+ * fabric latency in 64 ns buckets at the FA, FE queue depth in buckets of
+ * four 80 B buffer cells; the last bucket saturates. */
+#define SD_HIST_BUCKETS 512
+#define SD_LAT_SHIFT 6
+#define SD_QHIST_SHIFT 2
 
 typedef bit<48> mac_addr_t;
 typedef bit<16> fa_id_t;
@@ -42,9 +48,11 @@ header remaining_ethernet_h {
     bit<16>    ether_type;
 }
 
-/* The cell header, 14 bytes (contract: CellHeaderBytes). On a data frame
+/* The cell header, 18 bytes (contract: CellHeaderBytes). On a data frame
  * seq is the frame's number from its source FA to its destination FA; on
- * a credit it is the VOQ the credit is for, at the source FA. */
+ * a credit it is the VOQ the credit is for, at the source FA. tstamp is
+ * the source FA's global timestamp (ns, low 32 bits) when the frame left
+ * for the fabric. */
 header sd_h {
     bit<8>  kind;
     bit<8>  flags;
@@ -53,6 +61,7 @@ header sd_h {
     fa_id_t src_fa;
     bit<32> seq;
     bit<16> len;
+    bit<32> tstamp;
 }
 
 struct sd_headers_t {
