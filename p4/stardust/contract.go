@@ -174,6 +174,10 @@ const (
 	// AgeMax is where a reachability age saturates (SD_AGE_MAX): th must
 	// be below it.
 	AgeMax = 255
+	// CreditCapFrames is the most credit a VOQ banks (SD_CREDIT_CAP, in
+	// frames): a credit arriving at or above it is lost, so an idle VOQ
+	// cannot hoard.
+	CreditCapFrames = 32
 )
 
 // Cell is the header a frame carries through the fabric.

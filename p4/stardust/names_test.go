@@ -71,6 +71,9 @@ func checkLayout(p *p4check.Program) []error {
 		if v, err := p.Value("SD_MAX_VOQS"); err != nil || v != MaxVOQs {
 			failf("SD_MAX_VOQS = %d (%v), the contract says %d", v, err, MaxVOQs)
 		}
+		if v, err := p.Value("SD_CREDIT_CAP"); err != nil || v != CreditCapFrames {
+			failf("SD_CREDIT_CAP = %d (%v), the contract says %d", v, err, CreditCapFrames)
+		}
 	}
 	return errs
 }
