@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -254,6 +255,19 @@ func TestAgentPythonWithGoClient(t *testing.T) {
 	if len(v) != 4 || v[0] != 4242 || v[3] != 4242 {
 		t.Fatalf("register values %v", v)
 	}
+	if err := s.WriteRegister(ctx, seq, 34, 7); err != nil {
+		t.Fatal(err)
+	}
+	// Summed over the four pipes.
+	if v, err := s.ReadRegisterRange(ctx, seq, 31, 5); err != nil || !slices.Equal(v, []int64{0, 4 * 4242, 0, 4 * 7, 0}) {
+		t.Fatalf("register range: %v %v", v, err)
+	}
+	if _, err := s.ReadRegisterRange(ctx, seq, 510, 3); !IsNotFound(err) {
+		t.Fatalf("a range past the register's 512 indices: %v", err)
+	}
+	if _, err := s.ReadRegisterRange(ctx, seq, 0, MaxRegisterRange+1); err == nil {
+		t.Fatal("a range of 4097 indices accepted")
+	}
 	if _, err := s.ReadRegister(ctx, "SwitchEgress.reg_nope", 0); !IsNotFound(err) {
 		t.Fatalf("unknown register: %v", err)
 	}
@@ -317,6 +331,17 @@ func TestAgentPythonWithGoClient(t *testing.T) {
 	}
 	if err := s.StopPktgen(ctx, p.AppID); err != nil {
 		t.Fatal(err)
+	}
+	// A frame of the caller's: 26 bytes in a 64 B packet are accepted, 59
+	// refused before they are sent.
+	cell := Pktgen{AppID: 3, Port: pktgenPort, EgressPort: dev, PacketBytes: 64, Interval: time.Microsecond, Batches: 1, PerBatch: 1, Buffer: make([]byte, 26)}
+	cell.Buffer[0], cell.Buffer[25] = 0x02, 0xee
+	if err := s.StartPktgen(ctx, cell); err != nil {
+		t.Fatal(err)
+	}
+	cell.AppID, cell.Buffer = 4, make([]byte, 59)
+	if err := s.StartPktgen(ctx, cell); err == nil || IsNotFound(err) {
+		t.Fatalf("a 59 B buffer in a 64 B packet: %v", err)
 	}
 	if _, err := s.PktgenStatus(ctx, 9); !IsNotFound(err) {
 		t.Fatalf("status of app 9: %v", err)

@@ -2,6 +2,7 @@ package tofino
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -207,6 +208,30 @@ func (s *Switch) ReadRegister(ctx context.Context, name string, index int) ([]in
 	return r.Values, nil
 }
 
+// MaxRegisterRange is the most indices one ReadRegisterRange reads (the
+// agent's reg.range limit: the largest Stardust register, reg_credit,
+// has 4096).
+const MaxRegisterRange = 4096
+
+// ReadRegisterRange reads count consecutive indices of a register from
+// index from on, in one request, each summed over the pipes (a program's
+// state lives in the pipe of its ports; the others read 0).
+func (s *Switch) ReadRegisterRange(ctx context.Context, name string, from, count int) ([]int64, error) {
+	if from < 0 || count < 1 || count > MaxRegisterRange {
+		return nil, fmt.Errorf("register %s[%d..]: %d indices from %d (expected from >= 0 and 1..%d indices)", name, from, count, from, MaxRegisterRange)
+	}
+	var r struct {
+		Values []int64 `json:"values"`
+	}
+	if err := s.agent.call(ctx, "reg.range", map[string]any{"name": name, "from": from, "count": count}, &r); err != nil {
+		return nil, fmt.Errorf("register %s[%d..%d]: %w", name, from, from+count-1, err)
+	}
+	if len(r.Values) != count {
+		return nil, fmt.Errorf("register %s[%d..%d]: %d values, want %d", name, from, from+count-1, len(r.Values), count)
+	}
+	return r.Values, nil
+}
+
 // WriteRegister writes one index of a register in every pipe.
 func (s *Switch) WriteRegister(ctx context.Context, name string, index int, value int64) error {
 	if err := s.agent.call(ctx, "reg.set", map[string]any{"name": name, "index": index, "value": value}, nil); err != nil {
@@ -269,7 +294,16 @@ type Pktgen struct {
 	Interval    time.Duration
 	Batches     int
 	PerBatch    int
+	// Buffer, when set, is the frame after the generator's 6 B header
+	// (zero-filled to PacketBytes - 6): a Stardust program's cell
+	// (p4/stardust GeneratorBuffer). Without it the agent sends its own
+	// frame (agent/PROTOCOL.md).
+	Buffer []byte
 }
+
+// pktgenHeaderBytes is the header TF1's packet generator writes in place
+// of a frame's first bytes (TNA's pktgen_timer_header_t).
+const pktgenHeaderBytes = 6
 
 // Packets is the number of packets a configuration sends.
 func (p Pktgen) Packets() int64 { return int64(p.Batches) * int64(p.PerBatch) }
@@ -283,6 +317,8 @@ func (p Pktgen) validate() error {
 		return fmt.Errorf("pktgen: %d batches of %d packets (each expected 1..65536)", p.Batches, p.PerBatch)
 	case p.Interval <= 0:
 		return fmt.Errorf("pktgen: interval %v (expected > 0)", p.Interval)
+	case len(p.Buffer) > p.PacketBytes-pktgenHeaderBytes:
+		return fmt.Errorf("pktgen: a buffer of %d bytes in a %d B packet (at most %d after the %d B pktgen header)", len(p.Buffer), p.PacketBytes, p.PacketBytes-pktgenHeaderBytes, pktgenHeaderBytes)
 	}
 	return nil
 }
@@ -294,6 +330,9 @@ func (s *Switch) StartPktgen(ctx context.Context, p Pktgen) error {
 	}
 	args := map[string]any{"app_id": p.AppID, "dev_port": p.Port, "egress_port": p.EgressPort, "pkt_len": p.PacketBytes,
 		"timer_ns": p.Interval.Nanoseconds(), "batches": p.Batches, "packets_per_batch": p.PerBatch}
+	if len(p.Buffer) > 0 {
+		args["buffer_hex"] = hex.EncodeToString(p.Buffer)
+	}
 	if err := s.agent.call(ctx, "pktgen.start", args, nil); err != nil {
 		return fmt.Errorf("pktgen app %d start: %w", p.AppID, err)
 	}

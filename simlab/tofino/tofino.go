@@ -612,6 +612,9 @@ func (t *Tofino) handle(req agentReq) (any, error) {
 	if res, ok, err := t.handleFEC(req); ok {
 		return res, err
 	}
+	if res, ok, err := t.handleRegRange(req); ok { // regrange.go
+		return res, err
+	}
 	switch req.Op {
 	case "time.wait":
 		until, err := argInt(a, "until_ns")

@@ -334,6 +334,50 @@ class AgentTest(AgentBase):
         self.fails("bad_request", "reg.get", {"name": "SwitchEgress.__class__", "index": 0})
         self.fails("bad_request", "reg.get", {"name": "", "index": 0})
 
+    def test_register_range(self):
+        reg = self.bfrt.sender.pipe.SwitchEgress.reg_seq_no
+        reg.values[10] = [1, 2, 3, 4]
+        reg.values[12] = [0, 7, 0, 0]
+        self.assertEqual(self.ok("reg.range", {"name": SEQ, "from": 9, "count": 5})["values"], [0, 10, 0, 7, 0])
+        gets = self.bfrt.calls_to("pipe.SwitchEgress.reg_seq_no", "get")[-5:]
+        self.assertEqual([g["REGISTER_INDEX"] for g in gets], [9, 10, 11, 12, 13])
+        self.assertTrue(all(g["from_hw"] for g in gets))
+        # The whole register (512 indices), the last one included.
+        reg.values[511] = [0, 0, 0, 5]
+        got = self.ok("reg.range", {"name": SEQ, "from": 0, "count": 512})["values"]
+        self.assertEqual((len(got), got[10], got[511], sum(got)), (512, 10, 5, 22))
+        self.assertIn("512", self.fails("not_found", "reg.range", {"name": SEQ, "from": 500, "count": 13}))
+        self.fails("bad_request", "reg.range", {"name": SEQ, "from": 0, "count": 4097})
+        self.fails("bad_request", "reg.range", {"name": SEQ, "from": 0, "count": 0})
+        self.fails("bad_request", "reg.range", {"name": SEQ, "from": -1, "count": 2})
+        self.fails("bad_request", "reg.range", {"name": SEQ, "count": 2})
+        self.fails("not_found", "reg.range", {"name": "SwitchEgress.reg_nope", "from": 0, "count": 2})
+        self.fails("not_found", "reg.range", {"name": PROTECT, "from": 0, "count": 2})
+
+    def test_register_range_is_one_hold_of_the_lock(self):
+        # Another connection's calls wait for the whole range: the stand-in
+        # raises if bfrt is entered twice at once, and the range's gets are
+        # consecutive in its call log.
+        self.bfrt.call_delay = 0.0005
+        other = self.connect()
+        done = []
+
+        def writer():
+            for i in range(20):
+                r = other.call("reg.set", {"name": SEQ, "index": 1, "value": i})
+                done.append(r["ok"])
+
+        th = threading.Thread(target=writer)
+        th.start()
+        self.ok("reg.range", {"name": SEQ, "from": 0, "count": 64})
+        th.join(10)
+        self.assertEqual(done, [True] * 20)
+        self.assertEqual(self.bfrt.concurrent_calls, 0)
+        seq = [(m, kw.get("REGISTER_INDEX")) for t, m, kw in self.bfrt.calls if t == "pipe.SwitchEgress.reg_seq_no"]
+        gets = [i for i, (m, _) in enumerate(seq) if m == "get"]
+        self.assertEqual(len(gets), 64)
+        self.assertEqual(gets[-1] - gets[0], 63, "another call came between the range's reads")
+
     # ---- tables ----
 
     def test_table_lifecycle(self):
@@ -434,6 +478,22 @@ class AgentTest(AgentBase):
         self.assertFalse(stopped["enabled"])
         time.sleep(0.005)
         self.assertEqual(self.ok("pktgen.status", {"app_id": 1})["packets"], stopped["packets"])
+
+    def test_pktgen_buffer(self):
+        self.add_port(136)
+        cell = bytes([0x02, 0, 0, 0, 0, 7, 0x88, 0xB6]) + bytes(range(1, 19))
+        self.ok("pktgen.start", self.pktgen(app_id=2, pkt_len=256, batches=1, packets_per_batch=4, buffer_hex=cell.hex()))
+        buf = self.bfrt.calls_to("tf1.pktgen.pkt_buffer", "mod")[-1]
+        self.assertEqual(buf["pkt_buffer_size"], 250)
+        self.assertEqual(bytes(buf["buffer"]), cell + bytes(250 - len(cell)))
+        off = buf["pkt_buffer_offset"]
+        self.assertEqual(bytes(self.bfrt.pkt_buffer[0][off:off + len(cell)]), cell)
+        self.assertEqual(self.bfrt.calls_to("tf1.pktgen.app_cfg", "mod_with_trigger_timer_one_shot")[-2]["pkt_len"], 250)
+        self.ok("pktgen.stop", {"app_id": 2})
+        # Bad buffers: not hex, odd, upper case, longer than the packet.
+        for bad in ("zz", "abc", cell.hex().upper(), "00" * 59):
+            self.fails("bad_request", "pktgen.start", self.pktgen(app_id=3, pkt_len=64, buffer_hex=bad))
+        self.ok("pktgen.start", self.pktgen(app_id=3, pkt_len=64, batches=1, packets_per_batch=1, buffer_hex="00" * 58))
 
     def test_pktgen_pipe_and_slots(self):
         self.add_port(136)

@@ -40,6 +40,10 @@ MAX_LINE = 1 << 20
 IDLE_TIMEOUT_S = 300
 MAX_CONNECTIONS = 8
 
+# reg.range reads at most this many indices (the largest Stardust register,
+# reg_credit, has 4096: SD_MAX_VOQS).
+MAX_REG_RANGE = 4096
+
 # time.wait waits at most this far ahead of the switch's clock.
 MAX_WAIT_NS = 60 * 10**9
 
@@ -152,6 +156,14 @@ def arg_int_map(args, name):
     return out
 
 
+def arg_hex(args, name):
+    """Bytes from a lowercase hex string."""
+    v = arg_str(args, name)
+    if len(v) % 2 or any(c not in "0123456789abcdef" for c in v):
+        raise bad_request("argument %r: expected lowercase hex, an even number of digits", name)
+    return bytes.fromhex(v)
+
+
 def check_identifier(what, name):
     if not name.isidentifier() or name.startswith("_"):
         raise bad_request("%s %r is not a name", what, name)
@@ -248,6 +260,7 @@ class Agent:
             "tm.queue": self.tm_queue,
             "reg.get": self.reg_get,
             "reg.set": self.reg_set,
+            "reg.range": self.reg_range,
             "table.add": self.table_add,
             "table.del": self.table_del,
             "table.clear": self.table_clear,
@@ -565,6 +578,34 @@ class Agent:
         self._register_call(name, fn, REGISTER_INDEX=idx, f1=value)
         return {}
 
+    def reg_range(self, args):
+        """count indices of a register from "from" on, each summed over the
+        pipes: one get(REGISTER_INDEX=i, from_hw=True) per index (bfrtTable's
+        get takes one key), all under one hold of the lock so that no other
+        connection's call comes between them."""
+        name = arg_str(args, "name")
+        first = arg_int(args, "from", lo=0)
+        count = arg_int(args, "count", lo=1, hi=MAX_REG_RANGE)
+        reg = self.resolve(name, "register")
+        fn = getattr(reg, "get", None)
+        if fn is None:
+            raise not_found("%s is not a register", name)
+        out = []
+        with self._lock:
+            for i in range(first, first + count):
+                try:
+                    e = fn(REGISTER_INDEX=i, from_hw=True, print_ents=False)
+                except TypeError as exc:
+                    if is_bfrt_error(exc):
+                        raise
+                    if "REGISTER_INDEX" in str(exc):
+                        raise not_found("%s is not a register", name)
+                    raise bad_request("%s", exc)
+                if not found(e):
+                    raise not_found("register %s has no index %d (reading %d from %d)", name, i, count, first)
+                out.append(sum(register_values(name, e.data)))
+        return {"values": out}
+
     # -- tables --
 
     def _table(self, args):
@@ -680,6 +721,12 @@ class Agent:
         timer = arg_int(args, "timer_ns", lo=1, hi=PKTGEN_MAX_TIMER_NS)
         batches = arg_int(args, "batches", lo=1, hi=PKTGEN_MAX_COUNT)
         per_batch = arg_int(args, "packets_per_batch", lo=1, hi=PKTGEN_MAX_COUNT)
+        frame = None
+        if args.get("buffer_hex") is not None:
+            frame = arg_hex(args, "buffer_hex")
+            if len(frame) > pkt_len - PKTGEN_HEADER:
+                raise bad_request("buffer_hex: %d bytes, a %d B packet holds %d after the %d B pktgen header",
+                                  len(frame), pkt_len, pkt_len - PKTGEN_HEADER, PKTGEN_HEADER)
         if self._port(egress) is None:
             raise not_found("egress port %d is not added", egress)
         pipe = port >> 7
@@ -687,7 +734,11 @@ class Agent:
         if st["enabled"]:
             raise bfrt_failure("pktgen app %d is running (%d packets sent): stop it first", app, st["packets"])
         pg = self.bfrt.tf1.pktgen
-        buf = pktgen_frame(pkt_len, app, egress)[PKTGEN_HEADER:]
+        if frame is None:
+            buf = pktgen_frame(pkt_len, app, egress)[PKTGEN_HEADER:]
+        else:
+            # The caller's frame (a Stardust cell, say), zero-filled.
+            buf = frame + bytes(pkt_len - PKTGEN_HEADER - len(frame))
         # Each application has its own slot of the buffer when its packet
         # fits in one; a longer one takes the buffer from its start.
         offset = app * PKT_BUFFER_SLOT if len(buf) <= PKT_BUFFER_SLOT else 0
