@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	sd "testbed/p4/stardust"
 )
@@ -181,6 +182,365 @@ func (s *Switch) readEach(ctx context.Context, reg string, idx []int, size int) 
 		for _, p := range v {
 			out[i] += p
 		}
+	}
+	return out, nil
+}
+
+// ---- bring-up: what a Stardust fabric needs written before cells move ----
+//
+// Each method below replaces what it writes (the entries it owns are
+// deleted first), so a bring-up can be run again. FabricSnapshot reads,
+// before any of them writes, what they will change, so that a caller can
+// journal its undo: every table a bring-up fills, with the entries found,
+// and the registers it writes, with the values found.
+
+// FabricSnapshot is what a Stardust bring-up of one switch changes, as
+// found before it writes.
+type FabricSnapshot struct {
+	// Tables are the tables the bring-up fills, each with the entries it
+	// held (none on a freshly started program). Undo: clear the table, then
+	// add back what it held.
+	Tables []TableSnapshot
+	// Registers are the control-plane registers the bring-up writes, with
+	// the values found. Undo: write them back.
+	Registers []RegisterValue
+}
+
+// TableSnapshot is one table's entries as found.
+type TableSnapshot struct {
+	Table   string
+	Entries []Entry
+}
+
+// RegisterValue is one register index and its value (summed over pipes).
+type RegisterValue struct {
+	Name  string
+	Index int
+	Value int64
+}
+
+// fabricTables are the tables a bring-up of program fills.
+func fabricTables(program string) ([]string, error) {
+	switch program {
+	case sd.ProgramFA:
+		return []string{sd.TableWhoami, sd.TableHostPort, sd.TableGenFlow, sd.TableCreditPort, sd.TableCreditTo, sd.TableReachPort, sd.TableSpray}, nil
+	case sd.ProgramFE:
+		return []string{sd.TableWhoami, sd.TableReachPort, sd.TableSpray}, nil
+	}
+	return nil, fmt.Errorf("stardust: program %q (expected %s or %s)", program, sd.ProgramFA, sd.ProgramFE)
+}
+
+// FabricSnapshot reads what a bring-up of program (sd.ProgramFA or
+// sd.ProgramFE) will change on the switch.
+func (s *Switch) FabricSnapshot(ctx context.Context, program string) (FabricSnapshot, error) {
+	var snap FabricSnapshot
+	tables, err := fabricTables(program)
+	if err != nil {
+		return snap, err
+	}
+	for _, t := range tables {
+		es, err := s.Entries(ctx, t)
+		if err != nil {
+			return snap, err
+		}
+		snap.Tables = append(snap.Tables, TableSnapshot{Table: t, Entries: es})
+	}
+	if program == sd.ProgramFE {
+		v, err := s.readEach(ctx, sd.RegFCIThreshold, []int{0}, 1)
+		if err != nil {
+			return snap, err
+		}
+		snap.Registers = append(snap.Registers, RegisterValue{Name: sd.RegFCIThreshold, Index: 0, Value: v[0]})
+	}
+	return snap, nil
+}
+
+// SetFabricID gives the switch its fabric id: the FA's number, or the
+// FE's in its reachability cells (whoami's one entry, keyless; without
+// it the program's id is 0).
+func (s *Switch) SetFabricID(ctx context.Context, id int) error {
+	if id < 0 || id >= sd.MaxFAs {
+		return fmt.Errorf("fabric id %d: expected 0..%d", id, sd.MaxFAs-1)
+	}
+	if err := s.DeleteEntry(ctx, sd.TableWhoami, map[string]int64{}); err != nil && !IsNotFound(err) {
+		return err
+	}
+	return s.AddEntry(ctx, sd.TableWhoami, Entry{Key: map[string]int64{}, Action: sd.ActionSetID, Data: map[string]int64{sd.ParamID: int64(id)}})
+}
+
+// FabricID reads the switch's fabric id; ok is false when none is set
+// (the program then uses 0).
+func (s *Switch) FabricID(ctx context.Context) (id int, ok bool, err error) {
+	es, err := s.Entries(ctx, sd.TableWhoami)
+	if err != nil {
+		return 0, false, err
+	}
+	for _, e := range es {
+		if e.Action == sd.ActionSetID {
+			return int(e.Data[sd.ParamID]), true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+// SetHostPorts names an FA's host ports: FA-local port number (what
+// cells and credits carry as their destination port) -> dev port a
+// released frame leaves by. It replaces every host port.
+func (s *Switch) SetHostPorts(ctx context.Context, ports map[int]int) error {
+	if err := s.ClearTable(ctx, sd.TableHostPort); err != nil {
+		return err
+	}
+	local := make([]int, 0, len(ports))
+	for l := range ports {
+		if l < 0 || l >= sd.PortCount {
+			return fmt.Errorf("host port %d: expected an FA-local port 0..%d", l, sd.PortCount-1)
+		}
+		local = append(local, l)
+	}
+	sort.Ints(local)
+	for _, l := range local {
+		if err := s.AddEntry(ctx, sd.TableHostPort, Entry{Key: map[string]int64{sd.KeyDstPort: int64(l)}, Action: sd.ActionToHost,
+			Data: map[string]int64{sd.ParamPort: int64(ports[l])}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// VOQTarget is where a host frame goes: the VOQ (an index into the FA's
+// credit register) of destination FA FA's host port Port (FA-local), in
+// traffic class TC.
+type VOQTarget struct {
+	FA, Port, VOQ, TC int
+}
+
+func (v VOQTarget) check() error {
+	switch {
+	case v.FA < 0 || v.FA >= sd.MaxFAs:
+		return fmt.Errorf("VOQ target: FA %d outside 0..%d", v.FA, sd.MaxFAs-1)
+	case v.Port < 0 || v.Port >= sd.PortCount:
+		return fmt.Errorf("VOQ target: port %d outside 0..%d", v.Port, sd.PortCount-1)
+	case v.VOQ < 0 || v.VOQ >= sd.MaxVOQs:
+		return fmt.Errorf("VOQ target: VOQ %d outside 0..%d", v.VOQ, sd.MaxVOQs-1)
+	case v.TC < 0 || v.TC > 7:
+		return fmt.Errorf("VOQ target: traffic class %d outside 0..7", v.TC)
+	}
+	return nil
+}
+
+// SetGenFlow spreads the host frames of generator application app over
+// targets: the program draws one of sd.MaxLinks slots per frame, and slot
+// s goes to targets[s mod len(targets)] (so with 7 targets the first gets
+// 10 of the 64 slots and the others 9). It replaces the application's
+// slots; no targets drops its frames.
+func (s *Switch) SetGenFlow(ctx context.Context, app int, targets []VOQTarget) error {
+	if app < 0 || app > 7 {
+		return fmt.Errorf("generator flow: application %d outside 0..7", app)
+	}
+	if len(targets) > sd.MaxLinks {
+		return fmt.Errorf("generator flow: %d targets for %d slots", len(targets), sd.MaxLinks)
+	}
+	for _, v := range targets {
+		if err := v.check(); err != nil {
+			return err
+		}
+	}
+	es, err := s.Entries(ctx, sd.TableGenFlow)
+	if err != nil {
+		return err
+	}
+	for _, e := range es {
+		if e.Key[sd.KeyAppID] == int64(app) {
+			if err := s.DeleteEntry(ctx, sd.TableGenFlow, e.Key); err != nil {
+				return err
+			}
+		}
+	}
+	if len(targets) == 0 {
+		return nil
+	}
+	for slot := 0; slot < sd.MaxLinks; slot++ {
+		v := targets[slot%len(targets)]
+		if err := s.AddEntry(ctx, sd.TableGenFlow, Entry{Key: map[string]int64{sd.KeyAppID: int64(app), sd.KeySlot: int64(slot)}, Action: sd.ActionToVOQ,
+			Data: map[string]int64{sd.ParamFA: int64(v.FA), sd.ParamPort: int64(v.Port), sd.ParamVOQ: int64(v.VOQ), sd.ParamTC: int64(v.TC)}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetCreditPorts names the host port (FA-local) each frame of a credit
+// batch is for: packet id i -> ports[i]. The credit application then
+// sends batches of len(ports) frames. It replaces every entry.
+func (s *Switch) SetCreditPorts(ctx context.Context, ports []int) error {
+	return s.byPacketID(ctx, sd.TableCreditPort, sd.ActionCreditFor, sd.ParamPort, ports)
+}
+
+// SetReachPorts names the fabric port each frame of a reachability batch
+// leaves by: packet id i -> links[i] (dev ports).
+func (s *Switch) SetReachPorts(ctx context.Context, links []int) error {
+	return s.byPacketID(ctx, sd.TableReachPort, sd.ActionReachOn, sd.ParamLink, links)
+}
+
+func (s *Switch) byPacketID(ctx context.Context, table, action, param string, vals []int) error {
+	if err := s.ClearTable(ctx, table); err != nil {
+		return err
+	}
+	for i, v := range vals {
+		if v < 0 || v >= sd.PortCount {
+			return fmt.Errorf("%s: port %d for packet %d outside 0..%d", table, v, i, sd.PortCount-1)
+		}
+		if err := s.AddEntry(ctx, table, Entry{Key: map[string]int64{sd.KeyPacketID: int64(i)}, Action: action,
+			Data: map[string]int64{param: int64(v)}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CreditSource is a VOQ a port's credits go to: VOQ at source FA FA.
+type CreditSource struct {
+	FA, VOQ int
+}
+
+// CreditSlots is how many round-robin slots a host port's credits cycle
+// over (credit_to's slot key, reg_credit_rr counting 0..255).
+const CreditSlots = 256
+
+// SetCreditSources lists the VOQs host port port (FA-local) hands its
+// credits to, round robin: slot s of the port's CreditSlots goes to
+// srcs[s mod len(srcs)] (§4.1's round robin over the VOQs that asked; the
+// Tofino programs have no requests, so the list is the control plane's).
+// It replaces the port's slots; no sources leaves its credits unaddressed.
+func (s *Switch) SetCreditSources(ctx context.Context, port int, srcs []CreditSource) error {
+	if port < 0 || port >= sd.PortCount {
+		return fmt.Errorf("credit sources: port %d outside 0..%d", port, sd.PortCount-1)
+	}
+	if len(srcs) > CreditSlots {
+		return fmt.Errorf("credit sources: %d sources for %d slots", len(srcs), CreditSlots)
+	}
+	for _, c := range srcs {
+		if c.FA < 0 || c.FA >= sd.MaxFAs || c.VOQ < 0 || c.VOQ >= sd.MaxVOQs {
+			return fmt.Errorf("credit source FA %d VOQ %d: expected FA 0..%d, VOQ 0..%d", c.FA, c.VOQ, sd.MaxFAs-1, sd.MaxVOQs-1)
+		}
+	}
+	es, err := s.Entries(ctx, sd.TableCreditTo)
+	if err != nil {
+		return err
+	}
+	for _, e := range es {
+		if e.Key[sd.KeyDstPort] == int64(port) {
+			if err := s.DeleteEntry(ctx, sd.TableCreditTo, e.Key); err != nil {
+				return err
+			}
+		}
+	}
+	if len(srcs) == 0 {
+		return nil
+	}
+	for slot := 0; slot < CreditSlots; slot++ {
+		c := srcs[slot%len(srcs)]
+		if err := s.AddEntry(ctx, sd.TableCreditTo, Entry{Key: map[string]int64{sd.KeyDstPort: int64(port), sd.KeySlot: int64(slot)}, Action: sd.ActionToSource,
+			Data: map[string]int64{sd.ParamFA: int64(c.FA), sd.ParamVOQ: int64(c.VOQ)}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetFCIThreshold sets an FE's FCI threshold in the traffic manager's
+// buffer cells (sd.FCIThreshold turns frames into them); 0 turns FCI off.
+func (s *Switch) SetFCIThreshold(ctx context.Context, cells int) error {
+	if cells < 0 {
+		return fmt.Errorf("FCI threshold %d buffer cells: expected 0 or more", cells)
+	}
+	return s.WriteRegister(ctx, sd.RegFCIThreshold, 0, int64(cells))
+}
+
+// FCIThreshold reads an FE's FCI threshold in buffer cells.
+func (s *Switch) FCIThreshold(ctx context.Context) (int, error) {
+	v, err := s.readEach(ctx, sd.RegFCIThreshold, []int{0}, 1)
+	if err != nil {
+		return 0, err
+	}
+	return int(v[0]), nil
+}
+
+// Generator is a Stardust packet-generator application: batches of
+// PerBatch frames (packet ids 0..PerBatch-1) of FrameBytes (FCS not
+// counted), one batch every Period, Batches times, each frame carrying
+// Cell. Cell.Kind says what the program makes of them (sd.KindData host
+// frames, taken by gen_flow to a VOQ; sd.KindCredit credits, packet id ->
+// credit_port, worth Cell.PayloadLength frames; sd.KindReach reachability
+// cells, packet id -> reach_port; sd.KindAge aging ticks, packet id = the
+// dev port aged).
+type Generator struct {
+	AppID int
+	// Port is the generator port (68 on Tofino 1's pipe 0); EgressPort an
+	// added port of the switch (the agent checks it is there; the program
+	// decides where frames go).
+	Port, EgressPort int
+	FrameBytes       int
+	Period           time.Duration
+	PerBatch         int
+	Batches          int
+	Cell             sd.Cell
+}
+
+// GeneratorSourceMAC is the source MAC of a Stardust generator frame: a
+// locally administered address naming the application, as the agent's
+// own frames do (02:74:62:<app>:00:00).
+func GeneratorSourceMAC(app int) [6]byte { return [6]byte{0x02, 0x74, 0x62, byte(app), 0, 0} }
+
+// StartGenerator starts a Stardust generator application with its cell in
+// the packet buffer (sd.GeneratorBuffer).
+func (s *Switch) StartGenerator(ctx context.Context, g Generator) error {
+	if g.Cell.Kind > sd.KindAge {
+		return fmt.Errorf("generator application %d: cell kind %d (expected data 0, credit 1, reachability 2 or aging 3)", g.AppID, g.Cell.Kind)
+	}
+	if g.FrameBytes < sd.EthernetBytes+sd.CellHeaderBytes {
+		return fmt.Errorf("generator application %d: %d B frames cannot hold the %d B Ethernet and cell headers", g.AppID, g.FrameBytes, sd.EthernetBytes+sd.CellHeaderBytes)
+	}
+	return s.StartPktgen(ctx, Pktgen{AppID: g.AppID, Port: g.Port, EgressPort: g.EgressPort, PacketBytes: g.FrameBytes, Interval: g.Period,
+		Batches: g.Batches, PerBatch: g.PerBatch, Buffer: sd.GeneratorBuffer(GeneratorSourceMAC(g.AppID), g.Cell)})
+}
+
+// ---- reads ----
+
+// LatencyHistogram reads an FA's fabric latency histogram (sd.RegLatHist):
+// bucket b counts the data cells that reached this FA b x
+// LatencyBucket after their source FA sent them (the last bucket: that
+// long or more).
+func (s *Switch) LatencyHistogram(ctx context.Context) ([]int64, error) {
+	return s.ReadRegisterRange(ctx, sd.RegLatHist, 0, sd.HistBuckets)
+}
+
+// LatencyBucket is the width of a latency histogram bucket.
+const LatencyBucket = time.Duration(1) << sd.LatBucketShift
+
+// QueueHistogram reads an FE's output queue histogram (sd.RegQHist):
+// bucket b counts the data cells that found b x QueueBucketCells of the
+// traffic manager's buffer cells ahead of them on enqueue, over the FE's
+// ports (the last bucket: that many or more).
+func (s *Switch) QueueHistogram(ctx context.Context) ([]int64, error) {
+	return s.ReadRegisterRange(ctx, sd.RegQHist, 0, sd.HistBuckets)
+}
+
+// QueueBucketCells is the width of a queue histogram bucket in the traffic
+// manager's buffer cells (sd.TMCellBytes each).
+const QueueBucketCells = 1 << sd.QHistShift
+
+// QueueDrops reads the frames each port's egress queue qid lost to a
+// full buffer (the traffic manager's drop counter; on an FE, cells lost
+// in the fabric).
+func (s *Switch) QueueDrops(ctx context.Context, ports []int, qid int) ([]int64, error) {
+	out := make([]int64, len(ports))
+	for i, p := range ports {
+		q, err := s.Queue(ctx, p, qid, false)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = q.DropPackets
 	}
 	return out, nil
 }

@@ -148,49 +148,8 @@ func TestStardustReachabilityThroughTheDriver(t *testing.T) {
 // programs; darkening one of fa1's fibres at voa1 takes that link down,
 // and healing takes it out of every destination's spraying slots.
 func TestStardustBenchThroughTheDriver(t *testing.T) {
-	text, err := simlab.Bench("stardust")
-	if err != nil {
-		t.Fatal(err)
-	}
-	inv, err := inventory.Parse("simlab/benches/stardust.yaml", text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lab, skipped, err := simlab.StartTwin(inv, simlab.Options{Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lab.Close() })
-	if len(skipped) != 0 {
-		t.Fatalf("the twin left out %v", skipped)
-	}
+	lab, sws := startStardustBench(t, "fa1", "fa2", "fe1", "fe2", "fe3", "fe4")
 	ctx := context.Background()
-	src := sd.Sources()
-	sws := map[string]*tofino.Switch{}
-	for _, name := range []string{"fa1", "fa2", "fe1", "fe2", "fe3", "fe4"} {
-		d, _ := lab.Inventory().Device(name)
-		program := sd.ProgramFA
-		if d.Options["stardust_role"] == "fe" {
-			program = sd.ProgramFE
-		}
-		s := open(t, lab, name, 20*time.Second)
-		if _, err := s.BuildProgram(ctx, program, sd.MainFile(program), src); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.StartSwitchd(ctx, program); err != nil {
-			t.Fatal(err)
-		}
-		for port, v := range d.Ports {
-			if port == "host" {
-				continue
-			}
-			n, _ := strconv.Atoi(v)
-			if err := s.AddPort(ctx, n, 100, "none"); err != nil {
-				t.Fatal(err)
-			}
-		}
-		sws[name] = s
-	}
 	if v, ok := lab.World().VOA("voa1"); ok {
 		for _, ch := range v.Channels {
 			ch.SetShutter(true)
@@ -240,5 +199,230 @@ func TestStardustBenchThroughTheDriver(t *testing.T) {
 	// fa2's links do not cross voa1: all still valid.
 	if ls, err := sws["fa2"].FabricLinks(ctx, fabric, 3); err != nil || !ls[1].Valid {
 		t.Errorf("fa2's link to fe2: %+v %v", ls, err)
+	}
+}
+
+// startStardustBench starts the Stardust bench's twin and brings the
+// switches named to their programs (stardust_fa or stardust_fe, by their
+// stardust_role) with their fabric ports added at 100G.
+func startStardustBench(t *testing.T, names ...string) (*simlab.Lab, map[string]*tofino.Switch) {
+	t.Helper()
+	text, err := simlab.Bench("stardust")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := inventory.Parse("simlab/benches/stardust.yaml", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab, skipped, err := simlab.StartTwin(inv, simlab.Options{Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lab.Close() })
+	if len(skipped) != 0 {
+		t.Fatalf("the twin left out %v", skipped)
+	}
+	ctx := context.Background()
+	src := sd.Sources()
+	sws := map[string]*tofino.Switch{}
+	for _, name := range names {
+		d, _ := lab.Inventory().Device(name)
+		program := sd.ProgramFA
+		if d.Options["stardust_role"] == "fe" {
+			program = sd.ProgramFE
+		}
+		s := open(t, lab, name, 20*time.Second)
+		if _, err := s.BuildProgram(ctx, program, sd.MainFile(program), src); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.StartSwitchd(ctx, program); err != nil {
+			t.Fatal(err)
+		}
+		for port, v := range d.Ports {
+			if port == "host" {
+				continue
+			}
+			n, _ := strconv.Atoi(v)
+			if err := s.AddPort(ctx, n, 100, "none"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sws[name] = s
+	}
+	return lab, sws
+}
+
+// The bring-up's writes through the driver, read back as the programs'
+// tables and registers on simulated switches: the snapshot a caller
+// journals before them, each method replacing only what it owns, and the
+// histograms read in one request each.
+func TestStardustBringUpThroughTheDriver(t *testing.T) {
+	lab, sws := startStardustBench(t, "fa1", "fe1")
+	ctx := context.Background()
+	fa, fe := sws["fa1"], sws["fe1"]
+	host := dev(t, lab, "fa1", "host")
+	if err := fa.AddPort(ctx, host, 100, "none"); err != nil {
+		t.Fatal(err)
+	}
+	var fabric []int
+	for k := 1; k <= 4; k++ {
+		fabric = append(fabric, dev(t, lab, "fa1", "p"+strconv.Itoa(k)))
+	}
+
+	snap, err := fa.FabricSnapshot(ctx, sd.ProgramFA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Tables) != 7 || len(snap.Registers) != 0 {
+		t.Fatalf("FA snapshot: %d tables, %d registers; want the 7 tables a bring-up fills and no register", len(snap.Tables), len(snap.Registers))
+	}
+	for _, ts := range snap.Tables {
+		if len(ts.Entries) != 0 {
+			t.Errorf("%s holds %d entries on a fresh program", ts.Table, len(ts.Entries))
+		}
+	}
+	if _, err := fa.FabricSnapshot(ctx, "switch"); err == nil {
+		t.Error("a snapshot of a program that is not Stardust's")
+	}
+
+	// Fabric id: set, replaced, one entry.
+	if id, ok, err := fa.FabricID(ctx); err != nil || ok || id != 0 {
+		t.Fatalf("fabric id before any: %d %v %v", id, ok, err)
+	}
+	for _, id := range []int{3, 5} {
+		if err := fa.SetFabricID(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if id, ok, err := fa.FabricID(ctx); err != nil || !ok || id != 5 {
+		t.Fatalf("fabric id: %d %v %v, want 5", id, ok, err)
+	}
+	if es, _ := fa.Entries(ctx, sd.TableWhoami); len(es) != 1 {
+		t.Errorf("whoami holds %d entries", len(es))
+	}
+	if err := fa.SetFabricID(ctx, sd.MaxFAs); err == nil {
+		t.Error("fabric id 256 accepted")
+	}
+
+	if err := fa.SetHostPorts(ctx, map[int]int{0: host, 1: host}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fa.SetHostPorts(ctx, map[int]int{0: host}); err != nil {
+		t.Fatal(err)
+	}
+	if es, _ := fa.Entries(ctx, sd.TableHostPort); len(es) != 1 || es[0].Key[sd.KeyDstPort] != 0 || es[0].Data[sd.ParamPort] != int64(host) {
+		t.Errorf("host ports %+v", es)
+	}
+
+	// Generator flows: 7 destinations over 64 slots (10, 9, 9, ...); a
+	// second application's slots are its own.
+	var targets []tofino.VOQTarget
+	for d := 1; d < 8; d++ {
+		targets = append(targets, tofino.VOQTarget{FA: d, Port: 0, VOQ: d, TC: 0})
+	}
+	if err := fa.SetGenFlow(ctx, 3, targets); err != nil {
+		t.Fatal(err)
+	}
+	if err := fa.SetGenFlow(ctx, 4, targets[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := fa.SetGenFlow(ctx, 3, targets); err != nil {
+		t.Fatal(err)
+	}
+	es, _ := fa.Entries(ctx, sd.TableGenFlow)
+	perFA := map[int64]int{}
+	for _, e := range es {
+		if e.Key[sd.KeyAppID] == 3 {
+			perFA[e.Data[sd.ParamFA]]++
+			if e.Data[sd.ParamVOQ] != e.Data[sd.ParamFA] || e.Action != sd.ActionToVOQ {
+				t.Errorf("gen_flow entry %+v", e)
+			}
+		}
+	}
+	if len(es) != 2*sd.MaxLinks || !reflect.DeepEqual(perFA, map[int64]int{1: 10, 2: 9, 3: 9, 4: 9, 5: 9, 6: 9, 7: 9}) {
+		t.Errorf("%d gen_flow entries, application 3's per FA %v", len(es), perFA)
+	}
+	if err := fa.SetGenFlow(ctx, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	if es, _ := fa.Entries(ctx, sd.TableGenFlow); len(es) != sd.MaxLinks || es[0].Key[sd.KeyAppID] != 4 {
+		t.Errorf("after clearing application 3: %d entries", len(es))
+	}
+	if err := fa.SetGenFlow(ctx, 3, []tofino.VOQTarget{{FA: 1, VOQ: sd.MaxVOQs}}); err == nil {
+		t.Error("VOQ 4096 accepted")
+	}
+
+	// Credits: one host port, its 256 slots over the sources, replaced.
+	if err := fa.SetCreditPorts(ctx, []int{0}); err != nil {
+		t.Fatal(err)
+	}
+	var srcs []tofino.CreditSource
+	for d := 1; d < 8; d++ {
+		srcs = append(srcs, tofino.CreditSource{FA: d, VOQ: 5})
+	}
+	if err := fa.SetCreditSources(ctx, 0, srcs); err != nil {
+		t.Fatal(err)
+	}
+	if err := fa.SetCreditSources(ctx, 0, srcs[:3]); err != nil {
+		t.Fatal(err)
+	}
+	es, _ = fa.Entries(ctx, sd.TableCreditTo)
+	got := map[int64]int{}
+	for _, e := range es {
+		got[e.Data[sd.ParamFA]]++
+	}
+	if len(es) != tofino.CreditSlots || !reflect.DeepEqual(got, map[int64]int{1: 86, 2: 85, 3: 85}) {
+		t.Errorf("%d credit_to entries over FAs %v", len(es), got)
+	}
+	if err := fa.SetReachPorts(ctx, fabric); err != nil {
+		t.Fatal(err)
+	}
+	if es, _ := fa.Entries(ctx, sd.TableReachPort); len(es) != 4 {
+		t.Errorf("reach_port: %+v", es)
+	}
+	snap, err = fa.FabricSnapshot(ctx, sd.ProgramFA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, ts := range snap.Tables {
+		n += len(ts.Entries)
+	}
+	if want := 1 + 1 + sd.MaxLinks + 1 + tofino.CreditSlots + 4; n != want {
+		t.Errorf("the snapshot after the bring-up holds %d entries, want %d", n, want)
+	}
+
+	// The FE: its FCI threshold, in the snapshot.
+	if err := fe.SetFCIThreshold(ctx, int(sd.FCIThreshold(8, 256))); err != nil {
+		t.Fatal(err)
+	}
+	if th, err := fe.FCIThreshold(ctx); err != nil || th != 32 {
+		t.Errorf("FCI threshold %d %v, want 8 frames of 256 B = 32 buffer cells", th, err)
+	}
+	if snap, err := fe.FabricSnapshot(ctx, sd.ProgramFE); err != nil || len(snap.Tables) != 3 || len(snap.Registers) != 1 || snap.Registers[0].Value != 32 {
+		t.Errorf("FE snapshot %+v %v", snap, err)
+	}
+
+	// Histograms, one request each; an FE has no latency histogram.
+	if err := fa.WriteRegister(ctx, sd.RegLatHist, 7, 3); err != nil {
+		t.Fatal(err)
+	}
+	h, err := fa.LatencyHistogram(ctx)
+	if err != nil || len(h) != sd.HistBuckets || h[7] != 3 || h[6] != 0 {
+		t.Fatalf("latency histogram: %d buckets, [7] = %v, %v", len(h), h, err)
+	}
+	if err := fe.WriteRegister(ctx, sd.RegQHist, sd.HistBuckets-1, 2); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := fe.QueueHistogram(ctx); err != nil || len(h) != sd.HistBuckets || h[sd.HistBuckets-1] != 2 {
+		t.Errorf("queue histogram: %v", err)
+	}
+	if _, err := fe.LatencyHistogram(ctx); !tofino.IsNotFound(err) {
+		t.Errorf("an FE's latency histogram: %v, want not found", err)
+	}
+	feports := []int{dev(t, lab, "fe1", "p1"), dev(t, lab, "fe1", "p2")}
+	if d, err := fe.QueueDrops(ctx, feports, 0); err != nil || len(d) != 2 || d[0] != 0 {
+		t.Errorf("queue drops %v %v", d, err)
 	}
 }
