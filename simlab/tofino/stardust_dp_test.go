@@ -123,7 +123,7 @@ func (b *sdBench) app(sw *Tofino, id, pktLen int, timerNs, batches int64, perBat
 	b.t.Helper()
 	buf := hex.EncodeToString(sd.GeneratorBuffer([6]byte{2, 0, 0, 0, 0, 1}, c))
 	b.ok(sw, "pktgen.start", fmt.Sprintf(`{"app_id":%d,"egress_port":%d,"pkt_len":%d,"timer_ns":%d,"batches":%d,"packets_per_batch":%d,"buffer_hex":%q}`,
-		id, sdHostPort, pktLen, timerNs, batches, perBatch, buf))
+		id, sdFabricPort(0), pktLen, timerNs, batches, perBatch, buf))
 }
 
 // flow sends app id's data frames from FA src to FA dst's port 0 in VOQ voq.
@@ -263,5 +263,142 @@ func TestStardustRegisterSizes(t *testing.T) {
 	}
 	if a := b.reg(b.fes[0], sd.RegReachAge, 300); a != sd.AgeMax {
 		t.Errorf("reg_reach_age starts at %d, want %d", a, sd.AgeMax)
+	}
+}
+
+// fanIn runs FAs 1 and 2 sending to FA 3's port 0 at utilisation rho of
+// the port together (256 B frames), FA 3 crediting both round robin at
+// port rate x 1.03 in 16-frame credits, the FE's FCI threshold at th
+// cells; the senders stop after 30 us, the credits after 40 us.
+func fanIn(t *testing.T, seed uint64, rho float64, th int) *sdBench {
+	b := newSDBench(t, seed, 3, 1, 10)
+	b.ok(b.fes[0], "reg.set", fmt.Sprintf(`{"name":%q,"index":0,"value":%d}`, sd.RegFCIThreshold, th))
+	frameNs := (256 + 20) * 8 / 100.0
+	period := int64(2 * frameNs / rho)
+	for src := 0; src < 2; src++ {
+		b.flow(src, 1, 2, src)
+		b.app(b.fas[src], 1, 252, period, 30_000/period, 1, sd.Cell{Kind: sd.KindData})
+	}
+	cp, err := sd.CreditPeriod(100e9, 0.03, 16*256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.credits(2, [][2]int{{0, 0}, {1, 1}}, 16, cp.Nanoseconds(), 40_000/cp.Nanoseconds())
+	b.wait(60 * time.Microsecond)
+	return b
+}
+
+// The last-stage FE queue grows with the load; every cell that found the
+// FCI threshold or more ahead of it is marked, each mark cancels one of
+// the destination port's credits (which never reach the wire), and with
+// the threshold out of reach nothing is marked.
+func TestStardustFEQueueAndFCI(t *testing.T) {
+	means := map[float64]float64{}
+	for _, rho := range []float64{0.5, 0.95} {
+		b := fanIn(t, 1, rho, 1<<20)
+		n, _, mean := histStats(b.hist(b.fes[0], sd.RegQHist))
+		means[rho] = mean
+		if got := b.counter(b.fas[2], sdHostPort, "$FramesTransmittedOK"); n != got || got == 0 {
+			t.Errorf("rho %.2f: FE queue histogram holds %d cells, %d delivered", rho, n, got)
+		}
+		if f := b.reg(b.fas[2], sd.RegFCI, 0); f != 0 {
+			t.Errorf("rho %.2f: %d FCI marks with the threshold out of reach", rho, f)
+		}
+	}
+	if means[0.95] <= means[0.5] {
+		t.Errorf("mean FE queue bucket %.3f at 0.95, %.3f at 0.5: want it to grow with load", means[0.95], means[0.5])
+	}
+
+	const th = 8 // buffer cells: two 256 B frames
+	b := fanIn(t, 1, 0.95, th)
+	h := b.hist(b.fes[0], sd.RegQHist)
+	var above int64
+	for bk := th >> sd.QHistShift; bk < len(h); bk++ {
+		above += h[bk]
+	}
+	cp, _ := sd.CreditPeriod(100e9, 0.03, 16*256)
+	emitted := 40_000 / cp.Nanoseconds()
+	onWire := b.counter(b.fas[2], sdFabricPort(0), "$FramesTransmittedLength_eq_64")
+	pending := b.reg(b.fas[2], sd.RegFCI, 0)
+	if above == 0 || above != emitted-onWire+pending {
+		t.Errorf("%d cells found %d cells or more; credits cancelled %d of %d, %d marks pending: want marks = cancelled + pending = cells above",
+			above, th, emitted-onWire, emitted, pending)
+	}
+	t.Logf("mean queue bucket %.3f at 0.5, %.3f at 0.95; %d marked", means[0.5], means[0.95], above)
+}
+
+// Credits bound what a VOQ sends: offered 1.2 times the fabric link's
+// rate, with credits for a 40G port (40G x 1.03), the fabric delivers the
+// credited rate and no more, and the frames the recirculation port cannot
+// hold are dropped and counted by tm.queue on it.
+func TestStardustCreditsBoundTheRate(t *testing.T) {
+	b := newSDBench(t, 2, 2, 1, 2)
+	b.flow(0, 1, 1, 0)
+	const runNs = 600_000
+	b.app(b.fas[0], 1, 252, 18, runNs/18, 1, sd.Cell{Kind: sd.KindData}) // 1.23 x 100G
+	cp, err := sd.CreditPeriod(40e9, 0.03, 16*256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.credits(1, [][2]int{{0, 0}}, 16, cp.Nanoseconds(), runNs/cp.Nanoseconds())
+	b.wait(runNs * time.Nanosecond)
+	delivered := b.counter(b.fas[1], sdHostPort, "$FramesTransmittedOK")
+	credited := float64(runNs/cp.Nanoseconds()) * 16
+	line := runNs / ((256 + 20) * 8 / 100.0)
+	if float64(delivered) > credited || float64(delivered) < 0.98*credited {
+		t.Errorf("delivered %d frames in %d ns; credits for %.0f, line rate %.0f", delivered, runNs, credited, line)
+	}
+	q := b.ok(b.fas[0], "tm.queue", `{"pipe":1,"pg_id":17,"pg_queue":0}`)
+	if q["drop_count_packets"].(float64) <= 0 || q["watermark_cells"].(float64) < sdRecircCapBytes/sd.TMCellBytes*0.9 {
+		t.Errorf("recirculation queue %v: want it full and dropping", q)
+	}
+	t.Logf("delivered %d (%.3f of line rate), recirculation %v", delivered, float64(delivered)/line, q)
+}
+
+// Reachability cells keep the ages of live links low; a dark fibre stops
+// them, and both ends of the link age while the others do not.
+func TestStardustDarkFibreAges(t *testing.T) {
+	b := newSDBench(t, 3, 2, 2, 2)
+	for _, sw := range append(append([]*Tofino{}, b.fas...), b.fes...) {
+		ports := []int{sdFabricPort(0), sdFabricPort(1)}
+		for i, p := range ports {
+			b.ok(sw, "table.add", fmt.Sprintf(`{"name":%q,"key":{"packet_id":%d},"action":"reach_on","data":{"link":%d}}`, sd.TableReachPort, i, p))
+		}
+		b.app(sw, 2, 60, 1000, 50, len(ports), sd.Cell{Kind: sd.KindReach})
+		b.app(sw, 3, 60, 1000, 50, 200, sd.Cell{Kind: sd.KindAge})
+	}
+	b.wait(10 * time.Microsecond)
+	for _, sw := range b.fes {
+		if a := b.reg(sw, sd.RegReachAge, sdFabricPort(0)); a > 1 {
+			t.Errorf("%s: age %d on a live link", sw.name, a)
+		}
+	}
+	b.voa.Channels[0].SetShutter(false) // fa1-fe1 dark
+	b.wait(30 * time.Microsecond)
+	if a := b.reg(b.fes[0], sd.RegReachAge, sdFabricPort(0)); a < 15 {
+		t.Errorf("fe1's port from fa1: age %d after 20 us dark", a)
+	}
+	if a := b.reg(b.fas[0], sd.RegReachAge, sdFabricPort(0)); a < 15 {
+		t.Errorf("fa1's port to fe1: age %d after 20 us dark", a)
+	}
+	if a := b.reg(b.fes[0], sd.RegReachAge, sdFabricPort(1)); a > 1 {
+		t.Errorf("fe1's port from fa2: age %d", a)
+	}
+	if a := b.reg(b.fas[0], sd.RegReachAge, sdFabricPort(1)); a > 1 {
+		t.Errorf("fa1's port to fe2: age %d", a)
+	}
+}
+
+// The same seed gives the same histograms.
+func TestStardustDeterministic(t *testing.T) {
+	run := func() []int64 {
+		b := fanIn(t, 9, 0.9, 1<<20)
+		return append(b.hist(b.fas[2], sd.RegLatHist), b.hist(b.fes[0], sd.RegQHist)...)
+	}
+	x, y := run(), run()
+	for i := range x {
+		if x[i] != y[i] {
+			t.Fatalf("seed 9 twice: bucket %d differs (%d, %d)", i, x[i], y[i])
+		}
 	}
 }
