@@ -220,6 +220,7 @@ func (t *twin) startFibres() error {
 			ch = v.Channels[l.VOA.Channel-1]
 		}
 		t.fibres[l.Name] = t.lab.world.NewFibre(l.Name, tr, f, before, after, ch)
+		t.fibres[l.Name].LengthM = l.FibreLengthM
 		t.fibres[l.Name].PenaltyDB = penalty
 		// The return fibre: the bench's patch cords and the same run,
 		// without this direction's VOA or extra connectors.
@@ -406,6 +407,7 @@ func (t *twin) finishSwitches() error {
 		fw := t.fibres[l.Name]
 		back := t.lab.world.NewFibre(ReverseFibre(l.Name), fw.Transceiver, fw.FEC, fw.ReturnLossDB, 0, nil)
 		back.PenaltyDB = fw.PenaltyDB
+		back.LengthM = fw.LengthM
 		backSink := 0
 		if d, _ := t.out.Device(l.A.Device); d.Ports["sink"] != "" {
 			if backSink, err = devPort(l.A.Device, "sink"); err != nil {

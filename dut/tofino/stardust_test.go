@@ -17,8 +17,9 @@ import (
 // switches running the deployed programs: the spraying table read back as
 // reachability, and a link taken out of it once its port is down or its
 // reachability age reaches th, while a destination keeps the links that
-// are left. The simulated switch has no Stardust dataplane: the test
-// writes the age register the program's aging ticks would.
+// are left. No generator application runs: the test writes the age
+// register the program's reachability cells and aging ticks would (ages
+// start at SD_AGE_MAX, as the program declares them).
 func TestStardustReachabilityThroughTheDriver(t *testing.T) {
 	lab := startLab(t)
 	ctx := context.Background()
@@ -70,7 +71,11 @@ func TestStardustReachabilityThroughTheDriver(t *testing.T) {
 		t.Errorf("%d spraying entries, want %d slots for each of 2 FAs", len(es), 2*sd.MaxLinks)
 	}
 
-	// Two ticks without a reachability cell: still valid with th 3.
+	// A reachability cell on p2; two ticks without one on p1: still
+	// valid with th 3.
+	if err := fa.WriteRegister(ctx, sd.RegReachAge, p2, 0); err != nil {
+		t.Fatal(err)
+	}
 	if err := fa.WriteRegister(ctx, sd.RegReachAge, p1, 2); err != nil {
 		t.Fatal(err)
 	}
@@ -168,6 +173,12 @@ func TestStardustBenchThroughTheDriver(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"fa1", "fa2"} {
+		// A reachability cell on each link (ages start at SD_AGE_MAX).
+		for _, p := range fabric {
+			if err := sws[name].WriteRegister(ctx, sd.RegReachAge, p, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
 		ls, err := sws[name].FabricLinks(ctx, fabric, 3)
 		if err != nil {
 			t.Fatal(err)

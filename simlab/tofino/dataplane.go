@@ -35,6 +35,7 @@ type Dataplane struct {
 	nrun    uint64
 	follow  []*following // traffic of others across the fibres (follow.go)
 	nfollow uint64
+	sd      *sdEngine // the Stardust fabric (stardust_dp.go)
 }
 
 // NewDataplane makes an empty dataplane over the world.
@@ -343,6 +344,9 @@ func (d *Dataplane) advanceLocked(t time.Duration) error {
 		}
 	}
 	d.stepFollowers(d.now, t)
+	if err := d.stepStardust(t); err != nil {
+		return err
+	}
 	d.now = t
 	kept := d.runs[:0]
 	for _, r := range d.runs {

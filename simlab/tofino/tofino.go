@@ -21,6 +21,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	lg "testbed/p4/linkguardian"
+	sd "testbed/p4/stardust"
 	ts "testbed/p4/timestamp"
 	"testbed/simlab/wire"
 )
@@ -59,6 +60,10 @@ type Tofino struct {
 	queues     map[[2]int]*simQueue
 	switchdLog []string
 	fec        *fecState // PHY state (fec.go)
+	// sdVer counts the changes to what the Stardust dataplane reads of
+	// the switch (program, ports, tables, generator applications):
+	// stardust_dp.go reconfigures its fabric when it moves.
+	sdVer uint64
 }
 
 // simPort is a port and its $PORT_STAT counters.
@@ -105,10 +110,17 @@ type pktgenApp struct {
 	sent       int64
 	done       bool
 	enabled    bool
+	// A Stardust program's application (buffer_hex given): its timing and
+	// the cell its packet buffer carries (stardust_dp.go).
+	timerNs, batches int64
+	perBatch         int
+	startNs          time.Duration
+	cell             *sd.Cell
 }
 
 type simQueue struct {
 	usage, watermark int64 // bytes
+	drops            int64 // frames lost to a full queue
 }
 
 // Objects each program declares (the names of p4/linkguardian's contract).
@@ -175,12 +187,13 @@ func (t *Tofino) reset(program string) {
 	t.queues = map[[2]int]*simQueue{}
 	t.agentUp = false
 	t.fec = nil
+	t.sdVer++
 	o, ok := programObjects[program]
 	if !ok {
 		o.regs, o.tables, _ = stardustObjects(program) // stardust.go
 	}
 	for _, r := range o.regs {
-		t.regs[r] = map[int]int64{}
+		t.regs[r] = stardustInitial(r) // stardust.go
 	}
 	for _, tb := range o.tables {
 		t.tables[tb] = nil
@@ -609,6 +622,7 @@ func lengthBucket(n int64) string {
 
 func (t *Tofino) handle(req agentReq) (any, error) {
 	a := req.Args
+	defer t.noteChange(req.Op) // stardust_dp.go
 	if res, ok, err := t.handleFEC(req); ok {
 		return res, err
 	}
@@ -765,7 +779,7 @@ func (t *Tofino) handle(req agentReq) (any, error) {
 		if q == nil {
 			q = &simQueue{}
 		}
-		res := map[string]any{"usage_cells": ceilDiv(q.usage, lg.CellBytes), "watermark_cells": ceilDiv(q.watermark, lg.CellBytes), "drop_count_packets": 0}
+		res := map[string]any{"usage_cells": ceilDiv(q.usage, lg.CellBytes), "watermark_cells": ceilDiv(q.watermark, lg.CellBytes), "drop_count_packets": q.drops}
 		if cl, ok := a["clear_watermark"]; ok && string(cl) == "true" {
 			q.watermark = q.usage
 		}
@@ -783,8 +797,8 @@ func (t *Tofino) handle(req agentReq) (any, error) {
 		if !ok {
 			return nil, notFound("bfrt.%s.pipe has no register %q", t.program, name)
 		}
-		if idx < 0 || idx >= 512 {
-			return nil, badReq("index %d outside the register (0..511)", idx)
+		if n := regSize(name); idx < 0 || idx >= int64(n) {
+			return nil, badReq("register %s has %d entries: index %d outside 0..%d", name, n, idx, n-1) // stardust.go
 		}
 		if req.Op == "reg.set" {
 			v, err := argInt(a, "value")
@@ -892,6 +906,22 @@ func (t *Tofino) pktgenStart(a map[string]json.RawMessage) (any, error) {
 	if v[2] < 60 || v[2] > 16384 {
 		return nil, badReq("pkt_len %d", v[2])
 	}
+	var cell *sd.Cell
+	if raw, ok := a["buffer_hex"]; ok {
+		var h string
+		if err := json.Unmarshal(raw, &h); err != nil {
+			return nil, badReq("argument \"buffer_hex\": expected a string, got %s", raw)
+		}
+		b, err := hex.DecodeString(h)
+		if err != nil || h != strings.ToLower(h) {
+			return nil, badReq("buffer_hex: expected lowercase hex, got %q", h)
+		}
+		c, perr := stardustBuffer(t.programName(), b) // stardust.go
+		if perr != nil {
+			return nil, badReq("buffer_hex: %v", perr)
+		}
+		cell = c
+	}
 	t.mu.Lock()
 	if t.program == "" {
 		t.mu.Unlock()
@@ -912,8 +942,23 @@ func (t *Tofino) pktgenStart(a map[string]json.RawMessage) (any, error) {
 	if p == nil {
 		return nil, notFound("egress port %d is not added", v[1])
 	}
-	// Pacing below line rate is not modelled: the simulated generator
-	// offers back-to-back frames, as the stress test does.
+	// Pacing below line rate is not modelled for the LinkGuardian and
+	// timestamp programs: the simulated generator offers back-to-back
+	// frames, as the stress test does. A Stardust program's applications
+	// (credits, reachability cells, aging ticks, paced host traffic) run
+	// at their period in the Stardust dataplane (stardust_dp.go).
+	if cell != nil {
+		if v[3] <= 0 || v[4] <= 0 || v[5] <= 0 {
+			return nil, badReq("pktgen: timer_ns, batches and packets_per_batch must be positive, got %d, %d, %d", v[3], v[4], v[5])
+		}
+		app := &pktgenApp{id: int(v[0]), egressPort: int(v[1]), pktLen: int(v[2]), total: v[4] * v[5], enabled: true,
+			timerNs: v[3], batches: v[4], perBatch: int(v[5]), startNs: t.dp.Now(), cell: cell}
+		t.mu.Lock()
+		t.apps[app.id] = app
+		t.sdVer++
+		t.mu.Unlock()
+		return nil, nil
+	}
 	lineNs := float64((v[2]+4+20)*8) / float64(p.gbps)
 	if float64(v[3]) > 1.05*lineNs+1 {
 		return nil, fmt.Errorf("pktgen: a %d B packet every %d ns is below the %d G line rate (%.1f ns); the simulated switch models line-rate generation only", v[2], v[3], p.gbps, lineNs)

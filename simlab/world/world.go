@@ -201,7 +201,10 @@ type Fibre struct {
 	// connector is on one fibre: RAIL §2.3, Fig. 5b). 0: the patch losses
 	// of this direction.
 	ReturnLossDB float64
-	VOA          *VOAChannel
+	// LengthM is the fibre run's length (0: unknown, a patch cord); what
+	// models its propagation delay (5 ns/m) read.
+	LengthM float64
+	VOA     *VOAChannel
 
 	mu  sync.Mutex
 	rng *rand.Rand

@@ -1,0 +1,231 @@
+package stardustmodel
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+const (
+	swHost   = 100 // every FA's host port
+	swFAPort = 1   // an FA's port to FE j is swFAPort+j
+	swFEPort = 10  // an FE's port to FA i is swFEPort+i
+)
+
+// swFabric is nFA FAs (ids 0..) and nFE FEs, FA i's port 1+j joined to FE
+// j's port 10+i by 100G links of 10 ns; every FA sprays over its links in
+// turn and every FE reaches FA i by its port to it.
+func swFabric(nFA, nFE int, seed uint64) *SwitchFabric {
+	f := NewSwitchFabric(rand.New(rand.NewPCG(seed, 1)))
+	var fes []int
+	for j := 0; j < nFE; j++ {
+		fes = append(fes, f.AddDevice(NewSwDevice("fe", true, j)))
+	}
+	for i := 0; i < nFA; i++ {
+		fa := f.AddDevice(NewSwDevice("fa", false, i))
+		f.Devices[fa].HostPort[0] = swHost
+		for j, fe := range fes {
+			f.AddLink(&SwLink{From: fa, FromPort: swFAPort + j, To: fe, ToPort: swFEPort + i, Bps: 100e9, PropPs: 10_000, Up: true})
+			f.AddLink(&SwLink{From: fe, FromPort: swFEPort + i, To: fa, ToPort: swFAPort + j, Bps: 100e9, PropPs: 10_000, Up: true})
+			s := new([SwMaxLinks]int)
+			for k := range s {
+				s[k] = swFEPort + i
+			}
+			f.Devices[fe].Spray[i] = s
+		}
+	}
+	for i := 0; i < nFA; i++ {
+		d := f.Devices[nFE+i]
+		for k := 0; k < nFA; k++ {
+			s := new([SwMaxLinks]int)
+			for slot := range s {
+				s[slot] = swFAPort + slot%nFE
+			}
+			d.Spray[k] = s
+		}
+	}
+	return f
+}
+
+func fa(f *SwitchFabric, id int) *SwDevice {
+	i, _ := f.faIndex(id)
+	return f.Devices[i]
+}
+
+// flowTo points app 1 of FA src at FA dst's port 0, VOQ voq, in every slot.
+func flowTo(f *SwitchFabric, src, dst, voq int) {
+	g := new([SwMaxLinks]Flow)
+	for s := range g {
+		g[s] = Flow{Valid: true, FA: dst, Port: 0, VOQ: voq}
+	}
+	fa(f, src).GenFlow[1] = g
+}
+
+// creditsFrom makes FA dst's port 0 credit (src, voq) in every slot.
+func creditsFrom(f *SwitchFabric, dst, src, voq int) {
+	d := fa(f, dst)
+	d.CreditPort[0] = 0
+	c := new([SwCreditSlots]Source)
+	for s := range c {
+		c[s] = Source{Valid: true, FA: src, VOQ: voq}
+	}
+	d.CreditTo[0] = c
+}
+
+func devIndex(f *SwitchFabric, d *SwDevice) int {
+	for i, x := range f.Devices {
+		if x == d {
+			return i
+		}
+	}
+	return -1
+}
+
+// Credits are conserved: every frame a VOQ sends took one frame of
+// credit, so what was sent plus the balance left is what the credits
+// brought; and an idle VOQ banks no more than the cap.
+func TestSwitchCreditsConservedAndCapped(t *testing.T) {
+	f := swFabric(2, 1, 1)
+	flowTo(f, 0, 1, 3)
+	creditsFrom(f, 1, 0, 3)
+	// A backlog: 400 frames at once; 20 credits of 4 frames.
+	f.AddApp(devIndex(f, fa(f, 0)), &SwApp{Kind: SwKindData, FrameBytes: 256, PeriodPs: 1000, Batches: 1, PerBatch: 400, AppID: 1, Enabled: true})
+	f.AddApp(devIndex(f, fa(f, 1)), &SwApp{Kind: SwKindCredit, FrameBytes: 64, PeriodPs: 100_000, Batches: 20, PerBatch: 1, PayloadLength: 4, Enabled: true})
+	f.AdvanceTo(10_000_000)
+	src := fa(f, 0)
+	if sent := src.SeqOut[1]; sent+src.Credit[3] != 80 || sent != 80 {
+		t.Errorf("sent %d, balance %d: want 80 frames sent for 20 credits of 4", sent, src.Credit[3])
+	}
+	if f.Delivered != 80 || src.Waiting() != 320 {
+		t.Errorf("delivered %d, waiting %d; want 80 and 320", f.Delivered, src.Waiting())
+	}
+
+	// No data: the balance stops at the cap (32: two credits of 16).
+	g := swFabric(2, 1, 1)
+	creditsFrom(g, 1, 0, 3)
+	g.AddApp(devIndex(g, fa(g, 1)), &SwApp{Kind: SwKindCredit, FrameBytes: 64, PeriodPs: 100_000, Batches: 10, PerBatch: 1, PayloadLength: 16, Enabled: true})
+	g.AdvanceTo(10_000_000)
+	if c := fa(g, 0).Credit[3]; c != 32 {
+		t.Errorf("an idle VOQ banked %d frames of credit, want the cap, 32", c)
+	}
+}
+
+// Spraying follows the table's slots round robin: a permutation of four
+// links repeated over the 64 slots sends each link exactly a quarter.
+func TestSwitchSprayEvenFromTable(t *testing.T) {
+	f := swFabric(2, 4, 1)
+	src := fa(f, 0)
+	perm := []int{3, 1, 4, 2}
+	for s := range src.Spray[1] {
+		src.Spray[1][s] = perm[s%4]
+	}
+	flowTo(f, 0, 1, 0)
+	src.Credit[0] = 1 << 20
+	f.CreditCap = 1 << 30
+	f.AddApp(devIndex(f, src), &SwApp{Kind: SwKindData, FrameBytes: 256, PeriodPs: 100_000, Batches: 64, PerBatch: 10, AppID: 1, Enabled: true})
+	f.AdvanceTo(100_000_000)
+	for _, p := range perm {
+		if n := src.Ports[p].Tx[256]; n != 160 {
+			t.Errorf("port %d sent %d frames, want 160 of 640", p, n)
+		}
+	}
+	if f.Delivered != 640 {
+		t.Errorf("delivered %d of 640", f.Delivered)
+	}
+}
+
+// The FE queue histogram and FCI, by hand: six 320 B frames (4 buffer
+// cells each) reach the FE at the same instant from six FAs, all for FA
+// 6. The first is sent at once and the second waits for it alone: both
+// find 0 cells queued; the others find 4, 8, 12, 16 (buckets of 4 cells:
+// 0, 0, 1, 2, 3, 4). With the threshold at 8 cells, the three that found
+// 8 or more are marked and count in FA 6's reg_fci.
+func TestSwitchQueueHistAndFCIByHand(t *testing.T) {
+	for _, th := range []int64{0, 8} {
+		f := swFabric(7, 1, 1)
+		f.Devices[0].FCITh = th
+		for src := 0; src < 6; src++ {
+			flowTo(f, src, 6, 0)
+			fa(f, src).Credit[0] = 1
+			f.AddApp(devIndex(f, fa(f, src)), &SwApp{Kind: SwKindData, FrameBytes: 320, PeriodPs: 1000, Batches: 1, PerBatch: 1, AppID: 1, Enabled: true})
+		}
+		f.AdvanceTo(10_000_000)
+		want := []int64{2, 1, 1, 1, 1}
+		for b, w := range want {
+			if f.Devices[0].QHist[b] != w {
+				t.Errorf("th %d: qdepth bucket %d holds %d, want %d (%v)", th, b, f.Devices[0].QHist[b], w, f.Devices[0].QHist[:6])
+			}
+		}
+		marks := map[int64]int64{0: 0, 8: 3}[th]
+		if got := fa(f, 6).FCI[0]; got != marks {
+			t.Errorf("th %d: %d FCI marks, want %d", th, got, marks)
+		}
+		if f.Delivered != 6 {
+			t.Errorf("delivered %d of 6", f.Delivered)
+		}
+	}
+}
+
+// In-order release: a frame lost in the fabric stalls its source's later
+// frames at the destination (they wait their turn), as the program does
+// without a reassembly timer.
+func TestSwitchInOrderStallsAfterLoss(t *testing.T) {
+	f := swFabric(2, 1, 1)
+	flowTo(f, 0, 1, 0)
+	src := fa(f, 0)
+	src.Credit[0] = 10
+	f.AddApp(devIndex(f, src), &SwApp{Kind: SwKindData, FrameBytes: 256, PeriodPs: 100_000, Batches: 10, PerBatch: 1, AppID: 1, Enabled: true})
+	up := f.Links[src.Out[swFAPort]]
+	f.AdvanceTo(250_000) // frames 0, 1, 2 sent
+	up.Up = false
+	f.AdvanceTo(350_000) // frame 3 lost
+	up.Up = true
+	f.AdvanceTo(10_000_000)
+	dst := fa(f, 1)
+	if f.Delivered != 3 || dst.SeqIn[0] != 3 || dst.Waiting() != 6 {
+		t.Errorf("delivered %d, next expected %d, waiting %d: want 3, 3, 6", f.Delivered, dst.SeqIn[0], dst.Waiting())
+	}
+	if n := dst.LatHist; sum(n) != 9 {
+		t.Errorf("latency histogram holds %d, want the 9 that arrived", sum(n))
+	}
+	if f.InFlight() != 6 {
+		t.Errorf("%d data frames held, want 6", f.InFlight())
+	}
+}
+
+func sum(h []int64) int64 {
+	var n int64
+	for _, c := range h {
+		n += c
+	}
+	return n
+}
+
+// The same seed, the same fabric.
+func TestSwitchDeterministic(t *testing.T) {
+	run := func(seed uint64) []int64 {
+		f := swFabric(3, 2, seed)
+		for src := 0; src < 2; src++ {
+			flowTo(f, src, 2, src)
+			f.AddApp(devIndex(f, fa(f, src)), &SwApp{Kind: SwKindData, FrameBytes: 256, PeriodPs: 40_000, Batches: 500, PerBatch: 1, AppID: 1, Enabled: true})
+		}
+		d := fa(f, 2)
+		d.CreditPort[0] = 0
+		c := new([SwCreditSlots]Source)
+		for s := range c {
+			c[s] = Source{Valid: true, FA: s % 2, VOQ: s % 2}
+		}
+		d.CreditTo[0] = c
+		f.AddApp(devIndex(f, d), &SwApp{Kind: SwKindCredit, FrameBytes: 64, PeriodPs: 300_000, Batches: 100, PerBatch: 1, PayloadLength: 8, Enabled: true})
+		f.AdvanceTo(40_000_000)
+		return append(append([]int64{}, d.LatHist...), f.Devices[0].QHist...)
+	}
+	a, b := run(5), run(5)
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("seed 5 twice: histograms differ at %d", i)
+		}
+	}
+	if sum(a) == 0 {
+		t.Fatal("nothing crossed")
+	}
+}
