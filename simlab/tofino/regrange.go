@@ -35,7 +35,7 @@ func (t *Tofino) handleRegRange(req agentReq) (res any, ok bool, err error) {
 	if !found {
 		return nil, true, notFound("bfrt.%s.pipe has no register %q", t.program, name)
 	}
-	if size := regRangeSize(name); from+count > int64(size) {
+	if size := regSize(name); from+count > int64(size) { // stardust.go, as reg.get bounds it
 		return nil, true, badReq("reg.range: indices %d..%d outside the register %s (0..%d)", from, from+count-1, name, size-1)
 	}
 	out := make([]int64, count)
@@ -44,7 +44,3 @@ func (t *Tofino) handleRegRange(req agentReq) (res any, ok bool, err error) {
 	}
 	return map[string]any{"values": out}, true, nil
 }
-
-// regRangeSize is a register's size as reg.get bounds it: 512 for every
-// register of the simulated programs.
-func regRangeSize(string) int { return 512 }

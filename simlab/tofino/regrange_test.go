@@ -28,8 +28,15 @@ func TestRegRange(t *testing.T) {
 	if v, _ := res["values"].([]any); len(v) != 512 || v[511] != 4.0 {
 		t.Fatalf("the whole histogram: %v", r["error"])
 	}
+	// reg_credit has 4096 entries (SD_MAX_VOQS): the whole of it at once.
+	r = a.send(t, `{"id":5,"op":"reg.range","args":{"name":"`+sd.RegCredit+`","from":0,"count":4096}}`)
+	res, _ = r["result"].(map[string]any)
+	if v, _ := res["values"].([]any); len(v) != 4096 {
+		t.Fatalf("reg_credit whole: %v", r["error"])
+	}
 	for _, c := range []struct{ args, kind string }{
 		{`{"name":"` + sd.RegLatHist + `","from":500,"count":13}`, "bad_request"},
+		{`{"name":"` + sd.RegSeqOut + `","from":200,"count":100}`, "bad_request"}, // 256 entries (SD_MAX_FAS)
 		{`{"name":"` + sd.RegLatHist + `","from":0,"count":4097}`, "bad_request"},
 		{`{"name":"` + sd.RegLatHist + `","from":-1,"count":1}`, "bad_request"},
 		{`{"name":"` + sd.RegLatHist + `","count":1}`, "bad_request"},
