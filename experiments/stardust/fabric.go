@@ -9,10 +9,11 @@
 // stardust-permutation (Fig. 10a, per-flow throughput against ECMP) and
 // stardust-pushpull (Figs. 7 and 12, a pull fabric against a push one).
 //
-// All run on the cell-level model (simlab/stardustmodel) alone: the
-// simulated Stardust bench and the switch driver's fabric counters are not
-// there yet, and §6.2's scale (256 FAs x 32 links) is beyond any bench.
-// Their summaries say so (model_only).
+// All run on the cell-level model (simlab/stardustmodel); §6.2's scale
+// (256 FAs x 32 links) is beyond any bench. Their summaries say so
+// (model_only). stardust-fabric and stardust-packing also run on a
+// Stardust bench (bench.go) when the inventory has one: then every figure
+// comes from the switches, through the switch driver (measured_on: bench).
 package stardust
 
 import (
@@ -24,7 +25,9 @@ import (
 	"sync"
 	"time"
 
+	"testbed/dut/tofino"
 	o "testbed/orchestrator"
+	sd "testbed/p4/stardust"
 	"testbed/results"
 	sm "testbed/simlab/stardustmodel"
 )
@@ -46,7 +49,7 @@ func (*Fabric) Version() string { return "1.0.0" }
 
 // Summary implements Recipe.
 func (*Fabric) Summary() string {
-	return "Stardust fabric latency and last-stage FE queue distributions against utilisation, with M/D/1 (Fig. 9); model only"
+	return "Stardust fabric latency and last-stage FE queue distributions against utilisation, with M/D/1 (Fig. 9); on the model, or on a Stardust bench"
 }
 
 // Description implements Recipe.
@@ -67,12 +70,25 @@ oversubscribed fabric held by FCI. Reachability cells run every reach_period (th
 scale=small (default) is fas (32) FAs of 8 links, 8 first-tier FEs in 2 groups and fas
 second-tier FEs; scale=paper is §6.2's 256 FAs x 32 links, 128 + 64 FEs (minutes per
 utilisation). No device is used: the model stands for the fabric (model_only in the
-summary). Writes data/fabric_points.csv, fabric_latency.csv and fabric_queue.csv.`
+summary). Writes data/fabric_points.csv, fabric_latency.csv and fabric_queue.csv.
+
+On a Stardust bench (switches with the inventory option stardust_role fa or fe, e.g.
+--bench stardust) the same tables come from the switches (measured_on: bench in the
+summary): the FAs and FEs run p4/stardust's programs, brought up through the switch
+driver (ids, spraying over a random permutation of each FA's links, credits at the host
+port's rate x (1 + speed_up) in credits of credit_bytes, reachability cells and aging
+every reach_period, the FEs' FCI threshold of fci_threshold frames), and at each
+utilisation every FA's packet generator sends frames of cell_bytes (a frame is a cell on
+Tofino) uniformly to the other FAs' host ports at that fraction of its fabric links'
+capacity. Latency comes from the destination FAs' histograms (64 ns buckets, from the
+source FA's timestamp), the queue from the FEs' histograms of what each cell found ahead
+of it, in frames; link busy from the FEs' port counters. The bench_* parameters set the
+ports' speeds and the times on the switches' clock.`
 }
 
 // Params implements Recipe.
 func (*Fabric) Params() []o.ParamSpec {
-	return []o.ParamSpec{
+	return append([]o.ParamSpec{
 		{Name: "scale", Type: o.TypeString, Default: "small", Enum: []string{"small", "paper"}, Description: "small: 32 FAs x 8 links, two FE tiers; paper: §6.2's 256 FAs x 32 links, 128 + 64 FEs"},
 		// Fig. 9: 50% ... 95% and an oversubscribed 120% with FCI.
 		{Name: "fas", Type: o.TypeInt, Default: int64(32), Min: o.Bound(4), Max: o.Bound(256), Description: "scale=small: the FAs, an even number (two groups; as many second-tier FEs)"},
@@ -92,7 +108,7 @@ func (*Fabric) Params() []o.ParamSpec {
 		{Name: "fci_threshold", Type: o.TypeInt, Unit: "cells", Default: int64(32), Min: o.Bound(0), Max: o.Bound(1 << 20), Description: "FE queue depth that marks FCI (§4.2); 0 turns FCI off"},
 		// Table 4: c/f = 10 us, th = 3.
 		{Name: "reach_period", Type: o.TypeDuration, Default: 10 * time.Microsecond, Min: o.Bound(0), Max: o.Bound(0.01), Description: "reachability cell period on every link (Table 4: 10 us); 0 turns reachability cells off"},
-	}
+	}, benchParams(500*time.Microsecond, 100*time.Microsecond, 100*time.Microsecond)...)
 }
 
 // FabricTables are the recipe's tables and Fig. 9.
@@ -156,6 +172,15 @@ type FabricPoint struct {
 	FCICells        int64    `json:"fci_cells"`
 	CellsSent       int64    `json:"cells_sent"`
 	CellsLost       int64    `json:"cells_lost"`
+	// On the bench, the whole point's accounting (traffic start to the
+	// end of the drain): data frames the generators sent, released at the
+	// host ports, dropped waiting for credit, lost in FE queues, and
+	// counted by the latency histograms on arrival.
+	FramesGenerated   int64 `json:"frames_generated,omitempty"`
+	FramesDelivered   int64 `json:"frames_delivered,omitempty"`
+	FramesWaitDropped int64 `json:"frames_wait_dropped,omitempty"`
+	FabricDrops       int64 `json:"fabric_drops,omitempty"`
+	CellsArrived      int64 `json:"cells_arrived,omitempty"`
 }
 
 // FabricSummary is summary.json.
@@ -167,6 +192,9 @@ type FabricSummary struct {
 	Fabric    string  `json:"fabric"`
 	SlotNS    float64 `json:"slot_ns"`
 	Slots     int64   `json:"slots"`
+	// MeasuredOn is "bench" when the numbers come from the switches of a
+	// Stardust bench (empty for the model).
+	MeasuredOn string `json:"measured_on,omitempty"`
 	// Points are keyed u<utilisation in percent>: u95.
 	Points map[string]FabricPoint `json:"points"`
 	// CellsLost is every cell lost in the fabric, all utilisations.
@@ -240,9 +268,14 @@ type fabricRun struct {
 	s  FabricSummary
 }
 
-// Plan implements Recipe. It touches no device.
+// Plan implements Recipe. On the model it touches no device.
 func (r *Fabric) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	p := pc.Params
+	if b, err := findBench(pc.Lab); err != nil {
+		return nil, err
+	} else if b != nil {
+		return r.planBench(pc, b)
+	}
 	us := p.Floats("utilisations")
 	if len(us) == 0 {
 		return nil, o.Inputf("utilisations: expected at least one, e.g. 0.5,0.9,1.2")
@@ -453,4 +486,190 @@ func queueQuantile(h []int64, q float64) int {
 		}
 	}
 	return len(h) - 1
+}
+
+// benchConfigFrom reads the bench parameters both recipes share.
+func benchConfigFrom(p *o.Params, frameBytes int) (benchConfig, error) {
+	cfg := benchConfig{LinkGbps: int(p.Int("bench_link_gbps")), HostGbps: int(p.Int("bench_host_gbps")), FrameBytes: frameBytes,
+		CreditBytes: int(p.Int("credit_bytes")), SpeedUp: p.Float("speed_up"), ReachPeriod: p.Duration("reach_period"), Replace: p.Bool("replace_program")}
+	if frameBytes < 64 || frameBytes > 9216 {
+		return cfg, o.Inputf("frames of %d B on the bench: expected 64..9216 (a frame is a cell and holds the %d B Ethernet and cell headers)", frameBytes, sd.EthernetBytes+sd.CellHeaderBytes)
+	}
+	if cfg.ReachPeriod <= 0 {
+		return cfg, o.Inputf("reach_period: the bench needs reachability cells (a period above 0)")
+	}
+	return cfg, nil
+}
+
+// planBench is stardust-fabric on a Stardust bench: the fabric brought up
+// through the driver, then at each utilisation every FA's generator sends
+// frames of cell_bytes uniformly to the other FAs' host ports, and the
+// FAs' latency histograms, the FEs' queue histograms and the ports'
+// counters give Fig. 9.
+func (r *Fabric) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
+	p := pc.Params
+	us := p.Floats("utilisations")
+	if len(us) == 0 {
+		return nil, o.Inputf("utilisations: expected at least one, e.g. 0.5,0.9,1.2")
+	}
+	frame := int(p.Int("cell_bytes"))
+	cfg, err := benchConfigFrom(p, frame)
+	if err != nil {
+		return nil, err
+	}
+	cfg.FCIFrames = int(p.Int("fci_threshold"))
+	warm, measure, drain := p.Duration("bench_warmup"), p.Duration("bench_measure"), p.Duration("bench_drain")
+	desc := b.describe(cfg.LinkGbps, cfg.HostGbps)
+	run := &fabricRun{s: FabricSummary{ModelOnly: false, MeasuredOn: "bench", Scale: fmt.Sprintf("bench: %d FAs x %d FEs", len(b.FAs), len(b.FEs)),
+		Fabric: fmt.Sprintf("%s; %d B frames as cells, credits of %d B at %g speed-up, FCI at %d frames, reachability every %v", desc, frame, cfg.CreditBytes, cfg.SpeedUp, cfg.FCIFrames, cfg.ReachPeriod),
+		SlotNS: float64((frame+wireExtra)*8) / float64(cfg.LinkGbps), Points: map[string]FabricPoint{}}}
+	var br *benchRun
+	devs := b.devices()
+	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: FabricTables(),
+		Bindings: []o.Binding{{Role: "fabric", Resource: "switches with stardust_role", Detail: desc},
+			{Role: "programs", Resource: "switches", Detail: fmt.Sprintf("%s on the FAs, %s on the FEs", sd.ProgramFA, sd.ProgramFE)}},
+		Summary: func(partial bool) (any, error) {
+			run.mu.Lock()
+			defer run.mu.Unlock()
+			s := run.s
+			s.Partial = partial
+			return s, nil
+		}}
+	plan.Steps = append(plan.Steps, &o.Step{Name: "bring the fabric up", Action: "configure", Devices: devs,
+		Note: "programs, ports, ids, spraying, credits, reachability, FCI threshold: each change journalled",
+		Run: func(ctx context.Context, rc *o.RunContext) error {
+			var err error
+			br, err = b.up(ctx, rc, cfg)
+			return err
+		}})
+	for _, u := range us {
+		plan.Steps = append(plan.Steps, &o.Step{Name: fmt.Sprintf("utilisation %g", u), Action: "measure", Devices: devs,
+			Note: fmt.Sprintf("%v + %v + %v drain of the switches' clock", warm, measure, drain),
+			Run: func(ctx context.Context, rc *o.RunContext) error {
+				if br == nil {
+					return fmt.Errorf("the fabric is not up")
+				}
+				return run.benchPoint(ctx, rc, br, u, warm, measure, drain)
+			}})
+	}
+	return plan, nil
+}
+
+// benchPoint measures one utilisation on the bench.
+func (run *fabricRun) benchPoint(ctx context.Context, rc *o.RunContext, br *benchRun, u float64, warm, measure, drain time.Duration) error {
+	start := time.Now()
+	// A utilisation is offered frames (their wire bits) over the fabric
+	// links' capacity, per FA.
+	pt0, err := br.runTraffic(ctx, br.cfg.FrameBytes, u*br.fabricCapacity(), br.uniformTargets, warm, measure, drain)
+	if err != nil {
+		return err
+	}
+	wall := time.Since(start).Seconds()
+	bucket := tofino.LatencyBucket.Seconds() * 1e6
+	var nl int64
+	for _, v := range pt0.Lat {
+		nl += v
+	}
+	lq := func(q float64) float64 {
+		if nl == 0 {
+			return 0
+		}
+		if q >= 1 { // the highest bucket that holds a cell
+			k := len(pt0.Lat) - 1
+			for k > 0 && pt0.Lat[k] == 0 {
+				k--
+			}
+			return float64(k) * bucket
+		}
+		return float64(queueQuantile(pt0.Lat, q)) * bucket
+	}
+	// The queue in frames: a bucket is QueueBucketCells buffer cells and a
+	// frame ceil(s/80) of them.
+	perFrame := (br.cfg.FrameBytes + sd.TMCellBytes - 1) / sd.TMCellBytes
+	var qh []int64
+	for b, v := range pt0.Queue {
+		k := b * tofino.QueueBucketCells / perFrame
+		for len(qh) <= k {
+			qh = append(qh, 0)
+		}
+		qh[k] += v
+	}
+	var nq int64
+	for _, v := range qh {
+		nq += v
+	}
+	wire := float64((br.cfg.FrameBytes + wireExtra) * 8)
+	pt := FabricPoint{Utilisation: u, LinkBusy: br.lastStageBusy(pt0),
+		DataUtilisation: float64(pt0.HostFrames) * wire / (br.fabricCapacity() * float64(len(br.FAs)) * pt0.Window.Seconds()),
+		LatencyP50US:    lq(0.5), LatencyP999US: lq(0.999), LatencyMaxUS: lq(1), QueueP999: queueQuantile(qh, 0.999),
+		CellsSent: pt0.Generated, CellsLost: pt0.FabricDrops + max(0, pt0.Generated-pt0.Delivered-pt0.WaitDrops-pt0.FabricDrops),
+		FramesGenerated: pt0.Generated, FramesDelivered: pt0.Delivered, FramesWaitDropped: pt0.WaitDrops, FabricDrops: pt0.FabricDrops, CellsArrived: pt0.Arrived}
+	lt, err := rc.Table("fabric_latency")
+	if err != nil {
+		return err
+	}
+	for k, v := range pt0.Lat {
+		if v > 0 {
+			if err := lt.Write(u, float64(k)*bucket, float64(v)/float64(nl)); err != nil {
+				return err
+			}
+		}
+	}
+	qt, err := rc.Table("fabric_queue")
+	if err != nil {
+		return err
+	}
+	for k, v := range qh {
+		if v > 0 {
+			if err := qt.Write(u, "bench", k, float64(v)/float64(nq)); err != nil {
+				return err
+			}
+		}
+	}
+	var excess, tailRatio any
+	// M/D/1 (§4.2.1) at the measured busy fraction, for an undersubscribed
+	// fabric; the bench's histogram is what arriving cells found, which
+	// for Poisson arrivals is the time average (PASTA).
+	if rho := pt.LinkBusy; u < 1 && rho > 0 && rho < 0.999 && nq > 0 {
+		md := MD1(rho, len(qh)-1, 1e-9)
+		worst, ratio := math.Inf(-1), 0.0
+		tailMD, tailM := 1.0, 1.0
+		for k := range md {
+			if err := qt.Write(u, "M/D/1", k, md[k]); err != nil {
+				return err
+			}
+			worst = max(worst, tailM-tailMD)
+			if tailMD <= 1e-3 && tailMD >= 1e-4 {
+				ratio = max(ratio, tailM/tailMD)
+			}
+			tailMD -= md[k]
+			if k < len(qh) {
+				tailM -= float64(qh[k]) / float64(nq)
+			}
+		}
+		pt.MD1MaxExcess, pt.MD1TailRatio = &worst, &ratio
+		excess, tailRatio = worst, ratio
+	}
+	pr, err := rc.Table("fabric_points")
+	if err != nil {
+		return err
+	}
+	if err := pr.Write(u, pt0.OfferedBps/(float64(br.cfg.HostGbps)*1e9), pt.LinkBusy, pt.DataUtilisation, pt.LatencyP50US, lq(0.99), pt.LatencyP999US, pt.LatencyMaxUS,
+		pt.QueueP999, excess, tailRatio, pt.CellsSent, nil, pt.CellsLost, nil, wall); err != nil {
+		return err
+	}
+	rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("utilisation %g on the bench: last-stage links busy %.3f, data %.3f, latency p50 %.2f us p99.9 %.2f us max %.2f us, queue p99.9 %d frames; %d frames sent, %d released, %d dropped waiting for credit, %d lost in FE queues, %d counted on arrival (%.1f s)",
+		u, pt.LinkBusy, pt.DataUtilisation, pt.LatencyP50US, pt.LatencyP999US, pt.LatencyMaxUS, pt.QueueP999, pt0.Generated, pt0.Delivered, pt0.WaitDrops, pt0.FabricDrops, pt0.Arrived, wall)})
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	run.s.Points[ukey(u)] = pt
+	run.s.CellsLost += pt.CellsLost
+	if u < 1 {
+		run.s.MaxLatencyUS = max(run.s.MaxLatencyUS, pt.LatencyMaxUS)
+		if pt.MD1MaxExcess != nil {
+			run.s.MD1MaxExcess = max(run.s.MD1MaxExcess, *pt.MD1MaxExcess)
+			run.s.MD1TailRatio = max(run.s.MD1TailRatio, *pt.MD1TailRatio)
+		}
+	}
+	return nil
 }

@@ -6,8 +6,10 @@ import (
 	"math"
 	"sort"
 	"sync"
+	"time"
 
 	o "testbed/orchestrator"
+	sd "testbed/p4/stardust"
 	"testbed/results"
 	sm "testbed/simlab/stardustmodel"
 )
@@ -29,7 +31,7 @@ func (*Packing) Version() string { return "1.0.0" }
 
 // Summary implements Recipe.
 func (*Packing) Summary() string {
-	return "throughput against packet size of a packet switch, packed cells and unpacked cells on one datapath (Figs. 8a and 3); model only"
+	return "throughput against packet size of a packet switch, packed cells and unpacked cells on one datapath (Figs. 8a and 3); on the model, or frames as cells on a Stardust bench"
 }
 
 // Description implements Recipe.
@@ -48,7 +50,18 @@ and with packed cells (App. B, Eq. 3).
 
 No device is used: this is the model's FA datapath (simlab/stardustmodel), model_only in
 the summary. A Tofino cannot pack packets into cells (p4/stardust/README.md). Writes
-data/packing_throughput.csv and data/parallelism.csv.`
+data/packing_throughput.csv and data/parallelism.csv.
+
+On a Stardust bench (switches with the inventory option stardust_role fa or fe, e.g.
+--bench stardust) Fig. 8a is measured on the switches instead (measured_on: bench): the
+datapath is the Tofino FA's, where a frame is a cell and nothing is packed. The fabric is
+brought up through the switch driver, and for each size every FA's packet generator
+sends frames of that size at its host port's line rate to the next FA (a permutation,
+each host port's credits going to its one sender); the host ports' counters give the
+throughput delivered (mode bench-frames, the frames on the wire over line rate) and the
+share of it that is data after the Ethernet and cell headers (bench-frame-payload).
+Fig. 3 is computed as on the model. The bench_*, credit_bytes, speed_up, fci_threshold
+and reach_period parameters set the bench's fabric.`
 }
 
 // Fig. 8a's packet sizes: the minimum, one byte over each word and cell
@@ -57,7 +70,7 @@ var defaultSizes = []float64{64, 65, 96, 97, 128, 129, 160, 161, 192, 193, 224, 
 
 // Params implements Recipe.
 func (*Packing) Params() []o.ParamSpec {
-	return []o.ParamSpec{
+	return append([]o.ParamSpec{
 		{Name: "sizes", Type: o.TypeFloats, Unit: "B", Default: defaultSizes, Min: o.Bound(1), Max: o.Bound(16384), Description: "packet sizes (frame bytes without preamble and gap)"},
 		// §6.1.1: NetFPGA SUME, 4 x 10GE, 256-bit datapath at 150 MHz, 64 B cells.
 		{Name: "clock_mhz", Type: o.TypeFloat, Unit: "MHz", Default: 150.0, Min: o.Bound(1), Max: o.Bound(10000), Description: "datapath clock (§6.1.1: 150 MHz)"},
@@ -71,7 +84,12 @@ func (*Packing) Params() []o.ParamSpec {
 		{Name: "fig3_tbps", Type: o.TypeFloat, Unit: "Tb/s", Default: 12.8, Min: o.Bound(0.001), Max: o.Bound(1000), Description: "Fig. 3: device bandwidth (12.8 Tb/s)"},
 		{Name: "fig3_datapath_bytes", Type: o.TypeInt, Unit: "B", Default: int64(256), Min: o.Bound(1), Max: o.Bound(4096), Description: "Fig. 3: datapath width (256 B)"},
 		{Name: "fig3_clock_ghz", Type: o.TypeFloat, Unit: "GHz", Default: 1.0, Min: o.Bound(0.01), Max: o.Bound(100), Description: "Fig. 3: datapath clock (1 GHz)"},
-	}
+		// The bench's fabric: as stardust-fabric's defaults.
+		{Name: "credit_bytes", Type: o.TypeInt, Unit: "B", Default: int64(4096), Min: o.Bound(64), Max: o.Bound(1 << 20), Description: "bench only: data one credit releases (§6.3: 4 KB)"},
+		{Name: "speed_up", Type: o.TypeFloat, Unit: "1", Default: 0.03, Min: o.Bound(0), Max: o.Bound(1), Description: "bench only: credit rate above the host port's rate (§6.3: 3%)"},
+		{Name: "fci_threshold", Type: o.TypeInt, Unit: "frames", Default: int64(32), Min: o.Bound(0), Max: o.Bound(1 << 16), Description: "bench only: FE queue depth that marks FCI; 0 turns FCI off"},
+		{Name: "reach_period", Type: o.TypeDuration, Default: 10 * time.Microsecond, Min: o.Bound(1e-7), Max: o.Bound(0.01), Description: "bench only: reachability cell and aging period (Table 4: 10 us)"},
+	}, benchParams(100*time.Microsecond, 20*time.Microsecond, 50*time.Microsecond)...)
 }
 
 var modes = []sm.Mode{sm.ModePacketSwitch, sm.ModePackedCells, sm.ModeUnpackedCells}
@@ -118,10 +136,13 @@ type ModeSummary struct {
 
 // PackingSummary is summary.json.
 type PackingSummary struct {
-	Partial   bool   `json:"partial"`
-	ModelOnly bool   `json:"model_only"`
-	Datapath  string `json:"datapath"`
-	Sizes     int    `json:"sizes"`
+	Partial   bool `json:"partial"`
+	ModelOnly bool `json:"model_only"`
+	// MeasuredOn is "bench" when Fig. 8a was measured on a Stardust
+	// bench's switches (empty for the model); Datapath then says which.
+	MeasuredOn string `json:"measured_on,omitempty"`
+	Datapath   string `json:"datapath"`
+	Sizes      int    `json:"sizes"`
 	// Modes are keyed by mode.
 	Modes map[string]ModeSummary `json:"modes"`
 	// PackedGainOverPacketSwitch and PackedGainOverUnpacked are the
@@ -136,7 +157,7 @@ type PackingSummary struct {
 	Fig3Factor float64 `json:"fig3_factor_smallest"`
 }
 
-// Plan implements Recipe. It touches no device.
+// Plan implements Recipe. On the model it touches no device.
 func (r *Packing) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	p := pc.Params
 	d := sm.Datapath{WidthBytes: int(p.Int("datapath_bytes")), ClockHz: p.Float("clock_mhz") * 1e6, Ports: int(p.Int("ports")),
@@ -160,6 +181,11 @@ func (r *Packing) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	}
 	sort.Ints(sizes)
 	n := int(p.Int("packets"))
+	if b, err := findBench(pc.Lab); err != nil {
+		return nil, err
+	} else if b != nil {
+		return r.planBench(pc, b, sizes, d3, n)
+	}
 	desc := fmt.Sprintf("%d B datapath at %g MHz, %d x %g Gb/s ports, %d B cells with %d B of header", d.WidthBytes, d.ClockHz/1e6, d.Ports, d.PortBps/1e9, d.CellBytes, d.CellHeaderBytes)
 	var mu sync.Mutex
 	sum := PackingSummary{ModelOnly: true, Datapath: desc, Sizes: len(sizes), Modes: map[string]ModeSummary{}}
@@ -215,32 +241,40 @@ func (r *Packing) Plan(pc *o.PlanContext) (*o.Plan, error) {
 					sum.Modes[string(sm.ModePackedCells)].LineRateSizes, len(sizes), sum.PackedGainOverPacketSwitch*100, sum.GainPacketSwitchAtBytes, sum.PackedGainOverUnpacked*100, sum.GainUnpackedAtBytes)})
 				return nil
 			}},
-		{Name: "fig 3", Action: "compute", Note: fmt.Sprintf("%g Tb/s, %d B datapath at %g GHz", d3.PortBps/1e12, d3.WidthBytes, d3.ClockHz/1e9),
-			Run: func(ctx context.Context, rc *o.RunContext) error {
-				t, err := rc.Table("parallelism")
-				if err != nil {
-					return err
-				}
-				var first [2]float64
-				for i, m := range []sm.Mode{sm.ModePacketSwitch, sm.ModePackedCells} {
-					for j, s := range sizes {
-						pp := d3.Parallelism(m, repeat(s, n))
-						if j == 0 {
-							first[i] = pp
-						}
-						if err := t.Write(string(m), s, pp); err != nil {
-							return err
-						}
-					}
-				}
-				mu.Lock()
-				sum.Fig3Factor = first[0] / first[1]
-				done = true
-				mu.Unlock()
-				return nil
-			}},
+		fig3Step(d3, sizes, n, func(f float64) {
+			mu.Lock()
+			sum.Fig3Factor = f
+			done = true
+			mu.Unlock()
+		}),
 	}
 	return plan, nil
+}
+
+// fig3Step computes Fig. 3 (App. B, Eq. 3): arithmetic of a datapath,
+// the same on the model and on a bench.
+func fig3Step(d3 sm.Datapath, sizes []int, n int, set func(factor float64)) *o.Step {
+	return &o.Step{Name: "fig 3", Action: "compute", Note: fmt.Sprintf("%g Tb/s, %d B datapath at %g GHz", d3.PortBps/1e12, d3.WidthBytes, d3.ClockHz/1e9),
+		Run: func(ctx context.Context, rc *o.RunContext) error {
+			t, err := rc.Table("parallelism")
+			if err != nil {
+				return err
+			}
+			var first [2]float64
+			for i, m := range []sm.Mode{sm.ModePacketSwitch, sm.ModePackedCells} {
+				for j, s := range sizes {
+					pp := d3.Parallelism(m, repeat(s, n))
+					if j == 0 {
+						first[i] = pp
+					}
+					if err := t.Write(string(m), s, pp); err != nil {
+						return err
+					}
+				}
+			}
+			set(first[0] / first[1])
+			return nil
+		}}
 }
 
 func repeat(s, n int) []int {
@@ -249,4 +283,114 @@ func repeat(s, n int) []int {
 		out[i] = s
 	}
 	return out
+}
+
+// Bench modes of Fig. 8a: what a Tofino FA carries. A frame is a cell
+// (p4/stardust/README.md: no packing, no chopping), so the bench measures
+// the frames' throughput at line rate, and how much of it is data after
+// the Ethernet and cell headers.
+const (
+	benchFrames  = "bench-frames"
+	benchPayload = "bench-frame-payload"
+)
+
+// planBench is stardust-packing on a Stardust bench: for each size, every
+// FA's packet generator sends frames of that size at its host port's line
+// rate to the next FA (a permutation, so no destination is oversubscribed
+// and the fabric, not contention, sets the throughput), and the FAs' host
+// port counters give the delivered throughput. Fig. 3 is arithmetic, as on
+// the model.
+func (r *Packing) planBench(pc *o.PlanContext, b *bench, sizes []int, d3 sm.Datapath, n int) (*o.Plan, error) {
+	p := pc.Params
+	cfg, err := benchConfigFrom(p, sizes[0])
+	if err != nil {
+		return nil, o.Inputf("sizes: %v", err)
+	}
+	if _, err := benchConfigFrom(p, sizes[len(sizes)-1]); err != nil {
+		return nil, o.Inputf("sizes: %v", err)
+	}
+	cfg.FCIFrames = int(p.Int("fci_threshold"))
+	warm, measure, drain := p.Duration("bench_warmup"), p.Duration("bench_measure"), p.Duration("bench_drain")
+	desc := fmt.Sprintf("Tofino FAs (%s) as a bench measures them: frames as cells, no packing (Tofino cannot merge packets); %s; each FA's generator at its host port's line rate to the next FA",
+		sd.ProgramFA, b.describe(cfg.LinkGbps, cfg.HostGbps))
+	var mu sync.Mutex
+	sum := PackingSummary{ModelOnly: false, MeasuredOn: "bench", Datapath: desc, Sizes: len(sizes), Modes: map[string]ModeSummary{}}
+	ms := map[string]*ModeSummary{benchFrames: {MinFraction: 2}, benchPayload: {MinFraction: 2}}
+	measured, done := 0, false
+	var br *benchRun
+	devs := b.devices()
+	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: PackingTables(),
+		Bindings: []o.Binding{{Role: "datapath", Resource: "switches with stardust_role", Detail: desc}},
+		Summary: func(partial bool) (any, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			s := sum
+			s.Partial = partial || !done || measured < len(sizes)
+			return s, nil
+		}}
+	plan.Steps = append(plan.Steps, &o.Step{Name: "bring the fabric up", Action: "configure", Devices: devs,
+		Note: "programs, ports, ids, spraying, credits, reachability, FCI threshold: each change journalled",
+		Run: func(ctx context.Context, rc *o.RunContext) error {
+			c := cfg
+			var err error
+			br, err = b.up(ctx, rc, c)
+			return err
+		}})
+	for _, s := range sizes {
+		plan.Steps = append(plan.Steps, &o.Step{Name: fmt.Sprintf("frames of %d B", s), Action: "measure", Devices: devs,
+			Note: fmt.Sprintf("line rate, %v + %v + %v drain of the switches' clock", warm, measure, drain),
+			Run: func(ctx context.Context, rc *o.RunContext) error {
+				if br == nil {
+					return fmt.Errorf("the fabric is not up")
+				}
+				br.cfg.FrameBytes = s
+				line := float64(br.cfg.HostGbps) * 1e9
+				pt, err := br.runTraffic(ctx, s, line, br.permutationTargets, warm, measure, drain)
+				if err != nil {
+					return err
+				}
+				t, err := rc.Table("packing_throughput")
+				if err != nil {
+					return err
+				}
+				capBits := line * float64(len(br.FAs)) * pt.Window.Seconds()
+				frames := float64(pt.HostFrames*int64(s+wireExtra)*8) / capBits
+				payload := float64(pt.HostFrames*int64(s-sd.EthernetBytes-sd.CellHeaderBytes)*8) / capBits
+				for _, m := range []struct {
+					mode string
+					f    float64
+				}{{benchFrames, frames}, {benchPayload, payload}} {
+					if err := t.Write(m.mode, s, nil, m.f, m.f*line/1e9); err != nil {
+						return err
+					}
+				}
+				rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("frames of %d B at line rate on the bench: %.4f of line rate delivered (%.4f as data after the headers); %d frames sent, %d released, %d dropped waiting for credit, %d lost in FE queues",
+					s, frames, payload, pt.Generated, pt.Delivered, pt.WaitDrops, pt.FabricDrops)})
+				mu.Lock()
+				defer mu.Unlock()
+				for _, m := range []struct {
+					mode string
+					f    float64
+				}{{benchFrames, frames}, {benchPayload, payload}} {
+					x := ms[m.mode]
+					if m.f < x.MinFraction {
+						x.MinFraction, x.MinAtBytes = m.f, s
+					}
+					// Line rate within the pacing's rounding (0.2%).
+					if m.f >= 0.995 {
+						x.LineRateSizes++
+					}
+					sum.Modes[m.mode] = *x
+				}
+				measured++
+				return nil
+			}})
+	}
+	plan.Steps = append(plan.Steps, fig3Step(d3, sizes, n, func(f float64) {
+		mu.Lock()
+		sum.Fig3Factor = f
+		done = true
+		mu.Unlock()
+	}))
+	return plan, nil
 }

@@ -1,0 +1,198 @@
+package stardust_test
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"testbed/dut/tofino"
+	"testbed/experiments/recipetest"
+	"testbed/experiments/stardust"
+	"testbed/inventory"
+	"testbed/orchestrator"
+	sd "testbed/p4/stardust"
+	"testbed/simlab"
+	"testbed/transport"
+)
+
+func startStardustBench(t *testing.T, seed uint64) *simlab.Lab {
+	t.Helper()
+	lab, err := simlab.StartBench("stardust", simlab.Options{Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lab.Close() })
+	return lab
+}
+
+// openSwitch opens a driver of one of the lab's switches, as a person
+// checking the lab after a run would.
+func openSwitch(t *testing.T, lab *simlab.Lab, name string) *tofino.Switch {
+	t.Helper()
+	d, _ := lab.Inventory().Device(name)
+	sw, err := tofino.Open(context.Background(), d.Address, tofino.Options{Timeout: 10 * time.Second,
+		SSH: transport.SSHOptions{KeyFile: d.Credentials.KeyFile, KnownHosts: d.Options["known_hosts"]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sw.Close() })
+	return sw
+}
+
+// stardust-fabric on the simulated Stardust bench: the fabric brought up
+// through the driver, traffic from the FAs' generators, every figure read
+// from the switches. Every frame sent is accounted for (released at a host
+// port, or counted dropped), the latency histograms' mass is the frames
+// released, the data carried follows the utilisation, latency and queues
+// grow with it; at the end the switches hold none of the run's entries,
+// ports or generators.
+func TestFabricOnTheBench(t *testing.T) {
+	lab := startStardustBench(t, 1)
+	var s stardust.FabricSummary
+	res := recipetest.Run(t, lab, stardust.NewFabric(), 1, &s, nil,
+		"utilisations=0.5,0.9,1.2", "bench_measure=50us", "bench_warmup=10us", "bench_drain=1ms")
+	if res.Status != "ok" {
+		t.Fatalf("run %s: %s", res.Status, res.Reason)
+	}
+	if s.ModelOnly || s.MeasuredOn != "bench" || s.Partial || len(s.Points) != 3 || !strings.Contains(s.Scale, "8 FAs x 4 FEs") {
+		t.Fatalf("summary %+v", s)
+	}
+	for k, p := range s.Points {
+		if p.FramesGenerated == 0 || p.FramesDelivered+p.FramesWaitDropped+p.FabricDrops != p.FramesGenerated {
+			t.Errorf("%s: %d frames sent, %d released, %d dropped waiting, %d lost in FE queues: not accounted for", k, p.FramesGenerated, p.FramesDelivered, p.FramesWaitDropped, p.FabricDrops)
+		}
+		if p.CellsArrived != p.FramesDelivered {
+			t.Errorf("%s: the latency histograms counted %d cells, the host ports released %d frames", k, p.CellsArrived, p.FramesDelivered)
+		}
+	}
+	lo, hi, over := s.Points["u50"], s.Points["u90"], s.Points["u120"]
+	if math.Abs(lo.DataUtilisation-0.5) > 0.02 || math.Abs(hi.DataUtilisation-0.9) > 0.03 {
+		t.Errorf("delivered %.3f and %.3f of the fabric's capacity at 0.5 and 0.9", lo.DataUtilisation, hi.DataUtilisation)
+	}
+	if lo.LinkBusy < lo.DataUtilisation || lo.LinkBusy > lo.DataUtilisation+0.05 {
+		t.Errorf("last-stage links busy %.3f carrying %.3f of data (credits and reachability cells are the difference)", lo.LinkBusy, lo.DataUtilisation)
+	}
+	if hi.QueueP999 <= lo.QueueP999 || hi.LatencyP999US <= lo.LatencyP999US || lo.LatencyP50US <= 0 {
+		t.Errorf("queue p99.9 %d -> %d frames, latency p99.9 %.2f -> %.2f us from 0.5 to 0.9", lo.QueueP999, hi.QueueP999, lo.LatencyP999US, hi.LatencyP999US)
+	}
+	// Oversubscribed, the credits hold the fabric below its capacity and
+	// the frames beyond it wait.
+	if over.DataUtilisation >= 1 || over.LatencyP50US <= hi.LatencyP50US {
+		t.Errorf("at 1.2: data %.3f, latency p50 %.2f us", over.DataUtilisation, over.LatencyP50US)
+	}
+	mass := map[string]float64{}
+	for _, r := range recipetest.ReadTable(t, res.Dir, "fabric_latency") {
+		p, _ := strconv.ParseFloat(r["probability"], 64)
+		mass[r["utilisation"]] += p
+	}
+	for u, m := range mass {
+		if math.Abs(m-1) > 1e-9 {
+			t.Errorf("latency distribution at %s sums to %g", u, m)
+		}
+	}
+	md1 := 0
+	for _, r := range recipetest.ReadTable(t, res.Dir, "fabric_queue") {
+		if r["source"] == "M/D/1" {
+			md1++
+			if r["utilisation"] == "1.2" {
+				t.Error("an M/D/1 prediction at utilisation 1.2")
+			}
+		}
+	}
+	if md1 == 0 {
+		t.Error("no M/D/1 rows")
+	}
+	recipetest.CheckReport(t, res.Dir, "fig9-latency", "fig9-queue")
+
+	// The lab as found: the programs keep running, with none of the run's
+	// entries, ports or generators.
+	fa := openSwitch(t, lab, "fa3")
+	ctx := context.Background()
+	for _, tb := range []string{sd.TableWhoami, sd.TableSpray, sd.TableGenFlow, sd.TableCreditTo, sd.TableHostPort} {
+		if es, err := fa.Entries(ctx, tb); err != nil || len(es) != 0 {
+			t.Errorf("fa3's %s after the run: %d entries, %v", tb, len(es), err)
+		}
+	}
+	d, _ := lab.Inventory().Device("fa3")
+	host, _ := strconv.Atoi(d.Ports["host"])
+	if _, err := fa.PortStatus(ctx, host); !tofino.IsNotFound(err) {
+		t.Errorf("fa3's host port after the run: %v, want deleted", err)
+	}
+	if st, err := fa.PktgenStatus(ctx, 0); err == nil && st.Enabled {
+		t.Errorf("fa3's credit generator still enabled: %+v", st)
+	}
+	fe := openSwitch(t, lab, "fe2")
+	if th, err := fe.FCIThreshold(ctx); err != nil || th != 0 {
+		t.Errorf("fe2's FCI threshold after the run: %d %v, want the 0 found", th, err)
+	}
+}
+
+// stardust-packing on the bench: frames as cells at line rate, every size
+// delivered at line rate through the fabric, the data after the headers a
+// growing share of it; Fig. 3 computed as on the model.
+func TestPackingOnTheBench(t *testing.T) {
+	lab := startStardustBench(t, 2)
+	var s stardust.PackingSummary
+	res := recipetest.Run(t, lab, stardust.NewPacking(), 2, &s, nil, "sizes=128,1500", "bench_measure=30us", "bench_warmup=10us", "bench_drain=500us")
+	if res.Status != "ok" {
+		t.Fatalf("run %s: %s", res.Status, res.Reason)
+	}
+	if s.ModelOnly || s.MeasuredOn != "bench" || s.Partial || !strings.Contains(s.Datapath, "no packing") {
+		t.Fatalf("summary %+v", s)
+	}
+	if f := s.Modes["bench-frames"]; f.LineRateSizes != 2 || f.MinFraction < 0.99 || f.MinFraction > 1.001 {
+		t.Errorf("frames: %+v, want line rate at every size", f)
+	}
+	var prev float64
+	for _, r := range recipetest.ReadTable(t, res.Dir, "packing_throughput") {
+		if r["mode"] != "bench-frame-payload" {
+			continue
+		}
+		f, _ := strconv.ParseFloat(r["line_rate_fraction"], 64)
+		if f <= prev {
+			t.Errorf("payload share %g at %s B, %g at the size before", f, r["packet_bytes"], prev)
+		}
+		prev = f
+	}
+	// Fig. 3 at the smallest size, 128 B: a packet takes one 256 B word as
+	// a packet switch, half of one packed.
+	if math.Abs(s.Fig3Factor-2) > 0.01 {
+		t.Errorf("Fig. 3 factor %g at 128 B, want 2", s.Fig3Factor)
+	}
+	recipetest.CheckReport(t, res.Dir, "fig8a-throughput", "fig3-parallelism")
+}
+
+// An inventory whose Stardust switches do not make a one-tier fabric is
+// refused at planning, naming what is wrong.
+func TestBenchInventoryErrors(t *testing.T) {
+	text, err := simlab.Bench("stardust")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ from, to, want string }{
+		{"            host: \"176\"\n            p1: \"136\"\n            p2: \"144\"\n            p3: \"152\"\n            p4: \"160\"\n        options:\n            known_hosts: ~/.ssh/known_hosts\n            sde: /opt/bf-sde\n            stardust_role: fa\n            stardust_id: \"2\"",
+			"            p1: \"136\"\n            p2: \"144\"\n            p3: \"152\"\n            p4: \"160\"\n        options:\n            known_hosts: ~/.ssh/known_hosts\n            sde: /opt/bf-sde\n            stardust_role: fa\n            stardust_id: \"2\"", "fa3 has no port named host"},
+		{"stardust_id: \"5\"", "stardust_id: \"4\"", "id 4"},
+		{"stardust_role: fe\n            stardust_id: \"3\"", "stardust_role: fx\n            stardust_id: \"3\"", "expected fa or fe"},
+	} {
+		if !strings.Contains(string(text), c.from) {
+			t.Fatalf("the bench file has no %q", c.from)
+		}
+		inv, err := inventory.Parse("stardust.yaml", []byte(strings.Replace(string(text), c.from, c.to, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range []orchestrator.Recipe{stardust.NewFabric(), stardust.NewPacking()} {
+			params, err := orchestrator.ResolveParams(r.Params(), "", nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Plan(&orchestrator.PlanContext{Params: params, Lab: inv}); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s: %v, want an error saying %q", r.Name(), err, c.want)
+			}
+		}
+	}
+}
