@@ -432,6 +432,40 @@ func TestStardustBringUpThroughTheDriver(t *testing.T) {
 	if _, err := fe.LatencyHistogram(ctx); !tofino.IsNotFound(err) {
 		t.Errorf("an FE's latency histogram: %v, want not found", err)
 	}
+	// Generator applications with their cell: fa1's reachability cells
+	// reach fe1 (through voa1, opened), whose age of the port they arrive
+	// on falls from AgeMax.
+	if v, ok := lab.World().VOA("voa1"); ok {
+		for _, ch := range v.Channels {
+			ch.SetShutter(true)
+		}
+	}
+	if err := fa.SetFabricID(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := fe.SetReachPorts(ctx, []int{dev(t, lab, "fe1", "p1")}); err != nil {
+		t.Fatal(err)
+	}
+	g := tofino.Generator{AppID: 1, Port: 68, EgressPort: host, FrameBytes: 60, Period: 10 * time.Microsecond, PerBatch: 4, Batches: 100,
+		Cell: sd.Cell{Kind: sd.KindReach}}
+	if err := fa.StartGenerator(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := fa.PktgenStatus(ctx, 1); err != nil || st.Packets == 0 {
+		t.Errorf("reachability generator: %+v %v", st, err)
+	}
+	if l, err := fe.FabricLinks(ctx, []int{dev(t, lab, "fe1", "p1")}, 3); err != nil || l[0].Age >= sd.AgeMax || !l[0].Valid {
+		t.Errorf("fe1's link from fa1 after fa1's reachability cells: %+v %v", l, err)
+	}
+	if err := fa.StopPktgen(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []tofino.Generator{{AppID: 2, Port: 68, EgressPort: host, FrameBytes: 60, Period: time.Microsecond, PerBatch: 1, Batches: 1, Cell: sd.Cell{Kind: 4}},
+		{AppID: 2, Port: 68, EgressPort: host, FrameBytes: 30, Period: time.Microsecond, PerBatch: 1, Batches: 1}} {
+		if err := fa.StartGenerator(ctx, bad); err == nil {
+			t.Errorf("generator %+v accepted", bad)
+		}
+	}
 	feports := []int{dev(t, lab, "fe1", "p1"), dev(t, lab, "fe1", "p2")}
 	if d, err := fe.QueueDrops(ctx, feports, 0); err != nil || len(d) != 2 || d[0] != 0 {
 		t.Errorf("queue drops %v %v", d, err)
