@@ -108,7 +108,7 @@ func (*Fabric) Params() []o.ParamSpec {
 		{Name: "fci_threshold", Type: o.TypeInt, Unit: "cells", Default: int64(32), Min: o.Bound(0), Max: o.Bound(1 << 20), Description: "FE queue depth that marks FCI (§4.2); 0 turns FCI off"},
 		// Table 4: c/f = 10 us, th = 3.
 		{Name: "reach_period", Type: o.TypeDuration, Default: 10 * time.Microsecond, Min: o.Bound(0), Max: o.Bound(0.01), Description: "reachability cell period on every link (Table 4: 10 us); 0 turns reachability cells off"},
-	}, benchParams(500*time.Microsecond, 100*time.Microsecond, 100*time.Microsecond)...)
+	}, benchParams(500*time.Microsecond, 100*time.Microsecond, 2*time.Millisecond)...)
 }
 
 // FabricTables are the recipe's tables and Fig. 9.
@@ -181,6 +181,9 @@ type FabricPoint struct {
 	FramesWaitDropped int64 `json:"frames_wait_dropped,omitempty"`
 	FabricDrops       int64 `json:"fabric_drops,omitempty"`
 	CellsArrived      int64 `json:"cells_arrived,omitempty"`
+	// DrainUS is how long after the window the accounting was read: until
+	// every frame was released or counted dropped, or bench_drain.
+	DrainUS float64 `json:"drain_us,omitempty"`
 }
 
 // FabricSummary is summary.json.
@@ -603,7 +606,7 @@ func (run *fabricRun) benchPoint(ctx context.Context, rc *o.RunContext, br *benc
 		DataUtilisation: float64(pt0.HostFrames) * wire / (br.fabricCapacity() * float64(len(br.FAs)) * pt0.Window.Seconds()),
 		LatencyP50US:    lq(0.5), LatencyP999US: lq(0.999), LatencyMaxUS: lq(1), QueueP999: queueQuantile(qh, 0.999),
 		CellsSent: pt0.Generated, CellsLost: pt0.FabricDrops + max(0, pt0.Generated-pt0.Delivered-pt0.WaitDrops-pt0.FabricDrops),
-		FramesGenerated: pt0.Generated, FramesDelivered: pt0.Delivered, FramesWaitDropped: pt0.WaitDrops, FabricDrops: pt0.FabricDrops, CellsArrived: pt0.Arrived}
+		FramesGenerated: pt0.Generated, FramesDelivered: pt0.Delivered, FramesWaitDropped: pt0.WaitDrops, FabricDrops: pt0.FabricDrops, CellsArrived: pt0.Arrived, DrainUS: pt0.Drained.Seconds() * 1e6}
 	lt, err := rc.Table("fabric_latency")
 	if err != nil {
 		return err

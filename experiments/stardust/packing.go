@@ -89,7 +89,7 @@ func (*Packing) Params() []o.ParamSpec {
 		{Name: "speed_up", Type: o.TypeFloat, Unit: "1", Default: 0.03, Min: o.Bound(0), Max: o.Bound(1), Description: "bench only: credit rate above the host port's rate (§6.3: 3%)"},
 		{Name: "fci_threshold", Type: o.TypeInt, Unit: "frames", Default: int64(32), Min: o.Bound(0), Max: o.Bound(1 << 16), Description: "bench only: FE queue depth that marks FCI; 0 turns FCI off"},
 		{Name: "reach_period", Type: o.TypeDuration, Default: 10 * time.Microsecond, Min: o.Bound(1e-7), Max: o.Bound(0.01), Description: "bench only: reachability cell and aging period (Table 4: 10 us)"},
-	}, benchParams(100*time.Microsecond, 20*time.Microsecond, 50*time.Microsecond)...)
+	}, benchParams(100*time.Microsecond, 20*time.Microsecond, time.Millisecond)...)
 }
 
 var modes = []sm.Mode{sm.ModePacketSwitch, sm.ModePackedCells, sm.ModeUnpackedCells}
