@@ -3,6 +3,7 @@ package tofino
 import (
 	"encoding/hex"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 // simulated switches, every FA's port 136+8*j joined to FE j, an FE's port
 // 136+8*i to FA i, host ports 176; driven through the agent protocol.
 type sdBench struct {
-	t     *testing.T
+	t     testing.TB
 	dp    *Dataplane
 	w     *world.World
 	fas   []*Tofino
@@ -39,7 +40,7 @@ func newSDSwitch(dp *Dataplane, name, program string) *Tofino {
 
 // newSDBench starts nFA FAs and nFE FEs joined by 100G SR4 fibres of
 // lengthM metres; fa0's fibres run through VOA channels.
-func newSDBench(t *testing.T, seed uint64, nFA, nFE int, lengthM float64) *sdBench {
+func newSDBench(t testing.TB, seed uint64, nFA, nFE int, lengthM float64) *sdBench {
 	t.Helper()
 	w := world.New(seed)
 	b := &sdBench{t: t, w: w, dp: NewDataplane(w), conns: map[*Tofino]*agentConn{}}
@@ -401,4 +402,54 @@ func TestStardustDeterministic(t *testing.T) {
 			t.Fatalf("seed 9 twice: bucket %d differs (%d, %d)", i, x[i], y[i])
 		}
 	}
+}
+
+// The bench's fabric (8 FAs x 4 FEs at 100G, simlab/benches/stardust.yaml)
+// under uniform all-to-all traffic at 90% of the host ports' rate, 256 B
+// frames, credits at port rate x 1.03: reports the frames that cross a
+// fabric link per wall second and the simulated microseconds per wall
+// second, each iteration one millisecond of the bench's clock.
+func BenchmarkStardustBenchFabric(b *testing.B) {
+	f := newSDBench(b, 1, 8, 4, 2)
+	n := len(f.fas)
+	cp, err := sd.CreditPeriod(100e9, 0.03, 16*256)
+	if err != nil {
+		b.Fatal(err)
+	}
+	period := int64(math.Round((256 + 20) * 8 / 100.0 / 0.9))
+	const horizon = 1 << 40 // batches: more than any run takes
+	for i, fa := range f.fas {
+		var others [][2]int
+		for k := 0; k < n; k++ {
+			if k != i {
+				others = append(others, [2]int{k, i})
+			}
+		}
+		for s := 0; s < sd.MaxLinks; s++ {
+			dst := others[s%len(others)][0]
+			f.ok(fa, "table.add", fmt.Sprintf(`{"name":%q,"key":{"app_id":1,"slot":%d},"action":"to_voq","data":{"fa":%d,"port":0,"voq":%d,"tc":0}}`, sd.TableGenFlow, s, dst, dst))
+		}
+		f.credits(i, others, 16, cp.Nanoseconds(), horizon)
+		f.app(fa, 1, 252, period, horizon, 1, sd.Cell{Kind: sd.KindData})
+	}
+	f.wait(100 * time.Microsecond)
+	f.dp.mu.Lock()
+	hops0 := f.dp.sd.fab.Hops
+	f.dp.mu.Unlock()
+	start := f.dp.Now()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		f.wait(start + time.Duration(i+1)*time.Millisecond)
+	}
+	b.StopTimer()
+	f.dp.mu.Lock()
+	hops := f.dp.sd.fab.Hops - hops0
+	f.dp.mu.Unlock()
+	wall := b.Elapsed().Seconds()
+	f.dp.mu.Lock()
+	fab := f.dp.sd.fab
+	b.Logf("generated %d, delivered %d, in flight %d, recirc drops %d", fab.Generated, fab.Delivered, fab.InFlight(), f.fas[0].queues[[2]int{sdRecircPort, 0}].drops)
+	f.dp.mu.Unlock()
+	b.ReportMetric(float64(hops)/wall, "frames/s")
+	b.ReportMetric(float64(b.N)*1000/wall, "sim-us/s")
 }
