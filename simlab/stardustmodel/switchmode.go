@@ -98,11 +98,11 @@ type SwApp struct {
 	PayloadLength int   // a credit's worth, frames
 	Enabled       bool  // the caller stops an application by clearing it
 	Sent          int64 // frames generated so far
-	next          int64 // batches emitted
+	Next          int64 // batches emitted so far
 }
 
 // Done reports whether every batch has been emitted.
-func (a *SwApp) Done() bool { return a.next >= a.Batches }
+func (a *SwApp) Done() bool { return a.Next >= a.Batches }
 
 // PortCount is what crossed a port since the caller last drained it, by
 // frame size (bytes on the wire).
@@ -378,7 +378,7 @@ func (f *SwitchFabric) Reindex() { f.byID = nil }
 // AddApp starts an application on device dev.
 func (f *SwitchFabric) AddApp(dev int, a *SwApp) {
 	f.Devices[dev].Apps = append(f.Devices[dev].Apps, a)
-	if a.Batches > 0 {
+	if a.Next < a.Batches {
 		f.push(swEvent{t: max(a.StartPs, f.now), kind: evBatch, dev: int32(dev), fr: int32(len(f.Devices[dev].Apps) - 1)})
 	}
 }
@@ -475,10 +475,10 @@ func (f *SwitchFabric) AdvanceTo(t int64) {
 func (f *SwitchFabric) batch(dev, ai int) {
 	d := f.Devices[dev]
 	a := d.Apps[ai]
-	if !a.Enabled || a.next >= a.Batches {
+	if !a.Enabled || a.Next >= a.Batches {
 		return
 	}
-	a.next++
+	a.Next++
 	for i := 0; i < a.PerBatch; i++ {
 		a.Sent++
 		switch a.Kind {
@@ -499,7 +499,7 @@ func (f *SwitchFabric) batch(dev, ai int) {
 			}
 		}
 	}
-	if a.next < a.Batches {
+	if a.Next < a.Batches {
 		f.push(swEvent{t: f.now + a.PeriodPs, kind: evBatch, dev: int32(dev), fr: int32(ai)})
 	}
 }

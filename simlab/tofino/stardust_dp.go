@@ -174,7 +174,7 @@ func (d *Dataplane) buildStardust(sws []*Tofino, prev *sdEngine) (*sdEngine, err
 		}
 	}
 	e := prev
-	if e == nil || len(e.sws) != len(sws) || len(e.links) != len(links) || !same(e.sws, sws) || !same(e.links, links) {
+	if e == nil || len(e.sws) != len(sws) || len(e.links) != len(links) || !same(e.sws, sws) || !same(e.links, links) || e.rolesChanged() {
 		fab := sdm.NewSwitchFabric(rand.New(rand.NewPCG(d.world.Seed(), 0x5d5d_5d5d)))
 		fab.PipelinePs = int64(pipelineNs * 1000)
 		fab.QueueCapBytes, fab.RecircCapBytes, fab.CreditCap = sdQueueCapBytes, sdRecircCapBytes, sd.CreditCapFrames
@@ -202,6 +202,19 @@ func (d *Dataplane) buildStardust(sws []*Tofino, prev *sdEngine) (*sdEngine, err
 		return nil, err
 	}
 	return e, nil
+}
+
+// rolesChanged reports whether a switch now runs the other program.
+func (e *sdEngine) rolesChanged() bool {
+	for i, sw := range e.sws {
+		sw.mu.Lock()
+		fe := sw.program == sd.ProgramFE
+		sw.mu.Unlock()
+		if fe != e.fab.Devices[i].FE {
+			return true
+		}
+	}
+	return false
 }
 
 func same[T comparable](a, b []T) bool {
@@ -304,8 +317,12 @@ func (e *sdEngine) readSwitch(i int, sw *Tofino) error {
 		if a.cell == nil || !a.enabled || e.apps[a] != nil {
 			continue
 		}
-		sa := &sdm.SwApp{Kind: int(a.cell.Kind), FrameBytes: a.pktLen + 4, StartPs: ps(a.startNs), PeriodPs: a.timerNs * 1000,
-			Batches: a.batches, PerBatch: a.perBatch, AppID: a.id, PayloadLength: int(a.cell.PayloadLength), Enabled: true}
+		// An application already part way (the fabric was rebuilt)
+		// continues after the batches it emitted.
+		next := a.sent / int64(a.perBatch)
+		sa := &sdm.SwApp{Kind: int(a.cell.Kind), FrameBytes: a.pktLen + 4, StartPs: ps(a.startNs) + next*a.timerNs*1000, PeriodPs: a.timerNs * 1000,
+			Batches: a.batches, PerBatch: a.perBatch, AppID: a.id, PayloadLength: int(a.cell.PayloadLength), Enabled: true,
+			Sent: a.sent, Next: next}
 		e.apps[a] = sa
 		e.appDev[a] = i
 		e.fab.AddApp(i, sa)

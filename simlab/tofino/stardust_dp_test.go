@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -452,4 +453,26 @@ func BenchmarkStardustBenchFabric(b *testing.B) {
 	f.dp.mu.Unlock()
 	b.ReportMetric(float64(hops)/wall, "frames/s")
 	b.ReportMetric(float64(b.N)*1000/wall, "sim-us/s")
+}
+
+// A generator buffer is checked; a topology the fabric cannot hold is an
+// error of the op that moves the clock, naming the switches, once an
+// application generates.
+func TestStardustBadInput(t *testing.T) {
+	b := newSDBench(t, 1, 2, 1, 2)
+	for _, bad := range []string{`"zz"`, `"0011"`, `7`} {
+		r := b.req(b.fas[0], "pktgen.start", fmt.Sprintf(`{"app_id":1,"egress_port":176,"pkt_len":64,"timer_ns":100,"batches":1,"packets_per_batch":1,"buffer_hex":%s}`, bad))
+		if errKind(r) != "bad_request" {
+			t.Errorf("buffer_hex %s: %v, want bad_request", bad, r)
+		}
+	}
+	b.ok(b.fas[1], "table.del", fmt.Sprintf(`{"name":%q,"key":{}}`, sd.TableWhoami))
+	b.ok(b.fas[1], "table.add", fmt.Sprintf(`{"name":%q,"key":{},"action":"set_id","data":{"id":0}}`, sd.TableWhoami))
+	b.wait(time.Microsecond) // nothing generates: no error
+	b.app(b.fes[0], 2, 60, 1000, 10, 1, sd.Cell{Kind: sd.KindAge})
+	r := b.req(b.fas[0], "time.wait", `{"until_ns":5000}`)
+	e, _ := r["error"].(map[string]any)
+	if msg, _ := e["message"].(string); r["ok"] != false || !strings.Contains(msg, "fa1") || !strings.Contains(msg, "fa2") {
+		t.Errorf("two FAs with id 0: %v", r)
+	}
 }
