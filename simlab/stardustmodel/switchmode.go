@@ -703,7 +703,7 @@ func (f *SwitchFabric) addCredit(dev int, fr swFrame) {
 		return
 	}
 	if d.Credit[v] < f.CreditCap {
-		d.Credit[v] += int64(fr.frames)
+		d.Credit[v] += int64(fr.frames) // 0 from Resume
 	}
 	w := d.voqWait[v]
 	n := 0
@@ -717,6 +717,56 @@ func (f *SwitchFabric) addCredit(dev int, fr swFrame) {
 		delete(d.voqWait, v)
 	} else {
 		d.voqWait[v] = w[n:]
+	}
+}
+
+// Resume lets waiting frames go after the caller changed registers (a
+// frame round the recirculation port tries again every loop): a VOQ given
+// credit sends what waits in it, and a source whose expected sequence
+// number was reset releases what is now in order.
+func (f *SwitchFabric) Resume() {
+	for dev, d := range f.Devices {
+		if d.FE {
+			continue
+		}
+		for _, v := range sortedKeys(d.voqWait) {
+			if d.Credit[v] > 0 {
+				f.addCredit(dev, swFrame{voq: int32(v)})
+			}
+		}
+		for _, src := range sortedKeys(d.reorder) {
+			f.drainInOrder(d, src)
+		}
+	}
+}
+
+func sortedKeys[V any](m map[int]V) []int {
+	ks := make([]int, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	for i := 1; i < len(ks); i++ {
+		for j := i; j > 0 && ks[j] < ks[j-1]; j-- {
+			ks[j], ks[j-1] = ks[j-1], ks[j]
+		}
+	}
+	return ks
+}
+
+// drainInOrder releases src's waiting frames while the next is there.
+func (f *SwitchFabric) drainInOrder(d *SwDevice, src int) {
+	for {
+		next := uint32(d.SeqIn[src])
+		w, ok := d.reorder[src][next]
+		if !ok {
+			if len(d.reorder[src]) == 0 {
+				delete(d.reorder, src)
+			}
+			return
+		}
+		delete(d.reorder[src], next)
+		d.recircBytes -= int64(f.frames[w].bytes)
+		f.releaseHost(d, w)
 	}
 }
 
@@ -777,15 +827,8 @@ func (f *SwitchFabric) atFA(e swEvent) {
 		return
 	}
 	f.releaseHost(d, e.fr)
-	for {
-		next := uint32(d.SeqIn[src])
-		w, ok := d.reorder[src][next]
-		if !ok {
-			return
-		}
-		delete(d.reorder[src], next)
-		d.recircBytes -= int64(f.frames[w].bytes)
-		f.releaseHost(d, w)
+	if len(d.reorder[src]) > 0 {
+		f.drainInOrder(d, src)
 	}
 }
 

@@ -25,8 +25,9 @@ import (
 // fabric ports and the FAs' recirculation port, and pktgen.status.
 //
 // Stated parameters and approximations (p4/stardust/README.md's table):
-//   - a switch's ingress-to-egress time is pipelineNs (fec.go) at every FA
-//     and FE the cell crosses;
+//   - a switch's ingress-to-egress time is pipelineNs (fec.go), at the
+//     source FA (after its timestamp) and at the FE; the destination FA
+//     counts a cell's latency on its arrival at ingress;
 //   - a fibre's propagation delay is its length at 5 ns/m (a patch cord's
 //     2 m when the inventory gives no length);
 //   - credit and reachability frames take no transmission slot on a fabric
@@ -36,7 +37,9 @@ import (
 //     goes round the recirculation port; what bounds the wait is that
 //     port's queue, sdRecircCapBytes, beyond which frames are dropped and
 //     counted by tm.queue on SD_RECIRC_PORT; a waiting frame leaves as soon
-//     as its VOQ gets a credit (the loop's own latency is not modelled);
+//     as its VOQ gets a credit (the loop's own latency is not modelled),
+//     and an early one at the destination as soon as it is next, also
+//     when the control plane rewrites reg_seq_in or reg_credit;
 //   - every fabric port's queue holds at most sdQueueCapBytes.
 
 const (
@@ -138,6 +141,7 @@ func (d *Dataplane) stepStardust(t time.Duration) error {
 	}
 	e.linkState(d)
 	e.syncIn()
+	e.fab.Resume()
 	e.fab.AdvanceTo(ps(t))
 	e.syncOut(d)
 	return nil
