@@ -40,7 +40,9 @@ import (
 //     as its VOQ gets a credit (the loop's own latency is not modelled),
 //     and an early one at the destination as soon as it is next, also
 //     when the control plane rewrites reg_seq_in or reg_credit;
-//   - every fabric port's queue holds at most sdQueueCapBytes.
+//   - every fabric port's queue holds at most sdQueueCapBytes;
+//   - a released frame is counted as sent on its host port at once (the
+//     host port's queue is not modelled).
 
 const (
 	// sdRecircPort is SD_RECIRC_PORT (stardust_fa.p4): pipe 1's internal

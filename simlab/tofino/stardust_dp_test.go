@@ -476,3 +476,45 @@ func TestStardustBadInput(t *testing.T) {
 		t.Errorf("two FAs with id 0: %v", r)
 	}
 }
+
+// A corrupting fibre loses frames at the optics' frame loss probability:
+// they count as FCS errors at the receiving port, never reach the FE, and
+// the first lost data frame stalls its source's later frames at the
+// destination (in-order release, no reassembly timer).
+func TestStardustCorruptingFibre(t *testing.T) {
+	b := newSDBench(t, 4, 2, 1, 2)
+	fibre, _ := b.w.Fibre("fa1-fe1")
+	ch := b.voa.Channels[0]
+	// The attenuation that loses about 2% of 256 B frames.
+	lo, hi := 0.0, 30.0
+	for i := 0; i < 50; i++ {
+		ch.SetAttenuation((lo + hi) / 2)
+		if fibre.FrameLossProbability(256) < 0.02 {
+			lo = (lo + hi) / 2
+		} else {
+			hi = (lo + hi) / 2
+		}
+	}
+	p := fibre.FrameLossProbability(256)
+	b.flow(0, 1, 1, 0)
+	b.ok(b.fas[0], "reg.set", fmt.Sprintf(`{"name":%q,"index":0,"value":%d}`, sd.RegCredit, sd.CreditCapFrames))
+	b.app(b.fas[0], 1, 252, 100, 20_000, 1, sd.Cell{Kind: sd.KindData})
+	b.credits(1, [][2]int{{0, 0}}, 16, 1000, 2_000)
+	b.wait(2100 * time.Microsecond)
+	tx := b.counter(b.fas[0], sdFabricPort(0), "$FramesTransmittedOK")
+	bad := b.counter(b.fes[0], sdFabricPort(0), "$FramesReceivedwithFCSError")
+	ok := b.counter(b.fes[0], sdFabricPort(0), "$FramesReceivedOK")
+	if tx != bad+ok || tx < 20_000 {
+		t.Fatalf("sent %d, received %d good and %d bad", tx, ok, bad)
+	}
+	mean := p * float64(tx)
+	if sigma := math.Sqrt(mean); math.Abs(float64(bad)-mean) > 5*sigma {
+		t.Errorf("%d of %d frames corrupted; the optics give p = %.4f, %.0f expected", bad, tx, p, mean)
+	}
+	released := b.counter(b.fas[1], sdHostPort, "$FramesTransmittedOK")
+	next := b.reg(b.fas[1], sd.RegSeqIn, 0)
+	if released != next || released >= 20_000-bad {
+		t.Errorf("released %d, reg_seq_in %d: want the source stalled at its first lost frame", released, next)
+	}
+	t.Logf("p %.4f: %d of %d corrupted; released %d before the stall", p, bad, tx, released)
+}
