@@ -2,7 +2,9 @@ package stardustmodel
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 )
 
 // Switch mode: the fabric as the Stardust programs (p4/stardust) run it on
@@ -729,28 +731,15 @@ func (f *SwitchFabric) Resume() {
 		if d.FE {
 			continue
 		}
-		for _, v := range sortedKeys(d.voqWait) {
+		for _, v := range slices.Sorted(maps.Keys(d.voqWait)) {
 			if d.Credit[v] > 0 {
 				f.addCredit(dev, swFrame{voq: int32(v)})
 			}
 		}
-		for _, src := range sortedKeys(d.reorder) {
+		for _, src := range slices.Sorted(maps.Keys(d.reorder)) {
 			f.drainInOrder(d, src)
 		}
 	}
-}
-
-func sortedKeys[V any](m map[int]V) []int {
-	ks := make([]int, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	for i := 1; i < len(ks); i++ {
-		for j := i; j > 0 && ks[j] < ks[j-1]; j-- {
-			ks[j], ks[j-1] = ks[j-1], ks[j]
-		}
-	}
-	return ks
 }
 
 // drainInOrder releases src's waiting frames while the next is there.

@@ -2,8 +2,10 @@ package tofino
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	sd "testbed/p4/stardust"
@@ -318,7 +320,7 @@ func (e *sdEngine) readSwitch(i int, sw *Tofino) error {
 		}
 	}
 	// Applications started since: into the fabric.
-	for _, id := range sortedAppIDs(sw.apps) {
+	for _, id := range slices.Sorted(maps.Keys(sw.apps)) {
 		a := sw.apps[id]
 		if a.cell == nil || !a.enabled || e.apps[a] != nil {
 			continue
@@ -334,19 +336,6 @@ func (e *sdEngine) readSwitch(i int, sw *Tofino) error {
 		e.fab.AddApp(i, sa)
 	}
 	return nil
-}
-
-func sortedAppIDs(m map[int]*pktgenApp) []int {
-	ids := make([]int, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	for i := 1; i < len(ids); i++ {
-		for j := i; j > 0 && ids[j] < ids[j-1]; j-- {
-			ids[j], ids[j-1] = ids[j-1], ids[j]
-		}
-	}
-	return ids
 }
 
 // linkState sets each fibre's rate, state and frame loss as they are now.
