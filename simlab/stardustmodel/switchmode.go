@@ -142,7 +142,10 @@ type SwDevice struct {
 	// Counters the caller drains.
 	Ports       map[int]*PortCount
 	RecircDrops int64 // frames lost to a full recirculation queue
-	Unrouted    int64 // frames a table had no entry for (dropped)
+	// RecircMax is the fullest the recirculation queue has been (bytes)
+	// since the caller last reset it.
+	RecircMax int64
+	Unrouted  int64 // frames a table had no entry for (dropped)
 
 	voqWait     map[int][]int32 // VOQ -> frames waiting for a credit, FIFO
 	reorder     map[int]map[uint32]int32
@@ -533,6 +536,7 @@ func (f *SwitchFabric) dataFrame(dev int, a *SwApp) {
 		return
 	}
 	d.recircBytes += int64(fr.bytes)
+	d.RecircMax = max(d.RecircMax, d.recircBytes)
 	d.voqWait[fl.VOQ] = append(d.voqWait[fl.VOQ], f.alloc(fr))
 }
 
@@ -812,6 +816,7 @@ func (f *SwitchFabric) atFA(e swEvent) {
 			d.reorder[src] = map[uint32]int32{}
 		}
 		d.recircBytes += int64(fr.bytes)
+		d.RecircMax = max(d.RecircMax, d.recircBytes)
 		d.reorder[src][fr.seq] = e.fr
 		return
 	}

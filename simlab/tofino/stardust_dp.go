@@ -462,9 +462,9 @@ func (e *sdEngine) syncOut(d *Dataplane) {
 				sw.queues[[2]int{sdRecircPort, 0}] = q
 			}
 			q.usage = dv.RecircBytes()
-			q.watermark = max(q.watermark, q.usage)
+			q.watermark = max(q.watermark, q.usage, dv.RecircMax)
 			q.drops += dv.RecircDrops
-			dv.RecircDrops = 0
+			dv.RecircDrops, dv.RecircMax = 0, 0
 		}
 		ports := make(map[int]*simPort, len(dv.Ports))
 		for p := range dv.Ports {
