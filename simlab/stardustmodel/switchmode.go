@@ -388,7 +388,7 @@ func (f *SwitchFabric) AddApp(dev int, a *SwApp) {
 	}
 }
 
-// ---- event heap ----
+// ---- event heap: 4-ary, by time then insertion order ----
 
 func (f *SwitchFabric) push(e swEvent) {
 	f.nev++
@@ -396,38 +396,46 @@ func (f *SwitchFabric) push(e swEvent) {
 	f.ev = append(f.ev, e)
 	i := len(f.ev) - 1
 	for i > 0 {
-		p := (i - 1) / 2
-		if !evLess(&f.ev[i], &f.ev[p]) {
+		p := (i - 1) / 4
+		if !evLess(&e, &f.ev[p]) {
 			break
 		}
-		f.ev[i], f.ev[p] = f.ev[p], f.ev[i]
+		f.ev[i] = f.ev[p]
 		i = p
 	}
+	f.ev[i] = e
 }
 
 func evLess(a, b *swEvent) bool { return a.t < b.t || (a.t == b.t && a.seq < b.seq) }
 
 func (f *SwitchFabric) pop() swEvent {
-	e := f.ev[0]
+	top := f.ev[0]
 	n := len(f.ev) - 1
-	f.ev[0] = f.ev[n]
+	last := f.ev[n]
 	f.ev = f.ev[:n]
+	if n == 0 {
+		return top
+	}
 	i := 0
 	for {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < n && evLess(&f.ev[l], &f.ev[m]) {
-			m = l
-		}
-		if r < n && evLess(&f.ev[r], &f.ev[m]) {
-			m = r
-		}
-		if m == i {
+		c := 4*i + 1
+		if c >= n {
 			break
 		}
-		f.ev[i], f.ev[m] = f.ev[m], f.ev[i]
+		m := c
+		for k := c + 1; k < c+4 && k < n; k++ {
+			if evLess(&f.ev[k], &f.ev[m]) {
+				m = k
+			}
+		}
+		if !evLess(&f.ev[m], &last) {
+			break
+		}
+		f.ev[i] = f.ev[m]
 		i = m
 	}
-	return e
+	f.ev[i] = last
+	return top
 }
 
 func (f *SwitchFabric) alloc(fr swFrame) int32 {
