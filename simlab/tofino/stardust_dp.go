@@ -47,6 +47,9 @@ import (
 //     host port's queue is not modelled).
 
 const (
+	// sdNotACell is the kind of a Stardust program's generator application
+	// started without a buffer: its frames are dropped by the program.
+	sdNotACell = 0xff
 	// sdRecircPort is SD_RECIRC_PORT (stardust_fa.p4): pipe 1's internal
 	// port, where a frame without a credit waits.
 	sdRecircPort = 196

@@ -466,11 +466,20 @@ func TestStardustBadInput(t *testing.T) {
 			t.Errorf("buffer_hex %s: %v, want bad_request", bad, r)
 		}
 	}
+	// Without a buffer: generated at its period (below line rate), moving nothing.
+	b.ok(b.fas[0], "pktgen.start", `{"app_id":4,"egress_port":176,"pkt_len":64,"timer_ns":1000,"batches":3,"packets_per_batch":2}`)
+	b.wait(10 * time.Microsecond)
+	if n := b.sent(b.fas[0], 4); n != 6 {
+		t.Errorf("an application without a buffer generated %d frames, want 6", n)
+	}
+	if n := b.counter(b.fas[0], sdFabricPort(0), "$FramesTransmittedOK"); n != 0 {
+		t.Errorf("an application without a buffer sent %d frames to the fabric", n)
+	}
 	b.ok(b.fas[1], "table.del", fmt.Sprintf(`{"name":%q,"key":{}}`, sd.TableWhoami))
 	b.ok(b.fas[1], "table.add", fmt.Sprintf(`{"name":%q,"key":{},"action":"set_id","data":{"id":0}}`, sd.TableWhoami))
 	b.wait(time.Microsecond) // nothing generates: no error
 	b.app(b.fes[0], 2, 60, 1000, 10, 1, sd.Cell{Kind: sd.KindAge})
-	r := b.req(b.fas[0], "time.wait", `{"until_ns":5000}`)
+	r := b.req(b.fas[0], "time.wait", `{"until_ns":20000}`)
 	e, _ := r["error"].(map[string]any)
 	if msg, _ := e["message"].(string); r["ok"] != false || !strings.Contains(msg, "fa1") || !strings.Contains(msg, "fa2") {
 		t.Errorf("two FAs with id 0: %v", r)

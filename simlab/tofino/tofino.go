@@ -918,6 +918,10 @@ func (t *Tofino) pktgenStart(a map[string]json.RawMessage) (any, error) {
 			return nil, badReq("buffer_hex: %v", perr)
 		}
 		cell = c
+	} else if isStardust(t.programName()) {
+		// No buffer: the program drops the generator's frames, which
+		// are not cells; they are generated at their period all the same.
+		cell = &sd.Cell{Kind: sdNotACell} // stardust_dp.go
 	}
 	t.mu.Lock()
 	if t.program == "" {
