@@ -2,7 +2,9 @@ package stardustmodel
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 )
 
 // Switch mode: the fabric as the Stardust programs (p4/stardust) run it on
@@ -98,11 +100,11 @@ type SwApp struct {
 	PayloadLength int   // a credit's worth, frames
 	Enabled       bool  // the caller stops an application by clearing it
 	Sent          int64 // frames generated so far
-	next          int64 // batches emitted
+	Next          int64 // batches emitted so far
 }
 
 // Done reports whether every batch has been emitted.
-func (a *SwApp) Done() bool { return a.next >= a.Batches }
+func (a *SwApp) Done() bool { return a.Next >= a.Batches }
 
 // PortCount is what crossed a port since the caller last drained it, by
 // frame size (bytes on the wire).
@@ -140,7 +142,10 @@ type SwDevice struct {
 	// Counters the caller drains.
 	Ports       map[int]*PortCount
 	RecircDrops int64 // frames lost to a full recirculation queue
-	Unrouted    int64 // frames a table had no entry for (dropped)
+	// RecircMax is the fullest the recirculation queue has been (bytes)
+	// since the caller last reset it.
+	RecircMax int64
+	Unrouted  int64 // frames a table had no entry for (dropped)
 
 	voqWait     map[int][]int32 // VOQ -> frames waiting for a credit, FIFO
 	reorder     map[int]map[uint32]int32
@@ -378,12 +383,12 @@ func (f *SwitchFabric) Reindex() { f.byID = nil }
 // AddApp starts an application on device dev.
 func (f *SwitchFabric) AddApp(dev int, a *SwApp) {
 	f.Devices[dev].Apps = append(f.Devices[dev].Apps, a)
-	if a.Batches > 0 {
+	if a.Next < a.Batches {
 		f.push(swEvent{t: max(a.StartPs, f.now), kind: evBatch, dev: int32(dev), fr: int32(len(f.Devices[dev].Apps) - 1)})
 	}
 }
 
-// ---- event heap ----
+// ---- event heap: 4-ary, by time then insertion order ----
 
 func (f *SwitchFabric) push(e swEvent) {
 	f.nev++
@@ -391,38 +396,46 @@ func (f *SwitchFabric) push(e swEvent) {
 	f.ev = append(f.ev, e)
 	i := len(f.ev) - 1
 	for i > 0 {
-		p := (i - 1) / 2
-		if !evLess(&f.ev[i], &f.ev[p]) {
+		p := (i - 1) / 4
+		if !evLess(&e, &f.ev[p]) {
 			break
 		}
-		f.ev[i], f.ev[p] = f.ev[p], f.ev[i]
+		f.ev[i] = f.ev[p]
 		i = p
 	}
+	f.ev[i] = e
 }
 
 func evLess(a, b *swEvent) bool { return a.t < b.t || (a.t == b.t && a.seq < b.seq) }
 
 func (f *SwitchFabric) pop() swEvent {
-	e := f.ev[0]
+	top := f.ev[0]
 	n := len(f.ev) - 1
-	f.ev[0] = f.ev[n]
+	last := f.ev[n]
 	f.ev = f.ev[:n]
+	if n == 0 {
+		return top
+	}
 	i := 0
 	for {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < n && evLess(&f.ev[l], &f.ev[m]) {
-			m = l
-		}
-		if r < n && evLess(&f.ev[r], &f.ev[m]) {
-			m = r
-		}
-		if m == i {
+		c := 4*i + 1
+		if c >= n {
 			break
 		}
-		f.ev[i], f.ev[m] = f.ev[m], f.ev[i]
+		m := c
+		for k := c + 1; k < c+4 && k < n; k++ {
+			if evLess(&f.ev[k], &f.ev[m]) {
+				m = k
+			}
+		}
+		if !evLess(&f.ev[m], &last) {
+			break
+		}
+		f.ev[i] = f.ev[m]
 		i = m
 	}
-	return e
+	f.ev[i] = last
+	return top
 }
 
 func (f *SwitchFabric) alloc(fr swFrame) int32 {
@@ -475,10 +488,10 @@ func (f *SwitchFabric) AdvanceTo(t int64) {
 func (f *SwitchFabric) batch(dev, ai int) {
 	d := f.Devices[dev]
 	a := d.Apps[ai]
-	if !a.Enabled || a.next >= a.Batches {
+	if !a.Enabled || a.Next >= a.Batches {
 		return
 	}
-	a.next++
+	a.Next++
 	for i := 0; i < a.PerBatch; i++ {
 		a.Sent++
 		switch a.Kind {
@@ -499,7 +512,7 @@ func (f *SwitchFabric) batch(dev, ai int) {
 			}
 		}
 	}
-	if a.next < a.Batches {
+	if a.Next < a.Batches {
 		f.push(swEvent{t: f.now + a.PeriodPs, kind: evBatch, dev: int32(dev), fr: int32(ai)})
 	}
 }
@@ -531,6 +544,7 @@ func (f *SwitchFabric) dataFrame(dev int, a *SwApp) {
 		return
 	}
 	d.recircBytes += int64(fr.bytes)
+	d.RecircMax = max(d.RecircMax, d.recircBytes)
 	d.voqWait[fl.VOQ] = append(d.voqWait[fl.VOQ], f.alloc(fr))
 }
 
@@ -703,7 +717,7 @@ func (f *SwitchFabric) addCredit(dev int, fr swFrame) {
 		return
 	}
 	if d.Credit[v] < f.CreditCap {
-		d.Credit[v] += int64(fr.frames)
+		d.Credit[v] += int64(fr.frames) // 0 from Resume
 	}
 	w := d.voqWait[v]
 	n := 0
@@ -717,6 +731,43 @@ func (f *SwitchFabric) addCredit(dev int, fr swFrame) {
 		delete(d.voqWait, v)
 	} else {
 		d.voqWait[v] = w[n:]
+	}
+}
+
+// Resume lets waiting frames go after the caller changed registers (a
+// frame round the recirculation port tries again every loop): a VOQ given
+// credit sends what waits in it, and a source whose expected sequence
+// number was reset releases what is now in order.
+func (f *SwitchFabric) Resume() {
+	for dev, d := range f.Devices {
+		if d.FE {
+			continue
+		}
+		for _, v := range slices.Sorted(maps.Keys(d.voqWait)) {
+			if d.Credit[v] > 0 {
+				f.addCredit(dev, swFrame{voq: int32(v)})
+			}
+		}
+		for _, src := range slices.Sorted(maps.Keys(d.reorder)) {
+			f.drainInOrder(d, src)
+		}
+	}
+}
+
+// drainInOrder releases src's waiting frames while the next is there.
+func (f *SwitchFabric) drainInOrder(d *SwDevice, src int) {
+	for {
+		next := uint32(d.SeqIn[src])
+		w, ok := d.reorder[src][next]
+		if !ok {
+			if len(d.reorder[src]) == 0 {
+				delete(d.reorder, src)
+			}
+			return
+		}
+		delete(d.reorder[src], next)
+		d.recircBytes -= int64(f.frames[w].bytes)
+		f.releaseHost(d, w)
 	}
 }
 
@@ -773,19 +824,13 @@ func (f *SwitchFabric) atFA(e swEvent) {
 			d.reorder[src] = map[uint32]int32{}
 		}
 		d.recircBytes += int64(fr.bytes)
+		d.RecircMax = max(d.RecircMax, d.recircBytes)
 		d.reorder[src][fr.seq] = e.fr
 		return
 	}
 	f.releaseHost(d, e.fr)
-	for {
-		next := uint32(d.SeqIn[src])
-		w, ok := d.reorder[src][next]
-		if !ok {
-			return
-		}
-		delete(d.reorder[src], next)
-		d.recircBytes -= int64(f.frames[w].bytes)
-		f.releaseHost(d, w)
+	if len(d.reorder[src]) > 0 {
+		f.drainInOrder(d, src)
 	}
 }
 

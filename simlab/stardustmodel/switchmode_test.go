@@ -190,6 +190,12 @@ func TestSwitchInOrderStallsAfterLoss(t *testing.T) {
 	if f.InFlight() != 6 {
 		t.Errorf("%d data frames held, want 6", f.InFlight())
 	}
+	// The control plane skips the lost frame: the rest go.
+	dst.SeqIn[0] = 4
+	f.Resume()
+	if f.Delivered != 9 || dst.Waiting() != 0 || dst.SeqIn[0] != 10 {
+		t.Errorf("after the reset: delivered %d, waiting %d, next %d; want 9, 0, 10", f.Delivered, dst.Waiting(), dst.SeqIn[0])
+	}
 }
 
 func sum(h []int64) int64 {

@@ -17,7 +17,7 @@ type agentConn struct {
 	rd *bufio.Reader
 }
 
-func dialAgent(t *testing.T, sw *Tofino) *agentConn {
+func dialAgent(t testing.TB, sw *Tofino) *agentConn {
 	t.Helper()
 	client, server := net.Pipe()
 	go sw.serveAgent(server)
@@ -26,7 +26,7 @@ func dialAgent(t *testing.T, sw *Tofino) *agentConn {
 	return &agentConn{c: client, rd: bufio.NewReader(client)}
 }
 
-func (a *agentConn) send(t *testing.T, line string) map[string]any {
+func (a *agentConn) send(t testing.TB, line string) map[string]any {
 	t.Helper()
 	if _, err := a.c.Write([]byte(line + "\n")); err != nil {
 		t.Fatalf("send %s: %v", line, err)
@@ -34,7 +34,7 @@ func (a *agentConn) send(t *testing.T, line string) map[string]any {
 	return a.recv(t)
 }
 
-func (a *agentConn) recv(t *testing.T) map[string]any {
+func (a *agentConn) recv(t testing.TB) map[string]any {
 	t.Helper()
 	reply, err := a.rd.ReadBytes('\n')
 	if err != nil {

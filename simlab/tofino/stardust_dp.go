@@ -2,8 +2,10 @@ package tofino
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	sd "testbed/p4/stardust"
@@ -25,8 +27,9 @@ import (
 // fabric ports and the FAs' recirculation port, and pktgen.status.
 //
 // Stated parameters and approximations (p4/stardust/README.md's table):
-//   - a switch's ingress-to-egress time is pipelineNs (fec.go) at every FA
-//     and FE the cell crosses;
+//   - a switch's ingress-to-egress time is pipelineNs (fec.go), at the
+//     source FA (after its timestamp) and at the FE; the destination FA
+//     counts a cell's latency on its arrival at ingress;
 //   - a fibre's propagation delay is its length at 5 ns/m (a patch cord's
 //     2 m when the inventory gives no length);
 //   - credit and reachability frames take no transmission slot on a fabric
@@ -36,10 +39,17 @@ import (
 //     goes round the recirculation port; what bounds the wait is that
 //     port's queue, sdRecircCapBytes, beyond which frames are dropped and
 //     counted by tm.queue on SD_RECIRC_PORT; a waiting frame leaves as soon
-//     as its VOQ gets a credit (the loop's own latency is not modelled);
-//   - every fabric port's queue holds at most sdQueueCapBytes.
+//     as its VOQ gets a credit (the loop's own latency is not modelled),
+//     and an early one at the destination as soon as it is next, also
+//     when the control plane rewrites reg_seq_in or reg_credit;
+//   - every fabric port's queue holds at most sdQueueCapBytes;
+//   - a released frame is counted as sent on its host port at once (the
+//     host port's queue is not modelled).
 
 const (
+	// sdNotACell is the kind of a Stardust program's generator application
+	// started without a buffer: its frames are dropped by the program.
+	sdNotACell = 0xff
 	// sdRecircPort is SD_RECIRC_PORT (stardust_fa.p4): pipe 1's internal
 	// port, where a frame without a credit waits.
 	sdRecircPort = 196
@@ -138,6 +148,7 @@ func (d *Dataplane) stepStardust(t time.Duration) error {
 	}
 	e.linkState(d)
 	e.syncIn()
+	e.fab.Resume()
 	e.fab.AdvanceTo(ps(t))
 	e.syncOut(d)
 	return nil
@@ -174,7 +185,7 @@ func (d *Dataplane) buildStardust(sws []*Tofino, prev *sdEngine) (*sdEngine, err
 		}
 	}
 	e := prev
-	if e == nil || len(e.sws) != len(sws) || len(e.links) != len(links) || !same(e.sws, sws) || !same(e.links, links) {
+	if e == nil || len(e.sws) != len(sws) || len(e.links) != len(links) || !same(e.sws, sws) || !same(e.links, links) || e.rolesChanged() {
 		fab := sdm.NewSwitchFabric(rand.New(rand.NewPCG(d.world.Seed(), 0x5d5d_5d5d)))
 		fab.PipelinePs = int64(pipelineNs * 1000)
 		fab.QueueCapBytes, fab.RecircCapBytes, fab.CreditCap = sdQueueCapBytes, sdRecircCapBytes, sd.CreditCapFrames
@@ -202,6 +213,19 @@ func (d *Dataplane) buildStardust(sws []*Tofino, prev *sdEngine) (*sdEngine, err
 		return nil, err
 	}
 	return e, nil
+}
+
+// rolesChanged reports whether a switch now runs the other program.
+func (e *sdEngine) rolesChanged() bool {
+	for i, sw := range e.sws {
+		sw.mu.Lock()
+		fe := sw.program == sd.ProgramFE
+		sw.mu.Unlock()
+		if fe != e.fab.Devices[i].FE {
+			return true
+		}
+	}
+	return false
 }
 
 func same[T comparable](a, b []T) bool {
@@ -299,31 +323,22 @@ func (e *sdEngine) readSwitch(i int, sw *Tofino) error {
 		}
 	}
 	// Applications started since: into the fabric.
-	for _, id := range sortedAppIDs(sw.apps) {
+	for _, id := range slices.Sorted(maps.Keys(sw.apps)) {
 		a := sw.apps[id]
 		if a.cell == nil || !a.enabled || e.apps[a] != nil {
 			continue
 		}
-		sa := &sdm.SwApp{Kind: int(a.cell.Kind), FrameBytes: a.pktLen + 4, StartPs: ps(a.startNs), PeriodPs: a.timerNs * 1000,
-			Batches: a.batches, PerBatch: a.perBatch, AppID: a.id, PayloadLength: int(a.cell.PayloadLength), Enabled: true}
+		// An application already part way (the fabric was rebuilt)
+		// continues after the batches it emitted.
+		next := a.sent / int64(a.perBatch)
+		sa := &sdm.SwApp{Kind: int(a.cell.Kind), FrameBytes: a.pktLen + 4, StartPs: ps(a.startNs) + next*a.timerNs*1000, PeriodPs: a.timerNs * 1000,
+			Batches: a.batches, PerBatch: a.perBatch, AppID: a.id, PayloadLength: int(a.cell.PayloadLength), Enabled: true,
+			Sent: a.sent, Next: next}
 		e.apps[a] = sa
 		e.appDev[a] = i
 		e.fab.AddApp(i, sa)
 	}
 	return nil
-}
-
-func sortedAppIDs(m map[int]*pktgenApp) []int {
-	ids := make([]int, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	for i := 1; i < len(ids); i++ {
-		for j := i; j > 0 && ids[j] < ids[j-1]; j-- {
-			ids[j], ids[j-1] = ids[j-1], ids[j]
-		}
-	}
-	return ids
 }
 
 // linkState sets each fibre's rate, state and frame loss as they are now.
@@ -450,9 +465,9 @@ func (e *sdEngine) syncOut(d *Dataplane) {
 				sw.queues[[2]int{sdRecircPort, 0}] = q
 			}
 			q.usage = dv.RecircBytes()
-			q.watermark = max(q.watermark, q.usage)
+			q.watermark = max(q.watermark, q.usage, dv.RecircMax)
 			q.drops += dv.RecircDrops
-			dv.RecircDrops = 0
+			dv.RecircDrops, dv.RecircMax = 0, 0
 		}
 		ports := make(map[int]*simPort, len(dv.Ports))
 		for p := range dv.Ports {

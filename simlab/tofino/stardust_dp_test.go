@@ -3,6 +3,8 @@ package tofino
 import (
 	"encoding/hex"
 	"fmt"
+	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +18,7 @@ import (
 // simulated switches, every FA's port 136+8*j joined to FE j, an FE's port
 // 136+8*i to FA i, host ports 176; driven through the agent protocol.
 type sdBench struct {
-	t     *testing.T
+	t     testing.TB
 	dp    *Dataplane
 	w     *world.World
 	fas   []*Tofino
@@ -39,7 +41,7 @@ func newSDSwitch(dp *Dataplane, name, program string) *Tofino {
 
 // newSDBench starts nFA FAs and nFE FEs joined by 100G SR4 fibres of
 // lengthM metres; fa0's fibres run through VOA channels.
-func newSDBench(t *testing.T, seed uint64, nFA, nFE int, lengthM float64) *sdBench {
+func newSDBench(t testing.TB, seed uint64, nFA, nFE int, lengthM float64) *sdBench {
 	t.Helper()
 	w := world.New(seed)
 	b := &sdBench{t: t, w: w, dp: NewDataplane(w), conns: map[*Tofino]*agentConn{}}
@@ -401,4 +403,127 @@ func TestStardustDeterministic(t *testing.T) {
 			t.Fatalf("seed 9 twice: bucket %d differs (%d, %d)", i, x[i], y[i])
 		}
 	}
+}
+
+// The bench's fabric (8 FAs x 4 FEs at 100G, simlab/benches/stardust.yaml)
+// under uniform all-to-all traffic at 90% of the host ports' rate, 256 B
+// frames, credits at port rate x 1.03: reports the frames that cross a
+// fabric link per wall second and the simulated microseconds per wall
+// second, each iteration one millisecond of the bench's clock.
+func BenchmarkStardustBenchFabric(b *testing.B) {
+	f := newSDBench(b, 1, 8, 4, 2)
+	n := len(f.fas)
+	cp, err := sd.CreditPeriod(100e9, 0.03, 16*256)
+	if err != nil {
+		b.Fatal(err)
+	}
+	period := int64(math.Round((256 + 20) * 8 / 100.0 / 0.9))
+	const horizon = 1 << 40 // batches: more than any run takes
+	for i, fa := range f.fas {
+		var others [][2]int
+		for k := 0; k < n; k++ {
+			if k != i {
+				others = append(others, [2]int{k, i})
+			}
+		}
+		for s := 0; s < sd.MaxLinks; s++ {
+			dst := others[s%len(others)][0]
+			f.ok(fa, "table.add", fmt.Sprintf(`{"name":%q,"key":{"app_id":1,"slot":%d},"action":"to_voq","data":{"fa":%d,"port":0,"voq":%d,"tc":0}}`, sd.TableGenFlow, s, dst, dst))
+		}
+		f.credits(i, others, 16, cp.Nanoseconds(), horizon)
+		f.app(fa, 1, 252, period, horizon, 1, sd.Cell{Kind: sd.KindData})
+	}
+	f.wait(100 * time.Microsecond)
+	f.dp.mu.Lock()
+	hops0 := f.dp.sd.fab.Hops
+	f.dp.mu.Unlock()
+	start := f.dp.Now()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		f.wait(start + time.Duration(i+1)*time.Millisecond)
+	}
+	b.StopTimer()
+	f.dp.mu.Lock()
+	hops := f.dp.sd.fab.Hops - hops0
+	f.dp.mu.Unlock()
+	wall := b.Elapsed().Seconds()
+	f.dp.mu.Lock()
+	fab := f.dp.sd.fab
+	b.Logf("generated %d, delivered %d, in flight %d, recirc drops %d", fab.Generated, fab.Delivered, fab.InFlight(), f.fas[0].queues[[2]int{sdRecircPort, 0}].drops)
+	f.dp.mu.Unlock()
+	b.ReportMetric(float64(hops)/wall, "frames/s")
+	b.ReportMetric(float64(b.N)*1000/wall, "sim-us/s")
+}
+
+// A generator buffer is checked; a topology the fabric cannot hold is an
+// error of the op that moves the clock, naming the switches, once an
+// application generates.
+func TestStardustBadInput(t *testing.T) {
+	b := newSDBench(t, 1, 2, 1, 2)
+	for _, bad := range []string{`"zz"`, `"0011"`, `7`} {
+		r := b.req(b.fas[0], "pktgen.start", fmt.Sprintf(`{"app_id":1,"egress_port":176,"pkt_len":64,"timer_ns":100,"batches":1,"packets_per_batch":1,"buffer_hex":%s}`, bad))
+		if errKind(r) != "bad_request" {
+			t.Errorf("buffer_hex %s: %v, want bad_request", bad, r)
+		}
+	}
+	// Without a buffer: generated at its period (below line rate), moving nothing.
+	b.ok(b.fas[0], "pktgen.start", `{"app_id":4,"egress_port":176,"pkt_len":64,"timer_ns":1000,"batches":3,"packets_per_batch":2}`)
+	b.wait(10 * time.Microsecond)
+	if n := b.sent(b.fas[0], 4); n != 6 {
+		t.Errorf("an application without a buffer generated %d frames, want 6", n)
+	}
+	if n := b.counter(b.fas[0], sdFabricPort(0), "$FramesTransmittedOK"); n != 0 {
+		t.Errorf("an application without a buffer sent %d frames to the fabric", n)
+	}
+	b.ok(b.fas[1], "table.del", fmt.Sprintf(`{"name":%q,"key":{}}`, sd.TableWhoami))
+	b.ok(b.fas[1], "table.add", fmt.Sprintf(`{"name":%q,"key":{},"action":"set_id","data":{"id":0}}`, sd.TableWhoami))
+	b.wait(time.Microsecond) // nothing generates: no error
+	b.app(b.fes[0], 2, 60, 1000, 10, 1, sd.Cell{Kind: sd.KindAge})
+	r := b.req(b.fas[0], "time.wait", `{"until_ns":20000}`)
+	e, _ := r["error"].(map[string]any)
+	if msg, _ := e["message"].(string); r["ok"] != false || !strings.Contains(msg, "fa1") || !strings.Contains(msg, "fa2") {
+		t.Errorf("two FAs with id 0: %v", r)
+	}
+}
+
+// A corrupting fibre loses frames at the optics' frame loss probability:
+// they count as FCS errors at the receiving port, never reach the FE, and
+// the first lost data frame stalls its source's later frames at the
+// destination (in-order release, no reassembly timer).
+func TestStardustCorruptingFibre(t *testing.T) {
+	b := newSDBench(t, 4, 2, 1, 2)
+	fibre, _ := b.w.Fibre("fa1-fe1")
+	ch := b.voa.Channels[0]
+	// The attenuation that loses about 2% of 256 B frames.
+	lo, hi := 0.0, 30.0
+	for i := 0; i < 50; i++ {
+		ch.SetAttenuation((lo + hi) / 2)
+		if fibre.FrameLossProbability(256) < 0.02 {
+			lo = (lo + hi) / 2
+		} else {
+			hi = (lo + hi) / 2
+		}
+	}
+	p := fibre.FrameLossProbability(256)
+	b.flow(0, 1, 1, 0)
+	b.ok(b.fas[0], "reg.set", fmt.Sprintf(`{"name":%q,"index":0,"value":%d}`, sd.RegCredit, sd.CreditCapFrames))
+	b.app(b.fas[0], 1, 252, 100, 20_000, 1, sd.Cell{Kind: sd.KindData})
+	b.credits(1, [][2]int{{0, 0}}, 16, 1000, 2_000)
+	b.wait(2100 * time.Microsecond)
+	tx := b.counter(b.fas[0], sdFabricPort(0), "$FramesTransmittedOK")
+	bad := b.counter(b.fes[0], sdFabricPort(0), "$FramesReceivedwithFCSError")
+	ok := b.counter(b.fes[0], sdFabricPort(0), "$FramesReceivedOK")
+	if tx != bad+ok || tx < 20_000 {
+		t.Fatalf("sent %d, received %d good and %d bad", tx, ok, bad)
+	}
+	mean := p * float64(tx)
+	if sigma := math.Sqrt(mean); math.Abs(float64(bad)-mean) > 5*sigma {
+		t.Errorf("%d of %d frames corrupted; the optics give p = %.4f, %.0f expected", bad, tx, p, mean)
+	}
+	released := b.counter(b.fas[1], sdHostPort, "$FramesTransmittedOK")
+	next := b.reg(b.fas[1], sd.RegSeqIn, 0)
+	if released != next || released >= 20_000-bad {
+		t.Errorf("released %d, reg_seq_in %d: want the source stalled at its first lost frame", released, next)
+	}
+	t.Logf("p %.4f: %d of %d corrupted; released %d before the stall", p, bad, tx, released)
 }

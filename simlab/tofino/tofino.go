@@ -921,6 +921,10 @@ func (t *Tofino) pktgenStart(a map[string]json.RawMessage) (any, error) {
 			return nil, badReq("buffer_hex: %v", perr)
 		}
 		cell = c
+	} else if isStardust(t.programName()) {
+		// No buffer: the program drops the generator's frames, which
+		// are not cells; they are generated at their period all the same.
+		cell = &sd.Cell{Kind: sdNotACell} // stardust_dp.go
 	}
 	t.mu.Lock()
 	if t.program == "" {
@@ -937,17 +941,10 @@ func (t *Tofino) pktgenStart(a map[string]json.RawMessage) (any, error) {
 		t.mu.Unlock()
 		return nil, fmt.Errorf("pktgen app %d is running: stop it first", v[0])
 	}
-	p := t.ports[int(v[1])]
-	t.mu.Unlock()
-	if p == nil {
-		return nil, notFound("egress port %d is not added", v[1])
-	}
-	// Pacing below line rate is not modelled for the LinkGuardian and
-	// timestamp programs: the simulated generator offers back-to-back
-	// frames, as the stress test does. A Stardust program's applications
-	// (credits, reachability cells, aging ticks, paced host traffic) run
-	// at their period in the Stardust dataplane (stardust_dp.go).
 	if cell != nil {
+		// A Stardust application's frames enter the ingress pipeline and
+		// go where the program sends them, whatever egress_port says.
+		t.mu.Unlock()
 		if v[3] <= 0 || v[4] <= 0 || v[5] <= 0 {
 			return nil, badReq("pktgen: timer_ns, batches and packets_per_batch must be positive, got %d, %d, %d", v[3], v[4], v[5])
 		}
@@ -959,6 +956,16 @@ func (t *Tofino) pktgenStart(a map[string]json.RawMessage) (any, error) {
 		t.mu.Unlock()
 		return nil, nil
 	}
+	p := t.ports[int(v[1])]
+	t.mu.Unlock()
+	if p == nil {
+		return nil, notFound("egress port %d is not added", v[1])
+	}
+	// Pacing below line rate is not modelled for the LinkGuardian and
+	// timestamp programs: the simulated generator offers back-to-back
+	// frames, as the stress test does. A Stardust program's applications
+	// (credits, reachability cells, aging ticks, paced host traffic) run
+	// at their period in the Stardust dataplane (stardust_dp.go).
 	lineNs := float64((v[2]+4+20)*8) / float64(p.gbps)
 	if float64(v[3]) > 1.05*lineNs+1 {
 		return nil, fmt.Errorf("pktgen: a %d B packet every %d ns is below the %d G line rate (%.1f ns); the simulated switch models line-rate generation only", v[2], v[3], p.gbps, lineNs)
