@@ -14,6 +14,7 @@ import (
 	"testbed/inventory"
 	"testbed/orchestrator"
 	sd "testbed/p4/stardust"
+	"testbed/results"
 	"testbed/simlab"
 	"testbed/transport"
 )
@@ -193,6 +194,39 @@ func TestBenchInventoryErrors(t *testing.T) {
 			if _, err := r.Plan(&orchestrator.PlanContext{Params: params, Lab: inv}); err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("%s: %v, want an error saying %q", r.Name(), err, c.want)
 			}
+		}
+	}
+}
+
+// Interrupted after its first utilisation on the bench, the run leaves a
+// bundle marked aborted with that point, and the switches as it found
+// them: no entry, port or generator of the run's.
+func TestFabricOnTheBenchInterrupted(t *testing.T) {
+	lab := startStardustBench(t, 3)
+	var s stardust.FabricSummary
+	res := recipetest.Run(t, lab, stardust.NewFabric(), 3, &s, func(e results.Event, abort func()) {
+		if e.Type == "measurement" {
+			abort()
+		}
+	}, "utilisations=0.5,0.9", "bench_measure=20us", "bench_warmup=10us")
+	if res.Status != results.StatusAborted || !s.Partial || len(s.Points) != 1 || s.Points["u50"].FramesDelivered == 0 {
+		t.Fatalf("status %s (%s), summary partial %v with %d points", res.Status, res.Reason, s.Partial, len(s.Points))
+	}
+	ctx := context.Background()
+	for _, name := range []string{"fa5", "fe4"} {
+		sw := openSwitch(t, lab, name)
+		for _, tb := range []string{sd.TableWhoami, sd.TableSpray, sd.TableReachPort} {
+			if es, err := sw.Entries(ctx, tb); err != nil || len(es) != 0 {
+				t.Errorf("%s's %s after the aborted run: %d entries, %v", name, tb, len(es), err)
+			}
+		}
+		if st, err := sw.PktgenStatus(ctx, 1); err == nil && st.Enabled {
+			t.Errorf("%s's reachability generator still enabled", name)
+		}
+		d, _ := lab.Inventory().Device(name)
+		p, _ := strconv.Atoi(d.Ports["p1"])
+		if _, err := sw.PortStatus(ctx, p); !tofino.IsNotFound(err) {
+			t.Errorf("%s's port %d after the aborted run: %v, want deleted", name, p, err)
 		}
 	}
 }
