@@ -45,7 +45,7 @@ func NewFabric() *Fabric { return &Fabric{} }
 func (*Fabric) Name() string { return FabricName }
 
 // Version implements Recipe.
-func (*Fabric) Version() string { return "1.0.0" }
+func (*Fabric) Version() string { return "1.1.0" }
 
 // Summary implements Recipe.
 func (*Fabric) Summary() string {
@@ -547,7 +547,7 @@ func (r *Fabric) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
 		}})
 	for _, u := range us {
 		plan.Steps = append(plan.Steps, &o.Step{Name: fmt.Sprintf("utilisation %g", u), Action: "measure", Devices: devs,
-			Note: fmt.Sprintf("%v + %v + %v drain of the switches' clock", warm, measure, drain),
+			Note: fmt.Sprintf("%v + %v measured + a drain of up to %v, on the switches' clock", warm, measure, drain),
 			Run: func(ctx context.Context, rc *o.RunContext) error {
 				if br == nil {
 					return fmt.Errorf("the fabric is not up")

@@ -27,7 +27,7 @@ func NewPacking() *Packing { return &Packing{} }
 func (*Packing) Name() string { return PackingName }
 
 // Version implements Recipe.
-func (*Packing) Version() string { return "1.0.0" }
+func (*Packing) Version() string { return "1.1.0" }
 
 // Summary implements Recipe.
 func (*Packing) Summary() string {
@@ -338,7 +338,7 @@ func (r *Packing) planBench(pc *o.PlanContext, b *bench, sizes []int, d3 sm.Data
 		}})
 	for _, s := range sizes {
 		plan.Steps = append(plan.Steps, &o.Step{Name: fmt.Sprintf("frames of %d B", s), Action: "measure", Devices: devs,
-			Note: fmt.Sprintf("line rate, %v + %v + %v drain of the switches' clock", warm, measure, drain),
+			Note: fmt.Sprintf("line rate, %v + %v measured + a drain of up to %v, on the switches' clock", warm, measure, drain),
 			Run: func(ctx context.Context, rc *o.RunContext) error {
 				if br == nil {
 					return fmt.Errorf("the fabric is not up")
