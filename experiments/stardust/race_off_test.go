@@ -1,0 +1,5 @@
+//go:build !race
+
+package stardust_test
+
+const raceDetector = false
