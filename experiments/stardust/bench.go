@@ -629,8 +629,9 @@ type benchReading struct {
 	// summed over the switches.
 	Lat, Queue []int64
 	// Host frames and octets transmitted by the FAs' host ports
-	// (released frames), summed.
+	// (released frames), summed, and the frames by FA (br.FAs' order).
 	HostFrames, HostOctets int64
+	HostFramesBy           []int64
 	// FE transmit frames and octets on their fabric ports, summed (the
 	// last stage's links).
 	FEFrames, FEOctets int64
@@ -640,8 +641,8 @@ type benchReading struct {
 }
 
 func (br *benchRun) read(ctx context.Context, at time.Duration) (benchReading, error) {
-	r := benchReading{At: at, Lat: make([]int64, sd.HistBuckets), Queue: make([]int64, sd.HistBuckets)}
-	for _, n := range br.FAs {
+	r := benchReading{At: at, Lat: make([]int64, sd.HistBuckets), Queue: make([]int64, sd.HistBuckets), HostFramesBy: make([]int64, len(br.FAs))}
+	for i, n := range br.FAs {
 		h, err := n.sw.LatencyHistogram(ctx)
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", n.Name, err)
@@ -653,6 +654,7 @@ func (br *benchRun) read(ctx context.Context, at time.Duration) (benchReading, e
 		}
 		r.HostFrames += c.Values["$FramesTransmittedOK"]
 		r.HostOctets += c.Values["$OctetsTransmittedTotal"]
+		r.HostFramesBy[i] = c.Values["$FramesTransmittedOK"]
 		d, err := n.sw.QueueDrops(ctx, []int{recircPort}, 0)
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", n.Name, err)
@@ -701,8 +703,10 @@ type benchPoint struct {
 	OfferedBps float64
 	Lat, Queue []int64
 	// Window figures: released frames and their octets, last-stage link
-	// frames and octets.
+	// frames and octets; released frames by destination FA (br.FAs'
+	// order).
 	HostFrames, HostOctets, FEFrames, FEOctets int64
+	HostFramesBy                               []int64
 	// Whole run: frames the data generators sent, released at the host
 	// ports, dropped waiting for credit, lost in FE queues, and the
 	// latency histogram's mass (cells that arrived at their FA).
@@ -815,6 +819,7 @@ func (br *benchRun) runTraffic(ctx context.Context, frameBytes int, bps float64,
 	pt.Window = rB.At - rA.At
 	pt.Lat, pt.Queue = sub(rB.Lat, rA.Lat), sub(rB.Queue, rA.Queue)
 	pt.HostFrames, pt.HostOctets = rB.HostFrames-rA.HostFrames, rB.HostOctets-rA.HostOctets
+	pt.HostFramesBy = sub(rB.HostFramesBy, rA.HostFramesBy)
 	pt.FEFrames, pt.FEOctets = rB.FEFrames-rA.FEFrames, rB.FEOctets-rA.FEOctets
 	pt.Delivered = rC.HostFrames - r0.HostFrames
 	pt.WaitDrops = rC.WaitDrops - r0.WaitDrops

@@ -26,11 +26,11 @@ func NewPermutation() *Permutation { return &Permutation{} }
 func (*Permutation) Name() string { return PermutationName }
 
 // Version implements Recipe.
-func (*Permutation) Version() string { return "1.0.0" }
+func (*Permutation) Version() string { return "1.1.0" }
 
 // Summary implements Recipe.
 func (*Permutation) Summary() string {
-	return "Stardust permutation: per-flow throughput sorted and mean utilisation against ECMP on a packet-switched fabric (Fig. 10a, §6.3); model only"
+	return "Stardust permutation: per-flow throughput sorted and mean utilisation against ECMP on a packet-switched fabric (Fig. 10a, §6.3); on the model, or Stardust's flows on a Stardust bench"
 }
 
 // Description implements Recipe.
@@ -51,12 +51,22 @@ The default fabric is fas (16) FAs of ports_per_fa (4) host ports and as many li
 the same rate (gbps, 10 as §6.3's) to fes (4) FEs: no fabric speed-up, as §6.3's
 fat-tree. The Stardust bench (8 FAs of one port and 4 links) has a fabric speed-up of 4:
 every permutation fits it. No device is used (model_only in the summary). Writes
-data/permutation_flows.csv and permutation_points.csv.`
+data/permutation_flows.csv and permutation_points.csv.
+
+With Stardust switches in the inventory (--bench stardust, or switches with
+stardust_role) Stardust's flows run on them: the fabric comes up through the switch
+driver as for stardust-fabric, every FA's packet generator sends sd_packet_bytes frames
+(a frame is a cell on Tofino) at its host port's line rate to the host port of another
+FA (a random derangement of the FAs), and each destination's host port counters give
+its one flow's throughput over bench_measure. With bench_link_gbps 25 an FA's four
+links carry exactly its 100 Gb/s host port: no fabric speed-up. The packet fabric's row
+is then the model's, at the bench's shape (one host port per FA, one link to each FE):
+no packet-switched program runs on the bench (packet_fabric_from: model).`
 }
 
 // Params implements Recipe.
 func (*Permutation) Params() []o.ParamSpec {
-	return []o.ParamSpec{
+	return append([]o.ParamSpec{
 		{Name: "fas", Type: o.TypeInt, Default: int64(16), Min: o.Bound(2), Max: o.Bound(256), Description: "FAs (ToRs)"},
 		{Name: "ports_per_fa", Type: o.TypeInt, Default: int64(4), Min: o.Bound(1), Max: o.Bound(64), Description: "host ports per FA; the FA has as many fabric links"},
 		{Name: "fes", Type: o.TypeInt, Default: int64(4), Min: o.Bound(1), Max: o.Bound(64), Description: "FEs (spines); must divide ports_per_fa"},
@@ -74,7 +84,10 @@ func (*Permutation) Params() []o.ParamSpec {
 		{Name: "rto", Type: o.TypeDuration, Default: time.Millisecond, Min: o.Bound(1e-6), Max: o.Bound(1), Description: "packet fabric: retransmission timeout"},
 		{Name: "warmup", Type: o.TypeDuration, Default: time.Millisecond, Min: o.Bound(0), Max: o.Bound(1), Description: "simulated time before measuring"},
 		{Name: "measure", Type: o.TypeDuration, Default: 10 * time.Millisecond, Min: o.Bound(1e-4), Max: o.Bound(10), Description: "simulated time measured"},
-	}
+		// The bench's fabric: as stardust-fabric's defaults.
+		{Name: "fci_threshold", Type: o.TypeInt, Unit: "frames", Default: int64(32), Min: o.Bound(0), Max: o.Bound(1 << 16), Description: "bench only: FE queue depth that marks FCI; 0 turns FCI off"},
+		{Name: "reach_period", Type: o.TypeDuration, Default: 10 * time.Microsecond, Min: o.Bound(1e-7), Max: o.Bound(0.01), Description: "bench only: reachability cell and aging period (Table 4: 10 us)"},
+	}, benchParams(200*time.Microsecond, 50*time.Microsecond, time.Millisecond)...)
 }
 
 // PermutationTables are the recipe's tables and figure.
@@ -120,10 +133,15 @@ type PermutationPoint struct {
 
 // PermutationSummary is summary.json.
 type PermutationSummary struct {
-	Partial   bool                        `json:"partial"`
-	ModelOnly bool                        `json:"model_only"`
-	Fabric    string                      `json:"fabric"`
-	Fabrics   map[string]PermutationPoint `json:"fabrics"`
+	Partial   bool `json:"partial"`
+	ModelOnly bool `json:"model_only"`
+	// MeasuredOn is "bench" when Stardust's flows were measured on the
+	// switches of a Stardust bench (empty for the model); PacketFrom then
+	// says where the packet fabric's row comes from.
+	MeasuredOn string                      `json:"measured_on,omitempty"`
+	PacketFrom string                      `json:"packet_fabric_from,omitempty"`
+	Fabric     string                      `json:"fabric"`
+	Fabrics    map[string]PermutationPoint `json:"fabrics"`
 	// CellsLost is what Stardust lost.
 	CellsLost int64 `json:"cells_lost"`
 }
@@ -172,14 +190,155 @@ func derangement(r *rand.Rand, fas, per int) []int {
 	return d
 }
 
-// Plan implements Recipe. It touches no device.
+// permFlow is one flow's measured throughput.
+type permFlow struct {
+	src, dst int
+	gbps     float64
+}
+
+// writePermutation writes one fabric's flows in increasing order of
+// throughput and its row of permutation_points, and returns the row.
+// fci is nil where the fabric has no FCI or it cannot be counted.
+func writePermutation(rc *o.RunContext, fabric string, fs []permFlow, portGbps float64, lost int64, fci *int64) (PermutationPoint, error) {
+	var pt PermutationPoint
+	if len(fs) == 0 {
+		return pt, fmt.Errorf("%s: no flows", fabric)
+	}
+	g := make([]float64, len(fs))
+	for i, f := range fs {
+		g[i] = f.gbps
+	}
+	slices.SortStableFunc(fs, func(a, b permFlow) int {
+		switch {
+		case a.gbps < b.gbps:
+			return -1
+		case a.gbps > b.gbps:
+			return 1
+		}
+		return 0
+	})
+	t, err := rc.Table("permutation_flows")
+	if err != nil {
+		return pt, err
+	}
+	pt = PermutationPoint{Flows: len(fs), MinGbps: fs[0].gbps, MedianGbps: fs[len(fs)/2].gbps, Jain: Jain(g), Lost: lost}
+	for k, f := range fs {
+		if err := t.Write(fabric, k+1, f.src, f.dst, f.gbps, f.gbps/portGbps); err != nil {
+			return pt, err
+		}
+		pt.MeanUtilisation += f.gbps / portGbps / float64(len(fs))
+		if f.gbps >= 0.944*portGbps {
+			pt.ShareAt94 += 1 / float64(len(fs))
+		}
+	}
+	pp, err := rc.Table("permutation_points")
+	if err != nil {
+		return pt, err
+	}
+	var fciv any
+	if fci != nil {
+		pt.FCICells = *fci
+		fciv = *fci
+	}
+	if err := pp.Write(fabric, pt.Flows, pt.MeanUtilisation, pt.MinGbps, pt.MedianGbps, pt.ShareAt94, pt.Jain, pt.Lost, fciv); err != nil {
+		return pt, err
+	}
+	rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("%s: mean utilisation %.3f, slowest flow %.2f Gb/s, median %.2f, %.0f%% of flows at 94%% or more, %d lost",
+		fabric, pt.MeanUtilisation, pt.MinGbps, pt.MedianGbps, 100*pt.ShareAt94, pt.Lost)})
+	return pt, nil
+}
+
+// simulatePermutation runs one fabric of the model ("stardust" or
+// "packet") with a flow from every port i to port dst[i] for warm + meas
+// cell times, and returns the flows' throughputs over meas, what was lost
+// (cells or packets) and the cells that arrived marked FCI (Stardust).
+func simulatePermutation(ctx context.Context, seed uint64, fabric string, c sm.Config, po sm.PacketOpts, packetBytes int, dst []int, warm, meas int64) ([]permFlow, int64, *int64, error) {
+	slot := c.SlotSeconds()
+	// Long flows: more than the port carries in the whole run.
+	bytes := int64(2 * c.PortBps / 8 * float64(warm+meas) * slot)
+	var run func(int64)
+	var delivered func(int) int64
+	var lost, fci func() int64
+	switch fabric {
+	case "stardust":
+		m, err := sm.New(c, rand.New(rand.NewPCG(seed, 0x5d)))
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		for src, d := range dst {
+			if _, err := m.AddFlow(src/c.PortsPerFA, d, 0, bytes, c.PacketBytes); err != nil {
+				return nil, 0, nil, err
+			}
+		}
+		run, delivered = m.Run, m.FlowDelivered
+		lost = func() int64 { return m.S.CellsLost + m.S.CellsLostFailed + m.S.CellsNoRoute }
+		fci = func() int64 { return m.S.FCICells }
+	default:
+		f, err := sm.NewPacketFabric(c, po, rand.New(rand.NewPCG(seed, 0xec)))
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		for src, d := range dst {
+			if _, err := f.AddFlow(src/c.PortsPerFA, d, bytes, packetBytes); err != nil {
+				return nil, 0, nil, err
+			}
+		}
+		run, delivered = f.Run, f.FlowDelivered
+		lost = func() int64 { return f.Drops }
+	}
+	step := func(n int64) error {
+		for n > 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			k := min(n, 1000)
+			run(k)
+			n -= k
+		}
+		return nil
+	}
+	if err := step(warm); err != nil {
+		return nil, 0, nil, err
+	}
+	start := make([]int64, len(dst))
+	for i := range dst {
+		start[i] = delivered(i)
+	}
+	lost0 := lost()
+	var fci0 int64
+	if fci != nil {
+		fci0 = fci()
+	}
+	if err := step(meas); err != nil {
+		return nil, 0, nil, err
+	}
+	fs := make([]permFlow, len(dst))
+	for i, d := range dst {
+		fs[i] = permFlow{i, d, float64(delivered(i)-start[i]) * 8 / (float64(meas) * slot) / 1e9}
+	}
+	var fc *int64
+	if fci != nil {
+		v := fci() - fci0
+		fc = &v
+	}
+	return fs, lost() - lost0, fc, nil
+}
+
+// Plan implements Recipe. On the model it touches no device; with
+// Stardust switches in the inventory Stardust's half runs on them
+// (planBench).
 func (r *Permutation) Plan(pc *o.PlanContext) (*o.Plan, error) {
+	if b, err := findBench(pc.Lab); err != nil {
+		return nil, err
+	} else if b != nil {
+		return r.planBench(pc, b)
+	}
 	p := pc.Params
 	c, err := permutationConfig(p)
 	if err != nil {
 		return nil, o.Inputf("%s: the fabric's parameters: %v", PermutationName, err)
 	}
-	po := sm.PacketOpts{BufferBytes: int(p.Float("switch_buffer_kb") * 1024), InitWindow: int(p.Int("init_window")), RTO: p.Duration("rto")}
+	po := permutationPacketOpts(p)
 	desc := fmt.Sprintf("%d FAs x %d host ports and %d links of %g Gb/s to %d FEs; Stardust: %d B packets, %d B cells, %d B credits, speed-up %g; packet fabric: ECMP per flow, %d B packets, %d B drop-tail buffers, first window %d, RTO %v; %v links",
 		c.FAs, c.PortsPerFA, c.LinksPerFA, c.PortBps/1e9, c.FEs, c.PacketBytes, c.CellBytes, c.CreditBytes, c.SpeedUp, p.Int("packet_bytes"), po.BufferBytes, po.InitWindow, po.RTO, c.PropDelay)
 	var mu sync.Mutex
@@ -196,113 +355,18 @@ func (r *Permutation) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	slot := c.SlotSeconds()
 	warm := int64(p.Duration("warmup").Seconds() / slot)
 	meas := max(1, int64(p.Duration("measure").Seconds()/slot))
-	// Long flows: more than the port carries in the whole run.
-	bytes := int64(2 * c.PortBps / 8 * float64(warm+meas) * slot)
 	for _, fabric := range []string{"stardust", "packet"} {
 		plan.Steps = append(plan.Steps, &o.Step{Name: fabric, Action: "simulate", Note: fmt.Sprintf("%d + %d cell times of %.1f ns", warm, meas, slot*1e9),
 			Run: func(ctx context.Context, rc *o.RunContext) error {
 				dst := derangement(rand.New(rand.NewPCG(rc.Seed, 0x9e)), c.FAs, c.PortsPerFA)
-				var run func(int64)
-				var delivered func(int) int64
-				var lost, fci func() int64
-				switch fabric {
-				case "stardust":
-					m, err := sm.New(c, rand.New(rand.NewPCG(rc.Seed, 0x5d)))
-					if err != nil {
-						return err
-					}
-					for src, d := range dst {
-						if _, err := m.AddFlow(src/c.PortsPerFA, d, 0, bytes, c.PacketBytes); err != nil {
-							return err
-						}
-					}
-					run, delivered = m.Run, m.FlowDelivered
-					lost = func() int64 { return m.S.CellsLost + m.S.CellsLostFailed + m.S.CellsNoRoute }
-					fci = func() int64 { return m.S.FCICells }
-				default:
-					f, err := sm.NewPacketFabric(c, po, rand.New(rand.NewPCG(rc.Seed, 0xec)))
-					if err != nil {
-						return err
-					}
-					for src, d := range dst {
-						if _, err := f.AddFlow(src/c.PortsPerFA, d, bytes, int(p.Int("packet_bytes"))); err != nil {
-							return err
-						}
-					}
-					run, delivered = f.Run, f.FlowDelivered
-					lost = func() int64 { return f.Drops }
-					fci = func() int64 { return 0 }
-				}
-				step := func(n int64) error {
-					for n > 0 {
-						if err := ctx.Err(); err != nil {
-							return err
-						}
-						k := min(n, 1000)
-						run(k)
-						n -= k
-					}
-					return nil
-				}
-				if err := step(warm); err != nil {
-					return err
-				}
-				start := make([]int64, len(dst))
-				for i := range dst {
-					start[i] = delivered(i)
-				}
-				lost0, fci0 := lost(), fci()
-				if err := step(meas); err != nil {
-					return err
-				}
-				type fl struct {
-					src, dst int
-					gbps     float64
-				}
-				var fs []fl
-				var g []float64
-				for i, d := range dst {
-					v := float64(delivered(i)-start[i]) * 8 / (float64(meas) * slot) / 1e9
-					fs = append(fs, fl{i, d, v})
-					g = append(g, v)
-				}
-				slices.SortStableFunc(fs, func(a, b fl) int {
-					switch {
-					case a.gbps < b.gbps:
-						return -1
-					case a.gbps > b.gbps:
-						return 1
-					}
-					return 0
-				})
-				t, err := rc.Table("permutation_flows")
+				fs, lost, fci, err := simulatePermutation(ctx, rc.Seed, fabric, c, po, int(p.Int("packet_bytes")), dst, warm, meas)
 				if err != nil {
 					return err
 				}
-				port := c.PortBps / 1e9
-				pt := PermutationPoint{Flows: len(fs), MinGbps: fs[0].gbps, MedianGbps: fs[len(fs)/2].gbps, Jain: Jain(g), Lost: lost() - lost0, FCICells: fci() - fci0}
-				for k, f := range fs {
-					if err := t.Write(fabric, k+1, f.src, f.dst, f.gbps, f.gbps/port); err != nil {
-						return err
-					}
-					pt.MeanUtilisation += f.gbps / port / float64(len(fs))
-					if f.gbps >= 0.944*port {
-						pt.ShareAt94 += 1 / float64(len(fs))
-					}
-				}
-				pp, err := rc.Table("permutation_points")
+				pt, err := writePermutation(rc, fabric, fs, c.PortBps/1e9, lost, fci)
 				if err != nil {
 					return err
 				}
-				var fciv any
-				if fabric == "stardust" {
-					fciv = pt.FCICells
-				}
-				if err := pp.Write(fabric, pt.Flows, pt.MeanUtilisation, pt.MinGbps, pt.MedianGbps, pt.ShareAt94, pt.Jain, pt.Lost, fciv); err != nil {
-					return err
-				}
-				rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("%s: mean utilisation %.3f, slowest flow %.2f Gb/s, median %.2f, %.0f%% of flows at 94%% or more, %d lost",
-					fabric, pt.MeanUtilisation, pt.MinGbps, pt.MedianGbps, 100*pt.ShareAt94, pt.Lost)})
 				mu.Lock()
 				defer mu.Unlock()
 				sum.Fabrics[fabric] = pt
@@ -313,4 +377,8 @@ func (r *Permutation) Plan(pc *o.PlanContext) (*o.Plan, error) {
 			}})
 	}
 	return plan, nil
+}
+
+func permutationPacketOpts(p *o.Params) sm.PacketOpts {
+	return sm.PacketOpts{BufferBytes: int(p.Float("switch_buffer_kb") * 1024), InitWindow: int(p.Int("init_window")), RTO: p.Duration("rto")}
 }
