@@ -28,11 +28,11 @@ func NewIncast() *Incast { return &Incast{} }
 func (*Incast) Name() string { return IncastName }
 
 // Version implements Recipe.
-func (*Incast) Version() string { return "1.0.0" }
+func (*Incast) Version() string { return "1.1.0" }
 
 // Summary implements Recipe.
 func (*Incast) Summary() string {
-	return "Stardust incast: first and last FCT, cells lost and drain fairness against a packet-switched fabric (Fig. 10c, §5.4); model only"
+	return "Stardust incast: first and last FCT, cells lost and drain fairness against a packet-switched fabric (Fig. 10c, §5.4); on the model, or Stardust's replies on a Stardust bench"
 }
 
 // Description implements Recipe.
@@ -54,12 +54,25 @@ cells lost in the fabric, and the longest Stardust FE queue.
 The fabric is the Stardust bench's shape: fas FAs (8) of links_per_fa links (4) to fes
 FEs (4), one host port each; an N above fas-1 grows the fabric to N+1 FAs (the model
 alone: the bench has 8). No device is used: the model stands for the fabric (model_only
-in the summary). Writes data/incast_points.csv, incast_fct.csv and incast_flows.csv.`
+in the summary). Writes data/incast_points.csv, incast_fct.csv and incast_flows.csv.
+
+With Stardust switches in the inventory (--bench stardust, or switches with
+stardust_role) Stardust's replies run on them, N at most the bench's FAs less one: the
+fabric comes up through the switch driver as for stardust-fabric; the first FA's host
+port is the requester, and the next N FAs' packet generators each send a reply of
+response_kb of payload in cell_bytes frames (a frame is a cell on Tofino) at their host
+port's line rate, all at once; the requester's credits go round robin to their VOQs. A
+reply's FCT is from the start to the first read of the requester's in-order counters
+(reg_seq_in) that shows all its frames released, read every bench_poll of the switches'
+clock. The ideal is then all the replies' frames back to back at the requester's port
+rate. The packet fabric's rows are the model's, at the bench's shape (one host port per
+FA, one link to each FE): no packet-switched program runs on the bench
+(packet_fabric_from: model).`
 }
 
 // Params implements Recipe.
 func (*Incast) Params() []o.ParamSpec {
-	return []o.ParamSpec{
+	return append([]o.ParamSpec{
 		// The bench: 8 FAs, the requester on one, up to 7 senders.
 		{Name: "senders", Type: o.TypeFloats, Unit: "senders", Default: []float64{1, 2, 4, 7}, Min: o.Bound(1), Max: o.Bound(255), Description: "N, one run each; above fas-1 the fabric grows to N+1 FAs (model only)"},
 		{Name: "fas", Type: o.TypeInt, Default: int64(8), Min: o.Bound(2), Max: o.Bound(256), Description: "FAs (the bench's 8); the requester is on FA 0"},
@@ -81,7 +94,23 @@ func (*Incast) Params() []o.ParamSpec {
 		{Name: "init_window", Type: o.TypeInt, Unit: "packets", Default: int64(10), Min: o.Bound(1), Max: o.Bound(1000), Description: "packet fabric: a sender's first window"},
 		{Name: "rto", Type: o.TypeDuration, Default: time.Millisecond, Min: o.Bound(1e-6), Max: o.Bound(1), Description: "packet fabric: retransmission timeout"},
 		{Name: "max_time", Type: o.TypeDuration, Default: time.Second, Min: o.Bound(1e-3), Max: o.Bound(100), Description: "simulated time after which a run stops with the replies still open counted"},
+		// The bench's fabric: as stardust-fabric's defaults.
+		{Name: "fci_threshold", Type: o.TypeInt, Unit: "frames", Default: int64(32), Min: o.Bound(0), Max: o.Bound(1 << 16), Description: "bench only: FE queue depth that marks FCI; 0 turns FCI off"},
+		{Name: "reach_period", Type: o.TypeDuration, Default: 10 * time.Microsecond, Min: o.Bound(1e-7), Max: o.Bound(0.01), Description: "bench only: reachability cell and aging period (Table 4: 10 us)"},
+		{Name: "bench_poll", Type: o.TypeDuration, Default: time.Microsecond, Min: o.Bound(1e-8), Max: o.Bound(1e-3), Description: "bench only: how often, on the switches' clock, the requester's in-order counters are read (an FCT's resolution)"},
+	}, incastBenchParams()...)
+}
+
+// incastBenchParams are the bench parameters incast uses: no warm-up or
+// measured window (a reply runs until it is released).
+func incastBenchParams() []o.ParamSpec {
+	var out []o.ParamSpec
+	for _, ps := range benchParams(time.Microsecond, 0, 200*time.Microsecond) {
+		if ps.Name != "bench_measure" && ps.Name != "bench_warmup" {
+			out = append(out, ps)
+		}
 	}
+	return out
 }
 
 // IncastTables are the recipe's tables and figures.
@@ -139,9 +168,14 @@ type IncastPoint struct {
 
 // IncastSummary is summary.json.
 type IncastSummary struct {
-	Partial   bool   `json:"partial"`
-	ModelOnly bool   `json:"model_only"`
-	Fabric    string `json:"fabric"`
+	Partial   bool `json:"partial"`
+	ModelOnly bool `json:"model_only"`
+	// MeasuredOn is "bench" when Stardust's replies ran on the switches of
+	// a Stardust bench (empty for the model); PacketFrom then says where
+	// the packet fabric's rows come from.
+	MeasuredOn string `json:"measured_on,omitempty"`
+	PacketFrom string `json:"packet_fabric_from,omitempty"`
+	Fabric     string `json:"fabric"`
 	// Stardust and Packet are keyed n<senders>: n7.
 	Stardust map[string]IncastPoint `json:"stardust"`
 	Packet   map[string]IncastPoint `json:"packet"`
@@ -218,6 +252,11 @@ func (r *Incast) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	if c0.LinksPerFA%c0.FEs != 0 {
 		return nil, o.Inputf("links_per_fa %d: expected a multiple of fes %d", c0.LinksPerFA, c0.FEs)
 	}
+	if b, err := findBench(pc.Lab); err != nil {
+		return nil, err
+	} else if b != nil {
+		return r.planBench(pc, b, ns)
+	}
 	po := sm.PacketOpts{BufferBytes: int(p.Float("switch_buffer_kb") * 1024), InitWindow: int(p.Int("init_window")), RTO: p.Duration("rto")}
 	var mu sync.Mutex
 	sum := IncastSummary{ModelOnly: true, Fabric: describeIncast(c0, po), Stardust: map[string]IncastPoint{}, Packet: map[string]IncastPoint{},
@@ -274,27 +313,12 @@ func incastPoint(ctx context.Context, rc *o.RunContext, p *o.Params, po sm.Packe
 	if err != nil {
 		return sd, pk, err
 	}
-	pf, err := sm.NewPacketFabric(c, po, rand.New(rand.NewPCG(seed, 0xec)))
-	if err != nil {
-		return sd, pk, err
-	}
 	for i := 0; i < n; i++ {
 		if _, err := m.AddFlow(1+i, 0, 0, bytes, c.PacketBytes); err != nil {
 			return sd, pk, err
 		}
-		if _, err := pf.AddFlow(1+i, 0, bytes, c.PacketBytes); err != nil {
-			return sd, pk, err
-		}
 	}
-	allDone := func(done func(int) (float64, bool)) bool {
-		for i := 0; i < n; i++ {
-			if _, ok := done(i); !ok {
-				return false
-			}
-		}
-		return true
-	}
-	for m.Now() < limit && !allDone(m.FlowDone) {
+	for m.Now() < limit && !allDone(n, m.FlowDone) {
 		if m.Now()%1000 == 0 {
 			if err := ctx.Err(); err != nil {
 				return sd, pk, err
@@ -302,65 +326,7 @@ func incastPoint(ctx context.Context, rc *o.RunContext, p *o.Params, po sm.Packe
 		}
 		m.Run(1)
 	}
-	for pf.Now() < limit && !allDone(pf.FlowDone) {
-		if err := ctx.Err(); err != nil {
-			return sd, pk, err
-		}
-		pf.Run(100)
-	}
-	ft, err := rc.Table("incast_flows")
-	if err != nil {
-		return sd, pk, err
-	}
-	summarise := func(fabric string, done func(int) (float64, bool), lost func(int) int64) (IncastPoint, error) {
-		pt := IncastPoint{FAs: c.FAs, IdealFCTMS: ideal}
-		type fl struct {
-			fa  int
-			fct float64
-			ok  bool
-		}
-		var fs []fl
-		var fcts []float64
-		for i := 0; i < n; i++ {
-			d, ok := done(i)
-			fs = append(fs, fl{1 + i, d * slot * 1e3, ok})
-			if ok {
-				fcts = append(fcts, d*slot*1e3)
-			} else {
-				pt.Unfinished++
-			}
-		}
-		slices.SortStableFunc(fs, func(a, b fl) int {
-			switch {
-			case a.ok != b.ok:
-				if a.ok {
-					return -1
-				}
-				return 1
-			case a.fct < b.fct:
-				return -1
-			case a.fct > b.fct:
-				return 1
-			}
-			return 0
-		})
-		for k, f := range fs {
-			var v any
-			if f.ok {
-				v = f.fct
-			}
-			if err := ft.Write(fabric, n, k+1, f.fa, v, lost(f.fa-1)); err != nil {
-				return pt, err
-			}
-		}
-		if len(fcts) > 0 {
-			pt.FirstFCTMS, pt.LastFCTMS = slices.Min(fcts), slices.Max(fcts)
-			pt.LastOverIdl = pt.LastFCTMS / ideal
-			pt.Jain = Jain(fcts)
-		}
-		return pt, nil
-	}
-	if sd, err = summarise("stardust", m.FlowDone, func(int) int64 { return 0 }); err != nil {
+	if sd, err = writeIncastFlows(rc, "stardust", n, c.FAs, ideal, incastFCTs(n, m.FlowDone, slot), func(int) int64 { return 0 }); err != nil {
 		return sd, pk, err
 	}
 	sd.Lost = m.S.CellsLost + m.S.CellsLostFailed + m.S.CellsNoRoute
@@ -369,39 +335,149 @@ func incastPoint(ctx context.Context, rc *o.RunContext, p *o.Params, po sm.Packe
 			sd.FEQueueMax = k
 		}
 	}
-	if pk, err = summarise("packet", pf.FlowDone, pf.FlowDrops); err != nil {
+	if pk, err = packetIncast(ctx, rc, c, po, n, bytes, limit, seed); err != nil {
 		return sd, pk, err
 	}
-	pk.Lost, pk.Retransmits = pf.Drops, pf.Retransmits
-	pt, err := rc.Table("incast_points")
-	if err != nil {
+	if err := writeIncastPoint(rc, "stardust", n, c.FAs, sd); err != nil {
 		return sd, pk, err
 	}
-	ct, err := rc.Table("incast_fct")
-	if err != nil {
+	if err := writeIncastPoint(rc, "packet", n, c.FAs, pk); err != nil {
 		return sd, pk, err
-	}
-	for _, x := range []struct {
-		name string
-		pt   IncastPoint
-	}{{"stardust", sd}, {"packet", pk}} {
-		var feq any
-		if x.name == "stardust" {
-			feq = x.pt.FEQueueMax
-		}
-		if err := pt.Write(x.name, n, c.FAs, x.pt.FirstFCTMS, x.pt.LastFCTMS, ideal, x.pt.Jain, x.pt.Lost, x.pt.Retransmits, feq, x.pt.Unfinished); err != nil {
-			return sd, pk, err
-		}
-		if x.pt.Unfinished < n {
-			if err := ct.Write(x.name, "first", n, x.pt.FirstFCTMS); err != nil {
-				return sd, pk, err
-			}
-			if err := ct.Write(x.name, "last", n, x.pt.LastFCTMS); err != nil {
-				return sd, pk, err
-			}
-		}
 	}
 	rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("%d senders: Stardust first %.3f last %.3f ms (ideal %.3f), Jain %.4f, %d cells lost; packet fabric first %.3f last %.3f ms, Jain %.4f, %d drops",
 		n, sd.FirstFCTMS, sd.LastFCTMS, ideal, sd.Jain, sd.Lost, pk.FirstFCTMS, pk.LastFCTMS, pk.Jain, pk.Lost)})
 	return sd, pk, nil
+}
+
+// packetIncast runs n replies of bytes each to FA 0 on the model's packet
+// fabric c, for at most limit cell times, and writes their flows' rows.
+func packetIncast(ctx context.Context, rc *o.RunContext, c sm.Config, po sm.PacketOpts, n int, bytes, limit int64, seed uint64) (IncastPoint, error) {
+	pf, err := sm.NewPacketFabric(c, po, rand.New(rand.NewPCG(seed, 0xec)))
+	if err != nil {
+		return IncastPoint{}, err
+	}
+	for i := 0; i < n; i++ {
+		if _, err := pf.AddFlow(1+i, 0, bytes, c.PacketBytes); err != nil {
+			return IncastPoint{}, err
+		}
+	}
+	for pf.Now() < limit && !allDone(n, pf.FlowDone) {
+		if err := ctx.Err(); err != nil {
+			return IncastPoint{}, err
+		}
+		pf.Run(100)
+	}
+	ideal := float64(bytes*int64(n)) * 8 / c.PortBps * 1e3
+	pk, err := writeIncastFlows(rc, "packet", n, c.FAs, ideal, incastFCTs(n, pf.FlowDone, c.SlotSeconds()), pf.FlowDrops)
+	pk.Lost, pk.Retransmits = pf.Drops, pf.Retransmits
+	return pk, err
+}
+
+func allDone(n int, done func(int) (float64, bool)) bool {
+	for i := 0; i < n; i++ {
+		if _, ok := done(i); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// incastFCT is one reply's FCT, ms, if it finished.
+type incastFCT struct {
+	fct float64
+	ok  bool
+}
+
+// incastFCTs reads n replies' completion times from a model's FlowDone
+// (in cell times of slot seconds).
+func incastFCTs(n int, done func(int) (float64, bool), slot float64) []incastFCT {
+	out := make([]incastFCT, n)
+	for i := range out {
+		d, ok := done(i)
+		out[i] = incastFCT{d * slot * 1e3, ok}
+	}
+	return out
+}
+
+// writeIncastFlows writes the rows of incast_flows for one fabric and N
+// (the reply of sender FA 1+i is fcts[i]) and returns the point without
+// its losses and queue, which the caller knows.
+func writeIncastFlows(rc *o.RunContext, fabric string, n, fas int, ideal float64, fcts []incastFCT, lost func(int) int64) (IncastPoint, error) {
+	pt := IncastPoint{FAs: fas, IdealFCTMS: ideal}
+	ft, err := rc.Table("incast_flows")
+	if err != nil {
+		return pt, err
+	}
+	type fl struct {
+		fa int
+		incastFCT
+	}
+	var fs []fl
+	var done []float64
+	for i, f := range fcts {
+		fs = append(fs, fl{1 + i, f})
+		if f.ok {
+			done = append(done, f.fct)
+		} else {
+			pt.Unfinished++
+		}
+	}
+	slices.SortStableFunc(fs, func(a, b fl) int {
+		switch {
+		case a.ok != b.ok:
+			if a.ok {
+				return -1
+			}
+			return 1
+		case a.fct < b.fct:
+			return -1
+		case a.fct > b.fct:
+			return 1
+		}
+		return 0
+	})
+	for k, f := range fs {
+		var v any
+		if f.ok {
+			v = f.fct
+		}
+		if err := ft.Write(fabric, n, k+1, f.fa, v, lost(f.fa-1)); err != nil {
+			return pt, err
+		}
+	}
+	if len(done) > 0 {
+		pt.FirstFCTMS, pt.LastFCTMS = slices.Min(done), slices.Max(done)
+		pt.LastOverIdl = pt.LastFCTMS / ideal
+		pt.Jain = Jain(done)
+	}
+	return pt, nil
+}
+
+// writeIncastPoint writes a fabric's rows of incast_points and incast_fct
+// for one N.
+func writeIncastPoint(rc *o.RunContext, fabric string, n, fas int, x IncastPoint) error {
+	pt, err := rc.Table("incast_points")
+	if err != nil {
+		return err
+	}
+	ct, err := rc.Table("incast_fct")
+	if err != nil {
+		return err
+	}
+	var feq any
+	if fabric == "stardust" {
+		feq = x.FEQueueMax
+	}
+	if err := pt.Write(fabric, n, fas, x.FirstFCTMS, x.LastFCTMS, x.IdealFCTMS, x.Jain, x.Lost, x.Retransmits, feq, x.Unfinished); err != nil {
+		return err
+	}
+	if x.Unfinished < n {
+		if err := ct.Write(fabric, "first", n, x.FirstFCTMS); err != nil {
+			return err
+		}
+		if err := ct.Write(fabric, "last", n, x.LastFCTMS); err != nil {
+			return err
+		}
+	}
+	return nil
 }
