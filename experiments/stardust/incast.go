@@ -188,6 +188,19 @@ type IncastSummary struct {
 	Unfinished      int     `json:"unfinished"`
 }
 
+// add records N's points on both fabrics.
+func (s *IncastSummary) add(n int, sd, pk IncastPoint) {
+	key := "n" + strconv.Itoa(n)
+	s.Stardust[key], s.Packet[key] = sd, pk
+	s.CellsLost += sd.Lost
+	s.PacketDrops += pk.Lost
+	s.Unfinished += sd.Unfinished + pk.Unfinished
+	if n > 1 {
+		s.MinJainStardust = min(s.MinJainStardust, sd.Jain)
+		s.MinJainPacket = min(s.MinJainPacket, pk.Jain)
+	}
+}
+
 // Jain is Jain's fairness index of xs: (sum x)^2 / (n sum x^2), 1 when
 // all are equal, 1/n when one holds everything.
 func Jain(xs []float64) float64 {
@@ -281,15 +294,7 @@ func (r *Incast) Plan(pc *o.PlanContext) (*o.Plan, error) {
 				}
 				mu.Lock()
 				defer mu.Unlock()
-				key := "n" + strconv.Itoa(n)
-				sum.Stardust[key], sum.Packet[key] = sd, pk
-				sum.CellsLost += sd.Lost
-				sum.PacketDrops += pk.Lost
-				sum.Unfinished += sd.Unfinished + pk.Unfinished
-				if n > 1 {
-					sum.MinJainStardust = min(sum.MinJainStardust, sd.Jain)
-					sum.MinJainPacket = min(sum.MinJainPacket, pk.Jain)
-				}
+				sum.add(n, sd, pk)
 				done++
 				return nil
 			}})

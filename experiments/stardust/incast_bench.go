@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strconv"
 	"sync"
 	"time"
 
@@ -49,16 +48,9 @@ func (r *Incast) planBench(pc *o.PlanContext, b *bench, ns []int) (*o.Plan, erro
 	wire := float64(frames*int64(frame+wireExtra)) * 8
 	desc := b.describe(cfg.LinkGbps, cfg.HostGbps)
 
-	// The packet fabric in the model at the bench's shape.
-	c := sm.Default()
-	c.FAs, c.FEs, c.LinksPerFA, c.PortsPerFA, c.Groups, c.Stages = len(b.FAs), len(b.FEs), len(b.FEs), 1, 1, 1
-	c.PortBps, c.LinkBps = float64(cfg.HostGbps)*1e9, float64(cfg.LinkGbps)*1e9
-	c.CellBytes, c.CreditBytes, c.SpeedUp = frame, cfg.CreditBytes, cfg.SpeedUp
-	c.PacketBytes = int(p.Int("packet_bytes"))
-	c.PropDelay = time.Duration(p.Float("link_m") * 5)
-	c.Load = 0
-	if err := c.Validate(); err != nil {
-		return nil, o.Inputf("%s: the packet fabric at the bench's shape: %v", IncastName, err)
+	c, err := packetAtBenchShape(b, cfg, int(p.Int("packet_bytes")), time.Duration(p.Float("link_m")*5))
+	if err != nil {
+		return nil, err
 	}
 	po := sm.PacketOpts{BufferBytes: int(p.Float("switch_buffer_kb") * 1024), InitWindow: int(p.Int("init_window")), RTO: p.Duration("rto")}
 	limit := int64(p.Duration("max_time").Seconds() / c.SlotSeconds())
@@ -72,9 +64,7 @@ func (r *Incast) planBench(pc *o.PlanContext, b *bench, ns []int) (*o.Plan, erro
 	var br *benchRun
 	devs := b.devices()
 	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: IncastTables(),
-		Bindings: []o.Binding{{Role: "fabric", Resource: "switches with stardust_role", Detail: desc},
-			{Role: "programs", Resource: "switches", Detail: fmt.Sprintf("%s on the FAs, %s on the FEs", sd.ProgramFA, sd.ProgramFE)},
-			{Role: "packet fabric", Resource: "simlab/stardustmodel", Detail: "the comparison's ECMP fabric, in the model at the bench's shape (no packet-switched program runs on the bench)"}},
+		Bindings: comparisonBindings(desc),
 		Summary: func(partial bool) (any, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -82,13 +72,7 @@ func (r *Incast) planBench(pc *o.PlanContext, b *bench, ns []int) (*o.Plan, erro
 			s.Partial = partial || done < len(ns)
 			return s, nil
 		}}
-	plan.Steps = append(plan.Steps, &o.Step{Name: "bring the fabric up", Action: "configure", Devices: devs,
-		Note: "programs, ports, ids, spraying, credits, reachability, FCI threshold: each change journalled",
-		Run: func(ctx context.Context, rc *o.RunContext) error {
-			var err error
-			br, err = b.up(ctx, rc, cfg)
-			return err
-		}})
+	plan.Steps = append(plan.Steps, b.upStep(cfg, &br))
 	for _, n := range ns {
 		plan.Steps = append(plan.Steps, &o.Step{Name: fmt.Sprintf("%d senders", n), Action: "measure", Devices: devs,
 			Note: fmt.Sprintf("%d replies of %d frames to %s on the bench; the packet fabric in the model", n, frames, b.FAs[0].Name),
@@ -116,15 +100,7 @@ func (r *Incast) planBench(pc *o.PlanContext, b *bench, ns []int) (*o.Plan, erro
 					n, st.FirstFCTMS, st.LastFCTMS, ideal, st.Jain, st.Lost, pk.FirstFCTMS, pk.LastFCTMS, pk.Jain, pk.Lost)})
 				mu.Lock()
 				defer mu.Unlock()
-				key := "n" + strconv.Itoa(n)
-				sum.Stardust[key], sum.Packet[key] = st, pk
-				sum.CellsLost += st.Lost
-				sum.PacketDrops += pk.Lost
-				sum.Unfinished += st.Unfinished + pk.Unfinished
-				if n > 1 {
-					sum.MinJainStardust = min(sum.MinJainStardust, st.Jain)
-					sum.MinJainPacket = min(sum.MinJainPacket, pk.Jain)
-				}
+				sum.add(n, st, pk)
 				done++
 				return nil
 			}})

@@ -190,6 +190,20 @@ func derangement(r *rand.Rand, fas, per int) []int {
 	return d
 }
 
+// runSlots runs a model n cell times, a thousand at a time, stopping
+// when ctx is done.
+func runSlots(ctx context.Context, run func(int64), n int64) error {
+	for n > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		k := min(n, 1000)
+		run(k)
+		n -= k
+	}
+	return nil
+}
+
 // permFlow is one flow's measured throughput.
 type permFlow struct {
 	src, dst int
@@ -286,18 +300,7 @@ func simulatePermutation(ctx context.Context, seed uint64, fabric string, c sm.C
 		run, delivered = f.Run, f.FlowDelivered
 		lost = func() int64 { return f.Drops }
 	}
-	step := func(n int64) error {
-		for n > 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			k := min(n, 1000)
-			run(k)
-			n -= k
-		}
-		return nil
-	}
-	if err := step(warm); err != nil {
+	if err := runSlots(ctx, run, warm); err != nil {
 		return nil, 0, nil, err
 	}
 	start := make([]int64, len(dst))
@@ -309,7 +312,7 @@ func simulatePermutation(ctx context.Context, seed uint64, fabric string, c sm.C
 	if fci != nil {
 		fci0 = fci()
 	}
-	if err := step(meas); err != nil {
+	if err := runSlots(ctx, run, meas); err != nil {
 		return nil, 0, nil, err
 	}
 	fs := make([]permFlow, len(dst))

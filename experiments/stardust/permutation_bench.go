@@ -36,16 +36,9 @@ func (r *Permutation) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
 	cfg.FCIFrames = int(p.Int("fci_threshold"))
 	warm, measure, drain := p.Duration("bench_warmup"), p.Duration("bench_measure"), p.Duration("bench_drain")
 	desc := b.describe(cfg.LinkGbps, cfg.HostGbps)
-	// The packet fabric in the model at the bench's shape: one host port
-	// per FA, one link to every FE.
-	c := sm.Default()
-	c.FAs, c.FEs, c.LinksPerFA, c.PortsPerFA, c.Groups, c.Stages = len(b.FAs), len(b.FEs), len(b.FEs), 1, 1, 1
-	c.PortBps, c.LinkBps = float64(cfg.HostGbps)*1e9, float64(cfg.LinkGbps)*1e9
-	c.CellBytes, c.CreditBytes, c.SpeedUp, c.PacketBytes = int(p.Int("cell_bytes")), cfg.CreditBytes, cfg.SpeedUp, frame
-	c.PropDelay = sm.Default().PropDelay
-	c.Load = 0
-	if err := c.Validate(); err != nil {
-		return nil, o.Inputf("%s: the packet fabric at the bench's shape: %v", PermutationName, err)
+	c, err := packetAtBenchShape(b, cfg, frame, sm.Default().PropDelay)
+	if err != nil {
+		return nil, err
 	}
 	po := permutationPacketOpts(p)
 	packetBytes := int(p.Int("packet_bytes"))
@@ -58,9 +51,7 @@ func (r *Permutation) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
 	var dst []int
 	devs := b.devices()
 	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: PermutationTables(),
-		Bindings: []o.Binding{{Role: "fabric", Resource: "switches with stardust_role", Detail: desc},
-			{Role: "programs", Resource: "switches", Detail: fmt.Sprintf("%s on the FAs, %s on the FEs", sd.ProgramFA, sd.ProgramFE)},
-			{Role: "packet fabric", Resource: "simlab/stardustmodel", Detail: "the comparison's ECMP fabric, in the model at the bench's shape (no packet-switched program runs on the bench)"}},
+		Bindings: comparisonBindings(desc),
 		Summary: func(partial bool) (any, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -68,20 +59,14 @@ func (r *Permutation) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
 			s.Partial = partial || len(s.Fabrics) < 2
 			return s, nil
 		}}
-	plan.Steps = append(plan.Steps, &o.Step{Name: "bring the fabric up", Action: "configure", Devices: devs,
-		Note: "programs, ports, ids, spraying, credits, reachability, FCI threshold: each change journalled",
-		Run: func(ctx context.Context, rc *o.RunContext) error {
-			dst = derangement(rand.New(rand.NewPCG(rc.Seed, 0x9e)), len(b.FAs), 1)
-			var err error
-			br, err = b.up(ctx, rc, cfg)
-			return err
-		}})
+	plan.Steps = append(plan.Steps, b.upStep(cfg, &br))
 	plan.Steps = append(plan.Steps, &o.Step{Name: "stardust", Action: "measure", Devices: devs,
 		Note: fmt.Sprintf("every FA at line rate to another, %v + %v measured + a drain of up to %v, on the switches' clock", warm, measure, drain),
 		Run: func(ctx context.Context, rc *o.RunContext) error {
 			if br == nil {
 				return fmt.Errorf("the fabric is not up")
 			}
+			dst = derangement(rand.New(rand.NewPCG(rc.Seed, 0x9e)), len(b.FAs), 1)
 			at := map[*benchNode]int{}
 			for i, n := range br.FAs {
 				at[n] = i

@@ -200,18 +200,7 @@ func (r *PushPull) Plan(pc *o.PlanContext) (*o.Plan, error) {
 						}
 						run, delivered, lostOf = f.Run, f.FlowDelivered, f.FlowDrops
 					}
-					step := func(n int64) error {
-						for n > 0 {
-							if err := ctx.Err(); err != nil {
-								return err
-							}
-							k := min(n, 1000)
-							run(k)
-							n -= k
-						}
-						return nil
-					}
-					if err := step(warm); err != nil {
+					if err := runSlots(ctx, run, warm); err != nil {
 						return err
 					}
 					d0 := make([]int64, len(flows))
@@ -219,7 +208,7 @@ func (r *PushPull) Plan(pc *o.PlanContext) (*o.Plan, error) {
 					for i := range flows {
 						d0[i], l0[i] = delivered(i), lostOf(i)
 					}
-					if err := step(meas); err != nil {
+					if err := runSlots(ctx, run, meas); err != nil {
 						return err
 					}
 					gbps := func(b int64) float64 { return float64(b) * 8 / (float64(meas) * slot) / 1e9 }

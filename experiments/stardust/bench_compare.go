@@ -1,0 +1,53 @@
+package stardust
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	o "testbed/orchestrator"
+	sd "testbed/p4/stardust"
+	sm "testbed/simlab/stardustmodel"
+)
+
+// Recipes that compare Stardust with a packet-switched fabric
+// (stardust-incast, stardust-permutation) run Stardust's half on a
+// Stardust bench and the packet fabric's in the model at the bench's
+// shape: no packet-switched program runs on the bench's switches, and the
+// summary says so (packet_fabric_from: model).
+
+// packetAtBenchShape is the model's fabric at b's shape: one host port of
+// cfg's rate per FA, one link of cfg's rate to each FE, packetBytes
+// packets, links of prop.
+func packetAtBenchShape(b *bench, cfg benchConfig, packetBytes int, prop time.Duration) (sm.Config, error) {
+	c := sm.Default()
+	c.FAs, c.FEs, c.LinksPerFA, c.PortsPerFA, c.Groups, c.Stages = len(b.FAs), len(b.FEs), len(b.FEs), 1, 1, 1
+	c.PortBps, c.LinkBps = float64(cfg.HostGbps)*1e9, float64(cfg.LinkGbps)*1e9
+	c.CellBytes, c.CreditBytes, c.SpeedUp, c.PacketBytes = cfg.FrameBytes, cfg.CreditBytes, cfg.SpeedUp, packetBytes
+	c.PropDelay = prop
+	c.Load = 0
+	if err := c.Validate(); err != nil {
+		return c, o.Inputf("the packet fabric at the bench's shape: %v", err)
+	}
+	return c, nil
+}
+
+// comparisonBindings name the bench, its programs and the model's packet
+// fabric.
+func comparisonBindings(desc string) []o.Binding {
+	return []o.Binding{{Role: "fabric", Resource: "switches with stardust_role", Detail: desc},
+		{Role: "programs", Resource: "switches", Detail: fmt.Sprintf("%s on the FAs, %s on the FEs", sd.ProgramFA, sd.ProgramFE)},
+		{Role: "packet fabric", Resource: "simlab/stardustmodel", Detail: "the comparison's ECMP fabric, in the model at the bench's shape (no packet-switched program runs on the bench)"}}
+}
+
+// upStep is a bench recipe's first step: the fabric brought up with cfg,
+// *br set when it is.
+func (b *bench) upStep(cfg benchConfig, br **benchRun) *o.Step {
+	return &o.Step{Name: "bring the fabric up", Action: "configure", Devices: b.devices(),
+		Note: "programs, ports, ids, spraying, credits, reachability, FCI threshold: each change journalled",
+		Run: func(ctx context.Context, rc *o.RunContext) error {
+			r, err := b.up(ctx, rc, cfg)
+			*br = r
+			return err
+		}}
+}
