@@ -72,6 +72,20 @@ const (
 	// RegSeqIn the next expected per source FA (in-order release).
 	RegSeqOut = "SwitchIngress.reg_seq_out"
 	RegSeqIn  = "SwitchIngress.reg_seq_in"
+	// RegReasmTimeout (FA, index 0) is the reassembly timeout in aging
+	// ticks: how long a source's frames wait for a missing one before the
+	// FA gives its sequence number up (§4.1: a packet whose reassembly
+	// timer expires is discarded); 0 waits for ever. At most AgeMax-1.
+	RegReasmTimeout = "SwitchIngress.reg_reasm_timeout"
+	// RegReasmAge (FA) is, per source FA, 0 while none of its frames
+	// waits for its turn, else 1 + the aging ticks since one began to
+	// (saturating at AgeMax): past RegReasmTimeout, the next waiting frame
+	// takes its turn.
+	RegReasmAge = "SwitchIngress.reg_reasm_age"
+	// RegReasmDrops (FA) counts, per source FA, the sequence numbers given
+	// up at a reassembly timeout and not since released: frames lost on
+	// the way or dropped waiting at this FA.
+	RegReasmDrops = "SwitchIngress.reg_reasm_drops"
 	// RegSpray is the round-robin slot per destination FA.
 	RegSpray = "SwitchIngress.reg_spray"
 	// RegCreditRR (FA) is the round-robin slot per host port's credits.
@@ -163,6 +177,13 @@ const (
 	// Flags.
 	FlagFCI  = 0x01
 	FlagLast = 0x02
+	// FlagSkip is local to the egress FA: a waiting frame that found its
+	// source's reassembly timeout expired takes its turn on its next pass
+	// (SD_FLAG_SKIP).
+	FlagSkip = 0x04
+	// ReasmQID is the recirculation port's queue a FlagSkip frame goes
+	// round in (SD_REASM_QID), apart from the frames waiting for credit.
+	ReasmQID = 7
 	// MaxFAs is the size of the per-FA registers and tables (SD_MAX_FAS).
 	MaxFAs = 256
 	// MaxLinks is the spraying slots per destination (SD_MAX_LINKS).
