@@ -23,8 +23,9 @@ import (
 // buffer_hex), their ports' speeds and state, and the fibres' optics. What
 // the cells do comes back as the switches' registers (reg_credit,
 // reg_seq_*, reg_spray, reg_credit_rr, reg_fci, reg_reach_age,
-// reg_lat_hist, reg_qdepth_hist), port counters, tm.queue of the FEs'
-// fabric ports and the FAs' recirculation port, and pktgen.status.
+// reg_reasm_age, reg_reasm_drops, reg_lat_hist, reg_qdepth_hist), port
+// counters, tm.queue of the FEs' fabric ports and the FAs' recirculation
+// port, and pktgen.status.
 //
 // Stated parameters and approximations (p4/stardust/README.md's table):
 //   - a switch's ingress-to-egress time is pipelineNs (fec.go), at the
@@ -388,7 +389,8 @@ func sdRegs(dv *sdm.SwDevice) []struct {
 		return []r{{sd.RegSpray, dv.SprayRR}, {sd.RegReachAge, dv.Age}, {sd.RegQHist, dv.QHist}}
 	}
 	return []r{{sd.RegCredit, dv.Credit}, {sd.RegSeqOut, dv.SeqOut}, {sd.RegSeqIn, dv.SeqIn}, {sd.RegSpray, dv.SprayRR},
-		{sd.RegCreditRR, dv.CreditRR}, {sd.RegFCI, dv.FCI}, {sd.RegReachAge, dv.Age}, {sd.RegLatHist, dv.LatHist}}
+		{sd.RegCreditRR, dv.CreditRR}, {sd.RegFCI, dv.FCI}, {sd.RegReachAge, dv.Age}, {sd.RegLatHist, dv.LatHist},
+		{sd.RegReasmAge, dv.ReasmAge}, {sd.RegReasmDrops, dv.ReasmDrops}}
 }
 
 // syncIn reads the switches' registers into the fabric (the control
@@ -415,6 +417,8 @@ func (e *sdEngine) syncIn() {
 		}
 		if dv.FE {
 			dv.FCITh = sw.regs[sd.RegFCIThreshold][0]
+		} else {
+			dv.ReasmTimeout = sw.regs[sd.RegReasmTimeout][0]
 		}
 		for a, sa := range e.apps {
 			if e.appDev[a] == i {
