@@ -181,8 +181,9 @@ const (
 	// source's reassembly timeout expired takes its turn on its next pass
 	// (SD_FLAG_SKIP).
 	FlagSkip = 0x04
-	// ReasmQID is the recirculation port's queue a FlagSkip frame goes
-	// round in (SD_REASM_QID), apart from the frames waiting for credit.
+	// ReasmQID is the recirculation port's queue early frames wait their
+	// turn in at the egress FA (SD_REASM_QID), apart from the frames
+	// waiting for credit in their traffic class's queue.
 	ReasmQID = 7
 	// MaxFAs is the size of the per-FA registers and tables (SD_MAX_FAS).
 	MaxFAs = 256

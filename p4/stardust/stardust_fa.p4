@@ -55,9 +55,10 @@
 /* Where a frame without a credit waits: pipe 1's internal port, or a
  * front-panel port in loopback on chassis without it. */
 #define SD_RECIRC_PORT 196
-/* The recirculation port's queue a frame whose reassembly timeout expired
- * goes round in: at most one per source per timeout, so it never fills
- * behind the frames waiting for credit in the traffic classes' queues. */
+/* The recirculation port's queue early frames wait their turn in (the
+ * paper's egress reassembly memory), apart from the frames waiting for
+ * credit in their traffic classes' queues: a backlog of frames without
+ * credit never crowds reassembly out. */
 #define SD_REASM_QID 7
 
 parser SwitchIngressParser(
@@ -527,10 +528,10 @@ control SwitchIngress(
                 /* Early: wait round the recirculation port. */
                 ig_md.reasm_age = reasm_wait.execute(hdr.sd.src_fa);
                 wait_recirculate();
+                ig_tm_md.qid = SD_REASM_QID;
                 if (ig_md.reasm_age > ig_md.reasm_to) {
                     /* Expired: on its next pass it takes its turn. */
                     hdr.sd.flags = hdr.sd.flags | SD_FLAG_SKIP;
-                    ig_tm_md.qid = SD_REASM_QID;
                 }
             }
         } else if (hdr.sd.isValid() && hdr.sd.kind == SD_KIND_CREDIT) {

@@ -30,8 +30,9 @@ import (
 //   - At the destination FA: LatHist counts now - timestamp (64 ns
 //     buckets), FCI[port] counts marked frames, and the frame is released
 //     in order per source FA (SeqIn); an early frame waits in the
-//     recirculation queue, and one behind SeqIn (its number was given up)
-//     is dropped.
+//     recirculation port's early-frame queue (ReorderCapBytes; beyond, it
+//     is dropped), and one behind SeqIn (its number was given up) is
+//     dropped.
 //   - Reassembly timeout: ReasmAge[src] is 0 while nothing of src waits,
 //     else 1 + the aging ticks since a frame of src began to wait (an
 //     early frame's pass starts it, even one the full recirculation queue
@@ -161,11 +162,15 @@ type SwDevice struct {
 	// RecircMax is the fullest the recirculation queue has been (bytes)
 	// since the caller last reset it.
 	RecircMax int64
-	Unrouted  int64 // frames a table had no entry for (dropped)
+	// ReorderDrops and ReorderMax are the same for the early frames'
+	// queue.
+	ReorderDrops, ReorderMax int64
+	Unrouted                 int64 // frames a table had no entry for (dropped)
 
-	voqWait     map[int][]int32 // VOQ -> frames waiting for a credit, FIFO
-	reorder     map[int]map[uint32]int32
-	recircBytes int64
+	voqWait      map[int][]int32 // VOQ -> frames waiting for a credit, FIFO
+	reorder      map[int]map[uint32]int32
+	recircBytes  int64
+	reorderBytes int64
 	// seqIn is SeqIn as the fabric last left it: a difference is the
 	// control plane's write.
 	seqIn []int64
@@ -298,8 +303,9 @@ type SwitchFabric struct {
 	// PipelinePs is a device's ingress-to-egress time.
 	PipelinePs int64
 	// QueueCapBytes bounds every fabric port's queue, RecircCapBytes an
-	// FA's recirculation queue.
-	QueueCapBytes, RecircCapBytes int64
+	// FA's recirculation queue of frames waiting for credit and
+	// ReorderCapBytes its queue of early frames (SD_REASM_QID).
+	QueueCapBytes, RecircCapBytes, ReorderCapBytes int64
 	// CreditCap is the most a VOQ banks (frames).
 	CreditCap int64
 
@@ -320,7 +326,7 @@ type SwitchFabric struct {
 
 // NewSwitchFabric makes an empty fabric.
 func NewSwitchFabric(r *rand.Rand) *SwitchFabric {
-	return &SwitchFabric{rng: r, free: -1, CreditCap: 32, QueueCapBytes: 1 << 20, RecircCapBytes: 1 << 20}
+	return &SwitchFabric{rng: r, free: -1, CreditCap: 32, QueueCapBytes: 1 << 20, RecircCapBytes: 1 << 20, ReorderCapBytes: 1 << 20}
 }
 
 // Now is the fabric's clock, ps.
@@ -814,7 +820,7 @@ func (f *SwitchFabric) releaseBehind(d *SwDevice, src int) {
 		}
 		w := d.reorder[src][seq]
 		delete(d.reorder[src], seq)
-		d.recircBytes -= int64(f.frames[w].bytes)
+		d.reorderBytes -= int64(f.frames[w].bytes)
 		if d.ReasmDrops[src] > 0 {
 			d.ReasmDrops[src]--
 		}
@@ -859,7 +865,7 @@ func (f *SwitchFabric) drainInOrder(d *SwDevice, src int) {
 			return
 		}
 		delete(d.reorder[src], next)
-		d.recircBytes -= int64(f.frames[w].bytes)
+		d.reorderBytes -= int64(f.frames[w].bytes)
 		f.releaseHost(d, w)
 	}
 }
@@ -913,23 +919,24 @@ func (f *SwitchFabric) atFA(e swEvent) {
 			f.release(e.fr)
 			return
 		}
-		// Early: round the recirculation port until its turn. Its pass
-		// starts the stall, or finds it expired: then it goes round in
-		// the timeout's own queue and the gap is given up.
+		// Early: round the recirculation port's early-frame queue until
+		// its turn. Its pass starts the stall, or finds it expired (and
+		// starts the next): then, if the queue takes it, the gap is given
+		// up.
 		expired := d.reasmExpired(src)
 		if d.ReasmAge[src] == 0 || expired {
 			d.ReasmAge[src] = 1
 		}
-		if !expired && d.recircBytes+int64(fr.bytes) > f.RecircCapBytes {
-			d.RecircDrops++
+		if d.reorderBytes+int64(fr.bytes) > f.ReorderCapBytes {
+			d.ReorderDrops++
 			f.release(e.fr)
 			return
 		}
 		if d.reorder[src] == nil {
 			d.reorder[src] = map[uint32]int32{}
 		}
-		d.recircBytes += int64(fr.bytes)
-		d.RecircMax = max(d.RecircMax, d.recircBytes)
+		d.reorderBytes += int64(fr.bytes)
+		d.ReorderMax = max(d.ReorderMax, d.reorderBytes)
 		d.reorder[src][fr.seq] = e.fr
 		if expired {
 			f.giveUpGap(d, src)
@@ -969,8 +976,13 @@ func (f *SwitchFabric) toHost(d *SwDevice, fi int32) {
 	f.release(fi)
 }
 
-// RecircBytes is what waits in the device's recirculation queue.
+// RecircBytes is what waits for credit in the device's recirculation
+// queue.
 func (d *SwDevice) RecircBytes() int64 { return d.recircBytes }
+
+// ReorderBytes is what waits for its turn in the device's early-frame
+// queue.
+func (d *SwDevice) ReorderBytes() int64 { return d.reorderBytes }
 
 // Waiting is the data frames device dev holds in its recirculation queue.
 func (d *SwDevice) Waiting() int64 {
