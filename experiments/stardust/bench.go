@@ -250,7 +250,10 @@ type benchConfig struct {
 	// FCIFrames is the FEs' FCI threshold in frames (0: off).
 	FCIFrames   int
 	ReachPeriod time.Duration
-	Replace     bool
+	// ReasmTicks is the FAs' reassembly timeout in aging ticks (one every
+	// ReachPeriod); 0 leaves a stall for ever.
+	ReasmTicks int
+	Replace    bool
 }
 
 // benchParams are the parameters the bench mode adds to a recipe.
@@ -491,6 +494,9 @@ func (br *benchRun) tables(ctx context.Context, n *benchNode) error {
 	if err := n.sw.SetCreditPorts(ctx, []int{hostPort}); err != nil {
 		return wrap(err)
 	}
+	if err := n.sw.SetReassemblyTimeout(ctx, br.cfg.ReasmTicks); err != nil {
+		return wrap(err)
+	}
 	return wrap(n.sw.SetCreditSources(ctx, hostPort, srcs))
 }
 
@@ -571,10 +577,16 @@ func (br *benchRun) startInfra(ctx context.Context, d time.Duration) error {
 		for _, p := range n.Ports {
 			maxPort = max(maxPort, p)
 		}
+		if !n.FE {
+			for _, fa := range br.FAs {
+				maxPort = max(maxPort, fa.ID)
+			}
+		}
 		gens := []tofino.Generator{
 			{AppID: appReach, Period: cfg.ReachPeriod, PerBatch: len(n.Ports), Cell: sd.Cell{Kind: sd.KindReach, SrcFA: uint16(n.ID)}},
-			// An aging tick's packet id is the dev port it ages: a batch
-			// covers every fabric port (and the ports below them).
+			// An aging tick's packet id is the dev port it ages and, at an
+			// FA, the source FA whose reassembly stall it ages: a batch
+			// covers every fabric port and FA id (and those below them).
 			{AppID: appAge, Period: cfg.ReachPeriod, PerBatch: maxPort + 1, Cell: sd.Cell{Kind: sd.KindAge}},
 		}
 		if !n.FE {
@@ -634,9 +646,13 @@ type benchReading struct {
 	// FE transmit frames and octets on their fabric ports, summed (the
 	// last stage's links).
 	FEFrames, FEOctets int64
-	// Waiting frames dropped at the FAs' recirculation queues, and frames
-	// lost to full FE output queues.
-	WaitDrops, FabricDrops int64
+	// Frames dropped waiting for credit at the FAs' recirculation queues,
+	// early frames dropped waiting for their turn there (SD_REASM_QID),
+	// and frames lost to full FE output queues.
+	WaitDrops, ReorderDrops, FabricDrops int64
+	// ReasmDrops is the sequence numbers the FAs gave up at a reassembly
+	// timeout, summed over the sources.
+	ReasmDrops int64
 }
 
 func (br *benchRun) read(ctx context.Context, at time.Duration) (benchReading, error) {
@@ -658,6 +674,21 @@ func (br *benchRun) read(ctx context.Context, at time.Duration) (benchReading, e
 			return r, fmt.Errorf("%s: %w", n.Name, err)
 		}
 		r.WaitDrops += d[0]
+		if d, err = n.sw.QueueDrops(ctx, []int{recircPort}, sd.ReasmQID); err != nil {
+			return r, fmt.Errorf("%s: %w", n.Name, err)
+		}
+		r.ReorderDrops += d[0]
+		srcs := make([]int, len(br.FAs))
+		for i, s := range br.FAs {
+			srcs[i] = s.ID
+		}
+		g, err := n.sw.ReassemblyDrops(ctx, srcs)
+		if err != nil {
+			return r, fmt.Errorf("%s: %w", n.Name, err)
+		}
+		for _, v := range g {
+			r.ReasmDrops += v
+		}
 	}
 	for _, n := range br.FEs {
 		h, err := n.sw.QueueHistogram(ctx)
@@ -704,9 +735,11 @@ type benchPoint struct {
 	// frames and octets.
 	HostFrames, HostOctets, FEFrames, FEOctets int64
 	// Whole run: frames the data generators sent, released at the host
-	// ports, dropped waiting for credit, lost in FE queues, and the
-	// latency histogram's mass (cells that arrived at their FA).
-	Generated, Delivered, WaitDrops, FabricDrops, Arrived int64
+	// ports, dropped waiting for credit, dropped waiting for their turn at
+	// the destination, lost in FE queues, given up at a reassembly
+	// timeout, and the latency histogram's mass (cells that arrived at
+	// their FA).
+	Generated, Delivered, WaitDrops, ReorderDrops, FabricDrops, ReasmDrops, Arrived int64
 	// Drained is how long after the window the accounting was read.
 	Drained time.Duration
 }
@@ -794,17 +827,30 @@ func (br *benchRun) runTraffic(ctx context.Context, frameBytes int, bps float64,
 	}
 	// Drain: ask, a step at a time, until every frame sent is released or
 	// counted dropped (frames waiting for credit go on being released while
-	// credits flow), for at most drain.
+	// credits flow), for at most drain. Every frame sent to the fabric is
+	// released or given up at a reassembly timeout, but a source's last
+	// frames lost in the fabric, which nothing after them stalls for: so
+	// also done once everything has arrived or been counted lost in the
+	// fabric and the releases have stopped.
 	step := max(drain/20, 5*time.Microsecond)
 	rC, t := rB, tB
 	for t < tB+drain {
 		if t, err = clock.WaitClock(ctx, min(t+step, tB+drain)); err != nil {
 			return pt, err
 		}
+		prev := rC
 		if rC, err = br.read(ctx, t); err != nil {
 			return pt, err
 		}
-		if rC.HostFrames-r0.HostFrames+rC.WaitDrops-r0.WaitDrops+rC.FabricDrops-r0.FabricDrops >= pt.Generated {
+		released, waited := rC.HostFrames-r0.HostFrames, rC.WaitDrops-r0.WaitDrops
+		if released+waited+rC.ReasmDrops-r0.ReasmDrops >= pt.Generated {
+			break
+		}
+		var arrived int64
+		for _, v := range sub(rC.Lat, r0.Lat) {
+			arrived += v
+		}
+		if arrived+waited+rC.FabricDrops-r0.FabricDrops >= pt.Generated && rC.HostFrames == prev.HostFrames && rC.ReasmDrops == prev.ReasmDrops {
 			break
 		}
 	}
@@ -818,7 +864,9 @@ func (br *benchRun) runTraffic(ctx context.Context, frameBytes int, bps float64,
 	pt.FEFrames, pt.FEOctets = rB.FEFrames-rA.FEFrames, rB.FEOctets-rA.FEOctets
 	pt.Delivered = rC.HostFrames - r0.HostFrames
 	pt.WaitDrops = rC.WaitDrops - r0.WaitDrops
+	pt.ReorderDrops = rC.ReorderDrops - r0.ReorderDrops
 	pt.FabricDrops = rC.FabricDrops - r0.FabricDrops
+	pt.ReasmDrops = rC.ReasmDrops - r0.ReasmDrops
 	for _, v := range sub(rC.Lat, r0.Lat) {
 		pt.Arrived += v
 	}
