@@ -245,15 +245,17 @@ func (s *Switch) FabricSnapshot(ctx context.Context, program string) (FabricSnap
 		}
 		snap.Tables = append(snap.Tables, TableSnapshot{Table: t, Entries: es})
 	}
-	reg := sd.RegReasmTimeout
-	if program == sd.ProgramFE {
-		reg = sd.RegFCIThreshold
+	regs := []string{sd.RegFCIThreshold}
+	if program == sd.ProgramFA {
+		regs = append(regs, sd.RegReasmTimeout)
 	}
-	v, err := s.readEach(ctx, reg, []int{0}, 1)
-	if err != nil {
-		return snap, err
+	for _, reg := range regs {
+		v, err := s.readEach(ctx, reg, []int{0}, 1)
+		if err != nil {
+			return snap, err
+		}
+		snap.Registers = append(snap.Registers, RegisterValue{Name: reg, Index: 0, Value: v[0]})
 	}
-	snap.Registers = append(snap.Registers, RegisterValue{Name: reg, Index: 0, Value: v[0]})
 	return snap, nil
 }
 
@@ -450,8 +452,10 @@ func (s *Switch) SetCreditSources(ctx context.Context, port int, srcs []CreditSo
 	return nil
 }
 
-// SetFCIThreshold sets an FE's FCI threshold in the traffic manager's
-// buffer cells (sd.FCIThreshold turns frames into them); 0 turns FCI off.
+// SetFCIThreshold sets the queue depth, in the traffic manager's buffer
+// cells (sd.FCIThreshold turns frames into them), at which an FE's output
+// ports or an FA's fabric ports mark FCI; 0 turns the switch's marking
+// off.
 func (s *Switch) SetFCIThreshold(ctx context.Context, cells int) error {
 	if cells < 0 {
 		return fmt.Errorf("FCI threshold %d buffer cells: expected 0 or more", cells)
@@ -459,7 +463,7 @@ func (s *Switch) SetFCIThreshold(ctx context.Context, cells int) error {
 	return s.WriteRegister(ctx, sd.RegFCIThreshold, 0, int64(cells))
 }
 
-// FCIThreshold reads an FE's FCI threshold in buffer cells.
+// FCIThreshold reads an FE's or FA's FCI threshold in buffer cells.
 func (s *Switch) FCIThreshold(ctx context.Context) (int, error) {
 	v, err := s.readEach(ctx, sd.RegFCIThreshold, []int{0}, 1)
 	if err != nil {

@@ -285,8 +285,8 @@ func TestStardustBringUpThroughTheDriver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(snap.Tables) != 7 || len(snap.Registers) != 1 || snap.Registers[0] != (tofino.RegisterValue{Name: sd.RegReasmTimeout, Index: 0, Value: 0}) {
-		t.Fatalf("FA snapshot: %d tables, registers %+v; want the 7 tables a bring-up fills and the reassembly timeout, 0", len(snap.Tables), snap.Registers)
+	if len(snap.Tables) != 7 || !reflect.DeepEqual(snap.Registers, []tofino.RegisterValue{{Name: sd.RegFCIThreshold}, {Name: sd.RegReasmTimeout}}) {
+		t.Fatalf("FA snapshot: %d tables, registers %+v; want the 7 tables a bring-up fills, the FCI threshold and the reassembly timeout, 0", len(snap.Tables), snap.Registers)
 	}
 	for _, ts := range snap.Tables {
 		if len(ts.Entries) != 0 {
@@ -412,8 +412,11 @@ func TestStardustBringUpThroughTheDriver(t *testing.T) {
 	if to, err := fa.ReassemblyTimeout(ctx); err != nil || to != 3 {
 		t.Errorf("reassembly timeout %d %v, want 3", to, err)
 	}
-	if snap, err := fa.FabricSnapshot(ctx, sd.ProgramFA); err != nil || len(snap.Registers) != 1 || snap.Registers[0].Value != 3 {
-		t.Errorf("FA snapshot registers %+v %v, want the timeout, 3", snap.Registers, err)
+	if err := fa.SetFCIThreshold(ctx, 64); err != nil {
+		t.Fatal(err)
+	}
+	if snap, err := fa.FabricSnapshot(ctx, sd.ProgramFA); err != nil || len(snap.Registers) != 2 || snap.Registers[0].Value != 64 || snap.Registers[1].Value != 3 {
+		t.Errorf("FA snapshot registers %+v %v, want the FCI threshold, 64, and the timeout, 3", snap.Registers, err)
 	}
 	for _, bad := range []int{-1, sd.AgeMax} {
 		if err := fa.SetReassemblyTimeout(ctx, bad); err == nil {

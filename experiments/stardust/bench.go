@@ -452,8 +452,8 @@ func voq(fa int) int { return fa }
 // spraying permutations (§5.3: a random permutation of the FA's links per
 // destination; an FE's one port to each FA); an FA's host port, credit
 // port and sources (every other FA's VOQ for it, round robin) and
-// generator flows (uniform over the other FAs' host ports); an FE's FCI
-// threshold.
+// generator flows (uniform over the other FAs' host ports), reassembly
+// timeout and FCI threshold; an FE's FCI threshold.
 func (br *benchRun) tables(ctx context.Context, n *benchNode) error {
 	wrap := func(err error) error {
 		if err != nil {
@@ -495,6 +495,12 @@ func (br *benchRun) tables(ctx context.Context, n *benchNode) error {
 		return wrap(err)
 	}
 	if err := n.sw.SetReassemblyTimeout(ctx, br.cfg.ReasmTicks); err != nil {
+		return wrap(err)
+	}
+	// The FA's fabric ports mark FCI at the FEs' threshold: the bench's
+	// links carry just the host port's rate, so credits a few percent
+	// above it queue there first (stardust_fa.p4).
+	if err := n.sw.SetFCIThreshold(ctx, int(sd.FCIThreshold(br.cfg.FCIFrames, br.cfg.FrameBytes))); err != nil {
 		return wrap(err)
 	}
 	return wrap(n.sw.SetCreditSources(ctx, hostPort, srcs))

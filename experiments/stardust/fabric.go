@@ -77,7 +77,9 @@ On a Stardust bench (switches with the inventory option stardust_role fa or fe, 
 summary): the FAs and FEs run p4/stardust's programs, brought up through the switch
 driver (ids, spraying over a random permutation of each FA's links, credits at the host
 port's rate x (1 + speed_up) in credits of credit_bytes, reachability cells and aging
-every reach_period, the FEs' FCI threshold of fci_threshold frames), and at each
+every reach_period, the FEs' and the FAs' fabric ports' FCI threshold of fci_threshold
+frames: the bench's links carry just the host port's rate, so the FA's own links are
+where credits above it queue first), and at each
 utilisation every FA's packet generator sends frames of cell_bytes (a frame is a cell on
 Tofino) uniformly to the other FAs' host ports at that fraction of its fabric links'
 capacity. Latency comes from the destination FAs' histograms (64 ns buckets, from the
@@ -108,7 +110,7 @@ func (*Fabric) Params() []o.ParamSpec {
 		{Name: "link_m", Type: o.TypeFloat, Unit: "m", Default: 100.0, Min: o.Bound(0), Max: o.Bound(100000), Description: "fibre length of every fabric link, at 5 ns/m"},
 		{Name: "packet_bytes", Type: o.TypeInt, Unit: "B", Default: int64(1500), Min: o.Bound(64), Max: o.Bound(9216), Description: "host packet size"},
 		{Name: "fe_queue_cells", Type: o.TypeInt, Unit: "cells", Default: int64(128), Min: o.Bound(4), Max: o.Bound(1 << 20), Description: "FE output queue capacity; a cell arriving to a full one is lost and counted"},
-		{Name: "fci_threshold", Type: o.TypeInt, Unit: "cells", Default: int64(32), Min: o.Bound(0), Max: o.Bound(1 << 20), Description: "FE queue depth that marks FCI (§4.2); 0 turns FCI off"},
+		{Name: "fci_threshold", Type: o.TypeInt, Unit: "cells", Default: int64(32), Min: o.Bound(0), Max: o.Bound(1 << 20), Description: "FE queue depth that marks FCI (§4.2); on the bench (in frames) also the FAs' fabric ports'; 0 turns FCI off"},
 		// Table 4: c/f = 10 us, th = 3.
 		{Name: "reach_period", Type: o.TypeDuration, Default: 10 * time.Microsecond, Min: o.Bound(0), Max: o.Bound(0.01), Description: "reachability cell period on every link (Table 4: 10 us); 0 turns reachability cells off"},
 		// The bench's worst fabric latency is under what the FAs' latency

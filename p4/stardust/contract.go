@@ -96,9 +96,9 @@ const (
 	// RegReachAge counts, per port, the aging ticks since the port's last
 	// reachability cell; the link is down once it reaches th.
 	RegReachAge = "SwitchIngress.reg_reach_age"
-	// RegFCIThreshold (FE) is the queue depth, in the traffic manager's
-	// buffer cells, at or above which a leaving data cell is marked FCI;
-	// 0 turns FCI off.
+	// RegFCIThreshold is the queue depth, in the traffic manager's buffer
+	// cells, at or above which a data cell leaving by an FE's port or an
+	// FA's fabric port is marked FCI; 0 turns the device's marking off.
 	RegFCIThreshold = "SwitchEgress.reg_fci_th"
 
 	// TableGenFlow (FA) gives a data frame of the packet generator (host

@@ -37,6 +37,7 @@ func Declarations() []Declaration {
 			decl.Action(p, TableReachPort, ActionReachOn, ParamLink),
 			decl.Register(p, "", RegSpray),
 			decl.Register(p, "", RegReachAge),
+			decl.Register(p, "", RegFCIThreshold),
 		)
 	}
 	both(ProgramFA)
@@ -62,7 +63,6 @@ func Declarations() []Declaration {
 		decl.Table(fa, TableGenFlow, KeyAppID, KeySlot),
 		decl.Action(fa, TableGenFlow, ActionToVOQ, ParamFA, ParamPort, ParamVOQ, ParamTC),
 		decl.Register(fa, "", RegLatHist),
-		decl.Register(ProgramFE, "", RegFCIThreshold),
 		decl.Register(ProgramFE, "", RegQHist),
 	)
 	return out

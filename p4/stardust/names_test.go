@@ -138,7 +138,7 @@ func TestContractRenameIsCaught(t *testing.T) {
 			return false
 		},
 		"register moved": func(d *Declaration) bool {
-			if d.Kind == KindRegister && d.QualifiedName() == RegFCIThreshold {
+			if d.Kind == KindRegister && d.Program == ProgramFE && d.QualifiedName() == RegFCIThreshold {
 				d.Control = ControlIngress
 				return true
 			}

@@ -15,7 +15,8 @@
  *   plane writes a random permutation of the reachable links there and
  *   replaces it every few rounds. A frame without a credit waits: it goes
  *   round the recirculation port in its traffic class's queue and tries
- *   again.
+ *   again. At egress, a data cell finding its fabric port's queue at or
+ *   above reg_fci_th is marked FCI, as at an FE.
  * Cells from the fabric:
  *   data: released to the host port (host_port) in sequence order per
  *     source FA (reg_seq_in); a frame ahead of its turn recirculates. A
@@ -581,10 +582,28 @@ parser SwitchEgressParser(
     state start {
         pkt.extract(eg_intr_md);
         eg_md.fci_th = 0;
+        transition parse_ethernet;
+    }
+    state parse_ethernet {
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            SD_ETHERTYPE : parse_sd;
+            default : accept;
+        }
+    }
+    state parse_sd {
+        pkt.extract(hdr.sd);
         transition accept;
     }
 }
 
+/* The FA's fabric ports are the first stage of the fabric: a data cell
+ * leaving by one whose queue is at or above reg_fci_th (buffer cells)
+ * is marked FCI, as at the FE, so that credits beyond what the source's
+ * own links carry throttle the destinations' credits too (the paper's
+ * FAs have a fabric speed-up above the credit rate, §4.1; a bench whose
+ * links carry just the host port's rate has none). Frames going round
+ * the recirculation port are not marked. */
 control SwitchEgress(
         inout sd_headers_t hdr,
         inout sd_egress_md_t eg_md,
@@ -592,7 +611,21 @@ control SwitchEgress(
         in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
         inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
         inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
+
+    Register<bit<32>, bit<1>>(1, 0) reg_fci_th;
+    RegisterAction<bit<32>, bit<1>, bit<32>>(reg_fci_th) read_fci_th = {
+        void apply(inout bit<32> v, out bit<32> rv) {
+            rv = v;
+        }
+    };
+
     apply {
+        if (hdr.sd.isValid() && hdr.sd.kind == SD_KIND_DATA && eg_intr_md.egress_port != SD_RECIRC_PORT) {
+            eg_md.fci_th = read_fci_th.execute(0);
+            if (eg_md.fci_th != 0 && (bit<32>)eg_intr_md.enq_qdepth >= eg_md.fci_th) {
+                hdr.sd.flags = hdr.sd.flags | SD_FLAG_FCI;
+            }
+        }
     }
 }
 

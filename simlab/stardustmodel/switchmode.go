@@ -22,7 +22,8 @@ import (
 //     VOQ; the frame takes one frame's credit from Credit[voq] or waits in
 //     the FA's recirculation queue (bounded: RecircCapBytes; beyond, it is
 //     dropped). With a credit: SeqOut[dst], the timestamp, SprayRR[dst]
-//     picks the slot, Spray[dst][slot] the fabric port.
+//     picks the slot, Spray[dst][slot] the fabric port, whose queue marks
+//     the frame FCI at or above the FA's FCITh (0: off), as an FE's does.
 //   - At the FE: its own SprayRR/Spray give the output port; the output
 //     queue's depth in TM buffer cells on enqueue is counted in QHist and
 //     marks FCI at or above FCITh (0: off); a full queue (QueueCapBytes)
@@ -618,7 +619,7 @@ func (f *SwitchFabric) sprayPort(d *SwDevice, dst int) (int, bool) {
 }
 
 // transmit puts data frame fi in the queue of dev's port at t; at an FE
-// it counts the depth it finds and marks FCI.
+// it counts the depth it finds; at an FE or an FA it marks FCI at FCITh.
 func (f *SwitchFabric) transmit(dev, port int, fi int32, t int64, fe bool) {
 	d := f.Devices[dev]
 	li, ok := d.Out[port]
@@ -642,9 +643,9 @@ func (f *SwitchFabric) transmit(dev, port int, fi int32, t int64, fe bool) {
 			b = SwHistBuckets - 1
 		}
 		d.QHist[b]++
-		if d.FCITh != 0 && depth >= d.FCITh {
-			fr.fci = true
-		}
+	}
+	if d.FCITh != 0 && depth >= d.FCITh {
+		fr.fci = true
 	}
 	start := max(t, l.busy)
 	l.busy = start + l.serPs(int(fr.bytes))

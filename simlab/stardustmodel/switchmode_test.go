@@ -165,6 +165,31 @@ func TestSwitchQueueHistAndFCIByHand(t *testing.T) {
 	}
 }
 
+// An FA's fabric port marks FCI as an FE's does: six 320 B frames with
+// credit leave FA 0 at once by its one link; the first goes at once and
+// the second waits for it alone (both find 0 cells queued), the others
+// find 4, 8, 12 and 16, so with the FA's threshold at 8 cells three
+// arrive marked (the FE's own threshold is off) and count in FA 1's
+// reg_fci.
+func TestSwitchFAFabricPortMarksFCI(t *testing.T) {
+	for _, th := range []int64{0, 8} {
+		f := swFabric(2, 1, 1)
+		flowTo(f, 0, 1, 0)
+		src := fa(f, 0)
+		src.FCITh = th
+		src.Credit[0] = 6
+		f.AddApp(devIndex(f, src), &SwApp{Kind: SwKindData, FrameBytes: 320, PeriodPs: 1000, Batches: 1, PerBatch: 6, AppID: 1, Enabled: true})
+		f.AdvanceTo(10_000_000)
+		marks := map[int64]int64{0: 0, 8: 3}[th]
+		if got := fa(f, 1).FCI[0]; got != marks || f.Delivered != 6 {
+			t.Errorf("FA threshold %d: %d FCI marks, %d delivered; want %d and 6", th, got, f.Delivered, marks)
+		}
+		if sum(src.QHist) != 0 {
+			t.Error("an FA counted a queue histogram (the FE's register)")
+		}
+	}
+}
+
 // In-order release: a frame lost in the fabric stalls its source's later
 // frames at the destination (they wait their turn), as the program does
 // without a reassembly timer.

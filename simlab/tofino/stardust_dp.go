@@ -416,9 +416,8 @@ func (e *sdEngine) syncIn() {
 			}
 			copy(e.snap[i][k], r.v)
 		}
-		if dv.FE {
-			dv.FCITh = sw.regs[sd.RegFCIThreshold][0]
-		} else {
+		dv.FCITh = sw.regs[sd.RegFCIThreshold][0]
+		if !dv.FE {
 			dv.ReasmTimeout = sw.regs[sd.RegReasmTimeout][0]
 		}
 		for a, sa := range e.apps {
