@@ -91,7 +91,9 @@ const (
 	// RegCreditRR (FA) is the round-robin slot per host port's credits.
 	RegCreditRR = "SwitchIngress.reg_credit_rr"
 	// RegFCI (FA) counts the FCI-marked cells received per destination
-	// port; each cancels one of the port's credits (§4.2).
+	// port; a credit's worth of them (its length, in frames) cancels one
+	// of the port's credits, so the credit rate falls by the share of
+	// cells marked (§4.2).
 	RegFCI = "SwitchIngress.reg_fci"
 	// RegReachAge counts, per port, the aging ticks since the port's last
 	// reachability cell; the link is down once it reaches th.

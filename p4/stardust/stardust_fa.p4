@@ -37,7 +37,8 @@
  * Packet generator frames (the cell header preset in its buffer):
  *   credit: one per host port per period (credit_port), addressed round
  *     robin over the source VOQs the control plane lists (reg_credit_rr,
- *     credit_to); a port's pending FCI count cancels credits one for one.
+ *     credit_to); a port's pending FCI count, once it holds a credit's
+ *     worth of marked frames, cancels the credit and spends them.
  *   reachability: one per fabric port per period (reach_port).
  *   aging tick: packet id i ages port i's reachability (the control
  *     plane takes a port whose age reaches th out of spray) and source FA
@@ -247,7 +248,9 @@ control SwitchIngress(
         }
     };
 
-    /* ---- FCI: each marked cell cancels one credit of its port ---- */
+    /* ---- FCI: marked frames, counted per port, cancel its credits a
+     * credit's worth (the credit's len, in frames) at a time: the credit
+     * rate falls by the share of frames marked (§4.2) ---- */
     Register<bit<16>, bit<16>>(SD_MAX_PORTS, 0) reg_fci;
     RegisterAction<bit<16>, bit<16>, bit<8>>(reg_fci) count_fci = {
         void apply(inout bit<16> v, out bit<8> rv) {
@@ -257,8 +260,8 @@ control SwitchIngress(
     };
     RegisterAction<bit<16>, bit<16>, bit<8>>(reg_fci) spend_fci = {
         void apply(inout bit<16> v, out bit<8> rv) {
-            if (v > 0) {
-                v = v - 1;
+            if (v >= hdr.sd.len && hdr.sd.len != 0) {
+                v = v - hdr.sd.len;
                 rv = 1;
             } else {
                 rv = 0;

@@ -47,7 +47,8 @@ import (
 //     in a different order.
 //   - Credits (KindCredit): CreditPort(packet id) names the host port,
 //     CreditRR[port] the slot, CreditTo[port][slot] the (source FA, VOQ);
-//     a pending FCI count cancels it; else it is sprayed as data is and
+//     a pending FCI count of at least its worth (PayloadLength frames)
+//     cancels it and spends that many; else it is sprayed as data is and
 //     adds its frames to the source's Credit[voq] unless that is at or
 //     above CreditCap. Approximation: credit and reachability frames take
 //     no transmission slot on a fabric link (they cross it in their own
@@ -728,8 +729,8 @@ func (f *SwitchFabric) credit(dev int, a *SwApp, i int) {
 		d.Unrouted++
 		return
 	}
-	if d.FCI[p] > 0 {
-		d.FCI[p]--
+	if n := int64(a.PayloadLength); n > 0 && d.FCI[p] >= n {
+		d.FCI[p] -= n
 		return
 	}
 	src := to[s]
