@@ -946,7 +946,11 @@ func (f *SwitchFabric) atFA(e swEvent) {
 		return
 	}
 	f.releaseHost(d, e.fr)
-	f.drainInOrder(d, src)
+	if len(d.reorder[src]) > 0 {
+		f.drainInOrder(d, src)
+	} else {
+		d.ReasmAge[src] = 0
+	}
 }
 
 // settleAge is src's stall age after a release: cleared, and started again
