@@ -32,9 +32,10 @@ import (
 // has it built and bf_switchd started with it (left running afterwards);
 // every table the bring-up fills is cleared at the end and given back the
 // entries it held; ports the bring-up adds are deleted again, and a port
-// whose speed it changes is set back; the FEs' FCI threshold is written
-// back; every generator application it starts is stopped. Counters are
-// never cleared: every figure is a difference of two reads.
+// whose speed it changes is set back; the FCI thresholds and the FAs'
+// reassembly timeout are written back; every generator application it
+// starts is stopped. Counters are never cleared: every figure is a
+// difference of two reads.
 
 // Inventory options of a bench switch.
 const (
@@ -247,7 +248,8 @@ type benchConfig struct {
 	// CreditBytes and SpeedUp give a credit's worth and the credit rate.
 	CreditBytes int
 	SpeedUp     float64
-	// FCIFrames is the FEs' FCI threshold in frames (0: off).
+	// FCIFrames is the FEs' and the FAs' fabric ports' FCI threshold in
+	// frames (0: off).
 	FCIFrames   int
 	ReachPeriod time.Duration
 	// ReasmTicks is the FAs' reassembly timeout in aging ticks (one every
@@ -275,7 +277,7 @@ type benchRun struct {
 	rc  *o.RunContext
 }
 
-// up brings the bench to its programs, ports, tables and FCI threshold,
+// up brings the bench to its programs, ports, tables and registers,
 // journalling every change first.
 func (b *bench) up(ctx context.Context, rc *o.RunContext, cfg benchConfig) (*benchRun, error) {
 	br := &benchRun{bench: b, cfg: cfg, rc: rc}
