@@ -245,12 +245,16 @@ func (s *Switch) FabricSnapshot(ctx context.Context, program string) (FabricSnap
 		}
 		snap.Tables = append(snap.Tables, TableSnapshot{Table: t, Entries: es})
 	}
-	if program == sd.ProgramFE {
-		v, err := s.readEach(ctx, sd.RegFCIThreshold, []int{0}, 1)
+	regs := []string{sd.RegFCIThreshold}
+	if program == sd.ProgramFA {
+		regs = append(regs, sd.RegReasmTimeout)
+	}
+	for _, reg := range regs {
+		v, err := s.readEach(ctx, reg, []int{0}, 1)
 		if err != nil {
 			return snap, err
 		}
-		snap.Registers = append(snap.Registers, RegisterValue{Name: sd.RegFCIThreshold, Index: 0, Value: v[0]})
+		snap.Registers = append(snap.Registers, RegisterValue{Name: reg, Index: 0, Value: v[0]})
 	}
 	return snap, nil
 }
@@ -448,8 +452,10 @@ func (s *Switch) SetCreditSources(ctx context.Context, port int, srcs []CreditSo
 	return nil
 }
 
-// SetFCIThreshold sets an FE's FCI threshold in the traffic manager's
-// buffer cells (sd.FCIThreshold turns frames into them); 0 turns FCI off.
+// SetFCIThreshold sets the queue depth, in the traffic manager's buffer
+// cells (sd.FCIThreshold turns frames into them), at which an FE's output
+// ports or an FA's fabric ports mark FCI; 0 turns the switch's marking
+// off.
 func (s *Switch) SetFCIThreshold(ctx context.Context, cells int) error {
 	if cells < 0 {
 		return fmt.Errorf("FCI threshold %d buffer cells: expected 0 or more", cells)
@@ -457,13 +463,43 @@ func (s *Switch) SetFCIThreshold(ctx context.Context, cells int) error {
 	return s.WriteRegister(ctx, sd.RegFCIThreshold, 0, int64(cells))
 }
 
-// FCIThreshold reads an FE's FCI threshold in buffer cells.
+// FCIThreshold reads an FE's or FA's FCI threshold in buffer cells.
 func (s *Switch) FCIThreshold(ctx context.Context) (int, error) {
 	v, err := s.readEach(ctx, sd.RegFCIThreshold, []int{0}, 1)
 	if err != nil {
 		return 0, err
 	}
 	return int(v[0]), nil
+}
+
+// SetReassemblyTimeout sets how many aging ticks an FA's in-order release
+// waits for a missing frame before it gives the frame's sequence number
+// up and releases what follows (§4.1's reassembly timer; RegReasmTimeout):
+// a source's stall is given up after ticks to ticks+1 tick periods. 0
+// waits for ever. The aging ticks are the generator's sd.KindAge
+// application: packet id i ages source FA i's stall, so its batches must
+// cover the FA ids.
+func (s *Switch) SetReassemblyTimeout(ctx context.Context, ticks int) error {
+	if ticks < 0 || ticks >= sd.AgeMax {
+		return fmt.Errorf("reassembly timeout %d ticks: expected 0..%d (a stall's age saturates at %d)", ticks, sd.AgeMax-1, sd.AgeMax)
+	}
+	return s.WriteRegister(ctx, sd.RegReasmTimeout, 0, int64(ticks))
+}
+
+// ReassemblyTimeout reads an FA's reassembly timeout in aging ticks.
+func (s *Switch) ReassemblyTimeout(ctx context.Context) (int, error) {
+	v, err := s.readEach(ctx, sd.RegReasmTimeout, []int{0}, 1)
+	if err != nil {
+		return 0, err
+	}
+	return int(v[0]), nil
+}
+
+// ReassemblyDrops reads, per source FA, the sequence numbers this FA gave
+// up at a reassembly timeout and has not released since (RegReasmDrops):
+// frames of that source lost in the fabric or dropped waiting here.
+func (s *Switch) ReassemblyDrops(ctx context.Context, srcs []int) ([]int64, error) {
+	return s.readEach(ctx, sd.RegReasmDrops, srcs, sd.MaxFAs)
 }
 
 // Generator is a Stardust packet-generator application: batches of
@@ -473,7 +509,7 @@ func (s *Switch) FCIThreshold(ctx context.Context) (int, error) {
 // frames, taken by gen_flow to a VOQ; sd.KindCredit credits, packet id ->
 // credit_port, worth Cell.PayloadLength frames; sd.KindReach reachability
 // cells, packet id -> reach_port; sd.KindAge aging ticks, packet id = the
-// dev port aged).
+// dev port aged and, at an FA, the source FA whose reassembly stall ages).
 type Generator struct {
 	AppID int
 	// Port is the generator port (68 on Tofino 1's pipe 0); EgressPort an

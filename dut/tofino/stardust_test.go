@@ -285,8 +285,8 @@ func TestStardustBringUpThroughTheDriver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(snap.Tables) != 7 || len(snap.Registers) != 0 {
-		t.Fatalf("FA snapshot: %d tables, %d registers; want the 7 tables a bring-up fills and no register", len(snap.Tables), len(snap.Registers))
+	if len(snap.Tables) != 7 || !reflect.DeepEqual(snap.Registers, []tofino.RegisterValue{{Name: sd.RegFCIThreshold}, {Name: sd.RegReasmTimeout}}) {
+		t.Fatalf("FA snapshot: %d tables, registers %+v; want the 7 tables a bring-up fills, the FCI threshold and the reassembly timeout, 0", len(snap.Tables), snap.Registers)
 	}
 	for _, ts := range snap.Tables {
 		if len(ts.Entries) != 0 {
@@ -402,6 +402,35 @@ func TestStardustBringUpThroughTheDriver(t *testing.T) {
 	}
 	if want := 1 + 1 + sd.MaxLinks + 1 + tofino.CreditSlots + 4; n != want {
 		t.Errorf("the snapshot after the bring-up holds %d entries, want %d", n, want)
+	}
+
+	// The reassembly timeout, in aging ticks, in the snapshot; its drops
+	// per source FA.
+	if err := fa.SetReassemblyTimeout(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	if to, err := fa.ReassemblyTimeout(ctx); err != nil || to != 3 {
+		t.Errorf("reassembly timeout %d %v, want 3", to, err)
+	}
+	if err := fa.SetFCIThreshold(ctx, 64); err != nil {
+		t.Fatal(err)
+	}
+	if snap, err := fa.FabricSnapshot(ctx, sd.ProgramFA); err != nil || len(snap.Registers) != 2 || snap.Registers[0].Value != 64 || snap.Registers[1].Value != 3 {
+		t.Errorf("FA snapshot registers %+v %v, want the FCI threshold, 64, and the timeout, 3", snap.Registers, err)
+	}
+	for _, bad := range []int{-1, sd.AgeMax} {
+		if err := fa.SetReassemblyTimeout(ctx, bad); err == nil {
+			t.Errorf("reassembly timeout %d accepted", bad)
+		}
+	}
+	if err := fa.WriteRegister(ctx, sd.RegReasmDrops, 5, 7); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := fa.ReassemblyDrops(ctx, []int{4, 5}); err != nil || !reflect.DeepEqual(d, []int64{0, 7}) {
+		t.Errorf("reassembly drops %v %v, want [0 7]", d, err)
+	}
+	if _, err := fa.ReassemblyDrops(ctx, []int{sd.MaxFAs}); err == nil {
+		t.Error("reassembly drops of FA 256 read")
 	}
 
 	// The FE: its FCI threshold, in the snapshot.

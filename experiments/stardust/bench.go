@@ -32,9 +32,10 @@ import (
 // has it built and bf_switchd started with it (left running afterwards);
 // every table the bring-up fills is cleared at the end and given back the
 // entries it held; ports the bring-up adds are deleted again, and a port
-// whose speed it changes is set back; the FEs' FCI threshold is written
-// back; every generator application it starts is stopped. Counters are
-// never cleared: every figure is a difference of two reads.
+// whose speed it changes is set back; the FCI thresholds and the FAs'
+// reassembly timeout are written back; every generator application it
+// starts is stopped. Counters are never cleared: every figure is a
+// difference of two reads.
 
 // Inventory options of a bench switch.
 const (
@@ -247,10 +248,14 @@ type benchConfig struct {
 	// CreditBytes and SpeedUp give a credit's worth and the credit rate.
 	CreditBytes int
 	SpeedUp     float64
-	// FCIFrames is the FEs' FCI threshold in frames (0: off).
+	// FCIFrames is the FEs' and the FAs' fabric ports' FCI threshold in
+	// frames (0: off).
 	FCIFrames   int
 	ReachPeriod time.Duration
-	Replace     bool
+	// ReasmTicks is the FAs' reassembly timeout in aging ticks (one every
+	// ReachPeriod); 0 leaves a stall for ever.
+	ReasmTicks int
+	Replace    bool
 }
 
 // benchParams are the parameters the bench mode adds to a recipe.
@@ -272,7 +277,7 @@ type benchRun struct {
 	rc  *o.RunContext
 }
 
-// up brings the bench to its programs, ports, tables and FCI threshold,
+// up brings the bench to its programs, ports, tables and registers,
 // journalling every change first.
 func (b *bench) up(ctx context.Context, rc *o.RunContext, cfg benchConfig) (*benchRun, error) {
 	br := &benchRun{bench: b, cfg: cfg, rc: rc}
@@ -449,8 +454,8 @@ func voq(fa int) int { return fa }
 // spraying permutations (§5.3: a random permutation of the FA's links per
 // destination; an FE's one port to each FA); an FA's host port, credit
 // port and sources (every other FA's VOQ for it, round robin) and
-// generator flows (uniform over the other FAs' host ports); an FE's FCI
-// threshold.
+// generator flows (uniform over the other FAs' host ports), reassembly
+// timeout and FCI threshold; an FE's FCI threshold.
 func (br *benchRun) tables(ctx context.Context, n *benchNode) error {
 	wrap := func(err error) error {
 		if err != nil {
@@ -489,6 +494,15 @@ func (br *benchRun) tables(ctx context.Context, n *benchNode) error {
 		return wrap(err)
 	}
 	if err := n.sw.SetCreditPorts(ctx, []int{hostPort}); err != nil {
+		return wrap(err)
+	}
+	if err := n.sw.SetReassemblyTimeout(ctx, br.cfg.ReasmTicks); err != nil {
+		return wrap(err)
+	}
+	// The FA's fabric ports mark FCI at the FEs' threshold: the bench's
+	// links carry just the host port's rate, so credits a few percent
+	// above it queue there first (stardust_fa.p4).
+	if err := n.sw.SetFCIThreshold(ctx, int(sd.FCIThreshold(br.cfg.FCIFrames, br.cfg.FrameBytes))); err != nil {
 		return wrap(err)
 	}
 	return wrap(n.sw.SetCreditSources(ctx, hostPort, srcs))
@@ -571,10 +585,16 @@ func (br *benchRun) startInfra(ctx context.Context, d time.Duration) error {
 		for _, p := range n.Ports {
 			maxPort = max(maxPort, p)
 		}
+		if !n.FE {
+			for _, fa := range br.FAs {
+				maxPort = max(maxPort, fa.ID)
+			}
+		}
 		gens := []tofino.Generator{
 			{AppID: appReach, Period: cfg.ReachPeriod, PerBatch: len(n.Ports), Cell: sd.Cell{Kind: sd.KindReach, SrcFA: uint16(n.ID)}},
-			// An aging tick's packet id is the dev port it ages: a batch
-			// covers every fabric port (and the ports below them).
+			// An aging tick's packet id is the dev port it ages and, at an
+			// FA, the source FA whose reassembly stall it ages: a batch
+			// covers every fabric port and FA id (and those below them).
 			{AppID: appAge, Period: cfg.ReachPeriod, PerBatch: maxPort + 1, Cell: sd.Cell{Kind: sd.KindAge}},
 		}
 		if !n.FE {
@@ -635,9 +655,13 @@ type benchReading struct {
 	// FE transmit frames and octets on their fabric ports, summed (the
 	// last stage's links).
 	FEFrames, FEOctets int64
-	// Waiting frames dropped at the FAs' recirculation queues, and frames
-	// lost to full FE output queues.
-	WaitDrops, FabricDrops int64
+	// Frames dropped waiting for credit at the FAs' recirculation queues,
+	// early frames dropped waiting for their turn there (SD_REASM_QID),
+	// and frames lost to full FE output queues.
+	WaitDrops, ReorderDrops, FabricDrops int64
+	// ReasmDrops is the sequence numbers the FAs gave up at a reassembly
+	// timeout, summed over the sources.
+	ReasmDrops int64
 }
 
 func (br *benchRun) read(ctx context.Context, at time.Duration) (benchReading, error) {
@@ -660,6 +684,21 @@ func (br *benchRun) read(ctx context.Context, at time.Duration) (benchReading, e
 			return r, fmt.Errorf("%s: %w", n.Name, err)
 		}
 		r.WaitDrops += d[0]
+		if d, err = n.sw.QueueDrops(ctx, []int{recircPort}, sd.ReasmQID); err != nil {
+			return r, fmt.Errorf("%s: %w", n.Name, err)
+		}
+		r.ReorderDrops += d[0]
+		srcs := make([]int, len(br.FAs))
+		for i, s := range br.FAs {
+			srcs[i] = s.ID
+		}
+		g, err := n.sw.ReassemblyDrops(ctx, srcs)
+		if err != nil {
+			return r, fmt.Errorf("%s: %w", n.Name, err)
+		}
+		for _, v := range g {
+			r.ReasmDrops += v
+		}
 	}
 	for _, n := range br.FEs {
 		h, err := n.sw.QueueHistogram(ctx)
@@ -708,9 +747,11 @@ type benchPoint struct {
 	HostFrames, HostOctets, FEFrames, FEOctets int64
 	HostFramesBy                               []int64
 	// Whole run: frames the data generators sent, released at the host
-	// ports, dropped waiting for credit, lost in FE queues, and the
-	// latency histogram's mass (cells that arrived at their FA).
-	Generated, Delivered, WaitDrops, FabricDrops, Arrived int64
+	// ports, dropped waiting for credit, dropped waiting for their turn at
+	// the destination, lost in FE queues, given up at a reassembly
+	// timeout, and the latency histogram's mass (cells that arrived at
+	// their FA).
+	Generated, Delivered, WaitDrops, ReorderDrops, FabricDrops, ReasmDrops, Arrived int64
 	// Drained is how long after the window the accounting was read.
 	Drained time.Duration
 }
@@ -798,17 +839,30 @@ func (br *benchRun) runTraffic(ctx context.Context, frameBytes int, bps float64,
 	}
 	// Drain: ask, a step at a time, until every frame sent is released or
 	// counted dropped (frames waiting for credit go on being released while
-	// credits flow), for at most drain.
+	// credits flow), for at most drain. Every frame sent to the fabric is
+	// released or given up at a reassembly timeout, but a source's last
+	// frames lost in the fabric, which nothing after them stalls for: so
+	// also done once everything has arrived or been counted lost in the
+	// fabric and the releases have stopped.
 	step := max(drain/20, 5*time.Microsecond)
 	rC, t := rB, tB
 	for t < tB+drain {
 		if t, err = clock.WaitClock(ctx, min(t+step, tB+drain)); err != nil {
 			return pt, err
 		}
+		prev := rC
 		if rC, err = br.read(ctx, t); err != nil {
 			return pt, err
 		}
-		if rC.HostFrames-r0.HostFrames+rC.WaitDrops-r0.WaitDrops+rC.FabricDrops-r0.FabricDrops >= pt.Generated {
+		released, waited := rC.HostFrames-r0.HostFrames, rC.WaitDrops-r0.WaitDrops
+		if released+waited+rC.ReasmDrops-r0.ReasmDrops >= pt.Generated {
+			break
+		}
+		var arrived int64
+		for _, v := range sub(rC.Lat, r0.Lat) {
+			arrived += v
+		}
+		if arrived+waited+rC.FabricDrops-r0.FabricDrops >= pt.Generated && rC.HostFrames == prev.HostFrames && rC.ReasmDrops == prev.ReasmDrops {
 			break
 		}
 	}
@@ -823,7 +877,9 @@ func (br *benchRun) runTraffic(ctx context.Context, frameBytes int, bps float64,
 	pt.FEFrames, pt.FEOctets = rB.FEFrames-rA.FEFrames, rB.FEOctets-rA.FEOctets
 	pt.Delivered = rC.HostFrames - r0.HostFrames
 	pt.WaitDrops = rC.WaitDrops - r0.WaitDrops
+	pt.ReorderDrops = rC.ReorderDrops - r0.ReorderDrops
 	pt.FabricDrops = rC.FabricDrops - r0.FabricDrops
+	pt.ReasmDrops = rC.ReasmDrops - r0.ReasmDrops
 	for _, v := range sub(rC.Lat, r0.Lat) {
 		pt.Arrived += v
 	}

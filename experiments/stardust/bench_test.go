@@ -65,8 +65,9 @@ func TestFabricOnTheBench(t *testing.T) {
 		t.Fatalf("summary %+v", s)
 	}
 	for k, p := range s.Points {
-		if p.FramesGenerated == 0 || p.FramesDelivered+p.FramesWaitDropped+p.FabricDrops != p.FramesGenerated {
-			t.Errorf("%s: %d frames sent, %d released, %d dropped waiting, %d lost in FE queues: not accounted for", k, p.FramesGenerated, p.FramesDelivered, p.FramesWaitDropped, p.FabricDrops)
+		if p.FramesGenerated == 0 || p.FramesDelivered+p.FramesWaitDropped+p.ReassemblyDrops != p.FramesGenerated || p.CellsLost != 0 || p.FabricDrops != 0 {
+			t.Errorf("%s: %d frames sent, %d released, %d dropped waiting for credit, %d given up at the reassembly timeout, %d lost in the fabric (%d in FE queues): not accounted for, or lost",
+				k, p.FramesGenerated, p.FramesDelivered, p.FramesWaitDropped, p.ReassemblyDrops, p.CellsLost, p.FabricDrops)
 		}
 		if p.CellsArrived != p.FramesDelivered {
 			t.Errorf("%s: the latency histograms counted %d cells, the host ports released %d frames", k, p.CellsArrived, p.FramesDelivered)
@@ -128,10 +129,61 @@ func TestFabricOnTheBench(t *testing.T) {
 	if st, err := fa.PktgenStatus(ctx, 0); err == nil && st.Enabled {
 		t.Errorf("fa3's credit generator still enabled: %+v", st)
 	}
+	if to, err := fa.ReassemblyTimeout(ctx); err != nil || to != 0 {
+		t.Errorf("fa3's reassembly timeout after the run: %d %v, want the 0 found", to, err)
+	}
 	fe := openSwitch(t, lab, "fe2")
 	if th, err := fe.FCIThreshold(ctx); err != nil || th != 0 {
 		t.Errorf("fe2's FCI threshold after the run: %d %v, want the 0 found", th, err)
 	}
+}
+
+// A fabric link that corrupts 2% of its frames (fa1's fibre to fe1,
+// through voa1): a lost frame holds its source's later frames at the
+// destination only for the reassembly timeout, then its number is given
+// up. Every frame is released or lost in the fabric, lost counts what the
+// links corrupted, and every one but a source's lost tail (nothing after
+// it to wait for it) is given up; the data carried stays the utilisation.
+func TestFabricOnTheBenchLossyLink(t *testing.T) {
+	if raceDetector {
+		t.Skip("a whole recipe on the bench's twelve switches: run without the race detector (make test does)")
+	}
+	lab := startStardustBench(t, 4)
+	v, _ := lab.World().VOA("voa1")
+	fibre, _ := lab.World().Fibre("fa1-fe1")
+	v.Channels[0].SetShutter(true)
+	v.Channels[0].SetSpeed(1e9)
+	lo, hi := 0.0, 30.0
+	for i := 0; i < 50; i++ {
+		v.Channels[0].SetAttenuation((lo + hi) / 2)
+		if fibre.FrameLossProbability(280) < 0.02 {
+			lo = (lo + hi) / 2
+		} else {
+			hi = (lo + hi) / 2
+		}
+	}
+	if p := fibre.FrameLossProbability(280); p < 0.01 || p > 0.04 {
+		t.Fatalf("fa1-fe1 loses %g of its frames, want about 2%%", p)
+	}
+	var s stardust.FabricSummary
+	res := recipetest.Run(t, lab, stardust.NewFabric(), 4, &s, nil,
+		"utilisations=0.5", "bench_measure=300us", "bench_warmup=10us", "bench_drain=1ms")
+	if res.Status != "ok" {
+		t.Fatalf("run %s: %s", res.Status, res.Reason)
+	}
+	p := s.Points["u50"]
+	if p.FramesDelivered+p.FramesWaitDropped+p.CellsLost != p.FramesGenerated || p.CellsLost < 10 || p.FabricDrops != 0 {
+		t.Errorf("%d frames sent, %d released, %d dropped waiting for credit, %d lost in the fabric (%d in FE queues): want every frame released or lost on the lossy link",
+			p.FramesGenerated, p.FramesDelivered, p.FramesWaitDropped, p.CellsLost, p.FabricDrops)
+	}
+	// fa1 sends to seven FAs: at most a lost tail to each is not given up.
+	if p.ReassemblyDrops > p.CellsLost || p.ReassemblyDrops < p.CellsLost-7 {
+		t.Errorf("%d given up at the reassembly timeout, %d lost in the fabric", p.ReassemblyDrops, p.CellsLost)
+	}
+	if math.Abs(p.DataUtilisation-0.5) > 0.02 {
+		t.Errorf("delivered %.3f of the fabric's capacity at 0.5", p.DataUtilisation)
+	}
+	t.Logf("%d sent, %d lost on the link, %d given up, data %.3f", p.FramesGenerated, p.CellsLost, p.ReassemblyDrops, p.DataUtilisation)
 }
 
 // stardust-packing on the bench: frames as cells at line rate, every size

@@ -45,7 +45,7 @@ func NewFabric() *Fabric { return &Fabric{} }
 func (*Fabric) Name() string { return FabricName }
 
 // Version implements Recipe.
-func (*Fabric) Version() string { return "1.1.0" }
+func (*Fabric) Version() string { return "1.2.0" }
 
 // Summary implements Recipe.
 func (*Fabric) Summary() string {
@@ -77,13 +77,18 @@ On a Stardust bench (switches with the inventory option stardust_role fa or fe, 
 summary): the FAs and FEs run p4/stardust's programs, brought up through the switch
 driver (ids, spraying over a random permutation of each FA's links, credits at the host
 port's rate x (1 + speed_up) in credits of credit_bytes, reachability cells and aging
-every reach_period, the FEs' FCI threshold of fci_threshold frames), and at each
+every reach_period, the FEs' and the FAs' fabric ports' FCI threshold of fci_threshold
+frames: the bench's links carry just the host port's rate, so the FA's own links are
+where credits above it queue first), and at each
 utilisation every FA's packet generator sends frames of cell_bytes (a frame is a cell on
 Tofino) uniformly to the other FAs' host ports at that fraction of its fabric links'
 capacity. Latency comes from the destination FAs' histograms (64 ns buckets, from the
 source FA's timestamp), the queue from the FEs' histograms of what each cell found ahead
 of it, in frames; link busy from the FEs' port counters. The bench_* parameters set the
-ports' speeds and the times on the switches' clock.`
+ports' speeds and the times on the switches' clock, and the FAs' reassembly timeout
+(bench_reasm_timeout): a frame lost on the way holds its source's later frames at the
+destination that long, then its number is given up (reassembly_drops); lost counts the
+frames sent to the fabric that never reached their FA.`
 }
 
 // Params implements Recipe.
@@ -105,9 +110,14 @@ func (*Fabric) Params() []o.ParamSpec {
 		{Name: "link_m", Type: o.TypeFloat, Unit: "m", Default: 100.0, Min: o.Bound(0), Max: o.Bound(100000), Description: "fibre length of every fabric link, at 5 ns/m"},
 		{Name: "packet_bytes", Type: o.TypeInt, Unit: "B", Default: int64(1500), Min: o.Bound(64), Max: o.Bound(9216), Description: "host packet size"},
 		{Name: "fe_queue_cells", Type: o.TypeInt, Unit: "cells", Default: int64(128), Min: o.Bound(4), Max: o.Bound(1 << 20), Description: "FE output queue capacity; a cell arriving to a full one is lost and counted"},
-		{Name: "fci_threshold", Type: o.TypeInt, Unit: "cells", Default: int64(32), Min: o.Bound(0), Max: o.Bound(1 << 20), Description: "FE queue depth that marks FCI (§4.2); 0 turns FCI off"},
+		{Name: "fci_threshold", Type: o.TypeInt, Unit: "cells", Default: int64(32), Min: o.Bound(0), Max: o.Bound(1 << 20), Description: "FE queue depth that marks FCI (§4.2); on the bench (in frames) also the FAs' fabric ports'; 0 turns FCI off"},
 		// Table 4: c/f = 10 us, th = 3.
 		{Name: "reach_period", Type: o.TypeDuration, Default: 10 * time.Microsecond, Min: o.Bound(0), Max: o.Bound(0.01), Description: "reachability cell period on every link (Table 4: 10 us); 0 turns reachability cells off"},
+		// The bench's worst fabric latency is under what the FAs' latency
+		// histograms span (512 buckets of 64 ns, 32.8 us) at every
+		// utilisation: a frame not lost has arrived by then, so the
+		// default is that span rounded up to the 10 us aging tick.
+		{Name: "bench_reasm_timeout", Type: o.TypeDuration, Default: 40 * time.Microsecond, Min: o.Bound(0), Max: o.Bound(0.002), Description: "bench only: how long an FA's in-order release waits for a missing frame before it gives the frame up (§4.1's reassembly timer): at least this, at most one reach_period aging tick more; 0 waits for ever. Default: the FAs' latency histogram's span (32.8 us), above the bench's worst fabric latency, rounded up to an aging tick"},
 	}, benchParams(500*time.Microsecond, 100*time.Microsecond, 2*time.Millisecond)...)
 }
 
@@ -181,6 +191,12 @@ type FabricPoint struct {
 	FramesWaitDropped int64 `json:"frames_wait_dropped,omitempty"`
 	FabricDrops       int64 `json:"fabric_drops,omitempty"`
 	CellsArrived      int64 `json:"cells_arrived,omitempty"`
+	// ReassemblyDrops is the sequence numbers the destination FAs gave up
+	// at their reassembly timeout (frames lost on the way, dropped waiting
+	// their turn, or arriving after their number was given up);
+	// ReorderDrops the early frames dropped waiting their turn.
+	ReassemblyDrops int64 `json:"reassembly_drops"`
+	ReorderDrops    int64 `json:"reorder_drops,omitempty"`
 	// DrainUS is how long after the window the accounting was read: until
 	// every frame was released or counted dropped, or bench_drain.
 	DrainUS float64 `json:"drain_us,omitempty"`
@@ -521,10 +537,18 @@ func (r *Fabric) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
 		return nil, err
 	}
 	cfg.FCIFrames = int(p.Int("fci_threshold"))
+	if to := p.Duration("bench_reasm_timeout"); to > 0 {
+		// A stall is given up after ticks-1 to ticks aging periods
+		// (stardust_fa.p4): one more tick than the timeout takes.
+		cfg.ReasmTicks = int((to+cfg.ReachPeriod-1)/cfg.ReachPeriod) + 1
+		if cfg.ReasmTicks >= sd.AgeMax {
+			return nil, o.Inputf("bench_reasm_timeout %v is %d aging ticks of %v: expected fewer than %d", to, cfg.ReasmTicks, cfg.ReachPeriod, sd.AgeMax)
+		}
+	}
 	warm, measure, drain := p.Duration("bench_warmup"), p.Duration("bench_measure"), p.Duration("bench_drain")
 	desc := b.describe(cfg.LinkGbps, cfg.HostGbps)
 	run := &fabricRun{s: FabricSummary{ModelOnly: false, MeasuredOn: "bench", Scale: fmt.Sprintf("bench: %d FAs x %d FEs", len(b.FAs), len(b.FEs)),
-		Fabric: fmt.Sprintf("%s; %d B frames as cells, credits of %d B at %g speed-up, FCI at %d frames, reachability every %v", desc, frame, cfg.CreditBytes, cfg.SpeedUp, cfg.FCIFrames, cfg.ReachPeriod),
+		Fabric: fmt.Sprintf("%s; %d B frames as cells, credits of %d B at %g speed-up, FCI at %d frames, reachability every %v, reassembly timeout %d aging ticks", desc, frame, cfg.CreditBytes, cfg.SpeedUp, cfg.FCIFrames, cfg.ReachPeriod, cfg.ReasmTicks),
 		SlotNS: float64((frame+wireExtra)*8) / float64(cfg.LinkGbps), Points: map[string]FabricPoint{}}}
 	var br *benchRun
 	devs := b.devices()
@@ -605,8 +629,11 @@ func (run *fabricRun) benchPoint(ctx context.Context, rc *o.RunContext, br *benc
 	pt := FabricPoint{Utilisation: u, LinkBusy: br.lastStageBusy(pt0),
 		DataUtilisation: float64(pt0.HostFrames) * wire / (br.fabricCapacity() * float64(len(br.FAs)) * pt0.Window.Seconds()),
 		LatencyP50US:    lq(0.5), LatencyP999US: lq(0.999), LatencyMaxUS: lq(1), QueueP999: queueQuantile(qh, 0.999),
-		CellsSent: pt0.Generated, CellsLost: pt0.FabricDrops + max(0, pt0.Generated-pt0.Delivered-pt0.WaitDrops-pt0.FabricDrops),
-		FramesGenerated: pt0.Generated, FramesDelivered: pt0.Delivered, FramesWaitDropped: pt0.WaitDrops, FabricDrops: pt0.FabricDrops, CellsArrived: pt0.Arrived, DrainUS: pt0.Drained.Seconds() * 1e6}
+		// Lost: sent to the fabric (not dropped waiting for credit) and
+		// never arrived at the destination FA.
+		CellsSent: pt0.Generated, CellsLost: max(0, pt0.Generated-pt0.WaitDrops-pt0.Arrived),
+		FramesGenerated: pt0.Generated, FramesDelivered: pt0.Delivered, FramesWaitDropped: pt0.WaitDrops, FabricDrops: pt0.FabricDrops, CellsArrived: pt0.Arrived,
+		ReassemblyDrops: pt0.ReasmDrops, ReorderDrops: pt0.ReorderDrops, DrainUS: pt0.Drained.Seconds() * 1e6}
 	lt, err := rc.Table("fabric_latency")
 	if err != nil {
 		return err
@@ -661,8 +688,8 @@ func (run *fabricRun) benchPoint(ctx context.Context, rc *o.RunContext, br *benc
 		pt.QueueP999, excess, tailRatio, pt.CellsSent, nil, pt.CellsLost, nil, wall); err != nil {
 		return err
 	}
-	rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("utilisation %g on the bench: last-stage links busy %.3f, data %.3f, latency p50 %.2f us p99.9 %.2f us max %.2f us, queue p99.9 %d frames; %d frames sent, %d released, %d dropped waiting for credit, %d lost in FE queues, %d counted on arrival (%.1f s)",
-		u, pt.LinkBusy, pt.DataUtilisation, pt.LatencyP50US, pt.LatencyP999US, pt.LatencyMaxUS, pt.QueueP999, pt0.Generated, pt0.Delivered, pt0.WaitDrops, pt0.FabricDrops, pt0.Arrived, wall)})
+	rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("utilisation %g on the bench: last-stage links busy %.3f, data %.3f, latency p50 %.2f us p99.9 %.2f us max %.2f us, queue p99.9 %d frames; %d frames sent, %d released, %d dropped waiting for credit, %d lost in FE queues, %d counted on arrival, %d given up at the reassembly timeout (%d dropped waiting their turn) (%.1f s)",
+		u, pt.LinkBusy, pt.DataUtilisation, pt.LatencyP50US, pt.LatencyP999US, pt.LatencyMaxUS, pt.QueueP999, pt0.Generated, pt0.Delivered, pt0.WaitDrops, pt0.FabricDrops, pt0.Arrived, pt0.ReasmDrops, pt0.ReorderDrops, wall)})
 	run.mu.Lock()
 	defer run.mu.Unlock()
 	run.s.Points[ukey(u)] = pt

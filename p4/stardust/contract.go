@@ -72,19 +72,35 @@ const (
 	// RegSeqIn the next expected per source FA (in-order release).
 	RegSeqOut = "SwitchIngress.reg_seq_out"
 	RegSeqIn  = "SwitchIngress.reg_seq_in"
+	// RegReasmTimeout (FA, index 0) is the reassembly timeout in aging
+	// ticks: how long a source's frames wait for a missing one before the
+	// FA gives its sequence number up (§4.1: a packet whose reassembly
+	// timer expires is discarded); 0 waits for ever. At most AgeMax-1.
+	RegReasmTimeout = "SwitchIngress.reg_reasm_timeout"
+	// RegReasmAge (FA) is, per source FA, 0 while none of its frames
+	// waits for its turn, else 1 + the aging ticks since one began to
+	// (saturating at AgeMax): past RegReasmTimeout, the next waiting frame
+	// takes its turn.
+	RegReasmAge = "SwitchIngress.reg_reasm_age"
+	// RegReasmDrops (FA) counts, per source FA, the sequence numbers given
+	// up at a reassembly timeout and not since released: frames lost on
+	// the way or dropped waiting at this FA.
+	RegReasmDrops = "SwitchIngress.reg_reasm_drops"
 	// RegSpray is the round-robin slot per destination FA.
 	RegSpray = "SwitchIngress.reg_spray"
 	// RegCreditRR (FA) is the round-robin slot per host port's credits.
 	RegCreditRR = "SwitchIngress.reg_credit_rr"
 	// RegFCI (FA) counts the FCI-marked cells received per destination
-	// port; each cancels one of the port's credits (§4.2).
+	// port; a credit's worth of them (its length, in frames) cancels one
+	// of the port's credits, so the credit rate falls by the share of
+	// cells marked (§4.2).
 	RegFCI = "SwitchIngress.reg_fci"
 	// RegReachAge counts, per port, the aging ticks since the port's last
 	// reachability cell; the link is down once it reaches th.
 	RegReachAge = "SwitchIngress.reg_reach_age"
-	// RegFCIThreshold (FE) is the queue depth, in the traffic manager's
-	// buffer cells, at or above which a leaving data cell is marked FCI;
-	// 0 turns FCI off.
+	// RegFCIThreshold is the queue depth, in the traffic manager's buffer
+	// cells, at or above which a data cell leaving by an FE's port or an
+	// FA's fabric port is marked FCI; 0 turns the device's marking off.
 	RegFCIThreshold = "SwitchEgress.reg_fci_th"
 
 	// TableGenFlow (FA) gives a data frame of the packet generator (host
@@ -163,6 +179,14 @@ const (
 	// Flags.
 	FlagFCI  = 0x01
 	FlagLast = 0x02
+	// FlagSkip is local to the egress FA: a waiting frame that found its
+	// source's reassembly timeout expired takes its turn on its next pass
+	// (SD_FLAG_SKIP).
+	FlagSkip = 0x04
+	// ReasmQID is the recirculation port's queue early frames wait their
+	// turn in at the egress FA (SD_REASM_QID), apart from the frames
+	// waiting for credit in their traffic class's queue.
+	ReasmQID = 7
 	// MaxFAs is the size of the per-FA registers and tables (SD_MAX_FAS).
 	MaxFAs = 256
 	// MaxLinks is the spraying slots per destination (SD_MAX_LINKS).

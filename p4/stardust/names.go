@@ -37,6 +37,7 @@ func Declarations() []Declaration {
 			decl.Action(p, TableReachPort, ActionReachOn, ParamLink),
 			decl.Register(p, "", RegSpray),
 			decl.Register(p, "", RegReachAge),
+			decl.Register(p, "", RegFCIThreshold),
 		)
 	}
 	both(ProgramFA)
@@ -54,12 +55,14 @@ func Declarations() []Declaration {
 		decl.Register(fa, "", RegCredit),
 		decl.Register(fa, "", RegSeqOut),
 		decl.Register(fa, "", RegSeqIn),
+		decl.Register(fa, "", RegReasmTimeout),
+		decl.Register(fa, "", RegReasmAge),
+		decl.Register(fa, "", RegReasmDrops),
 		decl.Register(fa, "", RegCreditRR),
 		decl.Register(fa, "", RegFCI),
 		decl.Table(fa, TableGenFlow, KeyAppID, KeySlot),
 		decl.Action(fa, TableGenFlow, ActionToVOQ, ParamFA, ParamPort, ParamVOQ, ParamTC),
 		decl.Register(fa, "", RegLatHist),
-		decl.Register(ProgramFE, "", RegFCIThreshold),
 		decl.Register(ProgramFE, "", RegQHist),
 	)
 	return out

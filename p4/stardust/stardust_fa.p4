@@ -15,20 +15,34 @@
  *   plane writes a random permutation of the reachable links there and
  *   replaces it every few rounds. A frame without a credit waits: it goes
  *   round the recirculation port in its traffic class's queue and tries
- *   again.
+ *   again. At egress, a data cell finding its fabric port's queue at or
+ *   above reg_fci_th is marked FCI, as at an FE.
  * Cells from the fabric:
  *   data: released to the host port (host_port) in sequence order per
  *     source FA (reg_seq_in); a frame ahead of its turn recirculates. A
- *     frame carrying FCI counts against its port's credits (reg_fci).
+ *     frame carrying FCI counts against its port's credits (reg_fci); the
+ *     latency histogram and reg_fci count a frame on its arrival from the
+ *     fabric only, not on its passes round the recirculation port.
+ *     Reassembly timeout (§4.1: a packet whose reassembly timer expires
+ *     is discarded): while a source's frames wait for their turn, its
+ *     stall age (reg_reasm_age) counts aging ticks; a waiting frame that
+ *     finds it past reg_reasm_timeout takes its turn on its next pass,
+ *     moving reg_seq_in past the gap and counting the sequence numbers
+ *     given up in reg_reasm_drops. A frame that arrives from the fabric
+ *     behind reg_seq_in (its number was given up) is dropped; one that was
+ *     already waiting when the gap was given up is released when it comes
+ *     round, out of order, and gives its number back.
  *   credit: adds its frames to the VOQ it names (reg_credit).
  *   reachability: the fabric port is alive (reg_reach_age back to 0).
  * Packet generator frames (the cell header preset in its buffer):
  *   credit: one per host port per period (credit_port), addressed round
  *     robin over the source VOQs the control plane lists (reg_credit_rr,
- *     credit_to); a port's pending FCI count cancels credits one for one.
+ *     credit_to); a port's pending FCI count, once it holds a credit's
+ *     worth of marked frames, cancels the credit and spends them.
  *   reachability: one per fabric port per period (reach_port).
- *   aging tick: every fabric port's age goes up by one; the control plane
- *     takes a port whose age reaches th out of spray.
+ *   aging tick: packet id i ages port i's reachability (the control
+ *     plane takes a port whose age reaches th out of spray) and source FA
+ *     i's reassembly stall, if it has one.
  *
  * Compiled by the SDE: bf-p4c --target tofino --arch tna -o <dir> stardust_fa.p4
  */
@@ -43,6 +57,11 @@
 /* Where a frame without a credit waits: pipe 1's internal port, or a
  * front-panel port in loopback on chassis without it. */
 #define SD_RECIRC_PORT 196
+/* The recirculation port's queue early frames wait their turn in (the
+ * paper's egress reassembly memory), apart from the frames waiting for
+ * credit in their traffic classes' queues: a backlog of frames without
+ * credit never crowds reassembly out. */
+#define SD_REASM_QID 7
 
 parser SwitchIngressParser(
         packet_in pkt,
@@ -56,6 +75,10 @@ parser SwitchIngressParser(
         ig_md.voq = 0;
         ig_md.slot = 0;
         ig_md.ok = 0;
+        ig_md.reasm_to = 0;
+        ig_md.reasm_age = 0;
+        ig_md.seq_in = 0;
+        ig_md.skipped = 0;
         transition select(ig_intr_md.ingress_port) {
             SD_INTERNAL_PORT : parse_internal;
             default : parse_ethernet;
@@ -124,15 +147,78 @@ control SwitchIngress(
             v = v + 1;
         }
     };
+    /* Each returns the expected number as found; the caller compares it
+     * with the frame's. */
     Register<bit<32>, fa_id_t>(SD_MAX_FAS, 0) reg_seq_in;
-    RegisterAction<bit<32>, fa_id_t, bit<8>>(reg_seq_in) release_in_order = {
-        void apply(inout bit<32> v, out bit<8> rv) {
+    RegisterAction<bit<32>, fa_id_t, bit<32>>(reg_seq_in) release_in_order = {
+        void apply(inout bit<32> v, out bit<32> rv) {
+            rv = v;
             if (v == hdr.sd.seq) {
                 v = v + 1;
-                rv = 1;
-            } else {
-                rv = 0;
             }
+        }
+    };
+    /* A frame flagged SD_FLAG_SKIP takes its turn if it is still ahead. */
+    RegisterAction<bit<32>, fa_id_t, bit<32>>(reg_seq_in) skip_to = {
+        void apply(inout bit<32> v, out bit<32> rv) {
+            rv = v;
+            if (hdr.sd.seq - v < 0x80000000) {
+                v = hdr.sd.seq + 1;
+            }
+        }
+    };
+
+    /* ---- reassembly timeout, per source FA ---- */
+    /* Aging ticks a source's frames may wait for a missing one; 0: for
+     * ever. The control plane writes index 0. */
+    Register<bit<8>, bit<1>>(1, 0) reg_reasm_timeout;
+    RegisterAction<bit<8>, bit<1>, bit<8>>(reg_reasm_timeout) read_timeout = {
+        void apply(inout bit<8> v, out bit<8> rv) {
+            rv = v;
+        }
+    };
+    /* 0: nothing of the source waits; n >= 1: a frame has waited for its
+     * turn since n - 1 aging ticks (saturating). A release clears it; the
+     * next waiting pass starts it again. */
+    Register<bit<8>, fa_id_t>(SD_MAX_FAS, 0) reg_reasm_age;
+    RegisterAction<bit<8>, fa_id_t, bit<8>>(reg_reasm_age) reasm_clear = {
+        void apply(inout bit<8> v, out bit<8> rv) {
+            v = 0;
+            rv = 0;
+        }
+    };
+    /* A waiting pass: starts the stall, or finds it expired (and starts
+     * the next one, so that one frame per timeout takes its turn). */
+    RegisterAction<bit<8>, fa_id_t, bit<8>>(reg_reasm_age) reasm_wait = {
+        void apply(inout bit<8> v, out bit<8> rv) {
+            rv = v;
+            if (v == 0 || v > ig_md.reasm_to) {
+                v = 1;
+            }
+        }
+    };
+    RegisterAction<bit<8>, fa_id_t, bit<8>>(reg_reasm_age) reasm_tick = {
+        void apply(inout bit<8> v, out bit<8> rv) {
+            if (v != 0 && v < SD_AGE_MAX) {
+                v = v + 1;
+            }
+            rv = v;
+        }
+    };
+    /* Sequence numbers given up, per source FA. */
+    Register<bit<32>, fa_id_t>(SD_MAX_FAS, 0) reg_reasm_drops;
+    RegisterAction<bit<32>, fa_id_t, bit<8>>(reg_reasm_drops) count_skipped = {
+        void apply(inout bit<32> v, out bit<8> rv) {
+            v = v + ig_md.skipped;
+            rv = 0;
+        }
+    };
+    RegisterAction<bit<32>, fa_id_t, bit<8>>(reg_reasm_drops) give_back = {
+        void apply(inout bit<32> v, out bit<8> rv) {
+            if (v > 0) {
+                v = v - 1;
+            }
+            rv = 0;
         }
     };
 
@@ -162,7 +248,9 @@ control SwitchIngress(
         }
     };
 
-    /* ---- FCI: each marked cell cancels one credit of its port ---- */
+    /* ---- FCI: marked frames, counted per port, cancel its credits a
+     * credit's worth (the credit's len, in frames) at a time: the credit
+     * rate falls by the share of frames marked (§4.2) ---- */
     Register<bit<16>, bit<16>>(SD_MAX_PORTS, 0) reg_fci;
     RegisterAction<bit<16>, bit<16>, bit<8>>(reg_fci) count_fci = {
         void apply(inout bit<16> v, out bit<8> rv) {
@@ -172,8 +260,8 @@ control SwitchIngress(
     };
     RegisterAction<bit<16>, bit<16>, bit<8>>(reg_fci) spend_fci = {
         void apply(inout bit<16> v, out bit<8> rv) {
-            if (v > 0) {
-                v = v - 1;
+            if (v >= hdr.sd.len && hdr.sd.len != 0) {
+                v = v - hdr.sd.len;
                 rv = 1;
             } else {
                 rv = 0;
@@ -392,23 +480,63 @@ control SwitchIngress(
                 pktgen_to_ethernet();
             } else {
                 age.execute(hdr.pktgen_timer.packet_id[8:0]);
+                reasm_tick.execute(hdr.pktgen_timer.packet_id[7:0]);
                 drop();
             }
         } else if (hdr.sd.isValid() && hdr.sd.kind == SD_KIND_DATA && hdr.sd.dst_fa == ig_md.me) {
-            delay = ig_prsr_md.global_tstamp[31:0] - hdr.sd.tstamp;
-            bucket = (bit<16>)(delay >> SD_LAT_SHIFT);
-            if (delay >= (SD_HIST_BUCKETS << SD_LAT_SHIFT)) {
-                bucket = SD_HIST_BUCKETS - 1;
+            /* Counted on arrival from the fabric, not on each pass round
+             * the recirculation port. */
+            if (ig_intr_md.ingress_port != SD_RECIRC_PORT) {
+                delay = ig_prsr_md.global_tstamp[31:0] - hdr.sd.tstamp;
+                bucket = (bit<16>)(delay >> SD_LAT_SHIFT);
+                if (delay >= (SD_HIST_BUCKETS << SD_LAT_SHIFT)) {
+                    bucket = SD_HIST_BUCKETS - 1;
+                }
+                count_latency.execute(bucket);
+                if ((hdr.sd.flags & SD_FLAG_FCI) != 0) {
+                    count_fci.execute(hdr.sd.dst_port);
+                }
             }
-            count_latency.execute(bucket);
-            if ((hdr.sd.flags & SD_FLAG_FCI) != 0) {
-                count_fci.execute(hdr.sd.dst_port);
+            ig_md.reasm_to = read_timeout.execute(0);
+            if (ig_md.reasm_to == 0) {
+                /* No timeout: an age never passes SD_AGE_MAX. */
+                ig_md.reasm_to = SD_AGE_MAX;
             }
-            ig_md.ok = release_in_order.execute(hdr.sd.src_fa);
-            if (ig_md.ok == 1) {
+            if ((hdr.sd.flags & SD_FLAG_SKIP) != 0) {
+                ig_md.seq_in = skip_to.execute(hdr.sd.src_fa);
+            } else {
+                ig_md.seq_in = release_in_order.execute(hdr.sd.src_fa);
+            }
+            ig_md.skipped = hdr.sd.seq - ig_md.seq_in;
+            if (ig_md.skipped == 0) {
+                /* Its turn. */
+                reasm_clear.execute(hdr.sd.src_fa);
+                host_port.apply();
+            } else if (ig_md.skipped >= 0x80000000) {
+                /* Behind: its number was given up. Released if it was
+                 * waiting already (out of order), dropped if it arrives
+                 * now, as the paper's expired packet is. */
+                if (ig_intr_md.ingress_port == SD_RECIRC_PORT) {
+                    give_back.execute(hdr.sd.src_fa);
+                    host_port.apply();
+                } else {
+                    drop();
+                }
+            } else if ((hdr.sd.flags & SD_FLAG_SKIP) != 0) {
+                /* The gap before it is given up. */
+                reasm_clear.execute(hdr.sd.src_fa);
+                count_skipped.execute(hdr.sd.src_fa);
+                hdr.sd.flags = hdr.sd.flags & (0xff ^ SD_FLAG_SKIP);
                 host_port.apply();
             } else {
+                /* Early: wait round the recirculation port. */
+                ig_md.reasm_age = reasm_wait.execute(hdr.sd.src_fa);
                 wait_recirculate();
+                ig_tm_md.qid = SD_REASM_QID;
+                if (ig_md.reasm_age > ig_md.reasm_to) {
+                    /* Expired: on its next pass it takes its turn. */
+                    hdr.sd.flags = hdr.sd.flags | SD_FLAG_SKIP;
+                }
             }
         } else if (hdr.sd.isValid() && hdr.sd.kind == SD_KIND_CREDIT) {
             add_credit.execute(hdr.sd.seq[15:0]);
@@ -457,10 +585,28 @@ parser SwitchEgressParser(
     state start {
         pkt.extract(eg_intr_md);
         eg_md.fci_th = 0;
+        transition parse_ethernet;
+    }
+    state parse_ethernet {
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            SD_ETHERTYPE : parse_sd;
+            default : accept;
+        }
+    }
+    state parse_sd {
+        pkt.extract(hdr.sd);
         transition accept;
     }
 }
 
+/* The FA's fabric ports are the first stage of the fabric: a data cell
+ * leaving by one whose queue is at or above reg_fci_th (buffer cells)
+ * is marked FCI, as at the FE, so that credits beyond what the source's
+ * own links carry throttle the destinations' credits too (the paper's
+ * FAs have a fabric speed-up above the credit rate, §4.1; a bench whose
+ * links carry just the host port's rate has none). Frames going round
+ * the recirculation port are not marked. */
 control SwitchEgress(
         inout sd_headers_t hdr,
         inout sd_egress_md_t eg_md,
@@ -468,7 +614,21 @@ control SwitchEgress(
         in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
         inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
         inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
+
+    Register<bit<32>, bit<1>>(1, 0) reg_fci_th;
+    RegisterAction<bit<32>, bit<1>, bit<32>>(reg_fci_th) read_fci_th = {
+        void apply(inout bit<32> v, out bit<32> rv) {
+            rv = v;
+        }
+    };
+
     apply {
+        if (hdr.sd.isValid() && hdr.sd.kind == SD_KIND_DATA && eg_intr_md.egress_port != SD_RECIRC_PORT) {
+            eg_md.fci_th = read_fci_th.execute(0);
+            if (eg_md.fci_th != 0 && (bit<32>)eg_intr_md.enq_qdepth >= eg_md.fci_th) {
+                hdr.sd.flags = hdr.sd.flags | SD_FLAG_FCI;
+            }
+        }
     }
 }
 

@@ -22,7 +22,8 @@ import (
 //     VOQ; the frame takes one frame's credit from Credit[voq] or waits in
 //     the FA's recirculation queue (bounded: RecircCapBytes; beyond, it is
 //     dropped). With a credit: SeqOut[dst], the timestamp, SprayRR[dst]
-//     picks the slot, Spray[dst][slot] the fabric port.
+//     picks the slot, Spray[dst][slot] the fabric port, whose queue marks
+//     the frame FCI at or above the FA's FCITh (0: off), as an FE's does.
 //   - At the FE: its own SprayRR/Spray give the output port; the output
 //     queue's depth in TM buffer cells on enqueue is counted in QHist and
 //     marks FCI at or above FCITh (0: off); a full queue (QueueCapBytes)
@@ -30,10 +31,24 @@ import (
 //   - At the destination FA: LatHist counts now - timestamp (64 ns
 //     buckets), FCI[port] counts marked frames, and the frame is released
 //     in order per source FA (SeqIn); an early frame waits in the
-//     recirculation queue.
+//     recirculation port's early-frame queue (ReorderCapBytes; beyond, it
+//     is dropped), and one behind SeqIn (its number was given up) is
+//     dropped.
+//   - Reassembly timeout: ReasmAge[src] is 0 while nothing of src waits,
+//     else 1 + the aging ticks since a frame of src began to wait (an
+//     early frame's pass starts it, even one the full recirculation queue
+//     then drops; a release clears it). Once it is past ReasmTimeout
+//     (0: never), the next waiting pass gives the gap up: SeqIn moves to
+//     the lowest waiting frame of src, ReasmDrops[src] counts the numbers
+//     skipped, and the frames now in order are released. On Tofino the
+//     first waiting frame to come round takes its turn and those below it
+//     are released out of order when they come round, giving their
+//     numbers back (stardust_fa.p4): the same frames and the same count,
+//     in a different order.
 //   - Credits (KindCredit): CreditPort(packet id) names the host port,
 //     CreditRR[port] the slot, CreditTo[port][slot] the (source FA, VOQ);
-//     a pending FCI count cancels it; else it is sprayed as data is and
+//     a pending FCI count of at least its worth (PayloadLength frames)
+//     cancels it and spends that many; else it is sprayed as data is and
 //     adds its frames to the source's Credit[voq] unless that is at or
 //     above CreditCap. Approximation: credit and reachability frames take
 //     no transmission slot on a fabric link (they cross it in their own
@@ -41,7 +56,8 @@ import (
 //     ports).
 //   - Reachability (KindReach): ReachPort(packet id) names the fabric port;
 //     the peer sets Age[its port] to 0. Aging ticks (KindAge) add 1 to
-//     Age[packet id], saturating at AgeMax.
+//     Age[packet id], saturating at AgeMax, and at an FA to
+//     ReasmAge[packet id] when it is not 0.
 //
 // Time is in picoseconds. The caller owns the configuration: it writes a
 // device's tables and registers and the links' state between advances.
@@ -136,8 +152,11 @@ type SwDevice struct {
 	ReachPort  map[int]int // packet id -> dev port
 	// Registers, sized as the programs declare them.
 	Credit, SeqOut, SeqIn, SprayRR, CreditRR, FCI, Age, LatHist, QHist []int64
-	FCITh                                                              int64
-	Apps                                                               []*SwApp
+	// ReasmAge and ReasmDrops are per source FA; ReasmTimeout is in
+	// aging ticks (0: wait for ever).
+	ReasmAge, ReasmDrops []int64
+	FCITh, ReasmTimeout  int64
+	Apps                 []*SwApp
 
 	// Counters the caller drains.
 	Ports       map[int]*PortCount
@@ -145,11 +164,18 @@ type SwDevice struct {
 	// RecircMax is the fullest the recirculation queue has been (bytes)
 	// since the caller last reset it.
 	RecircMax int64
-	Unrouted  int64 // frames a table had no entry for (dropped)
+	// ReorderDrops and ReorderMax are the same for the early frames'
+	// queue.
+	ReorderDrops, ReorderMax int64
+	Unrouted                 int64 // frames a table had no entry for (dropped)
 
-	voqWait     map[int][]int32 // VOQ -> frames waiting for a credit, FIFO
-	reorder     map[int]map[uint32]int32
-	recircBytes int64
+	voqWait      map[int][]int32 // VOQ -> frames waiting for a credit, FIFO
+	reorder      map[int]map[uint32]int32
+	recircBytes  int64
+	reorderBytes int64
+	// seqIn is SeqIn as the fabric last left it: a difference is the
+	// control plane's write.
+	seqIn []int64
 }
 
 // NewSwDevice makes a device with its registers (ages start at AgeMax).
@@ -160,6 +186,7 @@ func NewSwDevice(name string, fe bool, id int) *SwDevice {
 		Credit: make([]int64, SwMaxVOQs), SeqOut: make([]int64, SwMaxFAs), SeqIn: make([]int64, SwMaxFAs),
 		SprayRR: make([]int64, SwMaxFAs), CreditRR: make([]int64, SwPorts), FCI: make([]int64, SwPorts),
 		Age: make([]int64, SwPorts), LatHist: make([]int64, SwHistBuckets), QHist: make([]int64, SwHistBuckets),
+		ReasmAge: make([]int64, SwMaxFAs), ReasmDrops: make([]int64, SwMaxFAs), seqIn: make([]int64, SwMaxFAs),
 		Ports: map[int]*PortCount{}, voqWait: map[int][]int32{}, reorder: map[int]map[uint32]int32{}}
 	for i := range d.Age {
 		d.Age[i] = SwAgeMax
@@ -278,8 +305,9 @@ type SwitchFabric struct {
 	// PipelinePs is a device's ingress-to-egress time.
 	PipelinePs int64
 	// QueueCapBytes bounds every fabric port's queue, RecircCapBytes an
-	// FA's recirculation queue.
-	QueueCapBytes, RecircCapBytes int64
+	// FA's recirculation queue of frames waiting for credit and
+	// ReorderCapBytes its queue of early frames (SD_REASM_QID).
+	QueueCapBytes, RecircCapBytes, ReorderCapBytes int64
 	// CreditCap is the most a VOQ banks (frames).
 	CreditCap int64
 
@@ -300,7 +328,7 @@ type SwitchFabric struct {
 
 // NewSwitchFabric makes an empty fabric.
 func NewSwitchFabric(r *rand.Rand) *SwitchFabric {
-	return &SwitchFabric{rng: r, free: -1, CreditCap: 32, QueueCapBytes: 1 << 20, RecircCapBytes: 1 << 20}
+	return &SwitchFabric{rng: r, free: -1, CreditCap: 32, QueueCapBytes: 1 << 20, RecircCapBytes: 1 << 20, ReorderCapBytes: 1 << 20}
 }
 
 // Now is the fabric's clock, ps.
@@ -510,6 +538,16 @@ func (f *SwitchFabric) batch(dev, ai int) {
 			if i < len(d.Age) && d.Age[i] < SwAgeMax {
 				d.Age[i]++
 			}
+			if !d.FE && i < len(d.ReasmAge) && d.ReasmAge[i] != 0 {
+				if d.ReasmAge[i] < SwAgeMax {
+					d.ReasmAge[i]++
+				}
+				// The next pass of a waiting frame finds it expired (the
+				// loop's latency is not modelled).
+				if d.reasmExpired(i) && len(d.reorder[i]) > 0 {
+					f.giveUpGap(d, i)
+				}
+			}
 		}
 	}
 	if a.Next < a.Batches {
@@ -582,7 +620,7 @@ func (f *SwitchFabric) sprayPort(d *SwDevice, dst int) (int, bool) {
 }
 
 // transmit puts data frame fi in the queue of dev's port at t; at an FE
-// it counts the depth it finds and marks FCI.
+// it counts the depth it finds; at an FE or an FA it marks FCI at FCITh.
 func (f *SwitchFabric) transmit(dev, port int, fi int32, t int64, fe bool) {
 	d := f.Devices[dev]
 	li, ok := d.Out[port]
@@ -606,9 +644,9 @@ func (f *SwitchFabric) transmit(dev, port int, fi int32, t int64, fe bool) {
 			b = SwHistBuckets - 1
 		}
 		d.QHist[b]++
-		if d.FCITh != 0 && depth >= d.FCITh {
-			fr.fci = true
-		}
+	}
+	if d.FCITh != 0 && depth >= d.FCITh {
+		fr.fci = true
 	}
 	start := max(t, l.busy)
 	l.busy = start + l.serPs(int(fr.bytes))
@@ -691,8 +729,8 @@ func (f *SwitchFabric) credit(dev int, a *SwApp, i int) {
 		d.Unrouted++
 		return
 	}
-	if d.FCI[p] > 0 {
-		d.FCI[p]--
+	if n := int64(a.PayloadLength); n > 0 && d.FCI[p] >= n {
+		d.FCI[p] -= n
 		return
 	}
 	src := to[s]
@@ -749,9 +787,71 @@ func (f *SwitchFabric) Resume() {
 			}
 		}
 		for _, src := range slices.Sorted(maps.Keys(d.reorder)) {
+			if d.SeqIn[src] != d.seqIn[src] {
+				f.releaseBehind(d, src)
+			}
 			f.drainInOrder(d, src)
+			if d.reasmExpired(src) && len(d.reorder[src]) > 0 {
+				f.giveUpGap(d, src)
+			}
 		}
 	}
+}
+
+// reasmExpired reports whether src's stall is past the timeout.
+func (d *SwDevice) reasmExpired(src int) bool {
+	to := d.ReasmTimeout
+	if to <= 0 {
+		to = SwAgeMax // the program's "no timeout": an age never passes it
+	}
+	return d.ReasmAge[src] > to
+}
+
+// behind reports whether sequence number seq is behind next (32-bit
+// serial arithmetic).
+func behind(seq, next uint32) bool { return seq-next >= 1<<31 }
+
+// releaseBehind lets go, out of order, the waiting frames of src that the
+// control plane's write of SeqIn left behind it: on Tofino they come round
+// and are released, each giving its number back to ReasmDrops.
+func (f *SwitchFabric) releaseBehind(d *SwDevice, src int) {
+	next := uint32(d.SeqIn[src])
+	for _, seq := range slices.Sorted(maps.Keys(d.reorder[src])) {
+		if !behind(seq, next) {
+			continue
+		}
+		w := d.reorder[src][seq]
+		delete(d.reorder[src], seq)
+		d.reorderBytes -= int64(f.frames[w].bytes)
+		if d.ReasmDrops[src] > 0 {
+			d.ReasmDrops[src]--
+		}
+		f.toHost(d, w)
+	}
+	d.seqIn[src] = d.SeqIn[src]
+}
+
+// giveUpGap is the reassembly timeout's release: SeqIn moves to the lowest
+// waiting frame of src, the numbers skipped count in ReasmDrops, and what
+// is now in order is released.
+func (f *SwitchFabric) giveUpGap(d *SwDevice, src int) {
+	next := uint32(d.SeqIn[src])
+	low, found := uint32(0), false
+	for seq := range d.reorder[src] {
+		if behind(seq, next) {
+			continue
+		}
+		if !found || seq-next < low-next {
+			low, found = seq, true
+		}
+	}
+	if !found {
+		return
+	}
+	d.ReasmDrops[src] += int64(low - next)
+	d.SeqIn[src] = int64(low)
+	d.seqIn[src] = d.SeqIn[src]
+	f.drainInOrder(d, src)
 }
 
 // drainInOrder releases src's waiting frames while the next is there.
@@ -763,10 +863,11 @@ func (f *SwitchFabric) drainInOrder(d *SwDevice, src int) {
 			if len(d.reorder[src]) == 0 {
 				delete(d.reorder, src)
 			}
+			d.settleAge(src)
 			return
 		}
 		delete(d.reorder[src], next)
-		d.recircBytes -= int64(f.frames[w].bytes)
+		d.reorderBytes -= int64(f.frames[w].bytes)
 		f.releaseHost(d, w)
 	}
 }
@@ -813,24 +914,51 @@ func (f *SwitchFabric) atFA(e swEvent) {
 		d.FCI[fr.port]++
 	}
 	src := int(fr.src)
-	if uint32(d.SeqIn[src]) != fr.seq {
-		// Early: round the recirculation port until its turn.
-		if d.recircBytes+int64(fr.bytes) > f.RecircCapBytes {
-			d.RecircDrops++
+	if next := uint32(d.SeqIn[src]); fr.seq != next {
+		if behind(fr.seq, next) {
+			// Its number was given up: dropped, as the paper's expired
+			// packet (counted in ReasmDrops when it was given up).
+			f.release(e.fr)
+			return
+		}
+		// Early: round the recirculation port's early-frame queue until
+		// its turn. Its pass starts the stall, or finds it expired (and
+		// starts the next): then, if the queue takes it, the gap is given
+		// up.
+		expired := d.reasmExpired(src)
+		if d.ReasmAge[src] == 0 || expired {
+			d.ReasmAge[src] = 1
+		}
+		if d.reorderBytes+int64(fr.bytes) > f.ReorderCapBytes {
+			d.ReorderDrops++
 			f.release(e.fr)
 			return
 		}
 		if d.reorder[src] == nil {
 			d.reorder[src] = map[uint32]int32{}
 		}
-		d.recircBytes += int64(fr.bytes)
-		d.RecircMax = max(d.RecircMax, d.recircBytes)
+		d.reorderBytes += int64(fr.bytes)
+		d.ReorderMax = max(d.ReorderMax, d.reorderBytes)
 		d.reorder[src][fr.seq] = e.fr
+		if expired {
+			f.giveUpGap(d, src)
+		}
 		return
 	}
 	f.releaseHost(d, e.fr)
 	if len(d.reorder[src]) > 0 {
 		f.drainInOrder(d, src)
+	} else {
+		d.ReasmAge[src] = 0
+	}
+}
+
+// settleAge is src's stall age after a release: cleared, and started again
+// by the next pass of a frame still waiting.
+func (d *SwDevice) settleAge(src int) {
+	d.ReasmAge[src] = 0
+	if len(d.reorder[src]) > 0 {
+		d.ReasmAge[src] = 1
 	}
 }
 
@@ -838,6 +966,13 @@ func (f *SwitchFabric) atFA(e swEvent) {
 func (f *SwitchFabric) releaseHost(d *SwDevice, fi int32) {
 	fr := &f.frames[fi]
 	d.SeqIn[fr.src] = int64(uint32(d.SeqIn[fr.src] + 1))
+	d.seqIn[fr.src] = d.SeqIn[fr.src]
+	f.toHost(d, fi)
+}
+
+// toHost sends a released frame out of its host port.
+func (f *SwitchFabric) toHost(d *SwDevice, fi int32) {
+	fr := &f.frames[fi]
 	if p, ok := d.HostPort[int(fr.port)]; ok {
 		f.Delivered++
 		d.port(p).add(&d.port(p).Tx, int(fr.bytes))
@@ -847,8 +982,13 @@ func (f *SwitchFabric) releaseHost(d *SwDevice, fi int32) {
 	f.release(fi)
 }
 
-// RecircBytes is what waits in the device's recirculation queue.
+// RecircBytes is what waits for credit in the device's recirculation
+// queue.
 func (d *SwDevice) RecircBytes() int64 { return d.recircBytes }
+
+// ReorderBytes is what waits for its turn in the device's early-frame
+// queue.
+func (d *SwDevice) ReorderBytes() int64 { return d.reorderBytes }
 
 // Waiting is the data frames device dev holds in its recirculation queue.
 func (d *SwDevice) Waiting() int64 {

@@ -165,6 +165,31 @@ func TestSwitchQueueHistAndFCIByHand(t *testing.T) {
 	}
 }
 
+// An FA's fabric port marks FCI as an FE's does: six 320 B frames with
+// credit leave FA 0 at once by its one link; the first goes at once and
+// the second waits for it alone (both find 0 cells queued), the others
+// find 4, 8, 12 and 16, so with the FA's threshold at 8 cells three
+// arrive marked (the FE's own threshold is off) and count in FA 1's
+// reg_fci.
+func TestSwitchFAFabricPortMarksFCI(t *testing.T) {
+	for _, th := range []int64{0, 8} {
+		f := swFabric(2, 1, 1)
+		flowTo(f, 0, 1, 0)
+		src := fa(f, 0)
+		src.FCITh = th
+		src.Credit[0] = 6
+		f.AddApp(devIndex(f, src), &SwApp{Kind: SwKindData, FrameBytes: 320, PeriodPs: 1000, Batches: 1, PerBatch: 6, AppID: 1, Enabled: true})
+		f.AdvanceTo(10_000_000)
+		marks := map[int64]int64{0: 0, 8: 3}[th]
+		if got := fa(f, 1).FCI[0]; got != marks || f.Delivered != 6 {
+			t.Errorf("FA threshold %d: %d FCI marks, %d delivered; want %d and 6", th, got, f.Delivered, marks)
+		}
+		if sum(src.QHist) != 0 {
+			t.Error("an FA counted a queue histogram (the FE's register)")
+		}
+	}
+}
+
 // In-order release: a frame lost in the fabric stalls its source's later
 // frames at the destination (they wait their turn), as the program does
 // without a reassembly timer.
@@ -195,6 +220,80 @@ func TestSwitchInOrderStallsAfterLoss(t *testing.T) {
 	f.Resume()
 	if f.Delivered != 9 || dst.Waiting() != 0 || dst.SeqIn[0] != 10 {
 		t.Errorf("after the reset: delivered %d, waiting %d, next %d; want 9, 0, 10", f.Delivered, dst.Waiting(), dst.SeqIn[0])
+	}
+}
+
+// The reassembly timeout: a lost frame stalls its source only until the
+// stall has aged past the timeout; then the gap is given up (counted in
+// ReasmDrops), the frames after it are released, and a second gap of two
+// frames costs another timeout. Without a timeout the stall stays and its
+// age grows with the ticks.
+func TestSwitchReassemblyTimeoutGivesUpTheGap(t *testing.T) {
+	run := func(timeout int64) (*SwitchFabric, func(ps int64)) {
+		f := swFabric(2, 1, 1)
+		flowTo(f, 0, 1, 0)
+		src, dst := fa(f, 0), fa(f, 1)
+		src.Credit[0] = 40
+		dst.ReasmTimeout = timeout
+		// A frame every 100 ns; aging ticks every 1 us (ids 0 and 1: the
+		// source FA is 0).
+		f.AddApp(devIndex(f, src), &SwApp{Kind: SwKindData, FrameBytes: 256, PeriodPs: 100_000, Batches: 40, PerBatch: 1, AppID: 1, Enabled: true})
+		f.AddApp(devIndex(f, dst), &SwApp{Kind: SwKindAge, FrameBytes: 64, StartPs: 500_000, PeriodPs: 1_000_000, Batches: 20, PerBatch: 2, Enabled: true})
+		up := f.Links[src.Out[swFAPort]]
+		step := func(ps int64) { f.AdvanceTo(ps) }
+		f.AdvanceTo(250_000) // frames 0, 1, 2 sent
+		up.Up = false
+		f.AdvanceTo(350_000) // frame 3 lost
+		up.Up = true
+		f.AdvanceTo(1_050_000)
+		up.Up = false
+		f.AdvanceTo(1_250_000) // frames 11 and 12 lost
+		up.Up = true
+		return f, step
+	}
+	f, step := run(2)
+	dst := fa(f, 1)
+	// The stall began with frame 4 (about 0.46 us); ticks at 0.5, 1.5, 2.5 us.
+	step(1_400_000)
+	if f.Delivered != 3 || dst.SeqIn[0] != 3 || dst.ReasmAge[0] != 2 || dst.ReasmDrops[0] != 0 {
+		t.Errorf("at 1.4 us: delivered %d, next %d, age %d, given up %d; want 3, 3, 2, 0 (stalled, one tick old)", f.Delivered, dst.SeqIn[0], dst.ReasmAge[0], dst.ReasmDrops[0])
+	}
+	step(2_000_000) // the tick at 1.5 us: age 3, past the timeout of 2
+	if f.Delivered != 10 || dst.SeqIn[0] != 11 || dst.ReasmDrops[0] != 1 || dst.ReasmAge[0] != 1 {
+		t.Errorf("at 2 us: delivered %d, next %d, given up %d, age %d; want 10, 11, 1, 1 (frames 4..10 out, 13.. waiting behind the next gap)", f.Delivered, dst.SeqIn[0], dst.ReasmDrops[0], dst.ReasmAge[0])
+	}
+	step(20_000_000)
+	if f.Delivered != 37 || dst.SeqIn[0] != 40 || dst.ReasmDrops[0] != 3 || dst.Waiting() != 0 || dst.ReasmAge[0] != 0 || f.InFlight() != 0 {
+		t.Errorf("at the end: delivered %d, next %d, given up %d, waiting %d, age %d, held %d; want 37, 40, 3, 0, 0, 0",
+			f.Delivered, dst.SeqIn[0], dst.ReasmDrops[0], dst.Waiting(), dst.ReasmAge[0], f.InFlight())
+	}
+
+	f, step = run(0)
+	dst = fa(f, 1)
+	step(20_000_000)
+	if f.Delivered != 3 || dst.ReasmDrops[0] != 0 || dst.Waiting() != 34 || dst.ReasmAge[0] != 21 {
+		t.Errorf("no timeout: delivered %d, given up %d, waiting %d, age %d; want 3, 0, 34, 21 (1 + 20 ticks)", f.Delivered, dst.ReasmDrops[0], dst.Waiting(), dst.ReasmAge[0])
+	}
+}
+
+// A frame that arrives after its number was given up is dropped, not
+// released: every frame sent is either released or counted in ReasmDrops.
+// Here one of two links is 3 us long, so half the frames come late.
+func TestSwitchReassemblyLateFramesDropped(t *testing.T) {
+	f := swFabric(2, 2, 1)
+	flowTo(f, 0, 1, 0)
+	src, dst := fa(f, 0), fa(f, 1)
+	src.Credit[0] = 30
+	dst.ReasmTimeout = 1
+	f.Links[src.Out[swFAPort+1]].PropPs = 3_000_000
+	f.AddApp(devIndex(f, src), &SwApp{Kind: SwKindData, FrameBytes: 256, PeriodPs: 100_000, Batches: 30, PerBatch: 1, AppID: 1, Enabled: true})
+	f.AddApp(devIndex(f, dst), &SwApp{Kind: SwKindAge, FrameBytes: 64, PeriodPs: 500_000, Batches: 40, PerBatch: 1, Enabled: true})
+	f.AdvanceTo(20_000_000)
+	if sum(dst.LatHist) != 30 || f.InFlight() != 0 {
+		t.Fatalf("%d frames arrived, %d held; want 30 and 0", sum(dst.LatHist), f.InFlight())
+	}
+	if f.Delivered+dst.ReasmDrops[0] != 30 || dst.ReasmDrops[0] == 0 || f.Delivered <= 15 {
+		t.Errorf("delivered %d, given up %d: want both and 30 in all, more than the 15 of the short link delivered", f.Delivered, dst.ReasmDrops[0])
 	}
 }
 

@@ -60,6 +60,9 @@ var stardustRegSizes = map[string]int{
 	sd.RegLatHist:      sd.HistBuckets,
 	sd.RegQHist:        sd.HistBuckets,
 	sd.RegFCIThreshold: 1,
+	sd.RegReasmTimeout: 1,
+	sd.RegReasmAge:     sd.MaxFAs,
+	sd.RegReasmDrops:   sd.MaxFAs,
 }
 
 // regSize is the number of entries register name has: the Stardust

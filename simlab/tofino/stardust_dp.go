@@ -23,8 +23,9 @@ import (
 // buffer_hex), their ports' speeds and state, and the fibres' optics. What
 // the cells do comes back as the switches' registers (reg_credit,
 // reg_seq_*, reg_spray, reg_credit_rr, reg_fci, reg_reach_age,
-// reg_lat_hist, reg_qdepth_hist), port counters, tm.queue of the FEs'
-// fabric ports and the FAs' recirculation port, and pktgen.status.
+// reg_reasm_age, reg_reasm_drops, reg_lat_hist, reg_qdepth_hist), port
+// counters, tm.queue of the FEs' fabric ports and the FAs' recirculation
+// port, and pktgen.status.
 //
 // Stated parameters and approximations (p4/stardust/README.md's table):
 //   - a switch's ingress-to-egress time is pipelineNs (fec.go), at the
@@ -37,8 +38,9 @@ import (
 //     are counted on its ports and lost as data is;
 //   - a frame waiting for a credit (or for its turn at the destination)
 //     goes round the recirculation port; what bounds the wait is that
-//     port's queue, sdRecircCapBytes, beyond which frames are dropped and
-//     counted by tm.queue on SD_RECIRC_PORT; a waiting frame leaves as soon
+//     port's queue (queue 0 for credit, SD_REASM_QID for early frames),
+//     sdRecircCapBytes each, beyond which frames are dropped and counted
+//     by tm.queue on SD_RECIRC_PORT; a waiting frame leaves as soon
 //     as its VOQ gets a credit (the loop's own latency is not modelled),
 //     and an early one at the destination as soon as it is next, also
 //     when the control plane rewrites reg_seq_in or reg_credit;
@@ -188,7 +190,7 @@ func (d *Dataplane) buildStardust(sws []*Tofino, prev *sdEngine) (*sdEngine, err
 	if e == nil || len(e.sws) != len(sws) || len(e.links) != len(links) || !same(e.sws, sws) || !same(e.links, links) || e.rolesChanged() {
 		fab := sdm.NewSwitchFabric(rand.New(rand.NewPCG(d.world.Seed(), 0x5d5d_5d5d)))
 		fab.PipelinePs = int64(pipelineNs * 1000)
-		fab.QueueCapBytes, fab.RecircCapBytes, fab.CreditCap = sdQueueCapBytes, sdRecircCapBytes, sd.CreditCapFrames
+		fab.QueueCapBytes, fab.RecircCapBytes, fab.ReorderCapBytes, fab.CreditCap = sdQueueCapBytes, sdRecircCapBytes, sdRecircCapBytes, sd.CreditCapFrames
 		e = &sdEngine{fab: fab, sws: sws, links: links, apps: map[*pktgenApp]*sdm.SwApp{}, appDev: map[*pktgenApp]int{}, lkey: make([]sdLinkKey, len(links))}
 		for _, sw := range sws {
 			sw.mu.Lock()
@@ -388,7 +390,8 @@ func sdRegs(dv *sdm.SwDevice) []struct {
 		return []r{{sd.RegSpray, dv.SprayRR}, {sd.RegReachAge, dv.Age}, {sd.RegQHist, dv.QHist}}
 	}
 	return []r{{sd.RegCredit, dv.Credit}, {sd.RegSeqOut, dv.SeqOut}, {sd.RegSeqIn, dv.SeqIn}, {sd.RegSpray, dv.SprayRR},
-		{sd.RegCreditRR, dv.CreditRR}, {sd.RegFCI, dv.FCI}, {sd.RegReachAge, dv.Age}, {sd.RegLatHist, dv.LatHist}}
+		{sd.RegCreditRR, dv.CreditRR}, {sd.RegFCI, dv.FCI}, {sd.RegReachAge, dv.Age}, {sd.RegLatHist, dv.LatHist},
+		{sd.RegReasmAge, dv.ReasmAge}, {sd.RegReasmDrops, dv.ReasmDrops}}
 }
 
 // syncIn reads the switches' registers into the fabric (the control
@@ -413,8 +416,9 @@ func (e *sdEngine) syncIn() {
 			}
 			copy(e.snap[i][k], r.v)
 		}
-		if dv.FE {
-			dv.FCITh = sw.regs[sd.RegFCIThreshold][0]
+		dv.FCITh = sw.regs[sd.RegFCIThreshold][0]
+		if !dv.FE {
+			dv.ReasmTimeout = sw.regs[sd.RegReasmTimeout][0]
 		}
 		for a, sa := range e.apps {
 			if e.appDev[a] == i {
@@ -459,15 +463,23 @@ func (e *sdEngine) syncOut(d *Dataplane) {
 			l.QueueDrops, l.Watermark = 0, 0
 		}
 		if !dv.FE {
-			q := sw.queues[[2]int{sdRecircPort, 0}]
-			if q == nil {
-				q = &simQueue{}
-				sw.queues[[2]int{sdRecircPort, 0}] = q
+			// Queue 0: frames waiting for credit; sd.ReasmQID: early
+			// frames waiting for their turn.
+			for _, c := range []struct {
+				qid        int
+				max, drops *int64
+				bytes      int64
+			}{{0, &dv.RecircMax, &dv.RecircDrops, dv.RecircBytes()}, {sd.ReasmQID, &dv.ReorderMax, &dv.ReorderDrops, dv.ReorderBytes()}} {
+				q := sw.queues[[2]int{sdRecircPort, c.qid}]
+				if q == nil {
+					q = &simQueue{}
+					sw.queues[[2]int{sdRecircPort, c.qid}] = q
+				}
+				q.usage = c.bytes
+				q.watermark = max(q.watermark, q.usage, *c.max)
+				q.drops += *c.drops
+				*c.drops, *c.max = 0, 0
 			}
-			q.usage = dv.RecircBytes()
-			q.watermark = max(q.watermark, q.usage, dv.RecircMax)
-			q.drops += dv.RecircDrops
-			dv.RecircDrops, dv.RecircMax = 0, 0
 		}
 		ports := make(map[int]*simPort, len(dv.Ports))
 		for p := range dv.Ports {

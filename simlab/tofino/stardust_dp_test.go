@@ -291,9 +291,9 @@ func fanIn(t *testing.T, seed uint64, rho float64, th int) *sdBench {
 }
 
 // The last-stage FE queue grows with the load; every cell that found the
-// FCI threshold or more ahead of it is marked, each mark cancels one of
-// the destination port's credits (which never reach the wire), and with
-// the threshold out of reach nothing is marked.
+// FCI threshold or more ahead of it is marked, every 16 marks (a credit's
+// worth) cancel one of the destination port's credits (which never reach
+// the wire), and with the threshold out of reach nothing is marked.
 func TestStardustFEQueueAndFCI(t *testing.T) {
 	means := map[float64]float64{}
 	for _, rho := range []float64{0.5, 0.95} {
@@ -322,8 +322,8 @@ func TestStardustFEQueueAndFCI(t *testing.T) {
 	emitted := 40_000 / cp.Nanoseconds()
 	onWire := b.counter(b.fas[2], sdFabricPort(0), "$FramesTransmittedLength_eq_64")
 	pending := b.reg(b.fas[2], sd.RegFCI, 0)
-	if above == 0 || above != emitted-onWire+pending {
-		t.Errorf("%d cells found %d cells or more; credits cancelled %d of %d, %d marks pending: want marks = cancelled + pending = cells above",
+	if above < 16 || above != 16*(emitted-onWire)+pending || pending >= 16 {
+		t.Errorf("%d cells found %d cells or more; credits cancelled %d of %d, %d marks pending: want marks = 16 x cancelled + pending (under 16) = cells above",
 			above, th, emitted-onWire, emitted, pending)
 	}
 	t.Logf("mean queue bucket %.3f at 0.5, %.3f at 0.95; %d marked", means[0.5], means[0.95], above)
@@ -489,7 +489,7 @@ func TestStardustBadInput(t *testing.T) {
 // A corrupting fibre loses frames at the optics' frame loss probability:
 // they count as FCS errors at the receiving port, never reach the FE, and
 // the first lost data frame stalls its source's later frames at the
-// destination (in-order release, no reassembly timer).
+// destination (in-order release; reg_reasm_timeout left at 0, no timeout).
 func TestStardustCorruptingFibre(t *testing.T) {
 	b := newSDBench(t, 4, 2, 1, 2)
 	fibre, _ := b.w.Fibre("fa1-fe1")
@@ -526,4 +526,50 @@ func TestStardustCorruptingFibre(t *testing.T) {
 		t.Errorf("released %d, reg_seq_in %d: want the source stalled at its first lost frame", released, next)
 	}
 	t.Logf("p %.4f: %d of %d corrupted; released %d before the stall", p, bad, tx, released)
+}
+
+// The reassembly timeout through the agent protocol: with the same lossy
+// fibre, reg_reasm_timeout set and aging ticks running at the destination,
+// a lost frame stalls its source only until the stall ages past the
+// timeout; then reg_seq_in moves past the gap, reg_reasm_drops counts it,
+// and every frame after it is released: what was released and what was
+// given up make up every number the source sent but its lost tail.
+func TestStardustReassemblyTimeout(t *testing.T) {
+	b := newSDBench(t, 4, 2, 1, 2)
+	fibre, _ := b.w.Fibre("fa1-fe1")
+	ch := b.voa.Channels[0]
+	lo, hi := 0.0, 30.0
+	for i := 0; i < 50; i++ {
+		ch.SetAttenuation((lo + hi) / 2)
+		if fibre.FrameLossProbability(256) < 0.002 {
+			lo = (lo + hi) / 2
+		} else {
+			hi = (lo + hi) / 2
+		}
+	}
+	b.flow(0, 1, 1, 0)
+	b.ok(b.fas[0], "reg.set", fmt.Sprintf(`{"name":%q,"index":0,"value":%d}`, sd.RegCredit, sd.CreditCapFrames))
+	b.ok(b.fas[1], "reg.set", fmt.Sprintf(`{"name":%q,"index":0,"value":2}`, sd.RegReasmTimeout))
+	b.app(b.fas[0], 1, 252, 100, 20_000, 1, sd.Cell{Kind: sd.KindData})
+	b.credits(1, [][2]int{{0, 0}}, 16, 1000, 2_000)
+	// Aging ticks every 10 us; packet id 0 ages source FA 0's stall.
+	b.app(b.fas[1], 2, 60, 10_000, 300, 1, sd.Cell{Kind: sd.KindAge})
+	b.wait(3000 * time.Microsecond)
+	tx := b.counter(b.fas[0], sdFabricPort(0), "$FramesTransmittedOK")
+	bad := b.counter(b.fes[0], sdFabricPort(0), "$FramesReceivedwithFCSError")
+	if tx < 20_000 || bad < 20 {
+		t.Fatalf("sent %d frames, %d corrupted: want 20000 and about 0.2%%", tx, bad)
+	}
+	released := b.counter(b.fas[1], sdHostPort, "$FramesTransmittedOK")
+	next := b.reg(b.fas[1], sd.RegSeqIn, 0)
+	drops := b.reg(b.fas[1], sd.RegReasmDrops, 0)
+	// Every lost frame but a lost tail (no later frame to stall) is given up.
+	if released+drops != next || drops > bad || drops < bad-3 || next < 20_000-3 {
+		t.Errorf("released %d + given up %d, reg_seq_in %d; %d corrupted: want the sum to be reg_seq_in (about 20000) and every corrupted frame given up",
+			released, drops, next, bad)
+	}
+	if age := b.reg(b.fas[1], sd.RegReasmAge, 0); age != 0 {
+		t.Errorf("reg_reasm_age[0] = %d after the last release, want 0", age)
+	}
+	t.Logf("%d of %d corrupted; released %d, given up %d", bad, tx, released, drops)
 }
