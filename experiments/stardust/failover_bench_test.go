@@ -16,10 +16,10 @@ import (
 )
 
 // The bench's timeline in the tests: reachability every 5 us (th 3), the
-// control plane every 5 us, phases of 105 us (the shortest the recipe
-// takes: 3 x (th + 4) periods).
+// control plane every 5 us, phases of 70 us (the shortest the recipe
+// takes on the bench: 2 x (th + 4) periods).
 var failoverBenchSets = []string{"reach_period=5us", "th=3", "bench_poll=5us", "bench_reassembly_timeout=10us",
-	"phase=105us", "bin=5us", "bench_warmup=20us"}
+	"phase=70us", "bin=5us", "bench_warmup=20us"}
 
 // stardust-failover on the simulated Stardust bench, measured from the
 // switches through the driver: a dark fibre (voa1 at its maximum) and a
@@ -81,7 +81,7 @@ func TestFailoverOnTheBench(t *testing.T) {
 	if b.LostAfterConverged != 0 || b.LostInUpPhases != 0 || b.ConvergedOverBound > 1 || b.ValidMinOverTh < 1 {
 		t.Errorf("bench summary %+v", b)
 	}
-	if fe := ev["fe-down"]; fe.Dip > 0.9 || fe.RecoveredUS == nil || *fe.RecoveredUS > 105 {
+	if fe := ev["fe-down"]; fe.Dip > 0.9 || fe.RecoveredUS == nil || *fe.RecoveredUS > 70 {
 		t.Errorf("fe-down: dip %.3f, recovered %v", fe.Dip, fp(fe.RecoveredUS))
 	}
 	if b.Polls == 0 || b.PollWallMS <= 0 {
