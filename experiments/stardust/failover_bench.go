@@ -2,6 +2,7 @@ package stardust
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -161,6 +162,9 @@ type pollResult struct {
 	t time.Duration
 	// hostFrames released since the previous poll; skipped frames given up.
 	hostFrames, skipped int64
+	// sentBy is when the frames given up had been sent by: the source's
+	// sequence numbers read a reassembly timeout before.
+	sentBy time.Duration
 }
 
 func lengthBucket(n int) string {
@@ -358,11 +362,11 @@ func (c *failoverCtl) pollOnce(ctx context.Context) (pollResult, error) {
 	}
 	res.hostFrames, c.host = host-c.host, host
 	c.outs = append(c.outs, snap)
-	n, err := c.reassemble(ctx)
+	n, sentBy, err := c.reassemble(ctx)
 	if err != nil {
 		return res, err
 	}
-	res.skipped = n
+	res.skipped, res.sentBy = n, sentBy
 	c.skipped += n
 	c.wall = append(c.wall, time.Since(wall))
 	return res, nil
@@ -412,7 +416,7 @@ func (c *failoverCtl) respray(ctx context.Context) error {
 // that their source had sent by the reassembly timeout ago, one gap at a
 // time: each skip lets the frames after it go at the next move of the
 // clock (a nanosecond), which shows the next gap.
-func (c *failoverCtl) reassemble(ctx context.Context) (int64, error) {
+func (c *failoverCtl) reassemble(ctx context.Context) (int64, time.Duration, error) {
 	var old *seqSnap
 	for i := len(c.outs) - 1; i >= 0; i-- {
 		if c.outs[i].t <= c.now-c.timeout {
@@ -422,7 +426,7 @@ func (c *failoverCtl) reassemble(ctx context.Context) (int64, error) {
 		}
 	}
 	if old == nil {
-		return 0, nil
+		return 0, 0, nil
 	}
 	var n int64
 	var mu sync.Mutex
@@ -431,11 +435,11 @@ func (c *failoverCtl) reassemble(ctx context.Context) (int64, error) {
 		if iter > 0 {
 			// Let the frames behind the gaps given up go.
 			if _, err := c.clock.WaitClock(ctx, c.now+time.Nanosecond); err != nil {
-				return n, err
+				return n, old.t, err
 			}
 			t, err := c.clock.Clock(ctx)
 			if err != nil {
-				return n, err
+				return n, old.t, err
 			}
 			c.now = t
 		}
@@ -471,15 +475,15 @@ func (c *failoverCtl) reassemble(ctx context.Context) (int64, error) {
 			return nil
 		})
 		if err != nil {
-			return n, err
+			return n, old.t, err
 		}
 		sort.Slice(next, func(i, j int) bool { return next[i].ID < next[j].ID })
 		dsts = next
 		if iter > 4096 {
-			return n, fmt.Errorf("reassembly: more than 4096 gaps in one poll")
+			return n, old.t, fmt.Errorf("reassembly: more than 4096 gaps in one poll")
 		}
 	}
-	return n, nil
+	return n, old.t, nil
 }
 
 // dataSent is the data frames the senders of ls transmitted since before
@@ -671,21 +675,6 @@ type failoverBenchRun struct {
 	restDB float64
 }
 
-// runUntil polls until cond holds or the clock reaches end.
-func (fb *failoverBenchRun) runUntil(ctx context.Context, end time.Duration, cond func() bool) error {
-	errDone := fmt.Errorf("done")
-	err := fb.runFor(ctx, end, func(pollResult) error {
-		if cond() {
-			return errDone
-		}
-		return nil
-	})
-	if err == errDone {
-		return nil
-	}
-	return err
-}
-
 // runFor polls until the clock reaches end, calling each after every poll.
 func (fb *failoverBenchRun) runFor(ctx context.Context, end time.Duration, each func(pollResult) error) error {
 	c := fb.ctl
@@ -749,7 +738,9 @@ func (fb *failoverBenchRun) run(ctx context.Context) error {
 	// default load (10 us at 15 Gb/s of 256 B frames is 68).
 	probe := max(2*c.period, 20*time.Microsecond)
 	settle := time.Duration(c.th+2)*c.period + c.timeout
-	total := warm + probes*probe + settle + 7*phase + c.period
+	// The phases, and after the last a reassembly timeout and two polls
+	// for its lost frames to be found.
+	total := warm + probes*probe + settle + 8*phase + c.timeout + 2*c.poll + c.period
 	framePeriod, k, _ := pace(br.cfg.FrameBytes, p.Float("load")*br.fabricCapacity())
 	batches, err := batchesFor(total, framePeriod)
 	if err != nil {
@@ -902,102 +893,38 @@ func (fb *failoverBenchRun) phases(ctx context.Context, phase, bin time.Duration
 	}
 	frameBits := float64((br.cfg.FrameBytes + wireExtra) * 8)
 	base, floor := -1.0, 0.0
-	var worstE, worstBound, validMin, validMax float64
-	validMin = math.Inf(1)
+	var worstE, worstBound, validMax float64
+	validMin := math.Inf(1)
 	bound := us(time.Duration(c.th+1)*c.period + c.poll)
 	vbound := us(time.Duration(c.th+1)*c.period + 2*c.poll)
+	// A frame lost is found a reassembly timeout after it was sent, at
+	// a poll: each poll's are the phase's in which they had been sent
+	// (by the sequence numbers it compared; a frame sent by the instant
+	// of an event and lost in flight is the event's), and an event's row
+	// waits for them.
+	late := c.timeout + 2*c.poll
 	var lostAfter, lostUp int64
 	cong0, err := fb.congestion(ctx)
 	if err != nil {
 		return err
 	}
-	for _, ph := range phases {
-		if ph.name == "clean" && faLink[0].good {
-			// The corrupting link comes back after th good periods of
-			// reachability cells alone and is taken out again when data
-			// crosses it (the marks): clean it at a poll whose verdict on
-			// it is bad, so that valid measures th good periods after
-			// cleaning, not the rest of a wait already begun.
-			if err := fb.runUntil(ctx, c.now+phase/2, func() bool { return !faLink[0].good }); err != nil {
-				return err
-			}
-		}
-		if err := ph.apply(); err != nil {
-			return err
-		}
-		at := c.now
-		marks0 := 0
-		for _, l := range ph.failed {
-			marks0 += l.marks
-		}
-		stopped := false
-		ev := FailoverEvent{AtUS: us(at)}
-		var reachAt *float64
-		lastData := time.Duration(-1)
-		var skips []pollResult
-		var bins []float64
-		var binFrames, binLost int64
-		binEnd := at + bin
-		prevData := txData(ph.failed)
-		congBefore, err := fb.congestion(ctx)
-		if err != nil {
-			return err
-		}
-		err = fb.runFor(ctx, at+phase, func(r pollResult) error {
-			// Converged: data stopped going onto the failed links, the
-			// first poll after detection at which none had since the last.
-			if n := dataSent(ph.failed, prevData); n > 0 && !stopped {
-				lastData = r.t
-			} else if n == 0 && ev.DetectUS != nil {
-				stopped = true
-			}
-			prevData = txData(ph.failed)
-			skips = append(skips, r)
-			if ph.down != nil && ev.DetectUS == nil && ph.down() {
-				ev.DetectUS = ptr(us(r.t - at))
-			}
-			if len(ph.ages) > 0 && reachAt == nil {
-				all := true
-				for _, l := range ph.ages {
-					all = all && l.age >= c.th
-				}
-				if all {
-					reachAt = ptr(us(r.t - at))
-				}
-			}
-			if ph.up != nil && ev.ValidUS == nil && ph.up() {
-				ev.ValidUS = ptr(us(r.t - at))
-			}
-			binFrames += r.hostFrames
-			binLost += r.skipped
-			if r.t >= binEnd {
-				b := float64(binFrames)
-				bins = append(bins, b)
-				norm := any(nil)
-				if base > 0 {
-					norm = b / base
-				}
-				if err := tl.Write(1, us(binEnd-bin), ph.name, b*frameBits/bin.Seconds()/1e9, norm, binLost); err != nil {
-					return err
-				}
-				binFrames, binLost = 0, 0
-				binEnd += bin
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, r := range skips {
+	// pending is a phase whose polls are done, waiting for the frames it
+	// lost to be found.
+	type pending struct {
+		ph       phaseRun
+		at       time.Duration
+		ev       FailoverEvent
+		skips    []pollResult
+		bins     []float64
+		lastData time.Duration
+	}
+	finish := func(pd *pending) error {
+		ph, ev, at := pd.ph, &pd.ev, pd.at
+		for _, r := range pd.skips {
 			ev.CellsLost += r.skipped
 		}
-		congAfter, err := fb.congestion(ctx)
-		if err != nil {
-			return err
-		}
-		ev.CongestionLost = congAfter - congBefore
 		if ph.name == "before" {
-			h := bins[len(bins)/2:]
+			h := pd.bins[len(pd.bins)/2:]
 			var s float64
 			for _, b := range h {
 				s += b
@@ -1007,12 +934,14 @@ func (fb *failoverBenchRun) phases(ctx context.Context, phase, bin time.Duration
 			for _, b := range h {
 				v += (b - base) * (b - base)
 			}
-			floor = 1 - 3*math.Sqrt(v/float64(max(1, len(h)-1)))/base
-			continue
+			// The bench's paced traffic spreads its bins by a few
+			// tenths of a %: its normal range is at least 1%.
+			floor = 1 - max(3*math.Sqrt(v/float64(max(1, len(h)-1)))/base, 0.01)
+			return nil
 		}
 		ev.Dip = 1
 		last := -1
-		for i, b := range bins {
+		for i, b := range pd.bins {
 			ev.Dip = min(ev.Dip, b/base)
 			if b/base < floor {
 				last = i
@@ -1021,34 +950,23 @@ func (fb *failoverBenchRun) phases(ctx context.Context, phase, bin time.Duration
 		if last >= 0 {
 			ev.RecoveredUS = ptr(us(time.Duration(last+1) * bin))
 		}
-		ev.ReachUS = reachAt
-		for _, l := range ph.failed {
-			ev.Marks += l.marks
-		}
-		ev.Marks -= marks0
 		if ph.down != nil {
 			conv := 0.0
-			if lastData >= 0 {
-				conv = us(lastData - at)
+			if pd.lastData >= 0 {
+				conv = us(pd.lastData - at)
 			}
 			ev.ConvergedUS = ptr(conv)
 			worstE = max(worstE, conv/formulaPD)
 			worstBound = max(worstBound, conv/bound)
-			late := at + time.Duration(conv*1e3) + c.timeout + 2*c.poll
-			for _, r := range skips {
-				if r.t > late && ph.name != "corrupt" {
+			after := at + time.Duration(conv*1e3) + late
+			for _, r := range pd.skips {
+				if r.t > after && ph.name != "corrupt" {
 					lostAfter += r.skipped
 				}
 			}
 		}
 		if ph.up != nil {
-			// Frames lost before the restore are found a reassembly
-			// timeout after they were sent: not the restore's.
-			for _, r := range skips {
-				if r.t > at+c.timeout+2*c.poll {
-					lostUp += r.skipped
-				}
-			}
+			lostUp += ev.CellsLost
 			if ev.ValidUS != nil {
 				validMin = min(validMin, *ev.ValidUS/us(time.Duration(c.th)*c.period))
 				validMax = max(validMax, *ev.ValidUS/vbound)
@@ -1077,13 +995,148 @@ func (fb *failoverBenchRun) phases(ctx context.Context, phase, bin time.Duration
 			}
 		}
 		fb.mu.Lock()
-		run.Events[ph.name] = ev
+		run.Events[ph.name] = *ev
 		run.WorstOverFormula = worstE
 		fb.sum.Tiers["t1"] = run
 		fb.sum.WorstOverFormula = worstE
 		fb.mu.Unlock()
-		rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("bench, %s: detect %s, reachability %s, converged %s, valid %s us; %d frames given up as lost, %d lost to congestion, dip %.3f, recovered %s us (App. E %.1f us, %.1f with pd)",
-			ph.name, fmtp(ev.DetectUS), fmtp(ev.ReachUS), fmtp(ev.ConvergedUS), fmtp(ev.ValidUS), ev.CellsLost, ev.CongestionLost, ev.Dip, fmtp(ev.RecoveredUS), formula, formulaPD)})
+		rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("bench, %s: detect %s, reachability %s, converged %s, valid %s us; %d frames given up as lost, %d lost to congestion, dip %.3f, recovered %s us, taken out %d times (App. E %.1f us, %.1f with pd)",
+			ph.name, fmtp(ev.DetectUS), fmtp(ev.ReachUS), fmtp(ev.ConvergedUS), fmtp(ev.ValidUS), ev.CellsLost, ev.CongestionLost, ev.Dip, fmtp(ev.RecoveredUS), ev.Marks, formula, formulaPD)})
+		return nil
+	}
+	var prev *pending
+	for i := 0; i <= len(phases); i++ {
+		if i == len(phases) {
+			// The last phase's lost frames: one more window of polls.
+			end := c.now
+			if err := fb.runFor(ctx, end+late, func(r pollResult) error {
+				if r.sentBy < end {
+					prev.skips = append(prev.skips, r)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			if err := finish(prev); err != nil {
+				return err
+			}
+			break
+		}
+		ph := phases[i]
+		if ph.name == "clean" {
+			// The corrupting link comes back after th good periods of
+			// reachability cells alone and is taken out again when data
+			// crosses it (the marks): clean it at a poll at which it is
+			// out and its good periods have not begun, so that valid
+			// measures th good periods after cleaning, not the rest of a
+			// wait already begun (at most a phase later).
+			// Its polls' lost frames are the corrupt phase's, and it is
+			// cleaned after a poll in which no data went onto it, so that
+			// what the clean phase finds lost is its own.
+			errDone := errors.New("done")
+			before := txData(faLink[:1])
+			err := fb.runFor(ctx, c.now+phase, func(r pollResult) error {
+				prev.skips = append(prev.skips, r)
+				quiet := dataSent(faLink[:1], before) == 0
+				before = txData(faLink[:1])
+				l := faLink[0]
+				if !l.valid && quiet && (!l.good || l.goodSince == r.t) {
+					return errDone
+				}
+				return nil
+			})
+			if err != nil && err != errDone {
+				return err
+			}
+		}
+		if err := ph.apply(); err != nil {
+			return err
+		}
+		at := c.now
+		cur := &pending{ph: ph, at: at, ev: FailoverEvent{AtUS: us(at)}, lastData: -1}
+		ev := &cur.ev
+		marks0 := 0
+		for _, l := range ph.failed {
+			marks0 += l.marks
+		}
+		stopped := false
+		var binFrames, binLost int64
+		binEnd := at + bin
+		prevData := txData(ph.failed)
+		congBefore, err := fb.congestion(ctx)
+		if err != nil {
+			return err
+		}
+		err = fb.runFor(ctx, at+phase, func(r pollResult) error {
+			// Converged: data stopped going onto the failed links, the
+			// first poll after detection at which none had since the last.
+			if n := dataSent(ph.failed, prevData); n > 0 && !stopped {
+				cur.lastData = r.t
+			} else if n == 0 && ev.DetectUS != nil {
+				stopped = true
+			}
+			prevData = txData(ph.failed)
+			if prev != nil && r.sentBy < at {
+				prev.skips = append(prev.skips, r)
+			} else {
+				cur.skips = append(cur.skips, r)
+				if prev != nil {
+					if err := finish(prev); err != nil {
+						return err
+					}
+					prev = nil
+				}
+			}
+			if ph.down != nil && ev.DetectUS == nil && ph.down() {
+				ev.DetectUS = ptr(us(r.t - at))
+			}
+			if len(ph.ages) > 0 && ev.ReachUS == nil {
+				all := true
+				for _, l := range ph.ages {
+					all = all && l.age >= c.th
+				}
+				if all {
+					ev.ReachUS = ptr(us(r.t - at))
+				}
+			}
+			if ph.up != nil && ev.ValidUS == nil && ph.up() {
+				ev.ValidUS = ptr(us(r.t - at))
+			}
+			binFrames += r.hostFrames
+			binLost += r.skipped
+			if r.t >= binEnd {
+				b := float64(binFrames)
+				cur.bins = append(cur.bins, b)
+				norm := any(nil)
+				if base > 0 {
+					norm = b / base
+				}
+				if err := tl.Write(1, us(binEnd-bin), ph.name, b*frameBits/bin.Seconds()/1e9, norm, binLost); err != nil {
+					return err
+				}
+				binFrames, binLost = 0, 0
+				binEnd += bin
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		congAfter, err := fb.congestion(ctx)
+		if err != nil {
+			return err
+		}
+		ev.CongestionLost = congAfter - congBefore
+		for _, l := range ph.failed {
+			ev.Marks += l.marks
+		}
+		ev.Marks -= marks0
+		if prev != nil {
+			if err := finish(prev); err != nil {
+				return err
+			}
+		}
+		prev = cur
 	}
 	congEnd, err := fb.congestion(ctx)
 	if err != nil {
