@@ -1010,7 +1010,7 @@ func (fb *failoverBenchRun) phases(ctx context.Context, phase, bin time.Duration
 			// The last phase's lost frames: one more window of polls.
 			end := c.now
 			if err := fb.runFor(ctx, end+late, func(r pollResult) error {
-				if r.sentBy < end {
+				if r.sentBy <= end {
 					prev.skips = append(prev.skips, r)
 				}
 				return nil
@@ -1027,20 +1027,14 @@ func (fb *failoverBenchRun) phases(ctx context.Context, phase, bin time.Duration
 			// The corrupting link comes back after th good periods of
 			// reachability cells alone and is taken out again when data
 			// crosses it (the marks): clean it at a poll at which it is
-			// out and its good periods have not begun, so that valid
-			// measures th good periods after cleaning, not the rest of a
-			// wait already begun (at most a phase later).
-			// Its polls' lost frames are the corrupt phase's, and it is
-			// cleaned after a poll in which no data went onto it, so that
-			// what the clean phase finds lost is its own.
+			// out and its last verdict bad, so that valid measures th good
+			// periods after cleaning, not the rest of a wait already
+			// begun (at most a phase later).
+			// Its polls' lost frames are the corrupt phase's.
 			errDone := errors.New("done")
-			before := txData(faLink[:1])
 			err := fb.runFor(ctx, c.now+phase, func(r pollResult) error {
 				prev.skips = append(prev.skips, r)
-				quiet := dataSent(faLink[:1], before) == 0
-				before = txData(faLink[:1])
-				l := faLink[0]
-				if !l.valid && quiet && (!l.good || l.goodSince == r.t) {
+				if l := faLink[0]; !l.valid && !l.good {
 					return errDone
 				}
 				return nil
@@ -1076,7 +1070,9 @@ func (fb *failoverBenchRun) phases(ctx context.Context, phase, bin time.Duration
 				stopped = true
 			}
 			prevData = txData(ph.failed)
-			if prev != nil && r.sentBy < at {
+			// A failure loses the frames in flight at its instant; a
+			// restore loses none.
+			if prev != nil && (r.sentBy < at || (ph.up != nil && r.sentBy == at)) {
 				prev.skips = append(prev.skips, r)
 			} else {
 				cur.skips = append(cur.skips, r)
