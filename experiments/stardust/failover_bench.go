@@ -99,7 +99,9 @@ type FailoverBench struct {
 type dlink struct {
 	tx, rx         *benchNode
 	txPort, rxPort int
-	// state
+	// valid is whether the control plane sprays over it; good whether
+	// the last poll found it so (age under th, no bad error verdict),
+	// since goodSince.
 	valid     bool
 	goodSince time.Duration
 	good      bool
@@ -134,7 +136,6 @@ type failoverCtl struct {
 	portDown bool
 	heal     bool
 	links    []*dlink
-	byRx     map[[2]any]*dlink
 	// base is each FA's spraying permutation per destination after the
 	// bring-up, cur what it sprays over now.
 	base, cur map[*benchNode]map[int][]int
@@ -148,8 +149,7 @@ type failoverCtl struct {
 	// host frames released at the last poll, summed
 	host int64
 	// wall time of the polls
-	wall    []time.Duration
-	skipped int64
+	wall []time.Duration
 }
 
 type seqSnap struct {
@@ -167,6 +167,9 @@ type pollResult struct {
 	sentBy time.Duration
 }
 
+// lengthBucket names the BF port statistic a frame of n bytes (FCS
+// included) counts in, $FramesTransmittedLength_<bucket> (the Tofino MAC's
+// RMON-style size counters, as bf_pm reports them).
 func lengthBucket(n int) string {
 	for _, b := range []struct {
 		max  int
@@ -182,7 +185,7 @@ func lengthBucket(n int) string {
 func newFailoverCtl(br *benchRun, p *o.Params) *failoverCtl {
 	c := &failoverCtl{br: br, th: int(p.Int("th")), period: p.Duration("reach_period"), poll: p.Duration("bench_poll"),
 		timeout: p.Duration("bench_reassembly_timeout"), thr: p.Float("error_threshold"), portDown: p.Bool("heal_on_port_down"),
-		byRx: map[[2]any]*dlink{}, base: map[*benchNode]map[int][]int{}, cur: map[*benchNode]map[int][]int{},
+		base: map[*benchNode]map[int][]int{}, cur: map[*benchNode]map[int][]int{},
 		clock: br.FAs[0].sw, dataBucket: "$FramesTransmittedLength_" + lengthBucket(br.cfg.FrameBytes+4)}
 	for _, fa := range br.FAs {
 		c.maxID = max(c.maxID, fa.ID)
@@ -202,7 +205,6 @@ func newFailoverCtl(br *benchRun, p *o.Params) *failoverCtl {
 			for _, l := range []*dlink{{tx: fa, txPort: port, rx: fe, rxPort: fePort}, {tx: fe, txPort: fePort, rx: fa, rxPort: port}} {
 				l.valid, l.good, l.up = true, true, true
 				c.links = append(c.links, l)
-				c.byRx[[2]any{l.rx, l.rxPort}] = l
 			}
 		}
 	}
@@ -367,7 +369,6 @@ func (c *failoverCtl) pollOnce(ctx context.Context) (pollResult, error) {
 		return res, err
 	}
 	res.skipped, res.sentBy = n, sentBy
-	c.skipped += n
 	c.wall = append(c.wall, time.Since(wall))
 	return res, nil
 }
@@ -538,12 +539,11 @@ func findVOALinks(pc *o.PlanContext, b *bench) []voaLink {
 		if a == nil || z == nil {
 			continue
 		}
-		faEnd, fePort := l.A, l.B.Port
+		faEnd := l.A
 		if a.FE {
 			a, z = z, a
-			faEnd, fePort = l.B, l.A.Port
+			faEnd = l.B
 		}
-		_ = fePort
 		p, err := devPortOf(pc.Lab.Devices[a.Name].Ports[faEnd.Port])
 		if err != nil {
 			continue
