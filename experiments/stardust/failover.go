@@ -77,18 +77,18 @@ bench_link_gbps and the inventory's fibres.`
 // Params implements Recipe.
 func (*Failover) Params() []o.ParamSpec {
 	return append([]o.ParamSpec{
-		{Name: "tiers", Type: o.TypeFloats, Unit: "tiers", Default: []float64{1, 2}, Min: o.Bound(1), Max: o.Bound(2), Description: "FE tiers, one run each: 1 the bench's fabric, 2 a small two-tier one"},
+		{Name: "tiers", Type: o.TypeFloats, Unit: "tiers", Default: []float64{1, 2}, Min: o.Bound(1), Max: o.Bound(2), Description: "FE tiers, one run each: 1 the bench's fabric, 2 a small two-tier one (model only: a bench is its own fabric)"},
 		{Name: "load", Type: o.TypeFloat, Unit: "1", Default: 0.6, Min: o.Bound(0.01), Max: o.Bound(1), Description: "offered data over the fabric's data capacity"},
 		// Table 4: S = 50 Gb/s, c/f = 10 us, th = 3, b = 128, h = 40.
-		{Name: "link_gbps", Type: o.TypeFloat, Unit: "Gb/s", Default: 50.0, Min: o.Bound(1), Max: o.Bound(1000), Description: "fabric link rate (Table 4: 50 Gb/s)"},
+		{Name: "link_gbps", Type: o.TypeFloat, Unit: "Gb/s", Default: 50.0, Min: o.Bound(1), Max: o.Bound(1000), Description: "fabric link rate (Table 4: 50 Gb/s; model only: the bench's is bench_link_gbps)"},
 		{Name: "reach_period", Type: o.TypeDuration, Default: 10 * time.Microsecond, Min: o.Bound(1e-7), Max: o.Bound(0.01), Description: "reachability cell period, c/f (Table 4: 10 us)"},
 		{Name: "th", Type: o.TypeInt, Default: int64(3), Min: o.Bound(1), Max: o.Bound(100), Description: "reachability cells to change a link's state (Table 4: 3)"},
 		{Name: "bitmap_bits", Type: o.TypeInt, Default: int64(128), Min: o.Bound(1), Max: o.Bound(1 << 16), Description: "App. E's b, FAs per reachability cell; the model's cells carry every FA, so at most the FAs here"},
 		{Name: "hosts_per_fa", Type: o.TypeInt, Default: int64(40), Min: o.Bound(1), Max: o.Bound(1 << 16), Description: "App. E's h, for N = FAs x h"},
-		{Name: "link_m", Type: o.TypeFloat, Unit: "m", Default: 100.0, Min: o.Bound(0), Max: o.Bound(100000), Description: "fibre length of every fabric link, at 5 ns/m (Table 4: pd 500 ns)"},
+		{Name: "link_m", Type: o.TypeFloat, Unit: "m", Default: 100.0, Min: o.Bound(0), Max: o.Bound(100000), Description: "fibre length of every fabric link, at 5 ns/m (Table 4: pd 500 ns; model only: the bench's are the inventory's)"},
 		// Ours: a cell error rate a raised VOA might give, and a threshold
 		// under it that a period's worth of cells measures reliably.
-		{Name: "error_rate", Type: o.TypeFloat, Unit: "1", Default: 0.05, Min: o.Bound(0), Max: o.Bound(1), Description: "cells corrupted on the corrupting link"},
+		{Name: "error_rate", Type: o.TypeFloat, Unit: "1", Default: 0.05, Min: o.Bound(0), Max: o.Bound(1), Description: "cells corrupted on the corrupting link (on the bench: the frame error rate its receiver should count, which sets the VOA)"},
 		{Name: "error_threshold", Type: o.TypeFloat, Unit: "1", Default: 0.01, Min: o.Bound(0), Max: o.Bound(1), Description: "measured error rate over a reachability period above which a link marks itself faulty"},
 		{Name: "phase", Type: o.TypeDuration, Default: 300 * time.Microsecond, Min: o.Bound(1e-6), Max: o.Bound(1), Description: "duration of each phase (before, failed, restored, ...)"},
 		{Name: "bin", Type: o.TypeDuration, Default: 10 * time.Microsecond, Min: o.Bound(1e-7), Max: o.Bound(0.01), Description: "throughput bin"},

@@ -564,7 +564,7 @@ func findVOALinks(pc *o.PlanContext, b *bench) []voaLink {
 func benchFormula(p *o.Params, b *bench, propNs float64) (sd.Reach, error) {
 	h := int(p.Int("hosts_per_fa"))
 	r := sd.Reach{ClockHz: 1e9, Cycles: int(p.Duration("reach_period").Nanoseconds()), BitmapBits: int(p.Int("bitmap_bits")), MessageBytes: 24,
-		HostsPerFA: h, Hosts: len(b.FAs) * h, Tiers: 1, Th: int(p.Int("th")), LinkBps: p.Float("link_gbps") * 1e9,
+		HostsPerFA: h, Hosts: len(b.FAs) * h, Tiers: 1, Th: int(p.Int("th")), LinkBps: float64(p.Int("bench_link_gbps")) * 1e9,
 		Prop: []time.Duration{time.Duration(propNs)}}
 	if r.Cycles < 1 {
 		return r, o.Inputf("reach_period %v: at least 1 ns on the bench", p.Duration("reach_period"))
