@@ -3,6 +3,7 @@ package stardust_test
 import (
 	"context"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,6 +11,8 @@ import (
 	"testbed/dut/tofino"
 	"testbed/experiments/recipetest"
 	"testbed/experiments/stardust"
+	"testbed/inventory"
+	"testbed/orchestrator"
 	sd "testbed/p4/stardust"
 	"testbed/results"
 	"testbed/simlab"
@@ -134,6 +137,31 @@ func TestFailoverOnTheBenchInterrupted(t *testing.T) {
 		}
 	}
 	checkFailoverLabAsFound(t, lab, false)
+}
+
+// A Stardust bench none of whose fabric links runs through a VOA cannot
+// darken or corrupt one: refused at planning, naming the inventory.
+func TestFailoverBenchNeedsAVOA(t *testing.T) {
+	text, err := simlab.Bench("stardust")
+	if err != nil {
+		t.Fatal(err)
+	}
+	no := regexp.MustCompile(`(?m)^      voa:\n        device: voa1\n        channel: \d\n      loss_after_voa_db: 0.5\n`).ReplaceAllString(string(text), "")
+	if no == string(text) {
+		t.Fatal("the bench file has no VOA on a link")
+	}
+	inv, err := inventory.Parse("stardust.yaml", []byte(no))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := stardust.NewFailover()
+	params, err := orchestrator.ResolveParams(r.Params(), "", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Plan(&orchestrator.PlanContext{Params: params, Lab: inv}); err == nil || !strings.Contains(err.Error(), "stardust.yaml: no fabric link") {
+		t.Errorf("plan without a VOA: %v", err)
+	}
 }
 
 func fp(p *float64) string {
