@@ -122,7 +122,7 @@ func FailoverTables() []results.Table {
 				{Name: "us", Type: "number", Unit: "us"},
 			},
 			Figures: []results.Figure{{Name: "failover-convergence", Title: "Reachability convergence after a failure",
-				Caption: "Until the last cell lost to a failed link, a failed FE and a corrupting link, in the model, against App. E's t x th for the same parameters (§5.9).",
+				Caption: "Until the last cell lost to a failed link, a failed FE and a corrupting link in the model (on a bench: until data stopped going onto them, and until the reachability ages reached th), against App. E's t x th for the same parameters (§5.9).",
 				Kind:    results.Bar, X: "event", Y: "us", Series: []string{"tiers", "source"}, Legend: "{tiers} tier(s), {source}",
 				XLabel: "Event", YLabel: "Time (µs)"}}},
 		{Name: "failover_timeline", Title: "Throughput around the events", Description: "One row per tiers and bin.",
