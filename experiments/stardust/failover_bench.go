@@ -123,6 +123,9 @@ type voaLink struct {
 	faPort int
 	fe     *benchNode
 	voa    benchVOA
+	// toFA says the VOA is on the fibre from the FE to the FA (the
+	// inventory link's a end is the FE): the direction that corrupts.
+	toFA bool
 }
 
 // failoverCtl is the recipe's control plane on the bench.
@@ -209,6 +212,15 @@ func newFailoverCtl(br *benchRun, p *o.Params) *failoverCtl {
 		}
 	}
 	return c
+}
+
+// voaDir is the direction of vl whose fibre runs through the VOA (the
+// inventory link's a end to its b end).
+func (c *failoverCtl) voaDir(vl voaLink) *dlink {
+	if vl.toFA {
+		return c.link(vl.fe, vl.fa)
+	}
+	return c.link(vl.fa, vl.fe)
 }
 
 // link is the directed link from tx to rx.
@@ -539,16 +551,16 @@ func findVOALinks(pc *o.PlanContext, b *bench) []voaLink {
 		if a == nil || z == nil {
 			continue
 		}
-		faEnd := l.A
+		faEnd, toFA := l.A, false
 		if a.FE {
 			a, z = z, a
-			faEnd = l.B
+			faEnd, toFA = l.B, true
 		}
 		p, err := devPortOf(pc.Lab.Devices[a.Name].Ports[faEnd.Port])
 		if err != nil {
 			continue
 		}
-		out = append(out, voaLink{fa: a, faPort: p, fe: z, voa: benchVOA{l.VOA.Device, l.VOA.Channel}})
+		out = append(out, voaLink{fa: a, faPort: p, fe: z, voa: benchVOA{l.VOA.Device, l.VOA.Channel}, toFA: toFA})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].fa.ID != out[j].fa.ID {
@@ -793,7 +805,7 @@ func (fb *failoverBenchRun) run(ctx context.Context) error {
 // heal meanwhile; it gives up the frames lost.
 func (fb *failoverBenchRun) calibrate(ctx context.Context, probes int, probe time.Duration) error {
 	c, want := fb.ctl, fb.p.Float("error_rate")
-	l := c.link(fb.vl.fa, fb.vl.fe)
+	l := fb.ctl.voaDir(fb.vl)
 	lo, hi := fb.restDB, fb.maxDB
 	best, bestFER := -1.0, 0.0
 	for i := 0; i < probes; i++ {
@@ -811,7 +823,7 @@ func (fb *failoverBenchRun) calibrate(ctx context.Context, probes int, probe tim
 			fer = float64(bad) / float64(n)
 		}
 		fb.rc.Event(results.Event{Type: "setting", Device: fb.vl.voa.Device, Message: fmt.Sprintf("calibrating: channel %d at %.2f dB, %s counted %d of %d frames with FCS errors (port %s)",
-			fb.vl.voa.Channel, mid, fb.vl.fe.Name, bad, n, map[bool]string{true: "up", false: "down"}[l.up])})
+			fb.vl.voa.Channel, mid, l.rx.Name, bad, n, map[bool]string{true: "up", false: "down"}[l.up])})
 		if l.up && n > 0 && fer > 0 && (best < 0 || math.Abs(math.Log(fer/want)) < math.Abs(math.Log(bestFER/want))) {
 			best, bestFER = math.Round(mid*100)/100, fer
 		}
@@ -826,7 +838,7 @@ func (fb *failoverBenchRun) calibrate(ctx context.Context, probes int, probe tim
 	}
 	if best < 0 || bestFER < want/3 || bestFER > 3*want {
 		return fmt.Errorf("%s channel %d: no attenuation between %.1f and %.1f dB gave %s's port a frame error rate within a factor 3 of %g (closest %g at %.2f dB)",
-			fb.vl.voa.Device, fb.vl.voa.Channel, fb.restDB, fb.maxDB, fb.vl.fe.Name, want, bestFER, best)
+			fb.vl.voa.Device, fb.vl.voa.Channel, fb.restDB, fb.maxDB, l.rx.Name, want, bestFER, best)
 	}
 	fb.mu.Lock()
 	fb.sum.Bench.CorruptDB, fb.sum.Bench.CorruptFER = best, bestFER
@@ -839,7 +851,12 @@ func (fb *failoverBenchRun) phases(ctx context.Context, phase, bin time.Duration
 	c, br, rc := fb.ctl, fb.br, fb.rc
 	vl := fb.vl
 	fe := vl.fe
+	// faLink: the direction through the VOA first (the one that
+	// corrupts), then the other.
 	faLink := []*dlink{c.link(vl.fa, fe), c.link(fe, vl.fa)}
+	if vl.toFA {
+		faLink[0], faLink[1] = faLink[1], faLink[0]
+	}
 	var feLinks []*dlink
 	for _, l := range c.links {
 		if l.tx == fe || l.rx == fe {
