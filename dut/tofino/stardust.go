@@ -3,6 +3,7 @@ package tofino
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -34,16 +35,25 @@ func (s *Switch) FabricLinks(ctx context.Context, ports []int, th int) ([]Fabric
 		return nil, fmt.Errorf("reachability threshold %d: expected 1..%d", th, sd.AgeMax)
 	}
 	out := make([]FabricLink, 0, len(ports))
+	if len(ports) == 0 {
+		return out, nil
+	}
+	// The ages in one request: the register's indices from the lowest
+	// port to the highest.
+	lo, hi := slices.Min(ports), slices.Max(ports)
+	if lo < 0 || hi >= sd.PortCount {
+		return nil, fmt.Errorf("fabric links: port outside 0..%d in %v", sd.PortCount-1, ports)
+	}
+	ages, err := s.ReadRegisterRange(ctx, sd.RegReachAge, lo, hi-lo+1)
+	if err != nil {
+		return nil, err
+	}
 	for _, p := range ports {
 		st, err := s.PortStatus(ctx, p)
 		if err != nil {
 			return nil, err
 		}
-		age, err := s.ReadRegister(ctx, sd.RegReachAge, p)
-		if err != nil {
-			return nil, err
-		}
-		l := FabricLink{Port: p, Up: st.Up, Age: int(age[0])}
+		l := FabricLink{Port: p, Up: st.Up, Age: int(ages[p-lo])}
 		l.Valid = l.Up && l.Age < th
 		out = append(out, l)
 	}

@@ -244,7 +244,7 @@ func TestBenchInventoryErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range []orchestrator.Recipe{stardust.NewFabric(), stardust.NewPacking()} {
+		for _, r := range []orchestrator.Recipe{stardust.NewFabric(), stardust.NewPacking(), stardust.NewFailover()} {
 			params, err := orchestrator.ResolveParams(r.Params(), "", nil, nil)
 			if err != nil {
 				t.Fatal(err)

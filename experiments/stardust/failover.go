@@ -28,11 +28,11 @@ func NewFailover() *Failover { return &Failover{} }
 func (*Failover) Name() string { return FailoverName }
 
 // Version implements Recipe.
-func (*Failover) Version() string { return "1.0.0" }
+func (*Failover) Version() string { return "1.1.0" }
 
 // Summary implements Recipe.
 func (*Failover) Summary() string {
-	return "Stardust self-healing: reachability convergence and throughput around a failed link, a failed FE and a corrupting link, against App. E's formula; model only"
+	return "Stardust self-healing: reachability convergence and throughput around a failed link, a failed FE and a corrupting link, against App. E's formula; on the model, or on a Stardust bench"
 }
 
 // Description implements Recipe.
@@ -58,28 +58,41 @@ tiers=1 is the Stardust bench's fabric (8 FAs x 4 links to 4 FEs); tiers=2 a sma
 two-tier fabric (16 FAs x 8 links, 8 first-tier FEs in 2 groups, 16 second-tier FEs).
 Links of link_gbps, host ports carrying what the links do. No device is used: the model
 stands for the fabric (model_only in the summary). Writes data/failover_events.csv,
-failover_convergence.csv and failover_timeline.csv.`
+failover_convergence.csv and failover_timeline.csv.
+
+On a Stardust bench (switches with the inventory option stardust_role, e.g. --bench
+stardust) the same tables come from the switches (measured_on: bench; failover_bench.go):
+the fabric brought up as stardust-fabric's bench mode does, uniform traffic at load from
+the FAs' generators, and a control plane in the recipe that polls every fabric port's
+reachability age and FCS-error and received-frame counters every bench_poll on the
+switches' clock, rewrites the spraying and gives up frames lost in the fabric after
+bench_reassembly_timeout. The first fabric link with a VOA goes dark (the VOA at its
+maximum), comes back, its FE fails (its ports deleted through the switch driver) and comes
+back, then the link corrupts (the VOA at the attenuation, found by bisection before the
+phases, where its receiver counts about error_rate of frames with FCS errors) and is
+cleaned. tiers, link_gbps and link_m are the model's; on the bench the links are
+bench_link_gbps and the inventory's fibres.`
 }
 
 // Params implements Recipe.
 func (*Failover) Params() []o.ParamSpec {
-	return []o.ParamSpec{
-		{Name: "tiers", Type: o.TypeFloats, Unit: "tiers", Default: []float64{1, 2}, Min: o.Bound(1), Max: o.Bound(2), Description: "FE tiers, one run each: 1 the bench's fabric, 2 a small two-tier one"},
+	return append([]o.ParamSpec{
+		{Name: "tiers", Type: o.TypeFloats, Unit: "tiers", Default: []float64{1, 2}, Min: o.Bound(1), Max: o.Bound(2), Description: "FE tiers, one run each: 1 the bench's fabric, 2 a small two-tier one (model only: a bench is its own fabric)"},
 		{Name: "load", Type: o.TypeFloat, Unit: "1", Default: 0.6, Min: o.Bound(0.01), Max: o.Bound(1), Description: "offered data over the fabric's data capacity"},
 		// Table 4: S = 50 Gb/s, c/f = 10 us, th = 3, b = 128, h = 40.
-		{Name: "link_gbps", Type: o.TypeFloat, Unit: "Gb/s", Default: 50.0, Min: o.Bound(1), Max: o.Bound(1000), Description: "fabric link rate (Table 4: 50 Gb/s)"},
+		{Name: "link_gbps", Type: o.TypeFloat, Unit: "Gb/s", Default: 50.0, Min: o.Bound(1), Max: o.Bound(1000), Description: "fabric link rate (Table 4: 50 Gb/s; model only: the bench's is bench_link_gbps)"},
 		{Name: "reach_period", Type: o.TypeDuration, Default: 10 * time.Microsecond, Min: o.Bound(1e-7), Max: o.Bound(0.01), Description: "reachability cell period, c/f (Table 4: 10 us)"},
 		{Name: "th", Type: o.TypeInt, Default: int64(3), Min: o.Bound(1), Max: o.Bound(100), Description: "reachability cells to change a link's state (Table 4: 3)"},
 		{Name: "bitmap_bits", Type: o.TypeInt, Default: int64(128), Min: o.Bound(1), Max: o.Bound(1 << 16), Description: "App. E's b, FAs per reachability cell; the model's cells carry every FA, so at most the FAs here"},
 		{Name: "hosts_per_fa", Type: o.TypeInt, Default: int64(40), Min: o.Bound(1), Max: o.Bound(1 << 16), Description: "App. E's h, for N = FAs x h"},
-		{Name: "link_m", Type: o.TypeFloat, Unit: "m", Default: 100.0, Min: o.Bound(0), Max: o.Bound(100000), Description: "fibre length of every fabric link, at 5 ns/m (Table 4: pd 500 ns)"},
+		{Name: "link_m", Type: o.TypeFloat, Unit: "m", Default: 100.0, Min: o.Bound(0), Max: o.Bound(100000), Description: "fibre length of every fabric link, at 5 ns/m (Table 4: pd 500 ns; model only: the bench's are the inventory's)"},
 		// Ours: a cell error rate a raised VOA might give, and a threshold
 		// under it that a period's worth of cells measures reliably.
-		{Name: "error_rate", Type: o.TypeFloat, Unit: "1", Default: 0.05, Min: o.Bound(0), Max: o.Bound(1), Description: "cells corrupted on the corrupting link"},
+		{Name: "error_rate", Type: o.TypeFloat, Unit: "1", Default: 0.05, Min: o.Bound(0), Max: o.Bound(1), Description: "cells corrupted on the corrupting link (on the bench: the frame error rate its receiver should count, which sets the VOA)"},
 		{Name: "error_threshold", Type: o.TypeFloat, Unit: "1", Default: 0.01, Min: o.Bound(0), Max: o.Bound(1), Description: "measured error rate over a reachability period above which a link marks itself faulty"},
 		{Name: "phase", Type: o.TypeDuration, Default: 300 * time.Microsecond, Min: o.Bound(1e-6), Max: o.Bound(1), Description: "duration of each phase (before, failed, restored, ...)"},
 		{Name: "bin", Type: o.TypeDuration, Default: 10 * time.Microsecond, Min: o.Bound(1e-7), Max: o.Bound(0.01), Description: "throughput bin"},
-	}
+	}, failoverBenchParams()...)
 }
 
 // FailoverTables are the recipe's tables and figures.
@@ -99,15 +112,17 @@ func FailoverTables() []results.Table {
 				{Name: "congestion_lost", Type: "integer", Description: "cells an FE queue overflowed with in the phase"},
 				{Name: "dip", Type: "number", Unit: "1", Description: "lowest bin's throughput over the mean before the first failure"},
 				{Name: "recovered_us", Type: "number", Unit: "us", Description: "until the throughput stays above the mean before the first failure less three of its bins' standard deviations (empty: it never fell below)"},
+				{Name: "reach_us", Type: "number", Unit: "us", Description: "bench, down events: until the receiving ends' reachability ages had reached th, as the control plane read them"},
+				{Name: "measured_on", Type: "string", Description: "model, or bench (the switches, through the driver)"},
 			}},
 		{Name: "failover_convergence", Title: "Convergence against App. E", Description: "One row per tiers, down event and source.",
 			Fields: []results.Field{
 				{Name: "tiers", Type: "integer"}, {Name: "event", Type: "string"},
-				{Name: "source", Type: "string", Description: "model, or App. E with and without link delay"},
+				{Name: "source", Type: "string", Description: "model, bench (converged), bench reachability (ages at th), or App. E with and without link delay"},
 				{Name: "us", Type: "number", Unit: "us"},
 			},
 			Figures: []results.Figure{{Name: "failover-convergence", Title: "Reachability convergence after a failure",
-				Caption: "Until the last cell lost to a failed link, a failed FE and a corrupting link, in the model, against App. E's t x th for the same parameters (§5.9).",
+				Caption: "Until the last cell lost to a failed link, a failed FE and a corrupting link in the model (on a bench: until data stopped going onto them, and until the reachability ages reached th), against App. E's t x th for the same parameters (§5.9).",
 				Kind:    results.Bar, X: "event", Y: "us", Series: []string{"tiers", "source"}, Legend: "{tiers} tier(s), {source}",
 				XLabel: "Event", YLabel: "Time (µs)"}}},
 		{Name: "failover_timeline", Title: "Throughput around the events", Description: "One row per tiers and bin.",
@@ -137,6 +152,13 @@ type FailoverEvent struct {
 	CongestionLost int64    `json:"congestion_lost"`
 	Dip            float64  `json:"dip"`
 	RecoveredUS    *float64 `json:"recovered_us,omitempty"`
+	// ReachUS (bench) is until the receiving ends' reachability ages had
+	// reached th, as the control plane read them.
+	ReachUS *float64 `json:"reach_us,omitempty"`
+	// Marks (bench) counts the times the failed links were taken out in
+	// the phase: more than one for a corrupting link that comes back after
+	// th good periods of reachability cells and is taken out again.
+	Marks int `json:"marks,omitempty"`
 }
 
 // FailoverRun is one fabric's run.
@@ -154,7 +176,11 @@ type FailoverRun struct {
 type FailoverSummary struct {
 	Partial   bool `json:"partial"`
 	ModelOnly bool `json:"model_only"`
-	// Tiers are keyed t1, t2.
+	// MeasuredOn is "bench" when the numbers come from the switches of a
+	// Stardust bench (empty for the model); Bench holds what only it has.
+	MeasuredOn string         `json:"measured_on,omitempty"`
+	Bench      *FailoverBench `json:"bench,omitempty"`
+	// Tiers are keyed t1, t2 (the bench: t1).
 	Tiers map[string]FailoverRun `json:"tiers"`
 	// WorstOverFormula is the largest, all tiers.
 	WorstOverFormula float64 `json:"worst_over_formula"`
@@ -180,6 +206,11 @@ func failoverConfig(p *o.Params, tiers int) (sm.Config, error) {
 // Plan implements Recipe. It touches no device.
 func (r *Failover) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	p := pc.Params
+	if b, err := findBench(pc.Lab); err != nil {
+		return nil, err
+	} else if b != nil {
+		return r.planBench(pc, b)
+	}
 	var tiers []int
 	for _, f := range p.Floats("tiers") {
 		if f != 1 && f != 2 {
@@ -420,7 +451,7 @@ func failoverRun(ctx context.Context, rc *o.RunContext, p *o.Params, tiers int) 
 		if ph.down != nil {
 			fo, fopd = fr.FormulaUS, fr.FormulaPDUS
 		}
-		if err := et.Write(tiers, ph.name, ev.AtUS, nilable(ev.DetectUS), nilable(ev.ConvergedUS), nilable(ev.ValidUS), fo, fopd, ev.CellsLost, ev.CongestionLost, ev.Dip, nilable(ev.RecoveredUS)); err != nil {
+		if err := et.Write(tiers, ph.name, ev.AtUS, nilable(ev.DetectUS), nilable(ev.ConvergedUS), nilable(ev.ValidUS), fo, fopd, ev.CellsLost, ev.CongestionLost, ev.Dip, nilable(ev.RecoveredUS), nil, "model"); err != nil {
 			return fr, err
 		}
 		if ph.down != nil {

@@ -1,0 +1,1231 @@
+package stardust
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"testbed/dut/tofino"
+	o "testbed/orchestrator"
+	sd "testbed/p4/stardust"
+	"testbed/results"
+)
+
+// stardust-failover on a Stardust bench (simlab/benches/stardust.yaml or a
+// lab like it): the fabric brought up as stardust-fabric's bench mode does
+// (bench.go), uniform traffic from every FA's generator, and a control
+// plane in the recipe that polls the switches on their clock, through the
+// switch driver only:
+//
+//   - every fabric port's state and reachability age (FabricLinks), and its
+//     received and FCS-errored frame counters: a directed link a -> b is
+//     good while b's age for it is under th (§5.9, App. E) and, over the
+//     last poll, its FCS errors are at most error_threshold of the frames
+//     it received (§5.9's link that corrupts marks itself faulty; on Tofino
+//     the control plane reads the MAC's counters, p4/stardust/README.md);
+//     a link that was bad is valid again after th reachability periods of
+//     being good;
+//   - the spraying tables follow (SetSpray): an FA sprays towards FA d over
+//     the FEs whose link from it and link to d are both valid, keeping the
+//     permutation of the bring-up (HealSpray's rule on the FA's own links,
+//     and the reachability an FE's cells would carry for the others: the
+//     programs' cells carry only their sender, so the control plane
+//     carries the rest);
+//   - a frame a destination FA still expects, sent longer ago than
+//     bench_reassembly_timeout, is presumed lost and given up
+//     (SkipSequence): the reassembly timer the programs lack. These are
+//     the frames the recipe counts lost.
+//
+// The poll interval adds up to one interval to every reaction; the
+// simulated switches' clock stands still while the control plane reads and
+// writes, so the poll's own duration is measured in wall time and reported
+// beside it (a real switch's clock does not stop).
+
+// failoverBenchParams are the bench parameters of stardust-failover.
+func failoverBenchParams() []o.ParamSpec {
+	var out []o.ParamSpec
+	for _, ps := range benchParams(0, 100*time.Microsecond, 0) {
+		switch ps.Name {
+		case "bench_link_gbps", "bench_host_gbps", "bench_warmup", "replace_program":
+			out = append(out, ps)
+		}
+	}
+	return append(out,
+		o.ParamSpec{Name: "bench_poll", Type: o.TypeDuration, Default: 5 * time.Microsecond, Min: o.Bound(1e-7), Max: o.Bound(0.001), Description: "bench only: the control plane's poll interval on the switches' clock (reads every fabric port, heals, gives up lost frames)"},
+		o.ParamSpec{Name: "bench_reassembly_timeout", Type: o.TypeDuration, Default: 10 * time.Microsecond, Min: o.Bound(1e-6), Max: o.Bound(0.01), Description: "bench only: a frame a destination FA still expects that its source sent this long ago is presumed lost and given up (the control plane's stand-in for §4.1's reassembly timer)"},
+		o.ParamSpec{Name: "heal_on_port_down", Type: o.TypeBool, Default: false, Description: "bench only: the control plane also takes a link out when its port reports down (loss of signal), not only when its reachability age reaches th (§5.9)"},
+	)
+}
+
+// FailoverBench is what the bench mode adds to the summary.
+type FailoverBench struct {
+	PollUS              float64 `json:"poll_us"`
+	ReassemblyTimeoutUS float64 `json:"reassembly_timeout_us"`
+	// PollWallMS is the mean wall time of one poll of every switch (reads,
+	// and the writes when it heals), PollWallMaxMS the longest: on the
+	// simulated bench the switches' clock stands still meanwhile.
+	PollWallMS    float64 `json:"poll_wall_ms"`
+	PollWallMaxMS float64 `json:"poll_wall_max_ms"`
+	Polls         int     `json:"polls"`
+	// CorruptDB is the attenuation set on the corrupting link, CorruptFER
+	// the frame error rate its receiver counted at it while calibrating.
+	CorruptDB  float64 `json:"corrupt_db"`
+	CorruptFER float64 `json:"corrupt_fer"`
+	// ConvergedOverBound is the slowest down event's convergence over
+	// (th + 1) reachability periods plus the poll interval.
+	ConvergedOverBound float64 `json:"converged_over_bound"`
+	// ValidMinOverTh is the quickest restore's valid time over th
+	// reachability periods (at least 1: th good periods).
+	ValidMinOverTh float64 `json:"valid_min_over_th"`
+	// ValidMaxOverBound is the slowest over th + 1 periods plus two polls.
+	ValidMaxOverBound float64 `json:"valid_max_over_bound"`
+	// LostAfterConverged is the frames given up, in the down phases, later
+	// than convergence plus the reassembly timeout and two polls.
+	LostAfterConverged int64 `json:"lost_after_converged"`
+	// LostInUpPhases is the frames given up in the restore phases, later
+	// than the reassembly timeout and two polls after the restore.
+	LostInUpPhases int64 `json:"lost_in_up_phases"`
+	// CongestionLost is frames lost to full FE queues or recirculation
+	// queues, the whole run.
+	CongestionLost int64 `json:"congestion_lost"`
+}
+
+// dlink is one direction of a fabric link.
+type dlink struct {
+	tx, rx         *benchNode
+	txPort, rxPort int
+	// valid is whether the control plane sprays over it; good whether
+	// the last poll found it so (age under th, no bad error verdict),
+	// since goodSince.
+	valid     bool
+	goodSince time.Duration
+	good      bool
+	age       int
+	up        bool
+	errRate   float64
+	// errBad is the last verdict on the error rate (over a poll in which
+	// frames arrived); marks counts the times the link was taken out.
+	errBad bool
+	marks  int
+	// counters at the receiver and the sender at the last poll
+	rxAll, rxFCS, txData int64
+	seen                 bool
+}
+
+// voaLink is a fabric link with a VOA on it.
+type voaLink struct {
+	fa     *benchNode
+	faPort int
+	fe     *benchNode
+	voa    benchVOA
+	// toFA says the VOA is on the fibre from the FE to the FA (the
+	// inventory link's a end is the FE): the direction that corrupts.
+	toFA bool
+}
+
+// failoverCtl is the recipe's control plane on the bench.
+type failoverCtl struct {
+	br       *benchRun
+	th       int
+	period   time.Duration
+	poll     time.Duration
+	timeout  time.Duration
+	thr      float64
+	portDown bool
+	heal     bool
+	links    []*dlink
+	// base is each FA's spraying permutation per destination after the
+	// bring-up, cur what it sprays over now.
+	base, cur map[*benchNode]map[int][]int
+	maxID     int
+	// seqOut snapshots: every FA's SequenceOut, by time.
+	outs  []seqSnap
+	clock *tofino.Switch
+	now   time.Duration
+	// dataBucket is the transmit-length counter data frames count in.
+	dataBucket string
+	// host frames released at the last poll, summed
+	host int64
+	// wall time of the polls
+	wall []time.Duration
+}
+
+type seqSnap struct {
+	t   time.Duration
+	out map[int][]uint32 // FA id -> next seq towards each FA id
+}
+
+// pollResult is what one poll saw.
+type pollResult struct {
+	t time.Duration
+	// hostFrames released since the previous poll; skipped frames given up.
+	hostFrames, skipped int64
+	// sentBy is when the frames given up had been sent by: the source's
+	// sequence numbers read a reassembly timeout before.
+	sentBy time.Duration
+}
+
+// lengthBucket names the BF port statistic a frame of n bytes (FCS
+// included) counts in, $FramesTransmittedLength_<bucket> (the Tofino MAC's
+// RMON-style size counters, as bf_pm reports them).
+func lengthBucket(n int) string {
+	for _, b := range []struct {
+		max  int
+		name string
+	}{{63, "lt_64"}, {64, "eq_64"}, {127, "65_127"}, {255, "128_255"}, {511, "256_511"}, {1023, "512_1023"}, {1518, "1024_1518"}, {2047, "1519_2047"}, {4095, "2048_4095"}, {8191, "4096_8191"}, {9215, "8192_9215"}} {
+		if n <= b.max {
+			return b.name
+		}
+	}
+	return "9216"
+}
+
+func newFailoverCtl(br *benchRun, p *o.Params) *failoverCtl {
+	c := &failoverCtl{br: br, th: int(p.Int("th")), period: p.Duration("reach_period"), poll: p.Duration("bench_poll"),
+		timeout: p.Duration("bench_reassembly_timeout"), thr: p.Float("error_threshold"), portDown: p.Bool("heal_on_port_down"),
+		base: map[*benchNode]map[int][]int{}, cur: map[*benchNode]map[int][]int{},
+		clock: br.FAs[0].sw, dataBucket: "$FramesTransmittedLength_" + lengthBucket(br.cfg.FrameBytes+4)}
+	for _, fa := range br.FAs {
+		c.maxID = max(c.maxID, fa.ID)
+		for i, port := range fa.Ports {
+			var fe *benchNode
+			for _, f := range br.FEs {
+				if f.ID == fa.Peers[i] {
+					fe = f
+				}
+			}
+			fePort := -1
+			for j, peer := range fe.Peers {
+				if peer == fa.ID {
+					fePort = fe.Ports[j]
+				}
+			}
+			for _, l := range []*dlink{{tx: fa, txPort: port, rx: fe, rxPort: fePort}, {tx: fe, txPort: fePort, rx: fa, rxPort: port}} {
+				l.valid, l.good, l.up = true, true, true
+				c.links = append(c.links, l)
+			}
+		}
+	}
+	return c
+}
+
+// voaDir is the direction of vl whose fibre runs through the VOA (the
+// inventory link's a end to its b end).
+func (c *failoverCtl) voaDir(vl voaLink) *dlink {
+	if vl.toFA {
+		return c.link(vl.fe, vl.fa)
+	}
+	return c.link(vl.fa, vl.fe)
+}
+
+// link is the directed link from tx to rx.
+func (c *failoverCtl) link(tx, rx *benchNode) *dlink {
+	for _, l := range c.links {
+		if l.tx == tx && l.rx == rx {
+			return l
+		}
+	}
+	return nil
+}
+
+// start reads the spraying the bring-up wrote.
+func (c *failoverCtl) start(ctx context.Context) error {
+	for _, fa := range c.br.FAs {
+		r, err := fa.sw.Reachability(ctx)
+		if err != nil {
+			return fmt.Errorf("%s: %w", fa.Name, err)
+		}
+		c.base[fa], c.cur[fa] = map[int][]int{}, map[int][]int{}
+		for d, ports := range r {
+			c.base[fa][d] = slices.Clone(ports)
+			c.cur[fa][d] = slices.Clone(ports)
+		}
+	}
+	return nil
+}
+
+// portRead is what one poll read of one port: its link state and
+// reachability age, and its counters; ok is false when the port is gone.
+type portRead struct {
+	ok   bool
+	link tofino.FabricLink
+	cnt  tofino.Counters
+}
+
+// readNode reads every fabric port of n (and an FA's host port counters
+// and next sequence numbers), in as few requests as the driver allows.
+func (c *failoverCtl) readNode(ctx context.Context, n *benchNode) (map[int]portRead, int64, []uint32, error) {
+	out := map[int]portRead{}
+	ls, err := n.sw.FabricLinks(ctx, n.Ports, c.th)
+	if tofino.IsNotFound(err) {
+		// A port is gone (a failed FE's): one by one.
+		ls = nil
+		for _, p := range n.Ports {
+			l, err := n.sw.FabricLinks(ctx, []int{p}, c.th)
+			if tofino.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return nil, 0, nil, fmt.Errorf("%s: %w", n.Name, err)
+			}
+			ls = append(ls, l...)
+		}
+	} else if err != nil {
+		return nil, 0, nil, fmt.Errorf("%s: %w", n.Name, err)
+	}
+	for _, l := range ls {
+		cnt, err := n.sw.PortCounters(ctx, l.Port)
+		if tofino.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, 0, nil, fmt.Errorf("%s: %w", n.Name, err)
+		}
+		out[l.Port] = portRead{ok: true, link: l, cnt: cnt}
+	}
+	if n.FE {
+		return out, 0, nil, nil
+	}
+	cnt, err := n.sw.PortCounters(ctx, n.Host)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("%s: %w", n.Name, err)
+	}
+	seq, err := n.sw.SequenceOut(ctx, c.maxID+1)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("%s: %w", n.Name, err)
+	}
+	return out, cnt.Values["$FramesTransmittedOK"], seq, nil
+}
+
+// pollOnce reads every fabric port, updates the links' validity, rewrites
+// the spraying where it changed (when healing) and gives up lost frames.
+func (c *failoverCtl) pollOnce(ctx context.Context) (pollResult, error) {
+	wall := time.Now()
+	t, err := c.clock.Clock(ctx)
+	if err != nil {
+		return pollResult{}, err
+	}
+	c.now = t
+	res := pollResult{t: t}
+	nodes := c.br.nodes()
+	reads := make([]map[int]portRead, len(nodes))
+	hosts := make([]int64, len(nodes))
+	seqs := make([][]uint32, len(nodes))
+	idx := map[*benchNode]int{}
+	for i, n := range nodes {
+		idx[n] = i
+	}
+	if err := each(nodes, func(n *benchNode) error {
+		i := idx[n]
+		var err error
+		reads[i], hosts[i], seqs[i], err = c.readNode(ctx, n)
+		return err
+	}); err != nil {
+		return res, err
+	}
+	for _, l := range c.links {
+		tx := reads[idx[l.tx]][l.txPort]
+		if tx.ok {
+			l.txData = tx.cnt.Values[c.dataBucket]
+		}
+		rx := reads[idx[l.rx]][l.rxPort]
+		if !rx.ok {
+			// The port is gone (a failed FE's): no news from its end.
+			l.up, l.seen = false, false
+			continue
+		}
+		all, fcs := rx.cnt.Values["$FramesReceivedAll"], rx.cnt.Values["$FramesReceivedwithFCSError"]
+		l.up, l.age = rx.link.Up, rx.link.Age
+		if l.seen && all > l.rxAll {
+			// A verdict on the error rate needs frames received.
+			l.errRate = float64(fcs-l.rxFCS) / float64(all-l.rxAll)
+			l.errBad = l.errRate > c.thr
+		}
+		l.rxAll, l.rxFCS, l.seen = all, fcs, true
+		good := l.age < c.th && !l.errBad && (!c.portDown || l.up)
+		switch {
+		case !good:
+			if l.valid {
+				l.marks++
+			}
+			l.valid, l.good = false, false
+		case !l.good:
+			l.good, l.goodSince = true, t
+		}
+		if l.good && !l.valid && t-l.goodSince >= time.Duration(c.th)*c.period {
+			l.valid = true
+		}
+	}
+	if c.heal {
+		if err := c.respray(ctx); err != nil {
+			return res, err
+		}
+	}
+	var host int64
+	snap := seqSnap{t: t, out: map[int][]uint32{}}
+	for i, n := range nodes {
+		host += hosts[i]
+		if !n.FE {
+			snap.out[n.ID] = seqs[i]
+		}
+	}
+	res.hostFrames, c.host = host-c.host, host
+	c.outs = append(c.outs, snap)
+	n, sentBy, err := c.reassemble(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.skipped, res.sentBy = n, sentBy
+	c.wall = append(c.wall, time.Since(wall))
+	return res, nil
+}
+
+// respray writes, for every FA and destination, the links of the bring-up's
+// permutation whose FE the FA reaches and that reaches the destination.
+func (c *failoverCtl) respray(ctx context.Context) error {
+	return each(c.br.FAs, func(fa *benchNode) error {
+		for _, d := range c.br.FAs {
+			if d == fa {
+				continue
+			}
+			var keep []int
+			for _, p := range c.base[fa][d.ID] {
+				i := slices.Index(fa.Ports, p)
+				if i < 0 {
+					keep = append(keep, p)
+					continue
+				}
+				var fe *benchNode
+				for _, f := range c.br.FEs {
+					if f.ID == fa.Peers[i] {
+						fe = f
+					}
+				}
+				if c.link(fa, fe).valid && c.link(fe, d).valid {
+					keep = append(keep, p)
+				}
+			}
+			if len(keep) == 0 {
+				keep = c.base[fa][d.ID] // nothing better to send on
+			}
+			if slices.Equal(keep, c.cur[fa][d.ID]) {
+				continue
+			}
+			if err := fa.sw.SetSpray(ctx, d.ID, keep); err != nil {
+				return fmt.Errorf("%s: %w", fa.Name, err)
+			}
+			c.cur[fa][d.ID] = keep
+		}
+		return nil
+	})
+}
+
+// reassemble gives up, at every destination FA, the frames it expects
+// that their source had sent by the reassembly timeout ago, one gap at a
+// time: each skip lets the frames after it go at the next move of the
+// clock (a nanosecond), which shows the next gap.
+func (c *failoverCtl) reassemble(ctx context.Context) (int64, time.Duration, error) {
+	var old *seqSnap
+	for i := len(c.outs) - 1; i >= 0; i-- {
+		if c.outs[i].t <= c.now-c.timeout {
+			old = &c.outs[i]
+			c.outs = c.outs[i:]
+			break
+		}
+	}
+	if old == nil {
+		return 0, 0, nil
+	}
+	var n int64
+	var mu sync.Mutex
+	dsts := c.br.FAs
+	for iter := 0; len(dsts) > 0; iter++ {
+		if iter > 0 {
+			// Let the frames behind the gaps given up go.
+			if _, err := c.clock.WaitClock(ctx, c.now+time.Nanosecond); err != nil {
+				return n, old.t, err
+			}
+			t, err := c.clock.Clock(ctx)
+			if err != nil {
+				return n, old.t, err
+			}
+			c.now = t
+		}
+		var next []*benchNode
+		err := each(dsts, func(d *benchNode) error {
+			in, err := d.sw.SequenceIn(ctx, c.maxID+1)
+			if err != nil {
+				return fmt.Errorf("%s: %w", d.Name, err)
+			}
+			var k int64
+			for _, s := range c.br.FAs {
+				if s == d {
+					continue
+				}
+				sent := old.out[s.ID][d.ID]
+				if int32(sent-in[s.ID]) <= 0 {
+					continue // nothing overdue
+				}
+				ok, err := d.sw.SkipSequence(ctx, s.ID, in[s.ID])
+				if err != nil {
+					return fmt.Errorf("%s: %w", d.Name, err)
+				}
+				if ok {
+					k++
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			n += k
+			if k > 0 {
+				next = append(next, d)
+			}
+			return nil
+		})
+		if err != nil {
+			return n, old.t, err
+		}
+		sort.Slice(next, func(i, j int) bool { return next[i].ID < next[j].ID })
+		dsts = next
+		if iter > 4096 {
+			return n, old.t, fmt.Errorf("reassembly: more than 4096 gaps in one poll")
+		}
+	}
+	return n, old.t, nil
+}
+
+// dataSent is the data frames the senders of ls transmitted since before
+// was read.
+func dataSent(ls []*dlink, before map[*dlink]int64) int64 {
+	var n int64
+	for _, l := range ls {
+		n += l.txData - before[l]
+	}
+	return n
+}
+
+func txData(ls []*dlink) map[*dlink]int64 {
+	m := map[*dlink]int64{}
+	for _, l := range ls {
+		m[l] = l.txData
+	}
+	return m
+}
+
+func allValid(ls []*dlink) bool {
+	for _, l := range ls {
+		if !l.valid {
+			return false
+		}
+	}
+	return true
+}
+
+func allInvalid(ls []*dlink) bool {
+	for _, l := range ls {
+		if l.valid {
+			return false
+		}
+	}
+	return true
+}
+
+// findVOALinks lists the bench's fabric links with a VOA, by FA id and
+// port.
+func findVOALinks(pc *o.PlanContext, b *bench) []voaLink {
+	var out []voaLink
+	byName := map[string]*benchNode{}
+	for _, n := range b.nodes() {
+		byName[n.Name] = n
+	}
+	for _, l := range pc.Lab.Links {
+		if l.VOA == nil {
+			continue
+		}
+		a, z := byName[l.A.Device], byName[l.B.Device]
+		if a == nil || z == nil {
+			continue
+		}
+		faEnd, toFA := l.A, false
+		if a.FE {
+			a, z = z, a
+			faEnd, toFA = l.B, true
+		}
+		p, err := devPortOf(pc.Lab.Devices[a.Name].Ports[faEnd.Port])
+		if err != nil {
+			continue
+		}
+		out = append(out, voaLink{fa: a, faPort: p, fe: z, voa: benchVOA{l.VOA.Device, l.VOA.Channel}, toFA: toFA})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].fa.ID != out[j].fa.ID {
+			return out[i].fa.ID < out[j].fa.ID
+		}
+		return out[i].faPort < out[j].faPort
+	})
+	return out
+}
+
+// benchFormula is App. E for the bench (contract.go's Reach): one tier,
+// the fibres' delay.
+func benchFormula(p *o.Params, b *bench, propNs float64) (sd.Reach, error) {
+	h := int(p.Int("hosts_per_fa"))
+	r := sd.Reach{ClockHz: 1e9, Cycles: int(p.Duration("reach_period").Nanoseconds()), BitmapBits: int(p.Int("bitmap_bits")), MessageBytes: 24,
+		HostsPerFA: h, Hosts: len(b.FAs) * h, Tiers: 1, Th: int(p.Int("th")), LinkBps: float64(p.Int("bench_link_gbps")) * 1e9,
+		Prop: []time.Duration{time.Duration(propNs)}}
+	if r.Cycles < 1 {
+		return r, o.Inputf("reach_period %v: at least 1 ns on the bench", p.Duration("reach_period"))
+	}
+	return r, nil
+}
+
+// planBench is stardust-failover on a Stardust bench.
+func (r *Failover) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
+	p := pc.Params
+	vls := findVOALinks(pc, b)
+	if len(vls) == 0 {
+		return nil, fmt.Errorf("%s: no fabric link of the Stardust bench runs through a VOA (a link's voa:), so none can be darkened or made to corrupt (simlab/benches/stardust.yaml has fa1's four through voa1)", pc.Lab.Path)
+	}
+	vl := vls[0]
+	voaDev, _ := pc.Lab.Device(vl.voa.Device)
+	maxDB := 60.0
+	if voaDev != nil && voaDev.Limits != nil {
+		maxDB = voaDev.Limits.MaxDB
+	}
+	th := int(p.Int("th"))
+	if th >= sd.AgeMax {
+		return nil, o.Inputf("th %d: the programs' ages saturate at %d", th, sd.AgeMax)
+	}
+	period, poll, timeout := p.Duration("reach_period"), p.Duration("bench_poll"), p.Duration("bench_reassembly_timeout")
+	phase, bin := p.Duration("phase"), p.Duration("bin")
+	if bin%poll != 0 || phase%bin != 0 {
+		return nil, o.Inputf("bin %v and phase %v: expected bin a multiple of bench_poll (%v) and phase a multiple of bin", bin, phase, poll)
+	}
+	// Shorter than on the model (3 x): the bench's traffic is paced, not
+	// Poisson, so its bins settle sooner.
+	if phase < time.Duration(2*(th+4))*period {
+		return nil, o.Inputf("phase %v: expected at least 2 x (th + 4) reachability periods on the bench, for the fabric to converge and settle", phase)
+	}
+	if timeout < 2*time.Microsecond {
+		return nil, o.Inputf("bench_reassembly_timeout %v: expected at least 2 us, well above the fabric's latency", timeout)
+	}
+	cfg := benchConfig{LinkGbps: int(p.Int("bench_link_gbps")), HostGbps: int(p.Int("bench_host_gbps")), FrameBytes: 256,
+		CreditBytes: 4096, SpeedUp: 0.03, FCIFrames: 32, ReachPeriod: period, Replace: p.Bool("replace_program")}
+	propNs := 5 * 2.0 // a 2 m patch cord when the inventory gives no length
+	for _, l := range pc.Lab.Links {
+		if l.VOA != nil && l.VOA.Device == vl.voa.Device && l.VOA.Channel == vl.voa.Channel && l.FibreLengthM > 0 {
+			propNs = 5 * l.FibreLengthM
+		}
+	}
+	reach, err := benchFormula(p, b, propNs)
+	if err != nil {
+		return nil, err
+	}
+	desc := b.describe(cfg.LinkGbps, cfg.HostGbps)
+	fabric := fmt.Sprintf("%s; 256 B frames as cells, 4 KB credits at 0.03 speed-up, FCI at 32 frames, reachability every %v (th %d), control plane polling every %v", desc, period, th, poll)
+	sum := FailoverSummary{ModelOnly: false, MeasuredOn: "bench", Tiers: map[string]FailoverRun{}, Bench: &FailoverBench{PollUS: us(poll), ReassemblyTimeoutUS: us(timeout)}}
+	var mu sync.Mutex
+	done := false
+	var br *benchRun
+	devs := b.devices()
+	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: FailoverTables(),
+		Bindings: []o.Binding{{Role: "fabric", Resource: "switches with stardust_role", Detail: desc},
+			{Role: "failing link", Resource: fmt.Sprintf("%s port %d to %s", vl.fa.Name, vl.faPort, vl.fe.Name), Detail: fmt.Sprintf("through %s channel %d (dark at %.0f dB)", vl.voa.Device, vl.voa.Channel, maxDB)},
+			{Role: "failing FE", Resource: vl.fe.Name, Detail: "its ports deleted through the switch driver, then added back"}},
+		Summary: func(partial bool) (any, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			s := sum
+			s.Partial = partial || !done
+			return s, nil
+		}}
+	plan.Steps = append(plan.Steps, &o.Step{Name: "bring the fabric up", Action: "configure", Devices: devs,
+		Note: "programs, ports, ids, spraying, credits, reachability, FCI threshold: each change journalled",
+		Run: func(ctx context.Context, rc *o.RunContext) error {
+			var err error
+			br, err = b.up(ctx, rc, cfg)
+			return err
+		}})
+	plan.Steps = append(plan.Steps, &o.Step{Name: "fail and restore", Action: "measure", Devices: devs,
+		Note: fmt.Sprintf("%s dark and back, %s down and back, the link corrupting and clean, %v each, on the switches' clock", vl.fa.Name+"-"+vl.fe.Name, vl.fe.Name, phase),
+		Run: func(ctx context.Context, rc *o.RunContext) error {
+			if br == nil {
+				return fmt.Errorf("the fabric is not up")
+			}
+			fb := &failoverBenchRun{p: p, br: br, rc: rc, vl: vl, maxDB: maxDB, reach: reach, fabric: fabric, mu: &mu, sum: &sum}
+			if err := fb.run(ctx); err != nil {
+				return err
+			}
+			mu.Lock()
+			done = true
+			mu.Unlock()
+			return nil
+		}})
+	return plan, nil
+}
+
+func us(d time.Duration) float64 { return d.Seconds() * 1e6 }
+
+// failoverBenchRun is one run of the phases on the bench.
+type failoverBenchRun struct {
+	p      *o.Params
+	br     *benchRun
+	rc     *o.RunContext
+	vl     voaLink
+	maxDB  float64
+	reach  sd.Reach
+	fabric string
+	mu     *sync.Mutex
+	sum    *FailoverSummary
+	ctl    *failoverCtl
+	// restDB is the VOA channel as found.
+	restDB float64
+}
+
+// runFor polls until the clock reaches end, calling each after every poll.
+func (fb *failoverBenchRun) runFor(ctx context.Context, end time.Duration, each func(pollResult) error) error {
+	c := fb.ctl
+	for {
+		next := c.now - c.now%c.poll + c.poll
+		if next > end {
+			return nil
+		}
+		if _, err := c.clock.WaitClock(ctx, next); err != nil {
+			return err
+		}
+		res, err := c.pollOnce(ctx)
+		if err != nil {
+			return err
+		}
+		if each != nil {
+			if err := each(res); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (fb *failoverBenchRun) run(ctx context.Context) error {
+	p, br, rc := fb.p, fb.br, fb.rc
+	phase, bin, warm := p.Duration("phase"), p.Duration("bin"), p.Duration("bench_warmup")
+	c := newFailoverCtl(br, p)
+	fb.ctl = c
+	a, err := rc.Attenuator(fb.vl.voa.Device)
+	if err != nil {
+		return err
+	}
+	if fb.restDB, err = a.Attenuation(ctx, fb.vl.voa.Channel); err != nil {
+		return fmt.Errorf("%s: %w", fb.vl.voa.Device, err)
+	}
+	// Traffic: uniform over the other FAs' host ports at load of the
+	// FA's fabric capacity, each host port's credits round robin over the
+	// VOQs that send to it.
+	srcs := map[int][]tofino.CreditSource{}
+	for _, n := range br.FAs {
+		if err := n.sw.SetGenFlow(ctx, appData, br.uniformTargets(n)); err != nil {
+			return fmt.Errorf("%s: %w", n.Name, err)
+		}
+		for _, v := range br.uniformTargets(n) {
+			srcs[v.FA] = append(srcs[v.FA], tofino.CreditSource{FA: n.ID, VOQ: v.VOQ})
+		}
+	}
+	if err := each(br.FAs, func(n *benchNode) error {
+		if err := n.sw.SetCreditSources(ctx, hostPort, srcs[n.ID]); err != nil {
+			return fmt.Errorf("%s: %w", n.Name, err)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := c.start(ctx); err != nil {
+		return err
+	}
+	const probes = 12
+	// A probe sees about 100 data frames or more on the link at the
+	// default load (10 us at 15 Gb/s of 256 B frames is 68).
+	probe := max(2*c.period, 20*time.Microsecond)
+	settle := time.Duration(c.th+2)*c.period + c.timeout
+	// The phases, and after the last a reassembly timeout and two polls
+	// for its lost frames to be found.
+	total := warm + probes*probe + settle + 8*phase + c.timeout + 2*c.poll + c.period
+	framePeriod, k, _ := pace(br.cfg.FrameBytes, p.Float("load")*br.fabricCapacity())
+	batches, err := batchesFor(total, framePeriod)
+	if err != nil {
+		return err
+	}
+	if err := br.startInfra(ctx, total+c.period); err != nil {
+		return err
+	}
+	t0, err := c.clock.Clock(ctx)
+	if err != nil {
+		return err
+	}
+	c.now = t0
+	for _, n := range br.FAs {
+		g := tofino.Generator{AppID: appData, Port: genPort, EgressPort: n.Host, FrameBytes: br.cfg.FrameBytes, Period: framePeriod, PerBatch: k, Batches: batches,
+			Cell: sd.Cell{Kind: sd.KindData, SrcFA: uint16(n.ID)}}
+		if err := br.startGen(ctx, n, g); err != nil {
+			return err
+		}
+	}
+	defer br.stopAll(context.WithoutCancel(ctx), appData, appCredit, appReach, appAge)
+	// Warm-up, with the control plane giving up lost frames but not yet
+	// healing: the ages start at SD_AGE_MAX until the first cells.
+	if err := fb.runFor(ctx, t0+warm, nil); err != nil {
+		return err
+	}
+	for _, l := range c.links {
+		l.valid, l.good, l.goodSince = true, true, c.now
+	}
+	if err := fb.calibrate(ctx, probes, probe); err != nil {
+		return err
+	}
+	if err := fb.runFor(ctx, c.now+settle, nil); err != nil {
+		return err
+	}
+	for _, l := range c.links {
+		if !l.good {
+			return fmt.Errorf("%s -> %s not good %v after calibrating and settling (age %d, error rate %.3f)", l.tx.Name, l.rx.Name, settle, l.age, l.errRate)
+		}
+		l.valid = true
+	}
+	c.heal = true
+	return fb.phases(ctx, phase, bin)
+}
+
+// calibrate finds the attenuation at which the link's receiver counts a
+// frame error rate near error_rate: bisection between the channel as found
+// (clean) and its maximum (dark), probe by probe, each probe measured by
+// the receiving port's counters over probe. The control plane does not
+// heal meanwhile; it gives up the frames lost.
+func (fb *failoverBenchRun) calibrate(ctx context.Context, probes int, probe time.Duration) error {
+	c, want := fb.ctl, fb.p.Float("error_rate")
+	l := fb.ctl.voaDir(fb.vl)
+	lo, hi := fb.restDB, fb.maxDB
+	best, bestFER := -1.0, 0.0
+	for i := 0; i < probes; i++ {
+		mid := (lo + hi) / 2
+		if err := fb.rc.SetAttenuation(ctx, fb.vl.voa.Device, fb.vl.voa.Channel, math.Round(mid*100)/100); err != nil {
+			return err
+		}
+		all0, fcs0 := l.rxAll, l.rxFCS
+		if err := fb.runFor(ctx, c.now+probe, nil); err != nil {
+			return err
+		}
+		n, bad := l.rxAll-all0, l.rxFCS-fcs0
+		fer := 1.0
+		if l.up && n > 0 {
+			fer = float64(bad) / float64(n)
+		}
+		fb.rc.Event(results.Event{Type: "setting", Device: fb.vl.voa.Device, Message: fmt.Sprintf("calibrating: channel %d at %.2f dB, %s counted %d of %d frames with FCS errors (port %s)",
+			fb.vl.voa.Channel, mid, l.rx.Name, bad, n, map[bool]string{true: "up", false: "down"}[l.up])})
+		if l.up && n > 0 && fer > 0 && (best < 0 || math.Abs(math.Log(fer/want)) < math.Abs(math.Log(bestFER/want))) {
+			best, bestFER = math.Round(mid*100)/100, fer
+		}
+		if best >= 0 && bestFER >= want/2 && bestFER <= 2*want {
+			break // near enough: a few % is what is asked
+		}
+		if fer > want {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	if best < 0 || bestFER < want/3 || bestFER > 3*want {
+		return fmt.Errorf("%s channel %d: no attenuation between %.1f and %.1f dB gave %s's port a frame error rate within a factor 3 of %g (closest %g at %.2f dB)",
+			fb.vl.voa.Device, fb.vl.voa.Channel, fb.restDB, fb.maxDB, l.rx.Name, want, bestFER, best)
+	}
+	fb.mu.Lock()
+	fb.sum.Bench.CorruptDB, fb.sum.Bench.CorruptFER = best, bestFER
+	fb.mu.Unlock()
+	return fb.rc.SetAttenuation(ctx, fb.vl.voa.Device, fb.vl.voa.Channel, fb.restDB)
+}
+
+// phases runs before, link-down, link-up, fe-down, fe-up, corrupt, clean.
+func (fb *failoverBenchRun) phases(ctx context.Context, phase, bin time.Duration) error {
+	c, br, rc := fb.ctl, fb.br, fb.rc
+	vl := fb.vl
+	fe := vl.fe
+	// faLink: the direction through the VOA first (the one that
+	// corrupts), then the other.
+	faLink := []*dlink{c.link(vl.fa, fe), c.link(fe, vl.fa)}
+	if vl.toFA {
+		faLink[0], faLink[1] = faLink[1], faLink[0]
+	}
+	var feLinks []*dlink
+	for _, l := range c.links {
+		if l.tx == fe || l.rx == fe {
+			feLinks = append(feLinks, l)
+		}
+	}
+	// An FE that fails sends no reachability cells: the FAs' ends of its
+	// links find that; its own ends are gone with it.
+	var feToFA []*dlink
+	for _, l := range feLinks {
+		if l.tx == fe {
+			feToFA = append(feToFA, l)
+		}
+	}
+	fePorts := append([]int{}, fe.Ports...)
+	formula := us(fb.reach.Period()) * float64(fb.reach.Messages()*(2*fb.reach.Tiers-1)*fb.reach.Th)
+	formulaPD := us(fb.reach.Recovery())
+	run := FailoverRun{Fabric: fb.fabric, FormulaUS: formula, FormulaPDUS: formulaPD, Events: map[string]FailoverEvent{}}
+	type phaseRun struct {
+		name   string
+		apply  func() error
+		failed []*dlink // links whose data is lost while they are used (down events)
+		down   func() bool
+		ages   []*dlink // receiving ends whose age reaching th is reachability's detection
+		up     func() bool
+	}
+	setVOA := func(dB float64) func() error {
+		return func() error { return rc.SetAttenuation(ctx, vl.voa.Device, vl.voa.Channel, dB) }
+	}
+	corruptDB := fb.sum.Bench.CorruptDB
+	phases := []phaseRun{
+		{name: "before", apply: func() error { return nil }},
+		{name: "link-down", apply: setVOA(fb.maxDB), failed: faLink, ages: faLink, down: func() bool { return allInvalid(faLink) }},
+		{name: "link-up", apply: setVOA(fb.restDB), up: func() bool { return allValid(faLink) }},
+		{name: "fe-down", apply: func() error { return fb.feDown(ctx, fePorts) }, failed: feLinks, ages: feToFA, down: func() bool { return allInvalid(feToFA) }},
+		{name: "fe-up", apply: func() error { return fb.feUp(ctx, fePorts) }, up: func() bool { return allValid(feLinks) }},
+		{name: "corrupt", apply: setVOA(corruptDB), failed: faLink[:1], down: func() bool { return !faLink[0].valid }},
+		{name: "clean", apply: setVOA(fb.restDB), up: func() bool { return faLink[0].valid }},
+	}
+	tl, err := rc.Table("failover_timeline")
+	if err != nil {
+		return err
+	}
+	et, err := rc.Table("failover_events")
+	if err != nil {
+		return err
+	}
+	ct, err := rc.Table("failover_convergence")
+	if err != nil {
+		return err
+	}
+	frameBits := float64((br.cfg.FrameBytes + wireExtra) * 8)
+	base, floor := -1.0, 0.0
+	var worstE, worstBound, validMax float64
+	validMin := math.Inf(1)
+	bound := us(time.Duration(c.th+1)*c.period + c.poll)
+	vbound := us(time.Duration(c.th+1)*c.period + 2*c.poll)
+	// A frame lost is found a reassembly timeout after it was sent, at
+	// a poll: each poll's are the phase's in which they had been sent
+	// (by the sequence numbers it compared; a frame sent by the instant
+	// of an event and lost in flight is the event's), and an event's row
+	// waits for them.
+	late := c.timeout + 2*c.poll
+	var lostAfter, lostUp int64
+	cong0, err := fb.congestion(ctx)
+	if err != nil {
+		return err
+	}
+	// pending is a phase whose polls are done, waiting for the frames it
+	// lost to be found.
+	type pending struct {
+		ph       phaseRun
+		at       time.Duration
+		ev       FailoverEvent
+		skips    []pollResult
+		bins     []float64
+		lastData time.Duration
+	}
+	finish := func(pd *pending) error {
+		ph, ev, at := pd.ph, &pd.ev, pd.at
+		for _, r := range pd.skips {
+			ev.CellsLost += r.skipped
+		}
+		if ph.name == "before" {
+			h := pd.bins[len(pd.bins)/2:]
+			var s float64
+			for _, b := range h {
+				s += b
+			}
+			base = s / float64(len(h))
+			var v float64
+			for _, b := range h {
+				v += (b - base) * (b - base)
+			}
+			// The bench's paced traffic spreads its bins by a few
+			// tenths of a %: its normal range is at least 1%.
+			floor = 1 - max(3*math.Sqrt(v/float64(max(1, len(h)-1)))/base, 0.01)
+			return nil
+		}
+		ev.Dip = 1
+		last := -1
+		for i, b := range pd.bins {
+			ev.Dip = min(ev.Dip, b/base)
+			if b/base < floor {
+				last = i
+			}
+		}
+		if last >= 0 {
+			ev.RecoveredUS = ptr(us(time.Duration(last+1) * bin))
+		}
+		if ph.down != nil {
+			conv := 0.0
+			if pd.lastData >= 0 {
+				conv = us(pd.lastData - at)
+			}
+			ev.ConvergedUS = ptr(conv)
+			worstE = max(worstE, conv/formulaPD)
+			worstBound = max(worstBound, conv/bound)
+			after := at + time.Duration(conv*1e3) + late
+			for _, r := range pd.skips {
+				if r.t > after && ph.name != "corrupt" {
+					lostAfter += r.skipped
+				}
+			}
+		}
+		if ph.up != nil {
+			lostUp += ev.CellsLost
+			if ev.ValidUS != nil {
+				validMin = min(validMin, *ev.ValidUS/us(time.Duration(c.th)*c.period))
+				validMax = max(validMax, *ev.ValidUS/vbound)
+			} else {
+				validMax = math.Inf(1)
+			}
+		}
+		var fo, fopd any
+		if ph.down != nil {
+			fo, fopd = formula, formulaPD
+		}
+		if err := et.Write(1, ph.name, ev.AtUS, nilable(ev.DetectUS), nilable(ev.ConvergedUS), nilable(ev.ValidUS), fo, fopd, ev.CellsLost, ev.CongestionLost, ev.Dip, nilable(ev.RecoveredUS), nilable(ev.ReachUS), "bench"); err != nil {
+			return err
+		}
+		if ph.down != nil {
+			for _, row := range []struct {
+				src string
+				v   any
+			}{{"bench", *ev.ConvergedUS}, {"bench reachability", nilable(ev.ReachUS)}, {"App. E", formula}, {"App. E with pd", formulaPD}} {
+				if row.v == nil {
+					continue
+				}
+				if err := ct.Write(1, ph.name, row.src, row.v); err != nil {
+					return err
+				}
+			}
+		}
+		fb.mu.Lock()
+		run.Events[ph.name] = *ev
+		run.WorstOverFormula = worstE
+		fb.sum.Tiers["t1"] = run
+		fb.sum.WorstOverFormula = worstE
+		fb.mu.Unlock()
+		rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("bench, %s: detect %s, reachability %s, converged %s, valid %s us; %d frames given up as lost, %d lost to congestion, dip %.3f, recovered %s us, taken out %d times (App. E %.1f us, %.1f with pd)",
+			ph.name, fmtp(ev.DetectUS), fmtp(ev.ReachUS), fmtp(ev.ConvergedUS), fmtp(ev.ValidUS), ev.CellsLost, ev.CongestionLost, ev.Dip, fmtp(ev.RecoveredUS), ev.Marks, formula, formulaPD)})
+		return nil
+	}
+	var prev *pending
+	for i := 0; i <= len(phases); i++ {
+		if i == len(phases) {
+			// The last phase's lost frames: one more window of polls.
+			end := c.now
+			if err := fb.runFor(ctx, end+late, func(r pollResult) error {
+				if r.sentBy <= end {
+					prev.skips = append(prev.skips, r)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			if err := finish(prev); err != nil {
+				return err
+			}
+			break
+		}
+		ph := phases[i]
+		if ph.name == "clean" {
+			// The corrupting link comes back after th good periods of
+			// reachability cells alone and is taken out again when data
+			// crosses it (the marks): clean it at a poll at which it is
+			// out and its last verdict bad, so that valid measures th good
+			// periods after cleaning, not the rest of a wait already
+			// begun (at most a phase later).
+			// Its polls' lost frames are the corrupt phase's.
+			errDone := errors.New("done")
+			err := fb.runFor(ctx, c.now+phase, func(r pollResult) error {
+				prev.skips = append(prev.skips, r)
+				if l := faLink[0]; !l.valid && !l.good {
+					return errDone
+				}
+				return nil
+			})
+			if err != nil && err != errDone {
+				return err
+			}
+		}
+		if err := ph.apply(); err != nil {
+			return err
+		}
+		at := c.now
+		cur := &pending{ph: ph, at: at, ev: FailoverEvent{AtUS: us(at)}, lastData: -1}
+		ev := &cur.ev
+		marks0 := 0
+		for _, l := range ph.failed {
+			marks0 += l.marks
+		}
+		stopped := false
+		var binFrames, binLost int64
+		binEnd := at + bin
+		prevData := txData(ph.failed)
+		congBefore, err := fb.congestion(ctx)
+		if err != nil {
+			return err
+		}
+		err = fb.runFor(ctx, at+phase, func(r pollResult) error {
+			// Converged: data stopped going onto the failed links, the
+			// first poll after detection at which none had since the last.
+			if n := dataSent(ph.failed, prevData); n > 0 && !stopped {
+				cur.lastData = r.t
+			} else if n == 0 && ev.DetectUS != nil {
+				stopped = true
+			}
+			prevData = txData(ph.failed)
+			// A failure loses the frames in flight at its instant; a
+			// restore loses none.
+			if prev != nil && (r.sentBy < at || (ph.up != nil && r.sentBy == at)) {
+				prev.skips = append(prev.skips, r)
+			} else {
+				cur.skips = append(cur.skips, r)
+				if prev != nil {
+					if err := finish(prev); err != nil {
+						return err
+					}
+					prev = nil
+				}
+			}
+			if ph.down != nil && ev.DetectUS == nil && ph.down() {
+				ev.DetectUS = ptr(us(r.t - at))
+			}
+			if len(ph.ages) > 0 && ev.ReachUS == nil {
+				all := true
+				for _, l := range ph.ages {
+					all = all && l.age >= c.th
+				}
+				if all {
+					ev.ReachUS = ptr(us(r.t - at))
+				}
+			}
+			if ph.up != nil && ev.ValidUS == nil && ph.up() {
+				ev.ValidUS = ptr(us(r.t - at))
+			}
+			binFrames += r.hostFrames
+			binLost += r.skipped
+			if r.t >= binEnd {
+				b := float64(binFrames)
+				cur.bins = append(cur.bins, b)
+				norm := any(nil)
+				if base > 0 {
+					norm = b / base
+				}
+				if err := tl.Write(1, us(binEnd-bin), ph.name, b*frameBits/bin.Seconds()/1e9, norm, binLost); err != nil {
+					return err
+				}
+				binFrames, binLost = 0, 0
+				binEnd += bin
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		congAfter, err := fb.congestion(ctx)
+		if err != nil {
+			return err
+		}
+		ev.CongestionLost = congAfter - congBefore
+		for _, l := range ph.failed {
+			ev.Marks += l.marks
+		}
+		ev.Marks -= marks0
+		if prev != nil {
+			if err := finish(prev); err != nil {
+				return err
+			}
+		}
+		prev = cur
+	}
+	congEnd, err := fb.congestion(ctx)
+	if err != nil {
+		return err
+	}
+	var wsum, wmax time.Duration
+	for _, w := range c.wall {
+		wsum += w
+		wmax = max(wmax, w)
+	}
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	bs := fb.sum.Bench
+	bs.ConvergedOverBound, bs.ValidMinOverTh, bs.ValidMaxOverBound = worstBound, validMin, validMax
+	bs.LostAfterConverged, bs.LostInUpPhases, bs.CongestionLost = lostAfter, lostUp, congEnd-cong0
+	bs.Polls = len(c.wall)
+	if len(c.wall) > 0 {
+		bs.PollWallMS = wsum.Seconds() * 1e3 / float64(len(c.wall))
+		bs.PollWallMaxMS = wmax.Seconds() * 1e3
+	}
+	return nil
+}
+
+// feDown takes every port of the FE down through the switch driver (a dead
+// FE: no cell crosses its links, no reachability cell leaves it),
+// journalling the port's return.
+func (fb *failoverBenchRun) feDown(ctx context.Context, ports []int) error {
+	fe := fb.vl.fe
+	for _, port := range ports {
+		if fb.rc.FirstTouch(fmt.Sprintf("stardust/fe-down/%s/%d", fe.Name, port)) {
+			if err := fb.rc.Journal(fe.Name, o.Undo{Kind: o.UndoTofinoAddPort, Desc: fmt.Sprintf("add back port %d (%d Gb/s) of %s, taken down to fail the FE", port, fb.br.cfg.LinkGbps, fe.Name),
+				Args: map[string]any{"port": port, "gbps": fb.br.cfg.LinkGbps, "fec": fb.br.FEC}}); err != nil {
+				return err
+			}
+		}
+		if err := fe.sw.DeletePort(ctx, port); err != nil {
+			return fmt.Errorf("%s: %w", fe.Name, err)
+		}
+	}
+	fb.rc.Event(results.Event{Type: "setting", Device: fe.Name, Message: fmt.Sprintf("FE down: ports %v deleted", ports)})
+	return nil
+}
+
+func (fb *failoverBenchRun) feUp(ctx context.Context, ports []int) error {
+	fe := fb.vl.fe
+	for _, port := range ports {
+		if err := fe.sw.AddPort(ctx, port, fb.br.cfg.LinkGbps, fb.br.FEC); err != nil {
+			return fmt.Errorf("%s: %w", fe.Name, err)
+		}
+	}
+	fb.rc.Event(results.Event{Type: "setting", Device: fe.Name, Message: fmt.Sprintf("FE up: ports %v added back at %d Gb/s", ports, fb.br.cfg.LinkGbps)})
+	return nil
+}
+
+// congestion is the frames lost to full queues so far: the FEs' fabric
+// ports' and the FAs' recirculation queues.
+func (fb *failoverBenchRun) congestion(ctx context.Context) (int64, error) {
+	var n int64
+	for _, fa := range fb.br.FAs {
+		d, err := fa.sw.QueueDrops(ctx, []int{recircPort}, 0)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", fa.Name, err)
+		}
+		n += d[0]
+	}
+	for _, fe := range fb.br.FEs {
+		for _, port := range fe.Ports {
+			d, err := fe.sw.QueueDrops(ctx, []int{port}, 0)
+			if tofino.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return 0, fmt.Errorf("%s: %w", fe.Name, err)
+			}
+			n += d[0]
+		}
+	}
+	return n, nil
+}
