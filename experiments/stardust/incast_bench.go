@@ -22,7 +22,7 @@ import (
 // their VOQs (its credit_to slots, p4/stardust/README.md). A reply is
 // complete when the requester has released its last frame in order: the
 // recipe polls the requester's in-order counters (reg_seq_in, through
-// tofino.InOrderReleased) every bench_poll of the switches' clock, so an
+// tofino.SequenceIn) every bench_poll of the switches' clock, so an
 // FCT is known to within one poll. The packet fabric's rows are the
 // model's PacketFabric at the bench's shape (no packet-switched program
 // runs on the bench's switches).
@@ -118,12 +118,14 @@ func (br *benchRun) incast(ctx context.Context, rc *o.RunContext, n int, frames 
 	target := []tofino.VOQTarget{{FA: req.ID, Port: hostPort, VOQ: voq(req.ID)}}
 	var srcs []tofino.CreditSource
 	ids := make([]int, n)
+	maxID := 0
 	for i, s := range senders {
 		if err := s.sw.SetGenFlow(ctx, appData, target); err != nil {
 			return IncastPoint{}, fmt.Errorf("%s: %w", s.Name, err)
 		}
 		srcs = append(srcs, tofino.CreditSource{FA: s.ID, VOQ: voq(req.ID)})
 		ids[i] = s.ID
+		maxID = max(maxID, s.ID)
 	}
 	if err := req.sw.SetCreditSources(ctx, hostPort, srcs); err != nil {
 		return IncastPoint{}, fmt.Errorf("%s: %w", req.Name, err)
@@ -135,7 +137,7 @@ func (br *benchRun) incast(ctx context.Context, rc *o.RunContext, n int, frames 
 		return IncastPoint{}, err
 	}
 	clock := req.sw
-	base, err := req.sw.InOrderReleased(ctx, ids)
+	base, err := req.sw.SequenceIn(ctx, maxID+1)
 	if err != nil {
 		return IncastPoint{}, fmt.Errorf("%s: %w", req.Name, err)
 	}
@@ -161,12 +163,13 @@ func (br *benchRun) incast(ctx context.Context, rc *o.RunContext, n int, frames 
 		if t, err = clock.WaitClock(ctx, t+poll); err != nil {
 			return IncastPoint{}, err
 		}
-		now, err := req.sw.InOrderReleased(ctx, ids)
+		now, err := req.sw.SequenceIn(ctx, maxID+1)
 		if err != nil {
 			return IncastPoint{}, fmt.Errorf("%s: %w", req.Name, err)
 		}
-		for i := range ids {
-			if !fcts[i].ok && tofino.SeqDelta(base[i], now[i]) >= frames {
+		for i, id := range ids {
+			// 32-bit counters: the difference modulo 2^32.
+			if !fcts[i].ok && int64(now[id]-base[id]) >= frames {
 				fcts[i] = incastFCT{(t - t0).Seconds() * 1e3, true}
 				left--
 			}
