@@ -135,7 +135,7 @@ func IncastTables() []results.Table {
 				{Name: "senders", Type: "integer"}, {Name: "fct_ms", Type: "number", Unit: "ms"},
 			},
 			Figures: []results.Figure{{Name: "fig10c-incast", Title: "Incast: first and last flow completion time",
-				Caption: "As Stardust Fig. 10(c): the first and last of N 450 KB replies to finish, Stardust's credits against a packet-switched fabric with ECMP and shallow buffers, from the model.",
+				Caption: "As Stardust Fig. 10(c): the first and last of N 450 KB replies to finish, Stardust's credits against a packet-switched fabric with ECMP and shallow buffers, from the model (on a bench: Stardust's from the switches, the packet fabric's from the model at the bench's shape).",
 				Kind:    results.Line, X: "senders", Y: "fct_ms", Series: []string{"fabric", "which"}, Legend: "{fabric}, {which}",
 				XLabel: "Senders", YLabel: "FCT (ms)"}}},
 		{Name: "incast_flows", Title: "Every reply's FCT", Description: "One row per fabric, N and sender, ranked by FCT.",

@@ -102,7 +102,7 @@ func PermutationTables() []results.Table {
 				{Name: "utilisation", Type: "number", Unit: "1", Description: "over the port rate"},
 			},
 			Figures: []results.Figure{{Name: "fig10a-permutation", Title: "Per-flow throughput, permutation",
-				Caption: "As Stardust Fig. 10(a): every flow's throughput in increasing order, Stardust against ECMP on a packet-switched fabric of the same shape, from the model.",
+				Caption: "As Stardust Fig. 10(a): every flow's throughput in increasing order, Stardust against ECMP on a packet-switched fabric of the same shape, from the model (on a bench: Stardust's from the switches, the packet fabric's from the model at the bench's shape).",
 				Kind:    results.Line, X: "rank", Y: "throughput_gbps", Series: []string{"fabric"},
 				XLabel: "Flow (by throughput)", YLabel: "Throughput (Gb/s)"}}},
 		{Name: "permutation_points", Title: "Per fabric", Description: "One row per fabric.",
