@@ -402,8 +402,12 @@ func TestReactorFlowsOverLoopback(t *testing.T) {
 		t.Errorf("bulk flow %+v", bulk)
 	}
 	// Wall-clock pacing on a loaded machine falls behind and catches up,
-	// so only its order of magnitude is held here: paced, not bulk.
-	if want := rate * pacedPayload; paced.GoodputBps <= want/4 || paced.GoodputBps >= 2*want || bulk.GoodputBps < 5*paced.GoodputBps {
+	// so only its order of magnitude is held here: paced, not bulk. The
+	// bulk flow's own rate over loopback falls with the machine's load (136
+	// Mb/s was seen with both cores busy), so it need only be clearly
+	// faster than the paced one: a pacer that did not pace would send as
+	// fast as the bulk flow.
+	if want := rate * pacedPayload; paced.GoodputBps <= want/4 || paced.GoodputBps >= 2*want || bulk.GoodputBps < 1.5*paced.GoodputBps {
 		t.Errorf("paced flow delivered %.4g b/s (offered %.4g), bulk %.4g: not paced", paced.GoodputBps, want, bulk.GoodputBps)
 	}
 	// The receiver timestamps its reads: the bursts lie in the interval,
