@@ -110,6 +110,10 @@ type Config struct {
 	// sender (loopAhead). Results are identical either way; a test holds
 	// them to it.
 	NoLoopAhead bool
+	// NoReplay simulates every stretch after a corruption instead of
+	// replaying a recording of the same stretch (replay.go). Results are
+	// identical either way; a test holds them to it.
+	NoReplay bool
 	// MaxRun caps the frames skipped over at once (0: no cap), so that
 	// counters read while the run advances grow smoothly.
 	MaxRun int64
@@ -433,6 +437,15 @@ type sim struct {
 	givenUp map[int64]bool
 
 	off *offered // frames offered one by one (NewOffered); nil for a stress test
+
+	// replay.go
+	rec               *recording // under way (nil: none)
+	memo              map[uint64][]*recording
+	memoN             int
+	memoScratch       []int64
+	inject            bool // injectU is the next number drawn
+	injectU           float64
+	replays, replayed int64 // replays started, and reaching their end (tests)
 }
 
 // Run simulates cfg with randomness from r.
@@ -567,8 +580,7 @@ func (s *sim) lose(loss, drop float64) (lost, dropped bool) {
 	if loss <= 0 {
 		return false, false
 	}
-	s.draws++
-	u := s.r.Float64()
+	u := s.uniform(drawLose, loss, drop)
 	return u < loss, u < loss && u < drop
 }
 
@@ -576,8 +588,7 @@ func (s *sim) bern(p float64) bool {
 	if p <= 0 {
 		return false
 	}
-	s.draws++
-	return s.r.Float64() < p
+	return s.uniform(drawBern, p, 0) < p
 }
 
 // done: every original sent and resolved at the receiver.
@@ -654,6 +665,11 @@ func (s *sim) next() int {
 }
 
 func (s *sim) loop(until int64) {
+	s.steps(until)
+	s.rec = nil // a recording cut by the time asked for is not kept
+}
+
+func (s *sim) steps(until int64) {
 	for !s.done() {
 		want, gate := s.nextSend()
 		if qi := s.first(); qi >= 0 {
@@ -680,6 +696,24 @@ func (s *sim) loop(until int64) {
 		s.leaveIdle()
 		if want == lg.PktOriginal {
 			s.cycle(until)
+			for s.gap == 0 {
+				// A corruption: a recording under way met a second one
+				// and is not kept; in a state seen before, what followed
+				// it last time is replayed (replay.go), up to the
+				// repeating stretch, jumped over to the next corruption.
+				s.rec = nil
+				if !s.memoable(until) {
+					break
+				}
+				var found bool
+				if want, found = s.replay(until); !found {
+					break
+				}
+				s.cycleFound(until)
+			}
+		}
+		if s.rec != nil && s.willDraw(want) {
+			s.recordPoint(want)
 		}
 		s.send(want)
 	}
@@ -737,8 +771,7 @@ func (s *sim) send(kind int) {
 				if s.c.Drop > 0 {
 					// Which of the causes took it: the table with
 					// probability Drop/Loss.
-					s.draws++
-					dropped = s.r.Float64()*s.c.Loss < s.c.Drop
+					dropped = s.uniform(drawCause, s.c.Loss, s.c.Drop)*s.c.Loss < s.c.Drop
 				}
 			case s.c.Mode == Off || s.steady():
 				// Skip ahead: send the good frames before the next
@@ -775,9 +808,13 @@ func (s *sim) geometric() int64 {
 	if s.c.Loss <= 0 {
 		return math.MaxInt64 / 4
 	}
-	s.draws++
-	u := 1 - s.r.Float64() // (0, 1]
-	k := math.Floor(math.Log(u) / math.Log1p(-s.c.Loss))
+	return geometricOf(s.uniform(drawGeometric, s.c.Loss, 0), s.c.Loss)
+}
+
+// geometricOf is the number of good frames before the next corrupted one
+// that the uniform draw u gives at loss.
+func geometricOf(u, loss float64) int64 {
+	k := math.Floor(math.Log(1-u) / math.Log1p(-loss)) // 1-u in (0, 1]
 	if k > math.MaxInt64/4 {
 		return math.MaxInt64 / 4
 	}
@@ -823,6 +860,7 @@ func (s *sim) runProgress(t int64) (notSent, arrived int64) {
 }
 
 func (s *sim) emitRun(p packet) {
+	s.rec = nil // a run's length depends on the countdown: not replayed
 	k := p.run
 	slot := s.ser(p.bytes)
 	s.runStart, s.runSlot, s.runLen = s.now, slot, k
@@ -865,6 +903,9 @@ func (s *sim) transmit(p packet) {
 			s.res.TxBufferDrops++
 		}
 		s.res.MaxTxBufferBytes = max(s.res.MaxTxBufferBytes, s.txFrames()*size)
+		if s.rec != nil {
+			s.rec.maxTx = max(s.rec.maxTx, s.txFrames()*size)
+		}
 	}
 	s.at(event{at: s.now + slot + s.oneWay(), kind: evArrive, p: p})
 }
@@ -1179,6 +1220,9 @@ func (s *sim) enqueue(p packet) {
 	s.markBuffered(p.seq)
 	s.bufBytes += b
 	s.res.MaxRxBufferBytes = max(s.res.MaxRxBufferBytes, s.bufBytes)
+	if s.rec != nil {
+		s.rec.maxRx = max(s.rec.maxRx, s.bufBytes)
+	}
 	s.backpressure()
 	s.kickDrain()
 }

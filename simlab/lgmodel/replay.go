@@ -1,0 +1,437 @@
+package lgmodel
+
+import (
+	"slices"
+
+	lg "testbed/p4/linkguardian"
+)
+
+// Exact replay of the stretch after a corruption.
+//
+// In the ordered mode every corrupted original sets off the same chain: the
+// receiver sees the hole, buffers what follows while the loss notification
+// crosses back and the copies cross over, the recirculation loop sends the
+// buffered frames round, backpressure pauses and resumes the sender, and
+// the reorder buffer settles into a repeating stretch that cycle.go jumps
+// over. The chain is deterministic between random draws (the countdown to
+// the next corruption, the copies' and dummies' corruption), and it starts
+// from a state that recurs: a repeating stretch at the moment of a
+// corruption is the same, relative to (nextSeq, now), from one loss to the
+// next. So the chain is simulated once, recorded, and replayed whenever the
+// same state meets a corruption again.
+//
+// A recording starts at a corrupted original sent from a state that holds
+// nothing the encoding leaves out (cycle.go's encode, with the pending
+// timeouts and the passes run ahead); it ends where the chain's repeating
+// stretch is found (cycleFound), and is dropped if a run of steady frames,
+// a second corruption, or the end of the time asked for or of the traffic
+// comes first. Before each action that draws a random number it keeps the
+// whole state (a snapshot) and, at the draw, the draw's kind and outcome.
+//
+// A replay draws the same numbers from the run's source in the same order,
+// one at a time, and compares each outcome with the recorded one: a copy or
+// dummy corrupted or not, the loss-emulation table's share, and for the
+// countdown only whether the next corruption falls after the stretch (the
+// chain depends on the countdown through nothing else). If all agree the
+// recorded end state is installed, shifted by the difference in sequence
+// numbers and time, and the stretch is jumped over as after a recording.
+// At the first disagreement the snapshot before that draw is installed
+// instead and the number just drawn is handed to the action that draws it:
+// the run goes on by stepping from there, exactly as if it had stepped all
+// along. No random number is drawn ahead, so the run's source is left where
+// stepping leaves it (simlab/tofino shares it between segments).
+// Config.NoReplay turns this off; a test holds both to identical results.
+
+// Kinds of draws.
+const (
+	drawLose      = iota + 1 // a copy's corruption: (lost, dropped)
+	drawBern                 // a dummy's corruption
+	drawCause                // which cause took a corrupted original
+	drawGeometric            // the countdown to the next corrupted original
+)
+
+type draw struct {
+	kind int8
+	a, b float64 // its parameters
+	u    float64 // the number drawn
+}
+
+// same: u gives the outcome the recorded draw gave; for the countdown, a
+// count of at least need.
+func (d *draw) same(u float64, need int64) bool {
+	switch d.kind {
+	case drawLose:
+		return (u < d.a) == (d.u < d.a) && (u < d.a && u < d.b) == (d.u < d.a && d.u < d.b)
+	case drawBern:
+		return (u < d.a) == (d.u < d.a)
+	case drawCause:
+		return (u*d.a < d.b) == (d.u*d.a < d.b)
+	case drawGeometric:
+		return geometricOf(u, d.a) >= need
+	}
+	return false
+}
+
+// uniform is every random number the model draws: from the run's source,
+// or the one a replay drew before handing over to stepping.
+func (s *sim) uniform(kind int8, a, b float64) float64 {
+	s.draws++
+	var u float64
+	if s.inject {
+		u, s.inject = s.injectU, false
+	} else {
+		u = s.r.Float64()
+	}
+	if r := s.rec; r != nil {
+		var pt *point
+		if len(r.points) > 0 {
+			pt = &r.points[len(r.points)-1]
+		}
+		if pt == nil || pt.d.kind != 0 || (kind == drawGeometric && r.geom >= 0) {
+			s.rec = nil // two draws in one action, or a second countdown
+		} else {
+			pt.d = draw{kind: kind, a: a, b: b, u: u}
+			if kind == drawGeometric {
+				r.geom, r.k0 = len(r.points)-1, geometricOf(u, a)
+			}
+		}
+	}
+	return u
+}
+
+// willDraw: sending kind now draws a random number (uniform).
+func (s *sim) willDraw(kind int) bool {
+	switch kind {
+	case lg.PktRetransmitted:
+		return s.c.Loss > 0
+	case lg.PktDummy:
+		return s.c.LossSmall > 0
+	case lg.PktOriginal:
+		return s.gap < 0 && s.c.Loss > 0 || s.gap == 0 && s.c.Drop > 0
+	}
+	return false
+}
+
+// snapshot is the whole state before an action, in the recording's
+// coordinates.
+type snapshot struct {
+	want                                           int // the action: the kind sent next
+	afterGeom                                      bool
+	now, slotFree, nextSeq, senderAck, lackSent    int64
+	ackNo, highest, covered, idleFrom, aheadAt     int64
+	undetected, gap, draws, aheadN, flightB, bytes int64
+	nev, pendingBP, notifPending                   int
+	paused, draining, bpPaused                     bool
+	held, txDropped, retx, holes, delivered        []int64
+	givenUp                                        []int64
+	buf, flight                                    []packet
+	q                                              [nQueues][]event
+	res                                            Result // MaxTx/MaxRx: since the start
+	// At the end: the repeating stretch found (cycleFound's input).
+	checkSeq, aSeq, aAt, aCovered int64
+	aRes                          Result
+}
+
+type recording struct {
+	key    []int64
+	start  snapshot // its base: nextSeq, now, nev, draws, aheadN, res
+	points []point
+	end    snapshot
+	geom   int   // the point of the countdown's draw (-1: none yet)
+	k0     int64 // the count it drew
+	need   int64 // the least count that gives the same stretch
+	maxTx  int64 // buffer peaks since the start
+	maxRx  int64
+}
+
+type point struct {
+	snap snapshot
+	d    draw
+}
+
+const (
+	memoMax      = 1024 // recordings kept
+	recordPoints = 32   // draws in one recording at most
+)
+
+// memoable: a corrupted original is about to be sent from a state that the
+// key holds whole, with time and traffic left for a replay or recording.
+func (s *sim) memoable(until int64) bool {
+	if s.c.Step || s.c.NoReplay || s.c.NoCycleSkip || s.off != nil || s.c.Mode != Ordered || s.r == nil ||
+		len(s.holes) > 0 || len(s.retx) > 0 || s.undetected > 0 || s.notifPending > 0 || s.idleFrom >= 0 ||
+		len(s.delivered) > 0 || len(s.givenUp) > 0 || len(s.txDropped) > 0 || len(s.held) > 0 || s.inject {
+		return false
+	}
+	return true
+}
+
+// margin: loopAhead and kickDrain look this far past the clock (the
+// time asked for bounds them there).
+func (s *sim) margin() int64 { return s.oneWay() + s.ser64 + 1 }
+
+// memoKey is the state relative to (nextSeq, now): encode's, the pending
+// timeouts, and how far the passes run ahead reach.
+func (s *sim) memoKey(dst []int64) []int64 {
+	n, t := s.nextSeq, s.now
+	dst = s.encode(dst)
+	f := &s.q[qTimeout]
+	dst = append(dst, max(s.aheadAt-t, 0), int64(f.len()))
+	for j := f.head; j < len(f.ev); j++ {
+		e := &f.ev[j]
+		dst = append(dst, e.at-t, e.sched-t, int64(s.nev-e.idx), e.seq-n)
+	}
+	return dst
+}
+
+func hashKey(k []int64) uint64 {
+	h := uint64(14695981039346656037)
+	for _, v := range k {
+		h ^= uint64(v)
+		h *= 1099511628211
+	}
+	return h
+}
+
+// replay: a corrupted original is about to be sent. With a recording of
+// this state it replays it (see above) and reports whether the end was
+// reached (the caller goes on with cycleFound) and what to send next;
+// without one it starts recording.
+func (s *sim) replay(until int64) (want int, found bool) {
+	s.memoScratch = s.memoKey(s.memoScratch[:0])
+	h := hashKey(s.memoScratch)
+	var rec *recording
+	for _, r := range s.memo[h] {
+		if slices.Equal(r.key, s.memoScratch) {
+			rec = r
+			break
+		}
+	}
+	if rec == nil {
+		if s.memoN < memoMax {
+			r := &recording{key: slices.Clone(s.memoScratch), geom: -1}
+			s.capture(&r.start, lg.PktOriginal)
+			s.rec = r
+		}
+		return lg.PktOriginal, false
+	}
+	span := rec.end.now - rec.start.now
+	if until-s.now < span+s.margin() || s.reached-s.now < span+s.margin() ||
+		s.c.Frames-s.nextSeq < rec.end.nextSeq-rec.start.nextSeq+2 {
+		return lg.PktOriginal, false
+	}
+	var base snapshot
+	s.base(&base)
+	k := int64(-1)
+	for i := range rec.points {
+		pt := &rec.points[i]
+		u := s.r.Float64()
+		if !pt.d.same(u, rec.need) {
+			s.restore(rec, &pt.snap, &base, k, false)
+			s.inject, s.injectU = true, u
+			s.replays++
+			return pt.snap.want, false
+		}
+		if pt.d.kind == drawGeometric {
+			k = geometricOf(u, pt.d.a)
+		}
+	}
+	s.restore(rec, &rec.end, &base, k, true)
+	s.replays++
+	s.replayed++
+	return lg.PktOriginal, true
+}
+
+// recordPoint keeps the state before an action that draws.
+func (s *sim) recordPoint(want int) {
+	r := s.rec
+	if len(r.points) == recordPoints {
+		s.rec = nil
+		return
+	}
+	r.points = append(r.points, point{})
+	s.capture(&r.points[len(r.points)-1].snap, want)
+	r.points[len(r.points)-1].snap.afterGeom = r.geom >= 0
+}
+
+// finishRecording: the chain's repeating stretch is found (cycle, before
+// cycleFound). The recording is kept if nothing in it depended on the
+// time asked for or the end of the traffic.
+func (s *sim) finishRecording() {
+	r := s.rec
+	if r.geom < 0 || s.reached-s.now < s.margin() || s.c.Frames-s.nextSeq < 2 || s.gap <= 0 {
+		s.rec = nil
+		return
+	}
+	for i := range r.points {
+		if r.points[i].d.kind == 0 {
+			s.rec = nil
+			return
+		}
+	}
+	s.capture(&r.end, lg.PktOriginal)
+	s.rec = nil
+	r.end.afterGeom = true
+	c := &s.cyc
+	r.end.checkSeq, r.end.aSeq, r.end.aAt, r.end.aCovered, r.end.aRes = c.checkSeq, c.aSeq, c.aAt, c.aCovered, c.aRes
+	// Any count from here on gives the same stretch: the countdown is
+	// only compared with zero before it ends.
+	r.need = r.k0 - s.gap + 1
+	h := hashKey(r.key)
+	if s.memo == nil {
+		s.memo = map[uint64][]*recording{}
+	}
+	s.memo[h] = append(s.memo[h], r)
+	s.memoN++
+}
+
+// base notes what a snapshot is relative to.
+func (s *sim) base(b *snapshot) {
+	b.now, b.nextSeq, b.nev, b.draws, b.aheadN, b.res = s.now, s.nextSeq, s.nev, s.draws, s.aheadN, s.res
+}
+
+func (s *sim) capture(sn *snapshot, want int) {
+	s.base(sn)
+	sn.want = want
+	sn.slotFree, sn.senderAck, sn.lackSent, sn.ackNo, sn.highest = s.slotFree, s.senderAck, s.lackSent, s.ackNo, s.highest
+	sn.covered, sn.idleFrom, sn.aheadAt, sn.undetected, sn.gap = s.covered, s.idleFrom, s.aheadAt, s.undetected, s.gap
+	sn.flightB, sn.bytes, sn.pendingBP, sn.notifPending = s.flightB, s.bufBytes, s.pendingBP, s.notifPending
+	sn.paused, sn.draining, sn.bpPaused = s.paused, s.draining, s.bpPaused
+	sn.held, sn.txDropped, sn.retx = slices.Clone(s.held), slices.Clone(s.txDropped), slices.Clone(s.retx)
+	sn.holes, sn.delivered, sn.givenUp = keys(s.holes), keys(s.delivered), keys(s.givenUp)
+	sn.buf, sn.flight = s.buf.slice(), s.flight.slice()
+	for i := range s.q {
+		sn.q[i] = slices.Clone(s.q[i].ev[s.q[i].head:])
+	}
+	if r := s.rec; r != nil {
+		sn.res.MaxTxBufferBytes, sn.res.MaxRxBufferBytes = r.maxTx, r.maxRx
+	}
+}
+
+func keys(m map[int64]bool) []int64 {
+	var k []int64
+	for h, ok := range m {
+		if ok {
+			k = append(k, h)
+		}
+	}
+	return k
+}
+
+func (d *deque) slice() []packet {
+	a := make([]packet, d.n)
+	for i := range a {
+		a[i] = *d.at(i)
+	}
+	return a
+}
+
+// restore installs sn, recorded from rec.start, on the state at cur: the
+// same state shifted by the difference in sequence numbers and time. k is
+// the countdown the replay drew (-1: not yet).
+func (s *sim) restore(rec *recording, sn, cur *snapshot, k int64, end bool) {
+	st := &rec.start
+	ds, dt, dn := cur.nextSeq-st.nextSeq, cur.now-st.now, cur.nev-st.nev
+	s.now, s.slotFree, s.nextSeq = sn.now+dt, sn.slotFree+dt, sn.nextSeq+ds
+	s.senderAck, s.lackSent, s.ackNo, s.highest = sn.senderAck+ds, sn.lackSent+ds, sn.ackNo+ds, sn.highest+ds
+	if sn.covered >= st.nextSeq-1 {
+		s.covered = sn.covered + ds
+	} // else no dummy announced anything since the start: as it is
+	s.idleFrom = -1
+	if sn.idleFrom >= 0 {
+		s.idleFrom = sn.idleFrom + dt
+	}
+	if sn.aheadAt > st.now {
+		s.aheadAt = sn.aheadAt + dt
+	} // else spent, as it is
+	s.undetected, s.flightB, s.bufBytes = sn.undetected, sn.flightB, sn.bytes
+	s.pendingBP, s.notifPending = sn.pendingBP, sn.notifPending
+	s.paused, s.draining, s.bpPaused = sn.paused, sn.draining, sn.bpPaused
+	s.gap = sn.gap
+	if sn.afterGeom {
+		s.gap += k - rec.k0
+	}
+	s.draws = cur.draws + sn.draws - st.draws
+	s.aheadN = cur.aheadN + sn.aheadN - st.aheadN
+	s.nev = cur.nev + sn.nev - st.nev
+	s.held = shifted(s.held[:0], sn.held, ds)
+	s.txDropped = shifted(s.txDropped[:0], sn.txDropped, ds)
+	s.retx = shifted(s.retx[:0], sn.retx, ds)
+	refill(s.holes, sn.holes, ds)
+	refill(s.delivered, sn.delivered, ds)
+	refill(s.givenUp, sn.givenUp, ds)
+	for _, d := range [2]struct {
+		q *deque
+		a []packet
+	}{{&s.buf, sn.buf}, {&s.flight, sn.flight}} {
+		d.q.head, d.q.n = 0, 0
+		for _, p := range d.a {
+			p.seq += ds
+			d.q.push(p)
+		}
+	}
+	s.pending = 0
+	for i := range s.q {
+		f := &s.q[i]
+		f.ev, f.head = f.ev[:0], 0
+		for _, e := range sn.q[i] {
+			e.at += dt
+			e.sched += dt
+			e.idx += dn
+			switch e.kind {
+			case evAck, evNotify, evTimeout:
+				e.seq += ds
+			case evArrive:
+				e.p.seq += ds
+			}
+			f.ev = append(f.ev, e)
+		}
+		s.pending += len(f.ev)
+	}
+	s.firstQ = -2
+	s.indexBuffer(0)
+	s.res = addResult(cur.res, sn.res, st.res)
+	s.res.MaxTxBufferBytes = max(cur.res.MaxTxBufferBytes, sn.res.MaxTxBufferBytes)
+	s.res.MaxRxBufferBytes = max(cur.res.MaxRxBufferBytes, sn.res.MaxRxBufferBytes)
+	// The search for a repeating stretch starts afresh after every draw;
+	// at the end it has just found one.
+	c := &s.cyc
+	c.n, c.checkSeq, c.minP, c.again = 0, 0, 0, false
+	c.draws, c.corrupted = s.draws, s.res.Corrupted
+	if end {
+		c.checkSeq, c.aSeq, c.aAt, c.aCovered = sn.checkSeq+ds, sn.aSeq+ds, sn.aAt+dt, sn.aCovered+ds
+		c.aRes = addResult(cur.res, sn.aRes, st.res)
+		c.aRunStart = s.runStart // no run was sent in the stretch
+	}
+}
+
+func shifted(dst, src []int64, d int64) []int64 {
+	for _, v := range src {
+		dst = append(dst, v+d)
+	}
+	return dst
+}
+
+func refill(m map[int64]bool, k []int64, d int64) {
+	clear(m)
+	for _, v := range k {
+		m[v+d] = true
+	}
+}
+
+// addResult is cur plus the counts from base to r (the peaks are left to
+// the caller).
+func addResult(cur, r, base Result) Result {
+	cur.FramesSent += r.FramesSent - base.FramesSent
+	cur.Transmissions += r.Transmissions - base.Transmissions
+	cur.Copies += r.Copies - base.Copies
+	cur.Dummies += r.Dummies - base.Dummies
+	cur.Corrupted += r.Corrupted - base.Corrupted
+	cur.Delivered += r.Delivered - base.Delivered
+	cur.Lost += r.Lost - base.Lost
+	cur.Dropped += r.Dropped - base.Dropped
+	cur.Timeouts += r.Timeouts - base.Timeouts
+	cur.BufferDrops += r.BufferDrops - base.BufferDrops
+	cur.TxBufferDrops += r.TxBufferDrops - base.TxBufferDrops
+	cur.PauseFrames += r.PauseFrames - base.PauseFrames
+	return cur
+}
