@@ -281,12 +281,24 @@ func (f *fifo) headAt() int64 {
 }
 
 func (f *fifo) push(e event) {
+	*f.grow() = e
+}
+
+// grow appends an event to be filled in, zeroed.
+func (f *fifo) grow() *event {
 	if f.head > 32 && f.head*2 >= len(f.ev) {
 		// Reuse the spent front: the queue never grows beyond its peak.
 		f.ev = f.ev[:copy(f.ev, f.ev[f.head:])]
 		f.head = 0
 	}
-	f.ev = append(f.ev, e)
+	if n := len(f.ev); n < cap(f.ev) {
+		f.ev = f.ev[:n+1]
+		e := &f.ev[n]
+		*e = event{}
+		return e
+	}
+	f.ev = append(f.ev, event{})
+	return &f.ev[len(f.ev)-1]
 }
 
 func queueOf(e *event) int {
@@ -1070,20 +1082,21 @@ func (s *sim) loopAhead() {
 	lq.head += oldL
 	s.pending -= oldL
 	for _, r := range ring[ri:] {
-		s.schedAt(event{at: r[0], kind: evLoop}, r[1])
+		s.schedPass(qLoop, evLoop, r[0], r[1])
 	}
 	if haveD && !oldD {
-		s.schedAt(event{at: dAt, kind: evDrain}, dSched)
+		s.schedPass(qDrain, evDrain, dAt, dSched)
 	}
 	s.aheadRing = ring
 	s.firstQ = -2
 }
 
-// schedAt schedules an event as if at time sched.
-func (s *sim) schedAt(ev event, sched int64) {
+// schedPass schedules a pass's end or a return round the loop (kind, on
+// queue qi, carrying nothing but its time) as if at time sched.
+func (s *sim) schedPass(qi int, kind int8, at, sched int64) {
 	s.nev++
-	ev.idx, ev.sched = s.nev, sched
-	s.q[queueOf(&ev)].push(ev)
+	e := s.q[qi].grow()
+	e.at, e.sched, e.idx, e.kind = at, sched, s.nev, kind
 	s.pending++
 }
 
