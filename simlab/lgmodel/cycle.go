@@ -81,7 +81,7 @@ func (s *sim) cycle(until int64) {
 		}
 		if ok {
 			if s.rec != nil {
-				s.finishRecording()
+				s.finishRecording(true)
 			}
 			s.cycleFound(until)
 			return

@@ -27,7 +27,11 @@
 // and a test checks that both give identical results.
 // Passes of the recirculation loop that only send frames round are run
 // ahead of the sender (loopAhead); Config.NoLoopAhead turns this off, and
-// a test checks that both give identical results.
+// a test checks that both give identical results. The stretch after a
+// corruption, from a state seen before, is replayed from a recording of
+// it, drawing the same random numbers and handing over to stepping at the
+// first whose outcome differs (replay.go); Config.NoReplay turns this off,
+// and a test checks that both give identical results.
 package lgmodel
 
 import (
@@ -717,11 +721,17 @@ func (s *sim) steps(until int64) {
 				if !s.memoable(until) {
 					break
 				}
-				var found bool
-				if want, found = s.replay(until); !found {
+				var found, cyc bool
+				if want, found, cyc = s.replay(until); !found {
 					break
 				}
-				s.cycleFound(until)
+				if cyc {
+					s.cycleFound(until)
+				}
+			}
+			if s.rec != nil && s.gap > 0 && s.steady() {
+				// The stretch is over: the line is back in steady state.
+				s.finishRecording(false)
 			}
 		}
 		if s.rec != nil && s.willDraw(want) {
@@ -1131,6 +1141,7 @@ func (s *sim) arrive(p packet) {
 	}
 	if p.run > 1 {
 		// Not expected (a run is sent only in steady state); unroll it.
+		s.rec = nil
 		for i := int64(0); i < p.run; i++ {
 			s.arrive(packet{seq: p.seq + i, kind: lg.PktOriginal, bytes: p.bytes})
 		}

@@ -1,6 +1,7 @@
 package lgmodel
 
 import (
+	"math"
 	"slices"
 
 	lg "testbed/p4/linkguardian"
@@ -127,9 +128,7 @@ type snapshot struct {
 	buf, flight                                    []packet
 	q                                              [nQueues][]event
 	res                                            Result // MaxTx/MaxRx: since the start
-	// At the end: the repeating stretch found (cycleFound's input).
-	checkSeq, aSeq, aAt, aCovered int64
-	aRes                          Result
+	cyc                                            cycles
 }
 
 type recording struct {
@@ -137,11 +136,19 @@ type recording struct {
 	start  snapshot // its base: nextSeq, now, nev, draws, aheadN, res
 	points []point
 	end    snapshot
-	geom   int   // the point of the countdown's draw (-1: none yet)
-	k0     int64 // the count it drew
-	need   int64 // the least count that gives the same stretch
-	maxTx  int64 // buffer peaks since the start
-	maxRx  int64
+	cyc    bool // it ends where a repeating stretch is found, else in steady state
+	// A run of steady frames on its way at the start (its idx; 0: none)
+	// and its length: the key holds where it ends, not how long it is.
+	runIdx, run int
+	runSeq      int64
+	// runBase: lackSent, ackNo and highest were at the run's start (the key
+	// holds that, not where the run starts); until it lands they stay there.
+	runBase bool
+	geom    int   // the point of the countdown's draw (-1: none yet)
+	k0      int64 // the count it drew
+	need    int64 // the least count that gives the same stretch
+	maxTx   int64 // buffer peaks since the start
+	maxRx   int64
 }
 
 type point struct {
@@ -157,7 +164,7 @@ const (
 // memoable: a corrupted original is about to be sent from a state that the
 // key holds whole, with time and traffic left for a replay or recording.
 func (s *sim) memoable(until int64) bool {
-	if s.c.Step || s.c.NoReplay || s.c.NoCycleSkip || s.off != nil || s.c.Mode != Ordered || s.r == nil ||
+	if s.c.Step || s.c.NoReplay || s.c.NoCycleSkip || s.off != nil || s.c.Mode == Off || s.r == nil ||
 		len(s.holes) > 0 || len(s.retx) > 0 || s.undetected > 0 || s.notifPending > 0 || s.idleFrom >= 0 ||
 		len(s.delivered) > 0 || len(s.givenUp) > 0 || len(s.txDropped) > 0 || len(s.held) > 0 || s.inject {
 		return false
@@ -170,10 +177,46 @@ func (s *sim) memoable(until int64) bool {
 func (s *sim) margin() int64 { return s.oneWay() + s.ser64 + 1 }
 
 // memoKey is the state relative to (nextSeq, now): encode's, the pending
-// timeouts, and how far the passes run ahead reach.
+// timeouts, and how far the passes run ahead reach. A run of steady frames
+// on its way counts by where it ends: it lands in order, delivered whole,
+// whatever its length (a replay adds the difference to Delivered). More
+// than one: no key (nil).
 func (s *sim) memoKey(dst []int64) []int64 {
 	n, t := s.nextSeq, s.now
 	dst = s.encode(dst)
+	// encode's layout: 12 numbers, 5 per frame in the buffer, 2 and 5 per
+	// frame in flight, then each queue's length and 13 per event, the
+	// arrivals first.
+	a := &s.q[qArrive]
+	off := 12 + 5*s.buf.n + 2 + 5*s.flight.n + 1
+	runs := 0
+	for j := a.head; j < len(a.ev); j++ {
+		if a.ev[j].p.run > 1 {
+			if runs++; runs > 1 {
+				return nil
+			}
+			// Its sent frames' times matter only through the order
+			// of its scheduling among the events pending (ties).
+			e := &a.ev[j]
+			less, same := 0, 0
+			for i := range s.q {
+				f := &s.q[i]
+				for _, o := range f.ev[f.head:] {
+					if o.idx != e.idx {
+						less += int(b2i(o.sched < e.sched))
+						same += int(b2i(o.sched == e.sched))
+					}
+				}
+			}
+			k := dst[off+13*(j-a.head):]
+			k[1], k[9], k[12] = int64(less)<<32|int64(same), k[9]+k[12], -1
+			// The receiver waiting for it, everything before it
+			// delivered: lackSent, ackNo and highest all at its start.
+			if r := e.p.seq - n; dst[2] == r && dst[3] == r && dst[4] == r {
+				dst[2], dst[3], dst[4] = runBase, runBase, runBase
+			}
+		}
+	}
 	f := &s.q[qTimeout]
 	dst = append(dst, max(s.aheadAt-t, 0), int64(f.len()))
 	for j := f.head; j < len(f.ev); j++ {
@@ -183,9 +226,12 @@ func (s *sim) memoKey(dst []int64) []int64 {
 	return dst
 }
 
+// hashKey hashes a key's length and its first numbers (the sender's and
+// receiver's scalars, the buffer's head): enough to tell most keys apart;
+// those it does not are compared whole.
 func hashKey(k []int64) uint64 {
-	h := uint64(14695981039346656037)
-	for _, v := range k {
+	h := uint64(14695981039346656037) ^ uint64(len(k))
+	for _, v := range k[:min(len(k), 48)] {
 		h ^= uint64(v)
 		h *= 1099511628211
 	}
@@ -196,8 +242,11 @@ func hashKey(k []int64) uint64 {
 // this state it replays it (see above) and reports whether the end was
 // reached (the caller goes on with cycleFound) and what to send next;
 // without one it starts recording.
-func (s *sim) replay(until int64) (want int, found bool) {
+func (s *sim) replay(until int64) (want int, found, cyc bool) {
 	s.memoScratch = s.memoKey(s.memoScratch[:0])
+	if s.memoScratch == nil {
+		return lg.PktOriginal, false, false
+	}
 	h := hashKey(s.memoScratch)
 	var rec *recording
 	for _, r := range s.memo[h] {
@@ -210,35 +259,54 @@ func (s *sim) replay(until int64) (want int, found bool) {
 		if s.memoN < memoMax {
 			r := &recording{key: slices.Clone(s.memoScratch), geom: -1}
 			s.capture(&r.start, lg.PktOriginal)
+			r.runIdx, r.runSeq, _, r.run = s.runOnWay()
+			r.runBase = r.key[3] == runBase
 			s.rec = r
 		}
-		return lg.PktOriginal, false
+		return lg.PktOriginal, false, false
 	}
 	span := rec.end.now - rec.start.now
 	if until-s.now < span+s.margin() || s.reached-s.now < span+s.margin() ||
 		s.c.Frames-s.nextSeq < rec.end.nextSeq-rec.start.nextSeq+2 {
-		return lg.PktOriginal, false
+		return lg.PktOriginal, false, false
 	}
 	var base snapshot
 	s.base(&base)
+	_, runSeq, runSched, run := s.runOnWay()
 	k := int64(-1)
 	for i := range rec.points {
 		pt := &rec.points[i]
 		u := s.r.Float64()
 		if !pt.d.same(u, rec.need) {
-			s.restore(rec, &pt.snap, &base, k, false)
+			s.restore(rec, &pt.snap, &base, k, runSeq, runSched, run)
 			s.inject, s.injectU = true, u
 			s.replays++
-			return pt.snap.want, false
+			return pt.snap.want, false, false
 		}
 		if pt.d.kind == drawGeometric {
 			k = geometricOf(u, pt.d.a)
 		}
 	}
-	s.restore(rec, &rec.end, &base, k, true)
+	s.restore(rec, &rec.end, &base, k, runSeq, runSched, run)
 	s.replays++
 	s.replayed++
-	return lg.PktOriginal, true
+	return lg.PktOriginal, true, rec.cyc
+}
+
+// runBase marks, in a key, numbers that are the start of the run on its
+// way (memoKey).
+const runBase = math.MinInt64
+
+// runOnWay is the run of steady frames on its way to the receiver, if any:
+// its idx (0: none), first original, time of scheduling and length.
+func (s *sim) runOnWay() (idx int, seq, sched int64, run int) {
+	a := &s.q[qArrive]
+	for j := a.head; j < len(a.ev); j++ {
+		if e := &a.ev[j]; e.p.run > 1 {
+			return e.idx, e.p.seq, e.sched, int(e.p.run)
+		}
+	}
+	return 0, 0, 0, 0
 }
 
 // recordPoint keeps the state before an action that draws.
@@ -253,10 +321,11 @@ func (s *sim) recordPoint(want int) {
 	r.points[len(r.points)-1].snap.afterGeom = r.geom >= 0
 }
 
-// finishRecording: the chain's repeating stretch is found (cycle, before
-// cycleFound). The recording is kept if nothing in it depended on the
-// time asked for or the end of the traffic.
-func (s *sim) finishRecording() {
+// finishRecording: the chain's repeating stretch is found (cyc: in
+// cycle, before cycleFound), or the line is back in steady state (in
+// steps, before the original that starts a run). The recording is kept if
+// nothing in it depended on the time asked for or the end of the traffic.
+func (s *sim) finishRecording(cyc bool) {
 	r := s.rec
 	if r.geom < 0 || s.reached-s.now < s.margin() || s.c.Frames-s.nextSeq < 2 || s.gap <= 0 {
 		s.rec = nil
@@ -270,9 +339,7 @@ func (s *sim) finishRecording() {
 	}
 	s.capture(&r.end, lg.PktOriginal)
 	s.rec = nil
-	r.end.afterGeom = true
-	c := &s.cyc
-	r.end.checkSeq, r.end.aSeq, r.end.aAt, r.end.aCovered, r.end.aRes = c.checkSeq, c.aSeq, c.aAt, c.aCovered, c.aRes
+	r.end.afterGeom, r.cyc = true, cyc
 	// Any count from here on gives the same stretch: the countdown is
 	// only compared with zero before it ends.
 	r.need = r.k0 - s.gap + 1
@@ -302,6 +369,8 @@ func (s *sim) capture(sn *snapshot, want int) {
 	for i := range s.q {
 		sn.q[i] = slices.Clone(s.q[i].ev[s.q[i].head:])
 	}
+	sn.cyc = s.cyc
+	sn.cyc.a, sn.cyc.b = slices.Clone(s.cyc.a), nil
 	if r := s.rec; r != nil {
 		sn.res.MaxTxBufferBytes, sn.res.MaxRxBufferBytes = r.maxTx, r.maxRx
 	}
@@ -327,12 +396,23 @@ func (d *deque) slice() []packet {
 
 // restore installs sn, recorded from rec.start, on the state at cur: the
 // same state shifted by the difference in sequence numbers and time. k is
-// the countdown the replay drew (-1: not yet).
-func (s *sim) restore(rec *recording, sn, cur *snapshot, k int64, end bool) {
+// the countdown the replay drew (-1: not yet); runSeq, runSched and run,
+// the run on its way at cur.
+func (s *sim) restore(rec *recording, sn, cur *snapshot, k, runSeq, runSched int64, run int) {
 	st := &rec.start
 	ds, dt, dn := cur.nextSeq-st.nextSeq, cur.now-st.now, cur.nev-st.nev
 	s.now, s.slotFree, s.nextSeq = sn.now+dt, sn.slotFree+dt, sn.nextSeq+ds
 	s.senderAck, s.lackSent, s.ackNo, s.highest = sn.senderAck+ds, sn.lackSent+ds, sn.ackNo+ds, sn.highest+ds
+	if rec.runBase {
+		for _, v := range [3]struct {
+			dst *int64
+			rec int64
+		}{{&s.lackSent, sn.lackSent}, {&s.ackNo, sn.ackNo}, {&s.highest, sn.highest}} {
+			if v.rec == rec.runSeq {
+				*v.dst = runSeq // the run has not landed yet
+			}
+		}
+	}
 	if sn.covered >= st.nextSeq-1 {
 		s.covered = sn.covered + ds
 	} // else no dummy announced anything since the start: as it is
@@ -382,6 +462,9 @@ func (s *sim) restore(rec *recording, sn, cur *snapshot, k int64, end bool) {
 				e.seq += ds
 			case evArrive:
 				e.p.seq += ds
+				if rec.runIdx != 0 && e.idx == rec.runIdx+dn {
+					e.p.seq, e.p.run, e.sched = runSeq, int64(run), runSched
+				}
 			}
 			f.ev = append(f.ev, e)
 		}
@@ -390,18 +473,32 @@ func (s *sim) restore(rec *recording, sn, cur *snapshot, k int64, end bool) {
 	s.firstQ = -2
 	s.indexBuffer(0)
 	s.res = addResult(cur.res, sn.res, st.res)
+	if rec.runIdx != 0 && !slices.ContainsFunc(sn.q[qArrive], func(e event) bool { return e.idx == rec.runIdx }) {
+		s.res.Delivered += int64(run - rec.run) // the run has landed, delivered whole
+	}
 	s.res.MaxTxBufferBytes = max(cur.res.MaxTxBufferBytes, sn.res.MaxTxBufferBytes)
 	s.res.MaxRxBufferBytes = max(cur.res.MaxRxBufferBytes, sn.res.MaxRxBufferBytes)
-	// The search for a repeating stretch starts afresh after every draw;
-	// at the end it has just found one.
+	// The search for a repeating stretch, shifted likewise.
 	c := &s.cyc
-	c.n, c.checkSeq, c.minP, c.again = 0, 0, 0, false
-	c.draws, c.corrupted = s.draws, s.res.Corrupted
-	if end {
-		c.checkSeq, c.aSeq, c.aAt, c.aCovered = sn.checkSeq+ds, sn.aSeq+ds, sn.aAt+dt, sn.aCovered+ds
-		c.aRes = addResult(cur.res, sn.aRes, st.res)
-		c.aRunStart = s.runStart // no run was sent in the stretch
+	a, b, jumped := c.a[:0], c.b, c.jumpedSeqs
+	*c = sn.cyc
+	c.a, c.b, c.jumpedSeqs = a, b, jumped
+	if c.checkSeq > 0 && !(sn == &rec.end && rec.cyc) {
+		c.a = append(c.a, sn.cyc.a...) // a proposal pending (cycleFound makes its own)
 	}
+	for j := 1; j <= c.n; j++ { // the marks in use
+		m := &c.ring[(c.next-j+cycleRing)%cycleRing]
+		m.seq += ds
+		m.at += dt
+	}
+	if c.checkSeq > 0 {
+		c.checkSeq += ds
+	}
+	c.aSeq, c.aAt, c.aCovered = c.aSeq+ds, c.aAt+dt, c.aCovered+ds
+	c.aRes = addResult(cur.res, sn.cyc.aRes, st.res)
+	c.aRunStart = s.runStart // no run was sent in the stretch
+	c.draws = cur.draws + sn.cyc.draws - st.draws
+	c.corrupted = cur.res.Corrupted + sn.cyc.corrupted - st.res.Corrupted
 }
 
 func shifted(dst, src []int64, d int64) []int64 {

@@ -18,6 +18,8 @@ import (
 func TestReplayEqualsStepping(t *testing.T) {
 	const frames = 60_000
 	type cas struct {
+		mode                       Mode
+		maxRun                     int64
 		bps, loss, drop, lossSmall float64
 		copies                     int
 		bp                         bool
@@ -32,16 +34,24 @@ func TestReplayEqualsStepping(t *testing.T) {
 			cas{bps: bps, loss: 1e-4, copies: 1, bp: false},
 			cas{bps: bps, loss: 3e-3, drop: 1e-3, lossSmall: 0.2, copies: 1, bp: true},
 			cas{bps: bps, loss: 2e-2, copies: 1, bp: true, loop: 250 * time.Nanosecond, txCap: 20_000},
+			cas{bps: bps, loss: 1e-3, copies: 2, bp: true, maxRun: 256}, // as simlab/tofino runs it
+			cas{mode: NonBlocking, bps: bps, loss: 1e-3, copies: 2},
+			cas{mode: NonBlocking, bps: bps, loss: 1e-2, copies: 1, maxRun: 256},
+			cas{mode: NonBlocking, bps: bps, loss: 3e-3, drop: 2e-3, lossSmall: 0.2, copies: 1},
 		)
 	}
-	var replays, replayed int64
+	replays, replayed := map[Mode]int64{}, map[Mode]int64{}
 	for _, k := range cases {
 		for seed := uint64(0); seed < 3; seed++ {
-			c, err := Defaults(Ordered, k.bps, k.loss, frames)
+			mode := k.mode
+			if mode == Off {
+				mode = Ordered
+			}
+			c, err := Defaults(mode, k.bps, k.loss, frames)
 			if err != nil {
 				t.Fatal(err)
 			}
-			c.Copies, c.Backpressure, c.Drop, c.LossSmall = k.copies, k.bp, k.drop, k.lossSmall
+			c.Copies, c.Backpressure, c.Drop, c.LossSmall, c.MaxRun = k.copies, k.bp, k.drop, k.lossSmall, k.maxRun
 			if k.loop > 0 {
 				c.LoopLatency = k.loop
 			}
@@ -63,8 +73,8 @@ func TestReplayEqualsStepping(t *testing.T) {
 			if a, b := rf.Uint64(), rs.Uint64(); a != b {
 				t.Fatalf("%s: the source is left elsewhere: next %x, stepped %x", name, a, b)
 			}
-			replays += fast.s.replays
-			replayed += fast.s.replayed
+			replays[mode] += fast.s.replays
+			replayed[mode] += fast.s.replayed
 			// In slices of simulated time, as the emulator reads it.
 			rf, rs = rand.New(rand.NewPCG(seed, 13)), rand.New(rand.NewPCG(seed, 13))
 			fast, _ = New(c, rf)
@@ -85,10 +95,12 @@ func TestReplayEqualsStepping(t *testing.T) {
 			}
 		}
 	}
-	// Both ways must have been taken: replays to their end, and replays
-	// handed over to stepping at a draw that disagreed.
-	if replayed == 0 || replays == replayed {
-		t.Errorf("%d replays, %d to their end", replays, replayed)
+	// Both ways must have been taken in both modes: replays to their end,
+	// and replays handed over to stepping at a draw that disagreed.
+	for _, m := range []Mode{Ordered, NonBlocking} {
+		if replayed[m] == 0 || replays[m] == replayed[m] {
+			t.Errorf("%s: %d replays, %d to their end", m, replays[m], replayed[m])
+		}
+		t.Logf("%s: %d replays, %d to their end", m, replays[m], replayed[m])
 	}
-	t.Logf("%d replays, %d to their end", replays, replayed)
 }
