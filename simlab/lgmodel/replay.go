@@ -157,8 +157,8 @@ type point struct {
 }
 
 const (
-	memoMax      = 1024 // recordings kept
-	recordPoints = 32   // draws in one recording at most
+	memoMax      = 256 // recordings kept (at 25G and 1e-3 about 20 KB each)
+	recordPoints = 32  // draws in one recording at most
 )
 
 // memoable: a corrupted original is about to be sent from a state that the
