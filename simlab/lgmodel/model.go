@@ -459,9 +459,8 @@ type sim struct {
 	memo              map[uint64][]*recording
 	memoN             int
 	memoScratch       []int64
-	inject            bool // injectU is the next number drawn
-	injectU           float64
-	replays, replayed int64 // replays started, and reaching their end (tests)
+	injected          []float64 // drawn by a replay that handed over: the next numbers drawn
+	replays, replayed int64     // replays started, and reaching their end (tests)
 }
 
 // Run simulates cfg with randomness from r.
@@ -733,9 +732,6 @@ func (s *sim) steps(until int64) {
 				// The stretch is over: the line is back in steady state.
 				s.finishRecording(false)
 			}
-		}
-		if s.rec != nil && s.willDraw(want) {
-			s.recordPoint(want)
 		}
 		s.send(want)
 	}

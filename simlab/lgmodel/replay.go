@@ -24,10 +24,10 @@ import (
 // A recording starts at a corrupted original sent from a state that holds
 // nothing the encoding leaves out (cycle.go's encode, with the pending
 // timeouts and the passes run ahead); it ends where the chain's repeating
-// stretch is found (cycleFound), and is dropped if a run of steady frames,
-// a second corruption, or the end of the time asked for or of the traffic
-// comes first. Before each action that draws a random number it keeps the
-// whole state (a snapshot) and, at the draw, the draw's kind and outcome.
+// stretch is found (cycleFound) or where the line is back in steady state,
+// and is dropped if a run of steady frames, a second corruption, or the
+// end of the time asked for or of the traffic comes first. It keeps every
+// draw's kind and outcome, and the whole state at the end (a snapshot).
 //
 // A replay draws the same numbers from the run's source in the same order,
 // one at a time, and compares each outcome with the recorded one: a copy or
@@ -35,12 +35,13 @@ import (
 // countdown only whether the next corruption falls after the stretch (the
 // chain depends on the countdown through nothing else). If all agree the
 // recorded end state is installed, shifted by the difference in sequence
-// numbers and time, and the stretch is jumped over as after a recording.
-// At the first disagreement the snapshot before that draw is installed
-// instead and the number just drawn is handed to the action that draws it:
-// the run goes on by stepping from there, exactly as if it had stepped all
-// along. No random number is drawn ahead, so the run's source is left where
-// stepping leaves it (simlab/tofino shares it between segments).
+// numbers and time, and the run goes on from there as after the recording.
+// At the first disagreement nothing is installed: the run steps through
+// the stretch from its start, and its draws take the numbers the replay
+// drew, in order, the disagreeing one last (the path is the recorded one
+// up to that draw), so it goes exactly as if it had stepped all along. No
+// random number is drawn ahead of stepping, so the run's source is left
+// where stepping leaves it (simlab/tofino shares it between segments).
 // Config.NoReplay turns this off; a test holds both to identical results.
 
 // Kinds of draws.
@@ -74,50 +75,33 @@ func (d *draw) same(u float64, need int64) bool {
 }
 
 // uniform is every random number the model draws: from the run's source,
-// or the one a replay drew before handing over to stepping.
+// or those a replay drew before handing over to stepping.
 func (s *sim) uniform(kind int8, a, b float64) float64 {
 	s.draws++
 	var u float64
-	if s.inject {
-		u, s.inject = s.injectU, false
+	if len(s.injected) > 0 {
+		u = s.injected[0]
+		s.injected = s.injected[1:]
 	} else {
 		u = s.r.Float64()
 	}
 	if r := s.rec; r != nil {
-		var pt *point
-		if len(r.points) > 0 {
-			pt = &r.points[len(r.points)-1]
-		}
-		if pt == nil || pt.d.kind != 0 || (kind == drawGeometric && r.geom >= 0) {
-			s.rec = nil // two draws in one action, or a second countdown
-		} else {
-			pt.d = draw{kind: kind, a: a, b: b, u: u}
+		switch {
+		case len(r.draws) == recordDraws || kind == drawGeometric && r.geom >= 0:
+			s.rec = nil // too long, or a second countdown
+		default:
+			r.draws = append(r.draws, draw{kind: kind, a: a, b: b, u: u})
 			if kind == drawGeometric {
-				r.geom, r.k0 = len(r.points)-1, geometricOf(u, a)
+				r.geom, r.k0 = len(r.draws)-1, geometricOf(u, a)
 			}
 		}
 	}
 	return u
 }
 
-// willDraw: sending kind now draws a random number (uniform).
-func (s *sim) willDraw(kind int) bool {
-	switch kind {
-	case lg.PktRetransmitted:
-		return s.c.Loss > 0
-	case lg.PktDummy:
-		return s.c.LossSmall > 0
-	case lg.PktOriginal:
-		return s.gap < 0 && s.c.Loss > 0 || s.gap == 0 && s.c.Drop > 0
-	}
-	return false
-}
-
-// snapshot is the whole state before an action, in the recording's
-// coordinates.
+// snapshot is the whole state before an original is sent, in the
+// recording's coordinates.
 type snapshot struct {
-	want                                           int // the action: the kind sent next
-	afterGeom                                      bool
 	now, slotFree, nextSeq, senderAck, lackSent    int64
 	ackNo, highest, covered, idleFrom, aheadAt     int64
 	undetected, gap, draws, aheadN, flightB, bytes int64
@@ -132,15 +116,15 @@ type snapshot struct {
 }
 
 type recording struct {
-	key    []int64
-	start  snapshot // its base: nextSeq, now, nev, draws, aheadN, res
-	points []point
-	end    snapshot
-	cyc    bool // it ends where a repeating stretch is found, else in steady state
+	key   []int64
+	start snapshot // its base: nextSeq, now, nev, draws, aheadN, res
+	draws []draw
+	end   snapshot
+	cyc   bool // it ends where a repeating stretch is found, else in steady state
 	// A run of steady frames on its way at the start (its idx; 0: none)
 	// and its length: the key holds where it ends, not how long it is.
-	runIdx, run int
-	runSeq      int64
+	runIdx, run   int
+	runSeq, runAt int64 // its first original, and when it lands
 	// runBase: lackSent, ackNo and highest were at the run's start (the key
 	// holds that, not where the run starts); until it lands they stay there.
 	runBase bool
@@ -151,14 +135,9 @@ type recording struct {
 	maxRx   int64
 }
 
-type point struct {
-	snap snapshot
-	d    draw
-}
-
 const (
-	memoMax      = 256 // recordings kept (at 25G and 1e-3 about 20 KB each)
-	recordPoints = 32  // draws in one recording at most
+	memoMax     = 256 // recordings kept (at 25G and 1e-3 about 10 KB each)
+	recordDraws = 32  // draws in one recording at most
 )
 
 // memoable: a corrupted original is about to be sent from a state that the
@@ -166,7 +145,7 @@ const (
 func (s *sim) memoable(until int64) bool {
 	if s.c.Step || s.c.NoReplay || s.c.NoCycleSkip || s.off != nil || s.c.Mode == Off || s.r == nil ||
 		len(s.holes) > 0 || len(s.retx) > 0 || s.undetected > 0 || s.notifPending > 0 || s.idleFrom >= 0 ||
-		len(s.delivered) > 0 || len(s.givenUp) > 0 || len(s.txDropped) > 0 || len(s.held) > 0 || s.inject {
+		len(s.delivered) > 0 || len(s.givenUp) > 0 || len(s.txDropped) > 0 || len(s.held) > 0 || len(s.injected) > 0 {
 		return false
 	}
 	return true
@@ -258,8 +237,16 @@ func (s *sim) replay(until int64) (want int, found, cyc bool) {
 	if rec == nil {
 		if s.memoN < memoMax {
 			r := &recording{key: slices.Clone(s.memoScratch), geom: -1}
-			s.capture(&r.start, lg.PktOriginal)
+			s.base(&r.start)
 			r.runIdx, r.runSeq, _, r.run = s.runOnWay()
+			if r.runIdx != 0 {
+				r.runAt = s.q[qArrive].ev[s.q[qArrive].head].at
+				for _, e := range s.q[qArrive].ev[s.q[qArrive].head:] {
+					if e.idx == r.runIdx {
+						r.runAt = e.at
+					}
+				}
+			}
 			r.runBase = r.key[3] == runBase
 			s.rec = r
 		}
@@ -274,19 +261,21 @@ func (s *sim) replay(until int64) (want int, found, cyc bool) {
 	s.base(&base)
 	_, runSeq, runSched, run := s.runOnWay()
 	k := int64(-1)
-	for i := range rec.points {
-		pt := &rec.points[i]
+	drawn := s.injected[:0]
+	for i := range rec.draws {
+		d := &rec.draws[i]
 		u := s.r.Float64()
-		if !pt.d.same(u, rec.need) {
-			s.restore(rec, &pt.snap, &base, k, runSeq, runSched, run)
-			s.inject, s.injectU = true, u
+		drawn = append(drawn, u)
+		if !d.same(u, rec.need) {
+			s.injected = drawn // stepping takes them from the start
 			s.replays++
-			return pt.snap.want, false, false
+			return lg.PktOriginal, false, false
 		}
-		if pt.d.kind == drawGeometric {
-			k = geometricOf(u, pt.d.a)
+		if d.kind == drawGeometric {
+			k = geometricOf(u, d.a)
 		}
 	}
+	s.injected = drawn[:0]
 	s.restore(rec, &rec.end, &base, k, runSeq, runSched, run)
 	s.replays++
 	s.replayed++
@@ -309,18 +298,6 @@ func (s *sim) runOnWay() (idx int, seq, sched int64, run int) {
 	return 0, 0, 0, 0
 }
 
-// recordPoint keeps the state before an action that draws.
-func (s *sim) recordPoint(want int) {
-	r := s.rec
-	if len(r.points) == recordPoints {
-		s.rec = nil
-		return
-	}
-	r.points = append(r.points, point{})
-	s.capture(&r.points[len(r.points)-1].snap, want)
-	r.points[len(r.points)-1].snap.afterGeom = r.geom >= 0
-}
-
 // finishRecording: the chain's repeating stretch is found (cyc: in
 // cycle, before cycleFound), or the line is back in steady state (in
 // steps, before the original that starts a run). The recording is kept if
@@ -331,15 +308,9 @@ func (s *sim) finishRecording(cyc bool) {
 		s.rec = nil
 		return
 	}
-	for i := range r.points {
-		if r.points[i].d.kind == 0 {
-			s.rec = nil
-			return
-		}
-	}
-	s.capture(&r.end, lg.PktOriginal)
+	s.capture(&r.end)
 	s.rec = nil
-	r.end.afterGeom, r.cyc = true, cyc
+	r.cyc = cyc
 	// Any count from here on gives the same stretch: the countdown is
 	// only compared with zero before it ends.
 	r.need = r.k0 - s.gap + 1
@@ -356,9 +327,8 @@ func (s *sim) base(b *snapshot) {
 	b.now, b.nextSeq, b.nev, b.draws, b.aheadN, b.res = s.now, s.nextSeq, s.nev, s.draws, s.aheadN, s.res
 }
 
-func (s *sim) capture(sn *snapshot, want int) {
+func (s *sim) capture(sn *snapshot) {
 	s.base(sn)
-	sn.want = want
 	sn.slotFree, sn.senderAck, sn.lackSent, sn.ackNo, sn.highest = s.slotFree, s.senderAck, s.lackSent, s.ackNo, s.highest
 	sn.covered, sn.idleFrom, sn.aheadAt, sn.undetected, sn.gap = s.covered, s.idleFrom, s.aheadAt, s.undetected, s.gap
 	sn.flightB, sn.bytes, sn.pendingBP, sn.notifPending = s.flightB, s.bufBytes, s.pendingBP, s.notifPending
@@ -394,10 +364,10 @@ func (d *deque) slice() []packet {
 	return a
 }
 
-// restore installs sn, recorded from rec.start, on the state at cur: the
-// same state shifted by the difference in sequence numbers and time. k is
-// the countdown the replay drew (-1: not yet); runSeq, runSched and run,
-// the run on its way at cur.
+// restore installs sn, the end of rec, on the state at cur (its start):
+// the same state shifted by the difference in sequence numbers and time. k
+// is the countdown the replay drew; runSeq, runSched and run, the run on
+// its way at cur.
 func (s *sim) restore(rec *recording, sn, cur *snapshot, k, runSeq, runSched int64, run int) {
 	st := &rec.start
 	ds, dt, dn := cur.nextSeq-st.nextSeq, cur.now-st.now, cur.nev-st.nev
@@ -426,10 +396,7 @@ func (s *sim) restore(rec *recording, sn, cur *snapshot, k, runSeq, runSched int
 	s.undetected, s.flightB, s.bufBytes = sn.undetected, sn.flightB, sn.bytes
 	s.pendingBP, s.notifPending = sn.pendingBP, sn.notifPending
 	s.paused, s.draining, s.bpPaused = sn.paused, sn.draining, sn.bpPaused
-	s.gap = sn.gap
-	if sn.afterGeom {
-		s.gap += k - rec.k0
-	}
+	s.gap = sn.gap + k - rec.k0
 	s.draws = cur.draws + sn.draws - st.draws
 	s.aheadN = cur.aheadN + sn.aheadN - st.aheadN
 	s.nev = cur.nev + sn.nev - st.nev
@@ -472,10 +439,17 @@ func (s *sim) restore(rec *recording, sn, cur *snapshot, k, runSeq, runSched int
 	}
 	s.firstQ = -2
 	s.indexBuffer(0)
-	s.res = addResult(cur.res, sn.res, st.res)
-	if rec.runIdx != 0 && !slices.ContainsFunc(sn.q[qArrive], func(e event) bool { return e.idx == rec.runIdx }) {
-		s.res.Delivered += int64(run - rec.run) // the run has landed, delivered whole
+	// Counters read after the run on its way landed (events are handled
+	// before an original sent at their time) count it whole: the
+	// difference in length is delivered too.
+	landed := func(at int64) int64 {
+		if rec.runIdx != 0 && rec.runAt <= at {
+			return int64(run - rec.run)
+		}
+		return 0
 	}
+	s.res = addResult(cur.res, sn.res, st.res)
+	s.res.Delivered += landed(sn.now)
 	s.res.MaxTxBufferBytes = max(cur.res.MaxTxBufferBytes, sn.res.MaxTxBufferBytes)
 	s.res.MaxRxBufferBytes = max(cur.res.MaxRxBufferBytes, sn.res.MaxRxBufferBytes)
 	// The search for a repeating stretch, shifted likewise.
@@ -483,7 +457,7 @@ func (s *sim) restore(rec *recording, sn, cur *snapshot, k, runSeq, runSched int
 	a, b, jumped := c.a[:0], c.b, c.jumpedSeqs
 	*c = sn.cyc
 	c.a, c.b, c.jumpedSeqs = a, b, jumped
-	if c.checkSeq > 0 && !(sn == &rec.end && rec.cyc) {
+	if c.checkSeq > 0 && !rec.cyc {
 		c.a = append(c.a, sn.cyc.a...) // a proposal pending (cycleFound makes its own)
 	}
 	for j := 1; j <= c.n; j++ { // the marks in use
@@ -496,6 +470,7 @@ func (s *sim) restore(rec *recording, sn, cur *snapshot, k, runSeq, runSched int
 	}
 	c.aSeq, c.aAt, c.aCovered = c.aSeq+ds, c.aAt+dt, c.aCovered+ds
 	c.aRes = addResult(cur.res, sn.cyc.aRes, st.res)
+	c.aRes.Delivered += landed(sn.cyc.aAt)
 	c.aRunStart = s.runStart // no run was sent in the stretch
 	c.draws = cur.draws + sn.cyc.draws - st.draws
 	c.corrupted = cur.res.Corrupted + sn.cyc.corrupted - st.res.Corrupted
