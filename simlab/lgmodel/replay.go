@@ -136,7 +136,7 @@ type recording struct {
 }
 
 const (
-	memoMax     = 256 // recordings kept (at 25G and 1e-3 about 10 KB each)
+	memoMax     = 256 // recordings kept (at 1e-3 about 14-16 KB each)
 	recordDraws = 32  // draws in one recording at most
 )
 
