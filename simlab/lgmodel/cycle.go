@@ -79,22 +79,16 @@ func (s *sim) cycle(until int64) {
 			c.b = s.encode(c.b[:0])
 			ok = slices.Equal(c.a, c.b)
 		}
+		if ok {
+			if s.rec != nil {
+				s.finishRecording(true)
+			}
+			s.cycleFound(until)
+			return
+		}
 		c.checkSeq = 0
 		again := c.again
 		c.again = false
-		if ok {
-			s.jump(until)
-			c.n, c.minP = 0, 0
-			// A jump cut short by the time asked for leaves the state a
-			// whole number of cycles on: propose the same period at once,
-			// so the next Advance resumes jumping after one cycle instead
-			// of finding the period again.
-			c.a = s.encode(c.a[:0])
-			c.checkSeq = s.nextSeq + p
-			c.aSeq, c.aAt, c.aRes, c.aCovered, c.aRunStart = s.nextSeq, s.now, s.res, s.covered, s.runStart
-			c.again = true
-			return
-		}
 		// Not a cycle of p originals: look for a longer one among the
 		// marks kept. (A failed renewal says nothing of the periods: the
 		// end of the time asked for, which bounds the passes run ahead,
@@ -121,6 +115,23 @@ func (s *sim) cycle(until int64) {
 	c.ring[c.next] = cycleMark{hash: h, seq: s.nextSeq, at: s.now}
 	c.next = (c.next + 1) % cycleRing
 	c.n = min(c.n+1, cycleRing)
+}
+
+// cycleFound: the state now repeats the state at c.aSeq, one cycle on.
+func (s *sim) cycleFound(until int64) {
+	c := &s.cyc
+	p := c.checkSeq - c.aSeq
+	c.checkSeq, c.again = 0, false
+	s.jump(until)
+	c.n, c.minP = 0, 0
+	// A jump cut short by the time asked for leaves the state a whole
+	// number of cycles on: propose the same period at once, so the next
+	// Advance resumes jumping after one cycle instead of finding the
+	// period again.
+	c.a = s.encode(c.a[:0])
+	c.checkSeq = s.nextSeq + p
+	c.aSeq, c.aAt, c.aRes, c.aCovered, c.aRunStart = s.nextSeq, s.now, s.res, s.covered, s.runStart
+	c.again = true
 }
 
 // shape hashes a few quantities that repeat when the state does.

@@ -27,7 +27,11 @@
 // and a test checks that both give identical results.
 // Passes of the recirculation loop that only send frames round are run
 // ahead of the sender (loopAhead); Config.NoLoopAhead turns this off, and
-// a test checks that both give identical results.
+// a test checks that both give identical results. The stretch after a
+// corruption, from a state seen before, is replayed from a recording of
+// it, drawing the same random numbers and handing over to stepping at the
+// first whose outcome differs (replay.go); Config.NoReplay turns this off,
+// and a test checks that both give identical results.
 package lgmodel
 
 import (
@@ -110,6 +114,10 @@ type Config struct {
 	// sender (loopAhead). Results are identical either way; a test holds
 	// them to it.
 	NoLoopAhead bool
+	// NoReplay simulates every stretch after a corruption instead of
+	// replaying a recording of the same stretch (replay.go). Results are
+	// identical either way; a test holds them to it.
+	NoReplay bool
 	// MaxRun caps the frames skipped over at once (0: no cap), so that
 	// counters read while the run advances grow smoothly.
 	MaxRun int64
@@ -277,12 +285,24 @@ func (f *fifo) headAt() int64 {
 }
 
 func (f *fifo) push(e event) {
+	*f.grow() = e
+}
+
+// grow appends an event to be filled in, zeroed.
+func (f *fifo) grow() *event {
 	if f.head > 32 && f.head*2 >= len(f.ev) {
 		// Reuse the spent front: the queue never grows beyond its peak.
 		f.ev = f.ev[:copy(f.ev, f.ev[f.head:])]
 		f.head = 0
 	}
-	f.ev = append(f.ev, e)
+	if n := len(f.ev); n < cap(f.ev) {
+		f.ev = f.ev[:n+1]
+		e := &f.ev[n]
+		*e = event{}
+		return e
+	}
+	f.ev = append(f.ev, event{})
+	return &f.ev[len(f.ev)-1]
 }
 
 func queueOf(e *event) int {
@@ -433,6 +453,14 @@ type sim struct {
 	givenUp map[int64]bool
 
 	off *offered // frames offered one by one (NewOffered); nil for a stress test
+
+	// replay.go
+	rec               *recording // under way (nil: none)
+	memo              map[uint64][]*recording
+	memoN             int
+	memoScratch       []int64
+	injected          []float64 // drawn by a replay that handed over: the next numbers drawn
+	replays, replayed int64     // replays started, and reaching their end (tests)
 }
 
 // Run simulates cfg with randomness from r.
@@ -567,8 +595,7 @@ func (s *sim) lose(loss, drop float64) (lost, dropped bool) {
 	if loss <= 0 {
 		return false, false
 	}
-	s.draws++
-	u := s.r.Float64()
+	u := s.uniform(drawLose, loss, drop)
 	return u < loss, u < loss && u < drop
 }
 
@@ -576,8 +603,7 @@ func (s *sim) bern(p float64) bool {
 	if p <= 0 {
 		return false
 	}
-	s.draws++
-	return s.r.Float64() < p
+	return s.uniform(drawBern, p, 0) < p
 }
 
 // done: every original sent and resolved at the receiver.
@@ -654,6 +680,11 @@ func (s *sim) next() int {
 }
 
 func (s *sim) loop(until int64) {
+	s.steps(until)
+	s.rec = nil // a recording cut by the time asked for is not kept
+}
+
+func (s *sim) steps(until int64) {
 	for !s.done() {
 		want, gate := s.nextSend()
 		if qi := s.first(); qi >= 0 {
@@ -680,6 +711,27 @@ func (s *sim) loop(until int64) {
 		s.leaveIdle()
 		if want == lg.PktOriginal {
 			s.cycle(until)
+			for s.gap == 0 {
+				// A corruption: a recording under way met a second one
+				// and is not kept; in a state seen before, what followed
+				// it last time is replayed (replay.go), up to the
+				// repeating stretch, jumped over to the next corruption.
+				s.rec = nil
+				if !s.memoable(until) {
+					break
+				}
+				var found, cyc bool
+				if want, found, cyc = s.replay(until); !found {
+					break
+				}
+				if cyc {
+					s.cycleFound(until)
+				}
+			}
+			if s.rec != nil && s.gap > 0 && s.steady() {
+				// The stretch is over: the line is back in steady state.
+				s.finishRecording(false)
+			}
 		}
 		s.send(want)
 	}
@@ -737,8 +789,7 @@ func (s *sim) send(kind int) {
 				if s.c.Drop > 0 {
 					// Which of the causes took it: the table with
 					// probability Drop/Loss.
-					s.draws++
-					dropped = s.r.Float64()*s.c.Loss < s.c.Drop
+					dropped = s.uniform(drawCause, s.c.Loss, s.c.Drop)*s.c.Loss < s.c.Drop
 				}
 			case s.c.Mode == Off || s.steady():
 				// Skip ahead: send the good frames before the next
@@ -775,9 +826,13 @@ func (s *sim) geometric() int64 {
 	if s.c.Loss <= 0 {
 		return math.MaxInt64 / 4
 	}
-	s.draws++
-	u := 1 - s.r.Float64() // (0, 1]
-	k := math.Floor(math.Log(u) / math.Log1p(-s.c.Loss))
+	return geometricOf(s.uniform(drawGeometric, s.c.Loss, 0), s.c.Loss)
+}
+
+// geometricOf is the number of good frames before the next corrupted one
+// that the uniform draw u gives at loss.
+func geometricOf(u, loss float64) int64 {
+	k := math.Floor(math.Log(1-u) / math.Log1p(-loss)) // 1-u in (0, 1]
 	if k > math.MaxInt64/4 {
 		return math.MaxInt64 / 4
 	}
@@ -823,6 +878,7 @@ func (s *sim) runProgress(t int64) (notSent, arrived int64) {
 }
 
 func (s *sim) emitRun(p packet) {
+	s.rec = nil // a run's length depends on the countdown: not replayed
 	k := p.run
 	slot := s.ser(p.bytes)
 	s.runStart, s.runSlot, s.runLen = s.now, slot, k
@@ -865,6 +921,9 @@ func (s *sim) transmit(p packet) {
 			s.res.TxBufferDrops++
 		}
 		s.res.MaxTxBufferBytes = max(s.res.MaxTxBufferBytes, s.txFrames()*size)
+		if s.rec != nil {
+			s.rec.maxTx = max(s.rec.maxTx, s.txFrames()*size)
+		}
 	}
 	s.at(event{at: s.now + slot + s.oneWay(), kind: evArrive, p: p})
 }
@@ -1029,20 +1088,21 @@ func (s *sim) loopAhead() {
 	lq.head += oldL
 	s.pending -= oldL
 	for _, r := range ring[ri:] {
-		s.schedAt(event{at: r[0], kind: evLoop}, r[1])
+		s.schedPass(qLoop, evLoop, r[0], r[1])
 	}
 	if haveD && !oldD {
-		s.schedAt(event{at: dAt, kind: evDrain}, dSched)
+		s.schedPass(qDrain, evDrain, dAt, dSched)
 	}
 	s.aheadRing = ring
 	s.firstQ = -2
 }
 
-// schedAt schedules an event as if at time sched.
-func (s *sim) schedAt(ev event, sched int64) {
+// schedPass schedules a pass's end or a return round the loop (kind, on
+// queue qi, carrying nothing but its time) as if at time sched.
+func (s *sim) schedPass(qi int, kind int8, at, sched int64) {
 	s.nev++
-	ev.idx, ev.sched = s.nev, sched
-	s.q[queueOf(&ev)].push(ev)
+	e := s.q[qi].grow()
+	e.at, e.sched, e.idx, e.kind = at, sched, s.nev, kind
 	s.pending++
 }
 
@@ -1077,6 +1137,7 @@ func (s *sim) arrive(p packet) {
 	}
 	if p.run > 1 {
 		// Not expected (a run is sent only in steady state); unroll it.
+		s.rec = nil
 		for i := int64(0); i < p.run; i++ {
 			s.arrive(packet{seq: p.seq + i, kind: lg.PktOriginal, bytes: p.bytes})
 		}
@@ -1179,6 +1240,9 @@ func (s *sim) enqueue(p packet) {
 	s.markBuffered(p.seq)
 	s.bufBytes += b
 	s.res.MaxRxBufferBytes = max(s.res.MaxRxBufferBytes, s.bufBytes)
+	if s.rec != nil {
+		s.rec.maxRx = max(s.rec.maxRx, s.bufBytes)
+	}
 	s.backpressure()
 	s.kickDrain()
 }
