@@ -507,9 +507,25 @@ func (s *Switch) ReassemblyTimeout(ctx context.Context) (time.Duration, error) {
 
 // ReassemblyDrops reads, per source FA, the sequence numbers this FA gave
 // up at a reassembly timeout and has not released since (RegReasmDrops):
-// frames of that source lost in the fabric or dropped waiting here.
+// frames of that source lost in the fabric or dropped waiting here. One
+// request: the register's indices from the lowest source to the highest.
 func (s *Switch) ReassemblyDrops(ctx context.Context, srcs []int) ([]int64, error) {
-	return s.readEach(ctx, sd.RegReasmDrops, srcs, sd.MaxFAs)
+	out := make([]int64, len(srcs))
+	if len(srcs) == 0 {
+		return out, nil
+	}
+	lo, hi := slices.Min(srcs), slices.Max(srcs)
+	if lo < 0 || hi >= sd.MaxFAs {
+		return nil, fmt.Errorf("register %s: source FA outside 0..%d in %v", sd.RegReasmDrops, sd.MaxFAs-1, srcs)
+	}
+	v, err := s.ReadRegisterRange(ctx, sd.RegReasmDrops, lo, hi-lo+1)
+	if err != nil {
+		return nil, err
+	}
+	for i, x := range srcs {
+		out[i] = v[x-lo]
+	}
+	return out, nil
 }
 
 // Generator is a Stardust packet-generator application: batches of
