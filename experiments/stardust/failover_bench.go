@@ -289,7 +289,10 @@ func (c *failoverCtl) readNode(ctx context.Context, n *benchNode) (map[int]portR
 		return nil, 0, 0, fmt.Errorf("%s: %w", n.Name, err)
 	}
 	for _, l := range ls {
-		cnt, err := n.sw.PortCounters(ctx, l.Port)
+		// Only what the poll uses: the frames received and those with
+		// FCS errors (the error verdict), the data frames sent (the
+		// convergence measurement).
+		cnt, err := n.sw.SomePortCounters(ctx, l.Port, "$FramesReceivedAll", "$FramesReceivedwithFCSError", c.dataBucket)
 		if tofino.IsNotFound(err) {
 			continue
 		}
@@ -301,7 +304,7 @@ func (c *failoverCtl) readNode(ctx context.Context, n *benchNode) (map[int]portR
 	if n.FE {
 		return out, 0, 0, nil
 	}
-	cnt, err := n.sw.PortCounters(ctx, n.Host)
+	cnt, err := n.sw.SomePortCounters(ctx, n.Host, "$FramesTransmittedOK")
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("%s: %w", n.Name, err)
 	}
