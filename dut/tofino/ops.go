@@ -147,11 +147,30 @@ type Counters struct {
 
 // PortCounters reads every $PORT_STAT counter of a port.
 func (s *Switch) PortCounters(ctx context.Context, devPort int) (Counters, error) {
+	return s.portStat(ctx, devPort, nil)
+}
+
+// SomePortCounters reads only the named counters of a port ($PORT_STAT
+// field names): the same values as PortCounters, in a smaller answer
+// (what a control plane polling many ports often keeps its transcripts
+// small with). A name the port does not have is an error.
+func (s *Switch) SomePortCounters(ctx context.Context, devPort int, names ...string) (Counters, error) {
+	if len(names) == 0 {
+		return Counters{}, fmt.Errorf("port %d counters: no counter named", devPort)
+	}
+	return s.portStat(ctx, devPort, names)
+}
+
+func (s *Switch) portStat(ctx context.Context, devPort int, names []string) (Counters, error) {
+	args := map[string]any{"dev_port": devPort}
+	if names != nil {
+		args["names"] = names
+	}
 	var r struct {
 		TimeNs   int64            `json:"time_ns"`
 		Counters map[string]int64 `json:"counters"`
 	}
-	if err := s.agent.call(ctx, "port.stat", map[string]any{"dev_port": devPort}, &r); err != nil {
+	if err := s.agent.call(ctx, "port.stat", args, &r); err != nil {
 		return Counters{}, fmt.Errorf("port %d counters: %w", devPort, err)
 	}
 	if len(r.Counters) == 0 {

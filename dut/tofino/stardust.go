@@ -482,34 +482,50 @@ func (s *Switch) FCIThreshold(ctx context.Context) (int, error) {
 	return int(v[0]), nil
 }
 
-// SetReassemblyTimeout sets how many aging ticks an FA's in-order release
-// waits for a missing frame before it gives the frame's sequence number
-// up and releases what follows (§4.1's reassembly timer; RegReasmTimeout):
-// a source's stall is given up after ticks to ticks+1 tick periods. 0
-// waits for ever. The aging ticks are the generator's sd.KindAge
-// application: packet id i ages source FA i's stall, so its batches must
-// cover the FA ids.
-func (s *Switch) SetReassemblyTimeout(ctx context.Context, ticks int) error {
-	if ticks < 0 || ticks >= sd.AgeMax {
-		return fmt.Errorf("reassembly timeout %d ticks: expected 0..%d (a stall's age saturates at %d)", ticks, sd.AgeMax-1, sd.AgeMax)
+// SetReassemblyTimeout sets an FA's reassembly timer (§4.1: the egress
+// FA drops a packet whose reassembly timer expires; RegReasmTimeout, in
+// ns): an early frame whose age, the FA's global timestamp minus its
+// source's when it left for the fabric, has reached the timeout gives up
+// every sequence number of its source before it and is released. 0 waits
+// for ever. The FAs' global timestamps must be synced (as for the latency
+// histogram).
+func (s *Switch) SetReassemblyTimeout(ctx context.Context, d time.Duration) error {
+	if d < 0 || d.Nanoseconds() > sd.ReasmTimeoutMaxNs {
+		return fmt.Errorf("reassembly timeout %v: expected 0 to %v", d, time.Duration(sd.ReasmTimeoutMaxNs))
 	}
-	return s.WriteRegister(ctx, sd.RegReasmTimeout, 0, int64(ticks))
+	return s.WriteRegister(ctx, sd.RegReasmTimeout, 0, d.Nanoseconds())
 }
 
-// ReassemblyTimeout reads an FA's reassembly timeout in aging ticks.
-func (s *Switch) ReassemblyTimeout(ctx context.Context) (int, error) {
+// ReassemblyTimeout reads an FA's reassembly timer.
+func (s *Switch) ReassemblyTimeout(ctx context.Context) (time.Duration, error) {
 	v, err := s.readEach(ctx, sd.RegReasmTimeout, []int{0}, 1)
 	if err != nil {
 		return 0, err
 	}
-	return int(v[0]), nil
+	return time.Duration(v[0]) * time.Nanosecond, nil
 }
 
 // ReassemblyDrops reads, per source FA, the sequence numbers this FA gave
 // up at a reassembly timeout and has not released since (RegReasmDrops):
-// frames of that source lost in the fabric or dropped waiting here.
+// frames of that source lost in the fabric or dropped waiting here. One
+// request: the register's indices from the lowest source to the highest.
 func (s *Switch) ReassemblyDrops(ctx context.Context, srcs []int) ([]int64, error) {
-	return s.readEach(ctx, sd.RegReasmDrops, srcs, sd.MaxFAs)
+	out := make([]int64, len(srcs))
+	if len(srcs) == 0 {
+		return out, nil
+	}
+	lo, hi := slices.Min(srcs), slices.Max(srcs)
+	if lo < 0 || hi >= sd.MaxFAs {
+		return nil, fmt.Errorf("register %s: source FA outside 0..%d in %v", sd.RegReasmDrops, sd.MaxFAs-1, srcs)
+	}
+	v, err := s.ReadRegisterRange(ctx, sd.RegReasmDrops, lo, hi-lo+1)
+	if err != nil {
+		return nil, err
+	}
+	for i, x := range srcs {
+		out[i] = v[x-lo]
+	}
+	return out, nil
 }
 
 // Generator is a Stardust packet-generator application: batches of
@@ -519,7 +535,7 @@ func (s *Switch) ReassemblyDrops(ctx context.Context, srcs []int) ([]int64, erro
 // frames, taken by gen_flow to a VOQ; sd.KindCredit credits, packet id ->
 // credit_port, worth Cell.PayloadLength frames; sd.KindReach reachability
 // cells, packet id -> reach_port; sd.KindAge aging ticks, packet id = the
-// dev port aged and, at an FA, the source FA whose reassembly stall ages).
+// dev port aged).
 type Generator struct {
 	AppID int
 	// Port is the generator port (68 on Tofino 1's pipe 0); EgressPort an

@@ -404,23 +404,23 @@ func TestStardustBringUpThroughTheDriver(t *testing.T) {
 		t.Errorf("the snapshot after the bring-up holds %d entries, want %d", n, want)
 	}
 
-	// The reassembly timeout, in aging ticks, in the snapshot; its drops
-	// per source FA.
-	if err := fa.SetReassemblyTimeout(ctx, 3); err != nil {
+	// The reassembly timer, in ns in the register, in the snapshot; its
+	// drops per source FA.
+	if err := fa.SetReassemblyTimeout(ctx, 40*time.Microsecond); err != nil {
 		t.Fatal(err)
 	}
-	if to, err := fa.ReassemblyTimeout(ctx); err != nil || to != 3 {
-		t.Errorf("reassembly timeout %d %v, want 3", to, err)
+	if to, err := fa.ReassemblyTimeout(ctx); err != nil || to != 40*time.Microsecond {
+		t.Errorf("reassembly timeout %v %v, want 40us", to, err)
 	}
 	if err := fa.SetFCIThreshold(ctx, 64); err != nil {
 		t.Fatal(err)
 	}
-	if snap, err := fa.FabricSnapshot(ctx, sd.ProgramFA); err != nil || len(snap.Registers) != 2 || snap.Registers[0].Value != 64 || snap.Registers[1].Value != 3 {
-		t.Errorf("FA snapshot registers %+v %v, want the FCI threshold, 64, and the timeout, 3", snap.Registers, err)
+	if snap, err := fa.FabricSnapshot(ctx, sd.ProgramFA); err != nil || len(snap.Registers) != 2 || snap.Registers[0].Value != 64 || snap.Registers[1].Value != 40_000 {
+		t.Errorf("FA snapshot registers %+v %v, want the FCI threshold, 64, and the timeout, 40000 ns", snap.Registers, err)
 	}
-	for _, bad := range []int{-1, sd.AgeMax} {
+	for _, bad := range []time.Duration{-time.Nanosecond, time.Duration(sd.ReasmTimeoutMaxNs) + 1} {
 		if err := fa.SetReassemblyTimeout(ctx, bad); err == nil {
-			t.Errorf("reassembly timeout %d accepted", bad)
+			t.Errorf("reassembly timeout %v accepted", bad)
 		}
 	}
 	if err := fa.WriteRegister(ctx, sd.RegReasmDrops, 5, 7); err != nil {

@@ -252,10 +252,10 @@ type benchConfig struct {
 	// frames (0: off).
 	FCIFrames   int
 	ReachPeriod time.Duration
-	// ReasmTicks is the FAs' reassembly timeout in aging ticks (one every
-	// ReachPeriod); 0 leaves a stall for ever.
-	ReasmTicks int
-	Replace    bool
+	// ReasmTimeout is the FAs' reassembly timer: the age at which an early
+	// frame gives up the numbers before it; 0 leaves a stall for ever.
+	ReasmTimeout time.Duration
+	Replace      bool
 }
 
 // benchParams are the parameters the bench mode adds to a recipe.
@@ -496,7 +496,7 @@ func (br *benchRun) tables(ctx context.Context, n *benchNode) error {
 	if err := n.sw.SetCreditPorts(ctx, []int{hostPort}); err != nil {
 		return wrap(err)
 	}
-	if err := n.sw.SetReassemblyTimeout(ctx, br.cfg.ReasmTicks); err != nil {
+	if err := n.sw.SetReassemblyTimeout(ctx, br.cfg.ReasmTimeout); err != nil {
 		return wrap(err)
 	}
 	// The FA's fabric ports mark FCI at the FEs' threshold: the bench's
@@ -585,16 +585,10 @@ func (br *benchRun) startInfra(ctx context.Context, d time.Duration) error {
 		for _, p := range n.Ports {
 			maxPort = max(maxPort, p)
 		}
-		if !n.FE {
-			for _, fa := range br.FAs {
-				maxPort = max(maxPort, fa.ID)
-			}
-		}
 		gens := []tofino.Generator{
 			{AppID: appReach, Period: cfg.ReachPeriod, PerBatch: len(n.Ports), Cell: sd.Cell{Kind: sd.KindReach, SrcFA: uint16(n.ID)}},
-			// An aging tick's packet id is the dev port it ages and, at an
-			// FA, the source FA whose reassembly stall it ages: a batch
-			// covers every fabric port and FA id (and those below them).
+			// An aging tick's packet id is the dev port it ages: a batch
+			// covers every fabric port (and those below them).
 			{AppID: appAge, Period: cfg.ReachPeriod, PerBatch: maxPort + 1, Cell: sd.Cell{Kind: sd.KindAge}},
 		}
 		if !n.FE {

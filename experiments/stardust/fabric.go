@@ -45,7 +45,7 @@ func NewFabric() *Fabric { return &Fabric{} }
 func (*Fabric) Name() string { return FabricName }
 
 // Version implements Recipe.
-func (*Fabric) Version() string { return "1.2.0" }
+func (*Fabric) Version() string { return "1.2.1" }
 
 // Summary implements Recipe.
 func (*Fabric) Summary() string {
@@ -115,9 +115,10 @@ func (*Fabric) Params() []o.ParamSpec {
 		{Name: "reach_period", Type: o.TypeDuration, Default: 10 * time.Microsecond, Min: o.Bound(0), Max: o.Bound(0.01), Description: "reachability cell period on every link (Table 4: 10 us); 0 turns reachability cells off"},
 		// The bench's worst fabric latency is under what the FAs' latency
 		// histograms span (512 buckets of 64 ns, 32.8 us) at every
-		// utilisation: a frame not lost has arrived by then, so the
-		// default is that span rounded up to the 10 us aging tick.
-		{Name: "bench_reasm_timeout", Type: o.TypeDuration, Default: 40 * time.Microsecond, Min: o.Bound(0), Max: o.Bound(0.002), Description: "bench only: how long an FA's in-order release waits for a missing frame before it gives the frame up (§4.1's reassembly timer): at least this, at most one reach_period aging tick more; 0 waits for ever. Default: the FAs' latency histogram's span (32.8 us), above the bench's worst fabric latency, rounded up to an aging tick"},
+		// utilisation: a frame not lost has arrived by then, and a frame
+		// numbered after it was sent after it, so a timer of that span
+		// rounded up to the microsecond gives up no frame that arrives.
+		{Name: "bench_reasm_timeout", Type: o.TypeDuration, Default: 33 * time.Microsecond, Min: o.Bound(0), Max: o.Bound(0.002), Description: "bench only: the FAs' reassembly timer (§4.1): an early frame this long after its source sent it gives up the missing frames before it, and its source's later frames go on; 0 waits for ever. Default: the FAs' latency histogram's span (32.8 us), above the bench's worst fabric latency, rounded up to a microsecond"},
 	}, benchParams(500*time.Microsecond, 100*time.Microsecond, 2*time.Millisecond)...)
 }
 
@@ -537,18 +538,11 @@ func (r *Fabric) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
 		return nil, err
 	}
 	cfg.FCIFrames = int(p.Int("fci_threshold"))
-	if to := p.Duration("bench_reasm_timeout"); to > 0 {
-		// A stall is given up after ticks-1 to ticks aging periods
-		// (stardust_fa.p4): one more tick than the timeout takes.
-		cfg.ReasmTicks = int((to+cfg.ReachPeriod-1)/cfg.ReachPeriod) + 1
-		if cfg.ReasmTicks >= sd.AgeMax {
-			return nil, o.Inputf("bench_reasm_timeout %v is %d aging ticks of %v: expected fewer than %d", to, cfg.ReasmTicks, cfg.ReachPeriod, sd.AgeMax)
-		}
-	}
+	cfg.ReasmTimeout = p.Duration("bench_reasm_timeout")
 	warm, measure, drain := p.Duration("bench_warmup"), p.Duration("bench_measure"), p.Duration("bench_drain")
 	desc := b.describe(cfg.LinkGbps, cfg.HostGbps)
 	run := &fabricRun{s: FabricSummary{ModelOnly: false, MeasuredOn: "bench", Scale: fmt.Sprintf("bench: %d FAs x %d FEs", len(b.FAs), len(b.FEs)),
-		Fabric: fmt.Sprintf("%s; %d B frames as cells, credits of %d B at %g speed-up, FCI at %d frames, reachability every %v, reassembly timeout %d aging ticks", desc, frame, cfg.CreditBytes, cfg.SpeedUp, cfg.FCIFrames, cfg.ReachPeriod, cfg.ReasmTicks),
+		Fabric: fmt.Sprintf("%s; %d B frames as cells, credits of %d B at %g speed-up, FCI at %d frames, reachability every %v, reassembly timeout %v", desc, frame, cfg.CreditBytes, cfg.SpeedUp, cfg.FCIFrames, cfg.ReachPeriod, cfg.ReasmTimeout),
 		SlotNS: float64((frame+wireExtra)*8) / float64(cfg.LinkGbps), Points: map[string]FabricPoint{}}}
 	var br *benchRun
 	devs := b.devices()

@@ -28,7 +28,7 @@ func NewFailover() *Failover { return &Failover{} }
 func (*Failover) Name() string { return FailoverName }
 
 // Version implements Recipe.
-func (*Failover) Version() string { return "1.1.0" }
+func (*Failover) Version() string { return "1.2.0" }
 
 // Summary implements Recipe.
 func (*Failover) Summary() string {
@@ -65,8 +65,9 @@ stardust) the same tables come from the switches (measured_on: bench; failover_b
 the fabric brought up as stardust-fabric's bench mode does, uniform traffic at load from
 the FAs' generators, and a control plane in the recipe that polls every fabric port's
 reachability age and FCS-error and received-frame counters every bench_poll on the
-switches' clock, rewrites the spraying and gives up frames lost in the fabric after
-bench_reassembly_timeout. The first fabric link with a VOA goes dark (the VOA at its
+switches' clock and rewrites the spraying; the FAs' reassembly timers (§4.1, set to
+bench_reassembly_timeout at bring-up) give up the frames lost in the fabric, and the
+recipe counts them from the FAs' given-up counters at each poll. The first fabric link with a VOA goes dark (the VOA at its
 maximum), comes back, its FE fails (its ports deleted through the switch driver) and comes
 back, then the link corrupts (the VOA at the attenuation, found by bisection before the
 phases, where its receiver counts about error_rate of frames with FCS errors) and is

@@ -36,10 +36,11 @@ import (
 //     and the reachability an FE's cells would carry for the others: the
 //     programs' cells carry only their sender, so the control plane
 //     carries the rest);
-//   - a frame a destination FA still expects, sent longer ago than
-//     bench_reassembly_timeout, is presumed lost and given up
-//     (SkipSequence): the reassembly timer the programs lack. These are
-//     the frames the recipe counts lost.
+//   - the frames given up by the FAs' reassembly timer (§4.1; set at
+//     bring-up to bench_reassembly_timeout): an early frame that old gives
+//     up the missing numbers before it. The recipe reads every FA's
+//     ReassemblyDrops at each poll; what they grew by since the last are
+//     the frames it counts lost, sent by a timeout before the poll.
 //
 // The poll interval adds up to one interval to every reaction; the
 // simulated switches' clock stands still while the control plane reads and
@@ -56,8 +57,8 @@ func failoverBenchParams() []o.ParamSpec {
 		}
 	}
 	return append(out,
-		o.ParamSpec{Name: "bench_poll", Type: o.TypeDuration, Default: 5 * time.Microsecond, Min: o.Bound(1e-7), Max: o.Bound(0.001), Description: "bench only: the control plane's poll interval on the switches' clock (reads every fabric port, heals, gives up lost frames)"},
-		o.ParamSpec{Name: "bench_reassembly_timeout", Type: o.TypeDuration, Default: 10 * time.Microsecond, Min: o.Bound(1e-6), Max: o.Bound(0.01), Description: "bench only: a frame a destination FA still expects that its source sent this long ago is presumed lost and given up (the control plane's stand-in for §4.1's reassembly timer)"},
+		o.ParamSpec{Name: "bench_poll", Type: o.TypeDuration, Default: 5 * time.Microsecond, Min: o.Bound(1e-7), Max: o.Bound(0.001), Description: "bench only: the control plane's poll interval on the switches' clock (reads every fabric port and the FAs' given-up frames, heals)"},
+		o.ParamSpec{Name: "bench_reassembly_timeout", Type: o.TypeDuration, Default: 10 * time.Microsecond, Min: o.Bound(1e-6), Max: o.Bound(0.002), Description: "bench only: the FAs' reassembly timer (§4.1), set at bring-up: an early frame this long after its source sent it gives up the missing frames before it"},
 		o.ParamSpec{Name: "heal_on_port_down", Type: o.TypeBool, Default: false, Description: "bench only: the control plane also takes a link out when its port reports down (loss of signal), not only when its reachability age reaches th (§5.9)"},
 	)
 }
@@ -143,8 +144,10 @@ type failoverCtl struct {
 	// bring-up, cur what it sprays over now.
 	base, cur map[*benchNode]map[int][]int
 	maxID     int
-	// seqOut snapshots: every FA's SequenceOut, by time.
-	outs  []seqSnap
+	// ids are the FAs' ids; drops the sum of their ReassemblyDrops at the
+	// last poll.
+	ids   []int
+	drops int64
 	clock *tofino.Switch
 	now   time.Duration
 	// dataBucket is the transmit-length counter data frames count in.
@@ -155,18 +158,15 @@ type failoverCtl struct {
 	wall []time.Duration
 }
 
-type seqSnap struct {
-	t   time.Duration
-	out map[int][]uint32 // FA id -> next seq towards each FA id
-}
-
 // pollResult is what one poll saw.
 type pollResult struct {
 	t time.Duration
-	// hostFrames released since the previous poll; skipped frames given up.
+	// hostFrames released since the previous poll; skipped frames the
+	// FAs' reassembly timers gave up since the previous poll.
 	hostFrames, skipped int64
-	// sentBy is when the frames given up had been sent by: the source's
-	// sequence numbers read a reassembly timeout before.
+	// sentBy is when the frames given up had been sent by: a reassembly
+	// timeout before the poll (the frame after a gap, sent no earlier than
+	// the gap's, was that old when it gave the gap up).
 	sentBy time.Duration
 }
 
@@ -192,6 +192,7 @@ func newFailoverCtl(br *benchRun, p *o.Params) *failoverCtl {
 		clock: br.FAs[0].sw, dataBucket: "$FramesTransmittedLength_" + lengthBucket(br.cfg.FrameBytes+4)}
 	for _, fa := range br.FAs {
 		c.maxID = max(c.maxID, fa.ID)
+		c.ids = append(c.ids, fa.ID)
 		for i, port := range fa.Ports {
 			var fe *benchNode
 			for _, f := range br.FEs {
@@ -233,12 +234,20 @@ func (c *failoverCtl) link(tx, rx *benchNode) *dlink {
 	return nil
 }
 
-// start reads the spraying the bring-up wrote.
+// start reads the spraying the bring-up wrote and the frames given up so
+// far.
 func (c *failoverCtl) start(ctx context.Context) error {
 	for _, fa := range c.br.FAs {
 		r, err := fa.sw.Reachability(ctx)
 		if err != nil {
 			return fmt.Errorf("%s: %w", fa.Name, err)
+		}
+		d, err := fa.sw.ReassemblyDrops(ctx, c.ids)
+		if err != nil {
+			return fmt.Errorf("%s: %w", fa.Name, err)
+		}
+		for _, v := range d {
+			c.drops += v
 		}
 		c.base[fa], c.cur[fa] = map[int][]int{}, map[int][]int{}
 		for d, ports := range r {
@@ -258,8 +267,9 @@ type portRead struct {
 }
 
 // readNode reads every fabric port of n (and an FA's host port counters
-// and next sequence numbers), in as few requests as the driver allows.
-func (c *failoverCtl) readNode(ctx context.Context, n *benchNode) (map[int]portRead, int64, []uint32, error) {
+// and the frames its reassembly timer gave up, summed over the sources),
+// in as few requests as the driver allows.
+func (c *failoverCtl) readNode(ctx context.Context, n *benchNode) (map[int]portRead, int64, int64, error) {
 	out := map[int]portRead{}
 	ls, err := n.sw.FabricLinks(ctx, n.Ports, c.th)
 	if tofino.IsNotFound(err) {
@@ -271,39 +281,47 @@ func (c *failoverCtl) readNode(ctx context.Context, n *benchNode) (map[int]portR
 				continue
 			}
 			if err != nil {
-				return nil, 0, nil, fmt.Errorf("%s: %w", n.Name, err)
+				return nil, 0, 0, fmt.Errorf("%s: %w", n.Name, err)
 			}
 			ls = append(ls, l...)
 		}
 	} else if err != nil {
-		return nil, 0, nil, fmt.Errorf("%s: %w", n.Name, err)
+		return nil, 0, 0, fmt.Errorf("%s: %w", n.Name, err)
 	}
 	for _, l := range ls {
-		cnt, err := n.sw.PortCounters(ctx, l.Port)
+		// Only what the poll uses: the frames received and those with
+		// FCS errors (the error verdict), the data frames sent (the
+		// convergence measurement).
+		cnt, err := n.sw.SomePortCounters(ctx, l.Port, "$FramesReceivedAll", "$FramesReceivedwithFCSError", c.dataBucket)
 		if tofino.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
-			return nil, 0, nil, fmt.Errorf("%s: %w", n.Name, err)
+			return nil, 0, 0, fmt.Errorf("%s: %w", n.Name, err)
 		}
 		out[l.Port] = portRead{ok: true, link: l, cnt: cnt}
 	}
 	if n.FE {
-		return out, 0, nil, nil
+		return out, 0, 0, nil
 	}
-	cnt, err := n.sw.PortCounters(ctx, n.Host)
+	cnt, err := n.sw.SomePortCounters(ctx, n.Host, "$FramesTransmittedOK")
 	if err != nil {
-		return nil, 0, nil, fmt.Errorf("%s: %w", n.Name, err)
+		return nil, 0, 0, fmt.Errorf("%s: %w", n.Name, err)
 	}
-	seq, err := n.sw.SequenceOut(ctx, c.maxID+1)
+	d, err := n.sw.ReassemblyDrops(ctx, c.ids)
 	if err != nil {
-		return nil, 0, nil, fmt.Errorf("%s: %w", n.Name, err)
+		return nil, 0, 0, fmt.Errorf("%s: %w", n.Name, err)
 	}
-	return out, cnt.Values["$FramesTransmittedOK"], seq, nil
+	var drops int64
+	for _, v := range d {
+		drops += v
+	}
+	return out, cnt.Values["$FramesTransmittedOK"], drops, nil
 }
 
 // pollOnce reads every fabric port, updates the links' validity, rewrites
-// the spraying where it changed (when healing) and gives up lost frames.
+// the spraying where it changed (when healing) and counts the frames the
+// FAs gave up.
 func (c *failoverCtl) pollOnce(ctx context.Context) (pollResult, error) {
 	wall := time.Now()
 	t, err := c.clock.Clock(ctx)
@@ -315,7 +333,7 @@ func (c *failoverCtl) pollOnce(ctx context.Context) (pollResult, error) {
 	nodes := c.br.nodes()
 	reads := make([]map[int]portRead, len(nodes))
 	hosts := make([]int64, len(nodes))
-	seqs := make([][]uint32, len(nodes))
+	drops := make([]int64, len(nodes))
 	idx := map[*benchNode]int{}
 	for i, n := range nodes {
 		idx[n] = i
@@ -323,7 +341,7 @@ func (c *failoverCtl) pollOnce(ctx context.Context) (pollResult, error) {
 	if err := each(nodes, func(n *benchNode) error {
 		i := idx[n]
 		var err error
-		reads[i], hosts[i], seqs[i], err = c.readNode(ctx, n)
+		reads[i], hosts[i], drops[i], err = c.readNode(ctx, n)
 		return err
 	}); err != nil {
 		return res, err
@@ -366,21 +384,14 @@ func (c *failoverCtl) pollOnce(ctx context.Context) (pollResult, error) {
 			return res, err
 		}
 	}
-	var host int64
-	snap := seqSnap{t: t, out: map[int][]uint32{}}
-	for i, n := range nodes {
+	var host, dropped int64
+	for i := range nodes {
 		host += hosts[i]
-		if !n.FE {
-			snap.out[n.ID] = seqs[i]
-		}
+		dropped += drops[i]
 	}
 	res.hostFrames, c.host = host-c.host, host
-	c.outs = append(c.outs, snap)
-	n, sentBy, err := c.reassemble(ctx)
-	if err != nil {
-		return res, err
-	}
-	res.skipped, res.sentBy = n, sentBy
+	res.skipped, c.drops = dropped-c.drops, dropped
+	res.sentBy = t - c.timeout
 	c.wall = append(c.wall, time.Since(wall))
 	return res, nil
 }
@@ -423,80 +434,6 @@ func (c *failoverCtl) respray(ctx context.Context) error {
 		}
 		return nil
 	})
-}
-
-// reassemble gives up, at every destination FA, the frames it expects
-// that their source had sent by the reassembly timeout ago, one gap at a
-// time: each skip lets the frames after it go at the next move of the
-// clock (a nanosecond), which shows the next gap.
-func (c *failoverCtl) reassemble(ctx context.Context) (int64, time.Duration, error) {
-	var old *seqSnap
-	for i := len(c.outs) - 1; i >= 0; i-- {
-		if c.outs[i].t <= c.now-c.timeout {
-			old = &c.outs[i]
-			c.outs = c.outs[i:]
-			break
-		}
-	}
-	if old == nil {
-		return 0, 0, nil
-	}
-	var n int64
-	var mu sync.Mutex
-	dsts := c.br.FAs
-	for iter := 0; len(dsts) > 0; iter++ {
-		if iter > 0 {
-			// Let the frames behind the gaps given up go.
-			if _, err := c.clock.WaitClock(ctx, c.now+time.Nanosecond); err != nil {
-				return n, old.t, err
-			}
-			t, err := c.clock.Clock(ctx)
-			if err != nil {
-				return n, old.t, err
-			}
-			c.now = t
-		}
-		var next []*benchNode
-		err := each(dsts, func(d *benchNode) error {
-			in, err := d.sw.SequenceIn(ctx, c.maxID+1)
-			if err != nil {
-				return fmt.Errorf("%s: %w", d.Name, err)
-			}
-			var k int64
-			for _, s := range c.br.FAs {
-				if s == d {
-					continue
-				}
-				sent := old.out[s.ID][d.ID]
-				if int32(sent-in[s.ID]) <= 0 {
-					continue // nothing overdue
-				}
-				ok, err := d.sw.SkipSequence(ctx, s.ID, in[s.ID])
-				if err != nil {
-					return fmt.Errorf("%s: %w", d.Name, err)
-				}
-				if ok {
-					k++
-				}
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			n += k
-			if k > 0 {
-				next = append(next, d)
-			}
-			return nil
-		})
-		if err != nil {
-			return n, old.t, err
-		}
-		sort.Slice(next, func(i, j int) bool { return next[i].ID < next[j].ID })
-		dsts = next
-		if iter > 4096 {
-			return n, old.t, fmt.Errorf("reassembly: more than 4096 gaps in one poll")
-		}
-	}
-	return n, old.t, nil
 }
 
 // dataSent is the data frames the senders of ls transmitted since before
@@ -615,7 +552,7 @@ func (r *Failover) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
 		return nil, o.Inputf("bench_reassembly_timeout %v: expected at least 2 us, well above the fabric's latency", timeout)
 	}
 	cfg := benchConfig{LinkGbps: int(p.Int("bench_link_gbps")), HostGbps: int(p.Int("bench_host_gbps")), FrameBytes: 256,
-		CreditBytes: 4096, SpeedUp: 0.03, FCIFrames: 32, ReachPeriod: period, Replace: p.Bool("replace_program")}
+		CreditBytes: 4096, SpeedUp: 0.03, FCIFrames: 32, ReachPeriod: period, ReasmTimeout: timeout, Replace: p.Bool("replace_program")}
 	propNs := 5 * 2.0 // a 2 m patch cord when the inventory gives no length
 	for _, l := range pc.Lab.Links {
 		if l.VOA != nil && l.VOA.Device == vl.voa.Device && l.VOA.Channel == vl.voa.Channel && l.FibreLengthM > 0 {
@@ -627,7 +564,7 @@ func (r *Failover) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
 		return nil, err
 	}
 	desc := b.describe(cfg.LinkGbps, cfg.HostGbps)
-	fabric := fmt.Sprintf("%s; 256 B frames as cells, 4 KB credits at 0.03 speed-up, FCI at 32 frames, reachability every %v (th %d), control plane polling every %v", desc, period, th, poll)
+	fabric := fmt.Sprintf("%s; 256 B frames as cells, 4 KB credits at 0.03 speed-up, FCI at 32 frames, reachability every %v (th %d), reassembly timer %v, control plane polling every %v", desc, period, th, timeout, poll)
 	sum := FailoverSummary{ModelOnly: false, MeasuredOn: "bench", Tiers: map[string]FailoverRun{}, Bench: &FailoverBench{PollUS: us(poll), ReassemblyTimeoutUS: us(timeout)}}
 	var mu sync.Mutex
 	done := false
@@ -774,8 +711,8 @@ func (fb *failoverBenchRun) run(ctx context.Context) error {
 		}
 	}
 	defer br.stopAll(context.WithoutCancel(ctx), appData, appCredit, appReach, appAge)
-	// Warm-up, with the control plane giving up lost frames but not yet
-	// healing: the ages start at SD_AGE_MAX until the first cells.
+	// Warm-up, with the control plane polling but not yet healing: the
+	// ages start at SD_AGE_MAX until the first cells.
 	if err := fb.runFor(ctx, t0+warm, nil); err != nil {
 		return err
 	}
@@ -802,7 +739,7 @@ func (fb *failoverBenchRun) run(ctx context.Context) error {
 // frame error rate near error_rate: bisection between the channel as found
 // (clean) and its maximum (dark), probe by probe, each probe measured by
 // the receiving port's counters over probe. The control plane does not
-// heal meanwhile; it gives up the frames lost.
+// heal meanwhile; the FAs' timers give up the frames lost.
 func (fb *failoverBenchRun) calibrate(ctx context.Context, probes int, probe time.Duration) error {
 	c, want := fb.ctl, fb.p.Float("error_rate")
 	l := fb.ctl.voaDir(fb.vl)
@@ -914,11 +851,11 @@ func (fb *failoverBenchRun) phases(ctx context.Context, phase, bin time.Duration
 	validMin := math.Inf(1)
 	bound := us(time.Duration(c.th+1)*c.period + c.poll)
 	vbound := us(time.Duration(c.th+1)*c.period + 2*c.poll)
-	// A frame lost is found a reassembly timeout after it was sent, at
-	// a poll: each poll's are the phase's in which they had been sent
-	// (by the sequence numbers it compared; a frame sent by the instant
-	// of an event and lost in flight is the event's), and an event's row
-	// waits for them.
+	// A frame lost is given up a reassembly timeout after the frame
+	// after it was sent, and found at the next poll: each poll's are the
+	// phase's in which they had been sent (by that bound, a timeout
+	// before the poll; a frame sent by the instant of an event and lost
+	// in flight is the event's), and an event's row waits for them.
 	late := c.timeout + 2*c.poll
 	var lostAfter, lostUp int64
 	cong0, err := fb.congestion(ctx)
@@ -1088,8 +1025,11 @@ func (fb *failoverBenchRun) phases(ctx context.Context, phase, bin time.Duration
 			}
 			prevData = txData(ph.failed)
 			// A failure loses the frames in flight at its instant; a
-			// restore loses none.
-			if prev != nil && (r.sentBy < at || (ph.up != nil && r.sentBy == at)) {
+			// restore loses none: a frame lost just before it whose
+			// successor left in the poll after it is bounded by the
+			// successor's send (sentBy), so the restore's first poll
+			// interval of bounds is the previous phase's.
+			if prev != nil && (r.sentBy < at || (ph.up != nil && r.sentBy <= at+c.poll)) {
 				prev.skips = append(prev.skips, r)
 			} else {
 				cur.skips = append(cur.skips, r)

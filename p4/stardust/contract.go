@@ -72,16 +72,13 @@ const (
 	// RegSeqIn the next expected per source FA (in-order release).
 	RegSeqOut = "SwitchIngress.reg_seq_out"
 	RegSeqIn  = "SwitchIngress.reg_seq_in"
-	// RegReasmTimeout (FA, index 0) is the reassembly timeout in aging
-	// ticks: how long a source's frames wait for a missing one before the
-	// FA gives its sequence number up (§4.1: a packet whose reassembly
-	// timer expires is discarded); 0 waits for ever. At most AgeMax-1.
+	// RegReasmTimeout (FA, index 0) is the reassembly timer in ns: an
+	// early frame whose age (the FA's global timestamp minus the cell
+	// header's Tstamp, its source's when it left for the fabric) has
+	// reached it takes its turn, giving up every sequence number of its
+	// source before it (§4.1: the egress FA drops a packet whose
+	// reassembly timer expires); 0 waits for ever. Below ReasmTimeoutMaxNs.
 	RegReasmTimeout = "SwitchIngress.reg_reasm_timeout"
-	// RegReasmAge (FA) is, per source FA, 0 while none of its frames
-	// waits for its turn, else 1 + the aging ticks since one began to
-	// (saturating at AgeMax): past RegReasmTimeout, the next waiting frame
-	// takes its turn.
-	RegReasmAge = "SwitchIngress.reg_reasm_age"
 	// RegReasmDrops (FA) counts, per source FA, the sequence numbers given
 	// up at a reassembly timeout and not since released: frames lost on
 	// the way or dropped waiting at this FA.
@@ -179,10 +176,6 @@ const (
 	// Flags.
 	FlagFCI  = 0x01
 	FlagLast = 0x02
-	// FlagSkip is local to the egress FA: a waiting frame that found its
-	// source's reassembly timeout expired takes its turn on its next pass
-	// (SD_FLAG_SKIP).
-	FlagSkip = 0x04
 	// ReasmQID is the recirculation port's queue early frames wait their
 	// turn in at the egress FA (SD_REASM_QID), apart from the frames
 	// waiting for credit in their traffic class's queue.
@@ -195,6 +188,10 @@ const (
 	PortCount = 512
 	// MaxVOQs is RegCredit's size (SD_MAX_VOQS).
 	MaxVOQs = 4096
+	// ReasmTimeoutMaxNs bounds RegReasmTimeout: ages are differences of
+	// the global timestamps' low 32 bits, compared by the sign of age -
+	// timeout, so both stay under 2^31 ns.
+	ReasmTimeoutMaxNs = 1<<31 - 1
 	// AgeMax is where a reachability age saturates (SD_AGE_MAX): th must
 	// be below it.
 	AgeMax = 255

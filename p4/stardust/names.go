@@ -56,7 +56,6 @@ func Declarations() []Declaration {
 		decl.Register(fa, "", RegSeqOut),
 		decl.Register(fa, "", RegSeqIn),
 		decl.Register(fa, "", RegReasmTimeout),
-		decl.Register(fa, "", RegReasmAge),
 		decl.Register(fa, "", RegReasmDrops),
 		decl.Register(fa, "", RegCreditRR),
 		decl.Register(fa, "", RegFCI),

@@ -23,15 +23,22 @@
  *     frame carrying FCI counts against its port's credits (reg_fci); the
  *     latency histogram and reg_fci count a frame on its arrival from the
  *     fabric only, not on its passes round the recirculation port.
- *     Reassembly timeout (§4.1: a packet whose reassembly timer expires
- *     is discarded): while a source's frames wait for their turn, its
- *     stall age (reg_reasm_age) counts aging ticks; a waiting frame that
- *     finds it past reg_reasm_timeout takes its turn on its next pass,
- *     moving reg_seq_in past the gap and counting the sequence numbers
- *     given up in reg_reasm_drops. A frame that arrives from the fabric
- *     behind reg_seq_in (its number was given up) is dropped; one that was
- *     already waiting when the gap was given up is released when it comes
- *     round, out of order, and gives its number back.
+ *     Reassembly timer (§4.1: the egress FA drops a packet whose
+ *     reassembly timer expires), per frame: a frame's age is now minus
+ *     its cell header's tstamp, its source FA's global timestamp when it
+ *     left for the fabric (the FAs' timestamps are synced, as for the
+ *     latency histogram). An early frame whose age has reached
+ *     reg_reasm_timeout (ns; 0: never), on its arrival or on any pass
+ *     round the recirculation port, takes its turn at once: reg_seq_in
+ *     moves to just past it and every sequence number before it still
+ *     missing is given up, counted in reg_reasm_drops. A source FA numbers
+ *     its frames in the order it timestamps them, so a missing number was
+ *     sent no later than the expired frame: it has been in flight at
+ *     least the timeout too, and a burst of losses is given up in one
+ *     timeout, not one timeout per gap. A frame that arrives from the
+ *     fabric behind reg_seq_in (its number was given up) is dropped; one
+ *     that was already waiting when its number was given up is released
+ *     when it comes round, out of order, and gives its number back.
  *   credit: adds its frames to the VOQ it names (reg_credit).
  *   reachability: the fabric port is alive (reg_reach_age back to 0).
  * Packet generator frames (the cell header preset in its buffer):
@@ -41,8 +48,7 @@
  *     worth of marked frames, cancels the credit and spends them.
  *   reachability: one per fabric port per period (reach_port).
  *   aging tick: packet id i ages port i's reachability (the control
- *     plane takes a port whose age reaches th out of spray) and source FA
- *     i's reassembly stall, if it has one.
+ *     plane takes a port whose age reaches th out of spray).
  *
  * Compiled by the SDE: bf-p4c --target tofino --arch tna -o <dir> stardust_fa.p4
  */
@@ -76,7 +82,8 @@ parser SwitchIngressParser(
         ig_md.slot = 0;
         ig_md.ok = 0;
         ig_md.reasm_to = 0;
-        ig_md.reasm_age = 0;
+        ig_md.reasm_over = 0;
+        ig_md.expired = 0;
         ig_md.seq_in = 0;
         ig_md.skipped = 0;
         transition select(ig_intr_md.ingress_port) {
@@ -158,7 +165,8 @@ control SwitchIngress(
             }
         }
     };
-    /* A frame flagged SD_FLAG_SKIP takes its turn if it is still ahead. */
+    /* An expired frame takes its turn if it is still ahead: every number
+     * before it is given up at once. */
     RegisterAction<bit<32>, fa_id_t, bit<32>>(reg_seq_in) skip_to = {
         void apply(inout bit<32> v, out bit<32> rv) {
             rv = v;
@@ -168,40 +176,14 @@ control SwitchIngress(
         }
     };
 
-    /* ---- reassembly timeout, per source FA ---- */
-    /* Aging ticks a source's frames may wait for a missing one; 0: for
-     * ever. The control plane writes index 0. */
-    Register<bit<8>, bit<1>>(1, 0) reg_reasm_timeout;
-    RegisterAction<bit<8>, bit<1>, bit<8>>(reg_reasm_timeout) read_timeout = {
-        void apply(inout bit<8> v, out bit<8> rv) {
-            rv = v;
-        }
-    };
-    /* 0: nothing of the source waits; n >= 1: a frame has waited for its
-     * turn since n - 1 aging ticks (saturating). A release clears it; the
-     * next waiting pass starts it again. */
-    Register<bit<8>, fa_id_t>(SD_MAX_FAS, 0) reg_reasm_age;
-    RegisterAction<bit<8>, fa_id_t, bit<8>>(reg_reasm_age) reasm_clear = {
-        void apply(inout bit<8> v, out bit<8> rv) {
-            v = 0;
-            rv = 0;
-        }
-    };
-    /* A waiting pass: starts the stall, or finds it expired (and starts
-     * the next one, so that one frame per timeout takes its turn). */
-    RegisterAction<bit<8>, fa_id_t, bit<8>>(reg_reasm_age) reasm_wait = {
-        void apply(inout bit<8> v, out bit<8> rv) {
-            rv = v;
-            if (v == 0 || v > ig_md.reasm_to) {
-                v = 1;
-            }
-        }
-    };
-    RegisterAction<bit<8>, fa_id_t, bit<8>>(reg_reasm_age) reasm_tick = {
-        void apply(inout bit<8> v, out bit<8> rv) {
-            if (v != 0 && v < SD_AGE_MAX) {
-                v = v + 1;
-            }
+    /* ---- reassembly timer, per frame ---- */
+    /* The age (ns, now - the cell's tstamp) at which an early frame gives
+     * up the numbers before it; 0: never. The control plane writes index
+     * 0. Ages are the global timestamps' low 32 bits: a timeout must be
+     * under 2^31 ns. */
+    Register<bit<32>, bit<1>>(1, 0) reg_reasm_timeout;
+    RegisterAction<bit<32>, bit<1>, bit<32>>(reg_reasm_timeout) read_timeout = {
+        void apply(inout bit<32> v, out bit<32> rv) {
             rv = v;
         }
     };
@@ -480,14 +462,14 @@ control SwitchIngress(
                 pktgen_to_ethernet();
             } else {
                 age.execute(hdr.pktgen_timer.packet_id[8:0]);
-                reasm_tick.execute(hdr.pktgen_timer.packet_id[7:0]);
                 drop();
             }
         } else if (hdr.sd.isValid() && hdr.sd.kind == SD_KIND_DATA && hdr.sd.dst_fa == ig_md.me) {
+            /* The frame's age: also its fabric latency on arrival. */
+            delay = ig_prsr_md.global_tstamp[31:0] - hdr.sd.tstamp;
             /* Counted on arrival from the fabric, not on each pass round
              * the recirculation port. */
             if (ig_intr_md.ingress_port != SD_RECIRC_PORT) {
-                delay = ig_prsr_md.global_tstamp[31:0] - hdr.sd.tstamp;
                 bucket = (bit<16>)(delay >> SD_LAT_SHIFT);
                 if (delay >= (SD_HIST_BUCKETS << SD_LAT_SHIFT)) {
                     bucket = SD_HIST_BUCKETS - 1;
@@ -497,12 +479,16 @@ control SwitchIngress(
                     count_fci.execute(hdr.sd.dst_port);
                 }
             }
+            /* One pass reads and writes each register at most once, in
+             * this order: reg_reasm_timeout, reg_seq_in, reg_reasm_drops.
+             * Expired: a timeout is set and the age has reached it (the
+             * sign bit of age - timeout, ages and timeouts under 2^31). */
             ig_md.reasm_to = read_timeout.execute(0);
-            if (ig_md.reasm_to == 0) {
-                /* No timeout: an age never passes SD_AGE_MAX. */
-                ig_md.reasm_to = SD_AGE_MAX;
+            ig_md.reasm_over = delay - ig_md.reasm_to;
+            if (ig_md.reasm_to != 0 && ig_md.reasm_over[31:31] == 0) {
+                ig_md.expired = 1;
             }
-            if ((hdr.sd.flags & SD_FLAG_SKIP) != 0) {
+            if (ig_md.expired == 1) {
                 ig_md.seq_in = skip_to.execute(hdr.sd.src_fa);
             } else {
                 ig_md.seq_in = release_in_order.execute(hdr.sd.src_fa);
@@ -510,7 +496,6 @@ control SwitchIngress(
             ig_md.skipped = hdr.sd.seq - ig_md.seq_in;
             if (ig_md.skipped == 0) {
                 /* Its turn. */
-                reasm_clear.execute(hdr.sd.src_fa);
                 host_port.apply();
             } else if (ig_md.skipped >= 0x80000000) {
                 /* Behind: its number was given up. Released if it was
@@ -522,21 +507,15 @@ control SwitchIngress(
                 } else {
                     drop();
                 }
-            } else if ((hdr.sd.flags & SD_FLAG_SKIP) != 0) {
-                /* The gap before it is given up. */
-                reasm_clear.execute(hdr.sd.src_fa);
+            } else if (ig_md.expired == 1) {
+                /* Its reassembly timer expired: the numbers before it are
+                 * given up and it is released. */
                 count_skipped.execute(hdr.sd.src_fa);
-                hdr.sd.flags = hdr.sd.flags & (0xff ^ SD_FLAG_SKIP);
                 host_port.apply();
             } else {
                 /* Early: wait round the recirculation port. */
-                ig_md.reasm_age = reasm_wait.execute(hdr.sd.src_fa);
                 wait_recirculate();
                 ig_tm_md.qid = SD_REASM_QID;
-                if (ig_md.reasm_age > ig_md.reasm_to) {
-                    /* Expired: on its next pass it takes its turn. */
-                    hdr.sd.flags = hdr.sd.flags | SD_FLAG_SKIP;
-                }
             }
         } else if (hdr.sd.isValid() && hdr.sd.kind == SD_KIND_CREDIT) {
             add_credit.execute(hdr.sd.seq[15:0]);

@@ -34,17 +34,24 @@ import (
 //     recirculation port's early-frame queue (ReorderCapBytes; beyond, it
 //     is dropped), and one behind SeqIn (its number was given up) is
 //     dropped.
-//   - Reassembly timeout: ReasmAge[src] is 0 while nothing of src waits,
-//     else 1 + the aging ticks since a frame of src began to wait (an
-//     early frame's pass starts it, even one the full recirculation queue
-//     then drops; a release clears it). Once it is past ReasmTimeout
-//     (0: never), the next waiting pass gives the gap up: SeqIn moves to
-//     the lowest waiting frame of src, ReasmDrops[src] counts the numbers
-//     skipped, and the frames now in order are released. On Tofino the
-//     first waiting frame to come round takes its turn and those below it
-//     are released out of order when they come round, giving their
-//     numbers back (stardust_fa.p4): the same frames and the same count,
-//     in a different order.
+//   - Reassembly timer, per frame: a frame's age is now minus its
+//     timestamp (its source FA's clock when it left for the fabric; the
+//     devices share one clock, as the FAs' global timestamps are synced).
+//     An early frame whose age has reached ReasmTimeout (ns; 0: never)
+//     gives up every number of src before it: SeqIn moves past it,
+//     ReasmDrops[src] counts the numbers skipped, and what is now in order
+//     is released. On Tofino the frame finds that on any pass round the
+//     recirculation port (stardust_fa.p4); here, where the loop's latency
+//     is not modelled, at the instant its age reaches the timeout (an
+//     event per waiting frame), on its arrival if it is already that old,
+//     and when the caller's write of the registers makes it so (Resume).
+//     The lowest waiting frame of src is the oldest (a source numbers its
+//     frames in the order it timestamps them), so it expires first: the
+//     gap below it is given up and it is released, then the frames in
+//     order after it. On Tofino a waiting frame above it may come round
+//     first and take its turn, and the frames below it are released out of
+//     order when they come round, giving their numbers back: the same
+//     frames and the same count, in a different order.
 //   - Credits (KindCredit): CreditPort(packet id) names the host port,
 //     CreditRR[port] the slot, CreditTo[port][slot] the (source FA, VOQ);
 //     a pending FCI count of at least its worth (PayloadLength frames)
@@ -56,8 +63,7 @@ import (
 //     ports).
 //   - Reachability (KindReach): ReachPort(packet id) names the fabric port;
 //     the peer sets Age[its port] to 0. Aging ticks (KindAge) add 1 to
-//     Age[packet id], saturating at AgeMax, and at an FA to
-//     ReasmAge[packet id] when it is not 0.
+//     Age[packet id], saturating at AgeMax.
 //
 // Time is in picoseconds. The caller owns the configuration: it writes a
 // device's tables and registers and the links' state between advances.
@@ -152,11 +158,11 @@ type SwDevice struct {
 	ReachPort  map[int]int // packet id -> dev port
 	// Registers, sized as the programs declare them.
 	Credit, SeqOut, SeqIn, SprayRR, CreditRR, FCI, Age, LatHist, QHist []int64
-	// ReasmAge and ReasmDrops are per source FA; ReasmTimeout is in
-	// aging ticks (0: wait for ever).
-	ReasmAge, ReasmDrops []int64
-	FCITh, ReasmTimeout  int64
-	Apps                 []*SwApp
+	// ReasmDrops is per source FA; ReasmTimeout is the reassembly timer
+	// in ns (0: wait for ever).
+	ReasmDrops          []int64
+	FCITh, ReasmTimeout int64
+	Apps                []*SwApp
 
 	// Counters the caller drains.
 	Ports       map[int]*PortCount
@@ -174,8 +180,10 @@ type SwDevice struct {
 	recircBytes  int64
 	reorderBytes int64
 	// seqIn is SeqIn as the fabric last left it: a difference is the
-	// control plane's write.
-	seqIn []int64
+	// control plane's write; reasmTo the ReasmTimeout the waiting frames'
+	// timer events were set under.
+	seqIn   []int64
+	reasmTo int64
 }
 
 // NewSwDevice makes a device with its registers (ages start at AgeMax).
@@ -186,7 +194,7 @@ func NewSwDevice(name string, fe bool, id int) *SwDevice {
 		Credit: make([]int64, SwMaxVOQs), SeqOut: make([]int64, SwMaxFAs), SeqIn: make([]int64, SwMaxFAs),
 		SprayRR: make([]int64, SwMaxFAs), CreditRR: make([]int64, SwPorts), FCI: make([]int64, SwPorts),
 		Age: make([]int64, SwPorts), LatHist: make([]int64, SwHistBuckets), QHist: make([]int64, SwHistBuckets),
-		ReasmAge: make([]int64, SwMaxFAs), ReasmDrops: make([]int64, SwMaxFAs), seqIn: make([]int64, SwMaxFAs),
+		ReasmDrops: make([]int64, SwMaxFAs), seqIn: make([]int64, SwMaxFAs),
 		Ports: map[int]*PortCount{}, voqWait: map[int][]int32{}, reorder: map[int]map[uint32]int32{}}
 	for i := range d.Age {
 		d.Age[i] = SwAgeMax
@@ -296,6 +304,9 @@ const (
 	evAtFE
 	evAtFA
 	evReach
+	// evReasm: a waiting frame's reassembly timer may expire (dev, fr;
+	// link holds its source FA).
+	evReasm
 )
 
 // SwitchFabric is the fabric in switch mode.
@@ -507,6 +518,8 @@ func (f *SwitchFabric) AdvanceTo(t int64) {
 		case evReach:
 			d := f.Devices[e.dev]
 			d.Age[e.link] = 0
+		case evReasm:
+			f.reasmTimer(e)
 		}
 	}
 	f.now = max(f.now, t)
@@ -537,16 +550,6 @@ func (f *SwitchFabric) batch(dev, ai int) {
 		case SwKindAge:
 			if i < len(d.Age) && d.Age[i] < SwAgeMax {
 				d.Age[i]++
-			}
-			if !d.FE && i < len(d.ReasmAge) && d.ReasmAge[i] != 0 {
-				if d.ReasmAge[i] < SwAgeMax {
-					d.ReasmAge[i]++
-				}
-				// The next pass of a waiting frame finds it expired (the
-				// loop's latency is not modelled).
-				if d.reasmExpired(i) && len(d.reorder[i]) > 0 {
-					f.giveUpGap(d, i)
-				}
 			}
 		}
 	}
@@ -775,7 +778,8 @@ func (f *SwitchFabric) addCredit(dev int, fr swFrame) {
 // Resume lets waiting frames go after the caller changed registers (a
 // frame round the recirculation port tries again every loop): a VOQ given
 // credit sends what waits in it, and a source whose expected sequence
-// number was reset releases what is now in order.
+// number was reset releases what is now in order, and the waiting frames'
+// reassembly timers follow a new timeout.
 func (f *SwitchFabric) Resume() {
 	for dev, d := range f.Devices {
 		if d.FE {
@@ -786,25 +790,88 @@ func (f *SwitchFabric) Resume() {
 				f.addCredit(dev, swFrame{voq: int32(v)})
 			}
 		}
+		retime := d.ReasmTimeout != d.reasmTo
+		d.reasmTo = d.ReasmTimeout
 		for _, src := range slices.Sorted(maps.Keys(d.reorder)) {
 			if d.SeqIn[src] != d.seqIn[src] {
 				f.releaseBehind(d, src)
 			}
 			f.drainInOrder(d, src)
-			if d.reasmExpired(src) && len(d.reorder[src]) > 0 {
-				f.giveUpGap(d, src)
+			f.expire(d, src)
+			if !retime {
+				continue
+			}
+			// Their events were set under the old timeout: set them
+			// again (an event that finds its frame not yet expired sets
+			// itself again, so a later one is harmless).
+			for _, seq := range slices.Sorted(maps.Keys(d.reorder[src])) {
+				fi := d.reorder[src][seq]
+				if at, on := f.expiresAt(d, &f.frames[fi]); on {
+					f.push(swEvent{t: max(at, f.now), kind: evReasm, dev: int32(dev), link: int32(src), fr: fi})
+				}
 			}
 		}
 	}
 }
 
-// reasmExpired reports whether src's stall is past the timeout.
-func (d *SwDevice) reasmExpired(src int) bool {
-	to := d.ReasmTimeout
-	if to <= 0 {
-		to = SwAgeMax // the program's "no timeout": an age never passes it
+// expiresAt is when a frame's reassembly timer expires (ps), under the
+// device's timeout; false without one.
+func (f *SwitchFabric) expiresAt(d *SwDevice, fr *swFrame) (int64, bool) {
+	if d.ReasmTimeout <= 0 {
+		return 0, false
 	}
-	return d.ReasmAge[src] > to
+	return fr.tstamp + d.ReasmTimeout*1000, true
+}
+
+// lowestWaiting is src's waiting frame with the lowest sequence number at
+// or after SeqIn.
+func (d *SwDevice) lowestWaiting(src int) (uint32, int32, bool) {
+	next := uint32(d.SeqIn[src])
+	low, fi, found := uint32(0), int32(0), false
+	for seq, w := range d.reorder[src] {
+		if behind(seq, next) {
+			continue
+		}
+		if !found || seq-next < low-next {
+			low, fi, found = seq, w, true
+		}
+	}
+	return low, fi, found
+}
+
+// expire gives up src's gaps while its lowest waiting frame's reassembly
+// timer has expired: one gap per expired frame, every number below it at
+// once.
+func (f *SwitchFabric) expire(d *SwDevice, src int) {
+	for {
+		_, fi, ok := d.lowestWaiting(src)
+		if !ok {
+			return
+		}
+		if at, on := f.expiresAt(d, &f.frames[fi]); !on || at > f.now {
+			return
+		}
+		f.giveUpGap(d, src)
+	}
+}
+
+// reasmTimer is a waiting frame's timer event: if the frame still waits,
+// its source's expired gaps are given up; if the caller has since raised
+// the timeout, the frame's event is set again at its new expiry.
+func (f *SwitchFabric) reasmTimer(e swEvent) {
+	d := f.Devices[e.dev]
+	src := int(e.link)
+	// Still waiting? (A frame slot released and taken again by another
+	// waiting frame of src has its own event: this one then only checks
+	// early.)
+	if w, ok := d.reorder[src][f.frames[e.fr].seq]; !ok || w != e.fr {
+		return
+	}
+	if at, on := f.expiresAt(d, &f.frames[e.fr]); on && at > f.now {
+		f.push(swEvent{t: at, kind: evReasm, dev: e.dev, link: e.link, fr: e.fr})
+		return
+	}
+	f.expire(d, src)
 }
 
 // behind reports whether sequence number seq is behind next (32-bit
@@ -831,24 +898,15 @@ func (f *SwitchFabric) releaseBehind(d *SwDevice, src int) {
 	d.seqIn[src] = d.SeqIn[src]
 }
 
-// giveUpGap is the reassembly timeout's release: SeqIn moves to the lowest
+// giveUpGap is the reassembly timer's release: SeqIn moves to the lowest
 // waiting frame of src, the numbers skipped count in ReasmDrops, and what
 // is now in order is released.
 func (f *SwitchFabric) giveUpGap(d *SwDevice, src int) {
-	next := uint32(d.SeqIn[src])
-	low, found := uint32(0), false
-	for seq := range d.reorder[src] {
-		if behind(seq, next) {
-			continue
-		}
-		if !found || seq-next < low-next {
-			low, found = seq, true
-		}
-	}
+	low, _, found := d.lowestWaiting(src)
 	if !found {
 		return
 	}
-	d.ReasmDrops[src] += int64(low - next)
+	d.ReasmDrops[src] += int64(low - uint32(d.SeqIn[src]))
 	d.SeqIn[src] = int64(low)
 	d.seqIn[src] = d.SeqIn[src]
 	f.drainInOrder(d, src)
@@ -863,7 +921,6 @@ func (f *SwitchFabric) drainInOrder(d *SwDevice, src int) {
 			if len(d.reorder[src]) == 0 {
 				delete(d.reorder, src)
 			}
-			d.settleAge(src)
 			return
 		}
 		delete(d.reorder[src], next)
@@ -922,13 +979,8 @@ func (f *SwitchFabric) atFA(e swEvent) {
 			return
 		}
 		// Early: round the recirculation port's early-frame queue until
-		// its turn. Its pass starts the stall, or finds it expired (and
-		// starts the next): then, if the queue takes it, the gap is given
-		// up.
-		expired := d.reasmExpired(src)
-		if d.ReasmAge[src] == 0 || expired {
-			d.ReasmAge[src] = 1
-		}
+		// its turn, or until its reassembly timer expires (already, if it
+		// arrives that old: then the gap before it is given up at once).
 		if d.reorderBytes+int64(fr.bytes) > f.ReorderCapBytes {
 			d.ReorderDrops++
 			f.release(e.fr)
@@ -940,25 +992,18 @@ func (f *SwitchFabric) atFA(e swEvent) {
 		d.reorderBytes += int64(fr.bytes)
 		d.ReorderMax = max(d.ReorderMax, d.reorderBytes)
 		d.reorder[src][fr.seq] = e.fr
-		if expired {
-			f.giveUpGap(d, src)
+		if at, on := f.expiresAt(d, &fr); on {
+			if at <= f.now {
+				f.expire(d, src)
+			} else {
+				f.push(swEvent{t: at, kind: evReasm, dev: int32(dev), link: int32(src), fr: e.fr})
+			}
 		}
 		return
 	}
 	f.releaseHost(d, e.fr)
 	if len(d.reorder[src]) > 0 {
 		f.drainInOrder(d, src)
-	} else {
-		d.ReasmAge[src] = 0
-	}
-}
-
-// settleAge is src's stall age after a release: cleared, and started again
-// by the next pass of a frame still waiting.
-func (d *SwDevice) settleAge(src int) {
-	d.ReasmAge[src] = 0
-	if len(d.reorder[src]) > 0 {
-		d.ReasmAge[src] = 1
 	}
 }
 

@@ -223,77 +223,107 @@ func TestSwitchInOrderStallsAfterLoss(t *testing.T) {
 	}
 }
 
-// The reassembly timeout: a lost frame stalls its source only until the
-// stall has aged past the timeout; then the gap is given up (counted in
-// ReasmDrops), the frames after it are released, and a second gap of two
-// frames costs another timeout. Without a timeout the stall stays and its
-// age grows with the ticks.
-func TestSwitchReassemblyTimeoutGivesUpTheGap(t *testing.T) {
-	run := func(timeout int64) (*SwitchFabric, func(ps int64)) {
-		f := swFabric(2, 1, 1)
+// The reassembly timer, per frame: FA 0 sprays frame k (one every 100 ns)
+// over its four FEs in turn, and its link to FE 0 is down from 0.25 to
+// 2.25 us, so frames 4, 8, 12, 16 and 20 are lost: five gaps, each with a
+// frame waiting behind it. Each gap is given up when the age of the frame
+// after it (now - its send time) reaches the timeout, 1 us: frame 5, sent
+// at 0.5 us, at exactly 1.5 us;
+// the last, 21, at 3.1 us. The stall ends one timeout after the last
+// loss, not one timeout per gap (the stall-age design's 5 us and more).
+// Without a timer the stall stays; a timeout set later gives up at once
+// every gap whose successor is already that old.
+func TestSwitchReassemblyTimerGivesUpABurstAtOnce(t *testing.T) {
+	var up *SwLink
+	// step advances the clock to t (every event before it), the link
+	// coming back at 2.25 us.
+	step := func(f *SwitchFabric, t int64) {
+		if t > 2_250_000 && !up.Up {
+			f.AdvanceTo(2_250_000)
+			up.Up = true
+		}
+		f.AdvanceTo(t)
+	}
+	run := func(timeoutNs int64) *SwitchFabric {
+		f := swFabric(2, 4, 1)
 		flowTo(f, 0, 1, 0)
 		src, dst := fa(f, 0), fa(f, 1)
 		src.Credit[0] = 40
-		dst.ReasmTimeout = timeout
-		// A frame every 100 ns; aging ticks every 1 us (ids 0 and 1: the
-		// source FA is 0).
+		dst.ReasmTimeout = timeoutNs
 		f.AddApp(devIndex(f, src), &SwApp{Kind: SwKindData, FrameBytes: 256, PeriodPs: 100_000, Batches: 40, PerBatch: 1, AppID: 1, Enabled: true})
-		f.AddApp(devIndex(f, dst), &SwApp{Kind: SwKindAge, FrameBytes: 64, StartPs: 500_000, PeriodPs: 1_000_000, Batches: 20, PerBatch: 2, Enabled: true})
-		up := f.Links[src.Out[swFAPort]]
-		step := func(ps int64) { f.AdvanceTo(ps) }
-		f.AdvanceTo(250_000) // frames 0, 1, 2 sent
+		up = f.Links[src.Out[swFAPort]]
+		f.AdvanceTo(250_000)
 		up.Up = false
-		f.AdvanceTo(350_000) // frame 3 lost
-		up.Up = true
-		f.AdvanceTo(1_050_000)
-		up.Up = false
-		f.AdvanceTo(1_250_000) // frames 11 and 12 lost
-		up.Up = true
-		return f, step
+		return f
 	}
-	f, step := run(2)
+	f := run(1000)
 	dst := fa(f, 1)
-	// The stall began with frame 4 (about 0.46 us); ticks at 0.5, 1.5, 2.5 us.
-	step(1_400_000)
-	if f.Delivered != 3 || dst.SeqIn[0] != 3 || dst.ReasmAge[0] != 2 || dst.ReasmDrops[0] != 0 {
-		t.Errorf("at 1.4 us: delivered %d, next %d, age %d, given up %d; want 3, 3, 2, 0 (stalled, one tick old)", f.Delivered, dst.SeqIn[0], dst.ReasmAge[0], dst.ReasmDrops[0])
+	step(f, 1_500_000) // every event before 1.5 us
+	if f.Delivered != 4 || dst.SeqIn[0] != 4 || dst.ReasmDrops[0] != 0 {
+		t.Errorf("just before 1.5 us: delivered %d, next %d, given up %d; want 4, 4, 0 (frame 5 not yet 1 us old)", f.Delivered, dst.SeqIn[0], dst.ReasmDrops[0])
 	}
-	step(2_000_000) // the tick at 1.5 us: age 3, past the timeout of 2
-	if f.Delivered != 10 || dst.SeqIn[0] != 11 || dst.ReasmDrops[0] != 1 || dst.ReasmAge[0] != 1 {
-		t.Errorf("at 2 us: delivered %d, next %d, given up %d, age %d; want 10, 11, 1, 1 (frames 4..10 out, 13.. waiting behind the next gap)", f.Delivered, dst.SeqIn[0], dst.ReasmDrops[0], dst.ReasmAge[0])
+	step(f, 1_500_001)
+	if f.Delivered != 7 || dst.SeqIn[0] != 8 || dst.ReasmDrops[0] != 1 {
+		t.Errorf("at 1.5 us: delivered %d, next %d, given up %d; want 7, 8, 1 (4 given up, 5..7 out)", f.Delivered, dst.SeqIn[0], dst.ReasmDrops[0])
 	}
-	step(20_000_000)
-	if f.Delivered != 37 || dst.SeqIn[0] != 40 || dst.ReasmDrops[0] != 3 || dst.Waiting() != 0 || dst.ReasmAge[0] != 0 || f.InFlight() != 0 {
-		t.Errorf("at the end: delivered %d, next %d, given up %d, waiting %d, age %d, held %d; want 37, 40, 3, 0, 0, 0",
-			f.Delivered, dst.SeqIn[0], dst.ReasmDrops[0], dst.Waiting(), dst.ReasmAge[0], f.InFlight())
+	step(f, 3_100_001) // frame 21, sent at 2.1 us, expires at 3.1 us
+	if dst.ReasmDrops[0] != 5 || dst.Waiting() != 0 || dst.SeqIn[0] < 30 {
+		t.Errorf("at 3.1 us: given up %d, waiting %d, next %d; want 5, 0, 30 or more (every gap given up, what arrived released)", dst.ReasmDrops[0], dst.Waiting(), dst.SeqIn[0])
+	}
+	step(f, 20_000_000)
+	if f.Delivered != 35 || dst.SeqIn[0] != 40 || dst.ReasmDrops[0] != 5 || f.InFlight() != 0 || f.Delivered+dst.ReasmDrops[0] != f.Generated {
+		t.Errorf("at the end: delivered %d, next %d, given up %d, held %d; want 35, 40, 5, 0: every frame sent released or given up",
+			f.Delivered, dst.SeqIn[0], dst.ReasmDrops[0], f.InFlight())
 	}
 
-	f, step = run(0)
+	f = run(0)
 	dst = fa(f, 1)
-	step(20_000_000)
-	if f.Delivered != 3 || dst.ReasmDrops[0] != 0 || dst.Waiting() != 34 || dst.ReasmAge[0] != 21 {
-		t.Errorf("no timeout: delivered %d, given up %d, waiting %d, age %d; want 3, 0, 34, 21 (1 + 20 ticks)", f.Delivered, dst.ReasmDrops[0], dst.Waiting(), dst.ReasmAge[0])
+	step(f, 20_000_000)
+	if f.Delivered != 4 || dst.ReasmDrops[0] != 0 || dst.Waiting() != 31 {
+		t.Errorf("no timer: delivered %d, given up %d, waiting %d; want 4, 0, 31", f.Delivered, dst.ReasmDrops[0], dst.Waiting())
+	}
+	// The control plane sets a timeout: every waiting frame is older than
+	// it, so every gap goes at once.
+	dst.ReasmTimeout = 1000
+	f.Resume()
+	if f.Delivered != 35 || dst.ReasmDrops[0] != 5 || dst.Waiting() != 0 || dst.SeqIn[0] != 40 {
+		t.Errorf("timer set late: delivered %d, given up %d, waiting %d, next %d; want 35, 5, 0, 40", f.Delivered, dst.ReasmDrops[0], dst.Waiting(), dst.SeqIn[0])
+	}
+	// Raised while frames wait: they wait until the new timeout.
+	f = run(1000)
+	dst = fa(f, 1)
+	step(f, 1_000_000)
+	dst.ReasmTimeout = 2000
+	f.Resume()
+	step(f, 2_500_000)
+	if dst.ReasmDrops[0] != 0 || f.Delivered != 4 {
+		t.Errorf("timeout raised to 2 us: given up %d, delivered %d by 2.5 us; want 0, 4", dst.ReasmDrops[0], f.Delivered)
+	}
+	step(f, 2_500_001)
+	if dst.ReasmDrops[0] != 1 {
+		t.Errorf("timeout raised to 2 us: given up %d at 2.5 us, want 1 (frame 5's)", dst.ReasmDrops[0])
 	}
 }
 
 // A frame that arrives after its number was given up is dropped, not
 // released: every frame sent is either released or counted in ReasmDrops.
-// Here one of two links is 3 us long, so half the frames come late.
+// Here FA 0's link to FE 1 is 3 us long: every odd frame (one every 100
+// ns) arrives 3 us late, after the even frame behind it, 1 us old, gave
+// its number up; the last, 29, has no frame behind it and is released.
 func TestSwitchReassemblyLateFramesDropped(t *testing.T) {
 	f := swFabric(2, 2, 1)
 	flowTo(f, 0, 1, 0)
 	src, dst := fa(f, 0), fa(f, 1)
 	src.Credit[0] = 30
-	dst.ReasmTimeout = 1
+	dst.ReasmTimeout = 1000
 	f.Links[src.Out[swFAPort+1]].PropPs = 3_000_000
 	f.AddApp(devIndex(f, src), &SwApp{Kind: SwKindData, FrameBytes: 256, PeriodPs: 100_000, Batches: 30, PerBatch: 1, AppID: 1, Enabled: true})
-	f.AddApp(devIndex(f, dst), &SwApp{Kind: SwKindAge, FrameBytes: 64, PeriodPs: 500_000, Batches: 40, PerBatch: 1, Enabled: true})
 	f.AdvanceTo(20_000_000)
 	if sum(dst.LatHist) != 30 || f.InFlight() != 0 {
 		t.Fatalf("%d frames arrived, %d held; want 30 and 0", sum(dst.LatHist), f.InFlight())
 	}
-	if f.Delivered+dst.ReasmDrops[0] != 30 || dst.ReasmDrops[0] == 0 || f.Delivered <= 15 {
-		t.Errorf("delivered %d, given up %d: want both and 30 in all, more than the 15 of the short link delivered", f.Delivered, dst.ReasmDrops[0])
+	if f.Delivered != 16 || dst.ReasmDrops[0] != 14 {
+		t.Errorf("delivered %d, given up %d: want 16 (the 15 even frames and 29) and 14", f.Delivered, dst.ReasmDrops[0])
 	}
 }
 

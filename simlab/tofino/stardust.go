@@ -61,7 +61,6 @@ var stardustRegSizes = map[string]int{
 	sd.RegQHist:        sd.HistBuckets,
 	sd.RegFCIThreshold: 1,
 	sd.RegReasmTimeout: 1,
-	sd.RegReasmAge:     sd.MaxFAs,
 	sd.RegReasmDrops:   sd.MaxFAs,
 }
 

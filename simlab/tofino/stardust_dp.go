@@ -23,7 +23,7 @@ import (
 // buffer_hex), their ports' speeds and state, and the fibres' optics. What
 // the cells do comes back as the switches' registers (reg_credit,
 // reg_seq_*, reg_spray, reg_credit_rr, reg_fci, reg_reach_age,
-// reg_reasm_age, reg_reasm_drops, reg_lat_hist, reg_qdepth_hist), port
+// reg_reasm_drops, reg_lat_hist, reg_qdepth_hist), port
 // counters, tm.queue of the FEs' fabric ports and the FAs' recirculation
 // port, and pktgen.status.
 //
@@ -43,7 +43,9 @@ import (
 //     by tm.queue on SD_RECIRC_PORT; a waiting frame leaves as soon
 //     as its VOQ gets a credit (the loop's own latency is not modelled),
 //     and an early one at the destination as soon as it is next, also
-//     when the control plane rewrites reg_seq_in or reg_credit;
+//     when the control plane rewrites reg_seq_in or reg_credit, or at the
+//     instant its age reaches reg_reasm_timeout (ns; the FAs share the
+//     dataplane's clock, as synced global timestamps);
 //   - every fabric port's queue holds at most sdQueueCapBytes;
 //   - a released frame is counted as sent on its host port at once (the
 //     host port's queue is not modelled).
@@ -391,7 +393,7 @@ func sdRegs(dv *sdm.SwDevice) []struct {
 	}
 	return []r{{sd.RegCredit, dv.Credit}, {sd.RegSeqOut, dv.SeqOut}, {sd.RegSeqIn, dv.SeqIn}, {sd.RegSpray, dv.SprayRR},
 		{sd.RegCreditRR, dv.CreditRR}, {sd.RegFCI, dv.FCI}, {sd.RegReachAge, dv.Age}, {sd.RegLatHist, dv.LatHist},
-		{sd.RegReasmAge, dv.ReasmAge}, {sd.RegReasmDrops, dv.ReasmDrops}}
+		{sd.RegReasmDrops, dv.ReasmDrops}}
 }
 
 // syncIn reads the switches' registers into the fabric (the control

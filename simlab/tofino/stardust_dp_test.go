@@ -528,12 +528,15 @@ func TestStardustCorruptingFibre(t *testing.T) {
 	t.Logf("p %.4f: %d of %d corrupted; released %d before the stall", p, bad, tx, released)
 }
 
-// The reassembly timeout through the agent protocol: with the same lossy
-// fibre, reg_reasm_timeout set and aging ticks running at the destination,
-// a lost frame stalls its source only until the stall ages past the
-// timeout; then reg_seq_in moves past the gap, reg_reasm_drops counts it,
-// and every frame after it is released: what was released and what was
-// given up make up every number the source sent but its lost tail.
+// The reassembly timer through the agent protocol: with the same lossy
+// fibre at 2% loss and reg_reasm_timeout at 20 us on the destination, a
+// lost frame stalls its source only until the frame after it is 20 us
+// old; then reg_seq_in moves past the gap, reg_reasm_drops counts it, and
+// the frames after it are released: what was released and what was given
+// up make up every number the source sent but a lost tail. About 400 gaps
+// in 2 ms: given up one timeout at a time, as the stall-age design did,
+// they would take 8 ms; per frame, the last is given up 20 us after the
+// last frame was sent.
 func TestStardustReassemblyTimeout(t *testing.T) {
 	b := newSDBench(t, 4, 2, 1, 2)
 	fibre, _ := b.w.Fibre("fa1-fe1")
@@ -541,7 +544,7 @@ func TestStardustReassemblyTimeout(t *testing.T) {
 	lo, hi := 0.0, 30.0
 	for i := 0; i < 50; i++ {
 		ch.SetAttenuation((lo + hi) / 2)
-		if fibre.FrameLossProbability(256) < 0.002 {
+		if fibre.FrameLossProbability(256) < 0.02 {
 			lo = (lo + hi) / 2
 		} else {
 			hi = (lo + hi) / 2
@@ -549,27 +552,27 @@ func TestStardustReassemblyTimeout(t *testing.T) {
 	}
 	b.flow(0, 1, 1, 0)
 	b.ok(b.fas[0], "reg.set", fmt.Sprintf(`{"name":%q,"index":0,"value":%d}`, sd.RegCredit, sd.CreditCapFrames))
-	b.ok(b.fas[1], "reg.set", fmt.Sprintf(`{"name":%q,"index":0,"value":2}`, sd.RegReasmTimeout))
+	b.ok(b.fas[1], "reg.set", fmt.Sprintf(`{"name":%q,"index":0,"value":20000}`, sd.RegReasmTimeout))
 	b.app(b.fas[0], 1, 252, 100, 20_000, 1, sd.Cell{Kind: sd.KindData})
 	b.credits(1, [][2]int{{0, 0}}, 16, 1000, 2_000)
-	// Aging ticks every 10 us; packet id 0 ages source FA 0's stall.
-	b.app(b.fas[1], 2, 60, 10_000, 300, 1, sd.Cell{Kind: sd.KindAge})
-	b.wait(3000 * time.Microsecond)
+	b.wait(2100 * time.Microsecond)
 	tx := b.counter(b.fas[0], sdFabricPort(0), "$FramesTransmittedOK")
 	bad := b.counter(b.fes[0], sdFabricPort(0), "$FramesReceivedwithFCSError")
-	if tx < 20_000 || bad < 20 {
-		t.Fatalf("sent %d frames, %d corrupted: want 20000 and about 0.2%%", tx, bad)
+	if tx < 20_000 || bad < 200 {
+		t.Fatalf("sent %d frames, %d corrupted: want 20000 and about 2%%", tx, bad)
 	}
 	released := b.counter(b.fas[1], sdHostPort, "$FramesTransmittedOK")
 	next := b.reg(b.fas[1], sd.RegSeqIn, 0)
 	drops := b.reg(b.fas[1], sd.RegReasmDrops, 0)
-	// Every lost frame but a lost tail (no later frame to stall) is given up.
+	// 2.1 ms: 100 us after the last frame was sent, every lost frame but a
+	// lost tail (no later frame to stall) is given up.
 	if released+drops != next || drops > bad || drops < bad-3 || next < 20_000-3 {
 		t.Errorf("released %d + given up %d, reg_seq_in %d; %d corrupted: want the sum to be reg_seq_in (about 20000) and every corrupted frame given up",
 			released, drops, next, bad)
 	}
-	if age := b.reg(b.fas[1], sd.RegReasmAge, 0); age != 0 {
-		t.Errorf("reg_reasm_age[0] = %d after the last release, want 0", age)
+	// Port 196's queue SD_REASM_QID: the early frames' queue.
+	if q := b.ok(b.fas[1], "tm.queue", fmt.Sprintf(`{"pipe":1,"pg_id":17,"pg_queue":%d}`, sd.ReasmQID)); q["drop_count_packets"].(float64) != 0 || q["watermark_cells"].(float64) == 0 {
+		t.Errorf("early frames' queue %v: want it used and never full", q)
 	}
 	t.Logf("%d of %d corrupted; released %d, given up %d", bad, tx, released, drops)
 }

@@ -754,12 +754,29 @@ func (t *Tofino) handle(req agentReq) (any, error) {
 			p.counters = map[string]int64{}
 			return nil, nil
 		}
+		var names []string
+		if v, ok := a["names"]; ok {
+			if err := json.Unmarshal(v, &names); err != nil || len(names) == 0 {
+				return nil, badReq("argument \"names\": expected a non-empty list of counter names, got %s", v)
+			}
+		}
 		c := map[string]int64{}
 		for _, n := range portStatNames {
 			c[n] = p.counters[n]
 		}
 		c["$OctetsReceivedinGoodFrames"] = p.counters["$OctetsReceived"] * c["$FramesReceivedOK"] / max(1, c["$FramesReceivedAll"])
 		c["$PriorityPauseFrames"] = p.counters["$FramesReceivedPriPause"]
+		if names != nil {
+			sel := make(map[string]int64, len(names))
+			for _, n := range names {
+				v, ok := c[n]
+				if !ok {
+					return nil, badReq("port %d: no counter %s in $PORT_STAT", dev, n)
+				}
+				sel[n] = v
+			}
+			c = sel
+		}
 		return map[string]any{"time_ns": int64(now), "counters": c}, nil
 	case "tm.queue":
 		pipe, err := argInt(a, "pipe")

@@ -281,6 +281,12 @@ class AgentTest(AgentBase):
         self.assertEqual(c["$FramesReceivedOK"], 1000)
         self.assertEqual(c["$FramesTransmittedAll"], 2**40)
         self.assertEqual(self.bfrt.calls_to("port.port_stat", "get")[-1]["from_hw"], True)
+        # Only the counters named.
+        c = self.ok("port.stat", {"dev_port": 136, "names": ["$FramesReceivedOK", "$FramesTransmittedAll"]})["counters"]
+        self.assertEqual(c, {"$FramesReceivedOK": 1000, "$FramesTransmittedAll": 2**40})
+        self.fails("bad_request", "port.stat", {"dev_port": 136, "names": ["$NoSuchCounter"]})
+        self.fails("bad_request", "port.stat", {"dev_port": 136, "names": []})
+        self.fails("bad_request", "port.stat", {"dev_port": 136, "names": "$FramesReceivedOK"})
         self.ok("port.stat_clear", {"dev_port": 136})
         self.assertEqual(self.bfrt.calls_to("port.port_stat", "mod")[-1], {"DEV_PORT": 136})
         c = self.ok("port.stat", {"dev_port": 136})["counters"]

@@ -500,6 +500,9 @@ class Agent:
 
     def port_stat(self, args):
         dev = arg_int(args, "dev_port", lo=0)
+        names = args.get("names")
+        if names is not None and (not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names)):
+            raise bad_request("argument 'names': expected a non-empty list of counter names, got %s", json.dumps(names))
         t0 = time.time_ns()
         e = self.call(self.bfrt.port.port_stat.get, DEV_PORT=dev, from_hw=True, print_ents=False)
         t1 = time.time_ns()
@@ -512,6 +515,11 @@ class Agent:
                 counters[text(k)] = n
         if not counters:
             raise bfrt_failure("port %d: $PORT_STAT read returned no counters", dev)
+        if names is not None:
+            missing = [n for n in names if n not in counters]
+            if missing:
+                raise bad_request("port %d: no counter %s in $PORT_STAT", dev, ", ".join(missing))
+            counters = {n: counters[n] for n in names}
         return {"time_ns": (t0 + t1) // 2, "counters": counters}
 
     def port_stat_clear(self, args):

@@ -21,10 +21,6 @@
 /* Flags (contract: Flag*). */
 #define SD_FLAG_FCI 0x01
 #define SD_FLAG_LAST 0x02
-/* Local to the egress FA, set on a frame going round the recirculation
- * port: its source's reassembly timeout expired while it waited, and on its
- * next pass it takes its turn, giving up the sequence numbers before it. */
-#define SD_FLAG_SKIP 0x04
 /* Local port 68: the packet generator and recirculation on pipe 0. */
 #define SD_INTERNAL_PORT 68
 /* A reachability age saturates here; the control plane compares it with th. */
@@ -80,8 +76,9 @@ struct sd_ingress_md_t {
     bit<16>  voq;
     bit<16>  slot;
     bit<8>   ok;
-    bit<8>   reasm_to;
-    bit<8>   reasm_age;
+    bit<32>  reasm_to;
+    bit<32>  reasm_over;
+    bit<8>   expired;
     bit<32>  seq_in;
     bit<32>  skipped;
 }
