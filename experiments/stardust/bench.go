@@ -78,6 +78,9 @@ type benchNode struct {
 	// the switch at the other end of each.
 	Ports, Peers []int
 	sw           *tofino.Switch
+	// creditPorts is how many host ports an FA's credit application
+	// serves (one per batch frame, SetCreditPorts); 0 is one.
+	creditPorts int
 }
 
 func (n *benchNode) program() string {
@@ -592,7 +595,7 @@ func (br *benchRun) startInfra(ctx context.Context, d time.Duration) error {
 			{AppID: appAge, Period: cfg.ReachPeriod, PerBatch: maxPort + 1, Cell: sd.Cell{Kind: sd.KindAge}},
 		}
 		if !n.FE {
-			gens = append(gens, tofino.Generator{AppID: appCredit, Period: creditPeriod, PerBatch: 1,
+			gens = append(gens, tofino.Generator{AppID: appCredit, Period: creditPeriod, PerBatch: max(1, n.creditPorts),
 				Cell: sd.Cell{Kind: sd.KindCredit, SrcFA: uint16(n.ID), PayloadLength: uint16(frames)}})
 		}
 		for _, g := range gens {

@@ -33,11 +33,11 @@ func packetAtBenchShape(b *bench, cfg benchConfig, packetBytes int, prop time.Du
 }
 
 // comparisonBindings name the bench, its programs and the model's packet
-// fabric.
-func comparisonBindings(desc string) []o.Binding {
+// fabric (packet says which).
+func comparisonBindings(desc, packet string) []o.Binding {
 	return []o.Binding{{Role: "fabric", Resource: "switches with stardust_role", Detail: desc},
 		{Role: "programs", Resource: "switches", Detail: fmt.Sprintf("%s on the FAs, %s on the FEs", sd.ProgramFA, sd.ProgramFE)},
-		{Role: "packet fabric", Resource: "simlab/stardustmodel", Detail: "the comparison's ECMP fabric, in the model at the bench's shape (no packet-switched program runs on the bench)"}}
+		{Role: "packet fabric", Resource: "simlab/stardustmodel", Detail: packet + " (no packet-switched program runs on the bench)"}}
 }
 
 // upStep is a bench recipe's first step: the fabric brought up with cfg,

@@ -64,7 +64,7 @@ func (r *Incast) planBench(pc *o.PlanContext, b *bench, ns []int) (*o.Plan, erro
 	var br *benchRun
 	devs := b.devices()
 	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: IncastTables(),
-		Bindings: comparisonBindings(desc),
+		Bindings: comparisonBindings(desc, "the comparison's ECMP fabric, in the model at the bench's shape"),
 		Summary: func(partial bool) (any, error) {
 			mu.Lock()
 			defer mu.Unlock()

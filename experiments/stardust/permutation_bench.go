@@ -51,7 +51,7 @@ func (r *Permutation) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
 	var dst []int
 	devs := b.devices()
 	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: PermutationTables(),
-		Bindings: comparisonBindings(desc),
+		Bindings: comparisonBindings(desc, "the comparison's ECMP fabric, in the model at the bench's shape"),
 		Summary: func(partial bool) (any, error) {
 			mu.Lock()
 			defer mu.Unlock()

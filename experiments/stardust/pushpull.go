@@ -8,6 +8,7 @@ import (
 	"time"
 
 	o "testbed/orchestrator"
+	sd "testbed/p4/stardust"
 	"testbed/results"
 	sm "testbed/simlab/stardustmodel"
 )
@@ -25,11 +26,11 @@ func NewPushPull() *PushPull { return &PushPull{} }
 func (*PushPull) Name() string { return PushPullName }
 
 // Version implements Recipe.
-func (*PushPull) Version() string { return "1.0.0" }
+func (*PushPull) Version() string { return "1.1.0" }
 
 // Summary implements Recipe.
 func (*PushPull) Summary() string {
-	return "Stardust push against pull: §5.2's two ports behind a congested middle stage, without and with traffic classes (Figs. 7 and 12); model only"
+	return "Stardust push against pull: §5.2's two ports behind a congested middle stage, without and with traffic classes (Figs. 7 and 12); on the model, or Fig. 7's pull fabric on a Stardust bench"
 }
 
 // Description implements Recipe.
@@ -52,12 +53,25 @@ The Stardust fabric's links run fast enough that a link carries fabric_speedup x
 port_gbps of data after cell headers; the packet fabric's run at port_gbps. What D
 receives is counted at D (the pull fabric's cells, the push fabric's packets past the
 middle stage), at most a port's rate each. No device is used (model_only in the
-summary). Writes data/pushpull_ports.csv.`
+summary). Writes data/pushpull_ports.csv.
+
+With Stardust switches in the inventory (--bench stardust, or switches with
+stardust_role) Fig. 7's pull fabric runs on them: D is the first FA, its host port A and
+a second host port, bench_port_b, that the run adds as B (and deletes after); the second
+FA's packet generator sends cell_bytes frames (a frame is a cell on Tofino) at two ports'
+worth, half towards A and half towards B, the third FA's at one port's worth towards A.
+A's credits go round robin to the two VOQs that send to it, B's to its one, and D's
+host ports' counters give what A and B received over bench_measure. With
+bench_link_gbps 50 (the default here) D's four links carry two ports' worth, §5.2's
+middle stage. The push fabric's row is the model's (push_fabric_from: model). Fig. 12
+needs the traffic manager's priorities between the recirculation port's queues, which
+the run does not set (and the simulated bench does not model): on a bench only Fig. 7
+runs.`
 }
 
 // Params implements Recipe.
 func (*PushPull) Params() []o.ParamSpec {
-	return []o.ParamSpec{
+	return append([]o.ParamSpec{
 		// §5.2: 100GE ports.
 		{Name: "port_gbps", Type: o.TypeFloat, Unit: "Gb/s", Default: 100.0, Min: o.Bound(1), Max: o.Bound(1000), Description: "rate of A, B and every source (§5.2: 100GE)"},
 		{Name: "packet_bytes", Type: o.TypeInt, Unit: "B", Default: int64(1500), Min: o.Bound(64), Max: o.Bound(9216), Description: "packet size, both fabrics"},
@@ -73,17 +87,42 @@ func (*PushPull) Params() []o.ParamSpec {
 		{Name: "switch_buffer_kb", Type: o.TypeFloat, Unit: "KB", Default: 128.0, Min: o.Bound(10), Max: o.Bound(1e6), Description: "push fabric: drop-tail buffer of every switch output per class, 1024 B a KB"},
 		{Name: "warmup", Type: o.TypeDuration, Default: 50 * time.Microsecond, Min: o.Bound(0), Max: o.Bound(1), Description: "simulated time before measuring"},
 		{Name: "measure", Type: o.TypeDuration, Default: 500 * time.Microsecond, Min: o.Bound(1e-6), Max: o.Bound(1), Description: "simulated time measured"},
-	}
+		// The bench's fabric: as stardust-fabric's defaults.
+		{Name: "fci_threshold", Type: o.TypeInt, Unit: "frames", Default: int64(32), Min: o.Bound(0), Max: o.Bound(1 << 16), Description: "bench only: FE and FA fabric port queue depth that marks FCI; 0 turns FCI off"},
+		{Name: "reach_period", Type: o.TypeDuration, Default: 10 * time.Microsecond, Min: o.Bound(1e-7), Max: o.Bound(0.01), Description: "bench only: reachability cell and aging period (Table 4: 10 us)"},
+		{Name: "bench_port_b", Type: o.TypeInt, Default: int64(184), Min: o.Bound(0), Max: o.Bound(sd.PortCount - 1), Description: "bench only: the dev port of D (the first FA) the run adds as B, beside its host port A"},
+	}, pushPullBenchParams()...)
 }
 
-// PushPullTables are the recipe's table and figures.
-func PushPullTables() []results.Table {
+// pushPullBenchParams are the bench parameters, the fabric links at 50
+// Gb/s: D's four links then carry two ports' worth, as §5.2's middle stage.
+func pushPullBenchParams() []o.ParamSpec {
+	ps := benchParams(200*time.Microsecond, 50*time.Microsecond, 0)
+	out := ps[:0]
+	for _, x := range ps {
+		switch x.Name {
+		case "bench_drain":
+			continue
+		case "bench_link_gbps":
+			x.Default = int64(50)
+			x.Description = "bench only: the fabric ports' speed (50: D's four links carry two 100 Gb/s ports' worth, §5.2's middle stage)"
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// PushPullTables are the recipe's table and figures; a bench run (fig7
+// only) drops Fig. 12's.
+func PushPullTables() []results.Table { return pushPullTables(true) }
+
+func pushPullTables(fig12 bool) []results.Table {
 	fig := func(sc, title, caption string) results.Figure {
 		return results.Figure{Name: sc + "-pushpull", Title: title, Caption: caption, Kind: results.Bar,
 			X: "port", Y: "delivered_gbps", Series: []string{"fabric"}, Where: []results.Cond{{Column: "scenario", Value: sc}},
 			XLabel: "Destination port", YLabel: "Received (Gb/s)"}
 	}
-	return []results.Table{
+	t := []results.Table{
 		{Name: "pushpull_ports", Title: "What A and B receive", Description: "One row per scenario, fabric and destination port.",
 			Fields: []results.Field{
 				{Name: "scenario", Type: "string", Description: "fig7 (one class) or fig12 (A high, B low)"},
@@ -96,9 +135,12 @@ func PushPullTables() []results.Table {
 			},
 			Figures: []results.Figure{
 				fig("fig7", "Push against pull, one class (Fig. 7)", "§5.2: A is sent two ports' worth, B one; the push fabric's middle stage drops B's traffic with A's, the pull fabric's credits admit only what A and B drain."),
-				fig("fig12", "Push against pull, traffic classes (Fig. 12)", "App. F: A's traffic high, B's low; the push fabric's middle stage serves the high class first and drops B's, the pull fabric's schedulers credit A and B apart."),
 			}},
 	}
+	if fig12 {
+		t[0].Figures = append(t[0].Figures, fig("fig12", "Push against pull, traffic classes (Fig. 12)", "App. F: A's traffic high, B's low; the push fabric's middle stage serves the high class first and drops B's, the pull fabric's schedulers credit A and B apart."))
+	}
+	return t
 }
 
 // PushPullPoint is one scenario on one fabric, Gb/s.
@@ -113,18 +155,38 @@ type PushPullPoint struct {
 
 // PushPullSummary is summary.json, keyed scenario then fabric.
 type PushPullSummary struct {
-	Partial   bool                                `json:"partial"`
-	ModelOnly bool                                `json:"model_only"`
-	Scenarios map[string]map[string]PushPullPoint `json:"scenarios"`
+	Partial   bool `json:"partial"`
+	ModelOnly bool `json:"model_only"`
+	// MeasuredOn is "bench" when the pull fabric ran on the switches of a
+	// Stardust bench (empty for the model); PushFrom then says where the
+	// push fabric's rows come from.
+	MeasuredOn string                              `json:"measured_on,omitempty"`
+	PushFrom   string                              `json:"push_fabric_from,omitempty"`
+	Scenarios  map[string]map[string]PushPullPoint `json:"scenarios"`
 	// PullOverPush is the total pull delivers over push's, per scenario
 	// (App. F: twice with classes).
 	PullOverPush map[string]float64 `json:"pull_over_push"`
 }
 
-// Plan implements Recipe. It touches no device.
-func (r *PushPull) Plan(pc *o.PlanContext) (*o.Plan, error) {
-	p := pc.Params
-	c := sm.Default()
+// add records a scenario's point on one fabric and, with both, pull over
+// push.
+func (s *PushPullSummary) add(sc, fabric string, pt PushPullPoint) {
+	if s.Scenarios[sc] == nil {
+		s.Scenarios[sc] = map[string]PushPullPoint{}
+	}
+	s.Scenarios[sc][fabric] = pt
+	if pu, ok := s.Scenarios[sc]["pull"]; ok {
+		if ps, ok := s.Scenarios[sc]["push"]; ok && ps.TotalGbps > 0 {
+			s.PullOverPush[sc] = pu.TotalGbps / ps.TotalGbps
+		}
+	}
+}
+
+// pushPullModel is the model's pull fabric (c) and push fabric (push, po)
+// of §5.2's shape: three devices of two ports, two FEs, one link from each
+// to every device.
+func pushPullModel(p *o.Params) (c, push sm.Config, po sm.PacketOpts, err error) {
+	c = sm.Default()
 	c.FAs, c.FEs, c.LinksPerFA, c.PortsPerFA, c.Groups, c.Stages = 3, 2, 2, 2, 1, 1
 	c.PortBps = p.Float("port_gbps") * 1e9
 	c.CellBytes, c.CreditBytes, c.SpeedUp = int(p.Int("cell_bytes")), int(p.Int("credit_bytes")), p.Float("speed_up")
@@ -135,11 +197,133 @@ func (r *PushPull) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	// a port's rate.
 	c.LinkBps = p.Float("fabric_speedup") * c.PortBps * float64(c.CellBytes+c.CellHeaderBytes+c.LinkOverheadBytes) / float64(c.CellBytes)
 	if err := c.Validate(); err != nil {
-		return nil, o.Inputf("%s: the fabric's parameters: %v", PushPullName, err)
+		return c, push, po, o.Inputf("%s: the fabric's parameters: %v", PushPullName, err)
 	}
-	pc2 := c
-	pc2.LinkBps, pc2.Priorities = c.PortBps, 1
-	po := sm.PacketOpts{BufferBytes: int(p.Float("switch_buffer_kb") * 1024), InitWindow: 1, RTO: time.Second, OpenLoop: true, Spray: true, Classes: 2}
+	push = c
+	push.LinkBps, push.Priorities = c.PortBps, 1
+	po = sm.PacketOpts{BufferBytes: int(p.Float("switch_buffer_kb") * 1024), InitWindow: 1, RTO: time.Second, OpenLoop: true, Spray: true, Classes: 2}
+	return c, push, po, nil
+}
+
+// pushPullFlow is one of §5.2's flows: from device src to D's port (0 A,
+// 1 B) in class prio.
+type pushPullFlow struct{ src, port, prio int }
+
+// pushPullFlows are a scenario's flows: D is device 0 (A port 0, B port
+// 1), the first input device 1 sends to A and B, the second 2 to A; fig12
+// puts B's flow in the low class.
+func pushPullFlows(sc string) []pushPullFlow {
+	bPrio := 0
+	if sc == "fig12" {
+		bPrio = 1
+	}
+	return []pushPullFlow{{1, 0, 0}, {1, 1, bPrio}, {2, 0, 0}}
+}
+
+// writePushPull writes a scenario's rows for one fabric from what A and B
+// received and were sent (Gb/s) and lost, at most a port's rate each (a
+// port drains at its rate: what it receives beyond that waits, pulled, or
+// is dropped at its egress, pushed).
+func writePushPull(rc *o.RunContext, sc, fabric string, got, offered [2]float64, lost [2]int64, port float64) (PushPullPoint, error) {
+	t, err := rc.Table("pushpull_ports")
+	if err != nil {
+		return PushPullPoint{}, err
+	}
+	pt := PushPullPoint{AGbps: min(got[0], port), BGbps: min(got[1], port)}
+	pt.TotalGbps = pt.AGbps + pt.BGbps
+	pt.BShare = pt.BGbps / offered[1]
+	pt.Lost = lost[0] + lost[1]
+	for k, name := range []string{"A", "B"} {
+		if err := t.Write(sc, fabric, name, offered[k], min(got[k], port), min(got[k], port)/port, lost[k]); err != nil {
+			return pt, err
+		}
+	}
+	rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("%s %s: A %.1f Gb/s, B %.1f Gb/s (%.0f%% of what it was sent), %d lost",
+		sc, fabric, pt.AGbps, pt.BGbps, 100*pt.BShare, pt.Lost)})
+	return pt, nil
+}
+
+// simulatePushPull runs scenario sc on the model's pull fabric c or push
+// fabric push and writes its rows.
+func simulatePushPull(ctx context.Context, rc *o.RunContext, p *o.Params, sc, fabric string, c, push sm.Config, po sm.PacketOpts) (PushPullPoint, error) {
+	flows := pushPullFlows(sc)
+	cfg := c
+	if fabric == "push" {
+		cfg = push
+	}
+	slot := cfg.SlotSeconds()
+	warm := int64(p.Duration("warmup").Seconds() / slot)
+	meas := max(1, int64(p.Duration("measure").Seconds()/slot))
+	bytes := int64(2 * cfg.PortBps / 8 * float64(warm+meas) * slot)
+	var run func(int64)
+	var delivered func(int) int64
+	var lostOf func(int) int64
+	switch fabric {
+	case "pull":
+		m, err := sm.New(cfg, rand.New(rand.NewPCG(rc.Seed, 0x5d)))
+		if err != nil {
+			return PushPullPoint{}, err
+		}
+		for _, f := range flows {
+			if _, err := m.AddFlow(f.src, f.port, f.prio, bytes, cfg.PacketBytes); err != nil {
+				return PushPullPoint{}, err
+			}
+		}
+		run, delivered = m.Run, m.FlowDelivered
+		lostOf = func(int) int64 { return m.S.CellsLost + m.S.CellsLostFailed + m.S.CellsNoRoute }
+	default:
+		f, err := sm.NewPacketFabric(cfg, po, rand.New(rand.NewPCG(rc.Seed, 0xec)))
+		if err != nil {
+			return PushPullPoint{}, err
+		}
+		for _, fl := range flows {
+			if _, err := f.AddFlowClass(fl.src, fl.port, fl.prio, bytes, cfg.PacketBytes); err != nil {
+				return PushPullPoint{}, err
+			}
+		}
+		run, delivered, lostOf = f.Run, f.FlowDelivered, f.FlowDrops
+	}
+	if err := runSlots(ctx, run, warm); err != nil {
+		return PushPullPoint{}, err
+	}
+	d0 := make([]int64, len(flows))
+	l0 := make([]int64, len(flows))
+	for i := range flows {
+		d0[i], l0[i] = delivered(i), lostOf(i)
+	}
+	if err := runSlots(ctx, run, meas); err != nil {
+		return PushPullPoint{}, err
+	}
+	gbps := func(b int64) float64 { return float64(b) * 8 / (float64(meas) * slot) / 1e9 }
+	var got, offered [2]float64
+	var lost [2]int64
+	for i, f := range flows {
+		got[f.port] += gbps(delivered(i) - d0[i])
+		offered[f.port] += cfg.PortBps / 1e9
+		if fabric == "push" {
+			lost[f.port] += lostOf(i) - l0[i]
+		}
+	}
+	if fabric == "pull" {
+		lost[0] = lostOf(0) - l0[0] // the fabric's, all flows
+	}
+	return writePushPull(rc, sc, fabric, got, offered, lost, cfg.PortBps/1e9)
+}
+
+// Plan implements Recipe. On the model it touches no device; with
+// Stardust switches in the inventory the pull fabric runs on them
+// (planBench).
+func (r *PushPull) Plan(pc *o.PlanContext) (*o.Plan, error) {
+	p := pc.Params
+	c, push, po, err := pushPullModel(p)
+	if err != nil {
+		return nil, err
+	}
+	if b, err := findBench(pc.Lab); err != nil {
+		return nil, err
+	} else if b != nil {
+		return r.planBench(pc, b, push, po)
+	}
 	var mu sync.Mutex
 	sum := PushPullSummary{ModelOnly: true, Scenarios: map[string]map[string]PushPullPoint{}, PullOverPush: map[string]float64{}}
 	steps := 0
@@ -152,108 +336,17 @@ func (r *PushPull) Plan(pc *o.PlanContext) (*o.Plan, error) {
 			s.Partial = partial || steps < 4
 			return s, nil
 		}}
-	// D is FA 0 (A port 0, B port 1); the first input device FA 1, the
-	// second FA 2.
-	type flow struct{ src, port, prio int }
 	for _, sc := range []string{"fig7", "fig12"} {
-		bPrio := 0
-		if sc == "fig12" {
-			bPrio = 1
-		}
-		flows := []flow{{1, 0, 0}, {1, 1, bPrio}, {2, 0, 0}}
 		for _, fabric := range []string{"pull", "push"} {
 			plan.Steps = append(plan.Steps, &o.Step{Name: sc + " " + fabric, Action: "simulate",
 				Run: func(ctx context.Context, rc *o.RunContext) error {
-					cfg := c
-					if fabric == "push" {
-						cfg = pc2
-					}
-					slot := cfg.SlotSeconds()
-					warm := int64(p.Duration("warmup").Seconds() / slot)
-					meas := max(1, int64(p.Duration("measure").Seconds()/slot))
-					bytes := int64(2 * cfg.PortBps / 8 * float64(warm+meas) * slot)
-					var run func(int64)
-					var delivered func(int) int64
-					var lostOf func(int) int64
-					switch fabric {
-					case "pull":
-						m, err := sm.New(cfg, rand.New(rand.NewPCG(rc.Seed, 0x5d)))
-						if err != nil {
-							return err
-						}
-						for _, f := range flows {
-							if _, err := m.AddFlow(f.src, f.port, f.prio, bytes, cfg.PacketBytes); err != nil {
-								return err
-							}
-						}
-						run, delivered = m.Run, m.FlowDelivered
-						lostOf = func(int) int64 { return m.S.CellsLost + m.S.CellsLostFailed + m.S.CellsNoRoute }
-					default:
-						f, err := sm.NewPacketFabric(cfg, po, rand.New(rand.NewPCG(rc.Seed, 0xec)))
-						if err != nil {
-							return err
-						}
-						for _, fl := range flows {
-							if _, err := f.AddFlowClass(fl.src, fl.port, fl.prio, bytes, cfg.PacketBytes); err != nil {
-								return err
-							}
-						}
-						run, delivered, lostOf = f.Run, f.FlowDelivered, f.FlowDrops
-					}
-					if err := runSlots(ctx, run, warm); err != nil {
-						return err
-					}
-					d0 := make([]int64, len(flows))
-					l0 := make([]int64, len(flows))
-					for i := range flows {
-						d0[i], l0[i] = delivered(i), lostOf(i)
-					}
-					if err := runSlots(ctx, run, meas); err != nil {
-						return err
-					}
-					gbps := func(b int64) float64 { return float64(b) * 8 / (float64(meas) * slot) / 1e9 }
-					var got [2]float64
-					var lost [2]int64
-					var offered [2]float64
-					for i, f := range flows {
-						got[f.port] += gbps(delivered(i) - d0[i])
-						offered[f.port] += cfg.PortBps / 1e9
-						if fabric == "push" {
-							lost[f.port] += lostOf(i) - l0[i]
-						}
-					}
-					if fabric == "pull" {
-						lost[0] = lostOf(0) - l0[0] // the fabric's, all flows
-					}
-					// A port drains at its rate: what it receives beyond
-					// that waits (pull) or is dropped at its egress (push).
-					port := cfg.PortBps / 1e9
-					t, err := rc.Table("pushpull_ports")
+					pt, err := simulatePushPull(ctx, rc, p, sc, fabric, c, push, po)
 					if err != nil {
 						return err
 					}
-					pt := PushPullPoint{AGbps: min(got[0], port), BGbps: min(got[1], port)}
-					pt.TotalGbps = pt.AGbps + pt.BGbps
-					pt.BShare = pt.BGbps / offered[1]
-					pt.Lost = lost[0] + lost[1]
-					for k, name := range []string{"A", "B"} {
-						if err := t.Write(sc, fabric, name, offered[k], min(got[k], port), min(got[k], port)/port, lost[k]); err != nil {
-							return err
-						}
-					}
-					rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("%s %s: A %.1f Gb/s, B %.1f Gb/s (%.0f%% of what it was sent), %d lost",
-						sc, fabric, pt.AGbps, pt.BGbps, 100*pt.BShare, pt.Lost)})
 					mu.Lock()
 					defer mu.Unlock()
-					if sum.Scenarios[sc] == nil {
-						sum.Scenarios[sc] = map[string]PushPullPoint{}
-					}
-					sum.Scenarios[sc][fabric] = pt
-					if pu, ok := sum.Scenarios[sc]["pull"]; ok {
-						if ps, ok := sum.Scenarios[sc]["push"]; ok && ps.TotalGbps > 0 {
-							sum.PullOverPush[sc] = pu.TotalGbps / ps.TotalGbps
-						}
-					}
+					sum.add(sc, fabric, pt)
 					steps++
 					return nil
 				}})

@@ -1,0 +1,223 @@
+package stardust
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"testbed/dut/tofino"
+	o "testbed/orchestrator"
+	sd "testbed/p4/stardust"
+	"testbed/results"
+	sm "testbed/simlab/stardustmodel"
+)
+
+// planBench is stardust-pushpull's Fig. 7 on a Stardust bench, the pull
+// fabric measured on its switches: D is the first FA, with its host port
+// as A and a second host port, bench_port_b, added by the run as B; the
+// first input device is the second FA, sending a port's worth towards A
+// and one towards B, the second input device the third FA, sending a
+// port's worth towards A. Each of D's ports hands out its own credits (A's
+// round robin over the two VOQs that send to it, B's to its one), so the
+// sources send only what A and B drain. With bench_link_gbps 50 (the
+// default here) D's four links carry two ports' worth, as §5.2's middle
+// stage. The push fabric's row is the model's (no packet-switched program
+// runs on the bench). Fig. 12's classes need the traffic manager's
+// priorities between the recirculation port's queues, which the bring-up
+// does not set and the simulated bench does not model: on a bench the
+// recipe runs Fig. 7 only.
+func (r *PushPull) planBench(pc *o.PlanContext, b *bench, push sm.Config, po sm.PacketOpts) (*o.Plan, error) {
+	p := pc.Params
+	frame := int(p.Int("cell_bytes"))
+	cfg, err := benchConfigFrom(p, frame)
+	if err != nil {
+		return nil, o.Inputf("cell_bytes: %v", err)
+	}
+	cfg.FCIFrames = int(p.Int("fci_threshold"))
+	if len(b.FAs) < 3 {
+		return nil, o.Inputf("%s: §5.2's example needs three FAs (D and two input devices); the bench has %d", PushPullName, len(b.FAs))
+	}
+	if g := p.Float("port_gbps"); g != float64(cfg.HostGbps) {
+		return nil, o.Inputf("port_gbps %g: the bench's host ports run at bench_host_gbps %d Gb/s; set them equal so that the push fabric's row is for the same ports", g, cfg.HostGbps)
+	}
+	d := b.FAs[0]
+	portB := int(p.Int("bench_port_b"))
+	if portB == d.Host || portB < 0 || portB >= sd.PortCount {
+		return nil, o.Inputf("bench_port_b %d: expected a dev port of %s other than its host port %d", portB, d.Name, d.Host)
+	}
+	for _, x := range d.Ports {
+		if x == portB {
+			return nil, o.Inputf("bench_port_b %d is one of %s's fabric ports", portB, d.Name)
+		}
+	}
+	warm, measure := p.Duration("bench_warmup"), p.Duration("bench_measure")
+	desc := b.describe(cfg.LinkGbps, cfg.HostGbps)
+	var mu sync.Mutex
+	sum := PushPullSummary{ModelOnly: false, MeasuredOn: "bench", PushFrom: "model", Scenarios: map[string]map[string]PushPullPoint{}, PullOverPush: map[string]float64{}}
+	steps := 0
+	var br *benchRun
+	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: pushPullTables(false),
+		Bindings: append(comparisonBindings(desc, "the push fabric (packets sprayed at line rate, drop-tail buffers), in the model at §5.2's shape"), o.Binding{Role: "D", Resource: d.Name, Detail: fmt.Sprintf("A: dev port %d (its host port), B: dev port %d (added by the run)", d.Host, portB)}),
+		Summary: func(partial bool) (any, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			s := sum
+			s.Partial = partial || steps < 2
+			return s, nil
+		}}
+	plan.Steps = append(plan.Steps, b.upStep(cfg, &br))
+	plan.Steps = append(plan.Steps, &o.Step{Name: "D's two host ports", Action: "configure", Devices: []string{d.Name},
+		Note: fmt.Sprintf("port %d added at %d Gb/s as B; A and B each get their credits", portB, cfg.HostGbps),
+		Run: func(ctx context.Context, rc *o.RunContext) error {
+			if br == nil {
+				return fmt.Errorf("the fabric is not up")
+			}
+			if err := br.port(ctx, d, portB, cfg.HostGbps); err != nil {
+				return err
+			}
+			if err := d.sw.SetHostPorts(ctx, map[int]int{0: d.Host, 1: portB}); err != nil {
+				return fmt.Errorf("%s: %w", d.Name, err)
+			}
+			if err := d.sw.SetCreditPorts(ctx, []int{0, 1}); err != nil {
+				return fmt.Errorf("%s: %w", d.Name, err)
+			}
+			d.creditPorts = 2
+			return nil
+		}})
+	plan.Steps = append(plan.Steps, &o.Step{Name: "fig7 pull (bench)", Action: "measure", Devices: b.devices(),
+		Note: fmt.Sprintf("%v + %v measured on the switches' clock", warm, measure),
+		Run: func(ctx context.Context, rc *o.RunContext) error {
+			if br == nil || d.creditPorts != 2 {
+				return fmt.Errorf("the fabric is not up")
+			}
+			got, offered, lost, err := br.pushPull(ctx, rc, portB, warm, measure)
+			if err != nil {
+				return err
+			}
+			pt, err := writePushPull(rc, "fig7", "pull", got, offered, lost, float64(cfg.HostGbps))
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			sum.add("fig7", "pull", pt)
+			steps++
+			return nil
+		}})
+	plan.Steps = append(plan.Steps, &o.Step{Name: "fig7 push (model)", Action: "simulate",
+		Run: func(ctx context.Context, rc *o.RunContext) error {
+			pt, err := simulatePushPull(ctx, rc, p, "fig7", "push", push, push, po)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			sum.add("fig7", "push", pt)
+			steps++
+			return nil
+		}})
+	return plan, nil
+}
+
+// pushPull runs Fig. 7 on the bench: the second FA sends two ports' worth
+// (half to A, half to B), the third one port's worth to A, and D's host
+// ports' counters give what A and B received over the window. It returns
+// Gb/s received and sent per port and the frames the FEs' queues lost.
+func (br *benchRun) pushPull(ctx context.Context, rc *o.RunContext, portB int, warm, measure time.Duration) (got, offered [2]float64, lost [2]int64, err error) {
+	d, s1, s2 := br.FAs[0], br.FAs[1], br.FAs[2]
+	// One VOQ per destination port at the sources: A's is voq(D), B's the
+	// one after the FAs' range.
+	voqA, voqB := voq(d.ID), sd.MaxFAs+d.ID
+	a := tofino.VOQTarget{FA: d.ID, Port: 0, VOQ: voqA}
+	bt := tofino.VOQTarget{FA: d.ID, Port: 1, VOQ: voqB}
+	if err = s1.sw.SetGenFlow(ctx, appData, []tofino.VOQTarget{a, bt}); err != nil {
+		return got, offered, lost, fmt.Errorf("%s: %w", s1.Name, err)
+	}
+	if err = s2.sw.SetGenFlow(ctx, appData, []tofino.VOQTarget{a}); err != nil {
+		return got, offered, lost, fmt.Errorf("%s: %w", s2.Name, err)
+	}
+	if err = d.sw.SetCreditSources(ctx, 0, []tofino.CreditSource{{FA: s1.ID, VOQ: voqA}, {FA: s2.ID, VOQ: voqA}}); err != nil {
+		return got, offered, lost, fmt.Errorf("%s: %w", d.Name, err)
+	}
+	if err = d.sw.SetCreditSources(ctx, 1, []tofino.CreditSource{{FA: s1.ID, VOQ: voqB}}); err != nil {
+		return got, offered, lost, fmt.Errorf("%s: %w", d.Name, err)
+	}
+	if err = br.startInfra(ctx, warm+measure+br.cfg.ReachPeriod); err != nil {
+		return got, offered, lost, err
+	}
+	host := float64(br.cfg.HostGbps) * 1e9
+	read := func() (int64, int64, int64, error) {
+		ca, err := d.sw.PortCounters(ctx, d.Host)
+		if err != nil {
+			return 0, 0, 0, fmt.Errorf("%s: %w", d.Name, err)
+		}
+		cb, err := d.sw.PortCounters(ctx, portB)
+		if err != nil {
+			return 0, 0, 0, fmt.Errorf("%s: %w", d.Name, err)
+		}
+		var drops int64
+		for _, fe := range br.FEs {
+			q, err := fe.sw.QueueDrops(ctx, fe.Ports, 0)
+			if err != nil {
+				return 0, 0, 0, fmt.Errorf("%s: %w", fe.Name, err)
+			}
+			for _, x := range q {
+				drops += x
+			}
+		}
+		return ca.Values["$FramesTransmittedOK"], cb.Values["$FramesTransmittedOK"], drops, nil
+	}
+	clock := d.sw
+	t0, err := clock.Clock(ctx)
+	if err != nil {
+		return got, offered, lost, err
+	}
+	_, _, drops0, err := read()
+	if err != nil {
+		return got, offered, lost, err
+	}
+	for _, x := range []struct {
+		n   *benchNode
+		bps float64
+	}{{s1, 2 * host}, {s2, host}} {
+		period, k, _ := pace(br.cfg.FrameBytes, x.bps)
+		batches, err := batchesFor(warm+measure, period)
+		if err != nil {
+			return got, offered, lost, err
+		}
+		g := tofino.Generator{AppID: appData, Port: genPort, EgressPort: x.n.Host, FrameBytes: br.cfg.FrameBytes, Period: period, PerBatch: k, Batches: batches,
+			Cell: sd.Cell{Kind: sd.KindData, SrcFA: uint16(x.n.ID)}}
+		if err := br.startGen(ctx, x.n, g); err != nil {
+			return got, offered, lost, err
+		}
+	}
+	tA, err := clock.WaitClock(ctx, t0+warm)
+	if err != nil {
+		return got, offered, lost, err
+	}
+	a0, b0, _, err := read()
+	if err != nil {
+		return got, offered, lost, err
+	}
+	tB, err := clock.WaitClock(ctx, tA+measure)
+	if err != nil {
+		return got, offered, lost, err
+	}
+	a1, b1, drops1, err := read()
+	if err != nil {
+		return got, offered, lost, err
+	}
+	if err := br.stopAll(ctx, appData, appCredit, appReach, appAge); err != nil {
+		return got, offered, lost, err
+	}
+	d.creditPorts = 2
+	wire := float64((br.cfg.FrameBytes + wireExtra) * 8)
+	win := (tB - tA).Seconds()
+	got = [2]float64{float64(a1-a0) * wire / win / 1e9, float64(b1-b0) * wire / win / 1e9}
+	offered = [2]float64{2 * host / 1e9, host / 1e9}
+	// The fabric's losses, all flows (as the model's pull row).
+	lost[0] = drops1 - drops0
+	rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("fig7 on the bench: A received %.2f Gb/s, B %.2f Gb/s over %v; %d frames lost in FE queues", got[0], got[1], tB-tA, lost[0])})
+	return got, offered, lost, nil
+}

@@ -1,0 +1,55 @@
+package stardust_test
+
+import (
+	"context"
+	"testing"
+
+	"testbed/dut/tofino"
+	"testbed/experiments/recipetest"
+	"testbed/experiments/stardust"
+	sd "testbed/p4/stardust"
+)
+
+// stardust-pushpull's Fig. 7 on the Stardust bench: D (fa1) gets a second
+// host port B beside A; fa2 sends a port's worth to each, fa3 one to A,
+// and D's four 50 Gb/s links carry two ports' worth, as §5.2's middle
+// stage. Pulled, A's and B's credits are handed out apart, so B, not
+// congested itself, receives nearly all it was sent (the 3% credit
+// speed-up on links with none is what FCI trims) and no frame is lost;
+// pushed (the model), B gets the middle stage's two thirds. Afterwards D
+// has neither the run's port B nor its host ports.
+func TestPushPullOnTheBench(t *testing.T) {
+	if raceDetector {
+		t.Skip("a whole recipe on the bench's twelve switches: run without the race detector (make test does); TestFabricOnTheBenchInterrupted covers the bring-up under it")
+	}
+	lab := startStardustBench(t, 5)
+	var s stardust.PushPullSummary
+	res := recipetest.Run(t, lab, stardust.NewPushPull(), 5, &s, nil, "bench_measure=100us", "bench_warmup=30us")
+	if res.Status != "ok" {
+		t.Fatalf("run %s: %s", res.Status, res.Reason)
+	}
+	if s.ModelOnly || s.MeasuredOn != "bench" || s.PushFrom != "model" || s.Partial {
+		t.Fatalf("summary %+v", s)
+	}
+	pull, push := s.Scenarios["fig7"]["pull"], s.Scenarios["fig7"]["push"]
+	if pull.AGbps < 99 || pull.BShare < 0.97 || pull.Lost != 0 {
+		t.Errorf("pull on the bench: %+v, want A at its port's rate, B near all it was sent, nothing lost", pull)
+	}
+	if push.BShare > 0.8 || push.Lost == 0 {
+		t.Errorf("push (model): %+v, want B held to the middle stage's share", push)
+	}
+	if _, ok := s.Scenarios["fig12"]; ok {
+		t.Error("fig12 ran on the bench, whose traffic manager priorities the run does not set")
+	}
+	recipetest.CheckReport(t, res.Dir, "fig7-pushpull")
+	fa := openSwitch(t, lab, "fa1")
+	ctx := context.Background()
+	if _, err := fa.PortStatus(ctx, 184); !tofino.IsNotFound(err) {
+		t.Errorf("fa1's port B after the run: %v, want deleted", err)
+	}
+	for _, tb := range []string{sd.TableHostPort, sd.TableCreditPort, sd.TableCreditTo} {
+		if es, err := fa.Entries(ctx, tb); err != nil || len(es) != 0 {
+			t.Errorf("fa1's %s after the run: %d entries, %v", tb, len(es), err)
+		}
+	}
+}
