@@ -113,6 +113,14 @@ type Config struct {
 	// says only that FCI "throttles the credit rate"; these are ours.
 	FCIDecrease     float64
 	FCIRecoverSlots int
+	// FCIReaction is the egress scheduler's law on FCI: "cut" (the
+	// FCIDecrease/FCIRecoverSlots law above) or "proportional" (the
+	// Tofino programs' law, p4/stardust/README.md's FCI row: the
+	// scheduler counts the marked cells that reach its port and cancels
+	// one credit for each credit's worth of them, CreditCells, so its
+	// credit rate falls by the share of cells marked). "" is "cut". Both
+	// are ours: §4.2 says only that FCI throttles the credit rate.
+	FCIReaction string
 	// EgressStopBytes is the egress port buffer level above which the
 	// scheduler stops sending credits (§4.1 "when the egress buffer is
 	// close to full").
@@ -143,6 +151,23 @@ func Default() Config {
 		EgressStopBytes: 64 << 10, Load: 0.7, PacketBytes: 1500, HighShare: 0.5,
 	}
 }
+
+// The FCI reactions (Config.FCIReaction).
+const (
+	FCICut          = "cut"
+	FCIProportional = "proportional"
+)
+
+func (c Config) fciReaction() string {
+	if c.FCIReaction == "" {
+		return FCICut
+	}
+	return c.FCIReaction
+}
+
+// CreditCells is a credit's worth of cells at the model's cell size: the
+// marked cells that cancel one credit under the proportional FCI law.
+func (c Config) CreditCells() int { return (c.CreditBytes + c.CellBytes - 1) / c.CellBytes }
 
 func (c Config) groups() int { return max(c.Groups, 1) }
 func (c Config) stages() int { return max(c.Stages, 1) }
@@ -215,7 +240,12 @@ func (c Config) Validate() error {
 	if c.FCIDecrease < 0 || c.FCIDecrease >= 1 {
 		errs = append(errs, fmt.Errorf("FCIDecrease %g outside [0,1)", c.FCIDecrease))
 	}
-	if c.FCIThreshold > 0 && c.FCIRecoverSlots <= 0 {
+	switch c.FCIReaction {
+	case "", FCICut, FCIProportional:
+	default:
+		errs = append(errs, fmt.Errorf("FCIReaction %q: expected %q or %q", c.FCIReaction, FCICut, FCIProportional))
+	}
+	if c.FCIThreshold > 0 && c.fciReaction() == FCICut && c.FCIRecoverSlots <= 0 {
 		errs = append(errs, errors.New("FCIRecoverSlots must be positive with FCI on"))
 	}
 	if c.HighShare < 0 || c.HighShare > 1 {

@@ -48,12 +48,13 @@ type voq struct {
 
 // sched is a destination port's egress credit scheduler (§4.1).
 type sched struct {
-	tokens  float64   // bytes' worth of credit accrued
-	factor  float64   // FCI throttle, 1 is full rate
-	lastCut int64     // slot of the last FCI cut
-	lists   [][]int32 // per priority: source FAs whose VOQ requests, round robin order
-	egress  float64   // egress buffer bytes
-	credits int64
+	tokens   float64   // bytes' worth of credit accrued
+	factor   float64   // FCI throttle, 1 is full rate
+	lastCut  int64     // slot of the last FCI cut
+	fciCells int64     // proportional law: marked cells not yet worth a credit
+	lists    [][]int32 // per priority: source FAs whose VOQ requests, round robin order
+	egress   float64   // egress buffer bytes
+	credits  int64
 }
 
 // sprayer hands out links in a random permutation, replaced every
@@ -103,12 +104,18 @@ type Stats struct {
 	// CellsCorrupted counts cells a corrupting link lost (errors.go).
 	CellsCorrupted int64
 	FCICells       int64 // cells that arrived carrying FCI
-	Credits        int64 // credits granted, all ports
-	BytesOffered   int64 // packet bytes that arrived at the FAs
-	BytesArrived   int64 // packet bytes that reached the destination FA
-	Bursts         int64 // credits that released data: each is packed as a unit
-	BurstBytes     int64 // the packet bytes they released
-	Packets        int64 // packets they released
+	// FCICancelled counts the credits the proportional FCI law cancelled
+	// (Config.FCIReaction), PortFCICells[g] and PortFCICancelled[g] the
+	// marked cells and cancelled credits of port g.
+	FCICancelled     int64
+	PortFCICells     []int64
+	PortFCICancelled []int64
+	Credits          int64 // credits granted, all ports
+	BytesOffered     int64 // packet bytes that arrived at the FAs
+	BytesArrived     int64 // packet bytes that reached the destination FA
+	Bursts           int64 // credits that released data: each is packed as a unit
+	BurstBytes       int64 // the packet bytes they released
+	Packets          int64 // packets they released
 	// QueueHist[k] counts (slot, last-stage FE output queue) samples with
 	// k cells queued, taken after the slot's arrivals and before its
 	// departure (the cell in service counts).
@@ -145,6 +152,8 @@ type Model struct {
 	creditLat int     // a credit's way back to the source FA, in slots
 	portBytes float64 // bytes a port drains per slot
 	creditPer float64 // credit bytes a scheduler accrues per slot at full rate
+	prop1     bool    // the proportional FCI law (Config.FCIReaction)
+	perCredit int64   // its marked cells per cancelled credit
 	arrRate   float64 // packet arrivals per slot per FA
 	nextArr   []float64
 
@@ -195,6 +204,7 @@ func New(c Config, r *rand.Rand) (*Model, error) {
 	m.creditLat = m.hops * (m.prop + 1)
 	m.portBytes = c.PortBps * slot / 8
 	m.creditPer = c.CreditRateBps() * slot / 8
+	m.prop1, m.perCredit = c.fciReaction() == FCIProportional, int64(c.CreditCells())
 	m.arrRate = c.Load * c.PortBps * float64(c.PortsPerFA) * slot / 8 / float64(c.PacketBytes)
 	m.g1, m.gFA = c.FEs/c.groups(), c.FAs/c.groups()
 	m.k = c.LinksPerFA / m.g1
@@ -241,6 +251,7 @@ func New(c Config, r *rand.Rand) (*Model, error) {
 		UplinkCells: make([]int64, c.FAs*c.LinksPerFA), FELinks: len(m.dnq),
 		UplinkDst: make([]int64, c.FAs*c.LinksPerFA*c.FAs),
 		PortBytes: make([]int64, ports), PortCredits: make([]int64, ports),
+		PortFCICells: make([]int64, ports), PortFCICancelled: make([]int64, ports),
 		PrioOffered: make([]int64, c.Priorities), PrioArrived: make([]int64, c.Priorities),
 	}
 	return m, nil
@@ -282,6 +293,13 @@ func (m *Model) step() {
 		}
 		if x.fci {
 			m.S.FCICells++
+			m.S.PortFCICells[x.port]++
+			if m.prop1 {
+				// The programs' law: counted here, spent where the
+				// scheduler next issues a credit (step 5).
+				s.fciCells++
+				continue
+			}
 			// One cut per control round trip: cells marked before the
 			// last cut could take effect say nothing new.
 			if m.now-s.lastCut > int64(m.creditLat+m.hops*m.prop) {
@@ -337,6 +355,16 @@ func (m *Model) step() {
 			s.tokens = float64(c.CreditBytes)
 		}
 		for s.tokens >= float64(c.CreditBytes) {
+			if s.fciCells >= m.perCredit {
+				// Proportional law: a credit's worth of marked cells
+				// cancels the credit due now, as stardust_fa.p4 cancels
+				// the port's next generated credit (reg_fci).
+				s.fciCells -= m.perCredit
+				s.tokens -= float64(c.CreditBytes)
+				m.S.FCICancelled++
+				m.S.PortFCICancelled[g]++
+				continue
+			}
 			p := 0
 			for p < len(s.lists) && len(s.lists[p]) == 0 {
 				p++

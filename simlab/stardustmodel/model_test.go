@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -236,6 +237,83 @@ func TestFCIHoldsOversubscription(t *testing.T) {
 	}
 	if on.S.CellsLost != 0 || on.S.FCICells == 0 {
 		t.Errorf("with FCI: %d cells lost, %d FCI cells", on.S.CellsLost, on.S.FCICells)
+	}
+}
+
+// The same oversubscribed fabric under the proportional FCI law (the
+// Tofino programs' reaction): no cell lost with it, cells lost without FCI
+// (the run above), and the credits it cancelled are the marked cells over a
+// credit's worth of cells.
+func TestFCIProportionalHoldsOversubscription(t *testing.T) {
+	c := Default()
+	c.Load = 1.2
+	c.FEQueueCells, c.FCIThreshold = 64, 16
+	c.FCIReaction = FCIProportional
+	on := run(t, c, 15000, 7)
+	t.Logf("proportional: lost %d rho %.3f fci cells %d credits cancelled %d granted %d",
+		on.S.CellsLost, utilisation(on), on.S.FCICells, on.S.FCICancelled, on.S.Credits)
+	if on.S.CellsLost != 0 || on.S.FCICells == 0 || on.S.FCICancelled == 0 {
+		t.Errorf("with proportional FCI: %d cells lost, %d FCI cells, %d credits cancelled", on.S.CellsLost, on.S.FCICells, on.S.FCICancelled)
+	}
+	if per := int64(c.CreditCells()); on.S.FCICancelled > on.S.FCICells/per {
+		t.Errorf("%d credits cancelled for %d marked cells of %d a credit", on.S.FCICancelled, on.S.FCICells, per)
+	}
+}
+
+// Under the proportional law each port's scheduler cancels exactly one
+// credit per credit's worth of marked cells (CreditCells: 16 cells of 256 B
+// for a 4 KB credit): once the offered traffic stops and the fabric is
+// empty, every port has spent all its whole credits' worth of marks, and
+// the cut law's rate factor is never touched.
+func TestFCIProportionalCancelsPerCreditOfMarks(t *testing.T) {
+	c := Default()
+	c.Load = 0.95
+	c.FCIReaction = FCIProportional
+	m := run(t, c, 10000, 3)
+	m.arrRate = 0
+	for fa := range m.nextArr {
+		m.nextArr[fa] = math.Inf(1)
+	}
+	m.Run(20000)
+	if m.S.BytesArrived != m.S.BytesOffered {
+		t.Fatalf("not drained: %d of %d bytes arrived", m.S.BytesArrived, m.S.BytesOffered)
+	}
+	per := int64(c.CreditCells())
+	if per != 16 {
+		t.Fatalf("CreditCells %d, want 4096/256 = 16", per)
+	}
+	var marked, cancelled int64
+	for g := range m.scheds {
+		if want := m.S.PortFCICells[g] / per; m.S.PortFCICancelled[g] != want {
+			t.Errorf("port %d: %d marked cells cancelled %d credits, want %d", g, m.S.PortFCICells[g], m.S.PortFCICancelled[g], want)
+		}
+		if f := m.scheds[g].factor; f != 1 {
+			t.Errorf("port %d: rate factor %g under the proportional law", g, f)
+		}
+		marked += m.S.PortFCICells[g]
+		cancelled += m.S.PortFCICancelled[g]
+	}
+	t.Logf("%d marked cells, %d credits cancelled, %d granted", marked, cancelled, m.S.Credits)
+	if marked != m.S.FCICells || cancelled != m.S.FCICancelled || cancelled == 0 {
+		t.Errorf("marked %d of %d, cancelled %d of %d: the test shows nothing without cancels", marked, m.S.FCICells, cancelled, m.S.FCICancelled)
+	}
+	// The cut law on the same run cancels nothing: it throttles the rate.
+	c.FCIReaction = FCICut
+	cut := run(t, c, 10000, 3)
+	if cut.S.FCICells == 0 || cut.S.FCICancelled != 0 {
+		t.Errorf("cut law: %d marked cells, %d credits cancelled", cut.S.FCICells, cut.S.FCICancelled)
+	}
+}
+
+func TestFCIReactionValidated(t *testing.T) {
+	c := Default()
+	c.FCIReaction = "halve"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), `"halve"`) {
+		t.Errorf("FCIReaction halve: %v", err)
+	}
+	c.FCIReaction, c.FCIRecoverSlots = FCIProportional, 0
+	if err := c.Validate(); err != nil {
+		t.Errorf("the proportional law needs no recovery time: %v", err)
 	}
 }
 
