@@ -45,7 +45,7 @@ func NewFabric() *Fabric { return &Fabric{} }
 func (*Fabric) Name() string { return FabricName }
 
 // Version implements Recipe.
-func (*Fabric) Version() string { return "1.2.1" }
+func (*Fabric) Version() string { return "1.3.0" }
 
 // Summary implements Recipe.
 func (*Fabric) Summary() string {
@@ -108,6 +108,7 @@ func (*Fabric) Params() []o.ParamSpec {
 		{Name: "speed_up", Type: o.TypeFloat, Unit: "1", Default: 0.03, Min: o.Bound(0), Max: o.Bound(1), Description: "credit rate above the port rate (§4.1: ~2%, §6.3: 3%)"},
 		// §6.2: 100 m links; §5.6: 100 m is half a microsecond.
 		{Name: "link_m", Type: o.TypeFloat, Unit: "m", Default: 100.0, Min: o.Bound(0), Max: o.Bound(100000), Description: "fibre length of every fabric link, at 5 ns/m"},
+		fciReactionParam(),
 		{Name: "packet_bytes", Type: o.TypeInt, Unit: "B", Default: int64(1500), Min: o.Bound(64), Max: o.Bound(9216), Description: "host packet size"},
 		{Name: "fe_queue_cells", Type: o.TypeInt, Unit: "cells", Default: int64(128), Min: o.Bound(4), Max: o.Bound(1 << 20), Description: "FE output queue capacity; a cell arriving to a full one is lost and counted"},
 		{Name: "fci_threshold", Type: o.TypeInt, Unit: "cells", Default: int64(32), Min: o.Bound(0), Max: o.Bound(1 << 20), Description: "FE queue depth that marks FCI (§4.2); on the bench (in frames) also the FAs' fabric ports'; 0 turns FCI off"},
@@ -254,6 +255,7 @@ func fabricConfig(p *o.Params, u float64) (sm.Config, error) {
 	c.PacketBytes = int(p.Int("packet_bytes"))
 	c.FEQueueCells = int(p.Int("fe_queue_cells"))
 	c.FCIThreshold = int(p.Int("fci_threshold"))
+	c.FCIReaction = p.String("fci_reaction")
 	// The host ports carry what the fabric links do (a fabric speed-up
 	// of 1 in raw rate, §3.1): their number is kept, their rate follows
 	// link_gbps.
@@ -270,6 +272,14 @@ func fabricConfig(p *o.Params, u float64) (sm.Config, error) {
 	return c, c.Validate()
 }
 
+// fciReactionParam selects the model's FCI law (sm.Config.FCIReaction):
+// the cut law the model's results were made with, or the Tofino programs'
+// proportional one. The bench runs the programs' law whatever it says.
+func fciReactionParam() o.ParamSpec {
+	return o.ParamSpec{Name: "fci_reaction", Type: o.TypeString, Default: sm.FCICut, Enum: []string{sm.FCICut, sm.FCIProportional},
+		Description: "model only: the egress scheduler's FCI law; cut: 10% cut at most once per control round trip, linear recovery over 5000 cell times; proportional: a credit cancelled per credit's worth of marked cells, as the Tofino programs (both ours, §4.2 gives none)"}
+}
+
 // describe says which fabric c is, for the binding and the summary.
 func describe(c sm.Config) string {
 	s := fmt.Sprintf("%d FAs x %d links of %g Gb/s, %d ports of %g Gb/s each; ", c.FAs, c.LinksPerFA, c.LinkBps/1e9, c.PortsPerFA, c.PortBps/1e9)
@@ -280,6 +290,9 @@ func describe(c sm.Config) string {
 	}
 	s += fmt.Sprintf("; %d B cells + %d B header + %d B link overhead, %d B credits, speed-up %g, %v links, FE queues %d cells, FCI at %d",
 		c.CellBytes, c.CellHeaderBytes, c.LinkOverheadBytes, c.CreditBytes, c.SpeedUp, c.PropDelay, c.FEQueueCells, c.FCIThreshold)
+	if c.FCIReaction == sm.FCIProportional {
+		s += ", FCI reaction proportional"
+	}
 	return s
 }
 

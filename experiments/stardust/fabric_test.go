@@ -166,3 +166,36 @@ func TestFabricInterruptedLeavesAReadableBundle(t *testing.T) {
 		t.Errorf("summary of the interrupted run: partial %v, points %v", s.Partial, s.Points)
 	}
 }
+
+// fci_reaction reaches the model of every model-mode recipe that runs a
+// Stardust fabric: the plan's fabric says which law runs, the cut law (the
+// default) unnamed as before, and a law the model does not have is refused.
+func TestFCIReactionParameter(t *testing.T) {
+	for _, r := range []orchestrator.Recipe{stardust.NewFabric(), stardust.NewFailover()} {
+		for _, law := range []string{"", "cut", "proportional"} {
+			var sets []string
+			if law != "" {
+				sets = append(sets, "fci_reaction="+law)
+			}
+			plan, err := planWith(t, r, sets...)
+			if err != nil {
+				t.Fatalf("%s %q: %v", r.Name(), law, err)
+			}
+			named := false
+			for _, st := range plan.Steps {
+				named = named || contains(st.Note, "FCI reaction proportional")
+			}
+			for _, b := range plan.Bindings {
+				named = named || contains(b.Detail, "FCI reaction proportional")
+			}
+			if named != (law == "proportional") {
+				t.Errorf("%s fci_reaction %q: the plan names the proportional law: %v", r.Name(), law, named)
+			}
+		}
+	}
+	for _, r := range []orchestrator.Recipe{stardust.NewFabric(), stardust.NewPermutation(), stardust.NewPushPull(), stardust.NewIncast(), stardust.NewFailover()} {
+		if _, err := orchestrator.ResolveParams(r.Params(), "", nil, []string{"fci_reaction=halve"}); err == nil {
+			t.Errorf("%s: fci_reaction=halve accepted", r.Name())
+		}
+	}
+}

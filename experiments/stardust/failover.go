@@ -28,7 +28,7 @@ func NewFailover() *Failover { return &Failover{} }
 func (*Failover) Name() string { return FailoverName }
 
 // Version implements Recipe.
-func (*Failover) Version() string { return "1.2.0" }
+func (*Failover) Version() string { return "1.3.0" }
 
 // Summary implements Recipe.
 func (*Failover) Summary() string {
@@ -87,6 +87,7 @@ func (*Failover) Params() []o.ParamSpec {
 		{Name: "bitmap_bits", Type: o.TypeInt, Default: int64(128), Min: o.Bound(1), Max: o.Bound(1 << 16), Description: "App. E's b, FAs per reachability cell; the model's cells carry every FA, so at most the FAs here"},
 		{Name: "hosts_per_fa", Type: o.TypeInt, Default: int64(40), Min: o.Bound(1), Max: o.Bound(1 << 16), Description: "App. E's h, for N = FAs x h"},
 		{Name: "link_m", Type: o.TypeFloat, Unit: "m", Default: 100.0, Min: o.Bound(0), Max: o.Bound(100000), Description: "fibre length of every fabric link, at 5 ns/m (Table 4: pd 500 ns; model only: the bench's are the inventory's)"},
+		fciReactionParam(),
 		// Ours: a cell error rate a raised VOA might give, and a threshold
 		// under it that a period's worth of cells measures reliably.
 		{Name: "error_rate", Type: o.TypeFloat, Unit: "1", Default: 0.05, Min: o.Bound(0), Max: o.Bound(1), Description: "cells corrupted on the corrupting link (on the bench: the frame error rate its receiver should count, which sets the VOA)"},
@@ -198,6 +199,7 @@ func failoverConfig(p *o.Params, tiers int) (sm.Config, error) {
 	c.PortBps = c.LinkBps * float64(c.LinksPerFA) / float64(c.PortsPerFA)
 	c.PropDelay = time.Duration(p.Float("link_m") * 5)
 	c.ReachTh = int(p.Int("th"))
+	c.FCIReaction = p.String("fci_reaction")
 	c.ReachPeriodSlots = max(1, int(math.Round(p.Duration("reach_period").Seconds()/c.SlotSeconds())))
 	data := float64(c.CellBytes) / float64(c.CellBytes+c.CellHeaderBytes+c.LinkOverheadBytes)
 	c.Load = p.Float("load") * data

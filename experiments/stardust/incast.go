@@ -28,7 +28,7 @@ func NewIncast() *Incast { return &Incast{} }
 func (*Incast) Name() string { return IncastName }
 
 // Version implements Recipe.
-func (*Incast) Version() string { return "1.1.0" }
+func (*Incast) Version() string { return "1.2.0" }
 
 // Summary implements Recipe.
 func (*Incast) Summary() string {
@@ -87,6 +87,7 @@ func (*Incast) Params() []o.ParamSpec {
 		{Name: "credit_bytes", Type: o.TypeInt, Unit: "B", Default: int64(4096), Min: o.Bound(256), Max: o.Bound(1 << 20), Description: "data one credit releases (§6.3: 4 KB)"},
 		{Name: "speed_up", Type: o.TypeFloat, Unit: "1", Default: 0.03, Min: o.Bound(0), Max: o.Bound(1), Description: "credit rate above the port rate (§6.3: 3%)"},
 		{Name: "link_m", Type: o.TypeFloat, Unit: "m", Default: 100.0, Min: o.Bound(0), Max: o.Bound(100000), Description: "fibre length of every fabric link, at 5 ns/m (§6.2: 100 m)"},
+		fciReactionParam(),
 		// Ours: a shallow buffer per output of a 10G port's share of a
 		// shared-buffer switch, Linux's first window, a datacenter-tuned
 		// minimum RTO (Linux's default is 200 ms).
@@ -226,6 +227,7 @@ func incastConfig(p *o.Params, n int) (sm.Config, error) {
 	c.PropDelay = time.Duration(p.Float("link_m") * 5)
 	c.PacketBytes = int(p.Int("packet_bytes"))
 	c.Load = 0 // the replies alone
+	c.FCIReaction = p.String("fci_reaction")
 	return c, c.Validate()
 }
 

@@ -26,7 +26,7 @@ func NewPermutation() *Permutation { return &Permutation{} }
 func (*Permutation) Name() string { return PermutationName }
 
 // Version implements Recipe.
-func (*Permutation) Version() string { return "1.1.0" }
+func (*Permutation) Version() string { return "1.2.0" }
 
 // Summary implements Recipe.
 func (*Permutation) Summary() string {
@@ -78,6 +78,7 @@ func (*Permutation) Params() []o.ParamSpec {
 		{Name: "speed_up", Type: o.TypeFloat, Unit: "1", Default: 0.03, Min: o.Bound(0), Max: o.Bound(1), Description: "credit rate above the port rate (§6.3: 3%)"},
 		{Name: "packet_bytes", Type: o.TypeInt, Unit: "B", Default: int64(9000), Min: o.Bound(64), Max: o.Bound(9216), Description: "packet fabric's packets (§6.3: 9000 B)"},
 		{Name: "link_m", Type: o.TypeFloat, Unit: "m", Default: 100.0, Min: o.Bound(0), Max: o.Bound(100000), Description: "fibre length of every fabric link, at 5 ns/m"},
+		fciReactionParam(),
 		// Ours, as stardust-incast's.
 		{Name: "switch_buffer_kb", Type: o.TypeFloat, Unit: "KB", Default: 128.0, Min: o.Bound(10), Max: o.Bound(1e6), Description: "packet fabric: drop-tail buffer of every switch output, 1024 B a KB"},
 		{Name: "init_window", Type: o.TypeInt, Unit: "packets", Default: int64(10), Min: o.Bound(1), Max: o.Bound(1000), Description: "packet fabric: a sender's first window"},
@@ -155,6 +156,7 @@ func permutationConfig(p *o.Params) (sm.Config, error) {
 	c.CellBytes, c.CreditBytes = int(p.Int("cell_bytes")), int(p.Int("credit_bytes"))
 	c.SpeedUp = p.Float("speed_up")
 	c.PacketBytes = int(p.Int("sd_packet_bytes"))
+	c.FCIReaction = p.String("fci_reaction")
 	c.PropDelay = time.Duration(p.Float("link_m") * 5)
 	c.Load = 0
 	return c, c.Validate()

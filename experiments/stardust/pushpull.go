@@ -26,7 +26,7 @@ func NewPushPull() *PushPull { return &PushPull{} }
 func (*PushPull) Name() string { return PushPullName }
 
 // Version implements Recipe.
-func (*PushPull) Version() string { return "1.1.0" }
+func (*PushPull) Version() string { return "1.2.0" }
 
 // Summary implements Recipe.
 func (*PushPull) Summary() string {
@@ -83,6 +83,7 @@ func (*PushPull) Params() []o.ParamSpec {
 		// below it (the README says how far).
 		{Name: "fabric_speedup", Type: o.TypeFloat, Unit: "1", Default: 1.05, Min: o.Bound(1), Max: o.Bound(4), Description: "a pull link carries this many ports' worth of data after cell headers (§5.5's fabric speed-up)"},
 		{Name: "link_m", Type: o.TypeFloat, Unit: "m", Default: 100.0, Min: o.Bound(0), Max: o.Bound(100000), Description: "fibre length of every fabric link, at 5 ns/m"},
+		fciReactionParam(),
 		// Ours, as stardust-incast's.
 		{Name: "switch_buffer_kb", Type: o.TypeFloat, Unit: "KB", Default: 128.0, Min: o.Bound(10), Max: o.Bound(1e6), Description: "push fabric: drop-tail buffer of every switch output per class, 1024 B a KB"},
 		{Name: "warmup", Type: o.TypeDuration, Default: 50 * time.Microsecond, Min: o.Bound(0), Max: o.Bound(1), Description: "simulated time before measuring"},
@@ -193,6 +194,7 @@ func pushPullModel(p *o.Params) (c, push sm.Config, po sm.PacketOpts, err error)
 	c.PacketBytes = int(p.Int("packet_bytes"))
 	c.PropDelay = time.Duration(p.Float("link_m") * 5)
 	c.Load, c.Priorities = 0, 2
+	c.FCIReaction = p.String("fci_reaction")
 	// A pull link carries a port's data after cell headers; a push link
 	// a port's rate.
 	c.LinkBps = p.Float("fabric_speedup") * c.PortBps * float64(c.CellBytes+c.CellHeaderBytes+c.LinkOverheadBytes) / float64(c.CellBytes)
