@@ -849,7 +849,7 @@ func (t *Tofino) handle(req agentReq) (any, error) {
 			// With a key, only the entries whose key has each of its
 			// fields at its value (PROTOCOL.md: the agent filters the
 			// table's read the same way).
-			if _, keyed := a["key"]; keyed && len(key) == 0 {
+			if raw, keyed := a["key"]; keyed && string(raw) != "null" && len(key) == 0 {
 				return nil, badReq("table %s get: key: expected a non-empty object of key fields", name)
 			}
 			out := []simEntry{}
