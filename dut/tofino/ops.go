@@ -275,6 +275,17 @@ func (s *Switch) AddEntry(ctx context.Context, table string, e Entry) error {
 	return nil
 }
 
+// ModifyEntry gives the entry with e.Key the action and data of e, in
+// place (bfrt_python's mod_with_<action>, agent/PROTOCOL.md table.mod);
+// a key with no entry is an error.
+func (s *Switch) ModifyEntry(ctx context.Context, table string, e Entry) error {
+	args := map[string]any{"name": table, "action": e.Action, "key": e.Key, "data": e.Data}
+	if err := s.agent.call(ctx, "table.mod", args, nil); err != nil {
+		return fmt.Errorf("table %s modify %v -> %s%v: %w", table, e.Key, e.Action, e.Data, err)
+	}
+	return nil
+}
+
 // DeleteEntry deletes the entry with key.
 func (s *Switch) DeleteEntry(ctx context.Context, table string, key map[string]int64) error {
 	if err := s.agent.call(ctx, "table.del", map[string]any{"name": table, "key": key}, nil); err != nil {
@@ -298,6 +309,22 @@ func (s *Switch) Entries(ctx context.Context, table string) ([]Entry, error) {
 	}
 	if err := s.agent.call(ctx, "table.get", map[string]any{"name": table}, &r); err != nil {
 		return nil, fmt.Errorf("table %s read: %w", table, err)
+	}
+	return r.Entries, nil
+}
+
+// EntriesWhere reads the entries of a table whose key has each field of
+// key at its value (table.get with a key: a destination's 64 spraying
+// slots, not the table's 256 x 64). key must name at least one field.
+func (s *Switch) EntriesWhere(ctx context.Context, table string, key map[string]int64) ([]Entry, error) {
+	if len(key) == 0 {
+		return nil, fmt.Errorf("table %s read: expected at least one key field to select by", table)
+	}
+	var r struct {
+		Entries []Entry `json:"entries"`
+	}
+	if err := s.agent.call(ctx, "table.get", map[string]any{"name": table, "key": key}, &r); err != nil {
+		return nil, fmt.Errorf("table %s read %v: %w", table, key, err)
 	}
 	return r.Entries, nil
 }

@@ -90,7 +90,7 @@ type sdLinkKey struct {
 // noteChange marks a change the Stardust dataplane must pick up.
 func (t *Tofino) noteChange(op string) {
 	switch op {
-	case "table.add", "table.del", "table.clear", "port.add", "port.del", "port.mode", "pktgen.start", "pktgen.stop":
+	case "table.add", "table.mod", "table.del", "table.clear", "port.add", "port.del", "port.mode", "pktgen.start", "pktgen.stop":
 		t.mu.Lock()
 		t.sdVer++
 		t.mu.Unlock()

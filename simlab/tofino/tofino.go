@@ -828,7 +828,7 @@ func (t *Tofino) handle(req agentReq) (any, error) {
 		// One value per pipe; the program's state lives in pipe 0's copy
 		// for the ports of this bench, the others read 0.
 		return map[string]any{"values": []int64{r[int(idx)], 0, 0, 0}}, nil
-	case "table.add", "table.del", "table.clear", "table.get":
+	case "table.add", "table.mod", "table.del", "table.clear", "table.get":
 		name, err := argStr(a, "name")
 		if err != nil {
 			return nil, err
@@ -846,7 +846,18 @@ func (t *Tofino) handle(req agentReq) (any, error) {
 			t.tables[name] = nil
 			return nil, nil
 		case "table.get":
-			out := append([]simEntry{}, entries...)
+			// With a key, only the entries whose key has each of its
+			// fields at its value (PROTOCOL.md: the agent filters the
+			// table's read the same way).
+			if raw, keyed := a["key"]; keyed && string(raw) != "null" && len(key) == 0 {
+				return nil, badReq("table %s get: key: expected a non-empty object of key fields", name)
+			}
+			out := []simEntry{}
+			for _, e := range entries {
+				if keyMatches(e.Key, key) {
+					out = append(out, e)
+				}
+			}
 			return map[string]any{"entries": out}, nil
 		}
 		idx := -1
@@ -869,12 +880,22 @@ func (t *Tofino) handle(req agentReq) (any, error) {
 		if !tableAction(name, action) {
 			return nil, notFound("table %s has no action %q (add_with_%s)", name, action, action)
 		}
-		if idx >= 0 {
-			return nil, fmt.Errorf("table %s: entry %v already exists (BF_ALREADY_EXISTS)", name, key)
-		}
 		data, err := argMap(a, "data")
 		if err != nil {
 			return nil, err
+		}
+		if req.Op == "table.mod" {
+			// mod_with_<action>: the entry keeps its key and place and
+			// takes the new action and data; a key with no entry is
+			// BF_OBJECT_NOT_FOUND.
+			if idx < 0 {
+				return nil, notFound("table %s has no entry %v to modify", name, key)
+			}
+			entries[idx] = simEntry{Key: entries[idx].Key, Action: action, Data: data}
+			return nil, nil
+		}
+		if idx >= 0 {
+			return nil, fmt.Errorf("table %s: entry %v already exists (BF_ALREADY_EXISTS)", name, key)
 		}
 		t.tables[name] = append(entries, simEntry{Key: key, Action: action, Data: data})
 		return nil, nil
@@ -883,6 +904,17 @@ func (t *Tofino) handle(req agentReq) (any, error) {
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// keyMatches reports whether key has every field of filter at its value
+// (an empty filter matches every key).
+func keyMatches(key, filter map[string]int64) bool {
+	for k, v := range filter {
+		if kv, ok := key[k]; !ok || kv != v {
+			return false
+		}
+	}
+	return true
+}
 
 func sameKey(a, b map[string]int64) bool {
 	if len(a) != len(b) {

@@ -334,6 +334,7 @@ class MatchTable(_Table):
             short = act[act.rfind(".") + 1:]
             allowed = self.key_params + tuple(p for p, _ in params) + TARGET
             setattr(self, "add_with_" + short, _table_method(self, "add_with_" + short, allowed, self._adder(act, params)))
+            setattr(self, "mod_with_" + short, _table_method(self, "mod_with_" + short, allowed, self._modder(act, params)))
         self.delete = _table_method(self, "delete", self.key_params + TARGET + ("handle",), self._delete)
         self.get = _table_method(self, "get", self.key_params + GET_OPTS + TARGET, self._get)
         self.clear = _table_method(self, "clear", TARGET + ("batch",), self._clear)
@@ -367,6 +368,19 @@ class MatchTable(_Table):
                 self._fail("table_entry_add", 2)
             self.entries[k] = (key, act, data)
         return add
+
+    def _modder(self, act, params):
+        # bfrtTable's mod_with_<action>: the entry of that key takes the
+        # action and its data (pipe_mgr's entry modify); no entry is
+        # BF_OBJECT_NOT_FOUND.
+        def mod(**kw):
+            key = self._key(kw)
+            data = {p.encode(): self._check_width(p, kw.get(p), bits) for p, bits in params}
+            k = tuple(sorted(key.items()))
+            if k not in self.entries:
+                self._fail("table_entry_mod", BF_OBJECT_NOT_FOUND)
+            self.entries[k] = (key, act, data)
+        return mod
 
     def _delete(self, handle=None, pipe=None, gress_dir=None, prsr_id=None, **kw):
         k = tuple(sorted(self._key(kw).items()))

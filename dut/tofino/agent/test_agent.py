@@ -403,6 +403,60 @@ class AgentTest(AgentBase):
         self.ok("table.clear", {"name": PROTECT})
         self.assertEqual(self.ok("table.get", {"name": PROTECT})["entries"], [])
 
+    def test_table_mod(self):
+        # mod_with_<action>: the entry keeps its key and takes the new data
+        # in place; the other entries are untouched.
+        a = {"name": PROTECT, "action": "protect", "key": {"egress_port": 136}, "data": {"dummy_pkt_max_count": 4, "blocking_mode": 1}}
+        b = dict(a, key={"egress_port": 140})
+        self.ok("table.add", a)
+        self.ok("table.add", b)
+        self.ok("table.mod", dict(a, data={"dummy_pkt_max_count": 7, "blocking_mode": 0}))
+        self.assertEqual(self.bfrt.calls_to("pipe.SwitchEgress.link_protect", "mod_with_protect")[-1],
+                         {"egress_port": 136, "dummy_pkt_max_count": 7, "blocking_mode": 0})
+        got = sorted(self.ok("table.get", {"name": PROTECT})["entries"], key=lambda x: x["key"]["egress_port"])
+        self.assertEqual(got, [{"key": {"egress_port": 136}, "action": "protect", "data": {"dummy_pkt_max_count": 7, "blocking_mode": 0}},
+                               {"key": {"egress_port": 140}, "action": "protect", "data": {"dummy_pkt_max_count": 4, "blocking_mode": 1}}])
+        self.assertEqual(len(self.bfrt.calls_to("pipe.SwitchEgress.link_protect", "delete")), 0)
+        # A key with no entry: not_found, nothing added.
+        self.assertIn("Object not found", self.fails("not_found", "table.mod", dict(a, key={"egress_port": 8})))
+        self.assertEqual(len(self.ok("table.get", {"name": PROTECT})["entries"]), 2)
+        # A bad action: unknown (not_found, as table.add), not a name or
+        # missing (bad_request); a bad field is the request's fault.
+        self.assertIn("mod_with_unprotect", self.fails("not_found", "table.mod", dict(a, action="unprotect")))
+        self.fails("bad_request", "table.mod", dict(a, action="pro tect"))
+        self.fails("bad_request", "table.mod", {"name": PROTECT, "key": {"egress_port": 136}})
+        self.assertIn("colour", self.fails("bad_request", "table.mod", dict(a, key={"colour": 1})))
+        self.fails("bad_request", "table.mod", dict(a, data={"egress_port": 2}))
+        self.fails("bfrt", "table.mod", dict(a, data={"dummy_pkt_max_count": 1 << 40, "blocking_mode": 0}))
+        self.fails("not_found", "table.mod", dict(a, name="SwitchEgress.nope"))
+        # Another action of the table: the entry takes it, in place.
+        name = "SwitchIngress.decide_retx_or_drop"
+        key = {"is_missing_hole_1": 1, "is_missing_hole_1_mask": 1, "MATCH_PRIORITY": 3}
+        self.ok("table.add", {"name": name, "action": "retx", "key": key})
+        self.ok("table.mod", {"name": name, "action": "drop_buffered", "key": key})
+        self.assertEqual(self.ok("table.get", {"name": name})["entries"], [{"key": key, "action": "drop_buffered", "data": {}}])
+
+    def test_table_get_by_key(self):
+        for port in (136, 140, 144):
+            self.ok("table.add", {"name": PROTECT, "action": "protect", "key": {"egress_port": port},
+                                  "data": {"dummy_pkt_max_count": port - 130, "blocking_mode": 0}})
+        got = self.ok("table.get", {"name": PROTECT, "key": {"egress_port": 140}})["entries"]
+        self.assertEqual(got, [{"key": {"egress_port": 140}, "action": "protect", "data": {"dummy_pkt_max_count": 10, "blocking_mode": 0}}])
+        self.assertEqual(self.ok("table.get", {"name": PROTECT, "key": {"egress_port": 8}})["entries"], [])
+        # A part of a two-field key selects every entry with that part.
+        name = "SwitchIngress.decide_retx_or_drop"
+        action = "retx"
+        for hole, prio in ((1, 1), (0, 2), (1, 3)):
+            self.ok("table.add", {"name": name, "action": action,
+                                  "key": {"is_missing_hole_1": hole, "is_missing_hole_1_mask": 1, "MATCH_PRIORITY": prio}})
+        got = self.ok("table.get", {"name": name, "key": {"is_missing_hole_1": 1}})["entries"]
+        self.assertEqual(sorted(e["key"]["MATCH_PRIORITY"] for e in got), [1, 3])
+        # A field the key does not have, an empty or a malformed key.
+        self.assertIn("colour", self.fails("bad_request", "table.get", {"name": PROTECT, "key": {"colour": 1}}))
+        self.fails("bad_request", "table.get", {"name": PROTECT, "key": {}})
+        self.fails("bad_request", "table.get", {"name": PROTECT, "key": [1]})
+        self.fails("bad_request", "table.get", {"name": PROTECT, "key": {"egress_port": "x"}})
+
     def test_table_names_round_trip(self):
         # A key field with a slice and a ternary key: their parameter names
         # as bfrt_python makes them, the same on the way in and out.

@@ -262,6 +262,7 @@ class Agent:
             "reg.set": self.reg_set,
             "reg.range": self.reg_range,
             "table.add": self.table_add,
+            "table.mod": self.table_mod,
             "table.del": self.table_del,
             "table.clear": self.table_clear,
             "table.get": self.table_get,
@@ -645,6 +646,27 @@ class Agent:
         self.call(fn, **kwargs)
         return {}
 
+    def table_mod(self, args):
+        # bfrt_python's mod_with_<action>(**key, **data): the entry of
+        # that key takes the action and data in place (BF Runtime's
+        # entry modify, entry_mod in bfrt_grpc). A key with no entry
+        # raises BF_OBJECT_NOT_FOUND: not_found.
+        name, t = self._table(args)
+        action = arg_str(args, "action")
+        check_identifier("action", action)
+        key = arg_int_map(args, "key")
+        data = arg_int_map(args, "data")
+        fn = getattr(t, "mod_with_" + action, None)
+        if fn is None:
+            raise not_found("table %s has no action %r (mod_with_%s)", name, action, action)
+        both = set(key) & set(data)
+        if both:
+            raise bad_request("fields %s are both key and data", ", ".join(sorted(both)))
+        kwargs = dict(key)
+        kwargs.update(data)
+        self.call(fn, **kwargs)
+        return {}
+
     def table_del(self, args):
         name, t = self._table(args)
         key = arg_int_map(args, "key")
@@ -661,11 +683,32 @@ class Agent:
 
     def table_get(self, args):
         name, t = self._table(args)
+        # With a key: only the entries whose read-back key has each of its
+        # fields at its value. The filter is the agent's, after the read
+        # below (bfrt_python's regex get matches patterns on the printed
+        # values, not integers): the switch still reads its whole software
+        # shadow, the answer holds the entries asked for.
+        want = None
+        if args.get("key") is not None:
+            want = arg_int_map(args, "key")
+            if not want:
+                raise bad_request("table %s get: key: expected a non-empty object of key fields", name)
         # regex=True without key patterns: every entry, as TableEntry objects.
         ents = self.call(t.get, regex=True, print_ents=False)
         if ents is None or isinstance(ents, int):
             ents = []
         types = None
+        if want is not None:
+            types = self._key_types(t)
+            if types:
+                names = set()
+                for k, mt in types.items():
+                    p = param_name(k)
+                    names.update(p + sfx for sfx in _MATCH_PARAMS.get(mt, ("",)))
+                unknown = sorted(set(want) - names)
+                if unknown:
+                    raise bad_request("table %s has no key field %s (its key: %s)", name,
+                                      ", ".join(unknown), ", ".join(sorted(names)))
         out = []
         for e in ents:
             key = {}
@@ -688,6 +731,8 @@ class Agent:
                 n = as_int(v)
                 if n is not None:
                     data[param_name(k)] = n
+            if want is not None and any(key.get(k) != v for k, v in want.items()):
+                continue
             out.append({"key": key, "action": action_name(getattr(e, "action", None)), "data": data})
         return {"entries": out}
 
