@@ -244,6 +244,9 @@ func TestPktgenAcrossTheCorruptingLink(t *testing.T) {
 		if _, err := rx.SomePortCounters(ctx, p); err == nil {
 			t.Error("no counter named, and no error")
 		}
+		checkPortFrames(t, ctx, tx, p, tc)
+		checkPortFrames(t, ctx, rx, p, rc)
+		checkPortFrames(t, ctx, rx, sink, sc)
 		if tc.Values["$FramesTransmittedAll"] != rc.Values["$FramesReceivedAll"] {
 			t.Errorf("tx %d frames, rx saw %d", tc.Values["$FramesTransmittedAll"], rc.Values["$FramesReceivedAll"])
 		}
@@ -547,4 +550,50 @@ func startLG100Stress(t *testing.T) (lab *simlab.Lab, tx, rx *tofino.Switch, p, 
 		t.Fatal(err)
 	}
 	return lab, tx, rx, p, sink
+}
+
+// checkPortFrames reads a port's typed frame counters, whole and in
+// subsets, and checks them against a read of its raw $PORT_STAT fields
+// (c) made after the traffic settled.
+func checkPortFrames(t *testing.T, ctx context.Context, s *tofino.Switch, port int, c tofino.Counters) {
+	t.Helper()
+	v := c.Values
+	pf, err := s.PortFrames(ctx, port)
+	if err != nil {
+		t.Fatalf("port %d frames: %v", port, err)
+	}
+	want := tofino.PortFrames{Time: pf.Time, TxOK: v["$FramesTransmittedOK"], TxAll: v["$FramesTransmittedAll"], TxOctets: v["$OctetsTransmittedTotal"],
+		TxPriPause: v["$FramesTransmittedPriPause"], RxOK: v["$FramesReceivedOK"], RxAll: v["$FramesReceivedAll"], RxFCSErrors: v["$FramesReceivedwithFCSError"]}
+	if pf != want || pf.Time < c.Time {
+		t.Errorf("port %d frames %+v, want %+v (raw %v)", port, pf, want, v)
+	}
+	if pf.TxAll+pf.RxAll == 0 {
+		t.Errorf("port %d: no frames counted: %+v", port, pf)
+	}
+	// A subset: only its fields, the others 0.
+	sub, err := s.PortFramesOf(ctx, port, tofino.FrameQuery{Fields: tofino.FramesRxAll | tofino.FramesRxFCSErrors})
+	if err != nil || sub != (tofino.PortFrames{Time: sub.Time, RxAll: pf.RxAll, RxFCSErrors: pf.RxFCSErrors}) {
+		t.Errorf("port %d frames received: %+v %v, want those of %+v", port, sub, err, pf)
+	}
+	// Frame sizes: the RMON ranges overlapping the range asked, summed.
+	var big int64
+	for _, n := range []string{"128_255", "256_511", "512_1023", "1024_1518", "1519_2047", "2048_4095", "4096_8191", "8192_9215", "9216"} {
+		big += v["$FramesTransmittedLength_"+n]
+	}
+	one := v["$FramesTransmittedLength_1024_1518"]
+	for _, q := range []struct {
+		r    tofino.SizeRange
+		want int64
+	}{{tofino.SizeRange{Min: 128}, big}, {tofino.SizeRange{Min: 1518, Max: 1518}, one}, {tofino.SizeRange{Min: 1100, Max: 1200}, one},
+		{tofino.SizeRange{Min: 1, Max: 127}, pf.TxAll - big}} {
+		got, err := s.PortFramesOf(ctx, port, tofino.FrameQuery{TxSizes: q.r})
+		if err != nil || got.TxSized != q.want || got.TxAll != 0 {
+			t.Errorf("port %d frames sent of %+v: %+v %v, want TxSized %d", port, q.r, got, err, q.want)
+		}
+	}
+	for _, q := range []tofino.FrameQuery{{}, {Fields: 1 << 20}, {TxSizes: tofino.SizeRange{Min: 200, Max: 100}}, {TxSizes: tofino.SizeRange{Max: 100}}} {
+		if _, err := s.PortFramesOf(ctx, port, q); err == nil {
+			t.Errorf("port %d frames of %+v: no error", port, q)
+		}
+	}
 }
