@@ -669,13 +669,13 @@ func (br *benchRun) read(ctx context.Context, at time.Duration) (benchReading, e
 			return r, fmt.Errorf("%s: %w", n.Name, err)
 		}
 		addTo(r.Lat, h)
-		c, err := n.sw.PortCounters(ctx, n.Host)
+		c, err := n.sw.PortFramesOf(ctx, n.Host, tofino.FrameQuery{Fields: tofino.FramesTxOK | tofino.FramesTxOctets})
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", n.Name, err)
 		}
-		r.HostFrames += c.Values["$FramesTransmittedOK"]
-		r.HostOctets += c.Values["$OctetsTransmittedTotal"]
-		r.HostFramesBy[i] = c.Values["$FramesTransmittedOK"]
+		r.HostFrames += c.TxOK
+		r.HostOctets += c.TxOctets
+		r.HostFramesBy[i] = c.TxOK
 		d, err := n.sw.QueueDrops(ctx, []int{recircPort}, 0)
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", n.Name, err)
@@ -704,12 +704,12 @@ func (br *benchRun) read(ctx context.Context, at time.Duration) (benchReading, e
 		}
 		addTo(r.Queue, h)
 		for _, p := range n.Ports {
-			c, err := n.sw.PortCounters(ctx, p)
+			c, err := n.sw.PortFramesOf(ctx, p, tofino.FrameQuery{Fields: tofino.FramesTxOK | tofino.FramesTxOctets})
 			if err != nil {
 				return r, fmt.Errorf("%s: %w", n.Name, err)
 			}
-			r.FEFrames += c.Values["$FramesTransmittedOK"]
-			r.FEOctets += c.Values["$OctetsTransmittedTotal"]
+			r.FEFrames += c.TxOK
+			r.FEOctets += c.TxOctets
 		}
 		d, err := n.sw.QueueDrops(ctx, n.Ports, 0)
 		if err != nil {

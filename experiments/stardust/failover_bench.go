@@ -150,8 +150,9 @@ type failoverCtl struct {
 	drops int64
 	clock *tofino.Switch
 	now   time.Duration
-	// dataBucket is the transmit-length counter data frames count in.
-	dataBucket string
+	// dataSize is the length of a data frame on the wire (FCS included):
+	// the frames sent of its size range count the data frames.
+	dataSize int
 	// host frames released at the last poll, summed
 	host int64
 	// wall time of the polls
@@ -170,26 +171,11 @@ type pollResult struct {
 	sentBy time.Duration
 }
 
-// lengthBucket names the BF port statistic a frame of n bytes (FCS
-// included) counts in, $FramesTransmittedLength_<bucket> (the Tofino MAC's
-// RMON-style size counters, as bf_pm reports them).
-func lengthBucket(n int) string {
-	for _, b := range []struct {
-		max  int
-		name string
-	}{{63, "lt_64"}, {64, "eq_64"}, {127, "65_127"}, {255, "128_255"}, {511, "256_511"}, {1023, "512_1023"}, {1518, "1024_1518"}, {2047, "1519_2047"}, {4095, "2048_4095"}, {8191, "4096_8191"}, {9215, "8192_9215"}} {
-		if n <= b.max {
-			return b.name
-		}
-	}
-	return "9216"
-}
-
 func newFailoverCtl(br *benchRun, p *o.Params) *failoverCtl {
 	c := &failoverCtl{br: br, th: int(p.Int("th")), period: p.Duration("reach_period"), poll: p.Duration("bench_poll"),
 		timeout: p.Duration("bench_reassembly_timeout"), thr: p.Float("error_threshold"), portDown: p.Bool("heal_on_port_down"),
 		base: map[*benchNode]map[int][]int{}, cur: map[*benchNode]map[int][]int{},
-		clock: br.FAs[0].sw, dataBucket: "$FramesTransmittedLength_" + lengthBucket(br.cfg.FrameBytes+4)}
+		clock: br.FAs[0].sw, dataSize: br.cfg.FrameBytes + 4}
 	for _, fa := range br.FAs {
 		c.maxID = max(c.maxID, fa.ID)
 		c.ids = append(c.ids, fa.ID)
@@ -263,7 +249,7 @@ func (c *failoverCtl) start(ctx context.Context) error {
 type portRead struct {
 	ok   bool
 	link tofino.FabricLink
-	cnt  tofino.Counters
+	cnt  tofino.PortFrames
 }
 
 // readNode reads every fabric port of n (and an FA's host port counters
@@ -292,7 +278,8 @@ func (c *failoverCtl) readNode(ctx context.Context, n *benchNode) (map[int]portR
 		// Only what the poll uses: the frames received and those with
 		// FCS errors (the error verdict), the data frames sent (the
 		// convergence measurement).
-		cnt, err := n.sw.SomePortCounters(ctx, l.Port, "$FramesReceivedAll", "$FramesReceivedwithFCSError", c.dataBucket)
+		cnt, err := n.sw.PortFramesOf(ctx, l.Port, tofino.FrameQuery{Fields: tofino.FramesRxAll | tofino.FramesRxFCSErrors,
+			TxSizes: tofino.SizeRange{Min: c.dataSize, Max: c.dataSize}})
 		if tofino.IsNotFound(err) {
 			continue
 		}
@@ -304,7 +291,7 @@ func (c *failoverCtl) readNode(ctx context.Context, n *benchNode) (map[int]portR
 	if n.FE {
 		return out, 0, 0, nil
 	}
-	cnt, err := n.sw.SomePortCounters(ctx, n.Host, "$FramesTransmittedOK")
+	cnt, err := n.sw.PortFramesOf(ctx, n.Host, tofino.FrameQuery{Fields: tofino.FramesTxOK})
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("%s: %w", n.Name, err)
 	}
@@ -316,7 +303,7 @@ func (c *failoverCtl) readNode(ctx context.Context, n *benchNode) (map[int]portR
 	for _, v := range d {
 		drops += v
 	}
-	return out, cnt.Values["$FramesTransmittedOK"], drops, nil
+	return out, cnt.TxOK, drops, nil
 }
 
 // pollOnce reads every fabric port, updates the links' validity, rewrites
@@ -349,7 +336,7 @@ func (c *failoverCtl) pollOnce(ctx context.Context) (pollResult, error) {
 	for _, l := range c.links {
 		tx := reads[idx[l.tx]][l.txPort]
 		if tx.ok {
-			l.txData = tx.cnt.Values[c.dataBucket]
+			l.txData = tx.cnt.TxSized
 		}
 		rx := reads[idx[l.rx]][l.rxPort]
 		if !rx.ok {
@@ -357,7 +344,7 @@ func (c *failoverCtl) pollOnce(ctx context.Context) (pollResult, error) {
 			l.up, l.seen = false, false
 			continue
 		}
-		all, fcs := rx.cnt.Values["$FramesReceivedAll"], rx.cnt.Values["$FramesReceivedwithFCSError"]
+		all, fcs := rx.cnt.RxAll, rx.cnt.RxFCSErrors
 		l.up, l.age = rx.link.Up, rx.link.Age
 		if l.seen && all > l.rxAll {
 			// A verdict on the error rate needs frames received.

@@ -148,11 +148,11 @@ func (br *benchRun) pushPull(ctx context.Context, rc *o.RunContext, portB int, w
 	}
 	host := float64(br.cfg.HostGbps) * 1e9
 	read := func() (int64, int64, int64, error) {
-		ca, err := d.sw.PortCounters(ctx, d.Host)
+		ca, err := d.sw.PortFramesOf(ctx, d.Host, tofino.FrameQuery{Fields: tofino.FramesTxOK})
 		if err != nil {
 			return 0, 0, 0, fmt.Errorf("%s: %w", d.Name, err)
 		}
-		cb, err := d.sw.PortCounters(ctx, portB)
+		cb, err := d.sw.PortFramesOf(ctx, portB, tofino.FrameQuery{Fields: tofino.FramesTxOK})
 		if err != nil {
 			return 0, 0, 0, fmt.Errorf("%s: %w", d.Name, err)
 		}
@@ -166,7 +166,7 @@ func (br *benchRun) pushPull(ctx context.Context, rc *o.RunContext, portB int, w
 				drops += x
 			}
 		}
-		return ca.Values["$FramesTransmittedOK"], cb.Values["$FramesTransmittedOK"], drops, nil
+		return ca.TxOK, cb.TxOK, drops, nil
 	}
 	clock := d.sw
 	t0, err := clock.Clock(ctx)
