@@ -31,15 +31,15 @@ type Snapshot struct {
 // Read takes a snapshot.
 func (b *Bench) Read(ctx context.Context) (Snapshot, error) {
 	var s Snapshot
-	tc, err := b.Tx.PortCounters(ctx, b.TxPort)
+	tc, err := b.Tx.PortFramesOf(ctx, b.TxPort, tofino.FrameQuery{Fields: tofino.FramesTxAll | tofino.FramesTxOctets, TxSizes: dataSizes})
 	if err != nil {
 		return s, fmt.Errorf("%s: %w", b.Sender, err)
 	}
-	rc, err := b.Rx.PortCounters(ctx, b.RxPort)
+	rc, err := b.Rx.PortFramesOf(ctx, b.RxPort, tofino.FrameQuery{Fields: tofino.FramesRxOK | tofino.FramesRxFCSErrors | tofino.FramesTxPriPause})
 	if err != nil {
 		return s, fmt.Errorf("%s: %w", b.Receiver, err)
 	}
-	sc, err := b.Rx.PortCounters(ctx, b.Sink)
+	sc, err := b.Rx.PortFramesOf(ctx, b.Sink, tofino.FrameQuery{Fields: tofino.FramesTxOK})
 	if err != nil {
 		return s, fmt.Errorf("%s: %w", b.Receiver, err)
 	}
@@ -48,27 +48,19 @@ func (b *Bench) Read(ctx context.Context) (Snapshot, error) {
 		return s, fmt.Errorf("%s: %w", b.Receiver, err)
 	}
 	s.Time, s.SinkTime = tc.Time, sc.Time
-	s.TxFrames, s.TxOctets = tc.Values["$FramesTransmittedAll"], tc.Values["$OctetsTransmittedTotal"]
-	for _, n := range dataLengths {
-		v, ok := tc.Values[n]
-		if !ok {
-			return s, fmt.Errorf("%s: port %d counters have no %s", b.Sender, b.TxPort, n)
-		}
-		s.TxData += v
-	}
-	s.RxOK, s.RxFCS = rc.Values["$FramesReceivedOK"], rc.Values["$FramesReceivedwithFCSError"]
-	s.PauseFrames = rc.Values["$FramesTransmittedPriPause"]
-	s.Delivered = sc.Values["$FramesTransmittedOK"]
+	s.TxFrames, s.TxOctets, s.TxData = tc.TxAll, tc.TxOctets, tc.TxSized
+	s.RxOK, s.RxFCS = rc.RxOK, rc.RxFCSErrors
+	s.PauseFrames = rc.TxPriPause
+	s.Delivered = sc.TxOK
 	for _, v := range to {
 		s.Timeouts += v
 	}
 	return s, nil
 }
 
-// dataLengths are the RMON transmit size counters over 127 B.
-var dataLengths = []string{"$FramesTransmittedLength_128_255", "$FramesTransmittedLength_256_511", "$FramesTransmittedLength_512_1023",
-	"$FramesTransmittedLength_1024_1518", "$FramesTransmittedLength_1519_2047", "$FramesTransmittedLength_2048_4095",
-	"$FramesTransmittedLength_4096_8191", "$FramesTransmittedLength_8192_9215", "$FramesTransmittedLength_9216"}
+// dataSizes are the frames over 127 B (FCS included): originals and
+// copies, not LinkGuardian's 64 B dummies.
+var dataSizes = tofino.SizeRange{Min: 128}
 
 // Queues is the occupancy of the two LinkGuardian buffers, in bytes.
 type Queues struct {

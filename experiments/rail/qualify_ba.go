@@ -31,11 +31,11 @@ func (st *qualifyState) reverse(ctx context.Context, rc *o.RunContext, b *lgbenc
 		}
 	}
 	read := func() (ok, fcs int64, err error) {
-		c, err := cnt.PortCounters(ctx, l.TxPort)
+		c, err := cnt.PortFramesOf(ctx, l.TxPort, tofino.FrameQuery{Fields: tofino.FramesRxOK | tofino.FramesRxFCSErrors})
 		if err != nil {
 			return 0, 0, fmt.Errorf("%s: %w", l.Sender, err)
 		}
-		return c.Values["$FramesReceivedOK"], c.Values["$FramesReceivedwithFCSError"], nil
+		return c.RxOK, c.RxFCSErrors, nil
 	}
 	ok0, fcs0, err := read()
 	if err != nil {
