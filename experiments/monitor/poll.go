@@ -18,19 +18,16 @@ import (
 	"testbed/inventory"
 )
 
-// CounterReader reads a switch port's $PORT_STAT counters; *tofino.Switch
-// is one.
+// CounterReader reads a switch port's frame counters; *tofino.Switch is
+// one.
 type CounterReader interface {
-	PortCounters(ctx context.Context, devPort int) (tofino.Counters, error)
+	PortFramesOf(ctx context.Context, devPort int, q tofino.FrameQuery) (tofino.PortFrames, error)
 }
 
-// The $PORT_STAT counters a direction is estimated from (Tofino's RMON
-// names, as the switch driver returns them).
-const (
-	CtrTx    = "$FramesTransmittedAll"
-	CtrRxOK  = "$FramesReceivedOK"
-	CtrRxFCS = "$FramesReceivedwithFCSError"
-)
+// frameQuery is what a direction is estimated from: at the sending port
+// every frame sent, at the receiving port the frames received good and
+// those with FCS errors (one read per port serves both directions).
+var frameQuery = tofino.FrameQuery{Fields: tofino.FramesTxAll | tofino.FramesRxOK | tofino.FramesRxFCSErrors}
 
 // Direction is one direction of an inventory link between two switches,
 // or between a switch and a host: frames leave Sender's port (TxPort, or
@@ -252,7 +249,7 @@ func (m *Monitor) Poll(ctx context.Context, now time.Time) ([]Decision, error) {
 			return endReading{}, false
 		}
 		rctx, cancel := context.WithTimeout(ctx, m.timeout)
-		c, err := m.switches[sw].PortCounters(rctx, port)
+		c, err := m.switches[sw].PortFramesOf(rctx, port, frameQuery)
 		cancel()
 		if tofino.IsNotFound(err) {
 			// A port not added is a link out of service: nothing to read.
@@ -263,8 +260,8 @@ func (m *Monitor) Poll(ctx context.Context, now time.Time) ([]Decision, error) {
 			fail(key, fmt.Errorf("%s: read counters: %w", sw, err))
 			return endReading{}, false
 		}
-		fcs, has := c.Values[CtrRxFCS]
-		r := endReading{tx: uint64(c.Values[CtrTx]), rxOK: uint64(c.Values[CtrRxOK]), rxBad: uint64(fcs), hasBad: has}
+		// A switch port counts FCS errors (the read fails if not).
+		r := endReading{tx: uint64(c.TxAll), rxOK: uint64(c.RxOK), rxBad: uint64(c.RxFCSErrors), hasBad: true}
 		reads[k] = r
 		return r, true
 	}

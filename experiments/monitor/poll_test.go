@@ -21,34 +21,31 @@ import (
 // direction corrupts at a rate; every read advances the traffic.
 type wire struct {
 	mu    sync.Mutex
-	ports map[string]map[int]map[string]int64
+	ports map[string]map[int]*tofino.PortFrames
 	reads map[string]int
 	fail  string
 }
 
 func (w *wire) reader(sw string) CounterReader {
-	return readerFunc(func(ctx context.Context, p int) (tofino.Counters, error) {
+	return readerFunc(func(ctx context.Context, p int, q tofino.FrameQuery) (tofino.PortFrames, error) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		if _, ok := ctx.Deadline(); !ok {
-			return tofino.Counters{}, errors.New("read without a deadline")
+			return tofino.PortFrames{}, errors.New("read without a deadline")
 		}
 		if sw == w.fail {
-			return tofino.Counters{}, errors.New("connection refused")
+			return tofino.PortFrames{}, errors.New("connection refused")
 		}
 		w.reads[sw]++
-		v := map[string]int64{}
-		for k, x := range w.ports[sw][p] {
-			v[k] = x
-		}
-		return tofino.Counters{Values: v}, nil
+		v := *w.ports[sw][p]
+		return tofino.PortFrames{TxAll: v.TxAll, RxOK: v.RxOK, RxFCSErrors: v.RxFCSErrors}, nil
 	})
 }
 
-type readerFunc func(context.Context, int) (tofino.Counters, error)
+type readerFunc func(context.Context, int, tofino.FrameQuery) (tofino.PortFrames, error)
 
-func (f readerFunc) PortCounters(ctx context.Context, p int) (tofino.Counters, error) {
-	return f(ctx, p)
+func (f readerFunc) PortFramesOf(ctx context.Context, p int, q tofino.FrameQuery) (tofino.PortFrames, error) {
+	return f(ctx, p, q)
 }
 
 func (w *wire) send(from string, fp int, to string, tp int, frames, bad int64) {
@@ -59,15 +56,15 @@ func (w *wire) send(from string, fp int, to string, tp int, frames, bad int64) {
 		p  int
 	}{{from, fp}, {to, tp}} {
 		if w.ports[sp.sw] == nil {
-			w.ports[sp.sw] = map[int]map[string]int64{}
+			w.ports[sp.sw] = map[int]*tofino.PortFrames{}
 		}
 		if w.ports[sp.sw][sp.p] == nil {
-			w.ports[sp.sw][sp.p] = map[string]int64{CtrTx: 5, CtrRxOK: 7, CtrRxFCS: 0}
+			w.ports[sp.sw][sp.p] = &tofino.PortFrames{TxAll: 5, RxOK: 7}
 		}
 	}
-	w.ports[from][fp][CtrTx] += frames
-	w.ports[to][tp][CtrRxOK] += frames - bad
-	w.ports[to][tp][CtrRxFCS] += bad
+	w.ports[from][fp].TxAll += frames
+	w.ports[to][tp].RxOK += frames - bad
+	w.ports[to][tp].RxFCSErrors += bad
 }
 
 func TestMonitorPollsDetectsAndServesStatus(t *testing.T) {
@@ -92,7 +89,7 @@ links:
 	if len(dirs) != 4 || dirs[0].Link != "lg100" || dirs[2].Link != "lg25" || dirs[2].TxPort != 4 || dirs[3].Sender != "sw2" {
 		t.Fatalf("directions %+v", dirs)
 	}
-	w := &wire{ports: map[string]map[int]map[string]int64{}, reads: map[string]int{}}
+	w := &wire{ports: map[string]map[int]*tofino.PortFrames{}, reads: map[string]int{}}
 	for _, d := range dirs {
 		w.send(d.Sender, d.TxPort, d.Receiver, d.RxPort, 0, 0)
 	}
