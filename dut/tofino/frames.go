@@ -18,8 +18,7 @@ type PortFrames struct {
 	Time time.Duration
 	// TxOK: frames sent without error ($FramesTransmittedOK).
 	TxOK int64
-	// TxAll: every frame sent, good or bad, pause frames included
-	// ($FramesTransmittedAll).
+	// TxAll: every frame sent, good or bad ($FramesTransmittedAll).
 	TxAll int64
 	// TxOctets: the bytes of every frame sent, FCS included
 	// ($OctetsTransmittedTotal).
