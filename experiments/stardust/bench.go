@@ -753,18 +753,15 @@ type benchPoint struct {
 	Drained time.Duration
 }
 
-// runTraffic runs host traffic from every FA's data generator, rate bps
-// (wire bits) of frameBytes frames to targets(n), and measures.
-func (br *benchRun) runTraffic(ctx context.Context, frameBytes int, bps float64, targets func(*benchNode) []tofino.VOQTarget, warm, measure, drain time.Duration) (benchPoint, error) {
-	var pt benchPoint
-	clock := br.FAs[0].sw
-	// Each host port's credits go round robin to the VOQs that send to it
-	// (the Tofino programs have no request messages: the control plane
-	// lists the sources, p4/stardust/README.md).
+// setFlows points every FA's data generator at targets(n) and gives each
+// host port's credits, round robin, to the VOQs that send to it (the
+// Tofino programs have no request messages: the control plane lists the
+// sources, p4/stardust/README.md).
+func (br *benchRun) setFlows(ctx context.Context, targets func(*benchNode) []tofino.VOQTarget) error {
 	srcs := map[int][]tofino.CreditSource{}
 	for _, n := range br.FAs {
 		if err := n.sw.SetGenFlow(ctx, appData, targets(n)); err != nil {
-			return pt, fmt.Errorf("%s: %w", n.Name, err)
+			return fmt.Errorf("%s: %w", n.Name, err)
 		}
 		seen := map[int]bool{}
 		for _, v := range targets(n) {
@@ -774,12 +771,23 @@ func (br *benchRun) runTraffic(ctx context.Context, frameBytes int, bps float64,
 			}
 		}
 	}
-	if err := each(br.FAs, func(n *benchNode) error {
+	return each(br.FAs, func(n *benchNode) error {
 		if err := n.sw.SetCreditSources(ctx, hostPort, srcs[n.ID]); err != nil {
 			return fmt.Errorf("%s: %w", n.Name, err)
 		}
 		return nil
-	}); err != nil {
+	})
+}
+
+// runTraffic runs host traffic from every FA's data generator, rate bps
+// (wire bits) of frameBytes frames to targets(n), and measures.
+func (br *benchRun) runTraffic(ctx context.Context, frameBytes int, bps float64, targets func(*benchNode) []tofino.VOQTarget, warm, measure, drain time.Duration) (benchPoint, error) {
+	var pt benchPoint
+	clock := br.FAs[0].sw
+	// Each host port's credits go round robin to the VOQs that send to it
+	// (the Tofino programs have no request messages: the control plane
+	// lists the sources, p4/stardust/README.md).
+	if err := br.setFlows(ctx, targets); err != nil {
 		return pt, err
 	}
 	period, k, offered := pace(frameBytes, bps)

@@ -569,13 +569,7 @@ func (r *Fabric) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
 			s.Partial = partial
 			return s, nil
 		}}
-	plan.Steps = append(plan.Steps, &o.Step{Name: "bring the fabric up", Action: "configure", Devices: devs,
-		Note: "programs, ports, ids, spraying, credits, reachability, FCI threshold: each change journalled",
-		Run: func(ctx context.Context, rc *o.RunContext) error {
-			var err error
-			br, err = b.up(ctx, rc, cfg)
-			return err
-		}})
+	plan.Steps = append(plan.Steps, b.upStep(cfg, &br))
 	for _, u := range us {
 		plan.Steps = append(plan.Steps, &o.Step{Name: fmt.Sprintf("utilisation %g", u), Action: "measure", Devices: devs,
 			Note: fmt.Sprintf("%v + %v measured + a drain of up to %v, on the switches' clock", warm, measure, drain),

@@ -411,19 +411,11 @@ func failoverRun(ctx context.Context, rc *o.RunContext, p *o.Params, tiers int) 
 		if ph.name == "before" {
 			// The first bins hold the fabric filling: the mean of the
 			// second half.
-			h := bins[len(bins)/2:]
-			var s float64
-			for _, b := range h {
-				s += b
-			}
-			base = s / float64(len(h))
-			var v float64
-			for _, b := range h {
-				v += (b - base) * (b - base)
-			}
+			var sd float64
+			base, sd = meanSD(bins[len(bins)/2:])
 			// Three standard deviations of the bins below the mean: the
 			// Poisson traffic's own spread is no dip.
-			floor = 1 - 3*math.Sqrt(v/float64(len(h)-1))/base
+			floor = 1 - 3*sd/base
 			continue
 		}
 		ev.Dip = 1
@@ -490,4 +482,18 @@ func fmtp(p *float64) string {
 		return "-"
 	}
 	return strconv.FormatFloat(*p, 'f', 2, 64)
+}
+
+// meanSD is the mean of xs and their sample standard deviation (0 for
+// one value).
+func meanSD(xs []float64) (mean, sd float64) {
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	var v float64
+	for _, x := range xs {
+		v += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(v / float64(max(1, len(xs)-1)))
 }

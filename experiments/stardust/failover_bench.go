@@ -568,13 +568,7 @@ func (r *Failover) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
 			s.Partial = partial || !done
 			return s, nil
 		}}
-	plan.Steps = append(plan.Steps, &o.Step{Name: "bring the fabric up", Action: "configure", Devices: devs,
-		Note: "programs, ports, ids, spraying, credits, reachability, FCI threshold: each change journalled",
-		Run: func(ctx context.Context, rc *o.RunContext) error {
-			var err error
-			br, err = b.up(ctx, rc, cfg)
-			return err
-		}})
+	plan.Steps = append(plan.Steps, b.upStep(cfg, &br))
 	plan.Steps = append(plan.Steps, &o.Step{Name: "fail and restore", Action: "measure", Devices: devs,
 		Note: fmt.Sprintf("%s dark and back, %s down and back, the link corrupting and clean, %v each, on the switches' clock", vl.fa.Name+"-"+vl.fe.Name, vl.fe.Name, phase),
 		Run: func(ctx context.Context, rc *o.RunContext) error {
@@ -649,21 +643,7 @@ func (fb *failoverBenchRun) run(ctx context.Context) error {
 	// Traffic: uniform over the other FAs' host ports at load of the
 	// FA's fabric capacity, each host port's credits round robin over the
 	// VOQs that send to it.
-	srcs := map[int][]tofino.CreditSource{}
-	for _, n := range br.FAs {
-		if err := n.sw.SetGenFlow(ctx, appData, br.uniformTargets(n)); err != nil {
-			return fmt.Errorf("%s: %w", n.Name, err)
-		}
-		for _, v := range br.uniformTargets(n) {
-			srcs[v.FA] = append(srcs[v.FA], tofino.CreditSource{FA: n.ID, VOQ: v.VOQ})
-		}
-	}
-	if err := each(br.FAs, func(n *benchNode) error {
-		if err := n.sw.SetCreditSources(ctx, hostPort, srcs[n.ID]); err != nil {
-			return fmt.Errorf("%s: %w", n.Name, err)
-		}
-		return nil
-	}); err != nil {
+	if err := br.setFlows(ctx, br.uniformTargets); err != nil {
 		return err
 	}
 	if err := c.start(ctx); err != nil {
@@ -865,19 +845,11 @@ func (fb *failoverBenchRun) phases(ctx context.Context, phase, bin time.Duration
 			ev.CellsLost += r.skipped
 		}
 		if ph.name == "before" {
-			h := pd.bins[len(pd.bins)/2:]
-			var s float64
-			for _, b := range h {
-				s += b
-			}
-			base = s / float64(len(h))
-			var v float64
-			for _, b := range h {
-				v += (b - base) * (b - base)
-			}
+			var sd float64
+			base, sd = meanSD(pd.bins[len(pd.bins)/2:])
 			// The bench's paced traffic spreads its bins by a few
 			// tenths of a %: its normal range is at least 1%.
-			floor = 1 - max(3*math.Sqrt(v/float64(max(1, len(h)-1)))/base, 0.01)
+			floor = 1 - max(3*sd/base, 0.01)
 			return nil
 		}
 		ev.Dip = 1

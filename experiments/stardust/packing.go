@@ -328,14 +328,7 @@ func (r *Packing) planBench(pc *o.PlanContext, b *bench, sizes []int, d3 sm.Data
 			s.Partial = partial || !done || measured < len(sizes)
 			return s, nil
 		}}
-	plan.Steps = append(plan.Steps, &o.Step{Name: "bring the fabric up", Action: "configure", Devices: devs,
-		Note: "programs, ports, ids, spraying, credits, reachability, FCI threshold: each change journalled",
-		Run: func(ctx context.Context, rc *o.RunContext) error {
-			c := cfg
-			var err error
-			br, err = b.up(ctx, rc, c)
-			return err
-		}})
+	plan.Steps = append(plan.Steps, b.upStep(cfg, &br))
 	for _, s := range sizes {
 		plan.Steps = append(plan.Steps, &o.Step{Name: fmt.Sprintf("frames of %d B", s), Action: "measure", Devices: devs,
 			Note: fmt.Sprintf("line rate, %v + %v measured + a drain of up to %v, on the switches' clock", warm, measure, drain),

@@ -486,25 +486,31 @@ func TestStardustBadInput(t *testing.T) {
 	}
 }
 
+// lossyFibre sets the VOA on fa1-fe1 to the attenuation that loses a
+// share p of 256 B frames (bisected on the optics' frame loss
+// probability) and returns the probability it set.
+func (b *sdBench) lossyFibre(p float64) float64 {
+	fibre, _ := b.w.Fibre("fa1-fe1")
+	ch := b.voa.Channels[0]
+	lo, hi := 0.0, 30.0
+	for i := 0; i < 50; i++ {
+		ch.SetAttenuation((lo + hi) / 2)
+		if fibre.FrameLossProbability(256) < p {
+			lo = (lo + hi) / 2
+		} else {
+			hi = (lo + hi) / 2
+		}
+	}
+	return fibre.FrameLossProbability(256)
+}
+
 // A corrupting fibre loses frames at the optics' frame loss probability:
 // they count as FCS errors at the receiving port, never reach the FE, and
 // the first lost data frame stalls its source's later frames at the
 // destination (in-order release; reg_reasm_timeout left at 0, no timeout).
 func TestStardustCorruptingFibre(t *testing.T) {
 	b := newSDBench(t, 4, 2, 1, 2)
-	fibre, _ := b.w.Fibre("fa1-fe1")
-	ch := b.voa.Channels[0]
-	// The attenuation that loses about 2% of 256 B frames.
-	lo, hi := 0.0, 30.0
-	for i := 0; i < 50; i++ {
-		ch.SetAttenuation((lo + hi) / 2)
-		if fibre.FrameLossProbability(256) < 0.02 {
-			lo = (lo + hi) / 2
-		} else {
-			hi = (lo + hi) / 2
-		}
-	}
-	p := fibre.FrameLossProbability(256)
+	p := b.lossyFibre(0.02)
 	b.flow(0, 1, 1, 0)
 	b.ok(b.fas[0], "reg.set", fmt.Sprintf(`{"name":%q,"index":0,"value":%d}`, sd.RegCredit, sd.CreditCapFrames))
 	b.app(b.fas[0], 1, 252, 100, 20_000, 1, sd.Cell{Kind: sd.KindData})
@@ -539,17 +545,7 @@ func TestStardustCorruptingFibre(t *testing.T) {
 // last frame was sent.
 func TestStardustReassemblyTimeout(t *testing.T) {
 	b := newSDBench(t, 4, 2, 1, 2)
-	fibre, _ := b.w.Fibre("fa1-fe1")
-	ch := b.voa.Channels[0]
-	lo, hi := 0.0, 30.0
-	for i := 0; i < 50; i++ {
-		ch.SetAttenuation((lo + hi) / 2)
-		if fibre.FrameLossProbability(256) < 0.02 {
-			lo = (lo + hi) / 2
-		} else {
-			hi = (lo + hi) / 2
-		}
-	}
+	b.lossyFibre(0.02)
 	b.flow(0, 1, 1, 0)
 	b.ok(b.fas[0], "reg.set", fmt.Sprintf(`{"name":%q,"index":0,"value":%d}`, sd.RegCredit, sd.CreditCapFrames))
 	b.ok(b.fas[1], "reg.set", fmt.Sprintf(`{"name":%q,"index":0,"value":20000}`, sd.RegReasmTimeout))
