@@ -35,25 +35,17 @@ func (s *Switch) FabricLinks(ctx context.Context, ports []int, th int) ([]Fabric
 		return nil, fmt.Errorf("reachability threshold %d: expected 1..%d", th, sd.AgeMax)
 	}
 	out := make([]FabricLink, 0, len(ports))
-	if len(ports) == 0 {
-		return out, nil
-	}
-	// The ages in one request: the register's indices from the lowest
-	// port to the highest.
-	lo, hi := slices.Min(ports), slices.Max(ports)
-	if lo < 0 || hi >= sd.PortCount {
-		return nil, fmt.Errorf("fabric links: port outside 0..%d in %v", sd.PortCount-1, ports)
-	}
-	ages, err := s.ReadRegisterRange(ctx, sd.RegReachAge, lo, hi-lo+1)
+	// The ages in one request.
+	ages, err := s.readEach(ctx, sd.RegReachAge, ports, sd.PortCount)
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range ports {
+	for i, p := range ports {
 		st, err := s.PortStatus(ctx, p)
 		if err != nil {
 			return nil, err
 		}
-		l := FabricLink{Port: p, Up: st.Up, Age: int(ages[p-lo])}
+		l := FabricLink{Port: p, Up: st.Up, Age: int(ages[i])}
 		l.Valid = l.Up && l.Age < th
 		out = append(out, l)
 	}
@@ -231,21 +223,24 @@ func (s *Switch) FCICounts(ctx context.Context, ports []int) ([]int64, error) {
 	return s.readEach(ctx, sd.RegFCI, ports, 512)
 }
 
+// readEach reads indices idx of register reg (size indices), each summed
+// over the pipes (the program's state lives in the pipe of its ports; the
+// others read 0), in one reg.range request over the indices' span.
 func (s *Switch) readEach(ctx context.Context, reg string, idx []int, size int) ([]int64, error) {
 	out := make([]int64, len(idx))
+	if len(idx) == 0 {
+		return out, nil
+	}
+	lo, hi := slices.Min(idx), slices.Max(idx)
+	if lo < 0 || hi >= size {
+		return nil, fmt.Errorf("register %s: index outside 0..%d in %v", reg, size-1, idx)
+	}
+	v, err := s.ReadRegisterRange(ctx, reg, lo, hi-lo+1)
+	if err != nil {
+		return nil, err
+	}
 	for i, x := range idx {
-		if x < 0 || x >= size {
-			return nil, fmt.Errorf("register %s: index %d outside 0..%d", reg, x, size-1)
-		}
-		v, err := s.ReadRegister(ctx, reg, x)
-		if err != nil {
-			return nil, err
-		}
-		// The program's state lives in the pipe of its ports; the others
-		// read 0, so the sum is that pipe's value.
-		for _, p := range v {
-			out[i] += p
-		}
+		out[i] = v[x-lo]
 	}
 	return out, nil
 }
@@ -561,25 +556,10 @@ func (s *Switch) ReassemblyTimeout(ctx context.Context) (time.Duration, error) {
 
 // ReassemblyDrops reads, per source FA, the sequence numbers this FA gave
 // up at a reassembly timeout and has not released since (RegReasmDrops):
-// frames of that source lost in the fabric or dropped waiting here. One
-// request: the register's indices from the lowest source to the highest.
+// frames of that source lost in the fabric or dropped waiting here, in one
+// request.
 func (s *Switch) ReassemblyDrops(ctx context.Context, srcs []int) ([]int64, error) {
-	out := make([]int64, len(srcs))
-	if len(srcs) == 0 {
-		return out, nil
-	}
-	lo, hi := slices.Min(srcs), slices.Max(srcs)
-	if lo < 0 || hi >= sd.MaxFAs {
-		return nil, fmt.Errorf("register %s: source FA outside 0..%d in %v", sd.RegReasmDrops, sd.MaxFAs-1, srcs)
-	}
-	v, err := s.ReadRegisterRange(ctx, sd.RegReasmDrops, lo, hi-lo+1)
-	if err != nil {
-		return nil, err
-	}
-	for i, x := range srcs {
-		out[i] = v[x-lo]
-	}
-	return out, nil
+	return s.readEach(ctx, sd.RegReasmDrops, srcs, sd.MaxFAs)
 }
 
 // Generator is a Stardust packet-generator application: batches of
