@@ -150,17 +150,8 @@ func (s *Switch) PortCounters(ctx context.Context, devPort int) (Counters, error
 	return s.portStat(ctx, devPort, nil)
 }
 
-// SomePortCounters reads only the named counters of a port ($PORT_STAT
-// field names): the same values as PortCounters, in a smaller answer
-// (what a control plane polling many ports often keeps its transcripts
-// small with). A name the port does not have is an error.
-func (s *Switch) SomePortCounters(ctx context.Context, devPort int, names ...string) (Counters, error) {
-	if len(names) == 0 {
-		return Counters{}, fmt.Errorf("port %d counters: no counter named", devPort)
-	}
-	return s.portStat(ctx, devPort, names)
-}
-
+// portStat reads a port's $PORT_STAT counters, all of them or (names not
+// nil) only those named: PortFramesOf's smaller answer.
 func (s *Switch) portStat(ctx context.Context, devPort int, names []string) (Counters, error) {
 	args := map[string]any{"dev_port": devPort}
 	if names != nil {

@@ -1,6 +1,7 @@
 package tofino
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -69,5 +70,23 @@ func TestTableModAndKeyedGet(t *testing.T) {
 	}
 	if es := sw.tables[sd.TableSpray]; len(es) != 3 || es[0].Data[sd.ParamLink] != 10 {
 		t.Errorf("the refused requests changed the table: %+v", es)
+	}
+}
+
+// port.stat with names answers just those counters, with the values of
+// the whole read; a name the port does not count, or an empty list, is
+// refused (as the real agent, agent/PROTOCOL.md).
+func TestPortStatNames(t *testing.T) {
+	b := newSDBench(t, 2, 2, 1, 2)
+	port := sdFabricPort(0)
+	all := b.ok(b.fas[0], "port.stat", fmt.Sprintf(`{"dev_port":%d}`, port))["counters"].(map[string]any)
+	some := b.ok(b.fas[0], "port.stat", fmt.Sprintf(`{"dev_port":%d,"names":["$FramesReceivedAll","$FramesTransmittedOK"]}`, port))["counters"].(map[string]any)
+	if len(all) < 10 || len(some) != 2 || some["$FramesReceivedAll"] != all["$FramesReceivedAll"] || some["$FramesTransmittedOK"] != all["$FramesTransmittedOK"] {
+		t.Errorf("named %v, of %d counters", some, len(all))
+	}
+	for _, names := range []string{`["$NoSuchCounter"]`, `[]`, `"$FramesReceivedAll"`} {
+		if r := b.req(b.fas[0], "port.stat", fmt.Sprintf(`{"dev_port":%d,"names":%s}`, port, names)); errKind(r) != "bad_request" {
+			t.Errorf("names %s: %v, want bad_request", names, r)
+		}
 	}
 }
