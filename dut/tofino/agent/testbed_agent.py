@@ -638,6 +638,11 @@ class Agent:
             fn = getattr(t, "add", None)
             if fn is None:
                 raise not_found("table %s takes an action", name)
+        return self._call_with_entry(fn, key, data)
+
+    def _call_with_entry(self, fn, key, data):
+        # An entry's key and data fields are one call's keyword arguments
+        # (add_with_<action>, mod_with_<action>): no field may be both.
         both = set(key) & set(data)
         if both:
             raise bad_request("fields %s are both key and data", ", ".join(sorted(both)))
@@ -659,13 +664,7 @@ class Agent:
         fn = getattr(t, "mod_with_" + action, None)
         if fn is None:
             raise not_found("table %s has no action %r (mod_with_%s)", name, action, action)
-        both = set(key) & set(data)
-        if both:
-            raise bad_request("fields %s are both key and data", ", ".join(sorted(both)))
-        kwargs = dict(key)
-        kwargs.update(data)
-        self.call(fn, **kwargs)
-        return {}
+        return self._call_with_entry(fn, key, data)
 
     def table_del(self, args):
         name, t = self._table(args)
