@@ -211,7 +211,6 @@ func (br *benchRun) pushPull(ctx context.Context, rc *o.RunContext, portB int, w
 	if err := br.stopAll(ctx, appData, appCredit, appReach, appAge); err != nil {
 		return got, offered, lost, err
 	}
-	d.creditPorts = 2
 	wire := float64((br.cfg.FrameBytes + wireExtra) * 8)
 	win := (tB - tA).Seconds()
 	got = [2]float64{float64(a1-a0) * wire / win / 1e9, float64(b1-b0) * wire / win / 1e9}
