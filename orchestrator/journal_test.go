@@ -397,6 +397,22 @@ func TestUndoKindsReplayFromData(t *testing.T) {
 	if ps, err := sw.PortStatus(ctx, 144); err != nil || ps.SpeedGbps != 25 {
 		t.Errorf("port 144 after add-port: %+v %v", ps, err)
 	}
+	// A run that switched the program puts back the one it found: the
+	// switch daemon restarts with it (its ports and tables start empty,
+	// and the undos journalled before the switch then meet it).
+	kinds[UndoTofinoProgram] = true
+	if err := sw.StartSwitchd(ctx, lg.ProgramReceiver); err != nil {
+		t.Fatal(err)
+	}
+	if err := runUndo(ctx, fresh, UndoRecord{Kind: UndoTofinoProgram, Args: json.RawMessage(`{"program":"` + lg.ProgramSender + `"}`)}); err != nil {
+		t.Errorf("%s on sw1: %v", UndoTofinoProgram, err)
+	}
+	if p, err := sw.Program(ctx); err != nil || p != lg.ProgramSender {
+		t.Errorf("program after its undo: %q %v, want %s", p, err, lg.ProgramSender)
+	}
+	if err := runUndo(ctx, fresh, UndoRecord{Kind: UndoTofinoProgram, Args: json.RawMessage(`{"program":""}`)}); err == nil {
+		t.Errorf("%s without a program: no error", UndoTofinoProgram)
+	}
 	// The register kind writes back the value found; the receiver holds
 	// the thresholds (see lgbench), exercised by the recipes and the soak.
 	kinds[UndoTofinoRegister] = true

@@ -51,6 +51,12 @@ const (
 	// UndoTofinoTableClear: {table}: delete every entry of a table the run
 	// filled (it was empty when the run found it).
 	UndoTofinoTableClear = "tofino.table-clear"
+	// UndoTofinoProgram: {program}: restart the switch daemon with the P4
+	// program it was found running, when the run started another (a
+	// recipe that compares two programs on one bench). Undone in order,
+	// the records journalled before it then meet the program they were
+	// made for.
+	UndoTofinoProgram = "tofino.program"
 )
 
 type undoFunc func(ctx context.Context, od *OpenedDevice, args json.RawMessage) error
@@ -211,6 +217,26 @@ func undoKinds() map[string]undoFunc {
 				return nil // added back already
 			}
 			return sw.AddPort(ctx, a.Port, a.Gbps, a.FEC)
+		},
+		UndoTofinoProgram: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
+			var a struct {
+				Program string `json:"program"`
+			}
+			sw, err := driverAs[*tofino.Switch](od, raw, &a)
+			if err != nil {
+				return err
+			}
+			if a.Program == "" {
+				return fmt.Errorf("%s: %s without a program", od.Dev.Name, UndoTofinoProgram)
+			}
+			p, err := sw.Program(ctx)
+			if err != nil {
+				return err
+			}
+			if p == a.Program {
+				return nil // put back already
+			}
+			return sw.StartSwitchd(ctx, a.Program)
 		},
 		UndoReactorTeardown: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
 			c, err := agentOf(ctx, od, raw, nil)
