@@ -1023,6 +1023,9 @@ func (t *Tofino) pktgenStart(a map[string]json.RawMessage) (any, error) {
 		t.apps[app.id] = app
 		t.sdVer++
 		t.mu.Unlock()
+		if eg != nil {
+			t.dp.noteECMP(t) // ecmp_dp.go
+		}
 		return nil, nil
 	}
 	p := t.ports[int(v[1])]
