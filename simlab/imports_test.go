@@ -20,6 +20,7 @@ var shared = map[string]bool{
 	"testbed/simlab/fctmodel":      true,
 	"testbed/simlab/reactormodel":  true,
 	"testbed/simlab/stardustmodel": true,
+	"testbed/simlab/ecmpmodel":     true,
 	"testbed/simlab/tcpmodel":      true,
 	"testbed/simlab/scenario":      true,
 }
