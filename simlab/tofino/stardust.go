@@ -64,10 +64,13 @@ var stardustRegSizes = map[string]int{
 	sd.RegReasmDrops:   sd.MaxFAs,
 }
 
-// regSize is the number of entries register name has: the Stardust
-// registers' declared sizes, 512 for the others.
+// regSize is the number of entries register name has: the Stardust and
+// ecmp registers' declared sizes, 512 for the others.
 func regSize(name string) int {
 	if n, ok := stardustRegSizes[name]; ok {
+		return n
+	}
+	if n, ok := ecmpRegSizes[name]; ok { // ecmp.go
 		return n
 	}
 	return 512

@@ -116,6 +116,9 @@ type pktgenApp struct {
 	perBatch         int
 	startNs          time.Duration
 	cell             *sd.Cell
+	// An ecmp program's application (ecmp.go): the headers its frames
+	// carry; timed as a Stardust application is.
+	ecmp *ecmpGen
 }
 
 type simQueue struct {
@@ -190,7 +193,10 @@ func (t *Tofino) reset(program string) {
 	t.sdVer++
 	o, ok := programObjects[program]
 	if !ok {
-		o.regs, o.tables, _ = stardustObjects(program) // stardust.go
+		o.regs, o.tables, ok = stardustObjects(program) // stardust.go
+	}
+	if !ok {
+		o.regs, o.tables, _ = ecmpObjects(program) // ecmp.go
 	}
 	for _, r := range o.regs {
 		t.regs[r] = stardustInitial(r) // stardust.go
@@ -877,7 +883,7 @@ func (t *Tofino) handle(req agentReq) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !tableAction(name, action) {
+		if !tableAction(t.program, name, action) {
 			return nil, notFound("table %s has no action %q (add_with_%s)", name, action, action)
 		}
 		data, err := argMap(a, "data")
@@ -928,8 +934,12 @@ func sameKey(a, b map[string]int64) bool {
 	return true
 }
 
-// tableAction says which actions the program's tables have.
-func tableAction(table, action string) bool {
+// tableAction says which actions the program's tables have (the
+// Stardust programs and ecmp both have a whoami and a gen_flow).
+func tableAction(program, table, action string) bool {
+	if isECMP(program) {
+		return ecmpAction(table, action) // ecmp.go
+	}
 	switch table {
 	case lg.TableLinkProtect:
 		return action == lg.ActionProtect
@@ -956,7 +966,9 @@ func (t *Tofino) pktgenStart(a map[string]json.RawMessage) (any, error) {
 		return nil, badReq("pkt_len %d", v[2])
 	}
 	var cell *sd.Cell
-	if raw, ok := a["buffer_hex"]; ok {
+	var buf []byte
+	raw, given := a["buffer_hex"]
+	if given {
 		var h string
 		if err := json.Unmarshal(raw, &h); err != nil {
 			return nil, badReq("argument \"buffer_hex\": expected a string, got %s", raw)
@@ -965,7 +977,14 @@ func (t *Tofino) pktgenStart(a map[string]json.RawMessage) (any, error) {
 		if err != nil || h != strings.ToLower(h) {
 			return nil, badReq("buffer_hex: expected lowercase hex, got %q", h)
 		}
-		c, perr := stardustBuffer(t.programName(), b) // stardust.go
+		buf = b
+	}
+	eg, err := ecmpBuffer(t.programName(), buf, given) // ecmp.go
+	if err != nil {
+		return nil, badReq("buffer_hex: %v", err)
+	}
+	if given && eg == nil {
+		c, perr := stardustBuffer(t.programName(), buf) // stardust.go
 		if perr != nil {
 			return nil, badReq("buffer_hex: %v", perr)
 		}
@@ -990,15 +1009,16 @@ func (t *Tofino) pktgenStart(a map[string]json.RawMessage) (any, error) {
 		t.mu.Unlock()
 		return nil, fmt.Errorf("pktgen app %d is running: stop it first", v[0])
 	}
-	if cell != nil {
-		// A Stardust application's frames enter the ingress pipeline and
-		// go where the program sends them, whatever egress_port says.
+	if cell != nil || eg != nil {
+		// A Stardust or ecmp application's frames enter the ingress
+		// pipeline and go where the program sends them, whatever
+		// egress_port says.
 		t.mu.Unlock()
 		if v[3] <= 0 || v[4] <= 0 || v[5] <= 0 {
 			return nil, badReq("pktgen: timer_ns, batches and packets_per_batch must be positive, got %d, %d, %d", v[3], v[4], v[5])
 		}
 		app := &pktgenApp{id: int(v[0]), egressPort: int(v[1]), pktLen: int(v[2]), total: v[4] * v[5], enabled: true,
-			timerNs: v[3], batches: v[4], perBatch: int(v[5]), startNs: t.dp.Now(), cell: cell}
+			timerNs: v[3], batches: v[4], perBatch: int(v[5]), startNs: t.dp.Now(), cell: cell, ecmp: eg}
 		t.mu.Lock()
 		t.apps[app.id] = app
 		t.sdVer++
