@@ -111,6 +111,9 @@ const (
 	FlowDstPort = 5001
 	// HeadersBytes is Ethernet + IPv4 (no options) + UDP.
 	HeadersBytes = 14 + 20 + 8
+	// PktgenPort is the port the program takes generator frames from:
+	// the packet generator of Tofino 1's pipe 0.
+	PktgenPort = 68
 )
 
 // HostAddr is the address gen_flow writes for ToR dst's host.

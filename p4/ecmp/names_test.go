@@ -105,7 +105,7 @@ func checkLayout(p *p4check.Program) []error {
 		"ECMP_FLOW_DST_PORT":  FlowDstPort,
 		"ETHERTYPE_IPV4":      0x0800,
 		"IP_PROTO_UDP":        17,
-		"ECMP_PKTGEN_PORT":    68,
+		"ECMP_PKTGEN_PORT":    PktgenPort,
 	} {
 		if v, err := p.Value(name); err != nil || v != want {
 			failf("%s = %d (%v), the contract says %d", name, v, err, want)
