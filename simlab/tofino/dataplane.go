@@ -36,6 +36,8 @@ type Dataplane struct {
 	follow  []*following // traffic of others across the fibres (follow.go)
 	nfollow uint64
 	sd      *sdEngine // the Stardust fabric (stardust_dp.go)
+	ec      *ecEngine // the ecmp fabric (ecmp_dp.go)
+	ecSws   []*Tofino // switches that started an ecmp application
 }
 
 // NewDataplane makes an empty dataplane over the world.
@@ -345,6 +347,9 @@ func (d *Dataplane) advanceLocked(t time.Duration) error {
 	}
 	d.stepFollowers(d.now, t)
 	if err := d.stepStardust(t); err != nil {
+		return err
+	}
+	if err := d.stepECMP(t); err != nil { // ecmp_dp.go
 		return err
 	}
 	d.now = t

@@ -1023,6 +1023,9 @@ func (t *Tofino) pktgenStart(a map[string]json.RawMessage) (any, error) {
 		t.apps[app.id] = app
 		t.sdVer++
 		t.mu.Unlock()
+		if eg != nil {
+			t.dp.noteECMP(t) // ecmp_dp.go
+		}
 		return nil, nil
 	}
 	p := t.ports[int(v[1])]
@@ -1034,7 +1037,8 @@ func (t *Tofino) pktgenStart(a map[string]json.RawMessage) (any, error) {
 	// timestamp programs: the simulated generator offers back-to-back
 	// frames, as the stress test does. A Stardust program's applications
 	// (credits, reachability cells, aging ticks, paced host traffic) run
-	// at their period in the Stardust dataplane (stardust_dp.go).
+	// at their period in the Stardust dataplane (stardust_dp.go), and an
+	// ecmp program's in the ecmp dataplane (ecmp_dp.go).
 	lineNs := float64((v[2]+4+20)*8) / float64(p.gbps)
 	if float64(v[3]) > 1.05*lineNs+1 {
 		return nil, fmt.Errorf("pktgen: a %d B packet every %d ns is below the %d G line rate (%.1f ns); the simulated switch models line-rate generation only", v[2], v[3], p.gbps, lineNs)
