@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"testbed/dut/tofino"
+	"testbed/inventory"
 	"testbed/p4/ecmp"
+	"testbed/simlab"
 )
 
 // startECMP builds and starts the ecmp program on a simulated switch of
@@ -315,8 +317,10 @@ func TestECMPFlowCountsThroughTheDriver(t *testing.T) {
 	if err := sw.StartFlowGenerator(ctx, g); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := sw.PktgenStatus(ctx, 1); err != nil || !st.Enabled {
-		t.Errorf("flow generator: %+v %v", st, err)
+	// Reading the status moves the simulated clock: the application may
+	// have sent its frames already.
+	if st, err := sw.PktgenStatus(ctx, 1); err != nil || !st.Enabled && st.Packets == 0 {
+		t.Errorf("flow generator: %+v %v, want it running or its frames sent", st, err)
 	}
 	if err := sw.StopPktgen(ctx, 1); err != nil {
 		t.Fatal(err)
@@ -341,5 +345,164 @@ func TestECMPFlowCountsThroughTheDriver(t *testing.T) {
 	}
 	if st, err := sw.PktgenStatus(ctx, 2); err == nil && st.Enabled {
 		t.Errorf("a refused application runs: %+v", st)
+	}
+}
+
+// Two ToRs (the Stardust bench's fa1 and fa2, ToR ids 0 and 1) and two
+// spines (fe1, fe2) running ecmp on the simulated bench, configured only
+// through the driver: fa1's generator sends two flows to ToR 1, and
+// FlowCounts sees every frame fa1 sent arrive at fa2's host port, in the
+// time the generator took. Hashed, each flow keeps to one uplink; sprayed,
+// one flow uses both.
+func TestECMPFlowsCrossTheFabric(t *testing.T) {
+	text, err := simlab.Bench("stardust")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := inventory.Parse("simlab/benches/stardust.yaml", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab, _, err := simlab.StartTwin(inv, simlab.Options{Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lab.Close() })
+	ctx := context.Background()
+	sws := map[string]*tofino.Switch{}
+	for _, name := range []string{"fa1", "fa2", "fe1", "fe2"} {
+		s := open(t, lab, name, 20*time.Second)
+		startECMP(t, s)
+		for _, port := range []string{"host", "p1", "p2"} {
+			if name[:2] == "fe" && port == "host" {
+				continue
+			}
+			if err := s.AddPort(ctx, dev(t, lab, name, port), 100, "none"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sws[name] = s
+	}
+	// A ToR's pN goes to spine N; a spine's pM to ToR M-1.
+	up := []int{dev(t, lab, "fa1", "p1"), dev(t, lab, "fa1", "p2")}
+	for i, tor := range []string{"fa1", "fa2"} {
+		s := sws[tor]
+		if err := s.SetToRID(ctx, i); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RouteToHost(ctx, i, dev(t, lab, tor, "host")); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RouteECMP(ctx, 1-i, []int{dev(t, lab, tor, "p1"), dev(t, lab, tor, "p2")}, false); err != nil {
+			t.Fatal(err)
+		}
+		for _, spine := range []string{"fe1", "fe2"} {
+			if err := sws[spine].RouteECMP(ctx, i, []int{dev(t, lab, spine, "p"+string(rune('1'+i)))}, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// fa1's fibres run through voa1: open its shutters.
+	if v, ok := lab.World().VOA("voa1"); ok {
+		for _, ch := range v.Channels {
+			ch.SetShutter(true)
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for _, p := range up {
+		if err := sws["fa1"].WaitPortUp(wctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fa1, fa2 := sws["fa1"], sws["fa2"]
+	flows := []int{3, 4}
+	const frames = 100
+	period := 10 * time.Microsecond
+	run := func(app int, fl []tofino.ECMPFlow) (sent, rcvd []tofino.FlowCount, uplink [2]int64) {
+		t.Helper()
+		for _, s := range []*tofino.Switch{fa1, fa2} {
+			if err := s.ClearFlowCounts(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var before [2]int64
+		for k, p := range up {
+			f, err := fa1.PortFramesOf(ctx, p, tofino.FrameQuery{Fields: tofino.FramesTxOK})
+			if err != nil {
+				t.Fatal(err)
+			}
+			before[k] = f.TxOK
+		}
+		if err := fa1.SetFlows(ctx, app, fl); err != nil {
+			t.Fatal(err)
+		}
+		g := tofino.FlowGenerator{AppID: app, Port: ecmp.PktgenPort, EgressPort: dev(t, lab, "fa1", "host"), FrameBytes: 1024, Period: period,
+			PerBatch: 1, Batches: frames, SrcMAC: [6]byte{2, 0, 0, 0, 0, byte(app)}, SrcAddr: ecmp.SourceAddr(0, app)}
+		if err := fa1.StartFlowGenerator(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+		now, err := fa1.Clock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fa1.WaitClock(ctx, now+frames*period+100*time.Microsecond); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := fa1.PktgenStatus(ctx, app); err != nil || !st.Done || st.Packets != frames {
+			t.Fatalf("generator: %+v %v, want %d frames sent", st, err, frames)
+		}
+		if sent, err = fa1.FlowCounts(ctx, flows); err != nil {
+			t.Fatal(err)
+		}
+		if rcvd, err = fa2.FlowCounts(ctx, flows); err != nil {
+			t.Fatal(err)
+		}
+		for k, p := range up {
+			f, err := fa1.PortFramesOf(ctx, p, tofino.FrameQuery{Fields: tofino.FramesTxOK})
+			if err != nil {
+				t.Fatal(err)
+			}
+			uplink[k] = f.TxOK - before[k]
+		}
+		return sent, rcvd, uplink
+	}
+
+	sent, rcvd, uplink := run(1, []tofino.ECMPFlow{{Dst: 1, Flow: 3}, {Dst: 1, Flow: 4}})
+	var total int64
+	for k, f := range flows {
+		total += sent[k].Sent
+		if sent[k].Sent == 0 || rcvd[k].Rcvd != sent[k].Sent {
+			t.Errorf("flow %d: fa1 sent %d, fa2's host port got %d", f, sent[k].Sent, rcvd[k].Rcvd)
+		}
+		if rcvd[k].Sent != 0 || sent[k].Rcvd != 0 {
+			t.Errorf("flow %d counted on the wrong ToR: fa1 %+v, fa2 %+v", f, sent[k], rcvd[k])
+		}
+		if span := time.Duration(rcvd[k].Last-rcvd[k].First) * time.Nanosecond; rcvd[k].First == 0 || span <= 0 || span > frames*period {
+			t.Errorf("flow %d: first %d ns, last %d ns: want a span within the generator's %v", f, rcvd[k].First, rcvd[k].Last, frames*period)
+		}
+	}
+	if total != frames {
+		t.Errorf("fa1 sent %d frames of the two flows, the generator %d", total, frames)
+	}
+	t.Logf("hashed: flows %v sent %d and %d, received %d and %d; uplinks sent %v", flows, sent[0].Sent, sent[1].Sent, rcvd[0].Rcvd, rcvd[1].Rcvd, uplink)
+	// Per flow: the uplinks carry the flows whole, one link each or both
+	// on one.
+	a, b := sent[0].Sent, sent[1].Sent
+	if u := uplink; !(u == [2]int64{a, b} || u == [2]int64{b, a} || u == [2]int64{a + b, 0} || u == [2]int64{0, a + b}) {
+		t.Errorf("hashed: uplinks sent %v, flows %d and %d: a flow was split", u, a, b)
+	}
+
+	// Sprayed, one flow takes both uplinks.
+	if err := fa1.RouteECMP(ctx, 1, up, true); err != nil {
+		t.Fatal(err)
+	}
+	sent, rcvd, uplink = run(2, []tofino.ECMPFlow{{Dst: 1, Flow: 3}})
+	if sent[0].Sent != frames || rcvd[0].Rcvd != frames || sent[1].Sent != 0 {
+		t.Errorf("sprayed: flow 3 sent %d, received %d; flow 4 sent %d", sent[0].Sent, rcvd[0].Rcvd, sent[1].Sent)
+	}
+	t.Logf("sprayed: flow 3 sent %d, received %d; uplinks sent %v", sent[0].Sent, rcvd[0].Rcvd, uplink)
+	if uplink[0] == 0 || uplink[1] == 0 || uplink[0]+uplink[1] != frames {
+		t.Errorf("sprayed: uplinks sent %v, want the flow's %d frames over both", uplink, frames)
 	}
 }
