@@ -13,6 +13,7 @@ import (
 	"testbed/dut/tofino"
 	"testbed/inventory"
 	"testbed/orchestrator"
+	"testbed/p4/ecmp"
 	lg "testbed/p4/linkguardian"
 	sd "testbed/p4/stardust"
 	ts "testbed/p4/timestamp"
@@ -36,6 +37,7 @@ func deployable() map[string]struct {
 		ts.Program:         {ts.Sources(), ts.MainFile(ts.Program)},
 		sd.ProgramFA:       {sds, sd.MainFile(sd.ProgramFA)},
 		sd.ProgramFE:       {sds, sd.MainFile(sd.ProgramFE)},
+		ecmp.Program:       {ecmp.Sources(), ecmp.MainFile(ecmp.Program)},
 	}
 }
 
@@ -50,7 +52,8 @@ func (a *app) switchCmd() *cobra.Command {
 		Long: `deploy uploads the P4 sources built into this binary (LinkGuardian's sender and receiver,
 p4/linkguardian, by default; the per-hop latency probes, p4/timestamp, with --program
 timestamp; Stardust's Fabric Adapter and Fabric Element, p4/stardust, with --program
-stardust_fa,stardust_fe) to each named switch over SSH, compiles them there with the SDE's bf-p4c (Tofino, TNA) and installs
+stardust_fa,stardust_fe; the plain ECMP packet fabric Stardust is compared with, p4/ecmp,
+with --program ecmp) to each named switch over SSH, compiles them there with the SDE's bf-p4c (Tofino, TNA) and installs
 each program where run_switchd.sh -p <program> finds it. It leases the switches while it
 works and does not restart a running bf_switchd: the recipes start the program they need.
 With no --inventory it deploys on the simulated lab, whose switches check the sources but
@@ -61,7 +64,7 @@ do not compile them.`,
 			progs := deployable()
 			for _, p := range programs {
 				if _, ok := progs[p]; !ok {
-					return &orchestrator.InputError{Msg: fmt.Sprintf("--program %q: expected %s, %s, %s, %s or %s", p, lg.ProgramSender, lg.ProgramReceiver, ts.Program, sd.ProgramFA, sd.ProgramFE)}
+					return &orchestrator.InputError{Msg: fmt.Sprintf("--program %q: expected %s, %s, %s, %s, %s or %s", p, lg.ProgramSender, lg.ProgramReceiver, ts.Program, sd.ProgramFA, sd.ProgramFE, ecmp.Program)}
 				}
 			}
 			var inv *inventory.Inventory

@@ -37,7 +37,7 @@ func TestSwitchDeploy(t *testing.T) {
 	if code, _, errOut := testbedRun(t, "switch", "deploy", "voa1", "--inventory", inv, "--state-dir", state); code != exitBadInput || !strings.Contains(errOut, "not a switch") {
 		t.Errorf("deploy on a VOA: exit %d, %s", code, errOut)
 	}
-	if code, _, errOut := testbedRun(t, "switch", "deploy", "sw1", "--program", "router", "--inventory", inv, "--state-dir", state); code != exitBadInput || !strings.Contains(errOut, "expected sender, receiver, timestamp, stardust_fa or stardust_fe") {
+	if code, _, errOut := testbedRun(t, "switch", "deploy", "sw1", "--program", "router", "--inventory", inv, "--state-dir", state); code != exitBadInput || !strings.Contains(errOut, "expected sender, receiver, timestamp, stardust_fa, stardust_fe or ecmp") {
 		t.Errorf("unknown program: exit %d, %s", code, errOut)
 	}
 	code, out, errOut = testbedRun(t, "switch", "deploy", "sw1", "--program", "timestamp", "--inventory", inv, "--state-dir", state, "-o", "json")
@@ -47,6 +47,10 @@ func TestSwitchDeploy(t *testing.T) {
 	code, out, errOut = testbedRun(t, "switch", "deploy", "sw1", "--program", "stardust_fa,stardust_fe", "--inventory", inv, "--state-dir", state, "-o", "json")
 	if code != exitOK || !strings.Contains(out, "/stardust_fa.conf") || !strings.Contains(out, "/stardust_fe.conf") {
 		t.Errorf("deploy stardust: exit %d, %s %s", code, out, errOut)
+	}
+	code, out, errOut = testbedRun(t, "switch", "deploy", "sw1", "--program", "ecmp", "--inventory", inv, "--state-dir", state, "-o", "json")
+	if code != exitOK || !strings.Contains(out, "/ecmp.conf") {
+		t.Errorf("deploy ecmp: exit %d, %s %s", code, out, errOut)
 	}
 	d, _ := lab.Inventory().Device("sw2")
 	held, err := orchestrator.NewLeaser(state, time.Hour, nil).Acquire(lab.Inventory().Name, "someone-else", "run-x", []orchestrator.LeaseTarget{{Device: "sw2", Address: d.Address}})

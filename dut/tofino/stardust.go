@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"testbed/p4/ecmp"
 	sd "testbed/p4/stardust"
 )
 
@@ -281,16 +282,20 @@ type RegisterValue struct {
 // fabricTables are the tables a bring-up of program fills.
 func fabricTables(program string) ([]string, error) {
 	switch program {
+	case ecmp.Program:
+		return []string{ecmp.TableWhoami, ecmp.TableGenFlow, ecmp.TableRoute, ecmp.TableECMPSlot}, nil
 	case sd.ProgramFA:
 		return []string{sd.TableWhoami, sd.TableHostPort, sd.TableGenFlow, sd.TableCreditPort, sd.TableCreditTo, sd.TableReachPort, sd.TableSpray}, nil
 	case sd.ProgramFE:
 		return []string{sd.TableWhoami, sd.TableReachPort, sd.TableSpray}, nil
 	}
-	return nil, fmt.Errorf("stardust: program %q (expected %s or %s)", program, sd.ProgramFA, sd.ProgramFE)
+	return nil, fmt.Errorf("fabric snapshot: program %q (expected %s, %s or %s)", program, sd.ProgramFA, sd.ProgramFE, ecmp.Program)
 }
 
-// FabricSnapshot reads what a bring-up of program (sd.ProgramFA or
-// sd.ProgramFE) will change on the switch.
+// FabricSnapshot reads what a bring-up of program (sd.ProgramFA,
+// sd.ProgramFE or ecmp.Program) will change on the switch. The ecmp
+// program has no control-plane register (its flow registers are counters,
+// cleared by ClearFlowCounts, not settings): only its tables.
 func (s *Switch) FabricSnapshot(ctx context.Context, program string) (FabricSnapshot, error) {
 	var snap FabricSnapshot
 	tables, err := fabricTables(program)
@@ -304,9 +309,12 @@ func (s *Switch) FabricSnapshot(ctx context.Context, program string) (FabricSnap
 		}
 		snap.Tables = append(snap.Tables, TableSnapshot{Table: t, Entries: es})
 	}
-	regs := []string{sd.RegFCIThreshold}
-	if program == sd.ProgramFA {
-		regs = append(regs, sd.RegReasmTimeout)
+	var regs []string
+	switch program {
+	case sd.ProgramFA:
+		regs = []string{sd.RegFCIThreshold, sd.RegReasmTimeout}
+	case sd.ProgramFE:
+		regs = []string{sd.RegFCIThreshold}
 	}
 	for _, reg := range regs {
 		v, err := s.readEach(ctx, reg, []int{0}, 1)

@@ -44,7 +44,7 @@ const (
 	// TableRoute is keyed by the destination ToR (the destination
 	// address's third octet): ActionToHost delivers to a host port,
 	// ActionECMPHash sends the packet to the slot its 5-tuple hashes to
-	// (per flow, as ECMP does), ActionECMPSpray to a slot drawn per packet
+	// (per flow, as ECMP does; FlowSlot), ActionECMPSpray to a slot drawn per packet
 	// (per-packet spraying, the best load balancing a packet fabric gets,
 	// §5.2 "even with multi-path routing").
 	TableRoute      = "SwitchIngress.route"
@@ -88,9 +88,19 @@ const (
 
 // Sizes and constants of ecmp.p4.
 const (
-	// Slots is the number of ECMP (and generator flow) slots: the low six
-	// bits of the hash, or of Random<bit<6>>.
+	// Slots is the number of ECMP (and generator flow) slots: six bits
+	// of the hash (FlowSlot), or a Random<bit<6>>.
 	Slots = 64
+	// SlotShift is where ecmp_hash takes the slot from the hash: bits
+	// SlotShift+5..SlotShift. Not the low six bits: CRC16 is linear, and
+	// its low six bits take only three bits' worth of the UDP source
+	// port's low byte (the byte followed by two more, the destination
+	// port), so the MaxFlows flows of one source and destination would
+	// reach 8 of the 64 slots, 2 of 4 uplinks. Bits 11..6 take six bits'
+	// worth of the source port's low byte, of the source address's last
+	// octet, of the destination ToR and of the destination port's low
+	// byte (contract_test.go).
+	SlotShift = 6
 	// MaxFlows is the flow registers' size; a flow number is below it.
 	MaxFlows = 256
 	// MaxToRs bounds a ToR id (the route table's size).
@@ -101,6 +111,9 @@ const (
 	FlowDstPort = 5001
 	// HeadersBytes is Ethernet + IPv4 (no options) + UDP.
 	HeadersBytes = 14 + 20 + 8
+	// PktgenPort is the port the program takes generator frames from:
+	// the packet generator of Tofino 1's pipe 0.
+	PktgenPort = 68
 )
 
 // HostAddr is the address gen_flow writes for ToR dst's host.
@@ -111,7 +124,7 @@ func SourceAddr(tor, app int) uint32 { return 10<<24 | uint32(tor&0xff)<<8 | uin
 
 // FlowHash is ecmp.p4's ECMP hash: Hash<bit<16>>(HashAlgorithm_t.CRC16)
 // over {src_addr, dst_addr, protocol, src_port, dst_port} in that order,
-// big-endian; the slot is its low six bits.
+// big-endian; FlowSlot is the slot ecmp_hash takes from it.
 func FlowHash(src, dst uint32, proto uint8, sport, dport uint16) uint16 {
 	var b [13]byte
 	binary.BigEndian.PutUint32(b[0:], src)
@@ -122,8 +135,17 @@ func FlowHash(src, dst uint32, proto uint8, sport, dport uint16) uint16 {
 	return crc16(b[:])
 }
 
+// FlowSlot is the ECMP slot of a 5-tuple: bits SlotShift+5..SlotShift of
+// its FlowHash (ecmp.p4's ig_md.hash[11:6]).
+func FlowSlot(src, dst uint32, proto uint8, sport, dport uint16) int {
+	return int(FlowHash(src, dst, proto, sport, dport)>>SlotShift) % Slots
+}
+
 // crc16 is TNA's CRC16: polynomial 0x8005, bits reflected in and out,
-// initial value 0, no final xor (the CRC-16/ARC parameters).
+// initial value 0, no final xor (the CRC-16/ARC parameters). bf-p4c maps
+// HashAlgorithm_t.CRC16 to bf-utils' crc_16, {0x8005, reflected, init 0,
+// final xor 0} (p4lang/p4c, backends/tofino/bf-p4c/mau/hash_function.cpp
+// and backends/tofino/bf-utils/src/dynamic_hash/bfn_hash_algorithm.c).
 func crc16(b []byte) uint16 {
 	var c uint16
 	for _, x := range b {

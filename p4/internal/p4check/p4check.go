@@ -229,6 +229,17 @@ type Instance struct {
 	line     int
 }
 
+// Args are the instance's constructor arguments, each as its tokens
+// joined: Register<bit<32>, flow_t>(ECMP_MAX_FLOWS, 0) gives
+// ["ECMP_MAX_FLOWS", "0"].
+func (in Instance) Args() []string {
+	var out []string
+	for _, a := range SplitTop(in.args, ",") {
+		out = append(out, Join(a))
+	}
+	return out
+}
+
 type Control struct {
 	Actions   map[string][]Action
 	Tables    map[string][]Table
