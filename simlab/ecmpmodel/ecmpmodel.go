@@ -17,7 +17,7 @@
 //     UDP source port FlowPortBase+flow. No entry, or drop, drops.
 //   - route(destination ToR): ToHost sends the frame to a port and marks
 //     it for delivery (its egress counts the flow registers); Hash to the
-//     slot ecmp.FlowHash(src, dst, 17, sport, FlowDstPort) & (Slots-1);
+//     slot ecmp.FlowSlot(src, dst, 17, sport, FlowDstPort) (the hash's bits 11..6);
 //     Spray to a slot drawn per frame; ecmp_slot(dst, slot) gives the
 //     port. Drop, no entry, or no ecmp_slot entry drops.
 //   - At the source ToR the ingress counts FlowSent[flow] for every frame
@@ -449,7 +449,7 @@ func (f *Fabric) route(d *Device, fr *frame) (*Port, bool) {
 		port = r.Port
 		fr.host = true
 	case Hash, Spray:
-		slot := int(fr.hash) & (Slots - 1)
+		slot := int(fr.hash>>ecmp.SlotShift) % Slots
 		if r.Action == Spray {
 			slot = f.rng.IntN(Slots)
 		}

@@ -104,7 +104,7 @@ func TestHashedFlowTakesOneUplink(t *testing.T) {
 	const dur = 2 * ms
 	a := ls.app(0, 1, 1, 5, linePs(100), dur)
 	ls.AdvanceTo(dur + ms) // and drain
-	slot := ecmp.FlowHash(ecmp.SourceAddr(0, 1), ecmp.HostAddr(1), 17, ecmp.FlowPortBase+5, ecmp.FlowDstPort) & (Slots - 1)
+	slot := ecmp.FlowSlot(ecmp.SourceAddr(0, 1), ecmp.HostAddr(1), 17, ecmp.FlowPortBase+5, ecmp.FlowDstPort)
 	want := uplink(int(slot) % 4)
 	src, dst := ls.Devices[ls.tors[0]], ls.Devices[ls.tors[1]]
 	for j := 0; j < 4; j++ {

@@ -125,7 +125,7 @@ func (b *ecBench) app(src, id int, timerNs, frames int64) {
 // slotOf is the ECMP slot ToR src's application id's frames of flow to
 // ToR dst hash to.
 func slotOf(src, id, dst, flow int) int {
-	return int(ecmp.FlowHash(ecmp.SourceAddr(src, id), ecmp.HostAddr(dst), 17, uint16(ecmp.FlowPortBase+flow), ecmp.FlowDstPort) & (ecmp.Slots - 1))
+	return ecmp.FlowSlot(ecmp.SourceAddr(src, id), ecmp.HostAddr(dst), 17, uint16(ecmp.FlowPortBase+flow), ecmp.FlowDstPort)
 }
 
 func (b *ecBench) req(sw *Tofino, op, args string) map[string]any {
