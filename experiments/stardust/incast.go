@@ -28,7 +28,7 @@ func NewIncast() *Incast { return &Incast{} }
 func (*Incast) Name() string { return IncastName }
 
 // Version implements Recipe.
-func (*Incast) Version() string { return "1.2.0" }
+func (*Incast) Version() string { return "1.3.0" }
 
 // Summary implements Recipe.
 func (*Incast) Summary() string {
@@ -65,9 +65,16 @@ port's line rate, all at once; the requester's credits go round robin to their V
 reply's FCT is from the start to the first read of the requester's in-order counters
 (reg_seq_in) that shows all its frames released, read every bench_poll of the switches'
 clock. The ideal is then all the replies' frames back to back at the requester's port
-rate. The packet fabric's rows are the model's, at the bench's shape (one host port per
-FA, one link to each FE): no packet-switched program runs on the bench
-(packet_fabric_from: model).`
+rate. The packet fabric then runs on the same switches (bench_packet_fabric bench, the
+default): after every N's Stardust run they are restarted with p4/ecmp, a plain
+packet-switched fabric (ToRs and spines, ECMP, no credits), and for every N the same
+senders' generators send the reply in packet_bytes frames at line rate, open loop (the
+bench has no hosts to run TCP): what the requester's ToR cannot send on or hold is
+dropped (§5.4), and a reply that lost a frame stays unfinished. A reply's FCT is its
+last frame out of the requester's host port, from the ToR's flow registers
+(packet_fabric_from: bench). With bench_packet_fabric model the packet fabric's rows are
+the model's, TCP Reno-like senders at the bench's shape (one host port per FA, one link
+to each FE; packet_fabric_from: model).`
 }
 
 // Params implements Recipe.
@@ -99,7 +106,7 @@ func (*Incast) Params() []o.ParamSpec {
 		{Name: "fci_threshold", Type: o.TypeInt, Unit: "frames", Default: int64(32), Min: o.Bound(0), Max: o.Bound(1 << 16), Description: "bench only: FE queue depth that marks FCI; 0 turns FCI off"},
 		{Name: "reach_period", Type: o.TypeDuration, Default: 10 * time.Microsecond, Min: o.Bound(1e-7), Max: o.Bound(0.01), Description: "bench only: reachability cell and aging period (Table 4: 10 us)"},
 		{Name: "bench_poll", Type: o.TypeDuration, Default: time.Microsecond, Min: o.Bound(1e-8), Max: o.Bound(1e-3), Description: "bench only: how often, on the switches' clock, the requester's in-order counters are read (an FCT's resolution)"},
-	}, incastBenchParams()...)
+	}, append(packetBenchParams(), incastBenchParams()...)...)
 }
 
 // incastBenchParams are the bench parameters incast uses: no warm-up or
@@ -136,7 +143,7 @@ func IncastTables() []results.Table {
 				{Name: "senders", Type: "integer"}, {Name: "fct_ms", Type: "number", Unit: "ms"},
 			},
 			Figures: []results.Figure{{Name: "fig10c-incast", Title: "Incast: first and last flow completion time",
-				Caption: "As Stardust Fig. 10(c): the first and last of N 450 KB replies to finish, Stardust's credits against a packet-switched fabric with ECMP and shallow buffers, from the model (on a bench: Stardust's from the switches, the packet fabric's from the model at the bench's shape).",
+				Caption: "As Stardust Fig. 10(c): the first and last of N 450 KB replies to finish, Stardust's credits against a packet-switched fabric with ECMP and shallow buffers, from the model (on a bench: Stardust's from the switches, the packet fabric's from the same switches running p4/ecmp, or from the model at the bench's shape).",
 				Kind:    results.Line, X: "senders", Y: "fct_ms", Series: []string{"fabric", "which"}, Legend: "{fabric}, {which}",
 				XLabel: "Senders", YLabel: "FCT (ms)"}}},
 		{Name: "incast_flows", Title: "Every reply's FCT", Description: "One row per fabric, N and sender, ranked by FCT.",

@@ -9,6 +9,7 @@ import (
 
 	"testbed/dut/tofino"
 	o "testbed/orchestrator"
+	"testbed/p4/ecmp"
 	sd "testbed/p4/stardust"
 	"testbed/results"
 	sm "testbed/simlab/stardustmodel"
@@ -56,15 +57,23 @@ func (r *Incast) planBench(pc *o.PlanContext, b *bench, ns []int) (*o.Plan, erro
 	limit := int64(p.Duration("max_time").Seconds() / c.SlotSeconds())
 
 	var mu sync.Mutex
-	sum := IncastSummary{ModelOnly: false, MeasuredOn: "bench", PacketFrom: "model",
-		Fabric: fmt.Sprintf("bench: %s; Stardust: replies of %d frames of %d B (%d B of payload each, %d B a reply), credits of %d B at %g speed-up, FCI at %d frames, FCT to within %v; packet fabric (model, the bench's shape): ECMP per flow, %d B packets, %d B drop-tail buffers, first window %d, RTO %v",
-			desc, frames, frame, payload, frames*int64(payload), cfg.CreditBytes, cfg.SpeedUp, cfg.FCIFrames, poll, c.PacketBytes, po.BufferBytes, po.InitWindow, po.RTO),
+	onBench := p.String("bench_packet_fabric") == "bench"
+	packetDesc := fmt.Sprintf("packet fabric (model, the bench's shape): ECMP per flow, %d B packets, %d B drop-tail buffers, first window %d, RTO %v", c.PacketBytes, po.BufferBytes, po.InitWindow, po.RTO)
+	packetFrom, bindings := "model", comparisonBindings(desc, "the comparison's ECMP fabric, in the model at the bench's shape")
+	pkFrames := (respBytes + int64(c.PacketBytes-ecmp.HeadersBytes) - 1) / int64(c.PacketBytes-ecmp.HeadersBytes)
+	if onBench {
+		packetDesc = fmt.Sprintf("packet fabric (the bench's switches running %s): replies of %d frames of %d B (%d B of UDP payload each) from the generators at line rate, hashed to one uplink each (ECMP), open loop: a dropped frame is not sent again, and a reply that lost one is unfinished", ecmp.Program, pkFrames, c.PacketBytes, c.PacketBytes-ecmp.HeadersBytes)
+		packetFrom, bindings = "bench", packetBindings(desc)
+	}
+	sum := IncastSummary{ModelOnly: false, MeasuredOn: "bench", PacketFrom: packetFrom,
+		Fabric: fmt.Sprintf("bench: %s; Stardust: replies of %d frames of %d B (%d B of payload each, %d B a reply), credits of %d B at %g speed-up, FCI at %d frames, FCT to within %v; %s",
+			desc, frames, frame, payload, frames*int64(payload), cfg.CreditBytes, cfg.SpeedUp, cfg.FCIFrames, poll, packetDesc),
 		Stardust: map[string]IncastPoint{}, Packet: map[string]IncastPoint{}, MinJainStardust: 1, MinJainPacket: 1}
 	done := 0
 	var br *benchRun
 	devs := b.devices()
 	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: IncastTables(),
-		Bindings: comparisonBindings(desc, "the comparison's ECMP fabric, in the model at the bench's shape"),
+		Bindings: bindings,
 		Summary: func(partial bool) (any, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -73,6 +82,15 @@ func (r *Incast) planBench(pc *o.PlanContext, b *bench, ns []int) (*o.Plan, erro
 			return s, nil
 		}}
 	plan.Steps = append(plan.Steps, b.upStep(cfg, &br))
+	if onBench {
+		r.benchSteps(plan, b, cfg, ns, &br, incastReplies{frames, period, perBatch, batches, wire, poll, pkFrames, c.PacketBytes}, func(n int, st, pk IncastPoint) {
+			mu.Lock()
+			defer mu.Unlock()
+			sum.add(n, st, pk)
+			done++
+		})
+		return plan, nil
+	}
 	for _, n := range ns {
 		plan.Steps = append(plan.Steps, &o.Step{Name: fmt.Sprintf("%d senders", n), Action: "measure", Devices: devs,
 			Note: fmt.Sprintf("%d replies of %d frames to %s on the bench; the packet fabric in the model", n, frames, b.FAs[0].Name),
@@ -217,4 +235,124 @@ func (br *benchRun) incast(ctx context.Context, rc *o.RunContext, n int, frames 
 		rc.Event(results.Event{Type: "warning", Message: fmt.Sprintf("%d senders: %d frames dropped waiting for credit at the senders' recirculation queues", n, waited)})
 	}
 	return pt, nil
+}
+
+// incastReplies are the replies on each fabric: Stardust's frames (a
+// generator's batches of perBatch every period, wire bits a reply) and
+// completion poll, and the packet fabric's frames.
+type incastReplies struct {
+	frames            int64
+	period            time.Duration
+	perBatch, batches int
+	wire              float64
+	poll              time.Duration
+	pkFrames          int64
+	pkBytes           int
+}
+
+// benchSteps are the bench's steps when the packet fabric runs on the
+// bench too: Stardust's replies for every N, then the switches restarted
+// with p4/ecmp and the same replies for every N (a program change per N
+// would bring each fabric up again every time). add gets both fabrics'
+// points of an N once the packet fabric's is measured.
+func (r *Incast) benchSteps(p *o.Plan, b *bench, cfg benchConfig, ns []int, br **benchRun, x incastReplies, add func(n int, st, pk IncastPoint)) {
+	devs := b.devices()
+	st := map[int]IncastPoint{}
+	var stMu sync.Mutex
+	for _, n := range ns {
+		p.Steps = append(p.Steps, &o.Step{Name: fmt.Sprintf("%d senders (stardust)", n), Action: "measure", Devices: devs,
+			Note: fmt.Sprintf("%d replies of %d frames to %s on the bench", n, x.frames, b.FAs[0].Name),
+			Run: func(ctx context.Context, rc *o.RunContext) error {
+				if *br == nil {
+					return fmt.Errorf("the fabric is not up")
+				}
+				ideal := x.wire * float64(n) / (float64(cfg.HostGbps) * 1e9) * 1e3
+				pt, err := (*br).incast(ctx, rc, n, x.frames, x.period, x.perBatch, x.batches, x.poll, ideal)
+				if err != nil {
+					return err
+				}
+				if err := writeIncastPoint(rc, "stardust", n, len(b.FAs), pt); err != nil {
+					return err
+				}
+				rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("%d senders on the bench: Stardust first %.4f last %.4f ms (ideal %.4f), Jain %.4f, %d frames lost",
+					n, pt.FirstFCTMS, pt.LastFCTMS, ideal, pt.Jain, pt.Lost)})
+				stMu.Lock()
+				defer stMu.Unlock()
+				st[n] = pt
+				return nil
+			}})
+	}
+	var pr *packetRun
+	p.Steps = append(p.Steps, &o.Step{Name: "packet fabric up (bench)", Action: "configure", Devices: devs,
+		Note: fmt.Sprintf("%s on every switch: ports, ids, routes (ECMP by the flow hash)", ecmp.Program),
+		Run: func(ctx context.Context, rc *o.RunContext) error {
+			var err error
+			pr, err = b.packetUp(ctx, rc, cfg.LinkGbps, cfg.HostGbps, cfg.Replace, false, nil)
+			return err
+		}})
+	base := 0
+	for _, n := range ns {
+		first := base // flow numbers: a fresh range per N
+		base += n
+		p.Steps = append(p.Steps, &o.Step{Name: fmt.Sprintf("%d senders (packet)", n), Action: "measure", Devices: devs,
+			Note: fmt.Sprintf("%d replies of %d frames of %d B to %s on the packet-switched bench", n, x.pkFrames, x.pkBytes, b.FAs[0].Name),
+			Run: func(ctx context.Context, rc *o.RunContext) error {
+				if pr == nil {
+					return fmt.Errorf("the packet fabric is not up")
+				}
+				ideal := float64(int64(n)*x.pkFrames*int64(x.pkBytes+wireExtra)*8) / (float64(cfg.HostGbps) * 1e9) * 1e3
+				pk, err := pr.incast(ctx, rc, n, first, x.pkFrames, x.pkBytes, ideal)
+				if err != nil {
+					return err
+				}
+				if err := writeIncastPoint(rc, "packet", n, len(b.FAs), pk); err != nil {
+					return err
+				}
+				rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("%d senders on the packet-switched bench: first %.4f last %.4f ms (ideal %.4f), %d replies unfinished, %d frames dropped",
+					n, pk.FirstFCTMS, pk.LastFCTMS, ideal, pk.Unfinished, pk.Lost)})
+				stMu.Lock()
+				s := st[n]
+				stMu.Unlock()
+				add(n, s, pk)
+				return nil
+			}})
+	}
+}
+
+// incast runs one N on the packet-switched bench: ToRs 1..n each send a
+// reply of frames frames (flow first+i) at their host port's line rate
+// to ToR 0's host port, all at once, open loop. A reply's FCT is its last
+// frame out of the requester's host port (reg_flow_last_ns), when all of
+// its frames got there; a reply that lost frames is unfinished, and its
+// losses are counted by sender.
+func (pr *packetRun) incast(ctx context.Context, rc *o.RunContext, n, first int, frames int64, frameBytes int, ideal float64) (IncastPoint, error) {
+	req := pr.FAs[0]
+	gens := make([]packetGen, n)
+	for i, s := range pr.FAs[1 : 1+n] {
+		gens[i] = packetGen{src: s, flows: []packetFlow{{src: s, dst: req.ID, id: first + i}}, bps: float64(pr.hostGbps) * 1e9, frames: frames}
+	}
+	drain := time.Duration(2*ideal*1e6)*time.Nanosecond + rc.Params.Duration("bench_drain")
+	pt, err := pr.run(ctx, frameBytes, gens, 0, 0, drain)
+	if err != nil {
+		return IncastPoint{}, err
+	}
+	fcts := make([]incastFCT, n)
+	lost := make([]int64, n)
+	for i := range fcts {
+		id := first + i
+		lost[i] = pt.Sent[id] - pt.Rcvd[id]
+		if pt.Sent[id] >= frames && pt.Rcvd[id] == pt.Sent[id] {
+			fcts[i] = incastFCT{pt.FCT[id].Seconds() * 1e3, true}
+		}
+	}
+	x, err := writeIncastFlows(rc, "packet", n, len(pr.FAs), ideal, fcts, func(i int) int64 { return lost[i] })
+	if err != nil {
+		return x, err
+	}
+	x.Lost = pt.Uplink + pt.Downlink + pt.HostDrops
+	if pt.HostDrops > 0 {
+		rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("%d senders on the packet-switched bench: %d frames dropped at the requester's host port queue, %d at the ToRs' uplinks, %d at the spines' downlinks (§5.4: what the egress ToR cannot hold is dropped)",
+			n, pt.HostDrops, pt.Uplink, pt.Downlink)})
+	}
+	return x, nil
 }

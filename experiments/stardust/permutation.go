@@ -26,7 +26,7 @@ func NewPermutation() *Permutation { return &Permutation{} }
 func (*Permutation) Name() string { return PermutationName }
 
 // Version implements Recipe.
-func (*Permutation) Version() string { return "1.2.0" }
+func (*Permutation) Version() string { return "1.3.0" }
 
 // Summary implements Recipe.
 func (*Permutation) Summary() string {
@@ -59,9 +59,15 @@ driver as for stardust-fabric, every FA's packet generator sends sd_packet_bytes
 (a frame is a cell on Tofino) at its host port's line rate to the host port of another
 FA (a random derangement of the FAs), and each destination's host port counters give
 its one flow's throughput over bench_measure. With bench_link_gbps 25 an FA's four
-links carry exactly its 100 Gb/s host port: no fabric speed-up. The packet fabric's row
-is then the model's, at the bench's shape (one host port per FA, one link to each FE):
-no packet-switched program runs on the bench (packet_fabric_from: model).`
+links carry exactly its 100 Gb/s host port: no fabric speed-up. The packet fabric then
+runs on the same switches (bench_packet_fabric bench, the default): they are restarted
+with p4/ecmp, a plain packet-switched fabric (ToRs and spines, ECMP, no credits), and
+every ToR's generator sends packet_bytes frames at its host port's line rate to the same
+destination as bench_ecmp_flows flows (5-tuples), each hashed onto one uplink; the
+destinations' flow registers give each pair's throughput over bench_measure
+(packet_fabric_from: bench). The generators are open loop: the bench has no hosts to
+run TCP. With bench_packet_fabric model the packet fabric's row is the model's at the
+bench's shape (one host port per FA, one link to each FE; packet_fabric_from: model).`
 }
 
 // Params implements Recipe.
@@ -88,7 +94,8 @@ func (*Permutation) Params() []o.ParamSpec {
 		// The bench's fabric: as stardust-fabric's defaults.
 		{Name: "fci_threshold", Type: o.TypeInt, Unit: "frames", Default: int64(32), Min: o.Bound(0), Max: o.Bound(1 << 16), Description: "bench only: FE queue depth that marks FCI; 0 turns FCI off"},
 		{Name: "reach_period", Type: o.TypeDuration, Default: 10 * time.Microsecond, Min: o.Bound(1e-7), Max: o.Bound(0.01), Description: "bench only: reachability cell and aging period (Table 4: 10 us)"},
-	}, benchParams(200*time.Microsecond, 50*time.Microsecond, time.Millisecond)...)
+		{Name: "bench_ecmp_flows", Type: o.TypeInt, Unit: "flows", Default: int64(1), Min: o.Bound(1), Max: o.Bound(64), Description: "bench only: flows (5-tuples) each host port's traffic is carried as on the packet-switched bench, each hashed to one uplink"},
+	}, append(packetBenchParams(), benchParams(200*time.Microsecond, 50*time.Microsecond, time.Millisecond)...)...)
 }
 
 // PermutationTables are the recipe's tables and figure.
@@ -103,7 +110,7 @@ func PermutationTables() []results.Table {
 				{Name: "utilisation", Type: "number", Unit: "1", Description: "over the port rate"},
 			},
 			Figures: []results.Figure{{Name: "fig10a-permutation", Title: "Per-flow throughput, permutation",
-				Caption: "As Stardust Fig. 10(a): every flow's throughput in increasing order, Stardust against ECMP on a packet-switched fabric of the same shape, from the model (on a bench: Stardust's from the switches, the packet fabric's from the model at the bench's shape).",
+				Caption: "As Stardust Fig. 10(a): every flow's throughput in increasing order, Stardust against ECMP on a packet-switched fabric of the same shape, from the model (on a bench: Stardust's from the switches, the packet fabric's from the same switches running p4/ecmp, or from the model at the bench's shape).",
 				Kind:    results.Line, X: "rank", Y: "throughput_gbps", Series: []string{"fabric"},
 				XLabel: "Flow (by throughput)", YLabel: "Throughput (Gb/s)"}}},
 		{Name: "permutation_points", Title: "Per fabric", Description: "One row per fabric.",

@@ -8,6 +8,7 @@ import (
 
 	"testbed/dut/tofino"
 	o "testbed/orchestrator"
+	"testbed/p4/ecmp"
 	sd "testbed/p4/stardust"
 	"testbed/results"
 	sm "testbed/simlab/stardustmodel"
@@ -21,8 +22,12 @@ import (
 // one flow's throughput. With bench_link_gbps 25 (the default) an FA's four
 // links carry exactly its 100 Gb/s host port: no fabric speed-up, every
 // link loaded, as §6.3's fat-tree. The packet fabric's row is the model's
-// PacketFabric at the bench's shape (there is no packet-switched program on
-// the bench's switches), and the summary says so.
+// the same switches running p4/ecmp after Stardust's run (packet_bench.go):
+// every ToR's generator sends its host port's line rate to the same
+// destination as bench_ecmp_flows flows, each hashed onto one uplink, and
+// the destinations' flow registers give each pair's throughput
+// (bench_packet_fabric=model puts the model's PacketFabric at the bench's
+// shape there instead). The summary says which (packet_fabric_from).
 func (r *Permutation) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
 	p := pc.Params
 	frame := int(p.Int("sd_packet_bytes"))
@@ -43,15 +48,22 @@ func (r *Permutation) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
 	po := permutationPacketOpts(p)
 	packetBytes := int(p.Int("packet_bytes"))
 	var mu sync.Mutex
-	sum := PermutationSummary{ModelOnly: false, MeasuredOn: "bench", PacketFrom: "model",
-		Fabric: fmt.Sprintf("bench: %s; Stardust: %d B frames as cells, credits of %d B at %g speed-up, FCI at %d frames; packet fabric (model, the bench's shape): ECMP per flow, %d B packets, %d B drop-tail buffers, first window %d, RTO %v",
-			desc, frame, cfg.CreditBytes, cfg.SpeedUp, cfg.FCIFrames, packetBytes, po.BufferBytes, po.InitWindow, po.RTO),
+	packetDesc := fmt.Sprintf("packet fabric (model, the bench's shape): ECMP per flow, %d B packets, %d B drop-tail buffers, first window %d, RTO %v", packetBytes, po.BufferBytes, po.InitWindow, po.RTO)
+	packetFrom, packetBinding := "model", comparisonBindings(desc, "the comparison's ECMP fabric, in the model at the bench's shape")
+	if p.String("bench_packet_fabric") == "bench" {
+		k := int(p.Int("bench_ecmp_flows"))
+		packetDesc = fmt.Sprintf("packet fabric (the bench's switches running %s): %d flow(s) per host port, each hashed to one uplink (ECMP), %d B frames from the generators at line rate, open loop, the traffic manager's drop-tail queues", ecmp.Program, k, packetBytes)
+		packetFrom, packetBinding = "bench", packetBindings(desc)
+	}
+	sum := PermutationSummary{ModelOnly: false, MeasuredOn: "bench", PacketFrom: packetFrom,
+		Fabric: fmt.Sprintf("bench: %s; Stardust: %d B frames as cells, credits of %d B at %g speed-up, FCI at %d frames; %s",
+			desc, frame, cfg.CreditBytes, cfg.SpeedUp, cfg.FCIFrames, packetDesc),
 		Fabrics: map[string]PermutationPoint{}}
 	var br *benchRun
 	var dst []int
 	devs := b.devices()
 	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: PermutationTables(),
-		Bindings: comparisonBindings(desc, "the comparison's ECMP fabric, in the model at the bench's shape"),
+		Bindings: packetBinding,
 		Summary: func(partial bool) (any, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -104,6 +116,14 @@ func (r *Permutation) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
 			sum.CellsLost = w.Lost
 			return nil
 		}})
+	if p.String("bench_packet_fabric") == "bench" {
+		plan.Steps = append(plan.Steps, r.packetBenchStep(b, cfg, p, packetBytes, &dst, func(w PermutationPoint) {
+			mu.Lock()
+			defer mu.Unlock()
+			sum.Fabrics["packet"] = w
+		}))
+		return plan, nil
+	}
 	slot := c.SlotSeconds()
 	mwarm := int64(p.Duration("warmup").Seconds() / slot)
 	mmeas := max(1, int64(p.Duration("measure").Seconds()/slot))
@@ -127,4 +147,59 @@ func (r *Permutation) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
 			return nil
 		}})
 	return plan, nil
+}
+
+// packetBenchStep is the permutation on the packet-switched bench: the
+// switches restarted with p4/ecmp, every ToR's generator sending its host
+// port's line rate to the ToR *dst gives it (the Stardust step's
+// derangement, or a fresh one from the same seed), as bench_ecmp_flows
+// flows of equal share; a pair's throughput is what its flows delivered
+// out of the destination's host port over bench_measure.
+func (r *Permutation) packetBenchStep(b *bench, cfg benchConfig, p *o.Params, packetBytes int, dstp *[]int, done func(PermutationPoint)) *o.Step {
+	warm, measure, drain := p.Duration("bench_warmup"), p.Duration("bench_measure"), p.Duration("bench_drain")
+	k := int(p.Int("bench_ecmp_flows"))
+	return &o.Step{Name: "packet fabric (bench)", Action: "measure", Devices: b.devices(),
+		Note: fmt.Sprintf("%s on every switch; every ToR at line rate to another as %d flow(s), %v + %v measured + a drain of up to %v, on the switches' clock", ecmp.Program, k, warm, measure, drain),
+		Run: func(ctx context.Context, rc *o.RunContext) error {
+			if *dstp == nil {
+				*dstp = derangement(rand.New(rand.NewPCG(rc.Seed, 0x9e)), len(b.FAs), 1)
+			}
+			dst := *dstp
+			pr, err := b.packetUp(ctx, rc, cfg.LinkGbps, cfg.HostGbps, cfg.Replace, false, nil)
+			if err != nil {
+				return err
+			}
+			line := float64(cfg.HostGbps) * 1e9
+			gens := make([]packetGen, len(b.FAs))
+			for i, n := range b.FAs {
+				gens[i] = packetGen{src: n, bps: line}
+				for j := 0; j < k; j++ {
+					gens[i].flows = append(gens[i].flows, packetFlow{src: n, dst: b.FAs[dst[i]].ID, id: i*k + j})
+				}
+			}
+			pt, err := pr.run(ctx, packetBytes, gens, warm, measure, drain)
+			if err != nil {
+				return err
+			}
+			if pt.Window <= 0 {
+				return fmt.Errorf("the packet bench's window is %v", pt.Window)
+			}
+			fs := make([]permFlow, len(dst))
+			for i, d := range dst {
+				var frames int64
+				for _, f := range gens[i].flows {
+					frames += pt.WindowRcvd[f.id]
+				}
+				fs[i] = permFlow{i, d, float64(frames*int64(packetBytes+wireExtra)*8) / pt.Window.Seconds() / 1e9}
+			}
+			lost := pt.Uplink + pt.Downlink + pt.HostDrops
+			w, err := writePermutation(rc, "packet", fs, float64(cfg.HostGbps), lost, nil)
+			if err != nil {
+				return err
+			}
+			rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("permutation on the packet-switched bench: %d frames generated; dropped at the ToRs' uplink queues %d, at the spines' downlink queues %d, at the host ports %d",
+				pt.Generated, pt.Uplink, pt.Downlink, pt.HostDrops)})
+			done(w)
+			return nil
+		}}
 }

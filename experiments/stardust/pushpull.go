@@ -26,7 +26,7 @@ func NewPushPull() *PushPull { return &PushPull{} }
 func (*PushPull) Name() string { return PushPullName }
 
 // Version implements Recipe.
-func (*PushPull) Version() string { return "1.2.0" }
+func (*PushPull) Version() string { return "1.3.0" }
 
 // Summary implements Recipe.
 func (*PushPull) Summary() string {
@@ -63,7 +63,12 @@ worth, half towards A and half towards B, the third FA's at one port's worth tow
 A's credits go round robin to the two VOQs that send to it, B's to its one, and D's
 host ports' counters give what A and B received over bench_measure. With
 bench_link_gbps 50 (the default here) D's four links carry two ports' worth, §5.2's
-middle stage. The push fabric's row is the model's (push_fabric_from: model). Fig. 12
+middle stage. The push fabric then runs on the same switches (bench_packet_fabric bench,
+the default): they are restarted with p4/ecmp, a plain packet-switched fabric whose ToRs
+spray every packet over their uplinks, D's ports A and B two subnets of its ToR; the same
+generators send the same frames open loop, and A's and B's flows' frames out of D's host
+ports over bench_measure are what they received (push_fabric_from: bench). With
+bench_packet_fabric model the push row is the model's (push_fabric_from: model). Fig. 12
 needs the traffic manager's priorities between the recirculation port's queues, which
 the run does not set (and the simulated bench does not model): on a bench only Fig. 7
 runs.`
@@ -92,7 +97,7 @@ func (*PushPull) Params() []o.ParamSpec {
 		{Name: "fci_threshold", Type: o.TypeInt, Unit: "frames", Default: int64(32), Min: o.Bound(0), Max: o.Bound(1 << 16), Description: "bench only: FE and FA fabric port queue depth that marks FCI; 0 turns FCI off"},
 		{Name: "reach_period", Type: o.TypeDuration, Default: 10 * time.Microsecond, Min: o.Bound(1e-7), Max: o.Bound(0.01), Description: "bench only: reachability cell and aging period (Table 4: 10 us)"},
 		{Name: "bench_port_b", Type: o.TypeInt, Default: int64(184), Min: o.Bound(0), Max: o.Bound(sd.PortCount - 1), Description: "bench only: the dev port of D (the first FA) the run adds as B, beside its host port A"},
-	}, pushPullBenchParams()...)
+	}, append(packetBenchParams(), pushPullBenchParams()...)...)
 }
 
 // pushPullBenchParams are the bench parameters, the fabric links at 50

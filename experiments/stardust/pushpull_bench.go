@@ -8,6 +8,7 @@ import (
 
 	"testbed/dut/tofino"
 	o "testbed/orchestrator"
+	"testbed/p4/ecmp"
 	sd "testbed/p4/stardust"
 	"testbed/results"
 	sm "testbed/simlab/stardustmodel"
@@ -54,11 +55,15 @@ func (r *PushPull) planBench(pc *o.PlanContext, b *bench, push sm.Config, po sm.
 	warm, measure := p.Duration("bench_warmup"), p.Duration("bench_measure")
 	desc := b.describe(cfg.LinkGbps, cfg.HostGbps)
 	var mu sync.Mutex
-	sum := PushPullSummary{ModelOnly: false, MeasuredOn: "bench", PushFrom: "model", Scenarios: map[string]map[string]PushPullPoint{}, PullOverPush: map[string]float64{}}
+	pushFrom, bindings := "model", comparisonBindings(desc, "the push fabric (packets sprayed at line rate, drop-tail buffers), in the model at §5.2's shape")
+	if p.String("bench_packet_fabric") == "bench" {
+		pushFrom, bindings = "bench", packetBindings(desc)
+	}
+	sum := PushPullSummary{ModelOnly: false, MeasuredOn: "bench", PushFrom: pushFrom, Scenarios: map[string]map[string]PushPullPoint{}, PullOverPush: map[string]float64{}}
 	steps := 0
 	var br *benchRun
 	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: pushPullTables(false),
-		Bindings: append(comparisonBindings(desc, "the push fabric (packets sprayed at line rate, drop-tail buffers), in the model at §5.2's shape"), o.Binding{Role: "D", Resource: d.Name, Detail: fmt.Sprintf("A: dev port %d (its host port), B: dev port %d (added by the run)", d.Host, portB)}),
+		Bindings: append(bindings, o.Binding{Role: "D", Resource: d.Name, Detail: fmt.Sprintf("A: dev port %d (its host port), B: dev port %d (added by the run)", d.Host, portB)}),
 		Summary: func(partial bool) (any, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -105,6 +110,22 @@ func (r *PushPull) planBench(pc *o.PlanContext, b *bench, push sm.Config, po sm.
 			steps++
 			return nil
 		}})
+	if p.String("bench_packet_fabric") == "bench" {
+		plan.Steps = append(plan.Steps, &o.Step{Name: "fig7 push (bench)", Action: "measure", Devices: b.devices(),
+			Note: fmt.Sprintf("%s on every switch, packets sprayed per packet; %v + %v measured on the switches' clock", ecmp.Program, warm, measure),
+			Run: func(ctx context.Context, rc *o.RunContext) error {
+				pt, err := pushOnBench(ctx, rc, b, cfg, portB, warm, measure)
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				sum.add("fig7", "push", pt)
+				steps++
+				return nil
+			}})
+		return plan, nil
+	}
 	plan.Steps = append(plan.Steps, &o.Step{Name: "fig7 push (model)", Action: "simulate",
 		Run: func(ctx context.Context, rc *o.RunContext) error {
 			pt, err := simulatePushPull(ctx, rc, p, "fig7", "push", push, push, po)
@@ -219,4 +240,54 @@ func (br *benchRun) pushPull(ctx context.Context, rc *o.RunContext, portB int, w
 	lost[0] = drops1 - drops0
 	rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("fig7 on the bench: A received %.2f Gb/s, B %.2f Gb/s over %v; %d frames lost in FE queues", got[0], got[1], tB-tA, lost[0])})
 	return got, offered, lost, nil
+}
+
+// pushDrain bounds the push fabric's wait, after its generators stop,
+// for its queues to empty (a 1 MiB queue drains in 168 us at 50 Gb/s).
+const pushDrain = 2 * time.Millisecond
+
+// pushOnBench runs Fig. 7 on the packet-switched bench: the switches
+// restarted with p4/ecmp spraying every packet over a ToR's uplinks (the
+// model's push fabric sprays too: load balancing as good as a packet
+// fabric gets, §5.2), D's host port A its own subnet and port B a second
+// one; the second FA sends two ports' worth, half to A and half to B, the
+// third a port's worth to A, open loop. What A and B received is their
+// flows' frames out of D's host ports over the window (a port drains at
+// its rate: what reaches it beyond that is dropped at its queue), and
+// each flow's loss is what it sent less what arrived, once the queues
+// have drained.
+func pushOnBench(ctx context.Context, rc *o.RunContext, b *bench, cfg benchConfig, portB int, warm, measure time.Duration) (PushPullPoint, error) {
+	d, s1, s2 := b.FAs[0], b.FAs[1], b.FAs[2]
+	subB := pushSubnetB(b)
+	pr, err := b.packetUp(ctx, rc, cfg.LinkGbps, cfg.HostGbps, cfg.Replace, true, map[*benchNode]map[int]int{d: {subB: portB}})
+	if err != nil {
+		return PushPullPoint{}, err
+	}
+	host := float64(cfg.HostGbps) * 1e9
+	fa := packetFlow{src: s1, dst: d.ID, id: 0}
+	fb := packetFlow{src: s1, dst: subB, id: 1}
+	fa2 := packetFlow{src: s2, dst: d.ID, id: 2}
+	gens := []packetGen{{src: s1, flows: []packetFlow{fa, fb}, bps: 2 * host}, {src: s2, flows: []packetFlow{fa2}, bps: host}}
+	pt, err := pr.run(ctx, cfg.FrameBytes, gens, warm, measure, pushDrain)
+	if err != nil {
+		return PushPullPoint{}, err
+	}
+	wire := float64((cfg.FrameBytes + wireExtra) * 8)
+	gbps := func(frames int64) float64 { return float64(frames) * wire / pt.Window.Seconds() / 1e9 }
+	got := [2]float64{gbps(pt.WindowRcvd[0] + pt.WindowRcvd[2]), gbps(pt.WindowRcvd[1])}
+	offered := [2]float64{gbps(pt.WindowSent[0] + pt.WindowSent[2]), gbps(pt.WindowSent[1])}
+	lost := [2]int64{pt.Sent[0] + pt.Sent[2] - pt.Rcvd[0] - pt.Rcvd[2], pt.Sent[1] - pt.Rcvd[1]}
+	rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("fig7 on the packet-switched bench: dropped at the ToRs' uplink queues %d, at the spines' downlink queues %d, at D's host ports %d",
+		pt.Uplink, pt.Downlink, pt.HostDrops)})
+	return writePushPull(rc, "fig7", "push", got, offered, lost, float64(cfg.HostGbps))
+}
+
+// pushSubnetB is the subnet (ToR id) the packet-switched bench gives D's
+// port B: one above every FA's id.
+func pushSubnetB(b *bench) int {
+	id := 0
+	for _, n := range b.FAs {
+		id = max(id, n.ID+1)
+	}
+	return id
 }
