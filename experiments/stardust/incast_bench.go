@@ -72,7 +72,11 @@ func (r *Incast) planBench(pc *o.PlanContext, b *bench, ns []int) (*o.Plan, erro
 	done := 0
 	var br *benchRun
 	devs := b.devices()
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: IncastTables(),
+	tables := IncastTables()
+	if onBench {
+		tables = append(tables, ecmpFlowsTable())
+	}
+	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: tables,
 		Bindings: bindings,
 		Summary: func(partial bool) (any, error) {
 			mu.Lock()
@@ -290,10 +294,7 @@ func (r *Incast) benchSteps(p *o.Plan, b *bench, cfg benchConfig, ns []int, br *
 			pr, err = b.packetUp(ctx, rc, cfg.LinkGbps, cfg.HostGbps, cfg.Replace, false, nil)
 			return err
 		}})
-	base := 0
 	for _, n := range ns {
-		first := base // flow numbers: a fresh range per N
-		base += n
 		p.Steps = append(p.Steps, &o.Step{Name: fmt.Sprintf("%d senders (packet)", n), Action: "measure", Devices: devs,
 			Note: fmt.Sprintf("%d replies of %d frames of %d B to %s on the packet-switched bench", n, x.pkFrames, x.pkBytes, b.FAs[0].Name),
 			Run: func(ctx context.Context, rc *o.RunContext) error {
@@ -301,7 +302,7 @@ func (r *Incast) benchSteps(p *o.Plan, b *bench, cfg benchConfig, ns []int, br *
 					return fmt.Errorf("the packet fabric is not up")
 				}
 				ideal := float64(int64(n)*x.pkFrames*int64(x.pkBytes+wireExtra)*8) / (float64(cfg.HostGbps) * 1e9) * 1e3
-				pk, err := pr.incast(ctx, rc, n, first, x.pkFrames, x.pkBytes, ideal)
+				pk, err := pr.incast(ctx, rc, n, x.pkFrames, x.pkBytes, ideal)
 				if err != nil {
 					return err
 				}
@@ -325,21 +326,25 @@ func (r *Incast) benchSteps(p *o.Plan, b *bench, cfg benchConfig, ns []int, br *
 // frame out of the requester's host port (reg_flow_last_ns), when all of
 // its frames got there; a reply that lost frames is unfinished, and its
 // losses are counted by sender.
-func (pr *packetRun) incast(ctx context.Context, rc *o.RunContext, n, first int, frames int64, frameBytes int, ideal float64) (IncastPoint, error) {
+func (pr *packetRun) incast(ctx context.Context, rc *o.RunContext, n int, frames int64, frameBytes int, ideal float64) (IncastPoint, error) {
 	req := pr.FAs[0]
+	ids, err := pr.flowIDs(n)
+	if err != nil {
+		return IncastPoint{}, err
+	}
 	gens := make([]packetGen, n)
 	for i, s := range pr.FAs[1 : 1+n] {
-		gens[i] = packetGen{src: s, flows: []packetFlow{{src: s, dst: req.ID, id: first + i}}, bps: float64(pr.hostGbps) * 1e9, frames: frames}
+		gens[i] = packetGen{src: s, flows: []packetFlow{{src: s, dst: req.ID, id: ids[i]}}, bps: float64(pr.hostGbps) * 1e9, frames: frames}
 	}
 	drain := time.Duration(2*ideal*1e6)*time.Nanosecond + rc.Params.Duration("bench_drain")
-	pt, err := pr.run(ctx, frameBytes, gens, 0, 0, drain)
+	pt, err := pr.run(ctx, fmt.Sprintf("%d senders", n), frameBytes, gens, 0, 0, drain)
 	if err != nil {
 		return IncastPoint{}, err
 	}
 	fcts := make([]incastFCT, n)
 	lost := make([]int64, n)
 	for i := range fcts {
-		id := first + i
+		id := ids[i]
 		lost[i] = pt.Sent[id] - pt.Rcvd[id]
 		if pt.Sent[id] >= frames && pt.Rcvd[id] == pt.Sent[id] {
 			fcts[i] = incastFCT{pt.FCT[id].Seconds() * 1e3, true}

@@ -3,6 +3,7 @@ package stardust
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"testbed/dut/tofino"
@@ -46,6 +47,31 @@ type packetRun struct {
 	// subnets are a ToR's host subnets beyond its own id: subnet id ->
 	// host dev port (stardust-pushpull's B).
 	subnets map[*benchNode]map[int]int
+	// used are the flow numbers the run has given out: each flow gets
+	// fresh registers.
+	used map[int]bool
+	rng  *rand.Rand
+}
+
+// flowIDs draws n flow numbers the run has not used, at random: a flow's
+// number is its UDP source port's offset, and hosts draw their ephemeral
+// ports at random, so the flows' ECMP hashes are as a real workload's
+// (consecutive ports would hash to distinct slots: a CRC is linear).
+func (pr *packetRun) flowIDs(n int) ([]int, error) {
+	var out []int
+	for _, id := range pr.rng.Perm(ecmp.MaxFlows) {
+		if len(out) == n {
+			break
+		}
+		if !pr.used[id] {
+			pr.used[id] = true
+			out = append(out, id)
+		}
+	}
+	if len(out) < n {
+		return nil, fmt.Errorf("%d flows: the run has used %d of the program's %d flow registers", n, len(pr.used)-len(out), ecmp.MaxFlows)
+	}
+	return out, nil
 }
 
 // packetFlow is one generator flow of the packet bench: from ToR src's
@@ -65,6 +91,44 @@ func packetBenchParams() []o.ParamSpec {
 	}
 }
 
+// ecmpFlowsTable is the packet bench's flows: which 5-tuple each was
+// (its UDP source port; the addresses follow from the ToRs, ecmp.HostAddr
+// and ecmp.SourceAddr) and what it sent and delivered.
+func ecmpFlowsTable() results.Table {
+	return results.Table{Name: "ecmp_flows", Title: "Packet-switched bench: every flow", Description: "One row per step and flow of the packet-switched bench (p4/ecmp).",
+		Fields: []results.Field{
+			{Name: "step", Type: "string"},
+			{Name: "src", Type: "string", Description: "the source ToR"},
+			{Name: "dst_subnet", Type: "integer", Description: "the destination's subnet, 10.0.<dst_subnet>.0/24"},
+			{Name: "flow", Type: "integer", Description: "its registers' index"},
+			{Name: "udp_src_port", Type: "integer"},
+			{Name: "sent", Type: "integer", Unit: "frames", Description: "into the fabric, the whole run"},
+			{Name: "received", Type: "integer", Unit: "frames", Description: "out of the destination's host port, the whole run"},
+			{Name: "window_received", Type: "integer", Unit: "frames", Description: "out of the destination's host port within the measured window"},
+			{Name: "fct_us", Type: "number", Unit: "us", Description: "its last frame out of the destination's host port, after the generators started"},
+		}}
+}
+
+// writeFlows writes the flows' rows of ecmp_flows.
+func (pt packetPoint) writeFlows(rc *o.RunContext, step string, gens []packetGen) error {
+	t, err := rc.Table("ecmp_flows")
+	if err != nil {
+		return err
+	}
+	for _, g := range gens {
+		for _, f := range g.flows {
+			var fct any
+			if pt.Rcvd[f.id] > 0 {
+				fct = pt.FCT[f.id].Seconds() * 1e6
+			}
+			if err := t.Write(step, f.src.Name, f.dst, f.id, ecmp.FlowPortBase+f.id, pt.Sent[f.id], pt.Rcvd[f.id], pt.WindowRcvd[f.id], fct); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // packetBindings name the bench, its programs and the packet-switched
 // comparison on the same switches.
 func packetBindings(desc string) []o.Binding {
@@ -78,7 +142,7 @@ func packetBindings(desc string) []o.Binding {
 // ToR's over its uplinks (by the flow hash, or per packet when spray), a
 // spine sends each ToR's subnets down its link to it.
 func (b *bench) packetUp(ctx context.Context, rc *o.RunContext, linkGbps, hostGbps int, replace, spray bool, subnets map[*benchNode]map[int]int) (*packetRun, error) {
-	pr := &packetRun{bench: b, rc: rc, linkGbps: linkGbps, hostGbps: hostGbps, subnets: subnets}
+	pr := &packetRun{bench: b, rc: rc, linkGbps: linkGbps, hostGbps: hostGbps, subnets: subnets, used: map[int]bool{}, rng: rand.New(rand.NewPCG(rc.Seed, 0xec3f))}
 	for _, n := range b.nodes() {
 		if n.sw == nil {
 			sw, err := rc.Switch(n.Name)
@@ -335,10 +399,11 @@ type packetGen struct {
 	frames int64
 }
 
-// run runs gens' flows of frameBytes frames: warm, then measure's window,
+// run runs gens' flows of frameBytes frames (FCS not counted), writing
+// their rows of ecmp_flows for step: warm, then measure's window,
 // then until every frame is delivered or counted dropped (at most drain
 // more).
-func (pr *packetRun) run(ctx context.Context, frameBytes int, gens []packetGen, warm, measure, drain time.Duration) (packetPoint, error) {
+func (pr *packetRun) run(ctx context.Context, step string, frameBytes int, gens []packetGen, warm, measure, drain time.Duration) (packetPoint, error) {
 	pt := packetPoint{}
 	var flows []packetFlow
 	for _, g := range gens {
@@ -399,7 +464,7 @@ func (pr *packetRun) run(ctx context.Context, frameBytes int, gens []packetGen, 
 	}
 	// Then until every generator is done and every frame sent is received
 	// or counted dropped, a step at a time, for at most drain.
-	step := max(drain/20, 5*time.Microsecond)
+	every := max(drain/20, 5*time.Microsecond)
 	rC, t := rB, tB
 	for {
 		done := true
@@ -425,7 +490,7 @@ func (pr *packetRun) run(ctx context.Context, frameBytes int, gens []packetGen, 
 		if t >= tB+drain {
 			break
 		}
-		if t, err = clock.WaitClock(ctx, min(t+step, tB+drain)); err != nil {
+		if t, err = clock.WaitClock(ctx, min(t+every, tB+drain)); err != nil {
 			return pt, err
 		}
 		if rC, err = pr.read(ctx, t, flows); err != nil {
@@ -456,5 +521,5 @@ func (pr *packetRun) run(ctx context.Context, frameBytes int, gens []packetGen, 
 		}
 	}
 	pt.Uplink, pt.Downlink, pt.HostDrops = rC.Uplink-r0.Uplink, rC.Downlink-r0.Downlink, rC.HostDrops-r0.HostDrops
-	return pt, nil
+	return pt, pt.writeFlows(pr.rc, step, gens)
 }

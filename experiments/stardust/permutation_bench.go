@@ -62,7 +62,14 @@ func (r *Permutation) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
 	var br *benchRun
 	var dst []int
 	devs := b.devices()
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: PermutationTables(),
+	tables := PermutationTables()
+	if packetFrom == "bench" {
+		if n := len(b.FAs) * int(p.Int("bench_ecmp_flows")); n > ecmp.MaxFlows {
+			return nil, o.Inputf("bench_ecmp_flows %d: %d flows, more than p4/ecmp's %d flow registers", p.Int("bench_ecmp_flows"), n, ecmp.MaxFlows)
+		}
+		tables = append(tables, ecmpFlowsTable())
+	}
+	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: tables,
 		Bindings: packetBinding,
 		Summary: func(partial bool) (any, error) {
 			mu.Lock()
@@ -170,14 +177,18 @@ func (r *Permutation) packetBenchStep(b *bench, cfg benchConfig, p *o.Params, pa
 				return err
 			}
 			line := float64(cfg.HostGbps) * 1e9
+			ids, err := pr.flowIDs(len(b.FAs) * k)
+			if err != nil {
+				return err
+			}
 			gens := make([]packetGen, len(b.FAs))
 			for i, n := range b.FAs {
 				gens[i] = packetGen{src: n, bps: line}
 				for j := 0; j < k; j++ {
-					gens[i].flows = append(gens[i].flows, packetFlow{src: n, dst: b.FAs[dst[i]].ID, id: i*k + j})
+					gens[i].flows = append(gens[i].flows, packetFlow{src: n, dst: b.FAs[dst[i]].ID, id: ids[i*k+j]})
 				}
 			}
-			pt, err := pr.run(ctx, packetBytes, gens, warm, measure, drain)
+			pt, err := pr.run(ctx, "permutation", packetBytes, gens, warm, measure, drain)
 			if err != nil {
 				return err
 			}

@@ -62,7 +62,11 @@ func (r *PushPull) planBench(pc *o.PlanContext, b *bench, push sm.Config, po sm.
 	sum := PushPullSummary{ModelOnly: false, MeasuredOn: "bench", PushFrom: pushFrom, Scenarios: map[string]map[string]PushPullPoint{}, PullOverPush: map[string]float64{}}
 	steps := 0
 	var br *benchRun
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: pushPullTables(false),
+	tables := pushPullTables(false)
+	if pushFrom == "bench" {
+		tables = append(tables, ecmpFlowsTable())
+	}
+	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: tables,
 		Bindings: append(bindings, o.Binding{Role: "D", Resource: d.Name, Detail: fmt.Sprintf("A: dev port %d (its host port), B: dev port %d (added by the run)", d.Host, portB)}),
 		Summary: func(partial bool) (any, error) {
 			mu.Lock()
@@ -264,19 +268,21 @@ func pushOnBench(ctx context.Context, rc *o.RunContext, b *bench, cfg benchConfi
 		return PushPullPoint{}, err
 	}
 	host := float64(cfg.HostGbps) * 1e9
-	fa := packetFlow{src: s1, dst: d.ID, id: 0}
-	fb := packetFlow{src: s1, dst: subB, id: 1}
-	fa2 := packetFlow{src: s2, dst: d.ID, id: 2}
-	gens := []packetGen{{src: s1, flows: []packetFlow{fa, fb}, bps: 2 * host}, {src: s2, flows: []packetFlow{fa2}, bps: host}}
-	pt, err := pr.run(ctx, cfg.FrameBytes, gens, warm, measure, pushDrain)
+	ids, err := pr.flowIDs(3)
+	if err != nil {
+		return PushPullPoint{}, err
+	}
+	a1, b1, a2 := ids[0], ids[1], ids[2]
+	gens := []packetGen{{src: s1, flows: []packetFlow{{s1, d.ID, a1}, {s1, subB, b1}}, bps: 2 * host}, {src: s2, flows: []packetFlow{{s2, d.ID, a2}}, bps: host}}
+	pt, err := pr.run(ctx, "fig7 push", cfg.FrameBytes, gens, warm, measure, pushDrain)
 	if err != nil {
 		return PushPullPoint{}, err
 	}
 	wire := float64((cfg.FrameBytes + wireExtra) * 8)
 	gbps := func(frames int64) float64 { return float64(frames) * wire / pt.Window.Seconds() / 1e9 }
-	got := [2]float64{gbps(pt.WindowRcvd[0] + pt.WindowRcvd[2]), gbps(pt.WindowRcvd[1])}
-	offered := [2]float64{gbps(pt.WindowSent[0] + pt.WindowSent[2]), gbps(pt.WindowSent[1])}
-	lost := [2]int64{pt.Sent[0] + pt.Sent[2] - pt.Rcvd[0] - pt.Rcvd[2], pt.Sent[1] - pt.Rcvd[1]}
+	got := [2]float64{gbps(pt.WindowRcvd[a1] + pt.WindowRcvd[a2]), gbps(pt.WindowRcvd[b1])}
+	offered := [2]float64{gbps(pt.WindowSent[a1] + pt.WindowSent[a2]), gbps(pt.WindowSent[b1])}
+	lost := [2]int64{pt.Sent[a1] + pt.Sent[a2] - pt.Rcvd[a1] - pt.Rcvd[a2], pt.Sent[b1] - pt.Rcvd[b1]}
 	rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("fig7 on the packet-switched bench: dropped at the ToRs' uplink queues %d, at the spines' downlink queues %d, at D's host ports %d",
 		pt.Uplink, pt.Downlink, pt.HostDrops)})
 	return writePushPull(rc, "fig7", "push", got, offered, lost, float64(cfg.HostGbps))
