@@ -97,6 +97,7 @@ func (*PushPull) Params() []o.ParamSpec {
 		{Name: "fci_threshold", Type: o.TypeInt, Unit: "frames", Default: int64(32), Min: o.Bound(0), Max: o.Bound(1 << 16), Description: "bench only: FE and FA fabric port queue depth that marks FCI; 0 turns FCI off"},
 		{Name: "reach_period", Type: o.TypeDuration, Default: 10 * time.Microsecond, Min: o.Bound(1e-7), Max: o.Bound(0.01), Description: "bench only: reachability cell and aging period (Table 4: 10 us)"},
 		{Name: "bench_port_b", Type: o.TypeInt, Default: int64(184), Min: o.Bound(0), Max: o.Bound(sd.PortCount - 1), Description: "bench only: the dev port of D (the first FA) the run adds as B, beside its host port A"},
+		{Name: "bench_push_warmup", Type: o.TypeDuration, Default: time.Millisecond, Min: o.Bound(0), Max: o.Bound(1), Description: "bench only: the push fabric's traffic before measuring: its queues fill before they drop (1 MiB at the middle stage's 25 Gb/s excess takes 335 us on the simulated bench)"},
 	}, append(packetBenchParams(), pushPullBenchParams()...)...)
 }
 

@@ -116,9 +116,9 @@ func (r *PushPull) planBench(pc *o.PlanContext, b *bench, push sm.Config, po sm.
 		}})
 	if p.String("bench_packet_fabric") == "bench" {
 		plan.Steps = append(plan.Steps, &o.Step{Name: "fig7 push (bench)", Action: "measure", Devices: b.devices(),
-			Note: fmt.Sprintf("%s on every switch, packets sprayed per packet; %v + %v measured on the switches' clock", ecmp.Program, warm, measure),
+			Note: fmt.Sprintf("%s on every switch, packets sprayed per packet; %v + %v measured on the switches' clock", ecmp.Program, p.Duration("bench_push_warmup"), measure),
 			Run: func(ctx context.Context, rc *o.RunContext) error {
-				pt, err := pushOnBench(ctx, rc, b, cfg, portB, warm, measure)
+				pt, err := pushOnBench(ctx, rc, b, cfg, portB, p.Duration("bench_push_warmup"), measure)
 				if err != nil {
 					return err
 				}

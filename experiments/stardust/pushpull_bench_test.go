@@ -16,27 +16,34 @@ import (
 // stage. Pulled, A's and B's credits are handed out apart, so B, not
 // congested itself, receives nearly all it was sent (the 3% credit
 // speed-up on links with none is what FCI trims) and no frame is lost;
-// pushed (the model), B gets the middle stage's two thirds. Afterwards D
-// has neither the run's port B nor its host ports.
+// pushed (the same switches running p4/ecmp, spraying every packet over
+// the ToRs' uplinks), once the middle stage's queues have filled B gets
+// about two thirds of what it was sent, as A does of its two ports' worth.
+// Afterwards D runs its Stardust program again, without the run's port B
+// or host ports.
 func TestPushPullOnTheBench(t *testing.T) {
 	if raceDetector {
 		t.Skip("a whole recipe on the bench's twelve switches: run without the race detector (make test does); TestFabricOnTheBenchInterrupted covers the bring-up under it")
 	}
 	lab := startStardustBench(t, 5)
 	var s stardust.PushPullSummary
-	res := recipetest.Run(t, lab, stardust.NewPushPull(), 5, &s, nil, "bench_measure=100us", "bench_warmup=30us")
+	res := recipetest.Run(t, lab, stardust.NewPushPull(), 5, &s, nil, "bench_measure=100us", "bench_warmup=30us", "bench_push_warmup=400us")
 	if res.Status != "ok" {
 		t.Fatalf("run %s: %s", res.Status, res.Reason)
 	}
-	if s.ModelOnly || s.MeasuredOn != "bench" || s.PushFrom != "model" || s.Partial {
+	if s.ModelOnly || s.MeasuredOn != "bench" || s.PushFrom != "bench" || s.Partial {
 		t.Fatalf("summary %+v", s)
 	}
 	pull, push := s.Scenarios["fig7"]["pull"], s.Scenarios["fig7"]["push"]
 	if pull.AGbps < 99 || pull.BShare < 0.97 || pull.Lost != 0 {
 		t.Errorf("pull on the bench: %+v, want A at its port's rate, B near all it was sent, nothing lost", pull)
 	}
-	if push.BShare > 0.8 || push.Lost == 0 {
-		t.Errorf("push (model): %+v, want B held to the middle stage's share", push)
+	// Two thirds is the middle stage's share when drop-tail takes
+	// arrivals in proportion; on the bench fa2's frames reach the spines at
+	// the downlinks' exact rate and take more of the freed places (the
+	// flows' rows show it), which lifts B, fa2's only, to about 0.73.
+	if push.BShare < 0.62 || push.BShare > 0.8 || push.AGbps < 99 || push.Lost == 0 || push.BShare > pull.BShare-0.15 {
+		t.Errorf("push on the packet-switched bench: %+v, want A at its port's rate, B held near the middle stage's two thirds", push)
 	}
 	if _, ok := s.Scenarios["fig12"]; ok {
 		t.Error("fig12 ran on the bench, whose traffic manager priorities the run does not set")
