@@ -6,6 +6,8 @@ import (
 
 	"testbed/experiments/recipetest"
 	"testbed/experiments/stardust"
+	"testbed/p4/ecmp"
+	"testbed/simlab"
 )
 
 // stardust-incast on the Stardust bench: N FAs' generators answer the
@@ -15,9 +17,11 @@ import (
 // requester's port rate (the ideal: all frames back to back at line
 // rate), because the frames beyond what the port takes wait at their
 // sources, not in the fabric. FCI is off here: its reaction is a separate
-// mechanism (the README's incast section). ECMP at the bench's shape (the
-// model) hashes the lone reply onto one 25 Gb/s link: four times the
-// ideal.
+// mechanism (the README's incast section). On the packet-switched bench
+// (the same switches running p4/ecmp) the lone reply is hashed onto one
+// 25 Gb/s uplink, four times the ideal; four replies meet at the spines
+// their hashes pick, and each finishes when its spine's downlink to the
+// requester has carried every reply that shares it.
 func TestIncastOnTheBench(t *testing.T) {
 	if raceDetector {
 		t.Skip("a whole recipe on the bench's twelve switches: run without the race detector (make test does); TestFabricOnTheBenchInterrupted covers the bring-up under it")
@@ -28,7 +32,7 @@ func TestIncastOnTheBench(t *testing.T) {
 	if res.Status != "ok" {
 		t.Fatalf("run %s: %s", res.Status, res.Reason)
 	}
-	if s.ModelOnly || s.MeasuredOn != "bench" || s.PacketFrom != "model" || s.Partial || s.Unfinished != 0 {
+	if s.ModelOnly || s.MeasuredOn != "bench" || s.PacketFrom != "bench" || s.Partial || s.Unfinished != 0 {
 		t.Fatalf("summary %+v", s)
 	}
 	if s.CellsLost != 0 || s.MinJainStardust < 0.999 {
@@ -45,9 +49,10 @@ func TestIncastOnTheBench(t *testing.T) {
 	if four.LastFCTMS-four.FirstFCTMS > 0.05*four.LastFCTMS {
 		t.Errorf("4 senders: first %.4f, last %.4f ms: not draining together", four.FirstFCTMS, four.LastFCTMS)
 	}
-	if pk := s.Packet["n1"]; pk.LastFCTMS < 3.5*pk.IdealFCTMS {
-		t.Errorf("ECMP, one reply: %.4f ms against the port's %.4f: not held to one link", pk.LastFCTMS, pk.IdealFCTMS)
+	if pk := s.Packet["n1"]; pk.LastFCTMS < 3.5*pk.IdealFCTMS || pk.Unfinished != 0 {
+		t.Errorf("ECMP, one reply: %+v: want it held to one 25 Gb/s link, four times the port's ideal", pk)
 	}
+	checkIncastSpines(t, lab, res.Dir)
 	n := 0
 	for _, r := range recipetest.ReadTable(t, res.Dir, "incast_flows") {
 		if r["fabric"] == "stardust" && r["senders"] == "4" {
@@ -61,4 +66,49 @@ func TestIncastOnTheBench(t *testing.T) {
 		t.Errorf("%d rows for 4 senders", n)
 	}
 	recipetest.CheckReport(t, res.Dir, "fig10c-incast", "incast-drain")
+}
+
+// checkIncastSpines predicts from the 4-sender replies' 5-tuples (the rows
+// of ecmp_flows) which uplink, so which spine, each took, and holds each
+// reply's FCT to the time its spine's 25 Gb/s downlink to the requester
+// takes to carry the m replies that share it, plus at most 12 us of
+// latency (nothing else is congested: the requester's host port takes
+// the four downlinks' 100 Gb/s).
+func checkIncastSpines(t *testing.T, lab *simlab.Lab, dir string) {
+	t.Helper()
+	type reply struct {
+		spine   int
+		fct     float64
+		sent    int64
+		matches bool
+	}
+	var rs []reply
+	on := map[int]int{}
+	for _, r := range recipetest.ReadTable(t, dir, "ecmp_flows") {
+		if r["step"] != "4 senders" {
+			continue
+		}
+		d, _ := lab.Inventory().Device(r["src"])
+		id, _ := strconv.Atoi(d.Options["stardust_id"])
+		sport, _ := strconv.Atoi(r["udp_src_port"])
+		dst, _ := strconv.Atoi(r["dst_subnet"])
+		fct, err := strconv.ParseFloat(r["fct_us"], 64)
+		sent, _ := strconv.ParseInt(r["sent"], 10, 64)
+		rs = append(rs, reply{ecmp.FlowSlot(ecmp.SourceAddr(id, 4), ecmp.HostAddr(dst), 17, uint16(sport), ecmp.FlowDstPort) % 4, fct, sent, err == nil && r["received"] == r["sent"]})
+		on[rs[len(rs)-1].spine]++
+	}
+	if len(rs) != 4 {
+		t.Fatalf("ecmp_flows: %d replies for 4 senders", len(rs))
+	}
+	if len(on) == 4 {
+		t.Fatalf("the four replies hash to four distinct spines with this seed: the test would not see them meet")
+	}
+	for _, r := range rs {
+		// A reply of 9000 B frames (9024 B on the wire) on a 25 Gb/s link.
+		one := float64(r.sent) * 9024 * 8 / 25e9 * 1e6
+		want := float64(on[r.spine]) * one
+		if !r.matches || r.fct < 0.97*want || r.fct > want+12 {
+			t.Errorf("reply through spine %d, shared by %d: FCT %.1f us, want %.1f us (+12): %+v", r.spine+1, on[r.spine], r.fct, want, r)
+		}
+	}
 }

@@ -425,6 +425,7 @@ func (pr *packetRun) run(ctx context.Context, step string, frameBytes int, gens 
 	if err != nil {
 		return pt, err
 	}
+	var total int64 // frames the generators send
 	for _, g := range gens {
 		period, k, _ := pace(frameBytes, g.bps)
 		batches, err := batchesFor(warm+measure, period)
@@ -434,6 +435,7 @@ func (pr *packetRun) run(ctx context.Context, step string, frameBytes int, gens 
 		if g.frames > 0 {
 			batches = int((g.frames + int64(k) - 1) / int64(k))
 		}
+		total += int64(batches * k)
 		if pr.rc.FirstTouch(fmt.Sprintf("pktgen/%s/%d", g.src.Name, appFlows)) {
 			if err := pr.rc.Journal(g.src.Name, o.Undo{Kind: o.UndoTofinoPktgen, Desc: fmt.Sprintf("stop packet generator application %d on %s", appFlows, g.src.Name),
 				Args: map[string]int{"app_id": appFlows}}); err != nil {
@@ -462,32 +464,18 @@ func (pr *packetRun) run(ctx context.Context, step string, frameBytes int, gens 
 	if err != nil {
 		return pt, err
 	}
-	// Then until every generator is done and every frame sent is received
-	// or counted dropped, a step at a time, for at most drain.
+	// Then until every generator has sent its batches and every frame sent
+	// is received or counted dropped, a step at a time, for at most drain.
 	every := max(drain/20, 5*time.Microsecond)
 	rC, t := rB, tB
-	for {
-		done := true
-		var gen int64
-		for _, g := range gens {
-			st, err := g.src.sw.PktgenStatus(ctx, appFlows)
-			if err != nil {
-				return pt, fmt.Errorf("%s: %w", g.src.Name, err)
-			}
-			done = done && st.Done
-			gen += st.Packets
-		}
-		pt.Generated = gen
+	for t < tB+drain {
 		var sent, rcvd int64
 		for _, f := range flows {
 			sent += rC.Sent[f.id] - r0.Sent[f.id]
 			rcvd += rC.Rcvd[f.id] - r0.Rcvd[f.id]
 		}
 		drops := rC.Uplink + rC.Downlink + rC.HostDrops - r0.Uplink - r0.Downlink - r0.HostDrops
-		if done && rcvd+drops >= sent {
-			break
-		}
-		if t >= tB+drain {
+		if sent >= total && rcvd+drops >= sent {
 			break
 		}
 		if t, err = clock.WaitClock(ctx, min(t+every, tB+drain)); err != nil {
@@ -504,6 +492,13 @@ func (pr *packetRun) run(ctx context.Context, step string, frameBytes int, gens 
 		return nil
 	}); err != nil {
 		return pt, err
+	}
+	for _, g := range gens {
+		st, err := g.src.sw.PktgenStatus(ctx, appFlows)
+		if err != nil {
+			return pt, fmt.Errorf("%s: %w", g.src.Name, err)
+		}
+		pt.Generated += st.Packets
 	}
 	pt.Window = rB.At - rA.At
 	pt.WindowRcvd, pt.WindowSent = map[int]int64{}, map[int]int64{}
