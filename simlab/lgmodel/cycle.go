@@ -20,7 +20,9 @@ import "slices"
 // Detection is exact and checks each repetition as it happens. Before
 // each original is sent while the state is cycleable, a hash of a few
 // shift-free quantities is kept with a mark; the last cycleRing marks are
-// kept. When it matches the hash of a mark, the whole state is encoded
+// kept (the buffer's order among them: at 25G the loop's rotation
+// reshuffles it from one original to the next, and without it most
+// matches are false). When it matches the hash of a mark, the whole state is encoded
 // relative to (nextSeq, now), kept with the new mark, and compared with
 // the encodings kept with the matching marks, latest first (the shortest
 // period): the first identical one, with no random number drawn since, is
@@ -142,8 +144,9 @@ func (s *sim) shape() uint64 {
 	mix(s.bufBytes)
 	mix(int64(s.buf.n))
 	mix(int64(s.flight.n))
-	if s.buf.n > 0 {
-		mix(s.buf.at(0).seq - n)
+	mix(s.buf.order(n))
+	if s.flight.n > 0 {
+		mix(s.flight.at(0).seq - n)
 	}
 	mix(int64(s.pendingBP))
 	if s.paused {
@@ -217,6 +220,19 @@ func (d *deque) encode(dst []int64, n int64) []int64 {
 		dst = append(dst, p.seq-n, int64(p.kind)|b2i(p.lost)<<8|int64(p.bytes)<<9, p.run)
 	}
 	return dst
+}
+
+// order hashes the frames' sequence numbers relative to n, in order: at
+// 25G the rotation of the loop shuffles them from one original to the next.
+func (d *deque) order(n int64) int64 {
+	var w int64
+	for i, k := d.head, 0; k < d.n; i, k = i+1, k+1 {
+		if i == len(d.a) {
+			i = 0
+		}
+		w = w*31 + d.a[i].seq - n
+	}
+	return w
 }
 
 // jump: the state now is the state at c.aSeq shifted by one cycle. Jump
