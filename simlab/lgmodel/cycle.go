@@ -19,20 +19,21 @@ import "slices"
 //
 // Detection is exact and checks each repetition as it happens. Before
 // each original is sent while the state is cycleable, a hash of a few
-// shift-free quantities is kept with a mark; the last cycleRing marks are
-// kept (the buffer's order among them: at 25G the loop's rotation
-// reshuffles it from one original to the next, and without it most
-// matches are false). When it matches the hash of a mark, the whole state is encoded
-// relative to (nextSeq, now), kept with the new mark, and compared with
-// the encodings kept with the matching marks, latest first (the shortest
-// period): the first identical one, with no random number drawn since, is
-// a cycle found one period after the state first repeated. At 25G the
-// hash repeats within the true period of the loop's rotation, so the marks
-// of a rotation are encoded before it repeats. (Proposing a period on a
-// matching hash and checking it one period later instead spent about
-// 600,000 of the 1.55 million originals stepped in 10^7 at 25G and 1e-3
-// waiting on proposals that failed.) Config.NoCycleSkip turns this off,
-// and a test holds both to identical results.
+// shift-free quantities (the buffer's order among them: at 25G the loop's
+// rotation reshuffles it from one original to the next) is kept with a
+// mark; the last cycleRing marks are kept. When the hash matches that of a
+// mark, the whole state is encoded relative to (nextSeq, now), kept with
+// the new mark, and compared with the encodings kept with the matching
+// marks, latest first (the shortest period): the first identical one, with
+// no random number drawn since, is a cycle. A state whose hash matches no
+// mark is not encoded; at 25G the hash repeats within the period of the
+// rotation often enough that its marks are encoded before it repeats, so
+// the cycle is mostly found one period after the state first repeated.
+// (Proposing a period on a matching hash and checking it one period later
+// instead spent about 600,000 of the 1.55 million originals stepped in
+// 10^7 at 25G and 1e-3 waiting on proposals that failed.)
+// Config.NoCycleSkip turns this off, and a test holds both to identical
+// results.
 
 const cycleRing = 64 // the longest period looked for, in originals
 
