@@ -23,7 +23,8 @@ import (
 //
 // A recording starts at a corrupted original sent from a state that holds
 // nothing the encoding leaves out (cycle.go's encode, with the pending
-// timeouts and the passes run ahead); it ends where the chain's repeating
+// timeouts and the passes run ahead) and that a corruption met once before
+// (seenBefore); it ends where the chain's repeating
 // stretch is found (cycleFound) or where the line is back in steady state,
 // and is dropped if a run of steady frames, a second corruption, or the
 // end of the time asked for or of the traffic comes first. It keeps every
@@ -144,8 +145,9 @@ type recording struct {
 }
 
 const (
-	memoMax     = 256 // recordings kept (at 1e-3 about 14-16 KB each)
-	recordDraws = 32  // draws in one recording at most
+	memoMax     = 256     // recordings kept (at 1e-3 about 14-16 KB each)
+	recordDraws = 32      // draws in one recording at most
+	seenMax     = 1 << 16 // keys noted without a recording at most
 )
 
 // memoable: a corrupted original is about to be sent from a state that the
@@ -243,7 +245,7 @@ func (s *sim) replay(until int64) (want int, found, cyc bool) {
 		}
 	}
 	if rec == nil {
-		if s.memoN < memoMax {
+		if s.memoN < memoMax && s.seenBefore(s.memoScratch) {
 			r := &recording{key: slices.Clone(s.memoScratch), geom: -1}
 			s.base(&r.start)
 			r.runIdx, r.runSeq, _, r.run = s.runOnWay()
@@ -288,6 +290,27 @@ func (s *sim) replay(until int64) (want int, found, cyc bool) {
 	s.replays++
 	s.replayed++
 	return lg.PktOriginal, true, rec.cyc
+}
+
+// seenBefore notes a key that has no recording and says whether it was
+// noted before. Only those are recorded: at 25G most states a corruption
+// meets are met once (the loop's phase against the sender's slots differs
+// from loss to loss), and recording each of them filled the memo with
+// recordings never replayed before the states that recur came round.
+func (s *sim) seenBefore(key []int64) bool {
+	h := uint64(14695981039346656037)
+	for _, v := range key {
+		h ^= uint64(v)
+		h *= 1099511628211
+	}
+	if _, ok := s.seen[h]; ok {
+		return true
+	}
+	if s.seen == nil || len(s.seen) >= seenMax {
+		s.seen = map[uint64]struct{}{} // forget the oldest with the rest
+	}
+	s.seen[h] = struct{}{}
+	return false
 }
 
 // runBase marks, in a key, numbers that are the start of the run on its
