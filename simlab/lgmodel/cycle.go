@@ -49,7 +49,10 @@ type cycleMark struct {
 }
 
 type cycles struct {
-	ring      [cycleRing]cycleMark
+	// cycleRing marks, made on first use. (Held in sim itself they
+	// spread its other fields over 13 KB: the non-blocking mode, which
+	// hardly uses them, ran 10% slower.)
+	ring      []cycleMark
 	n, next   int   // marks held, the next slot
 	draws     int64 // the marks' draws and corruptions
 	corrupted int64
@@ -81,6 +84,9 @@ func (s *sim) cycle(until int64) {
 	if s.draws != c.draws || s.res.Corrupted != c.corrupted {
 		c.n = 0
 		c.draws, c.corrupted = s.draws, s.res.Corrupted
+	}
+	if c.ring == nil {
+		c.ring = make([]cycleMark, cycleRing)
 	}
 	h := s.shape()
 	encoded := false
@@ -121,6 +127,9 @@ func (s *sim) mark(h uint64, encoded bool) {
 // cycleFound: the state now repeats the state at c.aSeq, one cycle on.
 func (s *sim) cycleFound(until int64) {
 	c := &s.cyc
+	if c.ring == nil {
+		c.ring = make([]cycleMark, cycleRing)
+	}
 	s.jump(until)
 	// The marks were made before the jump. A jump cut short by the time
 	// asked for leaves the state a whole number of cycles on: it is the
