@@ -52,8 +52,11 @@ type cycles struct {
 	// cycleRing marks, made on first use. (Held in sim itself they
 	// spread its other fields over 13 KB: the non-blocking mode, which
 	// hardly uses them, ran 10% slower.)
-	ring      []cycleMark
-	n, next   int   // marks held, the next slot
+	ring    []cycleMark
+	n, next int // marks held, the next slot
+	// count holds how many marks have each value of their hash's low
+	// byte: most states match none, and skip the look through the marks.
+	count     [256]uint8
 	draws     int64 // the marks' draws and corruptions
 	corrupted int64
 	cur       []int64 // the state now, encoded (swapped into the ring)
@@ -78,11 +81,11 @@ func (s *sim) cycleable() bool {
 func (s *sim) cycle(until int64) {
 	c := &s.cyc
 	if !s.cycleable() {
-		c.n = 0
+		c.clear()
 		return
 	}
 	if s.draws != c.draws || s.res.Corrupted != c.corrupted {
-		c.n = 0
+		c.clear()
 		c.draws, c.corrupted = s.draws, s.res.Corrupted
 	}
 	if c.ring == nil {
@@ -90,7 +93,7 @@ func (s *sim) cycle(until int64) {
 	}
 	h := s.shape()
 	encoded := false
-	for j := 1; j <= c.n; j++ {
+	for j := 1; j <= c.n && c.count[uint8(h)] > 0; j++ {
 		m := &c.ring[(c.next-j+cycleRing)%cycleRing]
 		if m.hash != h {
 			continue
@@ -115,6 +118,10 @@ func (s *sim) cycle(until int64) {
 func (s *sim) mark(h uint64, encoded bool) {
 	c := &s.cyc
 	m := &c.ring[c.next]
+	if c.n == cycleRing {
+		c.count[uint8(m.hash)]-- // the oldest mark leaves
+	}
+	c.count[uint8(h)]++
 	enc := m.enc
 	*m = cycleMark{hash: h, seq: s.nextSeq, at: s.now, res: s.res, covered: s.covered, run: s.runStart, enc: enc, encoded: encoded}
 	if encoded {
@@ -122,6 +129,14 @@ func (s *sim) mark(h uint64, encoded bool) {
 	}
 	c.next = (c.next + 1) % cycleRing
 	c.n = min(c.n+1, cycleRing)
+}
+
+// clear drops the marks.
+func (c *cycles) clear() {
+	if c.n > 0 {
+		c.n = 0
+		c.count = [256]uint8{}
+	}
 }
 
 // cycleFound: the state now repeats the state at c.aSeq, one cycle on.
@@ -134,7 +149,7 @@ func (s *sim) cycleFound(until int64) {
 	// The marks were made before the jump. A jump cut short by the time
 	// asked for leaves the state a whole number of cycles on: it is the
 	// first mark, so that the next Advance resumes jumping one cycle on.
-	c.n = 0
+	c.clear()
 	c.cur = s.encode(c.cur[:0])
 	s.mark(s.shape(), true)
 }

@@ -487,7 +487,7 @@ func (s *sim) restore(rec *recording, sn, cur *snapshot, k, runSeq, runSched int
 	// (cycleFound jumps from it). The marks are not kept: the search
 	// starts again from here, which changes nothing but when it finds.
 	c, a := &s.cyc, &sn.cyc
-	c.n = 0
+	c.clear()
 	c.aSeq, c.aAt, c.aCovered = a.aSeq+ds, a.aAt+dt, a.aCovered+ds
 	c.aRes = addResult(cur.res, a.aRes, st.res)
 	c.aRes.Delivered += landed(a.aAt)
