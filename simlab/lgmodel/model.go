@@ -459,8 +459,9 @@ type sim struct {
 	memo              map[uint64][]*recording
 	memoN             int
 	memoScratch       []int64
-	injected          []float64 // drawn by a replay that handed over: the next numbers drawn
-	replays, replayed int64     // replays started, and reaching their end (tests)
+	seen              map[uint64]struct{} // hashes of keys met once (seenBefore)
+	injected          []float64           // drawn by a replay that handed over: the next numbers drawn
+	replays, replayed int64               // replays started, and reaching their end (tests)
 }
 
 // Run simulates cfg with randomness from r.

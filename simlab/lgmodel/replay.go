@@ -23,7 +23,8 @@ import (
 //
 // A recording starts at a corrupted original sent from a state that holds
 // nothing the encoding leaves out (cycle.go's encode, with the pending
-// timeouts and the passes run ahead); it ends where the chain's repeating
+// timeouts and the passes run ahead) and that a corruption met once before
+// (seenBefore); it ends where the chain's repeating
 // stretch is found (cycleFound) or where the line is back in steady state,
 // and is dropped if a run of steady frames, a second corruption, or the
 // end of the time asked for or of the traffic comes first. It keeps every
@@ -112,7 +113,15 @@ type snapshot struct {
 	buf, flight                                    []packet
 	q                                              [nQueues][]event
 	res                                            Result // MaxTx/MaxRx: since the start
-	cyc                                            cycles
+	cyc                                            cycleFrom
+}
+
+// cycleFrom is what a snapshot keeps of the search for a repeating
+// stretch: the state a cycle just found starts from, and what the marks
+// were made after.
+type cycleFrom struct {
+	aSeq, aAt, aCovered, draws, corrupted int64
+	aRes                                  Result
 }
 
 type recording struct {
@@ -136,8 +145,9 @@ type recording struct {
 }
 
 const (
-	memoMax     = 256 // recordings kept (at 1e-3 about 14-16 KB each)
-	recordDraws = 32  // draws in one recording at most
+	memoMax     = 256     // recordings kept (at 1e-3 about 14-16 KB each)
+	recordDraws = 32      // draws in one recording at most
+	seenMax     = 1 << 16 // keys noted without a recording at most
 )
 
 // memoable: a corrupted original is about to be sent from a state that the
@@ -163,11 +173,11 @@ func (s *sim) margin() int64 { return s.oneWay() + s.ser64 + 1 }
 func (s *sim) memoKey(dst []int64) []int64 {
 	n, t := s.nextSeq, s.now
 	dst = s.encode(dst)
-	// encode's layout: 12 numbers, 5 per frame in the buffer, 2 and 5 per
+	// encode's layout: 12 numbers, 3 per frame in the buffer, 2 and 3 per
 	// frame in flight, then each queue's length and 13 per event, the
 	// arrivals first.
 	a := &s.q[qArrive]
-	off := 12 + 5*s.buf.n + 2 + 5*s.flight.n + 1
+	off := 12 + 3*s.buf.n + 2 + 3*s.flight.n + 1
 	runs := 0
 	for j := a.head; j < len(a.ev); j++ {
 		if a.ev[j].p.run > 1 {
@@ -235,7 +245,7 @@ func (s *sim) replay(until int64) (want int, found, cyc bool) {
 		}
 	}
 	if rec == nil {
-		if s.memoN < memoMax {
+		if s.memoN < memoMax && s.seenBefore(s.memoScratch) {
 			r := &recording{key: slices.Clone(s.memoScratch), geom: -1}
 			s.base(&r.start)
 			r.runIdx, r.runSeq, _, r.run = s.runOnWay()
@@ -280,6 +290,27 @@ func (s *sim) replay(until int64) (want int, found, cyc bool) {
 	s.replays++
 	s.replayed++
 	return lg.PktOriginal, true, rec.cyc
+}
+
+// seenBefore notes a key that has no recording and says whether it was
+// noted before. Only those are recorded: at 25G most states a corruption
+// meets are met once (the loop's phase against the sender's slots differs
+// from loss to loss), and recording each of them filled the memo with
+// recordings never replayed before the states that recur came round.
+func (s *sim) seenBefore(key []int64) bool {
+	h := uint64(14695981039346656037)
+	for _, v := range key {
+		h ^= uint64(v)
+		h *= 1099511628211
+	}
+	if _, ok := s.seen[h]; ok {
+		return true
+	}
+	if s.seen == nil || len(s.seen) >= seenMax {
+		s.seen = map[uint64]struct{}{} // forget the oldest with the rest
+	}
+	s.seen[h] = struct{}{}
+	return false
 }
 
 // runBase marks, in a key, numbers that are the start of the run on its
@@ -339,8 +370,8 @@ func (s *sim) capture(sn *snapshot) {
 	for i := range s.q {
 		sn.q[i] = slices.Clone(s.q[i].ev[s.q[i].head:])
 	}
-	sn.cyc = s.cyc
-	sn.cyc.a, sn.cyc.b = slices.Clone(s.cyc.a), nil
+	c := &s.cyc
+	sn.cyc = cycleFrom{aSeq: c.aSeq, aAt: c.aAt, aRes: c.aRes, aCovered: c.aCovered, draws: c.draws, corrupted: c.corrupted}
 	if r := s.rec; r != nil {
 		sn.res.MaxTxBufferBytes, sn.res.MaxRxBufferBytes = r.maxTx, r.maxRx
 	}
@@ -452,28 +483,17 @@ func (s *sim) restore(rec *recording, sn, cur *snapshot, k, runSeq, runSched int
 	s.res.Delivered += landed(sn.now)
 	s.res.MaxTxBufferBytes = max(cur.res.MaxTxBufferBytes, sn.res.MaxTxBufferBytes)
 	s.res.MaxRxBufferBytes = max(cur.res.MaxRxBufferBytes, sn.res.MaxRxBufferBytes)
-	// The search for a repeating stretch, shifted likewise.
-	c := &s.cyc
-	a, b, jumped := c.a[:0], c.b, c.jumpedSeqs
-	*c = sn.cyc
-	c.a, c.b, c.jumpedSeqs = a, b, jumped
-	if c.checkSeq > 0 && !rec.cyc {
-		c.a = append(c.a, sn.cyc.a...) // a proposal pending (cycleFound makes its own)
-	}
-	for j := 1; j <= c.n; j++ { // the marks in use
-		m := &c.ring[(c.next-j+cycleRing)%cycleRing]
-		m.seq += ds
-		m.at += dt
-	}
-	if c.checkSeq > 0 {
-		c.checkSeq += ds
-	}
-	c.aSeq, c.aAt, c.aCovered = c.aSeq+ds, c.aAt+dt, c.aCovered+ds
-	c.aRes = addResult(cur.res, sn.cyc.aRes, st.res)
-	c.aRes.Delivered += landed(sn.cyc.aAt)
+	// The search for a repeating stretch: the cycle found, shifted likewise
+	// (cycleFound jumps from it). The marks are not kept: the search
+	// starts again from here, which changes nothing but when it finds.
+	c, a := &s.cyc, &sn.cyc
+	c.clear()
+	c.aSeq, c.aAt, c.aCovered = a.aSeq+ds, a.aAt+dt, a.aCovered+ds
+	c.aRes = addResult(cur.res, a.aRes, st.res)
+	c.aRes.Delivered += landed(a.aAt)
 	c.aRunStart = s.runStart // no run was sent in the stretch
-	c.draws = cur.draws + sn.cyc.draws - st.draws
-	c.corrupted = cur.res.Corrupted + sn.cyc.corrupted - st.res.Corrupted
+	c.draws = cur.draws + a.draws - st.draws
+	c.corrupted = cur.res.Corrupted + a.corrupted - st.res.Corrupted
 }
 
 func shifted(dst, src []int64, d int64) []int64 {
