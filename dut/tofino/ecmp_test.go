@@ -72,7 +72,7 @@ func TestECMPTablesThroughTheDriver(t *testing.T) {
 	}
 
 	// Generator flows: slot s of an application holds flows[s mod len].
-	three := []tofino.ECMPFlow{{Dst: 2, Flow: 7}, {Dst: 5, Flow: 9}, {Dst: 2, Flow: 8}}
+	three := []tofino.ECMPFlow{{Dst: 2, Flow: 7, TC: 3}, {Dst: 5, Flow: 9}, {Dst: 2, Flow: 8, TC: 7}}
 	if err := sw.SetFlows(ctx, 1, three); err != nil {
 		t.Fatal(err)
 	}
@@ -97,8 +97,8 @@ func TestECMPTablesThroughTheDriver(t *testing.T) {
 		}
 		for s := 0; s < ecmp.Slots; s++ {
 			e, f := slots[int64(s)], flows[s%len(flows)]
-			if e.Action != ecmp.ActionToFlow || e.Data[ecmp.ParamDst] != int64(f.Dst) || e.Data[ecmp.ParamFlow] != int64(f.Flow) {
-				t.Fatalf("application %d slot %d: %+v, want to_flow(%d, %d)", app, s, e, f.Dst, f.Flow)
+			if e.Action != ecmp.ActionToFlow || e.Data[ecmp.ParamDst] != int64(f.Dst) || e.Data[ecmp.ParamFlow] != int64(f.Flow) || e.Data[ecmp.ParamTC] != int64(f.TC) {
+				t.Fatalf("application %d slot %d: %+v, want to_flow(%d, %d, %d)", app, s, e, f.Dst, f.Flow, f.TC)
 			}
 		}
 	}
@@ -233,6 +233,8 @@ func TestECMPTablesThroughTheDriver(t *testing.T) {
 		{"65 flows", sw.SetFlows(ctx, 0, manyFlows), "65 flows for 64 slots"},
 		{"flow 256", sw.SetFlows(ctx, 0, []tofino.ECMPFlow{{Dst: 1, Flow: 0}, {Dst: 1, Flow: ecmp.MaxFlows}}), "flow number 256 outside 0..255"},
 		{"destination 256", sw.SetFlows(ctx, 0, []tofino.ECMPFlow{{Dst: ecmp.MaxToRs, Flow: 1}}), "destination ToR 256"},
+		{"class 8", sw.SetFlows(ctx, 0, []tofino.ECMPFlow{{Dst: 1, Flow: 2, TC: ecmp.Classes}}), "traffic class 8 outside 0..7"},
+		{"class -1", sw.SetFlows(ctx, 0, []tofino.ECMPFlow{{Dst: 1, Flow: 2, TC: -1}}), "traffic class -1"},
 		{"route to ToR 256", sw.RouteToHost(ctx, ecmp.MaxToRs, p1), "destination ToR 256"},
 		{"host port 512", sw.RouteToHost(ctx, 1, 512), "host port 512"},
 		{"65 links", sw.RouteECMP(ctx, 1, many, false), "65 links"},
