@@ -215,6 +215,17 @@ func TestECMPTablesThroughTheDriver(t *testing.T) {
 		t.Errorf("route to ToR 4: %+v, want to_host(%d)", e, p2)
 	}
 
+	// Queue priorities: each queue of each port apart, the SDE's default
+	// (0) first, the previous one answered.
+	for _, c := range []struct{ port, qid, prio, prev int }{{p1, 3, 7, 0}, {p1, 3, 5, 7}, {p1, 4, 2, 0}, {p2, 3, 1, 0}, {p1, 3, 0, 5}} {
+		if prev, err := sw.SetQueuePriority(ctx, c.port, c.qid, c.prio); err != nil || prev != c.prev {
+			t.Errorf("port %d queue %d priority %d: previous %d %v, want %d", c.port, c.qid, c.prio, prev, err, c.prev)
+		}
+	}
+	if _, err := sw.SetQueuePriority(ctx, 100, 0, 1); !tofino.IsNotFound(err) {
+		t.Errorf("a queue of dev port 100 (beyond the pipe's 72 ports): %v", err)
+	}
+
 	// Bad arguments: a clear error, and nothing written.
 	before := map[string][]tofino.Entry{}
 	for _, tbl := range tables {
@@ -240,6 +251,8 @@ func TestECMPTablesThroughTheDriver(t *testing.T) {
 		{"65 links", sw.RouteECMP(ctx, 1, many, false), "65 links"},
 		{"link -1", sw.RouteECMP(ctx, 1, []int{p1, -1}, true), "link -1"},
 		{"ECMP to ToR -1", sw.RouteECMP(ctx, -1, []int{p1}, false), "destination ToR -1"},
+		{"priority 8", second(sw.SetQueuePriority(ctx, p1, 0, 8)), "priority 8: expected 0..7"},
+		{"queue 8", second(sw.SetQueuePriority(ctx, p1, 8, 1)), "expected a queue 0..7"},
 	} {
 		if c.err == nil || !strings.Contains(c.err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error saying %q", c.name, c.err, c.want)
@@ -508,3 +521,5 @@ func TestECMPFlowsCrossTheFabric(t *testing.T) {
 		t.Errorf("sprayed: uplinks sent %v, want the flow's %d frames over both", uplink, frames)
 	}
 }
+
+func second[T any](_ T, err error) error { return err }

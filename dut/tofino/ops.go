@@ -203,6 +203,38 @@ func (s *Switch) Queue(ctx context.Context, devPort, qid int, clearWatermark boo
 	return q, nil
 }
 
+// MaxQueuePriority is the highest scheduling priority of a TM queue:
+// Tofino's BF_TM_SCH_PRIO_7 ("HIGH"); 0 is the lowest ("LOW").
+const MaxQueuePriority = 7
+
+// SetQueuePriority sets the scheduling priority of egress queue qid (the
+// ig_tm_md.qid a program gives a frame, 0..7) of devPort, and returns the
+// priority it had: what to set back. A queue of a higher priority is
+// served first (strict priority); queues of one priority share the port by
+// DWRR. The agent writes tf1.tm.queue.sched_cfg's max_priority of the queue
+// tf1.tm.port.cfg names (PROTOCOL.md, tm.queue.sched); the SDE's default
+// is 0 for every queue.
+func (s *Switch) SetQueuePriority(ctx context.Context, devPort, qid, priority int) (prev int, err error) {
+	switch {
+	case devPort < 0 || devPort > maxDevPort:
+		return 0, fmt.Errorf("port %d queue %d priority: dev port outside 0..%d", devPort, qid, maxDevPort)
+	case qid < 0 || qid > 7:
+		return 0, fmt.Errorf("port %d queue %d priority: expected a queue 0..7", devPort, qid)
+	case priority < 0 || priority > MaxQueuePriority:
+		return 0, fmt.Errorf("port %d queue %d priority %d: expected 0..%d (%d served first)", devPort, qid, priority, MaxQueuePriority, MaxQueuePriority)
+	}
+	var r struct {
+		Priority *int `json:"priority"`
+	}
+	if err := s.agent.call(ctx, "tm.queue.sched", map[string]any{"dev_port": devPort, "qid": qid, "priority": priority}, &r); err != nil {
+		return 0, fmt.Errorf("port %d queue %d priority %d: %w", devPort, qid, priority, err)
+	}
+	if r.Priority == nil || *r.Priority < 0 || *r.Priority > MaxQueuePriority {
+		return 0, fmt.Errorf("port %d queue %d priority %d: the agent answered no previous priority 0..%d", devPort, qid, priority, MaxQueuePriority)
+	}
+	return *r.Priority, nil
+}
+
 // ReadRegister reads one index of a register ("Control.register"), one
 // value per pipe.
 func (s *Switch) ReadRegister(ctx context.Context, name string, index int) ([]int64, error) {
