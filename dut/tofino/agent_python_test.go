@@ -248,6 +248,9 @@ func TestAgentPythonWithGoClient(t *testing.T) {
 			t.Fatalf("queue priority %d: previous %d %v, want %d", c.prio, prev, err, c.prev)
 		}
 	}
+	if p, err := s.QueuePriority(ctx, 196, 3); err != nil || p != 0 {
+		t.Fatalf("queue priority read back: %d %v, want 0", p, err)
+	}
 	if _, err := s.SetQueuePriority(ctx, 100, 3, 1); !IsNotFound(err) {
 		t.Errorf("priority of a queue of a port beyond the pipe's 72: %v", err)
 	}

@@ -222,6 +222,12 @@ func TestECMPTablesThroughTheDriver(t *testing.T) {
 			t.Errorf("port %d queue %d priority %d: previous %d %v, want %d", c.port, c.qid, c.prio, prev, err, c.prev)
 		}
 	}
+	// A read changes nothing.
+	for range 2 {
+		if p, err := sw.QueuePriority(ctx, p1, 4); err != nil || p != 2 {
+			t.Errorf("port %d queue 4 read: %d %v, want 2", p1, p, err)
+		}
+	}
 	if _, err := sw.SetQueuePriority(ctx, 100, 0, 1); !tofino.IsNotFound(err) {
 		t.Errorf("a queue of dev port 100 (beyond the pipe's 72 ports): %v", err)
 	}

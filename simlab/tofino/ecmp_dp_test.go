@@ -550,11 +550,17 @@ func TestQueuePrioritiesOverTheAgent(t *testing.T) {
 	if got := set(136, 3, 6); got != float64(0) {
 		t.Errorf("after a restart: previous %v, want the default 0", got)
 	}
+	// Without a priority the call reads, and writes nothing.
+	for range 2 {
+		if r := b.req(sw, "tm.queue.sched", `{"dev_port":136,"qid":3}`); r["ok"] != true || r["result"].(map[string]any)["priority"] != float64(6) {
+			t.Errorf("read of port 136 queue 3: %v, want priority 6", r)
+		}
+	}
 	for _, c := range []struct{ args, kind string }{
 		{`{"dev_port":100,"qid":0,"priority":1}`, "not_found"},
 		{`{"dev_port":136,"qid":8,"priority":1}`, "bad_request"},
 		{`{"dev_port":136,"qid":0,"priority":8}`, "bad_request"},
-		{`{"dev_port":136,"qid":0}`, "bad_request"},
+		{`{"dev_port":136,"qid":0,"priority":"7"}`, "bad_request"},
 	} {
 		r := b.req(sw, "tm.queue.sched", c.args)
 		if e, _ := r["error"].(map[string]any); r["ok"] != false || e["kind"] != c.kind {

@@ -290,7 +290,7 @@ const queuePriorityDefault = 0
 const tmPortsPerPipe = 72
 
 // queueSched is tm.queue.sched: a queue's priority set, the previous one
-// answered. With t.mu held.
+// answered (without a priority, the queue's answered). With t.mu held.
 func (t *Tofino) queueSched(a map[string]json.RawMessage) (any, error) {
 	dev, err := argInt(a, "dev_port")
 	if err != nil {
@@ -300,9 +300,12 @@ func (t *Tofino) queueSched(a map[string]json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	prio, err := argInt(a, "priority")
-	if err != nil {
-		return nil, err
+	// Without a priority the call reads the queue's.
+	prio, set := int64(0), a["priority"] != nil
+	if set {
+		if prio, err = argInt(a, "priority"); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case dev < 0 || dev > 511:
@@ -319,7 +322,9 @@ func (t *Tofino) queueSched(a map[string]json.RawMessage) (any, error) {
 	if !ok {
 		prev = queuePriorityDefault
 	}
-	t.qprio[k] = int(prio)
+	if set {
+		t.qprio[k] = int(prio)
+	}
 	return map[string]any{"priority": prev}, nil
 }
 

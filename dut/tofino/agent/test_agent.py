@@ -328,13 +328,16 @@ class AgentTest(AgentBase):
         n = len(self.bfrt.calls_to("tf1.tm.queue.sched_cfg", "mod"))
         self.assertEqual(self.ok("tm.queue.sched", dict(q, priority=3)), {"priority": 3})
         self.assertEqual(len(self.bfrt.calls_to("tf1.tm.queue.sched_cfg", "mod")), n)
+        # Without a priority the call reads, and writes nothing.
+        self.assertEqual(self.ok("tm.queue.sched", q), {"priority": 3})
+        self.assertEqual(len(self.bfrt.calls_to("tf1.tm.queue.sched_cfg", "mod")), n)
         # Other queues and ports are apart.
         self.assertEqual(self.ok("tm.queue.sched", {"dev_port": 138, "qid": 4, "priority": 1}), {"priority": 0})
         self.assertEqual(self.ok("tm.queue.sched", {"dev_port": 10, "qid": 5, "priority": 1}), {"priority": 0})
         self.assertEqual(self.bfrt.sched[(0, 2, 21)]["max_priority"], 1)
         self.fails("not_found", "tm.queue.sched", {"dev_port": 100, "qid": 0, "priority": 1})
         for bad in ({"dev_port": 138, "qid": 8, "priority": 1}, {"dev_port": 138, "qid": 1, "priority": 8},
-                    {"dev_port": 138, "qid": 1}, {"dev_port": 512, "qid": 1, "priority": 1}):
+                    {"dev_port": 138, "qid": 1, "priority": "7"}, {"dev_port": 512, "qid": 1, "priority": 1}):
             self.fails("bad_request", "tm.queue.sched", bad)
 
     def test_tm_queue_sched_write_not_taken(self):

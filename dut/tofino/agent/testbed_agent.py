@@ -571,7 +571,9 @@ class Agent:
         answered and the one written."""
         dev = arg_int(args, "dev_port", lo=0, hi=511)
         qid = arg_int(args, "qid", lo=0, hi=7)
-        prio = arg_int(args, "priority", lo=0, hi=7)
+        # Without a priority the call reads the queue's (what a run
+        # journals before it writes one).
+        prio = arg_int(args, "priority", lo=0, hi=7) if args.get("priority") is not None else None
         tm = self.bfrt.tf1.tm
         with self._lock:
             return self._tm_queue_sched(tm, dev, qid, prio)
@@ -592,7 +594,7 @@ class Agent:
         pipe = dev >> 7
         sc = tm.queue.sched_cfg
         prev = self._sched_priority(sc, pipe, pg, pq)
-        if prev != prio:
+        if prio is not None and prev != prio:
             # A string choice (LOW, 0..7, HIGH): an unknown one is only
             # printed by bfrt_python, so the write is read back.
             self.call_held(sc.mod, pipe=pipe, pg_id=pg, pg_queue=pq, max_priority=str(prio))
