@@ -389,6 +389,23 @@ func TestUndoKindsReplayFromData(t *testing.T) {
 	if on, err := sw.SetCutThrough(ctx, 136, false); err != nil || on {
 		t.Errorf("port 136's cut-through after its undo: %v %v, want off", on, err)
 	}
+	// A dead run gave queue 3 of port 136 the highest priority; its
+	// journal holds the one it found (the default).
+	found, err := sw.SetQueuePriority(ctx, 136, 3, tofino.MaxQueuePriority)
+	if err != nil {
+		t.Fatal(err)
+	}
+	undo, _ := json.Marshal(map[string]any{"port": 136, "qid": 3, "priority": found})
+	kinds[UndoTofinoQueuePriority] = true
+	if err := runUndo(ctx, fresh, UndoRecord{Kind: UndoTofinoQueuePriority, Args: undo}); err != nil {
+		t.Errorf("%s on sw1: %v", UndoTofinoQueuePriority, err)
+	}
+	if p, err := sw.SetQueuePriority(ctx, 136, 3, found); err != nil || p != found {
+		t.Errorf("port 136 queue 3 after its priority's undo: %d %v, want %d", p, err, found)
+	}
+	if err := runUndo(ctx, fresh, UndoRecord{Kind: UndoTofinoQueuePriority, Args: json.RawMessage(`{"port":136,"qid":3}`)}); err == nil {
+		t.Errorf("%s without a priority: no error", UndoTofinoQueuePriority)
+	}
 	// A link the monitor took down comes back at the speed it had.
 	kinds[UndoTofinoAddPort] = true
 	if err := runUndo(ctx, fresh, UndoRecord{Kind: UndoTofinoAddPort, Args: json.RawMessage(`{"port":144,"gbps":25,"fec":"none"}`)}); err != nil {

@@ -48,6 +48,9 @@ const (
 	UndoReactorTeardown  = "hostagent.reactor-down"    // {}: remove REACToR classes and flows
 	UndoFCTServerStop    = "hostagent.fct-server-stop" // {id}: stop an FCT server
 	UndoTofinoAddPort    = "tofino.add-port"           // {port, gbps, fec}: add back a port taken down
+	// UndoTofinoQueuePriority: {port, qid, priority}: set a TM queue's
+	// scheduling priority back to the one SetQueuePriority found.
+	UndoTofinoQueuePriority = "tofino.queue-priority"
 	// UndoTofinoTableClear: {table}: delete every entry of a table the run
 	// filled (it was empty when the run found it).
 	UndoTofinoTableClear = "tofino.table-clear"
@@ -199,6 +202,24 @@ func undoKinds() map[string]undoFunc {
 				return err
 			}
 			if _, err := sw.SetCutThrough(ctx, a.Port, a.Enable); err != nil && !tofino.IsNotFound(err) {
+				return err
+			}
+			return nil
+		},
+		UndoTofinoQueuePriority: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
+			var a struct {
+				Port     int  `json:"port"`
+				QID      int  `json:"qid"`
+				Priority *int `json:"priority"`
+			}
+			sw, err := switchFor(ctx, od, raw, &a)
+			if sw == nil || err != nil {
+				return err
+			}
+			if a.Priority == nil {
+				return fmt.Errorf("%s: %s of port %d queue %d without a priority", od.Dev.Name, UndoTofinoQueuePriority, a.Port, a.QID)
+			}
+			if _, err := sw.SetQueuePriority(ctx, a.Port, a.QID, *a.Priority); err != nil && !tofino.IsNotFound(err) {
 				return err
 			}
 			return nil

@@ -243,6 +243,20 @@ func TestAgentPythonWithGoClient(t *testing.T) {
 	if q, err := s.Queue(ctx, 196, 2, false); err != nil || q != (QueueUsage{}) {
 		t.Fatalf("another queue: %+v %v", q, err)
 	}
+	for _, c := range []struct{ prio, prev int }{{7, 0}, {2, 7}, {2, 2}, {0, 2}} {
+		if prev, err := s.SetQueuePriority(ctx, 196, 3, c.prio); err != nil || prev != c.prev {
+			t.Fatalf("queue priority %d: previous %d %v, want %d", c.prio, prev, err, c.prev)
+		}
+	}
+	if p, err := s.QueuePriority(ctx, 196, 3); err != nil || p != 0 {
+		t.Fatalf("queue priority read back: %d %v, want 0", p, err)
+	}
+	if _, err := s.SetQueuePriority(ctx, 100, 3, 1); !IsNotFound(err) {
+		t.Errorf("priority of a queue of a port beyond the pipe's 72: %v", err)
+	}
+	if _, err := s.SetQueuePriority(ctx, 196, 3, 8); err == nil || !strings.Contains(err.Error(), "expected 0..7") {
+		t.Errorf("priority 8: %v", err)
+	}
 
 	// Registers.
 	if err := s.WriteRegister(ctx, seq, 32, 4242); err != nil {

@@ -20,8 +20,10 @@ const pktgenApps = 8
 // maxDevPort bounds a dev port (PortId_t is 9 bits on Tofino 1).
 const maxDevPort = 511
 
-// ECMPFlow is a generator flow: destination ToR Dst, flow number Flow (< ecmp.MaxFlows).
-type ECMPFlow struct{ Dst, Flow int }
+// ECMPFlow is a generator flow: destination ToR Dst, flow number Flow (< ecmp.MaxFlows) and
+// traffic class TC (0..ecmp.Classes-1: the DSCP class selector to_flow writes, and the egress
+// queue the flow's frames take at every switch; 0 is the default class).
+type ECMPFlow struct{ Dst, Flow, TC int }
 
 func (f ECMPFlow) check() error {
 	switch {
@@ -29,6 +31,8 @@ func (f ECMPFlow) check() error {
 		return fmt.Errorf("flow %d: destination ToR %d outside 0..%d", f.Flow, f.Dst, ecmp.MaxToRs-1)
 	case f.Flow < 0 || f.Flow >= ecmp.MaxFlows:
 		return fmt.Errorf("flow to ToR %d: flow number %d outside 0..%d", f.Dst, f.Flow, ecmp.MaxFlows-1)
+	case f.TC < 0 || f.TC >= ecmp.Classes:
+		return fmt.Errorf("flow %d to ToR %d: traffic class %d outside 0..%d", f.Flow, f.Dst, f.TC, ecmp.Classes-1)
 	}
 	return nil
 }
@@ -80,7 +84,7 @@ func (s *Switch) SetFlows(ctx context.Context, app int, flows []ECMPFlow) error 
 	for slot := range want {
 		f := flows[slot%len(flows)]
 		want[slot] = Entry{Key: map[string]int64{ecmp.KeyAppID: int64(app), ecmp.KeySlot: int64(slot)}, Action: ecmp.ActionToFlow,
-			Data: map[string]int64{ecmp.ParamDst: int64(f.Dst), ecmp.ParamFlow: int64(f.Flow)}}
+			Data: map[string]int64{ecmp.ParamDst: int64(f.Dst), ecmp.ParamFlow: int64(f.Flow), ecmp.ParamTC: int64(f.TC)}}
 	}
 	return s.writeSlots(ctx, ecmp.TableGenFlow, ecmp.KeyAppID, int64(app), have, want)
 }

@@ -72,7 +72,7 @@ func TestECMPTablesThroughTheDriver(t *testing.T) {
 	}
 
 	// Generator flows: slot s of an application holds flows[s mod len].
-	three := []tofino.ECMPFlow{{Dst: 2, Flow: 7}, {Dst: 5, Flow: 9}, {Dst: 2, Flow: 8}}
+	three := []tofino.ECMPFlow{{Dst: 2, Flow: 7, TC: 3}, {Dst: 5, Flow: 9}, {Dst: 2, Flow: 8, TC: 7}}
 	if err := sw.SetFlows(ctx, 1, three); err != nil {
 		t.Fatal(err)
 	}
@@ -97,8 +97,8 @@ func TestECMPTablesThroughTheDriver(t *testing.T) {
 		}
 		for s := 0; s < ecmp.Slots; s++ {
 			e, f := slots[int64(s)], flows[s%len(flows)]
-			if e.Action != ecmp.ActionToFlow || e.Data[ecmp.ParamDst] != int64(f.Dst) || e.Data[ecmp.ParamFlow] != int64(f.Flow) {
-				t.Fatalf("application %d slot %d: %+v, want to_flow(%d, %d)", app, s, e, f.Dst, f.Flow)
+			if e.Action != ecmp.ActionToFlow || e.Data[ecmp.ParamDst] != int64(f.Dst) || e.Data[ecmp.ParamFlow] != int64(f.Flow) || e.Data[ecmp.ParamTC] != int64(f.TC) {
+				t.Fatalf("application %d slot %d: %+v, want to_flow(%d, %d, %d)", app, s, e, f.Dst, f.Flow, f.TC)
 			}
 		}
 	}
@@ -215,6 +215,23 @@ func TestECMPTablesThroughTheDriver(t *testing.T) {
 		t.Errorf("route to ToR 4: %+v, want to_host(%d)", e, p2)
 	}
 
+	// Queue priorities: each queue of each port apart, the SDE's default
+	// (0) first, the previous one answered.
+	for _, c := range []struct{ port, qid, prio, prev int }{{p1, 3, 7, 0}, {p1, 3, 5, 7}, {p1, 4, 2, 0}, {p2, 3, 1, 0}, {p1, 3, 0, 5}} {
+		if prev, err := sw.SetQueuePriority(ctx, c.port, c.qid, c.prio); err != nil || prev != c.prev {
+			t.Errorf("port %d queue %d priority %d: previous %d %v, want %d", c.port, c.qid, c.prio, prev, err, c.prev)
+		}
+	}
+	// A read changes nothing.
+	for range 2 {
+		if p, err := sw.QueuePriority(ctx, p1, 4); err != nil || p != 2 {
+			t.Errorf("port %d queue 4 read: %d %v, want 2", p1, p, err)
+		}
+	}
+	if _, err := sw.SetQueuePriority(ctx, 100, 0, 1); !tofino.IsNotFound(err) {
+		t.Errorf("a queue of dev port 100 (beyond the pipe's 72 ports): %v", err)
+	}
+
 	// Bad arguments: a clear error, and nothing written.
 	before := map[string][]tofino.Entry{}
 	for _, tbl := range tables {
@@ -233,11 +250,15 @@ func TestECMPTablesThroughTheDriver(t *testing.T) {
 		{"65 flows", sw.SetFlows(ctx, 0, manyFlows), "65 flows for 64 slots"},
 		{"flow 256", sw.SetFlows(ctx, 0, []tofino.ECMPFlow{{Dst: 1, Flow: 0}, {Dst: 1, Flow: ecmp.MaxFlows}}), "flow number 256 outside 0..255"},
 		{"destination 256", sw.SetFlows(ctx, 0, []tofino.ECMPFlow{{Dst: ecmp.MaxToRs, Flow: 1}}), "destination ToR 256"},
+		{"class 8", sw.SetFlows(ctx, 0, []tofino.ECMPFlow{{Dst: 1, Flow: 2, TC: ecmp.Classes}}), "traffic class 8 outside 0..7"},
+		{"class -1", sw.SetFlows(ctx, 0, []tofino.ECMPFlow{{Dst: 1, Flow: 2, TC: -1}}), "traffic class -1"},
 		{"route to ToR 256", sw.RouteToHost(ctx, ecmp.MaxToRs, p1), "destination ToR 256"},
 		{"host port 512", sw.RouteToHost(ctx, 1, 512), "host port 512"},
 		{"65 links", sw.RouteECMP(ctx, 1, many, false), "65 links"},
 		{"link -1", sw.RouteECMP(ctx, 1, []int{p1, -1}, true), "link -1"},
 		{"ECMP to ToR -1", sw.RouteECMP(ctx, -1, []int{p1}, false), "destination ToR -1"},
+		{"priority 8", second(sw.SetQueuePriority(ctx, p1, 0, 8)), "priority 8: expected 0..7"},
+		{"queue 8", second(sw.SetQueuePriority(ctx, p1, 8, 1)), "expected a queue 0..7"},
 	} {
 		if c.err == nil || !strings.Contains(c.err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error saying %q", c.name, c.err, c.want)
@@ -506,3 +527,5 @@ func TestECMPFlowsCrossTheFabric(t *testing.T) {
 		t.Errorf("sprayed: uplinks sent %v, want the flow's %d frames over both", uplink, frames)
 	}
 }
+
+func second[T any](_ T, err error) error { return err }

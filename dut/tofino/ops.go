@@ -203,6 +203,58 @@ func (s *Switch) Queue(ctx context.Context, devPort, qid int, clearWatermark boo
 	return q, nil
 }
 
+// MaxQueuePriority is the highest scheduling priority of a TM queue:
+// Tofino's BF_TM_SCH_PRIO_7 ("HIGH"); 0 is the lowest ("LOW").
+const MaxQueuePriority = 7
+
+// SetQueuePriority sets the scheduling priority of egress queue qid (the
+// ig_tm_md.qid a program gives a frame, 0..7) of devPort, and returns the
+// priority it had: what to set back. A queue of a higher priority is
+// served first (strict priority); queues of one priority share the port by
+// DWRR. The agent writes tf1.tm.queue.sched_cfg's max_priority of the queue
+// tf1.tm.port.cfg names (PROTOCOL.md, tm.queue.sched); the SDE's default
+// is 0 for every queue.
+func (s *Switch) SetQueuePriority(ctx context.Context, devPort, qid, priority int) (prev int, err error) {
+	if priority < 0 || priority > MaxQueuePriority {
+		return 0, fmt.Errorf("port %d queue %d priority %d: expected 0..%d (%d served first)", devPort, qid, priority, MaxQueuePriority, MaxQueuePriority)
+	}
+	return s.queueSched(ctx, devPort, qid, &priority)
+}
+
+// QueuePriority reads the scheduling priority of egress queue qid of
+// devPort (tm.queue.sched without a priority): what a run journals before
+// it sets one.
+func (s *Switch) QueuePriority(ctx context.Context, devPort, qid int) (int, error) {
+	return s.queueSched(ctx, devPort, qid, nil)
+}
+
+// queueSched is tm.queue.sched: priority set when not nil; the priority
+// the queue had.
+func (s *Switch) queueSched(ctx context.Context, devPort, qid int, priority *int) (int, error) {
+	what := "priority"
+	args := map[string]any{"dev_port": devPort, "qid": qid}
+	if priority != nil {
+		what = fmt.Sprintf("priority %d", *priority)
+		args["priority"] = *priority
+	}
+	switch {
+	case devPort < 0 || devPort > maxDevPort:
+		return 0, fmt.Errorf("port %d queue %d %s: dev port outside 0..%d", devPort, qid, what, maxDevPort)
+	case qid < 0 || qid > 7:
+		return 0, fmt.Errorf("port %d queue %d %s: expected a queue 0..7", devPort, qid, what)
+	}
+	var r struct {
+		Priority *int `json:"priority"`
+	}
+	if err := s.agent.call(ctx, "tm.queue.sched", args, &r); err != nil {
+		return 0, fmt.Errorf("port %d queue %d %s: %w", devPort, qid, what, err)
+	}
+	if r.Priority == nil || *r.Priority < 0 || *r.Priority > MaxQueuePriority {
+		return 0, fmt.Errorf("port %d queue %d %s: the agent answered no priority 0..%d", devPort, qid, what, MaxQueuePriority)
+	}
+	return *r.Priority, nil
+}
+
 // ReadRegister reads one index of a register ("Control.register"), one
 // value per pipe.
 func (s *Switch) ReadRegister(ctx context.Context, name string, index int) ([]int64, error) {

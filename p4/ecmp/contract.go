@@ -6,7 +6,8 @@
 // sends its hosts' packets to the spines by an ECMP hash of their 5-tuple,
 // a spine sends them down to the destination ToR, and the ToR delivers
 // them to its host port. Nothing is scheduled and nothing is sequenced:
-// every egress port has one drop-tail queue in the traffic manager.
+// every egress port has drop-tail queues in the traffic manager, one per
+// traffic class (Classes), served by the queues' scheduling priorities.
 //
 // Flows come from the switch's packet generator (a bench whose ToR host
 // ports have no hosts behind them): gen_flow gives each generator frame a
@@ -36,9 +37,10 @@ const (
 	// TableGenFlow gives a generator frame its flow: key the generator
 	// application (KeyAppID) and a slot drawn per frame by the program's
 	// Random<bit<6>> extern (KeySlot, 0..Slots-1); action ActionToFlow
-	// writes the destination address 10.0.<dst>.1 and the UDP source port
-	// FlowPortBase+flow. The control plane writes an application's flows
-	// over the Slots slots (one flow in every slot for one flow).
+	// writes the destination address 10.0.<dst>.1, the UDP source port
+	// FlowPortBase+flow and the traffic class tc as the DSCP's class
+	// selector (Diffserv). The control plane writes an application's
+	// flows over the Slots slots (one flow in every slot for one flow).
 	TableGenFlow = "SwitchIngress.gen_flow"
 	ActionToFlow = "to_flow"
 	// TableRoute is keyed by the destination ToR (the destination
@@ -82,6 +84,7 @@ const (
 	ParamID   = "id"
 	ParamDst  = "dst"
 	ParamFlow = "flow"
+	ParamTC   = "tc"
 	ParamPort = "port"
 	ParamLink = "link"
 )
@@ -114,7 +117,23 @@ const (
 	// PktgenPort is the port the program takes generator frames from:
 	// the packet generator of Tofino 1's pipe 0.
 	PktgenPort = 68
+	// Classes is the number of traffic classes (to_flow's tc, a bit<3>):
+	// a class is the egress queue (ig_tm_md.qid) a frame waits in at
+	// every switch, and a Tofino 1 port has 8 queues by default
+	// (tf1.tm.port.cfg's port_queues_count).
+	Classes = 8
+	// ClassShift is where the class sits in the IPv4 diffserv byte: the
+	// DSCP's class-selector bits (RFC 2474 §4.2.2.2, DSCP = class << 3),
+	// the byte's bits 7..5; ECN (bits 1..0) is left 0.
+	ClassShift = 5
 )
+
+// Diffserv is the IPv4 diffserv byte to_flow writes for class tc.
+func Diffserv(tc int) uint8 { return uint8(tc&(Classes-1)) << ClassShift }
+
+// ClassOf is the traffic class (and queue) every switch gives a frame
+// whose IPv4 diffserv byte is b: its DSCP's class-selector bits.
+func ClassOf(b uint8) int { return int(b >> ClassShift) }
 
 // HostAddr is the address gen_flow writes for ToR dst's host.
 func HostAddr(dst int) uint32 { return 10<<24 | uint32(dst&0xff)<<8 | 1 }

@@ -154,3 +154,22 @@ func TestGeneratorBufferErrors(t *testing.T) {
 		}
 	}
 }
+
+// A class is the DSCP's class selector (RFC 2474: CSn is DSCP n<<3), ECN
+// left 0, and the switches read the class back from those bits whatever
+// the DSCP's low three bits hold.
+func TestClassIsTheDSCPClassSelector(t *testing.T) {
+	for tc := 0; tc < Classes; tc++ {
+		b := Diffserv(tc)
+		if dscp, ecn := b>>2, b&3; int(dscp) != tc<<3 || ecn != 0 {
+			t.Errorf("class %d: diffserv %#02x, DSCP %d ECN %d; want DSCP %d (CS%d), ECN 0", tc, b, dscp, ecn, tc<<3, tc)
+		}
+		if got := ClassOf(b); got != tc {
+			t.Errorf("ClassOf(Diffserv(%d)) = %d", tc, got)
+		}
+	}
+	// AF41 (DSCP 34) is in class 4; EF (46) in class 5.
+	if ClassOf(34<<2) != 4 || ClassOf(46<<2|1) != 5 {
+		t.Errorf("AF41 in class %d, EF in class %d; want 4 and 5", ClassOf(34<<2), ClassOf(46<<2|1))
+	}
+}

@@ -20,14 +20,25 @@
  *   control plane writes an ECMP group's members round robin over the
  *   64 slots.
  * Nothing is scheduled, nothing is sequenced and there are no credits:
- * every egress port has one drop-tail queue in the traffic manager.
+ * every egress port has drop-tail queues in the traffic manager, one per
+ * traffic class.
+ *
+ * Traffic classes: a frame's class is the class-selector bits of its IPv4
+ * DSCP (diffserv[7:5], RFC 2474 §4.2.2: DSCP = class << 3). Every switch a
+ * frame crosses puts it in the traffic manager queue of its class
+ * (ig_tm_md.qid, and ig_tm_md.ingress_cos for the ingress accounting), so
+ * a spine serves it in the class the source ToR gave it; the control plane
+ * sets each queue's scheduling priority (tf1.tm.queue.sched_cfg). The
+ * class travels in the packet, not in a bridged header: a bridged header
+ * does not leave the switch.
  *
  * Packet generator frames (the generator port, ECMP_PKTGEN_PORT): the
  * buffer holds the headers after the generator's 6 B header (TNA's
  * pktgen_timer_header_t, written over the destination MAC): source MAC,
  * EtherType, IPv4 and UDP. gen_flow (application, a slot drawn per frame)
- * gives the frame its flow: the destination address 10.0.<dst>.1 and the
- * UDP source port ECMP_FLOW_PORT_BASE + flow, as a host's socket would.
+ * gives the frame its flow: the destination address 10.0.<dst>.1, the
+ * UDP source port ECMP_FLOW_PORT_BASE + flow, as a host's socket would,
+ * and its traffic class in the DSCP (class selector tc, ECN 0).
  * The frame then becomes an Ethernet frame of the same size and is
  * routed as any other. reg_flow_sent counts the flow's frames that leave
  * ingress for the traffic manager; at the destination ToR the egress
@@ -65,6 +76,8 @@ typedef bit<32> ipv4_addr_t;
 typedef bit<8>  tor_id_t;
 /* A flow number: an index into the flow registers. */
 typedef bit<8>  flow_t;
+/* A traffic class: the DSCP's class selector, and the TM queue (qid). */
+typedef bit<3>  tc_t;
 /* An ECMP or generator slot: the low six bits of the hash, or a draw. */
 typedef bit<6>  slot_t;
 
@@ -239,10 +252,13 @@ control SwitchIngress(
     }
 
     /* A generator frame's flow: the destination ToR's host address
-     * 10.0.<dst>.1 and the flow's UDP source port. */
-    action to_flow(tor_id_t dst, flow_t flow) {
+     * 10.0.<dst>.1, the flow's UDP source port and its traffic class: the
+     * DSCP's class selector (DSCP = tc << 3, the diffserv byte's top three
+     * bits; ECN not-ECT). */
+    action to_flow(tor_id_t dst, flow_t flow, tc_t tc) {
         hdr.ipv4.dst_addr = 8w10 ++ 8w0 ++ dst ++ 8w1;
         hdr.udp.src_port = ECMP_FLOW_PORT_BASE + (bit<16>)flow;
+        hdr.ipv4.diffserv = tc ++ 5w0;
         ig_md.flow = flow;
         ig_md.gen = 1;
     }
@@ -301,6 +317,15 @@ control SwitchIngress(
         ig_tm_md.ucast_egress_port = link;
     }
 
+    /* The frame's traffic class, from its DSCP's class selector: the
+     * egress queue it waits in (TNA's ig_tm_md.qid; a port's queues 0..7
+     * map to its physical queues as tf1.tm.port.cfg's egress_qid_queues
+     * says) and its ingress class of service. */
+    action set_class() {
+        ig_tm_md.qid = (QueueId_t)hdr.ipv4.diffserv[7:5];
+        ig_tm_md.ingress_cos = hdr.ipv4.diffserv[7:5];
+    }
+
     table ecmp_slot {
         key = {
             hdr.ipv4.dst_addr[15:8] : exact @name("dst");
@@ -345,6 +370,7 @@ control SwitchIngress(
             if (ig_md.ecmp == 1) {
                 ecmp_slot.apply();
             }
+            set_class();
         } else {
             drop();
         }

@@ -17,7 +17,7 @@ func Declarations() []decl.Declaration {
 		decl.Table(p, TableWhoami),
 		decl.Action(p, TableWhoami, ActionSetID, ParamID),
 		decl.Table(p, TableGenFlow, KeyAppID, KeySlot),
-		decl.Action(p, TableGenFlow, ActionToFlow, ParamDst, ParamFlow),
+		decl.Action(p, TableGenFlow, ActionToFlow, ParamDst, ParamFlow, ParamTC),
 		decl.Action(p, TableGenFlow, ActionDrop),
 		decl.Table(p, TableRoute, KeyDst),
 		decl.Action(p, TableRoute, ActionToHost, ParamPort),

@@ -208,6 +208,24 @@ func checkExterns(p *p4check.Program) []error {
 	if want := fmt.Sprintf("ig_md.hash=(bit<16>)spray_rng.get()<<%d;", SlotShift); !strings.Contains(ig, want) {
 		failf("SwitchIngress has no %s", want)
 	}
+	// The traffic class: to_flow's tc is Classes wide and written as the
+	// DSCP's class selector (Diffserv); every switch takes the queue and
+	// the ingress class of service from those bits (ClassOf), for every
+	// frame it forwards.
+	if w, err := p.Width("tc_t"); err != nil || 1<<w != Classes || w+ClassShift != 8 {
+		failf("tc_t is %d bits (%v), the contract has %d classes in the diffserv byte's top bits from bit %d", w, err, Classes, ClassShift)
+	}
+	cls := fmt.Sprintf("hdr.ipv4.diffserv[7:%d]", ClassShift)
+	for _, want := range []string{
+		fmt.Sprintf("hdr.ipv4.diffserv=tc++%dw0;", ClassShift),
+		"ig_tm_md.qid=(QueueId_t)" + cls + ";",
+		"ig_tm_md.ingress_cos=" + cls + ";",
+		"ecmp_slot.apply();}set_class();",
+	} {
+		if !strings.Contains(ig, want) {
+			failf("SwitchIngress has no %s", want)
+		}
+	}
 	return errs
 }
 
@@ -483,6 +501,11 @@ func TestSourceChangeIsCaught(t *testing.T) {
 		{"hash algorithm", "Hash<bit<16>>(HashAlgorithm_t.CRC16) flow_hash;", "Hash<bit<16>>(HashAlgorithm_t.CRC32) flow_hash;", externs},
 		{"slot bits", "ig_md.hash[11:6]        : exact", "ig_md.hash[5:0]         : exact", externs},
 		{"spray bits", "spray_rng.get() << 6;", "spray_rng.get();", externs},
+		{"class in the DSCP", "hdr.ipv4.diffserv = tc ++ 5w0;", "hdr.ipv4.diffserv = 5w0 ++ tc;", externs},
+		{"queue not from the class", "ig_tm_md.qid = (QueueId_t)hdr.ipv4.diffserv[7:5];", "ig_tm_md.qid = 0;", externs},
+		{"class not set", "            set_class();\n", "", externs},
+		{"class width", "typedef bit<3>  tc_t;", "typedef bit<2>  tc_t;", externs},
+		{"class parameter", "action to_flow(tor_id_t dst, flow_t flow, tc_t tc)", "action to_flow(tor_id_t dst, flow_t flow)", names},
 		{"flow port", "ECMP_FLOW_PORT_BASE + (bit<16>)flow;", "ECMP_FLOW_PORT_BASE + (bit<16>)flow + 1;", externs},
 		{"hash field order", "hdr.udp.src_port,\n            hdr.udp.dst_port\n", "hdr.udp.dst_port,\n            hdr.udp.src_port\n", hash},
 	} {

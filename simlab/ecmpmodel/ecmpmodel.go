@@ -3,8 +3,9 @@
 // simulated Tofinos (simlab/tofino, ecmp_dp.go) run behind their agent,
 // driven by the switches' own tables, registers and packet-generator
 // applications. Nothing is scheduled and nothing is sequenced: every
-// egress port has one drop-tail FIFO queue in the traffic manager, served
-// at the port's rate, and the mechanisms follow the program's contract:
+// egress port has a drop-tail FIFO queue per traffic class in the traffic
+// manager, served at the port's rate by the queues' priorities, and the
+// mechanisms follow the program's contract:
 //
 //   - A generator application emits a batch of PerBatch frames every
 //     Period, Batches times (the batch's frames enter the ingress pipeline
@@ -13,8 +14,9 @@
 //     parser.
 //   - gen_flow(app, slot), with the slot drawn per frame uniformly from
 //     0..Slots-1 (the program's Random<bit<6>>), gives the destination
-//     ToR and the flow: the destination address ecmp.HostAddr(dst) and the
-//     UDP source port FlowPortBase+flow. No entry, or drop, drops.
+//     ToR, the flow and its class: the destination address
+//     ecmp.HostAddr(dst), the UDP source port FlowPortBase+flow and the
+//     IPv4 diffserv byte ecmp.Diffserv(tc). No entry, or drop, drops.
 //   - route(destination ToR): ToHost sends the frame to a port and marks
 //     it for delivery (its egress counts the flow registers); Hash to the
 //     slot ecmp.FlowSlot(src, dst, 17, sport, FlowDstPort) (the hash's bits 11..6);
@@ -23,12 +25,22 @@
 //   - At the source ToR the ingress counts FlowSent[flow] for every frame
 //     it sends to the traffic manager (before the queue's admission).
 //   - The frame reaches the traffic manager PipelinePs after it entered
-//     the ingress; a queue holding QueueCapBytes of buffer cells
-//     (TMCellBytes each) drops what would overflow it (drop tail).
-//   - A port sends the frames in its queue in order, each taking its bytes
-//     plus the preamble and inter-frame gap (20 B) at the port's rate; a
-//     frame's egress time is when its transmission starts. A port that is
-//     down drops what reaches it and what its queue holds.
+//     the ingress, into the egress port's queue of its class: the
+//     class-selector bits of its DSCP (ecmp.ClassOf, set_class's qid), at
+//     every device it crosses. Each queue holding QueueCapBytes of buffer
+//     cells (TMCellBytes each) drops what would overflow it (drop tail).
+//   - When a port's transmitter is free it sends the head of one of its
+//     queues that hold a frame that has reached the traffic manager: of
+//     the highest Priority among them (strict priority), and among queues
+//     of that priority the next in round robin after the one that
+//     priority last served, one frame per turn. Tofino's scheduler shares
+//     a priority among its queues by DWRR (bytes against weights); with
+//     equal weights (the SDE's default, 1023 each) and frames of one size
+//     a frame per turn is that share, and with frames of different sizes
+//     an approximation of it. Each frame takes its bytes plus the preamble
+//     and inter-frame gap (20 B) at the port's rate; a frame's egress time
+//     is when its transmission starts. A port that is down drops what
+//     reaches it and what its queues hold.
 //   - A frame marked for delivery counts FlowRcvd[flow] at its egress,
 //     and FlowFirst[flow] (when 0) and FlowLast[flow] take the egress time
 //     in ns, its low 32 bits (the egress global timestamp).
@@ -39,7 +51,9 @@
 //     behind it (a host): it is counted as transmitted and leaves the
 //     model.
 //
-// Time is in picoseconds. The caller owns the configuration: it writes the
+// Frames reach a device's traffic manager in the order they entered its
+// ingress (PipelinePs is the same for every frame), so each queue is in
+// arrival order. Time is in picoseconds. The caller owns the configuration: it writes the
 // devices' tables, registers, ports' state and the links' loss between
 // advances. Single goroutine; deterministic for a given seed. Each queue
 // and each link is a calendar (a FIFO with one event for its head), so
@@ -61,6 +75,11 @@ const (
 	MaxToRs  = ecmp.MaxToRs
 	// MaxPorts bounds a dev port (Tofino 1's 9-bit port numbers).
 	MaxPorts = 512
+	// Queues is a port's queues, one per traffic class (ecmp.Classes).
+	Queues = ecmp.Classes
+	// MaxPriority is the highest queue priority (Tofino's
+	// BF_TM_SCH_PRIO_7); 0 is the lowest, every queue's default.
+	MaxPriority = 7
 	// TMCellBytes is the Tofino traffic manager's buffer cell: a frame
 	// takes whole cells of the queue.
 	TMCellBytes = 80
@@ -87,11 +106,13 @@ type Route struct {
 	Port   int
 }
 
-// Flow is a gen_flow entry (Valid false: none, or drop).
+// Flow is a gen_flow entry (Valid false: none, or drop): to_flow(Dst,
+// Flow, TC).
 type Flow struct {
 	Valid bool
 	Dst   int
 	Flow  int
+	TC    int
 }
 
 // App is a packet-generator application of a device.
@@ -169,26 +190,47 @@ type Port struct {
 	// unrouted).
 	Up, Present bool
 
+	// Priority is each queue's scheduling priority, 0..MaxPriority
+	// (higher served first); the caller's to set.
+	Priority [Queues]int
+
 	// Counters the caller drains: frames sent and received (RxBad with an
-	// FCS error), frames the full queue dropped, frames dropped because
-	// the port was down; Watermark is the fullest the queue has been
+	// FCS error), frames each full queue dropped, frames dropped because
+	// the port was down; Watermark is the fullest each queue has been
 	// (bytes of buffer cells) since the caller last reset it.
 	Tx, RxOK, RxBad Sizes
-	QueueDrops      int64
+	QueueDrops      [Queues]int64
 	DownDrops       int64
-	Watermark       int64
+	Watermark       [Queues]int64
 
-	dev    int32 // device index
-	gidx   int32 // index in the fabric's ports
-	link   int32 // the link leaving the port, -1 none
-	q      ring  // frames waiting
-	qbytes int64 // their buffer cells, bytes
-	busy   int64 // when the transmitter is next free
-	sched  bool  // an event for the queue's head is in the heap
+	dev   int32 // device index
+	gidx  int32 // index in the fabric's ports
+	link  int32 // the link leaving the port, -1 none
+	qs    [Queues]queue
+	nq    int                   // frames in the queues
+	rr    [MaxPriority + 1]int8 // the queue each priority served last
+	busy  int64                 // when the transmitter is next free
+	sched bool                  // an event for the next frame out is in the heap
 }
 
-// QueueBytes is what the port's queue holds now (bytes of buffer cells).
-func (p *Port) QueueBytes() int64 { return p.qbytes }
+// queue is one of a port's queues: the frames waiting, and their buffer
+// cells (bytes).
+type queue struct {
+	ring
+	bytes int64
+}
+
+// QueueBytes is what the port's queues hold now (bytes of buffer cells).
+func (p *Port) QueueBytes() int64 {
+	var n int64
+	for q := range p.qs {
+		n += p.qs[q].bytes
+	}
+	return n
+}
+
+// QueueBytesOf is what queue q holds now (bytes of buffer cells).
+func (p *Port) QueueBytesOf(q int) int64 { return p.qs[q].bytes }
 
 // Device is one switch running ecmp: its tables and registers (the
 // caller's to write), and its ports.
@@ -275,13 +317,14 @@ func (l *Link) lossFor(bytes int) float64 {
 }
 
 type frame struct {
-	t     int64 // in a queue: when it reaches the TM; on a fibre: when it arrives
-	bytes int32
-	next  int32 // free list
-	hash  uint16
-	flow  uint16
-	tor   uint8 // destination ToR
-	host  bool  // route sent it to a host port
+	t        int64 // in a queue: when it reaches the TM; on a fibre: when it arrives
+	bytes    int32
+	next     int32 // free list
+	hash     uint16
+	flow     uint16
+	tor      uint8 // destination ToR
+	diffserv uint8 // the IPv4 diffserv byte: the class is its DSCP's class selector
+	host     bool  // route sent it to a host port
 }
 
 type event struct {
@@ -379,7 +422,7 @@ func (f *Fabric) AddApp(dev int, a *App) {
 func (f *Fabric) InFlight() int64 {
 	var n int64
 	for _, p := range f.ports {
-		n += int64(p.q.n)
+		n += int64(p.nq)
 	}
 	for _, l := range f.Links {
 		n += int64(l.flight.n)
@@ -426,7 +469,8 @@ func (f *Fabric) batch(dev, ai int) {
 			continue
 		}
 		fl := slots[slot]
-		fr := frame{bytes: int32(a.FrameBytes), tor: uint8(fl.Dst), flow: uint16(fl.Flow & (MaxFlows - 1)), hash: a.hash(slot, fl)}
+		fr := frame{bytes: int32(a.FrameBytes), tor: uint8(fl.Dst), flow: uint16(fl.Flow & (MaxFlows - 1)), hash: a.hash(slot, fl),
+			diffserv: ecmp.Diffserv(fl.TC)}
 		p, ok := f.route(d, &fr)
 		if !ok {
 			continue
@@ -466,7 +510,7 @@ func (f *Fabric) route(d *Device, fr *frame) (*Port, bool) {
 }
 
 // enqueue hands frame fi to the traffic manager for port p: it reaches
-// the queue PipelinePs from now.
+// the queue of its class PipelinePs from now.
 func (f *Fabric) enqueue(d *Device, p *Port, fi int32) {
 	fr := &f.frames[fi]
 	if !p.Up {
@@ -474,16 +518,19 @@ func (f *Fabric) enqueue(d *Device, p *Port, fi int32) {
 		f.release(fi)
 		return
 	}
+	qi := ecmp.ClassOf(fr.diffserv)
+	q := &p.qs[qi]
 	c := cellBytes(fr.bytes)
-	if p.qbytes+c > f.QueueCapBytes {
-		p.QueueDrops++
+	if q.bytes+c > f.QueueCapBytes {
+		p.QueueDrops[qi]++
 		f.release(fi)
 		return
 	}
 	fr.t = f.now + f.PipelinePs
-	p.q.push(fi)
-	p.qbytes += c
-	p.Watermark = max(p.Watermark, p.qbytes)
+	q.push(fi)
+	q.bytes += c
+	p.nq++
+	p.Watermark[qi] = max(p.Watermark[qi], q.bytes)
 	if !p.sched {
 		f.schedule(p)
 	}
@@ -493,19 +540,65 @@ func cellBytes(b int32) int64 {
 	return (int64(b) + TMCellBytes - 1) / TMCellBytes * TMCellBytes
 }
 
-// schedule sets the event for the head of p's queue: when it has reached
-// the queue and the transmitter is free.
+// schedule sets the event for p's next frame out: when the transmitter is
+// free and the earliest of its queues' heads has reached the traffic
+// manager. A frame enqueued later reaches it no earlier (frames reach it
+// in ingress order), so the event stands.
 func (f *Fabric) schedule(p *Port) {
 	p.sched = true
-	f.push(event{t: max(f.frames[p.q.peek()].t, p.busy, f.now), kind: evDequeue, idx: p.gidx})
+	head := int64(-1)
+	for q := range p.qs {
+		if p.qs[q].n > 0 {
+			if t := f.frames[p.qs[q].peek()].t; head < 0 || t < head {
+				head = t
+			}
+		}
+	}
+	f.push(event{t: max(head, p.busy, f.now), kind: evDequeue, idx: p.gidx})
 }
 
-// dequeue sends the frame at the head of p's queue.
+// pick is the queue p's scheduler serves now: of the queues whose head has
+// reached the traffic manager, one of the highest priority, the next in
+// round robin after the one that priority served last; -1 if none.
+func (f *Fabric) pick(p *Port) int {
+	best, bestPrio := -1, -1
+	for q := range p.qs {
+		pq := &p.qs[q]
+		if pq.n == 0 || f.frames[pq.peek()].t > f.now {
+			continue
+		}
+		pr := min(max(p.Priority[q], 0), MaxPriority)
+		switch {
+		case pr > bestPrio:
+			best, bestPrio = q, pr
+		case pr == bestPrio:
+			// The round robin's order: the queues after the last served,
+			// then those up to it.
+			last := int(p.rr[pr])
+			if (q-last-1+Queues)%Queues < (best-last-1+Queues)%Queues {
+				best = q
+			}
+		}
+	}
+	if best >= 0 {
+		p.rr[bestPrio] = int8(best)
+	}
+	return best
+}
+
+// dequeue sends the frame the scheduler picks from p's queues.
 func (f *Fabric) dequeue(p *Port) {
 	p.sched = false
-	fi := p.q.pop()
+	qi := f.pick(p)
+	if qi < 0 { // not reached the traffic manager yet
+		f.schedule(p)
+		return
+	}
+	q := &p.qs[qi]
+	fi := q.pop()
 	fr := &f.frames[fi]
-	p.qbytes -= cellBytes(fr.bytes)
+	q.bytes -= cellBytes(fr.bytes)
+	p.nq--
 	if !p.Up {
 		p.DownDrops++
 		f.release(fi)
@@ -535,7 +628,7 @@ func (f *Fabric) dequeue(p *Port) {
 			}
 		}
 	}
-	if p.q.n > 0 {
+	if p.nq > 0 {
 		f.schedule(p)
 	}
 }

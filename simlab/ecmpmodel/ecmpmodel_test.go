@@ -3,6 +3,7 @@ package ecmpmodel
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"testbed/p4/ecmp"
@@ -74,10 +75,15 @@ func newLeafSpine(t testing.TB, nToR, nSpine int, upGbps float64, act Action, se
 // app starts application id on ToR src: frames of flow to ToR dst (every
 // gen_flow slot) every periodPs, for dur.
 func (ls *leafSpine) app(src, id, dst, flow int, periodPs, dur int64) *App {
+	return ls.appClass(src, id, dst, flow, 0, periodPs, dur)
+}
+
+// appClass is app with the flow in traffic class tc.
+func (ls *leafSpine) appClass(src, id, dst, flow, tc int, periodPs, dur int64) *App {
 	d := ls.Devices[ls.tors[src]]
 	g := new([Slots]Flow)
 	for s := range g {
-		g[s] = Flow{Valid: true, Dst: dst, Flow: flow}
+		g[s] = Flow{Valid: true, Dst: dst, Flow: flow, TC: tc}
 	}
 	d.GenFlow[id] = g
 	a := &App{AppID: id, FrameBytes: frameB, SrcAddr: ecmp.SourceAddr(src, id), IP: true, StartPs: ls.now,
@@ -120,11 +126,11 @@ func TestHashedFlowTakesOneUplink(t *testing.T) {
 	if g := gbps(sent-queued, dur); math.Abs(g-25) > 0.25 {
 		t.Errorf("the uplink carried %.2f G while the flow ran (%d frames), want 25", g, sent)
 	}
-	if up.Watermark != queued*cellBytes(frameB) {
-		t.Errorf("queue watermark %d B, want the %d frames 1 MiB holds (%d B)", up.Watermark, queued, queued*cellBytes(frameB))
+	if up.Watermark[0] != queued*cellBytes(frameB) {
+		t.Errorf("queue watermark %d B, want the %d frames 1 MiB holds (%d B)", up.Watermark[0], queued, queued*cellBytes(frameB))
 	}
-	if a.Sent != src.FlowSent[5] || up.QueueDrops+sent != a.Sent {
-		t.Errorf("generated %d, reg_flow_sent %d, uplink sent %d + dropped %d", a.Sent, src.FlowSent[5], sent, up.QueueDrops)
+	if a.Sent != src.FlowSent[5] || up.QueueDrops[0]+sent != a.Sent {
+		t.Errorf("generated %d, reg_flow_sent %d, uplink sent %d + dropped %d", a.Sent, src.FlowSent[5], sent, up.QueueDrops[0])
 	}
 	host := ls.port(1, hostPort).Tx.Total()
 	if dst.FlowRcvd[5] != sent || host != sent || ls.InFlight() != 0 {
@@ -155,8 +161,8 @@ func TestSprayedFlowUsesEveryUplink(t *testing.T) {
 	for j := 0; j < 4; j++ {
 		p := ls.port(0, uplink(j))
 		share := float64(p.Tx.Total()) / float64(a.Sent)
-		if math.Abs(share-0.25) > 0.01 || p.QueueDrops != 0 {
-			t.Errorf("uplink %d: %.3f of the frames, %d dropped; want 0.25 and none", uplink(j), share, p.QueueDrops)
+		if math.Abs(share-0.25) > 0.01 || p.QueueDrops[0] != 0 {
+			t.Errorf("uplink %d: %.3f of the frames, %d dropped; want 0.25 and none", uplink(j), share, p.QueueDrops[0])
 		}
 	}
 	dst := ls.Devices[ls.tors[1]]
@@ -182,7 +188,7 @@ func TestIncastDropsAtTheHostPort(t *testing.T) {
 	// The host queue fills at 200G: 1 MiB takes 42 us, so the first drop
 	// comes near then.
 	ls.AdvanceTo(40 * ms / 1000)
-	if d := ls.port(0, hostPort).QueueDrops; d != 0 {
+	if d := ls.port(0, hostPort).QueueDrops[0]; d != 0 {
 		t.Errorf("%d drops after 40 us, before 1 MiB can have filled at 200G", d)
 	}
 	ls.AdvanceTo(dur + ms)
@@ -195,16 +201,16 @@ func TestIncastDropsAtTheHostPort(t *testing.T) {
 	if g := gbps(out-queued, dur); math.Abs(g-100) > 0.5 {
 		t.Errorf("host port sent %.2f G while the incast ran, want 100", g)
 	}
-	if h.QueueDrops+out != gen || h.QueueDrops < gen/2 {
-		t.Errorf("generated %d: host port sent %d and dropped %d", gen, out, h.QueueDrops)
+	if h.QueueDrops[0]+out != gen || h.QueueDrops[0] < gen/2 {
+		t.Errorf("generated %d: host port sent %d and dropped %d", gen, out, h.QueueDrops[0])
 	}
-	if h.Watermark < ls.QueueCapBytes-cellBytes(frameB) {
-		t.Errorf("host queue watermark %d B, want 1 MiB full", h.Watermark)
+	if h.Watermark[0] < ls.QueueCapBytes-cellBytes(frameB) {
+		t.Errorf("host queue watermark %d B, want 1 MiB full", h.Watermark[0])
 	}
 	for _, i := range ls.tors {
 		ls.Devices[i].Ports(func(p *Port) {
-			if p.Dev != hostPort && p.QueueDrops != 0 {
-				t.Errorf("fabric port %d dropped %d", p.Dev, p.QueueDrops)
+			if p.Dev != hostPort && p.QueueDrops[0] != 0 {
+				t.Errorf("fabric port %d dropped %d", p.Dev, p.QueueDrops[0])
 			}
 		})
 	}
@@ -298,4 +304,93 @@ func BenchmarkEightHostPortsOneMillisecond(b *testing.B) {
 		frames = ls.Delivered
 	}
 	b.ReportMetric(float64(frames), "frames/op")
+}
+
+// Two classes share ToR 0's one 100G uplink, each offered at up to line
+// rate: with the high class's queue at a higher priority, the low class
+// gets what the high class leaves (nothing when it fills the link; its
+// queue fills and drops the rest); with the two queues at one priority,
+// each gets half. Measured at the destination's registers before the
+// queues drain.
+func TestStrictPriorityBetweenClasses(t *testing.T) {
+	const (
+		dur        = 2 * ms
+		high, low  = 5, 1 // classes (queues)
+		fHi, fLow  = 10, 11
+		appHi, apL = 1, 2
+	)
+	run := func(hiPrio, lowPrio int, hiGbps float64) (hi, lo float64, up *Port) {
+		ls := newLeafSpine(t, 2, 1, 100, Hash, 3)
+		up = ls.port(0, uplink(0))
+		up.Priority[high], up.Priority[low] = hiPrio, lowPrio
+		ls.appClass(0, appHi, 1, fHi, high, linePs(hiGbps), dur)
+		ls.appClass(0, apL, 1, fLow, low, linePs(100), dur)
+		ls.AdvanceTo(dur)
+		rc := ls.Devices[ls.tors[1]].FlowRcvd
+		return gbps(rc[fHi], dur), gbps(rc[fLow], dur), up
+	}
+
+	// Strict priority, the high class at line rate: the low one starves.
+	hi, lo, up := run(7, 0, 100)
+	t.Logf("strict, high at 100G: high %.2f Gb/s, low %.2f", hi, lo)
+	if hi < 98 || lo > 0.5 {
+		t.Errorf("strict priority, high class at 100G: high %.2f Gb/s, low %.2f; want ~100 and ~0", hi, lo)
+	}
+	if up.QueueDrops[high] != 0 || up.QueueDrops[low] == 0 || up.Watermark[low] < ls1MiB-cellBytes(frameB) {
+		t.Errorf("queue drops %v, watermark %v: want the low class's queue full and dropping, the high one's not", up.QueueDrops, up.Watermark)
+	}
+	// The scheduler is work conserving: the low class gets what is left.
+	hi, lo, _ = run(7, 0, 60)
+	t.Logf("strict, high at 60G: high %.2f Gb/s, low %.2f", hi, lo)
+	if math.Abs(hi-60) > 1 || math.Abs(lo-40) > 1.5 {
+		t.Errorf("strict priority, high class at 60G: high %.2f Gb/s, low %.2f; want ~60 and ~40", hi, lo)
+	}
+	// The priority is the queue's, not the class number's: reversed, the
+	// other class starves.
+	hi, lo, _ = run(0, 3, 100)
+	if lo < 98 || hi > 0.5 {
+		t.Errorf("the low class's queue at the higher priority: high %.2f Gb/s, low %.2f; want ~0 and ~100", hi, lo)
+	}
+	// One priority (the default): round robin, half each.
+	hi, lo, up = run(0, 0, 100)
+	t.Logf("equal priorities: high %.2f Gb/s, low %.2f", hi, lo)
+	if math.Abs(hi-50) > 1 || math.Abs(lo-50) > 1 {
+		t.Errorf("equal priorities: high %.2f Gb/s, low %.2f; want ~50 each", hi, lo)
+	}
+	if up.QueueDrops[high] == 0 || up.QueueDrops[low] == 0 {
+		t.Errorf("equal priorities: queue drops %v, want both queues dropping", up.QueueDrops)
+	}
+}
+
+const ls1MiB = 1 << 20
+
+// Round robin among queues of one priority goes on past a queue of a
+// higher one: three queues, the top one served first, the other two in
+// turn, one frame each.
+func TestRoundRobinWithinAPriority(t *testing.T) {
+	f := New(rand.New(rand.NewPCG(1, 1)))
+	d := f.AddDevice(NewDevice("sw", 0))
+	p, err := f.AddPort(d, 8, 100e9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Priority = [Queues]int{2: 1, 4: 1, 6: 3}
+	// Queue it as a program's ingress would: three frames of each class,
+	// all reaching the traffic manager before the first leaves.
+	for _, tc := range []int{2, 4, 6} {
+		for range 3 {
+			f.enqueue(f.Devices[d], p, f.alloc(frame{bytes: 100, diffserv: ecmp.Diffserv(tc)}))
+		}
+	}
+	var order []int
+	for p.nq > 0 {
+		qi := f.pick(p)
+		order = append(order, qi)
+		q := &p.qs[qi]
+		q.bytes -= cellBytes(f.frames[q.pop()].bytes)
+		p.nq--
+	}
+	if want := []int{6, 6, 6, 2, 4, 2, 4, 2, 4}; !slices.Equal(order, want) {
+		t.Errorf("served queues %v, want %v", order, want)
+	}
 }

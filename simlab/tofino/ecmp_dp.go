@@ -24,19 +24,27 @@ import (
 // batches times), their ports' speeds and state, and the fibres' optics.
 // What the frames do comes back as reg_flow_sent, reg_flow_rcvd,
 // reg_flow_first_ns and reg_flow_last_ns, the ports' counters, tm.queue
-// (queue 0 of every port) and pktgen.status.
+// (each queue of every port) and pktgen.status.
 //
 // Stated parameters and approximations:
 //   - a switch's ingress-to-traffic-manager time is pipelineNs (fec.go);
 //     a frame's egress time (what reg_flow_first_ns and reg_flow_last_ns
 //     hold, as the egress global timestamp) is when its transmission
 //     starts;
-//   - every egress port (fabric and host) has one drop-tail queue of
-//     sdQueueCapBytes (1 MiB of 80 B buffer cells), the same stated
-//     assumption as the Stardust fabric's (stardust_dp.go): a queue's share
-//     of Tofino 1's 22 MB buffer under the traffic manager's dynamic
-//     thresholds, not a measured figure; the queue's drops and fill are
-//     tm.queue's drop_count_packets, usage and watermark;
+//   - every egress port (fabric and host) has a drop-tail queue per
+//     traffic class in use, each of sdQueueCapBytes (1 MiB of 80 B buffer
+//     cells), the same stated assumption as the Stardust fabric's
+//     (stardust_dp.go): a queue's share of Tofino 1's 22 MB buffer under
+//     the traffic manager's dynamic thresholds, not a measured figure;
+//     each queue's drops and fill are tm.queue's drop_count_packets, usage
+//     and watermark for its qid;
+//   - a frame's class, and so its queue at every switch, is what to_flow
+//     wrote in its DSCP (a gen_flow entry's tc; an entry without one is
+//     class 0); a port's queues are served by the priorities tm.queue.sched
+//     set (queuePriorityDefault, 0, for the others): strict priority
+//     between priorities, round robin by frame within one, which is the
+//     traffic manager's DWRR when the weights are equal (the SDE's default)
+//     and the frames of one size (simlab/ecmpmodel);
 //   - a port sends a frame in its bytes, the FCS, the preamble and the
 //     inter-frame gap (pkt_len + 4 + 20 B) at its speed; a fibre's
 //     propagation delay is its length at 5 ns/m (sdPatchM when the
@@ -256,7 +264,13 @@ func (e *ecEngine) readSwitch(i int, sw *Tofino) error {
 			if err != nil {
 				return err
 			}
-			g[slot] = em.Flow{Valid: true, Dst: dst, Flow: flow}
+			tc := 0
+			if _, ok := en.Data[ecmp.ParamTC]; ok {
+				if tc, err = inRange(ecmp.TableGenFlow, en, en.Data, ecmp.ParamTC, ecmp.Classes); err != nil {
+					return err
+				}
+			}
+			g[slot] = em.Flow{Valid: true, Dst: dst, Flow: flow, TC: tc}
 		}
 	}
 	dv.Route = [em.MaxToRs]em.Route{}
@@ -334,6 +348,11 @@ func (e *ecEngine) portState(d *Dataplane) {
 			if sp != nil {
 				p.Bps = float64(sp.gbps) * 1e9
 			}
+			sw.mu.Lock()
+			for q := range p.Priority {
+				p.Priority[q] = sw.queuePriority(p.Dev, q)
+			}
+			sw.mu.Unlock()
 		})
 	}
 	for i, l := range e.links {
@@ -430,18 +449,24 @@ func (e *ecEngine) syncOut() {
 		dv.Ports(func(p *em.Port) {
 			sp := sw.ports[p.Dev]
 			if sp == nil {
-				p.Tx, p.RxOK, p.RxBad, p.QueueDrops, p.Watermark = p.Tx[:0], p.RxOK[:0], p.RxBad[:0], 0, 0
+				p.Tx, p.RxOK, p.RxBad, p.QueueDrops, p.Watermark = p.Tx[:0], p.RxOK[:0], p.RxBad[:0], [em.Queues]int64{}, [em.Queues]int64{}
 				return
 			}
-			q := sw.queues[[2]int{p.Dev, 0}]
-			if q == nil {
-				q = &simQueue{}
-				sw.queues[[2]int{p.Dev, 0}] = q
+			for qi := range em.Queues {
+				k := [2]int{p.Dev, qi}
+				q := sw.queues[k]
+				if q == nil {
+					if qi != 0 && p.QueueBytesOf(qi) == 0 && p.Watermark[qi] == 0 && p.QueueDrops[qi] == 0 {
+						continue // a queue no frame has used
+					}
+					q = &simQueue{}
+					sw.queues[k] = q
+				}
+				q.usage = p.QueueBytesOf(qi)
+				q.watermark = max(q.watermark, p.Watermark[qi], q.usage)
+				q.drops += p.QueueDrops[qi]
 			}
-			q.usage = p.QueueBytes()
-			q.watermark = max(q.watermark, p.Watermark, q.usage)
-			q.drops += p.QueueDrops
-			p.QueueDrops, p.Watermark = 0, 0
+			p.QueueDrops, p.Watermark = [em.Queues]int64{}, [em.Queues]int64{}
 			ports = append(ports, counted{sp, p})
 		})
 		sw.mu.Unlock()

@@ -441,3 +441,130 @@ func TestECMPBadTableEntry(t *testing.T) {
 		t.Errorf("slot 64: %v", r)
 	}
 }
+
+// flowsClass gives application id of ToR src one flow to ToR dst in
+// traffic class tc (to_flow's tc: its DSCP class selector) in every
+// gen_flow slot.
+func (b *ecBench) flowsClass(src, id, dst, tc, flow int) {
+	for s := 0; s < ecmp.Slots; s++ {
+		b.ok(b.tors[src], "table.add", fmt.Sprintf(`{"name":%q,"key":{"app_id":%d,"slot":%d},"action":"to_flow","data":{"dst":%d,"flow":%d,"tc":%d}}`,
+			ecmp.TableGenFlow, id, s, dst, flow, tc))
+	}
+}
+
+// queueOf reads tm.queue for queue qid of a dev port (the default
+// carving: pg_queue = channel*8 + qid): drops, watermark cells.
+func (b *ecBench) queueOf(sw *Tofino, port, qid int) (drops, watermark int64) {
+	b.t.Helper()
+	q := b.ok(sw, "tm.queue", fmt.Sprintf(`{"pipe":%d,"pg_id":%d,"pg_queue":%d}`, port>>7, port&127>>2, port&3*8+qid))
+	return int64(q["drop_count_packets"].(float64)), int64(q["watermark_cells"].(float64))
+}
+
+// Two flows of different classes, from two ToRs, meet at the spine's
+// downlink to a third (App. F, Fig. 12 of the Stardust paper: a push
+// fabric's two classes at its congested middle stage), each offered at
+// 100.6G. With the high class's queue of that port at priority 7
+// (tm.queue.sched) it fills the link and the low class gets next to
+// nothing: its queue there fills and drops. With the priorities equal (the
+// default) they get about half each. The class rides in the frames: the
+// source ToRs' uplinks queue them in their class too.
+func TestECMPStrictPriorityAtTheSpine(t *testing.T) {
+	const (
+		hiTC, loTC     = 5, 1
+		hiFlow, loFlow = 10, 11
+		timerNs        = 83 // 1044 B on the wire every 83 ns: 100.6G
+		frames         = 6000
+	)
+	down := ecUplink(2) // the spine's port to ToR 2
+	run := func(strict bool) (hi, lo float64, b *ecBench) {
+		b = newECBench(t, 5, 3, 1, "BF_SPEED_100G")
+		if strict {
+			prev := b.ok(b.spines[0], "tm.queue.sched", fmt.Sprintf(`{"dev_port":%d,"qid":%d,"priority":7}`, down, hiTC))
+			if prev["priority"] != float64(0) {
+				t.Errorf("the queue's priority before: %v, want the default 0", prev["priority"])
+			}
+		}
+		for src, c := range []struct{ tc, flow int }{{hiTC, hiFlow}, {loTC, loFlow}} {
+			b.route(src, 2, ecmp.ActionECMPHash)
+			b.flowsClass(src, 1, 2, c.tc, c.flow)
+			b.app(src, 1, timerNs, frames)
+		}
+		end := time.Duration(frames * timerNs)
+		b.wait(end)
+		rate := func(flow int) float64 {
+			return float64(b.reg(b.tors[2], ecmp.RegFlowRcvd, flow)*ecWireBits) / float64(end.Nanoseconds())
+		}
+		return rate(hiFlow), rate(loFlow), b
+	}
+
+	hi, lo, b := run(true)
+	t.Logf("priority 7 against 0 at the spine: high class %.2f Gb/s, low %.2f", hi, lo)
+	if hi < 99 || lo > 0.5 {
+		t.Errorf("strict priority: high class %.2f Gb/s, low %.2f; want ~100 and ~0", hi, lo)
+	}
+	if d, wm := b.queueOf(b.spines[0], down, loTC); d == 0 || wm != (1<<20)/1040*13 {
+		t.Errorf("the low class's queue at the spine: %d drops, watermark %d cells; want drops and 1 MiB", d, wm)
+	}
+	if d, _ := b.queueOf(b.spines[0], down, hiTC); d != 0 {
+		t.Errorf("the high class's queue at the spine dropped %d", d)
+	}
+	for src, tc := range []int{hiTC, loTC} {
+		if _, wm := b.queueOf(b.tors[src], ecUplink(0), tc); wm == 0 {
+			t.Errorf("tor%d's uplink: queue %d never held a frame of its class", src+1, tc)
+		}
+		if _, wm := b.queueOf(b.tors[src], ecUplink(0), 0); wm != 0 {
+			t.Errorf("tor%d's uplink: queue 0 held %d cells, no frame is of class 0", src+1, wm)
+		}
+	}
+
+	hi, lo, b = run(false)
+	t.Logf("equal priorities at the spine: high class %.2f Gb/s, low %.2f", hi, lo)
+	if math.Abs(hi-50) > 1.5 || math.Abs(lo-50) > 1.5 {
+		t.Errorf("equal priorities: high class %.2f Gb/s, low %.2f; want ~50 each", hi, lo)
+	}
+	for _, tc := range []int{hiTC, loTC} {
+		if d, _ := b.queueOf(b.spines[0], down, tc); d == 0 {
+			t.Errorf("equal priorities: queue %d at the spine dropped nothing", tc)
+		}
+	}
+}
+
+// tm.queue.sched on the simulated switch: the previous priority answered,
+// each queue apart, the default back after bf_switchd restarts, and bad
+// arguments refused.
+func TestQueuePrioritiesOverTheAgent(t *testing.T) {
+	b := newECBench(t, 1, 1, 1, "BF_SPEED_100G")
+	sw := b.tors[0]
+	set := func(port, qid, prio int) any {
+		return b.ok(sw, "tm.queue.sched", fmt.Sprintf(`{"dev_port":%d,"qid":%d,"priority":%d}`, port, qid, prio))["priority"]
+	}
+	for _, c := range []struct{ port, qid, prio, prev int }{{136, 2, 7, 0}, {136, 2, 4, 7}, {136, 3, 1, 0}, {137, 2, 1, 0}, {136, 2, 0, 4}} {
+		if got := set(c.port, c.qid, c.prio); got != float64(c.prev) {
+			t.Errorf("port %d queue %d priority %d: previous %v, want %d", c.port, c.qid, c.prio, got, c.prev)
+		}
+	}
+	set(136, 3, 6)
+	sw.mu.Lock()
+	sw.reset(ecmp.Program)
+	sw.mu.Unlock()
+	if got := set(136, 3, 6); got != float64(0) {
+		t.Errorf("after a restart: previous %v, want the default 0", got)
+	}
+	// Without a priority the call reads, and writes nothing.
+	for range 2 {
+		if r := b.req(sw, "tm.queue.sched", `{"dev_port":136,"qid":3}`); r["ok"] != true || r["result"].(map[string]any)["priority"] != float64(6) {
+			t.Errorf("read of port 136 queue 3: %v, want priority 6", r)
+		}
+	}
+	for _, c := range []struct{ args, kind string }{
+		{`{"dev_port":100,"qid":0,"priority":1}`, "not_found"},
+		{`{"dev_port":136,"qid":8,"priority":1}`, "bad_request"},
+		{`{"dev_port":136,"qid":0,"priority":8}`, "bad_request"},
+		{`{"dev_port":136,"qid":0,"priority":"7"}`, "bad_request"},
+	} {
+		r := b.req(sw, "tm.queue.sched", c.args)
+		if e, _ := r["error"].(map[string]any); r["ok"] != false || e["kind"] != c.kind {
+			t.Errorf("%s: %v, want a %s error", c.args, r, c.kind)
+		}
+	}
+}

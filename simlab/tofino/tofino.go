@@ -58,6 +58,10 @@ type Tofino struct {
 	tables     map[string][]simEntry
 	apps       map[int]*pktgenApp
 	queues     map[[2]int]*simQueue
+	// qprio holds the scheduling priority (tf1.tm.queue.sched_cfg's
+	// max_priority) of the queues tm.queue.sched set, by (dev port, qid);
+	// a queue not in it has the default, queuePriorityDefault.
+	qprio      map[[2]int]int
 	switchdLog []string
 	fec        *fecState // PHY state (fec.go)
 	// sdVer counts the changes to what the Stardust dataplane reads of
@@ -188,6 +192,7 @@ func (t *Tofino) reset(program string) {
 	t.tables = map[string][]simEntry{}
 	t.apps = map[int]*pktgenApp{}
 	t.queues = map[[2]int]*simQueue{}
+	t.qprio = map[[2]int]int{}
 	t.agentUp = false
 	t.fec = nil
 	t.sdVer++
@@ -269,6 +274,67 @@ func (t *Tofino) countTx(dev int, n, bytes int64) {
 		p.add("$OctetsTransmittedTotal", n*bytes)
 		p.add(txLength(bytes), n)
 	}
+}
+
+// queuePriorityDefault is a TM queue's scheduling priority until the
+// control plane sets one: the SDE sets BF_TM_SCH_PRIO_0 for every queue of
+// Tofino 1 at init (bf-drivers, traffic_mgr/init/tm_tofino_default.c,
+// bf_tm_tofino_set_sch_default_for_q: bf_tm_sched_q_priority_set and
+// bf_tm_sched_q_remaining_bw_priority_set, with DWRR weight 1023), though
+// the API's header comments say BF_TM_SCH_PRIO_7 (traffic_mgr_sch_intf.h).
+// Either way every queue starts at one priority with one weight.
+const queuePriorityDefault = 0
+
+// tmPortsPerPipe is Tofino 1's ports per pipe in the traffic manager: 18
+// port groups of 4.
+const tmPortsPerPipe = 72
+
+// queueSched is tm.queue.sched: a queue's priority set, the previous one
+// answered (without a priority, the queue's answered). With t.mu held.
+func (t *Tofino) queueSched(a map[string]json.RawMessage) (any, error) {
+	dev, err := argInt(a, "dev_port")
+	if err != nil {
+		return nil, err
+	}
+	qid, err := argInt(a, "qid")
+	if err != nil {
+		return nil, err
+	}
+	// Without a priority the call reads the queue's.
+	prio, set := int64(0), a["priority"] != nil
+	if set {
+		if prio, err = argInt(a, "priority"); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case dev < 0 || dev > 511:
+		return nil, badReq("dev_port %d: expected 0..511", dev)
+	case qid < 0 || qid > 7:
+		return nil, badReq("qid %d: expected 0..7", qid)
+	case prio < 0 || prio > 7:
+		return nil, badReq("priority %d: expected 0..7", prio)
+	case dev&0x7f >= tmPortsPerPipe:
+		return nil, notFound("no TM port %d (tf1.tm.port.cfg)", dev)
+	}
+	k := [2]int{int(dev), int(qid)}
+	prev, ok := t.qprio[k]
+	if !ok {
+		prev = queuePriorityDefault
+	}
+	if set {
+		t.qprio[k] = int(prio)
+	}
+	return map[string]any{"priority": prev}, nil
+}
+
+// queuePriority is the scheduling priority of queue qid of port dev. With
+// t.mu held.
+func (t *Tofino) queuePriority(dev, qid int) int {
+	if p, ok := t.qprio[[2]int{dev, qid}]; ok {
+		return p
+	}
+	return queuePriorityDefault
 }
 
 // ---- shell commands ----
@@ -807,6 +873,8 @@ func (t *Tofino) handle(req agentReq) (any, error) {
 			q.watermark = q.usage
 		}
 		return res, nil
+	case "tm.queue.sched":
+		return t.queueSched(a)
 	case "reg.get", "reg.set":
 		name, err := argStr(a, "name")
 		if err != nil {

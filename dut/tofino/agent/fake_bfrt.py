@@ -277,6 +277,94 @@ class TmQueueCounter(_Table):
                 q[k] = self._check_width(k, v, 64)
 
 
+TM_PORTS_PER_PIPE = 72  # Tofino 1: 18 port groups of 4 channels
+PRIO_CHOICES = ("LOW", "0", "1", "2", "3", "4", "5", "6", "7", "HIGH")
+
+
+class TmPortCfg(_Table):
+    """bfrt.tf1.tm.port.cfg: a port's place in its port group, read only
+    (bf_rt_tm_tf1.json). A port has 8 queues (port_queues_count), and the
+    32 logical queue ids map onto them modulo 8 (ingress_qid_map);
+    egress_qid_queues[qid] is the logical queue's pg_queue: pg_port_nr * 8
+    + qid % 8, as bfshell shows it for a port in its default carving."""
+
+    def __init__(self, root, parent):
+        _Table.__init__(self, root, parent, "cfg", "tf1.tm.port.cfg")
+        self.get = _table_method(self, "get", ("dev_port",) + GET_OPTS + TARGET, self._get)
+
+    def _get(self, dev_port=None, print_ents=True, **opts):
+        dev = self._check_width("dev_port", dev_port, 9)
+        if dev_port is None or dev & 0x7f >= TM_PORTS_PER_PIPE:
+            if print_ents:
+                print("Error: table_entry_get failed on table %s. [Invalid arguments]" % self.name)
+            return -1
+        nr = dev & 3
+        data = {b"pg_id": (dev & 0x7f) >> 2, b"pg_port_nr": nr, b"port_queues_count": 8,
+                b"ingress_qid_map": [q % 8 for q in range(32)],
+                b"egress_qid_queues": [nr * 8 + q % 8 for q in range(32)]}
+        return TableEntry(self, {b"dev_port": dev}, data)
+
+
+class TmQueueSchedCfg(_Table):
+    """bfrt.tf1.tm.queue.sched_cfg: per pipe, keyed by pg_id and pg_queue
+    (bf_rt_tm_tf1.json). min_priority and max_priority are string choices
+    (LOW, 0..7, HIGH); a read gives a priority back as BF Runtime's
+    prio_to_str map spells it (bf_rt_tm_table_helper_sched.cpp), where
+    priority 0 is "LOW" (the map's first entry for the value) and 7 is "7".
+    The defaults are the SDE's for Tofino 1 (tm_tofino_default.c,
+    bf_tm_tofino_set_sch_default_for_q): priority 0, DWRR weight 1023,
+    scheduling enabled."""
+
+    FIELDS = ("min_priority", "max_priority", "dwrr_weight", "min_rate_enable", "max_rate_enable", "scheduling_enable")
+    READ = {0: "LOW", 1: "1", 2: "2", 3: "3", 4: "4", 5: "5", 6: "6", 7: "7"}
+
+    def __init__(self, root, parent):
+        _Table.__init__(self, root, parent, "sched_cfg", "tf1.tm.queue.sched_cfg")
+        key = ("pg_id", "pg_queue")
+        self.get = _table_method(self, "get", key + GET_OPTS + TARGET, self._get)
+        self.mod = _table_method(self, "mod", key + self.FIELDS + TARGET, self._mod)
+
+    def _queue(self, what, pipe, pg_id, pg_queue):
+        if pipe is None or not 0 <= pipe < PIPES:
+            self._fail(what, BF_INVALID_ARG)
+        pg = self._check_width("pg_id", pg_id, 8)
+        q = self._check_width("pg_queue", pg_queue, 8)
+        if pg >= 18 or q >= 32:
+            return None
+        return self._root.sched.setdefault((pipe, pg, q), {
+            "min_priority": 0, "max_priority": 0, "dwrr_weight": 1023,
+            "min_rate_enable": False, "max_rate_enable": False, "scheduling_enable": True})
+
+    def _get(self, pg_id=None, pg_queue=None, pipe=None, print_ents=True, **opts):
+        q = self._queue("table_entry_get", pipe, pg_id, pg_queue)
+        if q is None:
+            if print_ents:
+                print("Error: table_entry_get failed on table %s. [Invalid arguments]" % self.name)
+            return -1
+        data = {k.encode(): (self.READ[v] if k.endswith("_priority") else v) for k, v in q.items()}
+        return TableEntry(self, {b"pg_id": pg_id, b"pg_queue": pg_queue}, data)
+
+    def _mod(self, pg_id=None, pg_queue=None, pipe=None, gress_dir=None, prsr_id=None, **fields):
+        q = self._queue("table_entry_mod", pipe, pg_id, pg_queue)
+        if q is None:
+            self._fail("table_entry_mod", BF_INVALID_ARG)
+        for k, v in fields.items():
+            if v is None:
+                continue
+            if k.endswith("_priority"):
+                if not isinstance(v, str) or v not in PRIO_CHOICES:
+                    # bfrt_python prints an unknown choice and goes on.
+                    print("Error: %r is not a valid choice for %s: %s" % (v, k, ", ".join(PRIO_CHOICES)))
+                    continue
+                q[k] = {"LOW": 0, "HIGH": 7}.get(v, None)
+                if q[k] is None:
+                    q[k] = int(v)
+            elif k == "dwrr_weight":
+                q[k] = self._check_width(k, v, 16)
+            else:
+                q[k] = bool(v)
+
+
 # ---- P4 objects ----
 
 
@@ -545,6 +633,7 @@ class FakeBfrt:
         self.link = {}  # dev_port -> link up (default: up when enabled)
         self.tx_tstamp = {}  # dev_port -> (value, id): the MAC's last captured tx timestamp
         self.queues = {}  # (pipe, pg_id, pg_queue) -> counters
+        self.sched = {}  # (pipe, pg_id, pg_queue) -> scheduler fields
         self.pktgen_ports = {}
         self.pkt_buffer = [bytearray(16384) for _ in range(PIPES)]
         self.calls = []  # (table, method, kwargs), every call
@@ -562,6 +651,8 @@ class FakeBfrt:
         tf1 = Node("tf1", self)
         tm = Node("tm", tf1)
         TmQueueCounter(self, Node("counter", tm))
+        TmPortCfg(self, Node("port", tm))
+        TmQueueSchedCfg(self, Node("queue", tm))
         pg = Node("pktgen", tf1)
         PktgenPortCfg(self, pg)
         PktgenBuffer(self, pg)

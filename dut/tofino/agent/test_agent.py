@@ -311,6 +311,51 @@ class AgentTest(AgentBase):
 
     # ---- registers ----
 
+    def test_tm_queue_sched(self):
+        # Port 138: pipe 1, pg_id 2, pg_port_nr 2; queue 5 is pg_queue 21.
+        q = {"dev_port": 138, "qid": 5}
+        self.assertEqual(self.ok("tm.queue.sched", dict(q, priority=7)), {"priority": 0})
+        self.assertEqual(self.bfrt.sched[(1, 2, 21)]["max_priority"], 7)
+        mods = self.bfrt.calls_to("tf1.tm.queue.sched_cfg", "mod")
+        self.assertEqual(mods[-1], {"pipe": 1, "pg_id": 2, "pg_queue": 21, "max_priority": "7"})
+        # Only max_priority is written; the rest keeps the SDE's defaults.
+        self.assertEqual(self.bfrt.sched[(1, 2, 21)]["min_priority"], 0)
+        self.assertEqual(self.bfrt.sched[(1, 2, 21)]["dwrr_weight"], 1023)
+        # The previous priority comes back, and 0 reads "LOW".
+        self.assertEqual(self.ok("tm.queue.sched", dict(q, priority=0)), {"priority": 7})
+        self.assertEqual(self.ok("tm.queue.sched", dict(q, priority=3)), {"priority": 0})
+        # The same priority again writes nothing.
+        n = len(self.bfrt.calls_to("tf1.tm.queue.sched_cfg", "mod"))
+        self.assertEqual(self.ok("tm.queue.sched", dict(q, priority=3)), {"priority": 3})
+        self.assertEqual(len(self.bfrt.calls_to("tf1.tm.queue.sched_cfg", "mod")), n)
+        # Without a priority the call reads, and writes nothing.
+        self.assertEqual(self.ok("tm.queue.sched", q), {"priority": 3})
+        self.assertEqual(len(self.bfrt.calls_to("tf1.tm.queue.sched_cfg", "mod")), n)
+        # Other queues and ports are apart.
+        self.assertEqual(self.ok("tm.queue.sched", {"dev_port": 138, "qid": 4, "priority": 1}), {"priority": 0})
+        self.assertEqual(self.ok("tm.queue.sched", {"dev_port": 10, "qid": 5, "priority": 1}), {"priority": 0})
+        self.assertEqual(self.bfrt.sched[(0, 2, 21)]["max_priority"], 1)
+        self.fails("not_found", "tm.queue.sched", {"dev_port": 100, "qid": 0, "priority": 1})
+        for bad in ({"dev_port": 138, "qid": 8, "priority": 1}, {"dev_port": 138, "qid": 1, "priority": 8},
+                    {"dev_port": 138, "qid": 1, "priority": "7"}, {"dev_port": 512, "qid": 1, "priority": 1}):
+            self.fails("bad_request", "tm.queue.sched", bad)
+
+    def test_tm_queue_sched_write_not_taken(self):
+        # bfrt_python only prints a choice it does not know: the agent
+        # reads the priority back and says so.
+        sc = self.bfrt.tf1.tm.queue.sched_cfg
+        real = sc.mod
+        sc.mod = lambda **kw: real(**dict(kw, max_priority=int(kw["max_priority"])))
+        try:
+            msg = self.fails("bfrt", "tm.queue.sched", {"dev_port": 4, "qid": 0, "priority": 7})
+            self.assertIn("reads 0 after writing 7", msg)
+        finally:
+            sc.mod = real
+
+    def test_sched_priority_spellings(self):
+        for v, want in (("LOW", 0), ("HIGH", 7), ("0", 0), ("5", 5), (b"7", 7), (3, 3), ("8", None), ("", None), (True, None), (None, None)):
+            self.assertEqual(testbed_agent.sched_priority(v), want, v)
+
     def test_registers(self):
         self.assertEqual(self.ok("reg.get", {"name": SEQ, "index": 32})["values"], [0, 0, 0, 0])
         self.ok("reg.set", {"name": SEQ, "index": 32, "value": 65535})

@@ -258,6 +258,7 @@ class Agent:
             "port.stat": self.port_stat,
             "port.stat_clear": self.port_stat_clear,
             "tm.queue": self.tm_queue,
+            "tm.queue.sched": self.tm_queue_sched,
             "reg.get": self.reg_get,
             "reg.set": self.reg_set,
             "reg.range": self.reg_range,
@@ -312,12 +313,16 @@ class Agent:
         """A bfrt call under the lock. A TypeError is a keyword the
         generated method does not take: the request's fault."""
         with self._lock:
-            try:
-                return fn(*args, **kwargs)
-            except TypeError as e:
-                if is_bfrt_error(e):
-                    raise
-                raise bad_request("%s", e)
+            return self.call_held(fn, *args, **kwargs)
+
+    def call_held(self, fn, *args, **kwargs):
+        """A bfrt call by a caller that holds the lock."""
+        try:
+            return fn(*args, **kwargs)
+        except TypeError as e:
+            if is_bfrt_error(e):
+                raise
+            raise bad_request("%s", e)
 
     # -- names --
 
@@ -553,6 +558,61 @@ class Agent:
         if clear:
             self.call(q.mod, pipe=pipe, pg_id=pg, pg_queue=pq, watermark_cells=0)
         return res
+
+    def tm_queue_sched(self, args):
+        """Set the scheduling priority of queue qid (ig_tm_md.qid) of an
+        egress port; answer the one it had. The queue's key comes from the
+        port's tf1.tm.port.cfg (pg_id and egress_qid_queues[qid], as that
+        table's description says to key the TM queue tables); the priority
+        is tf1.tm.queue.sched_cfg's max_priority, the one the scheduler
+        serves a queue with when no guaranteed (min) rate is enabled, as
+        is the SDE's default. Read, write and read back are one hold of the
+        lock, so no other connection's write comes between the priority
+        answered and the one written."""
+        dev = arg_int(args, "dev_port", lo=0, hi=511)
+        qid = arg_int(args, "qid", lo=0, hi=7)
+        # Without a priority the call reads the queue's (what a run
+        # journals before it writes one).
+        prio = arg_int(args, "priority", lo=0, hi=7) if args.get("priority") is not None else None
+        tm = self.bfrt.tf1.tm
+        with self._lock:
+            return self._tm_queue_sched(tm, dev, qid, prio)
+
+    def _tm_queue_sched(self, tm, dev, qid, prio):
+        e = self.call_held(tm.port.cfg.get, dev_port=dev, print_ents=False)
+        if not found(e):
+            raise not_found("no TM port %d (tf1.tm.port.cfg)", dev)
+        d = {text(k): v for k, v in e.data.items()}
+        pg, queues = as_int(d.get("pg_id")), d.get("egress_qid_queues")
+        if pg is None or not isinstance(queues, (list, tuple)):
+            raise bfrt_failure("tf1.tm.port.cfg of port %d has no pg_id or egress_qid_queues in %r", dev, sorted(d))
+        if qid >= len(queues):
+            raise not_found("port %d has %d logical queues, no queue %d", dev, len(queues), qid)
+        pq = as_int(queues[qid])
+        if pq is None:
+            raise bfrt_failure("tf1.tm.port.cfg of port %d: egress_qid_queues[%d] is %r", dev, qid, queues[qid])
+        pipe = dev >> 7
+        sc = tm.queue.sched_cfg
+        prev = self._sched_priority(sc, pipe, pg, pq)
+        if prio is not None and prev != prio:
+            # A string choice (LOW, 0..7, HIGH): an unknown one is only
+            # printed by bfrt_python, so the write is read back.
+            self.call_held(sc.mod, pipe=pipe, pg_id=pg, pg_queue=pq, max_priority=str(prio))
+            got = self._sched_priority(sc, pipe, pg, pq)
+            if got != prio:
+                raise bfrt_failure("port %d queue %d (pipe %d pg_id %d pg_queue %d): max_priority reads %d after writing %d",
+                                   dev, qid, pipe, pg, pq, got, prio)
+        return {"priority": prev}
+
+    def _sched_priority(self, sc, pipe, pg, pq):
+        e = self.call_held(sc.get, pipe=pipe, pg_id=pg, pg_queue=pq, from_hw=True, print_ents=False)
+        if not found(e):
+            raise not_found("no TM queue pipe %d pg_id %d pg_queue %d (tf1.tm.queue.sched_cfg)", pipe, pg, pq)
+        d = {text(k): v for k, v in e.data.items()}
+        p = sched_priority(d.get("max_priority"))
+        if p is None:
+            raise bfrt_failure("tf1.tm.queue.sched_cfg max_priority is %r, want LOW, 0..7 or HIGH", d.get("max_priority"))
+        return p
 
     # -- registers --
 
@@ -821,6 +881,26 @@ class Agent:
     def pktgen_status(self, args):
         app = self._app_id(args)
         return self._app_state(app, self._app_pipe(app))
+
+
+def sched_priority(v):
+    """A max_priority or min_priority as read: BF Runtime spells
+    BF_TM_SCH_PRIO_0..7 "0".."7", with "LOW" and "HIGH" for 0 and 7
+    (bf_rt_tm_table_helper_sched.cpp); None if it is none of them."""
+    if isinstance(v, bytes):
+        v = v.decode("ascii", "replace")
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v if 0 <= v <= 7 else None
+    if not isinstance(v, str):
+        return None
+    v = v.strip().upper()
+    if v in ("LOW", "HIGH"):
+        return 0 if v == "LOW" else 7
+    if len(v) == 1 and v in "01234567":
+        return int(v)
+    return None
 
 
 def register_values(name, data):
