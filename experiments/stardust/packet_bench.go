@@ -76,11 +76,13 @@ func (pr *packetRun) flowIDs(n int) ([]int, error) {
 
 // packetFlow is one generator flow of the packet bench: from ToR src's
 // generator to subnet dst (a ToR id, or one of packetRun.subnets), flow
-// number id (unique in the run: the registers are indexed by it).
+// number id (unique in the run: the registers are indexed by it), in
+// traffic class tc (the traffic manager queue it takes at every switch).
 type packetFlow struct {
 	src *benchNode
 	dst int
 	id  int
+	tc  int
 }
 
 // packetBenchParams are the parameters a recipe with a packet-switched
@@ -409,7 +411,7 @@ func (pr *packetRun) run(ctx context.Context, step string, frameBytes int, gens 
 	for _, g := range gens {
 		ecf := make([]tofino.ECMPFlow, len(g.flows))
 		for i, f := range g.flows {
-			ecf[i] = tofino.ECMPFlow{Dst: f.dst, Flow: f.id}
+			ecf[i] = tofino.ECMPFlow{Dst: f.dst, Flow: f.id, TC: f.tc}
 		}
 		if err := g.src.sw.SetFlows(ctx, appFlows, ecf); err != nil {
 			return pt, fmt.Errorf("%s: %w", g.src.Name, err)

@@ -14,20 +14,21 @@ import (
 	sm "testbed/simlab/stardustmodel"
 )
 
-// planBench is stardust-pushpull's Fig. 7 on a Stardust bench, the pull
-// fabric measured on its switches: D is the first FA, with its host port
-// as A and a second host port, bench_port_b, added by the run as B; the
-// first input device is the second FA, sending a port's worth towards A
-// and one towards B, the second input device the third FA, sending a
-// port's worth towards A. Each of D's ports hands out its own credits (A's
-// round robin over the two VOQs that send to it, B's to its one), so the
-// sources send only what A and B drain. With bench_link_gbps 50 (the
-// default here) D's four links carry two ports' worth, as §5.2's middle
-// stage. The push fabric's row is the model's (no packet-switched program
-// runs on the bench). Fig. 12's classes need the traffic manager's
-// priorities between the recirculation port's queues, which the bring-up
-// does not set and the simulated bench does not model: on a bench the
-// recipe runs Fig. 7 only.
+// planBench is stardust-pushpull on a Stardust bench, the pull fabric
+// measured on its switches: D is the first FA, with its host port as A and
+// a second host port, bench_port_b, added by the run as B; the first input
+// device is the second FA, sending a port's worth towards A and one
+// towards B, the second input device the third FA, sending a port's worth
+// towards A. Each of D's ports hands out its own credits (A's round robin
+// over the two VOQs that send to it, B's to its one), so the sources send
+// only what A and B drain. With bench_link_gbps 50 (the default here) D's
+// four links carry two ports' worth, as §5.2's middle stage. The push
+// fabric then runs on the same switches restarted with p4/ecmp, spraying
+// every packet (bench_packet_fabric bench), and both scenarios run on
+// both fabrics: fig12's classes are traffic manager queues, A's flows in
+// queue 0 and B's in queue 1, queue 0 served first (App. F: strict
+// priority) wherever the run's frames are queued. With the model's push
+// fabric (bench_packet_fabric model) Fig. 7 alone runs.
 func (r *PushPull) planBench(pc *o.PlanContext, b *bench, push sm.Config, po sm.PacketOpts) (*o.Plan, error) {
 	p := pc.Params
 	frame := int(p.Int("cell_bytes"))
@@ -52,18 +53,22 @@ func (r *PushPull) planBench(pc *o.PlanContext, b *bench, push sm.Config, po sm.
 			return nil, o.Inputf("bench_port_b %d is one of %s's fabric ports", portB, d.Name)
 		}
 	}
-	warm, measure := p.Duration("bench_warmup"), p.Duration("bench_measure")
+	warm, measure, pushWarm := p.Duration("bench_warmup"), p.Duration("bench_measure"), p.Duration("bench_push_warmup")
 	desc := b.describe(cfg.LinkGbps, cfg.HostGbps)
+	onBench := p.String("bench_packet_fabric") == "bench"
 	var mu sync.Mutex
 	pushFrom, bindings := "model", comparisonBindings(desc, "the push fabric (packets sprayed at line rate, drop-tail buffers), in the model at §5.2's shape")
-	if p.String("bench_packet_fabric") == "bench" {
+	scenarios := []string{"fig7"}
+	if onBench {
 		pushFrom, bindings = "bench", packetBindings(desc)
+		scenarios = append(scenarios, "fig12")
 	}
 	sum := PushPullSummary{ModelOnly: false, MeasuredOn: "bench", PushFrom: pushFrom, Scenarios: map[string]map[string]PushPullPoint{}, PullOverPush: map[string]float64{}}
 	steps := 0
 	var br *benchRun
-	tables := pushPullTables(false)
-	if pushFrom == "bench" {
+	var pr *packetRun
+	tables := pushPullTables(onBench)
+	if onBench {
 		tables = append(tables, ecmpFlowsTable())
 	}
 	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: tables,
@@ -72,9 +77,15 @@ func (r *PushPull) planBench(pc *o.PlanContext, b *bench, push sm.Config, po sm.
 			mu.Lock()
 			defer mu.Unlock()
 			s := sum
-			s.Partial = partial || steps < 2
+			s.Partial = partial || steps < 2*len(scenarios)
 			return s, nil
 		}}
+	done := func(sc, fabric string, pt PushPullPoint) {
+		mu.Lock()
+		defer mu.Unlock()
+		sum.add(sc, fabric, pt)
+		steps++
+	}
 	plan.Steps = append(plan.Steps, b.upStep(cfg, &br))
 	plan.Steps = append(plan.Steps, &o.Step{Name: "D's two host ports", Action: "configure", Devices: []string{d.Name},
 		Note: fmt.Sprintf("port %d added at %d Gb/s as B; A and B each get their credits", portB, cfg.HostGbps),
@@ -94,68 +105,134 @@ func (r *PushPull) planBench(pc *o.PlanContext, b *bench, push sm.Config, po sm.
 			d.creditPorts = 2
 			return nil
 		}})
-	plan.Steps = append(plan.Steps, &o.Step{Name: "fig7 pull (bench)", Action: "measure", Devices: b.devices(),
-		Note: fmt.Sprintf("%v + %v measured on the switches' clock", warm, measure),
-		Run: func(ctx context.Context, rc *o.RunContext) error {
-			if br == nil || d.creditPorts != 2 {
-				return fmt.Errorf("the fabric is not up")
-			}
-			got, offered, lost, err := br.pushPull(ctx, rc, portB, warm, measure)
-			if err != nil {
-				return err
-			}
-			pt, err := writePushPull(rc, "fig7", "pull", got, offered, lost, float64(cfg.HostGbps))
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			sum.add("fig7", "pull", pt)
-			steps++
-			return nil
-		}})
-	if p.String("bench_packet_fabric") == "bench" {
-		plan.Steps = append(plan.Steps, &o.Step{Name: "fig7 push (bench)", Action: "measure", Devices: b.devices(),
-			Note: fmt.Sprintf("%s on every switch, packets sprayed per packet; %v + %v measured on the switches' clock", ecmp.Program, p.Duration("bench_push_warmup"), measure),
+	for _, sc := range scenarios {
+		plan.Steps = append(plan.Steps, &o.Step{Name: sc + " pull (bench)", Action: "measure", Devices: b.devices(),
+			Note: fmt.Sprintf("%v + %v measured on the switches' clock", warm, measure),
 			Run: func(ctx context.Context, rc *o.RunContext) error {
-				pt, err := pushOnBench(ctx, rc, b, cfg, portB, p.Duration("bench_push_warmup"), measure)
+				if br == nil || d.creditPorts != 2 {
+					return fmt.Errorf("the fabric is not up")
+				}
+				if sc == "fig12" {
+					// The input devices' queues: the recirculation port's,
+					// where frames wait for credit, and the fabric ports'.
+					for _, n := range []*benchNode{br.FAs[1], br.FAs[2]} {
+						if err := classPriorities(ctx, rc, n, append([]int{recircPort}, n.Ports...)); err != nil {
+							return err
+						}
+					}
+				}
+				got, offered, lost, err := br.pushPull(ctx, rc, portB, classOfB(sc), warm, measure)
 				if err != nil {
 					return err
 				}
-				mu.Lock()
-				defer mu.Unlock()
-				sum.add("fig7", "push", pt)
-				steps++
+				pt, err := writePushPull(rc, sc, "pull", got, offered, lost, float64(cfg.HostGbps))
+				if err != nil {
+					return err
+				}
+				done(sc, "pull", pt)
+				return nil
+			}})
+	}
+	if !onBench {
+		plan.Steps = append(plan.Steps, &o.Step{Name: "fig7 push (model)", Action: "simulate",
+			Run: func(ctx context.Context, rc *o.RunContext) error {
+				pt, err := simulatePushPull(ctx, rc, p, "fig7", "push", push, push, po)
+				if err != nil {
+					return err
+				}
+				done("fig7", "push", pt)
 				return nil
 			}})
 		return plan, nil
 	}
-	plan.Steps = append(plan.Steps, &o.Step{Name: "fig7 push (model)", Action: "simulate",
-		Run: func(ctx context.Context, rc *o.RunContext) error {
-			pt, err := simulatePushPull(ctx, rc, p, "fig7", "push", push, push, po)
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			sum.add("fig7", "push", pt)
-			steps++
-			return nil
-		}})
+	for _, sc := range scenarios {
+		plan.Steps = append(plan.Steps, &o.Step{Name: sc + " push (bench)", Action: "measure", Devices: b.devices(),
+			Note: fmt.Sprintf("%s on every switch, packets sprayed per packet; %v + %v measured on the switches' clock", ecmp.Program, pushWarm, measure),
+			Run: func(ctx context.Context, rc *o.RunContext) error {
+				if pr == nil {
+					var err error
+					if pr, err = b.packetUp(ctx, rc, cfg.LinkGbps, cfg.HostGbps, cfg.Replace, true, map[*benchNode]map[int]int{d: {pushSubnetB(b): portB}}); err != nil {
+						return err
+					}
+				}
+				if sc == "fig12" {
+					// Every egress queue the run's frames meet: the ToRs'
+					// uplinks and D's host ports, the spines' downlinks.
+					for _, n := range b.nodes() {
+						ports := append([]int{}, n.Ports...)
+						if n == d {
+							ports = append(ports, d.Host, portB)
+						}
+						if err := classPriorities(ctx, rc, n, ports); err != nil {
+							return err
+						}
+					}
+				}
+				pt, err := pushOnBench(ctx, rc, pr, sc, portB, pushWarm, measure)
+				if err != nil {
+					return err
+				}
+				done(sc, "push", pt)
+				return nil
+			}})
+	}
 	return plan, nil
+}
+
+// Fig. 12's classes: A's flows in traffic manager queue classHigh, B's in
+// classLow, the first served before the second (strict priority: App. F).
+const (
+	classHigh = 0
+	classLow  = 1
+	// prioHigh and prioLow are their queues' scheduling priorities (the
+	// traffic manager serves a higher one first).
+	prioHigh = 1
+	prioLow  = 0
+)
+
+// classOfB is B's flow's class in scenario sc: fig12 puts it low.
+func classOfB(sc string) int {
+	if sc == "fig12" {
+		return classLow
+	}
+	return classHigh
+}
+
+// classPriorities sets the class queues of n's ports to strict priority,
+// journalling each priority found first.
+func classPriorities(ctx context.Context, rc *o.RunContext, n *benchNode, ports []int) error {
+	for _, port := range ports {
+		for qid, prio := range map[int]int{classHigh: prioHigh, classLow: prioLow} {
+			key := fmt.Sprintf("tm/priority/%s/%d/%d", n.Name, port, qid)
+			if rc.FirstTouch(key) {
+				found, err := n.sw.QueuePriority(ctx, port, qid)
+				if err != nil {
+					return fmt.Errorf("%s: %w", n.Name, err)
+				}
+				if err := rc.Journal(n.Name, o.Undo{Kind: o.UndoTofinoQueuePriority, Desc: fmt.Sprintf("set port %d queue %d on %s back to priority %d", port, qid, n.Name, found),
+					Found: found, Args: map[string]int{"port": port, "qid": qid, "priority": found}}); err != nil {
+					return err
+				}
+			}
+			if _, err := n.sw.SetQueuePriority(ctx, port, qid, prio); err != nil {
+				return fmt.Errorf("%s: port %d queue %d: %w", n.Name, port, qid, err)
+			}
+		}
+	}
+	return nil
 }
 
 // pushPull runs Fig. 7 on the bench: the second FA sends two ports' worth
 // (half to A, half to B), the third one port's worth to A, and D's host
 // ports' counters give what A and B received over the window. It returns
 // Gb/s received and sent per port and the frames the FEs' queues lost.
-func (br *benchRun) pushPull(ctx context.Context, rc *o.RunContext, portB int, warm, measure time.Duration) (got, offered [2]float64, lost [2]int64, err error) {
+func (br *benchRun) pushPull(ctx context.Context, rc *o.RunContext, portB, classB int, warm, measure time.Duration) (got, offered [2]float64, lost [2]int64, err error) {
 	d, s1, s2 := br.FAs[0], br.FAs[1], br.FAs[2]
 	// One VOQ per destination port at the sources: A's is voq(D), B's the
 	// one after the FAs' range.
 	voqA, voqB := voq(d.ID), sd.MaxFAs+d.ID
-	a := tofino.VOQTarget{FA: d.ID, Port: 0, VOQ: voqA}
-	bt := tofino.VOQTarget{FA: d.ID, Port: 1, VOQ: voqB}
+	a := tofino.VOQTarget{FA: d.ID, Port: 0, VOQ: voqA, TC: classHigh}
+	bt := tofino.VOQTarget{FA: d.ID, Port: 1, VOQ: voqB, TC: classB}
 	if err = s1.sw.SetGenFlow(ctx, appData, []tofino.VOQTarget{a, bt}); err != nil {
 		return got, offered, lost, fmt.Errorf("%s: %w", s1.Name, err)
 	}
@@ -250,42 +327,39 @@ func (br *benchRun) pushPull(ctx context.Context, rc *o.RunContext, portB int, w
 // for its queues to empty (a 1 MiB queue drains in 168 us at 50 Gb/s).
 const pushDrain = 2 * time.Millisecond
 
-// pushOnBench runs Fig. 7 on the packet-switched bench: the switches
-// restarted with p4/ecmp spraying every packet over a ToR's uplinks (the
-// model's push fabric sprays too: load balancing as good as a packet
-// fabric gets, §5.2), D's host port A its own subnet and port B a second
-// one; the second FA sends two ports' worth, half to A and half to B, the
-// third a port's worth to A, open loop. What A and B received is their
-// flows' frames out of D's host ports over the window (a port drains at
-// its rate: what reaches it beyond that is dropped at its queue), and
-// each flow's loss is what it sent less what arrived, once the queues
-// have drained.
-func pushOnBench(ctx context.Context, rc *o.RunContext, b *bench, cfg benchConfig, portB int, warm, measure time.Duration) (PushPullPoint, error) {
-	d, s1, s2 := b.FAs[0], b.FAs[1], b.FAs[2]
-	subB := pushSubnetB(b)
-	pr, err := b.packetUp(ctx, rc, cfg.LinkGbps, cfg.HostGbps, cfg.Replace, true, map[*benchNode]map[int]int{d: {subB: portB}})
-	if err != nil {
-		return PushPullPoint{}, err
-	}
-	host := float64(cfg.HostGbps) * 1e9
+// pushOnBench runs scenario sc on the packet-switched bench pr (the
+// switches restarted with p4/ecmp spraying every packet over a ToR's
+// uplinks: the model's push fabric sprays too, load balancing as good as
+// a packet fabric gets, §5.2), D's host port A its own subnet and port B
+// a second one; the second FA sends two ports' worth, half to A and half
+// to B, the third a port's worth to A, open loop, B's flow in class
+// classOfB(sc). What A and B received is their flows' frames out of D's
+// host ports over the window (a port drains at its rate: what reaches it
+// beyond that is dropped at its queue), and each flow's loss is what it
+// sent less what arrived, once the queues have drained.
+func pushOnBench(ctx context.Context, rc *o.RunContext, pr *packetRun, sc string, portB int, warm, measure time.Duration) (PushPullPoint, error) {
+	d, s1, s2 := pr.FAs[0], pr.FAs[1], pr.FAs[2]
+	subB := pushSubnetB(pr.bench)
+	host := float64(pr.hostGbps) * 1e9
 	ids, err := pr.flowIDs(3)
 	if err != nil {
 		return PushPullPoint{}, err
 	}
 	a1, b1, a2 := ids[0], ids[1], ids[2]
-	gens := []packetGen{{src: s1, flows: []packetFlow{{s1, d.ID, a1}, {s1, subB, b1}}, bps: 2 * host}, {src: s2, flows: []packetFlow{{s2, d.ID, a2}}, bps: host}}
-	pt, err := pr.run(ctx, "fig7 push", cfg.FrameBytes, gens, warm, measure, pushDrain)
+	gens := []packetGen{{src: s1, flows: []packetFlow{{s1, d.ID, a1, classHigh}, {s1, subB, b1, classOfB(sc)}}, bps: 2 * host}, {src: s2, flows: []packetFlow{{s2, d.ID, a2, classHigh}}, bps: host}}
+	frame := rc.Params.Int("cell_bytes")
+	pt, err := pr.run(ctx, sc+" push", int(frame), gens, warm, measure, pushDrain)
 	if err != nil {
 		return PushPullPoint{}, err
 	}
-	wire := float64((cfg.FrameBytes + wireExtra) * 8)
+	wire := float64((int(frame) + wireExtra) * 8)
 	gbps := func(frames int64) float64 { return float64(frames) * wire / pt.Window.Seconds() / 1e9 }
 	got := [2]float64{gbps(pt.WindowRcvd[a1] + pt.WindowRcvd[a2]), gbps(pt.WindowRcvd[b1])}
 	offered := [2]float64{gbps(pt.WindowSent[a1] + pt.WindowSent[a2]), gbps(pt.WindowSent[b1])}
 	lost := [2]int64{pt.Sent[a1] + pt.Sent[a2] - pt.Rcvd[a1] - pt.Rcvd[a2], pt.Sent[b1] - pt.Rcvd[b1]}
-	rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("fig7 on the packet-switched bench: dropped at the ToRs' uplink queues %d, at the spines' downlink queues %d, at D's host ports %d",
-		pt.Uplink, pt.Downlink, pt.HostDrops)})
-	return writePushPull(rc, "fig7", "push", got, offered, lost, float64(cfg.HostGbps))
+	rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("%s on the packet-switched bench: dropped at the ToRs' uplink queues %d, at the spines' downlink queues %d, at D's host ports %d",
+		sc, pt.Uplink, pt.Downlink, pt.HostDrops)})
+	return writePushPull(rc, sc, "push", got, offered, lost, float64(pr.hostGbps))
 }
 
 // pushSubnetB is the subnet (ToR id) the packet-switched bench gives D's

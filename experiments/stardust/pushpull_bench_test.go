@@ -19,8 +19,10 @@ import (
 // pushed (the same switches running p4/ecmp, spraying every packet over
 // the ToRs' uplinks), once the middle stage's queues have filled B gets
 // about two thirds of what it was sent, as A does of its two ports' worth.
-// Afterwards D runs its Stardust program again, without the run's port B
-// or host ports.
+// With B's flow in a class below A's (Fig. 12), pulled B still gets its
+// own credits' worth; pushed, the spines serve A's class first and B gets
+// nothing. Afterwards D runs its Stardust program again, without the
+// run's port B or host ports, and its queues' priorities are as found.
 func TestPushPullOnTheBench(t *testing.T) {
 	if raceDetector {
 		t.Skip("a whole recipe on the bench's twelve switches: run without the race detector (make test does); TestFabricOnTheBenchInterrupted covers the bring-up under it")
@@ -45,10 +47,21 @@ func TestPushPullOnTheBench(t *testing.T) {
 	if push.BShare < 0.6 || push.BShare > 0.9 || push.AGbps < 99 || push.Lost == 0 || push.BShare > pull.BShare-0.15 {
 		t.Errorf("push on the packet-switched bench: %+v, want A at its port's rate, B held near the middle stage's two thirds", push)
 	}
-	if _, ok := s.Scenarios["fig12"]; ok {
-		t.Error("fig12 ran on the bench, whose traffic manager priorities the run does not set")
+	// Fig. 12: B's flow in the low class. Pulled, B's credits are its
+	// own, so B still gets nearly all it was sent; pushed, the spines
+	// serve A's class first and B's gets what is left of links A's
+	// traffic fills: nothing.
+	pull12, push12 := s.Scenarios["fig12"]["pull"], s.Scenarios["fig12"]["push"]
+	if pull12.AGbps < 99 || pull12.BShare < 0.97 || pull12.Lost != 0 {
+		t.Errorf("fig12 pull on the bench: %+v, want A at its port's rate, B near all it was sent, nothing lost", pull12)
 	}
-	recipetest.CheckReport(t, res.Dir, "fig7-pushpull")
+	if push12.AGbps < 99 || push12.BShare > 0.05 {
+		t.Errorf("fig12 push on the packet-switched bench: %+v, want A at its port's rate and B starved by strict priority", push12)
+	}
+	if r := s.PullOverPush["fig12"]; r < 1.9 {
+		t.Errorf("fig12: pull delivers %.2f x push, want about 2 (App. F)", r)
+	}
+	recipetest.CheckReport(t, res.Dir, "fig7-pushpull", "fig12-pushpull")
 	fa := openSwitch(t, lab, "fa1")
 	ctx := context.Background()
 	if _, err := fa.PortStatus(ctx, 184); !tofino.IsNotFound(err) {
