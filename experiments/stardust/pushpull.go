@@ -30,7 +30,7 @@ func (*PushPull) Version() string { return "1.3.0" }
 
 // Summary implements Recipe.
 func (*PushPull) Summary() string {
-	return "Stardust push against pull: §5.2's two ports behind a congested middle stage, without and with traffic classes (Figs. 7 and 12); on the model, or Fig. 7's pull fabric on a Stardust bench"
+	return "Stardust push against pull: §5.2's two ports behind a congested middle stage, without and with traffic classes (Figs. 7 and 12); on the model, or both fabrics on a Stardust bench"
 }
 
 // Description implements Recipe.
@@ -56,7 +56,7 @@ middle stage), at most a port's rate each. No device is used (model_only in the
 summary). Writes data/pushpull_ports.csv.
 
 With Stardust switches in the inventory (--bench stardust, or switches with
-stardust_role) Fig. 7's pull fabric runs on them: D is the first FA, its host port A and
+stardust_role) the pull fabric runs on them: D is the first FA, its host port A and
 a second host port, bench_port_b, that the run adds as B (and deletes after); the second
 FA's packet generator sends cell_bytes frames (a frame is a cell on Tofino) at two ports'
 worth, half towards A and half towards B, the third FA's at one port's worth towards A.
@@ -68,10 +68,12 @@ the default): they are restarted with p4/ecmp, a plain packet-switched fabric wh
 spray every packet over their uplinks, D's ports A and B two subnets of its ToR; the same
 generators send the same frames open loop, and A's and B's flows' frames out of D's host
 ports over bench_measure are what they received (push_fabric_from: bench). With
-bench_packet_fabric model the push row is the model's (push_fabric_from: model). Fig. 12
-needs the traffic manager's priorities between the recirculation port's queues, which
-the run does not set (and the simulated bench does not model): on a bench only Fig. 7
-runs.`
+bench_packet_fabric model the push row is the model's (push_fabric_from: model) and only
+Fig. 7 runs. Fig. 12 runs on both fabrics of the bench: B's flow takes traffic class 1,
+A's class 0, and the run sets the traffic manager queues of those classes to strict
+priority, class 0 first, wherever the run's frames wait (the input devices'
+recirculation and fabric ports for pull; every ToR uplink, spine downlink and D's host
+ports for push), journalling each priority it found (undo tofino.queue-priority).`
 }
 
 // Params implements Recipe.
