@@ -295,31 +295,8 @@ func (b *bench) up(ctx context.Context, rc *o.RunContext, cfg benchConfig) (*ben
 	if err := each(b.nodes(), func(n *benchNode) error { return br.program(ctx, n) }); err != nil {
 		return nil, err
 	}
-	for _, n := range b.nodes() {
-		if !n.FE {
-			if err := br.port(ctx, n, n.Host, cfg.HostGbps); err != nil {
-				return nil, err
-			}
-		}
-		for _, p := range n.Ports {
-			if err := br.port(ctx, n, p, cfg.LinkGbps); err != nil {
-				return nil, err
-			}
-		}
-	}
-	for _, v := range b.VOAs {
-		if err := rc.EnsureLight(ctx, v.Device, v.Channel); err != nil {
-			return nil, err
-		}
-	}
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	for _, n := range b.nodes() {
-		for _, p := range n.Ports {
-			if err := n.sw.WaitPortUp(wctx, p); err != nil {
-				return nil, fmt.Errorf("%s: fabric port %d: %w", n.Name, p, err)
-			}
-		}
+	if err := br.portsUp(ctx, cfg.HostGbps, cfg.LinkGbps, nil); err != nil {
+		return nil, err
 	}
 	// What the tables and registers held, journalled before any write.
 	for _, n := range b.nodes() {
@@ -332,6 +309,42 @@ func (b *bench) up(ctx context.Context, rc *o.RunContext, cfg benchConfig) (*ben
 	}
 	rc.Event(results.Event{Type: "setting", Message: fmt.Sprintf("Stardust fabric up: %s; FCI at %d frames", b.describe(cfg.LinkGbps, cfg.HostGbps), cfg.FCIFrames)})
 	return br, nil
+}
+
+// portsUp adds (or sets to speed) every FA's host port and extra host
+// ports at hostGbps and every fabric port at linkGbps, journalling each
+// change; lets light through the bench's VOAs; and waits for the fabric
+// ports to come up.
+func (br *benchRun) portsUp(ctx context.Context, hostGbps, linkGbps int, extra map[*benchNode][]int) error {
+	for _, n := range br.nodes() {
+		if !n.FE {
+			for _, p := range append([]int{n.Host}, extra[n]...) {
+				if err := br.port(ctx, n, p, hostGbps); err != nil {
+					return err
+				}
+			}
+		}
+		for _, p := range n.Ports {
+			if err := br.port(ctx, n, p, linkGbps); err != nil {
+				return err
+			}
+		}
+	}
+	for _, v := range br.VOAs {
+		if err := br.rc.EnsureLight(ctx, v.Device, v.Channel); err != nil {
+			return err
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for _, n := range br.nodes() {
+		for _, p := range n.Ports {
+			if err := n.sw.WaitPortUp(wctx, p); err != nil {
+				return fmt.Errorf("%s: fabric port %d: %w", n.Name, p, err)
+			}
+		}
+	}
+	return nil
 }
 
 // each runs f for every node at once and returns the first error.

@@ -157,32 +157,14 @@ func (b *bench) packetUp(ctx context.Context, rc *o.RunContext, linkGbps, hostGb
 	if err := each(b.nodes(), func(n *benchNode) error { return pr.program(ctx, n, replace) }); err != nil {
 		return nil, err
 	}
-	ports := &benchRun{bench: b, rc: rc}
-	for _, n := range b.nodes() {
-		if !n.FE {
-			if err := ports.port(ctx, n, n.Host, hostGbps); err != nil {
-				return nil, err
-			}
-			for _, p := range subnets[n] {
-				if err := ports.port(ctx, n, p, hostGbps); err != nil {
-					return nil, err
-				}
-			}
-		}
-		for _, p := range n.Ports {
-			if err := ports.port(ctx, n, p, linkGbps); err != nil {
-				return nil, err
-			}
+	extra := map[*benchNode][]int{}
+	for n, sub := range subnets {
+		for _, p := range sub {
+			extra[n] = append(extra[n], p)
 		}
 	}
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	for _, n := range b.nodes() {
-		for _, p := range n.Ports {
-			if err := n.sw.WaitPortUp(wctx, p); err != nil {
-				return nil, fmt.Errorf("%s: fabric port %d: %w", n.Name, p, err)
-			}
-		}
+	if err := (&benchRun{bench: b, rc: rc}).portsUp(ctx, hostGbps, linkGbps, extra); err != nil {
+		return nil, err
 	}
 	if err := each(b.nodes(), func(n *benchNode) error { return pr.routes(ctx, n, spray) }); err != nil {
 		return nil, err
