@@ -23,6 +23,9 @@ var shared = map[string]bool{
 	"testbed/simlab/ecmpmodel":     true,
 	"testbed/simlab/tcpmodel":      true,
 	"testbed/simlab/scenario":      true,
+
+	// The models' event queue.
+	"testbed/simlab/internal/evheap": true,
 }
 
 // The layering of the simulated lab, as go list sees it (tests aside):

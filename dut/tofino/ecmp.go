@@ -42,11 +42,8 @@ func (s *Switch) SetToRID(ctx context.Context, id int) error {
 	if id < 0 || id >= ecmp.MaxToRs {
 		return fmt.Errorf("ToR id %d: expected 0..%d", id, ecmp.MaxToRs-1)
 	}
-	// whoami is keyless: its one entry is replaced (as SetFabricID does).
-	if err := s.DeleteEntry(ctx, ecmp.TableWhoami, map[string]int64{}); err != nil && !IsNotFound(err) {
-		return err
-	}
-	return s.AddEntry(ctx, ecmp.TableWhoami, Entry{Key: map[string]int64{}, Action: ecmp.ActionSetID, Data: map[string]int64{ecmp.ParamID: int64(id)}})
+	// whoami is keyless: its one entry is replaced (stardust.go).
+	return s.replaceKeyless(ctx, ecmp.TableWhoami, Entry{Action: ecmp.ActionSetID, Data: map[string]int64{ecmp.ParamID: int64(id)}})
 }
 
 // SetFlows spreads generator application app's frames over flows, round robin over the ecmp.Slots slots (flows[s mod len]); replaces the app's slots; none drops them.

@@ -333,10 +333,18 @@ func (s *Switch) SetFabricID(ctx context.Context, id int) error {
 	if id < 0 || id >= sd.MaxFAs {
 		return fmt.Errorf("fabric id %d: expected 0..%d", id, sd.MaxFAs-1)
 	}
-	if err := s.DeleteEntry(ctx, sd.TableWhoami, map[string]int64{}); err != nil && !IsNotFound(err) {
+	return s.replaceKeyless(ctx, sd.TableWhoami, Entry{Action: sd.ActionSetID, Data: map[string]int64{sd.ParamID: int64(id)}})
+}
+
+// replaceKeyless makes e (its key empty) the one entry of a keyless table
+// (whoami, in the Stardust programs and ecmp): the entry there is deleted
+// first, as a keyless table holds one entry.
+func (s *Switch) replaceKeyless(ctx context.Context, table string, e Entry) error {
+	if err := s.DeleteEntry(ctx, table, map[string]int64{}); err != nil && !IsNotFound(err) {
 		return err
 	}
-	return s.AddEntry(ctx, sd.TableWhoami, Entry{Key: map[string]int64{}, Action: sd.ActionSetID, Data: map[string]int64{sd.ParamID: int64(id)}})
+	e.Key = map[string]int64{}
+	return s.AddEntry(ctx, table, e)
 }
 
 // FabricID reads the switch's fabric id; ok is false when none is set

@@ -66,6 +66,7 @@ import (
 	"math/rand/v2"
 
 	"testbed/p4/ecmp"
+	"testbed/simlab/internal/evheap"
 )
 
 // Sizes of the program (p4/ecmp) and of the switch.
@@ -328,8 +329,6 @@ type frame struct {
 }
 
 type event struct {
-	t    int64
-	seq  uint64
 	kind uint8
 	idx  int32 // device (batch), port (dequeue), link (arrival)
 	app  int32
@@ -356,8 +355,7 @@ type Fabric struct {
 	Generated, Delivered, Hops int64
 
 	now    int64
-	ev     []event
-	nev    uint64
+	ev     evheap.Heap[event]
 	frames []frame
 	free   int32
 	ports  []*Port
@@ -414,7 +412,7 @@ func (f *Fabric) AddApp(dev int, a *App) {
 	d := f.Devices[dev]
 	d.Apps = append(d.Apps, a)
 	if a.Next < a.Batches {
-		f.push(event{t: max(a.StartPs, f.now), kind: evBatch, idx: int32(dev), app: int32(len(d.Apps) - 1)})
+		f.ev.Push(max(a.StartPs, f.now), event{kind: evBatch, idx: int32(dev), app: int32(len(d.Apps) - 1)})
 	}
 }
 
@@ -432,9 +430,9 @@ func (f *Fabric) InFlight() int64 {
 
 // AdvanceTo runs the fabric until t (ps): every event before t.
 func (f *Fabric) AdvanceTo(t int64) {
-	for len(f.ev) > 0 && f.ev[0].t < t {
-		e := f.pop()
-		f.now = e.t
+	for f.ev.Len() > 0 && f.ev.Next() < t {
+		var e event
+		f.now, e = f.ev.Pop()
 		switch e.kind {
 		case evBatch:
 			f.batch(int(e.idx), int(e.app))
@@ -479,7 +477,7 @@ func (f *Fabric) batch(dev, ai int) {
 		f.enqueue(d, p, f.alloc(fr))
 	}
 	if a.Next < a.Batches {
-		f.push(event{t: f.now + a.PeriodPs, kind: evBatch, idx: int32(dev), app: int32(ai)})
+		f.ev.Push(f.now+a.PeriodPs, event{kind: evBatch, idx: int32(dev), app: int32(ai)})
 	}
 }
 
@@ -554,7 +552,7 @@ func (f *Fabric) schedule(p *Port) {
 			}
 		}
 	}
-	f.push(event{t: max(head, p.busy, f.now), kind: evDequeue, idx: p.gidx})
+	f.ev.Push(max(head, p.busy, f.now), event{kind: evDequeue, idx: p.gidx})
 }
 
 // pick is the queue p's scheduler serves now: of the queues whose head has
@@ -624,7 +622,7 @@ func (f *Fabric) dequeue(p *Port) {
 			l.flight.push(fi)
 			if !l.sched {
 				l.sched = true
-				f.push(event{t: fr.t, kind: evArrive, idx: p.link})
+				f.ev.Push(fr.t, event{kind: evArrive, idx: p.link})
 			}
 		}
 	}
@@ -645,7 +643,7 @@ func (f *Fabric) arrive(li int) {
 	l.sched = false
 	if l.flight.n > 0 {
 		l.sched = true
-		f.push(event{t: f.frames[l.flight.peek()].t, kind: evArrive, idx: int32(li)})
+		f.ev.Push(f.frames[l.flight.peek()].t, event{kind: evArrive, idx: int32(li)})
 	}
 	fr := &f.frames[fi]
 	d := f.Devices[l.To]
@@ -712,54 +710,4 @@ func (r *ring) pop() int32 {
 	r.head = (r.head + 1) & (len(r.b) - 1)
 	r.n--
 	return x
-}
-
-// ---- event heap: 4-ary, by time then insertion order ----
-
-func (f *Fabric) push(e event) {
-	f.nev++
-	e.seq = f.nev
-	f.ev = append(f.ev, e)
-	i := len(f.ev) - 1
-	for i > 0 {
-		p := (i - 1) / 4
-		if !evLess(&e, &f.ev[p]) {
-			break
-		}
-		f.ev[i] = f.ev[p]
-		i = p
-	}
-	f.ev[i] = e
-}
-
-func evLess(a, b *event) bool { return a.t < b.t || (a.t == b.t && a.seq < b.seq) }
-
-func (f *Fabric) pop() event {
-	top := f.ev[0]
-	n := len(f.ev) - 1
-	last := f.ev[n]
-	f.ev = f.ev[:n]
-	if n == 0 {
-		return top
-	}
-	i := 0
-	for {
-		c := 4*i + 1
-		if c >= n {
-			break
-		}
-		m := c
-		for k := c + 1; k < c+4 && k < n; k++ {
-			if evLess(&f.ev[k], &f.ev[m]) {
-				m = k
-			}
-		}
-		if !evLess(&f.ev[m], &last) {
-			break
-		}
-		f.ev[i] = f.ev[m]
-		i = m
-	}
-	f.ev[i] = last
-	return top
 }

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+
+	"testbed/simlab/internal/evheap"
 )
 
 // Switch mode: the fabric as the Stardust programs (p4/stardust) run it on
@@ -291,8 +293,6 @@ type swFrame struct {
 }
 
 type swEvent struct {
-	t    int64
-	seq  uint64
 	kind uint8
 	dev  int32
 	link int32
@@ -323,8 +323,7 @@ type SwitchFabric struct {
 	CreditCap int64
 
 	now    int64
-	ev     []swEvent
-	nev    uint64
+	ev     evheap.Heap[swEvent]
 	frames []swFrame
 	free   int32
 	rng    *rand.Rand
@@ -423,58 +422,8 @@ func (f *SwitchFabric) Reindex() { f.byID = nil }
 func (f *SwitchFabric) AddApp(dev int, a *SwApp) {
 	f.Devices[dev].Apps = append(f.Devices[dev].Apps, a)
 	if a.Next < a.Batches {
-		f.push(swEvent{t: max(a.StartPs, f.now), kind: evBatch, dev: int32(dev), fr: int32(len(f.Devices[dev].Apps) - 1)})
+		f.ev.Push(max(a.StartPs, f.now), swEvent{kind: evBatch, dev: int32(dev), fr: int32(len(f.Devices[dev].Apps) - 1)})
 	}
-}
-
-// ---- event heap: 4-ary, by time then insertion order ----
-
-func (f *SwitchFabric) push(e swEvent) {
-	f.nev++
-	e.seq = f.nev
-	f.ev = append(f.ev, e)
-	i := len(f.ev) - 1
-	for i > 0 {
-		p := (i - 1) / 4
-		if !evLess(&e, &f.ev[p]) {
-			break
-		}
-		f.ev[i] = f.ev[p]
-		i = p
-	}
-	f.ev[i] = e
-}
-
-func evLess(a, b *swEvent) bool { return a.t < b.t || (a.t == b.t && a.seq < b.seq) }
-
-func (f *SwitchFabric) pop() swEvent {
-	top := f.ev[0]
-	n := len(f.ev) - 1
-	last := f.ev[n]
-	f.ev = f.ev[:n]
-	if n == 0 {
-		return top
-	}
-	i := 0
-	for {
-		c := 4*i + 1
-		if c >= n {
-			break
-		}
-		m := c
-		for k := c + 1; k < c+4 && k < n; k++ {
-			if evLess(&f.ev[k], &f.ev[m]) {
-				m = k
-			}
-		}
-		if !evLess(&f.ev[m], &last) {
-			break
-		}
-		f.ev[i] = f.ev[m]
-		i = m
-	}
-	f.ev[i] = last
-	return top
 }
 
 func (f *SwitchFabric) alloc(fr swFrame) int32 {
@@ -505,9 +454,9 @@ func (f *SwitchFabric) InFlight() int64 { return f.live }
 
 // AdvanceTo runs the fabric until t (ps): every event before t.
 func (f *SwitchFabric) AdvanceTo(t int64) {
-	for len(f.ev) > 0 && f.ev[0].t < t {
-		e := f.pop()
-		f.now = e.t
+	for f.ev.Len() > 0 && f.ev.Next() < t {
+		var e swEvent
+		f.now, e = f.ev.Pop()
 		switch e.kind {
 		case evBatch:
 			f.batch(int(e.dev), int(e.fr))
@@ -554,7 +503,7 @@ func (f *SwitchFabric) batch(dev, ai int) {
 		}
 	}
 	if a.Next < a.Batches {
-		f.push(swEvent{t: f.now + a.PeriodPs, kind: evBatch, dev: int32(dev), fr: int32(ai)})
+		f.ev.Push(f.now+a.PeriodPs, swEvent{kind: evBatch, dev: int32(dev), fr: int32(ai)})
 	}
 }
 
@@ -670,7 +619,7 @@ func (f *SwitchFabric) transmit(dev, port int, fi int32, t int64, fe bool) {
 		kind = evAtFE
 		at += f.PipelinePs
 	}
-	f.push(swEvent{t: at, kind: kind, dev: int32(l.To), link: int32(li), fr: fi})
+	f.ev.Push(at, swEvent{kind: kind, dev: int32(l.To), link: int32(li), fr: fi})
 }
 
 // crosses draws whether a frame sent on l arrives, counting it at the
@@ -705,7 +654,7 @@ func (f *SwitchFabric) control(dev, port, bytes int, fr swFrame) {
 	}
 	at := f.now + l.serPs(bytes) + l.PropPs
 	if fr.kind == SwKindReach {
-		f.push(swEvent{t: at, kind: evReach, dev: int32(l.To), link: int32(l.ToPort)})
+		f.ev.Push(at, swEvent{kind: evReach, dev: int32(l.To), link: int32(l.ToPort)})
 		return
 	}
 	fr.bytes = int32(bytes)
@@ -714,7 +663,7 @@ func (f *SwitchFabric) control(dev, port, bytes int, fr swFrame) {
 		kind = evAtFE
 		at += f.PipelinePs
 	}
-	f.push(swEvent{t: at, kind: kind, dev: int32(l.To), link: int32(li), fr: f.alloc(fr)})
+	f.ev.Push(at, swEvent{kind: kind, dev: int32(l.To), link: int32(li), fr: f.alloc(fr)})
 }
 
 // credit is packet id i of a credit application at FA dev.
@@ -807,7 +756,7 @@ func (f *SwitchFabric) Resume() {
 			for _, seq := range slices.Sorted(maps.Keys(d.reorder[src])) {
 				fi := d.reorder[src][seq]
 				if at, on := f.expiresAt(d, &f.frames[fi]); on {
-					f.push(swEvent{t: max(at, f.now), kind: evReasm, dev: int32(dev), link: int32(src), fr: fi})
+					f.ev.Push(max(at, f.now), swEvent{kind: evReasm, dev: int32(dev), link: int32(src), fr: fi})
 				}
 			}
 		}
@@ -868,7 +817,7 @@ func (f *SwitchFabric) reasmTimer(e swEvent) {
 		return
 	}
 	if at, on := f.expiresAt(d, &f.frames[e.fr]); on && at > f.now {
-		f.push(swEvent{t: at, kind: evReasm, dev: e.dev, link: e.link, fr: e.fr})
+		f.ev.Push(at, swEvent{kind: evReasm, dev: e.dev, link: e.link, fr: e.fr})
 		return
 	}
 	f.expire(d, src)
@@ -996,7 +945,7 @@ func (f *SwitchFabric) atFA(e swEvent) {
 			if at <= f.now {
 				f.expire(d, src)
 			} else {
-				f.push(swEvent{t: at, kind: evReasm, dev: int32(dev), link: int32(src), fr: e.fr})
+				f.ev.Push(at, swEvent{kind: evReasm, dev: int32(dev), link: int32(src), fr: e.fr})
 			}
 		}
 		return

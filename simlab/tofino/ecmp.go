@@ -1,9 +1,6 @@
 package tofino
 
-import (
-	"testbed/p4/ecmp"
-	sd "testbed/p4/stardust"
-)
+import "testbed/p4/ecmp"
 
 // The ecmp program (p4/ecmp) on a simulated switch: bf_switchd running
 // ecmp answers for the registers and tables its contract declares, the
@@ -16,32 +13,18 @@ import (
 func isECMP(program string) bool { return program == ecmp.Program }
 
 // ecmpObjects lists the registers and tables program declares, ok false
-// when it is not ecmp.
+// when it is not ecmp (contract.go).
 func ecmpObjects(program string) (regs, tables []string, ok bool) {
 	if !isECMP(program) {
 		return nil, nil, false
 	}
-	// The declarations' kinds are p4/internal/decl's, as p4/stardust
-	// re-exports them.
-	for _, d := range ecmp.Declarations() {
-		switch d.Kind {
-		case sd.KindRegister:
-			regs = append(regs, d.QualifiedName())
-		case sd.KindTable:
-			tables = append(tables, d.QualifiedName())
-		}
-	}
+	regs, tables = contractObjects(ecmp.Declarations(), program)
 	return regs, tables, true
 }
 
 // ecmpAction reports whether the contract gives table the action.
 func ecmpAction(table, action string) bool {
-	for _, d := range ecmp.Declarations() {
-		if d.Kind == sd.KindAction && d.Table == table && d.Name == action {
-			return true
-		}
-	}
-	return false
+	return contractAction(ecmp.Declarations(), table, action)
 }
 
 // ecmpRegSizes are the flow registers' sizes as the contract gives them

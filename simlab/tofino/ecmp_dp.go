@@ -3,14 +3,12 @@ package tofino
 import (
 	"fmt"
 	"maps"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
 
 	"testbed/p4/ecmp"
 	em "testbed/simlab/ecmpmodel"
-	"testbed/simlab/physics"
 )
 
 // The ecmp dataplane: switches running ecmp, joined by fibres (or alone,
@@ -70,11 +68,9 @@ type ecEngine struct {
 	ver   []uint64
 	links []*swLink
 	ml    []*em.Link
-	apps  map[*pktgenApp]*em.App
-	// appDev is the device an application runs on.
-	appDev map[*pktgenApp]int
-	snap   [][4][]int64 // device -> register (ecRegs order) -> values after the last sync in
-	lkey   []sdLinkKey
+	apps  fabricApps[*em.App]
+	snap  [][4][]int64 // device -> register (ecRegs order) -> values after the last sync in
+	lkey  []sdLinkKey
 }
 
 // noteECMP makes sw's fabric part of the dataplane even without a fibre
@@ -122,20 +118,12 @@ func (d *Dataplane) stepECMP(t time.Duration) error {
 		return nil
 	}
 	e := d.ec
-	if e == nil || e.changed(sws) {
+	if e == nil || versionsChanged(sws, e.sws, e.ver) {
 		ne, err := d.buildECMP(sws, e)
 		if err != nil {
 			d.ec = nil
-			for _, sw := range sws {
-				sw.mu.Lock()
-				active := false
-				for _, a := range sw.apps {
-					active = active || (a.ecmp != nil && a.enabled && !a.done)
-				}
-				sw.mu.Unlock()
-				if active {
-					return fmt.Errorf("ecmp fabric: %w", err)
-				}
+			if generating(sws, func(a *pktgenApp) bool { return a.ecmp != nil }) {
+				return fmt.Errorf("ecmp fabric: %w", err)
 			}
 			return nil
 		}
@@ -149,42 +137,16 @@ func (d *Dataplane) stepECMP(t time.Duration) error {
 	return nil
 }
 
-func (e *ecEngine) changed(sws []*Tofino) bool {
-	if len(sws) != len(e.sws) {
-		return true
-	}
-	for i, sw := range sws {
-		sw.mu.Lock()
-		v := sw.sdVer
-		sw.mu.Unlock()
-		if sw != e.sws[i] || v != e.ver[i] {
-			return true
-		}
-	}
-	return false
-}
-
 // buildECMP makes the fabric of sws, keeping prev's (frames in flight,
 // applications) when the switches and fibres are the same.
 func (d *Dataplane) buildECMP(sws []*Tofino, prev *ecEngine) (*ecEngine, error) {
-	var links []*swLink
-	idx := map[*Tofino]int{}
-	for i, sw := range sws {
-		idx[sw] = i
-	}
-	for _, l := range d.links {
-		_, a := idx[l.tx]
-		_, b := idx[l.rx]
-		if a && b {
-			links = append(links, l)
-		}
-	}
+	links, idx := d.linksAmong(sws)
 	e := prev
 	if e == nil || len(e.sws) != len(sws) || len(e.links) != len(links) || !same(e.sws, sws) || !same(e.links, links) {
 		fab := em.New(rand.New(rand.NewPCG(d.world.Seed(), 0xec3b_ec3b)))
 		fab.PipelinePs = int64(pipelineNs * 1000)
 		fab.QueueCapBytes = sdQueueCapBytes
-		e = &ecEngine{fab: fab, sws: sws, links: links, apps: map[*pktgenApp]*em.App{}, appDev: map[*pktgenApp]int{},
+		e = &ecEngine{fab: fab, sws: sws, links: links, apps: newFabricApps[*em.App](),
 			lkey: make([]sdLinkKey, len(links)), snap: make([][4][]int64, len(sws))}
 		for _, sw := range sws {
 			fab.AddDevice(em.NewDevice(sw.name, 0))
@@ -321,17 +283,16 @@ func (e *ecEngine) readSwitch(i int, sw *Tofino) error {
 	// Applications started since: into the fabric.
 	for _, id := range slices.Sorted(maps.Keys(sw.apps)) {
 		a := sw.apps[id]
-		if a.ecmp == nil || !a.enabled || e.apps[a] != nil {
+		if a.ecmp == nil || !a.enabled || e.apps.has(a) {
 			continue
 		}
 		// An application already part way (the fabric was rebuilt)
 		// continues after the batches it emitted.
-		next := a.sent / int64(a.perBatch)
+		next, start := a.resume()
 		ma := &em.App{AppID: a.id, FrameBytes: a.pktLen + 4, SrcAddr: a.ecmp.gen.SrcAddr, IP: a.ecmp.ip,
-			StartPs: ps(a.startNs) + next*a.timerNs*1000, PeriodPs: a.timerNs * 1000, Batches: a.batches, PerBatch: a.perBatch,
+			StartPs: start, PeriodPs: a.timerNs * 1000, Batches: a.batches, PerBatch: a.perBatch,
 			Enabled: true, Sent: a.sent, Next: next}
-		e.apps[a] = ma
-		e.appDev[a] = i
+		e.apps.add(a, i, ma)
 		e.fab.AddApp(i, ma)
 	}
 	return nil
@@ -361,37 +322,15 @@ func (e *ecEngine) portState(d *Dataplane) {
 		if tp == nil {
 			continue // the port is down: nothing crosses
 		}
-		rx := l.fibre.EyePowerDBmAt(d.now)
-		k := sdLinkKey{rx: rx, fec: tp.fecName(), gbps: tp.gbps}
-		if k == e.lkey[i] && ml.Loss != nil {
-			continue
+		if loss, ok := fibreLoss(l, tp, d.now, &e.lkey[i], ml.Loss != nil); ok {
+			ml.SetLoss(loss)
 		}
-		e.lkey[i] = k
-		tr := l.fibre.Transceiver
-		fec, err := physics.FECByName(k.fec)
-		if err != nil || math.IsInf(rx, -1) {
-			ml.SetLoss(func(int) float64 { return 1 })
-			continue
-		}
-		fc := tp.fec == "BF_FEC_TYP_FC"
-		ml.SetLoss(func(bytes int) float64 {
-			if fc {
-				return fireFrameLoss(tr.BER(rx), bytes) // fec.go
-			}
-			return physics.FrameLossProbability(tr, fec, rx, bytes)
-		})
 	}
 }
 
 // ecRegs names a device's registers as the switch holds them.
-func ecRegs(dv *em.Device) [4]struct {
-	name string
-	v    []int64
-} {
-	return [4]struct {
-		name string
-		v    []int64
-	}{{ecmp.RegFlowSent, dv.FlowSent}, {ecmp.RegFlowRcvd, dv.FlowRcvd}, {ecmp.RegFlowFirst, dv.FlowFirst}, {ecmp.RegFlowLast, dv.FlowLast}}
+func ecRegs(dv *em.Device) [4]fabricReg {
+	return [4]fabricReg{{ecmp.RegFlowSent, dv.FlowSent}, {ecmp.RegFlowRcvd, dv.FlowRcvd}, {ecmp.RegFlowFirst, dv.FlowFirst}, {ecmp.RegFlowLast, dv.FlowLast}}
 }
 
 // syncIn reads the switches' registers into the fabric (the control
@@ -401,24 +340,8 @@ func (e *ecEngine) syncIn() {
 		dv := e.fab.Devices[i]
 		regs := ecRegs(dv)
 		sw.mu.Lock()
-		for k, r := range regs {
-			if e.snap[i][k] == nil {
-				e.snap[i][k] = make([]int64, len(r.v))
-			}
-			clear(r.v)
-			for idx, v := range sw.regs[r.name] {
-				if idx >= 0 && idx < len(r.v) {
-					r.v[idx] = v
-				}
-			}
-			copy(e.snap[i][k], r.v)
-		}
-		for a, ma := range e.apps {
-			if e.appDev[a] == i {
-				// Stopped, or gone with a restart of bf_switchd.
-				ma.Enabled = ma.Enabled && a.enabled && sw.apps[a.id] == a
-			}
-		}
+		regsIn(sw, regs[:], e.snap[i][:])
+		e.apps.syncIn(i, sw, func(ma *em.App) *bool { return &ma.Enabled })
 		sw.mu.Unlock()
 	}
 }
@@ -430,17 +353,7 @@ func (e *ecEngine) syncOut() {
 		dv := e.fab.Devices[i]
 		regs := ecRegs(dv)
 		sw.mu.Lock()
-		for k, r := range regs {
-			m := sw.regs[r.name]
-			if m == nil {
-				continue
-			}
-			for idx, v := range r.v {
-				if dl := v - e.snap[i][k][idx]; dl != 0 {
-					m[idx] += dl
-				}
-			}
-		}
+		regsOut(sw, regs[:], e.snap[i][:])
 		type counted struct {
 			sp *simPort
 			p  *em.Port
@@ -472,35 +385,16 @@ func (e *ecEngine) syncOut() {
 		sw.mu.Unlock()
 		for _, c := range ports {
 			for _, s := range c.p.Tx {
-				c.sp.add("$FramesTransmittedAll", s.Frames)
-				c.sp.add("$FramesTransmittedOK", s.Frames)
-				c.sp.add("$OctetsTransmittedTotal", s.Frames*int64(s.Bytes))
-				c.sp.add(txLength(int64(s.Bytes)), s.Frames)
+				c.sp.countTx(s.Bytes, s.Frames)
 			}
 			for _, s := range c.p.RxOK {
-				c.sp.add("$FramesReceivedAll", s.Frames)
-				c.sp.add("$FramesReceivedOK", s.Frames)
-				c.sp.add("$OctetsReceived", s.Frames*int64(s.Bytes))
-				c.sp.add(rxLength(int64(s.Bytes)), s.Frames)
+				c.sp.countRxOK(s.Bytes, s.Frames)
 			}
 			for _, s := range c.p.RxBad {
-				c.sp.add("$FramesReceivedAll", s.Frames)
-				c.sp.add("$FramesReceivedwithFCSError", s.Frames)
-				c.sp.add("$FrameswithanyError", s.Frames)
-				c.sp.add("$OctetsReceived", s.Frames*int64(s.Bytes))
-				c.sp.add(rxLength(int64(s.Bytes)), s.Frames)
+				c.sp.countRxBad(s.Bytes, s.Frames)
 			}
 			c.p.Tx, c.p.RxOK, c.p.RxBad = c.p.Tx[:0], c.p.RxOK[:0], c.p.RxBad[:0]
 		}
 	}
-	for a, ma := range e.apps {
-		a.sent = ma.Sent
-		if ma.Done() || !ma.Enabled {
-			a.done = a.done || ma.Done()
-			if !ma.Enabled {
-				delete(e.apps, a)
-				delete(e.appDev, a)
-			}
-		}
-	}
+	e.apps.syncOut(func(ma *em.App) (int64, bool, bool) { return ma.Sent, ma.Done(), ma.Enabled })
 }

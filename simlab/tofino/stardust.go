@@ -17,33 +17,18 @@ import (
 // did.
 
 // stardustObjects lists the registers and tables program declares, ok
-// false when it is not a Stardust program.
+// false when it is not a Stardust program (contract.go).
 func stardustObjects(program string) (regs, tables []string, ok bool) {
 	if program != sd.ProgramFA && program != sd.ProgramFE {
 		return nil, nil, false
 	}
-	for _, d := range sd.Declarations() {
-		if d.Program != program {
-			continue
-		}
-		switch d.Kind {
-		case sd.KindRegister:
-			regs = append(regs, d.QualifiedName())
-		case sd.KindTable:
-			tables = append(tables, d.QualifiedName())
-		}
-	}
+	regs, tables = contractObjects(sd.Declarations(), program)
 	return regs, tables, true
 }
 
 // stardustAction reports whether the contract gives table the action.
 func stardustAction(table, action string) bool {
-	for _, d := range sd.Declarations() {
-		if d.Kind == sd.KindAction && d.Table == table && d.Name == action {
-			return true
-		}
-	}
-	return false
+	return contractAction(sd.Declarations(), table, action)
 }
 
 // stardustRegSizes are the Stardust registers' sizes as the P4 sources

@@ -3,13 +3,11 @@ package tofino
 import (
 	"fmt"
 	"maps"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
 
 	sd "testbed/p4/stardust"
-	"testbed/simlab/physics"
 	sdm "testbed/simlab/stardustmodel"
 )
 
@@ -74,11 +72,9 @@ type sdEngine struct {
 	sws   []*Tofino
 	ver   []uint64
 	links []*swLink
-	apps  map[*pktgenApp]*sdm.SwApp
-	// appDev is the device an application runs on.
-	appDev map[*pktgenApp]int
-	snap   [][][]int64 // device -> register (sdRegs order) -> values after the last sync in
-	lkey   []sdLinkKey
+	apps  fabricApps[*sdm.SwApp]
+	snap  [][][]int64 // device -> register (sdRegs order) -> values after the last sync in
+	lkey  []sdLinkKey
 }
 
 type sdLinkKey struct {
@@ -130,20 +126,12 @@ func (d *Dataplane) stepStardust(t time.Duration) error {
 		return nil
 	}
 	e := d.sd
-	if e == nil || e.changed(sws) {
+	if e == nil || versionsChanged(sws, e.sws, e.ver) {
 		ne, err := d.buildStardust(sws, e)
 		if err != nil {
 			d.sd = nil
-			for _, sw := range sws {
-				sw.mu.Lock()
-				active := false
-				for _, a := range sw.apps {
-					active = active || (a.cell != nil && a.enabled && !a.done)
-				}
-				sw.mu.Unlock()
-				if active {
-					return fmt.Errorf("stardust fabric: %w", err)
-				}
+			if generating(sws, func(a *pktgenApp) bool { return a.cell != nil }) {
+				return fmt.Errorf("stardust fabric: %w", err)
 			}
 			return nil
 		}
@@ -158,42 +146,16 @@ func (d *Dataplane) stepStardust(t time.Duration) error {
 	return nil
 }
 
-func (e *sdEngine) changed(sws []*Tofino) bool {
-	if len(sws) != len(e.sws) {
-		return true
-	}
-	for i, sw := range sws {
-		sw.mu.Lock()
-		v := sw.sdVer
-		sw.mu.Unlock()
-		if sw != e.sws[i] || v != e.ver[i] {
-			return true
-		}
-	}
-	return false
-}
-
 // buildStardust makes the fabric of sws, keeping prev's (frames in flight,
 // applications) when the switches and fibres are the same.
 func (d *Dataplane) buildStardust(sws []*Tofino, prev *sdEngine) (*sdEngine, error) {
-	var links []*swLink
-	idx := map[*Tofino]int{}
-	for i, sw := range sws {
-		idx[sw] = i
-	}
-	for _, l := range d.links {
-		_, a := idx[l.tx]
-		_, b := idx[l.rx]
-		if a && b {
-			links = append(links, l)
-		}
-	}
+	links, idx := d.linksAmong(sws)
 	e := prev
 	if e == nil || len(e.sws) != len(sws) || len(e.links) != len(links) || !same(e.sws, sws) || !same(e.links, links) || e.rolesChanged() {
 		fab := sdm.NewSwitchFabric(rand.New(rand.NewPCG(d.world.Seed(), 0x5d5d_5d5d)))
 		fab.PipelinePs = int64(pipelineNs * 1000)
 		fab.QueueCapBytes, fab.RecircCapBytes, fab.ReorderCapBytes, fab.CreditCap = sdQueueCapBytes, sdRecircCapBytes, sdRecircCapBytes, sd.CreditCapFrames
-		e = &sdEngine{fab: fab, sws: sws, links: links, apps: map[*pktgenApp]*sdm.SwApp{}, appDev: map[*pktgenApp]int{}, lkey: make([]sdLinkKey, len(links))}
+		e = &sdEngine{fab: fab, sws: sws, links: links, apps: newFabricApps[*sdm.SwApp](), lkey: make([]sdLinkKey, len(links))}
 		for _, sw := range sws {
 			sw.mu.Lock()
 			fe := sw.program == sd.ProgramFE
@@ -329,17 +291,16 @@ func (e *sdEngine) readSwitch(i int, sw *Tofino) error {
 	// Applications started since: into the fabric.
 	for _, id := range slices.Sorted(maps.Keys(sw.apps)) {
 		a := sw.apps[id]
-		if a.cell == nil || !a.enabled || e.apps[a] != nil {
+		if a.cell == nil || !a.enabled || e.apps.has(a) {
 			continue
 		}
 		// An application already part way (the fabric was rebuilt)
 		// continues after the batches it emitted.
-		next := a.sent / int64(a.perBatch)
-		sa := &sdm.SwApp{Kind: int(a.cell.Kind), FrameBytes: a.pktLen + 4, StartPs: ps(a.startNs) + next*a.timerNs*1000, PeriodPs: a.timerNs * 1000,
+		next, start := a.resume()
+		sa := &sdm.SwApp{Kind: int(a.cell.Kind), FrameBytes: a.pktLen + 4, StartPs: start, PeriodPs: a.timerNs * 1000,
 			Batches: a.batches, PerBatch: a.perBatch, AppID: a.id, PayloadLength: int(a.cell.PayloadLength), Enabled: true,
 			Sent: a.sent, Next: next}
-		e.apps[a] = sa
-		e.appDev[a] = i
+		e.apps.add(a, i, sa)
 		e.fab.AddApp(i, sa)
 	}
 	return nil
@@ -357,37 +318,15 @@ func (e *sdEngine) linkState(d *Dataplane) {
 			continue
 		}
 		ml.Bps = float64(tp.gbps) * 1e9
-		rx := l.fibre.EyePowerDBmAt(d.now)
-		k := sdLinkKey{rx: rx, fec: tp.fecName(), gbps: tp.gbps}
-		if k == e.lkey[i] && ml.Loss != nil {
-			continue
+		if loss, ok := fibreLoss(l, tp, d.now, &e.lkey[i], ml.Loss != nil); ok {
+			ml.SetLoss(loss)
 		}
-		e.lkey[i] = k
-		tr := l.fibre.Transceiver
-		fec, err := physics.FECByName(k.fec)
-		if err != nil || math.IsInf(rx, -1) {
-			ml.SetLoss(func(int) float64 { return 1 })
-			continue
-		}
-		fc := tp.fec == "BF_FEC_TYP_FC"
-		ml.SetLoss(func(bytes int) float64 {
-			if fc {
-				return fireFrameLoss(tr.BER(rx), bytes) // fec.go
-			}
-			return physics.FrameLossProbability(tr, fec, rx, bytes)
-		})
 	}
 }
 
 // sdRegs names a device's registers as the switch holds them.
-func sdRegs(dv *sdm.SwDevice) []struct {
-	name string
-	v    []int64
-} {
-	type r = struct {
-		name string
-		v    []int64
-	}
+func sdRegs(dv *sdm.SwDevice) []fabricReg {
+	type r = fabricReg
 	if dv.FE {
 		return []r{{sd.RegSpray, dv.SprayRR}, {sd.RegReachAge, dv.Age}, {sd.RegQHist, dv.QHist}}
 	}
@@ -404,30 +343,14 @@ func (e *sdEngine) syncIn() {
 		regs := sdRegs(dv)
 		if e.snap[i] == nil {
 			e.snap[i] = make([][]int64, len(regs))
-			for k, r := range regs {
-				e.snap[i][k] = make([]int64, len(r.v))
-			}
 		}
 		sw.mu.Lock()
-		for k, r := range regs {
-			clear(r.v)
-			for idx, v := range sw.regs[r.name] {
-				if idx >= 0 && idx < len(r.v) {
-					r.v[idx] = v
-				}
-			}
-			copy(e.snap[i][k], r.v)
-		}
+		regsIn(sw, regs, e.snap[i])
 		dv.FCITh = sw.regs[sd.RegFCIThreshold][0]
 		if !dv.FE {
 			dv.ReasmTimeout = sw.regs[sd.RegReasmTimeout][0]
 		}
-		for a, sa := range e.apps {
-			if e.appDev[a] == i {
-				// Stopped, or gone with a restart of bf_switchd.
-				sa.Enabled = sa.Enabled && a.enabled && sw.apps[a.id] == a
-			}
-		}
+		e.apps.syncIn(i, sw, func(sa *sdm.SwApp) *bool { return &sa.Enabled })
 		sw.mu.Unlock()
 	}
 }
@@ -440,17 +363,7 @@ func (e *sdEngine) syncOut(d *Dataplane) {
 		dv := e.fab.Devices[i]
 		regs := sdRegs(dv)
 		sw.mu.Lock()
-		for k, r := range regs {
-			m := sw.regs[r.name]
-			if m == nil {
-				continue
-			}
-			for idx, v := range r.v {
-				if dv := v - e.snap[i][k][idx]; dv != 0 {
-					m[idx] += dv
-				}
-			}
-		}
+		regsOut(sw, regs, e.snap[i])
 		// The fabric ports' queues (FEs' and FAs') and the recirculation port.
 		for port, li := range dv.Out {
 			l := e.fab.Links[li]
@@ -491,35 +404,16 @@ func (e *sdEngine) syncOut(d *Dataplane) {
 		for p, c := range dv.Ports {
 			sp := ports[p]
 			for bytes, n := range c.Tx {
-				sp.add("$FramesTransmittedAll", n)
-				sp.add("$FramesTransmittedOK", n)
-				sp.add("$OctetsTransmittedTotal", n*int64(bytes))
-				sp.add(txLength(int64(bytes)), n)
+				sp.countTx(bytes, n)
 			}
 			for bytes, n := range c.RxOK {
-				sp.add("$FramesReceivedAll", n)
-				sp.add("$FramesReceivedOK", n)
-				sp.add("$OctetsReceived", n*int64(bytes))
-				sp.add(rxLength(int64(bytes)), n)
+				sp.countRxOK(bytes, n)
 			}
 			for bytes, n := range c.RxBad {
-				sp.add("$FramesReceivedAll", n)
-				sp.add("$FramesReceivedwithFCSError", n)
-				sp.add("$FrameswithanyError", n)
-				sp.add("$OctetsReceived", n*int64(bytes))
-				sp.add(rxLength(int64(bytes)), n)
+				sp.countRxBad(bytes, n)
 			}
 		}
 		clear(dv.Ports)
 	}
-	for a, sa := range e.apps {
-		a.sent = sa.Sent
-		if sa.Done() || !sa.Enabled {
-			a.done = a.done || sa.Done()
-			if !sa.Enabled {
-				delete(e.apps, a)
-				delete(e.appDev, a)
-			}
-		}
-	}
+	e.apps.syncOut(func(sa *sdm.SwApp) (int64, bool, bool) { return sa.Sent, sa.Done(), sa.Enabled })
 }

@@ -240,16 +240,20 @@ class PortStatTable(_Table):
 # ---- traffic manager ----
 
 
-class TmQueueCounter(_Table):
-    """bfrt.tf1.tm.counter.queue: per pipe, keyed by pg_id and pg_queue."""
+class _TmQueueTable(_Table):
+    """A TM table of queues: per pipe, keyed by pg_id and pg_queue, with
+    the fields FIELDS. A subclass gives where its entries live
+    (_entries), a new entry's values (_defaults), how a read spells a
+    value (_read) and its own _mod."""
 
-    FIELDS = ("usage_cells", "watermark_cells", "drop_count_packets")
-
-    def __init__(self, root, parent):
-        _Table.__init__(self, root, parent, "queue", "tf1.tm.counter.queue")
+    def __init__(self, root, parent, name, full):
+        _Table.__init__(self, root, parent, name, full)
         key = ("pg_id", "pg_queue")
         self.get = _table_method(self, "get", key + GET_OPTS + TARGET, self._get)
         self.mod = _table_method(self, "mod", key + self.FIELDS + TARGET, self._mod)
+
+    def _read(self, field, v):
+        return v
 
     def _queue(self, what, pipe, pg_id, pg_queue):
         if pipe is None or not 0 <= pipe < PIPES:
@@ -258,7 +262,7 @@ class TmQueueCounter(_Table):
         q = self._check_width("pg_queue", pg_queue, 8)
         if pg >= 18 or q >= 32:
             return None
-        return self._root.queues.setdefault((pipe, pg, q), dict.fromkeys(self.FIELDS, 0))
+        return self._entries().setdefault((pipe, pg, q), self._defaults())
 
     def _get(self, pg_id=None, pg_queue=None, pipe=None, print_ents=True, **opts):
         q = self._queue("table_entry_get", pipe, pg_id, pg_queue)
@@ -266,7 +270,23 @@ class TmQueueCounter(_Table):
             if print_ents:
                 print("Error: table_entry_get failed on table %s. [Invalid arguments]" % self.name)
             return -1
-        return TableEntry(self, {b"pg_id": pg_id, b"pg_queue": pg_queue}, {k.encode(): v for k, v in q.items()})
+        data = {k.encode(): self._read(k, v) for k, v in q.items()}
+        return TableEntry(self, {b"pg_id": pg_id, b"pg_queue": pg_queue}, data)
+
+
+class TmQueueCounter(_TmQueueTable):
+    """bfrt.tf1.tm.counter.queue: per pipe, keyed by pg_id and pg_queue."""
+
+    FIELDS = ("usage_cells", "watermark_cells", "drop_count_packets")
+
+    def __init__(self, root, parent):
+        _TmQueueTable.__init__(self, root, parent, "queue", "tf1.tm.counter.queue")
+
+    def _entries(self):
+        return self._root.queues
+
+    def _defaults(self):
+        return dict.fromkeys(self.FIELDS, 0)
 
     def _mod(self, pg_id=None, pg_queue=None, pipe=None, gress_dir=None, prsr_id=None, **fields):
         q = self._queue("table_entry_mod", pipe, pg_id, pg_queue)
@@ -305,7 +325,7 @@ class TmPortCfg(_Table):
         return TableEntry(self, {b"dev_port": dev}, data)
 
 
-class TmQueueSchedCfg(_Table):
+class TmQueueSchedCfg(_TmQueueTable):
     """bfrt.tf1.tm.queue.sched_cfg: per pipe, keyed by pg_id and pg_queue
     (bf_rt_tm_tf1.json). min_priority and max_priority are string choices
     (LOW, 0..7, HIGH); a read gives a priority back as BF Runtime's
@@ -319,30 +339,17 @@ class TmQueueSchedCfg(_Table):
     READ = {0: "LOW", 1: "1", 2: "2", 3: "3", 4: "4", 5: "5", 6: "6", 7: "7"}
 
     def __init__(self, root, parent):
-        _Table.__init__(self, root, parent, "sched_cfg", "tf1.tm.queue.sched_cfg")
-        key = ("pg_id", "pg_queue")
-        self.get = _table_method(self, "get", key + GET_OPTS + TARGET, self._get)
-        self.mod = _table_method(self, "mod", key + self.FIELDS + TARGET, self._mod)
+        _TmQueueTable.__init__(self, root, parent, "sched_cfg", "tf1.tm.queue.sched_cfg")
 
-    def _queue(self, what, pipe, pg_id, pg_queue):
-        if pipe is None or not 0 <= pipe < PIPES:
-            self._fail(what, BF_INVALID_ARG)
-        pg = self._check_width("pg_id", pg_id, 8)
-        q = self._check_width("pg_queue", pg_queue, 8)
-        if pg >= 18 or q >= 32:
-            return None
-        return self._root.sched.setdefault((pipe, pg, q), {
-            "min_priority": 0, "max_priority": 0, "dwrr_weight": 1023,
-            "min_rate_enable": False, "max_rate_enable": False, "scheduling_enable": True})
+    def _entries(self):
+        return self._root.sched
 
-    def _get(self, pg_id=None, pg_queue=None, pipe=None, print_ents=True, **opts):
-        q = self._queue("table_entry_get", pipe, pg_id, pg_queue)
-        if q is None:
-            if print_ents:
-                print("Error: table_entry_get failed on table %s. [Invalid arguments]" % self.name)
-            return -1
-        data = {k.encode(): (self.READ[v] if k.endswith("_priority") else v) for k, v in q.items()}
-        return TableEntry(self, {b"pg_id": pg_id, b"pg_queue": pg_queue}, data)
+    def _defaults(self):
+        return {"min_priority": 0, "max_priority": 0, "dwrr_weight": 1023,
+                "min_rate_enable": False, "max_rate_enable": False, "scheduling_enable": True}
+
+    def _read(self, field, v):
+        return self.READ[v] if field.endswith("_priority") else v
 
     def _mod(self, pg_id=None, pg_queue=None, pipe=None, gress_dir=None, prsr_id=None, **fields):
         q = self._queue("table_entry_mod", pipe, pg_id, pg_queue)
