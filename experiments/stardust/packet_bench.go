@@ -20,7 +20,7 @@ import (
 // sends a flow's packets over one of its uplinks by the ECMP hash of their
 // 5-tuple (or, for the push fabric of §5.2, sprays them per packet), a
 // spine sends them down its one link to the destination ToR, and every
-// egress port has one drop-tail queue. The traffic comes from the ToRs'
+// egress port has a drop-tail queue per traffic class. The traffic comes from the ToRs'
 // packet generators, open loop (no congestion control reacts to a loss:
 // the bench has no hosts to run TCP), as flows the generator's frames are
 // spread over (gen_flow); p4/ecmp's registers count each flow's frames
@@ -378,8 +378,8 @@ type packetGen struct {
 	src   *benchNode
 	flows []packetFlow
 	bps   float64
-	// bytes, when above 0, bounds what the generator sends (whole
-	// batches of frames, at least bytes of frames): a reply.
+	// frames, when above 0, bounds what the generator sends (whole
+	// batches, at least frames frames): a reply.
 	frames int64
 }
 
