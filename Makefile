@@ -2,7 +2,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build test vet fmt-check models-single-goroutine bench fuzz sweep soak clean
+.PHONY: all build test test-race test-plain vet fmt-check models-single-goroutine bench fuzz sweep soak clean
 
 all: build
 
@@ -41,15 +41,31 @@ MODELS := ./simlab/lgmodel ./simlab/fctmodel ./simlab/reactormodel ./simlab/phys
 # emulator behind them), every test a few seconds of cell-level stepping
 # that the detector makes 5-10 times slower: their interrupted runs (where
 # the recipes' own goroutines and locks meet the orchestrator's) run under
-# -race, all their tests without it.
+# -race, all their other tests without it (-skip: the interrupted runs
+# check nothing more without the detector).
 NORACE := ./experiments/stardust
 SLOW_UNDER_RACE := TestBackpressureWithATCPFlow TestSimulatedIperf3FollowsTheSwitchesClock TestFCTTailWithAndWithoutLinkGuardian TestFCTPerFlowProgramDropTail TestReconfigAllToAllFollowsFromTheSlots
 space := $(subst ,, )
 
+# The race half and the plain half of the tests run side by side (make
+# -j2): many packages spend most of their time waiting on real-time steps,
+# timeouts and subprocesses, so one go test alone leaves a core idle much
+# of the time. -Oline prints each go test's output in one piece, when it
+# ends; make fails if either half fails. Within the race half, the one-
+# package run of the Stardust recipes goes first (it runs beside the plain
+# half) and the longest packages lead the list, so the run does not end on
+# one long package with the other core idle.
+RACE_FIRST := ./simlab ./cmd/testbed
+
 test: fmt-check vet models-single-goroutine
-	$(GO) test -race -count=1 -timeout 8m $$($(GO) list ./... | grep -v -F -x $(foreach m,$(MODELS) $(NORACE),-e testbed/$(patsubst ./%,%,$(m))))
+	@$(MAKE) --no-print-directory -j2 -Oline test-race test-plain
+
+test-race:
 	$(GO) test -race -count=1 -timeout 8m -run 'Interrupted' $(NORACE)
-	$(GO) test -count=1 -timeout 8m $(MODELS) $(NORACE)
+	$(GO) test -race -count=1 -timeout 8m $(RACE_FIRST) $$($(GO) list ./... | grep -v -F -x $(foreach m,$(RACE_FIRST) $(MODELS) $(NORACE),-e testbed/$(patsubst ./%,%,$(m))))
+
+test-plain:
+	$(GO) test -count=1 -timeout 8m -skip 'Interrupted' $(MODELS) $(NORACE)
 	$(GO) test -count=1 -timeout 8m -run 'Spec' ./instruments/trafficgen
 	$(GO) test -count=1 -timeout 8m -run '^($(subst $(space),|,$(SLOW_UNDER_RACE)))$$' ./experiments/backpressure ./experiments/fct ./experiments/reactor ./simlab
 
