@@ -56,13 +56,14 @@ space := $(subst ,, )
 # half) and the longest packages lead the list, so the run does not end on
 # one long package with the other core idle.
 RACE_FIRST := ./simlab ./cmd/testbed
+RACE_P ?= 4
 
 test: fmt-check vet models-single-goroutine
 	@$(MAKE) --no-print-directory -j2 -Oline test-race test-plain
 
 test-race:
 	$(GO) test -race -count=1 -timeout 8m -run 'Interrupted' $(NORACE)
-	$(GO) test -race -count=1 -timeout 8m $(RACE_FIRST) $$($(GO) list ./... | grep -v -F -x $(foreach m,$(RACE_FIRST) $(MODELS) $(NORACE),-e testbed/$(patsubst ./%,%,$(m))))
+	$(GO) test -race -count=1 -p $(RACE_P) -timeout 8m $(RACE_FIRST) $$($(GO) list ./... | grep -v -F -x $(foreach m,$(RACE_FIRST) $(MODELS) $(NORACE),-e testbed/$(patsubst ./%,%,$(m))))
 
 test-plain:
 	$(GO) test -count=1 -timeout 8m -skip 'Interrupted' $(MODELS) $(NORACE)
