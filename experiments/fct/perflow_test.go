@@ -17,6 +17,9 @@ import (
 // fraction with its interval, the affected trials' FCTs, the p99.9's
 // order-statistic interval and the chance it lands in the timeout tail.
 func TestFCTPerFlowProgramDropTail(t *testing.T) {
+	if raceDetector {
+		t.Skip("30,000 trials, 20 s under the race detector: make test runs it without")
+	}
 	lab := startLab(t, 43)
 	before := hostStates(lab)
 	const trials, loss = 10_000, 5e-3
