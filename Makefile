@@ -30,7 +30,11 @@ MODELS := ./simlab/lgmodel ./simlab/fctmodel ./simlab/reactormodel ./simlab/phys
 # real time) within a few 1.5 ms periods; under the detector on a loaded
 # machine it missed the run, so it runs without it (REALTIME), and alone,
 # after the other tests: beside them it missed the run too. The reactor
-# package's other tests drive the same switch and fabric under -race.
+# package's other tests drive the same switch and fabric under -race. The
+# default bench's ocs-characterize summary (TestDefaultBenchSummaries)
+# reads the same real-time switch: under the detector, four packages at a
+# time, it missed its slots, so it too runs alone, without it
+# (REALTIME_SIMLAB).
 #
 # TestFCTPerFlowProgramDropTail runs 30,000 per-flow trials through the
 # recipe (3 s, 20 s under the detector) for its tail statistics. The
@@ -47,6 +51,7 @@ MODELS := ./simlab/lgmodel ./simlab/fctmodel ./simlab/reactormodel ./simlab/phys
 NORACE := ./experiments/stardust
 SLOW_UNDER_RACE := TestBackpressureWithATCPFlow TestSimulatedIperf3FollowsTheSwitchesClock TestFCTTailWithAndWithoutLinkGuardian TestFCTPerFlowProgramDropTail
 REALTIME := TestReconfigAllToAllFollowsFromTheSlots
+REALTIME_SIMLAB := TestDefaultBenchSummaries/ocs-characterize
 space := $(subst ,, )
 
 # The race half and the plain half of the tests run side by side (make
@@ -63,6 +68,7 @@ RACE_P ?= 4
 test: fmt-check vet models-single-goroutine
 	@$(MAKE) --no-print-directory -j2 -Oline test-race test-plain
 	$(GO) test -count=1 -timeout 8m -run '^($(subst $(space),|,$(REALTIME)))$$' ./experiments/reactor
+	$(GO) test -count=1 -timeout 8m -run '$(REALTIME_SIMLAB)' ./simlab
 
 test-race:
 	$(GO) test -race -count=1 -timeout 8m -run 'Interrupted' $(NORACE)

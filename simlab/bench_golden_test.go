@@ -15,6 +15,7 @@ import (
 	"testbed/experiments/reactor"
 	"testbed/experiments/recipetest"
 	"testbed/orchestrator"
+	"testbed/simlab"
 )
 
 var updateGolden = flag.Bool("update-golden", false, "rewrite testdata/bench/*.summary.json from this build")
@@ -34,15 +35,21 @@ func TestDefaultBenchSummaries(t *testing.T) {
 		name   string
 		recipe orchestrator.Recipe
 		sets   []string
+		// realtime: the recipe reads a switch that runs in real time
+		// (the microsecond OCS); a run starved of CPU misses its slots.
+		realtime bool
 	}{
-		{"attenuation-sweep", attsweep.New(), []string{"step_db=1", "fine_step_db=0", "max_seconds=0.5"}},
-		{"loss-sweep", losssweep.New(), []string{"links=lg25", "loss_rates=1e-3", "frames=200000", "calib_losses=50"}},
-		{"fct", fct.New(), []string{"trials=400", "blocks=2", "calib_losses=50", "warmup=10", "modes=off,linkguardian", "transports=tcp"}},
-		{"ocs-characterize", ocscharacterize.New(), []string{"slots=4", "slot_us=40", "periods=50", "bin_us=0.5"}},
-		{"reactor-reconfig", reactor.NewReconfig(), []string{"warmup=2", "periods=8", "transition=false"}},
+		{"attenuation-sweep", attsweep.New(), []string{"step_db=1", "fine_step_db=0", "max_seconds=0.5"}, false},
+		{"loss-sweep", losssweep.New(), []string{"links=lg25", "loss_rates=1e-3", "frames=200000", "calib_losses=50"}, false},
+		{"fct", fct.New(), []string{"trials=400", "blocks=2", "calib_losses=50", "warmup=10", "modes=off,linkguardian", "transports=tcp"}, false},
+		{"ocs-characterize", ocscharacterize.New(), []string{"slots=4", "slot_us=40", "periods=50", "bin_us=0.5"}, true},
+		{"reactor-reconfig", reactor.NewReconfig(), []string{"warmup=2", "periods=8", "transition=false"}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			if c.realtime && simlab.RaceDetector {
+				t.Skip("a real-time switch under the race detector beside other packages misses its slots: make test runs this case without it, alone, at the end (REALTIME)")
+			}
 			lab := recipetest.StartLab(t, seed)
 			res := recipetest.Run(t, lab, c.recipe, seed, nil, nil, c.sets...)
 			got, err := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
