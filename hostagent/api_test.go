@@ -348,6 +348,35 @@ func TestFCTRunFailures(t *testing.T) {
 		t.Errorf("server hangs up: %+v, %v", st.Error, err)
 	}
 
+	// A server that hangs up with the request unread in its socket: its
+	// kernel resets the connection, which is the same hang-up.
+	rst, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rst.Close()
+	go func() {
+		for {
+			conn, err := rst.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				// Let the request arrive, read none of it, and close
+				// with a reset (what a close with unread data sends).
+				if tc, ok := conn.(*net.TCPConn); ok {
+					tc.SetLinger(0)
+				}
+				time.Sleep(50 * time.Millisecond)
+				conn.Close()
+			}()
+		}
+	}()
+	st2, err := c.RunFCT(ctx, FCTRunRequest{Target: rst.Addr().String(), Trials: 10, TrialTimeoutMS: 2000})
+	if err == nil || st2.State != StateFailed || !strings.Contains(st2.Error.Message, "server closed the connection") {
+		t.Errorf("server resets the connection: %+v, %v", st2.Error, err)
+	}
+
 	// Samples of a failed run are a conflict.
 	if _, err := c.FCTSamples(ctx, st.ID); !isKind(err, KindConflict) {
 		t.Errorf("samples of a failed run: %v", err)

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -486,6 +487,12 @@ func (fc *fctConn) ioErr(what string, err error) error {
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 		return fmt.Errorf("connection %d: %s: server closed the connection", fc.id, what)
+	}
+	// A server that closes with our request still unread in its socket
+	// makes its kernel answer with a reset, not a FIN: the same hang-up,
+	// seen as ECONNRESET (or EPIPE on a write after it).
+	if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return fmt.Errorf("connection %d: %s: server closed the connection (%v)", fc.id, what, err)
 	}
 	return fmt.Errorf("connection %d: %s: %w", fc.id, what, err)
 }
