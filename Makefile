@@ -34,7 +34,10 @@ MODELS := ./simlab/lgmodel ./simlab/fctmodel ./simlab/reactormodel ./simlab/phys
 # default bench's ocs-characterize summary (TestDefaultBenchSummaries)
 # reads the same real-time switch: under the detector, four packages at a
 # time, it missed its slots, so it too runs alone, without it
-# (REALTIME_SIMLAB).
+# (REALTIME_SIMLAB); and so does ocs-characterize's own test of the
+# switch's nights (TestRecipeRecordsTheSwitchsMechanism), which must read
+# every one. The ocscharacterize package's other tests (an abort leaving
+# the switch dark) run under -race.
 #
 # TestFCTPerFlowProgramDropTail runs 30,000 per-flow trials through the
 # recipe (3 s, 20 s under the detector) for its tail statistics. The
@@ -50,7 +53,7 @@ MODELS := ./simlab/lgmodel ./simlab/fctmodel ./simlab/reactormodel ./simlab/phys
 # check nothing more without the detector).
 NORACE := ./experiments/stardust
 SLOW_UNDER_RACE := TestBackpressureWithATCPFlow TestSimulatedIperf3FollowsTheSwitchesClock TestFCTTailWithAndWithoutLinkGuardian TestFCTPerFlowProgramDropTail
-REALTIME := TestReconfigAllToAllFollowsFromTheSlots
+REALTIME := TestReconfigAllToAllFollowsFromTheSlots TestRecipeRecordsTheSwitchsMechanism
 REALTIME_SIMLAB := TestDefaultBenchSummaries/ocs-characterize
 space := $(subst ,, )
 
@@ -67,7 +70,7 @@ RACE_P ?= 4
 
 test: fmt-check vet models-single-goroutine
 	@$(MAKE) --no-print-directory -j2 -Oline test-race test-plain
-	$(GO) test -count=1 -timeout 8m -run '^($(subst $(space),|,$(REALTIME)))$$' ./experiments/reactor
+	$(GO) test -count=1 -p 1 -timeout 8m -run '^($(subst $(space),|,$(REALTIME)))$$' ./experiments/reactor ./experiments/ocscharacterize
 	$(GO) test -count=1 -timeout 8m -run '$(REALTIME_SIMLAB)' ./simlab
 
 test-race:

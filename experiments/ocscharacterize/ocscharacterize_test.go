@@ -47,6 +47,9 @@ func readTable(t *testing.T, dir, name string) []map[string]float64 {
 // receivers relocking: reactormodel.Switching). The recipe must record
 // each night as the mechanism makes it, and never one over the budget.
 func TestRecipeRecordsTheSwitchsMechanism(t *testing.T) {
+	if raceDetector {
+		t.Skip("the real-time switch's nights are missed under the race detector beside other packages: make test runs this without it, alone (REALTIME)")
+	}
 	lab := startLab(t, 31)
 	const slots, periods = 8, 300
 	res, s := run(t, lab, nil, "slots=8", "slot_us=40", "periods=300", "bin_us=0.5")

@@ -1,0 +1,5 @@
+//go:build !race
+
+package ocscharacterize_test
+
+const raceDetector = false
