@@ -3,7 +3,10 @@ package stardust_test
 import (
 	"context"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"testbed/experiments/recipetest"
@@ -131,5 +134,34 @@ func checkECMPCollisions(t *testing.T, lab *simlab.Lab, dir string, pk stardust.
 		if r := got[src] / (link * float64(len(l))); r < 0.9 || r > 1.03 {
 			t.Errorf("%s: %.0f frames in the window over %d distinct uplinks, %.2f of %.1f frames per uplink", src, got[src], len(l), r, link)
 		}
+	}
+}
+
+// With bench_packet_fabric=model the packet fabric's row is the model's
+// at the bench's shape (Reno-like windows over ECMP): each flow on one of
+// its FA's four 25 Gb/s links, a quarter of its port, and no switch is
+// restarted with p4/ecmp.
+func TestPermutationPacketFabricFromTheModel(t *testing.T) {
+	if raceDetector {
+		t.Skip("a whole recipe on the bench's twelve switches: run without the race detector (make test does)")
+	}
+	lab := startStardustBench(t, 3)
+	var s stardust.PermutationSummary
+	res := recipetest.Run(t, lab, stardust.NewPermutation(), 3, &s, nil, "bench_measure=50us", "bench_warmup=20us", "bench_drain=500us", "measure=1ms", "warmup=200us", "bench_packet_fabric=model")
+	if res.Status != "ok" {
+		t.Fatalf("run %s: %s", res.Status, res.Reason)
+	}
+	if s.MeasuredOn != "bench" || s.PacketFrom != "model" || s.Partial {
+		t.Fatalf("summary %+v", s)
+	}
+	if pk := s.Fabrics["packet"]; pk.Flows != 8 || pk.MeanUtilisation > 0.25 || pk.MeanUtilisation < 0.2 {
+		t.Errorf("ECMP in the model at the bench's shape: %+v, want each flow on one 25 Gb/s link", pk)
+	}
+	ev, err := os.ReadFile(filepath.Join(res.Dir, "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(ev), "built "+ecmp.Program) {
+		t.Errorf("a switch was restarted with %s", ecmp.Program)
 	}
 }
