@@ -85,28 +85,10 @@ func checkLayout(p *p4check.Program) []error {
 // ---- tests ----
 
 func loadPrograms(t *testing.T) map[string]*p4check.Program {
-	t.Helper()
-	progs := map[string]*p4check.Program{}
-	for _, name := range []string{ProgramSender, ProgramReceiver} {
-		src, err := p4check.Load(name + ".p4")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := p4check.Parse(src)
-		if err != nil {
-			t.Fatalf("%s.p4: %v", name, err)
-		}
-		progs[name] = p
-	}
-	return progs
+	return p4check.LoadAll(t, func(name string) string { return name + ".p4" }, ProgramSender, ProgramReceiver)
 }
 
-func reportAll(t *testing.T, errs []error) {
-	t.Helper()
-	for _, err := range errs {
-		t.Error(err)
-	}
-}
+var reportAll = p4check.Report
 
 func TestProgramsDeclareTheContractNames(t *testing.T) {
 	progs := loadPrograms(t)

@@ -84,28 +84,10 @@ func checkLayout(p *p4check.Program) []error {
 // ---- tests ----
 
 func loadPrograms(t *testing.T) map[string]*p4check.Program {
-	t.Helper()
-	out := map[string]*p4check.Program{}
-	for _, prog := range []string{ProgramFA, ProgramFE} {
-		src, err := p4check.Load(MainFile(prog))
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := p4check.Parse(src)
-		if err != nil {
-			t.Fatalf("%s: %v", MainFile(prog), err)
-		}
-		out[prog] = p
-	}
-	return out
+	return p4check.LoadAll(t, MainFile, ProgramFA, ProgramFE)
 }
 
-func reportAll(t *testing.T, errs []error) {
-	t.Helper()
-	for _, err := range errs {
-		t.Error(err)
-	}
-}
+var reportAll = p4check.Report
 
 func TestProgramsDeclareTheContractNames(t *testing.T) {
 	reportAll(t, p4check.CheckDeclarations(loadPrograms(t), Declarations()))

@@ -88,24 +88,10 @@ func checkLayout(p *p4check.Program) []error {
 // ---- tests ----
 
 func loadProgram(t *testing.T) map[string]*p4check.Program {
-	t.Helper()
-	src, err := p4check.Load(MainFile(Program))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := p4check.Parse(src)
-	if err != nil {
-		t.Fatalf("%s: %v", MainFile(Program), err)
-	}
-	return map[string]*p4check.Program{Program: p}
+	return p4check.LoadAll(t, MainFile, Program)
 }
 
-func reportAll(t *testing.T, errs []error) {
-	t.Helper()
-	for _, err := range errs {
-		t.Error(err)
-	}
-}
+var reportAll = p4check.Report
 
 func TestProgramDeclaresTheContractNames(t *testing.T) {
 	reportAll(t, p4check.CheckDeclarations(loadProgram(t), Declarations()))
