@@ -11,10 +11,12 @@ import (
 )
 
 // Recipes that compare Stardust with a packet-switched fabric
-// (stardust-incast, stardust-permutation) run Stardust's half on a
-// Stardust bench and the packet fabric's in the model at the bench's
-// shape: no packet-switched program runs on the bench's switches, and the
-// summary says so (packet_fabric_from: model).
+// (stardust-incast, stardust-permutation, stardust-pushpull) run both on
+// a Stardust bench, the packet fabric as p4/ecmp on the same switches
+// (packet_bench.go); with bench_packet_fabric=model the packet fabric's
+// half is the model's at the bench's shape instead, and the summary says
+// so (packet_fabric_from / push_fabric_from: model). This file is that
+// model half.
 
 // packetAtBenchShape is the model's fabric at b's shape: one host port of
 // cfg's rate per FA, one link of cfg's rate to each FE, packetBytes
@@ -37,7 +39,7 @@ func packetAtBenchShape(b *bench, cfg benchConfig, packetBytes int, prop time.Du
 func comparisonBindings(desc, packet string) []o.Binding {
 	return []o.Binding{{Role: "fabric", Resource: "switches with stardust_role", Detail: desc},
 		{Role: "programs", Resource: "switches", Detail: fmt.Sprintf("%s on the FAs, %s on the FEs", sd.ProgramFA, sd.ProgramFE)},
-		{Role: "packet fabric", Resource: "simlab/stardustmodel", Detail: packet + " (no packet-switched program runs on the bench)"}}
+		{Role: "packet fabric", Resource: "simlab/stardustmodel", Detail: packet + " (bench_packet_fabric=model: not the bench's switches)"}}
 }
 
 // upStep is a bench recipe's first step: the fabric brought up with cfg,

@@ -24,9 +24,10 @@ import (
 // complete when the requester has released its last frame in order: the
 // recipe polls the requester's in-order counters (reg_seq_in, through
 // tofino.SequenceIn) every bench_poll of the switches' clock, so an
-// FCT is known to within one poll. The packet fabric's rows are the
-// model's PacketFabric at the bench's shape (no packet-switched program
-// runs on the bench's switches).
+// FCT is known to within one poll. The packet fabric's rows come from the
+// same switches running p4/ecmp (benchSteps), or with
+// bench_packet_fabric=model from the model's PacketFabric at the bench's
+// shape.
 func (r *Incast) planBench(pc *o.PlanContext, b *bench, ns []int) (*o.Plan, error) {
 	p := pc.Params
 	frame := int(p.Int("cell_bytes"))
