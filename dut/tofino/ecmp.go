@@ -282,8 +282,8 @@ func (s *Switch) ClearFlowCounts(ctx context.Context) error {
 // AppID is the application (0..7); Port the generator port the program
 // parses generator frames from (ecmp.PktgenPort); EgressPort an added
 // port of the switch (the agent checks it is there; the program routes
-// the frames). Batches of PerBatch frames of FrameBytes (the FCS
-// counted, as ecmp.Generator.Buffer counts it) leave every Period,
+// the frames). Batches of PerBatch frames of FrameBytes (FCS not
+// counted, as Generator's and Pktgen's) leave every Period,
 // Batches times. SrcMAC and SrcAddr are the frames' source
 // (ecmp.SourceAddr(tor, app) is the program's addressing); gen_flow gives
 // each its destination and flow (SetFlows).
@@ -295,10 +295,12 @@ type FlowGenerator struct {
 	SrcAddr                             uint32
 }
 
-// fcsBytes is the Ethernet FCS, which the generator's pkt_len leaves out.
+// fcsBytes is the Ethernet FCS, which the generator's pkt_len leaves out
+// and ecmp.Generator.Buffer's frame size counts.
 const fcsBytes = 4
 
-// StartFlowGenerator starts it with ecmp.Generator{...}.Buffer(FrameBytes) as its packet buffer.
+// StartFlowGenerator starts it with ecmp.Generator{...}.Buffer of its
+// frames (FCS included) as its packet buffer.
 func (s *Switch) StartFlowGenerator(ctx context.Context, g FlowGenerator) error {
 	if g.AppID < 0 || g.AppID >= pktgenApps {
 		return fmt.Errorf("flow generator: application %d outside 0..%d", g.AppID, pktgenApps-1)
@@ -310,13 +312,13 @@ func (s *Switch) StartFlowGenerator(ctx context.Context, g FlowGenerator) error 
 		return fmt.Errorf("flow generator application %d: egress port %d outside 0..%d", g.AppID, g.EgressPort, maxDevPort)
 	}
 	// The generator's smallest packet is 60 B without the FCS.
-	if least := 60 + fcsBytes; g.FrameBytes < least {
-		return fmt.Errorf("flow generator application %d: %d B frames (expected %d B or more with the FCS, the packet generator's smallest)", g.AppID, g.FrameBytes, least)
+	if g.FrameBytes < 60 {
+		return fmt.Errorf("flow generator application %d: %d B frames (expected 60 B or more without the FCS, the packet generator's smallest)", g.AppID, g.FrameBytes)
 	}
-	buf, err := ecmp.Generator{SrcMAC: g.SrcMAC, SrcAddr: g.SrcAddr}.Buffer(g.FrameBytes)
+	buf, err := ecmp.Generator{SrcMAC: g.SrcMAC, SrcAddr: g.SrcAddr}.Buffer(g.FrameBytes + fcsBytes)
 	if err != nil {
 		return fmt.Errorf("flow generator application %d: %w", g.AppID, err)
 	}
-	return s.StartPktgen(ctx, Pktgen{AppID: g.AppID, Port: g.Port, EgressPort: g.EgressPort, PacketBytes: g.FrameBytes - fcsBytes,
+	return s.StartPktgen(ctx, Pktgen{AppID: g.AppID, Port: g.Port, EgressPort: g.EgressPort, PacketBytes: g.FrameBytes,
 		Interval: g.Period, Batches: g.Batches, PerBatch: g.PerBatch, Buffer: buf})
 }

@@ -352,8 +352,8 @@ func TestECMPFlowCountsThroughTheDriver(t *testing.T) {
 	}{
 		{func(g *tofino.FlowGenerator) { g.AppID = 8 }, "application 8"},
 		{func(g *tofino.FlowGenerator) { g.Port = 196 }, "generator port 196"},
-		{func(g *tofino.FlowGenerator) { g.FrameBytes = 63 }, "63 B frames"},
-		{func(g *tofino.FlowGenerator) { g.FrameBytes = 9217 }, "9217 B"},
+		{func(g *tofino.FlowGenerator) { g.FrameBytes = 59 }, "59 B frames"},
+		{func(g *tofino.FlowGenerator) { g.FrameBytes = 9213 }, "9217 B"},
 		{func(g *tofino.FlowGenerator) { g.EgressPort = 512 }, "egress port 512"},
 		{func(g *tofino.FlowGenerator) { g.Period = 0 }, "interval"},
 	} {

@@ -426,7 +426,7 @@ func (pr *packetRun) run(ctx context.Context, step string, frameBytes int, gens 
 				return pt, err
 			}
 		}
-		fg := tofino.FlowGenerator{AppID: appFlows, Port: genPort, EgressPort: g.src.Host, FrameBytes: frameBytes + 4, Period: period, PerBatch: k, Batches: batches,
+		fg := tofino.FlowGenerator{AppID: appFlows, Port: genPort, EgressPort: g.src.Host, FrameBytes: frameBytes, Period: period, PerBatch: k, Batches: batches,
 			SrcMAC: tofino.GeneratorSourceMAC(appFlows), SrcAddr: ecmp.SourceAddr(g.src.ID, appFlows)}
 		if err := g.src.sw.StartFlowGenerator(ctx, fg); err != nil {
 			return pt, fmt.Errorf("%s: %w", g.src.Name, err)
