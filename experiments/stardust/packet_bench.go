@@ -292,6 +292,23 @@ type packetReading struct {
 func (pr *packetRun) read(ctx context.Context, at time.Duration, flows []packetFlow) (packetReading, error) {
 	r := packetReading{At: at, Sent: map[int]int64{}, Rcvd: map[int]int64{}, First: map[int]uint32{}, Last: map[int]uint32{}}
 	bySrc, byDst := map[*benchNode][]int{}, map[*benchNode][]int{}
+	// Drops are counted per queue: the queues of every class the flows
+	// take.
+	classes := map[int]bool{}
+	for _, f := range flows {
+		classes[f.tc] = true
+	}
+	drops := func(n *benchNode, ports []int) (int64, error) {
+		var sum int64
+		for tc := range classes {
+			q, err := n.sw.QueueDrops(ctx, ports, tc)
+			if err != nil {
+				return 0, fmt.Errorf("%s: %w", n.Name, err)
+			}
+			sum += sum64(q)
+		}
+		return sum, nil
+	}
 	for _, f := range flows {
 		bySrc[f.src] = append(bySrc[f.src], f.id)
 		d := pr.owner(f.dst)
@@ -314,26 +331,26 @@ func (pr *packetRun) read(ctx context.Context, at time.Duration, flows []packetF
 				}
 			}
 		}
-		q, err := n.sw.QueueDrops(ctx, n.Ports, 0)
+		q, err := drops(n, n.Ports)
 		if err != nil {
-			return r, fmt.Errorf("%s: %w", n.Name, err)
+			return r, err
 		}
-		r.Uplink += sum64(q)
+		r.Uplink += q
 		hosts := []int{}
 		for _, p := range pr.subnetsOf(n) {
 			hosts = append(hosts, p)
 		}
-		if q, err = n.sw.QueueDrops(ctx, hosts, 0); err != nil {
-			return r, fmt.Errorf("%s: %w", n.Name, err)
+		if q, err = drops(n, hosts); err != nil {
+			return r, err
 		}
-		r.HostDrops += sum64(q)
+		r.HostDrops += q
 	}
 	for _, n := range pr.FEs {
-		q, err := n.sw.QueueDrops(ctx, n.Ports, 0)
+		q, err := drops(n, n.Ports)
 		if err != nil {
-			return r, fmt.Errorf("%s: %w", n.Name, err)
+			return r, err
 		}
-		r.Downlink += sum64(q)
+		r.Downlink += q
 	}
 	return r, nil
 }
