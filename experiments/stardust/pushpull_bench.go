@@ -168,7 +168,7 @@ func (r *PushPull) planBench(pc *o.PlanContext, b *bench, push sm.Config, po sm.
 						}
 					}
 				}
-				pt, err := pushOnBench(ctx, rc, pr, sc, portB, pushWarm, measure)
+				pt, err := pushOnBench(ctx, rc, pr, sc, cfg.FrameBytes, pushWarm, measure)
 				if err != nil {
 					return err
 				}
@@ -333,11 +333,11 @@ const pushDrain = 2 * time.Millisecond
 // a packet fabric gets, §5.2), D's host port A its own subnet and port B
 // a second one; the second FA sends two ports' worth, half to A and half
 // to B, the third a port's worth to A, open loop, B's flow in class
-// classOfB(sc). What A and B received is their flows' frames out of D's
+// classOfB(sc), in frames of frame bytes. What A and B received is their flows' frames out of D's
 // host ports over the window (a port drains at its rate: what reaches it
 // beyond that is dropped at its queue), and each flow's loss is what it
 // sent less what arrived, once the queues have drained.
-func pushOnBench(ctx context.Context, rc *o.RunContext, pr *packetRun, sc string, portB int, warm, measure time.Duration) (PushPullPoint, error) {
+func pushOnBench(ctx context.Context, rc *o.RunContext, pr *packetRun, sc string, frame int, warm, measure time.Duration) (PushPullPoint, error) {
 	d, s1, s2 := pr.FAs[0], pr.FAs[1], pr.FAs[2]
 	subB := pushSubnetB(pr.bench)
 	host := float64(pr.hostGbps) * 1e9
@@ -347,12 +347,11 @@ func pushOnBench(ctx context.Context, rc *o.RunContext, pr *packetRun, sc string
 	}
 	a1, b1, a2 := ids[0], ids[1], ids[2]
 	gens := []packetGen{{src: s1, flows: []packetFlow{{s1, d.ID, a1, classHigh}, {s1, subB, b1, classOfB(sc)}}, bps: 2 * host}, {src: s2, flows: []packetFlow{{s2, d.ID, a2, classHigh}}, bps: host}}
-	frame := rc.Params.Int("cell_bytes")
-	pt, err := pr.run(ctx, sc+" push", int(frame), gens, warm, measure, pushDrain)
+	pt, err := pr.run(ctx, sc+" push", frame, gens, warm, measure, pushDrain)
 	if err != nil {
 		return PushPullPoint{}, err
 	}
-	wire := float64((int(frame) + wireExtra) * 8)
+	wire := float64((frame + wireExtra) * 8)
 	gbps := func(frames int64) float64 { return float64(frames) * wire / pt.Window.Seconds() / 1e9 }
 	got := [2]float64{gbps(pt.WindowRcvd[a1] + pt.WindowRcvd[a2]), gbps(pt.WindowRcvd[b1])}
 	offered := [2]float64{gbps(pt.WindowSent[a1] + pt.WindowSent[a2]), gbps(pt.WindowSent[b1])}
