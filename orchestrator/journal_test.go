@@ -406,6 +406,53 @@ func TestUndoKindsReplayFromData(t *testing.T) {
 	if err := runUndo(ctx, fresh, UndoRecord{Kind: UndoTofinoQueuePriority, Args: json.RawMessage(`{"port":136,"qid":3}`)}); err == nil {
 		t.Errorf("%s without a priority: no error", UndoTofinoQueuePriority)
 	}
+	// A dead run replaced the mirror session and the multicast group an
+	// engineer had on port 136 with its own, and turned PFC on: its
+	// journal puts back what it found.
+	engineer := tofino.MirrorSession{ID: 0x108, Direction: "EGRESS", Port: 136, Queue: 5, MaxPktLen: 16384, Enabled: true}
+	if err := sw.AddMirror(ctx, engineer); err != nil {
+		t.Fatal(err)
+	}
+	if err := sw.DeleteMirror(ctx, engineer.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := sw.AddMirror(ctx, tofino.MirrorSession{ID: 0x108, Direction: "EGRESS", Port: lg.RecircPort, Queue: lg.QueueTxBuffer, MaxPktLen: 16384}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sw.AddMulticastNode(ctx, tofino.MulticastNode{ID: 60, RID: 0, DevPorts: []int{136}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sw.AddMulticastGroup(ctx, 2, []int{60}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sw.SetPFC(ctx, 136, tofino.PFC{RxMap: lg.PFCClassEnable}); err != nil {
+		t.Fatal(err)
+	}
+	mirror, _ := json.Marshal(map[string]any{"sid": engineer.ID, "session": engineer})
+	group, _ := json.Marshal(map[string]any{"mgid": 2, "node_ids": []int{60},
+		"found": map[string]any{"nodes": []tofino.MulticastNode{{ID: 70, RID: 1, DevPorts: []int{136, 137}}}}})
+	for _, rec := range []UndoRecord{
+		{Kind: UndoTofinoMirror, Args: mirror},
+		{Kind: UndoTofinoMulticastGroup, Args: group},
+		{Kind: UndoTofinoPFC, Args: json.RawMessage(`{"port":136,"rx_map":0,"tx_map":0}`)},
+	} {
+		kinds[rec.Kind] = true
+		if err := runUndo(ctx, fresh, rec); err != nil {
+			t.Errorf("%s on sw1: %v", rec.Kind, err)
+		}
+	}
+	if m, err := sw.Mirror(ctx, engineer.ID); err != nil || m != engineer {
+		t.Errorf("mirror session %#x after its undo: %+v %v, want %+v", engineer.ID, m, err, engineer)
+	}
+	if ids, err := sw.MulticastGroup(ctx, 2); err != nil || len(ids) != 1 || ids[0] != 70 {
+		t.Errorf("multicast group 2 after its undo: %v %v, want the node found (70)", ids, err)
+	}
+	if _, err := sw.MulticastNodeOf(ctx, 60); !tofino.IsNotFound(err) {
+		t.Errorf("the run's multicast node 60 after the undo: %v, want not found", err)
+	}
+	if p, err := sw.PFCOf(ctx, 136); err != nil || p != (tofino.PFC{}) {
+		t.Errorf("port 136 PFC after its undo: %+v %v, want off", p, err)
+	}
 	// A link the monitor took down comes back at the speed it had.
 	kinds[UndoTofinoAddPort] = true
 	if err := runUndo(ctx, fresh, UndoRecord{Kind: UndoTofinoAddPort, Args: json.RawMessage(`{"port":144,"gbps":25,"fec":"none"}`)}); err != nil {

@@ -60,6 +60,15 @@ const (
 	// the records journalled before it then meet the program they were
 	// made for.
 	UndoTofinoProgram = "tofino.program"
+	// UndoTofinoMirror: {sid, session?}: delete the mirror session the run
+	// set and add back the one found (none: leave it deleted).
+	UndoTofinoMirror = "tofino.mirror"
+	// UndoTofinoMulticastGroup: {mgid, node_ids, found?}: delete the group
+	// and the nodes the run added, and add back the group found with its
+	// nodes ({mgid, nodes}).
+	UndoTofinoMulticastGroup = "tofino.multicast-group"
+	// UndoTofinoPFC: {port, rx_map, tx_map}: set a port's PFC maps back.
+	UndoTofinoPFC = "tofino.pfc"
 )
 
 type undoFunc func(ctx context.Context, od *OpenedDevice, args json.RawMessage) error
@@ -238,6 +247,70 @@ func undoKinds() map[string]undoFunc {
 				return nil // added back already
 			}
 			return sw.AddPort(ctx, a.Port, a.Gbps, a.FEC)
+		},
+		UndoTofinoMirror: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
+			var a struct {
+				SID     int                   `json:"sid"`
+				Session *tofino.MirrorSession `json:"session"`
+			}
+			sw, err := switchFor(ctx, od, raw, &a)
+			if sw == nil || err != nil {
+				return err
+			}
+			if err := sw.DeleteMirror(ctx, a.SID); err != nil && !tofino.IsNotFound(err) {
+				return err
+			}
+			if a.Session != nil {
+				return sw.AddMirror(ctx, *a.Session)
+			}
+			return nil
+		},
+		UndoTofinoMulticastGroup: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
+			var a struct {
+				MGID    int   `json:"mgid"`
+				NodeIDs []int `json:"node_ids"`
+				Found   *struct {
+					Nodes []tofino.MulticastNode `json:"nodes"`
+				} `json:"found"`
+			}
+			sw, err := switchFor(ctx, od, raw, &a)
+			if sw == nil || err != nil {
+				return err
+			}
+			if err := sw.DeleteMulticastGroup(ctx, a.MGID); err != nil && !tofino.IsNotFound(err) {
+				return err
+			}
+			for _, id := range a.NodeIDs {
+				if err := sw.DeleteMulticastNode(ctx, id); err != nil && !tofino.IsNotFound(err) {
+					return err
+				}
+			}
+			if a.Found == nil {
+				return nil
+			}
+			var ids []int
+			for _, n := range a.Found.Nodes {
+				if err := sw.AddMulticastNode(ctx, n); err != nil {
+					return err
+				}
+				ids = append(ids, n.ID)
+			}
+			return sw.AddMulticastGroup(ctx, a.MGID, ids)
+		},
+		UndoTofinoPFC: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
+			var a struct {
+				Port  int `json:"port"`
+				RxMap int `json:"rx_map"`
+				TxMap int `json:"tx_map"`
+			}
+			sw, err := switchFor(ctx, od, raw, &a)
+			if sw == nil || err != nil {
+				return err
+			}
+			if _, err := sw.SetPFC(ctx, a.Port, tofino.PFC{RxMap: a.RxMap, TxMap: a.TxMap}); err != nil && !tofino.IsNotFound(err) {
+				return err
+			}
+			return nil
 		},
 		UndoTofinoProgram: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
 			var a struct {

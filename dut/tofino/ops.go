@@ -388,6 +388,10 @@ type Pktgen struct {
 	// (p4/stardust GeneratorBuffer). Without it the agent sends its own
 	// frame (agent/PROTOCOL.md).
 	Buffer []byte
+	// Periodic makes a timer that fires every Interval until stopped
+	// (trigger_timer_periodic; Batches is then per firing), such as the
+	// LinkGuardian receiver's timer.
+	Periodic bool
 }
 
 // pktgenHeaderBytes is the header TF1's packet generator writes in place
@@ -421,6 +425,9 @@ func (s *Switch) StartPktgen(ctx context.Context, p Pktgen) error {
 		"timer_ns": p.Interval.Nanoseconds(), "batches": p.Batches, "packets_per_batch": p.PerBatch}
 	if len(p.Buffer) > 0 {
 		args["buffer_hex"] = hex.EncodeToString(p.Buffer)
+	}
+	if p.Periodic {
+		args["trigger"] = "timer_periodic"
 	}
 	if err := s.agent.call(ctx, "pktgen.start", args, nil); err != nil {
 		return fmt.Errorf("pktgen app %d start: %w", p.AppID, err)

@@ -19,6 +19,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"testbed/dut/tofino"
@@ -186,6 +187,9 @@ func Open(ctx context.Context, rc *o.RunContext, l Link, opts Options) (*Bench, 
 	if err := b.remember(ctx); err != nil {
 		return nil, err
 	}
+	if err := b.setup(ctx); err != nil { // setup.go
+		return nil, err
+	}
 	// The link's ports come up only with light through its VOA: a closed
 	// shutter (an N776x powers up closed) is opened, and closed again at
 	// the end.
@@ -334,6 +338,14 @@ func (b *Bench) Protect(ctx context.Context, p Protection) error {
 	}
 	if p.Mode == Off {
 		return nil
+	}
+	missing, err := b.missingSetup(ctx, p.Copies) // setup.go
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		b.rc.Event(results.Event{Type: "warning", Device: b.Sender, Message: fmt.Sprintf("link %s: %s will not protect: %s", b.Link.Link.Name, p.Mode, strings.Join(missing, "; ")),
+			Fields: map[string]any{"link": b.Link.Link.Name, "missing": missing}})
 	}
 	blocking := int64(1)
 	if p.Mode == NonBlocking {

@@ -2,6 +2,7 @@ package losssweep_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -325,5 +326,54 @@ func TestLossSweepCancelMidStressStopsTheGenerator(t *testing.T) {
 	next, _ := run(t, lab, nil, "links=lg25", "loss_rates=1e-3", "modes=linkguardian", "frames=200000", "calib_losses=50")
 	if next.Status != results.StatusOK {
 		t.Errorf("the run after the aborted one: %s (%s)", next.Status, next.Reason)
+	}
+}
+
+// LinkGuardian protects only with the setup its programs assume: with the
+// sender's Tx-buffer mirror session removed after the bench set it up,
+// the switch keeps no copy, so nothing lost is retransmitted. The run's
+// data says so: the protected points lose what the unprotected ones do,
+// and their Tx buffer never held a byte.
+func TestLossSweepWithoutTheTxBufferSessionDoesNotProtect(t *testing.T) {
+	lab := recipetest.StartLab(t, 14)
+	sw1 := open(t, lab, "sw1")
+	const txPort = 144 // lg25's sending end
+	sid := lg.SessionTxBuffer | lg.PortIndex(txPort)
+	removed := false
+	var warned []string
+	res, s := run(t, lab, func(e results.Event, abort func()) {
+		if e.Type == "warning" {
+			warned = append(warned, e.Message)
+		}
+		if e.Type != "setting" || e.Device != "sw2" || !strings.HasPrefix(e.Message, "timer for port") || removed {
+			return
+		}
+		removed = true
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if m, err := sw1.Mirror(ctx, sid); err != nil || m.Port != lg.RecircPort {
+			t.Errorf("the bench's Tx-buffer session %#x: %+v %v", sid, m, err)
+		}
+		if err := sw1.DeleteMirror(ctx, sid); err != nil {
+			t.Errorf("delete mirror session %#x: %v", sid, err)
+		}
+	}, "links=lg25", "loss_rates=1e-3", "modes=off,linkguardian", "frames=300000", "calib_losses=100")
+	if res.Status != results.StatusOK {
+		t.Fatalf("run %s: %s", res.Status, res.Reason)
+	}
+	if !removed {
+		t.Fatal("the bench never started the receiver's timer: no setup to take a step out of")
+	}
+	p := s.Points["25G"][losssweep.LossKey(1e-3)]
+	off, on := p["off"], p["linkguardian"]
+	t.Logf("actual %.3g; effective off %.3g LG %.3g; LG Tx buffer peak %d B", off.ActualLoss, off.EffectiveLoss, on.EffectiveLoss, on.MaxTxBufferBytes)
+	if on.EffectiveLoss < off.ActualLoss/2 {
+		t.Errorf("LinkGuardian without its Tx-buffer session: effective loss %.3g, actual %.3g: it still protects", on.EffectiveLoss, off.ActualLoss)
+	}
+	if len(warned) == 0 || !strings.Contains(warned[0], fmt.Sprintf("sw1 has no mirror session %#x", sid)) {
+		t.Errorf("the run's warnings %q do not name the missing session %#x", warned, sid)
+	}
+	if _, err := sw1.Mirror(context.Background(), sid); !tofino.IsNotFound(err) {
+		t.Errorf("mirror session %#x after the run: %v, want none (the run added it)", sid, err)
 	}
 }

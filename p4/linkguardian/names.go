@@ -58,6 +58,8 @@ func Declarations() []Declaration {
 		decl.Table(ProgramSender, TableEmulateDrop, KeyRandNum),
 		decl.Action(ProgramSender, TableEmulateDrop, ActionDrop),
 		decl.Register(ProgramSender, "", RegEmulatedDrops),
+		decl.Table(ProgramSender, TableL2Forward, KeyDstAddr),
+		decl.Action(ProgramSender, TableL2Forward, ActionForwardToQueue, ParamPort, ParamQID),
 
 		// Receiver.
 		decl.Register(ProgramReceiver, "", RegExpectedSeqNo),
@@ -65,5 +67,7 @@ func Declarations() []Declaration {
 		decl.Register(ProgramReceiver, "", RegTimeoutCount),
 		decl.Register(ProgramReceiver, "", RegPauseThreshold),
 		decl.Register(ProgramReceiver, "", RegResumeThreshold),
+		decl.Table(ProgramReceiver, TableL2Forward, KeyDstAddr),
+		decl.Action(ProgramReceiver, TableL2Forward, ActionForwardToQueue, ParamPort, ParamQID),
 	}
 }

@@ -89,7 +89,13 @@ type Config struct {
 	// sender for it, so a lost original whose copy was dropped is not
 	// retransmitted and its hole is skipped by ackNoTimeout.
 	TxBufferCap int
-	Pipeline    time.Duration // one switch pass (port to port), each way
+	// NoTxCopy: the sender keeps no copy of what it sends (the switch has
+	// no Tx-buffer mirror session, sender.p4 copy_for_buffering's
+	// 0x100|idx): every original's copy is lost before the Tx buffer, as
+	// one a full buffer tail-drops, so nothing lost is retransmitted and
+	// every hole is skipped by ackNoTimeout.
+	NoTxCopy bool
+	Pipeline time.Duration // one switch pass (port to port), each way
 	// LoopLatency is a recirculated frame's way from the end of its pass
 	// through the recirculation port back to the ingress decision: the
 	// loopback MAC, the ingress parser and pipeline. Frames on it are in
@@ -486,8 +492,11 @@ func New(cfg Config, r *rand.Rand) (*Sim, error) {
 	if cfg.Frames <= 0 || cfg.Frames > Continuous || cfg.LinkBps <= 0 || cfg.FrameBytes < 64 || cfg.Loss < 0 || cfg.Loss >= 1 {
 		return nil, fmt.Errorf("lgmodel: bad config %+v", cfg)
 	}
-	if cfg.Mode != Off && cfg.Copies < 1 {
-		return nil, fmt.Errorf("lgmodel: %s needs at least one copy", cfg.Mode)
+	// Copies 0 is a retransmission that reaches no replica: the
+	// multicast group set_retx_copies names does not exist on the switch,
+	// or the receiver's loss notification never reaches the sender.
+	if cfg.Mode != Off && cfg.Copies < 0 {
+		return nil, fmt.Errorf("lgmodel: %s with %d copies", cfg.Mode, cfg.Copies)
 	}
 	if cfg.LossSmall == 0 && cfg.Loss > 0 {
 		cfg.LossSmall = -math.Expm1(64.0 / float64(cfg.FrameBytes) * math.Log1p(-cfg.Loss))
@@ -917,7 +926,7 @@ func (s *sim) transmit(p packet) {
 		// The original's egress-mirrored copy joins the Tx buffer, or is
 		// tail-dropped when it is full (sender.p4 copy_for_buffering).
 		size := int64(s.c.FrameBytes + lg.HeaderBytes)
-		if s.c.TxBufferCap > 0 && s.txFrames()*size > int64(s.c.TxBufferCap) {
+		if s.c.NoTxCopy || s.c.TxBufferCap > 0 && s.txFrames()*size > int64(s.c.TxBufferCap) {
 			s.txDropped = append(s.txDropped, p.seq)
 			s.res.TxBufferDrops++
 		}

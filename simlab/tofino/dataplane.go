@@ -96,6 +96,9 @@ type segConfig struct {
 	copies      int
 	pause, resu int
 	fec         string
+	// What the switches' fixed-function configuration allows (lgsetup.go):
+	// copies kept in the Tx buffer, pauses honoured.
+	noTxCopy, noPause bool
 }
 
 // linkFor finds the link leaving sw's port.
@@ -248,10 +251,20 @@ func (d *Dataplane) config(r *lgRun) (segConfig, error) {
 			if e.Data["blocking_mode"] == 1 {
 				c.mode = lgmodel.Ordered
 			}
-			c.copies = 1
+			want := 0 // no entry: retx_one_copy, unicast
 			if ce, ok := l.tx.entry(lg.TableRetxMcast, "egress_port", l.txPort); ok && ce.Data["num_copies"] > 0 {
-				c.copies = int(ce.Data["num_copies"])
+				want = int(ce.Data["num_copies"])
 			}
+			// The copies a retransmission gets are the replicas the
+			// multicast group holds, and none without a loss
+			// notification; without the Tx-buffer session there is no
+			// copy to send, and without PFC no pause is honoured.
+			s := linkSetup(l.tx, l.txPort, l.rx, l.rxPort, want)
+			c.copies = s.replicas
+			if !s.notify {
+				c.copies = 0
+			}
+			c.noTxCopy, c.noPause = !s.keepCopy, !s.backpressure
 			c.pause = int(l.rx.reg(lg.RegPauseThreshold, 0))
 			c.resu = int(l.rx.reg(lg.RegResumeThreshold, 0))
 		}
@@ -299,7 +312,8 @@ func (d *Dataplane) newSegment(r *lgRun) error {
 		cfg.Copies = c.copies
 		cfg.PauseCells, cfg.ResumeCells = c.pause, c.resu
 		// Thresholds of zero, or beyond the buffer, mean no backpressure.
-		cfg.Backpressure = c.mode == lgmodel.Ordered && c.pause > 0 && c.resu > 0 && c.resu <= c.pause &&
+		cfg.NoTxCopy = c.noTxCopy
+		cfg.Backpressure = !c.noPause && c.mode == lgmodel.Ordered && c.pause > 0 && c.resu > 0 && c.resu <= c.pause &&
 			int64(c.pause)*lg.CellBytes < int64(cfg.RxBufferCap)
 	}
 	seg, err := lgmodel.New(cfg, r.rng)

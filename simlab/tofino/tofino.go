@@ -63,7 +63,8 @@ type Tofino struct {
 	// a queue not in it has the default, queuePriorityDefault.
 	qprio      map[[2]int]int
 	switchdLog []string
-	fec        *fecState // PHY state (fec.go)
+	fec        *fecState   // PHY state (fec.go)
+	setup      *setupState // mirror sessions, PRE, PFC, CPU packets (lgsetup.go)
 	// sdVer counts the changes to what the Stardust dataplane reads of
 	// the switch (program, ports, tables, generator applications):
 	// stardust_dp.go reconfigures its fabric when it moves.
@@ -123,6 +124,10 @@ type pktgenApp struct {
 	// An ecmp program's application (ecmp.go): the headers its frames
 	// carry; timed as a Stardust application is.
 	ecmp *ecmpGen
+	// periodic is a timer_periodic application (the LinkGuardian
+	// receiver's timer): it sends perBatch frames every timerNs until
+	// stopped, and carries no traffic the dataplane follows.
+	periodic bool
 }
 
 type simQueue struct {
@@ -136,11 +141,12 @@ const senderSeqReg = "SwitchEgress." + lg.RegSeqNo
 var programObjects = map[string]struct{ regs, tables []string }{
 	lg.ProgramSender: {
 		regs:   []string{senderSeqReg, "SwitchEgress." + lg.RegEra, lg.RegEmulatedDrops},
-		tables: []string{lg.TableLinkProtect, lg.TableRetxMcast, lg.TableEmulateDrop},
+		tables: []string{lg.TableLinkProtect, lg.TableRetxMcast, lg.TableEmulateDrop, lg.TableL2Forward},
 	},
 	lg.ProgramReceiver: {
 		regs: []string{lg.RegExpectedSeqNo, "SwitchIngress." + lg.RegAck, lg.RegTimeoutCount,
 			lg.RegPauseThreshold, lg.RegResumeThreshold},
+		tables: []string{lg.TableL2Forward},
 	},
 	ts.Program: {regs: []string{ts.RegRxTs, ts.RegTxTs}, tables: []string{ts.TableSnake}},
 }
@@ -195,6 +201,7 @@ func (t *Tofino) reset(program string) {
 	t.qprio = map[[2]int]int{}
 	t.agentUp = false
 	t.fec = nil
+	t.setup = newSetupState()
 	t.sdVer++
 	o, ok := programObjects[program]
 	if !ok {
@@ -701,6 +708,9 @@ func (t *Tofino) handle(req agentReq) (any, error) {
 	if res, ok, err := t.handleRegRange(req); ok { // regrange.go
 		return res, err
 	}
+	if res, ok, err := t.handleSetup(req); ok { // lgsetup.go
+		return res, err
+	}
 	switch req.Op {
 	case "time.wait":
 		until, err := argInt(a, "until_ns")
@@ -727,6 +737,9 @@ func (t *Tofino) handle(req agentReq) (any, error) {
 		t.mu.Unlock()
 		if !ok {
 			return nil, notFound("pktgen app %d is not configured", id)
+		}
+		if app.periodic {
+			return t.dp.timerState(app), nil
 		}
 		if active, _, _ := t.dp.appState(app); active {
 			// Generation proceeds in simulated time while it is watched.
@@ -1015,6 +1028,8 @@ func tableAction(program, table, action string) bool {
 		return action == lg.ActionRetxCopies
 	case lg.TableEmulateDrop:
 		return action == "drop"
+	case lg.TableL2Forward:
+		return action == lg.ActionForwardToQueue || action == "forward"
 	case ts.TableSnake:
 		return action == ts.ActionForward || action == ts.ActionDrop
 	}
@@ -1076,6 +1091,28 @@ func (t *Tofino) pktgenStart(a map[string]json.RawMessage) (any, error) {
 	if running {
 		t.mu.Unlock()
 		return nil, fmt.Errorf("pktgen app %d is running: stop it first", v[0])
+	}
+	if trig, err := pktgenTrigger(a); err != nil {
+		t.mu.Unlock()
+		return nil, err
+	} else if trig == "timer_periodic" {
+		// A periodic timer (the LinkGuardian receiver's, every 100 ns per
+		// protected link): its frames stay inside the switch, so no line
+		// rate bounds its period.
+		_, added := t.ports[int(v[1])]
+		t.mu.Unlock()
+		if !added {
+			return nil, notFound("egress port %d is not added", v[1])
+		}
+		if v[3] <= 0 || v[5] <= 0 {
+			return nil, badReq("pktgen: timer_ns and packets_per_batch must be positive, got %d, %d", v[3], v[5])
+		}
+		app := &pktgenApp{id: int(v[0]), egressPort: int(v[1]), pktLen: int(v[2]), enabled: true, periodic: true,
+			timerNs: v[3], perBatch: int(v[5]), startNs: t.dp.Now()}
+		t.mu.Lock()
+		t.apps[app.id] = app
+		t.mu.Unlock()
+		return nil, nil
 	}
 	if cell != nil || eg != nil {
 		// A Stardust or ecmp application's frames enter the ingress

@@ -1,0 +1,288 @@
+package lgbench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"testbed/dut/tofino"
+	o "testbed/orchestrator"
+	lg "testbed/p4/linkguardian"
+	"testbed/results"
+)
+
+// TimerAppID is the receiver's packet-generator application that times
+// the protected link (ackNoTimeout, PFC frames). The stress traffic runs
+// on the sender's generator, so the ids do not meet.
+const TimerAppID = 7
+
+// setup gives the link's two switches the fixed-function configuration
+// the programs assume (p4/linkguardian/README.md, "Deploying";
+// lg.SenderMirrors and the rest): mirror sessions, multicast groups for
+// every number of copies, strict queue priorities, PFC reception on the
+// sender, the receiver's timer, and the dummy and explicit ACK injected
+// from the CPU port. Everything the run changes is journaled with what it
+// found, so the end of the run, or a crash's recovery, puts it back.
+// Settings found as wanted are left alone (and not journaled).
+func (b *Bench) setup(ctx context.Context) error {
+	if !b.rc.FirstTouch(fmt.Sprintf("lgsetup/%s/%d/%s/%d", b.Sender, b.TxPort, b.Receiver, b.RxPort)) {
+		return nil
+	}
+	for _, s := range []struct {
+		dev   string
+		sw    *tofino.Switch
+		port  int
+		mirrs []lg.MirrorSession
+		kind  int
+	}{
+		{b.Sender, b.Tx, b.TxPort, lg.SenderMirrors(b.TxPort), lg.PktDummy},
+		{b.Receiver, b.Rx, b.RxPort, lg.ReceiverMirrors(b.RxPort), lg.PktAck},
+	} {
+		for _, m := range s.mirrs {
+			if err := b.setMirror(ctx, s.dev, s.sw, m); err != nil {
+				return err
+			}
+		}
+		for _, q := range []int{lg.QueueCtrl, lg.QueueNormal, lg.QueueLowPrio} {
+			if err := b.setQueuePriority(ctx, s.dev, s.sw, s.port, q, lg.QueuePriorities[q]); err != nil {
+				return err
+			}
+		}
+		if err := b.inject(ctx, s.dev, s.sw, s.port, s.kind); err != nil {
+			return err
+		}
+	}
+	for n := 1; n <= lg.MaxRetxCopies; n++ {
+		if err := b.setRetxGroup(ctx, n); err != nil {
+			return err
+		}
+	}
+	prev, err := b.Tx.PFCOf(ctx, b.TxPort)
+	if err != nil {
+		return fmt.Errorf("%s: %w", b.Sender, err)
+	}
+	if want := (tofino.PFC{RxMap: lg.PFCClassEnable, TxMap: prev.TxMap}); prev != want {
+		if err := b.rc.Journal(b.Sender, o.Undo{Kind: o.UndoTofinoPFC, Desc: fmt.Sprintf("set port %d's PFC maps back to rx %#x tx %#x on %s", b.TxPort, prev.RxMap, prev.TxMap, b.Sender),
+			Found: prev, Args: map[string]int{"port": b.TxPort, "rx_map": prev.RxMap, "tx_map": prev.TxMap}}); err != nil {
+			return err
+		}
+		if _, err := b.Tx.SetPFC(ctx, b.TxPort, want); err != nil {
+			return fmt.Errorf("%s: %w", b.Sender, err)
+		}
+	}
+	return b.startTimer(ctx)
+}
+
+func (b *Bench) setMirror(ctx context.Context, dev string, sw *tofino.Switch, m lg.MirrorSession) error {
+	want := tofino.MirrorSession{ID: m.ID, Direction: m.Direction, Port: m.Port, Queue: m.Queue, MaxPktLen: m.MaxPktLen, Enabled: true}
+	found, err := sw.Mirror(ctx, m.ID)
+	var prev *tofino.MirrorSession
+	switch {
+	case tofino.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("%s: %w", dev, err)
+	case found == want:
+		return nil
+	default:
+		prev = &found
+	}
+	desc := fmt.Sprintf("delete mirror session %#x the run added on %s", m.ID, dev)
+	if prev != nil {
+		desc = fmt.Sprintf("restore mirror session %#x found on %s", m.ID, dev)
+	}
+	if err := b.rc.Journal(dev, o.Undo{Kind: o.UndoTofinoMirror, Desc: desc, Found: prev, Args: map[string]any{"sid": m.ID, "session": prev}}); err != nil {
+		return err
+	}
+	if prev != nil {
+		if err := sw.DeleteMirror(ctx, m.ID); err != nil {
+			return fmt.Errorf("%s: %w", dev, err)
+		}
+	}
+	if err := sw.AddMirror(ctx, want); err != nil {
+		return fmt.Errorf("%s: %w", dev, err)
+	}
+	return nil
+}
+
+// setRetxGroup makes multicast group n hold n replicas of the protected
+// port (set_retx_copies(n) selects it).
+func (b *Bench) setRetxGroup(ctx context.Context, n int) error {
+	mgid, nodes, err := lg.RetxGroup(b.TxPort, n)
+	if err != nil {
+		return err
+	}
+	var ids []int
+	for _, nd := range nodes {
+		ids = append(ids, nd.ID)
+	}
+	found, err := b.Tx.MulticastGroup(ctx, mgid)
+	var prev []tofino.MulticastNode
+	switch {
+	case tofino.IsNotFound(err):
+		found = nil
+	case err != nil:
+		return fmt.Errorf("%s: %w", b.Sender, err)
+	case slices.Equal(found, ids):
+		return nil // as a previous run left it
+	}
+	for _, id := range found {
+		nd, err := b.Tx.MulticastNodeOf(ctx, id)
+		if err != nil {
+			return fmt.Errorf("%s: %w", b.Sender, err)
+		}
+		prev = append(prev, nd)
+	}
+	args := map[string]any{"mgid": mgid, "node_ids": ids}
+	desc := fmt.Sprintf("delete multicast group %d and its nodes the run added on %s", mgid, b.Sender)
+	if found != nil {
+		args["found"] = map[string]any{"nodes": prev}
+		desc = fmt.Sprintf("restore multicast group %d found on %s", mgid, b.Sender)
+	}
+	if err := b.rc.Journal(b.Sender, o.Undo{Kind: o.UndoTofinoMulticastGroup, Desc: desc, Found: prev, Args: args}); err != nil {
+		return err
+	}
+	if found != nil {
+		if err := b.Tx.DeleteMulticastGroup(ctx, mgid); err != nil {
+			return fmt.Errorf("%s: %w", b.Sender, err)
+		}
+		for _, nd := range prev {
+			if err := b.Tx.DeleteMulticastNode(ctx, nd.ID); err != nil {
+				return fmt.Errorf("%s: %w", b.Sender, err)
+			}
+		}
+	}
+	for _, nd := range nodes {
+		if err := b.Tx.AddMulticastNode(ctx, tofino.MulticastNode{ID: nd.ID, RID: nd.RID, DevPorts: nd.DevPorts}); err != nil {
+			return fmt.Errorf("%s: %w", b.Sender, err)
+		}
+	}
+	if err := b.Tx.AddMulticastGroup(ctx, mgid, ids); err != nil {
+		return fmt.Errorf("%s: %w", b.Sender, err)
+	}
+	return nil
+}
+
+func (b *Bench) setQueuePriority(ctx context.Context, dev string, sw *tofino.Switch, port, qid, prio int) error {
+	found, err := sw.QueuePriority(ctx, port, qid)
+	if err != nil {
+		return fmt.Errorf("%s: %w", dev, err)
+	}
+	if found == prio {
+		return nil
+	}
+	if err := b.rc.Journal(dev, o.Undo{Kind: o.UndoTofinoQueuePriority, Desc: fmt.Sprintf("set port %d queue %d on %s back to priority %d", port, qid, dev, found),
+		Found: found, Args: map[string]int{"port": port, "qid": qid, "priority": found}}); err != nil {
+		return err
+	}
+	if _, err := sw.SetQueuePriority(ctx, port, qid, prio); err != nil {
+		return fmt.Errorf("%s: %w", dev, err)
+	}
+	return nil
+}
+
+// inject routes the port's CPU-injected frames to its low-priority queue
+// and sends one (the dummy or the explicit ACK), which then replenishes
+// itself there. A route found in place means one was sent already: a
+// second frame would circulate beside the first, so none is sent.
+func (b *Bench) inject(ctx context.Context, dev string, sw *tofino.Switch, port, kind int) error {
+	key := map[string]int64{lg.KeyDstAddr: lg.InjectAddr(port, lg.QueueLowPrio)}
+	es, err := sw.EntriesWhere(ctx, lg.TableL2Forward, key)
+	if err != nil {
+		return fmt.Errorf("%s: %w", dev, err)
+	}
+	if len(es) > 0 {
+		return nil
+	}
+	if err := b.rc.Journal(dev, o.Undo{Kind: o.UndoTofinoEntry, Desc: fmt.Sprintf("remove the %s route of port %d's injected frames on %s", lg.TableL2Forward, port, dev),
+		Args: map[string]any{"table": lg.TableL2Forward, "key": key, "entry": nil}}); err != nil {
+		return err
+	}
+	if err := sw.AddEntry(ctx, lg.TableL2Forward, tofino.Entry{Key: key, Action: lg.ActionForwardToQueue,
+		Data: map[string]int64{lg.ParamPort: int64(port), lg.ParamQID: lg.QueueLowPrio}}); err != nil {
+		return fmt.Errorf("%s: %w", dev, err)
+	}
+	if err := sw.PacketOut(ctx, lg.InjectFrame(port, kind)); err != nil {
+		return fmt.Errorf("%s: %w", dev, err)
+	}
+	return nil
+}
+
+// startTimer points the receiver's periodic timer at the link: the
+// programs protect one link per pipe, so a timer running for another
+// link of the receiver (a bench of several links, run one after the
+// other) is stopped and started again for this one. Its stop at the end
+// of the run is journaled.
+func (b *Bench) startTimer(ctx context.Context) error {
+	st, err := b.Rx.PktgenStatus(ctx, TimerAppID)
+	switch {
+	case err == nil && st.Enabled:
+		if err := b.Rx.StopPktgen(ctx, TimerAppID); err != nil {
+			return fmt.Errorf("%s: %w", b.Receiver, err)
+		}
+	case err != nil && !tofino.IsNotFound(err):
+		return fmt.Errorf("%s: %w", b.Receiver, err)
+	}
+	if b.rc.FirstTouch(fmt.Sprintf("pktgen/%s/%d", b.Receiver, TimerAppID)) {
+		if err := b.rc.Journal(b.Receiver, o.Undo{Kind: o.UndoTofinoPktgen, Desc: fmt.Sprintf("stop the timer (packet generator application %d) on %s", TimerAppID, b.Receiver),
+			Args: map[string]int{"app_id": TimerAppID}}); err != nil {
+			return err
+		}
+	}
+	b.rc.Event(results.Event{Type: "setting", Device: b.Receiver, Message: fmt.Sprintf("timer for port %d every %v (packet generator application %d)", b.RxPort, lg.TimerInterval, TimerAppID)})
+	if err := b.Rx.StartPktgen(ctx, tofino.Pktgen{AppID: TimerAppID, Port: lg.RecircPort, EgressPort: b.RxPort, PacketBytes: lg.TimerFrameBytes,
+		Interval: lg.TimerInterval, Batches: 1, PerBatch: 1, Periodic: true}); err != nil {
+		return fmt.Errorf("%s: %w", b.Receiver, err)
+	}
+	return nil
+}
+
+// missingSetup reads back what protecting the link with copies
+// retransmitted copies relies on, and names what is not in place: a
+// switch without it forwards but does not protect, and a run that finds
+// it so says why its protected points lose what the unprotected ones do.
+func (b *Bench) missingSetup(ctx context.Context, copies int) ([]string, error) {
+	var missing []string
+	for _, s := range []struct {
+		dev   string
+		sw    *tofino.Switch
+		mirrs []lg.MirrorSession
+	}{{b.Sender, b.Tx, lg.SenderMirrors(b.TxPort)}, {b.Receiver, b.Rx, lg.ReceiverMirrors(b.RxPort)}} {
+		for _, m := range s.mirrs {
+			got, err := s.sw.Mirror(ctx, m.ID)
+			switch {
+			case tofino.IsNotFound(err):
+				missing = append(missing, fmt.Sprintf("%s has no mirror session %#x", s.dev, m.ID))
+			case err != nil:
+				return nil, fmt.Errorf("%s: %w", s.dev, err)
+			case !got.Enabled || got.Port != m.Port || got.Queue != m.Queue || got.MaxPktLen != m.MaxPktLen || got.Direction != m.Direction:
+				missing = append(missing, fmt.Sprintf("%s's mirror session %#x is %+v, not %s to port %d queue %d (%d B)", s.dev, m.ID, got, m.Direction, m.Port, m.Queue, m.MaxPktLen))
+			}
+		}
+	}
+	if copies >= 1 {
+		mgid, nodes, err := lg.RetxGroup(b.TxPort, copies)
+		if err != nil {
+			return nil, err
+		}
+		ids, err := b.Tx.MulticastGroup(ctx, mgid)
+		switch {
+		case tofino.IsNotFound(err):
+			missing = append(missing, fmt.Sprintf("%s has no multicast group %d", b.Sender, mgid))
+		case err != nil:
+			return nil, fmt.Errorf("%s: %w", b.Sender, err)
+		case len(ids) != len(nodes):
+			missing = append(missing, fmt.Sprintf("%s's multicast group %d has %d nodes, not %d", b.Sender, mgid, len(ids), len(nodes)))
+		}
+	}
+	if p, err := b.Tx.PFCOf(ctx, b.TxPort); err != nil {
+		return nil, fmt.Errorf("%s: %w", b.Sender, err)
+	} else if p.RxMap&lg.PFCClassEnable == 0 {
+		missing = append(missing, fmt.Sprintf("%s's port %d does not honour PFC class 0", b.Sender, b.TxPort))
+	}
+	if st, err := b.Rx.PktgenStatus(ctx, TimerAppID); err != nil && !tofino.IsNotFound(err) {
+		return nil, fmt.Errorf("%s: %w", b.Receiver, err)
+	} else if err != nil || !st.Enabled {
+		missing = append(missing, fmt.Sprintf("%s's timer (packet generator application %d) does not run", b.Receiver, TimerAppID))
+	}
+	return missing, nil
+}

@@ -1,0 +1,388 @@
+package tofino
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	lg "testbed/p4/linkguardian"
+)
+
+// The fixed-function configuration a P4 program relies on besides its
+// tables and registers: mirror sessions (bfrt.mirror.cfg), the packet
+// replication engine's nodes and groups (bfrt.pre.node, bfrt.pre.mgid),
+// PFC per port ($PORT's $RX_PFC_EN_MAP and $TX_PFC_EN_MAP), and packets
+// sent from the CPU port. A bf_switchd restart forgets all of it, as the
+// hardware's. The dataplane (dataplane.go) reads it as the chip would: no
+// Tx-buffer session, no copy kept; no group, no replica; PFC reception
+// off, no pause honoured; no timer application, no pause sent.
+
+// setupState is the fixed-function configuration, guarded by the switch's mu.
+type setupState struct {
+	mirrors map[int]mirrorSession
+	nodes   map[int]mcNode
+	groups  map[int][]int // mgid -> node ids
+	pfc     map[int][2]int64
+	// injected counts the LinkGuardian frames sent from the CPU port that
+	// the program routed into a queue: (dev port, qid) -> frames by type.
+	injected map[[2]int]map[int]int
+}
+
+type mirrorSession struct {
+	SID       int64  `json:"sid"`
+	Direction string `json:"direction"`
+	Enable    bool   `json:"session_enable"`
+	Port      int64  `json:"ucast_egress_port"`
+	Queue     int64  `json:"egress_port_queue"`
+	MaxPktLen int64  `json:"max_pkt_len"`
+}
+
+type mcNode struct {
+	ID       int64   `json:"node_id"`
+	RID      int64   `json:"rid"`
+	DevPorts []int64 `json:"dev_ports"`
+}
+
+func newSetupState() *setupState {
+	return &setupState{mirrors: map[int]mirrorSession{}, nodes: map[int]mcNode{}, groups: map[int][]int{},
+		pfc: map[int][2]int64{}, injected: map[[2]int]map[int]int{}}
+}
+
+// Limits of Tofino 1's fixed-function blocks (bf_rt_mirror_tf1.json: sid
+// 0..1023 with 0 reserved; bf_rt_pre_tf1.json: MGID 1..65535 with 0 not
+// usable, RID 16 bits).
+const (
+	maxMirrorSID = 1023
+	maxMGID      = 65535
+	maxPktLenCap = 16384
+)
+
+func argInts(a map[string]json.RawMessage, k string) ([]int64, error) {
+	v, ok := a[k]
+	if !ok {
+		return nil, badReq("missing argument %q", k)
+	}
+	var out []int64
+	if err := json.Unmarshal(v, &out); err != nil {
+		return nil, badReq("argument %q: expected a list of integers, got %s", k, v)
+	}
+	return out, nil
+}
+
+// handleSetup serves mirror.*, pre.*, port.pfc and packet.out.
+func (t *Tofino) handleSetup(req agentReq) (res any, ok bool, err error) {
+	switch req.Op {
+	case "mirror.add", "mirror.get", "mirror.del", "pre.node.add", "pre.node.get", "pre.node.del",
+		"pre.mgid.add", "pre.mgid.get", "pre.mgid.del", "port.pfc", "packet.out":
+	default:
+		return nil, false, nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.program == "" {
+		return nil, true, fmt.Errorf("%s: no program running", req.Op)
+	}
+	res, err = t.setupLocked(req)
+	return res, true, err
+}
+
+func (t *Tofino) setupLocked(req agentReq) (any, error) {
+	a, st := req.Args, t.setup
+	switch req.Op {
+	case "mirror.add":
+		var m mirrorSession
+		var err error
+		if m.SID, err = argInt(a, "sid"); err != nil {
+			return nil, err
+		}
+		if m.Direction, err = argStr(a, "direction"); err != nil {
+			return nil, err
+		}
+		if m.Port, err = argInt(a, "ucast_egress_port"); err != nil {
+			return nil, err
+		}
+		if m.Queue, err = argInt(a, "egress_port_queue"); err != nil {
+			return nil, err
+		}
+		if m.MaxPktLen, err = argInt(a, "max_pkt_len"); err != nil {
+			return nil, err
+		}
+		m.Enable = true
+		switch {
+		case m.SID < 1 || m.SID > maxMirrorSID:
+			return nil, badReq("sid %d: expected 1..%d", m.SID, maxMirrorSID)
+		case m.Direction != "INGRESS" && m.Direction != "EGRESS" && m.Direction != "BOTH":
+			return nil, badReq("direction %q: expected INGRESS, EGRESS or BOTH", m.Direction)
+		case m.Port < 0 || m.Port > 511:
+			return nil, badReq("ucast_egress_port %d: expected 0..511", m.Port)
+		case m.Queue < 0 || m.Queue > 31:
+			return nil, badReq("egress_port_queue %d: expected 0..31", m.Queue)
+		case m.MaxPktLen < 1 || m.MaxPktLen > maxPktLenCap:
+			return nil, badReq("max_pkt_len %d: expected 1..%d", m.MaxPktLen, maxPktLenCap)
+		}
+		if _, dup := st.mirrors[int(m.SID)]; dup {
+			return nil, fmt.Errorf("mirror.cfg: sid %d: Already exists (BF_ALREADY_EXISTS)", m.SID)
+		}
+		st.mirrors[int(m.SID)] = m
+		return nil, nil
+	case "mirror.get", "mirror.del":
+		sid, err := argInt(a, "sid")
+		if err != nil {
+			return nil, err
+		}
+		m, ok := st.mirrors[int(sid)]
+		if !ok {
+			return nil, notFound("mirror session %d is not configured", sid)
+		}
+		if req.Op == "mirror.del" {
+			delete(st.mirrors, int(sid))
+			return nil, nil
+		}
+		return m, nil
+	case "pre.node.add":
+		var n mcNode
+		var err error
+		if n.ID, err = argInt(a, "node_id"); err != nil {
+			return nil, err
+		}
+		if n.RID, err = argInt(a, "rid"); err != nil {
+			return nil, err
+		}
+		if n.DevPorts, err = argInts(a, "dev_ports"); err != nil {
+			return nil, err
+		}
+		if n.ID < 0 || n.ID > 1<<32-1 || n.RID < 0 || n.RID > 0xffff {
+			return nil, badReq("node %d rid %d: expected a 32-bit node id and a 16-bit rid", n.ID, n.RID)
+		}
+		for _, p := range n.DevPorts {
+			if p < 0 || p > 511 {
+				return nil, badReq("node %d: dev port %d outside 0..511", n.ID, p)
+			}
+		}
+		if _, dup := st.nodes[int(n.ID)]; dup {
+			return nil, fmt.Errorf("pre.node: node %d: Already exists (BF_ALREADY_EXISTS)", n.ID)
+		}
+		st.nodes[int(n.ID)] = n
+		return nil, nil
+	case "pre.node.get", "pre.node.del":
+		id, err := argInt(a, "node_id")
+		if err != nil {
+			return nil, err
+		}
+		n, ok := st.nodes[int(id)]
+		if !ok {
+			return nil, notFound("multicast node %d does not exist", id)
+		}
+		if req.Op == "pre.node.get" {
+			return n, nil
+		}
+		for g, ids := range st.groups {
+			for _, x := range ids {
+				if x == int(id) {
+					return nil, fmt.Errorf("pre.node: node %d is a member of group %d: delete the group first (BF_IN_USE)", id, g)
+				}
+			}
+		}
+		delete(st.nodes, int(id))
+		return nil, nil
+	case "pre.mgid.add":
+		mgid, err := argInt(a, "mgid")
+		if err != nil {
+			return nil, err
+		}
+		ids, err := argInts(a, "node_ids")
+		if err != nil {
+			return nil, err
+		}
+		if mgid < 1 || mgid > maxMGID {
+			return nil, badReq("mgid %d: expected 1..%d", mgid, maxMGID)
+		}
+		if _, dup := st.groups[int(mgid)]; dup {
+			return nil, fmt.Errorf("pre.mgid: group %d: Already exists (BF_ALREADY_EXISTS)", mgid)
+		}
+		var members []int
+		for _, id := range ids {
+			if _, ok := st.nodes[int(id)]; !ok {
+				return nil, notFound("pre.mgid: group %d: node %d does not exist", mgid, id)
+			}
+			members = append(members, int(id))
+		}
+		st.groups[int(mgid)] = members
+		return nil, nil
+	case "pre.mgid.get", "pre.mgid.del":
+		mgid, err := argInt(a, "mgid")
+		if err != nil {
+			return nil, err
+		}
+		ids, ok := st.groups[int(mgid)]
+		if !ok {
+			return nil, notFound("multicast group %d does not exist", mgid)
+		}
+		if req.Op == "pre.mgid.del" {
+			delete(st.groups, int(mgid))
+			return nil, nil
+		}
+		return map[string]any{"mgid": mgid, "node_ids": append([]int{}, ids...)}, nil
+	case "port.pfc":
+		dev, err := argInt(a, "dev_port")
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := t.ports[int(dev)]; !ok {
+			return nil, notFound("port %d is not added", dev)
+		}
+		prev := st.pfc[int(dev)]
+		now := prev
+		_, hasRx := a["rx_map"]
+		_, hasTx := a["tx_map"]
+		if hasRx != hasTx {
+			return nil, badReq("port.pfc: give both rx_map and tx_map, or neither to read")
+		}
+		if hasRx {
+			if now[0], err = argInt(a, "rx_map"); err != nil {
+				return nil, err
+			}
+			if now[1], err = argInt(a, "tx_map"); err != nil {
+				return nil, err
+			}
+			if now[0] < 0 || now[0] > 0xff || now[1] < 0 || now[1] > 0xff {
+				return nil, badReq("port.pfc: maps %#x, %#x: expected 8-bit class maps", now[0], now[1])
+			}
+			st.pfc[int(dev)] = now
+		}
+		return map[string]any{"previous": map[string]int64{"rx_map": prev[0], "tx_map": prev[1]}, "rx_map": now[0], "tx_map": now[1]}, nil
+	case "packet.out":
+		h, err := argStr(a, "frame_hex")
+		if err != nil {
+			return nil, err
+		}
+		f, err := hex.DecodeString(h)
+		if err != nil || len(f) < 60 || len(f) > 9216 || h != strings.ToLower(h) {
+			return nil, badReq("frame_hex: expected lowercase hex of a 60..9216 byte frame without FCS")
+		}
+		t.packetOutLocked(f)
+		return nil, nil
+	}
+	return nil, badReq("unknown op %q", req.Op)
+}
+
+// packetOutLocked is a frame from the CPU port entering the program's
+// ingress: the LinkGuardian programs route it by destination MAC through
+// l2_forward (no entry: dropped, l2_miss) and, when it is one of their
+// own frames, it settles in the queue the entry names.
+func (t *Tofino) packetOutLocked(f []byte) {
+	dst, kind, ok := lg.ParseInjected(f)
+	if !ok || (t.program != lg.ProgramSender && t.program != lg.ProgramReceiver) {
+		return
+	}
+	for _, e := range t.tables[lg.TableL2Forward] {
+		if e.Key[lg.KeyDstAddr] != dst || e.Action != lg.ActionForwardToQueue {
+			continue
+		}
+		k := [2]int{int(e.Data[lg.ParamPort]), int(e.Data[lg.ParamQID])}
+		if t.setup.injected[k] == nil {
+			t.setup.injected[k] = map[int]int{}
+		}
+		t.setup.injected[k][kind]++
+		return
+	}
+}
+
+// lgSetup is what the chip's fixed-function configuration does for a
+// protected link: how many replicas a retransmission of copies gets,
+// whether copies are kept at all, whether the sender honours the
+// receiver's pauses; why names what is missing (for the transcript of
+// a run that does not protect).
+type lgSetup struct {
+	keepCopy     bool
+	notify       bool
+	replicas     int
+	backpressure bool
+	why          []string
+}
+
+// notificationMinBytes is a loss notification as the receiver mirrors it:
+// Ethernet (14) + LinkGuardian (3) + loss header (3).
+const notificationMinBytes = 14 + lg.HeaderBytes + 3
+
+// linkSetup reads the configuration a protected link from tx's txPort to
+// rx's rxPort depends on. copies is what set_retx_copies asks for (0: no
+// entry, one unicast copy). Takes both switches' locks in turn.
+func linkSetup(tx *Tofino, txPort int, rx *Tofino, rxPort int, copies int) lgSetup {
+	var s lgSetup
+	tx.mu.Lock()
+	m, ok := tx.setup.mirrors[lg.SessionTxBuffer|lg.PortIndex(txPort)]
+	s.keepCopy = ok && m.Enable && m.Direction != "INGRESS" && m.Port == lg.RecircPort && m.Queue == lg.QueueTxBuffer
+	if !s.keepCopy {
+		s.why = append(s.why, fmt.Sprintf("sender: no mirror session %#x to port %d queue %d (the Tx buffer)", lg.SessionTxBuffer|lg.PortIndex(txPort), lg.RecircPort, lg.QueueTxBuffer))
+	}
+	if copies == 0 {
+		s.replicas = 1 // retx_one_copy: unicast
+	} else if ids, ok := tx.setup.groups[copies]; ok {
+		for _, id := range ids {
+			for _, p := range tx.setup.nodes[id].DevPorts {
+				if int(p) == txPort {
+					s.replicas++
+				}
+			}
+		}
+	}
+	if s.replicas == 0 {
+		s.why = append(s.why, fmt.Sprintf("sender: multicast group %d has no replica of port %d", copies, txPort))
+	}
+	rxMap := tx.setup.pfc[txPort][0]
+	tx.mu.Unlock()
+	rx.mu.Lock()
+	m, ok = rx.setup.mirrors[lg.SessionCtrl|lg.PortIndex(rxPort)]
+	s.notify = ok && m.Enable && m.Direction != "EGRESS" && int(m.Port) == rxPort && m.MaxPktLen >= notificationMinBytes
+	if !s.notify {
+		s.why = append(s.why, fmt.Sprintf("receiver: no mirror session %#x to port %d carrying a %d B loss notification", lg.SessionCtrl|lg.PortIndex(rxPort), rxPort, notificationMinBytes))
+	}
+	timer := false
+	for _, app := range rx.apps {
+		if app.periodic && app.enabled && app.egressPort == rxPort {
+			timer = true
+		}
+	}
+	rx.mu.Unlock()
+	s.backpressure = rxMap&lg.PFCClassEnable != 0 && timer
+	if rxMap&lg.PFCClassEnable == 0 {
+		s.why = append(s.why, fmt.Sprintf("sender: port %d does not honour PFC class 0", txPort))
+	}
+	if !timer {
+		s.why = append(s.why, fmt.Sprintf("receiver: no periodic timer application for port %d", rxPort))
+	}
+	sort.Strings(s.why)
+	return s
+}
+
+// pktgenTrigger reads pktgen.start's trigger: timer_one_shot (the
+// default) or timer_periodic (tf1.pktgen.app_cfg's
+// mod_with_trigger_timer_periodic).
+func pktgenTrigger(a map[string]json.RawMessage) (string, error) {
+	if _, ok := a["trigger"]; !ok {
+		return "timer_one_shot", nil
+	}
+	s, err := argStr(a, "trigger")
+	if err != nil {
+		return "", err
+	}
+	if s != "timer_one_shot" && s != "timer_periodic" {
+		return "", badReq("trigger %q: expected timer_one_shot or timer_periodic", s)
+	}
+	return s, nil
+}
+
+// timerState is a periodic application's pktgen.status: it never ends,
+// and has sent a batch every period since it started.
+func (d *Dataplane) timerState(app *pktgenApp) map[string]any {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	sent := int64(0)
+	if app.enabled && app.timerNs > 0 && d.now > app.startNs {
+		sent = int64(d.now-app.startNs) / app.timerNs * int64(app.perBatch)
+	}
+	return map[string]any{"enabled": app.enabled, "packets": sent, "done": false}
+}
