@@ -204,6 +204,7 @@ func TestPktgenAcrossTheCorruptingLink(t *testing.T) {
 				Data: map[string]int64{"num_copies": 2}}); err != nil {
 				t.Fatal(err)
 			}
+			setupLG(t, ctx, tx, rx, p, p, 2) // setup_test.go
 		}
 		g := tofino.Pktgen{AppID: 1, Port: 68, EgressPort: p, PacketBytes: 1514, Interval: 124 * time.Nanosecond, Batches: 10, PerBatch: 20000}
 		if err := tx.StartPktgen(ctx, g); err != nil {
@@ -449,6 +450,7 @@ func TestEmulatedDropsCountedAtTheSwitch(t *testing.T) {
 				Data: map[string]int64{"num_copies": 2}}); err != nil {
 				t.Fatal(err)
 			}
+			setupLG(t, ctx, tx, rx, p, p, 2) // setup_test.go
 		}
 		before := drops()
 		g := tofino.Pktgen{AppID: 1, Port: 68, EgressPort: p, PacketBytes: 1514, Interval: 124 * time.Nanosecond, Batches: 10, PerBatch: 20000}
