@@ -428,6 +428,9 @@ func TestUndoKindsReplayFromData(t *testing.T) {
 	if _, err := sw.SetPFC(ctx, 136, tofino.PFC{RxMap: lg.PFCClassEnable}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := sw.SetQueuePFCCos(ctx, 136, 7, 7); err != nil {
+		t.Fatal(err)
+	}
 	mirror, _ := json.Marshal(map[string]any{"sid": engineer.ID, "session": engineer})
 	group, _ := json.Marshal(map[string]any{"mgid": 2, "node_ids": []int{60},
 		"found": map[string]any{"nodes": []tofino.MulticastNode{{ID: 70, RID: 1, DevPorts: []int{136, 137}}}}})
@@ -435,6 +438,7 @@ func TestUndoKindsReplayFromData(t *testing.T) {
 		{Kind: UndoTofinoMirror, Args: mirror},
 		{Kind: UndoTofinoMulticastGroup, Args: group},
 		{Kind: UndoTofinoPFC, Args: json.RawMessage(`{"port":136,"rx_map":0,"tx_map":0}`)},
+		{Kind: UndoTofinoQueuePFCCos, Args: json.RawMessage(`{"port":136,"qid":7,"cos":0}`)},
 	} {
 		kinds[rec.Kind] = true
 		if err := runUndo(ctx, fresh, rec); err != nil {
@@ -452,6 +456,9 @@ func TestUndoKindsReplayFromData(t *testing.T) {
 	}
 	if p, err := sw.PFCOf(ctx, 136); err != nil || p != (tofino.PFC{}) {
 		t.Errorf("port 136 PFC after its undo: %+v %v, want off", p, err)
+	}
+	if c, err := sw.QueuePFCCos(ctx, 136, 7); err != nil || c != 0 {
+		t.Errorf("port 136 queue 7's PFC class after its undo: %d %v, want 0", c, err)
 	}
 	// A link the monitor took down comes back at the speed it had.
 	kinds[UndoTofinoAddPort] = true

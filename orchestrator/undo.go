@@ -69,6 +69,9 @@ const (
 	UndoTofinoMulticastGroup = "tofino.multicast-group"
 	// UndoTofinoPFC: {port, rx_map, tx_map}: set a port's PFC maps back.
 	UndoTofinoPFC = "tofino.pfc"
+	// UndoTofinoQueuePFCCos: {port, qid, cos}: set the PFC class a TM
+	// queue honours back.
+	UndoTofinoQueuePFCCos = "tofino.queue-pfc-cos"
 )
 
 type undoFunc func(ctx context.Context, od *OpenedDevice, args json.RawMessage) error
@@ -308,6 +311,24 @@ func undoKinds() map[string]undoFunc {
 				return err
 			}
 			if _, err := sw.SetPFC(ctx, a.Port, tofino.PFC{RxMap: a.RxMap, TxMap: a.TxMap}); err != nil && !tofino.IsNotFound(err) {
+				return err
+			}
+			return nil
+		},
+		UndoTofinoQueuePFCCos: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
+			var a struct {
+				Port int  `json:"port"`
+				QID  int  `json:"qid"`
+				Cos  *int `json:"cos"`
+			}
+			sw, err := switchFor(ctx, od, raw, &a)
+			if sw == nil || err != nil {
+				return err
+			}
+			if a.Cos == nil {
+				return fmt.Errorf("%s: %s of port %d queue %d without a class", od.Dev.Name, UndoTofinoQueuePFCCos, a.Port, a.QID)
+			}
+			if _, err := sw.SetQueuePFCCos(ctx, a.Port, a.QID, *a.Cos); err != nil && !tofino.IsNotFound(err) {
 				return err
 			}
 			return nil

@@ -150,3 +150,40 @@ func (s *Switch) PacketOut(ctx context.Context, frame []byte) error {
 	}
 	return nil
 }
+
+// SetQueuePFCCos sets the PFC class egress queue qid of devPort honours
+// (tf1.tm.queue.cfg pfc_cos; every queue is in class 0 until set) and
+// returns the class it had.
+func (s *Switch) SetQueuePFCCos(ctx context.Context, devPort, qid, cos int) (int, error) {
+	if cos < 0 || cos > 7 {
+		return 0, fmt.Errorf("port %d queue %d PFC class %d: expected 0..7", devPort, qid, cos)
+	}
+	return s.queuePFCCos(ctx, devPort, qid, &cos)
+}
+
+// QueuePFCCos reads the PFC class egress queue qid of devPort honours.
+func (s *Switch) QueuePFCCos(ctx context.Context, devPort, qid int) (int, error) {
+	return s.queuePFCCos(ctx, devPort, qid, nil)
+}
+
+func (s *Switch) queuePFCCos(ctx context.Context, devPort, qid int, cos *int) (int, error) {
+	args := map[string]any{"dev_port": devPort, "qid": qid}
+	what := "PFC class"
+	if cos != nil {
+		args["cos"] = *cos
+		what = fmt.Sprintf("PFC class %d", *cos)
+	}
+	if qid < 0 || qid > 7 {
+		return 0, fmt.Errorf("port %d queue %d %s: expected a queue 0..7", devPort, qid, what)
+	}
+	var r struct {
+		Cos *int `json:"cos"`
+	}
+	if err := s.agent.call(ctx, "tm.queue.pfc_cos", args, &r); err != nil {
+		return 0, fmt.Errorf("port %d queue %d %s: %w", devPort, qid, what, err)
+	}
+	if r.Cos == nil {
+		return 0, fmt.Errorf("port %d queue %d %s: the agent answered no class", devPort, qid, what)
+	}
+	return *r.Cos, nil
+}

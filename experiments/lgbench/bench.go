@@ -69,6 +69,9 @@ type Link struct {
 	// SinkGbps is the speed the sink port is added at: the fastest bench
 	// link's, so every link's delivered traffic fits through it.
 	SinkGbps int
+	// Unprotected: bound by BindUnprotected, for runs with protection off;
+	// Open leaves LinkGuardian's fixed-function setup alone.
+	Unprotected bool
 }
 
 // Bind fills the recipe's link role with bench links and checks every
@@ -96,7 +99,7 @@ func bind(pc *o.PlanContext, names []string, sinkPort string, protect bool) ([]L
 			return nil, nil, pc.Lab.LinkErrorf(l, "transceiver", "unknown transceiver %q", l.Transceiver)
 		}
 		b := Link{Link: l, Sender: l.A.Device, Receiver: l.B.Device, FEC: l.FEC, LineRateBps: t.RateBps,
-			Gbps: int(t.RateBps / 1e9), VOA: l.VOA.Device, VOAChannel: l.VOA.Channel, SinkPortName: sinkPort}
+			Gbps: int(t.RateBps / 1e9), VOA: l.VOA.Device, VOAChannel: l.VOA.Channel, SinkPortName: sinkPort, Unprotected: !protect}
 		if b.FEC == "" {
 			b.FEC = "none"
 		}
@@ -187,8 +190,10 @@ func Open(ctx context.Context, rc *o.RunContext, l Link, opts Options) (*Bench, 
 	if err := b.remember(ctx); err != nil {
 		return nil, err
 	}
-	if err := b.setup(ctx); err != nil { // setup.go
-		return nil, err
+	if !l.Unprotected {
+		if err := b.setup(ctx); err != nil { // setup.go
+			return nil, err
+		}
 	}
 	// The link's ports come up only with light through its VOA: a closed
 	// shutter (an N776x powers up closed) is opened, and closed again at

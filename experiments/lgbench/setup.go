@@ -57,6 +57,11 @@ func (b *Bench) setup(ctx context.Context) error {
 			return err
 		}
 	}
+	for _, q := range []int{lg.QueueNormal, lg.QueueCtrl, lg.QueueLowPrio} {
+		if err := b.setQueueClass(ctx, q, lg.QueuePFCClasses[q]); err != nil {
+			return err
+		}
+	}
 	prev, err := b.Tx.PFCOf(ctx, b.TxPort)
 	if err != nil {
 		return fmt.Errorf("%s: %w", b.Sender, err)
@@ -180,6 +185,26 @@ func (b *Bench) setQueuePriority(ctx context.Context, dev string, sw *tofino.Swi
 	return nil
 }
 
+// setQueueClass sets the PFC class a queue of the sender's protected
+// port honours.
+func (b *Bench) setQueueClass(ctx context.Context, qid, cos int) error {
+	found, err := b.Tx.QueuePFCCos(ctx, b.TxPort, qid)
+	if err != nil {
+		return fmt.Errorf("%s: %w", b.Sender, err)
+	}
+	if found == cos {
+		return nil
+	}
+	if err := b.rc.Journal(b.Sender, o.Undo{Kind: o.UndoTofinoQueuePFCCos, Desc: fmt.Sprintf("set port %d queue %d on %s back to PFC class %d", b.TxPort, qid, b.Sender, found),
+		Found: found, Args: map[string]int{"port": b.TxPort, "qid": qid, "cos": found}}); err != nil {
+		return err
+	}
+	if _, err := b.Tx.SetQueuePFCCos(ctx, b.TxPort, qid, cos); err != nil {
+		return fmt.Errorf("%s: %w", b.Sender, err)
+	}
+	return nil
+}
+
 // inject routes the port's CPU-injected frames to its low-priority queue
 // and sends one (the dummy or the explicit ACK), which then replenishes
 // itself there. A route found in place means one was sent already: a
@@ -272,6 +297,15 @@ func (b *Bench) missingSetup(ctx context.Context, copies int) ([]string, error) 
 			return nil, fmt.Errorf("%s: %w", b.Sender, err)
 		case len(ids) != len(nodes):
 			missing = append(missing, fmt.Sprintf("%s's multicast group %d has %d nodes, not %d", b.Sender, mgid, len(ids), len(nodes)))
+		}
+	}
+	for _, q := range []int{lg.QueueNormal, lg.QueueCtrl, lg.QueueLowPrio} {
+		c, err := b.Tx.QueuePFCCos(ctx, b.TxPort, q)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", b.Sender, err)
+		}
+		if c != lg.QueuePFCClasses[q] {
+			missing = append(missing, fmt.Sprintf("%s's port %d queue %d honours PFC class %d, not %d", b.Sender, b.TxPort, q, c, lg.QueuePFCClasses[q]))
 		}
 	}
 	if p, err := b.Tx.PFCOf(ctx, b.TxPort); err != nil {

@@ -40,6 +40,13 @@ const (
 // normal above the self-replenishing low-priority queue.
 var QueuePriorities = map[int]int{QueueCtrl: 7, QueueNormal: 4, QueueLowPrio: 0}
 
+// QueuePFCClasses is the PFC class each queue of the sender's protected
+// port honours: the normal queue class 0, the one the receiver pauses;
+// the others a class of their own, so a pause holds neither the
+// retransmissions nor the dummy (every TM queue is in class 0 until set,
+// bf_rt_tm_tf1.json tf1.tm.queue.cfg pfc_cos).
+var QueuePFCClasses = map[int]int{QueueNormal: 0, QueueCtrl: QueueCtrl, QueueLowPrio: QueueLowPrio}
+
 // PFCClassEnable is the receive PFC map of the sender's protected port:
 // priority class 0, the normal queue's (LG_PFC_CLASS_ENABLE).
 const PFCClassEnable = 0x01

@@ -25,6 +25,7 @@ type setupState struct {
 	nodes   map[int]mcNode
 	groups  map[int][]int // mgid -> node ids
 	pfc     map[int][2]int64
+	qcos    map[[2]int]int64 // (dev port, qid) -> the PFC class the queue honours (default 0)
 	// injected counts the LinkGuardian frames sent from the CPU port that
 	// the program routed into a queue: (dev port, qid) -> frames by type.
 	injected map[[2]int]map[int]int
@@ -47,7 +48,7 @@ type mcNode struct {
 
 func newSetupState() *setupState {
 	return &setupState{mirrors: map[int]mirrorSession{}, nodes: map[int]mcNode{}, groups: map[int][]int{},
-		pfc: map[int][2]int64{}, injected: map[[2]int]map[int]int{}}
+		pfc: map[int][2]int64{}, qcos: map[[2]int]int64{}, injected: map[[2]int]map[int]int{}}
 }
 
 // Limits of Tofino 1's fixed-function blocks (bf_rt_mirror_tf1.json: sid
@@ -75,7 +76,7 @@ func argInts(a map[string]json.RawMessage, k string) ([]int64, error) {
 func (t *Tofino) handleSetup(req agentReq) (res any, ok bool, err error) {
 	switch req.Op {
 	case "mirror.add", "mirror.get", "mirror.del", "pre.node.add", "pre.node.get", "pre.node.del",
-		"pre.mgid.add", "pre.mgid.get", "pre.mgid.del", "port.pfc", "packet.out":
+		"pre.mgid.add", "pre.mgid.get", "pre.mgid.del", "port.pfc", "tm.queue.pfc_cos", "packet.out":
 	default:
 		return nil, false, nil
 	}
@@ -253,6 +254,36 @@ func (t *Tofino) setupLocked(req agentReq) (any, error) {
 			st.pfc[int(dev)] = now
 		}
 		return map[string]any{"previous": map[string]int64{"rx_map": prev[0], "tx_map": prev[1]}, "rx_map": now[0], "tx_map": now[1]}, nil
+	case "tm.queue.pfc_cos":
+		dev, err := argInt(a, "dev_port")
+		if err != nil {
+			return nil, err
+		}
+		qid, err := argInt(a, "qid")
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case dev < 0 || dev > 511:
+			return nil, badReq("dev_port %d: expected 0..511", dev)
+		case qid < 0 || qid > 7:
+			return nil, badReq("qid %d: expected 0..7", qid)
+		case dev&0x7f >= tmPortsPerPipe:
+			return nil, notFound("no TM port %d (tf1.tm.port.cfg)", dev)
+		}
+		k := [2]int{int(dev), int(qid)}
+		prev := st.qcos[k]
+		if _, set := a["cos"]; set {
+			cos, err := argInt(a, "cos")
+			if err != nil {
+				return nil, err
+			}
+			if cos < 0 || cos > 7 {
+				return nil, badReq("cos %d: expected 0..7", cos)
+			}
+			st.qcos[k] = cos
+		}
+		return map[string]any{"cos": prev}, nil
 	case "packet.out":
 		h, err := argStr(a, "frame_hex")
 		if err != nil {
@@ -333,6 +364,11 @@ func linkSetup(tx *Tofino, txPort int, rx *Tofino, rxPort int, copies int) lgSet
 		s.why = append(s.why, fmt.Sprintf("sender: multicast group %d has no replica of port %d", copies, txPort))
 	}
 	rxMap := tx.setup.pfc[txPort][0]
+	// The receiver's PFC frames pause class 0 (LG_PFC_CLASS_ENABLE): the
+	// normal queue honours them when it is in class 0 and the MAC takes
+	// class 0's frames.
+	normalCos := tx.setup.qcos[[2]int{txPort, lg.QueueNormal}]
+	ctrlCos := tx.setup.qcos[[2]int{txPort, lg.QueueCtrl}]
 	tx.mu.Unlock()
 	rx.mu.Lock()
 	m, ok = rx.setup.mirrors[lg.SessionCtrl|lg.PortIndex(rxPort)]
@@ -347,9 +383,17 @@ func linkSetup(tx *Tofino, txPort int, rx *Tofino, rxPort int, copies int) lgSet
 		}
 	}
 	rx.mu.Unlock()
-	s.backpressure = rxMap&lg.PFCClassEnable != 0 && timer
+	s.backpressure = rxMap&lg.PFCClassEnable != 0 && normalCos == 0 && timer
 	if rxMap&lg.PFCClassEnable == 0 {
 		s.why = append(s.why, fmt.Sprintf("sender: port %d does not honour PFC class 0", txPort))
+	}
+	if normalCos != 0 {
+		s.why = append(s.why, fmt.Sprintf("sender: port %d's normal queue honours PFC class %d, not 0", txPort, normalCos))
+	}
+	if ctrlCos == 0 {
+		// Not modelled (lgmodel pauses the normal queue alone): on the
+		// chip a pause would hold the retransmissions too.
+		s.why = append(s.why, fmt.Sprintf("sender: port %d's retransmission queue is in PFC class 0: a pause holds it too", txPort))
 	}
 	if !timer {
 		s.why = append(s.why, fmt.Sprintf("receiver: no periodic timer application for port %d", rxPort))

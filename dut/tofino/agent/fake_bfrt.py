@@ -130,7 +130,8 @@ def _table_method(table, method, allowed, body):
 class PortTable(_Table):
     """bfrt.port.port ($PORT)."""
 
-    DATA = ("SPEED", "FEC", "N_LANES", "PORT_ENABLE", "AUTO_NEGOTIATION", "LOOPBACK_MODE", "TX_MTU", "RX_MTU", "CUT_THROUGH_EN")
+    DATA = ("SPEED", "FEC", "N_LANES", "PORT_ENABLE", "AUTO_NEGOTIATION", "LOOPBACK_MODE", "TX_MTU", "RX_MTU", "CUT_THROUGH_EN",
+            "TX_PFC_EN_MAP", "RX_PFC_EN_MAP")
 
     def __init__(self, root, parent):
         _Table.__init__(self, root, parent, "port", "port.port")
@@ -163,10 +164,12 @@ class PortTable(_Table):
         # documented default).
         ports[dev] = {"$SPEED": SPEED, "$FEC": FEC, "$PORT_ENABLE": bool(PORT_ENABLE),
                       "$AUTO_NEGOTIATION": AUTO_NEGOTIATION or "PM_AN_DEFAULT",
-                      "$CUT_THROUGH_EN": bool(other.get("CUT_THROUGH_EN", False))}
+                      "$CUT_THROUGH_EN": bool(other.get("CUT_THROUGH_EN", False)),
+                      "$N_LANES": {"BF_SPEED_40G": 4, "BF_SPEED_50G": 2, "BF_SPEED_100G": 4}.get(SPEED, 1),
+                      "$TX_PFC_EN_MAP": 0, "$RX_PFC_EN_MAP": 0}
         return None
 
-    def _mod(self, DEV_PORT=None, PORT_ENABLE=None, CUT_THROUGH_EN=None, **other):
+    def _mod(self, DEV_PORT=None, PORT_ENABLE=None, CUT_THROUGH_EN=None, TX_PFC_EN_MAP=None, RX_PFC_EN_MAP=None, **other):
         dev = self._check_width("$DEV_PORT", DEV_PORT, 32)
         if dev not in self._root.ports:
             self._fail("table_entry_mod", BF_OBJECT_NOT_FOUND)
@@ -174,6 +177,9 @@ class PortTable(_Table):
             self._root.ports[dev]["$PORT_ENABLE"] = bool(PORT_ENABLE)
         if CUT_THROUGH_EN is not None:
             self._root.ports[dev]["$CUT_THROUGH_EN"] = bool(CUT_THROUGH_EN)
+        for f, v in (("$TX_PFC_EN_MAP", TX_PFC_EN_MAP), ("$RX_PFC_EN_MAP", RX_PFC_EN_MAP)):
+            if v is not None:
+                self._root.ports[dev][f] = self._check_width(f, v, 32)
 
     def _delete(self, DEV_PORT=None, **target):
         dev = self._check_width("$DEV_PORT", DEV_PORT, 32)
@@ -370,6 +376,184 @@ class TmQueueSchedCfg(_TmQueueTable):
                 q[k] = self._check_width(k, v, 16)
             else:
                 q[k] = bool(v)
+
+
+class TmQueueCfg(_TmQueueTable):
+    """bfrt.tf1.tm.queue.cfg's pfc_cos: the PFC class a queue honours;
+    "by default, all queues use mapping CoS zero" (bf_rt_tm_tf1.json)."""
+
+    FIELDS = ("pfc_cos",)
+
+    def __init__(self, root, parent):
+        _TmQueueTable.__init__(self, root, parent, "cfg", "tf1.tm.queue.cfg")
+
+    def _entries(self):
+        return self._root.queue_cfg
+
+    def _defaults(self):
+        return {"pfc_cos": 0}
+
+    def _mod(self, pg_id=None, pg_queue=None, pipe=None, gress_dir=None, prsr_id=None, pfc_cos=None):
+        q = self._queue("table_entry_mod", pipe, pg_id, pg_queue)
+        if q is None:
+            self._fail("table_entry_mod", BF_INVALID_ARG)
+        if pfc_cos is not None:
+            q["pfc_cos"] = self._check_width("pfc_cos", pfc_cos, 8)
+
+
+# ---- mirror sessions and the packet replication engine ----
+
+
+class MirrorCfg(_Table):
+    """bfrt.mirror.cfg ($mirror.cfg, bf_rt_mirror_tf1.json): keyed by
+    $sid, added with the $normal action's fields; a read gives the data
+    field names with their $ (bytes)."""
+
+    NORMAL = ("session_enable", "direction", "ucast_egress_port", "ucast_egress_port_valid", "egress_port_queue",
+              "ingress_cos", "packet_color", "level1_mcast_hash", "level2_mcast_hash", "mcast_grp_a", "mcast_grp_a_valid",
+              "mcast_grp_b", "mcast_grp_b_valid", "mcast_l1_xid", "mcast_l2_xid", "mcast_rid", "icos_for_copy_to_cpu",
+              "copy_to_cpu", "max_pkt_len")
+
+    def __init__(self, root, parent):
+        _Table.__init__(self, root, parent, "cfg", "mirror.cfg")
+        self.add_with_normal = _table_method(self, "add_with_normal", ("sid",) + self.NORMAL + TARGET, self._add)
+        self.get = _table_method(self, "get", ("sid",) + GET_OPTS + TARGET, self._get)
+        self.delete = _table_method(self, "delete", ("sid",) + TARGET, self._delete)
+
+    def _add(self, sid=None, direction=None, **data):
+        sid = self._check_width("$sid", sid, 16)
+        if not 1 <= sid <= 1023:
+            self._fail("table_entry_add", BF_INVALID_ARG)
+        if direction not in ("INGRESS", "EGRESS", "BOTH"):
+            print("Error: Invalid choice %r for field $direction" % (direction,))
+            return None
+        if sid in self._root.mirrors:
+            self._fail("table_entry_add", BF_ALREADY_EXISTS)
+        e = {"$direction": direction, "$session_enable": bool(data.get("session_enable")),
+             "$ucast_egress_port": self._check_width("$ucast_egress_port", data.get("ucast_egress_port"), 32),
+             "$ucast_egress_port_valid": bool(data.get("ucast_egress_port_valid")),
+             "$egress_port_queue": self._check_width("$egress_port_queue", data.get("egress_port_queue"), 32),
+             "$max_pkt_len": self._check_width("$max_pkt_len", data.get("max_pkt_len", 16384), 16)}
+        self._root.mirrors[sid] = e
+        return None
+
+    def _get(self, sid=None, print_ents=True, **opts):
+        sid = self._check_width("$sid", sid, 16)
+        e = self._root.mirrors.get(sid)
+        if e is None:
+            return -1
+        return TableEntry(self, {b"$sid": sid}, {k.encode(): v for k, v in e.items()}, "$normal")
+
+    def _delete(self, sid=None, **target):
+        sid = self._check_width("$sid", sid, 16)
+        if sid not in self._root.mirrors:
+            self._fail("table_entry_delete", BF_OBJECT_NOT_FOUND)
+        del self._root.mirrors[sid]
+
+
+class PreNode(_Table):
+    """bfrt.pre.node ($pre.node, bf_rt_pre_tf1.json)."""
+
+    def __init__(self, root, parent):
+        _Table.__init__(self, root, parent, "node", "pre.node")
+        data = ("MULTICAST_RID", "MULTICAST_LAG_ID", "DEV_PORT")
+        self.add = _table_method(self, "add", ("MULTICAST_NODE_ID",) + data + TARGET, self._add)
+        self.get = _table_method(self, "get", ("MULTICAST_NODE_ID",) + GET_OPTS + TARGET, self._get)
+        self.delete = _table_method(self, "delete", ("MULTICAST_NODE_ID",) + TARGET, self._delete)
+
+    def _add(self, MULTICAST_NODE_ID=None, MULTICAST_RID=None, MULTICAST_LAG_ID=None, DEV_PORT=None, **target):
+        n = self._check_width("$MULTICAST_NODE_ID", MULTICAST_NODE_ID, 32)
+        if n in self._root.pre_nodes:
+            self._fail("table_entry_add", BF_ALREADY_EXISTS)
+        ports = [self._check_width("$DEV_PORT", p, 32) for p in (DEV_PORT or [])]
+        self._root.pre_nodes[n] = {"$MULTICAST_RID": self._check_width("$MULTICAST_RID", MULTICAST_RID, 16),
+                                   "$MULTICAST_LAG_ID": list(MULTICAST_LAG_ID or []), "$DEV_PORT": ports}
+
+    def _get(self, MULTICAST_NODE_ID=None, print_ents=True, **opts):
+        n = self._check_width("$MULTICAST_NODE_ID", MULTICAST_NODE_ID, 32)
+        e = self._root.pre_nodes.get(n)
+        if e is None:
+            return -1
+        return TableEntry(self, {b"$MULTICAST_NODE_ID": n}, {k.encode(): v for k, v in e.items()})
+
+    def _delete(self, MULTICAST_NODE_ID=None, **target):
+        n = self._check_width("$MULTICAST_NODE_ID", MULTICAST_NODE_ID, 32)
+        if n not in self._root.pre_nodes:
+            self._fail("table_entry_delete", BF_OBJECT_NOT_FOUND)
+        if any(n in g["$MULTICAST_NODE_ID"] for g in self._root.pre_groups.values()):
+            self._fail("table_entry_delete", BF_INVALID_ARG)  # a group still holds it
+        del self._root.pre_nodes[n]
+
+
+class PreMgid(_Table):
+    """bfrt.pre.mgid ($pre.mgid): a group's nodes, with their L1 XIDs."""
+
+    def __init__(self, root, parent):
+        _Table.__init__(self, root, parent, "mgid", "pre.mgid")
+        data = ("MULTICAST_NODE_ID", "MULTICAST_NODE_L1_XID_VALID", "MULTICAST_NODE_L1_XID",
+                "MULTICAST_ECMP_ID", "MULTICAST_ECMP_L1_XID_VALID", "MULTICAST_ECMP_L1_XID")
+        self.add = _table_method(self, "add", ("MGID",) + data + TARGET, self._add)
+        self.get = _table_method(self, "get", ("MGID",) + GET_OPTS + TARGET, self._get)
+        self.delete = _table_method(self, "delete", ("MGID",) + TARGET, self._delete)
+
+    def _add(self, MGID=None, MULTICAST_NODE_ID=None, MULTICAST_NODE_L1_XID_VALID=None, MULTICAST_NODE_L1_XID=None, **other):
+        g = self._check_width("$MGID", MGID, 16)
+        nodes = list(MULTICAST_NODE_ID or [])
+        if g == 0 or len(MULTICAST_NODE_L1_XID_VALID or []) != len(nodes) or len(MULTICAST_NODE_L1_XID or []) != len(nodes):
+            self._fail("table_entry_add", BF_INVALID_ARG)
+        if g in self._root.pre_groups:
+            self._fail("table_entry_add", BF_ALREADY_EXISTS)
+        for n in nodes:
+            if n not in self._root.pre_nodes:
+                self._fail("table_entry_add", BF_OBJECT_NOT_FOUND)
+        self._root.pre_groups[g] = {"$MULTICAST_NODE_ID": nodes, "$MULTICAST_NODE_L1_XID_VALID": list(MULTICAST_NODE_L1_XID_VALID),
+                                    "$MULTICAST_NODE_L1_XID": list(MULTICAST_NODE_L1_XID)}
+
+    def _get(self, MGID=None, print_ents=True, **opts):
+        g = self._check_width("$MGID", MGID, 16)
+        e = self._root.pre_groups.get(g)
+        if e is None:
+            return -1
+        return TableEntry(self, {b"$MGID": g}, {k.encode(): list(v) for k, v in e.items()})
+
+    def _delete(self, MGID=None, **target):
+        g = self._check_width("$MGID", MGID, 16)
+        if g not in self._root.pre_groups:
+            self._fail("table_entry_delete", BF_OBJECT_NOT_FOUND)
+        del self._root.pre_groups[g]
+
+
+class FakePlatform:
+    """What the agent reaches outside bfrt_python (testbed_agent.SdePlatform):
+    the port manager's FEC counters, preset by a test, and the frames sent
+    on the CPU port's netdev, recorded. Each call checks, as a bfrt call
+    does, that no other runs at once."""
+
+    def __init__(self, root):
+        self._root = root
+        self.rs = {}  # dev_port -> bf_port_rs_fec_status_and_counters_get's outputs
+        self.fc = {}  # (dev_port, vl) -> (block lock, corrected, uncorrected)
+        self.sent = []  # (iface, frame)
+
+    def rs_fec(self, dev_id, dev_port):
+        self._root._enter("bf_port_rs_fec_status_and_counters_get", "call", {"dev_port": dev_port})
+        try:
+            r = dict.fromkeys(("fec_corr_cnt", "fec_uncorr_cnt", "fec_ser_lane_0", "fec_ser_lane_1", "fec_ser_lane_2", "fec_ser_lane_3"), 0)
+            r.update(hi_ser=False, fec_align_status=True)
+            r.update(self.rs.get(dev_port, {}))
+            return r
+        finally:
+            self._root._leave()
+
+    def fc_fec(self, dev_id, dev_port, vl):
+        self._root._enter("bf_port_fc_fec_status_and_counters_get", "call", {"dev_port": dev_port, "vl": vl})
+        try:
+            return self.fc.get((dev_port, vl), (True, 0, 0))
+        finally:
+            self._root._leave()
+
+    def send(self, iface, frame):
+        self.sent.append((iface, bytes(frame)))
 
 
 # ---- P4 objects ----
@@ -650,8 +834,16 @@ class FakeBfrt:
         self._busy = threading.Lock()
         self._mu = threading.Lock()
 
-        for n in ("pre", "mirror"):
-            Node(n, self)
+        self.queue_cfg = {}  # (pipe, pg_id, pg_queue) -> tf1.tm.queue.cfg fields
+        self.mirrors = {}  # sid -> $mirror.cfg fields
+        self.pre_nodes = {}  # node id -> $pre.node fields
+        self.pre_groups = {}  # mgid -> $pre.mgid fields
+        self.threads = set()  # the threads bfrt was called from
+        self.testbed_platform = FakePlatform(self)
+        MirrorCfg(self, Node("mirror", self))
+        pre = Node("pre", self)
+        PreNode(self, pre)
+        PreMgid(self, pre)
         port = Node("port", self)
         PortTable(self, port)
         PortStatTable(self, port)
@@ -659,7 +851,9 @@ class FakeBfrt:
         tm = Node("tm", tf1)
         TmQueueCounter(self, Node("counter", tm))
         TmPortCfg(self, Node("port", tm))
-        TmQueueSchedCfg(self, Node("queue", tm))
+        tmq = Node("queue", tm)
+        TmQueueSchedCfg(self, tmq)
+        TmQueueCfg(self, tmq)
         pg = Node("pktgen", tf1)
         PktgenPortCfg(self, pg)
         PktgenBuffer(self, pg)
@@ -682,6 +876,9 @@ class FakeBfrt:
         MatchTable(self, ig, "SwitchIngress", "retx_mcast_buffered_pkt",
                    [("ig_md.egress_port", "egress_port", "EXACT", 9)],
                    {"SwitchIngress.set_retx_copies": [("num_copies", 8)]})
+        MatchTable(self, ig, "SwitchIngress", "l2_forward",
+                   [("hdr.ethernet.dst_addr", "dst_addr", "EXACT", 48)],
+                   {"SwitchIngress.forward": [("port", 9)], "SwitchIngress.forward_to_queue": [("port", 9), ("qid", 5)]})
         MatchTable(self, ig, "SwitchIngress", "emulate_random_pkt_drop",
                    [("ig_md.rand_num", "rand_num", "EXACT", 20)],
                    {"SwitchIngress.drop": []}, size=1 << 20)
@@ -699,6 +896,7 @@ class FakeBfrt:
             raise RuntimeError("bfrt_python entered from two threads at once")
         with self._mu:
             self.calls.append((table, method, dict(kwargs)))
+            self.threads.add(threading.get_ident())
             fail, self._fail_next = self._fail_next, None
         if self.call_delay:
             time.sleep(self.call_delay)

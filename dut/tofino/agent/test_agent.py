@@ -78,7 +78,7 @@ class AgentBase(unittest.TestCase):
     def setUp(self):
         self.bfrt = fake_bfrt.FakeBfrt()
         self.srv = testbed_agent.serve(self.bfrt, "127.0.0.1", 0, token=lambda: TOKEN,
-                                       **self.server_options())
+                                       platform=self.bfrt.testbed_platform, **self.server_options())
         self.thread = threading.Thread(target=self.srv.serve_forever, kwargs={"poll_interval": 0.05})
         self.thread.start()
         self.clients = []
@@ -713,6 +713,149 @@ class AgentTest(AgentBase):
         c.sock.close()
         time.sleep(0.1)
         self.assertEqual(self.ok("hello")["agent"], "testbed-bfrt-agent")
+
+
+class SetupTest(AgentBase):
+    """The fixed-function setup a program relies on (LinkGuardian's):
+    mirror sessions, PRE nodes and groups, PFC, a queue's PFC class, the
+    periodic timer, CPU packet-out, and the port manager's FEC counters."""
+
+    def test_mirror(self):
+        s = {"sid": 0x108, "direction": "EGRESS", "ucast_egress_port": 196, "egress_port_queue": 1, "max_pkt_len": 16384}
+        self.ok("mirror.add", s)
+        call = self.bfrt.calls_to("mirror.cfg", "add_with_normal")[-1]
+        self.assertEqual(call, dict(s, session_enable=True, ucast_egress_port_valid=True))
+        self.assertEqual(self.ok("mirror.get", {"sid": 0x108}), dict(s, session_enable=True))
+        self.assertIn("Already exists", self.fails("bfrt", "mirror.add", s))
+        self.fails("bad_request", "mirror.add", dict(s, direction="SIDEWAYS"))
+        self.fails("bad_request", "mirror.add", dict(s, sid=0))
+        self.ok("mirror.del", {"sid": 0x108})
+        self.fails("not_found", "mirror.get", {"sid": 0x108})
+        self.fails("not_found", "mirror.del", {"sid": 0x108})
+
+    def test_pre(self):
+        self.fails("not_found", "pre.mgid.add", {"mgid": 2, "node_ids": [10]})
+        for n in (10, 11):
+            self.ok("pre.node.add", {"node_id": n, "rid": n - 10, "dev_ports": [136]})
+        self.assertEqual(self.bfrt.calls_to("pre.node", "add")[-1],
+                         {"MULTICAST_NODE_ID": 11, "MULTICAST_RID": 1, "MULTICAST_LAG_ID": [], "DEV_PORT": [136]})
+        self.assertEqual(self.ok("pre.node.get", {"node_id": 11}), {"node_id": 11, "rid": 1, "dev_ports": [136]})
+        self.ok("pre.mgid.add", {"mgid": 2, "node_ids": [10, 11]})
+        self.assertEqual(self.bfrt.calls_to("pre.mgid", "add")[-1],
+                         {"MGID": 2, "MULTICAST_NODE_ID": [10, 11], "MULTICAST_NODE_L1_XID_VALID": [False, False], "MULTICAST_NODE_L1_XID": [0, 0]})
+        self.assertEqual(self.ok("pre.mgid.get", {"mgid": 2}), {"mgid": 2, "node_ids": [10, 11]})
+        self.fails("bfrt", "pre.node.del", {"node_id": 10})  # the group holds it
+        self.ok("pre.mgid.del", {"mgid": 2})
+        self.ok("pre.node.del", {"node_id": 10})
+        self.fails("not_found", "pre.node.get", {"node_id": 10})
+        self.fails("not_found", "pre.mgid.get", {"mgid": 2})
+        self.fails("bad_request", "pre.node.add", {"node_id": 12, "rid": 0, "dev_ports": "136"})
+
+    def test_pfc(self):
+        self.fails("not_found", "port.pfc", {"dev_port": 136})
+        self.add_port(136)
+        self.assertEqual(self.ok("port.pfc", {"dev_port": 136}), {"previous": {"rx_map": 0, "tx_map": 0}, "rx_map": 0, "tx_map": 0})
+        r = self.ok("port.pfc", {"dev_port": 136, "rx_map": 1, "tx_map": 0})
+        self.assertEqual(r, {"previous": {"rx_map": 0, "tx_map": 0}, "rx_map": 1, "tx_map": 0})
+        self.assertEqual(self.bfrt.calls_to("port.port", "mod")[-1], {"DEV_PORT": 136, "RX_PFC_EN_MAP": 1, "TX_PFC_EN_MAP": 0})
+        self.assertEqual(self.ok("port.pfc", {"dev_port": 136})["rx_map"], 1)
+        self.fails("bad_request", "port.pfc", {"dev_port": 136, "rx_map": 1})
+        self.fails("bad_request", "port.pfc", {"dev_port": 136, "rx_map": 256, "tx_map": 0})
+        # A queue's PFC class, keyed as tm.queue.sched keys it.
+        self.assertEqual(self.ok("tm.queue.pfc_cos", {"dev_port": 137, "qid": 7, "cos": 7}), {"cos": 0})
+        self.assertEqual(self.bfrt.calls_to("tf1.tm.queue.cfg", "mod")[-1], {"pipe": 1, "pg_id": 2, "pg_queue": 15, "pfc_cos": 7})
+        self.assertEqual(self.ok("tm.queue.pfc_cos", {"dev_port": 137, "qid": 7}), {"cos": 7})
+        self.fails("bad_request", "tm.queue.pfc_cos", {"dev_port": 137, "qid": 8})
+
+    def test_pktgen_periodic(self):
+        self.add_port(196)
+        self.add_port(136)
+        args = {"app_id": 7, "dev_port": 196, "egress_port": 136, "pkt_len": 64, "timer_ns": 100,
+                "batches": 1, "packets_per_batch": 1, "trigger": "timer_periodic"}
+        self.fails("bad_request", "pktgen.start", dict(args, trigger="port_down"))
+        self.ok("pktgen.start", args)
+        self.assertEqual(len(self.bfrt.calls_to("tf1.pktgen.app_cfg", "mod_with_trigger_timer_periodic")), 2)
+        self.assertEqual(self.bfrt.calls_to("tf1.pktgen.app_cfg", "mod_with_trigger_timer_one_shot"), [])
+        time.sleep(0.01)
+        st = self.ok("pktgen.status", {"app_id": 7})
+        self.assertTrue(st["enabled"] and not st["done"], st)
+        self.ok("pktgen.stop", {"app_id": 7})
+        self.assertEqual(self.bfrt.calls_to("tf1.pktgen.app_cfg", "mod_with_trigger_timer_periodic")[-1],
+                         {"pipe": 1, "app_id": 7, "app_enable": False})
+        self.assertFalse(self.ok("pktgen.status", {"app_id": 7})["enabled"])
+
+    def test_packet_out(self):
+        frame = bytes([0, 0, 0, 0, 0x11, 0x05]) + bytes(54)
+        with mock.patch.dict(os.environ, {"TESTBED_CPU_IFACE": "ens1"}):
+            self.ok("packet.out", {"frame_hex": frame.hex()})
+        self.assertEqual(self.bfrt.testbed_platform.sent, [("ens1", frame)])
+        self.fails("bad_request", "packet.out", {"frame_hex": "00" * 20})
+        self.fails("bad_request", "packet.out", {"frame_hex": "ZZ"})
+
+    def test_fec_stat(self):
+        self.fails("not_found", "port.fec_stat", {"dev_port": 136})
+        self.add_port(136, fec="BF_FEC_TYP_RS")
+        self.bfrt.testbed_platform.rs[136] = {"fec_corr_cnt": 17, "fec_uncorr_cnt": 2, "fec_ser_lane_2": 5}
+        r = self.ok("port.fec_stat", {"dev_port": 136})
+        self.assertGreater(r.pop("time_ns"), 0)
+        self.assertEqual(r, {"hi_ser": False, "fec_align_status": True, "fec_corr_cnt": 17, "fec_uncorr_cnt": 2,
+                             "fec_ser_lane_0": 0, "fec_ser_lane_1": 0, "fec_ser_lane_2": 5, "fec_ser_lane_3": 0})
+        # Firecode: the blocks of every virtual lane of the port, summed.
+        self.add_port(144, speed="BF_SPEED_40G", fec="BF_FEC_TYP_FC")
+        for vl in range(4):
+            self.bfrt.testbed_platform.fc[(144, vl)] = (vl != 2, 10 * vl, vl)
+        r = self.ok("port.fec_stat", {"dev_port": 144})
+        self.assertEqual((r["fec_corr_cnt"], r["fec_uncorr_cnt"], r["fec_align_status"]), (60, 6, False), r)
+        self.add_port(152, fec="BF_FEC_TYP_NONE")
+        self.assertIn("BF_FEC_TYP_NONE", self.fails("bad_request", "port.fec_stat", {"dev_port": 152}))
+
+    def test_sde_platform_without_the_sde(self):
+        # Outside bf_switchd the C API is not there: a bfrt error that says so.
+        with self.assertRaisesRegex(testbed_agent.AgentError, "inside bf_switchd"):
+            testbed_agent.SdePlatform().rs_fec(0, 136)
+
+
+class BfrtThreadTest(AgentBase):
+    """With a BfrtThread every bfrt call runs on the thread that serves it
+    (the interpreter's, on a switch), whichever connection asked."""
+
+    def server_options(self):
+        self.runner = testbed_agent.BfrtThread()
+        self.stop = threading.Event()
+        self.bfrt_thread = threading.Thread(target=self.runner.serve, args=(self.stop,))
+        self.bfrt_thread.start()
+        self.addCleanup(self.bfrt_thread.join, 5)
+        self.addCleanup(self.stop.set)
+        return {}
+
+    def setUp(self):
+        AgentBase.setUp(self)
+        self.srv.agent.runner = self.runner
+
+    def test_calls_run_on_one_thread(self):
+        errors = []
+
+        def worker(n):
+            c = Client(self.srv.port)
+            try:
+                for i in range(10):
+                    r = c.call("reg.set", {"name": SEQ, "index": n, "value": i})
+                    r2 = c.call("reg.get", {"name": SEQ, "index": n})
+                    if not r["ok"] or not r2["ok"] or r2["result"]["values"][0] != i:
+                        errors.append((r, r2))
+            finally:
+                c.close()
+
+        ts = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(30)
+        self.assertEqual(errors, [])
+        self.assertEqual(self.bfrt.threads, {self.bfrt_thread.ident})
+        # A failing call's error reaches its connection, not the bfrt thread.
+        self.fails("not_found", "reg.get", {"name": "SwitchEgress.nope", "index": 0})
+        self.assertTrue(self.bfrt_thread.is_alive())
 
 
 class AuthTest(AgentBase):

@@ -18,9 +18,12 @@ this module and serve a stand-in (fake_bfrt.py); importing it starts
 nothing. Python 3.8 (older SDEs) and later, standard library only.
 """
 
+import ctypes
 import hmac
 import json
 import os
+import queue
+import socket
 import socketserver
 import sys
 import threading
@@ -73,6 +76,23 @@ PKTGEN_MAX_TIMER_NS = (1 << 32) - 1
 # names the application and the egress port, and the IEEE local
 # experimental EtherType. The destination MAC is where the pktgen header goes.
 PKTGEN_ETHERTYPE = 0x88B5
+
+# Mirror sessions and the packet replication engine of Tofino 1
+# (bf_rt_mirror_tf1.json: $sid 1..1023; bf_rt_pre_tf1.json: $MGID 1..65535).
+MAX_MIRROR_SID = 1023
+MAX_MGID = 65535
+MIRROR_DIRECTIONS = ("INGRESS", "EGRESS", "BOTH")
+MAX_PKT_LEN = 16384
+
+# A frame sent from the CPU port: without FCS.
+MIN_FRAME, MAX_FRAME = 60, 9216
+
+# The CPU port's network interface (the SDE's kernel packet driver; the
+# LinkGuardian artifact sends on the CPU PCIe port's netdev):
+# $TESTBED_CPU_IFACE, else this.
+DEFAULT_CPU_IFACE = "bf_pci0"
+
+PKTGEN_TRIGGERS = ("timer_one_shot", "timer_periodic")
 
 
 class AgentError(Exception):
@@ -154,6 +174,13 @@ def arg_int_map(args, name):
             raise bad_request("argument %r: field name %r", name, k)
         out[k] = arg_int(v, k)
     return out
+
+
+def arg_int_list(args, name, lo=None, hi=None):
+    v = args.get(name)
+    if not isinstance(v, list):
+        raise bad_request("argument %r: expected a list of integers, got %s", name, json.dumps(v))
+    return [arg_int({name: x}, name, lo=lo, hi=hi) for x in v]
 
 
 def arg_hex(args, name):
@@ -239,12 +266,18 @@ def _log(msg):
 class Agent:
     """The agent protocol over a bfrt object."""
 
-    def __init__(self, bfrt, program=None):
+    def __init__(self, bfrt, program=None, platform=None, runner=None):
         self.bfrt = bfrt
         self._program = program
+        # What bfrt_python does not reach: the port manager's FEC counters
+        # (C, through ctypes) and the CPU port's netdev (packet.out).
+        self.platform = platform if platform is not None else SdePlatform()
+        # The thread every bfrt call runs on (None: the caller's own).
+        self.runner = runner
         self._lock = threading.Lock()  # every bfrt call
         self._state = threading.Lock()  # the fields below
         self._pktgen_pipe = {}  # app_id -> the pipe its generator runs in
+        self._pktgen_trigger = {}  # app_id -> the trigger of its last start
         self.ops = {
             "hello": self.hello,
             "time": self.clock,
@@ -270,6 +303,19 @@ class Agent:
             "pktgen.start": self.pktgen_start,
             "pktgen.stop": self.pktgen_stop,
             "pktgen.status": self.pktgen_status,
+            "port.fec_stat": self.port_fec_stat,
+            "port.pfc": self.port_pfc,
+            "tm.queue.pfc_cos": self.tm_queue_pfc_cos,
+            "mirror.add": self.mirror_add,
+            "mirror.get": self.mirror_get,
+            "mirror.del": self.mirror_del,
+            "pre.node.add": self.pre_node_add,
+            "pre.node.get": self.pre_node_get,
+            "pre.node.del": self.pre_node_del,
+            "pre.mgid.add": self.pre_mgid_add,
+            "pre.mgid.get": self.pre_mgid_get,
+            "pre.mgid.del": self.pre_mgid_del,
+            "packet.out": self.packet_out,
         }
 
     # -- framing --
@@ -316,8 +362,11 @@ class Agent:
             return self.call_held(fn, *args, **kwargs)
 
     def call_held(self, fn, *args, **kwargs):
-        """A bfrt call by a caller that holds the lock."""
+        """A bfrt call by a caller that holds the lock, made on the bfrt
+        thread (BfrtThread) when there is one."""
         try:
+            if self.runner is not None:
+                return self.runner.run(fn, args, kwargs)
             return fn(*args, **kwargs)
         except TypeError as e:
             if is_bfrt_error(e):
@@ -823,6 +872,9 @@ class Agent:
         sent = as_int(d.get("pkt_counter")) or 0
         total = ((as_int(d.get("batch_count_cfg")) or 0) + 1) * ((as_int(d.get("packets_per_batch_cfg")) or 0) + 1)
         done = sent >= total
+        if self._app_trigger(app) == "timer_periodic":
+            # A periodic timer never completes: it runs while enabled.
+            return {"enabled": bool(d.get("app_enable", False)), "packets": sent, "done": False}
         return {"enabled": bool(d.get("app_enable", False)) and not done, "packets": sent, "done": done}
 
     def pktgen_start(self, args):
@@ -833,6 +885,9 @@ class Agent:
         timer = arg_int(args, "timer_ns", lo=1, hi=PKTGEN_MAX_TIMER_NS)
         batches = arg_int(args, "batches", lo=1, hi=PKTGEN_MAX_COUNT)
         per_batch = arg_int(args, "packets_per_batch", lo=1, hi=PKTGEN_MAX_COUNT)
+        trigger = args.get("trigger") or "timer_one_shot"
+        if trigger not in PKTGEN_TRIGGERS:
+            raise bad_request("trigger %r (expected one of %s)", trigger, ", ".join(PKTGEN_TRIGGERS))
         frame = None
         if args.get("buffer_hex") is not None:
             frame = arg_hex(args, "buffer_hex")
@@ -860,7 +915,10 @@ class Agent:
         # every timer_ns (ipg inside a batch, ibg between batches); the
         # counters start again from zero. Configured disabled, then enabled,
         # as Intel's tna_pktgen example does.
-        cfg = pg.app_cfg.mod_with_trigger_timer_one_shot
+        # A periodic timer fires every timer_ns until stopped, a batch each
+        # time (the LinkGuardian receiver's timer; the artifact's
+        # TIMER_PERIODIC app, receiver/setup-ae.py).
+        cfg = getattr(pg.app_cfg, "mod_with_trigger_" + trigger)
         self.call(cfg, pipe=pipe, app_id=app,
                   timer_nanosec=timer, app_enable=False, pkt_len=len(buf), pkt_buffer_offset=offset,
                   pipe_local_source_port=port & 0x7F, increment_source_port=False,
@@ -870,17 +928,218 @@ class Agent:
         self.call(cfg, pipe=pipe, app_id=app, app_enable=True)
         with self._state:
             self._pktgen_pipe[app] = pipe
+            self._pktgen_trigger[app] = trigger
         return {}
+
+    def _app_trigger(self, app):
+        with self._state:
+            return self._pktgen_trigger.get(app, "timer_one_shot")
 
     def pktgen_stop(self, args):
         app = self._app_id(args)
-        self.call(self.bfrt.tf1.pktgen.app_cfg.mod_with_trigger_timer_one_shot,
+        # Disabled with the action it runs, so its trigger is kept.
+        self.call(getattr(self.bfrt.tf1.pktgen.app_cfg, "mod_with_trigger_" + self._app_trigger(app)),
                   pipe=self._app_pipe(app), app_id=app, app_enable=False)
         return {}
 
     def pktgen_status(self, args):
         app = self._app_id(args)
         return self._app_state(app, self._app_pipe(app))
+
+    # -- fixed-function setup: FEC counters, PFC, mirror, PRE, CPU port --
+
+    def port_fec_stat(self, args):
+        """The port manager's FEC counters. bfrt_python has no table for
+        them on Tofino 1 ($PORT_STAT is the MAC's RMON set,
+        bf_rt_port_tf1.json), so they come from the C API bf_switchd
+        links in (bf_port_if.h): bf_port_rs_fec_status_and_counters_get
+        for RS, bf_port_fc_fec_status_and_counters_get per virtual lane
+        for Firecode, called through ctypes on the bfrt thread."""
+        dev = arg_int(args, "dev_port", lo=0, hi=511)
+        e = self._port(dev)
+        if e is None:
+            raise not_found("port %d is not added", dev)
+        d = {text(k): v for k, v in e.data.items()}
+        fec = text(d.get("$FEC", ""))
+        lanes = as_int(d.get("$N_LANES")) or 1
+        t0 = time.time_ns()
+        if fec in ("BF_FEC_TYP_RS", "BF_FEC_TYP_REED_SOLOMON"):
+            r = self.call(self.platform.rs_fec, 0, dev)
+        elif fec in ("BF_FEC_TYP_FC", "BF_FEC_TYP_FIRECODE"):
+            r = {"hi_ser": False, "fec_align_status": True, "fec_corr_cnt": 0, "fec_uncorr_cnt": 0}
+            for vl in range(lanes):
+                lock, corr, uncorr = self.call(self.platform.fc_fec, 0, dev, vl)
+                r["fec_align_status"] = r["fec_align_status"] and lock
+                r["fec_corr_cnt"] += corr
+                r["fec_uncorr_cnt"] += uncorr
+            for i in range(4):
+                r["fec_ser_lane_%d" % i] = 0
+        else:
+            raise bad_request("port %d runs %s: FEC counters exist with BF_FEC_TYP_RS or BF_FEC_TYP_FC only", dev, fec or "no FEC")
+        t1 = time.time_ns()
+        out = {"time_ns": (t0 + t1) // 2}
+        for k in ("hi_ser", "fec_align_status"):
+            out[k] = bool(r[k])
+        for k in ("fec_corr_cnt", "fec_uncorr_cnt", "fec_ser_lane_0", "fec_ser_lane_1", "fec_ser_lane_2", "fec_ser_lane_3"):
+            out[k] = int(r[k])
+        return out
+
+    def port_pfc(self, args):
+        """$PORT's $RX_PFC_EN_MAP (classes whose PFC frames the MAC honours)
+        and $TX_PFC_EN_MAP (classes it may send), read, and written when
+        both maps are given; the previous maps answered."""
+        dev = arg_int(args, "dev_port", lo=0, hi=511)
+        has_rx, has_tx = args.get("rx_map") is not None, args.get("tx_map") is not None
+        if has_rx != has_tx:
+            raise bad_request("port.pfc: give both rx_map and tx_map, or neither to read")
+        with self._lock:
+            prev = self._pfc_held(dev)
+            now = prev
+            if has_rx:
+                now = {"rx_map": arg_int(args, "rx_map", lo=0, hi=0xFF), "tx_map": arg_int(args, "tx_map", lo=0, hi=0xFF)}
+                if now != prev:
+                    self.call_held(self.bfrt.port.port.mod, DEV_PORT=dev, RX_PFC_EN_MAP=now["rx_map"], TX_PFC_EN_MAP=now["tx_map"])
+                    got = self._pfc_held(dev)
+                    if got != now:
+                        raise bfrt_failure("port %d: PFC maps read %r after writing %r", dev, got, now)
+        return {"previous": prev, "rx_map": now["rx_map"], "tx_map": now["tx_map"]}
+
+    def _pfc_held(self, dev):
+        e = self.call_held(self.bfrt.port.port.get, DEV_PORT=dev, print_ents=False)
+        if not found(e):
+            raise not_found("port %d is not added", dev)
+        d = {text(k): v for k, v in e.data.items()}
+        return {"rx_map": as_int(d.get("$RX_PFC_EN_MAP")) or 0, "tx_map": as_int(d.get("$TX_PFC_EN_MAP")) or 0}
+
+    def tm_queue_pfc_cos(self, args):
+        """The PFC class an egress queue honours (tf1.tm.queue.cfg pfc_cos,
+        "by default, all queues use mapping CoS zero", bf_rt_tm_tf1.json),
+        keyed as tm.queue.sched; written when cos is given; the previous
+        one answered."""
+        dev = arg_int(args, "dev_port", lo=0, hi=511)
+        qid = arg_int(args, "qid", lo=0, hi=7)
+        cos = arg_int(args, "cos", lo=0, hi=7) if args.get("cos") is not None else None
+        tm = self.bfrt.tf1.tm
+        with self._lock:
+            pipe, pg, pq = self._queue_key_held(tm, dev, qid)
+            prev = self._pfc_cos_held(tm, pipe, pg, pq)
+            if cos is not None and cos != prev:
+                self.call_held(tm.queue.cfg.mod, pipe=pipe, pg_id=pg, pg_queue=pq, pfc_cos=cos)
+                got = self._pfc_cos_held(tm, pipe, pg, pq)
+                if got != cos:
+                    raise bfrt_failure("port %d queue %d: pfc_cos reads %d after writing %d", dev, qid, got, cos)
+        return {"cos": prev}
+
+    def _queue_key_held(self, tm, dev, qid):
+        e = self.call_held(tm.port.cfg.get, dev_port=dev, print_ents=False)
+        if not found(e):
+            raise not_found("no TM port %d (tf1.tm.port.cfg)", dev)
+        d = {text(k): v for k, v in e.data.items()}
+        pg, queues = as_int(d.get("pg_id")), d.get("egress_qid_queues")
+        if pg is None or not isinstance(queues, (list, tuple)) or qid >= len(queues) or as_int(queues[qid]) is None:
+            raise not_found("port %d has no queue %d in tf1.tm.port.cfg", dev, qid)
+        return dev >> 7, pg, as_int(queues[qid])
+
+    def _pfc_cos_held(self, tm, pipe, pg, pq):
+        e = self.call_held(tm.queue.cfg.get, pipe=pipe, pg_id=pg, pg_queue=pq, print_ents=False)
+        if not found(e):
+            raise not_found("no TM queue pipe %d pg_id %d pg_queue %d (tf1.tm.queue.cfg)", pipe, pg, pq)
+        v = as_int({text(k): v for k, v in e.data.items()}.get("pfc_cos"))
+        if v is None:
+            raise bfrt_failure("tf1.tm.queue.cfg has no pfc_cos")
+        return v
+
+    def mirror_add(self, args):
+        """bfrt.mirror.cfg.add_with_normal, as the LinkGuardian artifact
+        calls it (sender/setup-ae.py): one session to one port's queue,
+        enabled, truncated to max_pkt_len."""
+        sid = arg_int(args, "sid", lo=1, hi=MAX_MIRROR_SID)
+        direction = arg_str(args, "direction")
+        if direction not in MIRROR_DIRECTIONS:
+            raise bad_request("direction %r (expected one of %s)", direction, ", ".join(MIRROR_DIRECTIONS))
+        port = arg_int(args, "ucast_egress_port", lo=0, hi=511)
+        q = arg_int(args, "egress_port_queue", lo=0, hi=31)
+        length = arg_int(args, "max_pkt_len", lo=1, hi=MAX_PKT_LEN)
+        self.call(self.bfrt.mirror.cfg.add_with_normal, sid=sid, direction=direction, session_enable=True,
+                  ucast_egress_port=port, ucast_egress_port_valid=True, egress_port_queue=q, max_pkt_len=length)
+        return {}
+
+    def mirror_get(self, args):
+        sid = arg_int(args, "sid", lo=1, hi=MAX_MIRROR_SID)
+        e = self.call(self.bfrt.mirror.cfg.get, sid=sid, print_ents=False)
+        if not found(e):
+            raise not_found("mirror session %d is not configured", sid)
+        d = {text(k).lstrip("$"): v for k, v in e.data.items()}
+        return {"sid": sid, "direction": text(d.get("direction", "")), "session_enable": bool(d.get("session_enable", False)),
+                "ucast_egress_port": as_int(d.get("ucast_egress_port")) or 0,
+                "egress_port_queue": as_int(d.get("egress_port_queue")) or 0,
+                "max_pkt_len": as_int(d.get("max_pkt_len")) or 0}
+
+    def mirror_del(self, args):
+        sid = arg_int(args, "sid", lo=1, hi=MAX_MIRROR_SID)
+        self.call(self.bfrt.mirror.cfg.delete, sid=sid)
+        return {}
+
+    def pre_node_add(self, args):
+        """bfrt.pre.node.add(MULTICAST_NODE_ID, MULTICAST_RID,
+        MULTICAST_LAG_ID=[], DEV_PORT=[...]) (receiver/setup-ae.py)."""
+        node = arg_int(args, "node_id", lo=0, hi=(1 << 32) - 1)
+        rid = arg_int(args, "rid", lo=0, hi=0xFFFF)
+        ports = arg_int_list(args, "dev_ports", lo=0, hi=511)
+        self.call(self.bfrt.pre.node.add, MULTICAST_NODE_ID=node, MULTICAST_RID=rid, MULTICAST_LAG_ID=[], DEV_PORT=ports)
+        return {}
+
+    def pre_node_get(self, args):
+        node = arg_int(args, "node_id", lo=0, hi=(1 << 32) - 1)
+        e = self.call(self.bfrt.pre.node.get, MULTICAST_NODE_ID=node, print_ents=False)
+        if not found(e):
+            raise not_found("multicast node %d does not exist", node)
+        d = {text(k): v for k, v in e.data.items()}
+        return {"node_id": node, "rid": as_int(d.get("$MULTICAST_RID")) or 0,
+                "dev_ports": [as_int(p) for p in d.get("$DEV_PORT") or []]}
+
+    def pre_node_del(self, args):
+        node = arg_int(args, "node_id", lo=0, hi=(1 << 32) - 1)
+        self.call(self.bfrt.pre.node.delete, MULTICAST_NODE_ID=node)
+        return {}
+
+    def pre_mgid_add(self, args):
+        """bfrt.pre.mgid.add(MGID, MULTICAST_NODE_ID=[...],
+        MULTICAST_NODE_L1_XID_VALID=[False...], MULTICAST_NODE_L1_XID=[0...])
+        (sender/setup-ae.py, set_number_of_retx_copies)."""
+        mgid = arg_int(args, "mgid", lo=1, hi=MAX_MGID)
+        nodes = arg_int_list(args, "node_ids", lo=0, hi=(1 << 32) - 1)
+        self.call(self.bfrt.pre.mgid.add, MGID=mgid, MULTICAST_NODE_ID=nodes,
+                  MULTICAST_NODE_L1_XID_VALID=[False] * len(nodes), MULTICAST_NODE_L1_XID=[0] * len(nodes))
+        return {}
+
+    def pre_mgid_get(self, args):
+        mgid = arg_int(args, "mgid", lo=1, hi=MAX_MGID)
+        e = self.call(self.bfrt.pre.mgid.get, MGID=mgid, print_ents=False)
+        if not found(e):
+            raise not_found("multicast group %d does not exist", mgid)
+        d = {text(k): v for k, v in e.data.items()}
+        return {"mgid": mgid, "node_ids": [as_int(n) for n in d.get("$MULTICAST_NODE_ID") or []]}
+
+    def pre_mgid_del(self, args):
+        mgid = arg_int(args, "mgid", lo=1, hi=MAX_MGID)
+        self.call(self.bfrt.pre.mgid.delete, MGID=mgid)
+        return {}
+
+    def packet_out(self, args):
+        """A frame into the ingress pipeline from the CPU port: sent on the
+        CPU port's netdev ($TESTBED_CPU_IFACE), as the LinkGuardian
+        artifact sends its initial dummy and courier packets (scapy's
+        sendp on the CPU PCIe interface, common/linkradar_scapy.py)."""
+        frame = arg_hex(args, "frame_hex")
+        if not MIN_FRAME <= len(frame) <= MAX_FRAME:
+            raise bad_request("frame_hex: a %d B frame (expected %d..%d without FCS)", len(frame), MIN_FRAME, MAX_FRAME)
+        iface = os.environ.get("TESTBED_CPU_IFACE") or DEFAULT_CPU_IFACE
+        try:
+            self.platform.send(iface, frame)
+        except OSError as e:
+            raise bfrt_failure("packet out on %s: %s (the SDE's kernel packet driver's interface; set TESTBED_CPU_IFACE)", iface, e)
+        return {}
 
 
 def sched_priority(v):
@@ -940,6 +1199,96 @@ def error_response(rid, kind, message):
 
 def encode(resp):
     return (json.dumps(resp, separators=(",", ":"), sort_keys=True) + "\n").encode("utf-8")
+
+
+# ---- what bfrt_python does not reach ----
+
+
+class SdePlatform:
+    """The SDE's C API inside bf_switchd (ctypes on the process's own
+    symbols: bfrt_python runs embedded in bf_switchd, which links
+    libdriver) and the CPU port's netdev."""
+
+    def _fn(self, name, *argtypes):
+        try:
+            fn = getattr(ctypes.CDLL(None), name)
+        except (OSError, AttributeError) as e:
+            raise bfrt_failure("%s is not in this process (%s): the agent must run inside bf_switchd's bfrt_python", name, e)
+        fn.argtypes = argtypes
+        fn.restype = ctypes.c_int
+        return fn
+
+    def rs_fec(self, dev_id, dev_port):
+        """bf_port_rs_fec_status_and_counters_get (bf_port_if.h)."""
+        b = ctypes.POINTER(ctypes.c_bool)
+        u = ctypes.POINTER(ctypes.c_uint32)
+        fn = self._fn("bf_port_rs_fec_status_and_counters_get", ctypes.c_int, ctypes.c_int, b, b, *([u] * 10))
+        hi, align = ctypes.c_bool(), ctypes.c_bool()
+        n = [ctypes.c_uint32() for _ in range(10)]
+        sts = fn(dev_id, dev_port, ctypes.byref(hi), ctypes.byref(align), *[ctypes.byref(x) for x in n])
+        if sts != 0:
+            raise bfrt_failure("bf_port_rs_fec_status_and_counters_get(%d, %d): status %d", dev_id, dev_port, sts)
+        out = {"hi_ser": hi.value, "fec_align_status": align.value, "fec_corr_cnt": n[0].value, "fec_uncorr_cnt": n[1].value}
+        for i in range(4):
+            out["fec_ser_lane_%d" % i] = n[2 + i].value
+        return out
+
+    def fc_fec(self, dev_id, dev_port, vl):
+        """bf_port_fc_fec_status_and_counters_get (bf_port_if.h): block
+        lock, corrected and uncorrected blocks of virtual lane vl."""
+        u = ctypes.POINTER(ctypes.c_uint32)
+        fn = self._fn("bf_port_fc_fec_status_and_counters_get", ctypes.c_int, ctypes.c_int, ctypes.c_uint32,
+                      ctypes.POINTER(ctypes.c_bool), u, u)
+        lock, corr, uncorr = ctypes.c_bool(), ctypes.c_uint32(), ctypes.c_uint32()
+        sts = fn(dev_id, dev_port, vl, ctypes.byref(lock), ctypes.byref(corr), ctypes.byref(uncorr))
+        if sts != 0:
+            raise bfrt_failure("bf_port_fc_fec_status_and_counters_get(%d, %d, %d): status %d", dev_id, dev_port, vl, sts)
+        return lock.value, corr.value, uncorr.value
+
+    def send(self, iface, frame):
+        """One frame on a netdev (AF_PACKET; bf_switchd runs as root)."""
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        try:
+            s.bind((iface, 0))
+            s.send(frame)
+        finally:
+            s.close()
+
+
+class BfrtThread:
+    """Every bfrt call on one thread: the interpreter's own, which runs
+    serve() while the connections' threads queue their calls to it (the
+    SDE's bfrt_python keeps one session and one current target, made on
+    that thread; calls from other threads are not known to be safe)."""
+
+    def __init__(self):
+        self._q = queue.Queue()
+        self._owner = None
+
+    def run(self, fn, args, kwargs):
+        if self._owner is None or threading.current_thread() is self._owner:
+            return fn(*args, **kwargs)
+        box = {}
+        done = threading.Event()
+        self._q.put((fn, args, kwargs, box, done))
+        done.wait()
+        if "error" in box:
+            raise box["error"]
+        return box["result"]
+
+    def serve(self, stop=None):
+        """Make the queued calls on this thread until stop is set."""
+        self._owner = threading.current_thread()
+        while stop is None or not stop.is_set():
+            try:
+                fn, args, kwargs, box, done = self._q.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            try:
+                box["result"] = fn(*args, **kwargs)
+            except BaseException as e:  # handed to the caller
+                box["error"] = e
+            done.set()
 
 
 # ---- the server ----
@@ -1062,11 +1411,11 @@ class Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
         return self.server_address[1]
 
 
-def serve(bfrt, host="127.0.0.1", port=0, program=None, token=None, **kw):
+def serve(bfrt, host="127.0.0.1", port=0, program=None, token=None, platform=None, runner=None, **kw):
     """A bound server for bfrt (not yet serving: call serve_forever).
     token is a function returning the token every connection must present
     first (None refuses every connection)."""
-    return Server(Agent(bfrt, program), host, port, token, **kw)
+    return Server(Agent(bfrt, program, platform, runner), host, port, token, **kw)
 
 
 def main(bfrt):
@@ -1075,11 +1424,26 @@ def main(bfrt):
     port = int(os.environ.get("TESTBED_AGENT_PORT") or DEFAULT_PORT)
     token_file = os.environ.get("TESTBED_AGENT_TOKEN_FILE") or os.path.join(
         os.path.expanduser("~"), ".testbed", "agent_token")
-    srv = serve(bfrt, "127.0.0.1", port, token=lambda: read_token(token_file))
+    # A stand-in bfrt (fake_bfrt.py) brings its own platform.
+    runner = BfrtThread()
+    srv = serve(bfrt, "127.0.0.1", port, token=lambda: read_token(token_file),
+                platform=getattr(bfrt, "testbed_platform", None), runner=runner)
     _log("%s %s, program %r, listening on 127.0.0.1:%d" % (AGENT, VERSION, srv.agent.program(), srv.port))
+    # The connections are served on a thread of their own; this thread,
+    # bfrt_python's, makes every bfrt call they queue.
+    stop = threading.Event()
+
+    def accept():
+        try:
+            srv.serve_forever()
+        finally:
+            stop.set()
+
+    threading.Thread(target=accept, name="testbed-agent-accept", daemon=True).start()
     try:
-        srv.serve_forever()
+        runner.serve(stop)
     finally:
+        srv.shutdown()
         srv.server_close()
 
 
