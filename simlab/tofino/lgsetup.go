@@ -72,21 +72,13 @@ func argInts(a map[string]json.RawMessage, k string) ([]int64, error) {
 	return out, nil
 }
 
-// handleSetup serves mirror.*, pre.*, port.pfc and packet.out.
-func (t *Tofino) handleSetup(req agentReq) (res any, ok bool, err error) {
-	switch req.Op {
-	case "mirror.add", "mirror.get", "mirror.del", "pre.node.add", "pre.node.get", "pre.node.del",
-		"pre.mgid.add", "pre.mgid.get", "pre.mgid.del", "port.pfc", "tm.queue.pfc_cos", "packet.out":
-	default:
-		return nil, false, nil
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
+// opSetup serves mirror.*, pre.*, port.pfc, tm.queue.pfc_cos and
+// packet.out, with t.mu held.
+func (t *Tofino) opSetup(c opCall) (any, error) {
 	if t.program == "" {
-		return nil, true, fmt.Errorf("%s: no program running", req.Op)
+		return nil, fmt.Errorf("%s: no program running", c.op)
 	}
-	res, err = t.setupLocked(req)
-	return res, true, err
+	return t.setupLocked(agentReq{Op: c.op, Args: c.args})
 }
 
 func (t *Tofino) setupLocked(req agentReq) (any, error) {
