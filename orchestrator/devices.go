@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -119,7 +120,14 @@ func OpenDevice(ctx context.Context, d *inventory.Device, tr *transport.Transcri
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", d.Name, err)
 		}
-		sw, err := tofino.Open(octx, d.Address, tofino.Options{SSH: so, SDE: d.Options["sde"], Timeout: timeout, Transcript: tr})
+		to := tofino.Options{SSH: so, SDE: d.Options["sde"], Timeout: timeout, Transcript: tr,
+			Privilege: d.Options["privilege"], CPUIface: d.Options["cpu_iface"]}
+		if v, ok := d.Options["agent_port"]; ok {
+			if to.AgentPort, err = strconv.Atoi(v); err != nil || to.AgentPort < 1 || to.AgentPort > 65535 {
+				return nil, fmt.Errorf("%s: option agent_port %q: expected a TCP port 1..65535", d.Name, v)
+			}
+		}
+		sw, err := tofino.Open(octx, d.Address, to)
 		if err != nil {
 			return nil, fmt.Errorf("%s: open %s at %s: %w", d.Name, d.Driver, d.Address, err)
 		}

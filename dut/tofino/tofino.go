@@ -48,7 +48,25 @@ type Options struct {
 	// StartTimeout bounds bf_switchd start-up (default 3 min).
 	StartTimeout time.Duration
 	Transcript   *transport.Transcript
+	// Privilege is how bf_switchd and the bfshell client are started:
+	// PrivilegeNone ("" or "none": the SSH user may run them, a dedicated
+	// user given the SDE's device node and huge pages) or PrivilegeSudo
+	// ("sudo": sudo -n, which needs a NOPASSWD:SETENV sudoers rule for
+	// $SDE/run_switchd.sh, $SDE/run_bfshell.sh and pkill; docs/tofino.md).
+	Privilege string
+	// CPUIface is the CPU port's network interface, where packet.out
+	// sends frames (the agent's TESTBED_CPU_IFACE; "" its default).
+	CPUIface string
+	// BfshellPort is bf_switchd's bfshell port, asked for to know the
+	// daemon is up (default 9999, the SDE's).
+	BfshellPort int
 }
+
+// The privileges Options.Privilege names.
+const (
+	PrivilegeNone = "none"
+	PrivilegeSudo = "sudo"
+)
 
 // Switch is one Tofino switch.
 type Switch struct {
@@ -78,6 +96,19 @@ func Open(ctx context.Context, address string, opts Options) (*Switch, error) {
 	if opts.SSH.Timeout <= 0 {
 		opts.SSH.Timeout = opts.Timeout
 	}
+	if opts.BfshellPort == 0 {
+		opts.BfshellPort = 9999
+	}
+	switch opts.Privilege {
+	case "":
+		opts.Privilege = PrivilegeNone
+	case PrivilegeNone, PrivilegeSudo:
+	default:
+		return nil, fmt.Errorf("switch %s: privilege %q (expected %s or %s)", address, opts.Privilege, PrivilegeNone, PrivilegeSudo)
+	}
+	if opts.CPUIface != "" && !validName(opts.CPUIface) {
+		return nil, fmt.Errorf("switch %s: cpu_iface %q (expected a network interface name: letters, digits, _ and -)", address, opts.CPUIface)
+	}
 	opts.SSH.Transcript = opts.Transcript
 	c, err := transport.DialSSH(ctx, address, opts.SSH)
 	if err != nil {
@@ -100,8 +131,56 @@ func Open(ctx context.Context, address string, opts Options) (*Switch, error) {
 }
 
 // agentTokenFile is where the agent reads the token every connection must
-// present (PROTOCOL.md, "Authentication").
+// present (PROTOCOL.md, "Authentication"): in the SSH user's home, beside
+// the agent, expanded by the user's shell, so the absolute path reaches
+// bf_switchd's environment whoever runs it (root through sudo, whose
+// ~ is elsewhere). An agent in a daemon started without it reads the
+// file beside itself.
 const agentTokenFile = `"$HOME/.testbed/agent_token"`
+
+// privileged is the prefix that runs a command with the privilege the
+// SDE's daemon needs, and the environment assignments after it (sudo
+// resets the environment: what the command needs is given on sudo's
+// command line, which a SETENV rule allows).
+func (s *Switch) privileged() string {
+	if s.opts.Privilege == PrivilegeSudo {
+		return "sudo -n "
+	}
+	return ""
+}
+
+// privilegeCheck is a script line that fails at once, saying what to
+// configure, when sudo would ask for a password for cmd (a path on the
+// switch); empty without sudo.
+func (s *Switch) privilegeCheck(cmd string) string {
+	if s.opts.Privilege != PrivilegeSudo {
+		return ""
+	}
+	return `sudo -n -l ` + cmd + ` >/dev/null 2>&1 || { echo "testbed: sudo -n may not run ` + cmd + ` as $(id -un) without a password: add a NOPASSWD:SETENV sudoers rule (docs/tofino.md)" >&2; exit 3; }
+`
+}
+
+// background is cmd run under nohup with the environment assignments env
+// and the privilege the options name.
+func (s *Switch) background(env, cmd string) string {
+	if s.opts.Privilege == PrivilegeSudo {
+		return "nohup sudo -n " + env + " " + cmd
+	}
+	return env + " nohup " + cmd
+}
+
+// daemonEnv is the environment the agent reads in bf_switchd (and the SDE
+// paths its scripts need), as assignments for a command line.
+func (s *Switch) daemonEnv(program string) string {
+	env := fmt.Sprintf(`SDE="$SDE" SDE_INSTALL="$SDE_INSTALL" TESTBED_AGENT_PORT=%d TESTBED_AGENT_TOKEN_FILE=`+agentTokenFile, s.opts.AgentPort)
+	if program != "" {
+		env += " TESTBED_PROGRAM=" + program
+	}
+	if s.opts.CPUIface != "" {
+		env += " TESTBED_CPU_IFACE=" + s.opts.CPUIface
+	}
+	return env
+}
 
 // agentTokensKept is how many tokens the token file holds: each driver
 // adds its own, one per line, and the agent accepts any of them, so two
@@ -215,19 +294,24 @@ func (s *Switch) StartSwitchd(ctx context.Context, program string) error {
 	}
 	// bfrt_python runs inside bf_switchd, so the agent's settings go into
 	// the daemon's environment; run_bfshell.sh is only the client.
-	_, err := s.sh(ctx, "switchd-start", fmt.Sprintf(`pkill -x bf_switchd
+	// With sudo, the daemon runs as root: it is stopped and started
+	// through sudo, and what the agent needs reaches it on sudo's
+	// command line. The background job's output goes to the log as a
+	// whole (the subshell too, not only its last command): a job holding
+	// the session's output open keeps the SSH command from returning.
+	_, err := s.sh(ctx, "switchd-start", s.privilegeCheck(`"$SDE/run_switchd.sh"`)+fmt.Sprintf(`%[1]spkill -x bf_switchd
 while pgrep -x bf_switchd >/dev/null; do sleep 0.2; done
 mkdir -p "$HOME/.testbed"
-cd "$SDE" && TESTBED_AGENT_PORT=%d TESTBED_AGENT_TOKEN_FILE=`+agentTokenFile+` TESTBED_PROGRAM=%s nohup ./run_switchd.sh -p %s > "$HOME/.testbed/switchd.log" 2>&1 < /dev/null &
-echo started`, s.opts.AgentPort, program, program), nil)
+(cd "$SDE" && %[2]s) > "$HOME/.testbed/switchd.log" 2>&1 < /dev/null &
+echo started`, s.privileged(), s.background(s.daemonEnv(program), `"$SDE/run_switchd.sh" -p `+program)), nil)
 	if err != nil {
 		return fmt.Errorf("start switchd -p %s: %w", program, err)
 	}
 	s.agent.close() // the old agent died with the old switchd
 	sctx, cancel := context.WithTimeout(ctx, s.opts.StartTimeout)
 	defer cancel()
-	if err := s.waitListening(sctx, 9999); err != nil {
-		return fmt.Errorf("start switchd -p %s: bfshell port 9999 never answered: %w (see ~/.testbed/switchd.log on the switch)", program, err)
+	if err := s.waitListening(sctx, s.opts.BfshellPort); err != nil {
+		return fmt.Errorf("start switchd -p %s: bfshell port %d never answered: %w (see ~/.testbed/switchd.log on the switch)", program, s.opts.BfshellPort, err)
 	}
 	if err := s.EnsureAgent(sctx); err != nil {
 		return fmt.Errorf("start switchd -p %s: %w", program, err)
@@ -307,8 +391,10 @@ func (s *Switch) EnsureAgent(ctx context.Context) error {
 		return nil
 	}
 	s.agent.close()
-	if _, err := s.sh(ctx, "agent-start", fmt.Sprintf(`cd "$HOME/.testbed" && TESTBED_AGENT_PORT=%d TESTBED_AGENT_TOKEN_FILE=`+agentTokenFile+` nohup "$SDE/run_bfshell.sh" -b "$HOME/.testbed/testbed_agent.py" > "$HOME/.testbed/agent.log" 2>&1 < /dev/null &
-echo started`, s.opts.AgentPort), nil); err != nil {
+	// The agent runs inside bf_switchd (bfrt_python), which reads it from
+	// the path given; bfshell is only the client that asks it to.
+	if _, err := s.sh(ctx, "agent-start", s.privilegeCheck(`"$SDE/run_bfshell.sh"`)+fmt.Sprintf(`(cd "$HOME/.testbed" && %s) > "$HOME/.testbed/agent.log" 2>&1 < /dev/null &
+echo started`, s.background(s.daemonEnv(""), `"$SDE/run_bfshell.sh" -b "$HOME/.testbed/testbed_agent.py"`)), nil); err != nil {
 		return fmt.Errorf("agent start: %w", err)
 	}
 	err = transport.Poll(ctx, func() (bool, error) {

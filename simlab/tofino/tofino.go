@@ -348,7 +348,7 @@ func (t *Tofino) queuePriority(dev, qid int) int {
 
 var (
 	opRe      = regexp.MustCompile(`^# testbed:([a-z0-9-]+)`)
-	progRe    = regexp.MustCompile(`run_switchd\.sh -p ([A-Za-z0-9_-]+)`)
+	progRe    = regexp.MustCompile(`run_switchd\.sh"? -p ([A-Za-z0-9_-]+)`)
 	agentPort = regexp.MustCompile(`TESTBED_AGENT_PORT=(\d+)`)
 	ddmRe     = regexp.MustCompile(`get-ddm (\d+)`)
 )

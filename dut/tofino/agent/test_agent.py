@@ -911,6 +911,29 @@ class AuthTest(AgentBase):
         self.assertIsNone(testbed_agent.read_token(p))
         self.assertIsNone(testbed_agent.read_token(os.path.join(d, "none")))
 
+    def test_token_beside_the_agent(self):
+        # A daemon started by someone else (no TESTBED_AGENT_TOKEN_FILE) or
+        # as root (its ~ elsewhere) finds the run's token beside the agent,
+        # where the driver writes both.
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        agent = os.path.join(d, "testbed_agent.py")
+        beside = os.path.join(d, "agent_token")
+        fd = os.open(beside, os.O_WRONLY | os.O_CREAT, 0o600)
+        os.write(fd, b"run-token\n")
+        os.close(fd)
+        with mock.patch.dict(os.environ, {"HOME": os.path.join(d, "elsewhere")}):
+            files = testbed_agent.token_files(None, agent)
+            self.assertEqual(files[0], beside)
+            self.assertEqual(testbed_agent.read_tokens(files), ["run-token"])
+            named = os.path.join(d, "named")
+            fd = os.open(named, os.O_WRONLY | os.O_CREAT, 0o600)
+            os.write(fd, b"other-run\n")
+            os.close(fd)
+            files = testbed_agent.token_files(named, agent)
+            self.assertEqual(testbed_agent.read_tokens(files), ["other-run", "run-token"])
+            self.assertIsNone(testbed_agent.read_tokens(testbed_agent.token_files(None, os.path.join(d, "sub", "a.py"))))
+
 
 class LimitsTest(AgentBase):
     def server_options(self):

@@ -1311,6 +1311,34 @@ def read_token(path):
     return toks or None
 
 
+def token_files(env_file, agent_file):
+    """Where the run's tokens may be: the file the driver named in
+    bf_switchd's environment ($TESTBED_AGENT_TOKEN_FILE, an absolute path in
+    the SSH user's home), the file beside the agent (the driver writes both
+    into one directory: this covers a daemon started by someone else,
+    without that variable, or as root, whose ~ is elsewhere), and
+    ~/.testbed/agent_token of the daemon's user."""
+    out = []
+    for f in (env_file,
+              os.path.join(os.path.dirname(os.path.abspath(agent_file)), "agent_token") if agent_file else None,
+              os.path.join(os.path.expanduser("~"), ".testbed", "agent_token")):
+        if f and f not in out:
+            out.append(f)
+    return out
+
+
+def read_tokens(paths):
+    """Every token of the files at paths that exist (each as read_token
+    reads it); None when there is none."""
+    toks = []
+    for p in paths:
+        if os.path.exists(p):
+            toks.extend(read_token(p) or [])
+    if not toks:
+        _log("no token in %s: refusing every connection" % ", ".join(paths))
+    return toks or None
+
+
 def check_auth(token, line):
     """None when line is the auth request with the token, else the error
     response to send before closing."""
@@ -1422,13 +1450,12 @@ def main(bfrt):
     """Serve on 127.0.0.1:$TESTBED_AGENT_PORT (default 9091) until the
     process ends."""
     port = int(os.environ.get("TESTBED_AGENT_PORT") or DEFAULT_PORT)
-    token_file = os.environ.get("TESTBED_AGENT_TOKEN_FILE") or os.path.join(
-        os.path.expanduser("~"), ".testbed", "agent_token")
+    files = token_files(os.environ.get("TESTBED_AGENT_TOKEN_FILE"), globals().get("__file__"))
     # A stand-in bfrt (fake_bfrt.py) brings its own platform.
     runner = BfrtThread()
-    srv = serve(bfrt, "127.0.0.1", port, token=lambda: read_token(token_file),
+    srv = serve(bfrt, "127.0.0.1", port, token=lambda: read_tokens(files),
                 platform=getattr(bfrt, "testbed_platform", None), runner=runner)
-    _log("%s %s, program %r, listening on 127.0.0.1:%d" % (AGENT, VERSION, srv.agent.program(), srv.port))
+    _log("%s %s, program %r, listening on 127.0.0.1:%d, tokens from %s" % (AGENT, VERSION, srv.agent.program(), srv.port, ", ".join(files)))
     # The connections are served on a thread of their own; this thread,
     # bfrt_python's, makes every bfrt call they queue.
     stop = threading.Event()
@@ -1453,10 +1480,14 @@ def main(bfrt):
 # globals, where they are not. Run this same code again in one namespace of
 # its own, with bfrt, and start there. Imported (tests), there is no bfrt
 # and nothing starts.
+# The agent's own path (its token may be beside it): IPython's exec_files
+# (bfrtcli.start_bfrt, SDE 9.x) sets __file__; an older bfrtcli's
+# exec(open(udf).read()) leaves the path in start_bfrt's local udf.
 _bfrt = locals().get("bfrt", globals().get("bfrt"))
 if _bfrt is not None:
     if globals() is not locals():
-        exec(sys._getframe(0).f_code, {"__name__": "testbed_agent", "bfrt": _bfrt})
+        exec(sys._getframe(0).f_code, {"__name__": "testbed_agent", "bfrt": _bfrt,
+                                       "__file__": locals().get("__file__") or locals().get("udf") or globals().get("__file__")})
     else:
         main(_bfrt)
 elif __name__ == "__main__":
