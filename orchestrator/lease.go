@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-		"os"
+	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
