@@ -88,6 +88,9 @@ func (e *Engine) Plan(req RunRequest) (*Plan, error) {
 	if p.Recipe == "" {
 		p.Recipe, p.Version = req.Recipe.Name(), req.Recipe.Version()
 	}
+	if err := checkPlanSize(p); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
