@@ -2,7 +2,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build test test-race test-plain vet fmt-check models-single-goroutine bench fuzz sweep soak clean
+.PHONY: all build proto test test-race test-plain vet fmt-check models-single-goroutine bench fuzz sweep soak clean
 
 all: build
 
@@ -15,7 +15,7 @@ build:
 # detector has nothing to find and would only make them ten times slower;
 # and the OTG conformance tests, whose loading of the 1 MB OpenAPI document
 # the detector slows from 0.5 s to 13 s (otg_spec_test.go).
-MODELS := ./simlab/lgmodel ./simlab/fctmodel ./simlab/reactormodel ./simlab/physics ./instruments/ocs/sched ./simlab/phy ./simlab/stardustmodel ./simlab/ecmpmodel ./simlab/internal/evheap ./simlab/tcpmodel ./simlab/scenario
+MODELS := ./simlab/lgmodel ./simlab/fctmodel ./simlab/reactormodel ./simlab/physics ./internal/sched ./simlab/phy ./simlab/stardustmodel ./simlab/ecmpmodel ./simlab/internal/evheap ./simlab/tcpmodel ./simlab/scenario
 
 # Tests that drive the frame-level models for a second of 100G traffic:
 # under the race detector they take 30-60 s each instead of 5 s, so they
@@ -114,6 +114,12 @@ N    ?= 12
 SEED ?= 1
 soak:
 	N=$(N) SEED=$(SEED) scripts/soak.sh
+
+# The BF Runtime gRPC code (internal/bfrtpb) from the SDE's bfruntime.proto:
+# needs protoc (Debian's protobuf-compiler); the Go plugins are installed
+# by the script.
+proto:
+	internal/bfrtpb/gen.sh
 
 clean:
 	rm -rf bin

@@ -13,6 +13,7 @@ import (
 
 	"testbed/dut/host"
 	"testbed/dut/tofino"
+	"testbed/dut/tofino/bfrtgrpc"
 	"testbed/instruments/ocs"
 	"testbed/instruments/trafficgen"
 	"testbed/instruments/voa"
@@ -116,18 +117,26 @@ func OpenDevice(ctx context.Context, d *inventory.Device, tr *transport.Transcri
 			return nil, fmt.Errorf("%s: identity: %w", d.Name, err)
 		}
 	case "switch":
-		so, err := sshOptions(d)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", d.Name, err)
-		}
-		to := tofino.Options{SSH: so, SDE: d.Options["sde"], Timeout: timeout, Transcript: tr,
-			Privilege: d.Options["privilege"], CPUIface: d.Options["cpu_iface"]}
-		if v, ok := d.Options["agent_port"]; ok {
-			if to.AgentPort, err = strconv.Atoi(v); err != nil || to.AgentPort < 1 || to.AgentPort > 65535 {
-				return nil, fmt.Errorf("%s: option agent_port %q: expected a TCP port 1..65535", d.Name, v)
+		var sw *tofino.Switch
+		var err error
+		if d.Driver == bfrtgrpc.Driver {
+			sw, err = bfrtgrpc.Open(octx, d.Address, bfrtgrpc.Options{Artifacts: d.Options["artifacts"], Timeout: timeout, Transcript: tr})
+		} else {
+			so, err2 := sshOptions(d)
+			if err2 != nil {
+				return nil, fmt.Errorf("%s: %w", d.Name, err2)
 			}
+			to := tofino.Options{SSH: so, SDE: d.Options["sde"], Timeout: timeout, Transcript: tr,
+				Privilege: d.Options["privilege"], CPUIface: d.Options["cpu_iface"]}
+			if v, ok := d.Options["agent_port"]; ok {
+				p, perr := strconv.Atoi(v)
+				if perr != nil || p < 1 || p > 65535 {
+					return nil, fmt.Errorf("%s: option agent_port %q: expected a TCP port 1..65535", d.Name, v)
+				}
+				to.AgentPort = p
+			}
+			sw, err = tofino.Open(octx, d.Address, to)
 		}
-		sw, err := tofino.Open(octx, d.Address, to)
 		if err != nil {
 			return nil, fmt.Errorf("%s: open %s at %s: %w", d.Name, d.Driver, d.Address, err)
 		}
