@@ -3,8 +3,19 @@ package tofino
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 )
+
+// KindUnsupported is the error kind of an operation the switch's driver
+// has no way to make (packet.out over BF Runtime gRPC).
+const KindUnsupported = "unsupported"
+
+// IsUnsupported reports whether err is an operation the driver cannot make.
+func IsUnsupported(err error) bool {
+	var ae *AgentError
+	return errors.As(err, &ae) && ae.Kind == KindUnsupported
+}
 
 // The switch's fixed-function configuration a P4 program relies on:
 // mirror sessions, the packet replication engine, PFC, and packets sent

@@ -524,6 +524,10 @@ func entryData(t *bfrtinfo.Table, te *bfrtpb.TableEntry) (*bfrtinfo.Action, map[
 			out[f.Name] = x
 		case *bfrtpb.DataField_BoolVal:
 			out[f.Name] = v.BoolVal
+		case *bfrtpb.DataField_IntArrVal:
+			out[f.Name] = append([]uint32{}, v.IntArrVal.GetVal()...)
+		case *bfrtpb.DataField_BoolArrVal:
+			out[f.Name] = append([]bool{}, v.BoolArrVal.GetVal()...)
 		case *bfrtpb.DataField_StrVal:
 			if f.Type != nil && len(f.Type.Choices) > 0 && !contains(f.Type.Choices, v.StrVal) {
 				return nil, nil, bfErr(codes.InvalidArgument, "table %s field %s: %q is not one of %v", t.Name, f.Name, v.StrVal, f.Type.Choices)
@@ -553,6 +557,8 @@ func dataField(f *bfrtinfo.Field, v any) (*bfrtpb.DataField, error) {
 		df.Value = &bfrtpb.DataField_BoolVal{BoolVal: x}
 	case string:
 		df.Value = &bfrtpb.DataField_StrVal{StrVal: x}
+	case []uint32:
+		df.Value = &bfrtpb.DataField_IntArrVal{IntArrVal: &bfrtpb.DataField_IntArray{Val: x}}
 	case int64:
 		b, err := bfrtinfo.Encode(uint64(x)&widthMask(f), f.Bytes())
 		if err != nil {
@@ -762,6 +768,8 @@ func (s *bfrtService) update(info *bfrtinfo.Info, tgt *bfrtpb.TargetDevice, u *b
 		return nil
 	case "PktgenAppCfg":
 		return s.writeApp(t, key, act, data)
+	case "MirrorCfg", "PreNode", "PreMgid", "TmQueueCfg":
+		return s.writeSetup(t, typ, key, act, data, pipeOf(tgt, te)) // bfrt_grpc_setup.go
 	case "SimClock":
 		until, ok := data["until_ns"].(uint64)
 		if !ok {
@@ -844,7 +852,7 @@ func (s *bfrtService) writePort(t *bfrtinfo.Table, typ bfrtpb.Update_Type, key m
 	}
 	for k := range data {
 		switch k {
-		case "$SPEED", "$FEC", "$PORT_ENABLE", "$AUTO_NEGOTIATION", "$CUT_THROUGH_EN":
+		case "$SPEED", "$FEC", "$PORT_ENABLE", "$AUTO_NEGOTIATION", "$CUT_THROUGH_EN", "$RX_PFC_EN_MAP", "$TX_PFC_EN_MAP":
 		default:
 			return bfErr(codes.Unimplemented, "$PORT field %s: the simulated switch does not model it", k)
 		}
@@ -875,6 +883,26 @@ func (s *bfrtService) writePort(t *bfrtinfo.Table, typ bfrtpb.Update_Type, key m
 		}
 		if hasSp {
 			if err := s.op("port.mode", map[string]any{"dev_port": dev, "speed": sp, "fec": fecName(fec)}, nil); err != nil {
+				return err
+			}
+		}
+		rx, hasRx := data["$RX_PFC_EN_MAP"].(uint64)
+		tx, hasTx := data["$TX_PFC_EN_MAP"].(uint64)
+		if hasRx || hasTx {
+			var cur struct {
+				Rx int64 `json:"rx_map"`
+				Tx int64 `json:"tx_map"`
+			}
+			if err := s.op("port.pfc", map[string]any{"dev_port": dev}, &cur); err != nil {
+				return err
+			}
+			if hasRx {
+				cur.Rx = int64(rx)
+			}
+			if hasTx {
+				cur.Tx = int64(tx)
+			}
+			if err := s.op("port.pfc", map[string]any{"dev_port": dev, "rx_map": cur.Rx, "tx_map": cur.Tx}, nil); err != nil {
 				return err
 			}
 		}
@@ -941,8 +969,8 @@ func (s *bfrtService) writeApp(t *bfrtinfo.Table, key map[string]uint64, act *bf
 	case !en:
 		return s.op("pktgen.stop", map[string]any{"app_id": id}, nil)
 	}
-	if action != "trigger_timer_one_shot" {
-		return bfErr(codes.Unimplemented, "pktgen app %d: the simulated switch runs trigger_timer_one_shot applications only, not %q", id, action)
+	if action != "trigger_timer_one_shot" && action != "trigger_timer_periodic" {
+		return bfErr(codes.Unimplemented, "pktgen app %d: the simulated switch runs timer applications only, not %q", id, action)
 	}
 	if !portOn {
 		return bfErr(codes.InvalidArgument, "pktgen app %d: port %d has no pktgen_enable (tf1.pktgen.port_cfg)", id, f["pipe_local_source_port"])
@@ -953,6 +981,9 @@ func (s *bfrtService) writeApp(t *bfrtinfo.Table, key map[string]uint64, act *bf
 	}
 	args := map[string]any{"app_id": id, "pkt_len": n + pktgenHeader, "timer_ns": f["timer_nanosec"],
 		"batches": f["batch_count_cfg"] + 1, "packets_per_batch": f["packets_per_batch_cfg"] + 1}
+	if action == "trigger_timer_periodic" {
+		args["trigger"] = "timer_periodic"
+	}
 	frame := buf[:n]
 	if len(frame) >= 8 && frame[0] == 0x02 && frame[1] == 0x74 && frame[2] == 0x62 && int(frame[3]) == id&0xff && frame[6] == 0x88 && frame[7] == 0xB5 {
 		args["egress_port"] = int(frame[4])<<8 | int(frame[5])
@@ -1058,6 +1089,16 @@ func (s *bfrtService) read(info *bfrtinfo.Info, tgt *bfrtpb.TargetDevice, ent *b
 				return nil, err
 			}
 			d["$CUT_THROUGH_EN"] = ct.Enabled
+		}
+		if want == nil || want["$RX_PFC_EN_MAP"] || want["$TX_PFC_EN_MAP"] {
+			var pfc struct {
+				Rx int64 `json:"rx_map"`
+				Tx int64 `json:"tx_map"`
+			}
+			if err := s.op("port.pfc", map[string]any{"dev_port": dev}, &pfc); err != nil {
+				return nil, err
+			}
+			d["$RX_PFC_EN_MAP"], d["$TX_PFC_EN_MAP"] = pfc.Rx, pfc.Tx
 		}
 		// The 1588 transmit timestamp FIFO pops on a read: only a read
 		// that names its fields reads it.
@@ -1172,6 +1213,8 @@ func (s *bfrtService) read(info *bfrtinfo.Info, tgt *bfrtpb.TargetDevice, ent *b
 		}
 		a, _ := t.Action(act)
 		return one(intMap(key), a, filter(d, want))
+	case "MirrorCfg", "PreNode", "PreMgid", "TmQueueCfg":
+		return s.readSetup(t, key, want, pipeOf(tgt, te)) // bfrt_grpc_setup.go
 	case "SimClock":
 		var r struct {
 			TimeNs int64 `json:"time_ns"`

@@ -159,6 +159,9 @@ func (c *Conn) do(ctx context.Context, op string, a args0) (any, error) {
 		return c.table(ctx, in, op, a)
 	case "pktgen.start", "pktgen.stop", "pktgen.status":
 		return c.pktgen(ctx, in, op, a)
+	case "mirror.add", "mirror.get", "mirror.del", "pre.node.add", "pre.node.get", "pre.node.del",
+		"pre.mgid.add", "pre.mgid.get", "pre.mgid.del", "port.pfc", "tm.queue.pfc_cos", "packet.out":
+		return c.setupOp(ctx, in, op, a) // setup.go
 	}
 	return nil, badRequest(op, "unknown op %q", op)
 }
@@ -223,6 +226,10 @@ func data(op string, t *bfrtinfo.Table, act *bfrtinfo.Action, d map[string]any) 
 			df.Value = &bfrtpb.DataField_StrVal{StrVal: v}
 		case []byte:
 			df.Value = &bfrtpb.DataField_Stream{Stream: v}
+		case []uint32:
+			df.Value = &bfrtpb.DataField_IntArrVal{IntArrVal: &bfrtpb.DataField_IntArray{Val: v}}
+		case []bool:
+			df.Value = &bfrtpb.DataField_BoolArrVal{BoolArrVal: &bfrtpb.DataField_BoolArray{Val: v}}
 		case int64:
 			b, err := bfrtinfo.Encode(uint64(v), f.Bytes())
 			if err != nil {
@@ -962,12 +969,34 @@ func (c *Conn) pktgen(ctx context.Context, in *bfrtinfo.Info, op string, a args0
 			total := (e.int("batch_count_cfg") + 1) * (e.int("packets_per_batch_cfg") + 1)
 			en, _ := e.data["app_enable"].(bool)
 			n := e.int("pkt_counter")
-			r = map[string]any{"enabled": en, "packets": n, "done": n >= total}
+			// A periodic timer never completes.
+			r = map[string]any{"enabled": en, "packets": n, "done": n >= total && lastPart(e.action) != "trigger_timer_periodic"}
 			return nil
 		})
 		return r, err
 	case "pktgen.stop":
-		return nil, c.write(ctx, op, update{typ: bfrtpb.Update_MODIFY, table: app, pipe: -1, key: k, action: oneShot, data: map[string]any{"app_enable": false}})
+		// Disabled with the action it runs, so its trigger is kept.
+		stop := oneShot
+		_ = c.readOne(ctx, in, app, k, nil, nil, func(e *entry) error {
+			if act, ok := app.Action(lastPart(e.action)); ok {
+				stop = act
+			}
+			return nil
+		})
+		return nil, c.write(ctx, op, update{typ: bfrtpb.Update_MODIFY, table: app, pipe: -1, key: k, action: stop, data: map[string]any{"app_enable": false}})
+	}
+	trigger := oneShot
+	if a.has("trigger") {
+		tr, err := a.str(op, "trigger")
+		if err != nil {
+			return nil, err
+		}
+		if tr != "timer_one_shot" && tr != "timer_periodic" {
+			return nil, badRequest(op, "trigger %q: expected timer_one_shot or timer_periodic", tr)
+		}
+		if trigger, ok = app.Action("trigger_" + tr); !ok {
+			return nil, notFound(op, "tf1.pktgen.app_cfg has no trigger_%s", tr)
+		}
 	}
 	portCfg, err := table(op, in, "tf1.pktgen.port_cfg")
 	if err != nil {
@@ -1031,12 +1060,12 @@ func (c *Conn) pktgen(ctx context.Context, in *bfrtinfo.Info, op string, a args0
 	return nil, c.write(ctx, op,
 		update{typ: bfrtpb.Update_MODIFY, table: portCfg, pipe: -1, key: map[string]int64{"dev_port": port}, data: map[string]any{"pktgen_enable": true}},
 		update{typ: bfrtpb.Update_MODIFY, table: buffer, pipe: pipe, key: map[string]int64{"pkt_buffer_offset": offset, "pkt_buffer_size": int64(len(buf))}, data: map[string]any{"buffer": buf}},
-		update{typ: bfrtpb.Update_MODIFY, table: app, pipe: pipe, key: k, action: oneShot, data: map[string]any{
+		update{typ: bfrtpb.Update_MODIFY, table: app, pipe: pipe, key: k, action: trigger, data: map[string]any{
 			"timer_nanosec": timer, "app_enable": false, "pkt_len": int64(len(buf)), "pkt_buffer_offset": offset,
 			"pipe_local_source_port": port & 0x7f, "increment_source_port": false,
 			"batch_count_cfg": batches - 1, "packets_per_batch_cfg": perBatch - 1,
 			"ibg": timer, "ibg_jitter": int64(0), "ipg": timer, "ipg_jitter": int64(0),
 			"batch_counter": int64(0), "pkt_counter": int64(0), "trigger_counter": int64(0)}},
-		update{typ: bfrtpb.Update_MODIFY, table: app, pipe: pipe, key: k, action: oneShot, data: map[string]any{"app_enable": true}},
+		update{typ: bfrtpb.Update_MODIFY, table: app, pipe: pipe, key: k, action: trigger, data: map[string]any{"app_enable": true}},
 	)
 }
