@@ -408,3 +408,64 @@ func TestAgentPythonReconnect(t *testing.T) {
 		t.Fatalf("after losing the connection: %v", err)
 	}
 }
+
+// The setup ops and the FEC counters through the driver, served by the
+// Python agent over the stand-in bfrt (and the stand-in port manager and
+// CPU port): what the bench does to a real switch, as a real switch's
+// agent answers it.
+func TestAgentPythonSetupAndFEC(t *testing.T) {
+	s := startFakeAgent(t, "--fec", "136:17:2")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.AddPort(ctx, 136, 100, "rs528"); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.FECCounters(ctx, 136)
+	if err != nil || c.Corrected != 17 || c.Uncorrected != 2 || !c.Aligned {
+		t.Errorf("FEC counters: %+v %v, want 17 corrected, 2 uncorrected, aligned", c, err)
+	}
+	m := MirrorSession{ID: 0x108, Direction: "EGRESS", Port: 196, Queue: 1, MaxPktLen: 16384, Enabled: true}
+	if err := s.AddMirror(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Mirror(ctx, m.ID); err != nil || got != m {
+		t.Errorf("mirror session: %+v %v, want %+v", got, err, m)
+	}
+	if err := s.AddMulticastNode(ctx, MulticastNode{ID: 9, RID: 0, DevPorts: []int{136}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddMulticastGroup(ctx, 1, []int{9}); err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := s.MulticastGroup(ctx, 1); err != nil || !slices.Equal(ids, []int{9}) {
+		t.Errorf("group 1: %v %v", ids, err)
+	}
+	if n, err := s.MulticastNodeOf(ctx, 9); err != nil || !slices.Equal(n.DevPorts, []int{136}) {
+		t.Errorf("node 9: %+v %v", n, err)
+	}
+	if prev, err := s.SetPFC(ctx, 136, PFC{RxMap: 1}); err != nil || prev != (PFC{}) {
+		t.Errorf("PFC: previous %+v %v", prev, err)
+	}
+	if p, err := s.PFCOf(ctx, 136); err != nil || p.RxMap != 1 {
+		t.Errorf("PFC read back: %+v %v", p, err)
+	}
+	if prev, err := s.SetQueuePFCCos(ctx, 136, 7, 7); err != nil || prev != 0 {
+		t.Errorf("queue 7's PFC class: previous %d %v", prev, err)
+	}
+	if err := s.AddPort(ctx, 196, 100, "none"); err != nil {
+		t.Fatal(err)
+	}
+	timer := Pktgen{AppID: 7, Port: 196, EgressPort: 136, PacketBytes: 64, Interval: 100 * time.Nanosecond, Batches: 1, PerBatch: 1, Periodic: true}
+	if err := s.StartPktgen(ctx, timer); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := s.PktgenStatus(ctx, 7); err != nil || !st.Enabled || st.Done {
+		t.Errorf("periodic timer: %+v %v, want running and never done", st, err)
+	}
+	if err := s.StopPktgen(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PacketOut(ctx, make([]byte, 60)); err != nil {
+		t.Errorf("packet out: %v", err)
+	}
+}

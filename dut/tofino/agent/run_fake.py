@@ -4,6 +4,7 @@ way bfrt_python loads a -b script.
     python3 run_fake.py [--port N] [--program NAME]
                         [--queue PIPE:PG_ID:PG_QUEUE:USAGE:WATERMARK:DROPS]...
                         [--counter DEV_PORT:NAME:VALUE]...
+                        [--fec DEV_PORT:CORRECTED:UNCORRECTED]...
 
 bfrtcli.start_bfrt runs the script as exec(open(path).read()) inside a
 function of the bfrtcli module, whose globals hold ``bfrt``; this does the
@@ -37,6 +38,7 @@ def main(argv):
     ap.add_argument("--program", default="sender")
     ap.add_argument("--queue", action="append", default=[])
     ap.add_argument("--counter", action="append", default=[])
+    ap.add_argument("--fec", action="append", default=[], help="DEV_PORT:CORRECTED:UNCORRECTED, the port manager's RS-FEC counters")
     a = ap.parse_args(argv)
 
     bfrt = fake_bfrt.FakeBfrt(program=a.program)
@@ -46,6 +48,9 @@ def main(argv):
     for c in a.counter:
         dev, name, value = c.split(":")
         bfrt.set_counter(int(dev), name, int(value))
+    for f in a.fec:
+        dev, corr, uncorr = (int(x) for x in f.split(":"))
+        bfrt.testbed_platform.rs[dev] = {"fec_corr_cnt": corr, "fec_uncorr_cnt": uncorr}
 
     os.environ["TESTBED_AGENT_PORT"] = str(a.port)
     bfrtcli = {"__name__": "bfrtcli", "bfrt": bfrt}

@@ -807,7 +807,9 @@ class SetupTest(AgentBase):
         r = self.ok("port.fec_stat", {"dev_port": 144})
         self.assertEqual((r["fec_corr_cnt"], r["fec_uncorr_cnt"], r["fec_align_status"]), (60, 6, False), r)
         self.add_port(152, fec="BF_FEC_TYP_NONE")
-        self.assertIn("BF_FEC_TYP_NONE", self.fails("bad_request", "port.fec_stat", {"dev_port": 152}))
+        r = self.ok("port.fec_stat", {"dev_port": 152})
+        self.assertEqual((r["fec_corr_cnt"], r["fec_uncorr_cnt"], r["fec_align_status"]), (0, 0, False), r)
+        self.assertFalse([c for t, _, c in self.bfrt.calls if t.startswith("bf_port_") and c.get("dev_port") == 152])
 
     def test_sde_platform_without_the_sde(self):
         # Outside bf_switchd the C API is not there: a bfrt error that says so.
