@@ -427,3 +427,9 @@ func (p *Polatis) Close() error {
 	p.conn = nil
 	return err
 }
+
+func init() {
+	register("polatis-scpi", func(ctx context.Context, address string, opts Options) (CircuitSwitch, error) {
+		return OpenPolatis(ctx, address, opts)
+	}, CapPortStatus)
+}

@@ -284,3 +284,9 @@ func Open(ctx context.Context, driver, address string, opts Options) (Generator,
 	}
 	return nil, fmt.Errorf("unknown driver %q for a trafficgen (known: %s)", driver, strings.Join(Drivers(), ", "))
 }
+
+func init() {
+	Register("otg", func(ctx context.Context, address string, opts Options) (Generator, error) {
+		return OpenOTG(ctx, address, opts)
+	})
+}

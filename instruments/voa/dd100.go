@@ -259,3 +259,9 @@ func (o *OZOptics) Close() error {
 	o.conn = nil
 	return err
 }
+
+func init() {
+	register("ozoptics-dd100", func(ctx context.Context, address string, opts Options) (Attenuator, error) {
+		return OpenOZOptics(ctx, address, opts)
+	})
+}
