@@ -17,7 +17,7 @@ import (
 func TestTheBuildsDrivers(t *testing.T) {
 	want := map[string][]string{
 		"host": {"linux-ssh"}, "ocs": {"mordia-rest", "polatis-scpi"}, "switch": {"tofino-bfrt"},
-		"trafficgen": {"otg"}, "voa": {"keysight-n77xx", "ozoptics-dd100"},
+		"trafficgen": {"otg", "trex"}, "voa": {"keysight-n77xx", "ozoptics-dd100"},
 	}
 	for kind, names := range want {
 		got := drivers.Names(kind)

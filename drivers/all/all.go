@@ -7,6 +7,6 @@ import (
 	_ "testbed/dut/host"               // linux-ssh
 	_ "testbed/dut/tofino"             // tofino-bfrt
 	_ "testbed/instruments/ocs"        // mordia-rest, polatis-scpi
-	_ "testbed/instruments/trafficgen" // otg-http
+	_ "testbed/instruments/trafficgen" // otg, trex
 	_ "testbed/instruments/voa"        // keysight-n77xx, ozoptics-dd100
 )

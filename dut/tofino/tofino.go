@@ -57,9 +57,6 @@ type Switch struct {
 	opts  Options
 }
 
-// Drivers lists the switch drivers of this build.
-func Drivers() []string { return []string{"tofino-bfrt"} }
-
 // Open connects to a switch at ssh://user@host[:port]. It does not start
 // anything on it.
 func Open(ctx context.Context, address string, opts Options) (*Switch, error) {

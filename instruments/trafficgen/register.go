@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"testbed/drivers"
 )
@@ -33,4 +34,22 @@ func Register(name string, open func(ctx context.Context, address string, opts O
 			},
 		},
 	})
+}
+
+// Drivers lists the driver names an inventory may use for a trafficgen:
+// those registered (each driver file registers itself).
+func Drivers() []string { return drivers.Names(Kind) }
+
+// Open opens the named registered driver at address.
+func Open(ctx context.Context, driver, address string, opts Options) (Generator, error) {
+	d, ok := drivers.Lookup(Kind, driver)
+	if !ok {
+		return nil, fmt.Errorf("unknown driver %q for a trafficgen (known: %s)", driver, strings.Join(Drivers(), ", "))
+	}
+	dev, err := d.Open(ctx, drivers.Config{Kind: Kind, Driver: driver, Address: address, Timeout: opts.Timeout, Transcript: opts.Transcript,
+		Options: map[string]string{"insecure_tls": fmt.Sprint(opts.InsecureTLS)}})
+	if err != nil {
+		return nil, err
+	}
+	return dev.(Generator), nil
 }
