@@ -12,7 +12,7 @@ import (
 
 	"testbed/hostagent"
 	"testbed/instruments/ocs"
-	"testbed/instruments/ocs/sched"
+	"testbed/internal/sched"
 	o "testbed/orchestrator"
 	"testbed/results"
 )

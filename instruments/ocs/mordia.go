@@ -14,7 +14,7 @@ import (
 
 	"github.com/go-resty/resty/v2"
 
-	"testbed/instruments/ocs/sched"
+	"testbed/internal/sched"
 	"testbed/transport"
 )
 
