@@ -16,7 +16,7 @@ import (
 // schedules by asking, without opening anything.
 func TestTheBuildsDrivers(t *testing.T) {
 	want := map[string][]string{
-		"host": {"linux-ssh"}, "ocs": {"mordia-rest", "polatis-scpi"}, "switch": {"tofino-bfrt"},
+		"host": {"linux-ssh"}, "ocs": {"mordia-rest", "polatis-scpi"}, "switch": {"tofino-bfrt", "tofino-bfrt-grpc"},
 		"trafficgen": {"otg", "trex"}, "voa": {"keysight-n77xx", "ozoptics-dd100"},
 	}
 	for kind, names := range want {

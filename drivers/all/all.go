@@ -6,6 +6,7 @@ package all
 import (
 	_ "testbed/dut/host"               // linux-ssh
 	_ "testbed/dut/tofino"             // tofino-bfrt
+	_ "testbed/dut/tofino/bfrtgrpc"    // tofino-bfrt-grpc
 	_ "testbed/instruments/ocs"        // mordia-rest, polatis-scpi
 	_ "testbed/instruments/trafficgen" // otg, trex
 	_ "testbed/instruments/voa"        // keysight-n77xx, ozoptics-dd100

@@ -14,10 +14,6 @@ import (
 // tofino-bfrt`, reached at ssh://user@host[:port] with the inventory's
 // credentials, options.known_hosts and options.sde (the SDE directory).
 func init() {
-	undo := map[string]drivers.UndoFunc{}
-	for k, f := range p4switch.UndoKinds() {
-		undo[k] = func(ctx context.Context, dev drivers.Device, raw json.RawMessage) error { return f(ctx, dev, raw) }
-	}
 	drivers.Register(drivers.Driver{
 		Kind: p4switch.Kind, Name: "tofino-bfrt",
 		Capabilities: []string{p4switch.CapPrograms, p4switch.CapPacketGenerator, p4switch.CapClock, p4switch.CapQueues, p4switch.CapOptics, p4switch.CapFEC},
@@ -31,6 +27,16 @@ func init() {
 			}
 			return Open(ctx, c.Address, Options{SSH: so, SDE: c.Options["sde"], Timeout: c.Timeout, Transcript: c.Transcript})
 		},
-		Undo: undo,
+		Undo: UndoKinds(),
 	})
+}
+
+// UndoKinds are the switch kind's undo kinds (p4switch.UndoKinds) as a
+// switch driver registers them.
+func UndoKinds() map[string]drivers.UndoFunc {
+	undo := map[string]drivers.UndoFunc{}
+	for k, f := range p4switch.UndoKinds() {
+		undo[k] = func(ctx context.Context, dev drivers.Device, raw json.RawMessage) error { return f(ctx, dev, raw) }
+	}
+	return undo
 }
