@@ -82,8 +82,6 @@ var exceptions = map[string][]string{
 var pending = []struct{ from, to, why string }{
 	{"experiments", "dut/tofino", "issue 29 items 1-2: recipes reach switches through the switch kind's interfaces"},
 	{"experiments", "hostagent", "issue 29 items 1-2: recipes reach hosts' agents through the host kind's interfaces"},
-	{"orchestrator", "dut/tofino", "issue 29 item 2: the engine opens and undoes through the driver registry"},
-	{"orchestrator", "hostagent", "issue 29 item 2: a host's undo kinds are its driver's, in the registry"},
 	// What is left: running the model (stardustmodel.New and NewPacketFabric,
 	// 5 files); the fabric's configuration and statistics are the contract's
 	// (p4/stardust/fabric.go).
