@@ -242,7 +242,9 @@ func TestTRexStopsTrafficLeftRunning(t *testing.T) {
 		return ms[0].Transmit
 	}
 	first := openTRex(t, addr, 5*time.Second)
-	if err := first.Configure(ctx, trexConfig(0)); err != nil {
+	cfg := trexConfig(0)
+	cfg.Flows[0].RatePercent = 1
+	if err := first.Configure(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
 	if err := first.Start(ctx); err != nil {
