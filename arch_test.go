@@ -291,6 +291,7 @@ func transitive(pkgs []pkg) []string {
 						chain = append([]string{c}, chain...)
 					}
 					bad = append(bad, fmt.Sprintf("%s depends on %s (%s): %s (DESIGN.md, rules of the house)", p.path, next, strings.Join(chain, " -> "), rule))
+					continue // one report per way in, not one per package behind it
 				}
 				queue = append(queue, next)
 			}
