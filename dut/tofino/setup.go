@@ -3,8 +3,9 @@ package tofino
 import (
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
+
+	"testbed/dut/p4switch"
 )
 
 // KindUnsupported is the error kind of an operation the switch's driver
@@ -12,25 +13,12 @@ import (
 const KindUnsupported = "unsupported"
 
 // IsUnsupported reports whether err is an operation the driver cannot make.
-func IsUnsupported(err error) bool {
-	var ae *AgentError
-	return errors.As(err, &ae) && ae.Kind == KindUnsupported
-}
+func IsUnsupported(err error) bool { return p4switch.IsUnsupported(err) }
 
 // The switch's fixed-function configuration a P4 program relies on:
 // mirror sessions, the packet replication engine, PFC, and packets sent
 // from the CPU port (agent/PROTOCOL.md, "Fixed-function setup"). A
 // bf_switchd restart forgets all of it.
-
-// MirrorSession is a normal mirror session (bfrt.mirror.cfg, add_with_normal).
-type MirrorSession struct {
-	ID        int    `json:"sid"`
-	Direction string `json:"direction"` // INGRESS, EGRESS or BOTH
-	Port      int    `json:"ucast_egress_port"`
-	Queue     int    `json:"egress_port_queue"`
-	MaxPktLen int    `json:"max_pkt_len"` // truncation, bytes (16384: none)
-	Enabled   bool   `json:"session_enable"`
-}
 
 // AddMirror adds and enables a mirror session to a port's queue.
 func (s *Switch) AddMirror(ctx context.Context, m MirrorSession) error {
@@ -57,14 +45,6 @@ func (s *Switch) DeleteMirror(ctx context.Context, sid int) error {
 		return fmt.Errorf("mirror session %d delete: %w", sid, err)
 	}
 	return nil
-}
-
-// MulticastNode is a node of the packet replication engine (bfrt.pre.node):
-// one replica to each of its dev ports, tagged with its RID.
-type MulticastNode struct {
-	ID       int   `json:"node_id"`
-	RID      int   `json:"rid"`
-	DevPorts []int `json:"dev_ports"`
 }
 
 // AddMulticastNode adds a PRE node.
@@ -117,14 +97,6 @@ func (s *Switch) DeleteMulticastGroup(ctx context.Context, mgid int) error {
 		return fmt.Errorf("multicast group %d delete: %w", mgid, err)
 	}
 	return nil
-}
-
-// PFC is a port's priority flow control: one bit per priority class
-// ($PORT's $RX_PFC_EN_MAP: pause frames of the class are honoured;
-// $TX_PFC_EN_MAP: the MAC may send them).
-type PFC struct {
-	RxMap int `json:"rx_map"`
-	TxMap int `json:"tx_map"`
 }
 
 // SetPFC sets a port's PFC maps and returns those it had.

@@ -1,0 +1,54 @@
+package tofino
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"testbed/drivers"
+	"testbed/dut/p4switch"
+	"testbed/transport"
+)
+
+// The registration of this driver: a switch, chosen by `driver:
+// tofino-bfrt`, reached at ssh://user@host[:port] with the inventory's
+// credentials, options.known_hosts, options.sde (the SDE directory),
+// options.privilege (none or sudo), options.cpu_iface and
+// options.agent_port (docs/tofino.md).
+func init() {
+	drivers.Register(drivers.Driver{
+		Kind: p4switch.Kind, Name: "tofino-bfrt",
+		Capabilities: []string{p4switch.CapPrograms, p4switch.CapPacketGenerator, p4switch.CapClock, p4switch.CapQueues, p4switch.CapOptics, p4switch.CapFEC},
+		Open: func(ctx context.Context, c drivers.Config) (drivers.Device, error) {
+			var so transport.SSHOptions
+			if c.SSH != nil {
+				var err error
+				if so, err = c.SSH(); err != nil {
+					return nil, fmt.Errorf("%s: %w", c.Name, err)
+				}
+			}
+			o := Options{SSH: so, SDE: c.Options["sde"], Timeout: c.Timeout, Transcript: c.Transcript,
+				Privilege: c.Options["privilege"], CPUIface: c.Options["cpu_iface"]}
+			if v, ok := c.Options["agent_port"]; ok {
+				p, err := strconv.Atoi(v)
+				if err != nil || p < 1 || p > 65535 {
+					return nil, fmt.Errorf("%s: option agent_port %q: expected a TCP port 1..65535", c.Name, v)
+				}
+				o.AgentPort = p
+			}
+			return Open(ctx, c.Address, o)
+		},
+		Undo: UndoKinds(),
+	})
+}
+
+// UndoKinds are the switch kind's undo kinds (p4switch.UndoKinds) as a
+// switch driver registers them.
+func UndoKinds() map[string]drivers.UndoFunc {
+	undo := map[string]drivers.UndoFunc{}
+	for k, f := range p4switch.UndoKinds() {
+		undo[k] = func(ctx context.Context, dev drivers.Device, raw json.RawMessage) error { return f(ctx, dev, raw) }
+	}
+	return undo
+}
