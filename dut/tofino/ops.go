@@ -357,6 +357,9 @@ func (s *Switch) StartPktgen(ctx context.Context, p Pktgen) error {
 	if len(p.Buffer) > 0 {
 		args["buffer_hex"] = hex.EncodeToString(p.Buffer)
 	}
+	if p.Periodic {
+		args["trigger"] = "timer_periodic" // a timer until stopped (the LinkGuardian receiver's)
+	}
 	if err := s.agent.call(ctx, "pktgen.start", args, nil); err != nil {
 		return fmt.Errorf("pktgen app %d start: %w", p.AppID, err)
 	}
@@ -396,7 +399,7 @@ var ddmRe = regexp.MustCompile(`Channel\s+(\d+):\s+(-?[\d.]+|-inf)\s*dBm\s+(-?[\
 // Transceiver reads a front-panel port's transceiver diagnostics (RX/TX
 // power per lane) through the platform CLI.
 func (s *Switch) Transceiver(ctx context.Context, frontPort int) ([]Lane, error) {
-	out, err := s.sh(ctx, "ddm", fmt.Sprintf(`f=$(mktemp) && printf 'ucli\nbf_pltfm\nqsfp\nget-ddm %d\nend\nexit\n' > "$f" && "$SDE/run_bfshell.sh" -f "$f"; rc=$?; rm -f "$f"; exit $rc`, frontPort), nil)
+	out, err := s.sh(ctx, "ddm", s.privilegeCheck(`"$SDE/run_bfshell.sh"`)+fmt.Sprintf(`f=$(mktemp) && chmod 644 "$f" && printf 'ucli\nbf_pltfm\nqsfp\nget-ddm %d\nend\nexit\n' > "$f" && %s%s "$SDE/run_bfshell.sh" -f "$f"; rc=$?; rm -f "$f"; exit $rc`, frontPort, s.privileged(), `SDE="$SDE" SDE_INSTALL="$SDE_INSTALL"`), nil)
 	if err != nil {
 		return nil, fmt.Errorf("port %d transceiver: %w", frontPort, err)
 	}
