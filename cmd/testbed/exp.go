@@ -285,6 +285,7 @@ func (a *app) interruptible(parent context.Context) (runCtx, cleanupCtx context.
 // lab returns the inventory a run uses: the file given, else a simulated
 // lab started with the seed (close it when the run is over).
 func (a *app) lab(spec runSpec, log *slog.Logger) (inv *inventory.Inventory, simulated bool, closeLab func(), err error) {
+	spec.bench = a.declaredBench(spec)
 	if spec.inventory != "" {
 		inv, err := inventory.Load(spec.inventory)
 		if err != nil {
@@ -317,6 +318,20 @@ func (a *app) lab(spec runSpec, log *slog.Logger) (inv *inventory.Inventory, sim
 	return lab.Inventory(), true, func() { lab.Close() }, nil
 }
 
+// declaredBench is the bench a run without an inventory starts: the one
+// asked for, else the one the recipe declares (said on stderr), else the
+// default bench ("").
+func (a *app) declaredBench(spec runSpec) string {
+	if spec.inventory != "" || spec.bench != "" {
+		return spec.bench
+	}
+	b := orchestrator.DeclaredBench(spec.recipe)
+	if b != "" {
+		fmt.Fprintf(a.stderr, "%s%s runs on the built-in bench %s, which it declares (--bench default or --inventory FILE to run elsewhere)\n", prefixed(spec.prefix), spec.recipe.Name(), b)
+	}
+	return b
+}
+
 func prefixed(p string) string {
 	if p == "" {
 		return ""
@@ -326,6 +341,7 @@ func prefixed(p string) string {
 
 // dryRun prints the plan of a run without touching any device.
 func (a *app) dryRun(spec runSpec) error {
+	spec.bench = a.declaredBench(spec)
 	inv, simulated := simlab.DefaultInventory(), true
 	if spec.inventory == "" && spec.bench != "" {
 		var err error
