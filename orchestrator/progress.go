@@ -132,7 +132,10 @@ func (p *ProgressDisplay) Observe(e results.Event) {
 		p.line(fmt.Sprintf("cleanup FAILED: %s: %s", e.Device, e.Message))
 	case "run.end":
 		p.stopTicker()
-		p.line("run " + e.Message)
+		// The status alone: why a run failed is said once, in the block
+		// that closes the run's output.
+		status, _, _ := strings.Cut(e.Message, " ")
+		p.line("run " + status)
 	}
 }
 

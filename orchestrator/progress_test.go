@@ -76,7 +76,7 @@ func TestProgressPlainLinesForLogs(t *testing.T) {
 		"[   2/4] l10g 2.00 dB: loss 0\n",
 		"nightly/l10g progress: 2/4 steps done (50%), step 2 point 2 done in 6s, 12s elapsed, ETA 12s\n",
 		"[   3/4] point 3: skipped: link dark\n",
-		"run ok \n",
+		"run ok\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)

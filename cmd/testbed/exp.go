@@ -458,9 +458,6 @@ func (a *app) reportRun(ctx context.Context, res *orchestrator.RunResult, seed u
 			return err
 		}
 	} else {
-		if res.Status != results.StatusOK {
-			fmt.Fprintf(a.stderr, "run %s: %s\n", res.Status, res.Reason)
-		}
 		a.printRunEnd(res)
 		fmt.Fprintln(a.stdout, res.Dir)
 	}

@@ -36,6 +36,11 @@ func (*Recipe) Name() string { return Name }
 // Version implements Recipe; bump it when results would change.
 func (*Recipe) Version() string { return "1.1.0" }
 
+// Headlines implements orchestrator.Headliner: Fig. 9: the rate delivered while protected, and frames lost, with backpressure on and off.
+func (*Recipe) Headlines() []string {
+	return []string{"links.*.*.phases.protected.delivered_rate_gbps", "links.*.*.lost_while_protected"}
+}
+
 // Summary implements Recipe.
 func (*Recipe) Summary() string {
 	return "a long flow as loss and then LinkGuardian switch on, with backpressure on and off (LinkGuardian Fig. 9)"

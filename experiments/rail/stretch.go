@@ -29,6 +29,11 @@ func (*Stretch) Name() string { return StretchName }
 // Version implements Recipe; bump it when results would change.
 func (*Stretch) Version() string { return "1.1.0" }
 
+// Headlines implements orchestrator.Headliner: Table 2: each transceiver's reach per LPER bound.
+func (*Stretch) Headlines() []string {
+	return []string{"groups.*.reach.*.reach_m"}
+}
+
 // Bench implements orchestrator.BenchDeclarer: spools of fibre of many
 // lengths are on the rail-stretch bench, not on the default one.
 func (*Stretch) Bench() string { return "rail-stretch" }

@@ -35,6 +35,11 @@ func (*Topology) Name() string { return TopologyName }
 // Version implements Recipe; bump it when results would change.
 func (*Topology) Version() string { return "1.0.0" }
 
+// Headlines implements orchestrator.Headliner: §5 and Fig. 16: links kept, worst PPER and good paths per class.
+func (*Topology) Headlines() []string {
+	return []string{"classes.*.links_kept", "classes.*.worst_pper", "classes.*.mean_good_fraction", "algorithm1_agrees"}
+}
+
 // Summary implements Recipe.
 func (*Topology) Summary() string {
 	return "RAIL's virtual topologies of a Clos from a link table (§5, Algorithm 1, Fig. 16); offline"
