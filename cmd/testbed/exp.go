@@ -66,7 +66,12 @@ func (a *app) expShowCmd() *cobra.Command {
 			}
 			if a.json() {
 				return a.printJSON(map[string]any{"name": r.Name(), "version": r.Version(), "summary": r.Summary(),
-					"description": r.Description(), "params": r.Params()})
+					"description": r.Description(), "params": r.Params(), "headlines": orchestrator.DeclaredHeadlines(r),
+					"bench": orchestrator.DeclaredBench(r)})
+			}
+			if a.v.GetString("output") == "markdown" {
+				// The recipe reference's page (docs/recipes, make docs).
+				return recipeMarkdown(a.stdout, r)
 			}
 			fmt.Fprintf(a.stdout, "%s v%s: %s\n\n%s\n\nParameters (--set name=value, or --params file.yaml):\n", r.Name(), r.Version(), r.Summary(), r.Description())
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
