@@ -301,6 +301,9 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 			}
 			plan.Steps = append(plan.Steps, &o.Step{
 				Name: fmt.Sprintf("%s: flow, backpressure %s", l.Link.Name, bp), Action: "timeseries", Devices: stepDevs,
+				// The flow's length of the switch's time: what it takes on
+				// a real lab (the ETA scales it to the lab's pace).
+				Estimate: secs(dur),
 				Settings: []o.Setting{
 					source,
 					{Device: l.VOA, Name: fmt.Sprintf("ch%d.attenuation", l.VOAChannel), Value: fmt.Sprintf("%g dB, calibrated at %g s", p.Float("clean_db"), lossOn), Unit: "dB"},
