@@ -15,7 +15,7 @@ build:
 # detector has nothing to find and would only make them ten times slower;
 # and the OTG conformance tests, whose loading of the 1 MB OpenAPI document
 # the detector slows from 0.5 s to 13 s (otg_spec_test.go).
-MODELS := ./simlab/lgmodel ./simlab/fctmodel ./simlab/reactormodel ./simlab/physics ./instruments/ocs/sched ./simlab/phy ./simlab/stardustmodel ./simlab/ecmpmodel ./simlab/internal/evheap ./simlab/tcpmodel ./simlab/scenario
+MODELS := ./simlab/lgmodel ./simlab/fctmodel ./simlab/reactormodel ./simlab/physics ./internal/sched ./simlab/phy ./simlab/stardustmodel ./simlab/ecmpmodel ./simlab/internal/evheap ./simlab/tcpmodel ./simlab/scenario
 
 # Tests that drive the frame-level models for a second of 100G traffic:
 # under the race detector they take 30-60 s each instead of 5 s, so they

@@ -79,7 +79,7 @@ func TestValidationNamesFileLineAndField(t *testing.T) {
 	cases := []struct{ name, edit, repl, want string }{
 		{"typo", "    address: tcp://10.0.0.5:5025\n    timeout", "    adress: tcp://10.0.0.5:5025\n    timeout", `lab.yaml:7:5: devices.voa1.adress: unknown field "adress"`},
 		{"kind", "kind: trafficgen", "kind: generator", `lab.yaml:19:11: devices.tg1.kind: kind "generator" is not one of`},
-		{"scheme", "https://127.0.0.1:8443", "tcp://127.0.0.1:8443", "lab.yaml:21:14: devices.tg1.address: a trafficgen is not reached over tcp"},
+		{"scheme", "https://127.0.0.1:8443", "ssh://127.0.0.1:8443", "lab.yaml:21:14: devices.tg1.address: a trafficgen is not reached over ssh"},
 		{"serial", "serial:///dev/ttyUSB0?baud=9600", "serial://dev/ttyUSB0", "lab.yaml:16:14: devices.voa2.address"},
 		{"limits", "{min_db: 0, max_db: 30}", "{min_db: 40, max_db: 30}", "lab.yaml:10:13: devices.voa1.limits: need 0 <= min_db < max_db"},
 		{"safe", "{attenuation_db: 2}", "{attenuation_db: 31}", "lab.yaml:11:34: devices.voa1.safe_state.attenuation_db: 31 dB is outside the limits"},

@@ -416,7 +416,7 @@ func schemesFor(kind string) []string {
 	case "voa":
 		return []string{"tcp", "serial"}
 	case "trafficgen":
-		return []string{"http", "https"}
+		return []string{"http", "https", "tcp"} // tcp: TRex's ZeroMQ RPC port
 	case "switch", "host":
 		return []string{"ssh"}
 	case "ocs":

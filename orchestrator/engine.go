@@ -88,6 +88,9 @@ func (e *Engine) Plan(req RunRequest) (*Plan, error) {
 	if p.Recipe == "" {
 		p.Recipe, p.Version = req.Recipe.Name(), req.Recipe.Version()
 	}
+	if err := checkPlanSize(p); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -284,6 +287,13 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 		}
 		pending, err := held.PendingJournal(ctx, ls)
 		if err == nil && len(pending) == 0 {
+			// Nothing left to undo (a run killed before its first
+			// change leaves a journal of its "begin" line alone): the
+			// journal goes, or this run could not start its own.
+			if err := held.ClearJournal(ctx, ls); err != nil {
+				return e.finish(ctx, b, res, rc, plan, results.StatusFailed, "infrastructure: "+n+": "+err.Error()+" (testbed lab recover removes it)",
+					&InfraError{Op: "undo journal", Err: err}, req), nil
+			}
 			continue
 		}
 		dev, _ := req.Lab.Device(n)

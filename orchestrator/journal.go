@@ -64,6 +64,9 @@ func CreateJournal(path, runID, key string, now func() time.Time) (*Journal, err
 		now = time.Now
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o664)
+	if errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("create undo journal %s: an earlier run's journal is still there: `testbed lab recover` replays and removes it: %w", path, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("create undo journal %s: %w", path, err)
 	}

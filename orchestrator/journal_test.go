@@ -449,3 +449,45 @@ func TestUndoKindsReplayFromData(t *testing.T) {
 		t.Errorf("unknown kind: %v", err)
 	}
 }
+
+// A run killed after opening a device's journal and before its first undo
+// leaves a journal of its "begin" line alone: nothing to undo, and it must
+// not stop the runs after it from creating theirs.
+func TestBeginOnlyJournalDoesNotBlockLaterRuns(t *testing.T) {
+	lab, err := simlab.StartDefault(simlab.Options{Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lab.Close() })
+	inv := lab.Inventory()
+	state := t.TempDir()
+	h1dev, _ := inv.Device("h1")
+	leases, err := NewLeaser(state, time.Hour, nil).Acquire(inv.Name, "alice", "run-killed", []LeaseTarget{{Device: "h1", Address: h1dev.Address}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CreateJournal(leases[0].JournalPath(), "run-killed", leases[0].Key, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = CreateJournal(leases[0].JournalPath(), "run-other", leases[0].Key, nil)
+	if err == nil || !strings.Contains(err.Error(), "lab recover") {
+		t.Errorf("a second journal over the first: %v, want an error naming testbed lab recover", err)
+	}
+	dead := *leases[0]
+	dead.PID = 1 << 30
+	b, _ := json.Marshal(dead)
+	os.WriteFile(leases[0].path, b, 0o644)
+
+	for i := 0; i < 2; i++ {
+		r := &devRecipe{devices: []string{"h1"}, hook: func(context.Context, *RunContext) error { return nil }}
+		p, _ := ResolveParams(nil, "", nil, nil)
+		eng := &Engine{RunsDir: filepath.Join(state, "runs"), StateDir: state}
+		res, err := eng.Run(context.Background(), RunRequest{Recipe: r, Params: p, Lab: inv, Simulated: true})
+		if err != nil || res.Status != results.StatusOK {
+			t.Fatalf("run %d after the killed one: %v %+v", i+1, err, res)
+		}
+	}
+	if _, err := os.Stat(leases[0].JournalPath()); !os.IsNotExist(err) {
+		t.Errorf("journal left: %v", err)
+	}
+}

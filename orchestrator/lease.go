@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/netip"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"testbed/transport"
 )
 
 // Lease is a claim on one physical device for one run, kept as a file under
@@ -126,41 +126,9 @@ func DeviceKey(address, serial string) string {
 	return NormalizeAddress(address)
 }
 
-// NormalizeAddress is the address part of DeviceKey.
-func NormalizeAddress(address string) string {
-	u, err := url.Parse(strings.TrimSpace(address))
-	if err != nil || u.Scheme == "" {
-		return strings.TrimSpace(address)
-	}
-	scheme := strings.ToLower(u.Scheme)
-	if scheme == "serial" {
-		p := filepath.Clean(u.Path)
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			p = r
-		}
-		return "serial://" + p
-	}
-	host, port := strings.ToLower(u.Hostname()), u.Port()
-	if port == "" {
-		port = map[string]string{"ssh": "22", "http": "80", "https": "443", "tcp": ""}[scheme]
-	}
-	if host == "localhost" {
-		host = "127.0.0.1"
-	}
-	if ip, err := netip.ParseAddr(host); err == nil {
-		host = ip.Unmap().String()
-	}
-	if strings.Contains(host, ":") {
-		host = "[" + host + "]"
-	}
-	if scheme == "https" {
-		scheme = "http" // one device whatever the transport security
-	}
-	if port != "" {
-		host += ":" + port
-	}
-	return scheme + "://" + host
-}
+// NormalizeAddress is the address part of DeviceKey
+// (transport.NormalizeAddress).
+func NormalizeAddress(address string) string { return transport.NormalizeAddress(address) }
 
 // leaseFile names the lease file of a device key: a readable form of the
 // key plus a hash of it, so the name is a safe file name and still unique.

@@ -56,7 +56,7 @@ func TestLeaseIsOnThePhysicalDeviceNotItsName(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := NewLeaser(dir, time.Hour, nil)
-	for _, addr := range []string{"tcp://127.0.0.1:5025", "TCP://localhost:5025", "tcp://[::ffff:127.0.0.1]:5025"} {
+	for _, addr := range []string{"tcp://127.0.0.1:5025", "TCP://localhost:5025", "tcp://[::ffff:127.0.0.1]:5025", "tcp://127.0.0.1:05025", "tcp://localhost.:005025"} {
 		_, err := b.Acquire("copy-of-lab-a", "bob", "run-2", targets("attenuator", addr))
 		var held *LeaseHeldError
 		if !errors.As(err, &held) {

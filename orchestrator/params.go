@@ -320,6 +320,9 @@ func checkRange(s ParamSpec, f float64, shown string) (float64, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return 0, fmt.Errorf("%s is not a finite number", shown)
 	}
+	if len(s.Enum) > 0 && !slices.Contains(s.Enum, strconv.FormatFloat(f, 'g', -1, 64)) {
+		return 0, fmt.Errorf("%s is not one of %s", withUnit(s, shown), strings.Join(s.Enum, ", "))
+	}
 	if s.Min != nil && f < *s.Min {
 		return 0, fmt.Errorf("%s is below the minimum %s", withUnit(s, shown), bound(s, *s.Min))
 	}

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -132,5 +133,38 @@ func TestParseParamsFileRejectsShapes(t *testing.T) {
 		if pf, err := ParseParamsFile("p.yaml", []byte(empty)); err != nil || len(pf.Values) != 0 {
 			t.Errorf("%q: %v %v", empty, pf, err)
 		}
+	}
+}
+
+func TestGridSizeIsCheckedBeforeTheGridIsBuilt(t *testing.T) {
+	n, err := GridSize("start_db", "stop_db", "step_db", 0, 20, 0.5, 2)
+	if err != nil || n != 41 {
+		t.Errorf("0..20 dB in 0.5: %d %v, want 41 points", n, err)
+	}
+	for _, c := range []struct {
+		start, stop, step float64
+		series            int
+		name              string
+	}{
+		{0, 1e308, 0.5, 1, "stop_db"},
+		{0, 100, 1e-300, 1, "step_db"},
+		{0, 600, 0.01, 20, "series"},
+		{0, 10, 0, 1, "step_db"},
+	} {
+		_, err := GridSize("start_db", "stop_db", "step_db", c.start, c.stop, c.step, c.series)
+		var in *InputError
+		if !errors.As(err, &in) || !strings.Contains(err.Error(), c.name) {
+			t.Errorf("GridSize(%g, %g, %g, %d): %v, want bad input naming %s", c.start, c.stop, c.step, c.series, err, c.name)
+		}
+	}
+}
+
+func TestIntegerChoicesAreEnforced(t *testing.T) {
+	specs := []ParamSpec{{Name: "gbps", Type: TypeInt, Default: int64(25), Enum: []string{"10", "25", "100"}}}
+	if _, err := ResolveParams(specs, "", nil, []string{"gbps=100"}); err != nil {
+		t.Errorf("gbps=100: %v", err)
+	}
+	if _, err := ResolveParams(specs, "", nil, []string{"gbps=1e12"}); err == nil || !strings.Contains(err.Error(), "not one of") {
+		t.Errorf("gbps=1e12: %v, want it refused as not one of the choices", err)
 	}
 }

@@ -66,6 +66,7 @@ func emulators() map[string]emulator {
 		"keysight-n77xx": {0, startN77xx},
 		"ozoptics-dd100": {0, startDD100},
 		"otg":            {2, startOTG},
+		"trex":           {2, startTRex},
 		"tofino-bfrt":    {2, startTofino},
 		"linux-ssh":      {3, startHost},
 		"mordia-rest":    {2, startMordia},
@@ -297,6 +298,38 @@ func startOTG(t *twin, d *inventory.Device, n int) (string, error) {
 		ports = append(ports, trafficgen.OTGPort{Location: d.Ports[p], TxFibre: tx[p], RxFibre: rx[p]})
 	}
 	s := trafficgen.NewOTGServer(t.lab.world, ports, t.lab.faults[d.Name], trafficgen.OTGOptions{TimeScale: t.opts.TimeScale})
+	if err := s.Start(t.opts.Listen + ":0"); err != nil {
+		return "", err
+	}
+	t.lab.closers = append(t.lab.closers, s.Close)
+	return s.Addr(), nil
+}
+
+// startTRex starts a TRex emulator whose ports are the device's port
+// locations, TRex port numbers ("0", "1", ...), each sending into the fibre
+// of the link it is the a end of and receiving that of the link it ends.
+func startTRex(t *twin, d *inventory.Device, n int) (string, error) {
+	tx, rx := map[string]string{}, map[string]string{}
+	for _, l := range t.out.Links {
+		if l.A.Device == d.Name {
+			tx[l.A.Port] = l.Name
+		}
+		if l.B.Device == d.Name {
+			rx[l.B.Port] = l.Name
+		}
+	}
+	var ports []trafficgen.TRexPort
+	for name, loc := range d.Ports {
+		i, err := strconv.Atoi(loc)
+		if err != nil || i < 0 || i > 255 {
+			return "", fmt.Errorf("%s: port %s: location %q is not a TRex port number (0..255)", d.Name, name, loc)
+		}
+		for len(ports) <= i {
+			ports = append(ports, trafficgen.TRexPort{})
+		}
+		ports[i] = trafficgen.TRexPort{TxFibre: tx[name], RxFibre: rx[name]}
+	}
+	s := trafficgen.NewTRexServer(t.lab.world, ports, t.lab.faults[d.Name], trafficgen.TRexOptions{TimeScale: t.opts.TimeScale})
 	if err := s.Start(t.opts.Listen + ":0"); err != nil {
 		return "", err
 	}

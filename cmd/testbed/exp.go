@@ -401,11 +401,11 @@ func (a *app) runRecipe(runCtx, cleanupCtx context.Context, spec runSpec, obs *l
 
 // runExitCode is the exit code of one finished run.
 func runExitCode(res *orchestrator.RunResult) int {
+	if len(res.Unrestored) > 0 {
+		return exitNotRestored // a dirty lab, however the run ended
+	}
 	switch res.Status {
 	case results.StatusAborted:
-		if len(res.Unrestored) > 0 {
-			return exitNotRestored
-		}
 		return exitAborted
 	case results.StatusFailed:
 		var ie *orchestrator.InfraError

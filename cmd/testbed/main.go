@@ -19,9 +19,10 @@ const (
 	exitBadInput = 2 // usage, inventory, parameters, plan outside limits
 	exitAborted  = 3 // interrupted; the lab was restored
 	exitInfra    = 4 // the lab could not serve the run: unreachable device, lease held, disk
-	// exitNotRestored: the run was aborted and some of the lab could not
-	// be restored (a second Ctrl-C, a device that failed its restore); the
-	// bundle's manifest lists what (cleanup, lab_restored: false).
+	// exitNotRestored: some of the lab could not be restored, however the
+	// run ended (aborted, failed: a second Ctrl-C, a device that failed its
+	// restore); the bundle's manifest lists what (cleanup, lab_restored:
+	// false). It wins over every other code: the lab is dirty.
 	exitNotRestored = 6
 )
 

@@ -26,8 +26,8 @@ const suiteExitHelp = `Suite exit codes: 0 every expectation holds; 5 a regressi
 outside its bound, or worse than the baseline beyond tolerance); 1 a run
 failed; 4 infrastructure (a device unreachable, a lease refused: the lab
 broke, not the code); 2 the suite is wrong (a file:line is named); 3
-interrupted, the lab restored; 6 interrupted and the lab NOT restored (the
-bundle lists what). When several apply the first of 6, 3, 2, 4, 1, 5 wins; the report
+interrupted, the lab restored; 6 the lab NOT restored after a run, however
+it ended (the bundle lists what). When several apply the first of 6, 3, 2, 4, 1, 5 wins; the report
 and the JUnit file list every entry and check either way.`
 
 // suiteOptions are the suite flags of exp run.
@@ -48,6 +48,8 @@ func (o *suiteOptions) addFlags(c *cobra.Command) {
 func suiteExitCode(rep *suite.Report) int {
 	t := rep.Totals()
 	switch {
+	case t.NotRestored > 0:
+		return exitNotRestored
 	case t.Aborted > 0 || t.NotRun > 0:
 		return exitAborted
 	case t.Input > 0 || t.Invalid > 0:

@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"testbed/transport"
 )
 
 // AgentBinary is a hostagent executable to install.
@@ -195,7 +197,7 @@ func (h *Host) StartAgent(ctx context.Context) (*Agent, error) {
 	defer cancel()
 	var st map[string]string
 	var lastOut string
-	err = poll(sctx, func() (bool, error) {
+	err = transport.Poll(sctx, func() (bool, error) {
 		out, err := h.do(sctx, "hostagent status", opAgentStatus, nil, h.AgentPath(), h.opts.StateDir)
 		if err != nil {
 			return false, err
@@ -385,27 +387,6 @@ func elfGOARCH(data []byte) (goarch string, isELF bool, err error) {
 		}
 	}
 	return "", true, fmt.Errorf("ELF machine %v is no Go architecture this driver knows", f.Machine)
-}
-
-// poll calls f with growing intervals (10 ms to 1 s) until it is done,
-// fails or ctx ends.
-func poll(ctx context.Context, f func() (bool, error)) error {
-	wait := 10 * time.Millisecond
-	for {
-		ok, err := f()
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
-		}
-		wait = min(wait*2, time.Second)
-	}
 }
 
 // newToken returns a fresh random token (256 bits, hex).

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"testbed/transport"
 )
 
 // The switch agent itself (agent/testbed_agent.py) is Python that runs
@@ -332,7 +334,7 @@ func TestAgentPythonWithGoClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	var st PktgenStatus
-	err = poll(ctx, func() (bool, error) {
+	err = transport.Poll(ctx, func() (bool, error) {
 		var err error
 		st, err = s.PktgenStatus(ctx, p.AppID)
 		return st.Done, err

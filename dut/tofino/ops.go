@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"testbed/transport"
 )
 
 // Speeds the driver knows, in Gb/s, and their BF Runtime names.
@@ -127,7 +129,7 @@ func (s *Switch) PortStatus(ctx context.Context, devPort int) (PortStatus, error
 // WaitPortUp asks until the port reports up or ctx ends.
 func (s *Switch) WaitPortUp(ctx context.Context, devPort int) error {
 	var last PortStatus
-	err := poll(ctx, func() (bool, error) {
+	err := transport.Poll(ctx, func() (bool, error) {
 		ps, err := s.PortStatus(ctx, devPort)
 		last = ps
 		return ps.Up, err

@@ -256,7 +256,7 @@ func validName(p string) bool {
 
 // waitListening asks until 127.0.0.1:port on the switch accepts.
 func (s *Switch) waitListening(ctx context.Context, port int) error {
-	return poll(ctx, func() (bool, error) {
+	return transport.Poll(ctx, func() (bool, error) {
 		c, err := s.ssh.DialRemote(ctx, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
 			if transport.IsConnectionLost(err) || ctx.Err() != nil {
@@ -267,27 +267,6 @@ func (s *Switch) waitListening(ctx context.Context, port int) error {
 		c.Close()
 		return true, nil
 	})
-}
-
-// poll calls f with growing intervals (10 ms to 1 s) until it is done, fails
-// or ctx ends.
-func poll(ctx context.Context, f func() (bool, error)) error {
-	wait := 10 * time.Millisecond
-	for {
-		ok, err := f()
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
-		}
-		wait = min(wait*2, time.Second)
-	}
 }
 
 // Hello is the agent's greeting.
@@ -332,7 +311,7 @@ func (s *Switch) EnsureAgent(ctx context.Context) error {
 echo started`, s.opts.AgentPort), nil); err != nil {
 		return fmt.Errorf("agent start: %w", err)
 	}
-	err = poll(ctx, func() (bool, error) {
+	err = transport.Poll(ctx, func() (bool, error) {
 		_, err := s.Hello(ctx)
 		var ae *AgentError
 		if errors.As(err, &ae) {

@@ -66,18 +66,18 @@ func Thresholds() []float64 { return []float64{1e-8, 1e-6, 1e-3} }
 func (*Recipe) Params() []o.ParamSpec {
 	return []o.ParamSpec{
 		{Name: "links", Type: o.TypeStrings, Default: []string{}, Description: "links to sweep (default: every link with a VOA and both ends on one traffic generator)"},
-		{Name: "start_db", Type: o.TypeFloat, Unit: "dB", Default: 0.0, Min: o.Bound(0), Description: "first attenuation"},
-		{Name: "stop_db", Type: o.TypeFloat, Unit: "dB", Default: 20.0, Min: o.Bound(0), Description: "last attenuation"},
-		{Name: "step_db", Type: o.TypeFloat, Unit: "dB", Default: 0.5, Min: o.Bound(0.01), Description: "coarse step"},
-		{Name: "fine_step_db", Type: o.TypeFloat, Unit: "dB", Default: 0.1, Min: o.Bound(0), Description: "step near the loss cliff (0: no refinement)"},
+		{Name: "start_db", Type: o.TypeFloat, Unit: "dB", Default: 0.0, Min: o.Bound(0), Max: o.Bound(100), Description: "first attenuation"},
+		{Name: "stop_db", Type: o.TypeFloat, Unit: "dB", Default: 20.0, Min: o.Bound(0), Max: o.Bound(100), Description: "last attenuation"},
+		{Name: "step_db", Type: o.TypeFloat, Unit: "dB", Default: 0.5, Min: o.Bound(0.01), Max: o.Bound(100), Description: "coarse step"},
+		{Name: "fine_step_db", Type: o.TypeFloat, Unit: "dB", Default: 0.1, Min: o.Bound(0), Max: o.Bound(100), Description: "step near the loss cliff (0: no refinement)"},
 		{Name: "frame_size", Type: o.TypeInt, Unit: "B", Default: int64(1518), Min: o.Bound(64), Max: o.Bound(9216), Description: "L2 frame size including FCS"},
 		{Name: "rate_percent", Type: o.TypeFloat, Unit: "%", Default: 100.0, Min: o.Bound(0.001), Max: o.Bound(100), Description: "offered load, percent of line rate"},
 		{Name: "precision", Type: o.TypeFloat, Default: 0.2, Min: o.Bound(0.01), Max: o.Bound(1), Description: "stop a point early once the 95% interval half-width is about this fraction of the loss rate"},
-		{Name: "max_seconds", Type: o.TypeFloat, Unit: "s", Default: 10.0, Min: o.Bound(0.000001), Description: "per-point budget: seconds of traffic at the offered load"},
-		{Name: "max_frames", Type: o.TypeInt, Unit: "frames", Default: int64(0), Min: o.Bound(0), Description: "per-point budget in frames (0: from max_seconds)"},
-		{Name: "first_round_frames", Type: o.TypeInt, Unit: "frames", Default: int64(100000), Min: o.Bound(1), Description: "frames in a point's first round; each next round sends four times more"},
+		{Name: "max_seconds", Type: o.TypeFloat, Unit: "s", Default: 10.0, Min: o.Bound(0.000001), Max: o.Bound(86400), Description: "per-point budget: seconds of traffic at the offered load"},
+		{Name: "max_frames", Type: o.TypeInt, Unit: "frames", Default: int64(0), Min: o.Bound(0), Max: o.Bound(1e15), Description: "per-point budget in frames (0: from max_seconds)"},
+		{Name: "first_round_frames", Type: o.TypeInt, Unit: "frames", Default: int64(100000), Min: o.Bound(1), Max: o.Bound(1e12), Description: "frames in a point's first round; each next round sends four times more"},
 		{Name: "stop_loss", Type: o.TypeFloat, Default: 0.5, Min: o.Bound(0), Max: o.Bound(1), Description: "skip a link's higher attenuations once its loss rate exceeds this"},
-		{Name: "traffic_timeout", Type: o.TypeDuration, Default: 30 * time.Second, Min: o.Bound(0.001), Description: "extra time allowed beyond a round's expected duration before the generator is declared stuck"},
+		{Name: "traffic_timeout", Type: o.TypeDuration, Default: 30 * time.Second, Min: o.Bound(0.001), Max: o.Bound(3600), Description: "extra time allowed beyond a round's expected duration before the generator is declared stuck"},
 	}
 }
 
@@ -155,7 +155,11 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	var grid []float64
+	n, err := o.GridSize("start_db", "stop_db", "step_db", start, stop, step, len(links))
+	if err != nil {
+		return nil, err
+	}
+	grid := make([]float64, 0, n)
 	for i := 0; ; i++ {
 		a := math.Round((start+float64(i)*step)*1000) / 1000
 		if a > stop+1e-9 {

@@ -72,17 +72,17 @@ func (*Recipe) Params() []o.ParamSpec {
 		{Name: "loss_rate", Type: o.TypeFloat, Default: 1e-3, Min: o.Bound(1e-9), Max: o.Bound(0.1), Description: "frame loss rate switched on through the VOA"},
 		{Name: "target_loss", Type: o.TypeFloat, Default: 1e-8, Min: o.Bound(1e-15), Max: o.Bound(0.1), Description: "effective loss rate LinkGuardian is configured for (Eq. 2)"},
 		{Name: "backpressure", Type: o.TypeStrings, Default: []string{"on", "off"}, Description: "runs, in order: on, off"},
-		{Name: "loss_on_s", Type: o.TypeFloat, Unit: "s", Default: 2.0, Min: o.Bound(0), Description: "when the loss is switched on, from the flow's start"},
-		{Name: "protect_on_s", Type: o.TypeFloat, Unit: "s", Default: 4.0, Min: o.Bound(0), Description: "when LinkGuardian is enabled"},
+		{Name: "loss_on_s", Type: o.TypeFloat, Unit: "s", Default: 2.0, Min: o.Bound(0), Max: o.Bound(3600), Description: "when the loss is switched on, from the flow's start"},
+		{Name: "protect_on_s", Type: o.TypeFloat, Unit: "s", Default: 4.0, Min: o.Bound(0), Max: o.Bound(3600), Description: "when LinkGuardian is enabled"},
 		{Name: "duration_s", Type: o.TypeFloat, Unit: "s", Default: 8.0, Min: o.Bound(0.01), Max: o.Bound(3600), Description: "length of the flow"},
-		{Name: "interval", Type: o.TypeDuration, Default: 10 * time.Millisecond, Min: o.Bound(1e-5), Description: "polling interval of the sender's clock"},
+		{Name: "interval", Type: o.TypeDuration, Default: 10 * time.Millisecond, Min: o.Bound(1e-5), Max: o.Bound(60), Description: "polling interval of the sender's clock"},
 		{Name: "frame_size", Type: o.TypeInt, Unit: "B", Default: int64(1518), Min: o.Bound(128), Max: o.Bound(9216), Description: "L2 frame size including FCS (over 127 B, so data frames are told from dummies)"},
 		{Name: "dummy_pkt_max_count", Type: o.TypeInt, Default: int64(4), Min: o.Bound(0), Max: o.Bound(255), Description: "dummies the sender may send after each protected packet"},
 		{Name: "flow", Type: o.TypeString, Default: "line-rate", Description: "line-rate (the switch's packet generator) or tcp (an iperf3 flow between hosts)"},
 		{Name: "cc", Type: o.TypeString, Default: "dctcp", Description: "congestion control of the TCP flow (iperf3 -C): dctcp, cubic or bbr"},
 		{Name: "sender_host", Type: o.TypeString, Default: "", Description: "host sending the TCP flow (default: the first cabled to the sending switch)"},
 		{Name: "receiver_host", Type: o.TypeString, Default: "", Description: "host receiving it (default: the first cabled to the receiving switch)"},
-		{Name: "clean_db", Type: o.TypeFloat, Unit: "dB", Default: 0.0, Min: o.Bound(0), Description: "attenuation before the loss is switched on"},
+		{Name: "clean_db", Type: o.TypeFloat, Unit: "dB", Default: 0.0, Min: o.Bound(0), Max: o.Bound(100), Description: "attenuation before the loss is switched on"},
 	}, lgbench.Params()...)
 }
 

@@ -68,7 +68,7 @@ func (*BER) Params() []o.ParamSpec {
 		{Name: "frame_size", Type: o.TypeInt, Unit: "B", Default: int64(1518), Min: o.Bound(64), Max: o.Bound(9216), Description: "L2 frame size including FCS"},
 		{Name: "target_loss", Type: o.TypeFloat, Default: 1e-4, Min: o.Bound(1e-12), Max: o.Bound(0.5), Description: "frame loss a mode must stay under (95% upper bound) for its margin"},
 		{Name: "front_ports", Type: o.TypeStrings, Default: []string{}, Description: "front-panel number of switch ports, device:port=number, to read the receiver's transceiver power"},
-		{Name: "up_timeout", Type: o.TypeDuration, Default: 2 * time.Second, Min: o.Bound(0.001), Description: "how long a port may take to come up at a point before it counts as down"},
+		{Name: "up_timeout", Type: o.TypeDuration, Default: 2 * time.Second, Min: o.Bound(0.001), Max: o.Bound(3600), Description: "how long a port may take to come up at a point before it counts as down"},
 	}
 	for _, p := range lgbench.Params() {
 		switch p.Name {

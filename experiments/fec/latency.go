@@ -91,7 +91,7 @@ func (*Latency) Params() []o.ParamSpec {
 		{Name: "spread_ns", Type: o.TypeInt, Unit: "ns", Default: int64(205), Min: o.Bound(0), Max: o.Bound(1e6), Description: "window the golden-ratio sequence spreads the probes' send times over, on top of the spacing"},
 		{Name: "path", Type: o.TypeString, Default: "homogeneous", Enum: []string{"homogeneous", "heterogeneous"}, Description: "heterogeneous: also a 100G RS(528,514) snake whose first port runs 25G RS(528,514) (§3.2.2)"},
 		{Name: "replace_program", Type: o.TypeBool, Default: false, Description: "restart the switch daemon with the timestamp program if it runs another"},
-		{Name: "port_up_timeout", Type: o.TypeDuration, Default: 10 * time.Second, Description: "how long the snake ports may take to come up after a mode change"},
+		{Name: "port_up_timeout", Type: o.TypeDuration, Default: 10 * time.Second, Min: o.Bound(0.001), Max: o.Bound(3600), Description: "how long the snake ports may take to come up after a mode change"},
 	}
 }
 

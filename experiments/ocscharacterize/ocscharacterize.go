@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"testbed/instruments/ocs"
-	"testbed/instruments/ocs/sched"
+	"testbed/internal/sched"
 	"testbed/inventory"
 	o "testbed/orchestrator"
 	"testbed/results"

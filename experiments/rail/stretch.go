@@ -71,7 +71,7 @@ func (*Stretch) Params() []o.ParamSpec {
 		{Name: "seconds", Type: o.TypeFloat, Unit: "s", Default: 1.0, Min: o.Bound(1e-6), Max: o.Bound(3600), Description: "line-rate test per spool, in seconds of traffic"},
 		{Name: "frame_size", Type: o.TypeInt, Unit: "B", Default: int64(1518), Min: o.Bound(64), Max: o.Bound(9216), Description: "L2 frame size including FCS"},
 		// RAIL §7.2: LPER 1e-8 ~ BER 1e-12; §6's class bounds 1e-6 and 1e-3.
-		{Name: "bounds", Type: o.TypeFloats, Unit: "1", Default: []float64{1e-8, 1e-6, 1e-3}, Description: "LPER bounds at which to report the reach"},
+		{Name: "bounds", Type: o.TypeFloats, Unit: "1", Default: []float64{1e-8, 1e-6, 1e-3}, Min: o.Bound(0), Max: o.Bound(1), Description: "LPER bounds at which to report the reach"},
 		// RAIL Fig. 11c: BER against attenuation added at the specified reach.
 		{Name: "margin_step_db", Type: o.TypeFloat, Unit: "dB", Default: 0.5, Min: o.Bound(0), Max: o.Bound(10), Description: "step of the added-attenuation sweep on each group's spool at the standard's reach (0: no sweep)"},
 		{Name: "margin_max_db", Type: o.TypeFloat, Unit: "dB", Default: 20.0, Min: o.Bound(0), Max: o.Bound(60), Description: "the sweep's largest added attenuation"},

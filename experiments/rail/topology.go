@@ -71,14 +71,14 @@ func (*Topology) Params() []o.ParamSpec {
 	return []o.ParamSpec{
 		{Name: "links_file", Type: o.TypeString, Default: "", Description: "link table, CSV or JSON (experiments/rail/README.md); required"},
 		// RAIL §6: "three virtual topologies with worst-case PPER of 0.0001%, 0.1% and 10%".
-		{Name: "class_bounds", Type: o.TypeFloats, Unit: "1", Default: []float64{1e-6, 1e-3, 0.1}, Description: "worst path packet error rate per class, most reliable class first"},
+		{Name: "class_bounds", Type: o.TypeFloats, Unit: "1", Default: []float64{1e-6, 1e-3, 0.1}, Min: o.Bound(0), Max: o.Bound(1), Description: "worst path packet error rate per class, most reliable class first"},
 		{Name: "estimate", Type: o.TypeString, Default: "upper", Enum: []string{"upper", "point"}, Description: "which LPER to use: the upper end of its 95% interval, or the point estimate"},
 		// RAIL §7.2: "A good path means PPER less than 4.8e-8, equivalent to
 		// 1e-12 BER on each link of a path in a 3-stage fat tree."
 		{Name: "good_pper", Type: o.TypeFloat, Unit: "1", Default: 4.8e-8, Min: o.Bound(0), Max: o.Bound(1), Description: "a path at or below this PPER is good (Fig. 16)"},
 		// RAIL §5.3: t = 0.1% for TCP.
 		{Name: "target_loss", Type: o.TypeFloat, Unit: "1", Default: 1e-3, Min: o.Bound(1e-15), Max: o.Bound(0.5), Description: "post-recovery loss the XOR coding aims below (t)"},
-		{Name: "max_paths", Type: o.TypeInt, Unit: "paths", Default: int64(200_000), Min: o.Bound(1), Description: "refuse a network with more ToR-pair paths than this: every path is a row per class in paths.csv and classes.json"},
+		{Name: "max_paths", Type: o.TypeInt, Unit: "paths", Default: int64(200_000), Min: o.Bound(1), Max: o.Bound(1e7), Description: "refuse a network with more ToR-pair paths than this: every path is a row per class in paths.csv and classes.json"},
 		{Name: "class_prefixes", Type: o.TypeStrings, Default: []string{}, Description: "the address block of each class, most reliable first, for the route filters (default 10.<class>.0.0/16)"},
 	}
 }

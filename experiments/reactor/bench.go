@@ -24,7 +24,7 @@ import (
 	"testbed/experiments/ocscharacterize"
 	"testbed/hostagent"
 	"testbed/instruments/ocs"
-	"testbed/instruments/ocs/sched"
+	"testbed/internal/sched"
 	"testbed/inventory"
 	o "testbed/orchestrator"
 	"testbed/results"

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"testbed/hostagent"
-	"testbed/instruments/ocs/sched"
+	"testbed/internal/sched"
 	o "testbed/orchestrator"
 	"testbed/results"
 )

@@ -12,7 +12,7 @@ import (
 
 	"testbed/hostagent"
 	"testbed/instruments/ocs"
-	"testbed/instruments/ocs/sched"
+	"testbed/internal/sched"
 	o "testbed/orchestrator"
 	"testbed/results"
 )
@@ -79,7 +79,7 @@ func (*Reconfig) Params() []o.ParamSpec {
 		{Name: "orders", Type: o.TypeInt, Default: int64(4), Min: o.Bound(1), Max: o.Bound(64), Description: "periods the switch cycles, each with its slots in another order"},
 		{Name: "warmup", Type: o.TypeInt, Default: int64(10), Min: o.Bound(0), Max: o.Bound(100000), Description: "periods before measuring"},
 		{Name: "periods", Type: o.TypeInt, Default: int64(100), Min: o.Bound(1), Max: o.Bound(1000000), Description: "periods measured"},
-		{Name: "eps_gbps", Type: o.TypeFloat, Unit: "Gb/s", Default: 1.0, Min: o.Bound(0.001), Description: "each host's EPS rate (§4: 1 Gb/s beside 10 Gb/s circuits)"},
+		{Name: "eps_gbps", Type: o.TypeFloat, Unit: "Gb/s", Default: 1.0, Min: o.Bound(0.001), Max: o.Bound(1600), Description: "each host's EPS rate (§4: 1 Gb/s beside 10 Gb/s circuits)"},
 		{Name: "start_margin", Type: o.TypeDuration, Default: 200 * time.Millisecond, Min: o.Bound(0.001), Max: o.Bound(60), Description: "how far ahead of the switch's clock a run is started, to set up its flows"},
 		{Name: "transition", Type: o.TypeBool, Default: true, Description: "also run the workload change of §5.2"},
 		{Name: "transition_periods", Type: o.TypeInt, Default: int64(6), Min: o.Bound(2), Max: o.Bound(10000), Description: "periods before the change (it happens in the middle of the last) and after it"},

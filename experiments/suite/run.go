@@ -42,6 +42,8 @@ type EntryResult struct {
 	Baseline    string  `json:"baseline,omitempty"`
 	BaselineHow string  `json:"baseline_how,omitempty"`
 	Checks      []Check `json:"checks"`
+	// NotRestored is true when the run left some of the lab unrestored.
+	NotRestored bool `json:"not_restored,omitempty"`
 }
 
 // Report is a suite run.
@@ -68,6 +70,7 @@ type Totals struct {
 	Regressions int `json:"regressions"`
 	Invalid     int `json:"invalid"`
 	Skipped     int `json:"skipped"`
+	NotRestored int `json:"not_restored"`
 }
 
 // Totals counts the report.
@@ -75,6 +78,9 @@ func (r *Report) Totals() Totals {
 	var t Totals
 	for _, e := range r.Entries {
 		t.Entries++
+		if e.NotRestored {
+			t.NotRestored++
+		}
 		switch e.Class {
 		case ClassOK:
 			t.OK++
@@ -164,6 +170,7 @@ func (s *Suite) finish(ctx context.Context, e *Entry, er *EntryResult, res *orch
 		return
 	}
 	er.RunID, er.Bundle, er.Status, er.Reason = res.RunID, res.Dir, string(res.Status), res.Reason
+	er.NotRestored = len(res.Unrestored) > 0
 	switch res.Status {
 	case results.StatusOK:
 		er.Class = ClassOK

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"testbed/instruments/ocs"
-	"testbed/instruments/ocs/sched"
+	"testbed/internal/sched"
 	simocs "testbed/simlab/ocs"
 	"testbed/simlab/wire"
 	"testbed/simlab/world"

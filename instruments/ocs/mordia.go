@@ -14,7 +14,7 @@ import (
 
 	"github.com/go-resty/resty/v2"
 
-	"testbed/instruments/ocs/sched"
+	"testbed/internal/sched"
 	"testbed/transport"
 )
 
@@ -300,20 +300,17 @@ func (m *Mordia) SetConfiguration(ctx context.Context, c Configuration) error {
 func (m *Mordia) waitConfiguration(ctx context.Context, want Configuration, doing string) error {
 	wctx, cancel := context.WithTimeout(ctx, m.opts.Timeout)
 	defer cancel()
-	for {
-		got, night, err := m.configuration(wctx, doing+": read configuration")
-		if err != nil {
-			return err
-		}
-		if !night && got.Equal(want) {
-			return nil
-		}
-		select {
-		case <-wctx.Done():
-			return m.errorf("%s: the switch holds %s, not the configuration asked for", doing, got)
-		case <-time.After(time.Millisecond):
-		}
+	var got Configuration
+	err := transport.PollEvery(wctx, time.Millisecond, time.Millisecond, func() (bool, error) {
+		var night bool
+		var err error
+		got, night, err = m.configuration(wctx, doing+": read configuration")
+		return err == nil && !night && got.Equal(want), err
+	})
+	if err != nil && err == wctx.Err() {
+		return m.errorf("%s: the switch holds %s, not the configuration asked for", doing, got)
 	}
+	return err
 }
 
 func (m *Mordia) configuration(ctx context.Context, doing string) (Configuration, bool, error) {

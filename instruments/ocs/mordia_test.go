@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"testbed/instruments/ocs"
-	"testbed/instruments/ocs/sched"
+	"testbed/internal/sched"
 	simocs "testbed/simlab/ocs"
 )
 

@@ -22,7 +22,7 @@ import (
 	"strings"
 	"time"
 
-	"testbed/instruments/ocs/sched"
+	"testbed/internal/sched"
 	"testbed/transport"
 )
 

@@ -36,7 +36,7 @@ type Polatis struct {
 	opts Options
 
 	mu    sync.Mutex
-	conn  *transport.LineConn
+	line  *transport.Line
 	id    transport.Identity
 	ports Ports
 }
@@ -52,9 +52,15 @@ func OpenPolatis(ctx context.Context, address string, opts Options) (*Polatis, e
 		opts.Timeout = 5 * time.Second
 	}
 	p := &Polatis{addr: address, opts: opts}
+	p.line = transport.NewLine(address, transport.LineOptions{
+		DialOptions: transport.DialOptions{EOL: "\n", Transcript: opts.Transcript},
+		DialTimeout: opts.Timeout,
+		Hello:       p.hello,
+		DialError:   func(err error) error { return p.errorf("connect: %v", err) },
+	})
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if err := p.connect(ctx); err != nil {
+	if err := p.line.Connect(ctx); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -71,14 +77,9 @@ func (p *Polatis) deadline(ctx context.Context) (context.Context, context.Cancel
 	return context.WithTimeout(ctx, p.opts.Timeout)
 }
 
-func (p *Polatis) connect(ctx context.Context) error {
-	dctx, cancel := p.deadline(ctx)
-	defer cancel()
-	c, err := transport.Dial(dctx, p.addr, transport.DialOptions{EOL: "\n", Transcript: p.opts.Transcript})
-	if err != nil {
-		return p.errorf("connect: %v", err)
-	}
-	p.conn = c
+// hello greets a new connection: clears status, reads the identity and
+// the size, and empties the error queue.
+func (p *Polatis) hello(ctx context.Context) error {
 	if err := p.send(ctx, "*CLS"); err != nil {
 		return err
 	}
@@ -108,23 +109,10 @@ func (p *Polatis) connect(ctx context.Context) error {
 }
 
 // drop closes a connection that is out of step.
-func (p *Polatis) drop() {
-	if p.conn != nil {
-		p.conn.Close()
-		p.conn = nil
-	}
-}
-
-func (p *Polatis) ensure(ctx context.Context) error {
-	if p.conn != nil {
-		return nil
-	}
-	p.opts.Transcript.Note("reconnecting to %s", p.addr)
-	return p.connect(ctx)
-}
+func (p *Polatis) drop() { p.line.Drop() }
 
 func (p *Polatis) send(ctx context.Context, cmd string) error {
-	if err := p.conn.Send(ctx, cmd); err != nil {
+	if err := p.line.Conn().Send(ctx, cmd); err != nil {
 		p.drop()
 		return p.errorf("send %q: %w", cmd, err)
 	}
@@ -134,7 +122,7 @@ func (p *Polatis) send(ctx context.Context, cmd string) error {
 // readReply reads one reply line; a trailing ';' (some firmware ends
 // replies with one) is dropped.
 func (p *Polatis) readReply(ctx context.Context, q string) (string, error) {
-	line, err := p.conn.ReadLine(ctx)
+	line, err := p.line.Conn().ReadLine(ctx)
 	if err != nil {
 		p.drop()
 		return "", p.errorf("%s: %w", q, err)
@@ -181,19 +169,7 @@ func (p *Polatis) checkErrors(ctx context.Context, doing string) error {
 // retryOnDrop runs op, and once more on a new connection if the old one
 // was lost under it. Only absolute operations go through here.
 func (p *Polatis) retryOnDrop(ctx context.Context, op func() error) error {
-	if err := p.ensure(ctx); err != nil {
-		return err
-	}
-	err := op()
-	if err == nil || !transport.IsConnectionLost(err) || ctx.Err() != nil {
-		return err
-	}
-	p.drop()
-	p.opts.Transcript.Note("connection lost (%v); reconnecting and trying once more", err)
-	if err := p.ensure(ctx); err != nil {
-		return err
-	}
-	return op()
+	return p.line.Retry(ctx, op)
 }
 
 // Identity implements CircuitSwitch.
@@ -420,10 +396,5 @@ func (p *Polatis) PortStatus(ctx context.Context) ([]PortStatus, error) {
 func (p *Polatis) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.conn == nil {
-		return nil
-	}
-	err := p.conn.Close()
-	p.conn = nil
-	return err
+	return p.line.Close()
 }

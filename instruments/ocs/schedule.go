@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"testbed/instruments/ocs/sched"
+	"testbed/internal/sched"
 )
 
 // A schedule a scheduling switch plays is a sched.Schedule, the type the

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"testbed/instruments/ocs/sched"
+	"testbed/internal/sched"
 )
 
 const us = time.Microsecond

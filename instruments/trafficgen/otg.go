@@ -280,12 +280,15 @@ func (o *OTG) Close() error {
 }
 
 // Drivers lists the driver names an inventory may use for a trafficgen.
-func Drivers() []string { return []string{"otg"} }
+func Drivers() []string { return []string{"otg", "trex"} }
 
 // Open opens the named driver.
 func Open(ctx context.Context, driver, address string, opts Options) (Generator, error) {
-	if driver == "otg" {
+	switch driver {
+	case "otg":
 		return OpenOTG(ctx, address, opts)
+	case "trex":
+		return OpenTRex(ctx, address, opts)
 	}
 	return nil, fmt.Errorf("unknown driver %q for a trafficgen (known: %s)", driver, strings.Join(Drivers(), ", "))
 }

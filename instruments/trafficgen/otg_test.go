@@ -141,7 +141,7 @@ func TestOTGErrors(t *testing.T) {
 	if _, err := g.FlowMetrics(ctx); err == nil || !strings.Contains(err.Error(), "not the expected JSON") {
 		t.Fatalf("garbage: %v", err)
 	}
-	if _, err := trafficgen.Open(ctx, "trex", addr, trafficgen.Options{}); err == nil || !strings.Contains(err.Error(), "otg") {
+	if _, err := trafficgen.Open(ctx, "ixnetwork", addr, trafficgen.Options{}); err == nil || !strings.Contains(err.Error(), "otg") {
 		t.Fatalf("unknown driver: %v", err)
 	}
 }

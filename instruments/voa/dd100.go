@@ -28,7 +28,7 @@ type OZOptics struct {
 	opts Options
 
 	mu    sync.Mutex
-	conn  *transport.LineConn
+	line  *transport.Line
 	id    transport.Identity
 	maxDB float64
 	last  float64
@@ -43,9 +43,15 @@ func OpenOZOptics(ctx context.Context, address string, opts Options) (*OZOptics,
 		opts.Timeout = 5 * time.Second
 	}
 	o := &OZOptics{addr: address, opts: opts}
+	o.line = transport.NewLine(address, transport.LineOptions{
+		DialOptions: transport.DialOptions{EOL: "\r", Transcript: opts.Transcript},
+		Hello:       o.hello,
+		DialError:   func(err error) error { return o.errorf("open: %v", err) },
+		Retryable:   func(err error) bool { return errors.Is(err, errGarbled) },
+	})
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if err := o.connect(ctx); err != nil {
+	if err := o.line.Connect(ctx); err != nil {
 		return nil, err
 	}
 	return o, nil
@@ -55,12 +61,9 @@ func (o *OZOptics) errorf(format string, args ...any) error {
 	return fmt.Errorf("ozoptics-dd100 %s: %s", o.addr, fmt.Sprintf(format, args...))
 }
 
-func (o *OZOptics) connect(ctx context.Context) error {
-	c, err := transport.Dial(ctx, o.addr, transport.DialOptions{EOL: "\r", Transcript: o.opts.Transcript})
-	if err != nil {
-		return o.errorf("open: %v", err)
-	}
-	o.conn = c
+// hello greets a newly opened port: echo off, then CD for the identity
+// and the range.
+func (o *OZOptics) hello(ctx context.Context) error {
 	if lines, err := o.command(ctx, "E0", o.opts.Timeout); err != nil {
 		return err
 	} else if len(lines) > 0 {
@@ -94,33 +97,22 @@ func (o *OZOptics) connect(ctx context.Context) error {
 	return nil
 }
 
-func (o *OZOptics) drop() {
-	if o.conn != nil {
-		o.conn.Close()
-		o.conn = nil
-	}
-}
-
-func (o *OZOptics) ensure(ctx context.Context) error {
-	if o.conn != nil {
-		return nil
-	}
-	o.opts.Transcript.Note("reopening %s", o.addr)
-	return o.connect(ctx)
-}
+// drop closes a port that is out of step.
+func (o *OZOptics) drop() { o.line.Drop() }
 
 // command sends cmd and returns the reply lines before "Done".
 func (o *OZOptics) command(ctx context.Context, cmd string, timeout time.Duration) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	o.conn.Drain()
-	if err := o.conn.Send(ctx, cmd); err != nil {
+	conn := o.line.Conn()
+	conn.Drain()
+	if err := conn.Send(ctx, cmd); err != nil {
 		o.drop()
 		return nil, fmt.Errorf("ozoptics-dd100 %s: send %q: %w", o.addr, cmd, err)
 	}
 	var lines []string
 	for {
-		l, err := o.conn.ReadLine(ctx)
+		l, err := conn.ReadLine(ctx)
 		if err != nil {
 			o.drop()
 			return nil, fmt.Errorf("ozoptics-dd100 %s: %s: %w", o.addr, cmd, err)
@@ -168,26 +160,10 @@ func (o *OZOptics) SetAttenuation(ctx context.Context, ch int, dB float64) error
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.retry(ctx, func() error { return o.set(ctx, dB) })
-}
-
-// retry runs op, and once more on the reopened port if a reply was
-// garbled or the port was lost; a timeout is not retried (the motor may
-// still be moving).
-func (o *OZOptics) retry(ctx context.Context, op func() error) error {
-	if err := o.ensure(ctx); err != nil {
-		return err
-	}
-	err := op()
-	if err == nil || !(errors.Is(err, errGarbled) || transport.IsConnectionLost(err)) || ctx.Err() != nil {
-		return err
-	}
-	o.drop()
-	o.opts.Transcript.Note("%v; reopening and trying once more", err)
-	if err := o.ensure(ctx); err != nil {
-		return err
-	}
-	return op()
+	// Tried once more on the reopened port if a reply was garbled or the
+	// port was lost; a timeout is not retried (the motor may still be
+	// moving).
+	return o.line.Retry(ctx, func() error { return o.set(ctx, dB) })
 }
 
 func (o *OZOptics) set(ctx context.Context, dB float64) error {
@@ -238,7 +214,7 @@ func (o *OZOptics) Attenuation(ctx context.Context, ch int) (float64, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var v float64
-	err := o.retry(ctx, func() (err error) {
+	err := o.line.Retry(ctx, func() (err error) {
 		v, err = o.read(ctx)
 		return err
 	})
@@ -252,10 +228,5 @@ func (o *OZOptics) Attenuation(ctx context.Context, ch int) (float64, error) {
 func (o *OZOptics) Close() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.conn == nil {
-		return nil
-	}
-	err := o.conn.Close()
-	o.conn = nil
-	return err
+	return o.line.Close()
 }

@@ -42,7 +42,7 @@ type Keysight struct {
 	opts Options
 
 	mu       sync.Mutex
-	conn     *transport.LineConn
+	line     *transport.Line
 	id       transport.Identity
 	channels int
 }
@@ -77,17 +77,18 @@ func OpenKeysight(ctx context.Context, address string, opts Options) (*Keysight,
 		opts.Timeout = 5 * time.Second
 	}
 	k := &Keysight{addr: address, opts: opts}
+	k.line = transport.NewLine(address, transport.LineOptions{
+		DialOptions: transport.DialOptions{EOL: "\n", Transcript: opts.Transcript},
+		DialTimeout: opts.Timeout,
+		Hello:       k.hello,
+		DialError:   func(err error) error { return k.errorf("connect: %v", err) },
+		Retryable:   func(err error) bool { return errors.Is(err, errGarbled) },
+	})
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	err := k.connect(ctx)
-	if err != nil && (transport.IsConnectionLost(err) || errors.Is(err, errGarbled)) && ctx.Err() == nil {
-		// The identity read is idempotent: one garbled reply or dropped
-		// connection while opening is tried once more, as any read is.
-		k.drop()
-		k.opts.Transcript.Note("%v; reconnecting and trying once more", err)
-		err = k.connect(ctx)
-	}
-	if err != nil {
+	// The identity read is idempotent: one garbled reply or dropped
+	// connection while opening is tried once more, as any read is.
+	if err := k.line.Retry(ctx, func() error { return nil }); err != nil {
 		k.drop()
 		return nil, err
 	}
@@ -98,14 +99,12 @@ func (k *Keysight) errorf(format string, args ...any) error {
 	return fmt.Errorf("keysight-n77xx %s: %w", k.addr, fmt.Errorf(format, args...))
 }
 
-func (k *Keysight) connect(ctx context.Context) error {
+// hello greets a new connection: clears status, reads the identity and
+// the number of attenuators, sets the monitors' unit, and empties the
+// error queue.
+func (k *Keysight) hello(ctx context.Context) error {
 	ctx, cancel := k.deadline(ctx)
 	defer cancel()
-	c, err := transport.Dial(ctx, k.addr, transport.DialOptions{EOL: "\n", Transcript: k.opts.Transcript})
-	if err != nil {
-		return k.errorf("connect: %v", err)
-	}
-	k.conn = c
 	if err := k.send(ctx, "*CLS"); err != nil {
 		return err
 	}
@@ -150,24 +149,10 @@ func (k *Keysight) deadline(ctx context.Context) (context.Context, context.Cance
 }
 
 // drop closes a connection that is out of step.
-func (k *Keysight) drop() {
-	if k.conn != nil {
-		k.conn.Close()
-		k.conn = nil
-	}
-}
-
-// ensure reconnects once if the connection was dropped.
-func (k *Keysight) ensure(ctx context.Context) error {
-	if k.conn != nil {
-		return nil
-	}
-	k.opts.Transcript.Note("reconnecting to %s", k.addr)
-	return k.connect(ctx)
-}
+func (k *Keysight) drop() { k.line.Drop() }
 
 func (k *Keysight) send(ctx context.Context, cmd string) error {
-	if err := k.conn.Send(ctx, cmd); err != nil {
+	if err := k.line.Conn().Send(ctx, cmd); err != nil {
 		k.drop()
 		return fmt.Errorf("keysight-n77xx %s: send %q: %w", k.addr, cmd, err)
 	}
@@ -180,7 +165,7 @@ func (k *Keysight) query(ctx context.Context, q string) (string, error) {
 	if err := k.send(ctx, q); err != nil {
 		return "", err
 	}
-	line, err := k.conn.ReadLine(ctx)
+	line, err := k.line.Conn().ReadLine(ctx)
 	if err != nil {
 		k.drop()
 		return "", fmt.Errorf("keysight-n77xx %s: %s: %w", k.addr, q, err)
@@ -272,27 +257,7 @@ func (k *Keysight) SetAttenuation(ctx context.Context, ch int, dB float64) error
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.retryOnDrop(ctx, func() error { return k.set(ctx, ch, dB) })
-}
-
-// retryOnDrop runs op, and once more on a new connection if the old one
-// was closed under it or a reply was garbled (op must be idempotent: a
-// read, or an absolute setting confirmed by read-back). A timeout is not
-// retried: the instrument may still be acting on the command.
-func (k *Keysight) retryOnDrop(ctx context.Context, op func() error) error {
-	if err := k.ensure(ctx); err != nil {
-		return err
-	}
-	err := op()
-	if err == nil || !(transport.IsConnectionLost(err) || errors.Is(err, errGarbled)) || ctx.Err() != nil {
-		return err
-	}
-	k.drop()
-	k.opts.Transcript.Note("%v; reconnecting and trying once more", err)
-	if err := k.ensure(ctx); err != nil {
-		return err
-	}
-	return op()
+	return k.line.Retry(ctx, func() error { return k.set(ctx, ch, dB) })
 }
 
 func (k *Keysight) set(ctx context.Context, ch int, dB float64) error {
@@ -313,45 +278,42 @@ func (k *Keysight) set(ctx context.Context, ch int, dB float64) error {
 	// Wait by asking: the read-back must agree with the set point.
 	wctx, wcancel := k.deadline(ctx)
 	defer wcancel()
-	for {
-		got, err := k.queryFloat(wctx, fmt.Sprintf(":INP%d:ATT?", slot(ch)))
-		if err != nil {
-			return fmt.Errorf("%s: %w", doing, err)
+	var got float64
+	err := transport.PollEvery(wctx, 20*time.Millisecond, 20*time.Millisecond, func() (bool, error) {
+		var err error
+		if got, err = k.queryFloat(wctx, fmt.Sprintf(":INP%d:ATT?", slot(ch))); err != nil {
+			return false, fmt.Errorf("%s: %w", doing, err)
 		}
-		if math.Abs(got-dB) <= settleTolerance {
-			return nil
-		}
-		select {
-		case <-wctx.Done():
-			return k.errorf("%s: reads back %.3f dB, not settled within %.2f dB", doing, got, settleTolerance)
-		case <-time.After(20 * time.Millisecond):
-		}
+		return math.Abs(got-dB) <= settleTolerance, nil
+	})
+	if err != nil && err == wctx.Err() {
+		return k.errorf("%s: reads back %.3f dB, not settled within %.2f dB", doing, got, settleTolerance)
 	}
+	return err
 }
 
 // waitOPC polls *OPC? until it answers 1, within limit.
 func (k *Keysight) waitOPC(ctx context.Context, doing string, limit time.Duration) error {
 	opcCtx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	for {
+	err := transport.PollEvery(opcCtx, 10*time.Millisecond, 10*time.Millisecond, func() (bool, error) {
 		s, err := k.query(opcCtx, "*OPC?")
 		if err != nil {
-			return fmt.Errorf("%s: %w", doing, err)
+			return false, fmt.Errorf("%s: %w", doing, err)
 		}
 		switch s {
 		case "1":
-			return nil
+			return true, nil
 		case "0":
-		default:
-			k.drop()
-			return k.errorf("%s: *OPC? replied %q, expected 0 or 1: %w", doing, s, errGarbled)
+			return false, nil
 		}
-		select {
-		case <-opcCtx.Done():
-			return k.errorf("%s: *OPC? still 0 after %v: %w", doing, limit, opcCtx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
+		k.drop()
+		return false, k.errorf("%s: *OPC? replied %q, expected 0 or 1: %w", doing, s, errGarbled)
+	})
+	if err != nil && err == opcCtx.Err() {
+		return k.errorf("%s: *OPC? still 0 after %v: %w", doing, limit, err)
 	}
+	return err
 }
 
 // ShutterOpen implements Shutter: :OUTP<slot>:STAT? (1 open, 0 closed).
@@ -362,7 +324,7 @@ func (k *Keysight) ShutterOpen(ctx context.Context, ch int) (bool, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	var open bool
-	err := k.retryOnDrop(ctx, func() (err error) {
+	err := k.line.Retry(ctx, func() (err error) {
 		open, err = k.shutter(ctx, ch)
 		return err
 	})
@@ -399,7 +361,7 @@ func (k *Keysight) SetShutter(ctx context.Context, ch int, open bool) error {
 	doing := fmt.Sprintf("%s the shutter of channel %d", state, ch)
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.retryOnDrop(ctx, func() error {
+	return k.line.Retry(ctx, func() error {
 		if err := k.send(ctx, fmt.Sprintf(":OUTP%d:STAT %d", slot(ch), v)); err != nil {
 			return err
 		}
@@ -438,7 +400,7 @@ func (k *Keysight) read(ctx context.Context, ch int, q string) (float64, error) 
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	var v float64
-	err := k.retryOnDrop(ctx, func() (err error) {
+	err := k.line.Retry(ctx, func() (err error) {
 		v, err = k.queryFloat(ctx, q)
 		return err
 	})
@@ -449,12 +411,7 @@ func (k *Keysight) read(ctx context.Context, ch int, q string) (float64, error) 
 func (k *Keysight) Close() error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.conn == nil {
-		return nil
-	}
-	err := k.conn.Close()
-	k.conn = nil
-	return err
+	return k.line.Close()
 }
 
 var errUnknownDriver = errors.New("unknown driver")

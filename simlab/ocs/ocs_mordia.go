@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testbed/instruments/ocs/sched"
+	"testbed/internal/sched"
 	"testbed/simlab/reactormodel"
 	"testbed/simlab/wire"
 	"testbed/simlab/world"

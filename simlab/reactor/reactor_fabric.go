@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"testbed/hostagent"
-	"testbed/instruments/ocs/sched"
+	"testbed/internal/sched"
 	"testbed/simlab/reactormodel"
 )
 

@@ -3,7 +3,7 @@ package reactor
 import (
 	"time"
 
-	"testbed/instruments/ocs/sched"
+	"testbed/internal/sched"
 	"testbed/simlab/reactormodel"
 )
 

@@ -49,7 +49,7 @@
 // 10:1 OCS:EPS ratio the limits fall in the paper's 90-100% of the link.
 //
 // The OCS (§3.2, §4). It plays a schedule of sched.Schedule (from
-// instruments/ocs/sched) period after period: each slot is a night of
+// internal/sched) period after period: each slot is a night of
 // the schedule's Delta followed by Duration of light. The physical gap
 // within each night is drawn from [GapLaw] (default Mordia's: mean 12 us,
 // at most about 15 us, Fig. 5), which Delta must cover; the circuit lights

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"testbed/instruments/ocs/sched"
+	"testbed/internal/sched"
 )
 
 // never is a time no run reaches.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"testbed/instruments/ocs/sched"
+	"testbed/internal/sched"
 )
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }

@@ -228,7 +228,7 @@ type Params struct {
 	// Reported).
 	Demand DemandSource
 	// Scheduler computes each period's schedule (default: Solstice from
-	// instruments/ocs/sched, keeping the number of configurations
+	// internal/sched, keeping the number of configurations
 	// that delivers the most when there is an EPS, all of them when
 	// there is none).
 	Scheduler Scheduler

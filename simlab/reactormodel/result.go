@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"testbed/instruments/ocs/sched"
+	"testbed/internal/sched"
 )
 
 // SlotRecord is one circuit of one slot: what the OCS, the ToR's PFC

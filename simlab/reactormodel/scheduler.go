@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"testbed/instruments/ocs/sched"
+	"testbed/internal/sched"
 )
 
 // Scheduler computes the schedule of one period from the controller's
@@ -40,7 +40,7 @@ func Permuted(s sched.Schedule, seed uint64) Scheduler {
 	})
 }
 
-// solstice is the default scheduler: Solstice (instruments/ocs/sched)
+// solstice is the default scheduler: Solstice (internal/sched)
 // with Solstice's own stopping rule, keeping the fewest of its
 // configurations, in the order it cuts them, that leave the EPS only what
 // it can carry in the period (sched.Evaluate: every host's EPS bytes, sent

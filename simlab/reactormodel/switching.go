@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"testbed/instruments/ocs/sched"
+	"testbed/internal/sched"
 )
 
 // Switching is the mechanism of a Mordia-style microsecond circuit

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"testbed/instruments/ocs/sched"
+	"testbed/internal/sched"
 )
 
 func newTestSwitching(t *testing.T, tempC float64) *Switching {

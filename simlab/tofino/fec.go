@@ -149,77 +149,92 @@ func (t *Tofino) linkLocked(dev int) (*phy.Link, error) {
 	return l, nil
 }
 
-// handleFEC serves the PHY operations; ok is false for any other op.
-func (t *Tofino) handleFEC(req agentReq) (res any, ok bool, err error) {
-	a := req.Args
-	switch req.Op {
-	case "port.mode", "port.tx_tstamp", "port.fec_stat", "port.cut_through":
-	default:
-		return nil, false, nil
-	}
-	dev64, err := argInt(a, "dev_port")
+// fecPort is the added port the call's dev_port names, and the PHY
+// state. With t.mu held.
+func (t *Tofino) fecPort(c opCall) (int, *simPort, *fecState, error) {
+	dev64, err := argInt(c.args, "dev_port")
 	if err != nil {
-		return nil, true, err
+		return 0, nil, nil, err
 	}
 	dev := int(dev64)
-	if req.Op == "port.fec_stat" {
-		res, err := t.fecStat(dev)
-		return res, true, err
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	p := t.ports[dev]
 	if p == nil {
-		return nil, true, notFound("port %d is not added", dev)
+		return 0, nil, nil, notFound("port %d is not added", dev)
 	}
-	st := t.fecLocked()
-	switch req.Op {
-	case "port.mode":
-		sp, err := argStr(a, "speed")
-		if err != nil {
-			return nil, true, err
-		}
-		fec, err := argStr(a, "fec")
-		if err != nil {
-			return nil, true, err
-		}
-		g, known := speedGbps[sp]
-		if !known {
-			return nil, true, badReq("speed %q", sp)
-		}
-		if fec != "BF_FEC_TYP_NONE" && fec != "BF_FEC_TYP_RS" && fec != "BF_FEC_TYP_FC" {
-			return nil, true, badReq("fec %q", fec)
-		}
-		prev := map[string]any{"speed": fmt.Sprintf("BF_SPEED_%dG", p.gbps), "fec": p.fec, "enabled": p.enabled}
-		changed := g != p.gbps || fec != p.fec
-		if changed {
-			// As the agent does on a switch: delete and add again with the
-			// old enable state; the port's counters start from zero.
-			t.ports[dev] = &simPort{dev: dev, gbps: g, fec: fec, enabled: p.enabled, counters: map[string]int64{}}
-			delete(st.links, dev)
-			delete(st.counters, dev)
-			delete(st.tx, dev)
-		}
-		return map[string]any{"previous": prev, "changed": changed}, true, nil
-	case "port.cut_through":
-		prev := st.ct[dev]
-		if raw, given := a["enable"]; given {
-			var on bool
-			if err := json.Unmarshal(raw, &on); err != nil {
-				return nil, true, badReq("enable: expected true or false")
-			}
-			st.ct[dev] = on
-		}
-		return map[string]any{"previous": prev, "enabled": st.ct[dev]}, true, nil
-	case "port.tx_tstamp":
-		q := st.tx[dev]
-		if len(q) == 0 {
-			return map[string]any{"valid": false, "value": 0, "id": 0}, true, nil
-		}
-		st.tx[dev] = q[1:]
-		return map[string]any{"valid": true, "value": q[0].value, "id": q[0].id}, true, nil
+	return dev, p, t.fecLocked(), nil
+}
+
+func (t *Tofino) opPortFECStat(c opCall) (any, error) {
+	dev, err := argInt(c.args, "dev_port")
+	if err != nil {
+		return nil, err
 	}
-	return nil, true, badReq("unknown op %q", req.Op)
+	return t.fecStat(int(dev))
+}
+
+// opPortMode is port.mode. With t.mu held.
+func (t *Tofino) opPortMode(c opCall) (any, error) {
+	dev, p, st, err := t.fecPort(c)
+	if err != nil {
+		return nil, err
+	}
+	sp, err := argStr(c.args, "speed")
+	if err != nil {
+		return nil, err
+	}
+	fec, err := argStr(c.args, "fec")
+	if err != nil {
+		return nil, err
+	}
+	g, known := speedGbps[sp]
+	if !known {
+		return nil, badReq("speed %q", sp)
+	}
+	if fec != "BF_FEC_TYP_NONE" && fec != "BF_FEC_TYP_RS" && fec != "BF_FEC_TYP_FC" {
+		return nil, badReq("fec %q", fec)
+	}
+	prev := map[string]any{"speed": fmt.Sprintf("BF_SPEED_%dG", p.gbps), "fec": p.fec, "enabled": p.enabled}
+	changed := g != p.gbps || fec != p.fec
+	if changed {
+		// As the agent does on a switch: delete and add again with the
+		// old enable state; the port's counters start from zero.
+		t.ports[dev] = &simPort{dev: dev, gbps: g, fec: fec, enabled: p.enabled, counters: map[string]int64{}}
+		delete(st.links, dev)
+		delete(st.counters, dev)
+		delete(st.tx, dev)
+	}
+	return map[string]any{"previous": prev, "changed": changed}, nil
+}
+
+// opPortCutThrough is port.cut_through. With t.mu held.
+func (t *Tofino) opPortCutThrough(c opCall) (any, error) {
+	dev, _, st, err := t.fecPort(c)
+	if err != nil {
+		return nil, err
+	}
+	prev := st.ct[dev]
+	if raw, given := c.args["enable"]; given {
+		var on bool
+		if err := json.Unmarshal(raw, &on); err != nil {
+			return nil, badReq("enable: expected true or false")
+		}
+		st.ct[dev] = on
+	}
+	return map[string]any{"previous": prev, "enabled": st.ct[dev]}, nil
+}
+
+// opPortTxTstamp is port.tx_tstamp. With t.mu held.
+func (t *Tofino) opPortTxTstamp(c opCall) (any, error) {
+	dev, _, st, err := t.fecPort(c)
+	if err != nil {
+		return nil, err
+	}
+	q := st.tx[dev]
+	if len(q) == 0 {
+		return map[string]any{"valid": false, "value": 0, "id": 0}, nil
+	}
+	st.tx[dev] = q[1:]
+	return map[string]any{"valid": true, "value": q[0].value, "id": q[0].id}, nil
 }
 
 // rxLine is what arrives at a receiving port: the pre-FEC bit error ratio

@@ -9,38 +9,35 @@ package tofino
 // MAX_REG_RANGE: reg_credit's 4096, SD_MAX_VOQS).
 const maxRegRange = 4096
 
-// handleRegRange answers reg.range; ok false for any other op.
-func (t *Tofino) handleRegRange(req agentReq) (res any, ok bool, err error) {
-	if req.Op != "reg.range" {
-		return nil, false, nil
-	}
-	name, err := argStr(req.Args, "name")
+// opRegRange answers reg.range.
+func (t *Tofino) opRegRange(c opCall) (any, error) {
+	name, err := argStr(c.args, "name")
 	if err != nil {
-		return nil, true, err
+		return nil, err
 	}
-	from, err := argInt(req.Args, "from")
+	from, err := argInt(c.args, "from")
 	if err != nil {
-		return nil, true, err
+		return nil, err
 	}
-	count, err := argInt(req.Args, "count")
+	count, err := argInt(c.args, "count")
 	if err != nil {
-		return nil, true, err
+		return nil, err
 	}
 	if from < 0 || count < 1 || count > maxRegRange {
-		return nil, true, badReq("reg.range: %d indices from %d (expected from >= 0 and 1..%d indices)", count, from, maxRegRange)
+		return nil, badReq("reg.range: %d indices from %d (expected from >= 0 and 1..%d indices)", count, from, maxRegRange)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r, found := t.regs[name]
 	if !found {
-		return nil, true, notFound("bfrt.%s.pipe has no register %q", t.program, name)
+		return nil, notFound("bfrt.%s.pipe has no register %q", t.program, name)
 	}
 	if size := regSize(name); from+count > int64(size) { // stardust.go, as reg.get bounds it
-		return nil, true, badReq("reg.range: indices %d..%d outside the register %s (0..%d)", from, from+count-1, name, size-1)
+		return nil, badReq("reg.range: indices %d..%d outside the register %s (0..%d)", from, from+count-1, name, size-1)
 	}
 	out := make([]int64, count)
 	for i := range out {
 		out[i] = r[int(from)+i]
 	}
-	return map[string]any{"values": out}, true, nil
+	return map[string]any{"values": out}, nil
 }

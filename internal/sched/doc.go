@@ -5,9 +5,13 @@
 //
 // It is pure data and algorithms: no I/O, and nothing of this project
 // imported, like a P4 program's contract package. So the REACToR recipes
-// (experiments/reactor), the OCS drivers beside it and the simulated lab's
-// REACToR fabric (simlab/reactor, simlab/reactormodel) may all use it,
-// without the simulated lab importing a recipe. Its Schedule is the one
+// (experiments/reactor), the OCS drivers (instruments/ocs) and the
+// simulated lab's REACToR fabric (simlab/reactor, simlab/reactormodel) may
+// all use it, without the simulated lab importing a recipe or a driver: it
+// is DESIGN's schedule leaf, a package of its own under internal/, outside
+// any driver's folder (the architecture test, arch_test.go at the module
+// root, lets every layer import internal/ and internal/ import nothing
+// above it). Its Schedule is the one
 // schedule type: the scheduling OCS driver (instruments/ocs) takes it as is,
 // a slot's Perm indexed by the switch's ports from 0.
 //
