@@ -2,7 +2,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build test test-race test-plain vet fmt-check models-single-goroutine bench fuzz sweep soak clean
+.PHONY: all build proto test test-race test-plain vet fmt-check models-single-goroutine bench fuzz sweep soak clean
 
 all: build
 
@@ -114,6 +114,12 @@ N    ?= 12
 SEED ?= 1
 soak:
 	N=$(N) SEED=$(SEED) scripts/soak.sh
+
+# The BF Runtime gRPC code (internal/bfrtpb) from the SDE's bfruntime.proto:
+# needs protoc (Debian's protobuf-compiler); the Go plugins are installed
+# by the script.
+proto:
+	internal/bfrtpb/gen.sh
 
 clean:
 	rm -rf bin

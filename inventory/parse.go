@@ -417,7 +417,10 @@ func schemesFor(kind string) []string {
 		return []string{"tcp", "serial"}
 	case "trafficgen":
 		return []string{"http", "https", "tcp"} // tcp: TRex's ZeroMQ RPC port
-	case "switch", "host":
+	case "switch":
+		// ssh for the bfrt_python agent's driver, tcp for BF Runtime gRPC.
+		return []string{"ssh", "tcp"}
+	case "host":
 		return []string{"ssh"}
 	case "ocs":
 		return []string{"http", "https", "tcp", "serial"}

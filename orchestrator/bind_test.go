@@ -73,7 +73,7 @@ func TestPlanChecksAttenuationLimits(t *testing.T) {
 			t.Errorf("%+v: %v", c, err)
 		}
 	}
-	if err := CheckDrivers(inv); err == nil || !strings.Contains(err.Error(), `devices.sw1.driver: unknown switch driver "tofino" (known: tofino-bfrt)`) {
+	if err := CheckDrivers(inv); err == nil || !strings.Contains(err.Error(), `devices.sw1.driver: unknown switch driver "tofino" (known: tofino-bfrt, tofino-bfrt-grpc)`) {
 		t.Errorf("CheckDrivers: %v", err)
 	}
 }

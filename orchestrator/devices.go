@@ -12,6 +12,7 @@ import (
 
 	"testbed/dut/host"
 	"testbed/dut/tofino"
+	"testbed/dut/tofino/bfrtgrpc"
 	"testbed/instruments/ocs"
 	"testbed/instruments/trafficgen"
 	"testbed/instruments/voa"
@@ -115,11 +116,17 @@ func OpenDevice(ctx context.Context, d *inventory.Device, tr *transport.Transcri
 			return nil, fmt.Errorf("%s: identity: %w", d.Name, err)
 		}
 	case "switch":
-		so, err := sshOptions(d)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", d.Name, err)
+		var sw *tofino.Switch
+		var err error
+		if d.Driver == bfrtgrpc.Driver {
+			sw, err = bfrtgrpc.Open(octx, d.Address, bfrtgrpc.Options{Artifacts: d.Options["artifacts"], Timeout: timeout, Transcript: tr})
+		} else {
+			so, err2 := sshOptions(d)
+			if err2 != nil {
+				return nil, fmt.Errorf("%s: %w", d.Name, err2)
+			}
+			sw, err = tofino.Open(octx, d.Address, tofino.Options{SSH: so, SDE: d.Options["sde"], Timeout: timeout, Transcript: tr})
 		}
-		sw, err := tofino.Open(octx, d.Address, tofino.Options{SSH: so, SDE: d.Options["sde"], Timeout: timeout, Transcript: tr})
 		if err != nil {
 			return nil, fmt.Errorf("%s: open %s at %s: %w", d.Name, d.Driver, d.Address, err)
 		}

@@ -21,6 +21,10 @@ type Options struct {
 	TimeScale float64
 	// Listen is the host emulators bind to; only loopback is allowed.
 	Listen string
+	// SwitchDriver, when set, is the driver of every switch of the
+	// default bench (StartDefault): tofino-bfrt-grpc gives each simulated
+	// switch's BF Runtime gRPC endpoint as its address.
+	SwitchDriver string
 }
 
 // Lab is a running simulated lab: the world model and the protocol
@@ -74,6 +78,13 @@ func StartDefault(opts Options) (*Lab, error) {
 	inv, err := inventory.Parse("simulated-lab", b)
 	if err != nil {
 		return nil, err
+	}
+	if opts.SwitchDriver != "" {
+		for _, d := range inv.Devices {
+			if d.Kind == "switch" {
+				d.Driver = opts.SwitchDriver
+			}
+		}
 	}
 	for n, prefix := range map[string]string{ocsMicroName: "MOR", ocsMilliName: "PX"} {
 		if d, ok := inv.Devices[n]; ok {

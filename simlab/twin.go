@@ -68,9 +68,11 @@ func emulators() map[string]emulator {
 		"otg":            {2, startOTG},
 		"trex":           {2, startTRex},
 		"tofino-bfrt":    {2, startTofino},
-		"linux-ssh":      {3, startHost},
-		"mordia-rest":    {2, startMordia},
-		"polatis-scpi":   {2, startPolatis},
+		// The same simulated switch, reached over BF Runtime gRPC.
+		"tofino-bfrt-grpc": {2, startTofinoGRPC},
+		"linux-ssh":        {3, startHost},
+		"mordia-rest":      {2, startMordia},
+		"polatis-scpi":     {2, startPolatis},
 	}
 }
 
@@ -376,6 +378,54 @@ func startTofino(t *twin, d *inventory.Device, n int) (string, error) {
 	}
 	od.Options["known_hosts"] = filepath.Join(t.dir, "known_hosts")
 	return "ssh://admin@" + sw.SSH().Addr(), nil
+}
+
+// startTofinoGRPC starts a simulated switch as startTofino does (its SSH
+// server too: the twin's hosts and fibres find it there) and serves its
+// BF Runtime gRPC service: the device's address is that service
+// (tcp://127.0.0.1:<port>), and its artifacts option a directory of the
+// simulated compiler's builds of every program the simulated switch
+// runs, in the SDE's install layout, which the driver sends to load one.
+func startTofinoGRPC(t *twin, d *inventory.Device, n int) (string, error) {
+	if _, err := startTofino(t, d, n); err != nil {
+		return "", err
+	}
+	addr, err := t.switches[d.Name].ServeBFRuntime(t.opts.Listen + ":0")
+	if err != nil {
+		return "", err
+	}
+	dir, err := t.artifacts()
+	if err != nil {
+		return "", err
+	}
+	od := t.out.Devices[d.Name]
+	od.Options["artifacts"] = dir
+	return "tcp://" + addr, nil
+}
+
+// artifacts writes, once, the simulated compiler's build of every program
+// the simulated switch runs under the twin's directory: <program>/bf-rt.json
+// and <program>/pipe/{context.json,tofino.bin}.
+func (t *twin) artifacts() (string, error) {
+	dir := filepath.Join(t.dir, "tofinopd")
+	if _, err := os.Stat(dir); err == nil {
+		return dir, nil
+	}
+	for _, p := range tofino.Programs() {
+		bfrt, ctxJSON, bin, err := tofino.SimulatedBuild(p)
+		if err != nil {
+			return "", err
+		}
+		if err := os.MkdirAll(filepath.Join(dir, p, "pipe"), 0o755); err != nil {
+			return "", err
+		}
+		for name, b := range map[string][]byte{"bf-rt.json": bfrt, "pipe/context.json": ctxJSON, "pipe/tofino.bin": bin} {
+			if err := os.WriteFile(filepath.Join(dir, p, name), b, 0o644); err != nil {
+				return "", err
+			}
+		}
+	}
+	return dir, nil
 }
 
 // ensureKey makes the twin's directory (its SSH client key, known_hosts

@@ -138,7 +138,7 @@ func TestAgentPythonRefusesWrongToken(t *testing.T) {
 	if _, err := s.Hello(ctx); err != nil {
 		t.Fatal(err)
 	}
-	addr := s.agent.conn.RemoteAddr().String()
+	addr := s.agent.(*agentClient).conn.RemoteAddr().String()
 	for _, tok := range []string{"", strings.Repeat("f", 64), fakeToken[:63]} {
 		_, err := fakeAgentSwitch(t, addr, tok).Hello(ctx)
 		var ae *AgentError
@@ -401,9 +401,9 @@ func TestAgentPythonReconnect(t *testing.T) {
 	if _, err := s.Hello(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s.agent.mu.Lock()
-	s.agent.conn.Close() // as if the SSH channel dropped
-	s.agent.mu.Unlock()
+	s.agent.(*agentClient).mu.Lock()
+	s.agent.(*agentClient).conn.Close() // as if the SSH channel dropped
+	s.agent.(*agentClient).mu.Unlock()
 	if _, err := s.Hello(ctx); err != nil {
 		t.Fatalf("after losing the connection: %v", err)
 	}

@@ -52,13 +52,66 @@ type Options struct {
 
 // Switch is one Tofino switch.
 type Switch struct {
-	ssh   *transport.SSH
-	agent *agentClient
+	ssh   *transport.SSH // nil when the switch is reached over BF Runtime gRPC
+	agent opConn
 	opts  Options
+	// life manages the program when the connection does it itself
+	// (NewSwitch with a Lifecycle), not over SSH.
+	life Lifecycle
 }
 
+// opConn answers the operations of agent/PROTOCOL.md: the agent over
+// SSH (agentClient), or another connection (NewSwitch).
+type opConn interface {
+	call(ctx context.Context, op string, args any, out any) error
+	close()
+}
+
+// Conn is a connection to a switch that answers the operations of
+// agent/PROTOCOL.md (each op's args and result as that page gives them,
+// failures as *AgentError) by other means than the agent over SSH: the
+// BF Runtime gRPC driver (dut/tofino/bfrtgrpc) maps them onto the SDE's
+// tables. A Switch made on it offers every method the SSH driver does,
+// so a recipe runs unchanged over either.
+type Conn interface {
+	Call(ctx context.Context, op string, args any, out any) error
+	Close() error
+}
+
+// Lifecycle is what a Conn that manages the switch's program itself
+// offers in place of the SSH driver's shell commands.
+type Lifecycle interface {
+	Identity(ctx context.Context) (transport.Identity, error)
+	// Program is the P4 program the switch runs ("" none).
+	Program(ctx context.Context) (string, error)
+	// StartProgram loads program, as StartSwitchd does over SSH.
+	StartProgram(ctx context.Context, program string) error
+	// Ready makes the connection ready for operations on the running
+	// program, as EnsureAgent does over SSH.
+	Ready(ctx context.Context) error
+}
+
+// NewSwitch makes a Switch on c; when c is also a Lifecycle, Identity,
+// Program, StartSwitchd and EnsureAgent are c's. Methods that need a
+// shell on the switch (transceiver diagnostics, building P4 sources)
+// answer an error.
+func NewSwitch(c Conn, opts Options) *Switch {
+	s := &Switch{agent: connAdapter{c}, opts: opts}
+	if l, ok := c.(Lifecycle); ok {
+		s.life = l
+	}
+	return s
+}
+
+type connAdapter struct{ c Conn }
+
+func (a connAdapter) call(ctx context.Context, op string, args any, out any) error {
+	return a.c.Call(ctx, op, args, out)
+}
+func (a connAdapter) close() { a.c.Close() }
+
 // Drivers lists the switch drivers of this build.
-func Drivers() []string { return []string{"tofino-bfrt"} }
+func Drivers() []string { return []string{"tofino-bfrt", "tofino-bfrt-grpc"} }
 
 // Open connects to a switch at ssh://user@host[:port]. It does not start
 // anything on it.
@@ -140,12 +193,18 @@ func newToken() (string, error) {
 // Close closes the connection; nothing on the switch is stopped.
 func (s *Switch) Close() error {
 	s.agent.close()
+	if s.ssh == nil {
+		return nil
+	}
 	return s.ssh.Close()
 }
 
 // sh runs a script on the switch with $SDE set. The first line names the
 // operation (a comment), which keeps transcripts readable.
 func (s *Switch) sh(ctx context.Context, op, script string, stdin []byte) (string, error) {
+	if s.ssh == nil {
+		return "", fmt.Errorf("%s: this needs a shell on the switch, and the switch is driven without SSH (BF Runtime gRPC)", op)
+	}
 	cmd := fmt.Sprintf("# testbed:%s\nSDE=%s; SDE_INSTALL=$SDE/install; export SDE SDE_INSTALL\n%s", op, shellQuote(s.opts.SDE), script)
 	var in *strings.Reader
 	if stdin != nil {
@@ -159,6 +218,9 @@ func shellQuote(v string) string { return "'" + strings.ReplaceAll(v, "'", `'\''
 
 // Identity reads the switch's host name, platform, serial and SDE version.
 func (s *Switch) Identity(ctx context.Context) (transport.Identity, error) {
+	if s.life != nil {
+		return s.life.Identity(ctx)
+	}
 	out, err := s.sh(ctx, "identity", `echo "hostname=$(hostname)"
 echo "platform=$(cat /sys/class/dmi/id/product_name 2>/dev/null)"
 echo "serial=$(cat /sys/class/dmi/id/product_serial 2>/dev/null)"
@@ -191,6 +253,9 @@ var confRe = regexp.MustCompile(`([^/\s]+)\.conf\b`)
 
 // Program returns the P4 program bf_switchd runs, or "" when it is not running.
 func (s *Switch) Program(ctx context.Context) (string, error) {
+	if s.life != nil {
+		return s.life.Program(ctx)
+	}
 	out, err := s.sh(ctx, "switchd-status", `pgrep -a -x bf_switchd || true`, nil)
 	if err != nil {
 		return "", fmt.Errorf("switchd status: %w", err)
@@ -212,6 +277,9 @@ func (s *Switch) Program(ctx context.Context) (string, error) {
 func (s *Switch) StartSwitchd(ctx context.Context, program string) error {
 	if !validName(program) {
 		return fmt.Errorf("start switchd: program name %q (expected letters, digits, _ and -)", program)
+	}
+	if s.life != nil {
+		return s.life.StartProgram(ctx, program)
 	}
 	// bfrt_python runs inside bf_switchd, so the agent's settings go into
 	// the daemon's environment; run_bfshell.sh is only the client.
@@ -292,6 +360,9 @@ func (s *Switch) Hello(ctx context.Context) (Hello, error) {
 // EnsureAgent installs the agent if the switch has another version of it,
 // and starts it if it does not answer.
 func (s *Switch) EnsureAgent(ctx context.Context) error {
+	if s.life != nil {
+		return s.life.Ready(ctx)
+	}
 	sum := sha256.Sum256(AgentScript)
 	want := hex.EncodeToString(sum[:])
 	out, err := s.sh(ctx, "agent-sha", `sha256sum "$HOME/.testbed/testbed_agent.py" 2>/dev/null || true`, nil)

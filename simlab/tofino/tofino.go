@@ -68,6 +68,8 @@ type Tofino struct {
 	// the switch (program, ports, tables, generator applications):
 	// stardust_dp.go reconfigures its fabric when it moves.
 	sdVer uint64
+	// bfrtStops stop the BF Runtime gRPC services (bfrt_grpc.go).
+	bfrtStops []func()
 }
 
 // simPort is a port and its $PORT_STAT counters.
@@ -181,7 +183,16 @@ func NewTofino(dp *Dataplane, o TofinoOptions) (*Tofino, error) {
 func (t *Tofino) SSH() *wire.SSHServer { return t.srv }
 
 // Close stops the switch.
-func (t *Tofino) Close() error { return t.srv.Close() }
+func (t *Tofino) Close() error {
+	t.mu.Lock()
+	stops := t.bfrtStops
+	t.bfrtStops = nil
+	t.mu.Unlock()
+	for _, stop := range stops {
+		stop()
+	}
+	return t.srv.Close()
+}
 
 // reset is bf_switchd (re)starting with program: every port, counter,
 // register, table and generator is gone.

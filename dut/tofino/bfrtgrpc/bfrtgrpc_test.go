@@ -1,0 +1,221 @@
+package bfrtgrpc_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"testbed/dut/tofino"
+	"testbed/dut/tofino/bfrtgrpc"
+	lg "testbed/p4/linkguardian"
+	"testbed/simlab"
+	"testbed/transport"
+)
+
+// The driver against the simulated switches of the default lab, over
+// BF Runtime gRPC on loopback; the same switches over SSH for what the
+// other path sees.
+
+func startLab(t *testing.T) *simlab.Lab {
+	t.Helper()
+	lab, err := simlab.StartDefault(simlab.Options{Seed: 5, SwitchDriver: bfrtgrpc.Driver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lab.Close() })
+	return lab
+}
+
+func open(t *testing.T, lab *simlab.Lab, name string, tr *strings.Builder) *tofino.Switch {
+	t.Helper()
+	d, ok := lab.Inventory().Device(name)
+	if !ok {
+		t.Fatalf("no %s", name)
+	}
+	if !strings.HasPrefix(d.Address, "tcp://") || d.Options["artifacts"] == "" {
+		t.Fatalf("%s: address %q, artifacts %q: expected the BF Runtime endpoint and the builds", name, d.Address, d.Options["artifacts"])
+	}
+	o := bfrtgrpc.Options{Artifacts: d.Options["artifacts"], Timeout: 5 * time.Second}
+	if tr != nil {
+		o.Transcript = transport.NewTranscript(tr)
+	}
+	sw, err := bfrtgrpc.Open(context.Background(), d.Address, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sw.Close() })
+	return sw
+}
+
+// openSSH opens the same simulated switch over SSH with the SSH driver.
+func openSSH(t *testing.T, lab *simlab.Lab, name string) *tofino.Switch {
+	t.Helper()
+	d, _ := lab.Inventory().Device(name)
+	sw, err := tofino.Open(context.Background(), "ssh://admin@"+lab.Switch(name).SSH().Addr(), tofino.Options{Timeout: 5 * time.Second,
+		SSH: transport.SSHOptions{KeyFile: d.Credentials.KeyFile, KnownHosts: d.Options["known_hosts"]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sw.Close() })
+	return sw
+}
+
+func devPort(t *testing.T, lab *simlab.Lab, sw, port string) int {
+	d, _ := lab.Inventory().Device(sw)
+	n, err := strconv.Atoi(d.Ports[port])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A program loaded over gRPC, its registers, tables and ports written over
+// gRPC: the SSH path of the same switch reads what was written, and the
+// reverse.
+func TestLoadProgramTablesRegistersPortsOverBothPaths(t *testing.T) {
+	lab := startLab(t)
+	ctx := context.Background()
+	var tr strings.Builder
+	sw := open(t, lab, "sw1", &tr)
+	if p, err := sw.Program(ctx); err != nil || p != "" {
+		t.Fatalf("program before the load: %q %v", p, err)
+	}
+	if err := sw.StartSwitchd(ctx, lg.ProgramSender); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := sw.Program(ctx); err != nil || p != lg.ProgramSender {
+		t.Fatalf("program after the load: %q %v", p, err)
+	}
+	id, err := sw.Identity(ctx)
+	if err != nil || !strings.Contains(id.Model, "BFN-T10") {
+		t.Fatalf("identity %+v %v", id, err)
+	}
+	other := openSSH(t, lab, "sw1")
+	if p, err := other.Program(ctx); err != nil || p != lg.ProgramSender {
+		t.Fatalf("the SSH path sees program %q %v", p, err)
+	}
+	if err := other.EnsureAgent(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Registers.
+	reg := "SwitchEgress." + lg.RegSeqNo
+	if err := sw.WriteRegister(ctx, reg, 3, 777); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := other.ReadRegister(ctx, reg, 3); err != nil || v[0] != 777 {
+		t.Fatalf("SSH reads %v %v", v, err)
+	}
+	if err := other.WriteRegister(ctx, reg, 4, 12); err != nil {
+		t.Fatal(err)
+	}
+	vs, err := sw.ReadRegisterRange(ctx, reg, 2, 4)
+	if err != nil || len(vs) != 4 || vs[1] != 777 || vs[2] != 12 || vs[0] != 0 {
+		t.Fatalf("range over gRPC: %v %v", vs, err)
+	}
+	if _, err := sw.ReadRegister(ctx, "SwitchEgress.reg_no_such_thing", 0); !tofino.IsNotFound(err) {
+		t.Fatalf("an unknown register: %v", err)
+	}
+
+	// Tables: an entry added over gRPC is the SSH path's, and the reverse.
+	e := tofino.Entry{Key: map[string]int64{lg.KeyEgressPort: 136}, Action: lg.ActionProtect, Data: map[string]int64{lg.ParamDummyPktMaxCount: 5, lg.ParamBlockingMode: 1}}
+	if err := sw.AddEntry(ctx, lg.TableLinkProtect, e); err != nil {
+		t.Fatal(err)
+	}
+	got, err := other.Entries(ctx, lg.TableLinkProtect)
+	if err != nil || len(got) != 1 || got[0].Key[lg.KeyEgressPort] != 136 || got[0].Data[lg.ParamDummyPktMaxCount] != 5 || got[0].Action != lg.ActionProtect {
+		t.Fatalf("SSH reads %+v %v", got, err)
+	}
+	if err := sw.AddEntry(ctx, lg.TableLinkProtect, e); err == nil {
+		t.Fatal("a second entry of one key was accepted")
+	}
+	e.Data[lg.ParamDummyPktMaxCount] = 9
+	if err := other.ModifyEntry(ctx, lg.TableLinkProtect, e); err != nil {
+		t.Fatal(err)
+	}
+	got, err = sw.EntriesWhere(ctx, lg.TableLinkProtect, map[string]int64{lg.KeyEgressPort: 136})
+	if err != nil || len(got) != 1 || got[0].Data[lg.ParamDummyPktMaxCount] != 9 {
+		t.Fatalf("gRPC reads %+v %v", got, err)
+	}
+	if err := sw.AddEntry(ctx, lg.TableLinkProtect, tofino.Entry{Key: map[string]int64{lg.KeyEgressPort: 1}, Action: "no_such_action"}); !tofino.IsNotFound(err) {
+		t.Fatalf("an unknown action: %v", err)
+	}
+	if err := sw.DeleteEntry(ctx, lg.TableLinkProtect, map[string]int64{lg.KeyEgressPort: 136}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := other.Entries(ctx, lg.TableLinkProtect); err != nil || len(got) != 0 {
+		t.Fatalf("after delete, SSH reads %+v %v", got, err)
+	}
+
+	// Ports and their counters.
+	p := devPort(t, lab, "sw1", "p1")
+	if err := sw.AddPort(ctx, p, 25, "rs528"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := other.PortStatus(ctx, p)
+	if err != nil || st.SpeedGbps != 25 || st.FEC != "BF_FEC_TYP_RS" || !st.Enabled {
+		t.Fatalf("SSH sees port %+v %v", st, err)
+	}
+	st, err = sw.PortStatus(ctx, p)
+	if err != nil || st.SpeedGbps != 25 || !st.Enabled {
+		t.Fatalf("gRPC sees port %+v %v", st, err)
+	}
+	c, err := sw.PortCounters(ctx, p)
+	if err != nil || len(c.Values) < 10 {
+		t.Fatalf("counters %+v %v", c, err)
+	}
+	if _, ok := c.Values["$FramesTransmittedOK"]; !ok {
+		t.Fatalf("no $FramesTransmittedOK in %v", c.Values)
+	}
+	if _, err := sw.PortStatus(ctx, 300); !tofino.IsNotFound(err) {
+		t.Fatalf("a port not added: %v", err)
+	}
+	// Queue priorities through tf1.tm.port.cfg and tf1.tm.queue.sched_cfg.
+	prev, err := sw.SetQueuePriority(ctx, p, 2, 5)
+	if err != nil || prev != 0 {
+		t.Fatalf("set priority: was %d, %v", prev, err)
+	}
+	if pr, err := other.QueuePriority(ctx, p, 2); err != nil || pr != 5 {
+		t.Fatalf("SSH reads priority %d %v", pr, err)
+	}
+	// The clock moves when asked.
+	t0, err := sw.Clock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t1, err := sw.WaitClock(ctx, t0+time.Millisecond)
+	if err != nil || t1 < t0+time.Millisecond {
+		t.Fatalf("clock %v -> %v %v", t0, t1, err)
+	}
+	if !strings.Contains(tr.String(), "table_id") {
+		t.Errorf("the transcript shows no request:\n%s", tr.String())
+	}
+}
+
+// Two clients on one switch: the second finds the program bound by the
+// first and works without the BIND.
+func TestSecondClientWorksUnbound(t *testing.T) {
+	lab := startLab(t)
+	ctx := context.Background()
+	sw := open(t, lab, "sw2", nil)
+	if err := sw.StartSwitchd(ctx, lg.ProgramReceiver); err != nil {
+		t.Fatal(err)
+	}
+	if err := sw.WriteRegister(ctx, lg.RegPauseThreshold, 0, 500); err != nil {
+		t.Fatal(err)
+	}
+	var tr strings.Builder
+	mon := open(t, lab, "sw2", &tr)
+	if err := mon.EnsureAgent(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v, err := mon.ReadRegister(ctx, lg.RegPauseThreshold, 0)
+	if err != nil || v[0] != 500 {
+		t.Fatalf("second client reads %v %v", v, err)
+	}
+	if !strings.Contains(tr.String(), "independent client") {
+		t.Errorf("the second client's transcript does not say it is unbound:\n%s", tr.String())
+	}
+}
