@@ -154,7 +154,9 @@ func (rc *RunContext) Journal(device string, u Undo) error {
 func programScoped(kind string) bool {
 	switch kind {
 	case UndoTofinoDeletePort, UndoTofinoEntry, UndoTofinoRegister, UndoTofinoPktgen, UndoTofinoPortMode, UndoTofinoCutThrough,
-		UndoTofinoAddPort, UndoTofinoQueuePriority, UndoTofinoTableClear:
+		UndoTofinoAddPort, UndoTofinoQueuePriority, UndoTofinoTableClear,
+		// The fixed-function setup: a bf_switchd restart forgets it too.
+		UndoTofinoMirror, UndoTofinoMulticastGroup, UndoTofinoPFC, UndoTofinoQueuePFCCos:
 		return true
 	}
 	return false
