@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"testbed/dut/tofino"
+	"testbed/dut/p4switch"
 	o "testbed/orchestrator"
 	lg "testbed/p4/linkguardian"
 	"testbed/results"
@@ -28,15 +28,23 @@ func (b *Bench) setup(ctx context.Context) error {
 	if !b.rc.FirstTouch(fmt.Sprintf("lgsetup/%s/%d/%s/%d", b.Sender, b.TxPort, b.Receiver, b.RxPort)) {
 		return nil
 	}
+	tx, err := asSetup(b.Sender, b.Tx)
+	if err != nil {
+		return err
+	}
+	rx, err := asSetup(b.Receiver, b.Rx)
+	if err != nil {
+		return err
+	}
 	for _, s := range []struct {
 		dev   string
-		sw    *tofino.Switch
+		sw    setupSwitch
 		port  int
 		mirrs []lg.MirrorSession
 		kind  int
 	}{
-		{b.Sender, b.Tx, b.TxPort, lg.SenderMirrors(b.TxPort), lg.PktDummy},
-		{b.Receiver, b.Rx, b.RxPort, lg.ReceiverMirrors(b.RxPort), lg.PktAck},
+		{b.Sender, tx, b.TxPort, lg.SenderMirrors(b.TxPort), lg.PktDummy},
+		{b.Receiver, rx, b.RxPort, lg.ReceiverMirrors(b.RxPort), lg.PktAck},
 	} {
 		for _, m := range s.mirrs {
 			if err := b.setMirror(ctx, s.dev, s.sw, m); err != nil {
@@ -62,28 +70,28 @@ func (b *Bench) setup(ctx context.Context) error {
 			return err
 		}
 	}
-	prev, err := b.Tx.PFCOf(ctx, b.TxPort)
+	prev, err := tx.PFCOf(ctx, b.TxPort)
 	if err != nil {
 		return fmt.Errorf("%s: %w", b.Sender, err)
 	}
-	if want := (tofino.PFC{RxMap: lg.PFCClassEnable, TxMap: prev.TxMap}); prev != want {
+	if want := (p4switch.PFC{RxMap: lg.PFCClassEnable, TxMap: prev.TxMap}); prev != want {
 		if err := b.rc.Journal(b.Sender, o.Undo{Kind: o.UndoTofinoPFC, Desc: fmt.Sprintf("set port %d's PFC maps back to rx %#x tx %#x on %s", b.TxPort, prev.RxMap, prev.TxMap, b.Sender),
 			Found: prev, Args: map[string]int{"port": b.TxPort, "rx_map": prev.RxMap, "tx_map": prev.TxMap}}); err != nil {
 			return err
 		}
-		if _, err := b.Tx.SetPFC(ctx, b.TxPort, want); err != nil {
+		if _, err := tx.SetPFC(ctx, b.TxPort, want); err != nil {
 			return fmt.Errorf("%s: %w", b.Sender, err)
 		}
 	}
 	return b.startTimer(ctx)
 }
 
-func (b *Bench) setMirror(ctx context.Context, dev string, sw *tofino.Switch, m lg.MirrorSession) error {
-	want := tofino.MirrorSession{ID: m.ID, Direction: m.Direction, Port: m.Port, Queue: m.Queue, MaxPktLen: m.MaxPktLen, Enabled: true}
+func (b *Bench) setMirror(ctx context.Context, dev string, sw setupSwitch, m lg.MirrorSession) error {
+	want := p4switch.MirrorSession{ID: m.ID, Direction: m.Direction, Port: m.Port, Queue: m.Queue, MaxPktLen: m.MaxPktLen, Enabled: true}
 	found, err := sw.Mirror(ctx, m.ID)
-	var prev *tofino.MirrorSession
+	var prev *p4switch.MirrorSession
 	switch {
-	case tofino.IsNotFound(err):
+	case p4switch.IsNotFound(err):
 	case err != nil:
 		return fmt.Errorf("%s: %w", dev, err)
 	case found == want:
@@ -112,6 +120,14 @@ func (b *Bench) setMirror(ctx context.Context, dev string, sw *tofino.Switch, m 
 // setRetxGroup makes multicast group n hold n replicas of the protected
 // port (set_retx_copies(n) selects it).
 func (b *Bench) setRetxGroup(ctx context.Context, n int) error {
+	tx, err := asSetup(b.Sender, b.Tx)
+	if err != nil {
+		return err
+	}
+	_, err = asSetup(b.Receiver, b.Rx)
+	if err != nil {
+		return err
+	}
 	mgid, nodes, err := lg.RetxGroup(b.TxPort, n)
 	if err != nil {
 		return err
@@ -120,10 +136,10 @@ func (b *Bench) setRetxGroup(ctx context.Context, n int) error {
 	for _, nd := range nodes {
 		ids = append(ids, nd.ID)
 	}
-	found, err := b.Tx.MulticastGroup(ctx, mgid)
-	var prev []tofino.MulticastNode
+	found, err := tx.MulticastGroup(ctx, mgid)
+	var prev []p4switch.MulticastNode
 	switch {
-	case tofino.IsNotFound(err):
+	case p4switch.IsNotFound(err):
 		found = nil
 	case err != nil:
 		return fmt.Errorf("%s: %w", b.Sender, err)
@@ -131,7 +147,7 @@ func (b *Bench) setRetxGroup(ctx context.Context, n int) error {
 		return nil // as a previous run left it
 	}
 	for _, id := range found {
-		nd, err := b.Tx.MulticastNodeOf(ctx, id)
+		nd, err := tx.MulticastNodeOf(ctx, id)
 		if err != nil {
 			return fmt.Errorf("%s: %w", b.Sender, err)
 		}
@@ -147,27 +163,27 @@ func (b *Bench) setRetxGroup(ctx context.Context, n int) error {
 		return err
 	}
 	if found != nil {
-		if err := b.Tx.DeleteMulticastGroup(ctx, mgid); err != nil {
+		if err := tx.DeleteMulticastGroup(ctx, mgid); err != nil {
 			return fmt.Errorf("%s: %w", b.Sender, err)
 		}
 		for _, nd := range prev {
-			if err := b.Tx.DeleteMulticastNode(ctx, nd.ID); err != nil {
+			if err := tx.DeleteMulticastNode(ctx, nd.ID); err != nil {
 				return fmt.Errorf("%s: %w", b.Sender, err)
 			}
 		}
 	}
 	for _, nd := range nodes {
-		if err := b.Tx.AddMulticastNode(ctx, tofino.MulticastNode{ID: nd.ID, RID: nd.RID, DevPorts: nd.DevPorts}); err != nil {
+		if err := tx.AddMulticastNode(ctx, p4switch.MulticastNode{ID: nd.ID, RID: nd.RID, DevPorts: nd.DevPorts}); err != nil {
 			return fmt.Errorf("%s: %w", b.Sender, err)
 		}
 	}
-	if err := b.Tx.AddMulticastGroup(ctx, mgid, ids); err != nil {
+	if err := tx.AddMulticastGroup(ctx, mgid, ids); err != nil {
 		return fmt.Errorf("%s: %w", b.Sender, err)
 	}
 	return nil
 }
 
-func (b *Bench) setQueuePriority(ctx context.Context, dev string, sw *tofino.Switch, port, qid, prio int) error {
+func (b *Bench) setQueuePriority(ctx context.Context, dev string, sw setupSwitch, port, qid, prio int) error {
 	found, err := sw.QueuePriority(ctx, port, qid)
 	if err != nil {
 		return fmt.Errorf("%s: %w", dev, err)
@@ -188,7 +204,15 @@ func (b *Bench) setQueuePriority(ctx context.Context, dev string, sw *tofino.Swi
 // setQueueClass sets the PFC class a queue of the sender's protected
 // port honours.
 func (b *Bench) setQueueClass(ctx context.Context, qid, cos int) error {
-	found, err := b.Tx.QueuePFCCos(ctx, b.TxPort, qid)
+	tx, err := asSetup(b.Sender, b.Tx)
+	if err != nil {
+		return err
+	}
+	_, err = asSetup(b.Receiver, b.Rx)
+	if err != nil {
+		return err
+	}
+	found, err := tx.QueuePFCCos(ctx, b.TxPort, qid)
 	if err != nil {
 		return fmt.Errorf("%s: %w", b.Sender, err)
 	}
@@ -199,7 +223,7 @@ func (b *Bench) setQueueClass(ctx context.Context, qid, cos int) error {
 		Found: found, Args: map[string]int{"port": b.TxPort, "qid": qid, "cos": found}}); err != nil {
 		return err
 	}
-	if _, err := b.Tx.SetQueuePFCCos(ctx, b.TxPort, qid, cos); err != nil {
+	if _, err := tx.SetQueuePFCCos(ctx, b.TxPort, qid, cos); err != nil {
 		return fmt.Errorf("%s: %w", b.Sender, err)
 	}
 	return nil
@@ -209,7 +233,7 @@ func (b *Bench) setQueueClass(ctx context.Context, qid, cos int) error {
 // and sends one (the dummy or the explicit ACK), which then replenishes
 // itself there. A route found in place means one was sent already: a
 // second frame would circulate beside the first, so none is sent.
-func (b *Bench) inject(ctx context.Context, dev string, sw *tofino.Switch, port, kind int) error {
+func (b *Bench) inject(ctx context.Context, dev string, sw setupSwitch, port, kind int) error {
 	key := map[string]int64{lg.KeyDstAddr: lg.InjectAddr(port, lg.QueueLowPrio)}
 	es, err := sw.EntriesWhere(ctx, lg.TableL2Forward, key)
 	if err != nil {
@@ -222,12 +246,12 @@ func (b *Bench) inject(ctx context.Context, dev string, sw *tofino.Switch, port,
 		Args: map[string]any{"table": lg.TableL2Forward, "key": key, "entry": nil}}); err != nil {
 		return err
 	}
-	if err := sw.AddEntry(ctx, lg.TableL2Forward, tofino.Entry{Key: key, Action: lg.ActionForwardToQueue,
+	if err := sw.AddEntry(ctx, lg.TableL2Forward, p4switch.Entry{Key: key, Action: lg.ActionForwardToQueue,
 		Data: map[string]int64{lg.ParamPort: int64(port), lg.ParamQID: lg.QueueLowPrio}}); err != nil {
 		return fmt.Errorf("%s: %w", dev, err)
 	}
 	err = sw.PacketOut(ctx, lg.InjectFrame(port, kind))
-	if tofino.IsUnsupported(err) {
+	if p4switch.IsUnsupported(err) {
 		// A driver with no packet-out (BF Runtime gRPC): the program runs
 		// without its self-replenishing frame on this port, which detects
 		// tail losses (sender) or acknowledges without reverse traffic
@@ -247,13 +271,17 @@ func (b *Bench) inject(ctx context.Context, dev string, sw *tofino.Switch, port,
 // other) is stopped and started again for this one. Its stop at the end
 // of the run is journaled.
 func (b *Bench) startTimer(ctx context.Context) error {
-	st, err := b.Rx.PktgenStatus(ctx, TimerAppID)
+	rx, err := asSetup(b.Receiver, b.Rx)
+	if err != nil {
+		return err
+	}
+	st, err := rx.PktgenStatus(ctx, TimerAppID)
 	switch {
 	case err == nil && st.Enabled:
-		if err := b.Rx.StopPktgen(ctx, TimerAppID); err != nil {
+		if err := rx.StopPktgen(ctx, TimerAppID); err != nil {
 			return fmt.Errorf("%s: %w", b.Receiver, err)
 		}
-	case err != nil && !tofino.IsNotFound(err):
+	case err != nil && !p4switch.IsNotFound(err):
 		return fmt.Errorf("%s: %w", b.Receiver, err)
 	}
 	if b.rc.FirstTouch(fmt.Sprintf("pktgen/%s/%d", b.Receiver, TimerAppID)) {
@@ -263,7 +291,7 @@ func (b *Bench) startTimer(ctx context.Context) error {
 		}
 	}
 	b.rc.Event(results.Event{Type: "setting", Device: b.Receiver, Message: fmt.Sprintf("timer for port %d every %v (packet generator application %d)", b.RxPort, lg.TimerInterval, TimerAppID)})
-	if err := b.Rx.StartPktgen(ctx, tofino.Pktgen{AppID: TimerAppID, Port: lg.RecircPort, EgressPort: b.RxPort, PacketBytes: lg.TimerFrameBytes,
+	if err := rx.StartPktgen(ctx, p4switch.Pktgen{AppID: TimerAppID, Port: lg.RecircPort, EgressPort: b.RxPort, PacketBytes: lg.TimerFrameBytes,
 		Interval: lg.TimerInterval, Batches: 1, PerBatch: 1, Periodic: true}); err != nil {
 		return fmt.Errorf("%s: %w", b.Receiver, err)
 	}
@@ -275,16 +303,24 @@ func (b *Bench) startTimer(ctx context.Context) error {
 // switch without it forwards but does not protect, and a run that finds
 // it so says why its protected points lose what the unprotected ones do.
 func (b *Bench) missingSetup(ctx context.Context, copies int) ([]string, error) {
+	tx, err := asSetup(b.Sender, b.Tx)
+	if err != nil {
+		return nil, err
+	}
+	rx, err := asSetup(b.Receiver, b.Rx)
+	if err != nil {
+		return nil, err
+	}
 	var missing []string
 	for _, s := range []struct {
 		dev   string
-		sw    *tofino.Switch
+		sw    setupSwitch
 		mirrs []lg.MirrorSession
-	}{{b.Sender, b.Tx, lg.SenderMirrors(b.TxPort)}, {b.Receiver, b.Rx, lg.ReceiverMirrors(b.RxPort)}} {
+	}{{b.Sender, tx, lg.SenderMirrors(b.TxPort)}, {b.Receiver, rx, lg.ReceiverMirrors(b.RxPort)}} {
 		for _, m := range s.mirrs {
 			got, err := s.sw.Mirror(ctx, m.ID)
 			switch {
-			case tofino.IsNotFound(err):
+			case p4switch.IsNotFound(err):
 				missing = append(missing, fmt.Sprintf("%s has no mirror session %#x", s.dev, m.ID))
 			case err != nil:
 				return nil, fmt.Errorf("%s: %w", s.dev, err)
@@ -298,9 +334,9 @@ func (b *Bench) missingSetup(ctx context.Context, copies int) ([]string, error) 
 		if err != nil {
 			return nil, err
 		}
-		ids, err := b.Tx.MulticastGroup(ctx, mgid)
+		ids, err := tx.MulticastGroup(ctx, mgid)
 		switch {
-		case tofino.IsNotFound(err):
+		case p4switch.IsNotFound(err):
 			missing = append(missing, fmt.Sprintf("%s has no multicast group %d", b.Sender, mgid))
 		case err != nil:
 			return nil, fmt.Errorf("%s: %w", b.Sender, err)
@@ -309,7 +345,7 @@ func (b *Bench) missingSetup(ctx context.Context, copies int) ([]string, error) 
 		}
 	}
 	for _, q := range []int{lg.QueueNormal, lg.QueueCtrl, lg.QueueLowPrio} {
-		c, err := b.Tx.QueuePFCCos(ctx, b.TxPort, q)
+		c, err := tx.QueuePFCCos(ctx, b.TxPort, q)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", b.Sender, err)
 		}
@@ -317,15 +353,35 @@ func (b *Bench) missingSetup(ctx context.Context, copies int) ([]string, error) 
 			missing = append(missing, fmt.Sprintf("%s's port %d queue %d honours PFC class %d, not %d", b.Sender, b.TxPort, q, c, lg.QueuePFCClasses[q]))
 		}
 	}
-	if p, err := b.Tx.PFCOf(ctx, b.TxPort); err != nil {
+	if p, err := tx.PFCOf(ctx, b.TxPort); err != nil {
 		return nil, fmt.Errorf("%s: %w", b.Sender, err)
 	} else if p.RxMap&lg.PFCClassEnable == 0 {
 		missing = append(missing, fmt.Sprintf("%s's port %d does not honour PFC class 0", b.Sender, b.TxPort))
 	}
-	if st, err := b.Rx.PktgenStatus(ctx, TimerAppID); err != nil && !tofino.IsNotFound(err) {
+	if st, err := rx.PktgenStatus(ctx, TimerAppID); err != nil && !p4switch.IsNotFound(err) {
 		return nil, fmt.Errorf("%s: %w", b.Receiver, err)
 	} else if err != nil || !st.Enabled {
 		missing = append(missing, fmt.Sprintf("%s's timer (packet generator application %d) does not run", b.Receiver, TimerAppID))
 	}
 	return missing, nil
+}
+
+// setupSwitch is a switch with the fixed-function configuration the
+// programs rely on.
+type setupSwitch interface {
+	p4switch.Switch
+	p4switch.Mirrors
+	p4switch.Multicast
+	p4switch.FlowControl
+	p4switch.CPUPort
+}
+
+// asSetup is sw with its fixed-function configuration, or an error naming
+// the device when its driver has none.
+func asSetup(dev string, sw p4switch.Switch) (setupSwitch, error) {
+	s, ok := sw.(setupSwitch)
+	if !ok {
+		return nil, fmt.Errorf("%s: its driver (%T) sets no mirror sessions, multicast groups, PFC or CPU packets: LinkGuardian cannot be set up on it", dev, sw)
+	}
+	return s, nil
 }
