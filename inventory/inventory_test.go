@@ -91,6 +91,8 @@ func TestValidationNamesFileLineAndField(t *testing.T) {
 		{"voakind", "{device: voa1, channel: 2}", "{device: tg1, channel: 2}", "links[0].voa.device: device tg1 is a trafficgen, not a voa"},
 		{"secret", "credentials: {password_env: TB_TEST_PW}", "credentials: {password: hunter2}", "devices.voa1.credentials.password: secrets are never written in an inventory"},
 		{"dup", "  tg1:\n", "  voa1:\n    kind: voa\n  tg1:\n", "defined twice"},
+		{"nan", "{min_db: 0, max_db: 30}", "{min_db: 0, max_db: .nan}", "lab.yaml:10:33: devices.voa1.limits.max_db: expected a number in dB, got .nan: not a finite number"},
+		{"inf", "{attenuation_db: 2}", "{attenuation_db: -.inf}", "devices.voa1.safe_state.attenuation_db: expected a number in dB, got -.inf: not a finite number"},
 		{"version", "version: 1", "version: 2", "lab.yaml:1:10: version: inventory version 2 is not supported"},
 	}
 	for _, c := range cases {
