@@ -204,3 +204,25 @@ func TestLoadRefusesWhatIsNotAFile(t *testing.T) {
 		}
 	}
 }
+
+// A bundle carries an option's value only when its key is known safe: a
+// secret under a name nobody listed (session, community, otp_seed) is
+// masked by default, not by luck.
+func TestRedactedKeepsOnlyKnownSafeOptions(t *testing.T) {
+	text := strings.Replace(good, "  tg1:\n", "  tg1:\n    options: {snmp_community: public-ring-77, otp_seed: JBSWY3DPEHPK3PXP, sde: /opt/bf-sde, known_hosts: /etc/kh, api_token_env: TG_TOKEN}\n", 1)
+	inv, err := Load(write(t, "lab.yaml", text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmtAny(inv.Redacted())
+	for _, leak := range []string{"public-ring-77", "JBSWY3DPEHPK3PXP"} {
+		if strings.Contains(got, leak) {
+			t.Errorf("option value %q in the redacted inventory: %s", leak, got)
+		}
+	}
+	for _, keep := range []string{"sde:/opt/bf-sde", "known_hosts:/etc/kh", "api_token_env:TG_TOKEN", "snmp_community:***"} {
+		if !strings.Contains(got, keep) {
+			t.Errorf("%s lost from %s", keep, got)
+		}
+	}
+}
