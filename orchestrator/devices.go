@@ -224,3 +224,31 @@ func sshOptions(d *inventory.Device) (transport.SSHOptions, error) {
 	}
 	return o, nil
 }
+
+// DriverHas reports whether the registered driver of a kind with an
+// inventory key declares every capability: planning asks it before it
+// opens anything ("can this OCS run schedules?").
+func DriverHas(kind, driver string, capabilities ...string) bool {
+	d, ok := drivers.Lookup(kind, driver)
+	if !ok {
+		return false
+	}
+	for _, c := range capabilities {
+		if !d.Has(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// DriversWith lists the registered drivers of a kind that declare every
+// capability, sorted.
+func DriversWith(kind string, capabilities ...string) []string {
+	var out []string
+	for _, n := range drivers.Names(kind) {
+		if DriverHas(kind, n, capabilities...) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
