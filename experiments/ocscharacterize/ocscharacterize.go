@@ -224,7 +224,10 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		return nil, o.Inputf("%d slots x %d periods is %d nights: at most 50,000,000", slots, periods, n)
 	}
 	st := &state{s: Summary{OCS: dev.Name, Slots: slots, SlotUS: p.Float("slot_us"), Periods: periods, Expected: int64(slots) * periods}}
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: []o.Binding{bind}, Tables: Tables(),
+	tables := Tables()
+	// The figure's bins are the recipe's (bin_us), as its histogram table's.
+	tables[0].Figures[0].BinWidth = p.Float("bin_us")
+	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: []o.Binding{bind}, Tables: tables,
 		Summary: func(partial bool) (any, error) {
 			st.mu.Lock()
 			defer st.mu.Unlock()
