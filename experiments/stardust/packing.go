@@ -11,7 +11,6 @@ import (
 	o "testbed/orchestrator"
 	sd "testbed/p4/stardust"
 	"testbed/results"
-	sm "testbed/simlab/stardustmodel"
 )
 
 // PackingName is the recipe's name on the command line.
@@ -48,7 +47,7 @@ takes, at most line rate (Fig. 8a: NetFPGA SUME, 4 x 10GE, 32 B datapath at 150 
 fig3_datapath_bytes datapath at fig3_clock_ghz needs per packet size, as a packet switch
 and with packed cells (App. B, Eq. 3).
 
-No device is used: this is the model's FA datapath (simlab/stardustmodel), model_only in
+No device is used: these are the FA datapath's packing formulas (p4/stardust), model_only in
 the summary. A Tofino cannot pack packets into cells (p4/stardust/README.md). Writes
 data/packing_throughput.csv and data/parallelism.csv.
 
@@ -92,7 +91,7 @@ func (*Packing) Params() []o.ParamSpec {
 	}, benchParams(100*time.Microsecond, 20*time.Microsecond, time.Millisecond)...)
 }
 
-var modes = []sm.Mode{sm.ModePacketSwitch, sm.ModePackedCells, sm.ModeUnpackedCells}
+var modes = []sd.Mode{sd.ModePacketSwitch, sd.ModePackedCells, sd.ModeUnpackedCells}
 
 // PackingTables are the recipe's tables and Figs. 8a and 3.
 func PackingTables() []results.Table {
@@ -160,13 +159,13 @@ type PackingSummary struct {
 // Plan implements Recipe. On the model it touches no device.
 func (r *Packing) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	p := pc.Params
-	d := sm.Datapath{WidthBytes: int(p.Int("datapath_bytes")), ClockHz: p.Float("clock_mhz") * 1e6, Ports: int(p.Int("ports")),
+	d := sd.Datapath{WidthBytes: int(p.Int("datapath_bytes")), ClockHz: p.Float("clock_mhz") * 1e6, Ports: int(p.Int("ports")),
 		PortBps: p.Float("port_gbps") * 1e9, WireGapBytes: 20, CellBytes: int(p.Int("cell_bytes")), CellHeaderBytes: int(p.Int("cell_header_bytes"))}
 	if err := d.Validate(); err != nil {
 		return nil, o.Inputf("%s: %v", PackingName, err)
 	}
 	// Fig. 3's device: packed into datapath-wide units (§2.3).
-	d3 := sm.Datapath{WidthBytes: int(p.Int("fig3_datapath_bytes")), ClockHz: p.Float("fig3_clock_ghz") * 1e9, Ports: 1,
+	d3 := sd.Datapath{WidthBytes: int(p.Int("fig3_datapath_bytes")), ClockHz: p.Float("fig3_clock_ghz") * 1e9, Ports: 1,
 		PortBps: p.Float("fig3_tbps") * 1e12, WireGapBytes: 20}
 	d3.CellBytes = d3.WidthBytes
 	var sizes []int
@@ -191,7 +190,7 @@ func (r *Packing) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	sum := PackingSummary{ModelOnly: true, Datapath: desc, Sizes: len(sizes), Modes: map[string]ModeSummary{}}
 	done := false
 	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: PackingTables(),
-		Bindings: []o.Binding{{Role: "datapath", Resource: "simlab/stardustmodel", Detail: "the model's FA datapath alone (model_only): " + desc}},
+		Bindings: []o.Binding{{Role: "datapath", Resource: "p4/stardust", Detail: "the FA datapath's packing formulas alone (model_only): " + desc}},
 		Summary: func(partial bool) (any, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -206,7 +205,7 @@ func (r *Packing) Plan(pc *o.PlanContext) (*o.Plan, error) {
 				if err != nil {
 					return err
 				}
-				frac := map[sm.Mode][]float64{}
+				frac := map[sd.Mode][]float64{}
 				for _, m := range modes {
 					ms := ModeSummary{MinFraction: 2}
 					for _, s := range sizes {
@@ -230,15 +229,15 @@ func (r *Packing) Plan(pc *o.PlanContext) (*o.Plan, error) {
 				mu.Lock()
 				defer mu.Unlock()
 				for i, s := range sizes {
-					if g := frac[sm.ModePackedCells][i] - frac[sm.ModePacketSwitch][i]; g > sum.PackedGainOverPacketSwitch {
+					if g := frac[sd.ModePackedCells][i] - frac[sd.ModePacketSwitch][i]; g > sum.PackedGainOverPacketSwitch {
 						sum.PackedGainOverPacketSwitch, sum.GainPacketSwitchAtBytes = g, s
 					}
-					if g := frac[sm.ModePackedCells][i] - frac[sm.ModeUnpackedCells][i]; g > sum.PackedGainOverUnpacked {
+					if g := frac[sd.ModePackedCells][i] - frac[sd.ModeUnpackedCells][i]; g > sum.PackedGainOverUnpacked {
 						sum.PackedGainOverUnpacked, sum.GainUnpackedAtBytes = g, s
 					}
 				}
 				rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("packed cells: line rate at %d of %d sizes; gain up to %.1f%% over the packet switch (%d B), %.1f%% over unpacked cells (%d B)",
-					sum.Modes[string(sm.ModePackedCells)].LineRateSizes, len(sizes), sum.PackedGainOverPacketSwitch*100, sum.GainPacketSwitchAtBytes, sum.PackedGainOverUnpacked*100, sum.GainUnpackedAtBytes)})
+					sum.Modes[string(sd.ModePackedCells)].LineRateSizes, len(sizes), sum.PackedGainOverPacketSwitch*100, sum.GainPacketSwitchAtBytes, sum.PackedGainOverUnpacked*100, sum.GainUnpackedAtBytes)})
 				return nil
 			}},
 		fig3Step(d3, sizes, n, func(f float64) {
@@ -253,7 +252,7 @@ func (r *Packing) Plan(pc *o.PlanContext) (*o.Plan, error) {
 
 // fig3Step computes Fig. 3 (App. B, Eq. 3): arithmetic of a datapath,
 // the same on the model and on a bench.
-func fig3Step(d3 sm.Datapath, sizes []int, n int, set func(factor float64)) *o.Step {
+func fig3Step(d3 sd.Datapath, sizes []int, n int, set func(factor float64)) *o.Step {
 	return &o.Step{Name: "fig 3", Action: "compute", Note: fmt.Sprintf("%g Tb/s, %d B datapath at %g GHz", d3.PortBps/1e12, d3.WidthBytes, d3.ClockHz/1e9),
 		Run: func(ctx context.Context, rc *o.RunContext) error {
 			t, err := rc.Table("parallelism")
@@ -261,7 +260,7 @@ func fig3Step(d3 sm.Datapath, sizes []int, n int, set func(factor float64)) *o.S
 				return err
 			}
 			var first [2]float64
-			for i, m := range []sm.Mode{sm.ModePacketSwitch, sm.ModePackedCells} {
+			for i, m := range []sd.Mode{sd.ModePacketSwitch, sd.ModePackedCells} {
 				for j, s := range sizes {
 					pp := d3.Parallelism(m, repeat(s, n))
 					if j == 0 {
@@ -300,7 +299,7 @@ const (
 // and the fabric, not contention, sets the throughput), and the FAs' host
 // port counters give the delivered throughput. Fig. 3 is arithmetic, as on
 // the model.
-func (r *Packing) planBench(pc *o.PlanContext, b *bench, sizes []int, d3 sm.Datapath, n int) (*o.Plan, error) {
+func (r *Packing) planBench(pc *o.PlanContext, b *bench, sizes []int, d3 sd.Datapath, n int) (*o.Plan, error) {
 	p := pc.Params
 	cfg, err := benchConfigFrom(p, sizes[0])
 	if err != nil {

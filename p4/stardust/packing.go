@@ -1,9 +1,16 @@
-package stardustmodel
+package stardust
 
 import (
 	"fmt"
 	"math"
 )
+
+// The packing formulas of §3.4 and App. B: how many clock cycles a switch's
+// datapath spends on a stream of packets when it moves each packet on its
+// own, chops each into cells, or packs the stream into full cells. They are
+// closed-form, like the rest of the contract's formulas, so the packing
+// recipe computes Fig. 3 and Fig. 8 from them on any lab (moved here from
+// the simulated lab's cell-level model, which does not use them).
 
 // Datapath is a switch's internal data path: WidthBytes wide, one word a
 // clock at ClockHz, fed by Ports ports of PortBps whose frames carry

@@ -1,4 +1,4 @@
-package stardustmodel
+package stardust
 
 import (
 	"math"
