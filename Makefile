@@ -108,8 +108,9 @@ sweep:
 
 # The crash-recovery soak (scripts/soak.sh), not part of `make test`: N
 # random SIGINTs and SIGKILLs across the recipes against `testbed lab up`,
-# then every device checked through the drivers and every bundle verified.
-# `make soak N=40 SEED=7`.
+# then every device asked directly (scripts/soakcheck), every bundle
+# verified and one more run that must be clean. `make soak N=40 SEED=7`;
+# .ci/run runs N=3.
 N    ?= 12
 SEED ?= 1
 soak:

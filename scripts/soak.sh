@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # Soak the lab's promises: N random SIGINTs and SIGKILLs across the recipes
-# against one simulated lab (`testbed lab up`), then ask the devices,
-# through the drivers, whether every one is back at its safe state or at
-# the state found before the soak, and verify every bundle.
+# that plan on one simulated lab (`testbed lab up`), then ask the devices
+# (the instruments on their own wire protocols, the switches and hosts
+# through their agents: scripts/soakcheck) whether every one is back at its
+# safe state or at the state found before the soak, verify every bundle,
+# and check that the next run finds the lab clean.
 #
 #   scripts/soak.sh                 # N=12, SEED=1
 #   N=40 SEED=7 scripts/soak.sh
 #   TESTBED=/path/to/testbed scripts/soak.sh   # soak another build
 #
 # Prints: tried (runs, SIGINT, SIGKILL, exit codes), restored (devices back
-# at their safe or found state, of those checked) and bundles verified (a
+# at their safe or found state, of those checked), bundles verified (a
 # SIGKILLed run's bundle is partial by design: it is counted apart and must
-# open as incomplete). Exit 0 when every device is restored and every
-# finalized bundle verifies. Everything it makes lives in a temporary
+# open as incomplete) and the next run. Exit 0 when every device is
+# restored, every finalized bundle verifies and the next run is clean. Everything it makes lives in a temporary
 # directory, removed at the end (KEEP=1 keeps it).
 set -euo pipefail
 
@@ -68,8 +70,15 @@ if [ -n "$switches" ]; then
 fi
 "$work/soakcheck" snapshot --inventory "$inv" >"$work/before.json"
 
-mapfile -t recipes < <("$BIN" exp list --output json | sed -n 's/.*"Name": *"\([^"]*\)".*/\1/p')
-[ "${#recipes[@]}" -gt 0 ] || { echo "soak: no recipes listed"; exit 2; }
+# The recipes this lab can serve: those whose plan binds to it.
+mapfile -t listed < <("$BIN" exp list --output json | sed -n 's/.*"name": *"\([^"]*\)".*/\1/p')
+[ "${#listed[@]}" -gt 0 ] || { echo "soak: no recipes listed"; exit 2; }
+recipes=()
+for r in "${listed[@]}"; do
+	if "$BIN" exp run "$r" --inventory "$inv" --dry-run >/dev/null 2>&1; then recipes+=("$r"); fi
+done
+[ "${#recipes[@]}" -gt 0 ] || { echo "soak: no recipe plans on this lab"; exit 2; }
+echo "recipes: ${recipes[*]} (of ${#listed[@]} listed; the others do not plan on this lab)"
 
 RANDOM=$SEED
 ints=0 kills=0 ended=0
@@ -115,6 +124,16 @@ check=0
 grep "NOT RESTORED" "$work/compare.out" || true
 restored=$(sed -n 's/^devices checked: \([0-9]*\), restored: \([0-9]*\).*/\2 of \1/p' "$work/compare.out")
 
+# The next run after the soak finds the lab clean: no journal or lease in
+# its way, every device answering.
+next=0
+"$BIN" exp run attenuation-sweep --inventory "$inv" --runs-dir "$work/next" --set links=l10g --set stop_db=1 --set step_db=1 \
+	--set max_seconds=0.2 --set fine_step_db=0 >"$work/next.out" 2>"$work/next.err" || next=$?
+if [ "$next" = 0 ]; then nextrun="clean (exit 0)"; else
+	nextrun="NOT clean (exit $next)"
+	sed 's/^/  /' "$work/next.err" | tail -5
+fi
+
 total=0 verified=0 partial=0 bad=0
 for b in "$runs"/*/; do
 	[ -d "$b" ] || continue
@@ -134,4 +153,5 @@ for c in $(printf '%s\n' "${!codes[@]}" | sort -n); do exits+=" $c:${codes[$c]}"
 echo "tried: $N runs ($ints SIGINT, $kills SIGKILL, $ended ended before their signal); exit codes (code:count):$exits"
 echo "restored: $restored devices at their safe or found state"
 echo "bundles verified: $verified of $total ($partial partial from SIGKILL, $bad failing)"
-[ "$check" = 0 ] && [ "$bad" = 0 ]
+echo "next run: $nextrun"
+[ "$check" = 0 ] && [ "$bad" = 0 ] && [ "$next" = 0 ]

@@ -151,7 +151,7 @@ bounds and, with --baseline, against earlier bundles.
 				if len(sets) > 0 || paramsFile != "" || dryRun || cmd.Flags().Changed("seed") {
 					return &exitError{code: exitBadInput, err: fmt.Errorf("--set, --params, --seed and --dry-run do not go with --suite: the suite file sets each entry's parameters and seed")}
 				}
-				return a.expSuite(cmd.Context(), so, obs)
+				return a.expSuite(context.WithoutCancel(cmd.Context()), so, obs)
 			}
 			if len(args) == 0 {
 				return a.noRecipe()
@@ -159,7 +159,7 @@ bounds and, with --baseline, against earlier bundles.
 			if !cmd.Flags().Changed("seed") {
 				seed = randomSeed()
 			}
-			return a.expRun(cmd.Context(), args[0], sets, paramsFile, dryRun, seed, obs)
+			return a.expRun(context.WithoutCancel(cmd.Context()), args[0], sets, paramsFile, dryRun, seed, obs)
 		},
 	}
 	f := c.Flags()

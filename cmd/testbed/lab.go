@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -147,7 +148,7 @@ inventory's header.`,
 			runCtx, _, stop := a.interruptible(cmd.Context())
 			defer stop()
 			<-runCtx.Done()
-			if context.Cause(cmd.Context()) == nil {
+			if cause := context.Cause(runCtx); errors.Is(cause, orchestrator.ErrAborted) || context.Cause(cmd.Context()) == nil {
 				fmt.Fprintln(a.stderr, "\nsimulated lab stopping")
 			}
 			return nil

@@ -58,6 +58,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func runWith(ctx context.Context, sig *signals, args []string, stdout, stderr io.Writer) int {
 	if sig != nil {
 		sig.setOutput(stderr)
+		// Every command's context ends with the first SIGINT/SIGTERM, so
+		// that a long-running one (monitor, lab up, lab recover, switch
+		// deploy) stops and runs its deferred cleanup. The runs (exp run,
+		// exp rerun, suites) detach from it: they abort at their next safe
+		// point through interruptible, and finalize their bundle after.
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		stop := context.AfterFunc(sig.abortCtx, func() { cancel(context.Cause(sig.abortCtx)) })
+		defer stop()
 	}
 	root, _ := newRootApp(stdout, stderr, sig)
 	root.SetArgs(args)

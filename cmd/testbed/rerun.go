@@ -64,7 +64,7 @@ defaults, each with a warning. Exit codes as for exp run.
 			if err != nil {
 				return err
 			}
-			return a.expRerun(cmd.Context(), args[0], rerunOptions{inventory: inv, inventoryFromBundle: invFromBundle, limits: lim}, obs)
+			return a.expRerun(context.WithoutCancel(cmd.Context()), args[0], rerunOptions{inventory: inv, inventoryFromBundle: invFromBundle, limits: lim}, obs)
 		},
 	}
 	c.Flags().StringVar(&inv, "inventory", "", "lab inventory (YAML) to rerun on (default: see above)")

@@ -309,8 +309,8 @@ func TestMordiaStopsAnsweringMidSchedule(t *testing.T) {
 	if err := cs.Dark(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if st := lab.ocs.Status(); st.State != "loaded" {
-		t.Fatalf("after dark: %+v", st)
+	if st := lab.ocs.Status(); st.State != "idle" {
+		t.Fatalf("after dark: %+v, want idle (no schedule loaded)", st)
 	}
 }
 

@@ -1,8 +1,10 @@
-// Command soakcheck reads, through the drivers, the state of every device
-// of a lab that a recipe changes and undoes: VOA attenuations, traffic
-// generator flows, Tofino protection entries, thresholds and packet
-// generator, host congestion control and REACToR classes, optical circuit
-// switch circuits and schedule. scripts/soak.sh uses it before a soak
+// Command soakcheck reads the state of every device of a lab that a recipe
+// changes and undoes: VOA attenuations and shutters, traffic generator
+// flows and optical circuit switch circuits and schedule asked on the
+// instruments' own wire protocols (SCPI over raw TCP, the DD-100's serial
+// line, REST: direct.go), Tofino protection entries and thresholds through
+// the switch agent, host congestion control and REACToR classes through
+// the hostagent. scripts/soak.sh uses it before a soak
 // ("snapshot") and after ("compare"): every device must be back at its
 // safe state (a VOA with a safe_state) or at the state found before.
 //
@@ -140,6 +142,9 @@ func read(ctx context.Context, inv *inventory.Inventory, names []string) map[str
 			defer func() { <-sem }()
 			dctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 			defer cancel()
+			if readDirect(dctx, d, func(p, v string) { set(name, p, v) }) {
+				return
+			}
 			od, err := orchestrator.OpenDevice(dctx, d, nil)
 			if err != nil {
 				set(name, "open", "error: "+err.Error())

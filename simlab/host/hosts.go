@@ -63,16 +63,17 @@ type SimHost struct {
 	srv    *wire.SSHServer
 	clock  simClock
 
-	mu       sync.Mutex
-	files    map[string]*hostFile // absolute path -> file
-	procs    map[string]*hostProc // hostagent state directory -> its process
-	nextPID  int
-	nextPort int
-	sysctl   map[string]string
-	routes   []*hostRoute
-	clients  int // open FCT client connections (see HostNet.dial)
-	closed   bool
-	reactor  hostagent.ReactorHost // REACToR host control (SetReactor); nil: none
+	mu      sync.Mutex
+	files   map[string]*hostFile // absolute path -> file
+	procs   map[string]*hostProc // hostagent state directory -> its process
+	nextPID int
+	// agentPorts hand out the loopback ports hostagents listen on.
+	agentPorts ephemeralPorts
+	sysctl     map[string]string
+	routes     []*hostRoute
+	clients    int // open FCT client connections (see HostNet.dial)
+	closed     bool
+	reactor    hostagent.ReactorHost // REACToR host control (SetReactor); nil: none
 
 	// flowMu guards newConn: the model of this host's new connections
 	// (each connection's first flow), kept across connections.
@@ -141,7 +142,7 @@ func (n *HostNet) AddHost(o HostOptions) (*SimHost, error) {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	h := &SimHost{name: o.Name, user: o.User, home: "/home/" + o.User, serial: o.Serial, iface: o.Iface, addr: o.Addr, sw: o.Switch,
-		net: n, faults: o.Faults, log: o.Log, files: map[string]*hostFile{}, procs: map[string]*hostProc{}, nextPID: 2400, nextPort: 40000,
+		net: n, faults: o.Faults, log: o.Log, files: map[string]*hostFile{}, procs: map[string]*hostProc{}, nextPID: 2400, agentPorts: ephemeralPorts{last: 40000},
 		sysctl: defaultSysctls()}
 	hs := fnv.New64a()
 	fmt.Fprintf(hs, "%s/new-connections", o.Name)
@@ -448,8 +449,19 @@ func (h *SimHost) agentStart(bin, dir string, stdin io.Reader, stdout, stderr io
 		fmt.Fprintf(p.log, "hostagent: 1: exec: %s: Permission denied\n", bin)
 		return 0
 	}
-	h.nextPort++
-	p.ln = newMemListener(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: h.nextPort})
+	port, free := h.agentPorts.next(func(port uint16) bool {
+		for _, o := range h.procs {
+			if o.alive && o.ln != nil && o.ln.addr.Port == int(port) {
+				return true
+			}
+		}
+		return false
+	})
+	if !free {
+		fmt.Fprintf(p.log, "hostagent: listen tcp 127.0.0.1:0: bind: address already in use\n")
+		return 0
+	}
+	p.ln = newMemListener(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: int(port)})
 	log := slog.New(slog.NewTextHandler(p.log, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	p.agent = hostagent.New(hostagent.Options{
 		Logger: log,

@@ -57,16 +57,20 @@ type HostNet struct {
 	fibres    map[[2]string]string // (from switch, to switch) -> dataplane link
 	listeners map[netip.AddrPort]*hostListener
 	rdmaSrv   map[netip.AddrPort]*rdmaServer // ib_write_lat servers waiting, by address and -p port
-	nextPort  int
-	nconn     uint64
-	bulk      bulkState // iperf3 flows (bulk.go)
+	// listenPorts and dialPorts hand out the ephemeral ports of port-0
+	// listeners and of outgoing connections, each its own cycle over the
+	// range, as a kernel keeps bound and connected ports apart.
+	listenPorts ephemeralPorts
+	dialPorts   ephemeralPorts
+	nconn       uint64
+	bulk        bulkState // iperf3 flows (bulk.go)
 }
 
 // NewHostNet makes an empty host network over the switch fibres paths
 // reads.
 func NewHostNet(paths Paths, seed uint64) *HostNet {
 	return &HostNet{paths: paths, seed: seed, hosts: map[string]*SimHost{}, byIP: map[netip.Addr]*SimHost{},
-		fibres: map[[2]string]string{}, listeners: map[netip.AddrPort]*hostListener{}, rdmaSrv: map[netip.AddrPort]*rdmaServer{}, nextPort: 50000}
+		fibres: map[[2]string]string{}, listeners: map[netip.AddrPort]*hostListener{}, rdmaSrv: map[netip.AddrPort]*rdmaServer{}}
 }
 
 // CountEmulatedDrops makes the network tell f the frames of the hosts'
@@ -170,11 +174,11 @@ func (h *SimHost) listen(ctx context.Context, network, address string) (net.List
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if port == 0 {
-		for n.listeners[netip.AddrPortFrom(h.addr.Addr(), uint16(n.nextPort))] != nil {
-			n.nextPort++
+		p, ok := n.listenPorts.next(func(p uint16) bool { return n.listeners[netip.AddrPortFrom(h.addr.Addr(), p)] != nil })
+		if !ok {
+			return nil, fail(syscall.EADDRINUSE)
 		}
-		port = n.nextPort
-		n.nextPort++
+		port = int(p)
 	}
 	key := netip.AddrPortFrom(h.addr.Addr(), uint16(port))
 	if n.listeners[key] != nil {
@@ -267,8 +271,8 @@ func (h *SimHost) dial(ctx context.Context, network, address string) (net.Conn, 
 	h.clients++
 	h.mu.Unlock()
 	n.mu.Lock()
-	n.nextPort++
-	local := &net.TCPAddr{IP: h.addr.Addr().AsSlice(), Port: 32768 + n.nextPort%28000}
+	lport, _ := n.dialPorts.next(nil) // one client connection at a time: never all in use
+	local := &net.TCPAddr{IP: h.addr.Addr().AsSlice(), Port: int(lport)}
 	n.mu.Unlock()
 	remote := &net.TCPAddr{IP: ap.Addr().AsSlice(), Port: int(ap.Port())}
 	cEnd, sEnd := net.Pipe()
@@ -456,3 +460,32 @@ type simClock struct{ ns atomic.Int64 }
 
 func (c *simClock) now() time.Duration      { return time.Duration(c.ns.Load()) }
 func (c *simClock) advance(d time.Duration) { c.ns.Add(int64(max(d, 0))) }
+
+// Linux's default net.ipv4.ip_local_port_range (Documentation/networking/
+// ip-sysctl.rst): the ports a kernel picks for port-0 binds and for
+// outgoing connections.
+const (
+	ephemeralLow  = 32768
+	ephemeralHigh = 60999
+)
+
+// ephemeralPorts cycles over the ephemeral range, wrapping at its end and
+// skipping ports still in use, so that a long-lived lab never runs out.
+type ephemeralPorts struct{ last uint16 }
+
+// next returns the next free port after the last one handed out, false
+// when every port of the range is in use.
+func (e *ephemeralPorts) next(inUse func(uint16) bool) (uint16, bool) {
+	const span = ephemeralHigh - ephemeralLow + 1
+	for i := 0; i < span; i++ {
+		p := e.last + 1
+		if p < ephemeralLow || p > ephemeralHigh {
+			p = ephemeralLow
+		}
+		e.last = p
+		if inUse == nil || !inUse(p) {
+			return p, true
+		}
+	}
+	return 0, false
+}

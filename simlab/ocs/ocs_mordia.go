@@ -519,12 +519,14 @@ func (m *MicroOCS) Stop() {
 	m.run = nil
 }
 
-// Dark stops any run and drops any configuration.
+// Dark stops any run and drops the loaded schedule and any configuration:
+// the switch is idle, as it was powered on. A stopped schedule left loaded
+// is state a later start would run, not the dark a run's undo promises.
 func (m *MicroOCS) Dark() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.advance(m.now())
-	m.run, m.static = nil, nil
+	m.run, m.static, m.loaded = nil, nil, nil
 }
 
 // SetConfiguration holds cs until told otherwise; the change costs a night.

@@ -239,6 +239,9 @@ func TestMicroOCSRefusals(t *testing.T) {
 		t.Fatalf("load while armed: %v", err)
 	}
 	m.Dark()
+	if st := m.Status(); st.State != "idle" || st.Schedule != nil {
+		t.Fatalf("after dark: %+v, want idle with no schedule loaded", st)
+	}
 	if err := m.SetConfiguration([]OCSCircuit{{1, 3}, {3, 1}}); err != nil {
 		t.Fatal(err)
 	}
