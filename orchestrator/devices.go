@@ -10,25 +10,20 @@ import (
 	"sync"
 	"time"
 
-	"testbed/dut/host"
-	"testbed/dut/tofino"
-	"testbed/dut/tofino/bfrtgrpc"
-	"testbed/instruments/ocs"
-	"testbed/instruments/trafficgen"
-	"testbed/instruments/voa"
+	"testbed/drivers"
+	_ "testbed/drivers/all" // every driver of this build registers itself
 	"testbed/inventory"
 	"testbed/transport"
 )
 
-// KnownDrivers lists, per device kind, the driver names this build can open.
+// KnownDrivers lists, per device kind, the driver names this build can open
+// (every driver registered in package drivers).
 func KnownDrivers() map[string][]string {
-	return map[string][]string{
-		"voa":        voa.Drivers(),
-		"trafficgen": trafficgen.Drivers(),
-		"switch":     tofino.Drivers(),
-		"host":       host.Drivers(),
-		"ocs":        ocs.Drivers(),
+	out := map[string][]string{}
+	for _, k := range drivers.Kinds() {
+		out[k] = drivers.Names(k)
 	}
+	return out
 }
 
 // CheckDrivers reports every inventory device whose driver this build does
@@ -64,8 +59,10 @@ func kindsOf(m map[string][]string) string {
 
 // OpenedDevice is one connected device.
 type OpenedDevice struct {
-	Dev      *inventory.Device
-	Driver   any // voa.Attenuator or trafficgen.Generator
+	Dev *inventory.Device
+	// Driver is the opened driver: it implements its kind's interfaces
+	// (voa.Attenuator, p4switch.Core, host.Settings, ...).
+	Driver   drivers.Device
 	Identity transport.Identity
 	closer   io.Closer
 }
@@ -79,71 +76,54 @@ type DeviceSet struct {
 // TranscriptFunc gives the transcript for a device (nil for none).
 type TranscriptFunc func(device string) *transport.Transcript
 
-// OpenDevice connects to one inventory device with its driver and reads its identity.
-func OpenDevice(ctx context.Context, d *inventory.Device, tr *transport.Transcript) (*OpenedDevice, error) {
+// DriverConfig is what a driver opens a device with: the inventory's
+// settings of it, with its credentials as SSH settings.
+func DriverConfig(d *inventory.Device, tr *transport.Transcript) drivers.Config {
 	timeout := d.Timeout
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}
-	octx, cancel := context.WithTimeout(ctx, timeout*3)
-	defer cancel()
-	od := &OpenedDevice{Dev: d}
-	switch d.Kind {
-	case "voa":
-		opts := voa.Options{Timeout: timeout, Transcript: tr}
-		if d.Limits != nil {
-			opts.Limits = &voa.Limits{MinDB: d.Limits.MinDB, MaxDB: d.Limits.MaxDB}
+	c := drivers.Config{Name: d.Name, Kind: d.Kind, Driver: d.Driver, Address: d.Address, Timeout: timeout,
+		Options: d.Options, Transcript: tr, SSH: func() (transport.SSHOptions, error) { return sshOptions(d) }}
+	if c.Options == nil {
+		c.Options = map[string]string{}
+	}
+	if d.Limits != nil {
+		c.Limits = &drivers.Limits{MinDB: d.Limits.MinDB, MaxDB: d.Limits.MaxDB}
+	}
+	return c
+}
+
+// OpenDevice connects to one inventory device with its registered driver
+// and reads its identity.
+func OpenDevice(ctx context.Context, d *inventory.Device, tr *transport.Transcript) (*OpenedDevice, error) {
+	drv, ok := drivers.Lookup(d.Kind, d.Driver)
+	if !ok {
+		if names := drivers.Names(d.Kind); len(names) > 0 {
+			return nil, fmt.Errorf("%s: unknown %s driver %q in this build (known: %s)", d.Name, d.Kind, d.Driver, strings.Join(names, ", "))
 		}
-		a, err := voa.Open(octx, d.Driver, d.Address, opts)
-		if err != nil {
-			return nil, fmt.Errorf("%s: open %s at %s: %w", d.Name, d.Driver, d.Address, err)
-		}
-		od.Driver, od.closer = a, a
-		od.Identity, err = a.Identity(octx)
-		if err != nil {
-			a.Close()
-			return nil, fmt.Errorf("%s: identity: %w", d.Name, err)
-		}
-	case "trafficgen":
-		g, err := trafficgen.Open(octx, d.Driver, d.Address, trafficgen.Options{Timeout: timeout, Transcript: tr, InsecureTLS: d.Options["insecure_tls"] == "true"})
-		if err != nil {
-			return nil, fmt.Errorf("%s: open %s at %s: %w", d.Name, d.Driver, d.Address, err)
-		}
-		od.Driver, od.closer = g, g
-		od.Identity, err = g.Identity(octx)
-		if err != nil {
-			g.Close()
-			return nil, fmt.Errorf("%s: identity: %w", d.Name, err)
-		}
-	case "switch":
-		var sw *tofino.Switch
-		var err error
-		if d.Driver == bfrtgrpc.Driver {
-			sw, err = bfrtgrpc.Open(octx, d.Address, bfrtgrpc.Options{Artifacts: d.Options["artifacts"], Timeout: timeout, Transcript: tr})
-		} else {
-			so, err2 := sshOptions(d)
-			if err2 != nil {
-				return nil, fmt.Errorf("%s: %w", d.Name, err2)
-			}
-			sw, err = tofino.Open(octx, d.Address, tofino.Options{SSH: so, SDE: d.Options["sde"], Timeout: timeout, Transcript: tr})
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: open %s at %s: %w", d.Name, d.Driver, d.Address, err)
-		}
-		od.Driver, od.closer = sw, sw
-		od.Identity, err = sw.Identity(octx)
-		if err != nil {
-			sw.Close()
-			return nil, fmt.Errorf("%s: identity: %w", d.Name, err)
-		}
-	case "host":
-		return openHost(octx, d, timeout, tr)
-	case "ocs":
-		return openOCS(octx, d, timeout, tr)
-	default:
 		return nil, fmt.Errorf("%s: no driver for kind %q in this build", d.Name, d.Kind)
 	}
-	return od, nil
+	c := DriverConfig(d, tr)
+	octx, cancel := context.WithTimeout(ctx, c.Timeout*3)
+	defer cancel()
+	dev, err := drv.Open(octx, c)
+	if err != nil {
+		if strings.HasPrefix(err.Error(), d.Name+":") || strings.HasPrefix(err.Error(), d.Name+" ") {
+			// The driver's errors begin with the device's name already.
+			return nil, fmt.Errorf("%w (opening %s at %s)", err, d.Driver, d.Address)
+		}
+		return nil, fmt.Errorf("%s: open %s at %s: %w", d.Name, d.Driver, d.Address, err)
+	}
+	id, err := dev.Identity(octx)
+	if err != nil {
+		dev.Close()
+		if strings.HasPrefix(err.Error(), d.Name) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%s: identity: %w", d.Name, err)
+	}
+	return &OpenedDevice{Dev: d, Driver: dev, Identity: id, closer: dev}, nil
 }
 
 // OpenDevices opens the named devices concurrently; on any failure it closes

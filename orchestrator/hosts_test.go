@@ -41,17 +41,14 @@ func TestHostsInTheInventory(t *testing.T) {
 		t.Fatalf("driver check: %v", err)
 	}
 	d, _ := inv.Device("h1")
-	o, err := hostOptions(d, 7*time.Second, nil)
+	c := DriverConfig(d, nil)
+	so, err := c.SSH()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Name != "h1" || o.Timeout != 7*time.Second || o.SSH.KeyFile != "/etc/testbed/id_ed25519" || o.SSH.KnownHosts != "/etc/testbed/known_hosts" ||
-		o.AgentDir != "/opt/testbed/bin" || o.Sysctl != "/usr/sbin/sysctl" || o.IP != "" {
-		t.Fatalf("options %+v", o)
-	}
-	a := o.Agent
-	if len(a.Prebuilt) != 2 || a.Prebuilt["arm64"] != "/srv/hostagent-arm64" || a.Prebuilt["amd64"] != "/srv/hostagent-amd64" || a.Version != "1.0.0" || a.ModuleDir != "/src/testbed" {
-		t.Fatalf("agent source %+v", a)
+	if c.Name != "h1" || c.Kind != "host" || c.Driver != "linux-ssh" || so.KeyFile != "/etc/testbed/id_ed25519" || so.KnownHosts != "/etc/testbed/known_hosts" ||
+		c.Options["agent_dir"] != "/opt/testbed/bin" || c.Options["hostagent_version"] != "1.0.0" {
+		t.Fatalf("config %+v, ssh %+v", c, so)
 	}
 }
 

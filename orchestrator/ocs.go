@@ -1,29 +1,10 @@
 package orchestrator
 
 import (
-	"context"
 	"fmt"
-	"time"
 
 	"testbed/instruments/ocs"
-	"testbed/inventory"
-	"testbed/transport"
 )
-
-// openOCS opens an optical circuit switch with its inventory driver. The
-// driver's errors begin with the device's name already.
-func openOCS(ctx context.Context, d *inventory.Device, timeout time.Duration, tr *transport.Transcript) (*OpenedDevice, error) {
-	cs, err := ocs.Open(ctx, d.Driver, d.Address, ocs.Options{Name: d.Name, Timeout: timeout, Transcript: tr, InsecureTLS: d.Options["insecure_tls"] == "true"})
-	if err != nil {
-		return nil, fmt.Errorf("%w (opening %s at %s)", err, d.Driver, d.Address)
-	}
-	id, err := cs.Identity(ctx)
-	if err != nil {
-		cs.Close()
-		return nil, err
-	}
-	return &OpenedDevice{Dev: d, Driver: cs, Identity: id, closer: cs}, nil
-}
 
 // OCS returns the named optical circuit switch's driver. A recipe that
 // runs schedules gets them with ocs.AsScheduler.

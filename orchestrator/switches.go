@@ -2,21 +2,31 @@ package orchestrator
 
 import (
 	"fmt"
+	"reflect"
 
-	"testbed/dut/tofino"
+	"testbed/dut/p4switch"
 )
 
-// Switch returns the named Tofino switch's driver.
-func (rc *RunContext) Switch(name string) (*tofino.Switch, error) {
+// As returns the named device's driver as T, an interface of its kind
+// (p4switch.Ports, host.Settings, voa.Shutter, ...): a recipe asks for what
+// it uses and never names a driver's type. A driver that does not
+// implement T is an error naming the device, its driver and T.
+func As[T any](rc *RunContext, name string) (T, error) {
+	var zero T
 	d, ok := rc.devices.Get(name)
 	if !ok {
-		return nil, fmt.Errorf("device %s is not part of this run", name)
+		return zero, fmt.Errorf("device %s is not part of this run", name)
 	}
-	s, ok := d.Driver.(*tofino.Switch)
+	t, ok := d.Driver.(T)
 	if !ok {
-		return nil, fmt.Errorf("device %s is a %s, not a Tofino switch", name, d.Dev.Kind)
+		return zero, fmt.Errorf("device %s (a %s, driver %s) does not offer %s", name, d.Dev.Kind, d.Dev.Driver, reflect.TypeFor[T]())
 	}
-	return s, nil
+	return t, nil
+}
+
+// Switch returns the named switch's table and register core.
+func (rc *RunContext) Switch(name string) (p4switch.Core, error) {
+	return As[p4switch.Core](rc, name)
 }
 
 // FirstTouch reports whether key is named for the first time in this run:

@@ -3,17 +3,17 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
+	"testbed/drivers"
 	"testbed/dut/host"
-	"testbed/dut/tofino"
-	"testbed/hostagent"
+	"testbed/dut/p4switch"
 	"testbed/instruments/ocs"
 	"testbed/instruments/trafficgen"
 	"testbed/instruments/voa"
+	"testbed/inventory"
 )
 
 // Undo is a change's undo as data: one device, a kind from the registry
@@ -31,331 +31,62 @@ type Undo struct {
 	Args  any
 }
 
-// Undo kinds. Each names a function of the registry (undoKinds) that
-// carries it out on a device's driver.
+// Undo kinds. Each names a function that a driver registers (package
+// drivers) and that carries it out on an opened device of that driver;
+// the kinds' packages define them. These names stay for the recipes and
+// tools that journal by them.
 const (
-	UndoVOAAttenuation   = "voa.attenuation"           // {channel, db}: set the channel
-	UndoVOAShutter       = "voa.shutter"               // {channel, open}: set the channel's shutter
-	UndoTrafficStop      = "trafficgen.stop"           // {}: stop all traffic
-	UndoOCSDark          = "ocs.dark"                  // {}: no schedule, no circuit
-	UndoHostSetting      = "host.setting"              // {kind, key, value}: put a setting back
-	UndoTofinoDeletePort = "tofino.delete-port"        // {port}: delete a port the run added
-	UndoTofinoEntry      = "tofino.entry"              // {table, key, entry?}: delete the run's entry, add back the one found
-	UndoTofinoRegister   = "tofino.register"           // {name, index, value}: write a register back
-	UndoTofinoPktgen     = "tofino.pktgen-stop"        // {app_id}: stop a packet generator application
-	UndoTofinoPortMode   = "tofino.port-mode"          // {port, mode}: set a port's speed and FEC back
-	UndoTofinoCutThrough = "tofino.cut-through"        // {port, enable}: set a port's cut-through back
-	UndoReactorTeardown  = "hostagent.reactor-down"    // {}: remove REACToR classes and flows
-	UndoFCTServerStop    = "hostagent.fct-server-stop" // {id}: stop an FCT server
-	UndoTofinoAddPort    = "tofino.add-port"           // {port, gbps, fec}: add back a port taken down
-	// UndoTofinoQueuePriority: {port, qid, priority}: set a TM queue's
-	// scheduling priority back to the one SetQueuePriority found.
-	UndoTofinoQueuePriority = "tofino.queue-priority"
-	// UndoTofinoTableClear: {table}: delete every entry of a table the run
-	// filled (it was empty when the run found it).
-	UndoTofinoTableClear = "tofino.table-clear"
-	// UndoTofinoProgram: {program}: restart the switch daemon with the P4
-	// program it was found running, when the run started another (a
-	// recipe that compares two programs on one bench). Undone in order,
-	// the records journalled before it then meet the program they were
-	// made for.
-	UndoTofinoProgram = "tofino.program"
+	UndoVOAAttenuation   = voa.UndoAttenuation
+	UndoVOAShutter       = voa.UndoShutter
+	UndoTrafficStop      = trafficgen.UndoStop
+	UndoOCSDark          = ocs.UndoDark
+	UndoHostSetting      = host.UndoSetting
+	UndoReactorTeardown  = host.UndoReactorTeardown
+	UndoFCTServerStop    = host.UndoFCTServerStop
+	UndoTofinoDeletePort = p4switch.UndoDeletePort
+	UndoTofinoEntry      = p4switch.UndoEntry
+	UndoTofinoRegister   = p4switch.UndoRegister
+	UndoTofinoPktgen     = p4switch.UndoPktgen
+	UndoTofinoPortMode   = p4switch.UndoPortMode
+	UndoTofinoCutThrough = p4switch.UndoCutThrough
+	UndoTofinoAddPort    = p4switch.UndoAddPort
+	// UndoTofinoQueuePriority: p4switch.UndoQueuePriority.
+	UndoTofinoQueuePriority = p4switch.UndoQueuePriority
+	// UndoTofinoTableClear: p4switch.UndoTableClear.
+	UndoTofinoTableClear = p4switch.UndoTableClear
+	// UndoTofinoProgram: p4switch.UndoProgram.
+	UndoTofinoProgram = p4switch.UndoProgram
 )
 
-type undoFunc func(ctx context.Context, od *OpenedDevice, args json.RawMessage) error
+// UndoKinds lists the undo kinds some driver of this build carries out.
+func UndoKinds() []string { return drivers.UndoKinds() }
 
-// undoKinds is the registry of undo kinds. It is built on each call (no
-// package-level mutable state).
-func undoKinds() map[string]undoFunc {
-	return map[string]undoFunc{
-		UndoVOAAttenuation: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
-			var a struct {
-				Channel int     `json:"channel"`
-				DB      float64 `json:"db"`
-			}
-			v, err := driverAs[voa.Attenuator](od, raw, &a)
-			if err != nil {
-				return err
-			}
-			return v.SetAttenuation(ctx, a.Channel, a.DB)
-		},
-		UndoVOAShutter: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
-			var a struct {
-				Channel int  `json:"channel"`
-				Open    bool `json:"open"`
-			}
-			sh, err := driverAs[voa.Shutter](od, raw, &a)
-			if err != nil {
-				return err
-			}
-			return sh.SetShutter(ctx, a.Channel, a.Open)
-		},
-		UndoTrafficStop: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
-			g, err := driverAs[trafficgen.Generator](od, raw, nil)
-			if err != nil {
-				return err
-			}
-			return g.Stop(ctx)
-		},
-		UndoOCSDark: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
-			cs, err := driverAs[ocs.CircuitSwitch](od, raw, nil)
-			if err != nil {
-				return err
-			}
-			return cs.Dark(ctx)
-		},
-		UndoHostSetting: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
-			var a struct{ Kind, Key, Value string }
-			h, err := driverAs[*host.Host](od, raw, &a)
-			if err != nil {
-				return err
-			}
-			return h.Restore(ctx, host.Setting{Kind: a.Kind, Key: a.Key, Value: a.Value})
-		},
-		UndoTofinoDeletePort: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
-			var a struct {
-				Port int `json:"port"`
-			}
-			sw, err := switchFor(ctx, od, raw, &a)
-			if sw == nil || err != nil {
-				return err
-			}
-			if err := sw.DeletePort(ctx, a.Port); err != nil && !tofino.IsNotFound(err) {
-				return err
-			}
-			return nil
-		},
-		UndoTofinoEntry: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
-			var a struct {
-				Table string           `json:"table"`
-				Key   map[string]int64 `json:"key"`
-				Entry *tofino.Entry    `json:"entry"`
-			}
-			sw, err := switchFor(ctx, od, raw, &a)
-			if sw == nil || err != nil {
-				return err
-			}
-			if err := sw.DeleteEntry(ctx, a.Table, a.Key); err != nil && !tofino.IsNotFound(err) {
-				return err
-			}
-			if a.Entry != nil {
-				return sw.AddEntry(ctx, a.Table, *a.Entry)
-			}
-			return nil
-		},
-		UndoTofinoTableClear: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
-			var a struct {
-				Table string `json:"table"`
-			}
-			sw, err := switchFor(ctx, od, raw, &a)
-			if sw == nil || err != nil {
-				return err
-			}
-			return sw.ClearTable(ctx, a.Table)
-		},
-		UndoTofinoRegister: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
-			var a struct {
-				Name  string `json:"name"`
-				Index int    `json:"index"`
-				Value int64  `json:"value"`
-			}
-			sw, err := switchFor(ctx, od, raw, &a)
-			if sw == nil || err != nil {
-				return err
-			}
-			return sw.WriteRegister(ctx, a.Name, a.Index, a.Value)
-		},
-		UndoTofinoPktgen: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
-			var a struct {
-				AppID int `json:"app_id"`
-			}
-			sw, err := switchFor(ctx, od, raw, &a)
-			if sw == nil || err != nil {
-				return err
-			}
-			if err := sw.StopPktgen(ctx, a.AppID); err != nil && !tofino.IsNotFound(err) {
-				return err
-			}
-			return nil
-		},
-		UndoTofinoPortMode: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
-			var a struct {
-				Port int             `json:"port"`
-				Mode tofino.PortMode `json:"mode"`
-			}
-			sw, err := switchFor(ctx, od, raw, &a)
-			if sw == nil || err != nil {
-				return err
-			}
-			if err := sw.RestorePortMode(ctx, a.Port, a.Mode); err != nil && !tofino.IsNotFound(err) {
-				return err
-			}
-			return nil
-		},
-		UndoTofinoCutThrough: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
-			var a struct {
-				Port   int  `json:"port"`
-				Enable bool `json:"enable"`
-			}
-			sw, err := switchFor(ctx, od, raw, &a)
-			if sw == nil || err != nil {
-				return err
-			}
-			if _, err := sw.SetCutThrough(ctx, a.Port, a.Enable); err != nil && !tofino.IsNotFound(err) {
-				return err
-			}
-			return nil
-		},
-		UndoTofinoQueuePriority: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
-			var a struct {
-				Port     int  `json:"port"`
-				QID      int  `json:"qid"`
-				Priority *int `json:"priority"`
-			}
-			sw, err := switchFor(ctx, od, raw, &a)
-			if sw == nil || err != nil {
-				return err
-			}
-			if a.Priority == nil {
-				return fmt.Errorf("%s: %s of port %d queue %d without a priority", od.Dev.Name, UndoTofinoQueuePriority, a.Port, a.QID)
-			}
-			if _, err := sw.SetQueuePriority(ctx, a.Port, a.QID, *a.Priority); err != nil && !tofino.IsNotFound(err) {
-				return err
-			}
-			return nil
-		},
-		UndoTofinoAddPort: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
-			var a struct {
-				Port int    `json:"port"`
-				Gbps int    `json:"gbps"`
-				FEC  string `json:"fec"`
-			}
-			sw, err := switchFor(ctx, od, raw, &a)
-			if sw == nil || err != nil {
-				return err
-			}
-			if ps, err := sw.PortStatus(ctx, a.Port); err == nil && ps.Enabled {
-				return nil // added back already
-			}
-			return sw.AddPort(ctx, a.Port, a.Gbps, a.FEC)
-		},
-		UndoTofinoProgram: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
-			var a struct {
-				Program string `json:"program"`
-			}
-			sw, err := driverAs[*tofino.Switch](od, raw, &a)
-			if err != nil {
-				return err
-			}
-			if a.Program == "" {
-				return fmt.Errorf("%s: %s without a program", od.Dev.Name, UndoTofinoProgram)
-			}
-			p, err := sw.Program(ctx)
-			if err != nil {
-				return err
-			}
-			if p == a.Program {
-				return nil // put back already
-			}
-			return sw.StartSwitchd(ctx, a.Program)
-		},
-		UndoReactorTeardown: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
-			c, err := agentOf(ctx, od, raw, nil)
-			if err != nil {
-				return err
-			}
-			return c.ReactorTeardown(ctx)
-		},
-		UndoFCTServerStop: func(ctx context.Context, od *OpenedDevice, raw json.RawMessage) error {
-			var a struct {
-				ID string `json:"id"`
-			}
-			c, err := agentOf(ctx, od, raw, &a)
-			if err != nil {
-				return err
-			}
-			var ae *hostagent.APIError
-			if _, err := c.StopFCTServer(ctx, a.ID); err != nil && !(errors.As(err, &ae) && ae.Kind == hostagent.KindNotFound) {
-				return err
-			}
-			return nil
-		},
-	}
-}
-
-// UndoKinds lists the registered undo kinds.
-func UndoKinds() []string {
-	var out []string
-	for k := range undoKinds() {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// driverAs checks the device's driver is a T and decodes the arguments.
-func driverAs[T any](od *OpenedDevice, raw json.RawMessage, args any) (T, error) {
-	var zero T
-	d, ok := od.Driver.(T)
+// undoFor is the function that carries out an undo kind on a device: the
+// one its driver registered.
+func undoFor(dev *inventory.Device, kind string) (drivers.UndoFunc, error) {
+	drv, ok := drivers.Lookup(dev.Kind, dev.Driver)
 	if !ok {
-		return zero, fmt.Errorf("device %s is a %s (driver %s), which this undo does not apply to", od.Dev.Name, od.Dev.Kind, od.Dev.Driver)
+		return nil, fmt.Errorf("%s: no %s driver %q in this build to undo %q with", dev.Name, dev.Kind, dev.Driver, kind)
 	}
-	if args != nil {
-		if len(raw) == 0 {
-			return zero, fmt.Errorf("%s: undo without its arguments", od.Dev.Name)
+	f, ok := drv.Undo[kind]
+	if !ok {
+		if slices.Contains(UndoKinds(), kind) {
+			return nil, fmt.Errorf("%s: undo kind %q does not apply to a %s (driver %s)", dev.Name, kind, dev.Kind, dev.Driver)
 		}
-		if err := json.Unmarshal(raw, args); err != nil {
-			return zero, fmt.Errorf("%s: undo arguments %s: %w", od.Dev.Name, raw, err)
-		}
+		return nil, fmt.Errorf("%s: unknown undo kind %q (this build knows: %s)", dev.Name, kind, strings.Join(UndoKinds(), ", "))
 	}
-	return d, nil
-}
-
-// switchFor returns a switch ready for agent requests, or nil when no
-// switch daemon runs: then the ports, entries, registers and generator
-// applications a run made are gone with it, and there is nothing to undo.
-func switchFor(ctx context.Context, od *OpenedDevice, raw json.RawMessage, args any) (*tofino.Switch, error) {
-	sw, err := driverAs[*tofino.Switch](od, raw, args)
-	if err != nil {
-		return nil, err
-	}
-	p, err := sw.Program(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if p == "" {
-		return nil, nil
-	}
-	// A fresh driver (a replay after a crash) starts the agent if the
-	// dead run's is gone; the run's own driver has it already.
-	if err := sw.EnsureAgent(ctx); err != nil {
-		return nil, err
-	}
-	return sw, nil
-}
-
-// agentOf reaches a host's hostagent (started if none runs).
-func agentOf(ctx context.Context, od *OpenedDevice, raw json.RawMessage, args any) (*hostagent.Client, error) {
-	h, err := driverAs[*host.Host](od, raw, args)
-	if err != nil {
-		return nil, err
-	}
-	a, _, err := h.EnsureAgent(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return hostagent.NewClient(a.Client, a.BaseURL), nil
+	return f, nil
 }
 
 // runUndo carries out one undo record on an opened device.
 func runUndo(ctx context.Context, od *OpenedDevice, u UndoRecord) error {
-	f, ok := undoKinds()[u.Kind]
-	if !ok {
-		return fmt.Errorf("%s: unknown undo kind %q (this build knows: %s)", od.Dev.Name, u.Kind, strings.Join(UndoKinds(), ", "))
+	f, err := undoFor(od.Dev, u.Kind)
+	if err != nil {
+		return err
 	}
 	// The caller names the device and the undo: the engine's cleanup
 	// report and RecoverDevice's Recovered both carry them.
-	return f(ctx, od, u.Args)
+	return f(ctx, od.Driver, u.Args)
 }
 
 // Journal records an undo for a change the run is about to make to a
@@ -367,8 +98,8 @@ func (rc *RunContext) Journal(device string, u Undo) error {
 	if !ok {
 		return fmt.Errorf("device %s is not part of this run", device)
 	}
-	if _, ok := undoKinds()[u.Kind]; !ok {
-		return fmt.Errorf("%s: unknown undo kind %q", device, u.Kind)
+	if _, err := undoFor(od.Dev, u.Kind); err != nil {
+		return err
 	}
 	rec := UndoRecord{Device: device, Kind: u.Kind, Desc: u.Desc}
 	var err error

@@ -72,9 +72,6 @@ type Host struct {
 	agent *Agent // the running agent, once StartAgent found or started it
 }
 
-// Drivers lists the host drivers of this build.
-func Drivers() []string { return []string{"linux-ssh"} }
-
 // Open connects to a host at ssh://user@host[:port]. It starts nothing.
 func Open(ctx context.Context, address string, opts Options) (*Host, error) {
 	if opts.Timeout <= 0 {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"testbed/dut/p4switch"
 	"testbed/transport"
 )
 
@@ -22,6 +23,12 @@ type AgentError struct {
 
 func (e *AgentError) Error() string {
 	return fmt.Sprintf("%s: %s: %s", e.Op, e.Kind, e.Message)
+}
+
+// Is makes the agent's not_found answer the switch kind's
+// p4switch.ErrNotFound.
+func (e *AgentError) Is(target error) bool {
+	return target == p4switch.ErrNotFound && e.Kind == "not_found"
 }
 
 // IsNotFound reports whether err is the agent saying a name does not exist.

@@ -6,27 +6,6 @@ import (
 	"time"
 )
 
-// FECCounters is one read of a port's forward error correction counters,
-// as Tofino's port manager keeps them (bf_port_rs_fec_status_and_counters_get
-// in the SDE's bf_port API: hi_ser, fec_align_status, fec_corr_cnt,
-// fec_uncorr_cnt, fec_ser_lane_0..3). Counts run from when the port was
-// added or its mode last changed; compare two reads for a rate.
-type FECCounters struct {
-	// Time is the switch's clock at the read.
-	Time time.Duration
-	// Corrected counts codewords that had errors the decoder corrected;
-	// Uncorrected those it could not (their frames reach the MAC with a bad
-	// FCS: $FramesReceivedwithFCSError counts them again).
-	Corrected, Uncorrected int64
-	// SymbolErrors are the symbol errors the decoder found, per lane of
-	// the port (RS-FEC: 10-bit symbols; FC-FEC: corrected blocks).
-	SymbolErrors [4]int64
-	// Aligned says the FEC has codeword lock on all lanes; HighSER that the
-	// symbol error rate is above the code's bypass threshold (802.3 clause
-	// 91.5.3.3).
-	Aligned, HighSER bool
-}
-
 // FECCounters reads the FEC counters of an added port (see FECCounters).
 // A port without FEC reads zeros and Aligned false.
 func (s *Switch) FECCounters(ctx context.Context, devPort int) (FECCounters, error) {

@@ -4,57 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"time"
-)
-
-// PortFrames is one read of a port's frame counters in device-neutral
-// terms: running totals since the port was added or its counters cleared,
-// each from a field of Tofino 1's $PORT_STAT table (bf_rt_port_tf1.json,
-// the MAC's RMON counters, RFC 2819 / IEEE 802.3 clause 30; agent/PROTOCOL.md
-// port.stat). A read of a subset (PortFramesOf) leaves the fields it did
-// not ask for at 0.
-type PortFrames struct {
-	// Time is the switch's clock at the read.
-	Time time.Duration
-	// TxOK: frames sent without error ($FramesTransmittedOK).
-	TxOK int64
-	// TxAll: every frame sent, good or bad ($FramesTransmittedAll).
-	TxAll int64
-	// TxOctets: the bytes of every frame sent, FCS included
-	// ($OctetsTransmittedTotal).
-	TxOctets int64
-	// TxPriPause: priority flow control (802.1Qbb) pause frames sent
-	// ($FramesTransmittedPriPause).
-	TxPriPause int64
-	// RxOK: frames received without error ($FramesReceivedOK).
-	RxOK int64
-	// RxAll: every frame received, good or bad ($FramesReceivedAll).
-	RxAll int64
-	// RxFCSErrors: frames received with a bad frame check sequence: the
-	// corruption a link's FEC left uncorrected ($FramesReceivedwithFCSError).
-	RxFCSErrors int64
-	// TxSized: frames sent whose length, FCS included, lies in the RMON
-	// frame-size ranges covering the read's TxSizes (the sum of the
-	// $FramesTransmittedLength_<range> fields); 0 unless asked for.
-	TxSized int64
-}
-
-// FrameField selects a field of PortFrames for PortFramesOf; combine
-// them with |.
-type FrameField uint
-
-// The fields, in the order a read names their counters.
-const (
-	FramesTxOK FrameField = 1 << iota
-	FramesTxAll
-	FramesTxOctets
-	FramesTxPriPause
-	FramesRxOK
-	FramesRxAll
-	FramesRxFCSErrors
-
-	// FramesAll is every field but TxSized.
-	FramesAll = FramesTxOK | FramesTxAll | FramesTxOctets | FramesTxPriPause | FramesRxOK | FramesRxAll | FramesRxFCSErrors
 )
 
 // frameFields maps each field to its $PORT_STAT counter and its place in
@@ -73,18 +22,6 @@ var frameFields = []struct {
 	{FramesRxFCSErrors, "$FramesReceivedwithFCSError", func(p *PortFrames) *int64 { return &p.RxFCSErrors }},
 }
 
-// SizeRange is a range of frame lengths in bytes, FCS included, Min to
-// Max inclusive; Max 0 means no upper bound. The zero SizeRange selects
-// nothing.
-type SizeRange struct{ Min, Max int }
-
-// FrameQuery is what a PortFramesOf read asks for: Fields, and, when
-// TxSizes is set, TxSized over the RMON frame-size ranges it overlaps.
-type FrameQuery struct {
-	Fields  FrameField
-	TxSizes SizeRange
-}
-
 // rmonSizes are the MAC's RMON frame-size ranges, as the
 // $FramesTransmittedLength_<name> / $FramesReceivedLength_<name> fields of
 // $PORT_STAT name them (bf_rt_port_tf1.json): each range's largest length,
@@ -96,7 +33,7 @@ var rmonSizes = []struct {
 	{1518, "1024_1518"}, {2047, "1519_2047"}, {4095, "2048_4095"}, {8191, "4096_8191"}, {9215, "8192_9215"}, {math.MaxInt, "9216"}}
 
 // sizeNames are the transmit frame-size counters whose ranges overlap r.
-func (r SizeRange) sizeNames() ([]string, error) {
+func sizeNames(r SizeRange) ([]string, error) {
 	hi := r.Max
 	if hi == 0 {
 		hi = math.MaxInt
@@ -135,7 +72,7 @@ func (s *Switch) PortFramesOf(ctx context.Context, devPort int, q FrameQuery) (P
 	var sized []string
 	if q.TxSizes != (SizeRange{}) {
 		var err error
-		if sized, err = q.TxSizes.sizeNames(); err != nil {
+		if sized, err = sizeNames(q.TxSizes); err != nil {
 			return PortFrames{}, fmt.Errorf("port %d frame counters: %w", devPort, err)
 		}
 		names = append(names, sized...)

@@ -18,16 +18,6 @@ var speeds = map[int]string{10: "BF_SPEED_10G", 25: "BF_SPEED_25G", 40: "BF_SPEE
 // FEC modes: the inventory's names and BF Runtime's.
 var fecs = map[string]string{"none": "BF_FEC_TYP_NONE", "fc": "BF_FEC_TYP_FC", "rs528": "BF_FEC_TYP_RS", "rs544": "BF_FEC_TYP_RS"}
 
-// PortStatus is what the switch reports of a port.
-type PortStatus struct {
-	DevPort   int    `json:"dev_port"`
-	Enabled   bool   `json:"enabled"`
-	Up        bool   `json:"up"`
-	Speed     string `json:"speed"`
-	FEC       string `json:"fec"`
-	SpeedGbps int    `json:"-"`
-}
-
 // AddPort adds and enables a port with a speed (Gb/s) and FEC mode (none,
 // fc, rs528, rs544), auto-negotiation off.
 func (s *Switch) AddPort(ctx context.Context, devPort, gbps int, fec string) error {
@@ -44,14 +34,6 @@ func (s *Switch) AddPort(ctx context.Context, devPort, gbps int, fec string) err
 		return fmt.Errorf("port %d add %s %s: %w", devPort, sp, f, err)
 	}
 	return nil
-}
-
-// PortMode is a port's speed and FEC as the switch names them, and whether it
-// is enabled: what SetPortMode found, to be set back by the caller's undo.
-type PortMode struct {
-	Speed   string `json:"speed"`
-	FEC     string `json:"fec"`
-	Enabled bool   `json:"enabled"`
 }
 
 // SetPortMode sets an added port's speed (Gb/s) and FEC mode (none, fc,
@@ -85,13 +67,6 @@ func (s *Switch) setPortMode(ctx context.Context, devPort int, speed, fec string
 		return PortMode{}, fmt.Errorf("port %d set mode %s %s: %w", devPort, speed, fec, err)
 	}
 	return r.Previous, nil
-}
-
-// TxStamp is a port's transmit timestamp (see agent/PROTOCOL.md).
-type TxStamp struct {
-	Valid bool  `json:"valid"`
-	Value int64 `json:"value"` // ns, the switch's clock
-	ID    int64 `json:"id"`
 }
 
 // TxTimestamp reads the MAC's transmit timestamp of the last frame on a port
@@ -140,13 +115,6 @@ func (s *Switch) WaitPortUp(ctx context.Context, devPort int) error {
 	return nil
 }
 
-// Counters is one read of a port's $PORT_STAT table.
-type Counters struct {
-	// Time is the switch's clock at the read.
-	Time   time.Duration
-	Values map[string]int64
-}
-
 // PortCounters reads every $PORT_STAT counter of a port.
 func (s *Switch) PortCounters(ctx context.Context, devPort int) (Counters, error) {
 	return s.portStat(ctx, devPort, nil)
@@ -178,13 +146,6 @@ func (s *Switch) ClearPortCounters(ctx context.Context, devPort int) error {
 		return fmt.Errorf("port %d clear counters: %w", devPort, err)
 	}
 	return nil
-}
-
-// QueueUsage is a traffic-manager queue's occupancy, in 80 B cells (TF1).
-type QueueUsage struct {
-	UsageCells     int64 `json:"usage_cells"`
-	WatermarkCells int64 `json:"watermark_cells"`
-	DropPackets    int64 `json:"drop_count_packets"`
 }
 
 // CellBytes is a Tofino 1 buffer cell.
@@ -304,13 +265,6 @@ func (s *Switch) WriteRegister(ctx context.Context, name string, index int, valu
 	return nil
 }
 
-// Entry is a table entry.
-type Entry struct {
-	Key    map[string]int64 `json:"key"`
-	Action string           `json:"action"`
-	Data   map[string]int64 `json:"data"`
-}
-
 // AddEntry adds an entry to a table ("Control.table") with an action.
 func (s *Switch) AddEntry(ctx context.Context, table string, e Entry) error {
 	args := map[string]any{"name": table, "action": e.Action, "key": e.Key, "data": e.Data}
@@ -374,33 +328,12 @@ func (s *Switch) EntriesWhere(ctx context.Context, table string, key map[string]
 	return r.Entries, nil
 }
 
-// Pktgen configures the switch's packet generator: Batches x PerBatch
-// packets of PacketBytes, one every Interval, injected on the pktgen port
-// and sent out EgressPort.
-type Pktgen struct {
-	AppID       int
-	Port        int // the pktgen port (68 on TF1 pipe 0)
-	EgressPort  int
-	PacketBytes int
-	Interval    time.Duration
-	Batches     int
-	PerBatch    int
-	// Buffer, when set, is the frame after the generator's 6 B header
-	// (zero-filled to PacketBytes - 6): a Stardust program's cell
-	// (p4/stardust GeneratorBuffer). Without it the agent sends its own
-	// frame (agent/PROTOCOL.md).
-	Buffer []byte
-}
-
 // pktgenHeaderBytes is the header TF1's packet generator writes in place
 // of a frame's first bytes (TNA's pktgen_timer_header_t).
 const pktgenHeaderBytes = 6
 
-// Packets is the number of packets a configuration sends.
-func (p Pktgen) Packets() int64 { return int64(p.Batches) * int64(p.PerBatch) }
-
-// validate checks a configuration against TF1's limits.
-func (p Pktgen) validate() error {
+// validatePktgen checks a configuration against TF1's limits.
+func validatePktgen(p Pktgen) error {
 	switch {
 	case p.PacketBytes < 60 || p.PacketBytes > 16384:
 		return fmt.Errorf("pktgen: packet of %d bytes without FCS (expected 60..16384)", p.PacketBytes)
@@ -416,7 +349,7 @@ func (p Pktgen) validate() error {
 
 // StartPktgen configures and enables a packet-generator application.
 func (s *Switch) StartPktgen(ctx context.Context, p Pktgen) error {
-	if err := p.validate(); err != nil {
+	if err := validatePktgen(p); err != nil {
 		return err
 	}
 	args := map[string]any{"app_id": p.AppID, "dev_port": p.Port, "egress_port": p.EgressPort, "pkt_len": p.PacketBytes,
@@ -438,13 +371,6 @@ func (s *Switch) StopPktgen(ctx context.Context, appID int) error {
 	return nil
 }
 
-// PktgenStatus is a packet-generator application's progress.
-type PktgenStatus struct {
-	Enabled bool  `json:"enabled"`
-	Packets int64 `json:"packets"`
-	Done    bool  `json:"done"`
-}
-
 // PktgenStatus reads an application's progress.
 func (s *Switch) PktgenStatus(ctx context.Context, appID int) (PktgenStatus, error) {
 	var st PktgenStatus
@@ -463,14 +389,6 @@ func (s *Switch) Clock(ctx context.Context) (time.Duration, error) {
 		return 0, fmt.Errorf("clock: %w", err)
 	}
 	return time.Duration(r.TimeNs), nil
-}
-
-// Lane is one lane's transceiver diagnostics.
-type Lane struct {
-	Lane      int
-	RxDBm     float64
-	TxDBm     float64
-	BiasMilli float64
 }
 
 var ddmRe = regexp.MustCompile(`Channel\s+(\d+):\s+(-?[\d.]+|-inf)\s*dBm\s+(-?[\d.]+|-inf)\s*dBm\s+(-?[\d.]+)\s*mA`)

@@ -110,9 +110,6 @@ func (a connAdapter) call(ctx context.Context, op string, args any, out any) err
 }
 func (a connAdapter) close() { a.c.Close() }
 
-// Drivers lists the switch drivers of this build.
-func Drivers() []string { return []string{"tofino-bfrt", "tofino-bfrt-grpc"} }
-
 // Open connects to a switch at ssh://user@host[:port]. It does not start
 // anything on it.
 func Open(ctx context.Context, address string, opts Options) (*Switch, error) {

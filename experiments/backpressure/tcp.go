@@ -126,7 +126,7 @@ type tcpReading struct {
 func (f *flow) runTCP(ctx context.Context, hosts tcpHosts, cc string) (Run, error) {
 	b, l := f.b, f.l
 	run := Run{Flow: "tcp", CC: cc, AttenuationDB: f.cal.AttenuationDB, ActualLoss: f.cal.Loss, Phases: map[string]Phase{}}
-	snd, err := f.rc.Host(hosts.Sender)
+	snd, err := o.As[host.Iperf3Runner](f.rc, hosts.Sender)
 	if err != nil {
 		return run, err
 	}

@@ -31,7 +31,7 @@ type snake struct {
 // of ports[0], come back in through its loopback module (or the fibre to
 // the next switch), out of ports[1], and so on; the last drops them.
 func openSnake(ctx context.Context, rc *o.RunContext, dev string, ports []int, replace bool) (*snake, error) {
-	sw, err := rc.Switch(dev)
+	sw, err := o.As[*tofino.Switch](rc, dev)
 	if err != nil {
 		return nil, err
 	}

@@ -161,10 +161,10 @@ type Options struct {
 func Open(ctx context.Context, rc *o.RunContext, l Link, opts Options) (*Bench, error) {
 	b := &Bench{Link: l, rc: rc}
 	var err error
-	if b.Tx, err = rc.Switch(l.Sender); err != nil {
+	if b.Tx, err = o.As[*tofino.Switch](rc, l.Sender); err != nil {
 		return nil, err
 	}
-	if b.Rx, err = rc.Switch(l.Receiver); err != nil {
+	if b.Rx, err = o.As[*tofino.Switch](rc, l.Receiver); err != nil {
 		return nil, err
 	}
 	if err := b.program(ctx, l.Sender, b.Tx, lg.ProgramSender, opts); err != nil {

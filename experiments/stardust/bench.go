@@ -285,7 +285,7 @@ type benchRun struct {
 func (b *bench) up(ctx context.Context, rc *o.RunContext, cfg benchConfig) (*benchRun, error) {
 	br := &benchRun{bench: b, cfg: cfg, rc: rc}
 	for _, n := range b.nodes() {
-		sw, err := rc.Switch(n.Name)
+		sw, err := o.As[*tofino.Switch](rc, n.Name)
 		if err != nil {
 			return nil, err
 		}

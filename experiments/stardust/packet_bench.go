@@ -147,7 +147,7 @@ func (b *bench) packetUp(ctx context.Context, rc *o.RunContext, linkGbps, hostGb
 	pr := &packetRun{bench: b, rc: rc, linkGbps: linkGbps, hostGbps: hostGbps, subnets: subnets, used: map[int]bool{}, rng: rand.New(rand.NewPCG(rc.Seed, 0xec3f))}
 	for _, n := range b.nodes() {
 		if n.sw == nil {
-			sw, err := rc.Switch(n.Name)
+			sw, err := o.As[*tofino.Switch](rc, n.Name)
 			if err != nil {
 				return nil, err
 			}

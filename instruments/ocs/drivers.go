@@ -4,18 +4,25 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"testbed/drivers"
 )
 
-// Drivers lists the driver names an inventory may use for an ocs.
-func Drivers() []string { return []string{"mordia-rest", "polatis-scpi"} }
+// Drivers lists the driver names an inventory may use for an ocs: those
+// registered (register.go; each driver file registers itself).
+func Drivers() []string { return drivers.Names(Kind) }
 
-// Open opens the named driver at address.
+// Open opens the named registered driver at address.
 func Open(ctx context.Context, driver, address string, opts Options) (CircuitSwitch, error) {
-	switch driver {
-	case "mordia-rest":
-		return OpenMordia(ctx, address, opts)
-	case "polatis-scpi":
-		return OpenPolatis(ctx, address, opts)
+	d, ok := drivers.Lookup(Kind, driver)
+	if !ok {
+		return nil, fmt.Errorf("unknown driver %q for an ocs (known: %s)", driver, strings.Join(Drivers(), ", "))
 	}
-	return nil, fmt.Errorf("unknown driver %q for an ocs (known: %s)", driver, strings.Join(Drivers(), ", "))
+	c := drivers.Config{Name: opts.Name, Kind: Kind, Driver: driver, Address: address, Timeout: opts.Timeout, Transcript: opts.Transcript,
+		Options: map[string]string{"insecure_tls": fmt.Sprint(opts.InsecureTLS)}}
+	dev, err := d.Open(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return dev.(CircuitSwitch), nil
 }

@@ -455,3 +455,9 @@ func (m *Mordia) Close() error {
 	m.c.GetClient().CloseIdleConnections()
 	return nil
 }
+
+func init() {
+	register("mordia-rest", func(ctx context.Context, address string, opts Options) (CircuitSwitch, error) {
+		return OpenMordia(ctx, address, opts)
+	}, CapSchedule, CapNightLog, CapPortStatus)
+}

@@ -398,3 +398,9 @@ func (p *Polatis) Close() error {
 	defer p.mu.Unlock()
 	return p.line.Close()
 }
+
+func init() {
+	register("polatis-scpi", func(ctx context.Context, address string, opts Options) (CircuitSwitch, error) {
+		return OpenPolatis(ctx, address, opts)
+	}, CapPortStatus)
+}

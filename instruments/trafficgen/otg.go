@@ -274,16 +274,8 @@ func (o *OTG) Close() error {
 	return nil
 }
 
-// Drivers lists the driver names an inventory may use for a trafficgen.
-func Drivers() []string { return []string{"otg", "trex"} }
-
-// Open opens the named driver.
-func Open(ctx context.Context, driver, address string, opts Options) (Generator, error) {
-	switch driver {
-	case "otg":
+func init() {
+	Register("otg", func(ctx context.Context, address string, opts Options) (Generator, error) {
 		return OpenOTG(ctx, address, opts)
-	case "trex":
-		return OpenTRex(ctx, address, opts)
-	}
-	return nil, fmt.Errorf("unknown driver %q for a trafficgen (known: %s)", driver, strings.Join(Drivers(), ", "))
+	})
 }

@@ -741,3 +741,9 @@ func (t *TRex) Close() error {
 	t.mu.Unlock()
 	return errors.Join(errs...)
 }
+
+func init() {
+	Register("trex", func(ctx context.Context, address string, opts Options) (Generator, error) {
+		return OpenTRex(ctx, address, opts)
+	})
+}

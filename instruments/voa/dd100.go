@@ -230,3 +230,9 @@ func (o *OZOptics) Close() error {
 	defer o.mu.Unlock()
 	return o.line.Close()
 }
+
+func init() {
+	register("ozoptics-dd100", func(ctx context.Context, address string, opts Options) (Attenuator, error) {
+		return OpenOZOptics(ctx, address, opts)
+	})
+}

@@ -4,18 +4,27 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"testbed/drivers"
 )
 
-// Drivers lists the driver names an inventory may use for a VOA.
-func Drivers() []string { return []string{"keysight-n77xx", "ozoptics-dd100"} }
+// Drivers lists the driver names an inventory may use for a VOA: those
+// registered (register.go; each driver file registers itself).
+func Drivers() []string { return drivers.Names(Kind) }
 
-// Open opens the named driver at address.
+// Open opens the named registered driver at address.
 func Open(ctx context.Context, driver, address string, opts Options) (Attenuator, error) {
-	switch driver {
-	case "keysight-n77xx":
-		return OpenKeysight(ctx, address, opts)
-	case "ozoptics-dd100":
-		return OpenOZOptics(ctx, address, opts)
+	d, ok := drivers.Lookup(Kind, driver)
+	if !ok {
+		return nil, fmt.Errorf("%w %q for a voa (known: %s)", errUnknownDriver, driver, strings.Join(Drivers(), ", "))
 	}
-	return nil, fmt.Errorf("%w %q for a voa (known: %s)", errUnknownDriver, driver, strings.Join(Drivers(), ", "))
+	c := drivers.Config{Kind: Kind, Driver: driver, Address: address, Timeout: opts.Timeout, Transcript: opts.Transcript}
+	if opts.Limits != nil {
+		c.Limits = &drivers.Limits{MinDB: opts.Limits.MinDB, MaxDB: opts.Limits.MaxDB}
+	}
+	dev, err := d.Open(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return dev.(Attenuator), nil
 }

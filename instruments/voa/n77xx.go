@@ -415,3 +415,9 @@ func (k *Keysight) Close() error {
 }
 
 var errUnknownDriver = errors.New("unknown driver")
+
+func init() {
+	register("keysight-n77xx", func(ctx context.Context, address string, opts Options) (Attenuator, error) {
+		return OpenKeysight(ctx, address, opts)
+	}, CapPowerMeter, CapShutter, CapWavelength)
+}

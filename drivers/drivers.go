@@ -1,0 +1,194 @@
+// Package drivers is the registry of device drivers: each driver package
+// registers itself here, from its init, with its kind, the inventory's
+// `driver:` key that chooses it, how to open it, its static capabilities
+// and the undo kinds it carries out. The run engine opens devices, asks
+// what a driver can do before it opens anything, and undoes a run's
+// changes through this registry alone; it never names a vendor.
+//
+// Registration is the only thing a driver's init does, and the registry
+// is written only then: after the program has started it is read-only,
+// so two runs (or two labs) share it safely. Package all imports every
+// driver package of the build.
+package drivers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"testbed/transport"
+)
+
+// Device is an opened driver: what every kind's driver does besides its
+// kind's interfaces.
+type Device interface {
+	// Identity reads the device's vendor, model, serial and firmware.
+	Identity(ctx context.Context) (transport.Identity, error)
+	// Close closes the connection; it leaves the device as it is.
+	Close() error
+}
+
+// Config is what the inventory says of one device, as its driver opens it.
+type Config struct {
+	// Name is the device's name in the inventory (errors begin with it).
+	Name string
+	// Kind and Driver are the inventory's kind and driver: keys.
+	Kind, Driver string
+	// Address is where the device answers (a URL, host:port or a serial
+	// device, as the driver expects).
+	Address string
+	// Timeout is the deadline of one operation.
+	Timeout time.Duration
+	// Options are the inventory's options: for the device, as given.
+	Options map[string]string
+	// Limits, for a VOA, bound the attenuation that may be set (nil: the
+	// device's own).
+	Limits *Limits
+	// SSH, for a device reached over SSH, is the settings its
+	// credentials give (keys, agent, a password), with options.known_hosts.
+	SSH func() (transport.SSHOptions, error)
+	// Transcript records what is said to the device (nil for none).
+	Transcript *transport.Transcript
+}
+
+// Limits bound a VOA's attenuation, in dB.
+type Limits struct{ MinDB, MaxDB float64 }
+
+// Option returns an option's value, with a leading ~/ expanded to the
+// user's home directory when path is true.
+func (c Config) Option(key string, path bool) string {
+	v := c.Options[key]
+	if path {
+		return ExpandHome(v)
+	}
+	return v
+}
+
+// ExpandHome expands a leading ~/ to the user's home directory.
+func ExpandHome(p string) string {
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		if h, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(h, rest)
+		}
+	}
+	return p
+}
+
+// UndoFunc carries out one undo record on an opened device of the driver:
+// args are the record's arguments as the run journaled them.
+type UndoFunc func(ctx context.Context, dev Device, args json.RawMessage) error
+
+// Driver is one driver's registration.
+type Driver struct {
+	// Kind is the device kind it drives (voa, trafficgen, ocs, switch, host).
+	Kind string
+	// Name is the inventory's driver: key that chooses it.
+	Name string
+	// Open connects to a device. It does not change the device.
+	Open func(ctx context.Context, c Config) (Device, error)
+	// Capabilities are what the driver can do beyond its kind's core,
+	// known without opening a device (e.g. "schedules" for an OCS that
+	// runs timed schedules): planning asks for them.
+	Capabilities []string
+	// Undo are the undo kinds the driver carries out, by the kind's name
+	// in the journal ("tofino.entry").
+	Undo map[string]UndoFunc
+}
+
+// Has reports whether the driver declares capability c.
+func (d Driver) Has(c string) bool { return slices.Contains(d.Capabilities, c) }
+
+var (
+	mu       sync.RWMutex
+	registry = map[string]map[string]Driver{} // kind -> driver key -> Driver
+)
+
+// Register adds a driver. A driver package calls it from its init; a
+// second registration of one kind and key, or one without a name, kind
+// or Open, is a programming error and panics.
+func Register(d Driver) {
+	if d.Kind == "" || d.Name == "" || d.Open == nil {
+		panic(fmt.Sprintf("drivers: registration %q of kind %q without a kind, name or Open", d.Name, d.Kind))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if registry[d.Kind] == nil {
+		registry[d.Kind] = map[string]Driver{}
+	}
+	if _, dup := registry[d.Kind][d.Name]; dup {
+		panic(fmt.Sprintf("drivers: %s driver %q registered twice", d.Kind, d.Name))
+	}
+	d.Capabilities = slices.Clone(d.Capabilities)
+	sort.Strings(d.Capabilities)
+	registry[d.Kind][d.Name] = d
+}
+
+// Lookup returns the driver of a kind with an inventory key.
+func Lookup(kind, name string) (Driver, bool) {
+	mu.RLock()
+	defer mu.RUnlock()
+	d, ok := registry[kind][name]
+	return d, ok
+}
+
+// Kinds lists the device kinds some driver drives, sorted.
+func Kinds() []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	var out []string
+	for k := range registry {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Names lists the driver keys of a kind, sorted.
+func Names(kind string) []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	var out []string
+	for n := range registry[kind] {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// With lists the driver keys of a kind that declare capability c, sorted.
+func With(kind, c string) []string {
+	var out []string
+	for _, n := range Names(kind) {
+		if d, _ := Lookup(kind, n); d.Has(c) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// UndoKinds lists every undo kind some driver carries out, sorted.
+func UndoKinds() []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	seen := map[string]bool{}
+	var out []string
+	for _, byName := range registry {
+		for _, d := range byName {
+			for u := range d.Undo {
+				if !seen[u] {
+					seen[u] = true
+					out = append(out, u)
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}

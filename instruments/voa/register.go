@@ -1,0 +1,75 @@
+package voa
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"testbed/drivers"
+)
+
+// Kind is the inventory's kind for an attenuator.
+const Kind = "voa"
+
+// Undo kinds of every VOA driver (the run journals them by these names).
+const (
+	UndoAttenuation = "voa.attenuation" // {channel, db}: set the channel
+	UndoShutter     = "voa.shutter"     // {channel, open}: set the channel's shutter
+)
+
+// register adds one VOA driver to the registry: open turns the
+// inventory's settings into Options.
+func register(name string, open func(ctx context.Context, address string, opts Options) (Attenuator, error), caps ...string) {
+	drivers.Register(drivers.Driver{
+		Kind: Kind, Name: name, Capabilities: caps,
+		Open: func(ctx context.Context, c drivers.Config) (drivers.Device, error) {
+			opts := Options{Timeout: c.Timeout, Transcript: c.Transcript}
+			if c.Limits != nil {
+				opts.Limits = &Limits{MinDB: c.Limits.MinDB, MaxDB: c.Limits.MaxDB}
+			}
+			return open(ctx, c.Address, opts)
+		},
+		Undo: map[string]drivers.UndoFunc{
+			UndoAttenuation: func(ctx context.Context, dev drivers.Device, raw json.RawMessage) error {
+				var a struct {
+					Channel int     `json:"channel"`
+					DB      float64 `json:"db"`
+				}
+				v, err := undoArgs[Attenuator](dev, raw, &a)
+				if err != nil {
+					return err
+				}
+				return v.SetAttenuation(ctx, a.Channel, a.DB)
+			},
+			UndoShutter: func(ctx context.Context, dev drivers.Device, raw json.RawMessage) error {
+				var a struct {
+					Channel int  `json:"channel"`
+					Open    bool `json:"open"`
+				}
+				sh, err := undoArgs[Shutter](dev, raw, &a)
+				if err != nil {
+					return err
+				}
+				return sh.SetShutter(ctx, a.Channel, a.Open)
+			},
+		},
+	})
+}
+
+// undoArgs checks the device is a T and decodes an undo's arguments.
+func undoArgs[T any](dev drivers.Device, raw json.RawMessage, args any) (T, error) {
+	t, ok := dev.(T)
+	if !ok {
+		var zero T
+		return zero, fmt.Errorf("driver %T does not carry out this undo", dev)
+	}
+	if len(raw) == 0 {
+		var zero T
+		return zero, fmt.Errorf("undo without its arguments")
+	}
+	if err := json.Unmarshal(raw, args); err != nil {
+		var zero T
+		return zero, fmt.Errorf("undo arguments %s: %w", raw, err)
+	}
+	return t, nil
+}
