@@ -556,17 +556,15 @@ func sameSet(a, b []string) bool {
 }
 
 // Stop implements Generator: it stops the tx ports of the named flows
-// (all configured ports if none are named).
+// (all configured ports if none are named; with none configured, the
+// traffic this user left running: stopLeftovers).
 func (t *TRex) Stop(ctx context.Context, flows ...string) error {
 	var ports []int
+	if len(flows) == 0 && len(t.handler) == 0 {
+		return t.stopLeftovers(ctx)
+	}
 	if len(flows) == 0 {
 		ports = sortedPorts(t.cfg.ports)
-		// After a restart of the driver (an undo), stop whatever it owns.
-		for n := range t.handler {
-			if _, ok := t.cfg.installed[n]; !ok {
-				ports = append(ports, n)
-			}
-		}
 	} else {
 		fs, err := t.selectFlows(flows)
 		if err != nil {
@@ -589,6 +587,49 @@ func (t *TRex) Stop(ctx context.Context, flows ...string) error {
 		}
 	}
 	return nil
+}
+
+// stopLeftovers stops traffic a driver that owns nothing finds running:
+// an undo after the process that started it is gone. A port transmitting
+// for this user (another session of ours) is taken over with force, one
+// transmitting for no one is taken; either is stopped and released. A port
+// another user owns is theirs: it is left alone and named in the error.
+func (t *TRex) stopLeftovers(ctx context.Context) error {
+	ports := make([]int, 0, len(t.speed))
+	for n := range t.speed {
+		ports = append(ports, n)
+	}
+	sort.Ints(ports)
+	var errs []error
+	for _, n := range ports {
+		var ps struct {
+			State string `json:"state"`
+			Owner string `json:"owner"`
+		}
+		if err := t.call(ctx, "get_port_status", map[string]any{"port_id": n, "block": false}, &ps); err != nil {
+			return fmt.Errorf("trex %s: port %d: %w", t.addr, n, err)
+		}
+		if ps.State != "TX" && ps.State != "PAUSE" && ps.State != "PCAP_TX" {
+			continue
+		}
+		if ps.Owner != "" && ps.Owner != t.user {
+			errs = append(errs, fmt.Errorf("trex %s: port %d transmits for %q, not for %q: left running", t.addr, n, ps.Owner, t.user))
+			continue
+		}
+		var h string
+		if err := t.call(ctx, "acquire", map[string]any{"port_id": n, "user": t.user, "session_id": t.session, "force": ps.Owner != ""}, &h); err != nil {
+			return fmt.Errorf("trex %s: port %d: %w", t.addr, n, err)
+		}
+		t.handler[n] = h
+		if err := t.owned(ctx, "stop_traffic", n, nil); err != nil {
+			return err
+		}
+		if err := t.owned(ctx, "release", n, nil); err != nil {
+			return err
+		}
+		delete(t.handler, n)
+	}
+	return errors.Join(errs...)
 }
 
 // pgCounters are a packet group's counters by port, as get_pgid_stats

@@ -227,3 +227,57 @@ func TestTRexErrors(t *testing.T) {
 		t.Fatalf("bad address: %v", err)
 	}
 }
+
+// An undo in a later process: a driver that configured nothing stops the
+// traffic an earlier driver of the same user left running (taking the port
+// over from that session), and leaves another user's alone, saying so.
+func TestTRexStopsTrafficLeftRunning(t *testing.T) {
+	_, _, addr := trexLab(t, 2)
+	ctx := context.Background()
+	running := func(g trafficgen.Generator) string {
+		ms, err := g.FlowMetrics(ctx, "f1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ms[0].Transmit
+	}
+	first := openTRex(t, addr, 5*time.Second)
+	cfg := trexConfig(0)
+	cfg.Flows[0].RatePercent = 1
+	if err := first.Configure(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	later := openTRex(t, addr, 5*time.Second)
+	if err := later.Stop(ctx); err != nil {
+		t.Fatalf("undo: %v", err)
+	}
+	if s := running(first); s != trafficgen.StateStopped {
+		t.Fatalf("after the later driver's Stop the flow is %s", s)
+	}
+
+	t.Setenv("USER", "someone-else")
+	other := openTRex(t, addr, 5*time.Second)
+	if err := other.Configure(ctx, trafficgen.Config{Ports: []trafficgen.Port{{Name: "x", Location: "0"}, {Name: "y", Location: "1"}},
+		Flows: []trafficgen.Flow{{Name: "f1", TxPort: "x", RxPort: "y", FrameBytes: 64, RatePercent: 1}}}); err == nil {
+		t.Fatal("another user configured ports the first driver owns")
+	}
+	first.Close() // releases its ports
+	if err := other.Configure(ctx, trafficgen.Config{Ports: []trafficgen.Port{{Name: "x", Location: "0"}, {Name: "y", Location: "1"}},
+		Flows: []trafficgen.Flow{{Name: "f1", TxPort: "x", RxPort: "y", FrameBytes: 64, RatePercent: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("USER", "me")
+	mine := openTRex(t, addr, 5*time.Second)
+	if err := mine.Stop(ctx); err == nil || !strings.Contains(err.Error(), `port 0 transmits for "someone-else"`) {
+		t.Fatalf("another user's traffic: %v", err)
+	}
+	if s := running(other); s != trafficgen.StateStarted {
+		t.Fatalf("another user's flow is %s after our undo", s)
+	}
+}

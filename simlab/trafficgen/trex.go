@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"sort"
 	"strconv"
 	"sync"
@@ -46,8 +47,8 @@ import (
 // (TRexPort.TxFibre) and receives what arrives on its RxFibre. Every frame
 // is len(packet)+4 bytes on the fibre (TRex adds the FCS; packets shorter
 // than 60 bytes are padded to 60, as the server does). A stream's frames
-// cross the fibre in blocks of otgBlock frames, each block's losses drawn
-// from the World's optics model when the block begins, so the counts
+// cross the fibre in blocks (trexBlock), each block's losses drawn from
+// the World's optics model when the block begins, so the counts
 // depend on the seed and the attenuation, not on when they are read.
 //
 // Transmission runs in simulated time: TimeScale simulated seconds per
@@ -135,14 +136,28 @@ type trexRate struct {
 }
 
 // trexRun is one transmission of a stream, from start_traffic to its end.
+// Its frames are drawn in blocks (trexBlock); only the block under way is
+// kept apart, so a continuous stream's state stays small however long it
+// runs.
 type trexRun struct {
-	fps     float64
-	packets int64 // 0: until stopped
-	realAt  time.Time
-	running bool
-	sent    int64
-	blocks  []int64 // losses drawn per block
+	fps      float64
+	packets  int64 // 0: until stopped
+	realAt   time.Time
+	running  bool
+	sent     int64
+	drawn    int64 // frames whose losses have been drawn
+	lostPrev int64 // losses of the blocks before the one under way
+	cur      struct{ start, size, lost int64 }
+	blocks   int
 }
+
+// trexBlock is the size of a run's i-th block: 2^20 frames, as the OTG
+// emulator draws them, for the first 256 blocks (268 M frames); then
+// doubling every 256 blocks, so a long continuous stream at a high time
+// scale costs a number of draws that grows with the log of its frames, not
+// with them. The sizes depend on the block's index alone, never on when
+// counters are read.
+func trexBlock(i int) int64 { return 1 << 20 << min(i/256, 24) }
 
 // NewTRexServer makes an emulator over w with the given ports (port i is
 // ports[i]); faults may be nil.
@@ -1001,10 +1016,10 @@ func (s *TRexServer) advance(x *trexStream, now time.Time) {
 	if r.packets > 0 && target >= r.packets {
 		target = r.packets
 	}
-	for int64(len(r.blocks))*otgBlock < target {
-		n := int64(otgBlock)
+	for r.drawn < target {
+		n := trexBlock(r.blocks)
 		if r.packets > 0 {
-			n = min(n, r.packets-int64(len(r.blocks))*otgBlock)
+			n = min(n, r.packets-r.drawn)
 		}
 		var lost int64
 		if x.fibre != nil {
@@ -1012,7 +1027,10 @@ func (s *TRexServer) advance(x *trexStream, now time.Time) {
 		} else {
 			lost = n // a port cabled to nothing sends into the void
 		}
-		r.blocks = append(r.blocks, lost)
+		r.lostPrev += r.cur.lost
+		r.cur.start, r.cur.size, r.cur.lost = r.drawn, n, lost
+		r.drawn += n
+		r.blocks++
 	}
 	r.sent = max(r.sent, target)
 	if r.packets > 0 && r.sent >= r.packets {
@@ -1023,19 +1041,16 @@ func (s *TRexServer) advance(x *trexStream, now time.Time) {
 // counters are a run's frames sent and received so far; the block under
 // way reveals its losses in proportion.
 func (r *trexRun) counters() (tx, rx int64) {
-	var lost int64
-	for i, l := range r.blocks {
-		size := int64(otgBlock)
-		if r.packets > 0 {
-			size = min(size, r.packets-int64(i)*otgBlock)
-		}
-		done := r.sent - int64(i)*otgBlock
-		switch {
-		case done >= size:
-			lost += l
-		case done > 0:
-			lost += l * done / size
-		}
+	lost := r.lostPrev
+	switch done := r.sent - r.cur.start; {
+	case done >= r.cur.size:
+		lost += r.cur.lost
+	case done > 0:
+		// lost*done/size without overflow: a late block holds up to 2^44
+		// frames; lost <= size keeps the quotient below done.
+		hi, lo := bits.Mul64(uint64(r.cur.lost), uint64(done))
+		q, _ := bits.Div64(hi, lo, uint64(r.cur.size))
+		lost += int64(q)
 	}
 	return r.sent, r.sent - lost
 }
