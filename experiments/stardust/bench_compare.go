@@ -7,7 +7,6 @@ import (
 
 	o "testbed/orchestrator"
 	sd "testbed/p4/stardust"
-	sm "testbed/simlab/stardustmodel"
 )
 
 // Recipes that compare Stardust with a packet-switched fabric
@@ -21,8 +20,8 @@ import (
 // packetAtBenchShape is the model's fabric at b's shape: one host port of
 // cfg's rate per FA, one link of cfg's rate to each FE, packetBytes
 // packets, links of prop.
-func packetAtBenchShape(b *bench, cfg benchConfig, packetBytes int, prop time.Duration) (sm.Config, error) {
-	c := sm.Default()
+func packetAtBenchShape(b *bench, cfg benchConfig, packetBytes int, prop time.Duration) (sd.Fabric, error) {
+	c := sd.DefaultFabric()
 	c.FAs, c.FEs, c.LinksPerFA, c.PortsPerFA, c.Groups, c.Stages = len(b.FAs), len(b.FEs), len(b.FEs), 1, 1, 1
 	c.PortBps, c.LinkBps = float64(cfg.HostGbps)*1e9, float64(cfg.LinkGbps)*1e9
 	c.CellBytes, c.CreditBytes, c.SpeedUp, c.PacketBytes = cfg.FrameBytes, cfg.CreditBytes, cfg.SpeedUp, packetBytes

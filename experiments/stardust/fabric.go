@@ -233,11 +233,11 @@ type FabricSummary struct {
 
 // fabricConfig is the model for scale with the recipe's parameters, at
 // utilisation u.
-func fabricConfig(p *o.Params, u float64) (sm.Config, error) {
-	c := sm.Default()
+func fabricConfig(p *o.Params, u float64) (sd.Fabric, error) {
+	c := sd.DefaultFabric()
 	switch p.String("scale") {
 	case "paper":
-		c = sm.Paper()
+		c = sd.PaperFabric()
 	default:
 		n := int(p.Int("fas"))
 		if n%2 != 0 {
@@ -272,16 +272,16 @@ func fabricConfig(p *o.Params, u float64) (sm.Config, error) {
 	return c, c.Validate()
 }
 
-// fciReactionParam selects the model's FCI law (sm.Config.FCIReaction):
+// fciReactionParam selects the model's FCI law (sd.Fabric.FCIReaction):
 // the cut law the model's results were made with, or the Tofino programs'
 // proportional one. The bench runs the programs' law whatever it says.
 func fciReactionParam() o.ParamSpec {
-	return o.ParamSpec{Name: "fci_reaction", Type: o.TypeString, Default: sm.FCICut, Enum: []string{sm.FCICut, sm.FCIProportional},
+	return o.ParamSpec{Name: "fci_reaction", Type: o.TypeString, Default: sd.FCICut, Enum: []string{sd.FCICut, sd.FCIProportional},
 		Description: "model only: the egress scheduler's FCI law; cut: 10% cut at most once per control round trip, linear recovery over 5000 cell times; proportional: a credit cancelled per credit's worth of marked cells, as the Tofino programs (both ours, §4.2 gives none)"}
 }
 
 // describe says which fabric c is, for the binding and the summary.
-func describe(c sm.Config) string {
+func describe(c sd.Fabric) string {
 	s := fmt.Sprintf("%d FAs x %d links of %g Gb/s, %d ports of %g Gb/s each; ", c.FAs, c.LinksPerFA, c.LinkBps/1e9, c.PortsPerFA, c.PortBps/1e9)
 	if c.Stages == 2 {
 		s += fmt.Sprintf("%d first-tier FEs in %d groups, %d second-tier FEs", c.FEs, c.Groups, c.FE2s)
@@ -290,7 +290,7 @@ func describe(c sm.Config) string {
 	}
 	s += fmt.Sprintf("; %d B cells + %d B header + %d B link overhead, %d B credits, speed-up %g, %v links, FE queues %d cells, FCI at %d",
 		c.CellBytes, c.CellHeaderBytes, c.LinkOverheadBytes, c.CreditBytes, c.SpeedUp, c.PropDelay, c.FEQueueCells, c.FCIThreshold)
-	if c.FCIReaction == sm.FCIProportional {
+	if c.FCIReaction == sd.FCIProportional {
 		s += ", FCI reaction proportional"
 	}
 	return s
@@ -479,7 +479,7 @@ func (run *fabricRun) point(ctx context.Context, rc *o.RunContext, p *o.Params, 
 
 // diffStats is what a run measured after base: counters and histograms
 // less base's.
-func diffStats(s, base sm.Stats) sm.Stats {
+func diffStats(s, base sd.FabricStats) sd.FabricStats {
 	d := s
 	d.Slots -= base.Slots
 	d.CellsSent -= base.CellsSent

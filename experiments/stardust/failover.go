@@ -11,6 +11,7 @@ import (
 	"time"
 
 	o "testbed/orchestrator"
+	sd "testbed/p4/stardust"
 	"testbed/results"
 	sm "testbed/simlab/stardustmodel"
 )
@@ -188,8 +189,8 @@ type FailoverSummary struct {
 	WorstOverFormula float64 `json:"worst_over_formula"`
 }
 
-func failoverConfig(p *o.Params, tiers int) (sm.Config, error) {
-	c := sm.Default()
+func failoverConfig(p *o.Params, tiers int) (sd.Fabric, error) {
+	c := sd.DefaultFabric()
 	if tiers == 2 {
 		c.FAs, c.FEs, c.LinksPerFA, c.Groups, c.Stages, c.FE2s = 16, 8, 8, 2, 2, 16
 	} else {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	o "testbed/orchestrator"
+	sd "testbed/p4/stardust"
 	"testbed/results"
 	sm "testbed/simlab/stardustmodel"
 )
@@ -224,8 +225,8 @@ func Jain(xs []float64) float64 {
 }
 
 // incastConfig is the fabric for n senders.
-func incastConfig(p *o.Params, n int) (sm.Config, error) {
-	c := sm.Default()
+func incastConfig(p *o.Params, n int) (sd.Fabric, error) {
+	c := sd.DefaultFabric()
 	c.FAs, c.FEs, c.LinksPerFA = max(int(p.Int("fas")), n+1), int(p.Int("fes")), int(p.Int("links_per_fa"))
 	c.Groups, c.Stages, c.PortsPerFA = 1, 1, 1
 	c.PortBps, c.LinkBps = p.Float("port_gbps")*1e9, p.Float("link_gbps")*1e9
@@ -238,7 +239,7 @@ func incastConfig(p *o.Params, n int) (sm.Config, error) {
 	return c, c.Validate()
 }
 
-func describeIncast(c sm.Config, po sm.PacketOpts) string {
+func describeIncast(c sd.Fabric, po sd.PacketFabricOpts) string {
 	return fmt.Sprintf("%d FAs x %d links of %g Gb/s to %d FEs, one %g Gb/s host port each; Stardust: %d B cells, %d B credits, speed-up %g; packet fabric: ECMP per flow, %d B drop-tail buffers, first window %d, RTO %v; %v links",
 		c.FAs, c.LinksPerFA, c.LinkBps/1e9, c.FEs, c.PortBps/1e9, c.CellBytes, c.CreditBytes, c.SpeedUp, po.BufferBytes, po.InitWindow, po.RTO, c.PropDelay)
 }
@@ -279,7 +280,7 @@ func (r *Incast) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	} else if b != nil {
 		return r.planBench(pc, b, ns)
 	}
-	po := sm.PacketOpts{BufferBytes: int(p.Float("switch_buffer_kb") * 1024), InitWindow: int(p.Int("init_window")), RTO: p.Duration("rto")}
+	po := sd.PacketFabricOpts{BufferBytes: int(p.Float("switch_buffer_kb") * 1024), InitWindow: int(p.Int("init_window")), RTO: p.Duration("rto")}
 	var mu sync.Mutex
 	sum := IncastSummary{ModelOnly: true, Fabric: describeIncast(c0, po), Stardust: map[string]IncastPoint{}, Packet: map[string]IncastPoint{},
 		MinJainStardust: 1, MinJainPacket: 1}
@@ -312,7 +313,7 @@ func (r *Incast) Plan(pc *o.PlanContext) (*o.Plan, error) {
 }
 
 // incastPoint runs n replies on both fabrics and writes their rows.
-func incastPoint(ctx context.Context, rc *o.RunContext, p *o.Params, po sm.PacketOpts, n int) (sd, pk IncastPoint, err error) {
+func incastPoint(ctx context.Context, rc *o.RunContext, p *o.Params, po sd.PacketFabricOpts, n int) (sd, pk IncastPoint, err error) {
 	c, err := incastConfig(p, n)
 	if err != nil {
 		return sd, pk, err
@@ -365,7 +366,7 @@ func incastPoint(ctx context.Context, rc *o.RunContext, p *o.Params, po sm.Packe
 
 // packetIncast runs n replies of bytes each to FA 0 on the model's packet
 // fabric c, for at most limit cell times, and writes their flows' rows.
-func packetIncast(ctx context.Context, rc *o.RunContext, c sm.Config, po sm.PacketOpts, n int, bytes, limit int64, seed uint64) (IncastPoint, error) {
+func packetIncast(ctx context.Context, rc *o.RunContext, c sd.Fabric, po sd.PacketFabricOpts, n int, bytes, limit int64, seed uint64) (IncastPoint, error) {
 	pf, err := sm.NewPacketFabric(c, po, rand.New(rand.NewPCG(seed, 0xec)))
 	if err != nil {
 		return IncastPoint{}, err

@@ -12,7 +12,6 @@ import (
 	"testbed/p4/ecmp"
 	sd "testbed/p4/stardust"
 	"testbed/results"
-	sm "testbed/simlab/stardustmodel"
 )
 
 // planBench is stardust-incast on a Stardust bench: the requester is the
@@ -54,7 +53,7 @@ func (r *Incast) planBench(pc *o.PlanContext, b *bench, ns []int) (*o.Plan, erro
 	if err != nil {
 		return nil, err
 	}
-	po := sm.PacketOpts{BufferBytes: int(p.Float("switch_buffer_kb") * 1024), InitWindow: int(p.Int("init_window")), RTO: p.Duration("rto")}
+	po := sd.PacketFabricOpts{BufferBytes: int(p.Float("switch_buffer_kb") * 1024), InitWindow: int(p.Int("init_window")), RTO: p.Duration("rto")}
 	limit := int64(p.Duration("max_time").Seconds() / c.SlotSeconds())
 
 	var mu sync.Mutex

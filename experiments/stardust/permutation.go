@@ -9,6 +9,7 @@ import (
 	"time"
 
 	o "testbed/orchestrator"
+	sd "testbed/p4/stardust"
 	"testbed/results"
 	sm "testbed/simlab/stardustmodel"
 )
@@ -154,8 +155,8 @@ type PermutationSummary struct {
 	CellsLost int64 `json:"cells_lost"`
 }
 
-func permutationConfig(p *o.Params) (sm.Config, error) {
-	c := sm.Default()
+func permutationConfig(p *o.Params) (sd.Fabric, error) {
+	c := sd.DefaultFabric()
 	c.FAs, c.FEs, c.PortsPerFA = int(p.Int("fas")), int(p.Int("fes")), int(p.Int("ports_per_fa"))
 	c.LinksPerFA, c.Groups, c.Stages = c.PortsPerFA, 1, 1
 	c.PortBps = p.Float("gbps") * 1e9
@@ -275,7 +276,7 @@ func writePermutation(rc *o.RunContext, fabric string, fs []permFlow, portGbps f
 // "packet") with a flow from every port i to port dst[i] for warm + meas
 // cell times, and returns the flows' throughputs over meas, what was lost
 // (cells or packets) and the cells that arrived marked FCI (Stardust).
-func simulatePermutation(ctx context.Context, seed uint64, fabric string, c sm.Config, po sm.PacketOpts, packetBytes int, dst []int, warm, meas int64) ([]permFlow, int64, *int64, error) {
+func simulatePermutation(ctx context.Context, seed uint64, fabric string, c sd.Fabric, po sd.PacketFabricOpts, packetBytes int, dst []int, warm, meas int64) ([]permFlow, int64, *int64, error) {
 	slot := c.SlotSeconds()
 	// Long flows: more than the port carries in the whole run.
 	bytes := int64(2 * c.PortBps / 8 * float64(warm+meas) * slot)
@@ -391,6 +392,6 @@ func (r *Permutation) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	return plan, nil
 }
 
-func permutationPacketOpts(p *o.Params) sm.PacketOpts {
-	return sm.PacketOpts{BufferBytes: int(p.Float("switch_buffer_kb") * 1024), InitWindow: int(p.Int("init_window")), RTO: p.Duration("rto")}
+func permutationPacketOpts(p *o.Params) sd.PacketFabricOpts {
+	return sd.PacketFabricOpts{BufferBytes: int(p.Float("switch_buffer_kb") * 1024), InitWindow: int(p.Int("init_window")), RTO: p.Duration("rto")}
 }

@@ -11,7 +11,6 @@ import (
 	"testbed/p4/ecmp"
 	sd "testbed/p4/stardust"
 	"testbed/results"
-	sm "testbed/simlab/stardustmodel"
 )
 
 // planBench is stardust-permutation on a Stardust bench: every FA's host
@@ -41,7 +40,7 @@ func (r *Permutation) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
 	cfg.FCIFrames = int(p.Int("fci_threshold"))
 	warm, measure, drain := p.Duration("bench_warmup"), p.Duration("bench_measure"), p.Duration("bench_drain")
 	desc := b.describe(cfg.LinkGbps, cfg.HostGbps)
-	c, err := packetAtBenchShape(b, cfg, frame, sm.Default().PropDelay)
+	c, err := packetAtBenchShape(b, cfg, frame, sd.DefaultFabric().PropDelay)
 	if err != nil {
 		return nil, err
 	}

@@ -194,8 +194,8 @@ func (s *PushPullSummary) add(sc, fabric string, pt PushPullPoint) {
 // pushPullModel is the model's pull fabric (c) and push fabric (push, po)
 // of §5.2's shape: three devices of two ports, two FEs, one link from each
 // to every device.
-func pushPullModel(p *o.Params) (c, push sm.Config, po sm.PacketOpts, err error) {
-	c = sm.Default()
+func pushPullModel(p *o.Params) (c, push sd.Fabric, po sd.PacketFabricOpts, err error) {
+	c = sd.DefaultFabric()
 	c.FAs, c.FEs, c.LinksPerFA, c.PortsPerFA, c.Groups, c.Stages = 3, 2, 2, 2, 1, 1
 	c.PortBps = p.Float("port_gbps") * 1e9
 	c.CellBytes, c.CreditBytes, c.SpeedUp = int(p.Int("cell_bytes")), int(p.Int("credit_bytes")), p.Float("speed_up")
@@ -211,7 +211,7 @@ func pushPullModel(p *o.Params) (c, push sm.Config, po sm.PacketOpts, err error)
 	}
 	push = c
 	push.LinkBps, push.Priorities = c.PortBps, 1
-	po = sm.PacketOpts{BufferBytes: int(p.Float("switch_buffer_kb") * 1024), InitWindow: 1, RTO: time.Second, OpenLoop: true, Spray: true, Classes: 2}
+	po = sd.PacketFabricOpts{BufferBytes: int(p.Float("switch_buffer_kb") * 1024), InitWindow: 1, RTO: time.Second, OpenLoop: true, Spray: true, Classes: 2}
 	return c, push, po, nil
 }
 
@@ -255,7 +255,7 @@ func writePushPull(rc *o.RunContext, sc, fabric string, got, offered [2]float64,
 
 // simulatePushPull runs scenario sc on the model's pull fabric c or push
 // fabric push and writes its rows.
-func simulatePushPull(ctx context.Context, rc *o.RunContext, p *o.Params, sc, fabric string, c, push sm.Config, po sm.PacketOpts) (PushPullPoint, error) {
+func simulatePushPull(ctx context.Context, rc *o.RunContext, p *o.Params, sc, fabric string, c, push sd.Fabric, po sd.PacketFabricOpts) (PushPullPoint, error) {
 	flows := pushPullFlows(sc)
 	cfg := c
 	if fabric == "push" {

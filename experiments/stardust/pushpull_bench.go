@@ -11,7 +11,6 @@ import (
 	"testbed/p4/ecmp"
 	sd "testbed/p4/stardust"
 	"testbed/results"
-	sm "testbed/simlab/stardustmodel"
 )
 
 // planBench is stardust-pushpull on a Stardust bench, the pull fabric
@@ -29,7 +28,7 @@ import (
 // queue 0 and B's in queue 1, queue 0 served first (App. F: strict
 // priority) wherever the run's frames are queued. With the model's push
 // fabric (bench_packet_fabric model) Fig. 7 alone runs.
-func (r *PushPull) planBench(pc *o.PlanContext, b *bench, push sm.Config, po sm.PacketOpts) (*o.Plan, error) {
+func (r *PushPull) planBench(pc *o.PlanContext, b *bench, push sd.Fabric, po sd.PacketFabricOpts) (*o.Plan, error) {
 	p := pc.Params
 	frame := int(p.Int("cell_bytes"))
 	cfg, err := benchConfigFrom(p, frame)

@@ -89,59 +89,6 @@ func newSprayer(r *rand.Rand, n int) sprayer {
 
 type creditEv struct{ srcFA, voq int32 }
 
-// Stats is what a run measured.
-type Stats struct {
-	Slots        int64
-	SlotSeconds  float64
-	CellsSent    int64 // cells that left a source FA
-	CellsArrived int64 // cells that reached their destination FA
-	CellsLost    int64 // cells that found an FE queue full
-	// CellsLostFailed counts cells sent on a failed link or to a failed
-	// FE, or queued in an FE when it failed; CellsNoRoute those an FE
-	// held for a destination its table said no link reached.
-	CellsLostFailed int64
-	CellsNoRoute    int64
-	// CellsCorrupted counts cells a corrupting link lost (errors.go).
-	CellsCorrupted int64
-	FCICells       int64 // cells that arrived carrying FCI
-	// FCICancelled counts the credits the proportional FCI law cancelled
-	// (Config.FCIReaction), PortFCICells[g] and PortFCICancelled[g] the
-	// marked cells and cancelled credits of port g.
-	FCICancelled     int64
-	PortFCICells     []int64
-	PortFCICancelled []int64
-	Credits          int64 // credits granted, all ports
-	BytesOffered     int64 // packet bytes that arrived at the FAs
-	BytesArrived     int64 // packet bytes that reached the destination FA
-	Bursts           int64 // credits that released data: each is packed as a unit
-	BurstBytes       int64 // the packet bytes they released
-	Packets          int64 // packets they released
-	// QueueHist[k] counts (slot, last-stage FE output queue) samples with
-	// k cells queued, taken after the slot's arrivals and before its
-	// departure (the cell in service counts).
-	QueueHist []int64
-	// LatencyHist[k] counts cells whose fabric traversal, from leaving
-	// the source FA to reaching the destination FA, took k slots.
-	LatencyHist []int64
-	// UplinkCells[fa*LinksPerFA+j] counts cells sprayed on FA fa's link j.
-	UplinkCells []int64
-	// UplinkDst[(fa*LinksPerFA+j)*FAs+d] counts those of them bound for
-	// FA d.
-	UplinkDst []int64
-	// FELinkBusy counts slots in which a last-stage FE output link sent a cell,
-	// summed over the links; FELinks is their number.
-	FELinkBusy int64
-	FELinks    int
-	// PortBytes[g] is the bytes delivered to global destination port g,
-	// and PortCredits[g] the credits its scheduler granted.
-	PortBytes   []int64
-	PortCredits []int64
-	// PrioOffered and PrioArrived are packet bytes offered and delivered
-	// per priority.
-	PrioOffered []int64
-	PrioArrived []int64
-}
-
 // Model is one fabric in motion.
 type Model struct {
 	c Config
@@ -198,15 +145,15 @@ func New(c Config, r *rand.Rand) (*Model, error) {
 	if c.ReachPeriodSlots > 0 && c.ReachPeriodSlots <= m.prop+1 {
 		return nil, fmt.Errorf("ReachPeriodSlots %d: a reachability period must exceed a link's delay of %d slots", c.ReachPeriodSlots, m.prop+1)
 	}
-	m.hops = 2 * c.stages()
+	m.hops = 2 * c.NStages()
 	// A credit crosses the fabric (egress FA to source FA) on the control
 	// crossbar (§4.2), so it sees the data path's propagation delays.
 	m.creditLat = m.hops * (m.prop + 1)
 	m.portBytes = c.PortBps * slot / 8
 	m.creditPer = c.CreditRateBps() * slot / 8
-	m.prop1, m.perCredit = c.fciReaction() == FCIProportional, int64(c.CreditCells())
+	m.prop1, m.perCredit = c.Reaction() == FCIProportional, int64(c.CreditCells())
 	m.arrRate = c.Load * c.PortBps * float64(c.PortsPerFA) * slot / 8 / float64(c.PacketBytes)
-	m.g1, m.gFA = c.FEs/c.groups(), c.FAs/c.groups()
+	m.g1, m.gFA = c.FEs/c.NGroups(), c.FAs/c.NGroups()
 	m.k = c.LinksPerFA / m.g1
 	ports := c.FAs * c.PortsPerFA
 	m.voqs = make([][]voq, c.FAs)
@@ -227,12 +174,12 @@ func New(c Config, r *rand.Rand) (*Model, error) {
 		m.dnSpr[i] = newSprayer(r, m.k)
 	}
 	m.dnq = make([][]cell, c.FEs*m.gFA*m.k)
-	if c.stages() == 2 {
+	if c.NStages() == 2 {
 		m.upSpr = make([]sprayer, c.FEs)
 		for i := range m.upSpr {
 			m.upSpr[i] = newSprayer(r, c.FE2s)
 		}
-		m.f2Spr = make([]sprayer, c.FE2s*c.groups())
+		m.f2Spr = make([]sprayer, c.FE2s*c.NGroups())
 		for i := range m.f2Spr {
 			m.f2Spr[i] = newSprayer(r, m.g1)
 		}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"time"
 )
 
 // PacketFabric is the comparison the paper draws Stardust against (§5.2,
@@ -47,28 +46,6 @@ type PacketFabric struct {
 	// Drops counts packets dropped in the fabric (a full buffer), Sent
 	// the packets sent, retransmissions included, Retransmits those.
 	Drops, Sent, Retransmits int64
-}
-
-// PacketOpts are the packet fabric's own parameters.
-type PacketOpts struct {
-	// BufferBytes is every switch output's buffer.
-	BufferBytes int
-	// InitWindow is a flow's first window in packets (Linux: 10).
-	InitWindow int
-	// RTO is the retransmission timeout.
-	RTO time.Duration
-	// OpenLoop sends every flow at its port rate with no window, and
-	// never again what is lost: a burst pushed into the fabric, shorter
-	// than congestion control's reaction (§5.2).
-	OpenLoop bool
-	// Spray sends each packet on a random uplink and a random spine
-	// downlink instead of the flow's hashed ones: load balancing as good
-	// as a packet fabric gets (§5.2 "even with multi-path routing").
-	Spray bool
-	// Classes is the number of traffic classes (0 is 1): every switch
-	// output keeps a buffer of BufferBytes per class and serves them by
-	// strict priority, class 0 first.
-	Classes int
 }
 
 type pkt struct {
@@ -117,8 +94,8 @@ func NewPacketFabric(c Config, o PacketOpts, r *rand.Rand) (*PacketFabric, error
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	if c.stages() != 1 {
-		return nil, fmt.Errorf("the packet fabric has one stage of spines, not %d", c.stages())
+	if c.NStages() != 1 {
+		return nil, fmt.Errorf("the packet fabric has one stage of spines, not %d", c.NStages())
 	}
 	if o.BufferBytes <= 0 || o.InitWindow <= 0 || o.RTO <= 0 || o.Classes < 0 {
 		return nil, fmt.Errorf("packet fabric: buffer %d B, first window %d, RTO %v must be positive, classes %d not negative", o.BufferBytes, o.InitWindow, o.RTO, o.Classes)

@@ -69,7 +69,7 @@ func (m *Model) initReach() {
 	rt.on = c.ReachPeriodSlots > 0
 	rt.words = (c.FAs + 63) / 64
 	nFA := c.FAs * c.LinksPerFA
-	rt.linkUp = make([]bool, nFA+c.FEs*c.FE2s*(c.stages()-1))
+	rt.linkUp = make([]bool, nFA+c.FEs*c.FE2s*(c.NStages()-1))
 	for i := range rt.linkUp {
 		rt.linkUp[i] = true
 	}
@@ -78,7 +78,7 @@ func (m *Model) initReach() {
 		rt.feUp[i] = true
 	}
 	rt.sentAt = -1
-	rt.fe2Up = make([]bool, c.FE2s*(c.stages()-1))
+	rt.fe2Up = make([]bool, c.FE2s*(c.NStages()-1))
 	for i := range rt.fe2Up {
 		rt.fe2Up[i] = true
 	}
@@ -89,7 +89,7 @@ func (m *Model) initReach() {
 	rt.fa = newEnds(nFA, w)
 	rt.dn = newEnds(len(m.dnq), 0)
 	rt.dBits, rt.tBits = make([]uint64, c.FEs*w), make([]uint64, c.FEs*w)
-	if c.stages() == 2 {
+	if c.NStages() == 2 {
 		rt.up = newEnds(c.FEs*c.FE2s, w)
 		rt.f2 = newEnds(c.FE2s*c.FEs, w)
 		rt.rBits = make([]uint64, c.FE2s*w)
@@ -125,7 +125,7 @@ func (m *Model) advertise() {
 		}
 	}
 	copy(rt.tBits, rt.dBits)
-	if c.stages() == 2 {
+	if c.NStages() == 2 {
 		clear(rt.rBits)
 		for q := range rt.f2.e {
 			u := q / c.FEs
@@ -307,7 +307,7 @@ func (m *Model) toF2(x cell) {
 		return
 	}
 	g := d / m.gFA
-	i, ok := m.pick(&m.f2Spr[u*c.groups()+g], func(i int) bool {
+	i, ok := m.pick(&m.f2Spr[u*c.NGroups()+g], func(i int) bool {
 		q := u*c.FEs + g*m.g1 + i
 		return !m.rt.on || (m.rt.f2.e[q].valid && has(m.rt.f2.bits, q, m.rt.words, d))
 	})
@@ -331,7 +331,7 @@ func (m *Model) feStep() {
 	c := m.c
 	cur := int(m.now % int64(len(m.feIn)))
 	out := int((m.now + int64(m.prop) + 1) % int64(len(m.feIn)))
-	if c.stages() == 2 {
+	if c.NStages() == 2 {
 		for _, x := range m.dnIn[cur] {
 			m.toDown(x)
 		}
@@ -368,7 +368,7 @@ func (m *Model) feStep() {
 		x.link = int32(li)
 		m.faIn[out] = append(m.faIn[out], x)
 	}
-	if c.stages() == 1 {
+	if c.NStages() == 1 {
 		return
 	}
 	nFA := c.FAs * c.LinksPerFA
@@ -432,14 +432,14 @@ func (m *Model) SetFE(tier, fe int, up bool) error {
 		st = m.rt.feUp
 		per := m.gFA * m.k
 		qs = append(qs, m.dnq[fe*per:(fe+1)*per])
-		if m.c.stages() == 2 {
+		if m.c.NStages() == 2 {
 			qs = append(qs, m.upq[fe*m.c.FE2s:(fe+1)*m.c.FE2s])
 		}
-	case tier == 2 && m.c.stages() == 2 && fe >= 0 && fe < m.c.FE2s:
+	case tier == 2 && m.c.NStages() == 2 && fe >= 0 && fe < m.c.FE2s:
 		st = m.rt.fe2Up
 		qs = append(qs, m.f2q[fe*m.c.FEs:(fe+1)*m.c.FEs])
 	default:
-		return fmt.Errorf("FE %d of tier %d: no such FE (%d tiers, %d first-tier, %d second-tier FEs)", fe, tier, m.c.stages(), m.c.FEs, m.c.FE2s)
+		return fmt.Errorf("FE %d of tier %d: no such FE (%d tiers, %d first-tier, %d second-tier FEs)", fe, tier, m.c.NStages(), m.c.FEs, m.c.FE2s)
 	}
 	if !up {
 		for _, r := range qs {

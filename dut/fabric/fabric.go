@@ -1,0 +1,236 @@
+// Package fabric drives a Stardust fabric seen whole: configured from the
+// Stardust contract's Fabric (p4/stardust/fabric.go), stepped slot by slot,
+// offered flows, its links and FEs failed and restored, and its statistics
+// read. The simulated lab serves one (simlab/fabric: the cell-level model
+// and the packet-switched fabric the paper compares Stardust with), so a
+// recipe's model mode reaches the model through a device and the recipe
+// never imports the simulated lab.
+//
+// The protocol: newline-delimited JSON over TCP, a request
+// {"id":n,"op":"...","args":{...}} answered by {"id":n,"ok":true,"result":...}
+// or {"id":n,"ok":false,"error":"..."}; one fabric per connection, made by
+// open. Ops:
+//
+//	open {kind: cells|packets, fabric, packet, seed: [s1, s2]}
+//	run {slots} -> {now}
+//	stats -> the cell fabric's FabricStats; the packet fabric's {now, sent, drops, retransmits}
+//	add_flow {src, port, prio, bytes, packet_bytes} -> {id}
+//	flow {id} -> {delivered, done, done_slot, drops (packets)}
+//	set_link {link, up}; set_fe {tier, fe, up}; set_link_error_rate {link, rate, threshold}
+//	link {link} -> {valid, corrupted, faulty_periods}
+//	fa_link {fa, j, dst} -> {link, fe, reaches (dst >= 0)}
+package fabric
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	sd "testbed/p4/stardust"
+	"testbed/transport"
+)
+
+// Kind is the inventory's kind of a fabric.
+const Kind = "fabric"
+
+// Options configure Dial.
+type Options struct {
+	// Timeout bounds one exchange whose context has no earlier deadline
+	// (default 60 s: a run of many slots is one exchange).
+	Timeout    time.Duration
+	Transcript *transport.Transcript
+}
+
+// Conn is a connection to a fabric; it holds the fabric open made.
+type Conn struct {
+	name string
+	opts Options
+
+	mu   sync.Mutex
+	conn *transport.LineConn
+	id   int64
+}
+
+// Dial connects to the fabric at address (tcp://host:port); name is the
+// inventory's device name, for errors.
+func Dial(ctx context.Context, name, address string, opts Options) (*Conn, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 60 * time.Second
+	}
+	c, err := transport.Dial(ctx, address, transport.DialOptions{Transcript: opts.Transcript})
+	if err != nil {
+		return nil, fmt.Errorf("%s: connect: %w", name, err)
+	}
+	return &Conn{name: name, opts: opts, conn: c}, nil
+}
+
+// Close closes the connection and the fabric with it.
+func (c *Conn) Close() error { return c.conn.Close() }
+
+// call runs one op and decodes its result into out (nil: ignored).
+func (c *Conn) call(ctx context.Context, op string, args, out any) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	c.id++
+	req, err := json.Marshal(map[string]any{"id": c.id, "op": op, "args": args})
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", c.name, op, err)
+	}
+	if err := c.conn.Send(ctx, string(req)); err != nil {
+		return fmt.Errorf("%s: %s: %w", c.name, op, err)
+	}
+	line, err := c.conn.ReadLine(ctx)
+	if err != nil {
+		// Out of step from here: a late answer would be taken for the
+		// next request's.
+		c.conn.Close()
+		return fmt.Errorf("%s: %s: %w", c.name, op, err)
+	}
+	var resp struct {
+		ID     int64           `json:"id"`
+		OK     bool            `json:"ok"`
+		Result json.RawMessage `json:"result"`
+		Error  string          `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(line), &resp); err != nil || resp.ID != c.id {
+		c.conn.Close()
+		return fmt.Errorf("%s: %s: reply %.80q is not the answer to request %d", c.name, op, line, c.id)
+	}
+	if !resp.OK {
+		return fmt.Errorf("%s: %s", c.name, resp.Error)
+	}
+	if out != nil {
+		if err := json.Unmarshal(resp.Result, out); err != nil {
+			return fmt.Errorf("%s: %s: result: %w", c.name, op, err)
+		}
+	}
+	return nil
+}
+
+// Seed is the two words of a PCG seed: the fabric's random choices
+// (spraying orders, arrivals) follow from it alone.
+type Seed [2]uint64
+
+// OpenCells makes the connection's fabric a Stardust fabric of cells.
+func (c *Conn) OpenCells(ctx context.Context, f sd.Fabric, seed Seed) error {
+	return c.call(ctx, "open", map[string]any{"kind": "cells", "fabric": f, "seed": seed}, nil)
+}
+
+// OpenPackets makes it the packet-switched fabric of the same hosts and
+// links.
+func (c *Conn) OpenPackets(ctx context.Context, f sd.Fabric, o sd.PacketFabricOpts, seed Seed) error {
+	return c.call(ctx, "open", map[string]any{"kind": "packets", "fabric": f, "packet": o, "seed": seed}, nil)
+}
+
+// Run steps the fabric n slots and returns the slot it is at.
+func (c *Conn) Run(ctx context.Context, slots int64) (int64, error) {
+	var r struct{ Now int64 }
+	err := c.call(ctx, "run", map[string]int64{"slots": slots}, &r)
+	return r.Now, err
+}
+
+// Stats reads a cell fabric's statistics.
+func (c *Conn) Stats(ctx context.Context) (sd.FabricStats, error) {
+	var s sd.FabricStats
+	err := c.call(ctx, "stats", struct{}{}, &s)
+	return s, err
+}
+
+// PacketCounters are the packet fabric's counters.
+type PacketCounters struct {
+	Now, Sent, Drops, Retransmits int64
+}
+
+// PacketStats reads the packet fabric's counters.
+func (c *Conn) PacketStats(ctx context.Context) (PacketCounters, error) {
+	var p PacketCounters
+	err := c.call(ctx, "stats", struct{}{}, &p)
+	return p, err
+}
+
+// Flow is a flow to offer: bytes from FA Src to global host port Port in
+// priority Prio, as packets of PacketBytes.
+type Flow struct {
+	Src         int   `json:"src"`
+	Port        int   `json:"port"`
+	Prio        int   `json:"prio"`
+	Bytes       int64 `json:"bytes"`
+	PacketBytes int   `json:"packet_bytes"`
+}
+
+// AddFlow offers a flow and returns its number.
+func (c *Conn) AddFlow(ctx context.Context, f Flow) (int, error) {
+	var r struct{ ID int }
+	err := c.call(ctx, "add_flow", f, &r)
+	return r.ID, err
+}
+
+// FlowState is how far a flow got: bytes delivered, whether its last byte
+// left the egress port and in which (fractional) slot, packets dropped
+// (packet fabric).
+type FlowState struct {
+	Delivered int64
+	Done      bool
+	DoneSlot  float64 `json:"done_slot"`
+	Drops     int64
+}
+
+// Flow reads flow id's state.
+func (c *Conn) Flow(ctx context.Context, id int) (FlowState, error) {
+	var s FlowState
+	err := c.call(ctx, "flow", map[string]int{"id": id}, &s)
+	return s, err
+}
+
+// SetLink fails (up false) or restores a fabric link, both directions.
+func (c *Conn) SetLink(ctx context.Context, link int, up bool) error {
+	return c.call(ctx, "set_link", map[string]any{"link": link, "up": up}, nil)
+}
+
+// SetFE fails or restores FE fe of tier 1 or 2.
+func (c *Conn) SetFE(ctx context.Context, tier, fe int, up bool) error {
+	return c.call(ctx, "set_fe", map[string]any{"tier": tier, "fe": fe, "up": up}, nil)
+}
+
+// SetLinkErrorRate sets an FA-FE link's cell error rate and the measured
+// rate above which its receiving end marks it faulty.
+func (c *Conn) SetLinkErrorRate(ctx context.Context, link int, rate, threshold float64) error {
+	return c.call(ctx, "set_link_error_rate", map[string]any{"link": link, "rate": rate, "threshold": threshold}, nil)
+}
+
+// LinkState is what the ends of an FA-FE link know of it.
+type LinkState struct {
+	Valid         bool
+	Corrupted     int64
+	FaultyPeriods int64 `json:"faulty_periods"`
+}
+
+// Link reads FA-FE link's state.
+func (c *Conn) Link(ctx context.Context, link int) (LinkState, error) {
+	var s LinkState
+	err := c.call(ctx, "link", map[string]int{"link": link}, &s)
+	return s, err
+}
+
+// FALink is FA fa's link j: its number, the first-tier FE at its far end,
+// and whether fa's table lets it send cells for FA dst on it.
+type FALink struct {
+	Link, FE int
+	Reaches  bool
+}
+
+// FALink reads FA fa's link j, and its reach towards FA dst (dst < 0: not
+// asked).
+func (c *Conn) FALink(ctx context.Context, fa, j, dst int) (FALink, error) {
+	var l FALink
+	err := c.call(ctx, "fa_link", map[string]int{"fa": fa, "j": j, "dst": dst}, &l)
+	return l, err
+}
+
+// String names the connection in logs.
+func (c *Conn) String() string { return c.name + " (fabric " + strconv.Quote(c.conn.Address()) + ")" }
