@@ -9,6 +9,13 @@ all: build
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/testbed ./cmd/testbed
 
+# The CLI reference (docs/cli, cobra's markdown generator) and the recipe
+# reference (docs/recipes, exp show --output markdown), from the code;
+# TestGeneratedDocsAreCurrent fails when the committed pages are stale.
+.PHONY: docs
+docs:
+	$(GO) run ./cmd/testbed gen-docs docs
+
 # The test command of the README and of CI: formatting, vet, and every test
 # under the race detector, except the pure models below: they run in one
 # goroutine (checked here: no goroutines, channels or sync in them), so the

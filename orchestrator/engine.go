@@ -81,7 +81,7 @@ func (e *Engine) Plan(req RunRequest) (*Plan, error) {
 	if err := CheckDrivers(req.Lab); err != nil {
 		return nil, err
 	}
-	p, err := req.Recipe.Plan(&PlanContext{Params: req.Params, Lab: req.Lab, Simulated: req.Simulated})
+	p, err := req.Recipe.Plan(&PlanContext{Params: req.Params, Lab: req.Lab, Simulated: req.Simulated, RunsDir: e.RunsDir})
 	if err != nil {
 		return nil, err
 	}
@@ -368,7 +368,12 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 			break
 		}
 		t0 := e.now()
-		emit(results.Event{Type: "step.start", Step: step.Name, Message: step.Action, Fields: map[string]any{"index": i + 1, "of": len(plan.Steps)}})
+		startFields := map[string]any{"index": i + 1, "of": len(plan.Steps)}
+		if left := estimateLeft(plan.Steps[i:]); left > 0 {
+			// This step's estimate and every later one's, for the ETA.
+			startFields["estimate_s"], startFields["estimate_left_s"] = step.Estimate.Seconds(), left.Seconds()
+		}
+		emit(results.Event{Type: "step.start", Step: step.Name, Message: step.Action, Fields: startFields})
 		err := step.Run(ctx, rc)
 		dur := e.now().Sub(t0)
 		if sk, ok := isSkip(err); ok {
@@ -501,4 +506,13 @@ func (e *Engine) acquire(ctx context.Context, store LeaseStore, req LeaseRequest
 		return store.Acquire(wctx, req)
 	}
 	return store.Acquire(ctx, req)
+}
+
+// estimateLeft adds up the steps' estimates.
+func estimateLeft(steps []*Step) time.Duration {
+	var d time.Duration
+	for _, s := range steps {
+		d += s.Estimate
+	}
+	return d
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"testbed/results"
 )
@@ -42,7 +43,12 @@ type Step struct {
 	Settings []Setting
 	// Note explains run-time decisions the plan cannot list in advance.
 	Note string
-	Run  func(ctx context.Context, rc *RunContext) error
+	// Estimate is how long the step should take on a real lab (the
+	// traffic it sends, the waits it asks for); 0 when unknown. The
+	// progress display's ETA adds up the estimates of the steps left,
+	// scaled by how the run has kept to the estimates so far.
+	Estimate time.Duration
+	Run      func(ctx context.Context, rc *RunContext) error
 }
 
 // Setting is one value a step applies to a device.

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -50,6 +51,9 @@ type ProgressDisplay struct {
 	stop       chan struct{}
 	closed     bool
 	meas       int // measurements of the step running
+	// The plan's estimates in seconds: the whole run's, the running
+	// step's, and that step's with every later one's (0: none given).
+	estTotal, estCur, estLeft float64
 	// Skips with one reason in a row are printed as one line.
 	skipN              int
 	skipMsg            string
@@ -96,6 +100,16 @@ func (p *ProgressDisplay) Observe(e results.Event) {
 		n, _ := intField(e.Fields, "of")
 		p.index = fmt.Sprintf("[%4v/%v]", e.Fields["index"], e.Fields["of"])
 		p.cur, p.total, p.step, p.action, p.running = i, n, e.Step, e.Message, true
+		// The plan's estimates: what this step and the ones after it
+		// should take; the estimates of the steps done so far, to scale.
+		est, _ := floatField(e.Fields, "estimate_s")
+		left, hasLeft := floatField(e.Fields, "estimate_left_s")
+		if hasLeft {
+			if p.estTotal == 0 {
+				p.estTotal = left
+			}
+			p.estCur, p.estLeft = est, left
+		}
 		p.meas = 0
 		p.stepStart = p.now()
 		if p.first.IsZero() {
@@ -132,7 +146,10 @@ func (p *ProgressDisplay) Observe(e results.Event) {
 		p.line(fmt.Sprintf("cleanup FAILED: %s: %s", e.Device, e.Message))
 	case "run.end":
 		p.stopTicker()
-		p.line("run " + e.Message)
+		// The status alone: why a run failed is said once, in the block
+		// that closes the run's output.
+		status, _, _ := strings.Cut(e.Message, " ")
+		p.line("run " + status)
 	}
 }
 
@@ -230,9 +247,36 @@ func (p *ProgressDisplay) describe(now time.Time, short bool) string {
 	}
 	elapsed := now.Sub(p.first)
 	eta := "ETA --"
-	if p.done > 0 && p.total > 0 {
-		left := time.Duration(float64(elapsed) / float64(p.done) * float64(p.total-p.done))
-		eta = "ETA " + FormatDuration(left)
+	switch {
+	case p.estLeft > 0:
+		// From the plan's estimates: what is left of the running step and
+		// the later steps' estimates, scaled by how long the steps done
+		// took against theirs (a simulated lab runs faster than a real
+		// one; a loaded machine slower).
+		running := now.Sub(p.stepStart).Seconds()
+		if !p.running {
+			running = 0
+		}
+		doneEst := p.estTotal - p.estLeft
+		scale := 1.0
+		if spent := p.stepStart.Sub(p.first).Seconds(); doneEst > 0 && spent > 0 {
+			scale = spent / doneEst
+		}
+		leftS := math.Max(p.estCur*scale-running, 0) + (p.estLeft-p.estCur)*scale
+		if !p.running {
+			leftS = (p.estLeft - p.estCur) * scale
+		}
+		eta = "ETA " + FormatDuration(time.Duration(leftS*float64(time.Second)))
+	case p.done > 0 && p.total > 0:
+		// No estimates: the mean of the steps done, and at least what the
+		// running step has already taken for it.
+		per := float64(elapsed) / float64(p.done)
+		left := per * float64(p.total-p.done)
+		if p.running {
+			per = float64(p.stepStart.Sub(p.first)) / float64(p.done)
+			left = math.Max(per-float64(now.Sub(p.stepStart)), 0) + per*float64(p.total-p.done-1)
+		}
+		eta = "ETA " + FormatDuration(time.Duration(left))
 	}
 	if short {
 		state := FormatDuration(now.Sub(p.stepStart))
@@ -304,4 +348,16 @@ func FormatDuration(d time.Duration) string {
 		return fmt.Sprintf("%dm%02ds", s/60, s%60)
 	}
 	return fmt.Sprintf("%dh%02dm", s/3600, (s%3600)/60)
+}
+
+func floatField(f map[string]any, k string) (float64, bool) {
+	switch v := f[k].(type) {
+	case float64:
+		return v, true
+	case int:
+		return float64(v), true
+	case int64:
+		return float64(v), true
+	}
+	return 0, false
 }

@@ -76,7 +76,7 @@ func TestProgressPlainLinesForLogs(t *testing.T) {
 		"[   2/4] l10g 2.00 dB: loss 0\n",
 		"nightly/l10g progress: 2/4 steps done (50%), step 2 point 2 done in 6s, 12s elapsed, ETA 12s\n",
 		"[   3/4] point 3: skipped: link dark\n",
-		"run ok \n",
+		"run ok\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
@@ -131,11 +131,13 @@ func TestProgressLiveStatusLine(t *testing.T) {
 	clk.add(5 * time.Second)
 	p.Observe(results.Event{Type: "measurement", Message: "l25g 7.00 dB: loss 1e-06"})
 	got := out.String()
-	// The status line is drawn in place, and cleared before a line.
+	// The status line is drawn in place, and cleared before a line. Five
+	// seconds into step 2 of steps of 90 s, 85 s of it and step 3's 90 s
+	// are left.
 	want := "\r\x1b[K[   1/3]  33% l25g @ 6.00 dB: measure (done in 1m30s) | 1m30s elapsed, ETA 3m00s" +
 		"\r\x1b[K[   2/3]  33% l25g @ 7.00 dB: measure (0s) | 1m30s elapsed, ETA 3m00s" +
 		"\r\x1b[K[   2/3] l25g 7.00 dB: loss 1e-06\n" +
-		"\r\x1b[K[   2/3]  33% l25g @ 7.00 dB: measure (5s) | 1m35s elapsed, ETA 3m10s"
+		"\r\x1b[K[   2/3]  33% l25g @ 7.00 dB: measure (5s) | 1m35s elapsed, ETA 2m55s"
 	if !strings.Contains(got, want) {
 		t.Errorf("live output:\n%q\nwant it to contain\n%q", got, want)
 	}
@@ -185,5 +187,49 @@ func TestProgressForAFileThatIsNotATerminal(t *testing.T) {
 	defer f.Close()
 	if ProgressFor(f).live || IsTerminal(f.Fd()) {
 		t.Errorf("a regular file is taken for a terminal")
+	}
+}
+
+// The ETA comes from the plan's estimates, scaled by how the steps done
+// kept to theirs, and counts what the running step has already taken;
+// without estimates a step running past the mean does not make the ETA
+// shrink below what the steps after it need.
+func TestProgressETAFromEstimates(t *testing.T) {
+	clk := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	p := NewProgressDisplay(&syncBuffer{}, false)
+	p.Now = clk.now
+	defer p.Close()
+	est := func(i int, cur, left float64) results.Event {
+		return results.Event{Type: "step.start", Step: fmt.Sprintf("s%d", i), Message: "send",
+			Fields: map[string]any{"index": i, "of": 3, "estimate_s": cur, "estimate_left_s": left}}
+	}
+	// Estimates 10 s, 20 s, 10 s; the first took 5 s (half its estimate).
+	p.Observe(est(1, 10, 40))
+	clk.add(5 * time.Second)
+	_, end := stepEvents(1, 3, "s1")
+	p.Observe(end)
+	p.Observe(est(2, 20, 30))
+	clk.add(4 * time.Second)
+	// Left: 20*0.5-4 of the running step, 10*0.5 of the last.
+	if got := p.describe(clk.now(), false); !strings.Contains(got, "ETA 11s") {
+		t.Errorf("with estimates: %s", got)
+	}
+
+	q := NewProgressDisplay(&syncBuffer{}, false)
+	q.Now = clk.now
+	defer q.Close()
+	for i := 1; i <= 2; i++ {
+		s, e := stepEvents(i, 4, fmt.Sprintf("p%d", i))
+		q.Observe(s)
+		clk.add(10 * time.Second)
+		q.Observe(e)
+	}
+	s, _ := stepEvents(3, 4, "p3")
+	q.Observe(s)
+	clk.add(95 * time.Second)
+	// Two steps of 10 s done; the third has run 95 s: at least the last
+	// step's 10 s are left, not a share of a mean the long step inflates.
+	if got := q.describe(clk.now(), false); !strings.Contains(got, "ETA 10s") {
+		t.Errorf("without estimates: %s", got)
 	}
 }

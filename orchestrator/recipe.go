@@ -28,6 +28,9 @@ type PlanContext struct {
 	Params    *Params
 	Lab       *inventory.Inventory
 	Simulated bool
+	// RunsDir is the directory bundles are written under ("" when none):
+	// a recipe may take its input from an earlier run's bundle there.
+	RunsDir string
 }
 
 // Registry holds the recipes a binary offers.

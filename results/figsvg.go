@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"}
@@ -18,11 +19,16 @@ var dashes = []string{"", "6 3", "2 2", "8 3 2 3"}
 // series, error bars or bands, and open markers for upper bounds.
 func (fd *FigureData) SVG() string {
 	const W, T, B, L = 760.0, 34.0, 52.0, 78.0
+	// The legend's width from its longest entry at a generous 7 px a
+	// character of the 12 px sans-serif (6.2 clipped wide labels at the
+	// SVG's edge); an entry longer than the widest legend is cut to fit.
+	const charW = 7.0
 	legendW := 40.0
 	for _, l := range fd.Legend {
-		legendW = math.Max(legendW, 34+6.2*float64(len(l)))
+		legendW = math.Max(legendW, 34+charW*float64(utf8.RuneCountInString(l)))
 	}
-	legendW = math.Min(legendW, 240)
+	legendW = math.Min(legendW, 280)
+	maxChars := int((legendW - 34) / charW)
 	R := legendW + 16
 	H := math.Max(400, T+B+24+16*float64(len(fd.Legend)))
 	pw, ph := W-L-R, H-T-B
@@ -202,8 +208,8 @@ func (fd *FigureData) SVG() string {
 			}
 		}
 		label := name
-		if len(label) > 36 {
-			label = label[:35] + "…"
+		if r := []rune(label); len(r) > maxChars {
+			label = string(r[:maxChars-1]) + "…"
 		}
 		s.f(`<text x="%.0f" y="%.1f" data-legend="%s">%s</text>`, lx+20, ly, esc(name), esc(label))
 	}

@@ -47,7 +47,7 @@ func TestSnakeCaseAndEmptyLists(t *testing.T) {
 func TestEveryCommandHasAnExample(t *testing.T) {
 	root := newRoot(&bytes.Buffer{}, &bytes.Buffer{})
 	walk(root, func(c *cobra.Command) {
-		if c.Hidden || c.Name() == "help" || c.Name() == "completion" {
+		if c.Hidden || c.Name() == "help" {
 			return
 		}
 		if strings.TrimSpace(c.Example) == "" {
@@ -82,7 +82,11 @@ func writeBundle(t *testing.T, runs, recipe string, at time.Time, status results
 	if err := b.WriteSummary(summary); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Finalize(status, ""); err != nil {
+	reason := ""
+	if status != results.StatusOK {
+		reason = "voa1: set attenuation 12.5 dB: connection reset"
+	}
+	if err := b.Finalize(status, reason); err != nil {
 		t.Fatal(err)
 	}
 	return b.Dir()
@@ -91,7 +95,9 @@ func writeBundle(t *testing.T, runs, recipe string, at time.Time, status results
 func TestResultsListFiltersAndSpeaksSnakeCase(t *testing.T) {
 	runs := t.TempDir()
 	t0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
-	a1 := writeBundle(t, runs, "attenuation-sweep", t0, results.StatusOK, map[string]any{"links": map[string]any{"l10g": map[string]any{"max_loss_free_db": 8.9}}})
+	// The recipe's headline (loss_cliff_db.1e-06) comes first, whatever
+	// sorts before it in the summary.
+	a1 := writeBundle(t, runs, "attenuation-sweep", t0, results.StatusOK, map[string]any{"thresholds": []float64{1e-8}, "links": map[string]any{"l10g": map[string]any{"max_loss_free_db": 8.9, "loss_cliff_db": map[string]any{"1e-06": 9.3}}}})
 	writeBundle(t, runs, "loss-sweep", t0.Add(time.Minute), results.StatusFailed, map[string]any{"partial": true})
 	a2 := writeBundle(t, runs, "attenuation-sweep", t0.Add(2*time.Minute), results.StatusOK, map[string]any{"links": map[string]any{"l10g": map[string]any{"max_loss_free_db": 9.0}}})
 	if err := os.Mkdir(filepath.Join(runs, "not-a-bundle"), 0o755); err != nil {
@@ -103,7 +109,11 @@ func TestResultsListFiltersAndSpeaksSnakeCase(t *testing.T) {
 		return out.String() + errOut.String(), code
 	}
 	out, code := list()
-	if code != 0 || strings.Count(out, "\n") != 4 || !strings.Contains(out, "max_loss_free_db 8.9 dB") {
+	if code != 0 || strings.Count(out, "\n") != 4 || !strings.Contains(out, "links.l10g.loss_cliff_db.1e-06 9.3 dB") || strings.Contains(out, "thresholds") {
+		t.Errorf("list (exit %d):\n%s", code, out)
+	}
+	// A failed run shows why it failed.
+	if !strings.Contains(out, "failed: voa1: set attenuation 12.5 dB: connection reset") || strings.Contains(out, "partial") {
 		t.Errorf("list (exit %d):\n%s", code, out)
 	}
 	out, _ = list("--recipe", "attenuation-sweep", "--latest", "-o", "json")

@@ -181,6 +181,17 @@ func (a *app) completeBundles(max int) func(*cobra.Command, []string, string) ([
 
 // wireCompletion registers the completions of the command tree.
 func (a *app) wireCompletion(root *cobra.Command) {
+	// cobra adds its completion command when the root runs; added now, it
+	// gets examples like every other command. The shells' completion
+	// frameworks are theirs: bash needs Debian's bash-completion package.
+	root.InitDefaultCompletionCmd()
+	if c, _, err := root.Find([]string{"completion"}); err == nil && c.Name() == "completion" {
+		c.Example = `  source <(testbed completion bash)     # needs the bash-completion package
+  testbed completion zsh > "${fpath[1]}/_testbed"`
+		for _, sh := range c.Commands() {
+			sh.Example = "  testbed completion " + sh.Name() + " > testbed-completion." + sh.Name()
+		}
+	}
 	walk(root, func(c *cobra.Command) {
 		switch c.CommandPath() {
 		case "testbed exp run":

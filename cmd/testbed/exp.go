@@ -66,7 +66,12 @@ func (a *app) expShowCmd() *cobra.Command {
 			}
 			if a.json() {
 				return a.printJSON(map[string]any{"name": r.Name(), "version": r.Version(), "summary": r.Summary(),
-					"description": r.Description(), "params": r.Params()})
+					"description": r.Description(), "params": r.Params(), "headlines": orchestrator.DeclaredHeadlines(r),
+					"bench": orchestrator.DeclaredBench(r)})
+			}
+			if a.v.GetString("output") == "markdown" {
+				// The recipe reference's page (docs/recipes, make docs).
+				return recipeMarkdown(a.stdout, r)
 			}
 			fmt.Fprintf(a.stdout, "%s v%s: %s\n\n%s\n\nParameters (--set name=value, or --params file.yaml):\n", r.Name(), r.Version(), r.Summary(), r.Description())
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
@@ -285,6 +290,7 @@ func (a *app) interruptible(parent context.Context) (runCtx, cleanupCtx context.
 // lab returns the inventory a run uses: the file given, else a simulated
 // lab started with the seed (close it when the run is over).
 func (a *app) lab(spec runSpec, log *slog.Logger) (inv *inventory.Inventory, simulated bool, closeLab func(), err error) {
+	spec.bench = a.declaredBench(spec)
 	if spec.inventory != "" {
 		inv, err := inventory.Load(spec.inventory)
 		if err != nil {
@@ -317,6 +323,20 @@ func (a *app) lab(spec runSpec, log *slog.Logger) (inv *inventory.Inventory, sim
 	return lab.Inventory(), true, func() { lab.Close() }, nil
 }
 
+// declaredBench is the bench a run without an inventory starts: the one
+// asked for, else the one the recipe declares (said on stderr), else the
+// default bench ("").
+func (a *app) declaredBench(spec runSpec) string {
+	if spec.inventory != "" || spec.bench != "" {
+		return spec.bench
+	}
+	b := orchestrator.DeclaredBench(spec.recipe)
+	if b != "" {
+		fmt.Fprintf(a.stderr, "%s%s runs on the built-in bench %s, which it declares (--bench default or --inventory FILE to run elsewhere)\n", prefixed(spec.prefix), spec.recipe.Name(), b)
+	}
+	return b
+}
+
 func prefixed(p string) string {
 	if p == "" {
 		return ""
@@ -326,6 +346,7 @@ func prefixed(p string) string {
 
 // dryRun prints the plan of a run without touching any device.
 func (a *app) dryRun(spec runSpec) error {
+	spec.bench = a.declaredBench(spec)
 	inv, simulated := simlab.DefaultInventory(), true
 	if spec.inventory == "" && spec.bench != "" {
 		var err error
@@ -442,9 +463,6 @@ func (a *app) reportRun(ctx context.Context, res *orchestrator.RunResult, seed u
 			return err
 		}
 	} else {
-		if res.Status != results.StatusOK {
-			fmt.Fprintf(a.stderr, "run %s: %s\n", res.Status, res.Reason)
-		}
 		a.printRunEnd(res)
 		fmt.Fprintln(a.stdout, res.Dir)
 	}

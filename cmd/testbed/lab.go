@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
 
 	"testbed/inventory"
 	"testbed/orchestrator"
@@ -171,6 +172,7 @@ inventory's header.`,
 simulated lab starts. Copy it and edit it to describe a lab of your own.
 Benches: ` + strings.Join(simlab.BenchNames(), ", ") + `.`,
 		Example: `  testbed lab show-bench > mylab.yaml
+  testbed lab show-bench rail-stretch --output json
   testbed lab up --inventory mylab.yaml --inventory-out twin.yaml`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -181,6 +183,14 @@ Benches: ` + strings.Join(simlab.BenchNames(), ", ") + `.`,
 			b, err := simlab.Bench(name)
 			if err != nil {
 				return &orchestrator.InputError{Msg: err.Error()}
+			}
+			if a.json() {
+				// The same document as JSON (its comments are YAML's alone).
+				var doc map[string]any
+				if err := yaml.Unmarshal(b, &doc); err != nil {
+					return fmt.Errorf("bench %s: %w", name, err)
+				}
+				return a.printJSON(doc)
 			}
 			_, err = a.stdout.Write(b)
 			return err

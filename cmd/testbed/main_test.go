@@ -212,6 +212,15 @@ func TestLabShowBench(t *testing.T) {
 	if d, ok := inv.Device("voa1"); !ok || d.Driver != "keysight-n77xx" {
 		t.Errorf("printed bench: voa1 %+v", d)
 	}
+	// --output json prints the same document as JSON, not the YAML.
+	code, out, errOut := testbedRun(t, "lab", "show-bench", "rail-stretch", "--output", "json")
+	var doc struct {
+		Name    string                    `json:"name"`
+		Devices map[string]map[string]any `json:"devices"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil || doc.Name != "rail-stretch" || len(doc.Devices) == 0 {
+		t.Errorf("show-bench --output json: exit %d, %v: %.200s %s", code, err, out, errOut)
+	}
 	if code, _, errOut := testbedRun(t, "lab", "show-bench", "nope"); code != exitBadInput || !strings.Contains(errOut, `"nope"`) {
 		t.Errorf("unknown bench: %d %s", code, errOut)
 	}
@@ -716,7 +725,7 @@ func TestConfigFileIsRead(t *testing.T) {
 func TestDevicelessRecipeStartsNoLab(t *testing.T) {
 	runs, state := dirs(t)
 	code, out, errOut := testbedRun(t, "exp", "run", "rail-topology", "--runs-dir", runs, "--state-dir", state,
-		"--set", "links_file=../../testdata/examples/rail-clos-lab.csv")
+		"--set", "links_file=../../experiments/rail/examples/rail-clos-lab.csv")
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}

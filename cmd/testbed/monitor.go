@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -139,6 +140,7 @@ loopback address. With no --inventory it watches the simulated lab.`,
 				readers[name] = sw
 				actors[name] = sw
 			}
+			a.warnProgramsNotLoaded(ctx, switches, readers, f)
 			var actor *monitor.Actor
 			if !dryRun {
 				store, err := a.leaseStore(ctx)
@@ -260,4 +262,37 @@ func runMonitor(ctx context.Context, m *monitor.Monitor, actor *monitor.Actor, m
 		case <-t.C:
 		}
 	}
+}
+
+// warnProgramsNotLoaded says once, before the first poll, which switches
+// run no P4 program (bf_switchd not running): their ports' counters
+// cannot be read until a program runs, and every poll would fail on them.
+// A recipe starts the programs it needs (and leaves them running).
+func (a *app) warnProgramsNotLoaded(ctx context.Context, switches []string, readers map[string]monitor.CounterReader, invFile string) {
+	var idle []string
+	for _, name := range switches {
+		sw, ok := readers[name].(*tofino.Switch)
+		if !ok {
+			continue
+		}
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		prog, err := sw.Program(pctx)
+		cancel()
+		if err == nil && prog == "" {
+			idle = append(idle, name)
+		}
+	}
+	if len(idle) == 0 {
+		return
+	}
+	how := "  testbed exp run loss-sweep --inventory " + invFile + " --set links=lg25 --set frames=1000000\n"
+	if invFile == "" {
+		// The in-process lab ends with this command: a run cannot reach it.
+		how = "  testbed lab up --inventory-out lab.yaml        # in another terminal, the lab kept running\n" +
+			"  testbed exp run loss-sweep --inventory lab.yaml --set links=lg25 --set frames=1000000\n" +
+			"  testbed monitor --dry-run --inventory lab.yaml\n"
+	}
+	fmt.Fprintf(a.stderr, "monitor: %s run no P4 program yet (bf_switchd is not running), so their counters cannot be read; "+
+		"a recipe starts the programs it needs and leaves them running, so load LinkGuardian's with a short run first:\n%s"+
+		"(until then reads of those ports fail, each warned about once)\n", strings.Join(idle, ", "), how)
 }

@@ -22,6 +22,16 @@ func TestMonitorDryRunOnIdleLab(t *testing.T) {
 	if code, _, errOut := testbedRun(t, "switch", "deploy", "sw1", "sw2", "--inventory", inv, "--state-dir", state); code != exitOK {
 		t.Fatalf("deploy: exit %d: %s", code, errOut)
 	}
+	// Before any program runs the monitor says so once, and how to load
+	// them; each port's failing read is warned about once, not every poll.
+	_, _, once := testbedRun(t, "monitor", "--inventory", inv, "--dry-run", "--polls", "1", "--interval", "20ms", "--metrics-addr", "")
+	_, _, thrice := testbedRun(t, "monitor", "--inventory", inv, "--dry-run", "--polls", "3", "--interval", "20ms", "--metrics-addr", "")
+	if strings.Count(thrice, "run no P4 program yet") != 1 || !strings.Contains(thrice, "testbed exp run loss-sweep --inventory "+inv) {
+		t.Errorf("programs not loaded, not said once with the way to load them:\n%s", thrice)
+	}
+	if n1, n3 := strings.Count(once, "counter read failed"), strings.Count(thrice, "counter read failed"); n1 == 0 || n3 != n1 {
+		t.Errorf("warnings: %d after one poll, %d after three:\n%s", n1, n3, thrice)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for name, prog := range map[string]string{"sw1": "sender", "sw2": "receiver"} {

@@ -56,8 +56,14 @@ func listBundles(dir string) ([]bundleEntry, error) {
 			continue
 		}
 		be := bundleEntry{RunID: m.RunID, Recipe: m.Recipe.Name, Status: string(m.Status), Started: m.Started, Path: p, Headline: []string{}}
-		if s, err := readfile.Read(filepath.Join(p, "summary.json"), maxBundleMetaBytes); err == nil {
-			be.Headline = headline(s, 3)
+		switch {
+		case m.Status == results.StatusFailed || m.Status == results.StatusAborted:
+			// Why it did not end ok, not numbers it did not finish.
+			be.Headline = []string{shorten(string(m.Status)+": "+m.Reason, 160)}
+		default:
+			if s, err := readfile.Read(filepath.Join(p, "summary.json"), maxBundleMetaBytes); err == nil {
+				be.Headline = headline(s, recipeHeadlines(m.Recipe.Name), 3)
+			}
 		}
 		out = append(out, be)
 	}
@@ -65,25 +71,75 @@ func listBundles(dir string) ([]bundleEntry, error) {
 	return out, nil
 }
 
-// headline is up to n of a summary's numbers, "name value unit".
-func headline(summary []byte, n int) []string {
+// headline is up to n of a summary's numbers, "name value unit": those
+// the recipe's headline patterns match, in the patterns' order, else (a
+// recipe that declares none) the first in the summary's order.
+func headline(summary []byte, patterns []string, n int) []string {
+	out, _ := headlines(summary, patterns, n)
+	return out
+}
+
+// headlines is headline and how many numbers it left out.
+func headlines(summary []byte, patterns []string, n int) ([]string, int) {
 	ms, err := results.FlattenSummary(summary)
 	if err != nil {
-		return []string{}
+		return []string{}, 0
 	}
-	out := []string{}
-	for _, m := range ms {
-		v, ok := m.Value.(float64)
-		if !ok || len(out) >= n {
-			continue
-		}
+	format := func(m results.Metric, v float64) string {
 		s := m.Path + " " + strconv.FormatFloat(v, 'g', 4, 64)
 		if u := results.MetricUnit(m.Path); u != "" {
 			s += " " + u
 		}
-		out = append(out, s)
+		return s
 	}
-	return out
+	var picked []string
+	total := 0
+	if len(patterns) > 0 {
+		for _, pat := range patterns {
+			for _, m := range ms {
+				if v, ok := m.Value.(float64); ok && orchestrator.MatchMetric(pat, m.Path) {
+					picked = append(picked, format(m, v))
+				}
+			}
+		}
+	}
+	if len(picked) == 0 {
+		// No pattern matched (or none declared): the summary's first.
+		for _, m := range ms {
+			if v, ok := m.Value.(float64); ok {
+				picked = append(picked, format(m, v))
+			}
+		}
+	}
+	for _, m := range ms {
+		if _, ok := m.Value.(float64); ok {
+			total++
+		}
+	}
+	if len(picked) > n {
+		picked = picked[:n]
+	}
+	if picked == nil {
+		picked = []string{}
+	}
+	return picked, total - len(picked)
+}
+
+// recipeHeadlines is the headline patterns of a recipe of this build, by
+// name (none for a recipe this build lacks).
+func recipeHeadlines(name string) []string {
+	r, err := experiments.Registry().Get(name)
+	if err != nil {
+		return nil
+	}
+	return orchestrator.DeclaredHeadlines(r)
+}
+
+func shorten(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
 
 // previousRun is the newest bundle of the recipe under dir before runID,
@@ -186,13 +242,17 @@ func (a *app) printRunEnd(res *orchestrator.RunResult) {
 		fmt.Fprintf(w, " in %s", orchestrator.FormatDuration(m.Ended.Sub(m.Started)))
 	}
 	fmt.Fprintf(w, " (%d/%d steps)\n", res.StepsDone, res.StepsTotal)
+	if res.Status != results.StatusOK {
+		fmt.Fprintf(w, "  why: %s\n", res.Reason)
+	}
 	if s, err := readfile.Read(filepath.Join(res.Dir, "summary.json"), maxBundleMetaBytes); err == nil {
-		hs := headline(s, 1<<30)
-		for _, h := range hs[:min(len(hs), 6)] {
+		// The recipe's headline numbers (its paper's), at most a dozen.
+		hs, more := headlines(s, recipeHeadlines(m.Recipe.Name), 12)
+		for _, h := range hs {
 			fmt.Fprintf(w, "  %s\n", h)
 		}
-		if len(hs) > 6 {
-			fmt.Fprintf(w, "  ... %d more numbers in %s\n", len(hs)-6, filepath.Join(res.Dir, "summary.json"))
+		if more > 0 {
+			fmt.Fprintf(w, "  ... %d more numbers in %s\n", more, filepath.Join(res.Dir, "summary.json"))
 		}
 	}
 	if _, err := os.Stat(filepath.Join(res.Dir, "report.html")); err == nil {

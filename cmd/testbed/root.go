@@ -61,7 +61,7 @@ of precedence.`,
 	pf.String("config", "", "config file (YAML)")
 	pf.String("runs-dir", "runs", "directory bundles are written under")
 	pf.String("state-dir", "", "directory for device leases and undo journals (default "+orchestrator.HostStateDir+" when usable, else $XDG_STATE_HOME/testbed)")
-	pf.StringP("output", "o", "text", "output format: text or json")
+	pf.StringP("output", "o", "text", "output format: text or json (exp show: also markdown)")
 	pf.String("log-level", "warn", "log level: debug, info, warn, error")
 	pf.String("leases", "", "where device leases live: etcd://host:2379[,host2:2379]/prefix (etcds:// for TLS), default lease files under the state directory")
 	pf.String("leases-cert", "", "TLS client certificate file for etcd leases")
@@ -71,7 +71,7 @@ of precedence.`,
 	for _, k := range []string{"runs-dir", "state-dir", "output", "log-level", "leases", "leases-cert", "leases-key", "leases-ca", "lease-ttl"} {
 		_ = a.v.BindPFlag(strings.ReplaceAll(k, "-", "_"), pf.Lookup(k))
 	}
-	root.AddCommand(a.expCmd(), a.labCmd(), a.inventoryCmd(), a.resultsCmd(), a.switchCmd(), a.monitorCmd(), a.versionCmd())
+	root.AddCommand(a.expCmd(), a.labCmd(), a.inventoryCmd(), a.resultsCmd(), a.switchCmd(), a.monitorCmd(), a.versionCmd(), a.genDocsCmd())
 	a.extend(root)
 	return root, a
 }
@@ -107,10 +107,11 @@ func (a *app) loadConfig(cmd *cobra.Command) error {
 			return &exitError{code: exitBadInput, err: fmt.Errorf("config %s: %w", f, err)}
 		}
 	}
-	switch o := a.v.GetString("output"); o {
-	case "text", "json":
+	switch o := a.v.GetString("output"); {
+	case o == "text", o == "json":
+	case o == "markdown" && cmd.CommandPath() == "testbed exp show":
 	default:
-		return &exitError{code: exitBadInput, err: fmt.Errorf("--output %q: expected text or json", o)}
+		return &exitError{code: exitBadInput, err: fmt.Errorf("--output %q: expected text or json (markdown for exp show)", o)}
 	}
 	return nil
 }

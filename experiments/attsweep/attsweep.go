@@ -38,6 +38,11 @@ func (*Recipe) Name() string { return Name }
 // Version implements Recipe; bump it when results would change.
 func (*Recipe) Version() string { return "1.0.0" }
 
+// Headlines implements orchestrator.Headliner: Fig. 1: the attenuation at which each link's frame loss reaches 1e-6.
+func (*Recipe) Headlines() []string {
+	return []string{"links.*.loss_cliff_db.1e-06"}
+}
+
 // Summary implements Recipe.
 func (*Recipe) Summary() string {
 	return "frame loss rate against optical attenuation, per link (LinkGuardian Fig. 1)"

@@ -36,6 +36,11 @@ func (*Recipe) Name() string { return Name }
 // Version implements Recipe; bump it when results would change.
 func (*Recipe) Version() string { return "1.1.0" }
 
+// Headlines implements orchestrator.Headliner: Fig. 9: the rate delivered while protected, and frames lost, with backpressure on and off.
+func (*Recipe) Headlines() []string {
+	return []string{"links.*.*.phases.protected.delivered_rate_gbps", "links.*.*.lost_while_protected"}
+}
+
 // Summary implements Recipe.
 func (*Recipe) Summary() string {
 	return "a long flow as loss and then LinkGuardian switch on, with backpressure on and off (LinkGuardian Fig. 9)"
@@ -296,6 +301,9 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 			}
 			plan.Steps = append(plan.Steps, &o.Step{
 				Name: fmt.Sprintf("%s: flow, backpressure %s", l.Link.Name, bp), Action: "timeseries", Devices: stepDevs,
+				// The flow's length of the switch's time: what it takes on
+				// a real lab (the ETA scales it to the lab's pace).
+				Estimate: secs(dur),
 				Settings: []o.Setting{
 					source,
 					{Device: l.VOA, Name: fmt.Sprintf("ch%d.attenuation", l.VOAChannel), Value: fmt.Sprintf("%g dB, calibrated at %g s", p.Float("clean_db"), lossOn), Unit: "dB"},

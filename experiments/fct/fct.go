@@ -40,6 +40,11 @@ func (*Recipe) Name() string { return Name }
 // Version implements Recipe; bump it when results would change.
 func (*Recipe) Version() string { return "2.0.0" }
 
+// Headlines implements orchestrator.Headliner: Fig. 10: the 99.9th percentile FCT per transport and mode.
+func (*Recipe) Headlines() []string {
+	return []string{"transports.*.*.p99_9_us", "transports.*.*.p99_9_vs_lossless"}
+}
+
 // Summary implements Recipe.
 func (*Recipe) Summary() string {
 	return "tail flow completion times of small RPCs across a lossy link, with and without LinkGuardian (LinkGuardian Fig. 10)"

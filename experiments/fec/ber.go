@@ -31,6 +31,11 @@ func (*BER) Name() string { return BERName }
 // Version implements Recipe; bump it when results would change.
 func (*BER) Version() string { return "1.0.0" }
 
+// Headlines implements orchestrator.Headliner: §4.5: the margin each FEC buys and the latency it costs.
+func (*BER) Headlines() []string {
+	return []string{"margins.*.*.margin_db", "margins.*.*.latency_cost_ns"}
+}
+
 // Summary implements Recipe.
 func (*BER) Summary() string {
 	return "pre-FEC BER, corrected and uncorrectable codewords and frame loss against attenuation, per FEC mode; the margin each FEC buys for its latency (FEC paper Figs. 9-10, §4.5)"

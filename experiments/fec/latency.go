@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +28,11 @@ func (*Latency) Name() string { return LatencyName }
 
 // Version implements Recipe; bump it when results would change.
 func (*Latency) Version() string { return "1.0.0" }
+
+// Headlines implements orchestrator.Headliner: Figs. 5-7: the worst FEC latency per hop at 25G RS(528,514), a 25G hop among 100G, 100G's lane de-skew.
+func (*Latency) Headlines() []string {
+	return []string{"worst_per_hop_25g_rs528_ns", "heterogeneous_extra_ns", "deskew_100g_ns"}
+}
 
 // Summary implements Recipe.
 func (*Latency) Summary() string {
@@ -193,6 +199,17 @@ type caseKey struct {
 
 func (k caseKey) String() string {
 	return fmt.Sprintf("%s %dB %s", k.link, k.frameBytes, k.mode)
+}
+
+// metricName is the case's key in the summary: an identifier, so a
+// metric path has no spaces (25G_rs528_64B_cut-through; the mixed snake
+// 100G_rs528_then_25G_rs528_64B_cut-through_heterogeneous).
+func (k caseKey) metricName() string {
+	s := strings.ReplaceAll(k.String(), " + ", "_then_")
+	if k.slowFirst {
+		s += " heterogeneous"
+	}
+	return strings.ReplaceAll(s, " ", "_")
 }
 
 // HopStats is one hop's headline numbers in the summary.
@@ -418,7 +435,7 @@ func (st *latencyState) hetExtra() *float64 {
 		for key, c := range st.summary.Cases {
 			var k caseKey
 			for _, o := range st.order {
-				if o.String() == key && !o.slowFirst {
+				if o.metricName() == key && !o.slowFirst {
 					k = o
 				}
 			}
@@ -581,7 +598,7 @@ func writeCase(rc *o.RunContext, st *latencyState, k caseKey, smp *sample) error
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.summary.Cases[k.String()+map[bool]string{true: " heterogeneous"}[k.slowFirst]] = c
+	st.summary.Cases[k.metricName()] = c
 	if k.gbps == 25 && k.fec == "rs528" && k.mode == "cut-through" && !k.slowFirst {
 		smallest := true
 		for _, o := range st.order {
@@ -604,7 +621,7 @@ func writeCase(rc *o.RunContext, st *latencyState, k caseKey, smp *sample) error
 	if k.slowFirst {
 		base := k
 		base.link, base.path, base.slowFirst = "100G rs528", "homogeneous", false
-		if b, ok := st.summary.Cases[base.String()]; ok {
+		if b, ok := st.summary.Cases[base.metricName()]; ok {
 			st.summary.HeterogeneousTotalExtraNs = ptr(c.MaxTotalNs - b.MaxTotalNs)
 		}
 	}

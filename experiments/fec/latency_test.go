@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 
 	"testbed/dut/tofino"
@@ -93,6 +94,16 @@ func TestFECLatencyOnTheSimulatedLab(t *testing.T) {
 	// The paper's prediction sits beside each FEC row.
 	if p := num(t, ct, "paper_max_ns"); math.Abs(p-worst25) > 0.01 {
 		t.Errorf("paper_max_ns %.2f, closed form %.2f", p, worst25)
+	}
+
+	// The summary's case keys are identifiers: metric paths without spaces.
+	if _, ok := s.Cases["25G_rs528_64B_cut-through"]; !ok {
+		t.Errorf("no case 25G_rs528_64B_cut-through in the summary")
+	}
+	for k := range s.Cases {
+		if strings.ContainsAny(k, " .") {
+			t.Errorf("case %q: a metric path segment with a space or a dot", k)
+		}
 	}
 
 	// §3.2.2: a 25G link among 100G links.

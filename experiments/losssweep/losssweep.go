@@ -36,6 +36,11 @@ func (*Recipe) Name() string { return Name }
 // Version implements Recipe; bump it when results would change.
 func (*Recipe) Version() string { return "1.0.0" }
 
+// Headlines implements orchestrator.Headliner: Fig. 8: effective loss and link speed under LinkGuardian, per link speed and loss rate.
+func (*Recipe) Headlines() []string {
+	return []string{"points.*.*.linkguardian.effective_loss", "points.*.*.linkguardian.effective_link_speed_gbps", "points.*.*.linkguardian-nb.effective_link_speed_gbps"}
+}
+
 // Summary implements Recipe.
 func (*Recipe) Summary() string {
 	return "effective loss rate and link speed under LinkGuardian, per link speed and loss rate (LinkGuardian Fig. 8)"

@@ -229,12 +229,19 @@ func (m *Monitor) Poll(ctx context.Context, now time.Time) ([]Decision, error) {
 	unavail := map[string]string{}
 	errs := map[string]string{}
 	var firstErr error
+	m.mu.Lock()
+	prevErrs := m.errs
+	m.mu.Unlock()
 	fail := func(key string, err error) {
 		errs[key] = err.Error()
 		if firstErr == nil {
 			firstErr = err
 		}
-		m.log.Warn("monitor: counter read failed", "end", key, "err", err)
+		// Said once while it lasts: a port failing the same way every
+		// poll is one warning, not one a second.
+		if prevErrs[key] != err.Error() {
+			m.log.Warn("monitor: counter read failed (said again only when it changes)", "end", key, "err", err)
+		}
 	}
 	readSwitch := func(sw string, port int) (endReading, bool) {
 		k := portKey{sw, port}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http/httptest"
 	"path/filepath"
@@ -99,7 +98,8 @@ links:
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var logged strings.Builder
+	log := slog.New(slog.NewTextHandler(&logged, nil))
 	m, err := NewMonitor(dirs, map[string]CounterReader{"sw1": w.reader("sw1"), "sw2": w.reader("sw2")}, DefaultConfig(), pol, time.Second, log)
 	if err != nil {
 		t.Fatal(err)
@@ -160,6 +160,16 @@ links:
 	}
 	if dirs, errs := m.Snapshot(); len(errs) == 0 || dirs[2].State != Corrupting {
 		t.Fatalf("after a failed read: %+v %v", dirs, errs)
+	}
+	// The same failure poll after poll is warned about once per port.
+	once := strings.Count(logged.String(), "counter read failed")
+	for i := 2; i < 5; i++ {
+		if _, err := m.Poll(ctx, now.Add(time.Duration(i)*time.Second)); err == nil {
+			t.Fatal("sw2 answered")
+		}
+	}
+	if n := strings.Count(logged.String(), "counter read failed"); once == 0 || n != once {
+		t.Errorf("%d warnings after one failed poll, %d after four: %s", once, n, logged.String())
 	}
 }
 

@@ -37,6 +37,11 @@ func (*Recipe) Name() string { return Name }
 // Version implements Recipe; bump it when results would change.
 func (*Recipe) Version() string { return "1.0.0" }
 
+// Headlines implements orchestrator.Headliner: Fig. 5: the reconfiguration delay's mean, tail and worst, and slots missed.
+func (*Recipe) Headlines() []string {
+	return []string{"mean_us", "p99_us", "max_us", "missed"}
+}
+
 // Summary implements Recipe.
 func (*Recipe) Summary() string {
 	return "reconfiguration delay of a microsecond OCS from its own timestamps, as a histogram (REACToR Fig. 5)"

@@ -34,6 +34,11 @@ func (*Qualify) Name() string { return QualifyName }
 // Version implements Recipe; bump it when results would change.
 func (*Qualify) Version() string { return "1.2.0" }
 
+// Headlines implements orchestrator.Headliner: each link's packet error rate and its 95% upper bound.
+func (*Qualify) Headlines() []string {
+	return []string{"links.*.lper", "links.*.lper_high", "links.*.attenuation_ab_db"}
+}
+
 // Summary implements Recipe.
 func (*Qualify) Summary() string {
 	return "per link: transceiver diagnostics at both ends and a line-rate LPER test; writes a RAIL link table"

@@ -29,6 +29,15 @@ func (*Stretch) Name() string { return StretchName }
 // Version implements Recipe; bump it when results would change.
 func (*Stretch) Version() string { return "1.1.0" }
 
+// Headlines implements orchestrator.Headliner: Table 2: each transceiver's reach per LPER bound.
+func (*Stretch) Headlines() []string {
+	return []string{"groups.*.reach.*.reach_m"}
+}
+
+// Bench implements orchestrator.BenchDeclarer: spools of fibre of many
+// lengths are on the rail-stretch bench, not on the default one.
+func (*Stretch) Bench() string { return "rail-stretch" }
+
 // Summary implements Recipe.
 func (*Stretch) Summary() string {
 	return "RAIL Table 2: how far each transceiver type runs past its standard reach, per LPER bound (spools of fibre, line-rate LPER)"
@@ -196,7 +205,7 @@ func (r *Stretch) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	}
 	for _, l := range links {
 		if l.Link.FibreLengthM <= 0 {
-			return nil, pc.Lab.LinkErrorf(l.Link, "options", "link %s: rail-stretch needs the spool's length (link option fibre_length_m)", l.Link.Name)
+			return nil, pc.Lab.LinkErrorf(l.Link, "options", "link %s: rail-stretch needs the spool's length (link option fibre_length_m; or run on the built-in bench of spools: --bench rail-stretch)", l.Link.Name)
 		}
 	}
 	fb := int(p.Int("frame_size"))

@@ -16,7 +16,6 @@ import (
 	"strings"
 
 	"testbed/experiments/rail/topo"
-	"testbed/internal/readfile"
 	o "testbed/orchestrator"
 	"testbed/results"
 )
@@ -35,6 +34,11 @@ func (*Topology) Name() string { return TopologyName }
 
 // Version implements Recipe; bump it when results would change.
 func (*Topology) Version() string { return "1.0.0" }
+
+// Headlines implements orchestrator.Headliner: §5 and Fig. 16: links kept, worst PPER and good paths per class.
+func (*Topology) Headlines() []string {
+	return []string{"classes.*.links_kept", "classes.*.worst_pper", "classes.*.mean_good_fraction", "algorithm1_agrees"}
+}
 
 // Summary implements Recipe.
 func (*Topology) Summary() string {
@@ -69,7 +73,7 @@ prefixes, class_prefixes, off the links the class excludes).`
 // Params implements Recipe.
 func (*Topology) Params() []o.ParamSpec {
 	return []o.ParamSpec{
-		{Name: "links_file", Type: o.TypeString, Default: "", Description: "link table, CSV or JSON (experiments/rail/README.md); required"},
+		{Name: "links_file", Type: o.TypeString, Default: "", Description: "link table, CSV or JSON (experiments/rail/README.md); default: the newest link-qualify bundle's under the runs directory, else the built-in example (RAIL's lab, hand-made)"},
 		// RAIL §6: "three virtual topologies with worst-case PPER of 0.0001%, 0.1% and 10%".
 		{Name: "class_bounds", Type: o.TypeFloats, Unit: "1", Default: []float64{1e-6, 1e-3, 0.1}, Min: o.Bound(0), Max: o.Bound(1), Description: "worst path packet error rate per class, most reliable class first"},
 		{Name: "estimate", Type: o.TypeString, Default: "upper", Enum: []string{"upper", "point"}, Description: "which LPER to use: the upper end of its 95% interval, or the point estimate"},
@@ -139,20 +143,40 @@ type input struct {
 	estimate string // "upper 95%" or "point": which LPER the rates are
 	net      *topo.Network
 	rates    topo.Rates
+	// why says where the table came from when links_file was not given.
+	why string
 }
 
 // load reads the links file and fills from the inventory what it leaves
 // out: a row's ends from the inventory link of its name, a switch's role
 // from the device's role option.
 func load(pc *o.PlanContext) (*input, error) {
-	file := pc.Params.String("links_file")
-	if file == "" {
-		return nil, o.Inputf("%s needs a link table: --set links_file=path (CSV or JSON; format in experiments/rail/README.md)", TopologyName)
-	}
-	data, err := readfile.Read(file, 256<<20) // a fabric of 10^5 links is a few megabytes
+	srcs, err := tableSources(pc)
 	if err != nil {
-		return nil, o.Inputf("links_file: %v", err)
+		return nil, err
 	}
+	var skipped []string
+	for i, src := range srcs {
+		in, err := loadFrom(pc, src.name, src.data)
+		if err != nil && i < len(srcs)-1 {
+			// A qualified table this lab's recipe cannot use (one ToR):
+			// said, and the next source tried.
+			skipped = append(skipped, fmt.Sprintf("%s: %v", src.name, err))
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		in.why = src.why
+		if len(skipped) > 0 {
+			in.why += " (not used: " + strings.Join(skipped, "; ") + ")"
+		}
+		return in, nil
+	}
+	return nil, o.Inputf("%s needs a link table: --set links_file=path (CSV or JSON; format in experiments/rail/README.md)", TopologyName)
+}
+
+func loadFrom(pc *o.PlanContext, file string, data []byte) (*input, error) {
 	tab, err := topo.ReadTable(file, bytes.NewReader(data))
 	if err != nil {
 		return nil, &o.InputError{Msg: err.Error()}
@@ -245,6 +269,9 @@ func (r *Topology) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		}
 	}
 	bind := o.Binding{Role: "link table", Resource: in.file, Detail: fmt.Sprintf("%d links, %d ToRs, sha256 %s", len(in.net.Links), len(in.net.ToRs()), in.sha256[:12])}
+	if in.why != "" {
+		bind.Detail += "; " + in.why
+	}
 	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: []o.Binding{bind}, Tables: Tables(),
 		Summary: func(partial bool) (any, error) { return st.summary(partial), nil }}
 	plan.Steps = []*o.Step{

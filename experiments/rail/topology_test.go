@@ -16,7 +16,7 @@ import (
 	"testbed/results"
 )
 
-const example = "../../testdata/examples/rail-clos-lab.csv"
+const example = "examples/rail-clos-lab.csv"
 
 // runOffline runs rail-topology through the engine on a lab with no
 // device at all: the recipe must need none.
@@ -163,7 +163,6 @@ func TestTopologyRefusesBadInputBeforeRunning(t *testing.T) {
 		sets []string
 		want string
 	}{
-		{nil, "needs a link table"},
 		{[]string{"links_file=" + filepath.Join(dir, "missing.csv")}, "missing.csv"},
 		{[]string{"links_file=" + bad}, "bad.csv:3: column lper_ab"},
 		{[]string{"links_file=" + noRoles}, "switch t1 has no role"},
@@ -182,5 +181,52 @@ func TestTopologyRefusesBadInputBeforeRunning(t *testing.T) {
 		if err == nil || !errors.As(err, &ie) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want an input error with %q", c.sets, err, c.want)
 		}
+	}
+}
+
+// With no links_file, rail-topology reads the newest ok link-qualify
+// bundle's table under the runs directory, else the built-in example, and
+// its binding says which and why.
+func TestTopologyWithoutALinksFile(t *testing.T) {
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	r := rail.NewTopology()
+	params, err := orchestrator.ResolveParams(r.Params(), "", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := func() orchestrator.Binding {
+		t.Helper()
+		eng := &orchestrator.Engine{RunsDir: runs, StateDir: filepath.Join(dir, "state")}
+		p, err := eng.Plan(orchestrator.RunRequest{Recipe: r, Params: params, Lab: &inventory.Inventory{Name: "x"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Bindings[0]
+	}
+	if b := plan(); !strings.HasSuffix(b.Resource, "rail-clos-lab.csv (built in)") || !strings.Contains(b.Detail, "the example table") {
+		t.Errorf("no runs: bound %+v", b)
+	}
+	ex, err := os.ReadFile(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle := func(id, recipe, status string, table []byte) string {
+		d := filepath.Join(runs, id)
+		os.MkdirAll(filepath.Join(d, "data"), 0o755)
+		os.WriteFile(filepath.Join(d, "manifest.json"), []byte(`{"run_id":"`+id+`","recipe":{"name":"`+recipe+`"},"status":"`+status+`"}`), 0o644)
+		os.WriteFile(filepath.Join(d, "data", "links.csv"), table, 0o644)
+		return filepath.Join(d, "data", "links.csv")
+	}
+	older := bundle("20260101T000000.000Z-link-qualify-aaaaaa", rail.QualifyName, "ok", ex)
+	bundle("20260102T000000.000Z-link-qualify-bbbbbb", rail.QualifyName, "failed", ex)
+	bundle("20260103T000000.000Z-fct-cccccc", "fct", "ok", ex)
+	if b := plan(); b.Resource != older || !strings.Contains(b.Detail, "newest link-qualify bundle") {
+		t.Errorf("one ok link-qualify bundle: bound %+v", b)
+	}
+	// A newer table with one ToR cannot serve: said, and the next source used.
+	bundle("20260104T000000.000Z-link-qualify-dddddd", rail.QualifyName, "ok", []byte("a,a_role,b,b_role,lper_ab\nt1,tor,a1,agg,0\n"))
+	if b := plan(); !strings.HasSuffix(b.Resource, "(built in)") || !strings.Contains(b.Detail, "not used: "+runs) || !strings.Contains(b.Detail, "1 ToR switches") {
+		t.Errorf("a one-ToR table: bound %+v", b)
 	}
 }

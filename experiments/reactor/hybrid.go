@@ -35,6 +35,11 @@ func (*Hybrid) Name() string { return HybridName }
 // Version implements Recipe.
 func (*Hybrid) Version() string { return "1.0.0" }
 
+// Headlines implements orchestrator.Headliner: the goodput fraction per ToR (circuit, hybrid per packet-switch size) against the large flow's share (Fig. 10) and the number of small flows (Fig. 11).
+func (*Hybrid) Headlines() []string {
+	return []string{"fig10.*.*", "fig11.*.*"}
+}
+
 // Summary implements Recipe.
 func (*Hybrid) Summary() string {
 	return "goodput of a hybrid ToR and of a pure circuit ToR as the large flow's share and the small flows vary (REACToR §5.4, Figs. 10-11)"

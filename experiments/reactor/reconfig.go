@@ -32,6 +32,11 @@ func (*Reconfig) Name() string { return ReconfigName }
 // Version implements Recipe.
 func (*Reconfig) Version() string { return "1.1.0" }
 
+// Headlines implements orchestrator.Headliner: §5.2: duty cycle, goodput and what a reconfiguration costs.
+func (*Reconfig) Headlines() []string {
+	return []string{"duty_cycle", "goodput_gbps_total", "lost_us_per_slot", "reconfig_gap_us_max"}
+}
+
 // Summary implements Recipe.
 func (*Reconfig) Summary() string {
 	return "all-to-all TCP under a round-robin circuit schedule, and a workload change mid-period (REACToR §5.2)"

@@ -64,7 +64,40 @@ func Run(t testing.TB, lab *simlab.Lab, r orchestrator.Recipe, seed uint64, summ
 	if rep, err := results.Verify(res.Dir); err != nil || !rep.OK {
 		t.Errorf("bundle does not verify: %v %+v", err, rep)
 	}
+	CheckHeadlines(t, r, res)
 	return res
+}
+
+// CheckHeadlines checks that a finished run's summary has a number for
+// at least one of the recipe's headline patterns (what the end of a run
+// and `results list` show), when the run ended ok.
+func CheckHeadlines(t testing.TB, r orchestrator.Recipe, res *orchestrator.RunResult) {
+	t.Helper()
+	pats := orchestrator.DeclaredHeadlines(r)
+	if res.Status != results.StatusOK || len(pats) == 0 {
+		return
+	}
+	b, err := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
+	if err != nil {
+		t.Errorf("headlines: %v", err)
+		return
+	}
+	ms, err := results.FlattenSummary(b)
+	if err != nil {
+		t.Errorf("headlines: %v", err)
+		return
+	}
+	for _, m := range ms {
+		if _, ok := m.Value.(float64); !ok {
+			continue
+		}
+		for _, p := range pats {
+			if orchestrator.MatchMetric(p, m.Path) {
+				return
+			}
+		}
+	}
+	t.Errorf("%s: no number of summary.json matches its headlines %v", r.Name(), pats)
 }
 
 // ReadTable reads data/<name>.csv (or .csv.gz) of a bundle, one map per

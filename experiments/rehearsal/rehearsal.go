@@ -38,6 +38,11 @@ func (*Recipe) Name() string { return Name }
 // Version implements Recipe; bump it when results would change.
 func (*Recipe) Version() string { return "1.0.0" }
 
+// Headlines implements orchestrator.Headliner: the monitor's detection delay, false alarms and frames lost before and after protection.
+func (*Recipe) Headlines() []string {
+	return []string{"links.*.detection_delay_s", "links.*.false_alarms", "links.*.frames_lost_before_protection", "links.*.frames_lost_after_protection"}
+}
+
 // Summary implements Recipe.
 func (*Recipe) Summary() string {
 	return "the corruption monitor against a degrading link: detection delay, false alarms, frames lost before and after protection"

@@ -47,6 +47,11 @@ func (*Fabric) Name() string { return FabricName }
 // Version implements Recipe.
 func (*Fabric) Version() string { return "1.3.0" }
 
+// Headlines implements orchestrator.Headliner: Fig. 9: the tail latency per utilisation and how far the queues are from M/D/1.
+func (*Fabric) Headlines() []string {
+	return []string{"points.*.latency_p999_us", "max_latency_us_below_1", "md1_max_excess"}
+}
+
 // Summary implements Recipe.
 func (*Fabric) Summary() string {
 	return "Stardust fabric latency and last-stage FE queue distributions against utilisation, with M/D/1 (Fig. 9); on the model, or on a Stardust bench"

@@ -31,6 +31,11 @@ func (*Failover) Name() string { return FailoverName }
 // Version implements Recipe.
 func (*Failover) Version() string { return "1.3.0" }
 
+// Headlines implements orchestrator.Headliner: §5.9-5.10: convergence against App. E's formula.
+func (*Failover) Headlines() []string {
+	return []string{"worst_over_formula", "bench.converged_over_bound", "tiers.*.events.*.detect_us"}
+}
+
 // Summary implements Recipe.
 func (*Failover) Summary() string {
 	return "Stardust self-healing: reachability convergence and throughput around a failed link, a failed FE and a corrupting link, against App. E's formula; on the model, or on a Stardust bench"

@@ -31,6 +31,11 @@ func (*Incast) Name() string { return IncastName }
 // Version implements Recipe.
 func (*Incast) Version() string { return "1.3.0" }
 
+// Headlines implements orchestrator.Headliner: Fig. 10c: last FCT over the ideal and fairness, Stardust against a packet fabric.
+func (*Incast) Headlines() []string {
+	return []string{"stardust.*.last_over_ideal", "packet.*.last_over_ideal", "min_jain_stardust"}
+}
+
 // Summary implements Recipe.
 func (*Incast) Summary() string {
 	return "Stardust incast: first and last FCT, cells lost and drain fairness against a packet-switched fabric (Fig. 10c, §5.4); on the model, or Stardust's replies on a Stardust bench"

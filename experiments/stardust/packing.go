@@ -28,6 +28,11 @@ func (*Packing) Name() string { return PackingName }
 // Version implements Recipe.
 func (*Packing) Version() string { return "1.1.0" }
 
+// Headlines implements orchestrator.Headliner: Figs. 8a and 3: what packing gains over a packet switch, and where.
+func (*Packing) Headlines() []string {
+	return []string{"packed_gain_over_packet_switch", "gain_over_packet_switch_at_bytes", "packed_gain_over_unpacked", "fig3_factor_smallest"}
+}
+
 // Summary implements Recipe.
 func (*Packing) Summary() string {
 	return "throughput against packet size of a packet switch, packed cells and unpacked cells on one datapath (Figs. 8a and 3); on the model, or frames as cells on a Stardust bench"

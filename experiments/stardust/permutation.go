@@ -29,6 +29,11 @@ func (*Permutation) Name() string { return PermutationName }
 // Version implements Recipe.
 func (*Permutation) Version() string { return "1.3.0" }
 
+// Headlines implements orchestrator.Headliner: Fig. 10a: mean utilisation and the slowest flow, Stardust against ECMP.
+func (*Permutation) Headlines() []string {
+	return []string{"fabrics.*.mean_utilisation", "fabrics.*.min_gbps"}
+}
+
 // Summary implements Recipe.
 func (*Permutation) Summary() string {
 	return "Stardust permutation: per-flow throughput sorted and mean utilisation against ECMP on a packet-switched fabric (Fig. 10a, §6.3); on the model, or Stardust's flows on a Stardust bench"

@@ -28,6 +28,11 @@ func (*PushPull) Name() string { return PushPullName }
 // Version implements Recipe.
 func (*PushPull) Version() string { return "1.3.0" }
 
+// Headlines implements orchestrator.Headliner: Figs. 7 and 12: B's share under push and pull, and pull over push.
+func (*PushPull) Headlines() []string {
+	return []string{"scenarios.*.*.b_share", "pull_over_push.*"}
+}
+
 // Summary implements Recipe.
 func (*PushPull) Summary() string {
 	return "Stardust push against pull: §5.2's two ports behind a congested middle stage, without and with traffic classes (Figs. 7 and 12); on the model, or both fabrics on a Stardust bench"

@@ -119,14 +119,17 @@ func (bs *Baselines) For(e *Entry) (*Baseline, string) {
 		case b.usable() != "":
 			return nil, fmt.Sprintf("baseline %s cannot be used: %s", b.Path, b.usable())
 		}
-		how := "the bundle given"
-		if !sameParams(b.Manifest.Params, e.Params) {
-			how += " (its parameters differ from the entry's)"
+		if d := paramDiff(manifestValues(b.Manifest.Params), ParamValues(e.Params)); d != "" {
+			// A metric measured with other parameters is another
+			// quantity: comparing them would report a change the code
+			// did not make.
+			return nil, fmt.Sprintf("baseline %s ran with other parameters (%s): not compared", b.Path, d)
 		}
-		return b, how
+		return b, "the bundle given"
 	}
 	want := ParamValues(e.Params)
 	var byID, byParams *Baseline
+	otherParams := ""
 	sameRecipe, unusable := 0, 0
 	for _, b := range bs.Bundles {
 		if b.Manifest.Recipe.Name != recipe {
@@ -137,21 +140,75 @@ func (bs *Baselines) For(e *Entry) (*Baseline, string) {
 			unusable++
 			continue
 		}
-		if byID == nil && b.Manifest.Labels[LabelEntry] == e.ID {
-			byID = b
+		same := canonical(manifestValues(b.Manifest.Params)) == canonical(want)
+		if b.Manifest.Labels[LabelEntry] == e.ID {
+			switch {
+			case byID == nil && same:
+				byID = b
+			case byID == nil && otherParams == "":
+				// The entry's own bundle, from before its parameters
+				// changed: not compared, and said.
+				otherParams = fmt.Sprintf("the newest ok bundle of entry %s, %s, ran with other parameters (%s) and is not compared",
+					e.ID, b.Path, paramDiff(manifestValues(b.Manifest.Params), want))
+			}
 		}
-		if byParams == nil && canonical(manifestValues(b.Manifest.Params)) == canonical(want) {
+		if byParams == nil && same {
 			byParams = b
 		}
 	}
 	switch {
 	case byID != nil:
-		return byID, fmt.Sprintf("newest ok bundle of suite entry %s", e.ID)
+		return byID, fmt.Sprintf("newest ok bundle of suite entry %s with its parameters", e.ID)
 	case byParams != nil:
-		return byParams, fmt.Sprintf("newest ok %s bundle with the same parameters", recipe)
+		how := fmt.Sprintf("newest ok %s bundle with the same parameters", recipe)
+		if otherParams != "" {
+			how += "; " + otherParams
+		}
+		return byParams, how
 	}
-	return nil, fmt.Sprintf("no ok bundle in %s is from entry %s or runs %s with the same parameters (%d bundles of %s, %d of them not ok or without summary)",
+	why := fmt.Sprintf("no ok bundle in %s is from entry %s or runs %s with the same parameters (%d bundles of %s, %d of them not ok or without summary)",
 		bs.Root, e.ID, recipe, sameRecipe, recipe, unusable)
+	if otherParams != "" {
+		why += "; " + otherParams
+	}
+	return nil, why
+}
+
+// paramDiff names the parameters whose values differ between a baseline
+// and an entry ("frame_size: 1518 in the baseline, 9216 here"), "" when
+// none do.
+func paramDiff(base, cur map[string]any) string {
+	names := map[string]bool{}
+	for k := range base {
+		names[k] = true
+	}
+	for k := range cur {
+		names[k] = true
+	}
+	var keys []string
+	for k := range names {
+		if canonical(map[string]any{"v": base[k]}) != canonical(map[string]any{"v": cur[k]}) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var out []string
+	for _, k := range keys {
+		out = append(out, fmt.Sprintf("%s: %s in the baseline, %s here", k, paramText(base, k), paramText(cur, k)))
+	}
+	return strings.Join(out, "; ")
+}
+
+func paramText(m map[string]any, k string) string {
+	v, ok := m[k]
+	if !ok {
+		return "unset"
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }
 
 // ParamValues are resolved parameters as the manifest records them.
@@ -175,9 +232,6 @@ func manifestValues(ps []results.Param) map[string]any {
 	return out
 }
 
-func sameParams(ps []results.Param, p *orchestrator.Params) bool {
-	return canonical(manifestValues(ps)) == canonical(ParamValues(p))
-}
 
 // canonical is a JSON form that is equal for equal values whether they
 // came from Go (int64, []string) or from a manifest (float64, []any).

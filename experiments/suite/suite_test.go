@@ -302,10 +302,12 @@ func TestBaselineMatchingByIDThenParameters(t *testing.T) {
 	byParamsOld := bundle(t, root, "sweep", results.StatusOK, nil, sweepParams(1), t0, sum)
 	byParamsNew := bundle(t, root, "sweep", results.StatusOK, nil, sweepParams(1), t0.Add(time.Hour), sum)
 	_ = bundle(t, root, "sweep", results.StatusFailed, map[string]string{LabelEntry: "q"}, sweepParams(1), t0.Add(3*time.Hour), sum)
-	byID := bundle(t, root, "sweep", results.StatusOK, map[string]string{LabelEntry: "q"}, sweepParams(2), t0.Add(2*time.Hour), sum)
+	byID := bundle(t, root, "sweep", results.StatusOK, map[string]string{LabelEntry: "q"}, sweepParams(1), t0.Add(30*time.Minute), sum)
+	// The entry's newest bundle ran with another step: not its baseline.
+	_ = bundle(t, root, "sweep", results.StatusOK, map[string]string{LabelEntry: "q"}, sweepParams(2), t0.Add(2*time.Hour), sum)
 	os.WriteFile(filepath.Join(root, "notes.txt"), []byte("not a bundle"), 0o644)
 	bs, err := LoadBaselines(root)
-	if err != nil || bs.Single || len(bs.Bundles) != 4 {
+	if err != nil || bs.Single || len(bs.Bundles) != 5 {
 		t.Fatalf("load: %v %+v", err, bs)
 	}
 	e := mustEntry(t, "- {recipe: sweep, id: q, set: {links: [l10g], step_db: 1}}\n")
@@ -317,7 +319,7 @@ func TestBaselineMatchingByIDThenParameters(t *testing.T) {
 		t.Errorf("by parameters: %v %s (older one %s)", b, how, byParamsOld)
 	}
 	e = mustEntry(t, "- {recipe: sweep, id: other, set: {links: [l25g]}}\n")
-	if b, why := bs.For(e); b != nil || !strings.Contains(why, "no ok bundle in "+root) || !strings.Contains(why, "4 bundles of sweep, 1 of them not ok") {
+	if b, why := bs.For(e); b != nil || !strings.Contains(why, "no ok bundle in "+root) || !strings.Contains(why, "5 bundles of sweep, 1 of them not ok") {
 		t.Errorf("no match: %v %s", b, why)
 	}
 	// One bundle serves every entry of its recipe.
@@ -325,8 +327,19 @@ func TestBaselineMatchingByIDThenParameters(t *testing.T) {
 	if err != nil || !one.Single {
 		t.Fatal(err)
 	}
-	if b, how := one.For(e); b == nil || !strings.Contains(how, "parameters differ") {
-		t.Errorf("single: %v %s", b, how)
+	// ... but not one that ran with other parameters: not compared, and why.
+	if b, why := one.For(e); b != nil || !strings.Contains(why, "other parameters (links: [\"l10g\"] in the baseline, [\"l25g\"] here; step_db: 1 in the baseline, 0.5 here)") || !strings.Contains(why, "not compared") {
+		t.Errorf("single, other parameters: %v %s", b, why)
+	}
+	same := mustEntry(t, "- {recipe: sweep, id: q, set: {links: [l10g], step_db: 1}}\n")
+	if b, how := one.For(same); b == nil || how != "the bundle given" {
+		t.Errorf("single, same parameters: %v %s", b, how)
+	}
+	// An entry whose parameters changed since its last bundle: that bundle
+	// is not compared, and the reason says so.
+	e = mustEntry(t, "- {recipe: sweep, id: q, set: {links: [l10g], step_db: 2, frames: 5000}}\n")
+	if b, why := bs.For(e); b != nil || !strings.Contains(why, "the newest ok bundle of entry q") || !strings.Contains(why, "frames: 1000 in the baseline, 5000 here") {
+		t.Errorf("entry with new parameters: %v %s", b, why)
 	}
 	if b, why := one.For(mustEntry(t, "- {recipe: fct}\n")); b != nil || !strings.Contains(why, "is a sweep run, entry fct runs fct") {
 		t.Errorf("single, other recipe: %v %s", b, why)
@@ -340,7 +353,6 @@ func TestRunClassifiesAndWritesJUnit(t *testing.T) {
 	runs := t.TempDir()
 	base := t.TempDir()
 	t0 := time.Now().Add(-time.Hour)
-	baseline := bundle(t, base, "sweep", results.StatusOK, map[string]string{LabelEntry: "good"}, nil, t0, map[string]any{"cliff_db": 9.0, "points": 10})
 	s, err := Parse("nightly.yaml", []byte(`name: nightly
 entries:
   - id: good
@@ -365,6 +377,12 @@ entries:
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The baseline ran with the entry's parameters, as a run records them.
+	var bp []results.Param
+	for k, v := range ParamValues(s.Entries[0].Params) {
+		bp = append(bp, results.Param{Name: k, Value: v})
+	}
+	baseline := bundle(t, base, "sweep", results.StatusOK, map[string]string{LabelEntry: "good"}, bp, t0, map[string]any{"cliff_db": 9.0, "points": 10})
 	bs, err := LoadBaselines(base)
 	if err != nil {
 		t.Fatal(err)
