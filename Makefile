@@ -2,7 +2,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build proto test test-race test-plain vet fmt-check models-single-goroutine bench fuzz sweep soak clean
+.PHONY: all build proto lint-openapi test test-race test-plain vet fmt-check models-single-goroutine bench fuzz sweep soak clean
 
 all: build
 
@@ -128,6 +128,20 @@ soak:
 # by the script.
 proto:
 	internal/bfrtpb/gen.sh
+
+# Redocly's linter with its recommended rules on the OCS switch's API
+# (instruments/ocs/openapi.yaml): the redocly command if installed, else
+# npx's cached @redocly/cli; without either it says so and skips (no
+# download here: .ci/run installs it with npm when npm is there).
+REDOCLY_VERSION ?= 2.77.0
+lint-openapi:
+	@if command -v redocly >/dev/null 2>&1; then \
+		redocly lint --extends recommended instruments/ocs/openapi.yaml; \
+	elif command -v npx >/dev/null 2>&1 && npx --no-install @redocly/cli@$(REDOCLY_VERSION) --version >/dev/null 2>&1; then \
+		npx --no-install @redocly/cli@$(REDOCLY_VERSION) lint --extends recommended instruments/ocs/openapi.yaml; \
+	else \
+		echo "lint-openapi: skipped: neither redocly nor npx with @redocly/cli@$(REDOCLY_VERSION) is installed (npm install -g @redocly/cli@$(REDOCLY_VERSION))"; \
+	fi
 
 clean:
 	rm -rf bin

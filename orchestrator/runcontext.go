@@ -33,6 +33,9 @@ type RunContext struct {
 	mu      sync.Mutex
 	undo    []undoAction
 	touched map[string]bool
+	// found is the P4 program each switch ran when the run first read it
+	// (ProgramFound).
+	found map[string]string
 	// journals are the devices' undo journals (beside their leases).
 	journals map[string]RunJournal
 	// lost closes when the run's leases are lost: from then on its
@@ -43,6 +46,7 @@ type RunContext struct {
 type undoAction struct {
 	Desc   string
 	Device string
+	Kind   string // the journaled undo's kind; "" for PushUndo's
 	Fn     func(ctx context.Context) error
 }
 

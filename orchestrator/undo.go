@@ -14,6 +14,7 @@ import (
 	"testbed/instruments/trafficgen"
 	"testbed/instruments/voa"
 	"testbed/inventory"
+	"testbed/results"
 )
 
 // Undo is a change's undo as data: one device, a kind from the registry
@@ -121,7 +122,7 @@ func (rc *RunContext) Journal(device string, u Undo) error {
 		}
 	}
 	rc.mu.Lock()
-	rc.undo = append(rc.undo, undoAction{Desc: u.Desc, Device: device, Fn: func(ctx context.Context) error {
+	rc.undo = append(rc.undo, undoAction{Desc: u.Desc, Device: device, Kind: u.Kind, Fn: func(ctx context.Context) error {
 		if err := runUndo(ctx, od, rec); err != nil {
 			return err
 		}
@@ -133,5 +134,77 @@ func (rc *RunContext) Journal(device string, u Undo) error {
 		return nil
 	}})
 	rc.mu.Unlock()
+	return nil
+}
+
+// programScoped says whether an undo kind restores state a switch's running
+// P4 program holds (its ports, table entries, registers, packet generator
+// applications, queue and port settings): state that goes with the program
+// when bf_switchd restarts with another, and that only the program it was
+// recorded under has. The program a run found (UndoTofinoProgram) belongs
+// to the switch, not to a program.
+func programScoped(kind string) bool {
+	switch kind {
+	case UndoTofinoDeletePort, UndoTofinoEntry, UndoTofinoRegister, UndoTofinoPktgen, UndoTofinoPortMode, UndoTofinoCutThrough,
+		UndoTofinoAddPort, UndoTofinoQueuePriority, UndoTofinoTableClear:
+		return true
+	}
+	return false
+}
+
+// ProgramFound records the P4 program a switch runs, the first time a run
+// reads it, and returns the program found then: what a run that replaces
+// programs restores at its end.
+func (rc *RunContext) ProgramFound(device, program string) string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.found == nil {
+		rc.found = map[string]string{}
+	}
+	if p, ok := rc.found[device]; ok {
+		return p
+	}
+	rc.found[device] = program
+	return program
+}
+
+// SettleProgram runs now, last in first out, the pending undos recorded
+// under the P4 program a switch runs, before the caller replaces that
+// program (restarts bf_switchd with another): undone later, they would
+// meet a program that has none of their tables and registers ("could not
+// restore"), and the restart takes the state they restore away anyway. An
+// undo recorded under a program belongs to it: it is carried out while the
+// program still runs, and the bundle records each one as settled, with
+// why (an "undo.settled" event). The program the run found, if the caller
+// journals its restart, stays for the end of the run. It stops at the
+// first undo that fails, which stays pending with the ones below it, and
+// returns its error.
+func (rc *RunContext) SettleProgram(ctx context.Context, device, program, why string) error {
+	rc.mu.Lock()
+	var mine []undoAction
+	kept := rc.undo[:0:0]
+	for _, u := range rc.undo {
+		if u.Device == device && programScoped(u.Kind) {
+			mine = append(mine, u)
+		} else {
+			kept = append(kept, u)
+		}
+	}
+	rc.undo = kept
+	rc.mu.Unlock()
+	for i := len(mine) - 1; i >= 0; i-- {
+		u := mine[i]
+		if err := u.Fn(ctx); err != nil {
+			// Put back what was not settled, in its order, under what the
+			// run has pushed since: the end of the run tries again.
+			rc.mu.Lock()
+			rc.undo = append(append([]undoAction(nil), mine[:i+1]...), rc.undo...)
+			rc.mu.Unlock()
+			rc.Event(results.Event{Type: "undo.error", Device: device, Message: fmt.Sprintf("%s (settling before %s): %v", u.Desc, why, err)})
+			return fmt.Errorf("%s: settle %q before %s: %w", device, u.Desc, why, err)
+		}
+		rc.Event(results.Event{Type: "undo.settled", Device: device, Message: fmt.Sprintf("%s: undone now, under %s, before %s", u.Desc, program, why),
+			Fields: map[string]any{"program": program, "kind": u.Kind, "why": why}})
+	}
 	return nil
 }

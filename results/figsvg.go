@@ -29,6 +29,15 @@ func (fd *FigureData) SVG() string {
 	}
 	legendW = math.Min(legendW, 280)
 	maxChars := int((legendW - 34) / charW)
+	for _, ser := range fd.Series {
+		for _, p := range ser.Points {
+			if p.Bound {
+				// Room for the note under the legend: "95% upper bound"
+				// at 10 px.
+				legendW = math.Max(legendW, 20+6.5*float64(len("95% upper bound"))+8)
+			}
+		}
+	}
 	R := legendW + 16
 	H := math.Max(400, T+B+24+16*float64(len(fd.Legend)))
 	pw, ph := W-L-R, H-T-B
@@ -112,17 +121,26 @@ func (fd *FigureData) SVG() string {
 			}
 		default:
 			if fd.Band && len(pts) > 1 {
+				// One polygon per run of points with an interval: a point
+				// where nothing was observed (drawn at its upper bound) or
+				// whose low end is off a log axis breaks the band, so no
+				// band reaches down to the axis and covers the plot.
 				var up, down []string
+				flush := func() {
+					if len(up) > 1 {
+						s.f(`<polygon points="%s" fill="%s" fill-opacity="0.18" stroke="none"/>`, strings.Join(append(up, down...), " "), c)
+					}
+					up, down = nil, nil
+				}
 				for _, p := range pts {
-					if math.IsNaN(p.Low) || math.IsNaN(p.High) {
+					if math.IsNaN(p.Low) || math.IsNaN(p.High) || p.Bound || (fd.LogY && p.Low <= 0) {
+						flush()
 						continue
 					}
 					up = append(up, fmt.Sprintf("%.1f,%.1f", sx(p.X), sy(p.High)))
 					down = append([]string{fmt.Sprintf("%.1f,%.1f", sx(p.X), sy(p.Low))}, down...)
 				}
-				if len(up) > 1 {
-					s.f(`<polygon points="%s" fill="%s" fill-opacity="0.18" stroke="none"/>`, strings.Join(append(up, down...), " "), c)
-				}
+				flush()
 			}
 			if fd.Kind != Scatter && len(pts) > 1 {
 				var d strings.Builder
@@ -138,6 +156,10 @@ func (fd *FigureData) SVG() string {
 						// A rate over the interval ending at x; P(X >= x)
 						// falls just after x.
 						fmt.Fprintf(&d, "V%.1f H%.1f", y, x)
+					case p.Bound || pts[j-1].Bound:
+						// An upper bound is not a measured value: no line
+						// joins it to a measured point (or to another bound).
+						fmt.Fprintf(&d, "M%.1f %.1f", x, y)
 					default:
 						fmt.Fprintf(&d, "L%.1f %.1f", x, y)
 					}

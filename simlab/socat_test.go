@@ -63,3 +63,48 @@ func TestSocatTalksToTheDD100OverItsSerialLine(t *testing.T) {
 		t.Errorf("socat received %q, want %q", got, want)
 	}
 }
+
+// IEEE 488.2's mandatory *SRE/*SRE?, a parameter the header does not take,
+// and *RST's speed against the DEF the instrument reports, as socat sees
+// them.
+func TestSocatN77xxIEEE4882(t *testing.T) {
+	v := world.New(1).NewVOA("voa1", "Keysight Technologies", "N7764A", "S9", "1.0", 4, 0, 45, 1.5, 500)
+	srv := voa.NewKeysightServer(v, nil)
+	if err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	got := socatSession(t, "TCP:"+strings.TrimPrefix(srv.Addr(), "tcp://"),
+		"*SRE 32;*SRE?\n*SRE 255;*SRE?\n:INP1:ATT 5,6\n:SYST:ERR?\n:INP1:ATT?\n"+
+			":INP1:ATT:SPE 20;SPE?\n*RST\n:INP1:ATT:SPE?;:INP1:ATT:SPE? DEF\n:INP9:ATT 1\n*SRE 4;*STB?\n*CLS;*STB?\n:SYST:ERR?\n")
+	want := strings.Join([]string{
+		"32",
+		"191", // bit 6 of the SRE is ignored
+		"-108,\"Parameter not allowed;:INP1:ATT takes at most 1 parameter(s), got 2\"",
+		"+0.00000000E+000", // the command was not executed
+		"+2.00000000E+001",
+		"+5.00000000E+002;+5.00000000E+002", // *RST loads DEF
+		"68",                                // the error queue's bit 2, and MSS (bit 6) since *SRE enables it
+		"0",
+		"+0,\"No error\"",
+	}, "\n") + "\n"
+	if got != want {
+		t.Errorf("socat received\n%s\nwant\n%s", got, want)
+	}
+}
+
+// The DD-100's homing answers Diff=, as the public driver waits for, and
+// an attenuation with three decimals is a bad command.
+func TestSocatDD100HomeAndDecimals(t *testing.T) {
+	v := world.New(1).NewVOA("voa2", "OZ Optics", "DD-100-MC", "OZ1", "3.10", 1, 0, 55, 0.8, 0)
+	srv := voa.NewOZOpticsServer(v, nil)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	got := socatSession(t, srv.Path()+",raw,echo=0,b9600", "A1.234\rA1.25\rH\rA?\r")
+	want := "Error-2\r\nDone\r\n\r\nPos:139\r\nDone\r\n\r\nDiff=0\r\nDone\r\n\r\nAtten:0.00(dB)\r\nDone\r\n\r\n"
+	if got != want {
+		t.Errorf("socat received %q, want %q", got, want)
+	}
+}

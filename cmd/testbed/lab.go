@@ -25,6 +25,7 @@ func (a *app) labCmd() *cobra.Command {
 	var scenarioFile string
 	var seed uint64
 	var scale float64
+	var clock string
 	up := &cobra.Command{
 		Use:   "up",
 		Short: "Run the simulated lab in the foreground and write an inventory pointing at it",
@@ -40,6 +41,15 @@ With --inventory, start a twin of that lab instead: one emulator per device
 whose driver has one, every link between them a simulated fibre through the
 VOA channel the inventory puts on it; devices without an emulator are named
 and left out. The inventory written is the same lab pointing at the twin.
+
+Clocks (docs/clocks.md): the traffic generator keeps simulated time, by
+default 1000 simulated seconds per real second, so a recipe's traffic runs
+fast; its counters, rates and timestamps agree with each other on that
+clock. --clock real runs it on the wall clock, for tools that pace
+themselves by it (a 1000 pps flow sends 1000 frames a real second);
+--time-scale sets any other ratio. Attenuators and optical switches move on
+the wall clock either way; the switches' dataplanes step their own
+simulated clock as their models compute.
 
 A scenario (--scenario, YAML) makes corruption come and go on the lab's fibres over the
 switches' clock: a VOA that drifts (voa_drift, db_per_hour), a connector that gets
@@ -57,7 +67,8 @@ inventory's header.`,
   testbed lab up --fault voa1=garbage:1 --fault sw1=error:BF_INVALID_ARG --lab-control 127.0.0.1:7411
   testbed lab up --inventory mylab.yaml --inventory-out twin.yaml --fault tg1=delay:2s:always
   testbed lab up --scenario simlab/scenario/testdata/corruption.yaml --inventory-out lab.yaml
-  testbed lab up --bench rail-clos --inventory-out clos.yaml`,
+  testbed lab up --bench rail-clos --inventory-out clos.yaml
+  testbed lab up --clock real --inventory-out lab.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var faults []faultFlag
@@ -67,6 +78,14 @@ inventory's header.`,
 					return &orchestrator.InputError{Msg: err.Error()}
 				}
 				faults = append(faults, f)
+			}
+			switch {
+			case clock == "real" && scale != 0 && scale != 1:
+				return &orchestrator.InputError{Msg: fmt.Sprintf("--clock real runs the traffic generator at 1 simulated second per second; --time-scale %g says otherwise (give one of them)", scale)}
+			case clock == "real":
+				scale = 1
+			case clock != "sim":
+				return &orchestrator.InputError{Msg: fmt.Sprintf("--clock %q: expected sim or real", clock)}
 			}
 			opts := simlab.Options{Seed: seed, Log: a.logger(), TimeScale: scale}
 			var scen *scenario.Scenario
@@ -160,6 +179,7 @@ inventory's header.`,
 	up.Flags().StringVar(&bench, "bench", "default", "the built-in bench to start (testbed lab show-bench NAME prints one; ignored with --inventory)")
 	up.Flags().Uint64Var(&seed, "seed", 1, "seed of the lab's randomness")
 	up.Flags().Float64Var(&scale, "time-scale", 0, "simulated seconds per real second for traffic (default: the lab's own)")
+	up.Flags().StringVar(&clock, "clock", "sim", "the traffic generator's clock: sim (simulated time, fast) or real (the wall clock, for clients that pace themselves)")
 	up.Flags().StringVar(&scenarioFile, "scenario", "", "scenario file (YAML) of corruption that comes and goes on the lab's fibres over the switches' clock (see simlab/scenario)")
 	up.Flags().StringArrayVar(&faultArgs, "fault", nil, "inject a fault: <device>=drop|delay:<dur>|garbage|error:<text>, then :N or :always (repeatable)")
 	up.Flags().StringVar(&control, "lab-control", "127.0.0.1:0", "loopback address of the fault control endpoint")

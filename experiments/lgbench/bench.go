@@ -12,7 +12,10 @@
 // before each measurement; the protection entries and backpressure
 // thresholds found on the switches are put back at the end or on abort;
 // ports the bench adds are deleted again; a switch daemon the bench starts
-// is left running with the LinkGuardian program.
+// is left running with the LinkGuardian program. With replace_program, a
+// program the run found is restarted at its end, and what the run changed
+// under a program it replaces is undone before the replacement (a switch
+// in a line of three receives on one link and sends on the next).
 package lgbench
 
 import (
@@ -211,13 +214,33 @@ func (b *Bench) program(ctx context.Context, dev string, sw *tofino.Switch, want
 	if err != nil {
 		return fmt.Errorf("%s: %w", dev, err)
 	}
+	found := b.rc.ProgramFound(dev, got)
 	if got == want {
 		return sw.EnsureAgent(ctx)
 	}
 	if got != "" && !opts.ReplaceProgram {
 		return fmt.Errorf("%s runs the P4 program %q, not %q: set replace_program=true to restart its switch daemon with %s", dev, got, want, want)
 	}
-	b.rc.Event(results.Event{Type: "setting", Device: dev, Message: fmt.Sprintf("starting bf_switchd with %s (was: %q); it is left running", want, got),
+	after := "it is left running"
+	if got != "" {
+		// What the run changed under the program it replaces belongs to
+		// that program (its ports, entries, registers): undone now, while
+		// it runs. A switch in the middle of a line receives on one link
+		// and sends on the next.
+		if err := b.rc.SettleProgram(ctx, dev, got, "bf_switchd restarts with "+want); err != nil {
+			return err
+		}
+		if got == found {
+			after = "the run restarts " + found + ", the program found, at its end"
+			if b.rc.FirstTouch("lgbench/program/" + dev) {
+				if err := b.rc.Journal(dev, o.Undo{Kind: o.UndoTofinoProgram, Desc: fmt.Sprintf("restart bf_switchd on %s with %s, the program found", dev, found),
+					Found: found, Args: map[string]string{"program": found}}); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	b.rc.Event(results.Event{Type: "setting", Device: dev, Message: fmt.Sprintf("starting bf_switchd with %s (was: %q); %s", want, got, after),
 		Fields: map[string]any{"program": want, "previous_program": got}})
 	if err := sw.StartSwitchd(ctx, want); err != nil {
 		return fmt.Errorf("%s: %w", dev, err)

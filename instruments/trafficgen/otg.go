@@ -183,14 +183,19 @@ func (o *OTG) Start(ctx context.Context, flows ...string) error {
 // Stop implements Generator.
 func (o *OTG) Stop(ctx context.Context, flows ...string) error { return o.transmit(ctx, "stop", flows) }
 
-// counter accepts a JSON number or a string of digits (some OTG servers
-// send 64-bit counters as strings).
+// counter accepts a JSON number or a string of digits: the models' JSON
+// is protobuf's JSON mapping, which writes a uint64 counter as a string
+// ("frames_tx": "1000", as Ixia-c's HTTP gateway and gosnappi do).
 type counter int64
 
 func (c *counter) UnmarshalJSON(b []byte) error {
 	s := strings.Trim(string(b), `"`)
 	if s == "" || s == "null" {
 		*c = 0
+		return nil
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		*c = counter(n)
 		return nil
 	}
 	v, err := strconv.ParseFloat(s, 64)

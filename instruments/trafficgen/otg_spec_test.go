@@ -15,9 +15,12 @@ package trafficgen_test
 // file, gzip-compressed, unchanged (sha256 of the yaml:
 // 26c90dd09347d7ee0cdb6278f4ef6c9796e4b0814f7ae9b78f6b698178e1c871).
 //
-// The official Go client, gosnappi, is not served by the module proxy this
-// project builds from, so these exchanges are written as it would send
-// them and held to the specification it is generated from.
+// The document's JSON is protobuf's JSON mapping of the same models (the
+// servers and gosnappi marshal with protojson): a 64-bit integer travels
+// as a string of digits, which the document's "type: integer" does not
+// say; protoJSON turns those back into numbers before a body is held to
+// the document. The official Go client's own exchanges are in
+// otg_gosnappi_test.go.
 
 import (
 	"bytes"
@@ -31,6 +34,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -128,7 +132,7 @@ func otgCall(t *testing.T, base, method, path, body string, checkReq bool) (int,
 	}
 	if routeErr == nil {
 		out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: resp.StatusCode, Header: resp.Header,
-			Body: io.NopCloser(bytes.NewReader(raw))}
+			Body: io.NopCloser(bytes.NewReader(protoJSON(t, route.Operation, resp.StatusCode, raw)))}
 		if err := openapi3filter.ValidateResponse(ctx, out); err != nil {
 			t.Fatalf("%s %s: response %d %s is not what the spec says: %v", method, path, resp.StatusCode, raw, err)
 		}
@@ -145,6 +149,73 @@ func otgCall(t *testing.T, base, method, path, body string, checkReq bool) (int,
 	var m map[string]any
 	_ = json.Unmarshal(raw, &m)
 	return resp.StatusCode, m
+}
+
+// protoJSON rewrites the 64-bit integers of a response body, which
+// protobuf's JSON mapping writes as strings ("frames_tx": "1000"), as
+// the numbers the document's schema declares, so the document can judge
+// the rest. A string that is not all digits is left for it to reject.
+func protoJSON(t *testing.T, op *openapi3.Operation, status int, raw []byte) []byte {
+	t.Helper()
+	rr := op.Responses.Status(status)
+	if rr == nil {
+		rr = op.Responses.Default()
+	}
+	if rr == nil || rr.Value == nil || rr.Value.Content.Get("application/json") == nil {
+		return raw
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return raw
+	}
+	out, err := json.Marshal(int64Numbers(rr.Value.Content.Get("application/json").Schema, v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func int64Numbers(ref *openapi3.SchemaRef, v any) any {
+	if ref == nil || ref.Value == nil {
+		return v
+	}
+	sc := ref.Value
+	switch x := v.(type) {
+	case string:
+		if sc.Type.Is("integer") && (sc.Format == "int64" || sc.Format == "uint64") {
+			if n, err := strconv.ParseInt(x, 10, 64); err == nil {
+				return n
+			}
+		}
+	case []any:
+		for i := range x {
+			x[i] = int64Numbers(sc.Items, x[i])
+		}
+	case map[string]any:
+		for k, e := range x {
+			if p, ok := sc.Properties[k]; ok {
+				x[k] = int64Numbers(p, e)
+			}
+		}
+	}
+	return v
+}
+
+// num reads a metric as a number, whether the server wrote it as one or,
+// for a 64-bit integer, as protojson's string of digits.
+func num(t *testing.T, v any) float64 {
+	t.Helper()
+	switch x := v.(type) {
+	case float64:
+		return x
+	case string:
+		n, err := strconv.ParseFloat(x, 64)
+		if err == nil {
+			return n
+		}
+	}
+	t.Fatalf("metric %v (%T) is not a number", v, v)
+	return 0
 }
 
 const otgPorts = `"ports":[{"name":"p1","location":"eth1"},{"name":"p2","location":"eth2"}]`
@@ -221,8 +292,8 @@ func TestOTGSpecDefaults(t *testing.T) {
 	if fm["transmit"] != "started" {
 		t.Fatalf("a continuous flow stopped by itself: %v", fm)
 	}
-	tx := fm["frames_tx"].(float64)
-	if tx <= 0 || fm["bytes_tx"].(float64) != 64*tx {
+	tx := num(t, fm["frames_tx"])
+	if tx <= 0 || num(t, fm["bytes_tx"]) != 64*tx {
 		t.Fatalf("64 B frames: %v", fm)
 	}
 	stop(t, base)
@@ -267,25 +338,25 @@ func TestOTGSpecIncrementSizeAndFixedSeconds(t *testing.T) {
 	for s := int64(64); s <= 1518; s++ {
 		sum += s
 	}
-	if int64(fm["frames_tx"].(float64)) != 2*n || int64(fm["bytes_tx"].(float64)) != 2*sum {
+	if int64(num(t, fm["frames_tx"])) != 2*n || int64(num(t, fm["bytes_tx"])) != 2*sum {
 		t.Fatalf("increment: %v; want %d frames, %d bytes", fm, 2*n, 2*sum)
 	}
 	// Increment with every field left to its default: 64..1518 step 1.
 	configure(t, base, otgFlow(`"size":{"choice":"increment"},"duration":{"choice":"fixed_packets","fixed_packets":{"packets":`+itoa(n)+`}}`))
 	start(t, base)
-	if fm := flowMetric(t, base, true); int64(fm["bytes_tx"].(float64)) != sum {
+	if fm := flowMetric(t, base, true); int64(num(t, fm["bytes_tx"])) != sum {
 		t.Fatalf("default increment: %v", fm)
 	}
 	// fixed_seconds: 0.05 s at 20000 pps is 1000 frames.
 	configure(t, base, otgFlow(`"rate":{"choice":"pps","pps":20000},"duration":{"choice":"fixed_seconds","fixed_seconds":{"seconds":0.05}}`))
 	start(t, base)
-	if fm := flowMetric(t, base, true); fm["frames_tx"].(float64) != 1000 {
+	if fm := flowMetric(t, base, true); num(t, fm["frames_tx"]) != 1000 {
 		t.Fatalf("fixed_seconds: %v", fm)
 	}
 	// fixed_packets with packets left out sends one.
 	configure(t, base, otgFlow(`"duration":{"choice":"fixed_packets","fixed_packets":{}}`))
 	start(t, base)
-	if fm := flowMetric(t, base, true); fm["frames_tx"].(float64) != 1 {
+	if fm := flowMetric(t, base, true); num(t, fm["frames_tx"]) != 1 {
 		t.Fatalf("fixed_packets default: %v", fm)
 	}
 }
@@ -341,11 +412,11 @@ func TestOTGSpecSeveralRxPorts(t *testing.T) {
 	}
 	portRx := func(name string) float64 {
 		_, m := otgCall(t, base, "POST", "/monitor/metrics", `{"choice":"port","port":{"port_names":["`+name+`"]}}`, true)
-		return m["port_metrics"].([]any)[0].(map[string]any)["frames_rx"].(float64)
+		return num(t, m["port_metrics"].([]any)[0].(map[string]any)["frames_rx"])
 	}
 	configure(t, base, flow(`"p3","p2"`))
 	start(t, base)
-	if fm := flowMetric(t, base, true); fm["frames_rx"].(float64) != 1000 {
+	if fm := flowMetric(t, base, true); num(t, fm["frames_rx"]) != 1000 {
 		t.Fatalf("rx ports p3 and p2, fibre ends at p2: %v", fm)
 	}
 	if portRx("p2") != 1000 || portRx("p3") != 0 {
@@ -353,7 +424,7 @@ func TestOTGSpecSeveralRxPorts(t *testing.T) {
 	}
 	configure(t, base, flow(`"p3"`))
 	start(t, base)
-	if fm := flowMetric(t, base, true); fm["frames_rx"].(float64) != 0 || fm["frames_tx"].(float64) != 1000 {
+	if fm := flowMetric(t, base, true); num(t, fm["frames_rx"]) != 0 || num(t, fm["frames_tx"]) != 1000 {
 		t.Fatalf("rx port p3 only, fibre ends at p2: %v", fm)
 	}
 	if portRx("p2") != 1000 {
@@ -423,7 +494,7 @@ func TestOTGSpecDriverExchanges(t *testing.T) {
 			t.Errorf("the driver's %s %s %s: %v", x.method, x.path, x.req, err)
 		}
 		out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: x.status, Header: x.header,
-			Body: io.NopCloser(bytes.NewReader(x.resp))}
+			Body: io.NopCloser(bytes.NewReader(protoJSON(t, route.Operation, x.status, x.resp)))}
 		if err := openapi3filter.ValidateResponse(ctx, out); err != nil {
 			t.Errorf("the emulator's answer to %s %s: %d %s: %v", x.method, x.path, x.status, x.resp, err)
 		}

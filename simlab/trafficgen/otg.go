@@ -45,6 +45,7 @@ type OTGServer struct {
 	faults *wire.Faults
 	scale  float64
 	now    func() time.Time
+	epoch  time.Time // real time of simulated time 0 (the emulator's creation)
 
 	mu    sync.Mutex
 	cfg   otgConfig
@@ -67,7 +68,10 @@ type OTGPort struct {
 
 // OTGOptions tune the emulator.
 type OTGOptions struct {
-	TimeScale float64 // simulated seconds per real second; default 1000
+	// TimeScale is simulated seconds per real second; default 1000. 1
+	// runs the generator on the wall clock (testbed lab up --clock real),
+	// for clients that pace themselves by it.
+	TimeScale float64
 }
 
 const otgBlock = 1 << 20
@@ -81,6 +85,7 @@ func NewOTGServer(w *world.World, ports []OTGPort, faults *wire.Faults, opts OTG
 		opts.TimeScale = 1000
 	}
 	s := &OTGServer{world: w, ports: map[string]OTGPort{}, faults: faults, scale: opts.TimeScale, now: time.Now, flows: map[string]*otgFlow{}}
+	s.epoch = s.now()
 	for _, p := range ports {
 		s.ports[p.Location] = p
 	}
@@ -107,13 +112,23 @@ type otgFlowJS struct {
 			RxNames []string `json:"rx_names"`
 		} `json:"port"`
 	} `json:"tx_rx"`
-	Size     otgSize          `json:"size"`
-	Rate     otgRate          `json:"rate"`
-	Duration otgDuration      `json:"duration"`
-	Packet   []map[string]any `json:"packet,omitempty"`
-	Metrics  *struct {
-		Enable bool `json:"enable"`
-	} `json:"metrics,omitempty"`
+	Size     otgSize           `json:"size"`
+	Rate     otgRate           `json:"rate"`
+	Duration otgDuration       `json:"duration"`
+	Packet   []map[string]any  `json:"packet,omitempty"`
+	Metrics  *otgFlowMetricsJS `json:"metrics,omitempty"`
+}
+
+// otgFlowMetricsJS is Flow.Metrics: timestamps and latency add the
+// Metric.Timestamp and Metric.Latency containers to the flow's metrics.
+type otgFlowMetricsJS struct {
+	Enable     bool `json:"enable"`
+	Loss       bool `json:"loss,omitempty"`
+	Timestamps bool `json:"timestamps,omitempty"`
+	Latency    *struct {
+		Enable bool   `json:"enable"`
+		Mode   string `json:"mode,omitempty"` // store_forward (default) or cut_through
+	} `json:"latency,omitempty"`
 }
 
 // otgFlow is a configured flow's transmission state.
@@ -127,9 +142,13 @@ type otgFlow struct {
 	fps      float64 // frames per simulated second
 	packets  int64   // 0: continuous
 	running  bool
-	simBase  float64   // simulated seconds sent before realStart
+	paused   bool      // stopped by a pause: resume goes on
+	simBase  float64   // simulated seconds of transmission before realAt
 	realAt   time.Time // when it (re)started
+	segAt    float64   // the emulator's simulated time at realAt, s
 	sent     int64
+	firstAt  float64 // simulated time the first frame left, s
+	lastAt   float64 // simulated time the last frame left, s
 	blocks   []int64 // loss drawn per block
 	lostDone int64   // losses of completed blocks
 }
@@ -328,13 +347,18 @@ func (s *OTGServer) control(r *http.Request) (int, any) {
 		f := s.flows[n]
 		switch req.Traffic.FlowTransmit.State {
 		case "start":
-			*f = otgFlow{js: f.js, fibre: f.fibre, txPort: f.txPort, rxPort: f.rxPort, counted: f.counted, sizes: f.sizes, fps: f.fps, packets: f.packets, running: true, realAt: now}
+			*f = otgFlow{js: f.js, fibre: f.fibre, txPort: f.txPort, rxPort: f.rxPort, counted: f.counted, sizes: f.sizes, fps: f.fps, packets: f.packets,
+				running: true, realAt: now, segAt: s.simTime(now)}
 		case "stop", "pause":
 			s.advance(f, now)
+			if f.running {
+				f.simBase += now.Sub(f.realAt).Seconds() * s.scale
+				f.paused = req.Traffic.FlowTransmit.State == "pause"
+			}
 			f.running = false
 		case "resume":
-			if !f.running {
-				f.running, f.realAt = true, now
+			if !f.running && (f.packets == 0 || f.sent < f.packets) {
+				f.running, f.paused, f.realAt, f.segAt = true, false, now, s.simTime(now)
 			}
 		default:
 			return bad("validation", 400, "flow_transmit state %q is not one of start, stop, pause, resume", req.Traffic.FlowTransmit.State)
@@ -359,15 +383,33 @@ func (s *OTGServer) selectFlows(names []string) ([]string, error) {
 	return names, nil
 }
 
-// advance brings a running flow's counters up to real time now.
+// simTime is the emulator's simulated time at real time now, in seconds
+// since its creation: the clock of its timestamps.
+func (s *OTGServer) simTime(now time.Time) float64 {
+	return now.Sub(s.epoch).Seconds() * s.scale
+}
+
+// advance brings a running flow's counters up to real time now. Frame k
+// of the flow (from 0) leaves at k/fps seconds of transmission: a flow
+// that has transmitted for T simulated seconds has sent floor(T*fps)+1
+// frames, and its first and last frames' times are fps apart per frame,
+// so a client's rate times the time the timestamps span is the count.
 func (s *OTGServer) advance(f *otgFlow, now time.Time) {
 	if !f.running {
 		return
 	}
 	sim := f.simBase + now.Sub(f.realAt).Seconds()*s.scale
-	target := int64(math.Floor(sim * f.fps))
+	target := int64(math.Floor(sim*f.fps)) + 1
 	if f.packets > 0 && target >= f.packets {
 		target = f.packets
+	}
+	if target > f.sent {
+		if f.sent == 0 {
+			f.firstAt = f.segAt - f.simBase
+		}
+		// Frame target-1 left at (target-1)/fps of transmission, in
+		// this segment if it began after the segment's start.
+		f.lastAt = f.segAt + float64(target-1)/f.fps - f.simBase
 	}
 	for int64(len(f.blocks))*otgBlock < target {
 		n := int64(otgBlock)
@@ -407,14 +449,56 @@ func (f *otgFlow) counters() (tx, rx int64) {
 	return f.sent, f.sent - lost
 }
 
+// The names a metrics request may select (Flow.Metrics.Request
+// metric_names, Port.Metrics.Request column_names): a row keeps its keys
+// (name; a flow's port_tx and port_rx) and the names asked for, or every
+// metric when the list is empty.
+var (
+	otgFlowMetricNames = []string{"transmit", "frames_tx", "frames_rx", "bytes_tx", "bytes_rx", "frames_tx_rate", "frames_rx_rate"}
+	otgPortColumnNames = []string{"transmit", "location", "link", "capture", "frames_tx", "frames_rx", "bytes_tx", "bytes_rx",
+		"frames_tx_rate", "frames_rx_rate", "bytes_tx_rate", "bytes_rx_rate", "last_change"}
+)
+
+// otgSelect keeps the row's keys and the wanted names; it returns an error
+// naming an unknown one.
+func otgSelect(field string, allowed, wanted []string, keys ...string) (func(map[string]any) map[string]any, error) {
+	if len(wanted) == 0 {
+		return func(m map[string]any) map[string]any { return m }, nil
+	}
+	keep := map[string]bool{}
+	for _, k := range keys {
+		keep[k] = true
+	}
+	for _, w := range wanted {
+		ok := false
+		for _, a := range allowed {
+			ok = ok || a == w
+		}
+		if !ok {
+			return nil, fmt.Errorf("%s: %q is not one of %v", field, w, allowed)
+		}
+		keep[w] = true
+	}
+	return func(m map[string]any) map[string]any {
+		for k := range m {
+			if !keep[k] {
+				delete(m, k)
+			}
+		}
+		return m
+	}, nil
+}
+
 func (s *OTGServer) metrics(r *http.Request) (int, any) {
 	var req struct {
 		Choice string `json:"choice"`
 		Flow   struct {
-			FlowNames []string `json:"flow_names"`
+			FlowNames   []string `json:"flow_names"`
+			MetricNames []string `json:"metric_names"`
 		} `json:"flow"`
 		Port struct {
-			PortNames []string `json:"port_names"`
+			PortNames   []string `json:"port_names"`
+			ColumnNames []string `json:"column_names"`
 		} `json:"port"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
@@ -432,27 +516,13 @@ func (s *OTGServer) metrics(r *http.Request) (int, any) {
 		if err != nil {
 			return bad("validation", 400, "%v", err)
 		}
-		var out []map[string]any
+		sel, err := otgSelect("flow.metric_names", otgFlowMetricNames, req.Flow.MetricNames, "name", "port_tx", "port_rx")
+		if err != nil {
+			return bad("validation", 400, "%v", err)
+		}
+		out := []map[string]any{}
 		for _, n := range names {
-			f := s.flows[n]
-			tx, rx := f.counters()
-			if !f.counted {
-				rx = 0 // the frames arrive at a port the flow does not list
-			}
-			state := "stopped"
-			if f.running {
-				state = "started"
-			}
-			rate := 0.0
-			if f.running {
-				rate = f.fps
-			}
-			loss := 0.0
-			if tx > 0 {
-				loss = 100 * float64(tx-rx) / float64(tx)
-			}
-			out = append(out, map[string]any{"name": n, "transmit": state, "frames_tx": tx, "frames_rx": rx,
-				"bytes_tx": f.bytes(tx), "bytes_rx": f.rxBytes(tx, rx), "frames_tx_rate": rate, "frames_rx_rate": rate, "loss": loss})
+			out = append(out, sel(s.flowMetric(n, s.flows[n])))
 		}
 		return http.StatusOK, map[string]any{"choice": "flow_metrics", "flow_metrics": out}
 	case "port":
@@ -472,27 +542,119 @@ func (s *OTGServer) metrics(r *http.Request) (int, any) {
 			}
 			names = req.Port.PortNames
 		}
-		var out []map[string]any
+		sel, err := otgSelect("port.column_names", otgPortColumnNames, req.Port.ColumnNames, "name")
+		if err != nil {
+			return bad("validation", 400, "%v", err)
+		}
+		out := []map[string]any{}
 		for _, n := range names {
-			var ftx, frx, btx, brx int64
-			for _, f := range s.flows {
-				tx, rx := f.counters()
-				if f.txPort == n {
-					ftx, btx = ftx+tx, btx+f.bytes(tx)
-				}
-				if f.rxPort == n {
-					frx, brx = frx+rx, brx+f.rxBytes(tx, rx)
-				}
-			}
-			loc := ""
-			for _, p := range s.cfg.Ports {
-				if p.Name == n {
-					loc = p.Location
-				}
-			}
-			out = append(out, map[string]any{"name": n, "location": loc, "link": "up", "frames_tx": ftx, "frames_rx": frx, "bytes_tx": btx, "bytes_rx": brx})
+			out = append(out, sel(s.portMetric(n)))
 		}
 		return http.StatusOK, map[string]any{"choice": "port_metrics", "port_metrics": out}
 	}
 	return bad("validation", 400, "metrics choice %q is not supported (flow, port)", req.Choice)
+}
+
+// flowMetric is flow n's Flow.Metric row.
+func (s *OTGServer) flowMetric(n string, f *otgFlow) map[string]any {
+	tx, rx := f.counters()
+	if !f.counted {
+		rx = 0 // the frames arrive at a port the flow does not list
+	}
+	state := "stopped"
+	txRate, rxRate := 0.0, 0.0
+	if f.running {
+		state = "started"
+		txRate = f.fps
+		if tx > 0 {
+			rxRate = f.fps * float64(rx) / float64(tx)
+		}
+	} else if f.paused {
+		state = "paused"
+	}
+	loss := 0.0
+	if tx > 0 {
+		loss = 100 * float64(tx-rx) / float64(tx)
+	}
+	portRx := f.rxPort
+	if !f.counted || portRx == "" {
+		portRx = f.js.TxRx.Port.RxNames[0]
+	}
+	m := map[string]any{"name": n, "port_tx": f.txPort, "port_rx": portRx, "transmit": state,
+		"frames_tx": u64(tx), "frames_rx": u64(rx), "bytes_tx": u64(f.bytes(tx)), "bytes_rx": u64(f.rxBytes(tx, rx)),
+		"frames_tx_rate": txRate, "frames_rx_rate": rxRate, "loss": loss}
+	if mj := f.js.Metrics; mj != nil && mj.Timestamps {
+		// The frames' departure times on the emulator's simulated clock, ns
+		// since its start; empty until a frame has left.
+		ts := map[string]any{}
+		if tx > 0 {
+			ts["first_timestamp_ns"] = f.firstAt * 1e9
+			ts["last_timestamp_ns"] = f.lastAt * 1e9
+		}
+		m["timestamps"] = ts
+	}
+	if mj := f.js.Metrics; mj != nil && mj.Latency != nil && mj.Latency.Enable {
+		m["latency"] = f.latency(mj.Latency.Mode)
+	}
+	return m
+}
+
+// latency is Metric.Latency of the flow's received frames over its
+// fibre: the light's time of flight (5 ns/m, a silica core's group index
+// of 1.47), and in store_forward mode (RFC 1242's last bit out to first
+// bit in) less each frame's serialization at the port's line rate, so a
+// frame longer than the fibre is "negative", as on a tester's
+// back-to-back ports. Empty until a frame has arrived.
+func (f *otgFlow) latency(mode string) map[string]any {
+	if _, rx := f.counters(); rx == 0 || !f.counted {
+		return map[string]any{}
+	}
+	flight := f.fibre.LengthM * 5
+	line := f.fibre.Transceiver.DataRateBps()
+	lo, hi, sum := math.Inf(1), math.Inf(-1), 0.0
+	for _, n := range f.sizes {
+		d := flight
+		if mode != "cut_through" {
+			d -= float64(n*8) / line * 1e9
+		}
+		lo, hi, sum = min(lo, d), max(hi, d), sum+d
+	}
+	return map[string]any{"minimum_ns": lo, "maximum_ns": hi, "average_ns": sum / float64(len(f.sizes))}
+}
+
+// portMetric is port n's Port.Metric row.
+func (s *OTGServer) portMetric(n string) map[string]any {
+	var ftx, frx, btx, brx int64
+	var ftxRate, frxRate, btxRate, brxRate float64
+	transmit := "stopped"
+	for _, f := range s.flows {
+		tx, rx := f.counters()
+		mean := float64(f.bytes(int64(len(f.sizes)))) / float64(len(f.sizes))
+		if f.txPort == n {
+			ftx, btx = ftx+tx, btx+f.bytes(tx)
+			if f.running {
+				transmit = "started"
+				ftxRate += f.fps
+				btxRate += f.fps * mean
+			}
+		}
+		if f.rxPort == n {
+			frx, brx = frx+rx, brx+f.rxBytes(tx, rx)
+			if f.running && tx > 0 {
+				frxRate += f.fps * float64(rx) / float64(tx)
+				brxRate += f.fps * float64(rx) / float64(tx) * mean
+			}
+		}
+	}
+	loc := ""
+	for _, p := range s.cfg.Ports {
+		if p.Name == n {
+			loc = p.Location
+		}
+	}
+	// The link came up when the emulator did; no capture is configured.
+	return map[string]any{"name": n, "location": loc, "link": "up", "capture": "stopped", "transmit": transmit,
+		"frames_tx": u64(ftx), "frames_rx": u64(frx), "bytes_tx": u64(btx), "bytes_rx": u64(brx),
+		"frames_tx_rate": ftxRate, "frames_rx_rate": frxRate, "bytes_tx_rate": btxRate, "bytes_rx_rate": brxRate,
+		"last_change": u64(s.epoch.UnixNano())}
 }

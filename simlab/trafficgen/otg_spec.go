@@ -2,7 +2,9 @@ package trafficgen
 
 import (
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 	"testbed/simlab/wire"
 )
 
@@ -26,38 +28,94 @@ type otgSize struct {
 }
 
 type otgRate struct {
-	Choice     string   `json:"choice,omitempty"`     // default "pps"
-	Pps        *float64 `json:"pps,omitempty"`        // default 1000
-	Bps        *float64 `json:"bps,omitempty"`        // default 1e9, minimum 672
-	Kbps       *float64 `json:"kbps,omitempty"`       // default 1e6
-	Mbps       *float64 `json:"mbps,omitempty"`       // default 1000
-	Gbps       *float64 `json:"gbps,omitempty"`       // default 1
-	Percentage *float64 `json:"percentage,omitempty"` // default 100, in [0, 100]
+	Choice     string  `json:"choice,omitempty"`     // default "pps"
+	Pps        *otgU64 `json:"pps,omitempty"`        // default 1000
+	Bps        *otgU64 `json:"bps,omitempty"`        // default 1e9, minimum 672
+	Kbps       *otgU64 `json:"kbps,omitempty"`       // default 1e6
+	Mbps       *otgU64 `json:"mbps,omitempty"`       // default 1000
+	Gbps       *otgNum `json:"gbps,omitempty"`       // default 1 (uint32)
+	Percentage *otgNum `json:"percentage,omitempty"` // default 100, in [0, 100]
 }
 
 type otgDuration struct {
 	Choice       string `json:"choice,omitempty"` // default "continuous"
 	FixedPackets *struct {
-		Packets *int64 `json:"packets,omitempty"` // default 1, minimum 1
-		Gap     int    `json:"gap,omitempty"`
+		Packets *otgNum `json:"packets,omitempty"` // default 1, minimum 1
+		Gap     otgNum  `json:"gap,omitempty"`
 	} `json:"fixed_packets,omitempty"`
 	FixedSeconds *struct {
-		Seconds *float64 `json:"seconds,omitempty"` // default 1, minimum 0
-		Gap     int      `json:"gap,omitempty"`
+		Seconds *otgNum `json:"seconds,omitempty"` // default 1, minimum 0
+		Gap     otgNum  `json:"gap,omitempty"`
 	} `json:"fixed_seconds,omitempty"`
 	Continuous *struct {
-		Gap int `json:"gap,omitempty"`
+		Gap otgNum `json:"gap,omitempty"`
 	} `json:"continuous,omitempty"`
 }
 
-func orInt(p *int, def int) int {
+// otgNum is a number of the OTG models as a client may send it: the
+// models' JSON is protobuf's JSON mapping (gosnappi marshals with
+// protojson), which writes 64-bit integers as strings and reads a number
+// or a string for any numeric field. It is written back as a number.
+type otgNum float64
+
+func (n *otgNum) UnmarshalJSON(b []byte) error {
+	v, err := parseOTGNumber(b)
+	*n = otgNum(v)
+	return err
+}
+
+// otgU64 is a uint64 field of the models: read as otgNum is, written as
+// protojson writes it, a string of digits.
+type otgU64 float64
+
+func (n *otgU64) UnmarshalJSON(b []byte) error {
+	v, err := parseOTGNumber(b)
+	if err == nil && (v < 0 || v != math.Trunc(v)) {
+		err = fmt.Errorf("%s is not an unsigned integer", b)
+	}
+	*n = otgU64(v)
+	return err
+}
+
+func (n otgU64) MarshalJSON() ([]byte, error) {
+	return []byte(strconv.Quote(strconv.FormatUint(uint64(n), 10))), nil
+}
+
+func parseOTGNumber(b []byte) (float64, error) {
+	s := string(b)
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		s = s[1 : len(s)-1]
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("%s is not a number", b)
+	}
+	return v, nil
+}
+
+// u64 is a 64-bit counter in an answer, written as protojson writes
+// uint64 (a string of digits), as Ixia-c's HTTP gateway does.
+type u64 int64
+
+func (n u64) MarshalJSON() ([]byte, error) {
+	return []byte(strconv.Quote(strconv.FormatInt(int64(n), 10))), nil
+}
+
+func orU64(p *otgU64, def float64) float64 {
 	if p == nil {
 		return def
 	}
-	return *p
+	return float64(*p)
 }
 
-func orFloat(p *float64, def float64) float64 {
+func orNum(p *otgNum, def float64) float64 {
+	if p == nil {
+		return def
+	}
+	return float64(*p)
+}
+
+func orInt(p *int, def int) int {
 	if p == nil {
 		return def
 	}
@@ -106,23 +164,23 @@ func otgResolve(f *otgFlowJS, lineBps float64) (sizes []int, fps float64, packet
 	var bps float64
 	switch f.Rate.Choice {
 	case "", "pps":
-		fps = orFloat(f.Rate.Pps, 1000)
+		fps = orU64(f.Rate.Pps, 1000)
 		if fps < 1 {
 			bad("rate.pps %g is below 1", fps)
 		}
 	case "bps":
-		bps = orFloat(f.Rate.Bps, 1e9)
+		bps = orU64(f.Rate.Bps, 1e9)
 		if bps < 672 {
 			bad("rate.bps %g is below 672", bps)
 		}
 	case "kbps":
-		bps = orFloat(f.Rate.Kbps, 1e6) * 1e3
+		bps = orU64(f.Rate.Kbps, 1e6) * 1e3
 	case "mbps":
-		bps = orFloat(f.Rate.Mbps, 1000) * 1e6
+		bps = orU64(f.Rate.Mbps, 1000) * 1e6
 	case "gbps":
-		bps = orFloat(f.Rate.Gbps, 1) * 1e9
+		bps = orNum(f.Rate.Gbps, 1) * 1e9
 	case "percentage":
-		pct := orFloat(f.Rate.Percentage, 100)
+		pct := orNum(f.Rate.Percentage, 100)
 		if pct <= 0 || pct > 100 {
 			bad("rate.percentage %g is outside (0, 100]", pct)
 		}
@@ -141,7 +199,7 @@ func otgResolve(f *otgFlowJS, lineBps float64) (sizes []int, fps float64, packet
 	case "fixed_packets":
 		packets = 1
 		if fp := f.Duration.FixedPackets; fp != nil && fp.Packets != nil {
-			packets = *fp.Packets
+			packets = int64(*fp.Packets)
 		}
 		if packets < 1 {
 			bad("duration.fixed_packets.packets %d is below 1", packets)
@@ -149,13 +207,13 @@ func otgResolve(f *otgFlowJS, lineBps float64) (sizes []int, fps float64, packet
 	case "fixed_seconds":
 		secs := 1.0
 		if fs := f.Duration.FixedSeconds; fs != nil {
-			secs = orFloat(fs.Seconds, 1)
+			secs = orNum(fs.Seconds, 1)
 		}
 		if secs <= 0 {
 			bad("duration.fixed_seconds.seconds %g is not positive", secs)
 		}
 		// The flow stops after secs of transmission: the frames that fit.
-		packets = max(1, int64(secs*fps))
+		packets = max(1, int64(math.Floor(secs*fps+1e-9)))
 	default:
 		bad("duration choice %q is not supported (fixed_packets, fixed_seconds, continuous)", f.Duration.Choice)
 	}

@@ -42,8 +42,13 @@ import (
 // n77xxSlotError is the instrument's answer to a slot it does not have.
 var n77xxSlotError = scpi.Error{Code: -303, Msg: "Module slot empty or slot / channel invalid"}
 
-// keysightSpeedLimits bounds :INP:ATT:SPE (dB/s).
-var keysightSpeedLimits = scpi.Limits{Min: 0.1, Max: 1000, Def: 1000}
+// keysightSpeedLimits bounds :INP:ATT:SPE (dB/s): 0.1 to 1000 dB/s, and
+// DEF is the speed the channel powers on with, which *RST restores (one
+// value for both, so ":INP1:ATT:SPE? DEF" reads what *RST loaded; a
+// simulated channel faster than 1000 dB/s raises the maximum to its own).
+func keysightSpeedLimits(powerOn float64) scpi.Limits {
+	return scpi.Limits{Min: 0.1, Max: max(1000, powerOn), Def: powerOn}
+}
 
 // keysightWavelength bounds :INP:WAV (metres).
 var keysightWavelength = scpi.Limits{Min: 1200e-9, Max: 1700e-9, Def: 1550e-9}
@@ -109,6 +114,8 @@ func newKeysightSCPI(s *KeysightServer) *scpi.Instrument {
 		}
 		return scpi.Float(p), nil
 	}
+	// Every header of the table takes one parameter at most (the value,
+	// or a query's MIN|MAX|DEF): ":INP1:ATT 5,6" is -108.
 	table := []scpi.Command{
 		{Pattern: ":INPut#[:CHANnel#]:ATTenuation",
 			Set: func(c *scpi.Call) (string, error) {
@@ -138,11 +145,11 @@ func newKeysightSCPI(s *KeysightServer) *scpi.Instrument {
 			}},
 		{Pattern: ":INPut#[:CHANnel#]:ATTenuation:SPEed",
 			Set: func(c *scpi.Call) (string, error) {
-				_, ch, err := chanOf(c)
+				i, ch, err := chanOf(c)
 				if err != nil {
 					return "", err
 				}
-				v, err := scpi.Number(c.Arg(0), scpi.DBPerSecond, keysightSpeedLimits)
+				v, err := scpi.Number(c.Arg(0), scpi.DBPerSecond, keysightSpeedLimits(defSpeed[i]))
 				if err != nil {
 					return "", err
 				}
@@ -150,11 +157,11 @@ func newKeysightSCPI(s *KeysightServer) *scpi.Instrument {
 				return "", nil
 			},
 			Get: func(c *scpi.Call) (string, error) {
-				_, ch, err := chanOf(c)
+				i, ch, err := chanOf(c)
 				if err != nil {
 					return "", err
 				}
-				if v, ok, err := scpi.QueryLimit(c, keysightSpeedLimits); ok || err != nil {
+				if v, ok, err := scpi.QueryLimit(c, keysightSpeedLimits(defSpeed[i])); ok || err != nil {
 					return scpi.Float(v), err
 				}
 				return scpi.Float(ch.Speed()), nil
@@ -261,6 +268,9 @@ func newKeysightSCPI(s *KeysightServer) *scpi.Instrument {
 			return power(c)
 		}},
 		{Pattern: ":SYSTem:VERSion", Get: func(*scpi.Call) (string, error) { return "1990.0", nil }},
+	}
+	for i := range table {
+		table[i].Params = 1
 	}
 	return scpi.New(scpi.Config{
 		IDN:   v.Vendor + "," + v.Model + "," + v.Serial + "," + v.Firmware,

@@ -20,7 +20,8 @@ import (
 // A? (Atten:<dB>(dB)), D (DPos:<steps>, ATTEN:<dB>), S? (Pos:<steps>),
 // S<n>, S+<n>, S-<n>, F and B (move the stepper; reply Pos:<steps>), RES?
 // (the previous reply again), L<dB> (insertion loss), CD (model, firmware,
-// MAX ATTEN, wavelength), H (home; Pos:0), RST, E0/E1 (echo off/on). Errors: Error-2 bad command, Error-6
+// MAX ATTEN, wavelength), H (home; Diff=<steps>), RST, E0/E1 (echo off/on). Errors: Error-2 bad command
+// (A with more than the two decimals the device takes among them), Error-6
 // value overflow; injected device errors as Error-<code>. A "drop" fault on
 // a serial line means the device stops answering, like a stall.
 type OZOpticsServer struct {
@@ -200,8 +201,13 @@ func (s *OZOpticsServer) handle(cmd string) {
 			s.reply(append(pre, fmt.Sprintf("Error-%d", f.Code))...)
 			return
 		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(cmd[1:]), 64)
-		if err != nil || math.IsNaN(v) {
+		arg := strings.TrimSpace(cmd[1:])
+		v, err := strconv.ParseFloat(arg, 64)
+		// "Two digits to the right of the decimal point are allowed, but
+		// not required" (the device's command list, as COO-Utilities/
+		// ozoptics dd100mc.py quotes it): A1.234 is a bad command.
+		_, frac, dot := strings.Cut(arg, ".")
+		if err != nil || math.IsNaN(v) || strings.ContainsAny(arg, "eE") || (dot && len(frac) > 2) {
 			s.reply(append(pre, "Error-2")...)
 			return
 		}
@@ -216,10 +222,14 @@ func (s *OZOpticsServer) handle(cmd string) {
 		s.reply(append(pre, s.voa.Model, "Firmware Ver:"+s.voa.Firmware, "S/N:"+s.voa.Serial,
 			fmt.Sprintf("MAX ATTEN:%.2f", s.ch.MaxDB), fmt.Sprintf("Wavelength:%.0f", s.ch.Wavelength()*1e9))...)
 	case up == "H":
-		// Homing: back to the home sensor, step 0.
+		// Homing: the stepper runs back to the home sensor and reports how
+		// far its step count was off there (COO-Utilities/ozoptics
+		// dd100mc.py's home() waits for "Diff=<n>", then takes the
+		// position as 0). This stepper loses no steps, so the count reads
+		// the sensor's step, the minimum attenuation's.
 		s.ch.SetAttenuation(s.ch.MinDB)
 		time.Sleep(s.ch.SettleTime())
-		s.reply(append(pre, "Pos:0")...)
+		s.reply(append(pre, fmt.Sprintf("Diff=%d", s.steps()-int(math.Round(s.ch.MinDB*stepsPerDB))))...)
 	case up == "RST":
 		s.reply(pre...)
 	default:

@@ -73,6 +73,8 @@ func TestDD100StepperCommands(t *testing.T) {
 	eq("S99999", do("S99999"), "Error-6")
 	eq("Sx", do("Sx"), "Error-2")
 	eq("L0.80", do("L0.80"))
-	eq("H", do("H"), "Pos:0")
+	eq("A1.234", do("A1.234"), "Error-2") // the device takes two decimals
+	eq("A1e1", do("A1e1"), "Error-2")
+	eq("H", do("H"), "Diff=0")
 	eq("D", do("D"), "DPos:0", "ATTEN:0.00")
 }

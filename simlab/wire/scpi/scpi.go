@@ -33,12 +33,17 @@
 //     :SYSTem:ERRor; standard numbers and messages in Errors below).
 //   - *CLS empties the error queue and the event register; *ESR? reads
 //     and clears the Standard Event Status Register; *STB? reports the
-//     status byte (bit 2 error queue not empty, bit 5 ESB); *ESE sets the
-//     enable mask; *OPC? answers 1 when nothing is pending and 0 while an
+//     status byte (bit 2 error queue not empty, bit 5 ESB, bit 6 MSS when
+//     a bit is set that *SRE enables); *ESE sets the event enable mask and
+//     *SRE the service request enable mask, 0-255, bit 6 ignored (IEEE
+//     488.2 §10.34, §11.3.2.3: both mandatory, with their queries); *OPC? answers 1 when nothing is pending and 0 while an
 //     operation is (the N77xx answers at once: "returns 1 if operation
 //     complete, 0 otherwise", N7744-90C, Common Status Command Summary);
 //     *RST clears the error queue and calls the instrument's reset. A query
 //     form of a command that has none (*RST?) is -113 Undefined header.
+//   - A parameter a header does not take (":INP1:ATT 5,6", "*RST 1") is
+//     -108 Parameter not allowed (SCPI-99 Vol. 2, error list; IEEE 488.2
+//     §7.1: a program message unit has the parameters its header defines).
 package scpi
 
 import (
@@ -155,6 +160,10 @@ type Command struct {
 	Pattern string
 	Set     Handler // nil: the header has no command form
 	Get     Handler // nil: the header has no query form
+	// Params is how many parameters either form takes at most (for most
+	// headers 1: the value of a command, the MIN|MAX|DEF of a query);
+	// more is -108 Parameter not allowed. 0: the handler checks.
+	Params int
 }
 
 type element struct {
@@ -199,6 +208,7 @@ type Instrument struct {
 	errq  []*Error
 	esr   int // Standard Event Status Register
 	ese   int // its enable mask
+	sre   int // Service Request Enable register (bit 6 always 0)
 	execm sync.Mutex
 }
 
@@ -469,6 +479,9 @@ func (in *Instrument) run(call *Call, abs string) (string, string, error) {
 			}
 			return "", next, Errorf(-113, "query only")
 		}
+		if n := c.cmd.Params; n > 0 && len(call.Args) > n {
+			return "", next, Errorf(-108, "%s takes at most %d parameter(s), got %d", call.Header, n, len(call.Args))
+		}
 		r, err := h(call)
 		return r, next, err
 	}
@@ -517,6 +530,13 @@ func (in *Instrument) common(call *Call) (string, error) {
 			return Errorf(-113, "")
 		}
 		return nil
+	}
+	// Only the setting forms of *ESE and *SRE take a parameter.
+	takes := !call.Query && (call.Header == "*ESE" || call.Header == "*SRE")
+	if len(call.Args) > 0 && !takes {
+		if _, known := commonHeaders[call.Header]; known {
+			return "", Errorf(-108, "%s takes no parameter", call.Header)
+		}
 	}
 	switch call.Header {
 	case "*IDN":
@@ -587,20 +607,33 @@ func (in *Instrument) common(call *Call) (string, error) {
 		v := in.esr
 		in.esr = 0
 		return strconv.Itoa(v), nil
-	case "*ESE":
+	case "*ESE", "*SRE":
+		reg := &in.ese
+		if call.Header == "*SRE" {
+			reg = &in.sre
+		}
 		in.mu.Lock()
 		defer in.mu.Unlock()
 		if call.Query {
-			return strconv.Itoa(in.ese), nil
+			return strconv.Itoa(*reg), nil
+		}
+		switch {
+		case len(call.Args) == 0:
+			return "", Errorf(-109, "")
+		case len(call.Args) > 1:
+			return "", Errorf(-108, "%s takes one parameter", call.Header)
 		}
 		v, err := strconv.Atoi(call.Arg(0))
-		if err != nil || len(call.Args) != 1 {
+		if err != nil {
 			return "", Errorf(-104, "")
 		}
 		if v < 0 || v > 255 {
 			return "", Errorf(-222, "")
 		}
-		in.ese = v
+		if reg == &in.sre {
+			v &^= 1 << 6 // IEEE 488.2 §11.3.2.3: bit 6 of the SRE is ignored
+		}
+		*reg = v
 		return "", nil
 	case "*STB":
 		if !call.Query {
@@ -615,10 +648,16 @@ func (in *Instrument) common(call *Call) (string, error) {
 		if in.esr&in.ese != 0 {
 			stb |= 1 << 5 // ESB
 		}
+		if stb&in.sre != 0 {
+			stb |= 1 << 6 // MSS: a summary bit that *SRE enables is set (IEEE 488.2 §11.2.2.2)
+		}
 		return strconv.Itoa(stb), nil
 	}
 	return "", Errorf(-113, "")
 }
+
+// commonHeaders are the common commands the core answers.
+var commonHeaders = map[string]struct{}{"*IDN": {}, "*OPT": {}, "*TST": {}, "*CLS": {}, "*RST": {}, "*OPC": {}, "*WAI": {}, "*ESR": {}, "*ESE": {}, "*SRE": {}, "*STB": {}}
 
 // Push appends an error to the queue, replacing the last entry with -350
 // when the queue is full, and sets its class's bit in the event register.
