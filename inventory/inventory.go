@@ -225,6 +225,16 @@ func Load(path string) (*Inventory, error) {
 	return Parse(path, data)
 }
 
+// LoadPartial is Load that returns the inventory as far as it parsed
+// beside its problems (see ParsePartial).
+func LoadPartial(path string) (*Inventory, error) {
+	data, err := readfile.Read(path, MaxFileBytes)
+	if err != nil {
+		return nil, fmt.Errorf("inventory: %w", err)
+	}
+	return ParsePartial(path, data)
+}
+
 // DeviceNames lists the devices, sorted.
 func (inv *Inventory) DeviceNames() []string {
 	out := make([]string, 0, len(inv.Devices))

@@ -162,8 +162,22 @@ var (
 )
 
 // Parse reads an inventory from YAML; path is used in messages. Every
-// problem is reported, each with file, line, column and field.
+// problem is reported, each with file, line, column and field, in one
+// pass: what parses is validated too, and the problems come sorted by
+// line.
 func Parse(path string, data []byte) (*Inventory, error) {
+	inv, err := ParsePartial(path, data)
+	if err != nil {
+		return nil, err
+	}
+	return inv, nil
+}
+
+// ParsePartial is Parse that also returns, beside its problems, the
+// inventory as far as it parsed (nil only when the file is not YAML or
+// empty), so that a caller can add checks of its own (drivers) to one
+// report.
+func ParsePartial(path string, data []byte) (*Inventory, error) {
 	p := &parser{file: path}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
@@ -206,13 +220,43 @@ func Parse(path string, data []byte) (*Inventory, error) {
 			}
 		}
 	}
-	if len(p.problems) > 0 {
-		return nil, &ValidationError{Problems: p.problems}
+	// Validate what parsed: a field the parser already reported is not
+	// reported again as missing or wrong.
+	ps := p.problems
+	var ve *ValidationError
+	if err := inv.Validate(); errors.As(err, &ve) {
+		ps = MergeProblems(ps, ve.Problems)
 	}
-	if err := inv.Validate(); err != nil {
-		return nil, err
+	if len(ps) > 0 {
+		return inv, &ValidationError{Problems: ps}
 	}
 	return inv, nil
+}
+
+// MergeProblems adds more to ps, leaving out a problem of a field (or of
+// a field under one) ps already reports, and sorts the whole by file,
+// line and column.
+func MergeProblems(ps, more []Problem) []Problem {
+	out := append([]Problem(nil), ps...)
+	for _, m := range more {
+		dup := false
+		for _, p := range ps {
+			dup = dup || (p.Field != "" && (m.Field == p.Field || strings.HasPrefix(m.Field, p.Field+".")))
+		}
+		if !dup {
+			out = append(out, m)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Problem) int {
+		if a.Pos.File != b.Pos.File {
+			return strings.Compare(a.Pos.File, b.Pos.File)
+		}
+		if a.Pos.Line != b.Pos.Line {
+			return a.Pos.Line - b.Pos.Line
+		}
+		return a.Pos.Column - b.Pos.Column
+	})
+	return out
 }
 
 func sortedKeys(m map[string][2]*yaml.Node) []string {

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -29,23 +30,36 @@ func KnownDrivers() map[string][]string {
 // CheckDrivers reports every inventory device whose driver this build does
 // not have, positioned in the inventory file.
 func CheckDrivers(inv *inventory.Inventory) error {
+	ps := DriverProblems(inv)
+	if len(ps) > 0 {
+		return &InputError{Msg: (&inventory.ValidationError{Problems: ps}).Error()}
+	}
+	return nil
+}
+
+// DriverProblems lists the devices whose kind or driver this build does
+// not drive, each at its line.
+func DriverProblems(inv *inventory.Inventory) []inventory.Problem {
 	known := KnownDrivers()
-	var problems []string
+	var out []inventory.Problem
+	add := func(err error) {
+		var ve *inventory.ValidationError
+		if errors.As(err, &ve) {
+			out = append(out, ve.Problems...)
+		}
+	}
 	for _, name := range inv.DeviceNames() {
 		d, _ := inv.Device(name)
 		list, ok := known[d.Kind]
 		if !ok {
-			problems = append(problems, inv.DeviceErrorf(d, "kind", "no driver for kind %q yet (this build drives: %s)", d.Kind, kindsOf(known)).Error())
+			add(inv.DeviceErrorf(d, "kind", "no driver for kind %q yet (this build drives: %s)", d.Kind, kindsOf(known)))
 			continue
 		}
 		if !slices.Contains(list, d.Driver) {
-			problems = append(problems, inv.DeviceErrorf(d, "driver", "unknown %s driver %q (known: %s)", d.Kind, d.Driver, strings.Join(list, ", ")).Error())
+			add(inv.DeviceErrorf(d, "driver", "unknown %s driver %q (known: %s)", d.Kind, d.Driver, strings.Join(list, ", ")))
 		}
 	}
-	if len(problems) > 0 {
-		return &InputError{Msg: strings.Join(problems, "\n")}
-	}
-	return nil
+	return out
 }
 
 func kindsOf(m map[string][]string) string {
@@ -209,4 +223,32 @@ func sshOptions(d *inventory.Device) (transport.SSHOptions, error) {
 		}
 	}
 	return o, nil
+}
+
+// DriverHas reports whether the registered driver of a kind with an
+// inventory key declares every capability: planning asks it before it
+// opens anything ("can this OCS run schedules?").
+func DriverHas(kind, driver string, capabilities ...string) bool {
+	d, ok := drivers.Lookup(kind, driver)
+	if !ok {
+		return false
+	}
+	for _, c := range capabilities {
+		if !d.Has(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// DriversWith lists the registered drivers of a kind that declare every
+// capability, sorted.
+func DriversWith(kind string, capabilities ...string) []string {
+	var out []string
+	for _, n := range drivers.Names(kind) {
+		if DriverHas(kind, n, capabilities...) {
+			out = append(out, n)
+		}
+	}
+	return out
 }

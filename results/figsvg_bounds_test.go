@@ -43,3 +43,15 @@ func TestSVGBoundsBreakLinesAndBands(t *testing.T) {
 		t.Errorf("legend entry %q ends at %.0f px, past the SVG's 760", label, end)
 	}
 }
+
+// A histogram with a bin width takes it, aligned on its multiples,
+// whatever its number of bins would give.
+func TestHistogramBinWidth(t *testing.T) {
+	e := histEdges([]float64{13.30, 13.38, 13.51, 14.49}, 30, 0.25)
+	if len(e) < 2 || e[0] != 13.25 || e[1]-e[0] != 0.25 || e[len(e)-1] <= 14.49 {
+		t.Errorf("edges %v", e)
+	}
+	if auto := histEdges([]float64{13.30, 13.38, 13.51, 14.49}, 30, 0); auto[1]-auto[0] >= 0.25 {
+		t.Errorf("without a width, 30 bins over 1.2 us: %v", auto)
+	}
+}

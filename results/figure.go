@@ -89,6 +89,10 @@ type Figure struct {
 	YScale float64 `json:"y_scale,omitempty"`
 	// Bins is the number of Histogram bins (0: about sqrt(n), 5 to 40).
 	Bins int `json:"bins,omitempty"`
+	// BinWidth, when above 0, is the Histogram bins' width in x's unit,
+	// aligned on its multiples (a recipe's own bin parameter), instead of
+	// Bins.
+	BinWidth float64 `json:"bin_width,omitempty"`
 	// Tail keeps the CCDF's points at or below this fraction (0.01: the
 	// top 1%); 0 keeps all.
 	Tail float64 `json:"tail,omitempty"`
@@ -423,7 +427,7 @@ func buildFigure(f Figure, fields []Field, recs [][]string) FigureData {
 			}
 		}
 		if f.Kind == Histogram {
-			edges := histEdges(all, f.Bins)
+			edges := histEdges(all, f.Bins, f.BinWidth)
 			for _, name := range names {
 				s := SeriesData{Name: name}
 				counts := make([]int, max(len(edges)-1, 0))
@@ -513,7 +517,7 @@ func buildFigure(f Figure, fields []Field, recs [][]string) FigureData {
 
 // histEdges returns bins+1 equal-width edges over the values, on round
 // numbers.
-func histEdges(v []float64, bins int) []float64 {
+func histEdges(v []float64, bins int, width float64) []float64 {
 	if len(v) == 0 {
 		return nil
 	}
@@ -521,10 +525,13 @@ func histEdges(v []float64, bins int) []float64 {
 	if bins <= 0 {
 		bins = min(max(int(math.Sqrt(float64(len(v)))), 5), 40)
 	}
-	if hi == lo {
+	if hi == lo && width <= 0 {
 		return []float64{lo - 0.5, lo + 0.5}
 	}
-	w := niceStep((hi - lo) / float64(bins))
+	w := width
+	if w <= 0 {
+		w = niceStep((hi - lo) / float64(bins))
+	}
 	start := math.Floor(lo/w) * w
 	var edges []float64
 	for e := start; ; e += w {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"text/tabwriter"
@@ -20,12 +21,20 @@ func (a *app) inventoryCmd() *cobra.Command {
 		Short: "Validate an inventory and connect to each device, printing its identity",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			inv, err := inventory.Load(args[0])
-			if err != nil {
+			// Every problem of the file in one report, sorted by line: what
+			// does not parse, what parsed but is wrong, and the drivers
+			// this build lacks.
+			inv, err := inventory.LoadPartial(args[0])
+			var ve *inventory.ValidationError
+			if err != nil && (inv == nil || !errors.As(err, &ve)) {
 				return &orchestrator.InputError{Msg: err.Error()}
 			}
-			if err := orchestrator.CheckDrivers(inv); err != nil {
-				return err
+			var ps []inventory.Problem
+			if ve != nil {
+				ps = ve.Problems
+			}
+			if ps = inventory.MergeProblems(ps, orchestrator.DriverProblems(inv)); len(ps) > 0 {
+				return &orchestrator.InputError{Msg: (&inventory.ValidationError{Problems: ps}).Error()}
 			}
 			type row struct {
 				Device   string              `json:"device"`

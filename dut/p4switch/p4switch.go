@@ -62,6 +62,15 @@ type Programs interface {
 	Ready(ctx context.Context) error
 }
 
+// Builder compiles a P4 program's sources on the switch and installs it,
+// for Programs.LoadProgram to start.
+type Builder interface {
+	// BuildProgram uploads files (paths relative to the program's
+	// directory; main is the file the compiler starts from), compiles and
+	// installs program.
+	BuildProgram(ctx context.Context, program, main string, files map[string][]byte) (Build, error)
+}
+
 // Ports adds, removes and reads the switch's ports.
 type Ports interface {
 	// AddPort adds and enables a port with a speed and FEC mode,
@@ -155,8 +164,23 @@ const (
 	CapQueues = "queues"
 	// CapPrograms: the driver implements Programs.
 	CapPrograms = "programs"
+	// CapBuilder: the driver implements Builder.
+	CapBuilder = "builder"
 	// CapOptics: the driver implements Optics.
 	CapOptics = "optics"
 	// CapFEC: the driver reads FEC counters (PortCounters.FECCounters).
 	CapFEC = "fec-counters"
 )
+
+// Switch is a switch with every interface of the kind: what a recipe that
+// sets up a whole program (ports, tables, its generator, reading counters
+// on the switch's clock) asks for. A recipe that needs less asks for less.
+type Switch interface {
+	Core
+	Programs
+	Ports
+	PortCounters
+	Queues
+	PacketGenerator
+	Clock
+}

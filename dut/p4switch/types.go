@@ -169,3 +169,17 @@ type FrameQuery struct {
 	Fields  FrameField
 	TxSizes SizeRange
 }
+
+// Build is the outcome of compiling and installing a P4 program.
+type Build struct {
+	Program string
+	// SourceSHA256 is the hash of the uploaded sources (sorted paths and
+	// contents), as the switch computed it.
+	SourceSHA256 string
+	// Conf is the installed configuration the switch daemon loads the
+	// program with (run_switchd.sh -p <Program> on a Tofino).
+	Conf     string
+	Duration time.Duration
+	// Log is the tail of the compiler's output.
+	Log string
+}

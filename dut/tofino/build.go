@@ -13,19 +13,6 @@ import (
 	"time"
 )
 
-// Build is the outcome of compiling and installing a P4 program.
-type Build struct {
-	Program string
-	// SourceSHA256 is the hash of the uploaded sources (sorted paths and
-	// contents), as the switch computed it.
-	SourceSHA256 string
-	// Conf is the installed .conf run_switchd.sh -p <Program> loads.
-	Conf     string
-	Duration time.Duration
-	// Log is the tail of the compiler's output.
-	Log string
-}
-
 // SourceHash is the hash Build reports for files: sha256 over each path
 // (sorted), a NUL, its sha256 in hex, a newline, as
 // `find | sort | xargs sha256sum` would list them.

@@ -22,6 +22,7 @@ type (
 	FrameField   = p4switch.FrameField
 	SizeRange    = p4switch.SizeRange
 	FrameQuery   = p4switch.FrameQuery
+	Build        = p4switch.Build
 )
 
 // The PortFrames fields, by their names in this package.
@@ -46,6 +47,7 @@ var (
 	_ p4switch.PacketGenerator = (*Switch)(nil)
 	_ p4switch.Clock           = (*Switch)(nil)
 	_ p4switch.Optics          = (*Switch)(nil)
+	_ p4switch.Builder         = (*Switch)(nil)
 )
 
 // LoadProgram restarts bf_switchd with program (StartSwitchd).

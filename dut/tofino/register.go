@@ -16,7 +16,7 @@ import (
 func init() {
 	drivers.Register(drivers.Driver{
 		Kind: p4switch.Kind, Name: "tofino-bfrt",
-		Capabilities: []string{p4switch.CapPrograms, p4switch.CapPacketGenerator, p4switch.CapClock, p4switch.CapQueues, p4switch.CapOptics, p4switch.CapFEC},
+		Capabilities: []string{p4switch.CapPrograms, p4switch.CapPacketGenerator, p4switch.CapClock, p4switch.CapQueues, p4switch.CapOptics, p4switch.CapFEC, p4switch.CapBuilder},
 		Open: func(ctx context.Context, c drivers.Config) (drivers.Device, error) {
 			var so transport.SSHOptions
 			if c.SSH != nil {

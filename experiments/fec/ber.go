@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"testbed/dut/p4switch"
 	"testbed/experiments/lgbench"
 	"testbed/experiments/stats"
 	o "testbed/orchestrator"
@@ -307,7 +308,9 @@ func berPoint(ctx context.Context, b *lgbench.Bench, ph PHY, fb, pktgen int, fra
 	m.ber = math.NaN()
 	var rx any
 	if hasFront {
-		if lanes, err := b.Rx.Transceiver(ctx, front); err == nil && len(lanes) > 0 {
+		if optics, ok := b.Rx.(p4switch.Optics); !ok {
+			// A driver that reads no diagnostics leaves the power unknown.
+		} else if lanes, err := optics.Transceiver(ctx, front); err == nil && len(lanes) > 0 {
 			w := lanes[0].RxDBm
 			for _, ln := range lanes {
 				w = math.Min(w, ln.RxDBm)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"testbed/dut/tofino"
+	"testbed/dut/p4switch"
 	o "testbed/orchestrator"
 	ts "testbed/p4/timestamp"
 	"testbed/results"
@@ -22,7 +22,7 @@ const pktgenPort = 68
 type snake struct {
 	rc    *o.RunContext
 	dev   string
-	sw    *tofino.Switch
+	sw    p4switch.Switch
 	ports []int
 }
 
@@ -31,7 +31,7 @@ type snake struct {
 // of ports[0], come back in through its loopback module (or the fibre to
 // the next switch), out of ports[1], and so on; the last drops them.
 func openSnake(ctx context.Context, rc *o.RunContext, dev string, ports []int, replace bool) (*snake, error) {
-	sw, err := o.As[*tofino.Switch](rc, dev)
+	sw, err := o.As[p4switch.Switch](rc, dev)
 	if err != nil {
 		return nil, err
 	}
@@ -44,24 +44,28 @@ func openSnake(ctx context.Context, rc *o.RunContext, dev string, ports []int, r
 		if got != "" && !replace {
 			return nil, fmt.Errorf("%s runs the P4 program %q, not %q: set replace_program=true to restart its switch daemon with %s", dev, got, ts.Program, ts.Program)
 		}
-		b, err := sw.BuildProgram(ctx, ts.Program, ts.MainFile(ts.Program), ts.Sources())
+		builder, ok := sw.(p4switch.Builder)
+		if !ok {
+			return nil, fmt.Errorf("%s runs %q and its driver cannot build %s on it: load %s by hand, or use a driver that builds programs", dev, got, ts.Program, ts.Program)
+		}
+		b, err := builder.BuildProgram(ctx, ts.Program, ts.MainFile(ts.Program), ts.Sources())
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", dev, err)
 		}
 		rc.Event(results.Event{Type: "setting", Device: dev, Message: fmt.Sprintf("built %s (sources %s) and starting bf_switchd with it (was: %q); it is left running", ts.Program, b.SourceSHA256[:12], got),
 			Fields: map[string]any{"program": ts.Program, "previous_program": got, "source_sha256": b.SourceSHA256}})
-		if err := sw.StartSwitchd(ctx, ts.Program); err != nil {
+		if err := sw.LoadProgram(ctx, ts.Program); err != nil {
 			return nil, fmt.Errorf("%s: %w", dev, err)
 		}
-	} else if err := sw.EnsureAgent(ctx); err != nil {
+	} else if err := sw.Ready(ctx); err != nil {
 		return nil, fmt.Errorf("%s: %w", dev, err)
 	}
 	in := pktgenPort
 	for _, p := range append(append([]int{}, ports...), -1) {
 		key := map[string]int64{ts.KeyIngressPort: int64(in)}
-		e := tofino.Entry{Key: key, Action: ts.ActionForward, Data: map[string]int64{ts.ParamPort: int64(p)}}
+		e := p4switch.Entry{Key: key, Action: ts.ActionForward, Data: map[string]int64{ts.ParamPort: int64(p)}}
 		if p < 0 {
-			e = tofino.Entry{Key: key, Action: ts.ActionDrop, Data: map[string]int64{}}
+			e = p4switch.Entry{Key: key, Action: ts.ActionDrop, Data: map[string]int64{}}
 		}
 		if err := s.entry(ctx, e); err != nil {
 			return nil, err
@@ -72,12 +76,12 @@ func openSnake(ctx context.Context, rc *o.RunContext, dev string, ports []int, r
 }
 
 // entry installs a snake entry, journalling the one it replaces.
-func (s *snake) entry(ctx context.Context, e tofino.Entry) error {
+func (s *snake) entry(ctx context.Context, e p4switch.Entry) error {
 	es, err := s.sw.Entries(ctx, ts.TableSnake)
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.dev, err)
 	}
-	var found *tofino.Entry
+	var found *p4switch.Entry
 	for i := range es {
 		if es[i].Key[ts.KeyIngressPort] == e.Key[ts.KeyIngressPort] {
 			found = &es[i]
@@ -106,7 +110,7 @@ func (s *snake) entry(ctx context.Context, e tofino.Entry) error {
 func (s *snake) setMode(ctx context.Context, port, gbps int, fec string) error {
 	_, err := s.sw.PortStatus(ctx, port)
 	switch {
-	case tofino.IsNotFound(err):
+	case p4switch.IsNotFound(err):
 		if err := s.rc.Journal(s.dev, o.Undo{Kind: o.UndoTofinoDeletePort, Desc: fmt.Sprintf("delete port %d the run added on %s", port, s.dev),
 			Args: map[string]int{"port": port}}); err != nil {
 			return err
@@ -191,7 +195,7 @@ func (s *snake) send(ctx context.Context, at time.Duration, frameBytes int, gbps
 	}
 	// One probe: a single batch of one packet, its timer the line time.
 	line := time.Duration(float64((frameBytes+20)*8)/float64(gbps)) + time.Nanosecond
-	g := tofino.Pktgen{AppID: 1, Port: pktgenPort, EgressPort: s.ports[0], PacketBytes: frameBytes - 4, Interval: line, Batches: 1, PerBatch: 1}
+	g := p4switch.Pktgen{AppID: 1, Port: pktgenPort, EgressPort: s.ports[0], PacketBytes: frameBytes - 4, Interval: line, Batches: 1, PerBatch: 1}
 	if s.rc.FirstTouch("fec/pktgen/" + s.dev) {
 		if err := s.rc.Journal(s.dev, o.Undo{Kind: o.UndoTofinoPktgen, Desc: fmt.Sprintf("stop packet generator application 1 on %s", s.dev),
 			Args: map[string]int{"app_id": 1}}); err != nil {

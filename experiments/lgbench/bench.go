@@ -24,7 +24,7 @@ import (
 	"strconv"
 	"time"
 
-	"testbed/dut/tofino"
+	"testbed/dut/p4switch"
 	"testbed/inventory"
 	o "testbed/orchestrator"
 	lg "testbed/p4/linkguardian"
@@ -147,7 +147,7 @@ func devPort(inv *inventory.Inventory, device, port string) (int, error) {
 // Bench is a bench link with its switches open.
 type Bench struct {
 	Link
-	Tx, Rx *tofino.Switch
+	Tx, Rx p4switch.Switch
 	rc     *o.RunContext
 }
 
@@ -164,10 +164,10 @@ type Options struct {
 func Open(ctx context.Context, rc *o.RunContext, l Link, opts Options) (*Bench, error) {
 	b := &Bench{Link: l, rc: rc}
 	var err error
-	if b.Tx, err = o.As[*tofino.Switch](rc, l.Sender); err != nil {
+	if b.Tx, err = o.As[p4switch.Switch](rc, l.Sender); err != nil {
 		return nil, err
 	}
-	if b.Rx, err = o.As[*tofino.Switch](rc, l.Receiver); err != nil {
+	if b.Rx, err = o.As[p4switch.Switch](rc, l.Receiver); err != nil {
 		return nil, err
 	}
 	if err := b.program(ctx, l.Sender, b.Tx, lg.ProgramSender, opts); err != nil {
@@ -178,7 +178,7 @@ func Open(ctx context.Context, rc *o.RunContext, l Link, opts Options) (*Bench, 
 	}
 	for _, p := range []struct {
 		dev  string
-		sw   *tofino.Switch
+		sw   p4switch.Switch
 		port int
 		gbps int
 	}{{l.Sender, b.Tx, l.TxPort, l.Gbps}, {l.Receiver, b.Rx, l.RxPort, l.Gbps}, {l.Receiver, b.Rx, l.Sink, l.SinkGbps}} {
@@ -199,7 +199,7 @@ func Open(ctx context.Context, rc *o.RunContext, l Link, opts Options) (*Bench, 
 	defer cancel()
 	for _, p := range []struct {
 		dev  string
-		sw   *tofino.Switch
+		sw   p4switch.Switch
 		port int
 	}{{l.Sender, b.Tx, l.TxPort}, {l.Receiver, b.Rx, l.RxPort}} {
 		if err := p.sw.WaitPortUp(wctx, p.port); err != nil {
@@ -209,14 +209,14 @@ func Open(ctx context.Context, rc *o.RunContext, l Link, opts Options) (*Bench, 
 	return b, nil
 }
 
-func (b *Bench) program(ctx context.Context, dev string, sw *tofino.Switch, want string, opts Options) error {
+func (b *Bench) program(ctx context.Context, dev string, sw p4switch.Switch, want string, opts Options) error {
 	got, err := sw.Program(ctx)
 	if err != nil {
 		return fmt.Errorf("%s: %w", dev, err)
 	}
 	found := b.rc.ProgramFound(dev, got)
 	if got == want {
-		return sw.EnsureAgent(ctx)
+		return sw.Ready(ctx)
 	}
 	if got != "" && !opts.ReplaceProgram {
 		return fmt.Errorf("%s runs the P4 program %q, not %q: set replace_program=true to restart its switch daemon with %s", dev, got, want, want)
@@ -242,16 +242,16 @@ func (b *Bench) program(ctx context.Context, dev string, sw *tofino.Switch, want
 	}
 	b.rc.Event(results.Event{Type: "setting", Device: dev, Message: fmt.Sprintf("starting bf_switchd with %s (was: %q); %s", want, got, after),
 		Fields: map[string]any{"program": want, "previous_program": got}})
-	if err := sw.StartSwitchd(ctx, want); err != nil {
+	if err := sw.LoadProgram(ctx, want); err != nil {
 		return fmt.Errorf("%s: %w", dev, err)
 	}
 	return nil
 }
 
-func (b *Bench) port(ctx context.Context, dev string, sw *tofino.Switch, port, gbps int, sink bool) error {
+func (b *Bench) port(ctx context.Context, dev string, sw p4switch.Switch, port, gbps int, sink bool) error {
 	st, err := sw.PortStatus(ctx, port)
 	switch {
-	case tofino.IsNotFound(err):
+	case p4switch.IsNotFound(err):
 		fec := b.FEC
 		if sink {
 			fec = "none"
@@ -286,7 +286,7 @@ func (b *Bench) remember(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", b.Sender, err)
 		}
-		var found *tofino.Entry
+		var found *p4switch.Entry
 		for i := range es {
 			if es[i].Key["egress_port"] == int64(b.TxPort) {
 				found = &es[i]
@@ -342,7 +342,7 @@ type Protection struct {
 // Protect configures the sender's entries and the receiver's thresholds.
 func (b *Bench) Protect(ctx context.Context, p Protection) error {
 	for _, t := range []string{lg.TableLinkProtect, lg.TableRetxMcast} {
-		if err := b.Tx.DeleteEntry(ctx, t, portKey(b.TxPort)); err != nil && !tofino.IsNotFound(err) {
+		if err := b.Tx.DeleteEntry(ctx, t, portKey(b.TxPort)); err != nil && !p4switch.IsNotFound(err) {
 			return fmt.Errorf("%s: %w", b.Sender, err)
 		}
 	}
@@ -362,11 +362,11 @@ func (b *Bench) Protect(ctx context.Context, p Protection) error {
 	if p.Mode == NonBlocking {
 		blocking = 0
 	}
-	if err := b.Tx.AddEntry(ctx, lg.TableRetxMcast, tofino.Entry{Key: portKey(b.TxPort), Action: lg.ActionRetxCopies,
+	if err := b.Tx.AddEntry(ctx, lg.TableRetxMcast, p4switch.Entry{Key: portKey(b.TxPort), Action: lg.ActionRetxCopies,
 		Data: map[string]int64{"num_copies": int64(p.Copies)}}); err != nil {
 		return fmt.Errorf("%s: %w", b.Sender, err)
 	}
-	if err := b.Tx.AddEntry(ctx, lg.TableLinkProtect, tofino.Entry{Key: portKey(b.TxPort), Action: lg.ActionProtect,
+	if err := b.Tx.AddEntry(ctx, lg.TableLinkProtect, p4switch.Entry{Key: portKey(b.TxPort), Action: lg.ActionProtect,
 		Data: map[string]int64{"dummy_pkt_max_count": int64(p.Dummies), "blocking_mode": blocking}}); err != nil {
 		return fmt.Errorf("%s: %w", b.Sender, err)
 	}

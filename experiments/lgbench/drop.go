@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"testbed/dut/tofino"
+	"testbed/dut/p4switch"
 	o "testbed/orchestrator"
 	lg "testbed/p4/linkguardian"
 )
@@ -39,7 +39,7 @@ func (b *Bench) EmulateDrop(ctx context.Context, p float64) (float64, error) {
 	step := float64(uint64(1)<<lg.DropRandomBits) / float64(n+1)
 	for i := range n {
 		key := int64(float64(i+1) * step)
-		if err := b.Tx.AddEntry(ctx, lg.TableEmulateDrop, tofino.Entry{Key: map[string]int64{lg.KeyRandNum: key}, Action: lg.ActionDrop}); err != nil {
+		if err := b.Tx.AddEntry(ctx, lg.TableEmulateDrop, p4switch.Entry{Key: map[string]int64{lg.KeyRandNum: key}, Action: lg.ActionDrop}); err != nil {
 			return 0, fmt.Errorf("%s: %w", b.Sender, err)
 		}
 	}

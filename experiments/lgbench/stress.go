@@ -6,7 +6,7 @@ import (
 	"math"
 	"time"
 
-	"testbed/dut/tofino"
+	"testbed/dut/p4switch"
 	lg "testbed/p4/linkguardian"
 	"testbed/results"
 )
@@ -31,15 +31,15 @@ type Snapshot struct {
 // Read takes a snapshot.
 func (b *Bench) Read(ctx context.Context) (Snapshot, error) {
 	var s Snapshot
-	tc, err := b.Tx.PortFramesOf(ctx, b.TxPort, tofino.FrameQuery{Fields: tofino.FramesTxAll | tofino.FramesTxOctets, TxSizes: dataSizes})
+	tc, err := b.Tx.PortFramesOf(ctx, b.TxPort, p4switch.FrameQuery{Fields: p4switch.FramesTxAll | p4switch.FramesTxOctets, TxSizes: dataSizes})
 	if err != nil {
 		return s, fmt.Errorf("%s: %w", b.Sender, err)
 	}
-	rc, err := b.Rx.PortFramesOf(ctx, b.RxPort, tofino.FrameQuery{Fields: tofino.FramesRxOK | tofino.FramesRxFCSErrors | tofino.FramesTxPriPause})
+	rc, err := b.Rx.PortFramesOf(ctx, b.RxPort, p4switch.FrameQuery{Fields: p4switch.FramesRxOK | p4switch.FramesRxFCSErrors | p4switch.FramesTxPriPause})
 	if err != nil {
 		return s, fmt.Errorf("%s: %w", b.Receiver, err)
 	}
-	sc, err := b.Rx.PortFramesOf(ctx, b.Sink, tofino.FrameQuery{Fields: tofino.FramesTxOK})
+	sc, err := b.Rx.PortFramesOf(ctx, b.Sink, p4switch.FrameQuery{Fields: p4switch.FramesTxOK})
 	if err != nil {
 		return s, fmt.Errorf("%s: %w", b.Receiver, err)
 	}
@@ -60,7 +60,7 @@ func (b *Bench) Read(ctx context.Context) (Snapshot, error) {
 
 // dataSizes are the frames over 127 B (FCS included): originals and
 // copies, not LinkGuardian's 64 B dummies.
-var dataSizes = tofino.SizeRange{Min: 128}
+var dataSizes = p4switch.SizeRange{Min: 128}
 
 // Queues is the occupancy of the two LinkGuardian buffers, in bytes.
 type Queues struct {
@@ -233,8 +233,8 @@ func (b *Bench) Run(ctx context.Context, s Stress) (StressResult, error) {
 	return r, nil
 }
 
-func pktgen(b *Bench, s Stress, batches, per int) tofino.Pktgen {
-	return tofino.Pktgen{AppID: s.AppID, Port: s.PktgenPort, EgressPort: b.TxPort, PacketBytes: s.FrameBytes - 4,
+func pktgen(b *Bench, s Stress, batches, per int) p4switch.Pktgen {
+	return p4switch.Pktgen{AppID: s.AppID, Port: s.PktgenPort, EgressPort: b.TxPort, PacketBytes: s.FrameBytes - 4,
 		Interval: b.LineRateInterval(s.FrameBytes), Batches: batches, PerBatch: per}
 }
 

@@ -8,19 +8,19 @@ import (
 	"log/slog"
 	"time"
 
-	"testbed/dut/tofino"
+	"testbed/dut/p4switch"
 	"testbed/inventory"
 	o "testbed/orchestrator"
 	lg "testbed/p4/linkguardian"
 )
 
 // SwitchActor is what acting needs of a switch: LinkGuardian's sender
-// tables (p4/linkguardian) and its ports. *tofino.Switch is one.
+// tables (p4/linkguardian) and its ports: a p4switch.Switch is one.
 type SwitchActor interface {
-	Entries(ctx context.Context, table string) ([]tofino.Entry, error)
-	AddEntry(ctx context.Context, table string, e tofino.Entry) error
+	Entries(ctx context.Context, table string) ([]p4switch.Entry, error)
+	AddEntry(ctx context.Context, table string, e p4switch.Entry) error
 	DeleteEntry(ctx context.Context, table string, key map[string]int64) error
-	PortStatus(ctx context.Context, devPort int) (tofino.PortStatus, error)
+	PortStatus(ctx context.Context, devPort int) (p4switch.PortStatus, error)
 	DeletePort(ctx context.Context, devPort int) error
 }
 
@@ -227,7 +227,7 @@ func (a *Actor) log() *slog.Logger {
 // decision, each with the undo that puts back what it found.
 func (a *Actor) plan(ctx context.Context, sw SwitchActor, d Decision, dir Direction) ([]step, error) {
 	key := map[string]int64{"egress_port": int64(dir.TxPort)}
-	found := func(table string) (*tofino.Entry, error) {
+	found := func(table string) (*p4switch.Entry, error) {
 		es, err := sw.Entries(ctx, table)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", d.Sender, err)
@@ -241,7 +241,7 @@ func (a *Actor) plan(ctx context.Context, sw SwitchActor, d Decision, dir Direct
 	}
 	// setEntry replaces the port's entry of a table by e (nil: removes
 	// it), undone by putting back the entry found.
-	setEntry := func(table string, e *tofino.Entry) (step, error) {
+	setEntry := func(table string, e *p4switch.Entry) (step, error) {
 		f, err := found(table)
 		if err != nil {
 			return step{}, err
@@ -250,8 +250,8 @@ func (a *Actor) plan(ctx context.Context, sw SwitchActor, d Decision, dir Direct
 		if f != nil {
 			desc = fmt.Sprintf("restore the %s entry of port %d found on %s", table, dir.TxPort, d.Sender)
 		}
-		put := func(ctx context.Context, want *tofino.Entry) error {
-			if err := sw.DeleteEntry(ctx, table, key); err != nil && !tofino.IsNotFound(err) {
+		put := func(ctx context.Context, want *p4switch.Entry) error {
+			if err := sw.DeleteEntry(ctx, table, key); err != nil && !p4switch.IsNotFound(err) {
 				return err
 			}
 			if want != nil {
@@ -267,14 +267,14 @@ func (a *Actor) plan(ctx context.Context, sw SwitchActor, d Decision, dir Direct
 		}, nil
 	}
 	var steps []step
-	add := func(table string, e *tofino.Entry) error {
+	add := func(table string, e *p4switch.Entry) error {
 		s, err := setEntry(table, e)
 		if err == nil {
 			steps = append(steps, s)
 		}
 		return err
 	}
-	retx := &tofino.Entry{Key: key, Action: lg.ActionRetxCopies, Data: map[string]int64{"num_copies": int64(d.Copies)}}
+	retx := &p4switch.Entry{Key: key, Action: lg.ActionRetxCopies, Data: map[string]int64{"num_copies": int64(d.Copies)}}
 	switch d.Action {
 	case ActEnableLG:
 		blocking := int64(0)
@@ -285,7 +285,7 @@ func (a *Actor) plan(ctx context.Context, sw SwitchActor, d Decision, dir Direct
 		if err := add(lg.TableRetxMcast, retx); err != nil {
 			return nil, err
 		}
-		if err := add(lg.TableLinkProtect, &tofino.Entry{Key: key, Action: lg.ActionProtect,
+		if err := add(lg.TableLinkProtect, &p4switch.Entry{Key: key, Action: lg.ActionProtect,
 			Data: map[string]int64{"dummy_pkt_max_count": int64(a.Dummies), "blocking_mode": blocking}}); err != nil {
 			return nil, err
 		}
@@ -357,7 +357,7 @@ func undoRecord(device, kind, desc string, found, args any) o.UndoRecord {
 }
 
 func isNilEntry(v any) bool {
-	e, ok := v.(*tofino.Entry)
+	e, ok := v.(*p4switch.Entry)
 	return ok && e == nil
 }
 

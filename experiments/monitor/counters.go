@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"testbed/dut/tofino"
+	"testbed/dut/p4switch"
 	"testbed/hostagent"
 	"testbed/inventory"
 )
@@ -33,7 +33,7 @@ const (
 // leaves a direction's FEC counters unavailable; the monitor says so and
 // judges on frames alone.
 type FECReader interface {
-	FECCounters(ctx context.Context, devPort int) (tofino.FECCounters, error)
+	FECCounters(ctx context.Context, devPort int) (p4switch.FECCounters, error)
 }
 
 // FECStatus is what the monitor knows of a direction's FEC at the

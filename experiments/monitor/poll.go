@@ -13,21 +13,21 @@ import (
 	"sync"
 	"time"
 
-	"testbed/dut/tofino"
+	"testbed/dut/p4switch"
 	"testbed/hostagent"
 	"testbed/inventory"
 )
 
-// CounterReader reads a switch port's frame counters; *tofino.Switch is
-// one.
+// CounterReader reads a switch port's frame counters (p4switch.PortCounters
+// is one).
 type CounterReader interface {
-	PortFramesOf(ctx context.Context, devPort int, q tofino.FrameQuery) (tofino.PortFrames, error)
+	PortFramesOf(ctx context.Context, devPort int, q p4switch.FrameQuery) (p4switch.PortFrames, error)
 }
 
 // frameQuery is what a direction is estimated from: at the sending port
 // every frame sent, at the receiving port the frames received good and
 // those with FCS errors (one read per port serves both directions).
-var frameQuery = tofino.FrameQuery{Fields: tofino.FramesTxAll | tofino.FramesRxOK | tofino.FramesRxFCSErrors}
+var frameQuery = p4switch.FrameQuery{Fields: p4switch.FramesTxAll | p4switch.FramesRxOK | p4switch.FramesRxFCSErrors}
 
 // Direction is one direction of an inventory link between two switches,
 // or between a switch and a host: frames leave Sender's port (TxPort, or
@@ -139,7 +139,7 @@ type Monitor struct {
 	switches map[string]CounterReader
 	hosts    map[string]HostCounterReader
 	est      []*Estimator
-	fecPrev  []*tofino.FECCounters
+	fecPrev  []*p4switch.FECCounters
 	fecSum   []FECStatus
 	policy   *Policy
 	timeout  time.Duration
@@ -193,7 +193,7 @@ func NewMonitorWith(dirs []Direction, switches map[string]CounterReader, hosts m
 		}
 		m.est = append(m.est, e)
 	}
-	m.fecPrev = make([]*tofino.FECCounters, len(dirs))
+	m.fecPrev = make([]*p4switch.FECCounters, len(dirs))
 	m.fecSum = make([]FECStatus, len(dirs))
 	m.status = make([]DirStatus, len(dirs))
 	for i, d := range dirs {
@@ -258,7 +258,7 @@ func (m *Monitor) Poll(ctx context.Context, now time.Time) ([]Decision, error) {
 		rctx, cancel := context.WithTimeout(ctx, m.timeout)
 		c, err := m.switches[sw].PortFramesOf(rctx, port, frameQuery)
 		cancel()
-		if tofino.IsNotFound(err) {
+		if p4switch.IsNotFound(err) {
 			// A port not added is a link out of service: nothing to read.
 			unavail[key] = fmt.Sprintf("%s: port %d not added: %v", sw, port, err)
 			return endReading{}, false

@@ -144,9 +144,16 @@ type Summary struct {
 	OverBudget int64 `json:"over_budget"`
 }
 
-// SchedulingDrivers are the ocs drivers whose switches run schedules and
-// record their nights.
-func SchedulingDrivers() []string { return []string{"mordia-rest"} }
+// Schedules are the capabilities a switch this recipe runs on needs: it
+// runs timed schedules and records its nights. The drivers that declare
+// them are asked of the driver registry, before anything is opened.
+var Schedules = []string{ocs.CapSchedule, ocs.CapNightLog}
+
+// RunsSchedules reports whether an inventory device is an optical circuit
+// switch whose driver runs schedules and records their nights.
+func RunsSchedules(d *inventory.Device) bool {
+	return d.Kind == ocs.Kind && o.DriverHas(d.Kind, d.Driver, Schedules...)
+}
 
 // BindSwitch picks the scheduling switch a recipe runs on: the named one,
 // or the lab's only one (the first by name if there are several).
@@ -154,7 +161,7 @@ func BindSwitch(lab *inventory.Inventory, name string) (*inventory.Device, o.Bin
 	var cands []string
 	for _, n := range lab.DeviceNames() {
 		d, _ := lab.Device(n)
-		if d.Kind == "ocs" && slices.Contains(SchedulingDrivers(), d.Driver) {
+		if RunsSchedules(d) {
 			cands = append(cands, n)
 		}
 	}
@@ -165,15 +172,15 @@ func BindSwitch(lab *inventory.Inventory, name string) (*inventory.Device, o.Bin
 			return nil, o.Binding{}, o.Inputf("ocs: no device %q in %s (switches that run schedules: %s)", name, lab.Path, orNone(cands))
 		case d.Kind != "ocs":
 			return nil, o.Binding{}, o.Inputf("%v", lab.DeviceErrorf(d, "kind", "device %s is a %s, not an ocs", name, d.Kind))
-		case !slices.Contains(SchedulingDrivers(), d.Driver):
+		case !RunsSchedules(d):
 			return nil, o.Binding{}, o.Inputf("%v", lab.DeviceErrorf(d, "driver", "%s (%s) holds one configuration at a time; this recipe needs a switch that runs schedules and records its nights (drivers: %s)",
-				name, d.Driver, strings.Join(SchedulingDrivers(), ", ")))
+				name, d.Driver, strings.Join(o.DriversWith(ocs.Kind, Schedules...), ", ")))
 		}
 		return d, o.Binding{Role: "ocs", Resource: name, Detail: d.Driver + " " + d.Address}, nil
 	}
 	if len(cands) == 0 {
 		return nil, o.Binding{}, o.Inputf("the lab in %s cannot serve this recipe: it needs an optical circuit switch that runs schedules (kind ocs, driver %s); it has none",
-			lab.Path, strings.Join(SchedulingDrivers(), " or "))
+			lab.Path, strings.Join(o.DriversWith(ocs.Kind, Schedules...), " or "))
 	}
 	d, _ := lab.Device(cands[0])
 	detail := d.Driver + " " + d.Address
@@ -217,7 +224,10 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		return nil, o.Inputf("%d slots x %d periods is %d nights: at most 50,000,000", slots, periods, n)
 	}
 	st := &state{s: Summary{OCS: dev.Name, Slots: slots, SlotUS: p.Float("slot_us"), Periods: periods, Expected: int64(slots) * periods}}
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: []o.Binding{bind}, Tables: Tables(),
+	tables := Tables()
+	// The figure's bins are the recipe's (bin_us), as its histogram table's.
+	tables[0].Figures[0].BinWidth = p.Float("bin_us")
+	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: []o.Binding{bind}, Tables: tables,
 		Summary: func(partial bool) (any, error) {
 			st.mu.Lock()
 			defer st.mu.Unlock()

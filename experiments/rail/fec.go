@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"testbed/dut/tofino"
+	"testbed/dut/p4switch"
 	"testbed/experiments/lgbench"
 	"testbed/experiments/rail/topo"
 	o "testbed/orchestrator"
@@ -28,7 +28,7 @@ type FECCounts struct {
 // fec_corr_cnt, fec_uncorr_cnt and fec_ser_lane_N). A driver that lacks
 // it leaves the BER unknown.
 type fecCounterReader interface {
-	FECCounters(ctx context.Context, devPort int) (tofino.FECCounters, error)
+	FECCounters(ctx context.Context, devPort int) (p4switch.FECCounters, error)
 }
 
 // readFECCounts reads a port's counters as link-qualify counts them: the

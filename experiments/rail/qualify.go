@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"testbed/dut/tofino"
+	"testbed/dut/p4switch"
 	"testbed/experiments/lgbench"
 	"testbed/experiments/rail/topo"
 	"testbed/experiments/stats"
@@ -304,13 +304,18 @@ func (st *qualifyState) ddm(ctx context.Context, rc *o.RunContext, b *lgbench.Be
 	if err != nil {
 		return err
 	}
-	read := func(sw *tofino.Switch, dev, port string) ([]tofino.Lane, error) {
+	read := func(sw p4switch.Switch, dev, port string) ([]p4switch.Lane, error) {
 		front, ok := fronts[dev+":"+port]
 		if !ok {
 			rc.Event(results.Event{Type: "note", Device: dev, Message: fmt.Sprintf("%s: no front-panel number for port %s (front_ports): diagnostics not read", tl.Name, port)})
 			return nil, nil
 		}
-		lanes, err := sw.Transceiver(ctx, front)
+		optics, ok := sw.(p4switch.Optics)
+		if !ok {
+			rc.Event(results.Event{Type: "note", Device: dev, Message: fmt.Sprintf("%s: the driver of %s reads no transceiver diagnostics: not read", tl.Name, dev)})
+			return nil, nil
+		}
+		lanes, err := optics.Transceiver(ctx, front)
 		if err != nil {
 			return nil, fmt.Errorf("%s: link %s: %w", dev, tl.Name, err)
 		}
@@ -344,7 +349,7 @@ func (st *qualifyState) ddm(ctx context.Context, rc *o.RunContext, b *lgbench.Be
 
 // attenuation from tx's end to rx's end: the worst lane's Tx power less
 // its Rx power (lanes matched by number; nil when either end is unread).
-func attenuation(tx, rx []tofino.Lane) *float64 {
+func attenuation(tx, rx []p4switch.Lane) *float64 {
 	worst := math.Inf(-1)
 	for _, a := range tx {
 		for _, b := range rx {

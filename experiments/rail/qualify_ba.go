@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"testbed/dut/tofino"
+	"testbed/dut/p4switch"
 	"testbed/experiments/lgbench"
 	"testbed/experiments/rail/topo"
 	"testbed/experiments/stats"
@@ -31,7 +31,7 @@ func (st *qualifyState) reverse(ctx context.Context, rc *o.RunContext, b *lgbenc
 		}
 	}
 	read := func() (ok, fcs int64, err error) {
-		c, err := cnt.PortFramesOf(ctx, l.TxPort, tofino.FrameQuery{Fields: tofino.FramesRxOK | tofino.FramesRxFCSErrors})
+		c, err := cnt.PortFramesOf(ctx, l.TxPort, p4switch.FrameQuery{Fields: p4switch.FramesRxOK | p4switch.FramesRxFCSErrors})
 		if err != nil {
 			return 0, 0, fmt.Errorf("%s: %w", l.Sender, err)
 		}
@@ -42,7 +42,7 @@ func (st *qualifyState) reverse(ctx context.Context, rc *o.RunContext, b *lgbenc
 		return err
 	}
 	per := min(frames, 65536)
-	g := tofino.Pktgen{AppID: s.AppID, Port: s.PktgenPort, EgressPort: l.RxPort, PacketBytes: fb - 4,
+	g := p4switch.Pktgen{AppID: s.AppID, Port: s.PktgenPort, EgressPort: l.RxPort, PacketBytes: fb - 4,
 		Interval: b.LineRateInterval(fb), Batches: int((frames + per - 1) / per), PerBatch: int(per)}
 	t0, err := gen.Clock(ctx)
 	if err != nil {

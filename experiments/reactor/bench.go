@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -142,7 +141,7 @@ func hostOf(inv *inventory.Inventory, d *inventory.Device) (Host, string, error)
 			if self.Device != d.Name || !ok || pd.Kind != "ocs" {
 				continue
 			}
-			if !slices.Contains(ocscharacterize.SchedulingDrivers(), pd.Driver) {
+			if !ocscharacterize.RunsSchedules(pd) {
 				return h, "", fmt.Errorf("%s: its link %s ends on %s (%s), which runs no schedules", d.Name, l.Name, pd.Name, pd.Driver)
 			}
 			port, err := strconv.Atoi(peer.Port)

@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"testbed/dut/tofino"
+	"testbed/dut/p4switch"
 	"testbed/experiments/lgbench"
 	"testbed/experiments/monitor"
 	o "testbed/orchestrator"
@@ -444,9 +444,9 @@ func (r *rehearsal) run(ctx context.Context) (LinkResult, error) {
 	return lr, nil
 }
 
-// Compile-time check: the run's switch driver is what the monitor reads
-// and acts through.
+// Compile-time check: the switch kind is what the monitor reads and acts
+// through.
 var (
-	_ monitor.CounterReader = (*tofino.Switch)(nil)
-	_ monitor.SwitchActor   = (*tofino.Switch)(nil)
+	_ monitor.CounterReader = p4switch.Switch(nil)
+	_ monitor.SwitchActor   = p4switch.Switch(nil)
 )

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"testbed/dut/p4switch"
 	"testbed/dut/tofino"
 	"testbed/inventory"
 	o "testbed/orchestrator"
@@ -399,7 +400,7 @@ func (br *benchRun) program(ctx context.Context, n *benchNode) error {
 func (br *benchRun) port(ctx context.Context, n *benchNode, port, gbps int) error {
 	st, err := n.sw.PortStatus(ctx, port)
 	switch {
-	case tofino.IsNotFound(err):
+	case p4switch.IsNotFound(err):
 		if err := br.rc.Journal(n.Name, o.Undo{Kind: o.UndoTofinoDeletePort, Desc: fmt.Sprintf("delete port %d the run added on %s", port, n.Name),
 			Args: map[string]int{"port": port}}); err != nil {
 			return err
@@ -416,7 +417,7 @@ func (br *benchRun) port(ctx context.Context, n *benchNode, port, gbps int) erro
 	if !br.rc.FirstTouch(fmt.Sprintf("stardust/port-mode/%s/%d", n.Name, port)) {
 		return fmt.Errorf("%s: port %d at %s, the run set %d Gb/s", n.Name, port, st.Speed, gbps)
 	}
-	found := tofino.PortMode{Speed: st.Speed, FEC: st.FEC, Enabled: st.Enabled}
+	found := p4switch.PortMode{Speed: st.Speed, FEC: st.FEC, Enabled: st.Enabled}
 	if err := br.rc.Journal(n.Name, o.Undo{Kind: o.UndoTofinoPortMode, Desc: fmt.Sprintf("set port %d on %s back to %s %s", port, n.Name, st.Speed, st.FEC),
 		Found: found, Args: map[string]any{"port": port, "mode": found}}); err != nil {
 		return err
@@ -644,7 +645,7 @@ func (br *benchRun) stopAll(ctx context.Context, apps ...int) error {
 			if n.FE && (a == appCredit || a == appData) {
 				continue
 			}
-			if err := n.sw.StopPktgen(ctx, a); err != nil && !tofino.IsNotFound(err) {
+			if err := n.sw.StopPktgen(ctx, a); err != nil && !p4switch.IsNotFound(err) {
 				return fmt.Errorf("%s: %w", n.Name, err)
 			}
 		}
@@ -682,7 +683,7 @@ func (br *benchRun) read(ctx context.Context, at time.Duration) (benchReading, e
 			return r, fmt.Errorf("%s: %w", n.Name, err)
 		}
 		addTo(r.Lat, h)
-		c, err := n.sw.PortFramesOf(ctx, n.Host, tofino.FrameQuery{Fields: tofino.FramesTxOK | tofino.FramesTxOctets})
+		c, err := n.sw.PortFramesOf(ctx, n.Host, p4switch.FrameQuery{Fields: p4switch.FramesTxOK | p4switch.FramesTxOctets})
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", n.Name, err)
 		}
@@ -717,7 +718,7 @@ func (br *benchRun) read(ctx context.Context, at time.Duration) (benchReading, e
 		}
 		addTo(r.Queue, h)
 		for _, p := range n.Ports {
-			c, err := n.sw.PortFramesOf(ctx, p, tofino.FrameQuery{Fields: tofino.FramesTxOK | tofino.FramesTxOctets})
+			c, err := n.sw.PortFramesOf(ctx, p, p4switch.FrameQuery{Fields: p4switch.FramesTxOK | p4switch.FramesTxOctets})
 			if err != nil {
 				return r, fmt.Errorf("%s: %w", n.Name, err)
 			}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"testbed/dut/p4switch"
 	"testbed/dut/tofino"
 	o "testbed/orchestrator"
 	sd "testbed/p4/stardust"
@@ -249,7 +250,7 @@ func (c *failoverCtl) start(ctx context.Context) error {
 type portRead struct {
 	ok   bool
 	link tofino.FabricLink
-	cnt  tofino.PortFrames
+	cnt  p4switch.PortFrames
 }
 
 // readNode reads every fabric port of n (and an FA's host port counters
@@ -258,12 +259,12 @@ type portRead struct {
 func (c *failoverCtl) readNode(ctx context.Context, n *benchNode) (map[int]portRead, int64, int64, error) {
 	out := map[int]portRead{}
 	ls, err := n.sw.FabricLinks(ctx, n.Ports, c.th)
-	if tofino.IsNotFound(err) {
+	if p4switch.IsNotFound(err) {
 		// A port is gone (a failed FE's): one by one.
 		ls = nil
 		for _, p := range n.Ports {
 			l, err := n.sw.FabricLinks(ctx, []int{p}, c.th)
-			if tofino.IsNotFound(err) {
+			if p4switch.IsNotFound(err) {
 				continue
 			}
 			if err != nil {
@@ -278,9 +279,9 @@ func (c *failoverCtl) readNode(ctx context.Context, n *benchNode) (map[int]portR
 		// Only what the poll uses: the frames received and those with
 		// FCS errors (the error verdict), the data frames sent (the
 		// convergence measurement).
-		cnt, err := n.sw.PortFramesOf(ctx, l.Port, tofino.FrameQuery{Fields: tofino.FramesRxAll | tofino.FramesRxFCSErrors,
-			TxSizes: tofino.SizeRange{Min: c.dataSize, Max: c.dataSize}})
-		if tofino.IsNotFound(err) {
+		cnt, err := n.sw.PortFramesOf(ctx, l.Port, p4switch.FrameQuery{Fields: p4switch.FramesRxAll | p4switch.FramesRxFCSErrors,
+			TxSizes: p4switch.SizeRange{Min: c.dataSize, Max: c.dataSize}})
+		if p4switch.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
@@ -291,7 +292,7 @@ func (c *failoverCtl) readNode(ctx context.Context, n *benchNode) (map[int]portR
 	if n.FE {
 		return out, 0, 0, nil
 	}
-	cnt, err := n.sw.PortFramesOf(ctx, n.Host, tofino.FrameQuery{Fields: tofino.FramesTxOK})
+	cnt, err := n.sw.PortFramesOf(ctx, n.Host, p4switch.FrameQuery{Fields: p4switch.FramesTxOK})
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("%s: %w", n.Name, err)
 	}
@@ -1117,7 +1118,7 @@ func (fb *failoverBenchRun) congestion(ctx context.Context) (int64, error) {
 	for _, fe := range fb.br.FEs {
 		for _, port := range fe.Ports {
 			d, err := fe.sw.QueueDrops(ctx, []int{port}, 0)
-			if tofino.IsNotFound(err) {
+			if p4switch.IsNotFound(err) {
 				continue
 			}
 			if err != nil {

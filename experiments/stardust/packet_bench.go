@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"testbed/dut/p4switch"
 	"testbed/dut/tofino"
 	o "testbed/orchestrator"
 	"testbed/p4/ecmp"
@@ -487,7 +488,7 @@ func (pr *packetRun) run(ctx context.Context, step string, frameBytes int, gens 
 		}
 	}
 	if err := each(pr.FAs, func(n *benchNode) error {
-		if err := n.sw.StopPktgen(ctx, appFlows); err != nil && !tofino.IsNotFound(err) {
+		if err := n.sw.StopPktgen(ctx, appFlows); err != nil && !p4switch.IsNotFound(err) {
 			return fmt.Errorf("%s: %w", n.Name, err)
 		}
 		return nil

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"testbed/dut/p4switch"
 	"testbed/dut/tofino"
 	o "testbed/orchestrator"
 	"testbed/p4/ecmp"
@@ -249,11 +250,11 @@ func (br *benchRun) pushPull(ctx context.Context, rc *o.RunContext, portB, class
 	}
 	host := float64(br.cfg.HostGbps) * 1e9
 	read := func() (int64, int64, int64, error) {
-		ca, err := d.sw.PortFramesOf(ctx, d.Host, tofino.FrameQuery{Fields: tofino.FramesTxOK})
+		ca, err := d.sw.PortFramesOf(ctx, d.Host, p4switch.FrameQuery{Fields: p4switch.FramesTxOK})
 		if err != nil {
 			return 0, 0, 0, fmt.Errorf("%s: %w", d.Name, err)
 		}
-		cb, err := d.sw.PortFramesOf(ctx, portB, tofino.FrameQuery{Fields: tofino.FramesTxOK})
+		cb, err := d.sw.PortFramesOf(ctx, portB, p4switch.FrameQuery{Fields: p4switch.FramesTxOK})
 		if err != nil {
 			return 0, 0, 0, fmt.Errorf("%s: %w", d.Name, err)
 		}

@@ -54,6 +54,7 @@ type TRex struct {
 	session int64
 	id      transport.Identity
 
+	op       sync.Mutex // one Generator method at a time: they share cfg and handler
 	mu       sync.Mutex // one request at a time on the REQ socket
 	sock     zmq4.Socket
 	sockStop context.CancelFunc
@@ -337,6 +338,8 @@ func (t *TRex) owned(ctx context.Context, method string, port int, extra map[str
 // Configure implements Generator: it takes the flows' tx ports, clears
 // them and adds one stream per flow.
 func (t *TRex) Configure(ctx context.Context, cfg Config) error {
+	t.op.Lock()
+	defer t.op.Unlock()
 	c := trexConfig{ports: map[string]int{}, flows: map[string]*trexFlow{}, ref: map[int]trexPortCounters{}, installed: map[int][]string{}}
 	for _, p := range cfg.Ports {
 		if _, dup := c.ports[p.Name]; dup {
@@ -497,6 +500,8 @@ func (t *TRex) selectFlows(names []string) ([]*trexFlow, error) {
 // Start implements Generator. TRex starts a port's streams together: a
 // port whose streams are not exactly the named flows' gets them first.
 func (t *TRex) Start(ctx context.Context, flows ...string) error {
+	t.op.Lock()
+	defer t.op.Unlock()
 	fs, err := t.selectFlows(flows)
 	if err != nil {
 		return err
@@ -559,6 +564,8 @@ func sameSet(a, b []string) bool {
 // (all configured ports if none are named; with none configured, the
 // traffic this user left running: stopLeftovers).
 func (t *TRex) Stop(ctx context.Context, flows ...string) error {
+	t.op.Lock()
+	defer t.op.Unlock()
 	var ports []int
 	if len(flows) == 0 && len(t.handler) == 0 {
 		return t.stopLeftovers(ctx)
@@ -673,6 +680,8 @@ func (t *TRex) pgStats(ctx context.Context, fs []*trexFlow) (map[uint32]pgCounte
 // is stopped once it has sent all its frames or its port no longer
 // transmits.
 func (t *TRex) FlowMetrics(ctx context.Context, flows ...string) ([]FlowMetrics, error) {
+	t.op.Lock()
+	defer t.op.Unlock()
 	fs, err := t.selectFlows(flows)
 	if err != nil {
 		return nil, err
@@ -734,6 +743,8 @@ func (t *TRex) portCounters(ctx context.Context, n int) (trexPortCounters, error
 
 // PortMetrics implements Generator: a port's counters since Configure.
 func (t *TRex) PortMetrics(ctx context.Context, ports ...string) ([]PortMetrics, error) {
+	t.op.Lock()
+	defer t.op.Unlock()
 	if len(ports) == 0 {
 		for name := range t.cfg.ports {
 			ports = append(ports, name)
@@ -759,6 +770,8 @@ func (t *TRex) PortMetrics(ctx context.Context, ports ...string) ([]PortMetrics,
 // Close releases the ports the driver took (stopping their traffic
 // first, as the server requires) and closes the socket.
 func (t *TRex) Close() error {
+	t.op.Lock()
+	defer t.op.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), t.opts.Timeout)
 	defer cancel()
 	var errs []error

@@ -281,3 +281,38 @@ func TestTRexStopsTrafficLeftRunning(t *testing.T) {
 		t.Fatalf("another user's flow is %s after our undo", s)
 	}
 }
+
+// A metrics read over ZeroMQ from the emulator: get_pgid_stats and
+// get_port_status for one running flow.
+func BenchmarkTRexFlowMetrics(b *testing.B) {
+	w := world.New(1)
+	tr, _ := physics.TransceiverByName("25GBASE-SR")
+	fec, _ := physics.FECByName("none")
+	v := w.NewVOA("voa1", "Keysight Technologies", "N7764A", "SIM1", "1.0", 1, 0, 60, 1.5, 1e6)
+	w.NewFibre("l25g", tr, fec, 1.0, 0.5, v.Channels[0])
+	srv := simtg.NewTRexServer(w, []simtg.TRexPort{{TxFibre: "l25g"}, {RxFibre: "l25g"}}, nil, simtg.TRexOptions{TimeScale: 1})
+	if err := srv.Start("127.0.0.1:0"); err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	ctx := context.Background()
+	g, err := trafficgen.Open(ctx, "trex", srv.Addr(), trafficgen.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	cfg := trexConfig(0)
+	cfg.Flows[0].RatePercent = 1
+	if err := g.Configure(ctx, cfg); err != nil {
+		b.Fatal(err)
+	}
+	if err := g.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := g.FlowMetrics(ctx, "f1"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
