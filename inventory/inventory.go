@@ -7,6 +7,7 @@ package inventory
 import (
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -392,13 +393,59 @@ func expandHome(p string) string {
 
 // Redacted is the inventory as JSON-able data for a bundle manifest:
 // credential references (variable names, file paths) kept, values never.
+// An option's value is kept only when its key is known to be safe
+// (SafeOptionKeys, or a reference: a key ending in _env or _file, which
+// Load checked holds a variable's name or a path); any other option's
+// value is masked, whatever its name, so that a secret under a name
+// nobody listed never reaches a bundle.
 func (inv *Inventory) Redacted() map[string]any {
 	var doc fileDoc
 	inv.toDoc(&doc)
 	b, _ := yaml.Marshal(doc)
 	var m map[string]any
 	_ = yaml.Unmarshal(b, &m)
+	if devs, ok := m["devices"].(map[string]any); ok {
+		for _, d := range devs {
+			if dm, ok := d.(map[string]any); ok {
+				maskOptions(dm)
+			}
+		}
+	}
+	if links, ok := m["links"].([]any); ok {
+		for _, l := range links {
+			if lm, ok := l.(map[string]any); ok {
+				maskOptions(lm)
+			}
+		}
+	}
 	return m
+}
+
+// SafeOptionKeys are the device and link options whose values are lab
+// facts, never secrets: the ones the drivers, the simulated lab and the
+// recipes read.
+var SafeOptionKeys = []string{
+	"agent_dir", "artifacts", "data_path", "fibre_length_m", "fibre_type", "hostagent_amd64", "hostagent_source",
+	"hostagent_version", "insecure_tls", "ip", "known_hosts", "loss_after_voa_db", "loss_before_voa_db", "max_slots",
+	"ports", "reactor", "reactor_eps_gbps", "reconfig_dist", "reconfig_sd_us", "role", "sde", "serial",
+	"stardust_id", "stardust_role", "state_dir", "switch_time_ms", "sysctl", "temperature_c",
+}
+
+// OptionMask replaces an option value a bundle does not carry.
+const OptionMask = "***"
+
+func maskOptions(m map[string]any) {
+	opts, ok := m["options"].(map[string]any)
+	if !ok {
+		return
+	}
+	for k := range opts {
+		l := strings.ToLower(k)
+		if slices.Contains(SafeOptionKeys, l) || strings.HasSuffix(l, "_env") || strings.HasSuffix(l, "_file") {
+			continue
+		}
+		opts[k] = OptionMask
+	}
 }
 
 // Marshal writes the inventory as YAML that Load reads back.

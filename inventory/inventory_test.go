@@ -91,6 +91,8 @@ func TestValidationNamesFileLineAndField(t *testing.T) {
 		{"voakind", "{device: voa1, channel: 2}", "{device: tg1, channel: 2}", "links[0].voa.device: device tg1 is a trafficgen, not a voa"},
 		{"secret", "credentials: {password_env: TB_TEST_PW}", "credentials: {password: hunter2}", "devices.voa1.credentials.password: secrets are never written in an inventory"},
 		{"dup", "  tg1:\n", "  voa1:\n    kind: voa\n  tg1:\n", "defined twice"},
+		{"nan", "{min_db: 0, max_db: 30}", "{min_db: 0, max_db: .nan}", "lab.yaml:10:33: devices.voa1.limits.max_db: expected a number in dB, got .nan: not a finite number"},
+		{"inf", "{attenuation_db: 2}", "{attenuation_db: -.inf}", "devices.voa1.safe_state.attenuation_db: expected a number in dB, got -.inf: not a finite number"},
 		{"version", "version: 1", "version: 2", "lab.yaml:1:10: version: inventory version 2 is not supported"},
 	}
 	for _, c := range cases {
@@ -199,6 +201,28 @@ func TestLoadRefusesWhatIsNotAFile(t *testing.T) {
 	for _, p := range []string{fifo, zero} {
 		if _, err := Load(p); err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "not a regular file") {
 			t.Errorf("Load(%s): %v", p, err)
+		}
+	}
+}
+
+// A bundle carries an option's value only when its key is known safe: a
+// secret under a name nobody listed (session, community, otp_seed) is
+// masked by default, not by luck.
+func TestRedactedKeepsOnlyKnownSafeOptions(t *testing.T) {
+	text := strings.Replace(good, "  tg1:\n", "  tg1:\n    options: {snmp_community: public-ring-77, otp_seed: JBSWY3DPEHPK3PXP, sde: /opt/bf-sde, known_hosts: /etc/kh, api_token_env: TG_TOKEN}\n", 1)
+	inv, err := Load(write(t, "lab.yaml", text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmtAny(inv.Redacted())
+	for _, leak := range []string{"public-ring-77", "JBSWY3DPEHPK3PXP"} {
+		if strings.Contains(got, leak) {
+			t.Errorf("option value %q in the redacted inventory: %s", leak, got)
+		}
+	}
+	for _, keep := range []string{"sde:/opt/bf-sde", "known_hosts:/etc/kh", "api_token_env:TG_TOKEN", "snmp_community:***"} {
+		if !strings.Contains(got, keep) {
+			t.Errorf("%s lost from %s", keep, got)
 		}
 	}
 }

@@ -143,6 +143,13 @@ func (p *parser) decode(kv [2]*yaml.Node, field string, out any, what string) bo
 		p.add(kv[1], field, "expected %s: %s", what, cleanYAMLErr(err))
 		return false
 	}
+	// YAML's .nan and .inf decode as numbers; no limit, loss or length
+	// of a lab is one (a NaN limit passes every comparison).
+	if f, ok := out.(*float64); ok && (math.IsNaN(*f) || math.IsInf(*f, 0)) {
+		p.add(kv[1], field, "expected %s, got %s: not a finite number", what, kv[1].Value)
+		*f = 0
+		return false
+	}
 	return true
 }
 

@@ -115,13 +115,7 @@ func (l *Line) Retry(ctx context.Context, op func() error) error {
 		}
 		return op()
 	}
-	err := try()
-	if err == nil || !l.Retryable(err) || ctx.Err() != nil {
-		return err
-	}
-	l.Drop()
-	l.opts.Transcript.Note("%v; trying once more on a new connection", err)
-	return try()
+	return RetryOnce(ctx, l.opts.Transcript, l.Retryable, l.Drop, try)
 }
 
 // Close closes the current connection; the Line may be connected again.

@@ -98,7 +98,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	agent := hostagent.New(hostagent.Options{Logger: log, Token: func() (string, error) { return readToken(*tokenFile) }})
 	defer agent.Close()
-	srv := &http.Server{Handler: agent.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	so := hostagent.ServerOptions{Log: log}
+	srv := hostagent.NewServer(agent.Handler(), so)
+	ln = hostagent.LimitConnsPerClient(ln, so)
 	fmt.Fprintf(stdout, "listening %s\n", ln.Addr())
 	log.Info("hostagent serving", "version", hostagent.Version, "addr", ln.Addr().String())
 

@@ -67,7 +67,7 @@ func (a *app) expShowCmd() *cobra.Command {
 			if a.json() {
 				return a.printJSON(map[string]any{"name": r.Name(), "version": r.Version(), "summary": r.Summary(),
 					"description": r.Description(), "params": r.Params(), "headlines": orchestrator.DeclaredHeadlines(r),
-					"bench": orchestrator.DeclaredBench(r)})
+					"bench": orchestrator.DeclaredBench(r), "topology": declaredTopology(r)})
 			}
 			if a.v.GetString("output") == "markdown" {
 				// The recipe reference's page (docs/recipes, make docs).
@@ -79,7 +79,14 @@ func (a *app) expShowCmd() *cobra.Command {
 			for _, p := range r.Params() {
 				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s%s\n", p.Name, p.Type, p.Unit, fmtDefault(p.Default), p.Description, fmtRange(p))
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if t, ok := orchestrator.DeclaredTopology(r); ok {
+				fmt.Fprintln(a.stdout)
+				t.Print(a.stdout)
+			}
+			return nil
 		},
 	}
 }
@@ -468,6 +475,14 @@ func (a *app) reportRun(ctx context.Context, res *orchestrator.RunResult, seed u
 	}
 	if code != exitOK {
 		return &exitError{code: code}
+	}
+	return nil
+}
+
+// declaredTopology is a recipe's declared topology for JSON, or nil.
+func declaredTopology(r orchestrator.Recipe) any {
+	if t, ok := orchestrator.DeclaredTopology(r); ok {
+		return t
 	}
 	return nil
 }

@@ -117,7 +117,10 @@ The same checks with standard tools:
 			}
 			m := r.Manifest
 			if a.json() {
-				return a.printJSON(map[string]any{"manifest": m, "summary": r.Summary, "tables": r.Tables, "events": r.Events, "incomplete": r.Incomplete})
+				if err := a.printJSON(map[string]any{"manifest": m, "summary": r.Summary, "tables": r.Tables, "events": r.Events, "incomplete": r.Incomplete, "problems": r.Problems}); err != nil {
+					return err
+				}
+				return unsafeBundle(args[0], r.Problems)
 			}
 			fmt.Fprintf(a.stdout, "run      %s\nrecipe   %s v%s\nstatus   %s", m.RunID, m.Recipe.Name, m.Recipe.Version, m.Status)
 			if m.Reason != "" {
@@ -168,12 +171,22 @@ The same checks with standard tools:
 					fmt.Fprintf(a.stdout, "summary:\n%s\n", indent(string(b), "  "))
 				}
 			}
-			return nil
+			return unsafeBundle(args[0], r.Problems)
 		},
 	}
 	c.AddCommand(verify, show, a.resultsSignCmd(), a.resultsPackCmd(), a.resultsDiffCmd())
 	addReadLimitFlags(c, true)
 	return c
+}
+
+// unsafeBundle is the exit of a command that read a bundle holding
+// entries a bundle may not (a path leaving it, a link, a device file, a
+// duplicate): exit 1, as verify gives, whatever was shown of it.
+func unsafeBundle(path string, problems []string) error {
+	if len(problems) == 0 {
+		return nil
+	}
+	return &exitError{code: exitFailed, err: fmt.Errorf("%s: %d problem(s) in the bundle, above: it is not a bundle to trust (testbed results verify says more)", path, len(problems))}
 }
 
 func shortRev(r string) string {
@@ -338,6 +351,12 @@ side, 1 otherwise, 2 when a bundle cannot be read.`,
 				for _, prob := range rd[i].Problems {
 					fmt.Fprintf(a.stderr, "testbed: warning: %s: %s\n", p, prob)
 				}
+			}
+			if err := unsafeBundle(args[0], rd[0].Problems); err != nil {
+				return err
+			}
+			if err := unsafeBundle(args[1], rd[1].Problems); err != nil {
+				return err
 			}
 			rep, err := results.Diff(rd[0], rd[1], opts)
 			if err != nil {

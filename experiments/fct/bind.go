@@ -6,10 +6,32 @@ import (
 	"slices"
 	"strings"
 
+	"testbed/dut/host"
+	"testbed/dut/p4switch"
 	"testbed/experiments/lgbench"
 	"testbed/inventory"
 	o "testbed/orchestrator"
 )
+
+// Topology is what fct needs of a lab: a LinkGuardian link (a fibre with a
+// VOA between two switches) and a host with the hostagent cabled to each of
+// its switches. `exp show fct` prints it; Plan binds it first, so a lab that
+// lacks a role is told which and why.
+func (*Recipe) Topology() o.Topology {
+	return o.Topology{
+		Roles: []o.Role{
+			{Name: "tx-switch", Kind: p4switch.Kind, Desc: "runs LinkGuardian's sending side"},
+			{Name: "rx-switch", Kind: p4switch.Kind, Desc: "runs LinkGuardian's receiving side"},
+			{Name: "client", Kind: host.Kind, Capabilities: []string{host.CapAgent}, Desc: "opens the flows (the hostagent's FCT client)"},
+			{Name: "server", Kind: host.Kind, Capabilities: []string{host.CapAgent}, Desc: "answers them (the hostagent's FCT server)"},
+		},
+		Links: []o.LinkRole{
+			{Name: "link", A: "tx-switch", B: "rx-switch", VOA: true, Desc: "the protected link; its loss is set with the VOA"},
+			{Name: "client-cable", A: "client", B: "tx-switch", Desc: "the client's port on the sending switch"},
+			{Name: "server-cable", A: "server", B: "rx-switch", Desc: "the server's port on the receiving switch"},
+		},
+	}
+}
 
 // attachment is a host's cable to a switch port.
 type attachment struct {

@@ -320,7 +320,17 @@ type state struct {
 // Plan implements Recipe.
 func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	p := pc.Params
+	// The lab must have the recipe's topology at all (the binder's
+	// explanation when it does not); which link and hosts of it the run
+	// takes, and the named ones' checks, are bind's below.
+	_, terr := r.Topology().Bind(pc.Lab)
 	b, binds, err := bind(pc, p.String("sender"), p.String("receiver"), p.String("link"), p.String("sink_port"))
+	if terr != nil {
+		if err != nil {
+			return nil, &o.InputError{Msg: terr.Error() + "\n" + err.Error()}
+		}
+		return nil, terr
+	}
 	if err != nil {
 		return nil, err
 	}

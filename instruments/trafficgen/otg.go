@@ -83,7 +83,9 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("%d %s: %s", e.Status, kind, strings.Join(e.Errors, "; "))
 }
 
-// call does one request; it returns the Server header.
+// call does one request; it returns the Server header. A read (retry)
+// is tried once more after a dropped connection or a reply that is not
+// the expected JSON (transport.RetryOnce); a timeout is not retried.
 func (o *OTG) call(ctx context.Context, method, path string, in, out any, retry bool) (string, error) {
 	var body []byte
 	if in != nil {
@@ -93,22 +95,22 @@ func (o *OTG) call(ctx context.Context, method, path string, in, out any, retry 
 		}
 	}
 	op := strings.TrimPrefix(path, "/")
-	for attempt := 0; ; attempt++ {
+	var server string
+	once := func() error {
 		rctx, cancel := context.WithTimeout(ctx, o.opts.Timeout)
+		defer cancel()
 		req := o.c.R().SetContext(rctx)
 		if body != nil {
 			req.SetBody(body)
 		}
 		o.opts.Transcript.Sent(method + " " + path + " " + string(body))
 		resp, err := req.Execute(method, path)
-		cancel()
 		if err != nil {
 			o.opts.Transcript.Error(err)
-			if retry && attempt == 0 && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
-				o.opts.Transcript.Note("retrying %s once", path)
-				continue
+			if !errors.Is(err, context.DeadlineExceeded) {
+				err = fmt.Errorf("%w: %w", transport.ErrConnectionLost, err)
 			}
-			return "", fmt.Errorf("otg %s: %s: %w", o.addr, op, err)
+			return fmt.Errorf("otg %s: %s: %w", o.addr, op, err)
 		}
 		raw := resp.Body()
 		o.opts.Transcript.Received(fmt.Sprintf("%d %s", resp.StatusCode(), raw))
@@ -117,15 +119,23 @@ func (o *OTG) call(ctx context.Context, method, path string, in, out any, retry 
 			if json.Unmarshal(raw, ae) != nil || len(ae.Errors) == 0 {
 				ae.Errors = []string{strings.TrimSpace(string(raw))}
 			}
-			return "", fmt.Errorf("otg %s: %s: %w", o.addr, op, ae)
+			return fmt.Errorf("otg %s: %s: %w", o.addr, op, ae)
 		}
 		if out != nil {
 			if err := json.Unmarshal(raw, out); err != nil {
-				return "", fmt.Errorf("otg %s: %s: reply is not the expected JSON (%v): %.80q", o.addr, op, err, raw)
+				return fmt.Errorf("otg %s: %s: reply is not the expected JSON (%v): %.80q: %w", o.addr, op, err, raw, transport.ErrGarbled)
 			}
 		}
-		return resp.Header().Get("Server"), nil
+		server = resp.Header().Get("Server")
+		return nil
 	}
+	var err error
+	if retry {
+		err = transport.RetryOnce(ctx, o.opts.Transcript, nil, nil, once)
+	} else {
+		err = once()
+	}
+	return server, err
 }
 
 // Identity implements Generator.

@@ -137,9 +137,19 @@ func TestOTGErrors(t *testing.T) {
 	if err := g.Stop(ctx); err == nil {
 		t.Fatal("dropped connection not reported")
 	}
+	// One garbled or dropped reply to a read is ridden through (tried once
+	// more); two in a row fail it, saying what came.
 	faults.GarbleNext(1)
+	if _, err := g.FlowMetrics(ctx); err != nil {
+		t.Fatalf("one garbled reply: %v", err)
+	}
+	faults.DropNext(1)
+	if _, err := g.PortMetrics(ctx); err != nil {
+		t.Fatalf("one dropped reply: %v", err)
+	}
+	faults.GarbleNext(2)
 	if _, err := g.FlowMetrics(ctx); err == nil || !strings.Contains(err.Error(), "not the expected JSON") {
-		t.Fatalf("garbage: %v", err)
+		t.Fatalf("garbage twice: %v", err)
 	}
 	if _, err := trafficgen.Open(ctx, "ixnetwork", addr, trafficgen.Options{}); err == nil || !strings.Contains(err.Error(), "otg") {
 		t.Fatalf("unknown driver: %v", err)

@@ -96,8 +96,10 @@ func isSchemeChar(c byte) bool {
 }
 
 // SecretKey reports whether a key (an option name) looks like it holds a
-// secret: it contains token, password, passwd, passphrase, secret, key or
-// credential, in any case ("auth" is left out: auth_method: password
+// secret: it contains token, password, passwd, passphrase, secret, key,
+// credential, bearer, authorization, cookie, session, passcode, private or
+// community, or has auth, pin, otp, pw, pwd or pass as a whole part, in
+// any case ("auth" is left out: auth_method: password
 // would have every "password" of a transcript masked). A reference to a
 // secret is not one: a key ending in _env or _file (password_env,
 // api_token_file, key_file)
@@ -110,8 +112,17 @@ func SecretKey(k string) bool {
 	if l == "credentials" || l == "key" || l == "keys" || strings.HasSuffix(l, "_env") || strings.HasSuffix(l, "_file") {
 		return false
 	}
-	for _, w := range [...]string{"token", "password", "passwd", "passphrase", "secret", "key", "credential"} {
+	for _, w := range [...]string{"token", "password", "passwd", "passphrase", "secret", "key", "credential",
+		"bearer", "authorization", "cookie", "session", "passcode", "private", "community"} {
 		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	// Short words only as a whole part of the name (snmp_pin, otp,
+	// x-auth), so that author, spinning or hotplug are not taken.
+	for _, part := range strings.FieldsFunc(l, func(r rune) bool { return r == '_' || r == '-' || r == '.' }) {
+		switch part {
+		case "auth", "pin", "otp", "pw", "pwd", "pass":
 			return true
 		}
 	}
@@ -133,6 +144,10 @@ func Value(v any) (any, []string) {
 func value(v any, found *[]string) any {
 	switch x := v.(type) {
 	case string:
+		if SecretShape(x) {
+			collect(x, found)
+			return Mask
+		}
 		return maskURLs(x, found)
 	case map[string]any:
 		out := make(map[string]any, len(x))
@@ -152,7 +167,7 @@ func value(v any, found *[]string) any {
 				collect(e, found)
 				out[k] = Mask
 			} else {
-				out[k] = maskURLs(e, found)
+				out[k] = value(e, found).(string)
 			}
 		}
 		return out
@@ -165,7 +180,7 @@ func value(v any, found *[]string) any {
 	case []string:
 		out := make([]string, len(x))
 		for i, e := range x {
-			out[i] = maskURLs(e, found)
+			out[i] = value(e, found).(string)
 		}
 		return out
 	}
@@ -214,12 +229,12 @@ func Forms(s string) []string {
 }
 
 // Text replaces every occurrence of each secret in s with Mask, then
-// masks URL passwords. Empty secrets are ignored.
+// masks URL passwords and the credentials of "Bearer ..." and the like. Empty secrets are ignored.
 func Text(s string, secrets []string) string {
 	for _, sec := range secrets {
 		if sec != "" && strings.Contains(s, sec) {
 			s = strings.ReplaceAll(s, sec, Mask)
 		}
 	}
-	return URLPasswords(s)
+	return AuthHeaders(URLPasswords(s))
 }

@@ -28,12 +28,14 @@ func TestURLPasswords(t *testing.T) {
 }
 
 func TestSecretKey(t *testing.T) {
-	for _, k := range []string{"api_token", "Password", "db_passwd", "client_secret", "api_key", "privateKey", "aws_credential", "TOKEN"} {
+	for _, k := range []string{"api_token", "Password", "db_passwd", "client_secret", "api_key", "privateKey", "aws_credential", "TOKEN",
+		// Names outside the first word list that leaked into bundles.
+		"bearer", "auth", "x-auth", "Authorization", "cookie", "session_id", "passcode", "private", "snmp_community", "pin", "otp", "auth_method"} {
 		if !SecretKey(k) {
 			t.Errorf("%s: not a secret key", k)
 		}
 	}
-	for _, k := range []string{"known_hosts", "serial", "api_token_env", "password_file", "key_file", "sde", "reactor_eps_gbps", "ip", "credentials", "key", "Keys", "auth_method"} {
+	for _, k := range []string{"known_hosts", "serial", "api_token_env", "password_file", "key_file", "sde", "reactor_eps_gbps", "ip", "credentials", "key", "Keys", "author", "spinning", "hotplug", "pinned_cpu"} {
 		if SecretKey(k) {
 			t.Errorf("%s: a secret key", k)
 		}
@@ -60,7 +62,7 @@ func TestValue(t *testing.T) {
 			t.Errorf("%s left in %s", leak, got)
 		}
 	}
-	for _, keep := range []string{"OCS_TOKEN", "OCS_PW", "~/.ssh/id", "http://admin:***@127.0.0.1:9000", "pin:7", "ttl:30"} {
+	for _, keep := range []string{"OCS_TOKEN", "OCS_PW", "~/.ssh/id", "http://admin:***@127.0.0.1:9000", "pin:***", "ttl:30"} {
 		if !strings.Contains(got, keep) {
 			t.Errorf("%s lost from %s", keep, got)
 		}
@@ -91,5 +93,34 @@ func TestTextAndForms(t *testing.T) {
 		if strings.Contains(got, f) {
 			t.Errorf("%q left in %q", f, got)
 		}
+	}
+}
+
+func TestSecretShape(t *testing.T) {
+	for _, v := range []string{
+		"Bearer abcdefgh12345678", "bearer 0123456789", "Basic YWRtaW46aHVudGVyMg==",
+		"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl",
+		"ghp_R4nd0mT0k3nW1thM1x3dC4s3AndD1g1ts", "xK9fQ2mZ7pL4vB8nR1tY6wE3", "AKIAIOSFODNN7EXAMPLEx9Kq2",
+	} {
+		if !SecretShape(v) {
+			t.Errorf("%q: not taken for a secret", v)
+		}
+	}
+	for _, v := range []string{
+		"", "cubic", "ssh://admin@10.0.0.1:22", "/opt/bf-sde", "25GBASE-SR", "20261128T225352.817Z-reactor-hybrid-27999e",
+		"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", "00:11:22:33:44:55", "simulated Keysight N7764A",
+		"AttenuationSweepRecipeVersion2", "Bearer", "the bearer of news",
+	} {
+		if SecretShape(v) {
+			t.Errorf("%q: taken for a secret", v)
+		}
+	}
+	in := map[string]any{"options": map[string]any{"x_header": "Bearer abcdefgh12345678", "note": "xK9fQ2mZ7pL4vB8nR1tY6wE3"}}
+	out, found := Value(in)
+	if got := fmt.Sprint(out); strings.Contains(got, "abcdefgh") || strings.Contains(got, "xK9f") || len(found) != 2 {
+		t.Errorf("values by shape: %s, found %q", got, found)
+	}
+	if got := Text("GET / Authorization: Bearer abcdefgh12345678\n", nil); got != "GET / Authorization: Bearer ***\n" {
+		t.Errorf("Text: %q", got)
 	}
 }

@@ -477,7 +477,7 @@ func (h *SimHost) agentStart(bin, dir string, stdin io.Reader, stdout, stderr io
 		Token:    func() (string, error) { return h.token(tokenPath) },
 		Tools:    map[string]hostagent.ToolFunc{hostagent.WriteLatTool: h.ibWriteLat},
 	})
-	p.http = &http.Server{Handler: p.agent.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	p.http = hostagent.NewServer(p.agent.Handler(), hostagent.ServerOptions{Log: log})
 	p.alive, p.addr = true, p.ln.Addr().String()
 	log.Info("hostagent serving", "version", hostagent.Version, "addr", p.addr)
 	go p.http.Serve(p.ln)
