@@ -232,7 +232,6 @@ func manifestValues(ps []results.Param) map[string]any {
 	return out
 }
 
-
 // canonical is a JSON form that is equal for equal values whether they
 // came from Go (int64, []string) or from a manifest (float64, []any).
 func canonical(m map[string]any) string {
