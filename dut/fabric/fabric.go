@@ -11,6 +11,7 @@
 // or {"id":n,"ok":false,"error":"..."}; one fabric per connection, made by
 // open. Ops:
 //
+//	identity -> {vendor, model, serial, firmware}
 //	open {kind: cells|packets, fabric, packet, seed: [s1, s2]}
 //	run {slots} -> {now}
 //	stats -> the cell fabric's FabricStats; the packet fabric's {now, sent, drops, retransmits}
@@ -110,6 +111,13 @@ func (c *Conn) call(ctx context.Context, op string, args, out any) error {
 		}
 	}
 	return nil
+}
+
+// Identity implements drivers.Device.
+func (c *Conn) Identity(ctx context.Context) (transport.Identity, error) {
+	var id transport.Identity
+	err := c.call(ctx, "identity", struct{}{}, &id)
+	return id, err
 }
 
 // Seed is the two words of a PCG seed: the fabric's random choices

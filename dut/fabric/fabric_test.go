@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"testbed/drivers"
 	"testbed/dut/fabric"
 	sd "testbed/p4/stardust"
 	simfabric "testbed/simlab/fabric"
@@ -158,5 +159,32 @@ func TestFabricRefusesBadRequests(t *testing.T) {
 	}
 	if _, err := c.Run(ctx, 10); err != nil {
 		t.Errorf("after refusals: %v", err)
+	}
+}
+
+// The driver registers itself; opened through the registry as the engine
+// opens a device, it names the fabric it reached.
+func TestRegisteredDriverOpensTheFabric(t *testing.T) {
+	ctx := context.Background()
+	srv, err := simfabric.Listen(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	d, ok := drivers.Lookup(fabric.Kind, fabric.DriverName)
+	if !ok {
+		t.Fatalf("no %s driver %q in the registry", fabric.Kind, fabric.DriverName)
+	}
+	dev, err := d.Open(ctx, drivers.Config{Name: "fabric1", Kind: fabric.Kind, Driver: fabric.DriverName, Address: srv.Address()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	id, err := dev.Identity(ctx)
+	if err != nil || !strings.Contains(id.Model, "Stardust fabric") {
+		t.Fatalf("identity %+v, %v", id, err)
+	}
+	if _, ok := dev.(*fabric.Conn); !ok {
+		t.Fatalf("the registry opened a %T", dev)
 	}
 }

@@ -137,6 +137,7 @@ type session struct {
 type op func(s *session, args json.RawMessage) (any, error)
 
 var ops = map[string]op{
+	"identity":            (*session).identity,
 	"open":                (*session).open,
 	"run":                 (*session).run,
 	"stats":               (*session).stats,
@@ -154,7 +155,7 @@ func (s *session) handle(req request) (any, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown op %q", req.Op)
 	}
-	if req.Op != "open" && s.m == nil && s.pf == nil {
+	if req.Op != "open" && req.Op != "identity" && s.m == nil && s.pf == nil {
 		return nil, fmt.Errorf("%s: no fabric is open on this connection (open first)", req.Op)
 	}
 	res, err := h(s, req.Args)
@@ -162,6 +163,11 @@ func (s *session) handle(req request) (any, error) {
 		return nil, fmt.Errorf("%s: %w", req.Op, err)
 	}
 	return res, nil
+}
+
+// identity names the device: the simulated lab's fabric, and what it runs.
+func (s *session) identity(json.RawMessage) (any, error) {
+	return map[string]string{"vendor": "testbed", "model": "simulated Stardust fabric (cell-level model, simlab/stardustmodel)", "serial": "n/a", "firmware": "1"}, nil
 }
 
 func decode(args json.RawMessage, v any) error {

@@ -183,12 +183,15 @@ func programInfo(program string) ([]byte, error) {
 			}
 			tables = append(tables, t)
 		case lg.KindRegister:
+			// A register's data field is written with one value and
+			// read with one per pipe: annotation $bfrt_field_class =
+			// register_data, not repeated (bf_rt_table.hpp, Annotation).
 			nr++
 			name := d.QualifiedName()
 			tables = append(tables, bfrtTableDoc{Name: "pipe." + name, ID: uint32(p4RegIDBase + nr), TableType: "Register", Size: regSize(name),
 				Annotations: []bfrtinfo.Annotation{}, DependsOn: []uint32{}, SupportedOperations: []string{"Sync"}, Attributes: []string{},
 				Key: []bfrtFieldDoc{{ID: 1, Name: "$REGISTER_INDEX", Annotations: []bfrtinfo.Annotation{}, Mandatory: true, MatchType: "Exact", Type: bfrtinfo.Type{Type: "uint32"}}},
-				Data: []bfrtDataDoc{{Singleton: &bfrtFieldDoc{ID: 1, Name: name + ".f1", Repeated: true,
+				Data: []bfrtDataDoc{{Singleton: &bfrtFieldDoc{ID: 1, Name: name + ".f1",
 					Annotations: []bfrtinfo.Annotation{{Name: "$bfrt_field_class", Value: "register_data"}}, Type: bfrtinfo.Type{Type: "bytes", Width: 32}}}}})
 		}
 	}

@@ -1,0 +1,156 @@
+package bfrtgrpc_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	lg "testbed/p4/linkguardian"
+)
+
+// sdePython finds a Python 3 with Debian's grpcio, protobuf and
+// grpc-tools (installed by .ci/run), or skips saying what is missing.
+func sdePython(t *testing.T) string {
+	t.Helper()
+	var tried []string
+	for _, py := range []string{"/usr/bin/python3", "python3"} {
+		path, err := exec.LookPath(py)
+		if err != nil {
+			continue
+		}
+		out, err := exec.Command(path, "-c", "import grpc, google.protobuf, grpc_tools.protoc, six").CombinedOutput()
+		if err == nil {
+			return path
+		}
+		tried = append(tried, path+": "+strings.TrimSpace(lastLine(string(out))))
+	}
+	t.Skipf("the SDE's Python BF Runtime client needs python3 with grpc, protobuf, grpc_tools and six (Debian: python3-grpcio python3-protobuf python3-grpc-tools python3-six; .ci/run installs them): %s", strings.Join(tried, "; "))
+	return ""
+}
+
+func lastLine(s string) string {
+	l := strings.Split(strings.TrimSpace(s), "\n")
+	return l[len(l)-1]
+}
+
+// The SDE's own Python client (testdata/bfrt_grpc: client.py and
+// info_parse.py from open-p4studio, stubs generated here from the same
+// bfruntime.proto) against the simulated switch: it subscribes, reads the
+// bf-rt.json, binds, writes and reads a table entry and a register; the
+// SSH path of the same switch then reads what it wrote.
+func TestSDEPythonClient(t *testing.T) {
+	py := sdePython(t)
+	dir := t.TempDir()
+	pkg := filepath.Join(dir, "bfrt_grpc")
+	if err := os.MkdirAll(pkg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"__init__.py", "client.py", "info_parse.py"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "bfrt_grpc", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(pkg, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The script runs from dir: Python puts a script's folder first on its
+	// path, and the package there is the one with the generated stubs.
+	script, err := os.ReadFile(filepath.Join("testdata", "sde_client.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sde_client.py"), script, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	protoDir, err := filepath.Abs("../../../internal/bfrtpb/proto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := func(out string, args ...string) {
+		t.Helper()
+		cmd := exec.Command(py, append([]string{"-m", "grpc_tools.protoc", "-I", protoDir, "-I", "testdata/proto", "--python_out=" + out}, args...)...)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", cmd.Args, err, b)
+		}
+	}
+	gen(pkg, "--grpc_python_out="+pkg, "bfruntime.proto")
+	gen(dir, "google/rpc/status.proto", "google/rpc/code.proto")
+
+	lab := startLab(t)
+	ctx := context.Background()
+	sw := open(t, lab, "sw1", nil)
+	if err := sw.StartSwitchd(ctx, lg.ProgramSender); err != nil {
+		t.Fatal(err)
+	}
+	sw.Close() // the Python client binds the program
+	d, _ := lab.Inventory().Device("sw1")
+	addr := strings.TrimPrefix(d.Address, "tcp://")
+	reg := "SwitchEgress." + lg.RegSeqNo
+	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, py, filepath.Join(dir, "sde_client.py"), addr, lg.ProgramSender, lg.TableLinkProtect, lg.KeyEgressPort, "140", "SwitchEgress."+lg.ActionProtect,
+		lg.ParamDummyPktMaxCount+"=3", lg.ParamBlockingMode+"=1", "--", reg, "7", "4242")
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+dir+string(os.PathListSeparator)+pkg, "PYTHONDONTWRITEBYTECODE=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("sde_client.py: %v\n%s", err, stderr.String())
+	}
+	var got struct {
+		Program string   `json:"program"`
+		Tables  []string `json:"tables"`
+		Entries []struct {
+			Key    map[string]int64 `json:"key"`
+			Action string           `json:"action"`
+			Data   map[string]int64 `json:"data"`
+		} `json:"entries"`
+		Register []int64 `json:"register"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("sde_client.py printed %q: %v\n%s", out, err, stderr.String())
+	}
+	if got.Program != lg.ProgramSender {
+		t.Errorf("program %q", got.Program)
+	}
+	for _, want := range []string{"pipe." + lg.TableLinkProtect, "pipe." + reg, "$PORT", "$PORT_STAT", "tf1.pktgen.app_cfg", "tf1.tm.counter.queue"} {
+		if !contains(got.Tables, want) {
+			t.Errorf("the client's bf-rt info has no table %s", want)
+		}
+	}
+	if len(got.Entries) != 1 || got.Entries[0].Key[lg.KeyEgressPort] != 140 || got.Entries[0].Action != "SwitchEgress."+lg.ActionProtect ||
+		got.Entries[0].Data[lg.ParamDummyPktMaxCount] != 3 || got.Entries[0].Data[lg.ParamBlockingMode] != 1 {
+		t.Errorf("the client read back %+v", got.Entries)
+	}
+	if len(got.Register) != 4 || got.Register[0] != 4242 {
+		t.Errorf("the client read the register back as %v (one value per pipe, pipe 0's written)", got.Register)
+	}
+	// What the SDE's client wrote is the switch's state: the SSH path reads it.
+	other := openSSH(t, lab, "sw1")
+	if err := other.EnsureAgent(ctx); err != nil {
+		t.Fatal(err)
+	}
+	es, err := other.Entries(ctx, lg.TableLinkProtect)
+	if err != nil || len(es) != 1 || es[0].Key[lg.KeyEgressPort] != 140 || es[0].Data[lg.ParamDummyPktMaxCount] != 3 {
+		t.Errorf("over SSH the table holds %+v %v", es, err)
+	}
+	v, err := other.ReadRegister(ctx, reg, 7)
+	if err != nil || v[0] != 4242 {
+		t.Errorf("over SSH the register reads %v %v", v, err)
+	}
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
