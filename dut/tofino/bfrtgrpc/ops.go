@@ -975,15 +975,11 @@ func (c *Conn) pktgen(ctx context.Context, in *bfrtinfo.Info, op string, a args0
 		})
 		return r, err
 	case "pktgen.stop":
-		// Disabled with the action it runs, so its trigger is kept.
-		stop := oneShot
-		_ = c.readOne(ctx, in, app, k, nil, nil, func(e *entry) error {
-			if act, ok := app.Action(lastPart(e.action)); ok {
-				stop = act
-			}
-			return nil
-		})
-		return nil, c.write(ctx, op, update{typ: bfrtpb.Update_MODIFY, table: app, pipe: -1, key: k, action: stop, data: map[string]any{"app_enable": false}})
+		// Disabled with the one-shot action whatever its trigger (a read
+		// first would be one more status request, which moves the
+		// simulated switch's clock): a later start writes the whole
+		// configuration again.
+		return nil, c.write(ctx, op, update{typ: bfrtpb.Update_MODIFY, table: app, pipe: -1, key: k, action: oneShot, data: map[string]any{"app_enable": false}})
 	}
 	trigger := oneShot
 	if a.has("trigger") {
