@@ -35,7 +35,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -50,6 +49,7 @@ import (
 	"testbed/dut/tofino"
 	"testbed/internal/bfrtinfo"
 	"testbed/internal/bfrtpb"
+	"testbed/internal/readfile"
 	"testbed/transport"
 )
 
@@ -355,10 +355,15 @@ func (c *Conn) StartProgram(ctx context.Context, program string) error {
 	if c.opts.Artifacts == "" {
 		return fmt.Errorf("load %s: the driver has no compiled programs to send (set the device's artifacts option to a directory of <program>/bf-rt.json and <program>/pipe/{context.json,tofino.bin})", program)
 	}
+	if program == "" || program != filepath.Base(program) || program == "." || program == ".." {
+		return fmt.Errorf("load %q: a program name is one directory of the artifacts option, not a path", program)
+	}
 	dir := filepath.Join(c.opts.Artifacts, program)
 	var files [3][]byte
 	for i, f := range []string{"bf-rt.json", "pipe/context.json", "pipe/tofino.bin"} {
-		b, err := os.ReadFile(filepath.Join(dir, f))
+		// A Tofino 1 build is tens of megabytes; 512 MiB bounds a wrong
+		// path (a device file, a disk image) without refusing a real one.
+		b, err := readfile.Read(filepath.Join(dir, f), 512<<20)
 		if err != nil {
 			return fmt.Errorf("load %s: %w", program, err)
 		}
