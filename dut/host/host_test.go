@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	"testbed/internal/sshdtest"
 	"testbed/transport"
 )
 
@@ -28,7 +29,7 @@ func TestHostKeyMismatchRefused(t *testing.T) {
 	d := startSSHD(t)
 	// A known_hosts that names another key for this server.
 	other := filepath.Join(d.Dir, "other_key")
-	pub := writeKey(t, other)
+	pub := sshdtest.WriteKey(t, other)
 	kh := filepath.Join(d.Dir, "known_hosts_other")
 	if err := os.WriteFile(kh, []byte(knownhosts.Line([]string{knownhosts.Normalize(d.HostPort)}, pub)+"\n"), 0o600); err != nil {
 		t.Fatal(err)

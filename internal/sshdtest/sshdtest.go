@@ -80,6 +80,10 @@ func Path() (string, error) {
 	return "", errors.New("sshd is not installed (Debian: apt-get install openssh-server)")
 }
 
+// WriteKey writes a new ed25519 private key to path and returns its public
+// key.
+func WriteKey(t *testing.T, path string) ssh.PublicKey { return writeKey(t, path) }
+
 func writeKey(t *testing.T, path string) ssh.PublicKey {
 	t.Helper()
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
