@@ -91,7 +91,7 @@ func (fd *FigureData) SVG() string {
 	}
 	s.f(`<g clip-path="none">`)
 	nser := len(fd.Series)
-	bounds := false
+	bounds, marked := false, false
 	for i, ser := range fd.Series {
 		c := palette[i%len(palette)]
 		dash := dashes[(i/len(palette))%len(dashes)]
@@ -199,6 +199,10 @@ func (fd *FigureData) SVG() string {
 			marker := fd.Kind == Scatter || ((fd.Kind == Line || fd.Kind == Step) && len(pts) <= 60)
 			for _, p := range pts {
 				x, y := sx(p.X), sy(p.Y)
+				if p.Marked {
+					marked = true
+					s.f(`<circle cx="%.1f" cy="%.1f" r="7" fill="none" stroke="#d00" stroke-width="2" data-marked="regression"/>`, x, y)
+				}
 				switch {
 				case p.Bound:
 					bounds = true
@@ -239,6 +243,13 @@ func (fd *FigureData) SVG() string {
 		ly := T + 12 + float64(len(fd.Legend))*16 + 6
 		s.f(`<path d="M%.1f %.1fL%.1f %.1fL%.1f %.1fZ" fill="#fff" stroke="#444"/><text x="%.0f" y="%.1f" font-size="10">none observed:</text><text x="%.0f" y="%.1f" font-size="10">95%% upper bound</text>`,
 			lx+3.5, ly-8, lx+12.5, ly-8, lx+8, ly, lx+20, ly, lx+20, ly+12)
+	}
+	if marked {
+		ly := T + 12 + float64(len(fd.Legend))*16 + 6
+		if bounds {
+			ly += 30
+		}
+		s.f(`<circle cx="%.1f" cy="%.1f" r="6" fill="none" stroke="#d00" stroke-width="2"/><text x="%.0f" y="%.1f" font-size="10">regression</text>`, lx+8, ly-4, lx+20, ly)
 	}
 	s.f(`</svg>`)
 	return s.String()
