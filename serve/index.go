@@ -54,6 +54,10 @@ type Index struct {
 	headlines HeadlineFunc
 	// syncMu serialises Syncs (readers do not take it).
 	syncMu sync.Mutex
+	// What the last Sync saw (under syncMu).
+	synced             bool
+	dirStamp, repStamp stamp
+	fullAt             time.Time
 	// gen counts Syncs that changed something, for live pages.
 	mu  sync.Mutex
 	gen uint64
@@ -199,6 +203,18 @@ func (s SyncStats) changed() bool { return s.Added+s.Updated+s.Removed > 0 }
 
 type stamp struct{ mtime, size int64 }
 
+func statStamp(p string) stamp {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return stamp{}
+	}
+	return stamp{fi.ModTime().UnixNano(), fi.Size()}
+}
+
+// fullSyncEvery is how often Sync lists the whole runs directory even
+// though its mtime did not move.
+const fullSyncEvery = time.Minute
+
 // Sync brings the index in step with the runs directory: a bundle
 // directory not indexed, or whose manifest.json changed since (a running
 // run updates it as it goes, and finalizing rewrites it), is read; an
@@ -208,8 +224,26 @@ func (ix *Index) Sync(ctx context.Context) (SyncStats, error) {
 	ix.syncMu.Lock()
 	defer ix.syncMu.Unlock()
 	var st SyncStats
+	// A bundle added or removed changes the runs directory's mtime; a
+	// bundle changes only while it runs. So while the directory is as
+	// last seen, only the running bundles are looked at again (and every
+	// fullSyncEvery the whole directory, for what an mtime can miss: a
+	// clock step, a copy keeping times).
+	dirStamp := statStamp(ix.runsDir)
+	repStamp := statStamp(filepath.Join(ix.runsDir, suiteReportsDir))
+	// A directory changed within the mtime's granularity of the last look
+	// may have changed again unseen: listed whole until it is older.
+	settled := time.Since(time.Unix(0, max(dirStamp.mtime, repStamp.mtime))) > 2*time.Second
+	quick := ix.synced && settled && dirStamp == ix.dirStamp && repStamp == ix.repStamp && time.Since(ix.fullAt) < fullSyncEvery
+	if !quick {
+		ix.fullAt = time.Now()
+	}
 	known := map[string]stamp{}
-	rows, err := ix.db.QueryContext(ctx, `SELECT dir, mtime, size FROM runs`)
+	q := `SELECT dir, mtime, size FROM runs`
+	if quick {
+		q += ` WHERE status = 'running'`
+	}
+	rows, err := ix.db.QueryContext(ctx, q)
 	if err != nil {
 		return st, fmt.Errorf("run index: %w", err)
 	}
@@ -223,26 +257,33 @@ func (ix *Index) Sync(ctx context.Context) (SyncStats, error) {
 		known[d] = s
 	}
 	rows.Close()
-	ents, err := os.ReadDir(ix.runsDir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return st, fmt.Errorf("list bundles under %s: %w", ix.runsDir, err)
+	var names []string
+	if quick {
+		names = sortedKeys(known)
+	} else {
+		ents, err := os.ReadDir(ix.runsDir)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return st, fmt.Errorf("list bundles under %s: %w", ix.runsDir, err)
+		}
+		for _, e := range ents {
+			if e.IsDir() && e.Name() != suiteReportsDir {
+				names = append(names, e.Name())
+			}
+		}
 	}
 	seen := map[string]bool{}
 	var changed []string
-	for _, e := range ents {
-		if !e.IsDir() || e.Name() == suiteReportsDir {
-			continue
-		}
-		fi, err := os.Stat(filepath.Join(ix.runsDir, e.Name(), "manifest.json"))
+	for _, name := range names {
+		fi, err := os.Stat(filepath.Join(ix.runsDir, name, "manifest.json"))
 		if err != nil {
 			continue
 		}
-		seen[e.Name()] = true
+		seen[name] = true
 		s := stamp{fi.ModTime().UnixNano(), fi.Size()}
-		if k, ok := known[e.Name()]; ok && k == s {
+		if k, ok := known[name]; ok && k == s {
 			continue
 		}
-		changed = append(changed, e.Name())
+		changed = append(changed, name)
 	}
 	tx, err := ix.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -275,13 +316,16 @@ func (ix *Index) Sync(ctx context.Context) (SyncStats, error) {
 			st.Added++
 		}
 	}
-	sr, err := ix.syncSuiteReports(ctx, tx)
-	if err != nil {
-		return st, err
+	sr := false
+	if !quick {
+		if sr, err = ix.syncSuiteReports(ctx, tx); err != nil {
+			return st, err
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return st, fmt.Errorf("run index: %w", err)
 	}
+	ix.synced, ix.dirStamp, ix.repStamp = true, dirStamp, repStamp
 	if st.changed() || sr {
 		ix.mu.Lock()
 		ix.gen++
@@ -734,9 +778,11 @@ type SeenDevice struct {
 // simulated lab), the identity the newest run that
 // used the device recorded.
 func (ix *Index) LastSeen(ctx context.Context) (map[string]SeenDevice, error) {
-	rows, err := ix.db.QueryContext(ctx, `SELECT d.seen_key, d.name, d.kind, d.driver, d.address, d.vendor, d.model, d.serial, d.firmware, d.run_id, r.started
-		FROM devices d JOIN runs r ON r.run_id = d.run_id
-		WHERE d.run_id = (SELECT d2.run_id FROM devices d2 WHERE d2.seen_key = d.seen_key ORDER BY d2.run_id DESC LIMIT 1)`)
+	// The newest run per device comes from the (seen_key, run_id) index
+	// alone; only those rows are read.
+	rows, err := ix.db.QueryContext(ctx, `WITH last AS (SELECT seen_key, MAX(run_id) AS run_id FROM devices GROUP BY seen_key)
+		SELECT d.seen_key, d.name, d.kind, d.driver, d.address, d.vendor, d.model, d.serial, d.firmware, d.run_id, r.started
+		FROM last JOIN devices d ON d.seen_key = last.seen_key AND d.run_id = last.run_id JOIN runs r ON r.run_id = d.run_id`)
 	if err != nil {
 		return nil, fmt.Errorf("run index: %w", err)
 	}
