@@ -59,7 +59,7 @@ MODELS := ./simlab/lgmodel ./simlab/fctmodel ./simlab/reactormodel ./simlab/phys
 # -race, all their other tests without it (-skip: the interrupted runs
 # check nothing more without the detector).
 NORACE := ./experiments/stardust
-SLOW_UNDER_RACE := TestBackpressureWithATCPFlow TestSimulatedIperf3FollowsTheSwitchesClock TestFCTTailWithAndWithoutLinkGuardian TestFCTPerFlowProgramDropTail
+SLOW_UNDER_RACE := TestBackpressureWithATCPFlow TestSimulatedIperf3FollowsTheSwitchesClock TestFCTTailWithAndWithoutLinkGuardian TestFCTPerFlowProgramDropTail TestSimulatedHostsPerFlowFCTWithProgramDrop
 REALTIME := TestReconfigAllToAllFollowsFromTheSlots TestRecipeRecordsTheSwitchsMechanism
 REALTIME_SIMLAB := TestDefaultBenchSummaries/ocs-characterize
 space := $(subst ,, )
