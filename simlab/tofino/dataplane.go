@@ -38,6 +38,63 @@ type Dataplane struct {
 	sd      *sdEngine // the Stardust fabric (stardust_dp.go)
 	ec      *ecEngine // the ecmp fabric (ecmp_dp.go)
 	ecSws   []*Tofino // switches that started an ecmp application
+
+	// The optics' last answers (physics.go's pure functions of their
+	// arguments), asked again at every chunk of a long advance: the
+	// same question gets the same answer without the work.
+	memoMu sync.Mutex
+	berQ   berKey
+	berA   float64
+	lossQ  lossKey
+	lossA  float64
+}
+
+type berKey struct {
+	tr physics.Transceiver
+	rx float64
+	ok bool
+}
+
+type lossKey struct {
+	tr    physics.Transceiver
+	fec   physics.FEC
+	rx    float64
+	bytes int
+	fire  bool // BF_FEC_TYP_FC: fec.go's fireFrameLoss
+	ok    bool
+}
+
+// ber is tr.BER(rx), remembered for the next call with the same arguments.
+func (d *Dataplane) ber(tr physics.Transceiver, rx float64) float64 {
+	k := berKey{tr: tr, rx: rx, ok: true}
+	d.memoMu.Lock()
+	defer d.memoMu.Unlock()
+	if d.berQ != k {
+		d.berQ, d.berA = k, tr.BER(rx)
+	}
+	return d.berA
+}
+
+// frameLoss is a frameBytes frame's loss probability at rx over tr with
+// fec (fire: Firecode FEC), remembered for the next call with the same
+// arguments.
+func (d *Dataplane) frameLoss(tr physics.Transceiver, fec physics.FEC, fire bool, rx float64, frameBytes int) float64 {
+	k := lossKey{tr: tr, fec: fec, rx: rx, bytes: frameBytes, fire: fire, ok: true}
+	d.memoMu.Lock()
+	hit, a := d.lossQ == k, d.lossA
+	d.memoMu.Unlock()
+	if hit {
+		return a
+	}
+	if fire {
+		a = fireFrameLoss(d.ber(tr, rx), frameBytes) // fec.go
+	} else {
+		a = physics.FrameLossProbability(tr, fec, rx, frameBytes)
+	}
+	d.memoMu.Lock()
+	d.lossQ, d.lossA = k, a
+	d.memoMu.Unlock()
+	return a
 }
 
 // NewDataplane makes an empty dataplane over the world.
@@ -85,6 +142,10 @@ type lgRun struct {
 	segKey   segConfig
 	last     lgmodel.Result // of the current segment, already accounted
 	rng      *rand.Rand
+	// behind: the segment is to be advanced to this time of the clock
+	// when its state is next needed (catchUp), not at every chunk.
+	behind  time.Duration
+	pending bool
 }
 
 // segConfig is what a segment was started with.
@@ -134,7 +195,7 @@ func (d *Dataplane) portUp(sw *Tofino, port int) bool {
 		}
 		// The PCS loses lock when the raw bit error ratio nears 1e-3.
 		rx := l.fibre.EyePowerDBmAt(d.now)
-		return !math.IsInf(rx, -1) && l.fibre.Transceiver.BER(rx) < 1e-3
+		return !math.IsInf(rx, -1) && d.ber(l.fibre.Transceiver, rx) < 1e-3
 	}
 	return true
 }
@@ -206,6 +267,7 @@ func (d *Dataplane) stopApp(app *pktgenApp) {
 		}
 		r.stopped = true
 		r.remaining = 0
+		d.catchUp(r)
 		if r.seg != nil {
 			r.seg.StopOffering()
 			r.seg.AdvanceTo(time.Duration(math.MaxInt64))
@@ -234,10 +296,7 @@ func (d *Dataplane) config(r *lgRun) (segConfig, error) {
 	rx := l.fibre.EyePowerDBmAt(d.now) // a scenario's impairments at the switches' clock, less the fibre's dispersion penalty
 	c.loss = 1
 	if !math.IsInf(rx, -1) {
-		c.loss = physics.FrameLossProbability(l.fibre.Transceiver, fec, rx, r.frameBytes)
-		if tp.fec == "BF_FEC_TYP_FC" {
-			c.loss = fireFrameLoss(l.fibre.Transceiver.BER(rx), r.frameBytes) // fec.go
-		}
+		c.loss = d.frameLoss(l.fibre.Transceiver, fec, tp.fec == "BF_FEC_TYP_FC", rx, r.frameBytes)
 	}
 	// The sender's loss-emulation table drops floor(p*2^20) of 2^20 random values.
 	if n := l.tx.tableSize(lg.TableEmulateDrop); n > 0 {
@@ -307,6 +366,10 @@ func (d *Dataplane) newSegment(r *lgRun) error {
 	// on) can overshoot. 8192 made 10^9-frame points cheaper but let the
 	// buffer reach 66,960 B against the 45,684 B the pause threshold and
 	// four frames in flight allow (the backpressure recipe's test).
+	// The cap also bounds what a segment ended mid-run (a configuration
+	// change, a generator's stop: StopOffering) still sends: the run
+	// under way completes. Uncapped, a lossless link's segment is one
+	// run of every frame, all sent at once however early it is stopped.
 	cfg.MaxRun = 256
 	if c.mode != lgmodel.Off {
 		cfg.Copies = c.copies
@@ -332,6 +395,9 @@ func (d *Dataplane) newSegment(r *lgRun) error {
 func (d *Dataplane) advance(t time.Duration) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	// The model is advanced and its counters added up when the lock is
+	// let go (settle), not at every chunk: nobody reads them in between.
+	defer d.settle()
 	for {
 		if t < d.now {
 			return nil
@@ -344,6 +410,7 @@ func (d *Dataplane) advance(t time.Duration) error {
 			return nil
 		}
 		if d.waiting.Load() > 0 {
+			d.settle()
 			d.mu.Unlock()
 			for d.waiting.Load() > 0 {
 				runtime.Gosched()
@@ -383,6 +450,13 @@ func (d *Dataplane) advanceRun(r *lgRun, t time.Duration) error {
 		if err != nil {
 			return err
 		}
+		if c != r.segKey && r.pending {
+			// The segment is where the clock is before it changes.
+			d.catchUp(r)
+			if r.app.done {
+				return nil // it had ended before the change
+			}
+		}
 		if c != r.segKey {
 			// Something changed: end the segment (its tail completes in
 			// simulated time), then continue with the rest.
@@ -407,6 +481,23 @@ func (d *Dataplane) advanceRun(r *lgRun, t time.Duration) error {
 				r.app.done = true
 			}
 			return nil
+		}
+		if len(d.follow) == 0 {
+			// Nothing changed: the segment goes on as it is. Advancing
+			// it only when its state is needed (a configuration change,
+			// the lock let go) is exact (lgmodel gives the same for any
+			// slicing of its time) and lets it jump over whole cycles
+			// that chunk boundaries would cut.
+			r.behind, r.pending = t, true
+			return nil
+		}
+		// Followers add to the same queues: their order of updates
+		// stays as it was, chunk by chunk.
+		if r.pending {
+			d.catchUp(r)
+			if r.seg == nil {
+				continue
+			}
 		}
 		done := r.seg.AdvanceTo(t - r.segStart)
 		d.account(r)
@@ -442,6 +533,45 @@ func (d *Dataplane) dropWhileDown(r *lgRun, t time.Duration) {
 		tp.add("$FramesTransmittedOK", n)
 		tp.add("$OctetsTransmittedTotal", n*int64(r.frameBytes))
 		tp.add(txLength(int64(r.frameBytes)), n)
+	}
+}
+
+// settle brings every run's segment to the clock and accounts what it
+// did: before the dataplane's lock is let go.
+func (d *Dataplane) settle() {
+	ended := false
+	for _, r := range d.runs {
+		d.catchUp(r)
+		ended = ended || r.app.done
+	}
+	if ended {
+		kept := d.runs[:0]
+		for _, r := range d.runs {
+			if !r.app.done {
+				kept = append(kept, r)
+			}
+		}
+		d.runs = kept
+	}
+}
+
+// catchUp advances a run's segment to where advanceRun left it behind,
+// and accounts it.
+func (d *Dataplane) catchUp(r *lgRun) {
+	if !r.pending {
+		return
+	}
+	r.pending = false
+	if r.seg == nil {
+		return
+	}
+	done := r.seg.AdvanceTo(r.behind - r.segStart)
+	d.account(r)
+	if done {
+		r.seg = nil
+		if r.remaining == 0 {
+			r.app.done = true
+		}
 	}
 }
 
