@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -38,8 +40,25 @@ func (fd *FigureData) SVG() string {
 			}
 		}
 	}
+	// Notes under the legend, at 10 px (about 6 px a character): what is
+	// drawn but not a series (bounds, a series on top of another) and
+	// what had rows but nothing to draw.
+	const noteW = 6.0
+	var missing []string
+	if len(fd.Missing) > 0 {
+		missing = append(missing, "no value, not drawn:")
+		for _, m := range fd.Missing {
+			if r := []rune(m); len(r) > 40 {
+				m = string(r[:39]) + "…"
+			}
+			missing = append(missing, "  "+m)
+		}
+		for _, m := range missing {
+			legendW = math.Max(legendW, 8+noteW*float64(utf8.RuneCountInString(m)))
+		}
+	}
 	R := legendW + 16
-	H := math.Max(400, T+B+24+16*float64(len(fd.Legend)))
+	H := math.Max(400, T+B+24+16*float64(len(fd.Legend))+12*float64(len(missing)+4))
 	pw, ph := W-L-R, H-T-B
 	tx := func(v float64, log bool) float64 {
 		if log {
@@ -56,6 +75,18 @@ func (fd *FigureData) SVG() string {
 		}
 		y := T + ph - (tx(v, fd.LogY)-y0)/(y1-y0)*ph
 		return math.Min(math.Max(y, T), T+ph)
+	}
+	// A series drawn over an equal one is noted under the legend: room
+	// for the note's width, found on the plot's first scale (its width
+	// changes the pixels by a fraction).
+	covers := fd.covering(sx, sy)
+	coverNote := []string{"dashed, open: drawn over", "a series it hides (2 px)"}
+	if slices.Contains(covers, true) {
+		for _, n := range coverNote {
+			legendW = math.Max(legendW, 8+noteW*float64(utf8.RuneCountInString(n)))
+		}
+		R = legendW + 16
+		pw = W - L - R
 	}
 	esc := template.HTMLEscapeString
 	var s svgBuf
@@ -89,12 +120,29 @@ func (fd *FigureData) SVG() string {
 	if fd.Empty() {
 		s.f(`<text x="%.1f" y="%.1f" text-anchor="middle" fill="#b00">no rows to draw</text>`, L+pw/2, T+ph/2)
 	}
+	// Phase changes: a dashed line and the new phase's name, read
+	// upwards from the top of the plot.
+	for _, m := range fd.Marks {
+		if m.X < fd.XMin || m.X > fd.XMax {
+			continue
+		}
+		x := sx(m.X)
+		s.f(`<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#777" stroke-dasharray="3 3" data-mark="%s"/>`, x, x, T, T+ph, esc(m.Label))
+		s.f(`<text transform="translate(%.1f %.1f) rotate(-90)" text-anchor="end" font-size="10" fill="#555">%s</text>`, x-3, T+4, esc(m.Label))
+	}
 	s.f(`<g clip-path="none">`)
+	// Bound markers of several series at one place sit side by side, 8 px
+	// apart, so none hides another (LinkGuardian with and without
+	// ordering, both losing nothing over the same frames).
+	var boundsDrawn [][2]float64
 	nser := len(fd.Series)
 	bounds := false
 	for i, ser := range fd.Series {
 		c := palette[i%len(palette)]
 		dash := dashes[(i/len(palette))%len(dashes)]
+		if covers[i] && dash == "" {
+			dash = "5 4"
+		}
 		s.f(`<g data-series="%s">`, esc(ser.Name))
 		pts := ser.Points
 		switch fd.Kind {
@@ -152,13 +200,19 @@ func (fd *FigureData) SVG() string {
 					case fd.Kind == CDF:
 						// P(X <= x) rises at each value.
 						fmt.Fprintf(&d, "H%.1f V%.1f", x, y)
+					case p.Bound:
+						// An upper bound is not a measured value: no line
+						// joins it to a measured point (or to another bound).
+						fmt.Fprintf(&d, "M%.1f %.1f", x, y)
+					case fd.Kind == Step && pts[j-1].Bound:
+						// A measured rate after a bound holds over its own
+						// interval only.
+						fmt.Fprintf(&d, "M%.1f %.1fH%.1f", sx(pts[j-1].X), y, x)
 					case fd.Kind == Step || fd.Kind == CCDF:
 						// A rate over the interval ending at x; P(X >= x)
 						// falls just after x.
 						fmt.Fprintf(&d, "V%.1f H%.1f", y, x)
-					case p.Bound || pts[j-1].Bound:
-						// An upper bound is not a measured value: no line
-						// joins it to a measured point (or to another bound).
+					case pts[j-1].Bound:
 						fmt.Fprintf(&d, "M%.1f %.1f", x, y)
 					default:
 						fmt.Fprintf(&d, "L%.1f %.1f", x, y)
@@ -202,6 +256,18 @@ func (fd *FigureData) SVG() string {
 				switch {
 				case p.Bound:
 					bounds = true
+					n := 0
+					for _, b := range boundsDrawn {
+						if math.Abs(b[0]-x) < 4 && math.Abs(b[1]-y) < 4 {
+							n++
+						}
+					}
+					boundsDrawn = append(boundsDrawn, [2]float64{x, y})
+					if x+8*float64(n)+4.5 > L+pw {
+						x -= 8 * float64(n) // at the right edge: to the left
+					} else {
+						x += 8 * float64(n)
+					}
 					// An open triangle pointing down: the value is below.
 					s.f(`<path d="M%.1f %.1fL%.1f %.1fL%.1f %.1fZ" fill="#fff" stroke="%s" stroke-width="1.5"/>`, x-4.5, y-3.5, x+4.5, y-3.5, x, y+4.5, c)
 				case marker:
@@ -209,7 +275,7 @@ func (fd *FigureData) SVG() string {
 					if len(pts) > 40 {
 						r = 2.2
 					}
-					s.f(`%s`, markerSVG(i, x, y, r, c))
+					s.f(`%s`, markerSVG(i, x, y, r, c, covers[i]))
 				}
 			}
 		}
@@ -224,9 +290,13 @@ func (fd *FigureData) SVG() string {
 		if fd.Kind == Bar || fd.Kind == Histogram {
 			s.f(`<rect x="%.0f" y="%.1f" width="14" height="9" fill="%s"/>`, lx, ly-8, c)
 		} else {
-			s.f(`<line x1="%.0f" x2="%.0f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="2.5"/>`, lx, lx+16, ly-4, ly-4, c)
+			da := ""
+			if i < len(covers) && covers[i] {
+				da = ` stroke-dasharray="4 2"`
+			}
+			s.f(`<line x1="%.0f" x2="%.0f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="2.5"%s/>`, lx, lx+16, ly-4, ly-4, c, da)
 			if fd.Kind == Line || fd.Kind == Scatter {
-				s.f(`%s`, markerSVG(i, lx+8, ly-4, 3, c))
+				s.f(`%s`, markerSVG(i, lx+8, ly-4, 3, c, i < len(covers) && covers[i]))
 			}
 		}
 		label := name
@@ -235,10 +305,19 @@ func (fd *FigureData) SVG() string {
 		}
 		s.f(`<text x="%.0f" y="%.1f" data-legend="%s">%s</text>`, lx+20, ly, esc(name), esc(label))
 	}
+	ly := T + 12 + float64(len(fd.Legend))*16 + 6
 	if bounds {
-		ly := T + 12 + float64(len(fd.Legend))*16 + 6
 		s.f(`<path d="M%.1f %.1fL%.1f %.1fL%.1f %.1fZ" fill="#fff" stroke="#444"/><text x="%.0f" y="%.1f" font-size="10">none observed:</text><text x="%.0f" y="%.1f" font-size="10">95%% upper bound</text>`,
 			lx+3.5, ly-8, lx+12.5, ly-8, lx+8, ly, lx+20, ly, lx+20, ly+12)
+		ly += 28
+	}
+	if slices.Contains(covers, true) {
+		s.f(`<text x="%.0f" y="%.1f" font-size="10" data-note="covers">%s</text><text x="%.0f" y="%.1f" font-size="10">%s</text>`,
+			lx, ly, coverNote[0], lx, ly+12, coverNote[1])
+		ly += 28
+	}
+	for j, m := range missing {
+		s.f(`<text x="%.0f" y="%.1f" font-size="10" fill="#555" xml:space="preserve" data-missing="%d">%s</text>`, lx, ly+12*float64(j), j, esc(m))
 	}
 	s.f(`</svg>`)
 	return s.String()
@@ -246,18 +325,82 @@ func (fd *FigureData) SVG() string {
 
 // markerSVG draws series i's marker: a circle, square, diamond or
 // triangle in turn, so overlapping series stay apart.
-func markerSVG(i int, x, y, r float64, c string) string {
+// An open marker (white inside, a little larger) is drawn over a series
+// it would otherwise hide.
+func markerSVG(i int, x, y, r float64, c string, open bool) string {
+	fill := `fill="` + c + `"`
+	if open {
+		r += 1.5
+		fill = `fill="#fff" fill-opacity="0.3" stroke="` + c + `" stroke-width="1.5"`
+	}
 	switch i % 4 {
 	case 1:
-		return fmt.Sprintf(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`, x-r, y-r, 2*r, 2*r, c)
+		return fmt.Sprintf(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" %s/>`, x-r, y-r, 2*r, 2*r, fill)
 	case 2:
 		r *= 1.3
-		return fmt.Sprintf(`<path d="M%.1f %.1fL%.1f %.1fL%.1f %.1fL%.1f %.1fZ" fill="%s"/>`, x, y-r, x+r, y, x, y+r, x-r, y, c)
+		return fmt.Sprintf(`<path d="M%.1f %.1fL%.1f %.1fL%.1f %.1fL%.1f %.1fZ" %s/>`, x, y-r, x+r, y, x, y+r, x-r, y, fill)
 	case 3:
 		r *= 1.3
-		return fmt.Sprintf(`<path d="M%.1f %.1fL%.1f %.1fL%.1f %.1fZ" fill="%s"/>`, x, y-r, x+r, y+r*0.8, x-r, y+r*0.8, c)
+		return fmt.Sprintf(`<path d="M%.1f %.1fL%.1f %.1fL%.1f %.1fZ" %s/>`, x, y-r, x+r, y+r*0.8, x-r, y+r*0.8, fill)
 	}
-	return fmt.Sprintf(`<circle cx="%.1f" cy="%.1f" r="%.1f" fill="%s"/>`, x, y, r, c)
+	return fmt.Sprintf(`<circle cx="%.1f" cy="%.1f" r="%.1f" %s/>`, x, y, r, fill)
+}
+
+// covering reports, per series, whether it is drawn over an earlier one
+// that it would hide: every measured point of the earlier series lies
+// within 2 px of a point of the later ones (two packet-switch sizes whose
+// goodputs agree to 1e-5; one link's pre-FEC BER under two FEC modes).
+// Every later series that hides some of its points is marked. Bars and
+// histograms sit side by side or translucent, so nothing hides there.
+func (fd *FigureData) covering(sx, sy func(float64) float64) []bool {
+	out := make([]bool, len(fd.Series))
+	if fd.Kind == Bar || fd.Kind == Histogram {
+		return out
+	}
+	type px struct{ x, y float64 }
+	drawn := make([][]px, len(fd.Series))
+	for i, s := range fd.Series {
+		for _, p := range s.Points {
+			if !p.Bound {
+				drawn[i] = append(drawn[i], px{sx(p.X), sy(p.Y)})
+			}
+		}
+		// Points are in x order; pixels too, but for ties.
+		sort.SliceStable(drawn[i], func(a, b int) bool { return drawn[i][a].x < drawn[i][b].x })
+	}
+	near := func(b []px, a px) bool {
+		for n := sort.Search(len(b), func(n int) bool { return b[n].x >= a.x-2 }); n < len(b) && b[n].x <= a.x+2; n++ {
+			if math.Abs(b[n].y-a.y) <= 2 {
+				return true
+			}
+		}
+		return false
+	}
+	for k := range fd.Series {
+		if len(drawn[k]) == 0 {
+			continue
+		}
+		hiders := map[int]bool{}
+		hidden := true
+		for _, a := range drawn[k] {
+			found := false
+			for j := k + 1; j < len(fd.Series); j++ {
+				if near(drawn[j], a) {
+					found, hiders[j] = true, true
+				}
+			}
+			if !found {
+				hidden = false
+				break
+			}
+		}
+		if hidden {
+			for j := range hiders {
+				out[j] = true
+			}
+		}
+	}
+	return out
 }
 
 // axisTicks are the decades of a log axis (every other one past ten), or

@@ -96,12 +96,23 @@ type Figure struct {
 	// Tail keeps the CCDF's points at or below this fraction (0.01: the
 	// top 1%); 0 keeps all.
 	Tail float64 `json:"tail,omitempty"`
+	// Phase is a column naming the phase of the experiment each row is
+	// in (link-down, protected): where it changes along x a dashed
+	// vertical line is drawn, labelled with the new phase, so a time
+	// series shows when each failure or switch happened.
+	Phase string `json:"phase,omitempty"`
 	// Aggregate combines the Bar rows sharing x and series: "sum" or
 	// "mean"; empty requires one row each.
 	Aggregate string `json:"aggregate,omitempty"`
 	// Table is the table drawn from, filled in when the bundle lists it.
 	Table string `json:"table,omitempty"`
 	Path  string `json:"path,omitempty"`
+}
+
+// Mark is a dashed vertical line at X, labelled.
+type Mark struct {
+	X     float64
+	Label string
 }
 
 // Point is one drawn point. Low and High are NaN without error columns;
@@ -131,7 +142,12 @@ type FigureData struct {
 	Legend []string
 	// Dropped counts rows with no plottable value (empty cells, a
 	// non-positive value on a log axis).
-	Dropped                int
+	Dropped int
+	// Marks are the phase changes along x, in x order.
+	Marks []Mark
+	// Missing names the series, and a Bar figure's categories, that had
+	// rows but no plottable value: not drawn, listed under the legend.
+	Missing                []string
 	XMin, XMax, YMin, YMax float64
 }
 
@@ -198,7 +214,7 @@ func (t Table) validateFigures() error {
 		for _, m := range legendRe.FindAllString(f.Legend, -1) {
 			need = append(need, struct{ role, col string }{"legend", m[1 : len(m)-1]})
 		}
-		for _, o := range []struct{ role, col string }{{"low", f.Low}, {"high", f.High}, {"zero_at", f.ZeroAt}} {
+		for _, o := range []struct{ role, col string }{{"low", f.Low}, {"high", f.High}, {"zero_at", f.ZeroAt}, {"phase", f.Phase}} {
 			if o.col != "" {
 				need = append(need, o)
 			}
@@ -504,6 +520,10 @@ func buildFigure(f Figure, fields []Field, recs [][]string) FigureData {
 			fd.Series = append(fd.Series, s)
 		}
 	}
+	if f.Phase != "" && len(names) > 0 && f.Kind != Bar {
+		fd.Marks = phaseMarks(rows[names[0]], col[f.X], col[f.Phase], xs)
+	}
+	fd.dropEmpty()
 	for _, s := range fd.Series {
 		name := s.Name
 		if name == "" {
@@ -513,6 +533,83 @@ func buildFigure(f Figure, fields []Field, recs [][]string) FigureData {
 	}
 	fd.ranges()
 	return fd
+}
+
+// phaseMarks returns where the phase column changes along x, over one
+// series' rows (the phases of a run are the same for every series).
+func phaseMarks(rows [][]string, xc, pc int, scale float64) []Mark {
+	type xp struct {
+		x float64
+		p string
+	}
+	var v []xp
+	for _, r := range rows {
+		if xc >= len(r) || pc >= len(r) {
+			continue
+		}
+		x, err := strconv.ParseFloat(r[xc], 64)
+		if err != nil {
+			continue
+		}
+		v = append(v, xp{x * scale, r[pc]})
+	}
+	sort.SliceStable(v, func(a, b int) bool { return v[a].x < v[b].x })
+	var out []Mark
+	for i := 1; i < len(v); i++ {
+		if v[i].p != v[i-1].p {
+			out = append(out, Mark{X: v[i].x, Label: v[i].p})
+		}
+	}
+	return out
+}
+
+// dropEmpty takes out what would be drawn as nothing and read as zero: a
+// series with no plottable point (a legend entry beside no mark), and a
+// Bar category where no series has a value (an empty slot reads as a
+// bar of 0). Both are named in Missing, which the SVG lists under the
+// legend. A figure with no point at all keeps its series: it says so.
+func (fd *FigureData) dropEmpty() {
+	if fd.Empty() {
+		return
+	}
+	if fd.Kind == Bar {
+		used := make([]bool, len(fd.Categories))
+		for _, s := range fd.Series {
+			for _, p := range s.Points {
+				used[int(p.X)] = true
+			}
+		}
+		newIdx := make([]int, len(fd.Categories))
+		var cats []string
+		for i, c := range fd.Categories {
+			if !used[i] {
+				fd.Missing = append(fd.Missing, c)
+				continue
+			}
+			newIdx[i] = len(cats)
+			cats = append(cats, c)
+		}
+		fd.Categories = cats
+		for _, s := range fd.Series {
+			for j := range s.Points {
+				k := float64(newIdx[int(s.Points[j].X)])
+				s.Points[j].X, s.Points[j].X2 = k, k+1
+			}
+		}
+	}
+	kept := fd.Series[:0]
+	for _, s := range fd.Series {
+		if len(s.Points) == 0 {
+			name := s.Name
+			if name == "" {
+				name = fd.YLabelText
+			}
+			fd.Missing = append(fd.Missing, name)
+			continue
+		}
+		kept = append(kept, s)
+	}
+	fd.Series = kept
 }
 
 // histEdges returns bins+1 equal-width edges over the values, on round

@@ -23,7 +23,14 @@ import (
 )
 
 func hostTestCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// The simulated hosts run trials in simulated time: a wall deadline
+	// here only guards against a hang, so it is the test binary's own
+	// (-timeout), less a margin to report the failure rather than panic.
+	// A fixed minute failed on a loaded machine while the run progressed.
+	ctx, cancel := context.WithCancel(context.Background())
+	if d, ok := t.Deadline(); ok {
+		ctx, cancel = context.WithDeadline(context.Background(), d.Add(-15*time.Second))
+	}
 	t.Cleanup(cancel)
 	return ctx
 }

@@ -3,6 +3,7 @@ package simlab
 import (
 	"time"
 
+	"testbed/internal/sched"
 	"testbed/simlab/host"
 	"testbed/simlab/ocs"
 	"testbed/simlab/reactor"
@@ -34,6 +35,10 @@ func (s *fabricSwitch) Name() string             { return s.m.Name }
 func (s *fabricSwitch) Ports() int               { return s.m.Options().Ports }
 func (s *fabricSwitch) Gap() reactormodel.GapLaw { return s.m.Options().Gap }
 func (s *fabricSwitch) Now() time.Duration       { return s.m.Now() }
+
+func (s *fabricSwitch) PeriodSchedule(start time.Duration, k int64) (*sched.Schedule, bool) {
+	return s.m.PeriodSchedule(start, k)
+}
 
 func (s *fabricSwitch) Status() reactor.OCSStatus {
 	st := s.m.Status()

@@ -117,15 +117,20 @@ func Table() results.Table {
 		// time, with the receiver's backpressure on (9a) and off (9b).
 		Figures: []results.Figure{
 			{Name: "delivered-rate", Title: "Delivered rate as loss, then LinkGuardian, switch on",
-				Caption: "As LinkGuardian Fig. 9 (throughput): loss starts at loss_on_s, LinkGuardian (ordered) at protect_on_s; each value is the rate over the poll interval ending there.",
-				Kind:    results.Step, X: "time_s", Y: "delivered_rate_gbps", Series: []string{"link", "backpressure"}, Legend: "{link}, backpressure {backpressure}",
+				Caption: "As LinkGuardian Fig. 9 (throughput): loss starts at loss_on_s, LinkGuardian (ordered) at protect_on_s; each value is the rate over the poll interval ending there. Dashed lines mark the phases.",
+				Kind:    results.Step, X: "time_s", Y: "delivered_rate_gbps", Series: []string{"link", "backpressure"}, Legend: "{link}, backpressure {backpressure}", Phase: "phase",
 				XLabel: "Time (s)", YLabel: "Delivered rate (Gb/s)"},
 			{Name: "reorder-buffer", Title: "Receiver's reorder buffer (Rx buffer)",
 				Caption: "As LinkGuardian Fig. 9 (Rx buffer): without backpressure the buffer fills and overflows.",
 				Kind:    results.Line, X: "time_s", Y: "reorder_buffer_bytes", YScale: 1e-3, Series: []string{"link", "backpressure"}, Legend: "{link}, backpressure {backpressure}",
 				XLabel: "Time (s)", YLabel: "Reorder buffer (KB)"},
+			// Markers, not lines: the Tx buffer fills and drains many
+			// times within a poll interval, so a line joining the polls
+			// swings between empty and full at every step and paints a
+			// solid block; the polls' markers show where the samples lie.
 			{Name: "sender-queue", Title: "Sender's Tx buffer (retransmission copies)",
-				Kind: results.Line, X: "time_s", Y: "sender_queue_bytes", YScale: 1e-3, Series: []string{"link", "backpressure"}, Legend: "{link}, backpressure {backpressure}",
+				Caption: "Each marker is the occupancy one poll found: the buffer fills and drains within a poll interval, so the polls scatter between empty and its peak.",
+				Kind:    results.Scatter, X: "time_s", Y: "sender_queue_bytes", YScale: 1e-3, Series: []string{"link", "backpressure"}, Legend: "{link}, backpressure {backpressure}",
 				XLabel: "Time (s)", YLabel: "Tx buffer (KB)"},
 		},
 	}

@@ -444,9 +444,13 @@ func (r *Run) Windows(ctx context.Context, until time.Duration) ([][]hostagent.R
 
 // Start loads s into the switch and starts it at the first multiple of
 // its period at least margin from now, after registering the flows each
-// host's flows(start) returns; the flows wait for the schedule. When the
-// hosts took longer than margin to take their flows (a busy machine), it
-// tries again with twice the margin, up to three times.
+// host's flows(start) returns; the flows wait for the schedule. The
+// margin is at least a few times what one registration was measured to
+// take on the switch's clock (the control host may be loaded). When the
+// hosts took longer than that to take their flows, or the start had
+// passed on the switch's clock when it was asked to start, it tries
+// again with twice the margin (or twice what the late attempt took), up
+// to three times.
 func (r *Run) Start(ctx context.Context, s sched.Schedule, margin time.Duration, flows func(i int, start time.Duration) []hostagent.ReactorFlowRequest) (time.Duration, error) {
 	if err := r.Switch.Dark(ctx); err != nil {
 		return 0, err
@@ -454,29 +458,59 @@ func (r *Run) Start(ctx context.Context, s sched.Schedule, margin time.Duration,
 	if err := r.Sched.LoadSchedule(ctx, s); err != nil {
 		return 0, err
 	}
+	// One round trip to the switch, measured on its clock: registering
+	// the flows takes a few per host, the start one more.
+	t0, err := r.Sched.Clock(ctx)
+	if err != nil {
+		return 0, err
+	}
+	t1, err := r.Sched.Clock(ctx)
+	if err != nil {
+		return 0, err
+	}
+	margin = max(margin, startRoundTrips*time.Duration(len(r.Hosts)+1)*(t1-t0))
 	for attempt := 0; ; attempt++ {
-		start, late, err := r.register(ctx, s.Period, margin, flows)
+		start, took, late, err := r.register(ctx, s.Period, margin, flows)
 		if err != nil {
 			return 0, err
 		}
 		if late == "" {
-			return r.Sched.StartSchedule(ctx, ocs.StartAt{At: start})
+			got, err := r.Sched.StartSchedule(ctx, ocs.StartAt{At: start})
+			if err == nil {
+				return got, nil
+			}
+			// Refused: if the switch's clock has passed the start, the
+			// request came too late (a loaded control host); otherwise
+			// the refusal is the switch's own.
+			now, cerr := r.Sched.Clock(ctx)
+			if cerr != nil || now < start {
+				return 0, err
+			}
+			late = fmt.Sprintf("the switch's clock (%v) had passed the start planned at %v when it was asked to start", now, start)
+			took = now - (start - margin)
 		}
 		if attempt == 3 {
 			return 0, fmt.Errorf("%s: %s, even with a start margin of %v: raise start_margin", r.OCS, late, margin)
 		}
-		r.RC.Event(results.Event{Type: "change", Device: r.OCS, Message: fmt.Sprintf("%s; trying again with a start margin of %v", late, 2*margin)})
-		margin *= 2
+		margin = max(2*margin, 2*took)
+		r.RC.Event(results.Event{Type: "change", Device: r.OCS, Message: fmt.Sprintf("%s; trying again with a start margin of %v", late, margin)})
 	}
 }
 
+// startRoundTrips is how many round trips to the switch, per host, a
+// start's margin covers at least: a host takes its flows in a stop and a
+// start request, the start one more, with room for a slow one.
+const startRoundTrips = 8
+
 // register hands the hosts their flows for a run that starts margin from
-// now; late says why the start must move (the hosts were too slow).
-func (r *Run) register(ctx context.Context, period, margin time.Duration, flows func(i int, start time.Duration) []hostagent.ReactorFlowRequest) (time.Duration, string, error) {
+// now; took is how long that took on the switch's clock, late says why
+// the start must move (the hosts were too slow).
+func (r *Run) register(ctx context.Context, period, margin time.Duration, flows func(i int, start time.Duration) []hostagent.ReactorFlowRequest) (time.Duration, time.Duration, string, error) {
 	now, err := r.Sched.Clock(ctx)
 	if err != nil {
-		return 0, "", err
+		return 0, 0, "", err
 	}
+	begin := now
 	start := ((now+margin)/period + 1) * period
 	var mu sync.Mutex
 	var late string
@@ -499,17 +533,15 @@ func (r *Run) register(ctx context.Context, period, margin time.Duration, flows 
 		return err
 	})
 	if err != nil {
-		return 0, "", err
+		return 0, 0, "", err
 	}
-	if late == "" {
-		if now, err = r.Sched.Clock(ctx); err != nil {
-			return 0, "", err
-		}
-		if now >= start-time.Millisecond {
-			late = fmt.Sprintf("registering the flows took until %v on the switch's clock, past the start planned at %v", now, start)
-		}
+	if now, err = r.Sched.Clock(ctx); err != nil {
+		return 0, 0, "", err
 	}
-	return start, late, nil
+	if late == "" && now >= start-time.Millisecond {
+		late = fmt.Sprintf("registering the flows took until %v on the switch's clock, past the start planned at %v", now, start)
+	}
+	return start, now - begin, late, nil
 }
 
 // Stop stops the switch's schedule and every host's flows.

@@ -65,8 +65,10 @@ maximum.
 With transition, a second run splits the hosts into two halves: first each host streams to
 the others of its half (hosts/2-1 configurations per period), then, in the middle of period
 transition_periods, to the hosts of the other half (hosts/2 configurations). The recipe, as
-controller with a demand oracle, replaces the switch's schedule as soon as the change has
-happened; the switch takes it at the next period boundary it can. data/transition.csv has
+controller with a demand oracle, arms the switch with the new schedule ahead, for the first
+period boundary after the change (handed over at the change, it would wait on the control
+host's round trip to the switch, longer than the half period left on a loaded host); the
+switch takes it at that boundary, or at the next it can if the arming came late. data/transition.csv has
 every circuit of that run; the summary says when the change happened, when the switch's
 record shows the new schedule, and how many period boundaries late that was (0: the next
 one, as in the prototype). The switch is put dark and the hosts' classes removed at the
@@ -612,17 +614,20 @@ func transition(ctx context.Context, run *Run, st *reconfigState, W, night time.
 		return err
 	}
 	change, end := times(start)
+	// The controller knows when the new workload starts (a demand oracle,
+	// as the prototype had) and arms the switch with the new schedule
+	// ahead, for the first boundary after the change: handed over at the
+	// change, it would wait on the controller's round trip to the switch,
+	// which on a loaded control host is longer than the half period left.
+	eff, err := run.Sched.ReplaceSchedule(ctx, swAfter, ocs.StartAt{At: change})
+	if err != nil {
+		return err
+	}
 	if err := run.Announce(ctx, 0, start, before); err != nil {
 		return err
 	}
-	// The controller sees the new workload as soon as it starts (a demand
-	// oracle, as the prototype had) and hands the switch the new schedule,
-	// which takes over at the next boundary the switch can give.
+	// The hosts hear of the new schedule when their workload changes.
 	if err := run.WaitClock(ctx, change); err != nil {
-		return err
-	}
-	eff, err := run.Sched.ReplaceSchedule(ctx, swAfter)
-	if err != nil {
 		return err
 	}
 	next := start + time.Duration(k)*W

@@ -127,7 +127,8 @@ func Tables() []results.Table {
 				Kind:    results.Step, X: "time_s", Y: "true_loss", ZeroAt: "true_loss_zero_at", Series: []string{"link"}, LogY: true,
 				XLabel: "Time (s)", YLabel: "Loss rate"},
 			{Name: "copies", Title: "LinkGuardian copies in force",
-				Kind: results.Step, X: "time_s", Y: "copies", Series: []string{"link"}, XLabel: "Time (s)", YLabel: "Copies"},
+				Caption: "The copies of each lost frame LinkGuardian retransmits, in force at each poll (0: protection off).",
+				Kind:    results.Step, X: "time_s", Y: "copies", Series: []string{"link"}, XLabel: "Time (s)", YLabel: "Copies"},
 		},
 	}, {
 		Name:        "decisions",
@@ -148,8 +149,10 @@ func Tables() []results.Table {
 		},
 		Figures: []results.Figure{
 			{Name: "actions", Title: "The monitor's actions",
-				Caption: "Each marker is a decision carried out, at the copies it set (0: protection off).",
-				Kind:    results.Scatter, X: "time_s", Y: "copies", Series: []string{"action"}, XLabel: "Time (s)", YLabel: "Copies"},
+				Caption: "Each marker is a decision carried out: an enable or a raise at the copies it set, a disable at the copies it switched off (the copies figure above drops to 0 there).",
+				Kind:    results.Scatter, X: "time_s", Y: "copies", Series: []string{"link", "action"}, Legend: "{link}: {action}",
+				Where:  []results.Cond{{Column: "outcome", Value: "done"}},
+				XLabel: "Time (s)", YLabel: "Copies"},
 		},
 	}}
 }

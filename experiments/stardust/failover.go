@@ -142,8 +142,8 @@ func FailoverTables() []results.Table {
 				{Name: "cells_lost", Type: "integer"},
 			},
 			Figures: []results.Figure{{Name: "failover-throughput", Title: "Delivered throughput through failures",
-				Caption: "The fabric's delivered data per bin over its mean before the first failure: a link fails and comes back, an FE fails and comes back, a link corrupts and is cleaned (§5.9, §5.10).",
-				Kind:    results.Line, X: "t_us", Y: "normalised", Series: []string{"tiers"}, Legend: "{tiers} tier(s)",
+				Caption: "The fabric's delivered data per bin over its mean before the first failure: a link fails and comes back, an FE fails and comes back, a link corrupts and is cleaned (§5.9, §5.10). Dashed lines mark each event.",
+				Kind:    results.Line, X: "t_us", Y: "normalised", Series: []string{"tiers"}, Legend: "{tiers} tier(s)", Phase: "phase",
 				XLabel: "Time (µs)", YLabel: "Throughput / before"}}},
 	}
 }

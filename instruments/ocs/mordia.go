@@ -386,14 +386,21 @@ func (m *Mordia) StartSchedule(ctx context.Context, at StartAt) (time.Duration, 
 }
 
 // ReplaceSchedule implements Scheduler; checked like LoadSchedule.
-func (m *Mordia) ReplaceSchedule(ctx context.Context, s sched.Schedule) (time.Duration, error) {
+func (m *Mordia) ReplaceSchedule(ctx context.Context, s sched.Schedule, at StartAt) (time.Duration, error) {
 	if err := m.con.Validate(s); err != nil {
 		return 0, m.errorf("replace schedule: %w", err)
+	}
+	var q map[string]string
+	if !at.NextPeriod {
+		if at.At < 0 {
+			return 0, m.errorf("replace schedule: time %v is negative", at.At)
+		}
+		q = map[string]string{"at_ns": strconv.FormatInt(int64(at.At), 10)}
 	}
 	var r struct {
 		EffectiveNs int64 `json:"effective_ns"`
 	}
-	if err := m.call(ctx, "POST", routeReplace, nil, scheduleJS(s), &r, "replace schedule"); err != nil {
+	if err := m.call(ctx, "POST", routeReplace, q, scheduleJS(s), &r, "replace schedule"); err != nil {
 		return 0, err
 	}
 	return time.Duration(r.EffectiveNs), nil

@@ -188,7 +188,18 @@ func TestMordiaRunsReplacesAndStopsASchedule(t *testing.T) {
 		{Duration: 150 * us, Perm: ocs.Configuration{{1, 2}, {2, 1}}.Perm(8)},
 		{Duration: 150 * us},
 	}}
-	at, err := s.ReplaceSchedule(ctx, next)
+	// Armed ahead (at_ns): the first boundary at or after the time asked,
+	// waiting in the switch's status; a replacement for the next boundary
+	// supersedes it.
+	ahead := st.Now + 1000*all.Period + all.Period/2
+	far, err := s.ReplaceSchedule(ctx, next, ocs.StartAt{At: ahead})
+	if err != nil || (far-start)%all.Period != 0 || far < ahead || far >= ahead+all.Period {
+		t.Fatalf("replacement armed for %v: effective %v, %v; want the first boundary after it", ahead, far, err)
+	}
+	if st, err := s.ScheduleStatus(ctx); err != nil || st.ReplaceAt != far {
+		t.Fatalf("status while armed ahead: %+v %v", st, err)
+	}
+	at, err := s.ReplaceSchedule(ctx, next, ocs.StartAt{NextPeriod: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +246,7 @@ func TestMordiaRefusesABadScheduleBeforeSending(t *testing.T) {
 		!strings.Contains(err.Error(), "more than the period W = 1500.0 us") {
 		t.Fatalf("bad schedule: %v", err)
 	}
-	if _, err := s.ReplaceSchedule(ctx, bad); !errors.As(err, &se) {
+	if _, err := s.ReplaceSchedule(ctx, bad, ocs.StartAt{NextPeriod: true}); !errors.As(err, &se) {
 		t.Fatalf("bad replacement: %v", err)
 	}
 	if len(lab.rec.exchanges()) != n || strings.Contains(tr.String(), "/v1/schedule") {

@@ -62,8 +62,10 @@ type Scheduler interface {
 	// switch's clock, its first period begins.
 	StartSchedule(ctx context.Context, at StartAt) (time.Duration, error)
 	// ReplaceSchedule hands the running schedule's successor to the
-	// switch; it takes over at the next period boundary, which is returned.
-	ReplaceSchedule(ctx context.Context, s sched.Schedule) (time.Duration, error)
+	// switch; it takes over at the next period boundary (at.NextPeriod),
+	// or at the first boundary at or after at.At when that is later,
+	// which is returned.
+	ReplaceSchedule(ctx context.Context, s sched.Schedule, at StartAt) (time.Duration, error)
 	// StopSchedule stops the running schedule at once; every circuit goes dark.
 	StopSchedule(ctx context.Context) error
 	ScheduleStatus(ctx context.Context) (ScheduleStatus, error)

@@ -149,7 +149,7 @@ func TestDriverAndEmulatorKeepToTheOpenAPIDocument(t *testing.T) {
 	// Far enough ahead that a loaded machine still asks in time.
 	_, err = s.StartSchedule(ctx, ocs.StartAt{At: now + 100*time.Millisecond})
 	must(err)
-	_, err = s.ReplaceSchedule(ctx, allToAll(8, 1400*us, 20*us))
+	_, err = s.ReplaceSchedule(ctx, allToAll(8, 1400*us, 20*us), ocs.StartAt{NextPeriod: true})
 	must(err)
 	st := waitPeriod(t, s, 2)
 	if st.ReplaceAt != 0 {

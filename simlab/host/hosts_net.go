@@ -325,6 +325,44 @@ type hostConn struct {
 
 	retrans   atomic.Uint32
 	closeOnce sync.Once
+	// deadline is the client's read deadline on its host's clock (0:
+	// none). The trials run in simulated time, so a deadline on the real
+	// clock would time out a trial a loaded machine computes slowly and
+	// wait in real time for an answer the model knows never comes.
+	deadline atomic.Int64
+}
+
+// SetDeadline keeps the deadline on the host's clock: the time left until
+// t, from the host's present. (The pipe under the connection gets none: a
+// run's context, which closes the connection, bounds the real time.)
+func (c *hostConn) SetDeadline(t time.Time) error {
+	return c.SetReadDeadline(t)
+}
+
+// SetReadDeadline: see SetDeadline.
+func (c *hostConn) SetReadDeadline(t time.Time) error {
+	if t.IsZero() {
+		c.deadline.Store(0)
+	} else {
+		c.deadline.Store(int64(c.src.clock.now() + max(time.Until(t), 1)))
+	}
+	return c.Conn.SetReadDeadline(time.Time{})
+}
+
+// SetWriteDeadline: writes reach the simulated server at once; none is kept.
+func (c *hostConn) SetWriteDeadline(time.Time) error { return nil }
+
+// timeout moves the host's clock to the read deadline, if there is one
+// before at (the answer's arrival; -1: never), and makes the client's
+// reads fail as the deadline's passing does; true if it did.
+func (c *hostConn) timeout(at time.Duration) bool {
+	dl := time.Duration(c.deadline.Load())
+	if dl == 0 || (at >= 0 && at <= dl) {
+		return false
+	}
+	c.src.clock.advance(dl - c.src.clock.now())
+	c.Conn.SetReadDeadline(time.Unix(1, 0)) // passed: reads return os.ErrDeadlineExceeded
+	return true
 }
 
 func (c *hostConn) LocalAddr() net.Addr  { return c.local }
@@ -381,7 +419,9 @@ func (c *hostConn) Write(p []byte) (int, error) {
 			err := c.trial(c.reqSize, c.resp)
 			if errors.Is(err, errPathDown) {
 				// Sent into a dark fibre: no answer ever comes, and the
-				// client's trial times out as it would on a real host.
+				// client's trial times out as it would on a real host,
+				// at its deadline on the host's clock.
+				c.timeout(-1)
 				return len(p), nil
 			}
 			if err != nil {
@@ -398,6 +438,9 @@ func (c *hostConn) trial(req, resp int) error {
 	r, err := c.net.trial(c, req, resp)
 	if err != nil {
 		return err
+	}
+	if c.timeout(c.src.clock.now() + r.clock) {
+		return nil // the answer comes after the client stopped waiting
 	}
 	if r.newConn {
 		c.fct1.Store(int64(r.fct1))

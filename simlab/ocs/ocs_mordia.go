@@ -177,6 +177,7 @@ type MicroOCS struct {
 	rng    *rand.Rand
 	loaded *OCSSchedule
 	run    *ocsRun
+	last   *ocsRun // the run before, stopped
 	static *ocsLit
 	ring   []OCSNight
 	seq    uint64 // sequence number of the next night
@@ -204,6 +205,13 @@ type ocsRun struct {
 	cur         ocsLit
 	pending     *OCSSchedule
 	pendingAt   time.Duration
+	// epochs: the schedule each stretch of periods ran, from period from on.
+	epochs []ocsEpoch
+}
+
+type ocsEpoch struct {
+	from  int64
+	sched *OCSSchedule
 }
 
 // NewMicroOCS adds a simulated microsecond switch to the world.
@@ -286,6 +294,7 @@ func (m *MicroOCS) advance(now time.Duration) {
 			r.periodStart, r.slot = r.next, 0
 			if r.pending != nil && r.pendingAt <= r.periodStart {
 				r.sched, r.pending, r.pendingAt = r.pending, nil, 0
+				r.epochs = append(r.epochs, ocsEpoch{from: r.period, sched: r.sched})
 			}
 			continue
 		}
@@ -485,12 +494,16 @@ func (m *MicroOCS) Start(at time.Duration, nextPeriod bool) (time.Duration, erro
 		return 0, ocsRefuse("validation", "at_ns %d is not in the future (now_ns %d)", at, now)
 	}
 	m.run = &ocsRun{sched: m.loaded, start: start, periodStart: start, next: start}
+	m.run.epochs = []ocsEpoch{{from: 0, sched: m.loaded}}
 	return start, nil
 }
 
 // Replace hands the running schedule its successor, which takes over at
-// the next period boundary (returned).
-func (m *MicroOCS) Replace(s OCSSchedule) (time.Duration, error) {
+// the first period boundary of the running schedule at or after at, and
+// no earlier than the next one (at <= 0: the next one); that boundary is
+// returned. A controller that knows when its demand changes arms the
+// replacement ahead, so the change does not wait on its round trip.
+func (m *MicroOCS) Replace(s OCSSchedule, at time.Duration) (time.Duration, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.advance(m.now())
@@ -503,12 +516,47 @@ func (m *MicroOCS) Replace(s OCSSchedule) (time.Duration, error) {
 	s.ports = s.onPorts(m.opts.Ports)
 	r := m.run
 	m.loaded = &s
-	if !r.started {
-		r.sched = &s
+	b := r.periodStart
+	if r.started {
+		b += r.sched.Period
+	}
+	if at > b {
+		b += (at - b + r.sched.Period - 1) / r.sched.Period * r.sched.Period
+	}
+	if !r.started && b == r.periodStart {
+		r.sched, r.pending, r.pendingAt = &s, nil, 0
+		r.epochs = []ocsEpoch{{from: 0, sched: &s}}
 		return r.periodStart, nil
 	}
-	r.pending, r.pendingAt = &s, r.periodStart+r.sched.Period
+	r.pending, r.pendingAt = &s, b
 	return r.pendingAt, nil
+}
+
+// PeriodSchedule is the schedule (over the switch's ports) that period k
+// of the run started at start played, from the switch's own record of its
+// replacements; false for a period the switch has not reached, or a run
+// it no longer remembers (only the current and the one before are kept).
+func (m *MicroOCS) PeriodSchedule(start time.Duration, k int64) (*sched.Schedule, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.advance(m.now())
+	r := m.run
+	if r == nil || r.start != start {
+		r = m.last
+	}
+	if r == nil || r.start != start || !r.started || k < 0 || k > r.period {
+		return nil, false
+	}
+	var s *OCSSchedule
+	for _, e := range r.epochs {
+		if e.from <= k {
+			s = e.sched
+		}
+	}
+	if s == nil || s.ports == nil {
+		return nil, false
+	}
+	return s.ports, true
 }
 
 // Stop ends the run at once; every circuit goes dark.
@@ -516,7 +564,7 @@ func (m *MicroOCS) Stop() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.advance(m.now())
-	m.run = nil
+	m.last, m.run = m.run, nil
 }
 
 // Dark stops any run and drops the loaded schedule and any configuration:
@@ -526,7 +574,7 @@ func (m *MicroOCS) Dark() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.advance(m.now())
-	m.run, m.static, m.loaded = nil, nil, nil
+	m.last, m.run, m.static, m.loaded = m.run, nil, nil, nil
 }
 
 // SetConfiguration holds cs until told otherwise; the change costs a night.
@@ -1034,7 +1082,15 @@ func (s *MordiaServer) replace(r *http.Request) (int, any) {
 	if err != nil {
 		return refusal(err)
 	}
-	at, err := s.ocs.Replace(sch)
+	var at time.Duration
+	if v := r.URL.Query().Get("at_ns"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return refusal(ocsRefuse("validation", "at_ns=%q is not a time in nanoseconds", v))
+		}
+		at = time.Duration(n)
+	}
+	at, err = s.ocs.Replace(sch, at)
 	if err != nil {
 		return refusal(err)
 	}

@@ -170,7 +170,7 @@ func TestMicroOCSReplaceAtPeriodBoundaryAndStop(t *testing.T) {
 	}
 	clock.Store(int64(1000*us + 2*600*us + 50*us)) // in period 2
 	b := OCSSchedule{Period: 400 * us, Night: 20 * us, Slots: []OCSSlot{{Duration: 100 * us, Circuits: []OCSCircuit{{1, 2}, {2, 1}}}}}
-	at, err := m.Replace(b)
+	at, err := m.Replace(b, 0)
 	if err != nil || at != 1000*us+3*600*us {
 		t.Fatalf("replace: effective %v, %v; want the start of period 3", at, err)
 	}
@@ -197,6 +197,50 @@ func TestMicroOCSReplaceAtPeriodBoundaryAndStop(t *testing.T) {
 	clock.Store(int64(at + 10*400*us))
 	if ns, _, _, _ := m.Nights(0, 4096); len(ns) != n {
 		t.Fatalf("nights recorded after stop: %d -> %d", n, len(ns))
+	}
+}
+
+// A replacement armed ahead (at) waits for the first boundary at or after
+// at, through the boundaries before it; one armed before the run starts,
+// for its start, runs from the start.
+func TestMicroOCSReplaceArmedAhead(t *testing.T) {
+	m, clock := manualOCS(t, 3, MicroOCSOptions{Ports: 4})
+	a := roundRobin(4, 600*us, 20*us)
+	if err := m.Load(a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Start(1000*us, false); err != nil {
+		t.Fatal(err)
+	}
+	b := OCSSchedule{Period: 400 * us, Night: 20 * us, Slots: []OCSSlot{{Duration: 100 * us, Circuits: []OCSCircuit{{1, 2}, {2, 1}}}}}
+	// Armed, not started: a time in the middle of period 3 takes period 4's start.
+	at, err := m.Replace(b, 1000*us+3*600*us+1)
+	if err != nil || at != 1000*us+4*600*us {
+		t.Fatalf("replace ahead: effective %v, %v; want the start of period 4", at, err)
+	}
+	clock.Store(int64(at - 10*us))
+	if st := m.Status(); st.ReplaceAt != at || st.Period != 3 {
+		t.Fatalf("just before the boundary: %+v", st)
+	}
+	clock.Store(int64(at + 30*us))
+	ns, _, _, _ := m.Nights(0, 4096)
+	last := ns[len(ns)-1]
+	if last.Period != 4 || last.Slot != 0 || last.Start != at {
+		t.Fatalf("last night %+v: the replacement begins at %v", last, at)
+	}
+	if st := m.Status(); st.ReplaceAt != 0 || st.Schedule.Period != 400*us {
+		t.Fatalf("after the boundary: %+v", st)
+	}
+	// A time already past takes the next boundary; before the start, the start.
+	m.Stop()
+	if _, err := m.Start(at+10*600*us, false); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := m.Replace(a, 1); err != nil || got != at+10*600*us {
+		t.Fatalf("replace before the start: effective %v, %v; want the start", got, err)
+	}
+	if st := m.Status(); st.ReplaceAt != 0 || st.Schedule.Period != 600*us {
+		t.Fatalf("replaced before the start: %+v", st)
 	}
 }
 

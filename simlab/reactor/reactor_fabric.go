@@ -387,12 +387,18 @@ func (f *ReactorFabric) params(r *fabricRun) reactormodel.Params {
 }
 
 // scheduleFor is the schedule of period k: what the run was given before
-// (a replay), else what the switch was seen playing in that period.
+// (a replay), else what the switch's record says it played in that period
+// (a replacement takes over at a boundary the pump may not have seen: on
+// a loaded machine it misses whole periods), else what the switch was
+// seen playing in that period.
 func (f *ReactorFabric) scheduleFor(r *fabricRun, k int64) sched.Schedule {
 	if s, ok := r.scheds[k]; ok {
 		return s
 	}
 	s, ok := r.seen[k]
+	if ps, known := f.o.OCS.PeriodSchedule(r.start, k); known {
+		s, ok = f.toSched(ps), true
+	}
 	if !ok {
 		// Not observed (the pump was late, or the switch stopped):
 		// the latest schedule seen before.

@@ -20,6 +20,10 @@ type CircuitSwitch interface {
 	Now() time.Duration
 	// Status is what the switch does now.
 	Status() OCSStatus
+	// PeriodSchedule is the schedule period k of the run started at start
+	// played, from the switch's record of its replacements; false when
+	// the switch has not reached k or no longer knows that run.
+	PeriodSchedule(start time.Duration, k int64) (*sched.Schedule, bool)
 }
 
 // OCSStatus is what a circuit switch reports it does: State is "idle",
