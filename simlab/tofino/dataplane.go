@@ -42,6 +42,12 @@ type Dataplane struct {
 	// The optics' last answers (physics.go's pure functions of their
 	// arguments), asked again at every chunk of a long advance: the
 	// same question gets the same answer without the work.
+	// cfgEpoch counts the times an advance took the lock: a run's
+	// configuration read from the switches' tables, registers and ports
+	// is kept for the chunks of one (config).
+	cfgEpoch  uint64
+	advancing bool
+
 	memoMu sync.Mutex
 	berQ   berKey
 	berA   float64
@@ -146,6 +152,22 @@ type lgRun struct {
 	// when its state is next needed (catchUp), not at every chunk.
 	behind  time.Duration
 	pending bool
+	// The configuration's part read from the switches (config), as of
+	// cfgEpoch.
+	static      segConfig
+	staticEpoch uint64
+	staticPorts staticPorts
+}
+
+// staticPorts is what a link's ports' state says before the light is
+// looked at: whether each end is enabled and agrees with its partner, and
+// the fibre whose light decides (nil: none, the port is up), as portUp.
+type staticPorts struct {
+	txOK, rxOK     bool
+	txLink, rxLink *swLink
+	tp             bool // the sender's port exists
+	fec            physics.FEC
+	fire           bool
 }
 
 // segConfig is what a segment was started with.
@@ -176,9 +198,28 @@ func (d *Dataplane) linkFor(sw *Tofino, port int) *swLink {
 // speed and FEC, with light arriving; ports without a fibre (host-facing,
 // internal) are up when enabled.
 func (d *Dataplane) portUp(sw *Tofino, port int) bool {
+	ok, l := d.portState(sw, port)
+	return ok && d.light(l)
+}
+
+// light: the PCS of the port l's fibre ends at keeps lock (always true
+// without a fibre, l nil).
+func (d *Dataplane) light(l *swLink) bool {
+	if l == nil {
+		return true
+	}
+	// The PCS loses lock when the raw bit error ratio nears 1e-3.
+	rx := l.fibre.EyePowerDBmAt(d.now)
+	return !math.IsInf(rx, -1) && d.ber(l.fibre.Transceiver, rx) < 1e-3
+}
+
+// portState is portUp before the light: whether the port is enabled and
+// agrees with its link partner on speed and FEC, and the link whose fibre
+// then decides (nil: a port without a fibre, up when enabled).
+func (d *Dataplane) portState(sw *Tofino, port int) (bool, *swLink) {
 	p := sw.port(port)
 	if p == nil || !p.enabled {
-		return false
+		return false, nil
 	}
 	for _, l := range d.links {
 		var peer *simPort
@@ -191,13 +232,11 @@ func (d *Dataplane) portUp(sw *Tofino, port int) bool {
 			continue
 		}
 		if peer == nil || !peer.enabled || peer.gbps != p.gbps || peer.fec != p.fec {
-			return false
+			return false, nil
 		}
-		// The PCS loses lock when the raw bit error ratio nears 1e-3.
-		rx := l.fibre.EyePowerDBmAt(d.now)
-		return !math.IsInf(rx, -1) && d.ber(l.fibre.Transceiver, rx) < 1e-3
+		return true, l
 	}
-	return true
+	return true, nil
 }
 
 // appState reads a packet-generator application's progress. The dataplane
@@ -281,27 +320,61 @@ func (d *Dataplane) stopApp(app *pktgenApp) {
 
 // config reads what a segment would be configured with now.
 func (d *Dataplane) config(r *lgRun) (segConfig, error) {
-	l := r.link
-	tp := l.tx.port(l.txPort)
-	c := segConfig{up: d.portUp(l.tx, l.txPort) && d.portUp(l.rx, l.rxPort)}
-	if tp == nil {
-		return c, nil
+	// Within one advance the switches' state is read once: what the
+	// light does is read at every chunk (a scenario's optics move with
+	// the clock). A change another connection makes during an advance
+	// lands between chunks at a moment no seed decides, so it counts
+	// from the next advance, as a change made between two requests does.
+	if !d.advancing || r.staticEpoch != d.cfgEpoch {
+		c, sp, err := d.staticConfig(r)
+		if err != nil {
+			return c, err
+		}
+		r.static, r.staticPorts, r.staticEpoch = c, sp, 0
+		if d.advancing {
+			r.staticEpoch = d.cfgEpoch
+		}
 	}
-	c.bps = float64(tp.gbps) * 1e9
-	c.fec = tp.fecName()
-	fec, err := physics.FECByName(c.fec)
-	if err != nil {
-		return c, err
+	c, sp := r.static, &r.staticPorts
+	l := r.link
+	c.up = sp.txOK && d.light(sp.txLink) && sp.rxOK && d.light(sp.rxLink)
+	if !sp.tp {
+		return c, nil
 	}
 	rx := l.fibre.EyePowerDBmAt(d.now) // a scenario's impairments at the switches' clock, less the fibre's dispersion penalty
 	c.loss = 1
 	if !math.IsInf(rx, -1) {
-		c.loss = d.frameLoss(l.fibre.Transceiver, fec, tp.fec == "BF_FEC_TYP_FC", rx, r.frameBytes)
+		c.loss = d.frameLoss(l.fibre.Transceiver, sp.fec, sp.fire, rx, r.frameBytes)
 	}
 	// The sender's loss-emulation table drops floor(p*2^20) of 2^20 random values.
+	if c.drop > 0 {
+		c.loss = 1 - (1-c.loss)*(1-c.drop)
+	}
+	return c, nil
+}
+
+// staticConfig is the part of config the switches' tables, registers and
+// ports decide (up and loss left for config).
+func (d *Dataplane) staticConfig(r *lgRun) (segConfig, staticPorts, error) {
+	l := r.link
+	var sp staticPorts
+	sp.txOK, sp.txLink = d.portState(l.tx, l.txPort)
+	sp.rxOK, sp.rxLink = d.portState(l.rx, l.rxPort)
+	tp := l.tx.port(l.txPort)
+	var c segConfig
+	if tp == nil {
+		return c, sp, nil
+	}
+	sp.tp = true
+	c.bps = float64(tp.gbps) * 1e9
+	c.fec = tp.fecName()
+	fec, err := physics.FECByName(c.fec)
+	if err != nil {
+		return c, sp, err
+	}
+	sp.fec, sp.fire = fec, tp.fec == "BF_FEC_TYP_FC"
 	if n := l.tx.tableSize(lg.TableEmulateDrop); n > 0 {
 		c.drop = float64(n) / (1 << 20)
-		c.loss = 1 - (1-c.loss)*(1-c.drop)
 	}
 	c.mode = lgmodel.Off
 	if l.tx.programName() == lg.ProgramSender && l.rx.programName() == lg.ProgramReceiver {
@@ -328,7 +401,7 @@ func (d *Dataplane) config(r *lgRun) (segConfig, error) {
 			c.resu = int(l.rx.reg(lg.RegResumeThreshold, 0))
 		}
 	}
-	return c, nil
+	return c, sp, nil
 }
 
 // newSegment starts a segment with the frames still to send.
@@ -395,6 +468,9 @@ func (d *Dataplane) newSegment(r *lgRun) error {
 func (d *Dataplane) advance(t time.Duration) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.cfgEpoch++
+	d.advancing = true
+	defer func() { d.advancing = false }()
 	// The model is advanced and its counters added up when the lock is
 	// let go (settle), not at every chunk: nobody reads them in between.
 	defer d.settle()
@@ -411,11 +487,14 @@ func (d *Dataplane) advance(t time.Duration) error {
 		}
 		if d.waiting.Load() > 0 {
 			d.settle()
+			d.advancing = false
 			d.mu.Unlock()
 			for d.waiting.Load() > 0 {
 				runtime.Gosched()
 			}
 			d.mu.Lock()
+			d.cfgEpoch++ // the prompt caller may have changed the switches
+			d.advancing = true
 		}
 	}
 }
