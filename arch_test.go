@@ -82,10 +82,6 @@ var exceptions = map[string][]string{
 var pending = []struct{ from, to, why string }{
 	{"experiments", "dut/tofino", "issue 29 items 1-2: recipes reach switches through the switch kind's interfaces"},
 	{"experiments", "hostagent", "issue 29 items 1-2: recipes reach hosts' agents through the host kind's interfaces"},
-	// What is left: running the model (stardustmodel.New and NewPacketFabric,
-	// 5 files); the fabric's configuration and statistics are the contract's
-	// (p4/stardust/fabric.go).
-	{"experiments/stardust", "simlab/stardustmodel", "issue 29 item 5: the model mode reaches the model through a simulated device"},
 }
 
 // simlabShared are the packages under simlab below its device packages:

@@ -87,7 +87,7 @@ type UndoFunc func(ctx context.Context, dev Device, args json.RawMessage) error
 
 // Driver is one driver's registration.
 type Driver struct {
-	// Kind is the device kind it drives (voa, trafficgen, ocs, switch, host).
+	// Kind is the device kind it drives (voa, trafficgen, ocs, switch, host, fabric).
 	Kind string
 	// Name is the inventory's driver: key that chooses it.
 	Name string

@@ -26,6 +26,10 @@ const (
 	DefaultWriteLatTimeoutMS  = 600_000
 )
 
+// maxUnsortedIterations bounds a job that prints every sample: the agent
+// keeps its output (about 20 bytes a sample) in memory.
+const maxUnsortedIterations = 10_000_000
+
 // Normalize fills in defaults and checks the request.
 func (r WriteLatRequest) Normalize() (WriteLatRequest, error) {
 	r.Size = cmp.Or(r.Size, DefaultWriteLatSize)
@@ -51,6 +55,8 @@ func (r WriteLatRequest) Normalize() (WriteLatRequest, error) {
 		return r, fmt.Errorf("size %d: must be between 1 and %d", r.Size, 1<<30)
 	case r.Iterations < 5 || r.Iterations > 1_000_000_000:
 		return r, fmt.Errorf("iterations %d: must be between 5 and 1000000000", r.Iterations)
+	case r.Unsorted && r.Iterations > maxUnsortedIterations:
+		return r, fmt.Errorf("iterations %d: with unsorted at most %d (the agent keeps every sample)", r.Iterations, maxUnsortedIterations)
 	case r.IBPort < 0 || r.IBPort > 255:
 		return r, fmt.Errorf("ib_port %d: must be between 1 and 255", r.IBPort)
 	case r.GIDIndex != nil && (*r.GIDIndex < 0 || *r.GIDIndex > 65535):
@@ -85,6 +91,9 @@ func (r WriteLatRequest) Args() []string {
 	}
 	if r.TCPPort != 0 {
 		args = append(args, "-p", strconv.Itoa(r.TCPPort))
+	}
+	if r.Unsorted {
+		args = append(args, "-U")
 	}
 	args = append(args, r.ExtraArgs...)
 	if r.Role == RoleClient {
@@ -174,7 +183,58 @@ func ParseLatTable(out []byte) (*WriteLatResult, error) {
 	if len(res.Rows) == 0 {
 		return nil, errors.New("no latency table in the output")
 	}
+	samples, err := parseLatSamples(out)
+	if err != nil {
+		return nil, err
+	}
+	res.SamplesUS = samples
 	return res, nil
+}
+
+// parseLatSamples reads the per-iteration latencies perftest prints with
+// -U (--report-unsorted) or -H (--report-histogram) before its table
+// (print_report_lat, src/perftest_parameters.c): a line "#, usec" (or
+// "#, cycles" with -C) and then one line "i, value" per iteration, i from
+// 1. None printed: nil. A list whose numbering skips is an error.
+func parseLatSamples(out []byte) ([]float64, error) {
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var samples []float64
+	in := false
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "#, usec" || text == "#, cycles" {
+			if samples != nil {
+				return nil, fmt.Errorf("line %d: a second list of samples (-U and -H together?)", line)
+			}
+			in, samples = true, []float64{}
+			continue
+		}
+		if !in {
+			continue
+		}
+		i, v, ok := strings.Cut(text, ",")
+		n, err := strconv.Atoi(strings.TrimSpace(i))
+		if !ok || err != nil {
+			in = false // the end of the list
+			continue
+		}
+		x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: sample %q: not a number", line, strings.TrimSpace(v))
+		}
+		if n != len(samples)+1 {
+			return nil, fmt.Errorf("line %d: sample %d after %d", line, n, len(samples))
+		}
+		samples = append(samples, x)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if samples != nil && len(samples) == 0 {
+		return nil, errors.New("an empty list of samples")
+	}
+	return samples, nil
 }
 
 // latHeader maps a table header to column indexes; a header with anything
@@ -252,7 +312,9 @@ func startWriteLat(id, path string, req WriteLatRequest, tool ToolFunc) (*writeL
 	ctx, cancel := context.WithTimeoutCause(context.Background(), time.Duration(req.TimeoutMS)*time.Millisecond,
 		fmt.Errorf("%s: killed after timeout_ms %d", WriteLatTool, req.TimeoutMS))
 	args := req.Args()
-	out := &tailBuffer{max: 1 << 20}
+	// With -U the tool prints a line per iteration (up to 20 bytes) before
+	// its table: room for all of them.
+	out := &tailBuffer{max: 1<<20 + 24*req.Iterations*btoi(req.Unsorted)}
 	j := &writeLatJob{id: id, req: req, args: append([]string{WriteLatTool}, args...), cancel: cancel, done: make(chan struct{})}
 	j.status = WriteLatStatus{ID: id, State: StateRunning, Role: req.Role, Args: j.args, StartedAt: time.Now().UTC()}
 	var wait func() (int, error)
@@ -314,4 +376,11 @@ func (j *writeLatJob) snapshot() WriteLatStatus {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.status
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

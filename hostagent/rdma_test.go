@@ -102,3 +102,51 @@ func TestWriteLatArgs(t *testing.T) {
 		}
 	}
 }
+
+// -U prints every sample before the table; they come back in order, and
+// the table is read as without them.
+func TestParseLatTableUnsorted(t *testing.T) {
+	out, err := os.ReadFile("testdata/perftest/unsorted_client.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := ParseLatTable(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float64{0.935, 0.895, 0.89, 0.9, 4.7, 0.885, 0.87, 0.895, 0.9}
+	if !slices.Equal(res.SamplesUS, want) {
+		t.Errorf("samples %v, want %v", res.SamplesUS, want)
+	}
+	if len(res.Rows) != 1 || res.Rows[0].Iterations != 10 || *res.Rows[0].TMaxUS != 0.935 {
+		t.Errorf("rows %s", rowsString(res.Rows))
+	}
+	plain, err := os.ReadFile("testdata/perftest/current_client_mlx4.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := ParseLatTable(plain); err != nil || res.SamplesUS != nil {
+		t.Errorf("without -U: samples %v, err %v", res.SamplesUS, err)
+	}
+	table := " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]\n 2 1000 1.0 2.0 1.5\n"
+	for name, in := range map[string]string{
+		"skipped":      "#, usec\n1, 1.0\n3, 1.0\n" + table,
+		"not a number": "#, usec\n1, x\n" + table,
+		"empty":        "#, usec\n" + table,
+		"twice":        "#, usec\n1, 1.0\n#, usec\n1, 1.0\n" + table,
+	} {
+		if res, err := ParseLatTable([]byte(in)); err == nil {
+			t.Errorf("%s: no error, got %+v", name, res)
+		}
+	}
+	req, err := WriteLatRequest{Role: RoleClient, Server: "10.0.1.2", Unsorted: true}.Normalize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := req.Args(); !slices.Contains(got, "-U") {
+		t.Errorf("args %q: no -U", got)
+	}
+	if _, err := (WriteLatRequest{Role: RoleServer, Unsorted: true, Iterations: maxUnsortedIterations + 1}).Normalize(); err == nil {
+		t.Error("unsorted with more iterations than the agent keeps: accepted")
+	}
+}

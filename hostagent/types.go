@@ -172,6 +172,9 @@ type WriteLatRequest struct {
 	TCPPort    int      `json:"tcp_port,omitempty"`
 	ExtraArgs  []string `json:"extra_args,omitempty"`
 	TimeoutMS  int      `json:"timeout_ms,omitempty"`
+	// Unsorted asks for every iteration's latency (perftest's -U,
+	// --report-unsorted): the result's samples_us, in the order they ran.
+	Unsorted bool `json:"unsorted,omitempty"`
 }
 
 // WriteLatStatus is the state of an ib_write_lat job.
@@ -191,6 +194,11 @@ type WriteLatStatus struct {
 // WriteLatResult is the parsed latency table of perftest.
 type WriteLatResult struct {
 	Rows []LatRow `json:"rows"`
+	// SamplesUS are the per-iteration latencies perftest printed with -U
+	// (--report-unsorted): iterations - 1 of them, each the time between
+	// two successive posts, halved for WRITE (one round trip / 2), in the
+	// order they ran.
+	SamplesUS []float64 `json:"samples_us,omitempty"`
 }
 
 // LatRow is one row of a perftest latency table; columns the tool did not

@@ -17,7 +17,7 @@ import (
 )
 
 // Kinds of device an inventory may list.
-func Kinds() []string { return []string{"voa", "trafficgen", "switch", "host", "ocs"} }
+func Kinds() []string { return []string{"voa", "trafficgen", "switch", "host", "ocs", "fabric"} }
 
 // Inventory is one lab.
 type Inventory struct {

@@ -475,6 +475,8 @@ func schemesFor(kind string) []string {
 		return []string{"ssh"}
 	case "ocs":
 		return []string{"http", "https", "tcp", "serial"}
+	case "fabric":
+		return []string{"tcp"} // a fabric's line protocol (dut/fabric)
 	}
 	return nil
 }

@@ -136,7 +136,7 @@ func (fd *FigureData) SVG() string {
 	// ordering, both losing nothing over the same frames).
 	var boundsDrawn [][2]float64
 	nser := len(fd.Series)
-	bounds := false
+	bounds, marked := false, false
 	for i, ser := range fd.Series {
 		c := palette[i%len(palette)]
 		dash := dashes[(i/len(palette))%len(dashes)]
@@ -253,6 +253,10 @@ func (fd *FigureData) SVG() string {
 			marker := fd.Kind == Scatter || ((fd.Kind == Line || fd.Kind == Step) && len(pts) <= 60)
 			for _, p := range pts {
 				x, y := sx(p.X), sy(p.Y)
+				if p.Marked {
+					marked = true
+					s.f(`<circle cx="%.1f" cy="%.1f" r="7" fill="none" stroke="#d00" stroke-width="2" data-marked="regression"/>`, x, y)
+				}
 				switch {
 				case p.Bound:
 					bounds = true
@@ -318,6 +322,13 @@ func (fd *FigureData) SVG() string {
 	}
 	for j, m := range missing {
 		s.f(`<text x="%.0f" y="%.1f" font-size="10" fill="#555" xml:space="preserve" data-missing="%d">%s</text>`, lx, ly+12*float64(j), j, esc(m))
+	}
+	if marked {
+		ly := T + 12 + float64(len(fd.Legend))*16 + 6
+		if bounds {
+			ly += 30
+		}
+		s.f(`<circle cx="%.1f" cy="%.1f" r="6" fill="none" stroke="#d00" stroke-width="2"/><text x="%.0f" y="%.1f" font-size="10">regression</text>`, lx+8, ly-4, lx+20, ly)
 	}
 	s.f(`</svg>`)
 	return s.String()

@@ -122,6 +122,8 @@ type Point struct {
 	X2        float64
 	Low, High float64
 	Bound     bool
+	// Marked rings the point in red: a value a regression suite flagged.
+	Marked bool
 }
 
 // SeriesData is one series as drawn, its points in drawing order.

@@ -73,6 +73,7 @@ func emulators() map[string]emulator {
 		"linux-ssh":        {3, startHost},
 		"mordia-rest":      {2, startMordia},
 		"polatis-scpi":     {2, startPolatis},
+		"stardust-model":   {2, startFabric},
 	}
 }
 

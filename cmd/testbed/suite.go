@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -170,18 +171,24 @@ func (a *app) expSuite(parent context.Context, o suiteOptions, obs *liveMetrics)
 	if (junitErr != nil || len(pushErrs) > 0) && code == exitOK {
 		code = exitInfra
 	}
+	out := struct {
+		*suite.Report
+		Totals   suite.Totals `json:"totals"`
+		ExitCode int          `json:"exit_code"`
+		Verdict  string       `json:"verdict"`
+		JUnit    string       `json:"junit,omitempty"`
+		Problems []string     `json:"problems,omitempty"`
+	}{Report: rep, Totals: rep.Totals(), ExitCode: code, Verdict: verdict(code), JUnit: o.junit, Problems: pushErrs}
+	if junitErr != nil {
+		out.Problems = append(out.Problems, junitErr.Error())
+	}
+	// The report is kept beside the bundles it judged: the bundles were
+	// sealed before their checks ran, and testbed serve's trends mark the
+	// regressions where this report marked them.
+	if err := saveSuiteReport(a.v.GetString("runs_dir"), rep, out); err != nil {
+		fmt.Fprintf(a.stderr, "testbed: %v\n", err)
+	}
 	if a.json() {
-		out := struct {
-			*suite.Report
-			Totals   suite.Totals `json:"totals"`
-			ExitCode int          `json:"exit_code"`
-			Verdict  string       `json:"verdict"`
-			JUnit    string       `json:"junit,omitempty"`
-			Problems []string     `json:"problems,omitempty"`
-		}{Report: rep, Totals: rep.Totals(), ExitCode: code, Verdict: verdict(code), JUnit: o.junit, Problems: pushErrs}
-		if junitErr != nil {
-			out.Problems = append(out.Problems, junitErr.Error())
-		}
 		if err := a.printJSON(out); err != nil {
 			return err
 		}
@@ -329,4 +336,53 @@ func printTotals(w io.Writer, rep *suite.Report, code int) {
 	fmt.Fprintf(w, "\nsuite %s: %d entries (%s); %d checks: %d passed, %d regressions, %d skipped, %d errors; %.1fs\n",
 		rep.Suite, t.Entries, strings.Join(runs, ", "), t.Checks, t.Passed, t.Regressions, t.Skipped, t.Invalid, rep.Seconds)
 	fmt.Fprintf(w, "%s (exit %d)\n", strings.ToUpper(verdict(code)), code)
+}
+
+// saveSuiteReport writes a suite run's report, as --output json prints
+// it, to <runs>/suite-reports/<started>-<suite>.json (written whole, then
+// renamed into place).
+func saveSuiteReport(runsDir string, rep *suite.Report, v any) error {
+	dir := filepath.Join(runsDir, "suite-reports")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("suite report: %w", err)
+	}
+	name := rep.Started.UTC().Format("20060102T150405.000Z") + "-" + slugName(rep.Suite) + ".json"
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("suite report: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".report-*.json")
+	if err != nil {
+		return fmt.Errorf("suite report: %w", err)
+	}
+	_, werr := f.Write(append(data, '\n'))
+	if err := errors.Join(werr, f.Close()); err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("suite report %s: %w", filepath.Join(dir, name), err)
+	}
+	if err := os.Rename(f.Name(), filepath.Join(dir, name)); err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("suite report %s: %w", filepath.Join(dir, name), err)
+	}
+	return nil
+}
+
+// slugName is s in lower case with runs of other characters as one '-'.
+func slugName(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	out := strings.TrimSuffix(b.String(), "-")
+	if out == "" {
+		return "suite"
+	}
+	return out
 }

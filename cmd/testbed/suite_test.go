@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"encoding/xml"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -145,12 +146,47 @@ func TestSuiteBaselineTolerance(t *testing.T) {
 	// Tonight against last night's bundles: the same seed, the same cliff.
 	tonight := filepath.Join(t.TempDir(), "runs")
 	code, out, errOut = testbedRun(t, "exp", "run", "--suite", file, "--baseline", runs, "--runs-dir", tonight, "--state-dir", state)
+	// The suite keeps its report beside the bundles it judged, with the
+	// band each relative check held its value to.
+	reps, _ := filepath.Glob(filepath.Join(tonight, "suite-reports", "*.json"))
+	if len(reps) != 1 {
+		t.Fatalf("suite reports kept in %s: %v, want 1", tonight, reps)
+	}
+	var kept struct {
+		Entries []struct {
+			RunID  string `json:"run_id"`
+			Checks []struct {
+				Metric   string   `json:"metric"`
+				Baseline float64  `json:"baseline"`
+				Low      *float64 `json:"band_low"`
+				High     *float64 `json:"band_high"`
+			} `json:"checks"`
+		} `json:"entries"`
+	}
+	readJSON(t, reps[0], &kept)
+	banded := false
+	for _, e := range kept.Entries {
+		for _, c := range e.Checks {
+			if c.Metric == "links.l25g.loss_cliff_db.1e-06" && c.Low != nil && c.High != nil && e.RunID != "" {
+				banded = *c.Low < c.Baseline && *c.High > c.Baseline && math.Abs(*c.High-*c.Low-0.4) < 1e-9
+			}
+		}
+	}
+	if !banded {
+		t.Errorf("suite report %s lacks the l25g cliff's band of baseline +- abs_tol 0.2", reps[0])
+	}
 	if code != exitOK || !regexp.MustCompile(`PASS +links\.l25g\.loss_cliff_db\.1e-06: measured [0-9.]+, baseline [0-9.]+, abs_tol 0\.2`).MatchString(out) || !strings.Contains(out, "newest ok bundle of suite entry sweep") {
 		t.Fatalf("against the baseline: exit %d\n%s\n%s", code, out, errOut)
 	}
 	// A baseline whose cliff lay 1 dB higher: tonight's is worse beyond
 	// tolerance.
-	ents, _ := os.ReadDir(runs)
+	all, _ := os.ReadDir(runs)
+	var ents []os.DirEntry
+	for _, e := range all {
+		if e.Name() != "suite-reports" { // the suite's report, kept beside its bundles
+			ents = append(ents, e)
+		}
+	}
 	if len(ents) != 1 {
 		t.Fatalf("%d bundles in %s", len(ents), runs)
 	}

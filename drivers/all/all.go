@@ -4,6 +4,7 @@
 package all
 
 import (
+	_ "testbed/dut/fabric"             // stardust-model
 	_ "testbed/dut/host"               // linux-ssh
 	_ "testbed/dut/tofino"             // tofino-bfrt
 	_ "testbed/dut/tofino/bfrtgrpc"    // tofino-bfrt-grpc

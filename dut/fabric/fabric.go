@@ -20,6 +20,12 @@
 //	set_link {link, up}; set_fe {tier, fe, up}; set_link_error_rate {link, rate, threshold}
 //	link {link} -> {valid, corrupted, faulty_periods}
 //	fa_link {fa, j, dst} -> {link, fe, reaches (dst >= 0)}
+//	run_until_done {until, step} -> {now, done}
+//	flows -> [flow state, ...] in the order the flows were added
+//	watch {slots, origin, bin, links, reach: [{fa, j, dst}]} -> {now, start, changes, bins}
+//
+// A recipe holds a fabric by the kind's interfaces, Fabric and Faults
+// (kind.go), never by this driver's Conn.
 package fabric
 
 import (
@@ -40,10 +46,17 @@ const Kind = "fabric"
 // Options configure Dial.
 type Options struct {
 	// Timeout bounds one exchange whose context has no earlier deadline
-	// (default 60 s: a run of many slots is one exchange).
+	// (default 5 s), except the ones that step the fabric (run,
+	// run_until_done, watch), which RunTimeout bounds (default 10 min:
+	// a large fabric computes a few thousand slots a second).
 	Timeout    time.Duration
+	RunTimeout time.Duration
 	Transcript *transport.Transcript
 }
+
+// stepping are the ops that step the fabric: their reply comes when the
+// slots asked for have been computed.
+var stepping = map[string]bool{"run": true, "run_until_done": true, "watch": true}
 
 // Conn is a connection to a fabric; it holds the fabric open made.
 type Conn struct {
@@ -59,7 +72,10 @@ type Conn struct {
 // inventory's device name, for errors.
 func Dial(ctx context.Context, name, address string, opts Options) (*Conn, error) {
 	if opts.Timeout <= 0 {
-		opts.Timeout = 60 * time.Second
+		opts.Timeout = 5 * time.Second
+	}
+	if opts.RunTimeout <= 0 {
+		opts.RunTimeout = 10 * time.Minute
 	}
 	c, err := transport.Dial(ctx, address, transport.DialOptions{Transcript: opts.Transcript})
 	if err != nil {
@@ -75,7 +91,11 @@ func (c *Conn) Close() error { return c.conn.Close() }
 func (c *Conn) call(ctx context.Context, op string, args, out any) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	timeout := c.opts.Timeout
+	if stepping[op] {
+		timeout = max(timeout, c.opts.RunTimeout)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c.id++
 	req, err := json.Marshal(map[string]any{"id": c.id, "op": op, "args": args})
@@ -238,6 +258,33 @@ func (c *Conn) FALink(ctx context.Context, fa, j, dst int) (FALink, error) {
 	var l FALink
 	err := c.call(ctx, "fa_link", map[string]int{"fa": fa, "j": j, "dst": dst}, &l)
 	return l, err
+}
+
+// RunUntilDone steps the fabric step slots at a time while it is before
+// slot until and some flow has not delivered its last byte; it returns
+// the slot reached and whether every flow is done.
+func (c *Conn) RunUntilDone(ctx context.Context, until, step int64) (int64, bool, error) {
+	var r struct {
+		Now  int64
+		Done bool
+	}
+	err := c.call(ctx, "run_until_done", map[string]int64{"until": until, "step": step}, &r)
+	return r.Now, r.Done, err
+}
+
+// Flows reads every flow's state, in the order the flows were added.
+func (c *Conn) Flows(ctx context.Context) ([]FlowState, error) {
+	var fs []FlowState
+	err := c.call(ctx, "flows", struct{}{}, &fs)
+	return fs, err
+}
+
+// Watch steps a cell fabric slot by slot and reports the watched state's
+// changes and the bins' samples (see WatchSpec and Trace).
+func (c *Conn) Watch(ctx context.Context, w WatchSpec) (Trace, error) {
+	var t Trace
+	err := c.call(ctx, "watch", w, &t)
+	return t, err
 }
 
 // String names the connection in logs.

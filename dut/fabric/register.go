@@ -2,6 +2,8 @@ package fabric
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"testbed/drivers"
 )
@@ -11,13 +13,22 @@ import (
 const DriverName = "stardust-model"
 
 // init registers the driver: kind fabric, opened by dialling the address
-// (tcp://host:port). A fabric keeps nothing between connections, so there
-// is nothing to undo.
+// (tcp://host:port). The device's timeout bounds an exchange; its option
+// run_timeout (a Go duration) one that steps the fabric. A fabric keeps
+// nothing between connections, so there is nothing to undo.
 func init() {
 	drivers.Register(drivers.Driver{
 		Kind: Kind, Name: DriverName,
 		Open: func(ctx context.Context, c drivers.Config) (drivers.Device, error) {
-			return Dial(ctx, c.Name, c.Address, Options{Timeout: c.Timeout, Transcript: c.Transcript})
+			o := Options{Timeout: c.Timeout, Transcript: c.Transcript}
+			if v, ok := c.Options["run_timeout"]; ok {
+				d, err := time.ParseDuration(v)
+				if err != nil || d <= 0 {
+					return nil, fmt.Errorf("%s: options.run_timeout %q: expected a positive duration such as 10m", c.Name, v)
+				}
+				o.RunTimeout = d
+			}
+			return Dial(ctx, c.Name, c.Address, o)
 		},
 	})
 }

@@ -94,9 +94,10 @@ bytes, so the handshake is not in it (summary timing "fct1"), else the applicati
 request-to-answer time ("app"). connection=persistent: one connection, a request of
 flow_size bytes answered by response_size bytes, timed from just before the write to the
 last byte read. Every trial is kept, with the data segments it sent again. rdma (where both hosts have perftest's
-ib_write_lat): ib_write_lat with flow_size bytes, its own percentiles per block (it
-keeps no per-trial samples); on hosts without it the rdma blocks are skipped and the
-summary says why.
+ib_write_lat): ib_write_lat with flow_size bytes and -U, so that it prints every
+iteration's latency (the time between two successive posts, halved: a WRITE each way);
+the percentiles are taken over every block's samples pooled; on hosts without it the
+rdma blocks are skipped and the summary says why.
 
 Writes data/fct_samples.csv.gz (one row per TCP trial, gzip CSV), data/fct_percentiles.csv (per transport, mode and percentile,
 plotted on log axes against the tail fraction 1 - percentile), and a summary per
@@ -209,21 +210,21 @@ func Tables() []results.Table {
 		{
 			Name:        "fct_samples",
 			Compress:    true,
-			Title:       "Every TCP trial",
-			Description: "One row per recorded trial of the tcp transport, in the order the blocks ran. fct_ns is fct1 (first data segment to the first ACK covering all bytes, at the sender) when the summary's timing is fct1, else from just before the request's write to the last byte of the answer read.",
+			Title:       "Every trial",
+			Description: "One row per recorded trial, in the order the blocks ran. tcp: fct_ns is fct1 (first data segment to the first ACK covering all bytes, at the sender) when the summary's timing is fct1, else from just before the request's write to the last byte of the answer read. rdma: ib_write_lat's own sample (-U), the time between two successive posts halved (a WRITE each way).",
 			Fields: []results.Field{
-				{Name: "transport", Type: "string", Description: "tcp"},
+				{Name: "transport", Type: "string", Description: "tcp or rdma"},
 				{Name: "mode", Type: "string", Description: "lossless, off, linkguardian or linkguardian-nb"},
 				{Name: "block", Type: "integer", Description: "block number, from 1"},
 				{Name: "trial", Type: "integer", Description: "trial within the block, from 0"},
 				{Name: "start_ns", Type: "integer", Unit: "ns", Description: "start of the trial after the block's first"},
 				{Name: "fct_ns", Type: "integer", Unit: "ns", Description: "flow completion time"},
-				{Name: "retrans", Type: "integer", Description: "segments the sender retransmitted during the trial: data segments where the hosts capture (timing fct1), else TCP_INFO's count (-1: unknown)"},
+				{Name: "retrans", Type: "integer", Description: "segments the sender retransmitted during the trial: data segments where the hosts capture (timing fct1), else TCP_INFO's count (-1: unknown; always for rdma)"},
 			},
 			// LinkGuardian Fig. 10a: the top 1% of FCTs as a CCDF per mode.
 			Figures: []results.Figure{{
 				Name: "fct-top1pct", Title: "Top 1% FCTs for 143 B flows",
-				Caption: "As LinkGuardian Fig. 10 (DCTCP): the fraction of trials at least as slow as x, from every recorded trial.",
+				Caption: "As LinkGuardian Fig. 10 (a: DCTCP, b: RDMA WRITE): the fraction of trials at least as slow as x, from every recorded trial.",
 				Kind:    results.CCDF, X: "fct_ns", XScale: 1e-3, Tail: 0.01, Series: []string{"transport", "mode"}, Legend: "{mode} ({transport})",
 				LogX: true, LogY: true, XLabel: "Flow completion time (µs)", YLabel: "Fraction of trials (CCDF)",
 			}},
@@ -231,7 +232,7 @@ func Tables() []results.Table {
 		{
 			Name:        "fct_percentiles",
 			Title:       "FCT percentiles per transport and mode",
-			Description: "Exact nearest-rank percentiles over every trial of a transport and mode (tcp), or perftest's own per block averaged over the blocks, weighted by trials (rdma). tail is 1 - percentile/100.",
+			Description: "Exact nearest-rank percentiles over every trial of a transport and mode, the blocks' trials pooled (rdma: ib_write_lat's samples). tail is 1 - percentile/100.",
 			Fields: []results.Field{
 				{Name: "transport", Type: "string", Description: "tcp or rdma"},
 				{Name: "mode", Type: "string", Description: "lossless, off, linkguardian or linkguardian-nb"},
@@ -243,7 +244,7 @@ func Tables() []results.Table {
 			},
 			Figures: []results.Figure{{
 				Name: "fct-percentiles", Title: "FCT percentiles per transport and mode",
-				Caption: "The percentiles of the table as a tail plot: the fraction of trials slower than each (rdma: perftest's own).",
+				Caption: "The percentiles of the table as a tail plot: the fraction of trials slower than each, over every trial pooled.",
 				Kind:    results.Scatter, X: "fct_us", Y: "tail", Series: []string{"transport", "mode"}, Legend: "{mode} ({transport})",
 				LogX: true, LogY: true, XLabel: "Flow completion time (µs)", YLabel: "Fraction of trials slower",
 			}},
@@ -297,12 +298,6 @@ type Summary struct {
 	Unavailable map[string]string `json:"unavailable,omitempty"`
 }
 
-// rdmaAcc accumulates perftest's per-block percentiles.
-type rdmaAcc struct {
-	trials                int64
-	p50, p99, p999, maxUS float64 // trial-weighted sums (max: the largest)
-}
-
 type state struct {
 	mu          sync.Mutex
 	tcp         map[string][]int64 // mode -> FCTs (ns)
@@ -310,7 +305,7 @@ type state struct {
 	retrans     map[string]int
 	drops       map[string]int64 // mode -> the sender switch's emulated drops over its tcp blocks
 	timing      string
-	rdma        map[string]*rdmaAcc
+	rdma        map[string][]int64 // mode -> ib_write_lat's samples (ns), every block's pooled
 	unavailable map[string]string
 	cal         lgbench.Calibration
 	rest        float64
@@ -408,7 +403,7 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	needLoss := slices.ContainsFunc(modes, func(m string) bool { return m != Lossless })
 	flowFrames := dataFrames(flow, timestamps)
 
-	st := &state{tcp: map[string][]int64{}, affected: map[string][]bool{}, retrans: map[string]int{}, drops: map[string]int64{}, rdma: map[string]*rdmaAcc{}, unavailable: map[string]string{}}
+	st := &state{tcp: map[string][]int64{}, affected: map[string][]bool{}, retrans: map[string]int{}, drops: map[string]int64{}, rdma: map[string][]int64{}, unavailable: map[string]string{}}
 	sendHost, recvHost := b.Sender.Host, b.Receiver.Host
 	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: binds, Tables: Tables(),
 		Summary: func(partial bool) (any, error) {
@@ -760,7 +755,11 @@ func (st *state) runTCP(ctx context.Context, rc *o.RunContext, c *hostagent.Clie
 // runRDMA runs one block of ib_write_lat: a server job on the receiver,
 // then the client on the sender.
 func (st *state) runRDMA(ctx context.Context, rc *o.RunContext, snd, rcv *hostagent.Client, b binding, p *o.Params, flow, n int, mode string, block int) error {
-	req := hostagent.WriteLatRequest{Size: flow, Iterations: max(n, 5), Device: p.String("rdma_device"), TCPPort: int(p.Int("rdma_port"))}
+	// n+1 posts give n samples. -U: every iteration's latency, so that the
+	// percentiles come from
+	// the blocks' samples pooled (a p99.9 averaged over blocks is not the
+	// p99.9 of the trials).
+	req := hostagent.WriteLatRequest{Size: flow, Iterations: max(n+1, 5), Device: p.String("rdma_device"), TCPPort: int(p.Int("rdma_port")), Unsorted: true}
 	if g := int(p.Int("rdma_gid_index")); g >= 0 {
 		req.GIDIndex = &g
 	}
@@ -813,18 +812,24 @@ func (st *state) runRDMA(ctx context.Context, rc *o.RunContext, snd, rcv *hostag
 		}
 		return *v
 	}
-	st.mu.Lock()
-	a := st.rdma[mode]
-	if a == nil {
-		a = &rdmaAcc{}
-		st.rdma[mode] = a
+	if len(cl.Result.SamplesUS) == 0 {
+		return fmt.Errorf("%s: ib_write_lat printed no samples with -U (--report-unsorted): a perftest without it cannot give the pooled distribution", b.Sender.Host)
 	}
-	w := float64(row.Iterations)
-	a.trials += row.Iterations
-	a.p50 += w * val(row.TTypicalUS)
-	a.p99 += w * val(row.P99US)
-	a.p999 += w * val(row.P999US)
-	a.maxUS = math.Max(a.maxUS, val(row.TMaxUS))
+	ns := make([]int64, len(cl.Result.SamplesUS))
+	var start int64
+	if t, err := rc.Table("fct_samples"); err == nil {
+		for i, x := range cl.Result.SamplesUS {
+			ns[i] = int64(math.Round(x * 1e3))
+			if err := t.Write(RDMA, mode, block, i, start, ns[i], -1); err != nil {
+				return err
+			}
+			start += 2 * ns[i] // a sample is half the round trip
+		}
+	} else {
+		return err
+	}
+	st.mu.Lock()
+	st.rdma[mode] = append(st.rdma[mode], ns...)
 	st.mu.Unlock()
 	rc.Event(results.Event{Type: "measurement", Device: b.Sender.Host, Message: fmt.Sprintf("rdma %s block %d: %d iterations, typical %.2f us, p99.9 %.2f us",
 		mode, block, row.Iterations, val(row.TTypicalUS), val(row.P999US)),
@@ -855,12 +860,12 @@ func (st *state) distributions(modes, transports []string) map[string]map[string
 				d := hostagent.Distribute(slices.Clone(f))
 				s = ModeSummary{Trials: d.Count, P50US: us(d.P50NS), P99US: us(d.P99NS), P999US: us(d.P999NS), P9999US: us(d.P9999NS), MaxUS: us(d.MaxNS), RetransTrials: st.retrans[m], SwitchDrops: st.drops[m]}
 			case RDMA:
-				a := st.rdma[m]
-				if a == nil || a.trials == 0 {
+				f := st.rdma[m]
+				if len(f) == 0 {
 					continue
 				}
-				w := float64(a.trials)
-				s = ModeSummary{Trials: int(a.trials), P50US: a.p50 / w, P99US: a.p99 / w, P999US: a.p999 / w, MaxUS: a.maxUS}
+				d := hostagent.Distribute(slices.Clone(f))
+				s = ModeSummary{Trials: d.Count, P50US: us(d.P50NS), P99US: us(d.P99NS), P999US: us(d.P999NS), P9999US: us(d.P9999NS), MaxUS: us(d.MaxNS)}
 			}
 			if out[tr] == nil {
 				out[tr] = map[string]ModeSummary{}
@@ -930,20 +935,15 @@ func (st *state) writePercentiles(rc *o.RunContext, flow int) error {
 		}
 		errs = append(errs, t.Write(tr, mode, flow, float64(ppm)/1e4, v, float64(1_000_000-ppm)/1e6, tr+"/"+mode))
 	}
-	for _, mode := range sortedKeys(st.tcp) {
-		f := slices.Clone(st.tcp[mode])
-		slices.Sort(f)
-		for _, ppm := range percentilePoints {
-			write(TCP, mode, ppm, us(hostagent.PercentileSorted(f, ppm)))
+	for _, tr := range []string{TCP, RDMA} {
+		byMode := map[string]map[string][]int64{TCP: st.tcp, RDMA: st.rdma}[tr]
+		for _, mode := range sortedKeys(byMode) {
+			f := slices.Clone(byMode[mode])
+			slices.Sort(f)
+			for _, ppm := range percentilePoints {
+				write(tr, mode, ppm, us(hostagent.PercentileSorted(f, ppm)))
+			}
 		}
-	}
-	for _, mode := range sortedKeys(st.rdma) {
-		a := st.rdma[mode]
-		w := float64(a.trials)
-		write(RDMA, mode, hostagent.PPM50, a.p50/w)
-		write(RDMA, mode, hostagent.PPM99, a.p99/w)
-		write(RDMA, mode, hostagent.PPM999, a.p999/w)
-		write(RDMA, mode, 1_000_000, a.maxUS)
 	}
 	return errors.Join(errs...)
 }

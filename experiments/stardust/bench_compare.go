@@ -33,12 +33,25 @@ func packetAtBenchShape(b *bench, cfg benchConfig, packetBytes int, prop time.Du
 	return c, nil
 }
 
-// comparisonBindings name the bench, its programs and the model's packet
-// fabric (packet says which).
-func comparisonBindings(desc, packet string) []o.Binding {
+// comparisonBindings name the bench, its programs and the fabric device
+// dev that runs the packet fabric (packet says which).
+func comparisonBindings(desc, packet, dev string) []o.Binding {
 	return []o.Binding{{Role: "fabric", Resource: "switches with stardust_role", Detail: desc},
 		{Role: "programs", Resource: "switches", Detail: fmt.Sprintf("%s on the FAs, %s on the FEs", sd.ProgramFA, sd.ProgramFE)},
-		{Role: "packet fabric", Resource: "simlab/stardustmodel", Detail: packet + " (bench_packet_fabric=model: not the bench's switches)"}}
+		{Role: "packet fabric", Resource: dev, Detail: packet + " (bench_packet_fabric=model: not the bench's switches)"}}
+}
+
+// comparisonDevice is the fabric device that runs a bench recipe's
+// comparison when bench_packet_fabric is model ("" when it is bench).
+func comparisonDevice(pc *o.PlanContext) (string, error) {
+	if pc.Params.String("bench_packet_fabric") == "bench" {
+		return "", nil
+	}
+	dev, err := bindFabric(pc.Lab)
+	if err != nil {
+		return "", o.Inputf("bench_packet_fabric=model runs the comparison on a fabric device: %v", err)
+	}
+	return dev, nil
 }
 
 // upStep is a bench recipe's first step: the fabric brought up with cfg,

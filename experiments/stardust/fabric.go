@@ -9,7 +9,8 @@
 // stardust-permutation (Fig. 10a, per-flow throughput against ECMP) and
 // stardust-pushpull (Figs. 7 and 12, a pull fabric against a push one).
 //
-// All run on the cell-level model (simlab/stardustmodel); §6.2's scale
+// All run on the cell-level model, reached through a fabric device (kind
+// fabric, dut/fabric; the simulated lab serves it); §6.2's scale
 // (256 FAs x 32 links) is beyond any bench. Their summaries say so
 // (model_only). stardust-fabric and stardust-packing also run on a
 // Stardust bench (bench.go) when the inventory has one: then every figure
@@ -20,7 +21,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
@@ -29,7 +29,6 @@ import (
 	o "testbed/orchestrator"
 	sd "testbed/p4/stardust"
 	"testbed/results"
-	sm "testbed/simlab/stardustmodel"
 )
 
 // FabricName is the recipe's name on the command line.
@@ -74,8 +73,8 @@ oversubscribed fabric held by FCI. Reachability cells run every reach_period (th
 
 scale=small (default) is fas (32) FAs of 8 links, 8 first-tier FEs in 2 groups and fas
 second-tier FEs; scale=paper is §6.2's 256 FAs x 32 links, 128 + 64 FEs (minutes per
-utilisation). No device is used: the model stands for the fabric (model_only in the
-summary). Writes data/fabric_points.csv, fabric_latency.csv and fabric_queue.csv.
+utilisation). The model runs on the lab's fabric device (kind fabric: the simulated lab's
+fabric1) and stands for the fabric (model_only in the summary). Writes data/fabric_points.csv, fabric_latency.csv and fabric_queue.csv.
 
 On a Stardust bench (switches with the inventory option stardust_role fa or fe, e.g.
 --bench stardust) the same tables come from the switches (measured_on: bench in the
@@ -302,11 +301,13 @@ func describe(c sd.Fabric) string {
 }
 
 type fabricRun struct {
-	mu sync.Mutex
-	s  FabricSummary
+	dev string // the fabric device (model mode)
+	mu  sync.Mutex
+	s   FabricSummary
 }
 
-// Plan implements Recipe. On the model it touches no device.
+// Plan implements Recipe. On the model it runs on the lab's fabric
+// device; with Stardust switches in the inventory, on them (planBench).
 func (r *Fabric) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	p := pc.Params
 	if b, err := findBench(pc.Lab); err != nil {
@@ -330,10 +331,14 @@ func (r *Fabric) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		}
 	}
 	warm := p.Int("warmup")
-	run := &fabricRun{s: FabricSummary{ModelOnly: true, Scale: p.String("scale"), Fabric: describe(c0),
+	dev, err := bindFabric(pc.Lab)
+	if err != nil {
+		return nil, err
+	}
+	run := &fabricRun{dev: dev, s: FabricSummary{ModelOnly: true, Scale: p.String("scale"), Fabric: describe(c0),
 		SlotNS: c0.SlotSeconds() * 1e9, Slots: slots, Points: map[string]FabricPoint{}}}
 	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: FabricTables(),
-		Bindings: []o.Binding{{Role: "fabric", Resource: "simlab/stardustmodel", Detail: "the cell-level model alone (model_only): " + describe(c0)}},
+		Bindings: []o.Binding{modelBinding(dev, "the cell-level fabric alone (model_only): "+describe(c0))},
 		Summary: func(partial bool) (any, error) {
 			run.mu.Lock()
 			defer run.mu.Unlock()
@@ -343,7 +348,7 @@ func (r *Fabric) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		}}
 	for _, u := range us {
 		plan.Steps = append(plan.Steps, &o.Step{Name: fmt.Sprintf("utilisation %g", u), Action: "simulate",
-			Settings: []o.Setting{}, Note: fmt.Sprintf("%d + %d cell times of %.1f ns", warm, slots, c0.SlotSeconds()*1e9),
+			Devices: []string{dev}, Settings: []o.Setting{}, Note: fmt.Sprintf("%d + %d cell times of %.1f ns", warm, slots, c0.SlotSeconds()*1e9),
 			Run: func(ctx context.Context, rc *o.RunContext) error {
 				return run.point(ctx, rc, p, u, warm, slots)
 			}})
@@ -362,31 +367,25 @@ func (run *fabricRun) point(ctx context.Context, rc *o.RunContext, p *o.Params, 
 	}
 	start := time.Now()
 	seed := rc.Seed ^ math.Float64bits(u)
-	m, err := sm.New(c, rand.New(rand.NewPCG(seed, 0x5d)))
+	f, err := openCells(ctx, rc, run.dev, c, seed, 0x5d)
 	if err != nil {
 		return err
 	}
-	step := func(n int64) error {
-		for n > 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			k := min(n, 1000)
-			m.Run(k)
-			n -= k
-		}
-		return nil
-	}
-	if err := step(warm); err != nil {
+	if err := runSlots(ctx, f, warm); err != nil {
 		return err
 	}
-	base := m.S
-	base.QueueHist = append([]int64(nil), base.QueueHist...)
-	base.LatencyHist = append([]int64(nil), base.LatencyHist...)
-	if err := step(slots); err != nil {
+	base, err := f.Stats(ctx)
+	if err != nil {
 		return err
 	}
-	s := diffStats(m.S, base)
+	if err := runSlots(ctx, f, slots); err != nil {
+		return err
+	}
+	end, err := f.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	s := diffStats(end, base)
 	wall := time.Since(start).Seconds()
 
 	data := float64(c.CellBytes) / float64(c.CellBytes+c.CellHeaderBytes+c.LinkOverheadBytes)

@@ -11,7 +11,6 @@ import (
 
 	"testbed/experiments/recipetest"
 	"testbed/experiments/stardust"
-	"testbed/inventory"
 	"testbed/orchestrator"
 	"testbed/results"
 )
@@ -26,7 +25,7 @@ func runOffline(t *testing.T, r orchestrator.Recipe, summary any, sets ...string
 	}
 	dir := t.TempDir()
 	eng := &orchestrator.Engine{RunsDir: filepath.Join(dir, "runs"), StateDir: filepath.Join(dir, "state")}
-	res, err := eng.Run(context.Background(), orchestrator.RunRequest{Recipe: r, Params: params, Lab: &inventory.Inventory{Name: "no-lab", Path: "(none)"}, Seed: 1})
+	res, err := eng.Run(context.Background(), orchestrator.RunRequest{Recipe: r, Params: params, Lab: fabricLab(t), Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +150,7 @@ func planWith(t *testing.T, r orchestrator.Recipe, sets ...string) (*orchestrato
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r.Plan(&orchestrator.PlanContext{Params: params, Lab: &inventory.Inventory{Name: "no-lab", Path: "(none)"}})
+	return r.Plan(&orchestrator.PlanContext{Params: params, Lab: fabricLab(t)})
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -4,16 +4,15 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
 
+	"testbed/dut/fabric"
 	o "testbed/orchestrator"
 	sd "testbed/p4/stardust"
 	"testbed/results"
-	sm "testbed/simlab/stardustmodel"
 )
 
 // FailoverName is the recipe's name on the command line.
@@ -62,8 +61,9 @@ n the tiers; the recipe reports it with and without pd beside what the model mea
 
 tiers=1 is the Stardust bench's fabric (8 FAs x 4 links to 4 FEs); tiers=2 a small
 two-tier fabric (16 FAs x 8 links, 8 first-tier FEs in 2 groups, 16 second-tier FEs).
-Links of link_gbps, host ports carrying what the links do. No device is used: the model
-stands for the fabric (model_only in the summary). Writes data/failover_events.csv,
+Links of link_gbps, host ports carrying what the links do. The model runs on the lab's
+fabric device (kind fabric: the simulated lab's fabric1) and stands for the fabric
+(model_only in the summary). Writes data/failover_events.csv,
 failover_convergence.csv and failover_timeline.csv.
 
 On a Stardust bench (switches with the inventory option stardust_role, e.g. --bench
@@ -212,7 +212,8 @@ func failoverConfig(p *o.Params, tiers int) (sd.Fabric, error) {
 	return c, c.Validate()
 }
 
-// Plan implements Recipe. It touches no device.
+// Plan implements Recipe. On the model it runs on the lab's fabric device;
+// with Stardust switches in the inventory, on them (planBench).
 func (r *Failover) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	p := pc.Params
 	if b, err := findBench(pc.Lab); err != nil {
@@ -244,11 +245,15 @@ func (r *Failover) Plan(pc *o.PlanContext) (*o.Plan, error) {
 			return nil, o.Inputf("phase %v: expected at least 3 x (th + 4) reachability periods, for the fabric to converge and settle", p.Duration("phase"))
 		}
 	}
+	dev, err := bindFabric(pc.Lab)
+	if err != nil {
+		return nil, err
+	}
 	var mu sync.Mutex
 	sum := FailoverSummary{ModelOnly: true, Tiers: map[string]FailoverRun{}}
 	done := 0
 	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: FailoverTables(),
-		Bindings: []o.Binding{{Role: "fabric", Resource: "simlab/stardustmodel", Detail: "the cell-level model alone (model_only)"}},
+		Bindings: []o.Binding{modelBinding(dev, "the cell-level fabric alone (model_only)")},
 		Summary: func(partial bool) (any, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -258,9 +263,9 @@ func (r *Failover) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		}}
 	for _, n := range tiers {
 		c, _ := failoverConfig(p, n)
-		plan.Steps = append(plan.Steps, &o.Step{Name: fmt.Sprintf("%d tier(s)", n), Action: "simulate", Note: describe(c),
+		plan.Steps = append(plan.Steps, &o.Step{Name: fmt.Sprintf("%d tier(s)", n), Action: "simulate", Devices: []string{dev}, Note: describe(c),
 			Run: func(ctx context.Context, rc *o.RunContext) error {
-				fr, err := failoverRun(ctx, rc, p, n)
+				fr, err := failoverRun(ctx, rc, dev, p, n)
 				if err != nil {
 					return err
 				}
@@ -277,12 +282,16 @@ func (r *Failover) Plan(pc *o.PlanContext) (*o.Plan, error) {
 
 func ptr(v float64) *float64 { return &v }
 
-func failoverRun(ctx context.Context, rc *o.RunContext, p *o.Params, tiers int) (FailoverRun, error) {
+func failoverRun(ctx context.Context, rc *o.RunContext, dev string, p *o.Params, tiers int) (FailoverRun, error) {
 	c, err := failoverConfig(p, tiers)
 	if err != nil {
 		return FailoverRun{}, err
 	}
-	m, err := sm.New(c, rand.New(rand.NewPCG(rc.Seed^uint64(tiers), 0xfa)))
+	f, err := openCells(ctx, rc, dev, c, rc.Seed^uint64(tiers), 0xfa)
+	if err != nil {
+		return FailoverRun{}, err
+	}
+	ft, err := o.As[fabric.Faults](rc, dev)
 	if err != nil {
 		return FailoverRun{}, err
 	}
@@ -300,60 +309,58 @@ func failoverRun(ctx context.Context, rc *o.RunContext, p *o.Params, tiers int) 
 		FormulaPDUS: (period + pd) * msgs * hops * float64(c.ReachTh) * 1e6}
 
 	// FA 0's connection to its first FE: its links j with j mod (FEs of
-	// a group) = 0.
+	// a group) = 0; watched, with FA 0's reach to FA 1 over each, slot by
+	// slot.
 	g1 := c.FEs / max(c.Groups, 1)
-	var links []int
+	watch := fabric.WatchSpec{Bin: bin}
+	var fe int
 	for j := 0; j < c.LinksPerFA; j += g1 {
-		links = append(links, m.FALink(0, j))
+		l, err := ft.FALink(ctx, 0, j, -1)
+		if err != nil {
+			return fr, err
+		}
+		if j == 0 {
+			fe = l.FE
+		}
+		watch.Links = append(watch.Links, l.Link)
+		watch.Reach = append(watch.Reach, fabric.Reach{FA: 0, J: j, Dst: 1})
 	}
-	fe := m.LinkFE(0, 0)
-	valid := func() bool {
-		for _, l := range links {
-			if !m.LinkValid(l) {
+	links := watch.Links
+	all := func(bs []bool, v bool) bool {
+		for _, b := range bs {
+			if b != v {
 				return false
 			}
 		}
 		return true
 	}
-	invalid := func() bool {
-		for _, l := range links {
-			if m.LinkValid(l) {
-				return false
-			}
-		}
-		return true
-	}
+	valid := func(w fabric.WatchState) bool { return all(w.Valid, true) }
+	invalid := func(w fabric.WatchState) bool { return all(w.Valid, false) }
 	// An FE that fails sends no reachability cells: FA 0's ends of its
 	// links find that; the FE's own ends, dead with it, hold nothing.
-	faOut := func() bool {
-		for j := 0; j < c.LinksPerFA; j += g1 {
-			if m.FAReaches(0, j, 1) {
-				return false
-			}
-		}
-		return true
-	}
-	corruptLink := links[0]
-	cleanValid := func() bool { return m.LinkValid(corruptLink) }
-	corruptOut := func() bool { return !m.LinkValid(corruptLink) }
+	faOut := func(w fabric.WatchState) bool { return all(w.Reach, false) }
+	corruptLink := links[0] // Valid[0]
+	cleanValid := func(w fabric.WatchState) bool { return w.Valid[0] }
+	corruptOut := func(w fabric.WatchState) bool { return !w.Valid[0] }
 
 	tl, err := rc.Table("failover_timeline")
 	if err != nil {
 		return fr, err
 	}
-	// Cells lost to a failure: on a dead link or FE, with no route, or
-	// corrupted. Cells an FE queue overflowed with are congestion's, apart.
-	lost := func() int64 { return m.S.CellsLostFailed + m.S.CellsNoRoute + m.S.CellsCorrupted }
+	// Cells lost to a failure (the watch's Lost): on a dead link or FE,
+	// with no route, or corrupted. Cells an FE queue overflowed with are
+	// congestion's, apart.
+	lost := func(s sd.FabricStats) int64 { return s.CellsLostFailed + s.CellsNoRoute + s.CellsCorrupted }
 	base, floor := -1.0, 0.0 // mean bin before the first failure, and the normal range's floor over it
 	type phaseRun struct {
 		name  string
 		apply func() error
-		down  func() bool // state reached by the event's detection, or nil
-		up    func() bool // state reached by a restore, or nil
+		down  func(fabric.WatchState) bool // state reached by the event's detection, or nil
+		up    func(fabric.WatchState) bool // state reached by a restore, or nil
 	}
 	setLinks := func(up bool) error {
 		for _, l := range links {
-			if err := m.SetLink(l, up); err != nil {
+			if err := ft.SetLink(ctx, l, up); err != nil {
 				return err
 			}
 		}
@@ -363,57 +370,75 @@ func failoverRun(ctx context.Context, rc *o.RunContext, p *o.Params, tiers int) 
 		{name: "before", apply: func() error { return nil }},
 		{name: "link-down", apply: func() error { return setLinks(false) }, down: invalid},
 		{name: "link-up", apply: func() error { return setLinks(true) }, up: valid},
-		{name: "fe-down", apply: func() error { return m.SetFE(1, fe, false) }, down: faOut},
-		{name: "fe-up", apply: func() error { return m.SetFE(1, fe, true) }, up: valid},
+		{name: "fe-down", apply: func() error { return ft.SetFE(ctx, 1, fe, false) }, down: faOut},
+		{name: "fe-up", apply: func() error { return ft.SetFE(ctx, 1, fe, true) }, up: valid},
 		{name: "corrupt", apply: func() error {
-			return m.SetLinkErrorRate(corruptLink, p.Float("error_rate"), p.Float("error_threshold"))
+			return ft.SetLinkErrorRate(ctx, corruptLink, p.Float("error_rate"), p.Float("error_threshold"))
 		}, down: corruptOut},
-		{name: "clean", apply: func() error { return m.SetLinkErrorRate(corruptLink, 0, p.Float("error_threshold")) }, up: cleanValid},
+		{name: "clean", apply: func() error { return ft.SetLinkErrorRate(ctx, corruptLink, 0, p.Float("error_threshold")) }, up: cleanValid},
 	}
 	var worst float64
 	for _, ph := range phases {
 		if err := ph.apply(); err != nil {
 			return fr, err
 		}
-		at := m.Now()
+		s0, err := f.Stats(ctx)
+		if err != nil {
+			return fr, err
+		}
+		at := s0.Slots
 		ev := FailoverEvent{AtUS: us(at)}
-		lost0, cong0 := lost(), m.S.CellsLost
+		lost0, cong0 := lost(s0), s0.CellsLost
 		lastLoss := int64(-1)
 		var bins []float64
-		var binBytes int64 = m.S.BytesArrived
-		binLost := lost()
-		for m.Now() < at+phase {
-			if m.Now()%1000 == 0 {
-				if err := ctx.Err(); err != nil {
-					return fr, err
-				}
+		binBytes, binLost := s0.BytesArrived, lost0
+		// check sees the state after slot n: the event's detection, or
+		// the restore's, the first slot it holds.
+		check := func(n int64, w fabric.WatchState) {
+			if ph.down != nil && ev.DetectUS == nil && ph.down(w) {
+				ev.DetectUS = ptr(us(n - at))
 			}
-			before := lost()
-			m.Run(1)
-			if lost() > before {
-				lastLoss = m.Now()
-			}
-			if ph.down != nil && ev.DetectUS == nil && ph.down() {
-				ev.DetectUS = ptr(us(m.Now() - at))
-			}
-			if ph.up != nil && ev.ValidUS == nil && ph.up() {
-				ev.ValidUS = ptr(us(m.Now() - at))
-			}
-			if (m.Now()-at)%bin == 0 {
-				b := float64(m.S.BytesArrived - binBytes)
-				bins = append(bins, b)
-				norm := any(nil)
-				if base > 0 {
-					norm = b / base
-				}
-				if err := tl.Write(tiers, us(m.Now()-bin), ph.name, b*8/(float64(bin)*slot)/1e9, norm, lost()-binLost); err != nil {
-					return fr, err
-				}
-				binBytes, binLost = m.S.BytesArrived, lost()
+			if ph.up != nil && ev.ValidUS == nil && ph.up(w) {
+				ev.ValidUS = ptr(us(n - at))
 			}
 		}
-		ev.CellsLost = lost() - lost0
-		ev.CongestionLost = m.S.CellsLost - cong0
+		prevLost := lost0
+		for now := at; now < at+phase; {
+			watch.Slots, watch.Origin = min(at+phase-now, 20000), at
+			tr, err := ft.Watch(ctx, watch)
+			if err != nil {
+				return fr, err
+			}
+			check(now+1, tr.StateAt(now+1))
+			for _, w := range tr.Changes {
+				if w.Lost > prevLost {
+					lastLoss = w.Slot
+				}
+				prevLost = w.Lost
+				if w.Slot > now+1 {
+					check(w.Slot, w)
+				}
+			}
+			for _, b := range tr.Bins {
+				x := float64(b.BytesArrived - binBytes)
+				bins = append(bins, x)
+				norm := any(nil)
+				if base > 0 {
+					norm = x / base
+				}
+				if err := tl.Write(tiers, us(b.Slot-bin), ph.name, x*8/(float64(bin)*slot)/1e9, norm, b.Lost-binLost); err != nil {
+					return fr, err
+				}
+				binBytes, binLost = b.BytesArrived, b.Lost
+			}
+			now = tr.Now
+		}
+		s1, err := f.Stats(ctx)
+		if err != nil {
+			return fr, err
+		}
+		ev.CellsLost = lost(s1) - lost0
+		ev.CongestionLost = s1.CellsLost - cong0
 		if ph.name == "before" {
 			// The first bins hold the fabric filling: the mean of the
 			// second half.

@@ -4,16 +4,15 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
 
+	"testbed/dut/fabric"
 	o "testbed/orchestrator"
 	sd "testbed/p4/stardust"
 	"testbed/results"
-	sm "testbed/simlab/stardustmodel"
 )
 
 // IncastName is the recipe's name on the command line.
@@ -59,8 +58,8 @@ cells lost in the fabric, and the longest Stardust FE queue.
 
 The fabric is the Stardust bench's shape: fas FAs (8) of links_per_fa links (4) to fes
 FEs (4), one host port each; an N above fas-1 grows the fabric to N+1 FAs (the model
-alone: the bench has 8). No device is used: the model stands for the fabric (model_only
-in the summary). Writes data/incast_points.csv, incast_fct.csv and incast_flows.csv.
+alone: the bench has 8). The model runs on the lab's fabric device (kind fabric: the
+simulated lab's fabric1) and stands for the fabric (model_only in the summary). Writes data/incast_points.csv, incast_fct.csv and incast_flows.csv.
 
 With Stardust switches in the inventory (--bench stardust, or switches with
 stardust_role) Stardust's replies run on them, N at most the bench's FAs less one: the
@@ -266,7 +265,8 @@ func incastSenders(p *o.Params) ([]int, error) {
 	return ns, nil
 }
 
-// Plan implements Recipe. It touches no device.
+// Plan implements Recipe. On the model it runs on the lab's fabric device;
+// with Stardust switches in the inventory, on them (planBench).
 func (r *Incast) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	p := pc.Params
 	ns, err := incastSenders(p)
@@ -290,8 +290,12 @@ func (r *Incast) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	sum := IncastSummary{ModelOnly: true, Fabric: describeIncast(c0, po), Stardust: map[string]IncastPoint{}, Packet: map[string]IncastPoint{},
 		MinJainStardust: 1, MinJainPacket: 1}
 	done := 0
+	dev, err := bindFabric(pc.Lab)
+	if err != nil {
+		return nil, err
+	}
 	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: IncastTables(),
-		Bindings: []o.Binding{{Role: "fabric", Resource: "simlab/stardustmodel", Detail: "the cell-level model and its packet-switched fabric alone (model_only): " + describeIncast(c0, po)}},
+		Bindings: []o.Binding{modelBinding(dev, "the cell-level fabric and the packet-switched one alone (model_only): "+describeIncast(c0, po))},
 		Summary: func(partial bool) (any, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -300,10 +304,14 @@ func (r *Incast) Plan(pc *o.PlanContext) (*o.Plan, error) {
 			return s, nil
 		}}
 	for _, n := range ns {
-		plan.Steps = append(plan.Steps, &o.Step{Name: fmt.Sprintf("%d senders", n), Action: "simulate",
+		plan.Steps = append(plan.Steps, &o.Step{Name: fmt.Sprintf("%d senders", n), Action: "simulate", Devices: []string{dev},
 			Note: fmt.Sprintf("%d x %g KB to FA 0 on Stardust and on the packet fabric", n, p.Float("response_kb")),
 			Run: func(ctx context.Context, rc *o.RunContext) error {
-				sd, pk, err := incastPoint(ctx, rc, p, po, n)
+				fd, err := fabricOf(rc, dev)
+				if err != nil {
+					return err
+				}
+				sd, pk, err := incastPoint(ctx, rc, fd, p, po, n)
 				if err != nil {
 					return err
 				}
@@ -318,7 +326,7 @@ func (r *Incast) Plan(pc *o.PlanContext) (*o.Plan, error) {
 }
 
 // incastPoint runs n replies on both fabrics and writes their rows.
-func incastPoint(ctx context.Context, rc *o.RunContext, p *o.Params, po sd.PacketFabricOpts, n int) (sd, pk IncastPoint, err error) {
+func incastPoint(ctx context.Context, rc *o.RunContext, fd fabric.Fabric, p *o.Params, po sd.PacketFabricOpts, n int) (sd, pk IncastPoint, err error) {
 	c, err := incastConfig(p, n)
 	if err != nil {
 		return sd, pk, err
@@ -329,33 +337,32 @@ func incastPoint(ctx context.Context, rc *o.RunContext, p *o.Params, po sd.Packe
 	ideal := float64(bytes*int64(n)) * 8 / c.PortBps * 1e3
 	seed := rc.Seed ^ uint64(n)*0x9e3779b97f4a7c15
 
-	m, err := sm.New(c, rand.New(rand.NewPCG(seed, 0x5d)))
-	if err != nil {
+	if err := fd.OpenCells(ctx, c, fabric.Seed{seed, 0x5d}); err != nil {
 		return sd, pk, err
 	}
 	for i := 0; i < n; i++ {
-		if _, err := m.AddFlow(1+i, 0, 0, bytes, c.PacketBytes); err != nil {
+		if _, err := fd.AddFlow(ctx, fabric.Flow{Src: 1 + i, Port: 0, Bytes: bytes, PacketBytes: c.PacketBytes}); err != nil {
 			return sd, pk, err
 		}
 	}
-	for m.Now() < limit && !allDone(n, m.FlowDone) {
-		if m.Now()%1000 == 0 {
-			if err := ctx.Err(); err != nil {
-				return sd, pk, err
-			}
-		}
-		m.Run(1)
-	}
-	if sd, err = writeIncastFlows(rc, "stardust", n, c.FAs, ideal, incastFCTs(n, m.FlowDone, slot), func(int) int64 { return 0 }); err != nil {
+	flows, err := runToTheEnd(ctx, fd, limit, 1)
+	if err != nil {
 		return sd, pk, err
 	}
-	sd.Lost = m.S.CellsLost + m.S.CellsLostFailed + m.S.CellsNoRoute
-	for k, v := range m.S.QueueHist {
+	if sd, err = writeIncastFlows(rc, "stardust", n, c.FAs, ideal, incastFCTs(flows, slot), func(int) int64 { return 0 }); err != nil {
+		return sd, pk, err
+	}
+	st, err := fd.Stats(ctx)
+	if err != nil {
+		return sd, pk, err
+	}
+	sd.Lost = st.CellsLost + st.CellsLostFailed + st.CellsNoRoute
+	for k, v := range st.QueueHist {
 		if v > 0 {
 			sd.FEQueueMax = k
 		}
 	}
-	if pk, err = packetIncast(ctx, rc, c, po, n, bytes, limit, seed); err != nil {
+	if pk, err = packetIncast(ctx, rc, fd, c, po, n, bytes, limit, seed); err != nil {
 		return sd, pk, err
 	}
 	if err := writeIncastPoint(rc, "stardust", n, c.FAs, sd); err != nil {
@@ -369,37 +376,49 @@ func incastPoint(ctx context.Context, rc *o.RunContext, p *o.Params, po sd.Packe
 	return sd, pk, nil
 }
 
-// packetIncast runs n replies of bytes each to FA 0 on the model's packet
-// fabric c, for at most limit cell times, and writes their flows' rows.
-func packetIncast(ctx context.Context, rc *o.RunContext, c sd.Fabric, po sd.PacketFabricOpts, n int, bytes, limit int64, seed uint64) (IncastPoint, error) {
-	pf, err := sm.NewPacketFabric(c, po, rand.New(rand.NewPCG(seed, 0xec)))
-	if err != nil {
+// packetIncast runs n replies of bytes each to FA 0 on the packet fabric
+// c of device fd, for at most limit cell times, and writes their flows'
+// rows.
+func packetIncast(ctx context.Context, rc *o.RunContext, fd fabric.Fabric, c sd.Fabric, po sd.PacketFabricOpts, n int, bytes, limit int64, seed uint64) (IncastPoint, error) {
+	if err := fd.OpenPackets(ctx, c, po, fabric.Seed{seed, 0xec}); err != nil {
 		return IncastPoint{}, err
 	}
 	for i := 0; i < n; i++ {
-		if _, err := pf.AddFlow(1+i, 0, bytes, c.PacketBytes); err != nil {
+		if _, err := fd.AddFlow(ctx, fabric.Flow{Src: 1 + i, Port: 0, Bytes: bytes, PacketBytes: c.PacketBytes}); err != nil {
 			return IncastPoint{}, err
 		}
 	}
-	for pf.Now() < limit && !allDone(n, pf.FlowDone) {
-		if err := ctx.Err(); err != nil {
-			return IncastPoint{}, err
-		}
-		pf.Run(100)
+	flows, err := runToTheEnd(ctx, fd, limit, 100)
+	if err != nil {
+		return IncastPoint{}, err
+	}
+	ps, err := fd.PacketStats(ctx)
+	if err != nil {
+		return IncastPoint{}, err
 	}
 	ideal := float64(bytes*int64(n)) * 8 / c.PortBps * 1e3
-	pk, err := writeIncastFlows(rc, "packet", n, c.FAs, ideal, incastFCTs(n, pf.FlowDone, c.SlotSeconds()), pf.FlowDrops)
-	pk.Lost, pk.Retransmits = pf.Drops, pf.Retransmits
+	pk, err := writeIncastFlows(rc, "packet", n, c.FAs, ideal, incastFCTs(flows, c.SlotSeconds()), func(i int) int64 { return flows[i].Drops })
+	pk.Lost, pk.Retransmits = ps.Drops, ps.Retransmits
 	return pk, err
 }
 
-func allDone(n int, done func(int) (float64, bool)) bool {
-	for i := 0; i < n; i++ {
-		if _, ok := done(i); !ok {
-			return false
+// runToTheEnd steps fd step slots at a time until every flow is done or
+// the fabric reaches slot limit, in runs short enough that an interrupted
+// run stops soon, and returns the flows' states.
+func runToTheEnd(ctx context.Context, fd fabric.Fabric, limit, step int64) ([]fabric.FlowState, error) {
+	for now := int64(0); ; {
+		// A run ends on a multiple of step, as one run to limit would.
+		until := min(limit, now+step*max(1, 5000/step))
+		n, done, err := fd.RunUntilDone(ctx, until, step)
+		if err != nil {
+			return nil, err
 		}
+		if done || n >= limit {
+			break
+		}
+		now = n
 	}
-	return true
+	return fd.Flows(ctx)
 }
 
 // incastFCT is one reply's FCT, ms, if it finished.
@@ -408,13 +427,12 @@ type incastFCT struct {
 	ok  bool
 }
 
-// incastFCTs reads n replies' completion times from a model's FlowDone
-// (in cell times of slot seconds).
-func incastFCTs(n int, done func(int) (float64, bool), slot float64) []incastFCT {
-	out := make([]incastFCT, n)
-	for i := range out {
-		d, ok := done(i)
-		out[i] = incastFCT{d * slot * 1e3, ok}
+// incastFCTs reads the replies' completion times from their flows'
+// states (in cell times of slot seconds).
+func incastFCTs(flows []fabric.FlowState, slot float64) []incastFCT {
+	out := make([]incastFCT, len(flows))
+	for i, f := range flows {
+		out[i] = incastFCT{f.DoneSlot * slot * 1e3, f.Done}
 	}
 	return out
 }

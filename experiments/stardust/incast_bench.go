@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,7 +60,11 @@ func (r *Incast) planBench(pc *o.PlanContext, b *bench, ns []int) (*o.Plan, erro
 	var mu sync.Mutex
 	onBench := p.String("bench_packet_fabric") == "bench"
 	packetDesc := fmt.Sprintf("packet fabric (model, the bench's shape): ECMP per flow, %d B packets, %d B drop-tail buffers, first window %d, RTO %v", c.PacketBytes, po.BufferBytes, po.InitWindow, po.RTO)
-	packetFrom, bindings := "model", comparisonBindings(desc, "the comparison's ECMP fabric, in the model at the bench's shape")
+	dev, err := comparisonDevice(pc)
+	if err != nil {
+		return nil, err
+	}
+	packetFrom, bindings := "model", comparisonBindings(desc, "the comparison's ECMP fabric, in the model at the bench's shape", dev)
 	pkFrames := (respBytes + int64(c.PacketBytes-ecmp.HeadersBytes) - 1) / int64(c.PacketBytes-ecmp.HeadersBytes)
 	if onBench {
 		packetDesc = fmt.Sprintf("packet fabric (the bench's switches running %s): replies of %d frames of %d B (%d B of UDP payload each) from the generators at line rate, hashed to one uplink each (ECMP), open loop: a dropped frame is not sent again, and a reply that lost one is unfinished", ecmp.Program, pkFrames, c.PacketBytes, c.PacketBytes-ecmp.HeadersBytes)
@@ -96,7 +101,7 @@ func (r *Incast) planBench(pc *o.PlanContext, b *bench, ns []int) (*o.Plan, erro
 		return plan, nil
 	}
 	for _, n := range ns {
-		plan.Steps = append(plan.Steps, &o.Step{Name: fmt.Sprintf("%d senders", n), Action: "measure", Devices: devs,
+		plan.Steps = append(plan.Steps, &o.Step{Name: fmt.Sprintf("%d senders", n), Action: "measure", Devices: append(slices.Clone(devs), dev),
 			Note: fmt.Sprintf("%d replies of %d frames to %s on the bench; the packet fabric in the model", n, frames, b.FAs[0].Name),
 			Run: func(ctx context.Context, rc *o.RunContext) error {
 				if br == nil {
@@ -108,7 +113,11 @@ func (r *Incast) planBench(pc *o.PlanContext, b *bench, ns []int) (*o.Plan, erro
 					return err
 				}
 				seed := rc.Seed ^ uint64(n)*0x9e3779b97f4a7c15
-				pk, err := packetIncast(ctx, rc, c, po, n, respBytes, limit, seed)
+				fd, err := fabricOf(rc, dev)
+				if err != nil {
+					return err
+				}
+				pk, err := packetIncast(ctx, rc, fd, c, po, n, respBytes, limit, seed)
 				if err != nil {
 					return err
 				}

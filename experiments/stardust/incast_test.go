@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"testbed/inventory"
 	"testbed/orchestrator"
 	"testbed/results"
 
@@ -87,7 +86,7 @@ func interrupted(t *testing.T, r orchestrator.Recipe, summary any, sets ...strin
 				cancel(orchestrator.ErrAborted)
 			}
 		}}
-	res, err := eng.Run(ctx, orchestrator.RunRequest{Recipe: r, Params: params, Lab: &inventory.Inventory{Name: "no-lab", Path: "(none)"}, Seed: 1})
+	res, err := eng.Run(ctx, orchestrator.RunRequest{Recipe: r, Params: params, Lab: fabricLab(t), Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

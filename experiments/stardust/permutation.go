@@ -8,10 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"testbed/dut/fabric"
 	o "testbed/orchestrator"
 	sd "testbed/p4/stardust"
 	"testbed/results"
-	sm "testbed/simlab/stardustmodel"
 )
 
 // PermutationName is the recipe's name on the command line.
@@ -56,7 +56,8 @@ schemes use 9000 B). Utilisation is a flow's throughput over its port's rate.
 The default fabric is fas (16) FAs of ports_per_fa (4) host ports and as many links of
 the same rate (gbps, 10 as §6.3's) to fes (4) FEs: no fabric speed-up, as §6.3's
 fat-tree. The Stardust bench (8 FAs of one port and 4 links) has a fabric speed-up of 4:
-every permutation fits it. No device is used (model_only in the summary). Writes
+every permutation fits it. Both run on the lab's fabric device (kind fabric: the simulated
+lab's fabric1; model_only in the summary). Writes
 data/permutation_flows.csv and permutation_points.csv.
 
 With Stardust switches in the inventory (--bench stardust, or switches with
@@ -205,20 +206,6 @@ func derangement(r *rand.Rand, fas, per int) []int {
 	return d
 }
 
-// runSlots runs a model n cell times, a thousand at a time, stopping
-// when ctx is done.
-func runSlots(ctx context.Context, run func(int64), n int64) error {
-	for n > 0 {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		k := min(n, 1000)
-		run(k)
-		n -= k
-	}
-	return nil
-}
-
 // permFlow is one flow's measured throughput.
 type permFlow struct {
 	src, dst int
@@ -277,72 +264,81 @@ func writePermutation(rc *o.RunContext, fabric string, fs []permFlow, portGbps f
 	return pt, nil
 }
 
-// simulatePermutation runs one fabric of the model ("stardust" or
+// simulatePermutation runs one fabric of device fd ("stardust" or
 // "packet") with a flow from every port i to port dst[i] for warm + meas
 // cell times, and returns the flows' throughputs over meas, what was lost
 // (cells or packets) and the cells that arrived marked FCI (Stardust).
-func simulatePermutation(ctx context.Context, seed uint64, fabric string, c sd.Fabric, po sd.PacketFabricOpts, packetBytes int, dst []int, warm, meas int64) ([]permFlow, int64, *int64, error) {
+func simulatePermutation(ctx context.Context, fd fabric.Fabric, seed uint64, kind string, c sd.Fabric, po sd.PacketFabricOpts, packetBytes int, dst []int, warm, meas int64) ([]permFlow, int64, *int64, error) {
 	slot := c.SlotSeconds()
 	// Long flows: more than the port carries in the whole run.
 	bytes := int64(2 * c.PortBps / 8 * float64(warm+meas) * slot)
-	var run func(int64)
-	var delivered func(int) int64
-	var lost, fci func() int64
-	switch fabric {
-	case "stardust":
-		m, err := sm.New(c, rand.New(rand.NewPCG(seed, 0x5d)))
-		if err != nil {
-			return nil, 0, nil, err
-		}
-		for src, d := range dst {
-			if _, err := m.AddFlow(src/c.PortsPerFA, d, 0, bytes, c.PacketBytes); err != nil {
-				return nil, 0, nil, err
-			}
-		}
-		run, delivered = m.Run, m.FlowDelivered
-		lost = func() int64 { return m.S.CellsLost + m.S.CellsLostFailed + m.S.CellsNoRoute }
-		fci = func() int64 { return m.S.FCICells }
-	default:
-		f, err := sm.NewPacketFabric(c, po, rand.New(rand.NewPCG(seed, 0xec)))
-		if err != nil {
-			return nil, 0, nil, err
-		}
-		for src, d := range dst {
-			if _, err := f.AddFlow(src/c.PortsPerFA, d, bytes, packetBytes); err != nil {
-				return nil, 0, nil, err
-			}
-		}
-		run, delivered = f.Run, f.FlowDelivered
-		lost = func() int64 { return f.Drops }
+	cells := kind == "stardust"
+	var err error
+	if cells {
+		err = fd.OpenCells(ctx, c, fabric.Seed{seed, 0x5d})
+	} else {
+		err = fd.OpenPackets(ctx, c, po, fabric.Seed{seed, 0xec})
 	}
-	if err := runSlots(ctx, run, warm); err != nil {
+	if err != nil {
 		return nil, 0, nil, err
 	}
-	start := make([]int64, len(dst))
-	for i := range dst {
-		start[i] = delivered(i)
+	for src, d := range dst {
+		fl := fabric.Flow{Src: src / c.PortsPerFA, Port: d, Bytes: bytes, PacketBytes: packetBytes}
+		if cells {
+			fl.PacketBytes = c.PacketBytes
+		}
+		if _, err := fd.AddFlow(ctx, fl); err != nil {
+			return nil, 0, nil, err
+		}
 	}
-	lost0 := lost()
-	var fci0 int64
-	if fci != nil {
-		fci0 = fci()
+	// lost and fci read the fabric's counters: cells lost and cells
+	// marked FCI, or packets dropped.
+	counters := func() (lost, fci int64, err error) {
+		if !cells {
+			ps, err := fd.PacketStats(ctx)
+			return ps.Drops, 0, err
+		}
+		s, err := fd.Stats(ctx)
+		return s.CellsLost + s.CellsLostFailed + s.CellsNoRoute, s.FCICells, err
 	}
-	if err := runSlots(ctx, run, meas); err != nil {
+	if err := runSlots(ctx, fd, warm); err != nil {
+		return nil, 0, nil, err
+	}
+	start, err := fd.Flows(ctx)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	lost0, fci0, err := counters()
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if err := runSlots(ctx, fd, meas); err != nil {
+		return nil, 0, nil, err
+	}
+	end, err := fd.Flows(ctx)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if len(start) != len(dst) || len(end) != len(dst) {
+		return nil, 0, nil, fmt.Errorf("the fabric has %d and then %d flows, not the %d offered", len(start), len(end), len(dst))
+	}
+	lost, fci, err := counters()
+	if err != nil {
 		return nil, 0, nil, err
 	}
 	fs := make([]permFlow, len(dst))
 	for i, d := range dst {
-		fs[i] = permFlow{i, d, float64(delivered(i)-start[i]) * 8 / (float64(meas) * slot) / 1e9}
+		fs[i] = permFlow{i, d, float64(end[i].Delivered-start[i].Delivered) * 8 / (float64(meas) * slot) / 1e9}
 	}
 	var fc *int64
-	if fci != nil {
-		v := fci() - fci0
+	if cells {
+		v := fci - fci0
 		fc = &v
 	}
-	return fs, lost() - lost0, fc, nil
+	return fs, lost - lost0, fc, nil
 }
 
-// Plan implements Recipe. On the model it touches no device; with
+// Plan implements Recipe. On the model it runs on the lab's fabric device; with
 // Stardust switches in the inventory Stardust's half runs on them
 // (planBench).
 func (r *Permutation) Plan(pc *o.PlanContext) (*o.Plan, error) {
@@ -359,10 +355,14 @@ func (r *Permutation) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	po := permutationPacketOpts(p)
 	desc := fmt.Sprintf("%d FAs x %d host ports and %d links of %g Gb/s to %d FEs; Stardust: %d B packets, %d B cells, %d B credits, speed-up %g; packet fabric: ECMP per flow, %d B packets, %d B drop-tail buffers, first window %d, RTO %v; %v links",
 		c.FAs, c.PortsPerFA, c.LinksPerFA, c.PortBps/1e9, c.FEs, c.PacketBytes, c.CellBytes, c.CreditBytes, c.SpeedUp, p.Int("packet_bytes"), po.BufferBytes, po.InitWindow, po.RTO, c.PropDelay)
+	dev, err := bindFabric(pc.Lab)
+	if err != nil {
+		return nil, err
+	}
 	var mu sync.Mutex
 	sum := PermutationSummary{ModelOnly: true, Fabric: desc, Fabrics: map[string]PermutationPoint{}}
 	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: PermutationTables(),
-		Bindings: []o.Binding{{Role: "fabric", Resource: "simlab/stardustmodel", Detail: "the cell-level model and its packet-switched fabric alone (model_only): " + desc}},
+		Bindings: []o.Binding{modelBinding(dev, "the cell-level fabric and the packet-switched one alone (model_only): "+desc)},
 		Summary: func(partial bool) (any, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -374,10 +374,14 @@ func (r *Permutation) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	warm := int64(p.Duration("warmup").Seconds() / slot)
 	meas := max(1, int64(p.Duration("measure").Seconds()/slot))
 	for _, fabric := range []string{"stardust", "packet"} {
-		plan.Steps = append(plan.Steps, &o.Step{Name: fabric, Action: "simulate", Note: fmt.Sprintf("%d + %d cell times of %.1f ns", warm, meas, slot*1e9),
+		plan.Steps = append(plan.Steps, &o.Step{Name: fabric, Action: "simulate", Devices: []string{dev}, Note: fmt.Sprintf("%d + %d cell times of %.1f ns", warm, meas, slot*1e9),
 			Run: func(ctx context.Context, rc *o.RunContext) error {
+				fd, err := fabricOf(rc, dev)
+				if err != nil {
+					return err
+				}
 				dst := derangement(rand.New(rand.NewPCG(rc.Seed, 0x9e)), c.FAs, c.PortsPerFA)
-				fs, lost, fci, err := simulatePermutation(ctx, rc.Seed, fabric, c, po, int(p.Int("packet_bytes")), dst, warm, meas)
+				fs, lost, fci, err := simulatePermutation(ctx, fd, rc.Seed, fabric, c, po, int(p.Int("packet_bytes")), dst, warm, meas)
 				if err != nil {
 					return err
 				}

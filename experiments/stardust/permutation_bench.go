@@ -48,7 +48,11 @@ func (r *Permutation) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
 	packetBytes := int(p.Int("packet_bytes"))
 	var mu sync.Mutex
 	packetDesc := fmt.Sprintf("packet fabric (model, the bench's shape): ECMP per flow, %d B packets, %d B drop-tail buffers, first window %d, RTO %v", packetBytes, po.BufferBytes, po.InitWindow, po.RTO)
-	packetFrom, packetBinding := "model", comparisonBindings(desc, "the comparison's ECMP fabric, in the model at the bench's shape")
+	dev, err := comparisonDevice(pc)
+	if err != nil {
+		return nil, err
+	}
+	packetFrom, packetBinding := "model", comparisonBindings(desc, "the comparison's ECMP fabric, in the model at the bench's shape", dev)
 	if p.String("bench_packet_fabric") == "bench" {
 		k := int(p.Int("bench_ecmp_flows"))
 		packetDesc = fmt.Sprintf("packet fabric (the bench's switches running %s): %d flow(s) per host port, each hashed to one uplink (ECMP), %d B frames from the generators at line rate, open loop, the traffic manager's drop-tail queues", ecmp.Program, k, packetBytes)
@@ -133,13 +137,17 @@ func (r *Permutation) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
 	slot := c.SlotSeconds()
 	mwarm := int64(p.Duration("warmup").Seconds() / slot)
 	mmeas := max(1, int64(p.Duration("measure").Seconds()/slot))
-	plan.Steps = append(plan.Steps, &o.Step{Name: "packet fabric (model)", Action: "simulate",
+	plan.Steps = append(plan.Steps, &o.Step{Name: "packet fabric (model)", Action: "simulate", Devices: []string{dev},
 		Note: fmt.Sprintf("the model's ECMP fabric at the bench's shape, the same permutation, %d + %d cell times of %.1f ns", mwarm, mmeas, slot*1e9),
 		Run: func(ctx context.Context, rc *o.RunContext) error {
 			if dst == nil {
 				dst = derangement(rand.New(rand.NewPCG(rc.Seed, 0x9e)), len(b.FAs), 1)
 			}
-			fs, lost, _, err := simulatePermutation(ctx, rc.Seed, "packet", c, po, packetBytes, dst, mwarm, mmeas)
+			fd, err := fabricOf(rc, dev)
+			if err != nil {
+				return err
+			}
+			fs, lost, _, err := simulatePermutation(ctx, fd, rc.Seed, "packet", c, po, packetBytes, dst, mwarm, mmeas)
 			if err != nil {
 				return err
 			}

@@ -3,14 +3,13 @@ package stardust
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
+	"testbed/dut/fabric"
 	o "testbed/orchestrator"
 	sd "testbed/p4/stardust"
 	"testbed/results"
-	sm "testbed/simlab/stardustmodel"
 )
 
 // PushPullName is the recipe's name on the command line.
@@ -57,8 +56,8 @@ measure after warmup, B's share of what was sent to it, and what the fabric lost
 The Stardust fabric's links run fast enough that a link carries fabric_speedup x
 port_gbps of data after cell headers; the packet fabric's run at port_gbps. What D
 receives is counted at D (the pull fabric's cells, the push fabric's packets past the
-middle stage), at most a port's rate each. No device is used (model_only in the
-summary). Writes data/pushpull_ports.csv.
+middle stage), at most a port's rate each. Both run on the lab's fabric device (kind fabric: the
+simulated lab's fabric1; model_only in the summary). Writes data/pushpull_ports.csv.
 
 With Stardust switches in the inventory (--bench stardust, or switches with
 stardust_role) the pull fabric runs on them: D is the first FA, its host port A and
@@ -258,74 +257,86 @@ func writePushPull(rc *o.RunContext, sc, fabric string, got, offered [2]float64,
 	return pt, nil
 }
 
-// simulatePushPull runs scenario sc on the model's pull fabric c or push
-// fabric push and writes its rows.
-func simulatePushPull(ctx context.Context, rc *o.RunContext, p *o.Params, sc, fabric string, c, push sd.Fabric, po sd.PacketFabricOpts) (PushPullPoint, error) {
+// simulatePushPull runs scenario sc on device fd's pull fabric c (cells)
+// or push fabric push (packets) and writes its rows.
+func simulatePushPull(ctx context.Context, rc *o.RunContext, fd fabric.Fabric, p *o.Params, sc, kind string, c, push sd.Fabric, po sd.PacketFabricOpts) (PushPullPoint, error) {
 	flows := pushPullFlows(sc)
 	cfg := c
-	if fabric == "push" {
+	if kind == "push" {
 		cfg = push
 	}
 	slot := cfg.SlotSeconds()
 	warm := int64(p.Duration("warmup").Seconds() / slot)
 	meas := max(1, int64(p.Duration("measure").Seconds()/slot))
 	bytes := int64(2 * cfg.PortBps / 8 * float64(warm+meas) * slot)
-	var run func(int64)
-	var delivered func(int) int64
-	var lostOf func(int) int64
-	switch fabric {
-	case "pull":
-		m, err := sm.New(cfg, rand.New(rand.NewPCG(rc.Seed, 0x5d)))
-		if err != nil {
-			return PushPullPoint{}, err
-		}
-		for _, f := range flows {
-			if _, err := m.AddFlow(f.src, f.port, f.prio, bytes, cfg.PacketBytes); err != nil {
-				return PushPullPoint{}, err
-			}
-		}
-		run, delivered = m.Run, m.FlowDelivered
-		lostOf = func(int) int64 { return m.S.CellsLost + m.S.CellsLostFailed + m.S.CellsNoRoute }
-	default:
-		f, err := sm.NewPacketFabric(cfg, po, rand.New(rand.NewPCG(rc.Seed, 0xec)))
-		if err != nil {
-			return PushPullPoint{}, err
-		}
-		for _, fl := range flows {
-			if _, err := f.AddFlowClass(fl.src, fl.port, fl.prio, bytes, cfg.PacketBytes); err != nil {
-				return PushPullPoint{}, err
-			}
-		}
-		run, delivered, lostOf = f.Run, f.FlowDelivered, f.FlowDrops
+	var err error
+	if kind == "pull" {
+		err = fd.OpenCells(ctx, cfg, fabric.Seed{rc.Seed, 0x5d})
+	} else {
+		err = fd.OpenPackets(ctx, cfg, po, fabric.Seed{rc.Seed, 0xec})
 	}
-	if err := runSlots(ctx, run, warm); err != nil {
+	if err != nil {
 		return PushPullPoint{}, err
 	}
-	d0 := make([]int64, len(flows))
-	l0 := make([]int64, len(flows))
-	for i := range flows {
-		d0[i], l0[i] = delivered(i), lostOf(i)
+	for _, f := range flows {
+		if _, err := fd.AddFlow(ctx, fabric.Flow{Src: f.src, Port: f.port, Prio: f.prio, Bytes: bytes, PacketBytes: cfg.PacketBytes}); err != nil {
+			return PushPullPoint{}, err
+		}
 	}
-	if err := runSlots(ctx, run, meas); err != nil {
+	// state reads what each flow delivered and lost: a packet flow's
+	// drops, or for every flow of the pull fabric the cells it lost.
+	state := func() (delivered, lost []int64, err error) {
+		fs, err := fd.Flows(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(fs) != len(flows) {
+			return nil, nil, fmt.Errorf("the fabric has %d flows, not the %d offered", len(fs), len(flows))
+		}
+		var cells int64
+		if kind == "pull" {
+			st, err := fd.Stats(ctx)
+			if err != nil {
+				return nil, nil, err
+			}
+			cells = st.CellsLost + st.CellsLostFailed + st.CellsNoRoute
+		}
+		for _, f := range fs {
+			delivered, lost = append(delivered, f.Delivered), append(lost, f.Drops+cells)
+		}
+		return delivered, lost, nil
+	}
+	if err := runSlots(ctx, fd, warm); err != nil {
+		return PushPullPoint{}, err
+	}
+	d0, l0, err := state()
+	if err != nil {
+		return PushPullPoint{}, err
+	}
+	if err := runSlots(ctx, fd, meas); err != nil {
+		return PushPullPoint{}, err
+	}
+	d1, l1, err := state()
+	if err != nil {
 		return PushPullPoint{}, err
 	}
 	gbps := func(b int64) float64 { return float64(b) * 8 / (float64(meas) * slot) / 1e9 }
 	var got, offered [2]float64
 	var lost [2]int64
 	for i, f := range flows {
-		got[f.port] += gbps(delivered(i) - d0[i])
+		got[f.port] += gbps(d1[i] - d0[i])
 		offered[f.port] += cfg.PortBps / 1e9
-		if fabric == "push" {
-			lost[f.port] += lostOf(i) - l0[i]
+		if kind == "push" {
+			lost[f.port] += l1[i] - l0[i]
 		}
 	}
-	if fabric == "pull" {
-		lost[0] = lostOf(0) - l0[0] // the fabric's, all flows
+	if kind == "pull" {
+		lost[0] = l1[0] - l0[0] // the fabric's, all flows
 	}
-	return writePushPull(rc, sc, fabric, got, offered, lost, cfg.PortBps/1e9)
+	return writePushPull(rc, sc, kind, got, offered, lost, cfg.PortBps/1e9)
 }
 
-// Plan implements Recipe. On the model it touches no device; with
+// Plan implements Recipe. On the model it runs on the lab's fabric device; with
 // Stardust switches in the inventory the pull fabric runs on them
 // (planBench).
 func (r *PushPull) Plan(pc *o.PlanContext) (*o.Plan, error) {
@@ -339,11 +350,15 @@ func (r *PushPull) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	} else if b != nil {
 		return r.planBench(pc, b, push, po)
 	}
+	dev, err := bindFabric(pc.Lab)
+	if err != nil {
+		return nil, err
+	}
 	var mu sync.Mutex
 	sum := PushPullSummary{ModelOnly: true, Scenarios: map[string]map[string]PushPullPoint{}, PullOverPush: map[string]float64{}}
 	steps := 0
 	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: PushPullTables(),
-		Bindings: []o.Binding{{Role: "fabric", Resource: "simlab/stardustmodel", Detail: fmt.Sprintf("the cell-level model and its packet-switched fabric alone (model_only): 3 devices of 2 x %g Gb/s ports, 2 links each to 2 FEs", c.PortBps/1e9)}},
+		Bindings: []o.Binding{modelBinding(dev, fmt.Sprintf("the cell-level fabric and the packet-switched one alone (model_only): 3 devices of 2 x %g Gb/s ports, 2 links each to 2 FEs", c.PortBps/1e9))},
 		Summary: func(partial bool) (any, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -353,9 +368,13 @@ func (r *PushPull) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		}}
 	for _, sc := range []string{"fig7", "fig12"} {
 		for _, fabric := range []string{"pull", "push"} {
-			plan.Steps = append(plan.Steps, &o.Step{Name: sc + " " + fabric, Action: "simulate",
+			plan.Steps = append(plan.Steps, &o.Step{Name: sc + " " + fabric, Action: "simulate", Devices: []string{dev},
 				Run: func(ctx context.Context, rc *o.RunContext) error {
-					pt, err := simulatePushPull(ctx, rc, p, sc, fabric, c, push, po)
+					fd, err := fabricOf(rc, dev)
+					if err != nil {
+						return err
+					}
+					pt, err := simulatePushPull(ctx, rc, fd, p, sc, fabric, c, push, po)
 					if err != nil {
 						return err
 					}

@@ -57,7 +57,11 @@ func (r *PushPull) planBench(pc *o.PlanContext, b *bench, push sd.Fabric, po sd.
 	desc := b.describe(cfg.LinkGbps, cfg.HostGbps)
 	onBench := p.String("bench_packet_fabric") == "bench"
 	var mu sync.Mutex
-	pushFrom, bindings := "model", comparisonBindings(desc, "the push fabric (packets sprayed at line rate, drop-tail buffers), in the model at §5.2's shape")
+	dev, err := comparisonDevice(pc)
+	if err != nil {
+		return nil, err
+	}
+	pushFrom, bindings := "model", comparisonBindings(desc, "the push fabric (packets sprayed at line rate, drop-tail buffers), in the model at §5.2's shape", dev)
 	scenarios := []string{"fig7"}
 	if onBench {
 		pushFrom, bindings = "bench", packetBindings(desc)
@@ -134,9 +138,13 @@ func (r *PushPull) planBench(pc *o.PlanContext, b *bench, push sd.Fabric, po sd.
 			}})
 	}
 	if !onBench {
-		plan.Steps = append(plan.Steps, &o.Step{Name: "fig7 push (model)", Action: "simulate",
+		plan.Steps = append(plan.Steps, &o.Step{Name: "fig7 push (model)", Action: "simulate", Devices: []string{dev},
 			Run: func(ctx context.Context, rc *o.RunContext) error {
-				pt, err := simulatePushPull(ctx, rc, p, "fig7", "push", push, push, po)
+				fd, err := fabricOf(rc, dev)
+				if err != nil {
+					return err
+				}
+				pt, err := simulatePushPull(ctx, rc, fd, p, "fig7", "push", push, push, po)
 				if err != nil {
 					return err
 				}

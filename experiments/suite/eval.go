@@ -2,6 +2,7 @@ package suite
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"testbed/results"
@@ -26,10 +27,15 @@ type Check struct {
 	Metric    string `json:"metric,omitempty"`
 	// Value is the measured value; Baseline the baseline bundle's value
 	// (relative checks only).
-	Value    any    `json:"value,omitempty"`
-	Baseline any    `json:"baseline,omitempty"`
-	Outcome  string `json:"outcome"`
-	Message  string `json:"message"`
+	Value    any `json:"value,omitempty"`
+	Baseline any `json:"baseline,omitempty"`
+	// BandLow and BandHigh are the band the value was held to, for plots:
+	// the baseline's value plus and minus the tolerance (relative checks),
+	// else the bounds min and max; absent where a side is open.
+	BandLow  *float64 `json:"band_low,omitempty"`
+	BandHigh *float64 `json:"band_high,omitempty"`
+	Outcome  string   `json:"outcome"`
+	Message  string   `json:"message"`
 }
 
 // Name is the check's test name: metric path and condition.
@@ -105,6 +111,7 @@ func evaluate(c *Check, x *Expectation, m results.Metric, base map[string]any, h
 			fails = append(fails, fmt.Sprintf("measured %s, above the maximum %s", show(v), fnum(*x.Max)))
 		}
 	}
+	c.BandLow, c.BandHigh = x.Min, x.Max
 	if x.Relative() {
 		b, inBase := base[m.Path]
 		switch {
@@ -114,6 +121,12 @@ func evaluate(c *Check, x *Expectation, m results.Metric, base map[string]any, h
 			skips = append(skips, fmt.Sprintf("baseline %s has no metric %s", baselineName, m.Path))
 		default:
 			c.Baseline, compared = b, true
+			if bf, ok := b.(float64); ok {
+				tol := x.Tolerance()
+				w := math.Max(tol.Abs, tol.Rel*math.Abs(bf))
+				lo, hi := bf-w, bf+w
+				c.BandLow, c.BandHigh = &lo, &hi
+			}
 			d := results.CompareMetric(m.Path, b, m.Value, x.Worse, x.Tolerance())
 			if d.Regression {
 				fails = append(fails, fmt.Sprintf("measured %s, baseline %s (%s): %s beyond %s; %s",

@@ -20,10 +20,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"sync"
+	"time"
 
 	sd "testbed/p4/stardust"
 	sm "testbed/simlab/stardustmodel"
+	"testbed/simlab/wire"
 )
 
 // maxLine bounds a request line.
@@ -31,20 +34,32 @@ const maxLine = 1 << 20
 
 // Server accepts connections on a loopback port; each holds one fabric.
 type Server struct {
-	ln    net.Listener
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	conns map[net.Conn]bool
+	faults *wire.Faults
+	done   chan struct{}
+	ln     net.Listener
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	conns  map[net.Conn]bool
 }
 
 // Listen starts a server on addr (127.0.0.1:0 for any free port).
-func Listen(ctx context.Context, addr string) (*Server, error) {
+func Listen(ctx context.Context, addr string) (*Server, error) { return ListenFaults(ctx, addr, nil) }
+
+// ListenFaults starts a server that consults f before each reply: a drop
+// closes the connection, a stall leaves the request unanswered, a garble
+// answers a line that is not JSON, a delay answers late, and a device
+// error fails a request that changes the fabric (open, run, add_flow,
+// set_*) as the fabric reports any error.
+func ListenFaults(ctx context.Context, addr string, f *wire.Faults) (*Server, error) {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("simulated fabric: listen %s: %w", addr, err)
 	}
-	s := &Server{ln: ln, conns: map[net.Conn]bool{}}
+	if f == nil {
+		f = &wire.Faults{}
+	}
+	s := &Server{faults: f, done: make(chan struct{}), ln: ln, conns: map[net.Conn]bool{}}
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
@@ -56,6 +71,11 @@ func (s *Server) Address() string { return "tcp://" + s.ln.Addr().String() }
 // Close stops the server and closes its connections.
 func (s *Server) Close() error {
 	err := s.ln.Close()
+	select {
+	case <-s.done:
+	default:
+		close(s.done)
+	}
 	s.mu.Lock()
 	for c := range s.conns {
 		c.Close()
@@ -78,7 +98,7 @@ func (s *Server) accept() {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			serve(c)
+			s.serve(c)
 			s.mu.Lock()
 			delete(s.conns, c)
 			s.mu.Unlock()
@@ -93,17 +113,52 @@ type request struct {
 	Args json.RawMessage `json:"args"`
 }
 
-func serve(c net.Conn) {
+// changes are the ops that change the fabric: the ones an injected
+// device error fails.
+var changes = map[string]bool{"open": true, "run": true, "run_until_done": true, "watch": true, "add_flow": true,
+	"set_link": true, "set_fe": true, "set_link_error_rate": true}
+
+// failure takes a pending device error for an op that changes the fabric.
+func failure(f *wire.Faults, op string) (wire.DeviceError, bool) {
+	if !changes[op] {
+		return wire.DeviceError{}, false
+	}
+	return f.TakeFailure()
+}
+
+func (srv *Server) serve(c net.Conn) {
 	sc := bufio.NewScanner(c)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	w := bufio.NewWriter(c)
 	var s session
+	f := srv.faults
 	for sc.Scan() {
 		var req request
 		var res any
 		err := json.Unmarshal(sc.Bytes(), &req)
+		if f.TakeDrop() {
+			return
+		}
+		if f.TakeStall() {
+			continue
+		}
+		if d := f.Delay(); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-srv.done:
+				return
+			}
+		}
+		if f.TakeGarble() {
+			if _, err := c.Write([]byte("\x00\xffgarbled\n")); err != nil {
+				return
+			}
+			continue
+		}
 		if err != nil {
 			err = fmt.Errorf("request is not JSON: %v", err)
+		} else if de, hit := failure(f, req.Op); hit {
+			err = fmt.Errorf("%s: device error %d: %s", req.Op, de.Code, de.Message)
 		} else {
 			res, err = s.handle(req)
 		}
@@ -148,6 +203,9 @@ var ops = map[string]op{
 	"set_link_error_rate": (*session).setLinkErrorRate,
 	"link":                (*session).link,
 	"fa_link":             (*session).faLink,
+	"run_until_done":      (*session).runUntilDone,
+	"flows":               (*session).allFlows,
+	"watch":               (*session).watch,
 }
 
 func (s *session) handle(req request) (any, error) {
@@ -236,6 +294,51 @@ func (s *session) run(args json.RawMessage) (any, error) {
 	return map[string]int64{"now": s.now()}, nil
 }
 
+// allDone reports whether every flow added has delivered its last byte.
+func (s *session) allDone() bool {
+	for id := 0; id < s.flows; id++ {
+		if _, done := s.flowDone(id); !done {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *session) flowDone(id int) (float64, bool) {
+	if s.m != nil {
+		return s.m.FlowDone(id)
+	}
+	return s.pf.FlowDone(id)
+}
+
+func (s *session) step(n int64) {
+	if s.m != nil {
+		s.m.Run(n)
+	} else {
+		s.pf.Run(n)
+	}
+}
+
+// runUntilDone steps the fabric step slots at a time while it is before
+// slot until and some flow is not done: a run to the last byte of every
+// flow, asked once rather than a slot at a time.
+func (s *session) runUntilDone(args json.RawMessage) (any, error) {
+	var a struct {
+		Until int64 `json:"until"`
+		Step  int64 `json:"step"`
+	}
+	if err := decode(args, &a); err != nil {
+		return nil, err
+	}
+	if a.Step < 1 || a.Until < 0 {
+		return nil, fmt.Errorf("until %d, step %d: expected a slot (0 or more) and a step of at least 1", a.Until, a.Step)
+	}
+	for s.now() < a.Until && !s.allDone() {
+		s.step(a.Step)
+	}
+	return map[string]any{"now": s.now(), "done": s.allDone()}, nil
+}
+
 // stats are the cell model's statistics, or the packet fabric's counters.
 func (s *session) stats(json.RawMessage) (any, error) {
 	if s.m != nil {
@@ -269,6 +372,29 @@ func (s *session) addFlow(args json.RawMessage) (any, error) {
 	return map[string]int{"id": id}, nil
 }
 
+// flowState is a flow's progress as flow and flows answer it.
+func (s *session) flowState(id int) map[string]any {
+	res := map[string]any{}
+	if s.m != nil {
+		res["delivered"] = s.m.FlowDelivered(id)
+	} else {
+		res["delivered"] = s.pf.FlowDelivered(id)
+		res["drops"] = s.pf.FlowDrops(id)
+	}
+	at, done := s.flowDone(id)
+	res["done"], res["done_slot"] = done, at
+	return res
+}
+
+// allFlows is every flow's state, in the order they were added.
+func (s *session) allFlows(json.RawMessage) (any, error) {
+	out := make([]map[string]any, s.flows)
+	for id := range out {
+		out[id] = s.flowState(id)
+	}
+	return out, nil
+}
+
 func (s *session) flow(args json.RawMessage) (any, error) {
 	var a struct {
 		ID int `json:"id"`
@@ -279,19 +405,7 @@ func (s *session) flow(args json.RawMessage) (any, error) {
 	if a.ID < 0 || a.ID >= s.flows {
 		return nil, fmt.Errorf("flow %d: the fabric has flows 0..%d", a.ID, s.flows-1)
 	}
-	res := map[string]any{}
-	var at float64
-	var done bool
-	if s.m != nil {
-		at, done = s.m.FlowDone(a.ID)
-		res["delivered"] = s.m.FlowDelivered(a.ID)
-	} else {
-		at, done = s.pf.FlowDone(a.ID)
-		res["delivered"] = s.pf.FlowDelivered(a.ID)
-		res["drops"] = s.pf.FlowDrops(a.ID)
-	}
-	res["done"], res["done_slot"] = done, at
-	return res, nil
+	return s.flowState(a.ID), nil
 }
 
 // cells is the cell model, for the ops only it has.
@@ -391,5 +505,99 @@ func (s *session) faLink(args json.RawMessage) (any, error) {
 	if a.Dst >= 0 {
 		res["reaches"] = m.FAReaches(a.FA, a.J, a.Dst)
 	}
+	return res, nil
+}
+
+// reachKey is a watched reach: whether FA FA's table lets it send cells
+// for FA Dst on its link J.
+type reachKey struct {
+	FA  int `json:"fa"`
+	J   int `json:"j"`
+	Dst int `json:"dst"`
+}
+
+// watchState is what watch follows slot by slot: the watched links'
+// validity, the watched reaches, and the cells a failure lost (on a dead
+// link or FE, with no route, or corrupted).
+type watchState struct {
+	Slot  int64  `json:"slot"`
+	Valid []bool `json:"valid"`
+	Reach []bool `json:"reach"`
+	Lost  int64  `json:"lost"`
+}
+
+// watchBin is a sample at a bin boundary: the slot, the packet bytes that
+// have reached their destination FA and the failure-lost cells so far.
+type watchBin struct {
+	Slot         int64 `json:"slot"`
+	BytesArrived int64 `json:"bytes_arrived"`
+	Lost         int64 `json:"lost"`
+}
+
+// watch steps a cell fabric slot by slot for slots slots and reports,
+// without a request per slot, what a recipe watching a failure asks after
+// each: the state before the run, every slot after which a watched link's
+// validity, a watched reach or the failure-lost cells changed (with the
+// new state), and a sample at every slot a whole number of bins after
+// origin.
+func (s *session) watch(args json.RawMessage) (any, error) {
+	var a struct {
+		Slots  int64      `json:"slots"`
+		Origin int64      `json:"origin"`
+		Bin    int64      `json:"bin"`
+		Links  []int      `json:"links"`
+		Reach  []reachKey `json:"reach"`
+	}
+	m, err := s.cells()
+	if err == nil {
+		err = decode(args, &a)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if a.Slots < 0 || a.Bin < 1 {
+		return nil, fmt.Errorf("slots %d, bin %d: expected 0 or more slots and a bin of at least 1", a.Slots, a.Bin)
+	}
+	for _, l := range a.Links {
+		if l < 0 || l >= len(m.S.UplinkCells) {
+			return nil, fmt.Errorf("link %d: the FA-FE links are 0..%d", l, len(m.S.UplinkCells)-1)
+		}
+	}
+	c := s.c
+	for _, r := range a.Reach {
+		if r.FA < 0 || r.FA >= c.FAs || r.J < 0 || r.J >= c.LinksPerFA || r.Dst < 0 || r.Dst >= c.FAs {
+			return nil, fmt.Errorf("FA %d link %d to FA %d: the fabric has FAs 0..%d of links 0..%d", r.FA, r.J, r.Dst, c.FAs-1, c.LinksPerFA-1)
+		}
+	}
+	state := func() watchState {
+		w := watchState{Slot: m.Now(), Valid: make([]bool, len(a.Links)), Reach: make([]bool, len(a.Reach)),
+			Lost: m.S.CellsLostFailed + m.S.CellsNoRoute + m.S.CellsCorrupted}
+		for i, l := range a.Links {
+			w.Valid[i] = m.LinkValid(l)
+		}
+		for i, r := range a.Reach {
+			w.Reach[i] = m.FAReaches(r.FA, r.J, r.Dst)
+		}
+		return w
+	}
+	res := struct {
+		Now     int64        `json:"now"`
+		Start   watchState   `json:"start"`
+		Changes []watchState `json:"changes"`
+		Bins    []watchBin   `json:"bins"`
+	}{Start: state(), Changes: []watchState{}, Bins: []watchBin{}}
+	prev := res.Start
+	for end := m.Now() + a.Slots; m.Now() < end; {
+		m.Run(1)
+		w := state()
+		if w.Lost != prev.Lost || !slices.Equal(w.Valid, prev.Valid) || !slices.Equal(w.Reach, prev.Reach) {
+			res.Changes = append(res.Changes, w)
+			prev = w
+		}
+		if (m.Now()-a.Origin)%a.Bin == 0 {
+			res.Bins = append(res.Bins, watchBin{Slot: m.Now(), BytesArrived: m.S.BytesArrived, Lost: w.Lost})
+		}
+	}
+	res.Now = m.Now()
 	return res, nil
 }

@@ -125,6 +125,13 @@ type HostDelays struct {
 	// payload placed and the ACK/NAK decided. Poll: from the NIC writing a
 	// completion (or the payload) to the polling application seeing it.
 	Post, NICRx, Poll time.Duration
+	// RoundTrip (RDMA), when set, is the spread of a round trip through
+	// both hosts' NICs, PCIe and polling loops over its least (Post,
+	// NICRx and Poll are the least): one draw per trial is added to its
+	// FCT (a trial is one round trip: the WRITE and its answer, or the
+	// WRITE and its ACK). Empty: every lossless trial takes the same time.
+	// KernelBypassRoundTrip is a measured one.
+	RoundTrip Spread
 }
 
 // TCPConfig are the TCP parameters: the Linux defaults of the paper's
@@ -289,6 +296,9 @@ func (c *Config) validate() error {
 			bad("host delays must not be negative: %+v", h)
 			break
 		}
+	}
+	if err := h.RoundTrip.validate(); err != nil {
+		bad("host round trip: %v", err)
 	}
 	switch c.Transport {
 	case TCP:

@@ -172,6 +172,12 @@ func (m *Model) Trial() Trial {
 		// moderation timer, uniformly over its period.
 		t.FCT += time.Duration((m.r.Float64() + m.r.Float64()) * float64(c))
 	}
+	if s := m.c.Host.RoundTrip; len(s) > 0 && m.c.Transport == RDMA {
+		// The NICs', PCIe's and polling's spread (HostDelays.RoundTrip):
+		// it delays when the application sees the answer and so its next
+		// post, nothing the NICs' transport decides.
+		t.FCT += s.draw(m.r.Float64())
+	}
 	return t
 }
 

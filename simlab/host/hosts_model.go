@@ -131,6 +131,10 @@ func newTrialModel(k modelKey, p hostPath, r *rand.Rand) (*fctmodel.Model, error
 	if !k.rdma { // RDMA completions are polled: no interrupt
 		cfg.Host.RxCoalesce = 8 * time.Microsecond
 		cfg.Host.RxStack -= cfg.Host.RxCoalesce / 2
+	} else {
+		// RDMA's: the spread of a polled round trip through the NICs and
+		// PCIe, as measured on kernel-bypass hosts.
+		cfg.Host.RoundTrip = fctmodel.KernelBypassRoundTrip
 	}
 	if !k.timestamps {
 		// No timestamp option: 12 bytes fewer per segment and SYN, a

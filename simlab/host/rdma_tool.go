@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -43,6 +44,7 @@ const (
 type writeLatArgs struct {
 	size, iters, port int
 	device, server    string
+	unsorted          bool // -U: print every sample before the table
 }
 
 func parseWriteLatArgs(args []string) (writeLatArgs, error) {
@@ -54,6 +56,10 @@ func parseWriteLatArgs(args []string) (writeLatArgs, error) {
 				return a, fmt.Errorf("unexpected argument %q", f)
 			}
 			a.server = f
+			continue
+		}
+		if f == "-U" || f == "--report-unsorted" {
+			a.unsorted = true
 			continue
 		}
 		if i+1 >= len(args) {
@@ -187,8 +193,27 @@ func (h *SimHost) writeLatClient(ctx context.Context, a writeLatArgs, out io.Wri
 	h.flowMu.Unlock()
 	report := perftestLatReport(a.size, a.iters, rtts)
 	srv.report <- report
+	if a.unsorted {
+		fmt.Fprint(out, perftestUnsorted(rtts))
+	}
 	fmt.Fprint(out, report)
 	return nil
+}
+
+// perftestUnsorted is what print_report_lat prints with -U before the
+// table: "#, usec", then every delta in the order measured, halved
+// (rtt_factor 2 for WRITE), numbered from 1, with %g.
+func perftestUnsorted(deltas []float64) string {
+	var b strings.Builder
+	b.Grow(16 * (len(deltas) + 1))
+	b.WriteString("#, usec\n")
+	for i, x := range deltas {
+		b.WriteString(strconv.Itoa(i + 1))
+		b.WriteString(", ")
+		b.WriteString(strconv.FormatFloat(x/2, 'g', 6, 64))
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // perftestLatReport is perftest's print_report_lat for a WRITE latency

@@ -293,6 +293,7 @@ func (s *sim) jump(until int64) {
 	}
 	if s.runStart >= c.aAt && s.runStart != c.aRunStart {
 		s.runStart += dt // a run sent in every cycle: the last one
+		s.runEnd += ds
 	}
 	s.nextSeq += ds
 	s.senderAck += ds

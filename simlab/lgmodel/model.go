@@ -432,6 +432,7 @@ type sim struct {
 	// The last skipped-over run: its first frame's start, slot and length,
 	// so counters read mid-run count only the frames already sent.
 	runStart, runSlot, runLen   int64
+	runEnd                      int64 // nextSeq after the last run
 	reached                     int64 // the latest time Advance was asked for
 	serFrame, ser64, drainFrame int64 // ser(FrameBytes), ser(64), drainPS(FrameBytes)
 
@@ -629,13 +630,38 @@ func (s *sim) steadyFits() bool {
 
 // txFrames is the Tx buffer's occupancy in copies.
 func (s *sim) txFrames() int64 {
-	n := s.nextSeq - s.senderAck - int64(len(s.txDropped))
+	lack := s.txLack()
+	n := s.nextSeq - lack
+	for _, d := range s.txDropped {
+		if d >= lack {
+			n--
+		}
+	}
 	for _, h := range s.held {
-		if h < s.senderAck {
+		if h < lack {
 			n++ // not counted above once the leading ACK passed it
 		}
 	}
 	return n
+}
+
+// txLack is the leading ACK the sender holds now. A steady run is sent as
+// one block and lands as one event (emitRun), so the ACKs of its frames
+// come back, in this model, together a round trip after its last frame;
+// on the wire they come one frame time apart, frame i's a round trip after
+// it left: runStart + (i+1) slots, one way, the ACK's 64 B and one way
+// back. Those count here, else every frame sent after a run (a loss ends
+// one) would find the run's last round trip of copies still held, and the
+// Tx buffer would read two round trips' window instead of one.
+func (s *sim) txLack() int64 {
+	lack := s.senderAck
+	if s.runLen > 0 {
+		back := s.runStart + s.runSlot + 2*s.oneWay() + s.ser(64)
+		if s.now >= back {
+			lack = max(lack, s.runEnd-s.runLen+min(s.runLen, (s.now-back)/s.runSlot+1))
+		}
+	}
+	return lack
 }
 
 // setLack records a leading ACK reaching the sender.
@@ -893,6 +919,7 @@ func (s *sim) emitRun(p packet) {
 	slot := s.ser(p.bytes)
 	s.runStart, s.runSlot, s.runLen = s.now, slot, k
 	s.nextSeq += k
+	s.runEnd = s.nextSeq
 	s.res.FramesSent += k
 	s.res.Transmissions += k
 	last := s.now + (k-1)*slot

@@ -74,9 +74,10 @@ type FlowConfig struct {
 // links at 25G) across a link of linkBps in mode, corrupting frames at
 // loss: the switch buffer and marking
 // threshold of a shallow-buffered ToR port (Tofino's 22 MB are shared by
-// all ports; 1 MB to one port), K = 40 KB (our choice: above DCTCP's
-// K > C x RTT / 7, Alizadeh et al., SIGCOMM 2010, §3.3, for 100 Gb/s and
-// a 20 us round trip, below its 65 packets at 10 Gb/s), and the paper's
+// all ports; 1 MB to one port), K = 100 KB (the paper's setting, §4:
+// "ECN (100 KB marking threshold [14])", [14] being DCTCP's own guidance,
+// Alizadeh et al., SIGCOMM 2010, §3.3: K > C x RTT / 7, 36 KB at 100 Gb/s
+// and a 20 us round trip), and the paper's
 // hosts' rto_min of 1 ms (LinkGuardian artifact: ip route ... rto_min
 // 1ms; Linux's default is 200 ms).
 func DefaultFlow(cc string, mode lgmodel.Mode, linkBps, loss float64) (FlowConfig, error) {
@@ -85,7 +86,7 @@ func DefaultFlow(cc string, mode lgmodel.Mode, linkBps, loss float64) (FlowConfi
 		return FlowConfig{}, err
 	}
 	return FlowConfig{CC: cc, MSS: 1448, HostBps: linkBps, Link: lc, HostDelay: 2 * time.Microsecond, AckDelay: 10 * time.Microsecond,
-		SwitchBuffer: 1 << 20, ECNK: 40_000, ECT: cc == "dctcp", RTOMin: time.Millisecond, DupThresh: 3,
+		SwitchBuffer: 1 << 20, ECNK: 100_000, ECT: cc == "dctcp", RTOMin: time.Millisecond, DupThresh: 3,
 		Duration: 20 * time.Millisecond, Sample: time.Millisecond, Loss: loss}, nil
 }
 
