@@ -18,7 +18,7 @@ type TrendPoint struct {
 // the suite marked as a regression ringed in red.
 func TrendFigure(name, title, xLabel, yLabel string, pts []TrendPoint) FigureData {
 	fd := FigureData{Figure: Figure{Name: name, Title: title, Kind: Line, Band: true}, XLabelText: xLabel, YLabelText: yLabel}
-	s := SeriesData{Name: yLabel}
+	s := SeriesData{Name: "value"}
 	for _, p := range pts {
 		lo, hi := p.Low, p.High
 		if math.IsInf(lo, 0) || math.IsInf(hi, 0) {
@@ -29,7 +29,7 @@ func TrendFigure(name, title, xLabel, yLabel string, pts []TrendPoint) FigureDat
 		s.Points = append(s.Points, Point{X: p.X, Y: p.Value, Low: lo, High: hi, Marked: p.Regression})
 	}
 	fd.Series = []SeriesData{s}
-	fd.Legend = []string{yLabel}
+	fd.Legend = []string{"value, band: tolerance"}
 	fd.ranges()
 	return fd
 }

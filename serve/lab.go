@@ -31,6 +31,10 @@ type LabDevice struct {
 	Waiting int `json:"waiting"`
 	// Pending is how many undos its journal still holds.
 	Pending int `json:"pending_undos"`
+	// PendingByHolder is true when those undos were journaled by the run
+	// holding the device now (they are undone at its end); false when a
+	// run that is gone left them for the next holder or `lab recover`.
+	PendingByHolder bool `json:"pending_by_holder"`
 }
 
 // LeaseView is a held lease.
@@ -200,6 +204,7 @@ func (s *Server) labSnapshot(ctx context.Context) Lab {
 			for _, d := range byKey {
 				if d.Name == pj.Device && pj.Device != "" {
 					d.Pending += len(pj.Undos)
+					d.PendingByHolder = d.Lease != nil && len(pj.Undos) > 0 && pj.Undos[0].RunID == d.Lease.RunID
 					break
 				}
 			}

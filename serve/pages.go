@@ -19,6 +19,11 @@ import (
 //go:embed static
 var staticFS embed.FS
 
+// openapiYAML documents the JSON API (served at /api/v1/openapi.yaml).
+//
+//go:embed openapi.yaml
+var openapiYAML []byte
+
 //go:embed templates/*.html
 var templateFS embed.FS
 

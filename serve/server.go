@@ -80,6 +80,10 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/v1/runs/{id}/progress", s.apiProgress)
 	m.HandleFunc("GET /api/v1/runs/{id}/diff", s.apiDiff)
 	m.HandleFunc("GET /api/v1/trends", s.apiTrends)
+	m.HandleFunc("GET /api/v1/openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		_, _ = w.Write(openapiYAML)
+	})
 	m.HandleFunc("GET /api/v1/health", func(w http.ResponseWriter, r *http.Request) {
 		n, err := s.ix.Count(r.Context())
 		if err != nil {

@@ -105,7 +105,7 @@ func (*Latency) Params() []o.ParamSpec {
 func LatencyTables() []results.Table {
 	caseFields := []results.Field{
 		{Name: "link", Type: "string", Description: "the case's port modes, as speed and FEC (25G rs528; 100G rs528 + 25G rs528 for the heterogeneous path)"},
-		{Name: "speed_gbps", Type: "integer", Unit: "Gb/s", Description: "speed of the snake ports (the fastest for the heterogeneous path)"},
+		{Name: "speed_gbps", Type: "integer", Unit: "Gb/s", Description: "speed of the snake ports; in the per-probe and per-hop rows, of the hop's own link (25 for the heterogeneous path's first hop, whose port runs 25G)"},
 		{Name: "fec", Type: "string", Description: "none, fc, rs528 or rs544"},
 		{Name: "frame_bytes", Type: "integer", Unit: "B", Description: "probe frame size including FCS"},
 		{Name: "switch_mode", Type: "string", Description: "cut-through or store-and-forward"},
@@ -507,7 +507,7 @@ func runCase(ctx context.Context, rc *o.RunContext, sn *snake, st *latencyState,
 			cum += hop
 			smp.hop[h] = append(smp.hop[h], hop)
 			smp.wire[h] = append(smp.wire[h], wire)
-			if err := frames.Write(k.link, k.gbps, k.fec, k.frameBytes, k.mode, k.path, n, h+1, hop, wire, cum); err != nil {
+			if err := frames.Write(k.link, k.hopGbps(h), k.fec, k.frameBytes, k.mode, k.path, n, h+1, hop, wire, cum); err != nil {
 				return err
 			}
 		}
@@ -517,6 +517,15 @@ func runCase(ctx context.Context, rc *o.RunContext, sn *snake, st *latencyState,
 	st.order = append(st.order, k)
 	st.mu.Unlock()
 	return writeCase(rc, st, k, smp)
+}
+
+// hopGbps is the speed of hop h's link: the heterogeneous path's first
+// port, and so its first hop, runs at 25G.
+func (k caseKey) hopGbps(h int) int {
+	if k.slowFirst && h == 0 {
+		return 25
+	}
+	return k.gbps
 }
 
 // writeCase computes a case's per-hop and envelope rows and its summary.
@@ -548,7 +557,28 @@ func writeCase(rc *o.RunContext, st *latencyState, k caseKey, smp *sample) error
 	}
 	st.mu.Unlock()
 	c := Case{}
+	fast, fastPred, fastHasPred, fastOffWait := phy, pred, hasPred, offWait
+	span := make([]float64, len(smp.hop)) // the paper's jitter per hop; NaN: no prediction
 	for h := range smp.hop {
+		// The heterogeneous path's first hop runs at 25G: its row is that
+		// link's, with its own PHY's prediction, and no marginal (the
+		// FEC-off counterpart is the 100G case).
+		phy, pred, hasPred, offWait = fast, fastPred, fastHasPred, fastOffWait
+		off := off
+		if g := k.hopGbps(h); g != k.gbps {
+			if phy, err = phyOf(g, k.fec); err != nil {
+				return err
+			}
+			pred, hasPred = phy.Predict(k.frameBytes, saf)
+			offWait, off = phy.plainNs(headerBytes), nil
+			if saf {
+				offWait = phy.plainNs(k.frameBytes)
+			}
+		}
+		span[h] = math.NaN()
+		if hasPred {
+			span[h] = pred.MaxNs - pred.MinNs
+		}
 		v := slices.Sorted(slices.Values(smp.hop[h]))
 		w := slices.Sorted(slices.Values(smp.wire[h]))
 		hs := HopStats{P50Ns: quantile(v, 0.5), MaxNs: v[len(v)-1], JitterNs: v[len(v)-1] - v[0]}
@@ -573,7 +603,7 @@ func writeCase(rc *o.RunContext, st *latencyState, k caseKey, smp *sample) error
 		if k.fec == "none" {
 			tDec = 0
 		}
-		if err := hopsT.Write(k.link, k.gbps, k.fec, k.frameBytes, k.mode, k.path, h+1, len(v), v[0], hs.P50Ns, quantile(v, 0.99), hs.MaxNs, hs.JitterNs,
+		if err := hopsT.Write(k.link, k.hopGbps(h), k.fec, k.frameBytes, k.mode, k.path, h+1, len(v), v[0], hs.P50Ns, quantile(v, 0.99), hs.MaxNs, hs.JitterNs,
 			w[0], w[len(w)-1], opt(mp50, off != nil), opt(mmax, off != nil), opt(worst, off != nil),
 			phy.TAcc(), opt(tDec, true), opt(pred.MinNs, hasPred), opt(pred.MaxNs, hasPred), opt(pred.MarginalMaxNs, hasPred)); err != nil {
 			return err
@@ -587,11 +617,11 @@ func writeCase(rc *o.RunContext, st *latencyState, k caseKey, smp *sample) error
 			cum[i] += v
 			lo, hi = math.Min(lo, cum[i]), math.Max(hi, cum[i])
 		}
-		paperEnv := math.NaN()
-		if hasPred {
-			paperEnv = float64(h+1) * (pred.MaxNs - pred.MinNs)
+		paperEnv := 0.0
+		for _, x := range span[:h+1] {
+			paperEnv += x // NaN when a hop has no prediction
 		}
-		if err := envT.Write(k.link, k.gbps, k.fec, k.frameBytes, k.mode, k.path, h+1, lo, hi, hi-lo, opt(paperEnv, hasPred)); err != nil {
+		if err := envT.Write(k.link, k.gbps, k.fec, k.frameBytes, k.mode, k.path, h+1, lo, hi, hi-lo, opt(paperEnv, !math.IsNaN(paperEnv))); err != nil {
 			return err
 		}
 		c.EnvelopeNs, c.MaxTotalNs = hi-lo, hi

@@ -123,6 +123,26 @@ func TestFECLatencyOnTheSimulatedLab(t *testing.T) {
 	if len(env) == 0 {
 		t.Error("no envelope rows")
 	}
+	// The heterogeneous path's rows give each hop its own link: the first
+	// (its port at 25G) with the 25G PHY's prediction, the rest 100G's.
+	paperMax := map[string]string{}
+	for _, r := range recipetest.ReadTable(t, res.Dir, "fec_latency_hops") {
+		if r["path"] == "homogeneous" && r["fec"] == "rs528" && r["hop"] == "1" {
+			paperMax[r["speed_gbps"]] = r["paper_max_ns"]
+		}
+	}
+	for _, r := range recipetest.ReadTable(t, res.Dir, "fec_latency_hops") {
+		if r["path"] != "heterogeneous" {
+			continue
+		}
+		want := "100"
+		if r["hop"] == "1" {
+			want = "25"
+		}
+		if r["speed_gbps"] != want || r["paper_max_ns"] != paperMax[want] || paperMax[want] == "" {
+			t.Errorf("heterogeneous hop %s: speed %s G, paper max %s ns; want %s G and that link's %s ns", r["hop"], r["speed_gbps"], r["paper_max_ns"], want, paperMax[want])
+		}
+	}
 	recipetest.CheckReport(t, res.Dir, "hop-latency-cdf", "marginal-latency", "envelope")
 
 	// The switch is put back: no port the run added, the snake emptied.

@@ -431,8 +431,12 @@ type sim struct {
 	idleFrom int64 // the line carries only redundant dummies since then (-1: not idle)
 	// The last skipped-over run: its first frame's start, slot and length,
 	// so counters read mid-run count only the frames already sent.
-	runStart, runSlot, runLen   int64
-	runEnd                      int64 // nextSeq after the last run
+	runStart, runSlot, runLen int64
+	runEnd                    int64 // nextSeq after the last run
+	// prevRuns are the runs before the last whose ACKs may still be on
+	// their way (runs of MaxRun frames follow each other): start, slot,
+	// length, end.
+	prevRuns                    [][4]int64
 	reached                     int64 // the latest time Advance was asked for
 	serFrame, ser64, drainFrame int64 // ser(FrameBytes), ser(64), drainPS(FrameBytes)
 
@@ -652,15 +656,30 @@ func (s *sim) txFrames() int64 {
 // it left: runStart + (i+1) slots, one way, the ACK's 64 B and one way
 // back. Those count here, else every frame sent after a run (a loss ends
 // one) would find the run's last round trip of copies still held, and the
-// Tx buffer would read two round trips' window instead of one.
+// Tx buffer would read two round trips' window instead of one. Runs of
+// MaxRun frames follow one another, so the runs before the last count too.
 func (s *sim) txLack() int64 {
 	lack := s.senderAck
+	acked := func(start, slot, n, end int64) int64 {
+		back := start + slot + 2*s.oneWay() + s.ser(64)
+		if n <= 0 || s.now < back {
+			return 0
+		}
+		return end - n + min(n, (s.now-back)/slot+1)
+	}
 	if s.runLen > 0 {
-		back := s.runStart + s.runSlot + 2*s.oneWay() + s.ser(64)
-		if s.now >= back {
-			lack = max(lack, s.runEnd-s.runLen+min(s.runLen, (s.now-back)/s.runSlot+1))
+		lack = max(lack, acked(s.runStart, s.runSlot, s.runLen, s.runEnd))
+	}
+	// Runs before the last one (of MaxRun frames each, back to back):
+	// those whose ACKs are all back are forgotten.
+	keep := s.prevRuns[:0]
+	for _, r := range s.prevRuns {
+		if r[3] > s.senderAck {
+			lack = max(lack, acked(r[0], r[1], r[2], r[3]))
+			keep = append(keep, r)
 		}
 	}
+	s.prevRuns = keep
 	return lack
 }
 
@@ -917,6 +936,10 @@ func (s *sim) emitRun(p packet) {
 	s.rec = nil // a run's length depends on the countdown: not replayed
 	k := p.run
 	slot := s.ser(p.bytes)
+	if s.runLen > 0 && s.runEnd > s.senderAck {
+		s.prevRuns = slices.DeleteFunc(s.prevRuns, func(r [4]int64) bool { return r[3] <= s.senderAck })
+		s.prevRuns = append(s.prevRuns, [4]int64{s.runStart, s.runSlot, s.runLen, s.runEnd})
+	}
 	s.runStart, s.runSlot, s.runLen = s.now, slot, k
 	s.nextSeq += k
 	s.runEnd = s.nextSeq

@@ -99,25 +99,27 @@ func TestTxBufferBoundHoldsUnderStress(t *testing.T) {
 // windows when the copies sent after a run waited for the run's ACKs).
 func TestTxBufferWatermarkSameSkippedOrStepped(t *testing.T) {
 	for _, mode := range []Mode{Ordered, NonBlocking} {
-		var got [2]int64
-		for i, step := range []bool{false, true} {
-			c, err := Defaults(mode, 100e9, 1e-3, 300_000)
-			if err != nil {
-				t.Fatal(err)
+		for _, maxRun := range []int64{0, 256} { // 256: the switch emulator's runs
+			var got [2]int64
+			for i, step := range []bool{false, true} {
+				c, err := Defaults(mode, 100e9, 1e-3, 300_000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.Step, c.MaxRun = step, maxRun
+				m, err := New(c, rand.New(rand.NewPCG(3, 3)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				m.Advance(1 << 62)
+				got[i] = m.Result().MaxTxBufferBytes / int64(c.FrameBytes+lg.HeaderBytes)
+				if w := m.s.steadyTx; got[i] < w || got[i] > w+4 {
+					t.Errorf("%s step=%v: Tx buffer watermark %d copies, window %d", mode, step, got[i], w)
+				}
 			}
-			c.Step = step
-			m, err := New(c, rand.New(rand.NewPCG(3, 3)))
-			if err != nil {
-				t.Fatal(err)
+			if d := got[0] - got[1]; d < -2 || d > 2 {
+				t.Errorf("%s, runs of at most %d: watermark %d copies skipping ahead, %d stepping", mode, maxRun, got[0], got[1])
 			}
-			m.Advance(1 << 62)
-			got[i] = m.Result().MaxTxBufferBytes / int64(c.FrameBytes+lg.HeaderBytes)
-			if w := m.s.steadyTx; got[i] < w || got[i] > w+4 {
-				t.Errorf("%s step=%v: Tx buffer watermark %d copies, window %d", mode, step, got[i], w)
-			}
-		}
-		if d := got[0] - got[1]; d < -2 || d > 2 {
-			t.Errorf("%s: watermark %d copies skipping ahead, %d stepping", mode, got[0], got[1])
 		}
 	}
 }
