@@ -641,7 +641,7 @@ type RunFilter struct {
 	Recipe, Status, Suite, SuiteEntry string
 	// Before lists runs older than this run id (paging backwards).
 	Before string
-	// Limit caps the rows (0: 100); newest first.
+	// Limit caps the rows (0: 100; -1: no cap); newest first.
 	Limit int
 }
 
@@ -687,7 +687,7 @@ func (ix *Index) Runs(ctx context.Context, f RunFilter) ([]Run, error) {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	lim := f.Limit
-	if lim <= 0 {
+	if lim == 0 {
 		lim = 100
 	}
 	q += ` ORDER BY run_id DESC LIMIT ` + strconv.Itoa(lim)
@@ -709,6 +709,9 @@ func (ix *Index) Runs(ctx context.Context, f RunFilter) ([]Run, error) {
 
 // ErrNoRun is returned for a run id the index does not hold.
 var ErrNoRun = errors.New("no such run")
+
+// Path is a run's bundle directory.
+func (ix *Index) Path(r Run) string { return filepath.Join(ix.runsDir, r.Dir) }
 
 // Run is one indexed run by id.
 func (ix *Index) Run(ctx context.Context, id string) (Run, error) {

@@ -103,9 +103,17 @@ func TestResultsListFiltersAndSpeaksSnakeCase(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(runs, "not-a-bundle"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	index := filepath.Join(t.TempDir(), "index.sqlite")
 	list := func(args ...string) (string, int) {
+		t.Helper()
 		var out, errOut bytes.Buffer
 		code := run(context.Background(), append([]string{"results", "list", "--runs-dir", runs}, args...), &out, &errOut)
+		// The run index (testbed serve's) answers the same.
+		var iout, ierr bytes.Buffer
+		icode := run(context.Background(), append([]string{"results", "list", "--runs-dir", runs, "--index", index}, args...), &iout, &ierr)
+		if icode != code || iout.String()+ierr.String() != out.String()+errOut.String() {
+			t.Errorf("results list %v: through the index (exit %d)\n%s%s\nnot as read from the bundles (exit %d)\n%s%s", args, icode, iout.String(), ierr.String(), code, out.String(), errOut.String())
+		}
 		return out.String() + errOut.String(), code
 	}
 	out, code := list()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"testbed/internal/readfile"
 	"testbed/orchestrator"
 	"testbed/results"
+	"testbed/serve"
 )
 
 // bundleEntry is one bundle under the runs directory, as listed.
@@ -159,7 +161,7 @@ func previousRun(dir, recipe, runID string) string {
 }
 
 func (a *app) resultsListCmd() *cobra.Command {
-	var recipe, status string
+	var recipe, status, index string
 	var latest bool
 	c := &cobra.Command{
 		Use:   "list",
@@ -174,7 +176,13 @@ func (a *app) resultsListCmd() *cobra.Command {
 			default:
 				return &exitError{code: exitBadInput, err: fmt.Errorf("--status %q: expected ok, failed, aborted or running", status)}
 			}
-			all, err := listBundles(a.v.GetString("runs_dir"))
+			var all []bundleEntry
+			var err error
+			if index != "" {
+				all, err = indexedBundles(cmd.Context(), index, a.v.GetString("runs_dir"), recipe, status)
+			} else {
+				all, err = listBundles(a.v.GetString("runs_dir"))
+			}
 			if err != nil {
 				return err
 			}
@@ -196,6 +204,7 @@ func (a *app) resultsListCmd() *cobra.Command {
 	c.Flags().StringVar(&recipe, "recipe", "", "only bundles of this recipe")
 	c.Flags().StringVar(&status, "status", "", "only bundles with this status: ok, failed, aborted, running")
 	c.Flags().BoolVar(&latest, "latest", false, "only the newest matching bundle")
+	c.Flags().StringVar(&index, "index", "", "answer from this run index (testbed serve's, brought up to date with the runs directory first) instead of reading every bundle")
 	_ = c.RegisterFlagCompletionFunc("recipe", completeRecipes)
 	_ = c.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"ok", "failed", "aborted", "running"}, cobra.ShellCompDirectiveNoFileComp))
 	return c
@@ -276,3 +285,26 @@ func readManifest(dir string) (results.Manifest, error) {
 // maxBundleMetaBytes bounds a bundle's manifest.json and summary.json as
 // `results list` reads them (the bundle reader's own limit for them).
 const maxBundleMetaBytes = 64 << 20
+
+// indexedBundles is listBundles answered by a run index (serve's): the
+// index is brought in step with the runs directory, then asked.
+func indexedBundles(ctx context.Context, path, runs, recipe, status string) ([]bundleEntry, error) {
+	ix, err := serve.OpenIndex(ctx, path, runs, recipeHeadlines)
+	if err != nil {
+		return nil, err
+	}
+	defer ix.Close()
+	if _, err := ix.Sync(ctx); err != nil {
+		return nil, err
+	}
+	rs, err := ix.Runs(ctx, serve.RunFilter{Recipe: recipe, Status: status, Limit: -1})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bundleEntry, 0, len(rs))
+	for i := len(rs) - 1; i >= 0; i-- { // oldest first, as listBundles
+		r := rs[i]
+		out = append(out, bundleEntry{RunID: r.RunID, Recipe: r.Recipe, Status: r.Status, Started: r.Started, Path: ix.Path(r), Headline: r.Headline})
+	}
+	return out, nil
+}
