@@ -21,8 +21,10 @@ import (
 // testbed serve in a real browser while a sweep runs against the simulated
 // lab: the lab page, left open, shows the VOA's lease appear and go again
 // without a reload; the run's page shows its steps advancing as the bundle
-// is written, and its end.
-func TestServeShowsALiveRunInChromium(t *testing.T) {
+// is written, and its end. Its name holds "Lease": the Makefile's RACE_RUN
+// runs it under the race detector (the server's streams, index and lease
+// reads meet there).
+func TestServeShowsALiveRunAndItsLeaseInChromium(t *testing.T) {
 	bctx := browsertest.New(t, 3*time.Minute)
 	lab, inv := startLab(t, 11)
 	// Every VOA reply comes 60 ms late, so the sweep's steps last long
