@@ -2,7 +2,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build proto lint-openapi test test-race test-plain vet fmt-check models-single-goroutine bench fuzz sweep soak clean
+.PHONY: all build proto lint-openapi test test-race test-plain vet fmt-check models-single-goroutine bench fuzz sweep soak load clean
 
 all: build
 
@@ -135,6 +135,14 @@ N    ?= 12
 SEED ?= 1
 soak:
 	N=$(N) SEED=$(SEED) scripts/soak.sh
+
+# The nightly suite under load (scripts/load.sh), not part of make test:
+# RUNS runs while stress-ng keeps LOAD_FACTOR x the cores busy; skips,
+# saying why, without stress-ng. `make load RUNS=3`.
+RUNS ?= 3
+LOAD_FACTOR ?= 4
+load:
+	RUNS=$(RUNS) LOAD_FACTOR=$(LOAD_FACTOR) scripts/load.sh
 
 # The BF Runtime gRPC code (internal/bfrtpb) from the SDE's bfruntime.proto:
 # needs protoc (Debian's protobuf-compiler); the Go plugins are installed

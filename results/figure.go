@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"testbed/internal/readfile"
 )
 
 // Kind is how a figure draws its rows.
@@ -263,7 +265,7 @@ func readRecords(dir, rel string) ([][]string, error) {
 // ReadFigures rebuilds every figure of a bundle directory from the figure
 // declarations in its datapackage.json and its data tables.
 func ReadFigures(dir string) ([]FigureData, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, "datapackage.json"))
+	raw, err := readfile.Read(filepath.Join(dir, "datapackage.json"), maxMetaBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read figures: %w", err)
 	}

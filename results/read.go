@@ -465,9 +465,17 @@ func (sc *scanner) file(name string, size int64, r io.Reader) error {
 	var src io.Reader = io.TeeReader(in, h)
 	var keep *bytes.Buffer
 	if isMeta(name) {
-		max := min(maxMetaBytes, lim.MaxEntryBytes)
+		limit := min(maxMetaBytes, lim.MaxEntryBytes)
+		tooLarge := fmt.Errorf("%s: %s: larger than %s, more than such a file ever holds", sc.s.name, name, fmtBytes(limit))
+		// Refused by its size before a byte is held: growing a buffer
+		// towards the cap took more memory than a process under a
+		// virtual memory limit (ulimit -v) has, and the runtime aborted.
+		if size > limit {
+			return tooLarge
+		}
 		keep = &bytes.Buffer{}
-		src = io.TeeReader(src, &capWriter{w: keep, max: max, err: fmt.Errorf("%s: %s: larger than %s, more than such a file ever holds", sc.s.name, name, fmtBytes(max))})
+		keep.Grow(int(max(size, 0)) + bytes.MinRead)
+		src = io.TeeReader(src, &capWriter{w: keep, max: limit, err: tooLarge})
 	}
 	var err error
 	switch {

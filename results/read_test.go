@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -414,5 +415,31 @@ func TestCountCSVAcrossReads(t *testing.T) {
 	h, n, err := countCSV(oneByte{strings.NewReader("\"a\"\"x\",b\n1,\"2\n3\"\n\n4,5\n")})
 	if err != nil || fmt.Sprint(h) != `[a"x b]` || n != 3 {
 		t.Errorf("got %q %d %v", h, n, err)
+	}
+}
+
+// A summary.json larger than a file parsed whole may be is refused by its
+// size, before a byte of it is held: growing a buffer towards the cap
+// took more memory than a process under ulimit -v 1500000 has (a 1000 MB
+// summary.json aborted the runtime). Counted in bytes allocated, not time.
+func TestOversizedSummaryRefusedBeforeReading(t *testing.T) {
+	dir := finalized(t)
+	f, err := os.OpenFile(filepath.Join(dir, "summary.json"), os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(maxMetaBytes + 1); err != nil { // sparse: no disk
+		t.Fatal(err)
+	}
+	f.Close()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = OpenWith(dir, OpenOptions{})
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), "summary.json: larger than 64 MiB") {
+		t.Fatalf("open: %v, want summary.json refused by its size", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 8<<20 {
+		t.Errorf("opening it allocated %d MiB: the file was read before it was refused", got>>20)
 	}
 }

@@ -3,12 +3,15 @@ package results
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"testbed/internal/readfile"
 )
 
 // renderReport makes report.html: the run at a glance, every table's
@@ -40,7 +43,11 @@ func (b *Bundle) renderReport(figs []FigureData) ([]byte, error) {
 		tables = append(tables, tv)
 	}
 	var summary []summaryRow
-	if s, err := os.ReadFile(filepath.Join(b.dir, "summary.json")); err == nil {
+	s, err := readfile.Read(filepath.Join(b.dir, "summary.json"), maxMetaBytes)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	if err == nil {
 		ms, err := FlattenSummary(s)
 		if err != nil {
 			return nil, fmt.Errorf("report: %w", err)
@@ -51,7 +58,7 @@ func (b *Bundle) renderReport(figs []FigureData) ([]byte, error) {
 	}
 	inv, _ := json.MarshalIndent(usedInventory(b.m.Lab.Inventory, b.m.Devices), "", "  ")
 	var buf bytes.Buffer
-	err := reportTmpl.Execute(&buf, map[string]any{"M": b.m, "Tables": tables, "Summary": summary, "Inventory": string(inv)})
+	err = reportTmpl.Execute(&buf, map[string]any{"M": b.m, "Tables": tables, "Summary": summary, "Inventory": string(inv)})
 	return buf.Bytes(), err
 }
 

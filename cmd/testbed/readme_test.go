@@ -15,11 +15,12 @@ import (
 )
 
 // docBlock is a fenced ```sh block of a page, with the mark before it:
-// <!-- doc-commands: run | background | hardware | ci -->.
+// <!-- doc-commands: run | background | hardware | ci | synopsis | long: why -->.
+// A mark with a reason (long: a quarter of an hour) keeps it in why.
 type docBlock struct {
-	mark  string
-	line  int
-	lines []string
+	mark, why string
+	line      int
+	lines     []string
 }
 
 // docBlocks reads the marked command blocks of a markdown page. A ```sh
@@ -50,9 +51,24 @@ func docBlocks(t *testing.T, page string) []docBlock {
 			mark = strings.TrimSuffix(strings.TrimPrefix(l, "<!-- doc-commands: "), " -->")
 		case l == "```sh":
 			if mark == "" {
-				t.Errorf("%s:%d: a ```sh block without a <!-- doc-commands: run|background|hardware|ci --> mark", page, n)
+				t.Errorf("%s:%d: a ```sh block without a <!-- doc-commands: run|background|hardware|ci|synopsis|long: why --> mark", page, n)
 			}
-			cur, mark = &docBlock{mark: mark, line: n}, ""
+			m, why, _ := strings.Cut(mark, ":")
+			cur, mark = &docBlock{mark: m, why: strings.TrimSpace(why), line: n}, ""
+		case strings.HasPrefix(l, "```"):
+			// Another block: output or a file. One whose lines are
+			// commands is a ```sh block, or they would go unchecked.
+			inner := true
+			for inner && sc.Scan() {
+				n++
+				c := sc.Text()
+				if strings.HasPrefix(c, "```") {
+					inner = false
+				} else if strings.HasPrefix(c, "testbed ") || strings.HasPrefix(c, "go run ./cmd/testbed ") {
+					t.Errorf("%s:%d: %q is a command in a %s block: make it a ```sh block with a <!-- doc-commands: ... --> mark", page, n, c, strings.TrimSpace(l))
+				}
+			}
+			mark = ""
 		}
 	}
 	return out

@@ -133,20 +133,29 @@ func TestRecipeRecordsTheSwitchsMechanism(t *testing.T) {
 func TestAbortLeavesTheSwitchDark(t *testing.T) {
 	lab := startLab(t, 32)
 	m := lab.MicroOCS("ocs1")
+	done := make(chan struct{})
 	res, s := run(t, lab, func(e results.Event, abort func()) {
 		if e.Type == "setting" && strings.Contains(e.Message, "schedule of") {
 			go func() {
-				// Abort once the schedule is lighting circuits.
-				for range 2000 {
+				// Abort once the schedule is lighting circuits, asking the
+				// switch (a million periods: it does not end first);
+				// counting real milliseconds instead aborted before the
+				// start on a loaded machine.
+				for {
 					if c, _ := m.Lit(); len(c) > 0 {
 						break
 					}
-					time.Sleep(time.Millisecond)
+					select {
+					case <-done:
+						return
+					case <-time.After(time.Millisecond):
+					}
 				}
 				abort()
 			}()
 		}
 	}, "periods=1000000")
+	close(done)
 	if res.Status != results.StatusAborted {
 		t.Fatalf("status %s (%s), want aborted", res.Status, res.Reason)
 	}

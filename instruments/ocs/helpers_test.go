@@ -130,3 +130,32 @@ func allToAll(n int, period, night time.Duration) sched.Schedule {
 	}
 	return s
 }
+
+// startAhead starts the loaded schedule at a time on the switch's clock
+// chosen from a measured round trip to it (ten of them ahead), and asks
+// again, further ahead, when the switch's clock had passed that time by
+// the time the request arrived (a loaded machine); it returns the start.
+func startAhead(t *testing.T, s ocs.Scheduler) time.Duration {
+	t.Helper()
+	ctx := context.Background()
+	ahead := 10
+	for attempt := 0; ; attempt++ {
+		t0, err := s.Clock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t1, err := s.Clock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := t1 + time.Duration(ahead)*max(t1-t0, 100*time.Microsecond)
+		start, err := s.StartSchedule(ctx, ocs.StartAt{At: at})
+		if err == nil {
+			return start
+		}
+		if now, cerr := s.Clock(ctx); cerr != nil || now < at || attempt == 4 {
+			t.Fatalf("start at %v: %v", at, err)
+		}
+		ahead *= 4
+	}
+}

@@ -200,6 +200,9 @@ func (m *Mordia) errorf(format string, args ...any) error {
 }
 
 // call does one request with a deadline. doing says what for, in errors.
+// A read is tried once more after a dropped connection or a reply that is
+// not the expected JSON (transport.RetryOnce, every driver's one retry); a
+// setting is not (the switch may have acted on it), nor is a timeout.
 func (m *Mordia) call(ctx context.Context, method, path string, query map[string]string, in, out any, doing string) error {
 	var body []byte
 	if in != nil {
@@ -208,9 +211,20 @@ func (m *Mordia) call(ctx context.Context, method, path string, query map[string
 			return m.errorf("%s: %v", doing, err)
 		}
 	}
-	read := method == "GET"
-	for attempt := 0; ; attempt++ {
+	line := method + " " + path
+	if len(query) > 0 {
+		q := url.Values{}
+		for k, v := range query {
+			q.Set(k, v)
+		}
+		line += "?" + q.Encode()
+	}
+	if body != nil {
+		line += " " + string(body)
+	}
+	once := func() error {
 		rctx, cancel := context.WithTimeout(ctx, m.opts.Timeout)
+		defer cancel()
 		req := m.c.R().SetContext(rctx)
 		if body != nil {
 			req.SetHeader("Content-Type", "application/json").SetBody(body)
@@ -218,28 +232,12 @@ func (m *Mordia) call(ctx context.Context, method, path string, query map[string
 		if query != nil {
 			req.SetQueryParams(query)
 		}
-		line := method + " " + path
-		if len(query) > 0 {
-			q := url.Values{}
-			for k, v := range query {
-				q.Set(k, v)
-			}
-			line += "?" + q.Encode()
-		}
-		if body != nil {
-			line += " " + string(body)
-		}
 		m.opts.Transcript.Sent(line)
 		resp, err := req.Execute(method, path)
-		cancel()
 		if err != nil {
 			m.opts.Transcript.Error(err)
 			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 				return m.errorf("%s: no answer within %v (the switch stopped answering): %w", doing, m.opts.Timeout, err)
-			}
-			if read && attempt == 0 && ctx.Err() == nil && transport.IsConnectionLost(err) {
-				m.opts.Transcript.Note("retrying %s once", path)
-				continue
 			}
 			return m.errorf("%s: %w", doing, err)
 		}
@@ -254,11 +252,15 @@ func (m *Mordia) call(ctx context.Context, method, path string, query map[string
 		}
 		if out != nil {
 			if err := json.Unmarshal(raw, out); err != nil {
-				return m.errorf("%s: reply is not the expected JSON (%v): %.80q", doing, err, raw)
+				return m.errorf("%s: reply is not the expected JSON (%v): %.80q: %w", doing, err, raw, transport.ErrGarbled)
 			}
 		}
 		return nil
 	}
+	if method != "GET" {
+		return once()
+	}
+	return transport.RetryOnce(ctx, m.opts.Transcript, nil, nil, once)
 }
 
 // Identity implements CircuitSwitch.

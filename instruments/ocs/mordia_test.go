@@ -336,9 +336,25 @@ func TestMordiaDeviceErrorsAndGarbage(t *testing.T) {
 		!strings.Contains(err.Error(), "500 internal: wavelength selective switch 3 not responding") {
 		t.Fatalf("device error: %v", err)
 	}
+	// One garbled reply to a read is tried once more (transport.RetryOnce),
+	// two are the error; a setting's is not retried (the switch may have
+	// acted on it).
+	cs, tr := openMordia(t, lab.addr, time.Second)
 	lab.faults.GarbleNext(1)
+	if _, err := cs.Configuration(ctx); err != nil || !strings.Contains(tr.String(), "trying once more") {
+		t.Fatalf("one garbled reply to a read: %v; transcript:\n%s", err, tr)
+	}
+	lab.faults.GarbleNext(2)
 	if _, err := cs.Configuration(ctx); err == nil || !strings.Contains(err.Error(), "not the expected JSON") {
-		t.Fatalf("garbage: %v", err)
+		t.Fatalf("garbage twice: %v", err)
+	}
+	n := len(lab.rec.exchanges())
+	lab.faults.GarbleNext(1)
+	if err := cs.SetConfiguration(ctx, ocs.Shift(8, 1)); err == nil || !strings.Contains(err.Error(), "not the expected JSON") {
+		t.Fatalf("a garbled reply to a setting: %v", err)
+	}
+	if x := lab.rec.exchanges()[n:]; len(x) != 1 || x[0].Method != "PUT" {
+		t.Fatalf("a garbled reply to a setting was followed by %d exchanges, want none", len(x)-1)
 	}
 	lab.faults.DropNext(1)
 	if _, err := cs.Configuration(ctx); err != nil {

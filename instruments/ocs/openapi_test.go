@@ -144,11 +144,7 @@ func TestDriverAndEmulatorKeepToTheOpenAPIDocument(t *testing.T) {
 	if _, err := s.StartSchedule(ctx, ocs.StartAt{At: 1}); err == nil {
 		t.Fatal("start in the past accepted")
 	}
-	now, err := s.Clock(ctx)
-	must(err)
-	// Far enough ahead that a loaded machine still asks in time.
-	_, err = s.StartSchedule(ctx, ocs.StartAt{At: now + 100*time.Millisecond})
-	must(err)
+	startAhead(t, s)
 	_, err = s.ReplaceSchedule(ctx, allToAll(8, 1400*us, 20*us), ocs.StartAt{NextPeriod: true})
 	must(err)
 	st := waitPeriod(t, s, 2)
@@ -234,13 +230,7 @@ func TestMordiaNightsCursorNeverSkips(t *testing.T) {
 	if err := s.LoadSchedule(ctx, allToAll(8, 1500*us, 30*us)); err != nil {
 		t.Fatal(err)
 	}
-	now, err := s.Clock(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.StartSchedule(ctx, ocs.StartAt{At: now + 50*time.Millisecond}); err != nil {
-		t.Fatal(err)
-	}
+	startAhead(t, s)
 	waitPeriod(t, s, 2)
 	got, err := s.Nights(ctx, ahead.Next)
 	if err != nil {

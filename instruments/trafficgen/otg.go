@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"strconv"
 	"strings"
@@ -195,7 +196,9 @@ func (o *OTG) Stop(ctx context.Context, flows ...string) error { return o.transm
 
 // counter accepts a JSON number or a string of digits: the models' JSON
 // is protobuf's JSON mapping, which writes a uint64 counter as a string
-// ("frames_tx": "1000", as Ixia-c's HTTP gateway and gosnappi do).
+// ("frames_tx": "1000", as Ixia-c's HTTP gateway and gosnappi do). A
+// counter that is negative, not whole or beyond int64 is a reply the
+// driver cannot trust: an error (transport.ErrGarbled), never a number.
 type counter int64
 
 func (c *counter) UnmarshalJSON(b []byte) error {
@@ -205,17 +208,22 @@ func (c *counter) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n < 0 {
+			return fmt.Errorf("counter %s is negative: %w", b, transport.ErrGarbled)
+		}
 		*c = counter(n)
 		return nil
 	}
 	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return fmt.Errorf("counter %s is not a number", b)
+	// 2^63 is the first float64 beyond int64.
+	if err != nil || v < 0 || v >= 1<<63 || v != math.Trunc(v) {
+		return fmt.Errorf("counter %s is not a whole number from 0 to 2^63-1: %w", b, transport.ErrGarbled)
 	}
 	*c = counter(v)
 	return nil
 }
 
+// gauge is a rate or a loss: a finite number.
 type gauge float64
 
 func (g *gauge) UnmarshalJSON(b []byte) error {
@@ -225,8 +233,11 @@ func (g *gauge) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return fmt.Errorf("%s is not a finite number: %w", b, transport.ErrGarbled)
+	}
 	*g = gauge(v)
-	return err
+	return nil
 }
 
 // FlowMetrics implements Generator.

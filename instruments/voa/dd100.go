@@ -197,7 +197,7 @@ func (o *OZOptics) read(ctx context.Context) (float64, error) {
 	for _, l := range lines {
 		if v, ok := strings.CutPrefix(l, "Atten:"); ok {
 			f, err := strconv.ParseFloat(strings.TrimSuffix(v, "(dB)"), 64)
-			if err == nil {
+			if err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
 				return f, nil
 			}
 		}

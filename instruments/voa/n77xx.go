@@ -173,15 +173,21 @@ func (k *Keysight) query(ctx context.Context, q string) (string, error) {
 	return strings.TrimSpace(line), nil
 }
 
+// scpiInfinity is SCPI's representation of infinity (9.91E37, above it,
+// is its not-a-number).
+const scpiInfinity = 9.9e37
+
 func (k *Keysight) queryFloat(ctx context.Context, q string) (float64, error) {
 	s, err := k.query(ctx, q)
 	if err != nil {
 		return 0, err
 	}
 	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(v) {
+	// SCPI writes infinity as 9.9E37 and not-a-number as 9.91E37 (SCPI-99
+	// vol. 1, 7.2.1.5): a reading is neither.
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) >= scpiInfinity {
 		k.drop()
-		return 0, k.errorf("%s: reply %q is not a number: %w", q, s, errGarbled)
+		return 0, k.errorf("%s: reply %q is not a finite number: %w", q, s, errGarbled)
 	}
 	return v, nil
 }
