@@ -80,7 +80,6 @@ var exceptions = map[string][]string{
 // with the work that removes it. The test logs one that has gone so the
 // entry can be dropped; it fails on any forbidden import not listed here.
 var pending = []struct{ from, to, why string }{
-	{"experiments", "dut/tofino", "issue 29 items 1-2: recipes reach switches through the switch kind's interfaces"},
 	{"experiments", "hostagent", "issue 29 items 1-2: recipes reach hosts' agents through the host kind's interfaces"},
 }
 

@@ -21,17 +21,6 @@ var driverTypes = map[string][]string{
 	"testbed/dut/host":   {"Host"},
 }
 
-// stillConcrete are the recipe files that name a driver's type until the
-// Stardust and ECMP control planes become types over the switch core
-// (p4/stardust, p4/ecmp) instead of methods of the Tofino driver. The
-// test fails when one of them no longer names one, so the list shrinks
-// with the work.
-var stillConcrete = []string{
-	"stardust/bench.go",
-	"stardust/failover_bench.go",
-	"stardust/packet_bench.go",
-}
-
 // No recipe (non-test file under experiments/) names a driver's concrete
 // device type: not *tofino.Switch, tofino.Switch, *host.Host nor any
 // pointer to a type of a driver package, found in the syntax tree
@@ -82,13 +71,6 @@ func TestRecipesNameNoDriversType(t *testing.T) {
 		t.Fatal(err)
 	}
 	for path, uses := range found {
-		if !slices.Contains(stillConcrete, filepath.ToSlash(path)) {
-			t.Errorf("%s names a driver's concrete type (use the kind's interfaces, orchestrator.As):\n  %s", path, strings.Join(uses, "\n  "))
-		}
-	}
-	for _, path := range stillConcrete {
-		if len(found[path]) == 0 {
-			t.Errorf("%s names no driver's type any more: drop it from stillConcrete", path)
-		}
+		t.Errorf("%s names a driver's concrete type (use the kind's interfaces, orchestrator.As):\n  %s", path, strings.Join(uses, "\n  "))
 	}
 }

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"errors"
 	"strings"
 )
 
@@ -50,4 +51,31 @@ func MatchMetric(pattern, path string) bool {
 		}
 	}
 	return true
+}
+
+// Validator is a recipe whose parameters are checked across each other
+// (more trials than blocks, a loss rate above its target): the engine
+// runs the checks before Plan, on the dry run too, so a parameter's own
+// limits and choices stay in its ParamSpec and Plan is left with the
+// steps.
+type Validator interface {
+	Validate(p *Params) error
+}
+
+// ValidateParams runs a recipe's declared checks on p (none: nil). An
+// error is the user's input's.
+func ValidateParams(r Recipe, p *Params) error {
+	v, ok := r.(Validator)
+	if !ok {
+		return nil
+	}
+	err := v.Validate(p)
+	if err == nil {
+		return nil
+	}
+	var ie *InputError
+	if errors.As(err, &ie) {
+		return err
+	}
+	return &InputError{Msg: err.Error()}
 }

@@ -81,6 +81,9 @@ func (e *Engine) Plan(req RunRequest) (*Plan, error) {
 	if err := CheckDrivers(req.Lab); err != nil {
 		return nil, err
 	}
+	if err := ValidateParams(req.Recipe, req.Params); err != nil {
+		return nil, err
+	}
 	p, err := req.Recipe.Plan(&PlanContext{Params: req.Params, Lab: req.Lab, Simulated: req.Simulated, RunsDir: e.RunsDir})
 	if err != nil {
 		return nil, err

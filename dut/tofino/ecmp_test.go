@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"strings"
+	sd "testbed/p4/stardust"
 	"testing"
 	"time"
 
@@ -46,7 +47,7 @@ func TestECMPTablesThroughTheDriver(t *testing.T) {
 	startECMP(t, sw)
 	p1, p2 := dev(t, lab, "sw1", "p1"), dev(t, lab, "sw1", "p2")
 
-	snap, err := sw.FabricSnapshot(ctx, ecmp.Program)
+	snap, err := sd.New(sw).FabricSnapshot(ctx, ecmp.Program)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func TestECMPTablesThroughTheDriver(t *testing.T) {
 
 	// ToR id: set, replaced, one entry.
 	for _, id := range []int{3, 4} {
-		if err := sw.SetToRID(ctx, id); err != nil {
+		if err := ecmp.New(sw).SetToRID(ctx, id); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -72,14 +73,14 @@ func TestECMPTablesThroughTheDriver(t *testing.T) {
 	}
 
 	// Generator flows: slot s of an application holds flows[s mod len].
-	three := []tofino.ECMPFlow{{Dst: 2, Flow: 7, TC: 3}, {Dst: 5, Flow: 9}, {Dst: 2, Flow: 8, TC: 7}}
-	if err := sw.SetFlows(ctx, 1, three); err != nil {
+	three := []ecmp.ECMPFlow{{Dst: 2, Flow: 7, TC: 3}, {Dst: 5, Flow: 9}, {Dst: 2, Flow: 8, TC: 7}}
+	if err := ecmp.New(sw).SetFlows(ctx, 1, three); err != nil {
 		t.Fatal(err)
 	}
-	if err := sw.SetFlows(ctx, 2, []tofino.ECMPFlow{{Dst: 6, Flow: 255}}); err != nil {
+	if err := ecmp.New(sw).SetFlows(ctx, 2, []ecmp.ECMPFlow{{Dst: 6, Flow: 255}}); err != nil {
 		t.Fatal(err)
 	}
-	checkFlows := func(app int, flows []tofino.ECMPFlow) {
+	checkFlows := func(app int, flows []ecmp.ECMPFlow) {
 		t.Helper()
 		es, err := sw.EntriesWhere(ctx, ecmp.TableGenFlow, map[string]int64{ecmp.KeyAppID: int64(app)})
 		if err != nil {
@@ -103,18 +104,18 @@ func TestECMPTablesThroughTheDriver(t *testing.T) {
 		}
 	}
 	checkFlows(1, three)
-	checkFlows(2, []tofino.ECMPFlow{{Dst: 6, Flow: 255}})
+	checkFlows(2, []ecmp.ECMPFlow{{Dst: 6, Flow: 255}})
 	// Rewritten in place; the other application's slots untouched.
-	if err := sw.SetFlows(ctx, 1, three[1:2]); err != nil {
+	if err := ecmp.New(sw).SetFlows(ctx, 1, three[1:2]); err != nil {
 		t.Fatal(err)
 	}
 	checkFlows(1, three[1:2])
-	checkFlows(2, []tofino.ECMPFlow{{Dst: 6, Flow: 255}})
-	if err := sw.SetFlows(ctx, 1, nil); err != nil {
+	checkFlows(2, []ecmp.ECMPFlow{{Dst: 6, Flow: 255}})
+	if err := ecmp.New(sw).SetFlows(ctx, 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	checkFlows(1, nil)
-	checkFlows(2, []tofino.ECMPFlow{{Dst: 6, Flow: 255}})
+	checkFlows(2, []ecmp.ECMPFlow{{Dst: 6, Flow: 255}})
 
 	// Routes: a host port, an ECMP group by hash, then by spraying, then
 	// none; one route entry per destination throughout.
@@ -168,13 +169,13 @@ func TestECMPTablesThroughTheDriver(t *testing.T) {
 		}
 		return out
 	}
-	if err := sw.RouteToHost(ctx, 4, p1); err != nil {
+	if err := ecmp.New(sw).RouteToHost(ctx, 4, p1); err != nil {
 		t.Fatal(err)
 	}
 	if e := route(4); e.Action != ecmp.ActionToHost || e.Data[ecmp.ParamPort] != int64(p1) {
 		t.Errorf("route to ToR 4: %+v, want to_host(%d)", e, p1)
 	}
-	if err := sw.RouteECMP(ctx, 2, []int{p1, p2}, false); err != nil {
+	if err := ecmp.New(sw).RouteECMP(ctx, 2, []int{p1, p2}, false); err != nil {
 		t.Fatal(err)
 	}
 	if e := route(2); e.Action != ecmp.ActionECMPHash {
@@ -183,7 +184,7 @@ func TestECMPTablesThroughTheDriver(t *testing.T) {
 	if g := group(2); !reflect.DeepEqual(g, roundRobin(int64(p1), int64(p2))) {
 		t.Errorf("ToR 2's slots %v, want %d and %d round robin", g, p1, p2)
 	}
-	if err := sw.RouteECMP(ctx, 2, []int{p2, p1, p2}, true); err != nil {
+	if err := ecmp.New(sw).RouteECMP(ctx, 2, []int{p2, p1, p2}, true); err != nil {
 		t.Fatal(err)
 	}
 	if e := route(2); e.Action != ecmp.ActionECMPSpray {
@@ -192,7 +193,7 @@ func TestECMPTablesThroughTheDriver(t *testing.T) {
 	if g := group(2); !reflect.DeepEqual(g, roundRobin(int64(p2), int64(p1), int64(p2))) {
 		t.Errorf("ToR 2's slots %v after the rewrite", g)
 	}
-	if err := sw.RouteECMP(ctx, 2, nil, false); err != nil {
+	if err := ecmp.New(sw).RouteECMP(ctx, 2, nil, false); err != nil {
 		t.Fatal(err)
 	}
 	if e := route(2); e.Action != ecmp.ActionDrop {
@@ -202,13 +203,13 @@ func TestECMPTablesThroughTheDriver(t *testing.T) {
 		t.Errorf("ToR 2's slots without links: %v, want every slot drop", g)
 	}
 	// A ToR's route moves between a host port and a group in place.
-	if err := sw.RouteECMP(ctx, 4, []int{p2}, false); err != nil {
+	if err := ecmp.New(sw).RouteECMP(ctx, 4, []int{p2}, false); err != nil {
 		t.Fatal(err)
 	}
 	if e := route(4); e.Action != ecmp.ActionECMPHash {
 		t.Errorf("route to ToR 4: %+v, want ecmp_hash", e)
 	}
-	if err := sw.RouteToHost(ctx, 4, p2); err != nil {
+	if err := ecmp.New(sw).RouteToHost(ctx, 4, p2); err != nil {
 		t.Fatal(err)
 	}
 	if e := route(4); e.Action != ecmp.ActionToHost || e.Data[ecmp.ParamPort] != int64(p2) {
@@ -238,25 +239,25 @@ func TestECMPTablesThroughTheDriver(t *testing.T) {
 		before[tbl], _ = sw.Entries(ctx, tbl)
 	}
 	many := make([]int, ecmp.Slots+1)
-	manyFlows := make([]tofino.ECMPFlow, ecmp.Slots+1)
+	manyFlows := make([]ecmp.ECMPFlow, ecmp.Slots+1)
 	for _, c := range []struct {
 		name string
 		err  error
 		want string
 	}{
-		{"ToR id 256", sw.SetToRID(ctx, ecmp.MaxToRs), "ToR id 256"},
-		{"ToR id -1", sw.SetToRID(ctx, -1), "ToR id -1"},
-		{"application 8", sw.SetFlows(ctx, 8, three), "application 8"},
-		{"65 flows", sw.SetFlows(ctx, 0, manyFlows), "65 flows for 64 slots"},
-		{"flow 256", sw.SetFlows(ctx, 0, []tofino.ECMPFlow{{Dst: 1, Flow: 0}, {Dst: 1, Flow: ecmp.MaxFlows}}), "flow number 256 outside 0..255"},
-		{"destination 256", sw.SetFlows(ctx, 0, []tofino.ECMPFlow{{Dst: ecmp.MaxToRs, Flow: 1}}), "destination ToR 256"},
-		{"class 8", sw.SetFlows(ctx, 0, []tofino.ECMPFlow{{Dst: 1, Flow: 2, TC: ecmp.Classes}}), "traffic class 8 outside 0..7"},
-		{"class -1", sw.SetFlows(ctx, 0, []tofino.ECMPFlow{{Dst: 1, Flow: 2, TC: -1}}), "traffic class -1"},
-		{"route to ToR 256", sw.RouteToHost(ctx, ecmp.MaxToRs, p1), "destination ToR 256"},
-		{"host port 512", sw.RouteToHost(ctx, 1, 512), "host port 512"},
-		{"65 links", sw.RouteECMP(ctx, 1, many, false), "65 links"},
-		{"link -1", sw.RouteECMP(ctx, 1, []int{p1, -1}, true), "link -1"},
-		{"ECMP to ToR -1", sw.RouteECMP(ctx, -1, []int{p1}, false), "destination ToR -1"},
+		{"ToR id 256", ecmp.New(sw).SetToRID(ctx, ecmp.MaxToRs), "ToR id 256"},
+		{"ToR id -1", ecmp.New(sw).SetToRID(ctx, -1), "ToR id -1"},
+		{"application 8", ecmp.New(sw).SetFlows(ctx, 8, three), "application 8"},
+		{"65 flows", ecmp.New(sw).SetFlows(ctx, 0, manyFlows), "65 flows for 64 slots"},
+		{"flow 256", ecmp.New(sw).SetFlows(ctx, 0, []ecmp.ECMPFlow{{Dst: 1, Flow: 0}, {Dst: 1, Flow: ecmp.MaxFlows}}), "flow number 256 outside 0..255"},
+		{"destination 256", ecmp.New(sw).SetFlows(ctx, 0, []ecmp.ECMPFlow{{Dst: ecmp.MaxToRs, Flow: 1}}), "destination ToR 256"},
+		{"class 8", ecmp.New(sw).SetFlows(ctx, 0, []ecmp.ECMPFlow{{Dst: 1, Flow: 2, TC: ecmp.Classes}}), "traffic class 8 outside 0..7"},
+		{"class -1", ecmp.New(sw).SetFlows(ctx, 0, []ecmp.ECMPFlow{{Dst: 1, Flow: 2, TC: -1}}), "traffic class -1"},
+		{"route to ToR 256", ecmp.New(sw).RouteToHost(ctx, ecmp.MaxToRs, p1), "destination ToR 256"},
+		{"host port 512", ecmp.New(sw).RouteToHost(ctx, 1, 512), "host port 512"},
+		{"65 links", ecmp.New(sw).RouteECMP(ctx, 1, many, false), "65 links"},
+		{"link -1", ecmp.New(sw).RouteECMP(ctx, 1, []int{p1, -1}, true), "link -1"},
+		{"ECMP to ToR -1", ecmp.New(sw).RouteECMP(ctx, -1, []int{p1}, false), "destination ToR -1"},
 		{"priority 8", second(sw.SetQueuePriority(ctx, p1, 0, 8)), "priority 8: expected 0..7"},
 		{"queue 8", second(sw.SetQueuePriority(ctx, p1, 8, 1)), "expected a queue 0..7"},
 	} {
@@ -269,7 +270,7 @@ func TestECMPTablesThroughTheDriver(t *testing.T) {
 			t.Errorf("%s: %d entries after refused calls, %d before", tbl, len(after), len(before[tbl]))
 		}
 	}
-	if _, err := sw.FabricSnapshot(ctx, "ecmp2"); err == nil || !strings.Contains(err.Error(), ecmp.Program) {
+	if _, err := sd.New(sw).FabricSnapshot(ctx, "ecmp2"); err == nil || !strings.Contains(err.Error(), ecmp.Program) {
 		t.Errorf("a snapshot of an unknown program: %v", err)
 	}
 }
@@ -284,7 +285,7 @@ func TestECMPFlowCountsThroughTheDriver(t *testing.T) {
 	sw := open(t, lab, "sw1", 20*time.Second)
 	startECMP(t, sw)
 
-	want := map[int]tofino.FlowCount{
+	want := map[int]ecmp.FlowCount{
 		5:   {Sent: 10, Rcvd: 9, First: 1000, Last: 0xdeadbeef},
 		200: {Sent: 1 << 31, Rcvd: 7, First: 0xfffffffe, Last: 3},
 		255: {Sent: 1},
@@ -297,7 +298,7 @@ func TestECMPFlowCountsThroughTheDriver(t *testing.T) {
 		}
 	}
 	flows := []int{200, 5, 6, 255}
-	got, err := sw.FlowCounts(ctx, flows)
+	got, err := ecmp.New(sw).FlowCounts(ctx, flows)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,15 +307,15 @@ func TestECMPFlowCountsThroughTheDriver(t *testing.T) {
 			t.Errorf("flow %d: %+v, want %+v", f, got[i], want[f])
 		}
 	}
-	if got, err := sw.FlowCounts(ctx, nil); err != nil || len(got) != 0 {
+	if got, err := ecmp.New(sw).FlowCounts(ctx, nil); err != nil || len(got) != 0 {
 		t.Errorf("no flows: %v %v", got, err)
 	}
 	for _, bad := range [][]int{{0, ecmp.MaxFlows}, {-1}} {
-		if _, err := sw.FlowCounts(ctx, bad); err == nil || !strings.Contains(err.Error(), "outside 0..255") {
+		if _, err := ecmp.New(sw).FlowCounts(ctx, bad); err == nil || !strings.Contains(err.Error(), "outside 0..255") {
 			t.Errorf("flows %v: %v", bad, err)
 		}
 	}
-	if err := sw.ClearFlowCounts(ctx); err != nil {
+	if err := ecmp.New(sw).ClearFlowCounts(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, reg := range []string{ecmp.RegFlowSent, ecmp.RegFlowRcvd, ecmp.RegFlowFirst, ecmp.RegFlowLast} {
@@ -333,9 +334,9 @@ func TestECMPFlowCountsThroughTheDriver(t *testing.T) {
 	if err := sw.AddPort(ctx, host, 100, "none"); err != nil {
 		t.Fatal(err)
 	}
-	g := tofino.FlowGenerator{AppID: 1, Port: ecmp.PktgenPort, EgressPort: host, FrameBytes: 256, Period: 10 * time.Microsecond,
+	g := ecmp.FlowGenerator{AppID: 1, Port: ecmp.PktgenPort, EgressPort: host, FrameBytes: 256, Period: 10 * time.Microsecond,
 		PerBatch: 2, Batches: 50, SrcMAC: [6]byte{2, 0, 0, 0, 1, 1}, SrcAddr: ecmp.SourceAddr(1, 1)}
-	if err := sw.StartFlowGenerator(ctx, g); err != nil {
+	if err := ecmp.New(sw).StartFlowGenerator(ctx, g); err != nil {
 		t.Fatal(err)
 	}
 	// Reading the status moves the simulated clock: the application may
@@ -347,20 +348,20 @@ func TestECMPFlowCountsThroughTheDriver(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		mutate func(*tofino.FlowGenerator)
+		mutate func(*ecmp.FlowGenerator)
 		want   string
 	}{
-		{func(g *tofino.FlowGenerator) { g.AppID = 8 }, "application 8"},
-		{func(g *tofino.FlowGenerator) { g.Port = 196 }, "generator port 196"},
-		{func(g *tofino.FlowGenerator) { g.FrameBytes = 59 }, "59 B frames"},
-		{func(g *tofino.FlowGenerator) { g.FrameBytes = 9213 }, "9217 B"},
-		{func(g *tofino.FlowGenerator) { g.EgressPort = 512 }, "egress port 512"},
-		{func(g *tofino.FlowGenerator) { g.Period = 0 }, "interval"},
+		{func(g *ecmp.FlowGenerator) { g.AppID = 8 }, "application 8"},
+		{func(g *ecmp.FlowGenerator) { g.Port = 196 }, "generator port 196"},
+		{func(g *ecmp.FlowGenerator) { g.FrameBytes = 59 }, "59 B frames"},
+		{func(g *ecmp.FlowGenerator) { g.FrameBytes = 9213 }, "9217 B"},
+		{func(g *ecmp.FlowGenerator) { g.EgressPort = 512 }, "egress port 512"},
+		{func(g *ecmp.FlowGenerator) { g.Period = 0 }, "interval"},
 	} {
 		bad := g
 		bad.AppID = 2
 		c.mutate(&bad)
-		if err := sw.StartFlowGenerator(ctx, bad); err == nil || !strings.Contains(err.Error(), c.want) {
+		if err := ecmp.New(sw).StartFlowGenerator(ctx, bad); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("generator %+v: %v, want an error saying %q", bad, err, c.want)
 		}
 	}
@@ -408,17 +409,17 @@ func TestECMPFlowsCrossTheFabric(t *testing.T) {
 	up := []int{dev(t, lab, "fa1", "p1"), dev(t, lab, "fa1", "p2")}
 	for i, tor := range []string{"fa1", "fa2"} {
 		s := sws[tor]
-		if err := s.SetToRID(ctx, i); err != nil {
+		if err := ecmp.New(s).SetToRID(ctx, i); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.RouteToHost(ctx, i, dev(t, lab, tor, "host")); err != nil {
+		if err := ecmp.New(s).RouteToHost(ctx, i, dev(t, lab, tor, "host")); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.RouteECMP(ctx, 1-i, []int{dev(t, lab, tor, "p1"), dev(t, lab, tor, "p2")}, false); err != nil {
+		if err := ecmp.New(s).RouteECMP(ctx, 1-i, []int{dev(t, lab, tor, "p1"), dev(t, lab, tor, "p2")}, false); err != nil {
 			t.Fatal(err)
 		}
 		for _, spine := range []string{"fe1", "fe2"} {
-			if err := sws[spine].RouteECMP(ctx, i, []int{dev(t, lab, spine, "p"+string(rune('1'+i)))}, false); err != nil {
+			if err := ecmp.New(sws[spine]).RouteECMP(ctx, i, []int{dev(t, lab, spine, "p"+string(rune('1'+i)))}, false); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -440,10 +441,10 @@ func TestECMPFlowsCrossTheFabric(t *testing.T) {
 	flows := []int{3, 4}
 	const frames = 100
 	period := 10 * time.Microsecond
-	run := func(app int, fl []tofino.ECMPFlow) (sent, rcvd []tofino.FlowCount, uplink [2]int64) {
+	run := func(app int, fl []ecmp.ECMPFlow) (sent, rcvd []ecmp.FlowCount, uplink [2]int64) {
 		t.Helper()
 		for _, s := range []*tofino.Switch{fa1, fa2} {
-			if err := s.ClearFlowCounts(ctx); err != nil {
+			if err := ecmp.New(s).ClearFlowCounts(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -455,12 +456,12 @@ func TestECMPFlowsCrossTheFabric(t *testing.T) {
 			}
 			before[k] = f.TxOK
 		}
-		if err := fa1.SetFlows(ctx, app, fl); err != nil {
+		if err := ecmp.New(fa1).SetFlows(ctx, app, fl); err != nil {
 			t.Fatal(err)
 		}
-		g := tofino.FlowGenerator{AppID: app, Port: ecmp.PktgenPort, EgressPort: dev(t, lab, "fa1", "host"), FrameBytes: 1024, Period: period,
+		g := ecmp.FlowGenerator{AppID: app, Port: ecmp.PktgenPort, EgressPort: dev(t, lab, "fa1", "host"), FrameBytes: 1024, Period: period,
 			PerBatch: 1, Batches: frames, SrcMAC: [6]byte{2, 0, 0, 0, 0, byte(app)}, SrcAddr: ecmp.SourceAddr(0, app)}
-		if err := fa1.StartFlowGenerator(ctx, g); err != nil {
+		if err := ecmp.New(fa1).StartFlowGenerator(ctx, g); err != nil {
 			t.Fatal(err)
 		}
 		now, err := fa1.Clock(ctx)
@@ -473,10 +474,10 @@ func TestECMPFlowsCrossTheFabric(t *testing.T) {
 		if st, err := fa1.PktgenStatus(ctx, app); err != nil || !st.Done || st.Packets != frames {
 			t.Fatalf("generator: %+v %v, want %d frames sent", st, err, frames)
 		}
-		if sent, err = fa1.FlowCounts(ctx, flows); err != nil {
+		if sent, err = ecmp.New(fa1).FlowCounts(ctx, flows); err != nil {
 			t.Fatal(err)
 		}
-		if rcvd, err = fa2.FlowCounts(ctx, flows); err != nil {
+		if rcvd, err = ecmp.New(fa2).FlowCounts(ctx, flows); err != nil {
 			t.Fatal(err)
 		}
 		for k, p := range up {
@@ -489,7 +490,7 @@ func TestECMPFlowsCrossTheFabric(t *testing.T) {
 		return sent, rcvd, uplink
 	}
 
-	sent, rcvd, uplink := run(1, []tofino.ECMPFlow{{Dst: 1, Flow: 3}, {Dst: 1, Flow: 4}})
+	sent, rcvd, uplink := run(1, []ecmp.ECMPFlow{{Dst: 1, Flow: 3}, {Dst: 1, Flow: 4}})
 	var total int64
 	for k, f := range flows {
 		total += sent[k].Sent
@@ -515,10 +516,10 @@ func TestECMPFlowsCrossTheFabric(t *testing.T) {
 	}
 
 	// Sprayed, one flow takes both uplinks.
-	if err := fa1.RouteECMP(ctx, 1, up, true); err != nil {
+	if err := ecmp.New(fa1).RouteECMP(ctx, 1, up, true); err != nil {
 		t.Fatal(err)
 	}
-	sent, rcvd, uplink = run(2, []tofino.ECMPFlow{{Dst: 1, Flow: 3}})
+	sent, rcvd, uplink = run(2, []ecmp.ECMPFlow{{Dst: 1, Flow: 3}})
 	if sent[0].Sent != frames || rcvd[0].Rcvd != frames || sent[1].Sent != 0 {
 		t.Errorf("sprayed: flow 3 sent %d, received %d; flow 4 sent %d", sent[0].Sent, rcvd[0].Rcvd, sent[1].Sent)
 	}

@@ -12,6 +12,9 @@ import (
 	"testbed/transport"
 )
 
+// maxDevPort bounds a dev port (PortId_t is 9 bits on Tofino 1).
+const maxDevPort = 511
+
 // Speeds the driver knows, in Gb/s, and their BF Runtime names.
 var speeds = map[int]string{10: "BF_SPEED_10G", 25: "BF_SPEED_25G", 40: "BF_SPEED_40G", 50: "BF_SPEED_50G", 100: "BF_SPEED_100G"}
 

@@ -20,11 +20,11 @@ func TestStardustSequencesThroughTheDriver(t *testing.T) {
 	if err := fa.WriteRegister(ctx, sd.RegSeqOut, 3, 41); err != nil {
 		t.Fatal(err)
 	}
-	in, err := fa.SequenceIn(ctx, 4)
+	in, err := sd.New(fa).SequenceIn(ctx, 4)
 	if err != nil || !reflect.DeepEqual(in, []uint32{0, 0, 7, 0}) {
 		t.Fatalf("sequence in %v %v, want [0 0 7 0]", in, err)
 	}
-	out, err := fa.SequenceOut(ctx, 4)
+	out, err := sd.New(fa).SequenceOut(ctx, 4)
 	if err != nil || !reflect.DeepEqual(out, []uint32{0, 0, 0, 41}) {
 		t.Fatalf("sequence out %v %v, want [0 0 0 41]", out, err)
 	}
@@ -32,13 +32,13 @@ func TestStardustSequencesThroughTheDriver(t *testing.T) {
 	if err := fa.WriteRegister(ctx, sd.RegSeqIn, 1, 1<<32-1); err != nil {
 		t.Fatal(err)
 	}
-	if in, _ := fa.SequenceIn(ctx, 4); in[1] != 1<<32-1 {
+	if in, _ := sd.New(fa).SequenceIn(ctx, 4); in[1] != 1<<32-1 {
 		t.Errorf("the FA expects %d from FA 1, want 2^32-1", in[1])
 	}
-	if _, err := fa.SequenceIn(ctx, 0); err == nil {
+	if _, err := sd.New(fa).SequenceIn(ctx, 0); err == nil {
 		t.Error("sequence numbers of no FA")
 	}
-	if _, err := fa.SequenceOut(ctx, sd.MaxFAs+1); err == nil {
+	if _, err := sd.New(fa).SequenceOut(ctx, sd.MaxFAs+1); err == nil {
 		t.Error("sequence numbers of 257 FAs")
 	}
 }

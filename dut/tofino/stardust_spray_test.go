@@ -99,7 +99,7 @@ func TestSetSprayChangesOnlyTheSlotsThatDiffer(t *testing.T) {
 	check := func(what string, dst int, links []int, ops map[string]int) {
 		t.Helper()
 		text.ops()
-		if err := fa.SetSpray(ctx, dst, links); err != nil {
+		if err := sd.New(fa).SetSpray(ctx, dst, links); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 		if got := text.ops(); !equalCounts(got, ops) {

@@ -56,13 +56,13 @@ func TestStardustReachabilityThroughTheDriver(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := fa.SetSpray(ctx, 3, []int{p2, p1}); err != nil {
+	if err := sd.New(fa).SetSpray(ctx, 3, []int{p2, p1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := fa.SetSpray(ctx, 4, []int{p1}); err != nil {
+	if err := sd.New(fa).SetSpray(ctx, 4, []int{p1}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := fa.Reachability(ctx)
+	r, err := sd.New(fa).Reachability(ctx)
 	if err != nil || !reflect.DeepEqual(r, map[int][]int{3: {p2, p1}, 4: {p1}}) {
 		t.Fatalf("reachability %v %v, want FA 3 over %d and %d, FA 4 over %d", r, err, p2, p1, p1)
 	}
@@ -79,11 +79,11 @@ func TestStardustReachabilityThroughTheDriver(t *testing.T) {
 	if err := fa.WriteRegister(ctx, sd.RegReachAge, p1, 2); err != nil {
 		t.Fatal(err)
 	}
-	out, err := fa.HealSpray(ctx, []int{p1, p2}, 3, []int{3, 4})
+	out, err := sd.New(fa).HealSpray(ctx, []int{p1, p2}, 3, []int{3, 4})
 	if err != nil || len(out) != 0 {
 		t.Fatalf("heal at age 2 took out %v (%v)", out, err)
 	}
-	links, err := fa.FabricLinks(ctx, []int{p1, p2}, 3)
+	links, err := sd.New(fa).FabricLinks(ctx, []int{p1, p2}, 3)
 	if err != nil || !links[0].Up || links[0].Age != 2 || !links[0].Valid || !links[1].Valid {
 		t.Fatalf("p1 at age 2, p2 at 0: %+v %v", links, err)
 	}
@@ -91,11 +91,11 @@ func TestStardustReachabilityThroughTheDriver(t *testing.T) {
 	if err := fa.WriteRegister(ctx, sd.RegReachAge, p1, 3); err != nil {
 		t.Fatal(err)
 	}
-	out, err = fa.HealSpray(ctx, []int{p1, p2}, 3, []int{3, 4})
+	out, err = sd.New(fa).HealSpray(ctx, []int{p1, p2}, 3, []int{3, 4})
 	if err != nil || !reflect.DeepEqual(out, []int{p1}) {
 		t.Fatalf("heal took out %v (%v), want [%d]", out, err, p1)
 	}
-	r, _ = fa.Reachability(ctx)
+	r, _ = sd.New(fa).Reachability(ctx)
 	if want := map[int][]int{3: {p2}, 4: {p1}}; !reflect.DeepEqual(r, want) {
 		t.Errorf("after heal: %v, want %v (FA 4 keeps its only link)", r, want)
 	}
@@ -109,13 +109,13 @@ func TestStardustReachabilityThroughTheDriver(t *testing.T) {
 	if err := fa.WriteRegister(ctx, sd.RegReachAge, p1, 0); err != nil {
 		t.Fatal(err)
 	}
-	if l, err := fa.FabricLinks(ctx, []int{p1, p2}, 3); err != nil || l[0].Up || l[0].Valid || l[1].Valid {
+	if l, err := sd.New(fa).FabricLinks(ctx, []int{p1, p2}, 3); err != nil || l[0].Up || l[0].Valid || l[1].Valid {
 		t.Errorf("dark fibres: %+v %v", l, err)
 	}
-	if out, err := fa.HealSpray(ctx, []int{p1, p2}, 3, []int{3, 4}); err != nil || len(out) != 2 {
+	if out, err := sd.New(fa).HealSpray(ctx, []int{p1, p2}, 3, []int{3, 4}); err != nil || len(out) != 2 {
 		t.Errorf("dark fibres: heal took out %v (%v)", out, err)
 	}
-	if r, _ := fa.Reachability(ctx); !reflect.DeepEqual(r, map[int][]int{3: {p2}, 4: {p1}}) {
+	if r, _ := sd.New(fa).Reachability(ctx); !reflect.DeepEqual(r, map[int][]int{3: {p2}, 4: {p1}}) {
 		t.Errorf("dark fibres: %v, want the last links kept", r)
 	}
 	if v, ok := lab.World().VOA("voa3"); ok {
@@ -127,23 +127,23 @@ func TestStardustReachabilityThroughTheDriver(t *testing.T) {
 	if err := fa.WriteRegister(ctx, sd.RegReachAge, p1, 0); err != nil {
 		t.Fatal(err)
 	}
-	if l, err := fa.FabricLinks(ctx, []int{p1}, 3); err != nil || !l[0].Valid {
+	if l, err := sd.New(fa).FabricLinks(ctx, []int{p1}, 3); err != nil || !l[0].Valid {
 		t.Errorf("p1 at age 0: %+v %v", l, err)
 	}
-	if _, err := fa.FabricLinks(ctx, []int{p1}, 0); err == nil {
+	if _, err := sd.New(fa).FabricLinks(ctx, []int{p1}, 0); err == nil {
 		t.Error("th 0 accepted")
 	}
-	if err := fa.SetSpray(ctx, sd.MaxFAs, []int{p1}); err == nil {
+	if err := sd.New(fa).SetSpray(ctx, sd.MaxFAs, []int{p1}); err == nil {
 		t.Error("FA 256 accepted")
 	}
 	// Counters by VOQ and port read through the contract's registers.
 	if err := fa.WriteRegister(ctx, sd.RegCredit, 7, 5); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := fa.VOQCredits(ctx, []int{7, 8}); err != nil || v[0] != 5 || v[1] != 0 {
+	if v, err := sd.New(fa).VOQCredits(ctx, []int{7, 8}); err != nil || v[0] != 5 || v[1] != 0 {
 		t.Errorf("VOQ credits %v %v", v, err)
 	}
-	if _, err := fe.VOQCredits(ctx, []int{7}); !tofino.IsNotFound(err) {
+	if _, err := sd.New(fe).VOQCredits(ctx, []int{7}); !tofino.IsNotFound(err) {
 		t.Errorf("VOQ credits of an FE: %v, want not found (the FE has no VOQs)", err)
 	}
 }
@@ -179,7 +179,7 @@ func TestStardustBenchThroughTheDriver(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		ls, err := sws[name].FabricLinks(ctx, fabric, 3)
+		ls, err := sd.New(sws[name]).FabricLinks(ctx, fabric, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,25 +190,25 @@ func TestStardustBenchThroughTheDriver(t *testing.T) {
 		}
 	}
 	for d := 1; d < 8; d++ {
-		if err := fa1.SetSpray(ctx, d, fabric); err != nil {
+		if err := sd.New(fa1).SetSpray(ctx, d, fabric); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// fa1-fe2's fibre goes dark.
 	v, _ := lab.World().VOA("voa1")
 	v.Channels[1].SetShutter(false)
-	out, err := fa1.HealSpray(ctx, fabric, 3, []int{1, 2, 3, 4, 5, 6, 7})
+	out, err := sd.New(fa1).HealSpray(ctx, fabric, 3, []int{1, 2, 3, 4, 5, 6, 7})
 	if err != nil || !reflect.DeepEqual(out, []int{fabric[1]}) {
 		t.Fatalf("heal took out %v (%v), want fa1's p2 (%d)", out, err, fabric[1])
 	}
-	r, _ := fa1.Reachability(ctx)
+	r, _ := sd.New(fa1).Reachability(ctx)
 	for d := 1; d < 8; d++ {
 		if want := []int{fabric[0], fabric[2], fabric[3]}; !reflect.DeepEqual(r[d], want) {
 			t.Errorf("FA %d over %v, want %v", d, r[d], want)
 		}
 	}
 	// fa2's links do not cross voa1: all still valid.
-	if ls, err := sws["fa2"].FabricLinks(ctx, fabric, 3); err != nil || !ls[1].Valid {
+	if ls, err := sd.New(sws["fa2"]).FabricLinks(ctx, fabric, 3); err != nil || !ls[1].Valid {
 		t.Errorf("fa2's link to fe2: %+v %v", ls, err)
 	}
 }
@@ -281,11 +281,11 @@ func TestStardustBringUpThroughTheDriver(t *testing.T) {
 		fabric = append(fabric, dev(t, lab, "fa1", "p"+strconv.Itoa(k)))
 	}
 
-	snap, err := fa.FabricSnapshot(ctx, sd.ProgramFA)
+	snap, err := sd.New(fa).FabricSnapshot(ctx, sd.ProgramFA)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(snap.Tables) != 7 || !reflect.DeepEqual(snap.Registers, []tofino.RegisterValue{{Name: sd.RegFCIThreshold}, {Name: sd.RegReasmTimeout}}) {
+	if len(snap.Tables) != 7 || !reflect.DeepEqual(snap.Registers, []sd.RegisterValue{{Name: sd.RegFCIThreshold}, {Name: sd.RegReasmTimeout}}) {
 		t.Fatalf("FA snapshot: %d tables, registers %+v; want the 7 tables a bring-up fills, the FCI threshold and the reassembly timeout, 0", len(snap.Tables), snap.Registers)
 	}
 	for _, ts := range snap.Tables {
@@ -293,33 +293,33 @@ func TestStardustBringUpThroughTheDriver(t *testing.T) {
 			t.Errorf("%s holds %d entries on a fresh program", ts.Table, len(ts.Entries))
 		}
 	}
-	if _, err := fa.FabricSnapshot(ctx, "switch"); err == nil {
+	if _, err := sd.New(fa).FabricSnapshot(ctx, "switch"); err == nil {
 		t.Error("a snapshot of a program that is not Stardust's")
 	}
 
 	// Fabric id: set, replaced, one entry.
-	if id, ok, err := fa.FabricID(ctx); err != nil || ok || id != 0 {
+	if id, ok, err := sd.New(fa).FabricID(ctx); err != nil || ok || id != 0 {
 		t.Fatalf("fabric id before any: %d %v %v", id, ok, err)
 	}
 	for _, id := range []int{3, 5} {
-		if err := fa.SetFabricID(ctx, id); err != nil {
+		if err := sd.New(fa).SetFabricID(ctx, id); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if id, ok, err := fa.FabricID(ctx); err != nil || !ok || id != 5 {
+	if id, ok, err := sd.New(fa).FabricID(ctx); err != nil || !ok || id != 5 {
 		t.Fatalf("fabric id: %d %v %v, want 5", id, ok, err)
 	}
 	if es, _ := fa.Entries(ctx, sd.TableWhoami); len(es) != 1 {
 		t.Errorf("whoami holds %d entries", len(es))
 	}
-	if err := fa.SetFabricID(ctx, sd.MaxFAs); err == nil {
+	if err := sd.New(fa).SetFabricID(ctx, sd.MaxFAs); err == nil {
 		t.Error("fabric id 256 accepted")
 	}
 
-	if err := fa.SetHostPorts(ctx, map[int]int{0: host, 1: host}); err != nil {
+	if err := sd.New(fa).SetHostPorts(ctx, map[int]int{0: host, 1: host}); err != nil {
 		t.Fatal(err)
 	}
-	if err := fa.SetHostPorts(ctx, map[int]int{0: host}); err != nil {
+	if err := sd.New(fa).SetHostPorts(ctx, map[int]int{0: host}); err != nil {
 		t.Fatal(err)
 	}
 	if es, _ := fa.Entries(ctx, sd.TableHostPort); len(es) != 1 || es[0].Key[sd.KeyDstPort] != 0 || es[0].Data[sd.ParamPort] != int64(host) {
@@ -328,17 +328,17 @@ func TestStardustBringUpThroughTheDriver(t *testing.T) {
 
 	// Generator flows: 7 destinations over 64 slots (10, 9, 9, ...); a
 	// second application's slots are its own.
-	var targets []tofino.VOQTarget
+	var targets []sd.VOQTarget
 	for d := 1; d < 8; d++ {
-		targets = append(targets, tofino.VOQTarget{FA: d, Port: 0, VOQ: d, TC: 0})
+		targets = append(targets, sd.VOQTarget{FA: d, Port: 0, VOQ: d, TC: 0})
 	}
-	if err := fa.SetGenFlow(ctx, 3, targets); err != nil {
+	if err := sd.New(fa).SetGenFlow(ctx, 3, targets); err != nil {
 		t.Fatal(err)
 	}
-	if err := fa.SetGenFlow(ctx, 4, targets[:1]); err != nil {
+	if err := sd.New(fa).SetGenFlow(ctx, 4, targets[:1]); err != nil {
 		t.Fatal(err)
 	}
-	if err := fa.SetGenFlow(ctx, 3, targets); err != nil {
+	if err := sd.New(fa).SetGenFlow(ctx, 3, targets); err != nil {
 		t.Fatal(err)
 	}
 	es, _ := fa.Entries(ctx, sd.TableGenFlow)
@@ -354,28 +354,28 @@ func TestStardustBringUpThroughTheDriver(t *testing.T) {
 	if len(es) != 2*sd.MaxLinks || !reflect.DeepEqual(perFA, map[int64]int{1: 10, 2: 9, 3: 9, 4: 9, 5: 9, 6: 9, 7: 9}) {
 		t.Errorf("%d gen_flow entries, application 3's per FA %v", len(es), perFA)
 	}
-	if err := fa.SetGenFlow(ctx, 3, nil); err != nil {
+	if err := sd.New(fa).SetGenFlow(ctx, 3, nil); err != nil {
 		t.Fatal(err)
 	}
 	if es, _ := fa.Entries(ctx, sd.TableGenFlow); len(es) != sd.MaxLinks || es[0].Key[sd.KeyAppID] != 4 {
 		t.Errorf("after clearing application 3: %d entries", len(es))
 	}
-	if err := fa.SetGenFlow(ctx, 3, []tofino.VOQTarget{{FA: 1, VOQ: sd.MaxVOQs}}); err == nil {
+	if err := sd.New(fa).SetGenFlow(ctx, 3, []sd.VOQTarget{{FA: 1, VOQ: sd.MaxVOQs}}); err == nil {
 		t.Error("VOQ 4096 accepted")
 	}
 
 	// Credits: one host port, its 256 slots over the sources, replaced.
-	if err := fa.SetCreditPorts(ctx, []int{0}); err != nil {
+	if err := sd.New(fa).SetCreditPorts(ctx, []int{0}); err != nil {
 		t.Fatal(err)
 	}
-	var srcs []tofino.CreditSource
+	var srcs []sd.CreditSource
 	for d := 1; d < 8; d++ {
-		srcs = append(srcs, tofino.CreditSource{FA: d, VOQ: 5})
+		srcs = append(srcs, sd.CreditSource{FA: d, VOQ: 5})
 	}
-	if err := fa.SetCreditSources(ctx, 0, srcs); err != nil {
+	if err := sd.New(fa).SetCreditSources(ctx, 0, srcs); err != nil {
 		t.Fatal(err)
 	}
-	if err := fa.SetCreditSources(ctx, 0, srcs[:3]); err != nil {
+	if err := sd.New(fa).SetCreditSources(ctx, 0, srcs[:3]); err != nil {
 		t.Fatal(err)
 	}
 	es, _ = fa.Entries(ctx, sd.TableCreditTo)
@@ -383,16 +383,16 @@ func TestStardustBringUpThroughTheDriver(t *testing.T) {
 	for _, e := range es {
 		got[e.Data[sd.ParamFA]]++
 	}
-	if len(es) != tofino.CreditSlots || !reflect.DeepEqual(got, map[int64]int{1: 86, 2: 85, 3: 85}) {
+	if len(es) != sd.CreditSlots || !reflect.DeepEqual(got, map[int64]int{1: 86, 2: 85, 3: 85}) {
 		t.Errorf("%d credit_to entries over FAs %v", len(es), got)
 	}
-	if err := fa.SetReachPorts(ctx, fabric); err != nil {
+	if err := sd.New(fa).SetReachPorts(ctx, fabric); err != nil {
 		t.Fatal(err)
 	}
 	if es, _ := fa.Entries(ctx, sd.TableReachPort); len(es) != 4 {
 		t.Errorf("reach_port: %+v", es)
 	}
-	snap, err = fa.FabricSnapshot(ctx, sd.ProgramFA)
+	snap, err = sd.New(fa).FabricSnapshot(ctx, sd.ProgramFA)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,47 +400,47 @@ func TestStardustBringUpThroughTheDriver(t *testing.T) {
 	for _, ts := range snap.Tables {
 		n += len(ts.Entries)
 	}
-	if want := 1 + 1 + sd.MaxLinks + 1 + tofino.CreditSlots + 4; n != want {
+	if want := 1 + 1 + sd.MaxLinks + 1 + sd.CreditSlots + 4; n != want {
 		t.Errorf("the snapshot after the bring-up holds %d entries, want %d", n, want)
 	}
 
 	// The reassembly timer, in ns in the register, in the snapshot; its
 	// drops per source FA.
-	if err := fa.SetReassemblyTimeout(ctx, 40*time.Microsecond); err != nil {
+	if err := sd.New(fa).SetReassemblyTimeout(ctx, 40*time.Microsecond); err != nil {
 		t.Fatal(err)
 	}
-	if to, err := fa.ReassemblyTimeout(ctx); err != nil || to != 40*time.Microsecond {
+	if to, err := sd.New(fa).ReassemblyTimeout(ctx); err != nil || to != 40*time.Microsecond {
 		t.Errorf("reassembly timeout %v %v, want 40us", to, err)
 	}
-	if err := fa.SetFCIThreshold(ctx, 64); err != nil {
+	if err := sd.New(fa).SetFCIThreshold(ctx, 64); err != nil {
 		t.Fatal(err)
 	}
-	if snap, err := fa.FabricSnapshot(ctx, sd.ProgramFA); err != nil || len(snap.Registers) != 2 || snap.Registers[0].Value != 64 || snap.Registers[1].Value != 40_000 {
+	if snap, err := sd.New(fa).FabricSnapshot(ctx, sd.ProgramFA); err != nil || len(snap.Registers) != 2 || snap.Registers[0].Value != 64 || snap.Registers[1].Value != 40_000 {
 		t.Errorf("FA snapshot registers %+v %v, want the FCI threshold, 64, and the timeout, 40000 ns", snap.Registers, err)
 	}
 	for _, bad := range []time.Duration{-time.Nanosecond, time.Duration(sd.ReasmTimeoutMaxNs) + 1} {
-		if err := fa.SetReassemblyTimeout(ctx, bad); err == nil {
+		if err := sd.New(fa).SetReassemblyTimeout(ctx, bad); err == nil {
 			t.Errorf("reassembly timeout %v accepted", bad)
 		}
 	}
 	if err := fa.WriteRegister(ctx, sd.RegReasmDrops, 5, 7); err != nil {
 		t.Fatal(err)
 	}
-	if d, err := fa.ReassemblyDrops(ctx, []int{4, 5}); err != nil || !reflect.DeepEqual(d, []int64{0, 7}) {
+	if d, err := sd.New(fa).ReassemblyDrops(ctx, []int{4, 5}); err != nil || !reflect.DeepEqual(d, []int64{0, 7}) {
 		t.Errorf("reassembly drops %v %v, want [0 7]", d, err)
 	}
-	if _, err := fa.ReassemblyDrops(ctx, []int{sd.MaxFAs}); err == nil {
+	if _, err := sd.New(fa).ReassemblyDrops(ctx, []int{sd.MaxFAs}); err == nil {
 		t.Error("reassembly drops of FA 256 read")
 	}
 
 	// The FE: its FCI threshold, in the snapshot.
-	if err := fe.SetFCIThreshold(ctx, int(sd.FCIThreshold(8, 256))); err != nil {
+	if err := sd.New(fe).SetFCIThreshold(ctx, int(sd.FCIThreshold(8, 256))); err != nil {
 		t.Fatal(err)
 	}
-	if th, err := fe.FCIThreshold(ctx); err != nil || th != 32 {
+	if th, err := sd.New(fe).FCIThreshold(ctx); err != nil || th != 32 {
 		t.Errorf("FCI threshold %d %v, want 8 frames of 256 B = 32 buffer cells", th, err)
 	}
-	if snap, err := fe.FabricSnapshot(ctx, sd.ProgramFE); err != nil || len(snap.Tables) != 3 || len(snap.Registers) != 1 || snap.Registers[0].Value != 32 {
+	if snap, err := sd.New(fe).FabricSnapshot(ctx, sd.ProgramFE); err != nil || len(snap.Tables) != 3 || len(snap.Registers) != 1 || snap.Registers[0].Value != 32 {
 		t.Errorf("FE snapshot %+v %v", snap, err)
 	}
 
@@ -448,17 +448,17 @@ func TestStardustBringUpThroughTheDriver(t *testing.T) {
 	if err := fa.WriteRegister(ctx, sd.RegLatHist, 7, 3); err != nil {
 		t.Fatal(err)
 	}
-	h, err := fa.LatencyHistogram(ctx)
+	h, err := sd.New(fa).LatencyHistogram(ctx)
 	if err != nil || len(h) != sd.HistBuckets || h[7] != 3 || h[6] != 0 {
 		t.Fatalf("latency histogram: %d buckets, [7] = %v, %v", len(h), h, err)
 	}
 	if err := fe.WriteRegister(ctx, sd.RegQHist, sd.HistBuckets-1, 2); err != nil {
 		t.Fatal(err)
 	}
-	if h, err := fe.QueueHistogram(ctx); err != nil || len(h) != sd.HistBuckets || h[sd.HistBuckets-1] != 2 {
+	if h, err := sd.New(fe).QueueHistogram(ctx); err != nil || len(h) != sd.HistBuckets || h[sd.HistBuckets-1] != 2 {
 		t.Errorf("queue histogram: %v", err)
 	}
-	if _, err := fe.LatencyHistogram(ctx); !tofino.IsNotFound(err) {
+	if _, err := sd.New(fe).LatencyHistogram(ctx); !tofino.IsNotFound(err) {
 		t.Errorf("an FE's latency histogram: %v, want not found", err)
 	}
 	// Generator applications with their cell: fa1's reachability cells
@@ -469,34 +469,34 @@ func TestStardustBringUpThroughTheDriver(t *testing.T) {
 			ch.SetShutter(true)
 		}
 	}
-	if err := fa.SetFabricID(ctx, 0); err != nil {
+	if err := sd.New(fa).SetFabricID(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := fe.SetReachPorts(ctx, []int{dev(t, lab, "fe1", "p1")}); err != nil {
+	if err := sd.New(fe).SetReachPorts(ctx, []int{dev(t, lab, "fe1", "p1")}); err != nil {
 		t.Fatal(err)
 	}
-	g := tofino.Generator{AppID: 1, Port: 68, EgressPort: host, FrameBytes: 60, Period: 10 * time.Microsecond, PerBatch: 4, Batches: 100,
+	g := sd.Generator{AppID: 1, Port: 68, EgressPort: host, FrameBytes: 60, Period: 10 * time.Microsecond, PerBatch: 4, Batches: 100,
 		Cell: sd.Cell{Kind: sd.KindReach}}
-	if err := fa.StartGenerator(ctx, g); err != nil {
+	if err := sd.New(fa).StartGenerator(ctx, g); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := fa.PktgenStatus(ctx, 1); err != nil || st.Packets == 0 {
 		t.Errorf("reachability generator: %+v %v", st, err)
 	}
-	if l, err := fe.FabricLinks(ctx, []int{dev(t, lab, "fe1", "p1")}, 3); err != nil || l[0].Age >= sd.AgeMax || !l[0].Valid {
+	if l, err := sd.New(fe).FabricLinks(ctx, []int{dev(t, lab, "fe1", "p1")}, 3); err != nil || l[0].Age >= sd.AgeMax || !l[0].Valid {
 		t.Errorf("fe1's link from fa1 after fa1's reachability cells: %+v %v", l, err)
 	}
 	if err := fa.StopPktgen(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []tofino.Generator{{AppID: 2, Port: 68, EgressPort: host, FrameBytes: 60, Period: time.Microsecond, PerBatch: 1, Batches: 1, Cell: sd.Cell{Kind: 4}},
+	for _, bad := range []sd.Generator{{AppID: 2, Port: 68, EgressPort: host, FrameBytes: 60, Period: time.Microsecond, PerBatch: 1, Batches: 1, Cell: sd.Cell{Kind: 4}},
 		{AppID: 2, Port: 68, EgressPort: host, FrameBytes: 30, Period: time.Microsecond, PerBatch: 1, Batches: 1}} {
-		if err := fa.StartGenerator(ctx, bad); err == nil {
+		if err := sd.New(fa).StartGenerator(ctx, bad); err == nil {
 			t.Errorf("generator %+v accepted", bad)
 		}
 	}
 	feports := []int{dev(t, lab, "fe1", "p1"), dev(t, lab, "fe1", "p2")}
-	if d, err := fe.QueueDrops(ctx, feports, 0); err != nil || len(d) != 2 || d[0] != 0 {
+	if d, err := sd.New(fe).QueueDrops(ctx, feports, 0); err != nil || len(d) != 2 || d[0] != 0 {
 		t.Errorf("queue drops %v %v", d, err)
 	}
 }

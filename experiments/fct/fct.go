@@ -126,11 +126,11 @@ func (*Recipe) Params() []o.ParamSpec {
 		{Name: "trials", Type: o.TypeInt, Default: int64(300_000), Min: o.Bound(1), Max: o.Bound(10_000_000), Description: "trials per transport and mode"},
 		{Name: "blocks", Type: o.TypeInt, Default: int64(10), Min: o.Bound(1), Max: o.Bound(1000), Description: "blocks the trials of each mode are split into; modes take turns block by block"},
 		{Name: "warmup", Type: o.TypeInt, Default: int64(100), Min: o.Bound(0), Max: o.Bound(1_000_000), Description: "trials run and not recorded before each block"},
-		{Name: "transports", Type: o.TypeStrings, Default: []string{TCP, RDMA}, Description: "tcp, rdma (rdma where the hosts have ib_write_lat)"},
-		{Name: "modes", Type: o.TypeStrings, Default: []string{Lossless, "off", "linkguardian", "linkguardian-nb"}, Description: "lossless, off, linkguardian, linkguardian-nb"},
+		{Name: "transports", Type: o.TypeStrings, Default: []string{TCP, RDMA}, Enum: []string{TCP, RDMA}, Description: "tcp, rdma (rdma where the hosts have ib_write_lat)"},
+		{Name: "modes", Type: o.TypeStrings, Default: []string{Lossless, "off", "linkguardian", "linkguardian-nb"}, Enum: []string{Lossless, "off", "linkguardian", "linkguardian-nb"}, Description: "lossless, off, linkguardian, linkguardian-nb"},
 		{Name: "loss_rate", Type: o.TypeFloat, Default: 1.25e-3, Min: o.Bound(1e-7), Max: o.Bound(0.1), Description: "loss rate of the flow's data frames: 1.25e-3 so that with 300,000 trials the p99.9 misses the timeout tail with probability 3.5e-5 (README, FCT)"},
-		{Name: "loss_source", Type: o.TypeString, Default: LossProgram, Description: "program: the sender program's random drop at exactly floor(loss_rate*2^20)/2^20 for every frame size (the artifact's evaluation mode); voa: the VOA, calibrated by measuring with the flow's own frame size"},
-		{Name: "connection", Type: o.TypeString, Default: hostagent.ConnPerFlow, Description: "per-flow: a new TCP connection per trial, timed by fct1 where the hosts capture (the artifact: iperf -n per flow); persistent: one connection, request and answer"},
+		{Name: "loss_source", Type: o.TypeString, Default: LossProgram, Enum: []string{LossProgram, LossVOA}, Description: "program: the sender program's random drop at exactly floor(loss_rate*2^20)/2^20 for every frame size (the artifact's evaluation mode); voa: the VOA, calibrated by measuring with the flow's own frame size"},
+		{Name: "connection", Type: o.TypeString, Default: hostagent.ConnPerFlow, Enum: []string{hostagent.ConnPerFlow, hostagent.ConnPersistent}, Description: "per-flow: a new TCP connection per trial, timed by fct1 where the hosts capture (the artifact: iperf -n per flow); persistent: one connection, request and answer"},
 		{Name: "paper_sysctls", Type: o.TypeBool, Default: true, Description: "set the artifact's host settings on both hosts (tcp_no_metrics_save=1, tcp_timestamps=0, tcp_sack=1, tcp_ecn=1 for dctcp else 0, tcp_recovery=1, tcp_early_retrans=3), undone at the end"},
 		{Name: "target_loss", Type: o.TypeFloat, Default: 1e-8, Min: o.Bound(1e-15), Max: o.Bound(0.1), Description: "effective loss rate LinkGuardian is configured for (Eq. 2)"},
 		{Name: "sender", Type: o.TypeString, Default: "", Description: "the host that sends the flows (default: the one on the link's sending switch)"},
@@ -312,6 +312,40 @@ type state struct {
 	copies      int
 }
 
+// Validate implements orchestrator.Validator: the checks across the
+// parameters (choices are their specs' Enum), made before Plan.
+func (r *Recipe) Validate(p *o.Params) error {
+	for _, name := range []string{"modes", "transports"} {
+		vs := p.Strings(name)
+		if len(vs) == 0 {
+			return o.Inputf("%s: expected at least one", name)
+		}
+		for i, v := range vs {
+			if slices.Contains(vs[:i], v) {
+				return o.Inputf("%s: %s is listed twice", name, v)
+			}
+		}
+	}
+	trials, blocks := p.Int("trials"), p.Int("blocks")
+	if blocks > trials {
+		return o.Inputf("blocks %d: more blocks than trials (%d)", blocks, trials)
+	}
+	loss, target, tol := p.Float("loss_rate"), p.Float("target_loss"), p.Float("calib_tolerance")
+	if loss <= target {
+		return o.Inputf("loss_rate %g is not above target_loss %g: there is nothing to protect against", loss, target)
+	}
+	if loss*tol >= 0.5 {
+		return o.Inputf("loss_rate %g * calib_tolerance %g: the calibration window reaches 0.5", loss, tol)
+	}
+	if p.String("loss_source") == LossProgram && lgbench.EmulatedLoss(loss) == 0 {
+		return o.Inputf("loss_rate %g: below the program's resolution (2^-%d)", loss, lg.DropRandomBits)
+	}
+	if rtoMin := p.Duration("rto_min"); rtoMin != 0 && (rtoMin < time.Millisecond || rtoMin%time.Millisecond != 0) {
+		return o.Inputf("rto_min %v: a whole number of milliseconds (or 0 to leave the routes alone)", rtoMin)
+	}
+	return nil
+}
+
 // Plan implements Recipe.
 func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	p := pc.Params
@@ -330,56 +364,14 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		return nil, err
 	}
 	l := b.Link
-	var modes []string
-	for _, m := range p.Strings("modes") {
-		if m != Lossless {
-			if _, err := lgbench.ParseMode(m); err != nil {
-				return nil, o.Inputf("modes: %q (expected lossless, off, linkguardian or linkguardian-nb)", m)
-			}
-		}
-		if slices.Contains(modes, m) {
-			return nil, o.Inputf("modes: %s is listed twice", m)
-		}
-		modes = append(modes, m)
-	}
-	var transports []string
-	for _, t := range p.Strings("transports") {
-		if t != TCP && t != RDMA {
-			return nil, o.Inputf("transports: %q (expected tcp or rdma)", t)
-		}
-		if slices.Contains(transports, t) {
-			return nil, o.Inputf("transports: %s is listed twice", t)
-		}
-		transports = append(transports, t)
-	}
-	if len(modes) == 0 || len(transports) == 0 {
-		return nil, o.Inputf("modes and transports must not be empty")
-	}
+	modes, transports := p.Strings("modes"), p.Strings("transports")
 	trials, blocks := int(p.Int("trials")), int(p.Int("blocks"))
-	if blocks > trials {
-		return nil, o.Inputf("blocks %d: more blocks than trials (%d)", blocks, trials)
-	}
 	loss, target, tol := p.Float("loss_rate"), p.Float("target_loss"), p.Float("calib_tolerance")
-	if loss <= target {
-		return nil, o.Inputf("loss_rate %g is not above target_loss %g: there is nothing to protect against", loss, target)
-	}
-	if loss*tol >= 0.5 {
-		return nil, o.Inputf("loss_rate %g * calib_tolerance %g: the calibration window reaches 0.5", loss, tol)
-	}
 	if err := pc.CheckAttenuation(l.VOA, l.VOAChannel, p.Float("max_db")); err != nil {
 		return nil, o.Inputf("max_db: %v", err)
 	}
 	flow, resp := int(p.Int("flow_size")), int(p.Int("response_size"))
 	lossSource, conn, paper := p.String("loss_source"), p.String("connection"), p.Bool("paper_sysctls")
-	if lossSource != LossProgram && lossSource != LossVOA {
-		return nil, o.Inputf("loss_source %q (expected program or voa)", lossSource)
-	}
-	if conn != hostagent.ConnPerFlow && conn != hostagent.ConnPersistent {
-		return nil, o.Inputf("connection %q (expected per-flow or persistent)", conn)
-	}
-	if lossSource == LossProgram && lgbench.EmulatedLoss(loss) == 0 {
-		return nil, o.Inputf("loss_rate %g: below the program's resolution (2^-%d)", loss, lg.DropRandomBits)
-	}
 	timestamps := !paper // the artifact turns them off
 	calibFrame := int(p.Int("calib_frame_size"))
 	if calibFrame == 0 {
@@ -396,9 +388,6 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		return to.Addr.Masked().String()
 	}
 	rtoMin := p.Duration("rto_min")
-	if rtoMin != 0 && (rtoMin < time.Millisecond || rtoMin%time.Millisecond != 0) {
-		return nil, o.Inputf("rto_min %v: a whole number of milliseconds (or 0 to leave the routes alone)", rtoMin)
-	}
 	cc := p.String("congestion_control")
 	needLoss := slices.ContainsFunc(modes, func(m string) bool { return m != Lossless })
 	flowFrames := dataFrames(flow, timestamps)

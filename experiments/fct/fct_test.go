@@ -299,13 +299,14 @@ func TestFCTPlanErrors(t *testing.T) {
 		{[]string{"sender=voa1"}, "device voa1 is a voa, not a host"},
 		{[]string{"sender=h7"}, `no device "h7"`},
 		{[]string{"link=l10g"}, "link l10g cannot serve"},
-		{[]string{"modes=off,fast"}, `modes: "fast"`},
-		{[]string{"transports=udp"}, `transports: "udp"`},
+		{[]string{"modes=off,fast"}, `modes=off,fast: "fast" is not one of lossless, off, linkguardian, linkguardian-nb`},
+		{[]string{"transports=udp"}, `transports=udp: "udp" is not one of tcp, rdma`},
+		{[]string{"modes=off,off"}, "modes: off is listed twice"},
 		{[]string{"trials=5", "blocks=10"}, "more blocks than trials"},
 		{[]string{"target_loss=2e-3"}, "not above target_loss"},
 		{[]string{"rto_min=1500us"}, "whole number of milliseconds"},
-		{[]string{"loss_source=fibre"}, `loss_source "fibre"`},
-		{[]string{"connection=udp"}, `connection "udp"`},
+		{[]string{"loss_source=fibre"}, `loss_source=fibre: "fibre" is not one of program, voa`},
+		{[]string{"connection=udp"}, `connection=udp: "udp" is not one of per-flow, persistent`},
 		{[]string{"loss_rate=5e-7", "target_loss=1e-9"}, "below the program's resolution"},
 	} {
 		if _, err := plan(inv, c.sets...); err == nil || !strings.Contains(err.Error(), c.want) {

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"testbed/dut/p4switch"
-	"testbed/dut/tofino"
 	"testbed/inventory"
 	o "testbed/orchestrator"
+	"testbed/p4/ecmp"
 	sd "testbed/p4/stardust"
 	"testbed/results"
 )
@@ -23,7 +23,7 @@ import (
 // every FA joined to every FE. stardust-fabric and stardust-packing run on
 // it when the inventory has switches with the option stardust_role (fa or
 // fe) and stardust_id (the fabric id): they bring the fabric up through
-// the switch driver (dut/tofino/stardust.go: a recipe names no table),
+// p4/stardust's control plane over the switch core (a recipe names no table),
 // drive host traffic from the FAs' packet generators (the bench's FA host
 // ports have nothing behind them) and read the programs' histograms and
 // the ports' and queues' counters. Without such switches they run the
@@ -78,7 +78,11 @@ type benchNode struct {
 	// Ports are the fabric dev ports in peer id order, Peers the id of
 	// the switch at the other end of each.
 	Ports, Peers []int
-	sw           *tofino.Switch
+	// sw is the switch through the kind's interfaces; sd and ec are the
+	// Stardust and ecmp programs' control planes over its core.
+	sw benchSwitch
+	sd *sd.Switch
+	ec *ecmp.Switch
 	// creditPorts is how many host ports an FA's credit application
 	// serves (one per batch frame, SetCreditPorts); 0 is one.
 	creditPorts int
@@ -281,16 +285,38 @@ type benchRun struct {
 	rc  *o.RunContext
 }
 
+// benchSwitch is what the Stardust bench uses of a switch: the switch
+// kind's interfaces (dut/p4switch), whatever its driver.
+type benchSwitch interface {
+	p4switch.Core
+	p4switch.Programs
+	p4switch.Builder
+	p4switch.Ports
+	p4switch.PortCounters
+	p4switch.Queues
+	p4switch.PacketGenerator
+	p4switch.Clock
+}
+
+// open gets node n's switch from the run and the programs' control
+// planes over it.
+func (n *benchNode) open(rc *o.RunContext) error {
+	sw, err := o.As[benchSwitch](rc, n.Name)
+	if err != nil {
+		return err
+	}
+	n.sw, n.sd, n.ec = sw, sd.New(sw), ecmp.New(sw)
+	return nil
+}
+
 // up brings the bench to its programs, ports, tables and registers,
 // journalling every change first.
 func (b *bench) up(ctx context.Context, rc *o.RunContext, cfg benchConfig) (*benchRun, error) {
 	br := &benchRun{bench: b, cfg: cfg, rc: rc}
 	for _, n := range b.nodes() {
-		sw, err := o.As[*tofino.Switch](rc, n.Name)
-		if err != nil {
+		if err := n.open(rc); err != nil {
 			return nil, err
 		}
-		n.sw = sw
 	}
 	// Programs: every switch at once (a build and a daemon start each).
 	if err := each(b.nodes(), func(n *benchNode) error { return br.program(ctx, n) }); err != nil {
@@ -375,7 +401,7 @@ func (br *benchRun) program(ctx context.Context, n *benchNode) error {
 		return fmt.Errorf("%s: %w", n.Name, err)
 	}
 	if got == want {
-		if err := n.sw.EnsureAgent(ctx); err != nil {
+		if err := n.sw.Ready(ctx); err != nil {
 			return fmt.Errorf("%s: %w", n.Name, err)
 		}
 		return nil
@@ -389,7 +415,7 @@ func (br *benchRun) program(ctx context.Context, n *benchNode) error {
 	}
 	br.rc.Event(results.Event{Type: "setting", Device: n.Name, Message: fmt.Sprintf("built %s (sources %s) and starting bf_switchd with it (was: %q); it is left running", want, b.SourceSHA256[:12], got),
 		Fields: map[string]any{"program": want, "previous_program": got, "source_sha256": b.SourceSHA256}})
-	if err := n.sw.StartSwitchd(ctx, want); err != nil {
+	if err := n.sw.LoadProgram(ctx, want); err != nil {
 		return fmt.Errorf("%s: %w", n.Name, err)
 	}
 	return nil
@@ -435,7 +461,7 @@ func (br *benchRun) journalSnapshot(ctx context.Context, n *benchNode) error {
 	if !br.rc.FirstTouch("stardust/tables/" + n.Name) {
 		return nil
 	}
-	snap, err := n.sw.FabricSnapshot(ctx, n.program())
+	snap, err := n.sd.FabricSnapshot(ctx, n.program())
 	if err != nil {
 		return fmt.Errorf("%s: %w", n.Name, err)
 	}
@@ -480,57 +506,57 @@ func (br *benchRun) tables(ctx context.Context, n *benchNode) error {
 		}
 		return nil
 	}
-	if err := n.sw.SetFabricID(ctx, n.ID); err != nil {
+	if err := n.sd.SetFabricID(ctx, n.ID); err != nil {
 		return wrap(err)
 	}
-	if err := n.sw.SetReachPorts(ctx, n.Ports); err != nil {
+	if err := n.sd.SetReachPorts(ctx, n.Ports); err != nil {
 		return wrap(err)
 	}
 	if n.FE {
 		for i, fa := range n.Peers {
-			if err := n.sw.SetSpray(ctx, fa, []int{n.Ports[i]}); err != nil {
+			if err := n.sd.SetSpray(ctx, fa, []int{n.Ports[i]}); err != nil {
 				return wrap(err)
 			}
 		}
-		return wrap(n.sw.SetFCIThreshold(ctx, int(sd.FCIThreshold(br.cfg.FCIFrames, br.cfg.FrameBytes))))
+		return wrap(n.sd.SetFCIThreshold(ctx, int(sd.FCIThreshold(br.cfg.FCIFrames, br.cfg.FrameBytes))))
 	}
 	rng := rand.New(rand.NewPCG(br.rc.Seed, uint64(n.ID)+0x5d))
-	var srcs []tofino.CreditSource
+	var srcs []sd.CreditSource
 	for _, d := range br.FAs {
 		if d == n {
 			continue
 		}
 		perm := append([]int{}, n.Ports...)
 		rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
-		if err := n.sw.SetSpray(ctx, d.ID, perm); err != nil {
+		if err := n.sd.SetSpray(ctx, d.ID, perm); err != nil {
 			return wrap(err)
 		}
-		srcs = append(srcs, tofino.CreditSource{FA: d.ID, VOQ: voq(n.ID)})
+		srcs = append(srcs, sd.CreditSource{FA: d.ID, VOQ: voq(n.ID)})
 	}
-	if err := n.sw.SetHostPorts(ctx, map[int]int{hostPort: n.Host}); err != nil {
+	if err := n.sd.SetHostPorts(ctx, map[int]int{hostPort: n.Host}); err != nil {
 		return wrap(err)
 	}
-	if err := n.sw.SetCreditPorts(ctx, []int{hostPort}); err != nil {
+	if err := n.sd.SetCreditPorts(ctx, []int{hostPort}); err != nil {
 		return wrap(err)
 	}
-	if err := n.sw.SetReassemblyTimeout(ctx, br.cfg.ReasmTimeout); err != nil {
+	if err := n.sd.SetReassemblyTimeout(ctx, br.cfg.ReasmTimeout); err != nil {
 		return wrap(err)
 	}
 	// The FA's fabric ports mark FCI at the FEs' threshold: the bench's
 	// links carry just the host port's rate, so credits a few percent
 	// above it queue there first (stardust_fa.p4).
-	if err := n.sw.SetFCIThreshold(ctx, int(sd.FCIThreshold(br.cfg.FCIFrames, br.cfg.FrameBytes))); err != nil {
+	if err := n.sd.SetFCIThreshold(ctx, int(sd.FCIThreshold(br.cfg.FCIFrames, br.cfg.FrameBytes))); err != nil {
 		return wrap(err)
 	}
-	return wrap(n.sw.SetCreditSources(ctx, hostPort, srcs))
+	return wrap(n.sd.SetCreditSources(ctx, hostPort, srcs))
 }
 
 // uniformTargets are FA n's generator targets uniform over the other FAs,
 // starting after n itself: with 7 targets over 64 slots the first has one
 // slot more, and starting after n gives that slot to a different
 // destination for each source.
-func (br *benchRun) uniformTargets(n *benchNode) []tofino.VOQTarget {
-	var out []tofino.VOQTarget
+func (br *benchRun) uniformTargets(n *benchNode) []sd.VOQTarget {
+	var out []sd.VOQTarget
 	k := len(br.FAs)
 	start := 0
 	for i, d := range br.FAs {
@@ -540,17 +566,17 @@ func (br *benchRun) uniformTargets(n *benchNode) []tofino.VOQTarget {
 	}
 	for j := 1; j < k; j++ {
 		d := br.FAs[(start+j)%k]
-		out = append(out, tofino.VOQTarget{FA: d.ID, Port: hostPort, VOQ: voq(d.ID)})
+		out = append(out, sd.VOQTarget{FA: d.ID, Port: hostPort, VOQ: voq(d.ID)})
 	}
 	return out
 }
 
 // permutationTargets send FA n's frames all to the next FA.
-func (br *benchRun) permutationTargets(n *benchNode) []tofino.VOQTarget {
+func (br *benchRun) permutationTargets(n *benchNode) []sd.VOQTarget {
 	for i, d := range br.FAs {
 		if d == n {
 			next := br.FAs[(i+1)%len(br.FAs)]
-			return []tofino.VOQTarget{{FA: next.ID, Port: hostPort, VOQ: voq(next.ID)}}
+			return []sd.VOQTarget{{FA: next.ID, Port: hostPort, VOQ: voq(next.ID)}}
 		}
 	}
 	return nil
@@ -602,14 +628,14 @@ func (br *benchRun) startInfra(ctx context.Context, d time.Duration) error {
 		for _, p := range n.Ports {
 			maxPort = max(maxPort, p)
 		}
-		gens := []tofino.Generator{
+		gens := []sd.Generator{
 			{AppID: appReach, Period: cfg.ReachPeriod, PerBatch: len(n.Ports), Cell: sd.Cell{Kind: sd.KindReach, SrcFA: uint16(n.ID)}},
 			// An aging tick's packet id is the dev port it ages: a batch
 			// covers every fabric port (and those below them).
 			{AppID: appAge, Period: cfg.ReachPeriod, PerBatch: maxPort + 1, Cell: sd.Cell{Kind: sd.KindAge}},
 		}
 		if !n.FE {
-			gens = append(gens, tofino.Generator{AppID: appCredit, Period: creditPeriod, PerBatch: max(1, n.creditPorts),
+			gens = append(gens, sd.Generator{AppID: appCredit, Period: creditPeriod, PerBatch: max(1, n.creditPorts),
 				Cell: sd.Cell{Kind: sd.KindCredit, SrcFA: uint16(n.ID), PayloadLength: uint16(frames)}})
 		}
 		for _, g := range gens {
@@ -625,14 +651,14 @@ func (br *benchRun) startInfra(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
-func (br *benchRun) startGen(ctx context.Context, n *benchNode, g tofino.Generator) error {
+func (br *benchRun) startGen(ctx context.Context, n *benchNode, g sd.Generator) error {
 	if br.rc.FirstTouch(fmt.Sprintf("pktgen/%s/%d", n.Name, g.AppID)) {
 		if err := br.rc.Journal(n.Name, o.Undo{Kind: o.UndoTofinoPktgen, Desc: fmt.Sprintf("stop packet generator application %d on %s", g.AppID, n.Name),
 			Args: map[string]int{"app_id": g.AppID}}); err != nil {
 			return err
 		}
 	}
-	if err := n.sw.StartGenerator(ctx, g); err != nil {
+	if err := n.sd.StartGenerator(ctx, g); err != nil {
 		return fmt.Errorf("%s: %w", n.Name, err)
 	}
 	return nil
@@ -678,7 +704,7 @@ type benchReading struct {
 func (br *benchRun) read(ctx context.Context, at time.Duration) (benchReading, error) {
 	r := benchReading{At: at, Lat: make([]int64, sd.HistBuckets), Queue: make([]int64, sd.HistBuckets), HostFramesBy: make([]int64, len(br.FAs))}
 	for i, n := range br.FAs {
-		h, err := n.sw.LatencyHistogram(ctx)
+		h, err := n.sd.LatencyHistogram(ctx)
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", n.Name, err)
 		}
@@ -690,12 +716,12 @@ func (br *benchRun) read(ctx context.Context, at time.Duration) (benchReading, e
 		r.HostFrames += c.TxOK
 		r.HostOctets += c.TxOctets
 		r.HostFramesBy[i] = c.TxOK
-		d, err := n.sw.QueueDrops(ctx, []int{recircPort}, 0)
+		d, err := n.sd.QueueDrops(ctx, []int{recircPort}, 0)
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", n.Name, err)
 		}
 		r.WaitDrops += d[0]
-		if d, err = n.sw.QueueDrops(ctx, []int{recircPort}, sd.ReasmQID); err != nil {
+		if d, err = n.sd.QueueDrops(ctx, []int{recircPort}, sd.ReasmQID); err != nil {
 			return r, fmt.Errorf("%s: %w", n.Name, err)
 		}
 		r.ReorderDrops += d[0]
@@ -703,7 +729,7 @@ func (br *benchRun) read(ctx context.Context, at time.Duration) (benchReading, e
 		for i, s := range br.FAs {
 			srcs[i] = s.ID
 		}
-		g, err := n.sw.ReassemblyDrops(ctx, srcs)
+		g, err := n.sd.ReassemblyDrops(ctx, srcs)
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", n.Name, err)
 		}
@@ -712,7 +738,7 @@ func (br *benchRun) read(ctx context.Context, at time.Duration) (benchReading, e
 		}
 	}
 	for _, n := range br.FEs {
-		h, err := n.sw.QueueHistogram(ctx)
+		h, err := n.sd.QueueHistogram(ctx)
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", n.Name, err)
 		}
@@ -725,7 +751,7 @@ func (br *benchRun) read(ctx context.Context, at time.Duration) (benchReading, e
 			r.FEFrames += c.TxOK
 			r.FEOctets += c.TxOctets
 		}
-		d, err := n.sw.QueueDrops(ctx, n.Ports, 0)
+		d, err := n.sd.QueueDrops(ctx, n.Ports, 0)
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", n.Name, err)
 		}
@@ -771,22 +797,22 @@ type benchPoint struct {
 // host port's credits, round robin, to the VOQs that send to it (the
 // Tofino programs have no request messages: the control plane lists the
 // sources, p4/stardust/README.md).
-func (br *benchRun) setFlows(ctx context.Context, targets func(*benchNode) []tofino.VOQTarget) error {
-	srcs := map[int][]tofino.CreditSource{}
+func (br *benchRun) setFlows(ctx context.Context, targets func(*benchNode) []sd.VOQTarget) error {
+	srcs := map[int][]sd.CreditSource{}
 	for _, n := range br.FAs {
-		if err := n.sw.SetGenFlow(ctx, appData, targets(n)); err != nil {
+		if err := n.sd.SetGenFlow(ctx, appData, targets(n)); err != nil {
 			return fmt.Errorf("%s: %w", n.Name, err)
 		}
 		seen := map[int]bool{}
 		for _, v := range targets(n) {
 			if !seen[v.FA] {
 				seen[v.FA] = true
-				srcs[v.FA] = append(srcs[v.FA], tofino.CreditSource{FA: n.ID, VOQ: v.VOQ})
+				srcs[v.FA] = append(srcs[v.FA], sd.CreditSource{FA: n.ID, VOQ: v.VOQ})
 			}
 		}
 	}
 	return each(br.FAs, func(n *benchNode) error {
-		if err := n.sw.SetCreditSources(ctx, hostPort, srcs[n.ID]); err != nil {
+		if err := n.sd.SetCreditSources(ctx, hostPort, srcs[n.ID]); err != nil {
 			return fmt.Errorf("%s: %w", n.Name, err)
 		}
 		return nil
@@ -795,7 +821,7 @@ func (br *benchRun) setFlows(ctx context.Context, targets func(*benchNode) []tof
 
 // runTraffic runs host traffic from every FA's data generator, rate bps
 // (wire bits) of frameBytes frames to targets(n), and measures.
-func (br *benchRun) runTraffic(ctx context.Context, frameBytes int, bps float64, targets func(*benchNode) []tofino.VOQTarget, warm, measure, drain time.Duration) (benchPoint, error) {
+func (br *benchRun) runTraffic(ctx context.Context, frameBytes int, bps float64, targets func(*benchNode) []sd.VOQTarget, warm, measure, drain time.Duration) (benchPoint, error) {
 	var pt benchPoint
 	clock := br.FAs[0].sw
 	// Each host port's credits go round robin to the VOQs that send to it
@@ -822,7 +848,7 @@ func (br *benchRun) runTraffic(ctx context.Context, frameBytes int, bps float64,
 		return pt, err
 	}
 	for _, n := range br.FAs {
-		g := tofino.Generator{AppID: appData, Port: genPort, EgressPort: n.Host, FrameBytes: frameBytes, Period: period, PerBatch: k, Batches: batches,
+		g := sd.Generator{AppID: appData, Port: genPort, EgressPort: n.Host, FrameBytes: frameBytes, Period: period, PerBatch: k, Batches: batches,
 			Cell: sd.Cell{Kind: sd.KindData, SrcFA: uint16(n.ID)}}
 		if err := br.startGen(ctx, n, g); err != nil {
 			return pt, err

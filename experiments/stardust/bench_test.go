@@ -129,11 +129,11 @@ func TestFabricOnTheBench(t *testing.T) {
 	if st, err := fa.PktgenStatus(ctx, 0); err == nil && st.Enabled {
 		t.Errorf("fa3's credit generator still enabled: %+v", st)
 	}
-	if to, err := fa.ReassemblyTimeout(ctx); err != nil || to != 0 {
+	if to, err := sd.New(fa).ReassemblyTimeout(ctx); err != nil || to != 0 {
 		t.Errorf("fa3's reassembly timeout after the run: %d %v, want the 0 found", to, err)
 	}
 	fe := openSwitch(t, lab, "fe2")
-	if th, err := fe.FCIThreshold(ctx); err != nil || th != 0 {
+	if th, err := sd.New(fe).FCIThreshold(ctx); err != nil || th != 0 {
 		t.Errorf("fe2's FCI threshold after the run: %d %v, want the 0 found", th, err)
 	}
 }

@@ -25,7 +25,6 @@ import (
 	"sync"
 	"time"
 
-	"testbed/dut/tofino"
 	o "testbed/orchestrator"
 	sd "testbed/p4/stardust"
 	"testbed/results"
@@ -597,7 +596,7 @@ func (run *fabricRun) benchPoint(ctx context.Context, rc *o.RunContext, br *benc
 		return err
 	}
 	wall := time.Since(start).Seconds()
-	bucket := tofino.LatencyBucket.Seconds() * 1e6
+	bucket := sd.LatencyBucket.Seconds() * 1e6
 	var nl int64
 	for _, v := range pt0.Lat {
 		nl += v
@@ -620,7 +619,7 @@ func (run *fabricRun) benchPoint(ctx context.Context, rc *o.RunContext, br *benc
 	perFrame := (br.cfg.FrameBytes + sd.TMCellBytes - 1) / sd.TMCellBytes
 	var qh []int64
 	for b, v := range pt0.Queue {
-		k := b * tofino.QueueBucketCells / perFrame
+		k := b * sd.QueueBucketCells / perFrame
 		for len(qh) <= k {
 			qh = append(qh, 0)
 		}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"testbed/dut/p4switch"
-	"testbed/dut/tofino"
 	o "testbed/orchestrator"
 	sd "testbed/p4/stardust"
 	"testbed/results"
@@ -148,7 +147,7 @@ type failoverCtl struct {
 	// last poll.
 	ids   []int
 	drops int64
-	clock *tofino.Switch
+	clock benchSwitch
 	now   time.Duration
 	// dataSize is the length of a data frame on the wire (FCS included):
 	// the frames sent of its size range count the data frames.
@@ -224,11 +223,11 @@ func (c *failoverCtl) link(tx, rx *benchNode) *dlink {
 // far.
 func (c *failoverCtl) start(ctx context.Context) error {
 	for _, fa := range c.br.FAs {
-		r, err := fa.sw.Reachability(ctx)
+		r, err := fa.sd.Reachability(ctx)
 		if err != nil {
 			return fmt.Errorf("%s: %w", fa.Name, err)
 		}
-		d, err := fa.sw.ReassemblyDrops(ctx, c.ids)
+		d, err := fa.sd.ReassemblyDrops(ctx, c.ids)
 		if err != nil {
 			return fmt.Errorf("%s: %w", fa.Name, err)
 		}
@@ -248,7 +247,7 @@ func (c *failoverCtl) start(ctx context.Context) error {
 // reachability age, and its counters; ok is false when the port is gone.
 type portRead struct {
 	ok   bool
-	link tofino.FabricLink
+	link sd.FabricLink
 	cnt  p4switch.PortFrames
 }
 
@@ -257,12 +256,12 @@ type portRead struct {
 // in as few requests as the driver allows.
 func (c *failoverCtl) readNode(ctx context.Context, n *benchNode) (map[int]portRead, int64, int64, error) {
 	out := map[int]portRead{}
-	ls, err := n.sw.FabricLinks(ctx, n.Ports, c.th)
+	ls, err := n.sd.FabricLinks(ctx, n.Ports, c.th)
 	if p4switch.IsNotFound(err) {
 		// A port is gone (a failed FE's): one by one.
 		ls = nil
 		for _, p := range n.Ports {
-			l, err := n.sw.FabricLinks(ctx, []int{p}, c.th)
+			l, err := n.sd.FabricLinks(ctx, []int{p}, c.th)
 			if p4switch.IsNotFound(err) {
 				continue
 			}
@@ -295,7 +294,7 @@ func (c *failoverCtl) readNode(ctx context.Context, n *benchNode) (map[int]portR
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("%s: %w", n.Name, err)
 	}
-	d, err := n.sw.ReassemblyDrops(ctx, c.ids)
+	d, err := n.sd.ReassemblyDrops(ctx, c.ids)
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("%s: %w", n.Name, err)
 	}
@@ -414,7 +413,7 @@ func (c *failoverCtl) respray(ctx context.Context) error {
 			if slices.Equal(keep, c.cur[fa][d.ID]) {
 				continue
 			}
-			if err := fa.sw.SetSpray(ctx, d.ID, keep); err != nil {
+			if err := fa.sd.SetSpray(ctx, d.ID, keep); err != nil {
 				return fmt.Errorf("%s: %w", fa.Name, err)
 			}
 			c.cur[fa][d.ID] = keep
@@ -671,7 +670,7 @@ func (fb *failoverBenchRun) run(ctx context.Context) error {
 	}
 	c.now = t0
 	for _, n := range br.FAs {
-		g := tofino.Generator{AppID: appData, Port: genPort, EgressPort: n.Host, FrameBytes: br.cfg.FrameBytes, Period: framePeriod, PerBatch: k, Batches: batches,
+		g := sd.Generator{AppID: appData, Port: genPort, EgressPort: n.Host, FrameBytes: br.cfg.FrameBytes, Period: framePeriod, PerBatch: k, Batches: batches,
 			Cell: sd.Cell{Kind: sd.KindData, SrcFA: uint16(n.ID)}}
 		if err := br.startGen(ctx, n, g); err != nil {
 			return err
@@ -1108,7 +1107,7 @@ func (fb *failoverBenchRun) feUp(ctx context.Context, ports []int) error {
 func (fb *failoverBenchRun) congestion(ctx context.Context) (int64, error) {
 	var n int64
 	for _, fa := range fb.br.FAs {
-		d, err := fa.sw.QueueDrops(ctx, []int{recircPort}, 0)
+		d, err := fa.sd.QueueDrops(ctx, []int{recircPort}, 0)
 		if err != nil {
 			return 0, fmt.Errorf("%s: %w", fa.Name, err)
 		}
@@ -1116,7 +1115,7 @@ func (fb *failoverBenchRun) congestion(ctx context.Context) (int64, error) {
 	}
 	for _, fe := range fb.br.FEs {
 		for _, port := range fe.Ports {
-			d, err := fe.sw.QueueDrops(ctx, []int{port}, 0)
+			d, err := fe.sd.QueueDrops(ctx, []int{port}, 0)
 			if p4switch.IsNotFound(err) {
 				continue
 			}

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"testbed/dut/tofino"
 	o "testbed/orchestrator"
 	"testbed/p4/ecmp"
 	sd "testbed/p4/stardust"
@@ -23,7 +22,7 @@ import (
 // their VOQs (its credit_to slots, p4/stardust/README.md). A reply is
 // complete when the requester has released its last frame in order: the
 // recipe polls the requester's in-order counters (reg_seq_in, through
-// tofino.SequenceIn) every bench_poll of the switches' clock, so an
+// the Stardust control plane's SequenceIn) every bench_poll of the switches' clock, so an
 // FCT is known to within one poll. The packet fabric's rows come from the
 // same switches running p4/ecmp (benchSteps), or with
 // bench_packet_fabric=model from the model's PacketFabric at the bench's
@@ -146,19 +145,19 @@ func (r *Incast) planBench(pc *o.PlanContext, b *bench, ns []int) (*o.Plan, erro
 func (br *benchRun) incast(ctx context.Context, rc *o.RunContext, n int, frames int64, period time.Duration, perBatch, batches int, poll time.Duration, ideal float64) (IncastPoint, error) {
 	req := br.FAs[0]
 	senders := br.FAs[1 : 1+n]
-	target := []tofino.VOQTarget{{FA: req.ID, Port: hostPort, VOQ: voq(req.ID)}}
-	var srcs []tofino.CreditSource
+	target := []sd.VOQTarget{{FA: req.ID, Port: hostPort, VOQ: voq(req.ID)}}
+	var srcs []sd.CreditSource
 	ids := make([]int, n)
 	maxID := 0
 	for i, s := range senders {
-		if err := s.sw.SetGenFlow(ctx, appData, target); err != nil {
+		if err := s.sd.SetGenFlow(ctx, appData, target); err != nil {
 			return IncastPoint{}, fmt.Errorf("%s: %w", s.Name, err)
 		}
-		srcs = append(srcs, tofino.CreditSource{FA: s.ID, VOQ: voq(req.ID)})
+		srcs = append(srcs, sd.CreditSource{FA: s.ID, VOQ: voq(req.ID)})
 		ids[i] = s.ID
 		maxID = max(maxID, s.ID)
 	}
-	if err := req.sw.SetCreditSources(ctx, hostPort, srcs); err != nil {
+	if err := req.sd.SetCreditSources(ctx, hostPort, srcs); err != nil {
 		return IncastPoint{}, fmt.Errorf("%s: %w", req.Name, err)
 	}
 	// The infrastructure runs for twice the ideal and the drain allowance
@@ -168,7 +167,7 @@ func (br *benchRun) incast(ctx context.Context, rc *o.RunContext, n int, frames 
 		return IncastPoint{}, err
 	}
 	clock := req.sw
-	base, err := req.sw.SequenceIn(ctx, maxID+1)
+	base, err := req.sd.SequenceIn(ctx, maxID+1)
 	if err != nil {
 		return IncastPoint{}, fmt.Errorf("%s: %w", req.Name, err)
 	}
@@ -181,7 +180,7 @@ func (br *benchRun) incast(ctx context.Context, rc *o.RunContext, n int, frames 
 		return IncastPoint{}, err
 	}
 	for _, s := range senders {
-		g := tofino.Generator{AppID: appData, Port: genPort, EgressPort: s.Host, FrameBytes: br.cfg.FrameBytes, Period: period, PerBatch: perBatch, Batches: batches,
+		g := sd.Generator{AppID: appData, Port: genPort, EgressPort: s.Host, FrameBytes: br.cfg.FrameBytes, Period: period, PerBatch: perBatch, Batches: batches,
 			Cell: sd.Cell{Kind: sd.KindData, SrcFA: uint16(s.ID)}}
 		if err := br.startGen(ctx, s, g); err != nil {
 			return IncastPoint{}, err
@@ -194,7 +193,7 @@ func (br *benchRun) incast(ctx context.Context, rc *o.RunContext, n int, frames 
 		if t, err = clock.WaitClock(ctx, t+poll); err != nil {
 			return IncastPoint{}, err
 		}
-		now, err := req.sw.SequenceIn(ctx, maxID+1)
+		now, err := req.sd.SequenceIn(ctx, maxID+1)
 		if err != nil {
 			return IncastPoint{}, fmt.Errorf("%s: %w", req.Name, err)
 		}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"testbed/dut/p4switch"
-	"testbed/dut/tofino"
 	o "testbed/orchestrator"
 	"testbed/p4/ecmp"
 	sd "testbed/p4/stardust"
@@ -148,11 +147,9 @@ func (b *bench) packetUp(ctx context.Context, rc *o.RunContext, linkGbps, hostGb
 	pr := &packetRun{bench: b, rc: rc, linkGbps: linkGbps, hostGbps: hostGbps, subnets: subnets, used: map[int]bool{}, rng: rand.New(rand.NewPCG(rc.Seed, 0xec3f))}
 	for _, n := range b.nodes() {
 		if n.sw == nil {
-			sw, err := o.As[*tofino.Switch](rc, n.Name)
-			if err != nil {
+			if err := n.open(rc); err != nil {
 				return nil, err
 			}
-			n.sw = sw
 		}
 	}
 	if err := each(b.nodes(), func(n *benchNode) error { return pr.program(ctx, n, replace) }); err != nil {
@@ -186,7 +183,7 @@ func (pr *packetRun) program(ctx context.Context, n *benchNode, replace bool) er
 		return fmt.Errorf("%s: %w", n.Name, err)
 	}
 	if got == ecmp.Program {
-		if err := n.sw.EnsureAgent(ctx); err != nil {
+		if err := n.sw.Ready(ctx); err != nil {
 			return fmt.Errorf("%s: %w", n.Name, err)
 		}
 	} else {
@@ -205,7 +202,7 @@ func (pr *packetRun) program(ctx context.Context, n *benchNode, replace bool) er
 		}
 		pr.rc.Event(results.Event{Type: "setting", Device: n.Name, Message: fmt.Sprintf("built %s (sources %s) and starting bf_switchd with it (was: %q)", ecmp.Program, b.SourceSHA256[:12], got),
 			Fields: map[string]any{"program": ecmp.Program, "previous_program": got, "source_sha256": b.SourceSHA256}})
-		if err := n.sw.StartSwitchd(ctx, ecmp.Program); err != nil {
+		if err := n.sw.LoadProgram(ctx, ecmp.Program); err != nil {
 			return fmt.Errorf("%s: %w", n.Name, err)
 		}
 	}
@@ -248,7 +245,7 @@ func (pr *packetRun) routes(ctx context.Context, n *benchNode, spray bool) error
 					continue
 				}
 				for id := range pr.subnetsOf(d) {
-					if err := n.sw.RouteECMP(ctx, id, []int{n.Ports[i]}, false); err != nil {
+					if err := n.ec.RouteECMP(ctx, id, []int{n.Ports[i]}, false); err != nil {
 						return wrap(err)
 					}
 				}
@@ -256,16 +253,16 @@ func (pr *packetRun) routes(ctx context.Context, n *benchNode, spray bool) error
 		}
 		return nil
 	}
-	if err := n.sw.SetToRID(ctx, n.ID); err != nil {
+	if err := n.ec.SetToRID(ctx, n.ID); err != nil {
 		return wrap(err)
 	}
 	for _, d := range pr.FAs {
 		for id, port := range pr.subnetsOf(d) {
 			var err error
 			if d == n {
-				err = n.sw.RouteToHost(ctx, id, port)
+				err = n.ec.RouteToHost(ctx, id, port)
 			} else {
-				err = n.sw.RouteECMP(ctx, id, n.Ports, spray)
+				err = n.ec.RouteECMP(ctx, id, n.Ports, spray)
 			}
 			if err != nil {
 				return wrap(err)
@@ -302,7 +299,7 @@ func (pr *packetRun) read(ctx context.Context, at time.Duration, flows []packetF
 	drops := func(n *benchNode, ports []int) (int64, error) {
 		var sum int64
 		for tc := range classes {
-			q, err := n.sw.QueueDrops(ctx, ports, tc)
+			q, err := n.sd.QueueDrops(ctx, ports, tc)
 			if err != nil {
 				return 0, fmt.Errorf("%s: %w", n.Name, err)
 			}
@@ -320,7 +317,7 @@ func (pr *packetRun) read(ctx context.Context, at time.Duration, flows []packetF
 			if len(ids) == 0 {
 				continue
 			}
-			c, err := n.sw.FlowCounts(ctx, ids)
+			c, err := n.ec.FlowCounts(ctx, ids)
 			if err != nil {
 				return r, fmt.Errorf("%s: %w", n.Name, err)
 			}
@@ -409,11 +406,11 @@ func (pr *packetRun) run(ctx context.Context, step string, frameBytes int, gens 
 	pt := packetPoint{}
 	var flows []packetFlow
 	for _, g := range gens {
-		ecf := make([]tofino.ECMPFlow, len(g.flows))
+		ecf := make([]ecmp.ECMPFlow, len(g.flows))
 		for i, f := range g.flows {
-			ecf[i] = tofino.ECMPFlow{Dst: f.dst, Flow: f.id, TC: f.tc}
+			ecf[i] = ecmp.ECMPFlow{Dst: f.dst, Flow: f.id, TC: f.tc}
 		}
-		if err := g.src.sw.SetFlows(ctx, appFlows, ecf); err != nil {
+		if err := g.src.ec.SetFlows(ctx, appFlows, ecf); err != nil {
 			return pt, fmt.Errorf("%s: %w", g.src.Name, err)
 		}
 		flows = append(flows, g.flows...)
@@ -444,9 +441,9 @@ func (pr *packetRun) run(ctx context.Context, step string, frameBytes int, gens 
 				return pt, err
 			}
 		}
-		fg := tofino.FlowGenerator{AppID: appFlows, Port: genPort, EgressPort: g.src.Host, FrameBytes: frameBytes, Period: period, PerBatch: k, Batches: batches,
-			SrcMAC: tofino.GeneratorSourceMAC(appFlows), SrcAddr: ecmp.SourceAddr(g.src.ID, appFlows)}
-		if err := g.src.sw.StartFlowGenerator(ctx, fg); err != nil {
+		fg := ecmp.FlowGenerator{AppID: appFlows, Port: genPort, EgressPort: g.src.Host, FrameBytes: frameBytes, Period: period, PerBatch: k, Batches: batches,
+			SrcMAC: sd.GeneratorSourceMAC(appFlows), SrcAddr: ecmp.SourceAddr(g.src.ID, appFlows)}
+		if err := g.src.ec.StartFlowGenerator(ctx, fg); err != nil {
 			return pt, fmt.Errorf("%s: %w", g.src.Name, err)
 		}
 	}

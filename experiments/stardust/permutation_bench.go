@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"sync"
 
-	"testbed/dut/tofino"
 	o "testbed/orchestrator"
 	"testbed/p4/ecmp"
 	sd "testbed/p4/stardust"
@@ -93,9 +92,9 @@ func (r *Permutation) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
 			for i, n := range br.FAs {
 				at[n] = i
 			}
-			targets := func(n *benchNode) []tofino.VOQTarget {
+			targets := func(n *benchNode) []sd.VOQTarget {
 				d := br.FAs[dst[at[n]]]
-				return []tofino.VOQTarget{{FA: d.ID, Port: hostPort, VOQ: voq(d.ID)}}
+				return []sd.VOQTarget{{FA: d.ID, Port: hostPort, VOQ: voq(d.ID)}}
 			}
 			line := float64(br.cfg.HostGbps) * 1e9
 			pt, err := br.runTraffic(ctx, frame, line, targets, warm, measure, drain)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"testbed/dut/p4switch"
-	"testbed/dut/tofino"
 	o "testbed/orchestrator"
 	"testbed/p4/ecmp"
 	sd "testbed/p4/stardust"
@@ -100,10 +99,10 @@ func (r *PushPull) planBench(pc *o.PlanContext, b *bench, push sd.Fabric, po sd.
 			if err := br.port(ctx, d, portB, cfg.HostGbps); err != nil {
 				return err
 			}
-			if err := d.sw.SetHostPorts(ctx, map[int]int{0: d.Host, 1: portB}); err != nil {
+			if err := d.sd.SetHostPorts(ctx, map[int]int{0: d.Host, 1: portB}); err != nil {
 				return fmt.Errorf("%s: %w", d.Name, err)
 			}
-			if err := d.sw.SetCreditPorts(ctx, []int{0, 1}); err != nil {
+			if err := d.sd.SetCreditPorts(ctx, []int{0, 1}); err != nil {
 				return fmt.Errorf("%s: %w", d.Name, err)
 			}
 			d.creditPorts = 2
@@ -239,18 +238,18 @@ func (br *benchRun) pushPull(ctx context.Context, rc *o.RunContext, portB, class
 	// One VOQ per destination port at the sources: A's is voq(D), B's the
 	// one after the FAs' range.
 	voqA, voqB := voq(d.ID), sd.MaxFAs+d.ID
-	a := tofino.VOQTarget{FA: d.ID, Port: 0, VOQ: voqA, TC: classHigh}
-	bt := tofino.VOQTarget{FA: d.ID, Port: 1, VOQ: voqB, TC: classB}
-	if err = s1.sw.SetGenFlow(ctx, appData, []tofino.VOQTarget{a, bt}); err != nil {
+	a := sd.VOQTarget{FA: d.ID, Port: 0, VOQ: voqA, TC: classHigh}
+	bt := sd.VOQTarget{FA: d.ID, Port: 1, VOQ: voqB, TC: classB}
+	if err = s1.sd.SetGenFlow(ctx, appData, []sd.VOQTarget{a, bt}); err != nil {
 		return got, offered, lost, fmt.Errorf("%s: %w", s1.Name, err)
 	}
-	if err = s2.sw.SetGenFlow(ctx, appData, []tofino.VOQTarget{a}); err != nil {
+	if err = s2.sd.SetGenFlow(ctx, appData, []sd.VOQTarget{a}); err != nil {
 		return got, offered, lost, fmt.Errorf("%s: %w", s2.Name, err)
 	}
-	if err = d.sw.SetCreditSources(ctx, 0, []tofino.CreditSource{{FA: s1.ID, VOQ: voqA}, {FA: s2.ID, VOQ: voqA}}); err != nil {
+	if err = d.sd.SetCreditSources(ctx, 0, []sd.CreditSource{{FA: s1.ID, VOQ: voqA}, {FA: s2.ID, VOQ: voqA}}); err != nil {
 		return got, offered, lost, fmt.Errorf("%s: %w", d.Name, err)
 	}
-	if err = d.sw.SetCreditSources(ctx, 1, []tofino.CreditSource{{FA: s1.ID, VOQ: voqB}}); err != nil {
+	if err = d.sd.SetCreditSources(ctx, 1, []sd.CreditSource{{FA: s1.ID, VOQ: voqB}}); err != nil {
 		return got, offered, lost, fmt.Errorf("%s: %w", d.Name, err)
 	}
 	if err = br.startInfra(ctx, warm+measure+br.cfg.ReachPeriod); err != nil {
@@ -268,7 +267,7 @@ func (br *benchRun) pushPull(ctx context.Context, rc *o.RunContext, portB, class
 		}
 		var drops int64
 		for _, fe := range br.FEs {
-			q, err := fe.sw.QueueDrops(ctx, fe.Ports, 0)
+			q, err := fe.sd.QueueDrops(ctx, fe.Ports, 0)
 			if err != nil {
 				return 0, 0, 0, fmt.Errorf("%s: %w", fe.Name, err)
 			}
@@ -296,7 +295,7 @@ func (br *benchRun) pushPull(ctx context.Context, rc *o.RunContext, portB, class
 		if err != nil {
 			return got, offered, lost, err
 		}
-		g := tofino.Generator{AppID: appData, Port: genPort, EgressPort: x.n.Host, FrameBytes: br.cfg.FrameBytes, Period: period, PerBatch: k, Batches: batches,
+		g := sd.Generator{AppID: appData, Port: genPort, EgressPort: x.n.Host, FrameBytes: br.cfg.FrameBytes, Period: period, PerBatch: k, Batches: batches,
 			Cell: sd.Cell{Kind: sd.KindData, SrcFA: uint16(x.n.ID)}}
 		if err := br.startGen(ctx, x.n, g); err != nil {
 			return got, offered, lost, err

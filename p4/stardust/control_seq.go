@@ -1,10 +1,8 @@
-package tofino
+package stardust
 
 import (
 	"context"
 	"fmt"
-
-	sd "testbed/p4/stardust"
 )
 
 // The in-order release's sequence numbers: at a destination FA the next
@@ -14,20 +12,20 @@ import (
 // reads are for a control plane that wants to see where each pair stands.
 
 // SequenceIn reads an FA's next expected sequence number from each source
-// FA 0..n-1 (sd.RegSeqIn), in one request.
+// FA 0..n-1 (RegSeqIn), in one request.
 func (s *Switch) SequenceIn(ctx context.Context, n int) ([]uint32, error) {
-	return s.seqs(ctx, sd.RegSeqIn, n)
+	return s.seqs(ctx, RegSeqIn, n)
 }
 
 // SequenceOut reads an FA's next sequence number towards each destination
-// FA 0..n-1 (sd.RegSeqOut): every frame below it has left for the fabric.
+// FA 0..n-1 (RegSeqOut): every frame below it has left for the fabric.
 func (s *Switch) SequenceOut(ctx context.Context, n int) ([]uint32, error) {
-	return s.seqs(ctx, sd.RegSeqOut, n)
+	return s.seqs(ctx, RegSeqOut, n)
 }
 
 func (s *Switch) seqs(ctx context.Context, reg string, n int) ([]uint32, error) {
-	if n < 1 || n > sd.MaxFAs {
-		return nil, fmt.Errorf("register %s: %d FAs, expected 1..%d", reg, n, sd.MaxFAs)
+	if n < 1 || n > MaxFAs {
+		return nil, fmt.Errorf("register %s: %d FAs, expected 1..%d", reg, n, MaxFAs)
 	}
 	v, err := s.ReadRegisterRange(ctx, reg, 0, n)
 	if err != nil {

@@ -1,14 +1,14 @@
-package tofino
+package stardust
 
 import (
 	"context"
 	"fmt"
 	"slices"
 	"sort"
+	"testbed/dut/p4switch"
 	"time"
 
 	"testbed/p4/ecmp"
-	sd "testbed/p4/stardust"
 )
 
 // What the Stardust programs (p4/stardust, stardust_fa and stardust_fe)
@@ -22,7 +22,7 @@ type FabricLink struct {
 	// Up is the port's link state (port.status).
 	Up bool
 	// Age is the aging ticks since the port's last reachability cell
-	// (RegReachAge, saturating at sd.AgeMax).
+	// (RegReachAge, saturating at AgeMax).
 	Age int
 	// Valid is what the reachability table should hold: up, and fewer
 	// than th ticks without a reachability cell (§5.9, App. E).
@@ -32,12 +32,12 @@ type FabricLink struct {
 // FabricLinks reads the link state and reachability age of each fabric
 // port; th is App. E's threshold (Table 4: 3).
 func (s *Switch) FabricLinks(ctx context.Context, ports []int, th int) ([]FabricLink, error) {
-	if th < 1 || th > sd.AgeMax {
-		return nil, fmt.Errorf("reachability threshold %d: expected 1..%d", th, sd.AgeMax)
+	if th < 1 || th > AgeMax {
+		return nil, fmt.Errorf("reachability threshold %d: expected 1..%d", th, AgeMax)
 	}
 	out := make([]FabricLink, 0, len(ports))
 	// The ages in one request.
-	ages, err := s.readEach(ctx, sd.RegReachAge, ports, sd.PortCount)
+	ages, err := p4switch.ReadEach(ctx, s, RegReachAge, ports, PortCount)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func (s *Switch) FabricLinks(ctx context.Context, ports []int, th int) ([]Fabric
 // ports its cells are sprayed over, in slot order with repeats removed.
 // A destination with no entry, or only drop entries, is unreachable.
 func (s *Switch) Reachability(ctx context.Context) (map[int][]int, error) {
-	es, err := s.Entries(ctx, sd.TableSpray)
+	es, err := s.Entries(ctx, TableSpray)
 	if err != nil {
 		return nil, err
 	}
@@ -65,22 +65,22 @@ func (s *Switch) Reachability(ctx context.Context) (map[int][]int, error) {
 }
 
 // sprayLinks is Reachability's reading of spraying entries.
-func sprayLinks(es []Entry) map[int][]int {
+func sprayLinks(es []p4switch.Entry) map[int][]int {
 	es = slices.Clone(es)
 	sort.Slice(es, func(i, j int) bool {
 		a, b := es[i].Key, es[j].Key
-		if a[sd.KeyDstFA] != b[sd.KeyDstFA] {
-			return a[sd.KeyDstFA] < b[sd.KeyDstFA]
+		if a[KeyDstFA] != b[KeyDstFA] {
+			return a[KeyDstFA] < b[KeyDstFA]
 		}
-		return a[sd.KeySlot] < b[sd.KeySlot]
+		return a[KeySlot] < b[KeySlot]
 	})
 	out := map[int][]int{}
 	seen := map[[2]int64]bool{}
 	for _, e := range es {
-		if e.Action != sd.ActionToLink {
+		if e.Action != ActionToLink {
 			continue
 		}
-		d, l := e.Key[sd.KeyDstFA], e.Data[sd.ParamLink]
+		d, l := e.Key[KeyDstFA], e.Data[ParamLink]
 		if !seen[[2]int64{d, l}] {
 			seen[[2]int64{d, l}] = true
 			out[int(d)] = append(out[int(d)], int(l))
@@ -91,7 +91,7 @@ func sprayLinks(es []Entry) map[int][]int {
 
 // SetSpray writes the spraying slots of destination FA dst: the links in
 // the order given (a random permutation, §5.3), repeated over the
-// sd.MaxLinks slots; no links drops the destination's cells. It replaces
+// MaxLinks slots; no links drops the destination's cells. It replaces
 // what the slots held.
 //
 // It reads only dst's entries (table.get with a key) and changes in place
@@ -105,7 +105,7 @@ func (s *Switch) SetSpray(ctx context.Context, dst int, links []int) error {
 	if err := checkSpray(dst, links); err != nil {
 		return err
 	}
-	have, err := s.EntriesWhere(ctx, sd.TableSpray, map[string]int64{sd.KeyDstFA: int64(dst)})
+	have, err := s.EntriesWhere(ctx, TableSpray, map[string]int64{KeyDstFA: int64(dst)})
 	if err != nil {
 		return err
 	}
@@ -113,57 +113,43 @@ func (s *Switch) SetSpray(ctx context.Context, dst int, links []int) error {
 }
 
 func checkSpray(dst int, links []int) error {
-	if dst < 0 || dst >= sd.MaxFAs {
-		return fmt.Errorf("spray: destination FA %d outside 0..%d", dst, sd.MaxFAs-1)
+	if dst < 0 || dst >= MaxFAs {
+		return fmt.Errorf("spray: destination FA %d outside 0..%d", dst, MaxFAs-1)
 	}
-	if len(links) > sd.MaxLinks {
-		return fmt.Errorf("spray: %d links for FA %d, the table has %d slots", len(links), dst, sd.MaxLinks)
+	if len(links) > MaxLinks {
+		return fmt.Errorf("spray: %d links for FA %d, the table has %d slots", len(links), dst, MaxLinks)
 	}
 	return nil
 }
 
 // writeSpray makes dst's slots hold links, given have, what the table
 // holds for dst (entries of other destinations in have are ignored).
-func (s *Switch) writeSpray(ctx context.Context, dst int, links []int, have []Entry) error {
-	cur := map[int64]Entry{}
+func (s *Switch) writeSpray(ctx context.Context, dst int, links []int, have []p4switch.Entry) error {
+	cur := map[int64]p4switch.Entry{}
 	for _, e := range have {
-		if e.Key[sd.KeyDstFA] == int64(dst) {
-			cur[e.Key[sd.KeySlot]] = e
+		if e.Key[KeyDstFA] == int64(dst) {
+			cur[e.Key[KeySlot]] = e
 		}
 	}
-	for slot := 0; slot < sd.MaxLinks; slot++ {
-		e := Entry{Key: map[string]int64{sd.KeyDstFA: int64(dst), sd.KeySlot: int64(slot)}, Action: sd.ActionDrop}
+	for slot := 0; slot < MaxLinks; slot++ {
+		e := p4switch.Entry{Key: map[string]int64{KeyDstFA: int64(dst), KeySlot: int64(slot)}, Action: ActionDrop}
 		if len(links) > 0 {
-			e.Action, e.Data = sd.ActionToLink, map[string]int64{sd.ParamLink: int64(links[slot%len(links)])}
+			e.Action, e.Data = ActionToLink, map[string]int64{ParamLink: int64(links[slot%len(links)])}
 		}
 		old, ok := cur[int64(slot)]
 		switch {
 		case !ok:
-			err := s.AddEntry(ctx, sd.TableSpray, e)
+			err := s.AddEntry(ctx, TableSpray, e)
 			if err != nil {
 				return err
 			}
-		case !sameAction(old, e):
-			if err := s.ModifyEntry(ctx, sd.TableSpray, e); err != nil {
+		case !p4switch.SameAction(old, e):
+			if err := s.ModifyEntry(ctx, TableSpray, e); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
-}
-
-// sameAction reports whether two entries have the same action and data
-// (a missing parameter reads as absent, not as 0).
-func sameAction(a, b Entry) bool {
-	if a.Action != b.Action || len(a.Data) != len(b.Data) {
-		return false
-	}
-	for k, v := range a.Data {
-		if bv, ok := b.Data[k]; !ok || bv != v {
-			return false
-		}
-	}
-	return true
 }
 
 // HealSpray is the control plane's half of self-healing (§5.9; on Tofino
@@ -187,7 +173,7 @@ func (s *Switch) HealSpray(ctx context.Context, ports []int, th int, dsts []int)
 			out = append(out, l.Port)
 		}
 	}
-	es, err := s.Entries(ctx, sd.TableSpray)
+	es, err := s.Entries(ctx, TableSpray)
 	if err != nil {
 		return nil, err
 	}
@@ -215,35 +201,13 @@ func (s *Switch) HealSpray(ctx context.Context, ports []int, th int, dsts []int)
 // VOQCredits reads the credit balance, in frames, of each VOQ (FA
 // program: RegCredit, §3.3).
 func (s *Switch) VOQCredits(ctx context.Context, voqs []int) ([]int64, error) {
-	return s.readEach(ctx, sd.RegCredit, voqs, sd.MaxVOQs)
+	return p4switch.ReadEach(ctx, s, RegCredit, voqs, MaxVOQs)
 }
 
 // FCICounts reads, per host port, the FCI-marked cells counted and not
 // yet spent cancelling credits (FA program: RegFCI, §4.2).
 func (s *Switch) FCICounts(ctx context.Context, ports []int) ([]int64, error) {
-	return s.readEach(ctx, sd.RegFCI, ports, 512)
-}
-
-// readEach reads indices idx of register reg (size indices), each summed
-// over the pipes (the program's state lives in the pipe of its ports; the
-// others read 0), in one reg.range request over the indices' span.
-func (s *Switch) readEach(ctx context.Context, reg string, idx []int, size int) ([]int64, error) {
-	out := make([]int64, len(idx))
-	if len(idx) == 0 {
-		return out, nil
-	}
-	lo, hi := slices.Min(idx), slices.Max(idx)
-	if lo < 0 || hi >= size {
-		return nil, fmt.Errorf("register %s: index outside 0..%d in %v", reg, size-1, idx)
-	}
-	v, err := s.ReadRegisterRange(ctx, reg, lo, hi-lo+1)
-	if err != nil {
-		return nil, err
-	}
-	for i, x := range idx {
-		out[i] = v[x-lo]
-	}
-	return out, nil
+	return p4switch.ReadEach(ctx, s, RegFCI, ports, 512)
 }
 
 // ---- bring-up: what a Stardust fabric needs written before cells move ----
@@ -269,7 +233,7 @@ type FabricSnapshot struct {
 // TableSnapshot is one table's entries as found.
 type TableSnapshot struct {
 	Table   string
-	Entries []Entry
+	Entries []p4switch.Entry
 }
 
 // RegisterValue is one register index and its value (summed over pipes).
@@ -284,16 +248,16 @@ func fabricTables(program string) ([]string, error) {
 	switch program {
 	case ecmp.Program:
 		return []string{ecmp.TableWhoami, ecmp.TableGenFlow, ecmp.TableRoute, ecmp.TableECMPSlot}, nil
-	case sd.ProgramFA:
-		return []string{sd.TableWhoami, sd.TableHostPort, sd.TableGenFlow, sd.TableCreditPort, sd.TableCreditTo, sd.TableReachPort, sd.TableSpray}, nil
-	case sd.ProgramFE:
-		return []string{sd.TableWhoami, sd.TableReachPort, sd.TableSpray}, nil
+	case ProgramFA:
+		return []string{TableWhoami, TableHostPort, TableGenFlow, TableCreditPort, TableCreditTo, TableReachPort, TableSpray}, nil
+	case ProgramFE:
+		return []string{TableWhoami, TableReachPort, TableSpray}, nil
 	}
-	return nil, fmt.Errorf("fabric snapshot: program %q (expected %s, %s or %s)", program, sd.ProgramFA, sd.ProgramFE, ecmp.Program)
+	return nil, fmt.Errorf("fabric snapshot: program %q (expected %s, %s or %s)", program, ProgramFA, ProgramFE, ecmp.Program)
 }
 
-// FabricSnapshot reads what a bring-up of program (sd.ProgramFA,
-// sd.ProgramFE or ecmp.Program) will change on the switch. The ecmp
+// FabricSnapshot reads what a bring-up of program (ProgramFA,
+// ProgramFE or ecmp.Program) will change on the switch. The ecmp
 // program has no control-plane register (its flow registers are counters,
 // cleared by ClearFlowCounts, not settings): only its tables.
 func (s *Switch) FabricSnapshot(ctx context.Context, program string) (FabricSnapshot, error) {
@@ -311,13 +275,13 @@ func (s *Switch) FabricSnapshot(ctx context.Context, program string) (FabricSnap
 	}
 	var regs []string
 	switch program {
-	case sd.ProgramFA:
-		regs = []string{sd.RegFCIThreshold, sd.RegReasmTimeout}
-	case sd.ProgramFE:
-		regs = []string{sd.RegFCIThreshold}
+	case ProgramFA:
+		regs = []string{RegFCIThreshold, RegReasmTimeout}
+	case ProgramFE:
+		regs = []string{RegFCIThreshold}
 	}
 	for _, reg := range regs {
-		v, err := s.readEach(ctx, reg, []int{0}, 1)
+		v, err := p4switch.ReadEach(ctx, s, reg, []int{0}, 1)
 		if err != nil {
 			return snap, err
 		}
@@ -330,33 +294,22 @@ func (s *Switch) FabricSnapshot(ctx context.Context, program string) (FabricSnap
 // FE's in its reachability cells (whoami's one entry, keyless; without
 // it the program's id is 0).
 func (s *Switch) SetFabricID(ctx context.Context, id int) error {
-	if id < 0 || id >= sd.MaxFAs {
-		return fmt.Errorf("fabric id %d: expected 0..%d", id, sd.MaxFAs-1)
+	if id < 0 || id >= MaxFAs {
+		return fmt.Errorf("fabric id %d: expected 0..%d", id, MaxFAs-1)
 	}
-	return s.replaceKeyless(ctx, sd.TableWhoami, Entry{Action: sd.ActionSetID, Data: map[string]int64{sd.ParamID: int64(id)}})
-}
-
-// replaceKeyless makes e (its key empty) the one entry of a keyless table
-// (whoami, in the Stardust programs and ecmp): the entry there is deleted
-// first, as a keyless table holds one entry.
-func (s *Switch) replaceKeyless(ctx context.Context, table string, e Entry) error {
-	if err := s.DeleteEntry(ctx, table, map[string]int64{}); err != nil && !IsNotFound(err) {
-		return err
-	}
-	e.Key = map[string]int64{}
-	return s.AddEntry(ctx, table, e)
+	return p4switch.ReplaceKeyless(ctx, s, TableWhoami, p4switch.Entry{Action: ActionSetID, Data: map[string]int64{ParamID: int64(id)}})
 }
 
 // FabricID reads the switch's fabric id; ok is false when none is set
 // (the program then uses 0).
 func (s *Switch) FabricID(ctx context.Context) (id int, ok bool, err error) {
-	es, err := s.Entries(ctx, sd.TableWhoami)
+	es, err := s.Entries(ctx, TableWhoami)
 	if err != nil {
 		return 0, false, err
 	}
 	for _, e := range es {
-		if e.Action == sd.ActionSetID {
-			return int(e.Data[sd.ParamID]), true, nil
+		if e.Action == ActionSetID {
+			return int(e.Data[ParamID]), true, nil
 		}
 	}
 	return 0, false, nil
@@ -366,20 +319,20 @@ func (s *Switch) FabricID(ctx context.Context) (id int, ok bool, err error) {
 // cells and credits carry as their destination port) -> dev port a
 // released frame leaves by. It replaces every host port.
 func (s *Switch) SetHostPorts(ctx context.Context, ports map[int]int) error {
-	if err := s.ClearTable(ctx, sd.TableHostPort); err != nil {
+	if err := s.ClearTable(ctx, TableHostPort); err != nil {
 		return err
 	}
 	local := make([]int, 0, len(ports))
 	for l := range ports {
-		if l < 0 || l >= sd.PortCount {
-			return fmt.Errorf("host port %d: expected an FA-local port 0..%d", l, sd.PortCount-1)
+		if l < 0 || l >= PortCount {
+			return fmt.Errorf("host port %d: expected an FA-local port 0..%d", l, PortCount-1)
 		}
 		local = append(local, l)
 	}
 	sort.Ints(local)
 	for _, l := range local {
-		if err := s.AddEntry(ctx, sd.TableHostPort, Entry{Key: map[string]int64{sd.KeyDstPort: int64(l)}, Action: sd.ActionToHost,
-			Data: map[string]int64{sd.ParamPort: int64(ports[l])}}); err != nil {
+		if err := s.AddEntry(ctx, TableHostPort, p4switch.Entry{Key: map[string]int64{KeyDstPort: int64(l)}, Action: ActionToHost,
+			Data: map[string]int64{ParamPort: int64(ports[l])}}); err != nil {
 			return err
 		}
 	}
@@ -395,12 +348,12 @@ type VOQTarget struct {
 
 func (v VOQTarget) check() error {
 	switch {
-	case v.FA < 0 || v.FA >= sd.MaxFAs:
-		return fmt.Errorf("VOQ target: FA %d outside 0..%d", v.FA, sd.MaxFAs-1)
-	case v.Port < 0 || v.Port >= sd.PortCount:
-		return fmt.Errorf("VOQ target: port %d outside 0..%d", v.Port, sd.PortCount-1)
-	case v.VOQ < 0 || v.VOQ >= sd.MaxVOQs:
-		return fmt.Errorf("VOQ target: VOQ %d outside 0..%d", v.VOQ, sd.MaxVOQs-1)
+	case v.FA < 0 || v.FA >= MaxFAs:
+		return fmt.Errorf("VOQ target: FA %d outside 0..%d", v.FA, MaxFAs-1)
+	case v.Port < 0 || v.Port >= PortCount:
+		return fmt.Errorf("VOQ target: port %d outside 0..%d", v.Port, PortCount-1)
+	case v.VOQ < 0 || v.VOQ >= MaxVOQs:
+		return fmt.Errorf("VOQ target: VOQ %d outside 0..%d", v.VOQ, MaxVOQs-1)
 	case v.TC < 0 || v.TC > 7:
 		return fmt.Errorf("VOQ target: traffic class %d outside 0..7", v.TC)
 	}
@@ -408,7 +361,7 @@ func (v VOQTarget) check() error {
 }
 
 // SetGenFlow spreads the host frames of generator application app over
-// targets: the program draws one of sd.MaxLinks slots per frame, and slot
+// targets: the program draws one of MaxLinks slots per frame, and slot
 // s goes to targets[s mod len(targets)] (so with 7 targets the first gets
 // 10 of the 64 slots and the others 9). It replaces the application's
 // slots; no targets drops its frames.
@@ -416,21 +369,21 @@ func (s *Switch) SetGenFlow(ctx context.Context, app int, targets []VOQTarget) e
 	if app < 0 || app > 7 {
 		return fmt.Errorf("generator flow: application %d outside 0..7", app)
 	}
-	if len(targets) > sd.MaxLinks {
-		return fmt.Errorf("generator flow: %d targets for %d slots", len(targets), sd.MaxLinks)
+	if len(targets) > MaxLinks {
+		return fmt.Errorf("generator flow: %d targets for %d slots", len(targets), MaxLinks)
 	}
 	for _, v := range targets {
 		if err := v.check(); err != nil {
 			return err
 		}
 	}
-	es, err := s.Entries(ctx, sd.TableGenFlow)
+	es, err := s.Entries(ctx, TableGenFlow)
 	if err != nil {
 		return err
 	}
 	for _, e := range es {
-		if e.Key[sd.KeyAppID] == int64(app) {
-			if err := s.DeleteEntry(ctx, sd.TableGenFlow, e.Key); err != nil {
+		if e.Key[KeyAppID] == int64(app) {
+			if err := s.DeleteEntry(ctx, TableGenFlow, e.Key); err != nil {
 				return err
 			}
 		}
@@ -438,10 +391,10 @@ func (s *Switch) SetGenFlow(ctx context.Context, app int, targets []VOQTarget) e
 	if len(targets) == 0 {
 		return nil
 	}
-	for slot := 0; slot < sd.MaxLinks; slot++ {
+	for slot := 0; slot < MaxLinks; slot++ {
 		v := targets[slot%len(targets)]
-		if err := s.AddEntry(ctx, sd.TableGenFlow, Entry{Key: map[string]int64{sd.KeyAppID: int64(app), sd.KeySlot: int64(slot)}, Action: sd.ActionToVOQ,
-			Data: map[string]int64{sd.ParamFA: int64(v.FA), sd.ParamPort: int64(v.Port), sd.ParamVOQ: int64(v.VOQ), sd.ParamTC: int64(v.TC)}}); err != nil {
+		if err := s.AddEntry(ctx, TableGenFlow, p4switch.Entry{Key: map[string]int64{KeyAppID: int64(app), KeySlot: int64(slot)}, Action: ActionToVOQ,
+			Data: map[string]int64{ParamFA: int64(v.FA), ParamPort: int64(v.Port), ParamVOQ: int64(v.VOQ), ParamTC: int64(v.TC)}}); err != nil {
 			return err
 		}
 	}
@@ -452,13 +405,13 @@ func (s *Switch) SetGenFlow(ctx context.Context, app int, targets []VOQTarget) e
 // batch is for: packet id i -> ports[i]. The credit application then
 // sends batches of len(ports) frames. It replaces every entry.
 func (s *Switch) SetCreditPorts(ctx context.Context, ports []int) error {
-	return s.byPacketID(ctx, sd.TableCreditPort, sd.ActionCreditFor, sd.ParamPort, ports)
+	return s.byPacketID(ctx, TableCreditPort, ActionCreditFor, ParamPort, ports)
 }
 
 // SetReachPorts names the fabric port each frame of a reachability batch
 // leaves by: packet id i -> links[i] (dev ports).
 func (s *Switch) SetReachPorts(ctx context.Context, links []int) error {
-	return s.byPacketID(ctx, sd.TableReachPort, sd.ActionReachOn, sd.ParamLink, links)
+	return s.byPacketID(ctx, TableReachPort, ActionReachOn, ParamLink, links)
 }
 
 func (s *Switch) byPacketID(ctx context.Context, table, action, param string, vals []int) error {
@@ -466,10 +419,10 @@ func (s *Switch) byPacketID(ctx context.Context, table, action, param string, va
 		return err
 	}
 	for i, v := range vals {
-		if v < 0 || v >= sd.PortCount {
-			return fmt.Errorf("%s: port %d for packet %d outside 0..%d", table, v, i, sd.PortCount-1)
+		if v < 0 || v >= PortCount {
+			return fmt.Errorf("%s: port %d for packet %d outside 0..%d", table, v, i, PortCount-1)
 		}
-		if err := s.AddEntry(ctx, table, Entry{Key: map[string]int64{sd.KeyPacketID: int64(i)}, Action: action,
+		if err := s.AddEntry(ctx, table, p4switch.Entry{Key: map[string]int64{KeyPacketID: int64(i)}, Action: action,
 			Data: map[string]int64{param: int64(v)}}); err != nil {
 			return err
 		}
@@ -492,24 +445,24 @@ const CreditSlots = 256
 // Tofino programs have no requests, so the list is the control plane's).
 // It replaces the port's slots; no sources leaves its credits unaddressed.
 func (s *Switch) SetCreditSources(ctx context.Context, port int, srcs []CreditSource) error {
-	if port < 0 || port >= sd.PortCount {
-		return fmt.Errorf("credit sources: port %d outside 0..%d", port, sd.PortCount-1)
+	if port < 0 || port >= PortCount {
+		return fmt.Errorf("credit sources: port %d outside 0..%d", port, PortCount-1)
 	}
 	if len(srcs) > CreditSlots {
 		return fmt.Errorf("credit sources: %d sources for %d slots", len(srcs), CreditSlots)
 	}
 	for _, c := range srcs {
-		if c.FA < 0 || c.FA >= sd.MaxFAs || c.VOQ < 0 || c.VOQ >= sd.MaxVOQs {
-			return fmt.Errorf("credit source FA %d VOQ %d: expected FA 0..%d, VOQ 0..%d", c.FA, c.VOQ, sd.MaxFAs-1, sd.MaxVOQs-1)
+		if c.FA < 0 || c.FA >= MaxFAs || c.VOQ < 0 || c.VOQ >= MaxVOQs {
+			return fmt.Errorf("credit source FA %d VOQ %d: expected FA 0..%d, VOQ 0..%d", c.FA, c.VOQ, MaxFAs-1, MaxVOQs-1)
 		}
 	}
-	es, err := s.Entries(ctx, sd.TableCreditTo)
+	es, err := s.Entries(ctx, TableCreditTo)
 	if err != nil {
 		return err
 	}
 	for _, e := range es {
-		if e.Key[sd.KeyDstPort] == int64(port) {
-			if err := s.DeleteEntry(ctx, sd.TableCreditTo, e.Key); err != nil {
+		if e.Key[KeyDstPort] == int64(port) {
+			if err := s.DeleteEntry(ctx, TableCreditTo, e.Key); err != nil {
 				return err
 			}
 		}
@@ -519,8 +472,8 @@ func (s *Switch) SetCreditSources(ctx context.Context, port int, srcs []CreditSo
 	}
 	for slot := 0; slot < CreditSlots; slot++ {
 		c := srcs[slot%len(srcs)]
-		if err := s.AddEntry(ctx, sd.TableCreditTo, Entry{Key: map[string]int64{sd.KeyDstPort: int64(port), sd.KeySlot: int64(slot)}, Action: sd.ActionToSource,
-			Data: map[string]int64{sd.ParamFA: int64(c.FA), sd.ParamVOQ: int64(c.VOQ)}}); err != nil {
+		if err := s.AddEntry(ctx, TableCreditTo, p4switch.Entry{Key: map[string]int64{KeyDstPort: int64(port), KeySlot: int64(slot)}, Action: ActionToSource,
+			Data: map[string]int64{ParamFA: int64(c.FA), ParamVOQ: int64(c.VOQ)}}); err != nil {
 			return err
 		}
 	}
@@ -528,19 +481,19 @@ func (s *Switch) SetCreditSources(ctx context.Context, port int, srcs []CreditSo
 }
 
 // SetFCIThreshold sets the queue depth, in the traffic manager's buffer
-// cells (sd.FCIThreshold turns frames into them), at which an FE's output
+// cells (FCIThreshold turns frames into them), at which an FE's output
 // ports or an FA's fabric ports mark FCI; 0 turns the switch's marking
 // off.
 func (s *Switch) SetFCIThreshold(ctx context.Context, cells int) error {
 	if cells < 0 {
 		return fmt.Errorf("FCI threshold %d buffer cells: expected 0 or more", cells)
 	}
-	return s.WriteRegister(ctx, sd.RegFCIThreshold, 0, int64(cells))
+	return s.WriteRegister(ctx, RegFCIThreshold, 0, int64(cells))
 }
 
 // FCIThreshold reads an FE's or FA's FCI threshold in buffer cells.
 func (s *Switch) FCIThreshold(ctx context.Context) (int, error) {
-	v, err := s.readEach(ctx, sd.RegFCIThreshold, []int{0}, 1)
+	v, err := p4switch.ReadEach(ctx, s, RegFCIThreshold, []int{0}, 1)
 	if err != nil {
 		return 0, err
 	}
@@ -555,15 +508,15 @@ func (s *Switch) FCIThreshold(ctx context.Context) (int, error) {
 // for ever. The FAs' global timestamps must be synced (as for the latency
 // histogram).
 func (s *Switch) SetReassemblyTimeout(ctx context.Context, d time.Duration) error {
-	if d < 0 || d.Nanoseconds() > sd.ReasmTimeoutMaxNs {
-		return fmt.Errorf("reassembly timeout %v: expected 0 to %v", d, time.Duration(sd.ReasmTimeoutMaxNs))
+	if d < 0 || d.Nanoseconds() > ReasmTimeoutMaxNs {
+		return fmt.Errorf("reassembly timeout %v: expected 0 to %v", d, time.Duration(ReasmTimeoutMaxNs))
 	}
-	return s.WriteRegister(ctx, sd.RegReasmTimeout, 0, d.Nanoseconds())
+	return s.WriteRegister(ctx, RegReasmTimeout, 0, d.Nanoseconds())
 }
 
 // ReassemblyTimeout reads an FA's reassembly timer.
 func (s *Switch) ReassemblyTimeout(ctx context.Context) (time.Duration, error) {
-	v, err := s.readEach(ctx, sd.RegReasmTimeout, []int{0}, 1)
+	v, err := p4switch.ReadEach(ctx, s, RegReasmTimeout, []int{0}, 1)
 	if err != nil {
 		return 0, err
 	}
@@ -575,16 +528,16 @@ func (s *Switch) ReassemblyTimeout(ctx context.Context) (time.Duration, error) {
 // frames of that source lost in the fabric or dropped waiting here, in one
 // request.
 func (s *Switch) ReassemblyDrops(ctx context.Context, srcs []int) ([]int64, error) {
-	return s.readEach(ctx, sd.RegReasmDrops, srcs, sd.MaxFAs)
+	return p4switch.ReadEach(ctx, s, RegReasmDrops, srcs, MaxFAs)
 }
 
 // Generator is a Stardust packet-generator application: batches of
 // PerBatch frames (packet ids 0..PerBatch-1) of FrameBytes (FCS not
 // counted), one batch every Period, Batches times, each frame carrying
-// Cell. Cell.Kind says what the program makes of them (sd.KindData host
-// frames, taken by gen_flow to a VOQ; sd.KindCredit credits, packet id ->
-// credit_port, worth Cell.PayloadLength frames; sd.KindReach reachability
-// cells, packet id -> reach_port; sd.KindAge aging ticks, packet id = the
+// Cell. Cell.Kind says what the program makes of them (KindData host
+// frames, taken by gen_flow to a VOQ; KindCredit credits, packet id ->
+// credit_port, worth Cell.PayloadLength frames; KindReach reachability
+// cells, packet id -> reach_port; KindAge aging ticks, packet id = the
 // dev port aged).
 type Generator struct {
 	AppID int
@@ -596,7 +549,7 @@ type Generator struct {
 	Period           time.Duration
 	PerBatch         int
 	Batches          int
-	Cell             sd.Cell
+	Cell             Cell
 }
 
 // GeneratorSourceMAC is the source MAC of a Stardust generator frame: a
@@ -605,42 +558,42 @@ type Generator struct {
 func GeneratorSourceMAC(app int) [6]byte { return [6]byte{0x02, 0x74, 0x62, byte(app), 0, 0} }
 
 // StartGenerator starts a Stardust generator application with its cell in
-// the packet buffer (sd.GeneratorBuffer).
+// the packet buffer (GeneratorBuffer).
 func (s *Switch) StartGenerator(ctx context.Context, g Generator) error {
-	if g.Cell.Kind > sd.KindAge {
+	if g.Cell.Kind > KindAge {
 		return fmt.Errorf("generator application %d: cell kind %d (expected data 0, credit 1, reachability 2 or aging 3)", g.AppID, g.Cell.Kind)
 	}
-	if g.FrameBytes < sd.EthernetBytes+sd.CellHeaderBytes {
-		return fmt.Errorf("generator application %d: %d B frames cannot hold the %d B Ethernet and cell headers", g.AppID, g.FrameBytes, sd.EthernetBytes+sd.CellHeaderBytes)
+	if g.FrameBytes < EthernetBytes+CellHeaderBytes {
+		return fmt.Errorf("generator application %d: %d B frames cannot hold the %d B Ethernet and cell headers", g.AppID, g.FrameBytes, EthernetBytes+CellHeaderBytes)
 	}
-	return s.StartPktgen(ctx, Pktgen{AppID: g.AppID, Port: g.Port, EgressPort: g.EgressPort, PacketBytes: g.FrameBytes, Interval: g.Period,
-		Batches: g.Batches, PerBatch: g.PerBatch, Buffer: sd.GeneratorBuffer(GeneratorSourceMAC(g.AppID), g.Cell)})
+	return s.StartPktgen(ctx, p4switch.Pktgen{AppID: g.AppID, Port: g.Port, EgressPort: g.EgressPort, PacketBytes: g.FrameBytes, Interval: g.Period,
+		Batches: g.Batches, PerBatch: g.PerBatch, Buffer: GeneratorBuffer(GeneratorSourceMAC(g.AppID), g.Cell)})
 }
 
 // ---- reads ----
 
-// LatencyHistogram reads an FA's fabric latency histogram (sd.RegLatHist):
+// LatencyHistogram reads an FA's fabric latency histogram (RegLatHist):
 // bucket b counts the data cells that reached this FA b x
 // LatencyBucket after their source FA sent them (the last bucket: that
 // long or more).
 func (s *Switch) LatencyHistogram(ctx context.Context) ([]int64, error) {
-	return s.ReadRegisterRange(ctx, sd.RegLatHist, 0, sd.HistBuckets)
+	return s.ReadRegisterRange(ctx, RegLatHist, 0, HistBuckets)
 }
 
 // LatencyBucket is the width of a latency histogram bucket.
-const LatencyBucket = time.Duration(1) << sd.LatBucketShift
+const LatencyBucket = time.Duration(1) << LatBucketShift
 
-// QueueHistogram reads an FE's output queue histogram (sd.RegQHist):
+// QueueHistogram reads an FE's output queue histogram (RegQHist):
 // bucket b counts the data cells that found b x QueueBucketCells of the
 // traffic manager's buffer cells ahead of them on enqueue, over the FE's
 // ports (the last bucket: that many or more).
 func (s *Switch) QueueHistogram(ctx context.Context) ([]int64, error) {
-	return s.ReadRegisterRange(ctx, sd.RegQHist, 0, sd.HistBuckets)
+	return s.ReadRegisterRange(ctx, RegQHist, 0, HistBuckets)
 }
 
 // QueueBucketCells is the width of a queue histogram bucket in the traffic
-// manager's buffer cells (sd.TMCellBytes each).
-const QueueBucketCells = 1 << sd.QHistShift
+// manager's buffer cells (TMCellBytes each).
+const QueueBucketCells = 1 << QHistShift
 
 // QueueDrops reads the frames each port's egress queue qid lost to a
 // full buffer (the traffic manager's drop counter; on an FE, cells lost
