@@ -38,6 +38,69 @@ type Dataplane struct {
 	sd      *sdEngine // the Stardust fabric (stardust_dp.go)
 	ec      *ecEngine // the ecmp fabric (ecmp_dp.go)
 	ecSws   []*Tofino // switches that started an ecmp application
+
+	// The optics' last answers (physics.go's pure functions of their
+	// arguments), asked again at every chunk of a long advance: the
+	// same question gets the same answer without the work.
+	// cfgEpoch counts the times an advance took the lock: a run's
+	// configuration read from the switches' tables, registers and ports
+	// is kept for the chunks of one (config).
+	cfgEpoch  uint64
+	advancing bool
+
+	memoMu sync.Mutex
+	berQ   berKey
+	berA   float64
+	lossQ  lossKey
+	lossA  float64
+}
+
+type berKey struct {
+	tr physics.Transceiver
+	rx float64
+	ok bool
+}
+
+type lossKey struct {
+	tr    physics.Transceiver
+	fec   physics.FEC
+	rx    float64
+	bytes int
+	fire  bool // BF_FEC_TYP_FC: fec.go's fireFrameLoss
+	ok    bool
+}
+
+// ber is tr.BER(rx), remembered for the next call with the same arguments.
+func (d *Dataplane) ber(tr physics.Transceiver, rx float64) float64 {
+	k := berKey{tr: tr, rx: rx, ok: true}
+	d.memoMu.Lock()
+	defer d.memoMu.Unlock()
+	if d.berQ != k {
+		d.berQ, d.berA = k, tr.BER(rx)
+	}
+	return d.berA
+}
+
+// frameLoss is a frameBytes frame's loss probability at rx over tr with
+// fec (fire: Firecode FEC), remembered for the next call with the same
+// arguments.
+func (d *Dataplane) frameLoss(tr physics.Transceiver, fec physics.FEC, fire bool, rx float64, frameBytes int) float64 {
+	k := lossKey{tr: tr, fec: fec, rx: rx, bytes: frameBytes, fire: fire, ok: true}
+	d.memoMu.Lock()
+	hit, a := d.lossQ == k, d.lossA
+	d.memoMu.Unlock()
+	if hit {
+		return a
+	}
+	if fire {
+		a = fireFrameLoss(d.ber(tr, rx), frameBytes) // fec.go
+	} else {
+		a = physics.FrameLossProbability(tr, fec, rx, frameBytes)
+	}
+	d.memoMu.Lock()
+	d.lossQ, d.lossA = k, a
+	d.memoMu.Unlock()
+	return a
 }
 
 // NewDataplane makes an empty dataplane over the world.
@@ -85,6 +148,26 @@ type lgRun struct {
 	segKey   segConfig
 	last     lgmodel.Result // of the current segment, already accounted
 	rng      *rand.Rand
+	// behind: the segment is to be advanced to this time of the clock
+	// when its state is next needed (catchUp), not at every chunk.
+	behind  time.Duration
+	pending bool
+	// The configuration's part read from the switches (config), as of
+	// cfgEpoch.
+	static      segConfig
+	staticEpoch uint64
+	staticPorts staticPorts
+}
+
+// staticPorts is what a link's ports' state says before the light is
+// looked at: whether each end is enabled and agrees with its partner, and
+// the fibre whose light decides (nil: none, the port is up), as portUp.
+type staticPorts struct {
+	txOK, rxOK     bool
+	txLink, rxLink *swLink
+	tp             bool // the sender's port exists
+	fec            physics.FEC
+	fire           bool
 }
 
 // segConfig is what a segment was started with.
@@ -115,9 +198,28 @@ func (d *Dataplane) linkFor(sw *Tofino, port int) *swLink {
 // speed and FEC, with light arriving; ports without a fibre (host-facing,
 // internal) are up when enabled.
 func (d *Dataplane) portUp(sw *Tofino, port int) bool {
+	ok, l := d.portState(sw, port)
+	return ok && d.light(l)
+}
+
+// light: the PCS of the port l's fibre ends at keeps lock (always true
+// without a fibre, l nil).
+func (d *Dataplane) light(l *swLink) bool {
+	if l == nil {
+		return true
+	}
+	// The PCS loses lock when the raw bit error ratio nears 1e-3.
+	rx := l.fibre.EyePowerDBmAt(d.now)
+	return !math.IsInf(rx, -1) && d.ber(l.fibre.Transceiver, rx) < 1e-3
+}
+
+// portState is portUp before the light: whether the port is enabled and
+// agrees with its link partner on speed and FEC, and the link whose fibre
+// then decides (nil: a port without a fibre, up when enabled).
+func (d *Dataplane) portState(sw *Tofino, port int) (bool, *swLink) {
 	p := sw.port(port)
 	if p == nil || !p.enabled {
-		return false
+		return false, nil
 	}
 	for _, l := range d.links {
 		var peer *simPort
@@ -130,13 +232,11 @@ func (d *Dataplane) portUp(sw *Tofino, port int) bool {
 			continue
 		}
 		if peer == nil || !peer.enabled || peer.gbps != p.gbps || peer.fec != p.fec {
-			return false
+			return false, nil
 		}
-		// The PCS loses lock when the raw bit error ratio nears 1e-3.
-		rx := l.fibre.EyePowerDBmAt(d.now)
-		return !math.IsInf(rx, -1) && l.fibre.Transceiver.BER(rx) < 1e-3
+		return true, l
 	}
-	return true
+	return true, nil
 }
 
 // appState reads a packet-generator application's progress. The dataplane
@@ -206,6 +306,7 @@ func (d *Dataplane) stopApp(app *pktgenApp) {
 		}
 		r.stopped = true
 		r.remaining = 0
+		d.catchUp(r)
 		if r.seg != nil {
 			r.seg.StopOffering()
 			r.seg.AdvanceTo(time.Duration(math.MaxInt64))
@@ -219,30 +320,61 @@ func (d *Dataplane) stopApp(app *pktgenApp) {
 
 // config reads what a segment would be configured with now.
 func (d *Dataplane) config(r *lgRun) (segConfig, error) {
-	l := r.link
-	tp := l.tx.port(l.txPort)
-	c := segConfig{up: d.portUp(l.tx, l.txPort) && d.portUp(l.rx, l.rxPort)}
-	if tp == nil {
-		return c, nil
+	// Within one advance the switches' state is read once: what the
+	// light does is read at every chunk (a scenario's optics move with
+	// the clock). A change another connection makes during an advance
+	// lands between chunks at a moment no seed decides, so it counts
+	// from the next advance, as a change made between two requests does.
+	if !d.advancing || r.staticEpoch != d.cfgEpoch {
+		c, sp, err := d.staticConfig(r)
+		if err != nil {
+			return c, err
+		}
+		r.static, r.staticPorts, r.staticEpoch = c, sp, 0
+		if d.advancing {
+			r.staticEpoch = d.cfgEpoch
+		}
 	}
-	c.bps = float64(tp.gbps) * 1e9
-	c.fec = tp.fecName()
-	fec, err := physics.FECByName(c.fec)
-	if err != nil {
-		return c, err
+	c, sp := r.static, &r.staticPorts
+	l := r.link
+	c.up = sp.txOK && d.light(sp.txLink) && sp.rxOK && d.light(sp.rxLink)
+	if !sp.tp {
+		return c, nil
 	}
 	rx := l.fibre.EyePowerDBmAt(d.now) // a scenario's impairments at the switches' clock, less the fibre's dispersion penalty
 	c.loss = 1
 	if !math.IsInf(rx, -1) {
-		c.loss = physics.FrameLossProbability(l.fibre.Transceiver, fec, rx, r.frameBytes)
-		if tp.fec == "BF_FEC_TYP_FC" {
-			c.loss = fireFrameLoss(l.fibre.Transceiver.BER(rx), r.frameBytes) // fec.go
-		}
+		c.loss = d.frameLoss(l.fibre.Transceiver, sp.fec, sp.fire, rx, r.frameBytes)
 	}
 	// The sender's loss-emulation table drops floor(p*2^20) of 2^20 random values.
+	if c.drop > 0 {
+		c.loss = 1 - (1-c.loss)*(1-c.drop)
+	}
+	return c, nil
+}
+
+// staticConfig is the part of config the switches' tables, registers and
+// ports decide (up and loss left for config).
+func (d *Dataplane) staticConfig(r *lgRun) (segConfig, staticPorts, error) {
+	l := r.link
+	var sp staticPorts
+	sp.txOK, sp.txLink = d.portState(l.tx, l.txPort)
+	sp.rxOK, sp.rxLink = d.portState(l.rx, l.rxPort)
+	tp := l.tx.port(l.txPort)
+	var c segConfig
+	if tp == nil {
+		return c, sp, nil
+	}
+	sp.tp = true
+	c.bps = float64(tp.gbps) * 1e9
+	c.fec = tp.fecName()
+	fec, err := physics.FECByName(c.fec)
+	if err != nil {
+		return c, sp, err
+	}
+	sp.fec, sp.fire = fec, tp.fec == "BF_FEC_TYP_FC"
 	if n := l.tx.tableSize(lg.TableEmulateDrop); n > 0 {
 		c.drop = float64(n) / (1 << 20)
-		c.loss = 1 - (1-c.loss)*(1-c.drop)
 	}
 	c.mode = lgmodel.Off
 	if l.tx.programName() == lg.ProgramSender && l.rx.programName() == lg.ProgramReceiver {
@@ -269,7 +401,7 @@ func (d *Dataplane) config(r *lgRun) (segConfig, error) {
 			c.resu = int(l.rx.reg(lg.RegResumeThreshold, 0))
 		}
 	}
-	return c, nil
+	return c, sp, nil
 }
 
 // newSegment starts a segment with the frames still to send.
@@ -307,6 +439,10 @@ func (d *Dataplane) newSegment(r *lgRun) error {
 	// on) can overshoot. 8192 made 10^9-frame points cheaper but let the
 	// buffer reach 66,960 B against the 45,684 B the pause threshold and
 	// four frames in flight allow (the backpressure recipe's test).
+	// The cap also bounds what a segment ended mid-run (a configuration
+	// change, a generator's stop: StopOffering) still sends: the run
+	// under way completes. Uncapped, a lossless link's segment is one
+	// run of every frame, all sent at once however early it is stopped.
 	cfg.MaxRun = 256
 	if c.mode != lgmodel.Off {
 		cfg.Copies = c.copies
@@ -332,6 +468,12 @@ func (d *Dataplane) newSegment(r *lgRun) error {
 func (d *Dataplane) advance(t time.Duration) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.cfgEpoch++
+	d.advancing = true
+	defer func() { d.advancing = false }()
+	// The model is advanced and its counters added up when the lock is
+	// let go (settle), not at every chunk: nobody reads them in between.
+	defer d.settle()
 	for {
 		if t < d.now {
 			return nil
@@ -344,11 +486,15 @@ func (d *Dataplane) advance(t time.Duration) error {
 			return nil
 		}
 		if d.waiting.Load() > 0 {
+			d.settle()
+			d.advancing = false
 			d.mu.Unlock()
 			for d.waiting.Load() > 0 {
 				runtime.Gosched()
 			}
 			d.mu.Lock()
+			d.cfgEpoch++ // the prompt caller may have changed the switches
+			d.advancing = true
 		}
 	}
 }
@@ -383,6 +529,13 @@ func (d *Dataplane) advanceRun(r *lgRun, t time.Duration) error {
 		if err != nil {
 			return err
 		}
+		if c != r.segKey && r.pending {
+			// The segment is where the clock is before it changes.
+			d.catchUp(r)
+			if r.app.done {
+				return nil // it had ended before the change
+			}
+		}
 		if c != r.segKey {
 			// Something changed: end the segment (its tail completes in
 			// simulated time), then continue with the rest.
@@ -407,6 +560,23 @@ func (d *Dataplane) advanceRun(r *lgRun, t time.Duration) error {
 				r.app.done = true
 			}
 			return nil
+		}
+		if len(d.follow) == 0 {
+			// Nothing changed: the segment goes on as it is. Advancing
+			// it only when its state is needed (a configuration change,
+			// the lock let go) is exact (lgmodel gives the same for any
+			// slicing of its time) and lets it jump over whole cycles
+			// that chunk boundaries would cut.
+			r.behind, r.pending = t, true
+			return nil
+		}
+		// Followers add to the same queues: their order of updates
+		// stays as it was, chunk by chunk.
+		if r.pending {
+			d.catchUp(r)
+			if r.seg == nil {
+				continue
+			}
 		}
 		done := r.seg.AdvanceTo(t - r.segStart)
 		d.account(r)
@@ -442,6 +612,45 @@ func (d *Dataplane) dropWhileDown(r *lgRun, t time.Duration) {
 		tp.add("$FramesTransmittedOK", n)
 		tp.add("$OctetsTransmittedTotal", n*int64(r.frameBytes))
 		tp.add(txLength(int64(r.frameBytes)), n)
+	}
+}
+
+// settle brings every run's segment to the clock and accounts what it
+// did: before the dataplane's lock is let go.
+func (d *Dataplane) settle() {
+	ended := false
+	for _, r := range d.runs {
+		d.catchUp(r)
+		ended = ended || r.app.done
+	}
+	if ended {
+		kept := d.runs[:0]
+		for _, r := range d.runs {
+			if !r.app.done {
+				kept = append(kept, r)
+			}
+		}
+		d.runs = kept
+	}
+}
+
+// catchUp advances a run's segment to where advanceRun left it behind,
+// and accounts it.
+func (d *Dataplane) catchUp(r *lgRun) {
+	if !r.pending {
+		return
+	}
+	r.pending = false
+	if r.seg == nil {
+		return
+	}
+	done := r.seg.AdvanceTo(r.behind - r.segStart)
+	d.account(r)
+	if done {
+		r.seg = nil
+		if r.remaining == 0 {
+			r.app.done = true
+		}
 	}
 }
 
