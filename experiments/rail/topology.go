@@ -132,7 +132,10 @@ func Tables() []results.Table {
 			}},
 		{Name: "good_fraction_cdf", Title: "Fraction of good paths across ToR pairs (Fig. 16)", Description: "Per class, the cumulative fraction of ordered ToR pairs whose good-path fraction is at most good_fraction.",
 			Fields: []results.Field{{Name: "class", Type: "integer"}, {Name: "good_fraction", Type: "number", Unit: "1"}, {Name: "cdf", Type: "number", Unit: "1"}},
-			Plot:   &results.Plot{X: "good_fraction", Y: "cdf", Series: "class", Title: "CDF of the good-path fraction of ToR pairs"}},
+			Figures: []results.Figure{{Name: "good_fraction_cdf", Title: "CDF of the good-path fraction of ToR pairs",
+				Caption: "As RAIL Fig. 16, per reliability class: the fraction of ordered ToR pairs whose share of good paths is at most x.",
+				Kind:    results.Line, X: "good_fraction", Y: "cdf", Series: []string{"class"}, Legend: "class {class}",
+				XLabel: "Good-path fraction of a ToR pair", YLabel: "Fraction of ToR pairs at or below"}}},
 	}
 }
 

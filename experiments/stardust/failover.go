@@ -389,49 +389,30 @@ func failoverRun(ctx context.Context, rc *o.RunContext, dev string, p *o.Params,
 		at := s0.Slots
 		ev := FailoverEvent{AtUS: us(at)}
 		lost0, cong0 := lost(s0), s0.CellsLost
-		lastLoss := int64(-1)
+		pw, err := watchPhase(ctx, ft, watch, at, phase, lost0, ph.down, ph.up)
+		if err != nil {
+			return fr, err
+		}
+		if pw.detect >= 0 {
+			ev.DetectUS = ptr(us(pw.detect - at))
+		}
+		if pw.valid >= 0 {
+			ev.ValidUS = ptr(us(pw.valid - at))
+		}
+		lastLoss := pw.lastLoss
 		var bins []float64
 		binBytes, binLost := s0.BytesArrived, lost0
-		// check sees the state after slot n: the event's detection, or
-		// the restore's, the first slot it holds.
-		check := func(n int64, w fabric.WatchState) {
-			if ph.down != nil && ev.DetectUS == nil && ph.down(w) {
-				ev.DetectUS = ptr(us(n - at))
+		for _, b := range pw.bins {
+			x := float64(b.BytesArrived - binBytes)
+			bins = append(bins, x)
+			norm := any(nil)
+			if base > 0 {
+				norm = x / base
 			}
-			if ph.up != nil && ev.ValidUS == nil && ph.up(w) {
-				ev.ValidUS = ptr(us(n - at))
-			}
-		}
-		prevLost := lost0
-		for now := at; now < at+phase; {
-			watch.Slots, watch.Origin = min(at+phase-now, 20000), at
-			tr, err := ft.Watch(ctx, watch)
-			if err != nil {
+			if err := tl.Write(tiers, us(b.Slot-bin), ph.name, x*8/(float64(bin)*slot)/1e9, norm, b.Lost-binLost); err != nil {
 				return fr, err
 			}
-			check(now+1, tr.StateAt(now+1))
-			for _, w := range tr.Changes {
-				if w.Lost > prevLost {
-					lastLoss = w.Slot
-				}
-				prevLost = w.Lost
-				if w.Slot > now+1 {
-					check(w.Slot, w)
-				}
-			}
-			for _, b := range tr.Bins {
-				x := float64(b.BytesArrived - binBytes)
-				bins = append(bins, x)
-				norm := any(nil)
-				if base > 0 {
-					norm = x / base
-				}
-				if err := tl.Write(tiers, us(b.Slot-bin), ph.name, x*8/(float64(bin)*slot)/1e9, norm, b.Lost-binLost); err != nil {
-					return fr, err
-				}
-				binBytes, binLost = b.BytesArrived, b.Lost
-			}
-			now = tr.Now
+			binBytes, binLost = b.BytesArrived, b.Lost
 		}
 		s1, err := f.Stats(ctx)
 		if err != nil {
@@ -499,6 +480,51 @@ func failoverRun(ctx context.Context, rc *o.RunContext, dev string, p *o.Params,
 	}
 	fr.WorstOverFormula = worst
 	return fr, nil
+}
+
+// phaseWatch is what a phase's watch saw: the first slot after which its
+// event's detection (down) and its restore (up) held, the last slot in
+// which a failure lost a cell (each -1: none), and the bins' samples.
+type phaseWatch struct {
+	detect, valid, lastLoss int64
+	bins                    []fabric.Bin
+}
+
+// watchPhase steps the fabric through the phase slots from slot at,
+// watching w slot by slot (in watches of at most 20000 slots, so that an
+// interrupted run stops soon); lost0 is the failure-lost cells at at.
+func watchPhase(ctx context.Context, ft fabric.Faults, w fabric.WatchSpec, at, phase, lost0 int64, down, up func(fabric.WatchState) bool) (phaseWatch, error) {
+	pw := phaseWatch{detect: -1, valid: -1, lastLoss: -1}
+	// check sees the state after slot n: the first slot each holds.
+	check := func(n int64, st fabric.WatchState) {
+		if down != nil && pw.detect < 0 && down(st) {
+			pw.detect = n
+		}
+		if up != nil && pw.valid < 0 && up(st) {
+			pw.valid = n
+		}
+	}
+	prevLost := lost0
+	for now := at; now < at+phase; {
+		w.Slots, w.Origin = min(at+phase-now, 20000), at
+		tr, err := ft.Watch(ctx, w)
+		if err != nil {
+			return pw, err
+		}
+		check(now+1, tr.StateAt(now+1))
+		for _, st := range tr.Changes {
+			if st.Lost > prevLost {
+				pw.lastLoss = st.Slot
+			}
+			prevLost = st.Lost
+			if st.Slot > now+1 {
+				check(st.Slot, st)
+			}
+		}
+		pw.bins = append(pw.bins, tr.Bins...)
+		now = tr.Now
+	}
+	return pw, nil
 }
 
 func nilable(p *float64) any {

@@ -87,14 +87,18 @@ func (f *Faults) Reset() {
 	f.drop, f.stall, f.garble, f.delay, f.delayN, f.failures, f.failing = 0, 0, 0, 0, 0, nil, nil
 }
 
+// The Take methods are safe on a nil *Faults (no faults), as Delay and
+// TakeFailure are: they name their counter by a selector that take calls
+// after its nil check (evaluating &f.drop on a nil f would panic first).
+
 // TakeDrop reports (and consumes) a pending drop.
-func (f *Faults) TakeDrop() bool { return f.take(&f.drop) }
+func (f *Faults) TakeDrop() bool { return f.take(func(f *Faults) *int { return &f.drop }) }
 
 // TakeStall reports (and consumes) a pending stall.
-func (f *Faults) TakeStall() bool { return f.take(&f.stall) }
+func (f *Faults) TakeStall() bool { return f.take(func(f *Faults) *int { return &f.stall }) }
 
 // TakeGarble reports (and consumes) a pending garble.
-func (f *Faults) TakeGarble() bool { return f.take(&f.garble) }
+func (f *Faults) TakeGarble() bool { return f.take(func(f *Faults) *int { return &f.garble }) }
 
 // Delay is the delay of the reply about to be sent (consuming one of a
 // counted delay).
@@ -132,10 +136,11 @@ func (f *Faults) TakeFailure() (DeviceError, bool) {
 	return e, true
 }
 
-func (f *Faults) take(n *int) bool {
+func (f *Faults) take(counter func(*Faults) *int) bool {
 	if f == nil {
 		return false
 	}
+	n := counter(f)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch {

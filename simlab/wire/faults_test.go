@@ -20,3 +20,15 @@ func TestFaultsResetClearsEverything(t *testing.T) {
 	}
 	f.Reset() // and the mutex still works
 }
+
+// A device without faults holds a nil *Faults: every question an emulator
+// asks of it answers "none" rather than panic.
+func TestNilFaultsAreNone(t *testing.T) {
+	var f *Faults
+	if f.TakeDrop() || f.TakeStall() || f.TakeGarble() || f.Delay() != 0 {
+		t.Fatal("a nil *Faults reported a fault")
+	}
+	if _, ok := f.TakeFailure(); ok {
+		t.Fatal("a nil *Faults reported a device error")
+	}
+}
