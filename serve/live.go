@@ -12,9 +12,6 @@ import (
 	"testbed/results"
 )
 
-// maxEventLine bounds one line of events.jsonl as the live view reads it.
-const maxEventLine = 1 << 20
-
 // readEvents reads the complete lines of a bundle's events.jsonl from
 // offset on (a line still being written is left for the next read) and
 // returns them with the offset after the last one read.
@@ -32,14 +29,17 @@ func readEvents(dir string, offset int64) ([]results.Event, int64, error) {
 	for {
 		line, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
-			// A line longer than the buffer: skip it whole.
+			// A line longer than the buffer is no event the engine
+			// writes: skip it whole, a buffer at a time (memory stays
+			// bounded however long it is). A cap on the skip would stop
+			// the view at such a line for good, never passing it.
 			n := int64(len(line))
-			for err == bufio.ErrBufferFull && n < maxEventLine {
+			for err == bufio.ErrBufferFull {
 				line, err = br.ReadSlice('\n')
 				n += int64(len(line))
 			}
 			if err != nil {
-				return out, offset, nil
+				return out, offset, nil // the line is not complete yet
 			}
 			offset += n
 			continue
