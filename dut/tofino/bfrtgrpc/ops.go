@@ -675,41 +675,14 @@ func (c *Conn) tmQueue(ctx context.Context, in *bfrtinfo.Info, a args0) (any, er
 
 func (c *Conn) tmQueueSched(ctx context.Context, in *bfrtinfo.Info, a args0) (any, error) {
 	const op = "tm.queue.sched"
-	cfg, err := table(op, in, "tf1.tm.port.cfg")
-	if err != nil {
-		return nil, err
-	}
 	sched, err := table(op, in, "tf1.tm.queue.sched_cfg")
 	if err != nil {
 		return nil, err
 	}
-	dev, err := a.int(op, "dev_port")
+	k, pipe, err := c.queueKey(ctx, in, op, a)
 	if err != nil {
 		return nil, err
 	}
-	qid, err := a.int(op, "qid")
-	if err != nil {
-		return nil, err
-	}
-	if qid < 0 || qid > 7 {
-		return nil, badRequest(op, "qid %d: expected 0..7", qid)
-	}
-	// The queue's key, as bf_rt_tm_tf1.json describes tf1.tm.port.cfg:
-	// its pg_id and egress_qid_queues[qid] as pg_queue; the pipe is dev>>7.
-	var pg, pq int64
-	err = c.readOne(ctx, in, cfg, map[string]int64{"dev_port": dev}, nil, []string{"pg_id", "egress_qid_queues"}, func(e *entry) error {
-		qs, _ := e.data["egress_qid_queues"].([]uint32)
-		if int(qid) >= len(qs) {
-			return fmt.Errorf("%s: port %d: egress_qid_queues has %d queues", op, dev, len(qs))
-		}
-		pg, pq = e.int("pg_id"), int64(qs[qid])
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	pipe := dev >> 7
-	k := map[string]int64{"pg_id": pg, "pg_queue": pq}
 	read := func() (int, error) {
 		var p int
 		err := c.readOne(ctx, in, sched, k, &pipe, []string{"max_priority"}, func(e *entry) error {
@@ -741,6 +714,8 @@ func (c *Conn) tmQueueSched(ctx context.Context, in *bfrtinfo.Info, a args0) (an
 				return nil, err
 			}
 			if got != int(want) {
+				dev, _ := a.int(op, "dev_port") // queueKey checked both
+				qid, _ := a.int(op, "qid")
 				return nil, fmt.Errorf("%s: port %d queue %d: wrote priority %d, reads %d", op, dev, qid, want, got)
 			}
 		}
@@ -1064,4 +1039,38 @@ func (c *Conn) pktgen(ctx context.Context, in *bfrtinfo.Info, op string, a args0
 			"batch_counter": int64(0), "pkt_counter": int64(0), "trigger_counter": int64(0)}},
 		update{typ: bfrtpb.Update_MODIFY, table: app, pipe: pipe, key: k, action: trigger, data: map[string]any{"app_enable": true}},
 	)
+}
+
+// queueKey finds the key of the queue an op names by dev_port and qid, as
+// bf_rt_tm_tf1.json describes tf1.tm.port.cfg: the port's pg_id, and
+// egress_qid_queues[qid] as pg_queue; the pipe is dev_port>>7.
+func (c *Conn) queueKey(ctx context.Context, in *bfrtinfo.Info, op string, a args0) (map[string]int64, int64, error) {
+	cfg, err := table(op, in, "tf1.tm.port.cfg")
+	if err != nil {
+		return nil, 0, err
+	}
+	dev, err := a.int(op, "dev_port")
+	if err != nil {
+		return nil, 0, err
+	}
+	qid, err := a.int(op, "qid")
+	if err != nil {
+		return nil, 0, err
+	}
+	if qid < 0 || qid > 7 {
+		return nil, 0, badRequest(op, "qid %d: expected 0..7", qid)
+	}
+	var pg, pq int64
+	err = c.readOne(ctx, in, cfg, map[string]int64{"dev_port": dev}, nil, []string{"pg_id", "egress_qid_queues"}, func(e *entry) error {
+		qs, _ := e.data["egress_qid_queues"].([]uint32)
+		if int(qid) >= len(qs) {
+			return notFound(op, "port %d: egress_qid_queues has %d queues", dev, len(qs))
+		}
+		pg, pq = e.int("pg_id"), int64(qs[qid])
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return map[string]int64{"pg_id": pg, "pg_queue": pq}, dev >> 7, nil
 }

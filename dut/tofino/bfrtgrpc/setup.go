@@ -222,40 +222,14 @@ func (c *Conn) portPFC(ctx context.Context, in *bfrtinfo.Info, a args0) (any, er
 
 func (c *Conn) queuePFCCos(ctx context.Context, in *bfrtinfo.Info, a args0) (any, error) {
 	const op = "tm.queue.pfc_cos"
-	cfg, err := table(op, in, "tf1.tm.port.cfg")
-	if err != nil {
-		return nil, err
-	}
 	qcfg, err := table(op, in, "tf1.tm.queue.cfg")
 	if err != nil {
 		return nil, err
 	}
-	dev, err := a.int(op, "dev_port")
+	k, pipe, err := c.queueKey(ctx, in, op, a) // as tm.queue.sched finds it
 	if err != nil {
 		return nil, err
 	}
-	qid, err := a.int(op, "qid")
-	if err != nil {
-		return nil, err
-	}
-	if qid < 0 || qid > 7 {
-		return nil, badRequest(op, "qid %d: expected 0..7", qid)
-	}
-	// The queue's key as tm.queue.sched finds it (tf1.tm.port.cfg).
-	var pg, pq int64
-	err = c.readOne(ctx, in, cfg, map[string]int64{"dev_port": dev}, nil, []string{"pg_id", "egress_qid_queues"}, func(e *entry) error {
-		qs, _ := e.data["egress_qid_queues"].([]uint32)
-		if int(qid) >= len(qs) {
-			return notFound(op, "port %d: egress_qid_queues has %d queues", dev, len(qs))
-		}
-		pg, pq = e.int("pg_id"), int64(qs[qid])
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	pipe := dev >> 7
-	k := map[string]int64{"pg_id": pg, "pg_queue": pq}
 	var prev int64
 	if err := c.readOne(ctx, in, qcfg, k, &pipe, []string{"pfc_cos"}, func(e *entry) error { prev = e.int("pfc_cos"); return nil }); err != nil {
 		return nil, err
