@@ -26,24 +26,10 @@ func FuzzDD100Reply(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	var reply atomic.Pointer[[]byte]
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go serveDD100Script(c, &reply)
-		}
-	}()
+	addr, reply := scriptedLine(f, serveDD100Script)
 	ok := []byte("Atten:0.00(dB)\r\nDone\r\n\r\n")
 	reply.Store(&ok)
-	o, err := voa.OpenOZOptics(context.Background(), "tcp://"+ln.Addr().String(), voa.Options{Timeout: 5 * time.Second})
+	o, err := voa.OpenOZOptics(context.Background(), "tcp://"+addr, voa.Options{Timeout: 5 * time.Second})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -85,4 +71,26 @@ func serveDD100Script(c net.Conn, reply *atomic.Pointer[[]byte]) {
 			c.Write([]byte("Error-2\r\nDone\r\n\r\n"))
 		}
 	}
+}
+
+// scriptedLine listens on loopback and answers every connection with
+// serve, which sends the reply stored in the returned pointer: the line
+// both instruments' fuzz targets drive their driver over.
+func scriptedLine(f *testing.F, serve func(net.Conn, *atomic.Pointer[[]byte])) (string, *atomic.Pointer[[]byte]) {
+	reply := new(atomic.Pointer[[]byte])
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go serve(c, reply)
+		}
+	}()
+	return ln.Addr().String(), reply
 }

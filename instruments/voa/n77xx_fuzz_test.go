@@ -27,22 +27,8 @@ func FuzzN77xxReply(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	var reply atomic.Pointer[[]byte]
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go serveN77xxScript(c, &reply)
-		}
-	}()
-	o, err := voa.OpenKeysight(context.Background(), "tcp://"+ln.Addr().String(), voa.Options{Timeout: 5 * time.Second})
+	addr, reply := scriptedLine(f, serveN77xxScript)
+	o, err := voa.OpenKeysight(context.Background(), "tcp://"+addr, voa.Options{Timeout: 5 * time.Second})
 	if err != nil {
 		f.Fatal(err)
 	}
