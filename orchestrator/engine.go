@@ -88,9 +88,8 @@ func (e *Engine) Plan(req RunRequest) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.Recipe == "" {
-		p.Recipe, p.Version = req.Recipe.Name(), req.Recipe.Version()
-	}
+	m := req.Recipe.Meta()
+	p.Recipe, p.Version = m.Name, m.Version
 	if err := checkPlanSize(p); err != nil {
 		return nil, err
 	}
@@ -120,7 +119,7 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 		return nil, err
 	}
 	started := e.now()
-	runID := results.NewRunID(started, req.Recipe.Name())
+	runID := results.NewRunID(started, req.Recipe.Meta().Name)
 	devices := plan.Devices()
 
 	var targets []LeaseTarget
@@ -190,7 +189,7 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 
 	m := results.Manifest{
 		RunID:    runID,
-		Recipe:   results.RecipeRef{Name: req.Recipe.Name(), Version: req.Recipe.Version()},
+		Recipe:   results.RecipeRef{Name: req.Recipe.Meta().Name, Version: req.Recipe.Meta().Version},
 		Seed:     req.Seed,
 		Started:  started,
 		Lab:      results.Lab{Simulated: req.Simulated, Name: req.Lab.Name, InventoryPath: req.Lab.Path, Inventory: req.Lab.Redacted()},
