@@ -478,3 +478,13 @@ echo started`, s.background(s.daemonEnv(""), `"$SDE/run_bfshell.sh" -b "$HOME/.t
 	}
 	return nil
 }
+
+// AgentCall sends one operation of agent/PROTOCOL.md to the agent as it
+// stands (args and result as that page gives them, failures as
+// *AgentError). It is how another driver of the same switch reaches what
+// only the agent offers: the BF Runtime gRPC driver's side channel for
+// the port manager's FEC counters and the CPU port's packet-out
+// (dut/tofino/bfrtgrpc, docs/tofino-grpc.md).
+func (s *Switch) AgentCall(ctx context.Context, op string, args, out any) error {
+	return s.agent.call(ctx, op, args, out)
+}
