@@ -425,7 +425,7 @@ func (inv *Inventory) Redacted() map[string]any {
 // facts, never secrets: the ones the drivers, the simulated lab and the
 // recipes read.
 var SafeOptionKeys = []string{
-	"agent_dir", "artifacts", "data_path", "fibre_length_m", "fibre_type", "hostagent_amd64", "hostagent_source",
+	"agent_dir", "agent_ssh", "artifacts", "data_path", "fibre_length_m", "fibre_type", "hostagent_amd64", "hostagent_source",
 	"hostagent_version", "insecure_tls", "ip", "known_hosts", "loss_after_voa_db", "loss_before_voa_db", "max_slots",
 	"ports", "reactor", "reactor_eps_gbps", "reconfig_dist", "reconfig_sd_us", "role", "sde", "serial",
 	"stardust_id", "stardust_role", "state_dir", "switch_time_ms", "sysctl", "temperature_c",

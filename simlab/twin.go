@@ -386,9 +386,13 @@ func startTofino(t *twin, d *inventory.Device, n int) (string, error) {
 // BF Runtime gRPC service: the device's address is that service
 // (tcp://127.0.0.1:<port>), and its artifacts option a directory of the
 // simulated compiler's builds of every program the simulated switch
-// runs, in the SDE's install layout, which the driver sends to load one.
+// runs, in the SDE's install layout, which the driver sends to load one;
+// its agent_ssh option the SSH server, where the driver's side channel
+// finds the agent for what BF Runtime does not serve (FEC counters,
+// packet-out), as on a real switch.
 func startTofinoGRPC(t *twin, d *inventory.Device, n int) (string, error) {
-	if _, err := startTofino(t, d, n); err != nil {
+	sshAddr, err := startTofino(t, d, n)
+	if err != nil {
 		return "", err
 	}
 	addr, err := t.switches[d.Name].ServeBFRuntime(t.opts.Listen + ":0")
@@ -401,6 +405,7 @@ func startTofinoGRPC(t *twin, d *inventory.Device, n int) (string, error) {
 	}
 	od := t.out.Devices[d.Name]
 	od.Options["artifacts"] = dir
+	od.Options["agent_ssh"] = sshAddr
 	return "tcp://" + addr, nil
 }
 

@@ -21,26 +21,38 @@ func init() {
 		Kind: p4switch.Kind, Name: "tofino-bfrt",
 		Capabilities: []string{p4switch.CapPrograms, p4switch.CapPacketGenerator, p4switch.CapClock, p4switch.CapQueues, p4switch.CapOptics, p4switch.CapFEC, p4switch.CapBuilder},
 		Open: func(ctx context.Context, c drivers.Config) (drivers.Device, error) {
-			var so transport.SSHOptions
-			if c.SSH != nil {
-				var err error
-				if so, err = c.SSH(); err != nil {
-					return nil, fmt.Errorf("%s: %w", c.Name, err)
-				}
-			}
-			o := Options{SSH: so, SDE: c.Options["sde"], Timeout: c.Timeout, Transcript: c.Transcript,
-				Privilege: c.Options["privilege"], CPUIface: c.Options["cpu_iface"]}
-			if v, ok := c.Options["agent_port"]; ok {
-				p, err := strconv.Atoi(v)
-				if err != nil || p < 1 || p > 65535 {
-					return nil, fmt.Errorf("%s: option agent_port %q: expected a TCP port 1..65535", c.Name, v)
-				}
-				o.AgentPort = p
+			o, err := OptionsOf(c)
+			if err != nil {
+				return nil, err
 			}
 			return Open(ctx, c.Address, o)
 		},
 		Undo: UndoKinds(),
 	})
+}
+
+// OptionsOf reads a switch's SSH options from its inventory entry: the
+// credentials, options.known_hosts, sde, privilege, cpu_iface and
+// agent_port. The BF Runtime gRPC driver reads its agent side channel's
+// with it too.
+func OptionsOf(c drivers.Config) (Options, error) {
+	var so transport.SSHOptions
+	if c.SSH != nil {
+		var err error
+		if so, err = c.SSH(); err != nil {
+			return Options{}, fmt.Errorf("%s: %w", c.Name, err)
+		}
+	}
+	o := Options{SSH: so, SDE: c.Options["sde"], Timeout: c.Timeout, Transcript: c.Transcript,
+		Privilege: c.Options["privilege"], CPUIface: c.Options["cpu_iface"]}
+	if v, ok := c.Options["agent_port"]; ok {
+		p, err := strconv.Atoi(v)
+		if err != nil || p < 1 || p > 65535 {
+			return Options{}, fmt.Errorf("%s: option agent_port %q: expected a TCP port 1..65535", c.Name, v)
+		}
+		o.AgentPort = p
+	}
+	return o, nil
 }
 
 // UndoKinds are the switch kind's undo kinds (p4switch.UndoKinds) as a

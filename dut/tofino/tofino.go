@@ -175,7 +175,7 @@ func Open(ctx context.Context, address string, opts Options) (*Switch, error) {
 			return c.DialRemote(ctx, net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.AgentPort)))
 		},
 		token:      s.tokenInstaller(tok),
-		transcript: opts.Transcript, timeout: opts.Timeout,
+		transcript: opts.Transcript, timeout: opts.Timeout, device: address,
 	}
 	return s, nil
 }
@@ -477,4 +477,14 @@ echo started`, s.background(s.daemonEnv(""), `"$SDE/run_bfshell.sh" -b "$HOME/.t
 		return fmt.Errorf("agent did not answer on 127.0.0.1:%d: %w (see ~/.testbed/agent.log on the switch)", s.opts.AgentPort, err)
 	}
 	return nil
+}
+
+// AgentCall sends one operation of agent/PROTOCOL.md to the agent as it
+// stands (args and result as that page gives them, failures as
+// *AgentError). It is how another driver of the same switch reaches what
+// only the agent offers: the BF Runtime gRPC driver's side channel for
+// the port manager's FEC counters and the CPU port's packet-out
+// (dut/tofino/bfrtgrpc, docs/tofino-grpc.md).
+func (s *Switch) AgentCall(ctx context.Context, op string, args, out any) error {
+	return s.agent.call(ctx, op, args, out)
 }

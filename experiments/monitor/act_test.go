@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"testbed/dut/tofino"
-	"testbed/experiments/recipetest"
 	"testbed/inventory"
 	o "testbed/orchestrator"
 	lg "testbed/p4/linkguardian"
+	"testbed/simlab"
 	"testbed/transport"
 )
 
@@ -30,17 +30,34 @@ type actBench struct {
 	dir   Direction // lg25 a>b: sw1 -> sw2
 }
 
-func newActBench(t *testing.T) *actBench {
+func newActBench(t *testing.T) *actBench { return newActBenchOver(t, "tofino-bfrt") }
+
+// newActBenchOver is the bench with its switches reached through the
+// switch driver of that inventory key (tofino-bfrt: over SSH;
+// tofino-bfrt-grpc: over BF Runtime gRPC, as the orchestrator opens it).
+func newActBenchOver(t *testing.T, driver string) *actBench {
 	t.Helper()
-	lab := recipetest.StartLab(t, 31)
+	lab, err := simlab.StartDefault(simlab.Options{Seed: 31, SwitchDriver: driver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lab.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	b := &actBench{inv: lab.Inventory(), sws: map[string]*tofino.Switch{}, state: t.TempDir()}
 	b.store = &o.FileLeases{L: o.NewLeaser(b.state, time.Minute, nil)}
 	for name, prog := range map[string]string{"sw1": lg.ProgramSender, "sw2": lg.ProgramReceiver} {
 		d, _ := b.inv.Device(name)
-		sw, err := tofino.Open(ctx, d.Address, tofino.Options{Timeout: 20 * time.Second,
-			SSH: transport.SSHOptions{KeyFile: d.Credentials.KeyFile, KnownHosts: d.Options["known_hosts"]}})
+		var sw *tofino.Switch
+		if driver == "tofino-bfrt" {
+			sw, err = tofino.Open(ctx, d.Address, tofino.Options{Timeout: 20 * time.Second,
+				SSH: transport.SSHOptions{KeyFile: d.Credentials.KeyFile, KnownHosts: d.Options["known_hosts"]}})
+		} else {
+			var od *o.OpenedDevice
+			if od, err = o.OpenDevice(ctx, d, nil); err == nil {
+				sw = od.Driver.(*tofino.Switch)
+			}
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,9 +17,17 @@ import (
 // RS(528,514) behind a VOA that leaves the fibre's pre-FEC BER high
 // enough for the decoder to correct codewords; the monitor counts them
 // per poll. With FEC off the same port reads no codeword lock and the
-// monitor says FEC is unavailable, not an error.
+// monitor says FEC is unavailable, not an error. Over either switch
+// driver: BF Runtime gRPC has no FEC counters, its driver reads them
+// through the agent side channel (options.agent_ssh).
 func TestMonitorReadsFECCountersThroughTheDriver(t *testing.T) {
-	b := newActBench(t)
+	for _, driver := range []string{"tofino-bfrt", "tofino-bfrt-grpc"} {
+		t.Run(driver, func(t *testing.T) { monitorFEC(t, driver) })
+	}
+}
+
+func monitorFEC(t *testing.T, driver string) {
+	b := newActBenchOver(t, driver)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	d := b.dir

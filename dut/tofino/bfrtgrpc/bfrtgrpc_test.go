@@ -2,8 +2,10 @@ package bfrtgrpc_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
+	"testbed/drivers"
 	"testing"
 	"time"
 
@@ -217,5 +219,81 @@ func TestSecondClientWorksUnbound(t *testing.T) {
 	}
 	if !strings.Contains(tr.String(), "independent client") {
 		t.Errorf("the second client's transcript does not say it is unbound:\n%s", tr.String())
+	}
+}
+
+// openRegistered opens a switch of the lab as the orchestrator does:
+// through the driver's registration, with the inventory's options (the
+// twin's agent_ssh among them unless drop names it) and credentials.
+func openRegistered(t *testing.T, lab *simlab.Lab, name string, drop ...string) *tofino.Switch {
+	t.Helper()
+	d, _ := lab.Inventory().Device(name)
+	reg, ok := drivers.Lookup("switch", bfrtgrpc.Driver)
+	if !ok {
+		t.Fatal("no registration")
+	}
+	opts := map[string]string{}
+	for k, v := range d.Options {
+		if !slices.Contains(drop, k) {
+			opts[k] = v
+		}
+	}
+	dev, err := reg.Open(context.Background(), drivers.Config{Name: name, Kind: "switch", Driver: bfrtgrpc.Driver, Address: d.Address, Timeout: 5 * time.Second, Options: opts,
+		SSH: func() (transport.SSHOptions, error) {
+			return transport.SSHOptions{KeyFile: d.Credentials.KeyFile, KnownHosts: d.Options["known_hosts"]}, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := dev.(*tofino.Switch)
+	t.Cleanup(func() { sw.Close() })
+	return sw
+}
+
+// BF Runtime has no table of FEC counters and no packet-out: the driver
+// reaches them through the switch's agent over SSH (options.agent_ssh),
+// which reads the same counters the SSH driver does; without the option
+// both answer unsupported, naming it.
+func TestFECCountersAndPacketOutThroughTheAgentSideChannel(t *testing.T) {
+	lab := startLab(t)
+	ctx := context.Background()
+	if d, _ := lab.Inventory().Device("sw2"); !strings.HasPrefix(d.Options["agent_ssh"], "ssh://") {
+		t.Fatalf("the twin gives sw2 agent_ssh %q", d.Options["agent_ssh"])
+	}
+	sw := openRegistered(t, lab, "sw2")
+	if err := sw.StartSwitchd(ctx, lg.ProgramReceiver); err != nil {
+		t.Fatal(err)
+	}
+	p := devPort(t, lab, "sw2", "p1")
+	if err := sw.AddPort(ctx, p, 25, "rs528"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := sw.FECCounters(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := openSSH(t, lab, "sw2").FECCounters(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Corrected != want.Corrected || got.Uncorrected != want.Uncorrected || len(got.SymbolErrors) != len(want.SymbolErrors) {
+		t.Errorf("FEC counters over the side channel %+v, over SSH %+v", got, want)
+	}
+	if err := sw.AddEntry(ctx, lg.TableL2Forward, tofino.Entry{Key: map[string]int64{lg.KeyDstAddr: lg.InjectAddr(p, lg.QueueLowPrio)},
+		Action: lg.ActionForwardToQueue, Data: map[string]int64{lg.ParamPort: int64(p), lg.ParamQID: lg.QueueLowPrio}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sw.PacketOut(ctx, lg.InjectFrame(p, lg.PktAck)); err != nil {
+		t.Fatalf("packet out through the side channel: %v", err)
+	}
+
+	bare := openRegistered(t, lab, "sw2", "agent_ssh")
+	for what, err := range map[string]error{
+		"FEC counters": func() error { _, err := bare.FECCounters(ctx, p); return err }(),
+		"packet out":   bare.PacketOut(ctx, lg.InjectFrame(p, lg.PktAck)),
+	} {
+		if !tofino.IsUnsupported(err) || !strings.Contains(err.Error(), "agent_ssh") {
+			t.Errorf("%s without the side channel: %v, want unsupported naming options.agent_ssh", what, err)
+		}
 	}
 }

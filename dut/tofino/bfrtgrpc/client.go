@@ -74,6 +74,21 @@ type Options struct {
 	// Timeout is the deadline of one operation (default 10s).
 	Timeout    time.Duration
 	Transcript *transport.Transcript
+	// Agent, when set, is the switch's testbed agent over SSH (the
+	// tofino-bfrt driver's path, the inventory's options.agent_ssh),
+	// which answers what BF Runtime does not serve: port.fec_stat (the
+	// port manager's FEC counters, in no BF Runtime table) and packet.out
+	// (the CPU port's kernel interface; BF Runtime has no packet I/O).
+	// Without it those operations are unsupported. The Conn closes it.
+	Agent AgentChannel
+}
+
+// AgentChannel is the switch's testbed agent reached over SSH: a
+// *tofino.Switch opened with tofino.Open.
+type AgentChannel interface {
+	AgentCall(ctx context.Context, op string, args, out any) error
+	EnsureAgent(ctx context.Context) error
+	Close() error
 }
 
 // Conn is one BF Runtime gRPC connection: a tofino.Conn and
@@ -95,6 +110,9 @@ type Conn struct {
 	info    *bfrtinfo.Info
 	bound   bool
 	local   time.Time // the driver's own clock when the switch has none
+	// agentUp: the side channel's agent answered since the program was
+	// last loaded (a load restarts the daemon the agent runs in).
+	agentUp bool
 }
 
 // Open connects to a switch's BF Runtime service at tcp://host:port (or
@@ -238,6 +256,9 @@ func (c *Conn) Close() error {
 	if c.streamCancel != nil {
 		c.streamCancel()
 	}
+	if c.opts.Agent != nil {
+		c.opts.Agent.Close()
+	}
 	return c.cc.Close()
 }
 
@@ -370,7 +391,7 @@ func (c *Conn) StartProgram(ctx context.Context, program string) error {
 		files[i] = b
 	}
 	c.mu.Lock()
-	c.info, c.program, c.bound = nil, "", false
+	c.info, c.program, c.bound, c.agentUp = nil, "", false, false
 	c.mu.Unlock()
 	req := &bfrtpb.SetForwardingPipelineConfigRequest{DeviceId: c.opts.Device, ClientId: c.opts.ClientID,
 		Action: bfrtpb.SetForwardingPipelineConfigRequest_VERIFY_AND_WARM_INIT_BEGIN_AND_END,

@@ -44,6 +44,9 @@ type entry struct {
 func (c *Conn) Call(ctx context.Context, op string, args any, out any) error {
 	ctx, cancel := c.deadline(ctx)
 	defer cancel()
+	if agentOps[op] {
+		return c.viaAgent(ctx, op, args, out)
+	}
 	a := map[string]json.RawMessage{}
 	if args != nil {
 		b, err := json.Marshal(args)
@@ -69,6 +72,47 @@ func (c *Conn) Call(ctx context.Context, op string, args any, out any) error {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	return json.Unmarshal(b, out)
+}
+
+// agentOps are the operations BF Runtime serves no table or call for,
+// answered by the switch's testbed agent over SSH (Options.Agent):
+//   - port.fec_stat: no table carries a port's FEC counters, on any
+//     Tofino. bf_rt_port_tf1.json, _tf2.json and _tf3.json (open-p4studio,
+//     pkgsrc/bf-drivers/src/bf_rt/bf_rt_port/) give $PORT's $FEC, the
+//     mode, and $PORT_STAT's RMON counters ($FramesReceivedwithFCSError,
+//     ...), but no codeword counter; the port manager keeps them
+//     (bf_port_rs_fec_status_and_counters_get, bf_port_if.h), which the
+//     agent calls inside bf_switchd;
+//   - packet.out: bfruntime.proto's stream carries digests, idle-timeout
+//     and port-status notifications, no packets; a frame for the CPU port
+//     goes through the SDE kernel packet driver's interface, as the agent
+//     sends it.
+var agentOps = map[string]bool{"port.fec_stat": true, "packet.out": true}
+
+// viaAgent sends op to the side channel's agent, started first when it
+// has not answered since the program was loaded.
+func (c *Conn) viaAgent(ctx context.Context, op string, args, out any) error {
+	ag := c.opts.Agent
+	if ag == nil {
+		return &tofino.AgentError{Op: op, Kind: tofino.KindUnsupported,
+			Message: "BF Runtime gRPC serves no " + map[string]string{"port.fec_stat": "FEC counters (no BF Runtime table has them)", "packet.out": "packet-out (its stream carries no packets)"}[op] +
+				": give the device options.agent_ssh (ssh://user@host, the switch's testbed agent; docs/tofino-grpc.md)"}
+	}
+	c.mu.Lock()
+	up := c.agentUp
+	c.mu.Unlock()
+	if !up {
+		if c.tr != nil {
+			c.tr.Note("%s: BF Runtime has none; through the testbed agent over SSH (the side channel)", op)
+		}
+		if err := ag.EnsureAgent(ctx); err != nil {
+			return fmt.Errorf("%s through the agent side channel: %w", op, err)
+		}
+		c.mu.Lock()
+		c.agentUp = true
+		c.mu.Unlock()
+	}
+	return ag.AgentCall(ctx, op, args, out)
 }
 
 type args0 struct{ m map[string]json.RawMessage }
@@ -147,8 +191,6 @@ func (c *Conn) do(ctx context.Context, op string, a args0) (any, error) {
 		return c.port(ctx, in, op, a)
 	case "port.stat", "port.stat_clear":
 		return c.portStat(ctx, in, op, a)
-	case "port.fec_stat":
-		return nil, badRequest(op, "no BF Runtime table carries a port's RS-FEC counters on Tofino 1 (bf_rt_port_tf1.json; the port manager's bf_port_rs_fec_status_and_counters_get is not served over gRPC)")
 	case "tm.queue":
 		return c.tmQueue(ctx, in, a)
 	case "tm.queue.sched":

@@ -2,6 +2,7 @@ package bfrtgrpc
 
 import (
 	"context"
+	"fmt"
 
 	"testbed/drivers"
 	"testbed/dut/p4switch"
@@ -10,16 +11,40 @@ import (
 
 // The registration of this driver: a switch, chosen by `driver:
 // tofino-bfrt-grpc`, reached at bf_switchd's BF Runtime gRPC address with
-// options.artifacts (where the programs' bfrt.json and binaries are).
-// No FEC counters (CapFEC): Tofino 1's BF Runtime port tables have none
-// (ops.go, port.fec_stat), and no optics: transceiver diagnostics need
-// the platform CLI over SSH.
+// options.artifacts (where the programs' bfrt.json and binaries are) and,
+// optionally, options.agent_ssh: the switch's SSH address
+// (ssh://user@host[:port], with the device's credentials and the
+// tofino-bfrt driver's options known_hosts, sde, privilege, cpu_iface,
+// agent_port), where the testbed agent answers what BF Runtime does not
+// serve: the port manager's FEC counters (CapFEC) and packet-out
+// (ops.go, agentOps). Without it those answer unsupported, naming the
+// option. No optics: transceiver diagnostics need the platform CLI over
+// SSH.
 func init() {
 	drivers.Register(drivers.Driver{
 		Kind: p4switch.Kind, Name: Driver,
-		Capabilities: []string{p4switch.CapPrograms, p4switch.CapPacketGenerator, p4switch.CapClock, p4switch.CapQueues},
+		Capabilities: []string{p4switch.CapPrograms, p4switch.CapPacketGenerator, p4switch.CapClock, p4switch.CapQueues, p4switch.CapFEC},
 		Open: func(ctx context.Context, c drivers.Config) (drivers.Device, error) {
-			return Open(ctx, c.Address, Options{Artifacts: c.Option("artifacts", true), Timeout: c.Timeout, Transcript: c.Transcript})
+			o := Options{Artifacts: c.Option("artifacts", true), Timeout: c.Timeout, Transcript: c.Transcript}
+			if a := c.Options["agent_ssh"]; a != "" {
+				so, err := tofino.OptionsOf(c)
+				if err != nil {
+					return nil, err
+				}
+				ag, err := tofino.Open(ctx, a, so)
+				if err != nil {
+					return nil, fmt.Errorf("%s: agent side channel (options.agent_ssh %s): %w", c.Name, a, err)
+				}
+				o.Agent = ag
+			}
+			sw, err := Open(ctx, c.Address, o)
+			if err != nil {
+				if o.Agent != nil {
+					o.Agent.Close()
+				}
+				return nil, err
+			}
+			return sw, nil
 		},
 		Undo: tofino.UndoKinds(),
 	})

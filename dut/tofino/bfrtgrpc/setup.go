@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 
-	"testbed/dut/tofino"
 	"testbed/internal/bfrtinfo"
 	"testbed/internal/bfrtpb"
 )
@@ -14,7 +13,8 @@ import (
 // $mirror.cfg (bf_rt_mirror_tf1.json), $pre.node and $pre.mgid
 // (bf_rt_pre_tf1.json), $PORT's $RX_PFC_EN_MAP and $TX_PFC_EN_MAP
 // (bf_rt_port_tf1.json) and tf1.tm.queue.cfg's pfc_cos (bf_rt_tm_tf1.json).
-// BF Runtime has no packet-out: packet.out is unsupported on this path.
+// BF Runtime has no packet-out: packet.out goes to the agent side channel
+// (ops.go, agentOps).
 
 func (c *Conn) setupOp(ctx context.Context, in *bfrtinfo.Info, op string, a args0) (any, error) {
 	switch op {
@@ -28,9 +28,6 @@ func (c *Conn) setupOp(ctx context.Context, in *bfrtinfo.Info, op string, a args
 		return c.portPFC(ctx, in, a)
 	case "tm.queue.pfc_cos":
 		return c.queuePFCCos(ctx, in, a)
-	case "packet.out":
-		return nil, &tofino.AgentError{Op: op, Kind: tofino.KindUnsupported,
-			Message: "BF Runtime gRPC has no packet-out (bfruntime.proto's stream carries digests and notifications): send it through the CPU port's interface on the switch"}
 	}
 	return nil, badRequest(op, "unknown op %q", op)
 }
