@@ -112,8 +112,6 @@ var pending = map[string]bool{
 	"backpressure/backpressure.go (*Recipe).Plan":            true,
 	"backpressure/tcp.go (*flow).runTCP":                     true,
 	"fct/fct.go (*Recipe).Plan":                              true,
-	"fec/ber.go (*BER).Plan":                                 true,
-	"fec/latency.go writeCase":                               true,
 	"losssweep/losssweep.go (*Recipe).Plan":                  true,
 	"reactor/hybrid.go (*Hybrid).Plan":                       true,
 	"reactor/reconfig.go allToAll":                           true,
