@@ -24,27 +24,21 @@ type WebFCT struct{}
 // NewWebFCT returns the recipe.
 func NewWebFCT() *WebFCT { return &WebFCT{} }
 
-// Name implements Recipe.
-func (*WebFCT) Name() string { return WebFCTName }
-
-// Version implements Recipe.
-func (*WebFCT) Version() string { return "1.0.0" }
-
-// Headlines implements orchestrator.Headliner: Fig. 10b: FCT of the
-// workload's flows beside long-running background flows, Stardust against
-// ECMP.
-func (*WebFCT) Headlines() []string {
-	return []string{"fabrics.*.max_fct_upto_1mb_ms", "fabrics.*.mean_slowdown", "fabrics.*.p99_slowdown"}
+// Meta implements orchestrator.Recipe.
+func (*WebFCT) Meta() o.Meta {
+	return o.Meta{
+		Name:        WebFCTName,
+		Version:     "1.0.0",
+		Summary:     "Stardust FCT against flow size between a pair of hosts while every other host keeps four long flows going, against ECMP on a packet-switched fabric (Fig. 10b, §6.3); a model mode on the lab's fabric device",
+		Description: webFCTDescription,
+		Params:      webFCTParams(),
+		// Fig. 10b: FCT of the workload's flows beside long-running
+		// background flows, Stardust against ECMP.
+		Headlines: []string{"fabrics.*.max_fct_upto_1mb_ms", "fabrics.*.mean_slowdown", "fabrics.*.p99_slowdown"},
+	}
 }
 
-// Summary implements Recipe.
-func (*WebFCT) Summary() string {
-	return "Stardust FCT against flow size between a pair of hosts while every other host keeps four long flows going, against ECMP on a packet-switched fabric (Fig. 10b, §6.3); a model mode on the lab's fabric device"
-}
-
-// Description implements Recipe.
-func (*WebFCT) Description() string {
-	return `§6.3's FCT experiment: flows between one pair of hosts, their sizes drawn from a
+const webFCTDescription = `§6.3's FCT experiment: flows between one pair of hosts, their sizes drawn from a
 published workload, while every other host sources four long-running flows, each to a
 random host port (of another FA, never the measured pair's; a destination drawn twice for
 one FA is drawn again, since the fabric has one VOQ per FA and destination), which loads
@@ -70,10 +64,8 @@ default here is 64, which the model runs in seconds. data/fct_flows.csv has ever
 against size; the summary per fabric: the largest FCT of the flows up to 1 MB (the paper:
 "even flows of 1MB have a FCT of less than a millisecond"), the mean and 99th percentile
 slowdown, and what was lost.`
-}
 
-// Params implements Recipe.
-func (*WebFCT) Params() []o.ParamSpec {
+func webFCTParams() []o.ParamSpec {
 	return []o.ParamSpec{
 		{Name: "flows", Type: o.TypeInt, Default: int64(40), Min: o.Bound(1), Max: o.Bound(100000), Description: "measured flows, one after another"},
 		{Name: "max_flow_mb", Type: o.TypeFloat, Unit: "MB", Default: 3.0, Min: o.Bound(0.01), Max: o.Bound(30), Description: "largest flow size drawn (MB of 10^6 B); larger draws are drawn again"},
@@ -347,7 +339,7 @@ func (r *WebFCT) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	workload := fmt.Sprintf("%d flows from port 0 to port %d, web-search sizes (DCTCP, SIGCOMM 2010) up to %g MB; %d long flows from every other host port", n, (c.FAs-1)*c.PortsPerFA, p.Float("max_flow_mb"), p.Int("background"))
 	var mu sync.Mutex
 	sum := WebFCTSummary{ModelOnly: true, Fabric: desc, Workload: workload, Fabrics: map[string]WebFCTPoint{}}
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: WebFCTTables(),
+	plan := &o.Plan{Tables: WebFCTTables(),
 		Bindings: []o.Binding{modelBinding(dev, "the cell-level fabric and the packet-switched one alone (model_only): "+desc)},
 		Summary: func(partial bool) (any, error) {
 			mu.Lock()
