@@ -264,9 +264,8 @@ func (c *Config) validate() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	c.validateFlow(bad)
-	for name, l := range map[string]*Link{"forward": &c.Forward, "reverse": &c.Reverse} {
-		l.validate(name, bad)
-	}
+	c.Forward.validate("forward", bad)
+	c.Reverse.validate("reverse", bad)
 	c.Host.validate(bad)
 	switch c.Transport {
 	case TCP:
