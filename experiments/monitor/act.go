@@ -108,8 +108,16 @@ func (a *Actor) actLeased(ctx context.Context, sw SwitchActor, d Decision, dir D
 	if !ok {
 		return OutcomeFailed, fmt.Errorf("%s: not in inventory %s", d.Sender, a.Inv.Path)
 	}
-	h, err := a.Store.Acquire(ctx, o.LeaseRequest{Lab: a.Inv.Name, Owner: a.Owner, RunID: a.RunID,
-		Devices: []o.LeaseTarget{{Device: dev.Name, Address: dev.Address, Serial: dev.Options["serial"]}}})
+
+	// The lease store's round trip and the switch's: the release and the
+	// put-backs after a failure have deadlines derived from them.
+	var storeRTT, swRTT o.RoundTrip
+	var h o.HeldLeases
+	err := storeRTT.Measure(func() (err error) {
+		h, err = a.Store.Acquire(ctx, o.LeaseRequest{Lab: a.Inv.Name, Owner: a.Owner, RunID: a.RunID,
+			Devices: []o.LeaseTarget{{Device: dev.Name, Address: dev.Address, Serial: dev.Options["serial"]}}})
+		return err
+	})
 	var held *o.LeaseHeldError
 	if errors.As(err, &held) {
 		return OutcomeDeferred, fmt.Errorf("%s: leased by %s (run %s): %s waits", d.Sender, held.Held.Owner, held.Held.RunID, d.Action)
@@ -118,9 +126,7 @@ func (a *Actor) actLeased(ctx context.Context, sw SwitchActor, d Decision, dir D
 		return OutcomeFailed, fmt.Errorf("%s: lease: %w", d.Sender, err)
 	}
 	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if err := h.Release(rctx); err != nil {
+		if err := storeRTT.Cleanup(ctx, h.Release); err != nil {
 			a.log().Warn("monitor: release lease", "device", d.Sender, "err", err)
 		}
 	}()
@@ -140,7 +146,8 @@ func (a *Actor) actLeased(ctx context.Context, sw SwitchActor, d Decision, dir D
 	} else if len(rec) > 0 {
 		a.log().Info("monitor: replayed an undo journal left behind", "device", d.Sender, "undos", len(rec))
 	}
-	steps, err := a.plan(ctx, sw, d, dir)
+	var steps []step
+	err = swRTT.Measure(func() (err error) { steps, err = a.plan(ctx, sw, d, dir); return err })
 	if err != nil {
 		return OutcomeFailed, err
 	}
@@ -148,13 +155,15 @@ func (a *Actor) actLeased(ctx context.Context, sw SwitchActor, d Decision, dir D
 	if err != nil {
 		return OutcomeFailed, fmt.Errorf("%s: %w", d.Sender, err)
 	}
-	return a.applyJournaled(ctx, j, steps, d.Sender)
+	return a.applyJournaled(ctx, j, steps, d.Sender, &swRTT)
 }
 
 // applyJournaled applies the steps, each undo appended to the journal
 // before its change; on a failure it puts back the changes made, newest
 // first, and closes the journal (a simulated crash leaves it pending).
-func (a *Actor) applyJournaled(ctx context.Context, j o.RunJournal, steps []step, sender string) (string, error) {
+// swRTT is the switch's round trip, which the put-backs' deadlines derive
+// from.
+func (a *Actor) applyJournaled(ctx context.Context, j o.RunJournal, steps []step, sender string, swRTT *o.RoundTrip) (string, error) {
 	var seqs []int
 	var done []step
 	fail := func(cause error) (string, error) {
@@ -162,7 +171,7 @@ func (a *Actor) applyJournaled(ctx context.Context, j o.RunJournal, steps []step
 			j.Close() // pending undos stay on disk
 			return OutcomeFailed, cause
 		}
-		return OutcomeFailed, putBack(ctx, j, done, seqs, cause)
+		return OutcomeFailed, putBack(ctx, j, done, seqs, swRTT, cause)
 	}
 	for _, s := range steps {
 		seq, err := j.Append(s.undo)
@@ -193,12 +202,10 @@ func (a *Actor) applyJournaled(ctx context.Context, j o.RunJournal, steps []step
 
 // putBack reverts the steps done, newest first, marks their undos done
 // when every one went back, closes the journal and says how cause ended.
-func putBack(ctx context.Context, j o.RunJournal, done []step, seqs []int, cause error) error {
+func putBack(ctx context.Context, j o.RunJournal, done []step, seqs []int, swRTT *o.RoundTrip, cause error) error {
 	var errs []error
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
 	for i := len(done) - 1; i >= 0; i-- {
-		if err := done[i].revert(rctx); err != nil {
+		if err := swRTT.Cleanup(ctx, done[i].revert); err != nil {
 			errs = append(errs, fmt.Errorf("put back (%s): %w", done[i].undo.Desc, err))
 			continue
 		}
