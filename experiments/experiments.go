@@ -17,7 +17,7 @@ import (
 
 // Registry returns every recipe.
 func Registry() *orchestrator.Registry {
-	return orchestrator.NewRegistry(attsweep.New(), losssweep.New(), backpressure.New(), ocscharacterize.New(), fct.New(), reactor.NewReconfig(), reactor.NewHybrid(), rail.NewTopology(), rail.NewQualify(), rail.NewStretch(),
+	return orchestrator.NewRegistry(attsweep.New(), losssweep.New(), backpressure.New(), ocscharacterize.New(), fct.New(), reactor.NewReconfig(), reactor.NewHybrid(), reactor.NewTimeVarying(), rail.NewTopology(), rail.NewQualify(), rail.NewStretch(),
 		fec.NewLatency(), fec.NewBER(),
 		stardust.NewFabric(), stardust.NewPacking(), stardust.NewIncast(), stardust.NewFailover(), stardust.NewPermutation(), stardust.NewPushPull(),
 		rehearsal.New())

@@ -19,7 +19,17 @@ import (
 type Client struct {
 	hc   *http.Client
 	base string
+	// maxAnswer bounds a JSON answer (0: maxAnswerBytes).
+	maxAnswer int64
 }
+
+// maxAnswerBytes bounds a JSON answer of the agent's. The largest it gives
+// is an ib_write_lat job's status with every sample (-U): at most
+// maxUnsortedIterations of them, each a float64 of at most 24 characters
+// and a comma, 250 MB, beside a few KB of request and rows; 1 MiB more
+// covers those. A longer body is not an answer of the API's, and decoding
+// it would hold whatever the far end sends.
+const maxAnswerBytes = 1<<20 + 25*maxUnsortedIterations
 
 // NewClient returns a client of the agent at baseURL (e.g.
 // "http://127.0.0.1:41234") through hc (nil: a client that ignores proxy
@@ -52,7 +62,15 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		io.Copy(io.Discard, resp.Body)
 		return nil
 	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	limit := c.maxAnswer
+	if limit <= 0 {
+		limit = maxAnswerBytes
+	}
+	lr := &io.LimitedReader{R: resp.Body, N: limit + 1}
+	if err := json.NewDecoder(lr).Decode(out); err != nil {
+		if lr.N <= 0 {
+			return fmt.Errorf("hostagent %s: %s %s: answer longer than %d bytes, more than the API's largest (every sample of the longest ib_write_lat job)", c.base, method, path, limit)
+		}
 		return fmt.Errorf("hostagent: %s %s: decode answer: %w", method, path, err)
 	}
 	return nil

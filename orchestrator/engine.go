@@ -119,18 +119,75 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	started := e.now()
-	runID := results.NewRunID(started, req.Recipe.Name())
-	devices := plan.Devices()
+	r := &run{e: e, req: req, plan: plan, started: e.now(), devices: plan.Devices()}
+	r.runID = results.NewRunID(r.started, req.Recipe.Name())
+	if err := r.lease(ctx); err != nil {
+		return nil, err
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := r.held.Release(rctx); err != nil {
+			e.log().Warn("release leases", "err", err)
+		}
+	}()
+	ctx, stopFence := r.fence(ctx)
+	defer stopFence(nil)
+	if err := r.createBundle(); err != nil {
+		return nil, err
+	}
+	defer r.closeTranscripts()
+	return r.execute(ctx), nil
+}
 
+// run is one run under way, what its phases share: its plan, leases,
+// bundle and context.
+type run struct {
+	e       *Engine
+	req     RunRequest
+	plan    *Plan
+	started time.Time
+	runID   string
+	// devices are the devices the plan touches.
+	devices []string
+	held    HeldLeases
+	// journalOf is each device's address lease, where its undo journal
+	// lives.
+	journalOf map[string]*Lease
+	secrets   []string
+	b         *results.Bundle
+	res       *RunResult
+	rc        *RunContext
+	rm        *RunMetrics
+
+	emitMu          sync.Mutex
+	tfMu            sync.Mutex
+	transcriptFiles []interface{ Close() error }
+}
+
+// ending is how a run's phase ended it: nil carries on.
+type ending struct {
+	status results.Status
+	reason string
+	err    error
+}
+
+// failed ends the run failed, err its cause.
+func failed(reason string, err error) *ending {
+	return &ending{status: results.StatusFailed, reason: reason, err: err}
+}
+
+// lease takes the leases of the plan's devices (by address, and by
+// serial on a real lab), waiting for them when the request says so.
+func (r *run) lease(ctx context.Context) error {
 	var targets []LeaseTarget
-	for _, d := range devices {
-		dev, ok := req.Lab.Device(d)
+	for _, d := range r.devices {
+		dev, ok := r.req.Lab.Device(d)
 		if !ok {
-			return nil, Inputf("plan touches device %q that is not in the inventory", d)
+			return Inputf("plan touches device %q that is not in the inventory", d)
 		}
 		t := LeaseTarget{Device: d, Address: dev.Address}
-		if !req.Simulated {
+		if !r.req.Simulated {
 			// An in-process simulated lab's serials are the same in
 			// every copy of it: only a real lab's say which device it is.
 			t.Serial = dev.Options["serial"]
@@ -141,58 +198,61 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 	if u, err := user.Current(); err == nil {
 		owner = u.Username
 	}
-	store := e.Leases
+	store := r.e.Leases
 	if store == nil {
-		store = &FileLeases{L: NewLeaser(e.StateDir, e.LeaseTTL, e.log())}
+		store = &FileLeases{L: NewLeaser(r.e.StateDir, r.e.LeaseTTL, r.e.log())}
 	}
-	held, err := e.acquire(ctx, store, LeaseRequest{Lab: req.Lab.Name, Owner: owner, RunID: runID, Devices: targets, Wait: req.WaitLeases}, req.OnLeaseWait, req.WaitTimeout)
+	held, err := r.e.acquire(ctx, store, LeaseRequest{Lab: r.req.Lab.Name, Owner: owner, RunID: r.runID, Devices: targets, Wait: r.req.WaitLeases}, r.req.OnLeaseWait, r.req.WaitTimeout)
 	if err != nil {
 		var ie *InputError
 		if errors.As(err, &ie) {
-			return nil, err
+			return err
 		}
-		return nil, &InfraError{Op: "lease devices", Err: err}
+		return &InfraError{Op: "lease devices", Err: err}
 	}
-	leases := held.Leases()
+	r.held = held
 	// Each device's undo journal lives with its address lease.
-	journalOf := map[string]*Lease{}
-	for _, ls := range leases {
-		if dev, ok := req.Lab.Device(ls.Device); ok && ls.Key == NormalizeAddress(dev.Address) {
-			journalOf[ls.Device] = ls
+	r.journalOf = map[string]*Lease{}
+	for _, ls := range held.Leases() {
+		if dev, ok := r.req.Lab.Device(ls.Device); ok && ls.Key == NormalizeAddress(dev.Address) {
+			r.journalOf[ls.Device] = ls
 		}
 	}
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if err := held.Release(rctx); err != nil {
-			e.log().Warn("release leases", "err", err)
-		}
-	}()
-	// Fencing: a run whose leases are lost (its etcd session expired, its
-	// lease file was taken over) stops touching the devices: its context
-	// ends, so its steps stop; its journal writes are refused by the store.
+	return nil
+}
+
+// fence returns the run's context, ended when its leases are lost (its
+// etcd session expired, its lease file was taken over): the run stops
+// touching the devices, its steps stop, and its journal writes are
+// refused by the store.
+func (r *run) fence(ctx context.Context) (context.Context, context.CancelCauseFunc) {
 	ctx, stopFence := context.WithCancelCause(ctx)
-	defer stopFence(nil)
 	go func() {
 		select {
-		case <-held.Lost():
-			e.log().Error("leases lost: stopping the run (another run may hold the devices now)", "run", runID)
+		case <-r.held.Lost():
+			r.e.log().Error("leases lost: stopping the run (another run may hold the devices now)", "run", r.runID)
 			stopFence(fmt.Errorf("%w: leases lost (lease store unreachable past the TTL)", ErrAborted))
 		case <-ctx.Done():
 		}
 	}()
+	return ctx, stopFence
+}
 
+// createBundle creates the run's bundle, its manifest with the resolved
+// parameters, its live metrics and its run context, and records the
+// run's start and its bindings.
+func (r *run) createBundle() error {
+	e, req, plan := r.e, r.req, r.plan
 	secrets, err := req.Lab.Secrets()
 	if err != nil {
-		return nil, &InputError{Msg: err.Error()}
+		return &InputError{Msg: err.Error()}
 	}
-	secrets = append(secrets, req.Secrets...)
-
+	r.secrets = append(secrets, req.Secrets...)
 	m := results.Manifest{
-		RunID:    runID,
+		RunID:    r.runID,
 		Recipe:   results.RecipeRef{Name: req.Recipe.Name(), Version: req.Recipe.Version()},
 		Seed:     req.Seed,
-		Started:  started,
+		Started:  r.started,
 		Lab:      results.Lab{Simulated: req.Simulated, Name: req.Lab.Name, InventoryPath: req.Lab.Path, Inventory: req.Lab.Redacted()},
 		Software: results.CurrentSoftware(e.Version),
 		Command:  req.Command,
@@ -206,200 +266,271 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 		}
 		m.Params = append(m.Params, results.Param{Name: s.Name, Value: v, Type: s.Type, Unit: s.Unit, Source: src})
 	}
-	b, err := results.Create(e.RunsDir, m, results.Options{Secrets: secrets, Now: e.Now})
+	r.b, err = results.Create(e.RunsDir, m, results.Options{Secrets: r.secrets, Now: e.Now})
 	if err != nil {
-		return nil, &InfraError{Op: "create bundle", Err: err}
+		return &InfraError{Op: "create bundle", Err: err}
 	}
-	res := &RunResult{RunID: runID, Dir: b.Dir(), StepsTotal: len(plan.Steps)}
+	r.res = &RunResult{RunID: r.runID, Dir: r.b.Dir(), StepsTotal: len(plan.Steps)}
 	reg := e.Metrics
 	if reg == nil {
 		reg = NewMetrics()
 	}
-	rm, err := reg.startRun(plan.Recipe, plan.Version, runID, len(plan.Steps), started)
+	r.rm, err = reg.startRun(plan.Recipe, plan.Version, r.runID, len(plan.Steps), r.started)
 	if err != nil {
 		e.log().Error("live metrics", "err", err)
 	}
-
-	var emitMu sync.Mutex
-	emit := func(ev results.Event) {
-		if ev.Time.IsZero() {
-			ev.Time = e.now()
-		}
-		emitMu.Lock()
-		defer emitMu.Unlock()
-		if err := b.Event(ev); err != nil {
-			e.log().Error("write event", "err", err)
-		}
-		if rm != nil {
-			rm.observe(ev)
-		}
-		if e.Observe != nil {
-			e.Observe(ev)
-		}
+	r.emit(results.Event{Type: "run.start", Message: fmt.Sprintf("%s v%s, %d steps on %d devices", plan.Recipe, plan.Version, len(plan.Steps), len(r.devices)),
+		Fields: map[string]any{"run_id": r.runID, "dir": r.b.Dir(), "seed": req.Seed}})
+	for _, bd := range plan.Bindings {
+		r.emit(results.Event{Type: "bind", Message: fmt.Sprintf("%s <- %s %s", bd.Role, bd.Resource, bd.Detail)})
 	}
+	r.rc = &RunContext{RunID: r.runID, Seed: req.Seed, Params: req.Params, Lab: req.Lab, Simulated: req.Simulated, Log: e.log(),
+		bundle: r.b, tables: map[string]*results.TableWriter{}, emit: r.emit, touched: map[string]bool{}, metrics: r.rm, journals: map[string]RunJournal{}, lost: r.held.Lost()}
+	return nil
+}
 
-	var transcriptFiles []interface{ Close() error }
-	var tfMu sync.Mutex
-	transcripts := func(device string) *transport.Transcript {
-		w, err := b.Transcript(device)
-		if err != nil {
-			e.log().Error("open transcript", "device", device, "err", err)
-			return nil
-		}
-		tfMu.Lock()
-		transcriptFiles = append(transcriptFiles, w)
-		tfMu.Unlock()
-		return transport.NewTranscript(w, secrets...)
+// emit records an event in the bundle, the live metrics and the
+// engine's observer, in one order for every goroutine of the run.
+func (r *run) emit(ev results.Event) {
+	if ev.Time.IsZero() {
+		ev.Time = r.e.now()
 	}
+	r.emitMu.Lock()
+	defer r.emitMu.Unlock()
+	if err := r.b.Event(ev); err != nil {
+		r.e.log().Error("write event", "err", err)
+	}
+	if r.rm != nil {
+		r.rm.observe(ev)
+	}
+	if r.e.Observe != nil {
+		r.e.Observe(ev)
+	}
+}
+
+// transcript opens a device's transcript in the bundle, scrubbed of the
+// run's secrets; nil when it cannot be opened.
+func (r *run) transcript(device string) *transport.Transcript {
+	w, err := r.b.Transcript(device)
+	if err != nil {
+		r.e.log().Error("open transcript", "device", device, "err", err)
+		return nil
+	}
+	r.tfMu.Lock()
+	r.transcriptFiles = append(r.transcriptFiles, w)
+	r.tfMu.Unlock()
+	return transport.NewTranscript(w, r.secrets...)
+}
+
+func (r *run) closeTranscripts() {
+	for _, f := range r.transcriptFiles {
+		f.Close()
+	}
+}
+
+// execute runs the phases that need the bundle, in order, until one
+// ends the run, then unwinds the undo stack and seals the bundle.
+func (r *run) execute(ctx context.Context) *RunResult {
 	defer func() {
-		for _, f := range transcriptFiles {
-			f.Close()
+		if r.rc.devices != nil {
+			r.rc.devices.Close()
 		}
 	}()
-
-	emit(results.Event{Type: "run.start", Message: fmt.Sprintf("%s v%s, %d steps on %d devices", plan.Recipe, plan.Version, len(plan.Steps), len(devices)),
-		Fields: map[string]any{"run_id": runID, "dir": b.Dir(), "seed": req.Seed}})
-	for _, bd := range plan.Bindings {
-		emit(results.Event{Type: "bind", Message: fmt.Sprintf("%s <- %s %s", bd.Role, bd.Resource, bd.Detail)})
+	phases := []func(context.Context) *ending{
+		r.createTables,
+		r.recoverJournals,
+		r.openJournals,
+		r.openDevices,
+		r.openShutters,
+		r.runSteps,
 	}
-
-	// Tables first, so even a run that fails at once has their headers.
-	rc := &RunContext{RunID: runID, Seed: req.Seed, Params: req.Params, Lab: req.Lab, Simulated: req.Simulated, Log: e.log(),
-		bundle: b, tables: map[string]*results.TableWriter{}, emit: emit, touched: map[string]bool{}, metrics: rm, journals: map[string]RunJournal{}, lost: held.Lost()}
-	for _, t := range plan.Tables {
-		tw, err := b.CreateTable(t)
-		if err != nil {
-			return e.finish(ctx, b, res, rc, plan, results.StatusFailed, fmt.Sprintf("create table %s: %v", t.Name, err), err, req), nil
+	var end *ending
+	for _, phase := range phases {
+		if end = phase(ctx); end != nil {
+			break
 		}
-		rc.tables[t.Name] = tw
 	}
+	return r.e.finish(ctx, r.b, r.res, r.rc, r.plan, end.status, end.reason, end.err, r.req)
+}
 
-	// A journal beside a lease is what a run that died left undone on
-	// that device: undo it, through a fresh driver, before anything else,
-	// so that this run finds the lab as the dead run found it.
-	per := req.CleanupTimeout
-	if per <= 0 {
-		per = 30 * time.Second
+// createTables creates the plan's tables first, so even a run that fails
+// at once has their headers.
+func (r *run) createTables(context.Context) *ending {
+	for _, t := range r.plan.Tables {
+		tw, err := r.b.CreateTable(t)
+		if err != nil {
+			return failed(fmt.Sprintf("create table %s: %v", t.Name, err), err)
+		}
+		r.rc.tables[t.Name] = tw
 	}
+	return nil
+}
+
+// cleanupTimeout bounds each undo action.
+func (req RunRequest) cleanupTimeout() time.Duration {
+	if req.CleanupTimeout <= 0 {
+		return 30 * time.Second
+	}
+	return req.CleanupTimeout
+}
+
+// recoverJournals undoes what a run that died left on a device: a
+// journal beside a lease is that run's undo, replayed through a fresh
+// driver before anything else, so that this run finds the lab as the
+// dead run found it.
+func (r *run) recoverJournals(ctx context.Context) *ending {
 	var recovered []results.CleanupAction
 	var recoverErrs []string
-	for _, n := range devices {
-		ls := journalOf[n]
+	for _, n := range r.devices {
+		ls := r.journalOf[n]
 		if ls == nil {
 			continue
 		}
-		pending, err := held.PendingJournal(ctx, ls)
+		pending, err := r.held.PendingJournal(ctx, ls)
 		if err == nil && len(pending) == 0 {
 			// Nothing left to undo (a run killed before its first
 			// change leaves a journal of its "begin" line alone): the
 			// journal goes, or this run could not start its own.
-			if err := held.ClearJournal(ctx, ls); err != nil {
-				return e.finish(ctx, b, res, rc, plan, results.StatusFailed, "infrastructure: "+n+": "+err.Error()+" (testbed lab recover removes it)",
-					&InfraError{Op: "undo journal", Err: err}, req), nil
+			if err := r.held.ClearJournal(ctx, ls); err != nil {
+				return failed("infrastructure: "+n+": "+err.Error()+" (testbed lab recover removes it)", &InfraError{Op: "undo journal", Err: err})
 			}
 			continue
 		}
-		dev, _ := req.Lab.Device(n)
-		from := "a run that ended without restoring it"
-		if ls.TookOver != nil {
-			from = fmt.Sprintf("run %s (pid %d, %s), whose lease this run took over", ls.TookOver.RunID, ls.TookOver.PID, ls.TookOver.Owner)
-		}
-		emit(results.Event{Type: "recover.start", Device: n, Message: "undoing what " + from + " left on " + n})
-		rec, err := RecoverHeld(ctx, dev, held, ls, transcripts, per)
-		for _, r := range rec {
-			recovered = append(recovered, r.CleanupAction())
-			if r.Err != nil {
-				emit(results.Event{Type: "recover.error", Device: n, Message: r.Desc + ": " + r.Err.Error(), Fields: map[string]any{"from_run": r.FromRun, "kind": r.Kind}})
-			} else {
-				emit(results.Event{Type: "recover", Device: n, Message: r.Desc, Fields: map[string]any{"from_run": r.FromRun, "kind": r.Kind}})
-			}
-		}
+		rec, err := r.recoverDevice(ctx, n, ls)
+		recovered = append(recovered, rec...)
 		if err != nil {
 			recoverErrs = append(recoverErrs, err.Error())
 		}
 	}
 	if len(recovered) > 0 {
-		_ = b.UpdateManifest(func(m *results.Manifest) { m.Recovered = recovered })
+		_ = r.b.UpdateManifest(func(m *results.Manifest) { m.Recovered = recovered })
 	}
 	if len(recoverErrs) > 0 {
 		err := fmt.Errorf("%s", strings.Join(recoverErrs, "; "))
-		return e.finish(ctx, b, res, rc, plan, results.StatusFailed, "infrastructure: could not undo what an earlier run left: "+err.Error(),
-			&InfraError{Op: "undo what an earlier run left", Err: err}, req), nil
+		return failed("infrastructure: could not undo what an earlier run left: "+err.Error(),
+			&InfraError{Op: "undo what an earlier run left", Err: err})
 	}
-	for _, n := range devices {
-		ls := journalOf[n]
+	return nil
+}
+
+// recoverDevice replays the journal an earlier run left on device n,
+// recording each undo as an event.
+func (r *run) recoverDevice(ctx context.Context, n string, ls *Lease) ([]results.CleanupAction, error) {
+	dev, _ := r.req.Lab.Device(n)
+	from := "a run that ended without restoring it"
+	if ls.TookOver != nil {
+		from = fmt.Sprintf("run %s (pid %d, %s), whose lease this run took over", ls.TookOver.RunID, ls.TookOver.PID, ls.TookOver.Owner)
+	}
+	r.emit(results.Event{Type: "recover.start", Device: n, Message: "undoing what " + from + " left on " + n})
+	rec, err := RecoverHeld(ctx, dev, r.held, ls, r.transcript, r.req.cleanupTimeout())
+	var out []results.CleanupAction
+	for _, u := range rec {
+		out = append(out, u.CleanupAction())
+		if u.Err != nil {
+			r.emit(results.Event{Type: "recover.error", Device: n, Message: u.Desc + ": " + u.Err.Error(), Fields: map[string]any{"from_run": u.FromRun, "kind": u.Kind}})
+		} else {
+			r.emit(results.Event{Type: "recover", Device: n, Message: u.Desc, Fields: map[string]any{"from_run": u.FromRun, "kind": u.Kind}})
+		}
+	}
+	return out, err
+}
+
+// openJournals opens this run's undo journal beside each device's lease.
+func (r *run) openJournals(ctx context.Context) *ending {
+	for _, n := range r.devices {
+		ls := r.journalOf[n]
 		if ls == nil {
 			continue
 		}
-		j, err := held.OpenJournal(ctx, ls, runID)
+		j, err := r.held.OpenJournal(ctx, ls, r.runID)
 		if err != nil {
-			return e.finish(ctx, b, res, rc, plan, results.StatusFailed, "infrastructure: "+err.Error(), &InfraError{Op: "undo journal", Err: err}, req), nil
+			return failed("infrastructure: "+err.Error(), &InfraError{Op: "undo journal", Err: err})
 		}
-		rc.journals[n] = j
+		r.rc.journals[n] = j
 	}
+	return nil
+}
 
-	ds, err := OpenDevices(ctx, req.Lab, devices, transcripts)
+// openDevices opens the drivers of the plan's devices and records who
+// each device is.
+func (r *run) openDevices(ctx context.Context) *ending {
+	ds, err := OpenDevices(ctx, r.req.Lab, r.devices, r.transcript)
 	if err != nil {
-		status, reason := results.StatusFailed, "infrastructure: open devices: "+err.Error()
+		end := failed("infrastructure: open devices: "+err.Error(), &InfraError{Op: "open devices", Err: err})
 		if cause := context.Cause(ctx); cause != nil {
-			status, reason = results.StatusAborted, "aborted while opening devices: "+cause.Error()
+			end.status, end.reason = results.StatusAborted, "aborted while opening devices: "+cause.Error()
 		}
-		return e.finish(ctx, b, res, rc, plan, status, reason, &InfraError{Op: "open devices", Err: err}, req), nil
+		return end
 	}
-	defer ds.Close()
-	rc.devices = ds
-	_ = b.UpdateManifest(func(m *results.Manifest) {
-		for _, n := range devices {
+	r.rc.devices = ds
+	_ = r.b.UpdateManifest(func(m *results.Manifest) {
+		for _, n := range r.devices {
 			od, _ := ds.Get(n)
 			m.Devices = append(m.Devices, results.Device{Name: n, Kind: od.Dev.Kind, Driver: od.Dev.Driver, Address: od.Dev.Address,
 				Identity: results.Identity(od.Identity)})
 		}
 	})
-	for _, n := range devices {
+	for _, n := range r.devices {
 		od, _ := ds.Get(n)
-		emit(results.Event{Type: "device.open", Device: n, Message: od.Identity.String()})
+		r.emit(results.Event{Type: "device.open", Device: n, Message: od.Identity.String()})
 	}
+	return nil
+}
 
-	status, reason := results.StatusOK, ""
-	var runErr error
-	if err := rc.openShutters(ctx, plan); err != nil {
-		return e.finish(ctx, b, res, rc, plan, results.StatusFailed, "infrastructure: give light to the plan's VOA channels: "+err.Error(), &InfraError{Op: "open shutters", Err: err}, req), nil
+// openShutters gives light to the plan's VOA channels.
+func (r *run) openShutters(ctx context.Context) *ending {
+	if err := r.rc.openShutters(ctx, r.plan); err != nil {
+		return failed("infrastructure: give light to the plan's VOA channels: "+err.Error(), &InfraError{Op: "open shutters", Err: err})
 	}
-	for i, step := range plan.Steps {
+	return nil
+}
+
+// runSteps runs the plan's steps in order until one fails or the run is
+// aborted, recording each step's start, end or skip and the progress.
+func (r *run) runSteps(ctx context.Context) *ending {
+	steps := r.plan.Steps
+	for i, step := range steps {
 		if cause := context.Cause(ctx); cause != nil {
-			status, reason = results.StatusAborted, fmt.Sprintf("%v before step %d/%d (%s)", cause, i+1, len(plan.Steps), step.Name)
-			break
+			return &ending{status: results.StatusAborted, reason: fmt.Sprintf("%v before step %d/%d (%s)", cause, i+1, len(steps), step.Name)}
 		}
-		t0 := e.now()
-		startFields := map[string]any{"index": i + 1, "of": len(plan.Steps)}
-		if left := estimateLeft(plan.Steps[i:]); left > 0 {
-			// This step's estimate and every later one's, for the ETA.
-			startFields["estimate_s"], startFields["estimate_left_s"] = step.Estimate.Seconds(), left.Seconds()
-		}
-		emit(results.Event{Type: "step.start", Step: step.Name, Message: step.Action, Fields: startFields})
-		err := step.Run(ctx, rc)
-		dur := e.now().Sub(t0)
-		if sk, ok := isSkip(err); ok {
-			emit(results.Event{Type: "step.skip", Step: step.Name, Message: sk.Reason, Fields: map[string]any{"index": i + 1, "of": len(plan.Steps)}})
-			err = nil
-		} else if err == nil {
-			emit(results.Event{Type: "step.end", Step: step.Name, Fields: map[string]any{"index": i + 1, "of": len(plan.Steps), "seconds": dur.Seconds()}})
-		}
-		if err != nil {
+		if err := r.runStep(ctx, i); err != nil {
+			end := failed(fmt.Sprintf("step %d/%d (%s): %v", i+1, len(steps), step.Name, err), err)
 			if cause := context.Cause(ctx); cause != nil && errors.Is(cause, ErrAborted) {
-				status, reason = results.StatusAborted, fmt.Sprintf("%v during step %d/%d (%s)", cause, i+1, len(plan.Steps), step.Name)
-			} else {
-				status, reason, runErr = results.StatusFailed, fmt.Sprintf("step %d/%d (%s): %v", i+1, len(plan.Steps), step.Name, err), err
+				end = &ending{status: results.StatusAborted, reason: fmt.Sprintf("%v during step %d/%d (%s)", cause, i+1, len(steps), step.Name)}
 			}
-			emit(results.Event{Type: "step.error", Step: step.Name, Message: err.Error()})
-			break
+			r.emit(results.Event{Type: "step.error", Step: step.Name, Message: err.Error()})
+			return end
 		}
-		res.StepsDone = i + 1
-		_ = b.UpdateManifest(func(m *results.Manifest) {
-			m.Progress = &results.Progress{StepsDone: i + 1, StepsTotal: len(plan.Steps), LastStep: step.Name}
+		r.res.StepsDone = i + 1
+		_ = r.b.UpdateManifest(func(m *results.Manifest) {
+			m.Progress = &results.Progress{StepsDone: i + 1, StepsTotal: len(steps), LastStep: step.Name}
 		})
 	}
-	return e.finish(ctx, b, res, rc, plan, status, reason, runErr, req), nil
+	return &ending{status: results.StatusOK}
+}
+
+// runStep runs step i, recording its start with the estimate of what is
+// left, and its end or skip; a skip is not an error.
+func (r *run) runStep(ctx context.Context, i int) error {
+	steps := r.plan.Steps
+	step := steps[i]
+	t0 := r.e.now()
+	startFields := map[string]any{"index": i + 1, "of": len(steps)}
+	if left := estimateLeft(steps[i:]); left > 0 {
+		// This step's estimate and every later one's, for the ETA.
+		startFields["estimate_s"], startFields["estimate_left_s"] = step.Estimate.Seconds(), left.Seconds()
+	}
+	r.emit(results.Event{Type: "step.start", Step: step.Name, Message: step.Action, Fields: startFields})
+	err := step.Run(ctx, r.rc)
+	dur := r.e.now().Sub(t0)
+	if sk, ok := isSkip(err); ok {
+		r.emit(results.Event{Type: "step.skip", Step: step.Name, Message: sk.Reason, Fields: map[string]any{"index": i + 1, "of": len(steps)}})
+		return nil
+	}
+	if err == nil {
+		r.emit(results.Event{Type: "step.end", Step: step.Name, Fields: map[string]any{"index": i + 1, "of": len(steps), "seconds": dur.Seconds()}})
+	}
+	return err
 }
 
 // finish unwinds the undo stack, writes the summary and finalizes the bundle.
@@ -408,10 +539,7 @@ func (e *Engine) finish(ctx context.Context, b *results.Bundle, res *RunResult, 
 	if cctx == nil {
 		cctx = context.Background()
 	}
-	per := req.CleanupTimeout
-	if per <= 0 {
-		per = 30 * time.Second
-	}
+	per := req.cleanupTimeout()
 	rc.mu.Lock()
 	undo := rc.undo
 	rc.undo = nil

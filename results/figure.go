@@ -329,6 +329,41 @@ func (f Figure) keep(row []string, col map[string]int) bool {
 // buildFigure turns a table's records into the figure's series.
 func buildFigure(f Figure, fields []Field, recs [][]string) FigureData {
 	fd := FigureData{Figure: f}
+	fd.axisLabels(fields)
+	if len(recs) == 0 {
+		return fd
+	}
+	g := groupRows(f, recs)
+	switch f.Kind {
+	case Bar:
+		fd.barSeries(g)
+	case Histogram:
+		fd.histogramSeries(g, g.distribution(&fd))
+	case CDF, CCDF:
+		fd.cdfSeries(g, g.distribution(&fd))
+	default:
+		fd.pointSeries(g)
+	}
+	if f.Phase != "" && len(g.names) > 0 && f.Kind != Bar {
+		fd.Marks = phaseMarks(g.rows[g.names[0]], g.col[f.X], g.col[f.Phase], f.scale(f.XScale))
+	}
+	fd.dropEmpty()
+	for _, s := range fd.Series {
+		name := s.Name
+		if name == "" {
+			name = fd.YLabelText
+		}
+		fd.Legend = append(fd.Legend, name)
+	}
+	fd.ranges()
+	return fd
+}
+
+// axisLabels sets the axes' labels: the figure's own, or the columns'
+// names and units in words (a distribution's y axis says what the count
+// or fraction is of).
+func (fd *FigureData) axisLabels(fields []Field) {
+	f := fd.Figure
 	fd.XLabelText, fd.YLabelText = f.XLabel, f.YLabel
 	unitOf := map[string]string{}
 	for _, fl := range fields {
@@ -349,194 +384,243 @@ func buildFigure(f Figure, fields []Field, recs [][]string) FigureData {
 			fd.YLabelText = humanLabel(f.Y, unitOf[f.Y])
 		}
 	}
-	if len(recs) == 0 {
-		return fd
-	}
-	col := map[string]int{}
+}
+
+// figRows are a table's rows that a figure keeps, grouped by series.
+type figRows struct {
+	// col is each column's index by name.
+	col map[string]int
+	// names are the series in order of first appearance; rows their rows.
+	names []string
+	rows  map[string][][]string
+}
+
+// groupRows keeps the rows that meet the figure's conditions and groups
+// them by series, named by their Series columns or its Legend template.
+func groupRows(f Figure, recs [][]string) figRows {
+	g := figRows{col: map[string]int{}, rows: map[string][][]string{}}
 	for i, h := range recs[0] {
-		col[h] = i
+		g.col[h] = i
 	}
-	num := func(row []string, name string) (float64, bool) {
-		i, ok := col[name]
-		if !ok || name == "" || i >= len(row) {
-			return math.NaN(), false
-		}
-		v, err := strconv.ParseFloat(row[i], 64)
-		return v, err == nil && !math.IsNaN(v)
-	}
-	// Group rows by series, in order of first appearance.
-	var names []string
-	rows := map[string][][]string{}
 	for _, r := range recs[1:] {
-		if !f.keep(r, col) {
+		if !f.keep(r, g.col) {
 			continue
 		}
 		var parts []string
 		for _, s := range f.Series {
-			parts = append(parts, r[col[s]])
+			parts = append(parts, r[g.col[s]])
 		}
 		name := strings.Join(parts, " ")
 		if f.Legend != "" {
 			name = legendRe.ReplaceAllStringFunc(f.Legend, func(m string) string {
-				if i, ok := col[m[1:len(m)-1]]; ok && i < len(r) {
+				if i, ok := g.col[m[1:len(m)-1]]; ok && i < len(r) {
 					return r[i]
 				}
 				return m
 			})
 		}
-		if _, seen := rows[name]; !seen {
-			names = append(names, name)
+		if _, seen := g.rows[name]; !seen {
+			g.names = append(g.names, name)
 		}
-		rows[name] = append(rows[name], r)
+		g.rows[name] = append(g.rows[name], r)
 	}
-	xs, ys := f.scale(f.XScale), f.scale(f.YScale)
-	switch f.Kind {
-	case Bar:
-		catIdx := map[string]int{}
-		for _, name := range names {
-			for _, r := range rows[name] {
-				c := r[col[f.X]]
-				if _, ok := catIdx[c]; !ok {
-					catIdx[c] = len(fd.Categories)
-					fd.Categories = append(fd.Categories, c)
-				}
+	return g
+}
+
+// num is the row's value of the named column: false when the figure
+// names no such column or its cell is not a number.
+func (g figRows) num(row []string, name string) (float64, bool) {
+	i, ok := g.col[name]
+	if !ok || name == "" || i >= len(row) {
+		return math.NaN(), false
+	}
+	v, err := strconv.ParseFloat(row[i], 64)
+	return v, err == nil && !math.IsNaN(v)
+}
+
+// barSeries draws one bar per category and series: the categories in
+// natural order, the rows sharing one summed or averaged.
+func (fd *FigureData) barSeries(g figRows) {
+	f := fd.Figure
+	ys := f.scale(f.YScale)
+	catIdx := map[string]int{}
+	for _, name := range g.names {
+		for _, r := range g.rows[name] {
+			c := r[g.col[f.X]]
+			if _, ok := catIdx[c]; !ok {
+				catIdx[c] = len(fd.Categories)
+				fd.Categories = append(fd.Categories, c)
 			}
 		}
-		sortNatural(fd.Categories)
-		for i, c := range fd.Categories {
-			catIdx[c] = i
+	}
+	sortNatural(fd.Categories)
+	for i, c := range fd.Categories {
+		catIdx[c] = i
+	}
+	for _, name := range g.names {
+		sum := map[int]float64{}
+		n := map[int]int{}
+		for _, r := range g.rows[name] {
+			y, ok := g.num(r, f.Y)
+			if !ok {
+				fd.Dropped++
+				continue
+			}
+			k := catIdx[r[g.col[f.X]]]
+			sum[k] += y * ys
+			n[k]++
 		}
-		for _, name := range names {
-			sum := map[int]float64{}
-			n := map[int]int{}
-			for _, r := range rows[name] {
-				y, ok := num(r, f.Y)
-				if !ok {
-					fd.Dropped++
-					continue
-				}
-				k := catIdx[r[col[f.X]]]
-				sum[k] += y * ys
-				n[k]++
+		s := SeriesData{Name: name}
+		for k := range fd.Categories {
+			if n[k] == 0 {
+				continue
 			}
-			s := SeriesData{Name: name}
-			for k := range fd.Categories {
-				if n[k] == 0 {
-					continue
-				}
-				y := sum[k]
-				if f.Aggregate == "mean" {
-					y /= float64(n[k])
-				}
-				s.Points = append(s.Points, Point{X: float64(k), X2: float64(k) + 1, Y: y, Low: math.NaN(), High: math.NaN()})
+			y := sum[k]
+			if f.Aggregate == "mean" {
+				y /= float64(n[k])
 			}
-			fd.Series = append(fd.Series, s)
+			s.Points = append(s.Points, Point{X: float64(k), X2: float64(k) + 1, Y: y, Low: math.NaN(), High: math.NaN()})
 		}
-	case Histogram, CDF, CCDF:
-		vals := map[string][]float64{}
-		var all []float64
-		for _, name := range names {
-			for _, r := range rows[name] {
-				x, ok := num(r, f.X)
-				if !ok || (f.LogX && x <= 0) {
-					fd.Dropped++
-					continue
-				}
-				vals[name] = append(vals[name], x*xs)
-				all = append(all, x*xs)
+		fd.Series = append(fd.Series, s)
+	}
+}
+
+// distribution reads each series' X values, scaled, for a histogram or
+// a distribution function; it counts the rows without one (or with a
+// non-positive one on a log axis) as dropped.
+func (g figRows) distribution(fd *FigureData) map[string][]float64 {
+	f := fd.Figure
+	xs := f.scale(f.XScale)
+	vals := map[string][]float64{}
+	for _, name := range g.names {
+		for _, r := range g.rows[name] {
+			x, ok := g.num(r, f.X)
+			if !ok || (f.LogX && x <= 0) {
+				fd.Dropped++
+				continue
 			}
+			vals[name] = append(vals[name], x*xs)
 		}
-		if f.Kind == Histogram {
-			edges := histEdges(all, f.Bins, f.BinWidth)
-			for _, name := range names {
-				s := SeriesData{Name: name}
-				counts := make([]int, max(len(edges)-1, 0))
-				for _, v := range vals[name] {
-					i := sort.SearchFloat64s(edges, v)
-					if i < len(edges) && edges[i] == v {
-						i++
-					}
-					counts[min(max(i-1, 0), len(counts)-1)]++
-				}
-				for i, c := range counts {
-					s.Points = append(s.Points, Point{X: edges[i], X2: edges[i+1], Y: float64(c), Low: math.NaN(), High: math.NaN()})
-				}
-				fd.Series = append(fd.Series, s)
+	}
+	return vals
+}
+
+// histogramSeries counts every series' values in bins shared by all.
+func (fd *FigureData) histogramSeries(g figRows, vals map[string][]float64) {
+	var all []float64
+	for _, name := range g.names {
+		all = append(all, vals[name]...)
+	}
+	edges := histEdges(all, fd.Bins, fd.BinWidth)
+	for _, name := range g.names {
+		s := SeriesData{Name: name}
+		counts := make([]int, max(len(edges)-1, 0))
+		for _, v := range vals[name] {
+			i := sort.SearchFloat64s(edges, v)
+			if i < len(edges) && edges[i] == v {
+				i++
 			}
+			counts[min(max(i-1, 0), len(counts)-1)]++
+		}
+		for i, c := range counts {
+			s.Points = append(s.Points, Point{X: edges[i], X2: edges[i+1], Y: float64(c), Low: math.NaN(), High: math.NaN()})
+		}
+		fd.Series = append(fd.Series, s)
+	}
+}
+
+// cdfSeries draws every series' empirical distribution: the fraction of
+// values at or below x (CDF) or at or above it (CCDF, its Tail only).
+func (fd *FigureData) cdfSeries(g figRows, vals map[string][]float64) {
+	for _, name := range g.names {
+		v := vals[name]
+		sort.Float64s(v)
+		s := SeriesData{Name: name}
+		if fd.Kind == CDF {
+			s.Points = cdfPoints(v)
 		} else {
-			for _, name := range names {
-				v := vals[name]
-				sort.Float64s(v)
-				s := SeriesData{Name: name}
-				n := float64(len(v))
-				for i := 0; i < len(v); i++ {
-					if f.Kind == CDF {
-						// The last of equal values carries the fraction.
-						if i+1 < len(v) && v[i+1] == v[i] {
-							continue
-						}
-						s.Points = append(s.Points, Point{X: v[i], Y: float64(i+1) / n, Low: math.NaN(), High: math.NaN()})
-						continue
-					}
-					// CCDF: the first of equal values carries P(X >= x).
-					if i > 0 && v[i-1] == v[i] {
-						continue
-					}
-					frac := float64(len(v)-i) / n
-					if f.Tail > 0 && frac > f.Tail {
-						// The curve enters the tail window at the last
-						// value above it: drawn at the window's top.
-						if j := sort.Search(len(v), func(k int) bool { return v[k] > v[i] }); j >= len(v) || float64(len(v)-j)/n <= f.Tail {
-							s.Points = append(s.Points, Point{X: v[i], Y: f.Tail, Low: math.NaN(), High: math.NaN()})
-						}
-						continue
-					}
-					s.Points = append(s.Points, Point{X: v[i], Y: frac, Low: math.NaN(), High: math.NaN()})
-				}
-				fd.Series = append(fd.Series, s)
+			s.Points = ccdfPoints(v, fd.Tail)
+		}
+		fd.Series = append(fd.Series, s)
+	}
+}
+
+// cdfPoints are the sorted values' P(X <= x): the last of equal values
+// carries the fraction.
+func cdfPoints(v []float64) []Point {
+	var out []Point
+	n := float64(len(v))
+	for i := 0; i < len(v); i++ {
+		if i+1 < len(v) && v[i+1] == v[i] {
+			continue
+		}
+		out = append(out, Point{X: v[i], Y: float64(i+1) / n, Low: math.NaN(), High: math.NaN()})
+	}
+	return out
+}
+
+// ccdfPoints are the sorted values' P(X >= x), the first of equal values
+// carrying it; with a tail above 0, only the fractions at or below it.
+func ccdfPoints(v []float64, tail float64) []Point {
+	var out []Point
+	n := float64(len(v))
+	for i := 0; i < len(v); i++ {
+		if i > 0 && v[i-1] == v[i] {
+			continue
+		}
+		frac := float64(len(v)-i) / n
+		if tail > 0 && frac > tail {
+			// The curve enters the tail window at the last value above
+			// it: drawn at the window's top.
+			if j := sort.Search(len(v), func(k int) bool { return v[k] > v[i] }); j >= len(v) || float64(len(v)-j)/n <= tail {
+				out = append(out, Point{X: v[i], Y: tail, Low: math.NaN(), High: math.NaN()})
 			}
+			continue
 		}
-	default:
-		for _, name := range names {
-			s := SeriesData{Name: name}
-			for _, r := range rows[name] {
-				x, okx := num(r, f.X)
-				y, oky := num(r, f.Y)
-				p := Point{X: x * xs, Y: y * ys, Low: math.NaN(), High: math.NaN()}
-				if lo, ok := num(r, f.Low); ok {
-					p.Low = lo * ys
-				}
-				if hi, ok := num(r, f.High); ok {
-					p.High = hi * ys
-				}
-				if oky && y == 0 && f.ZeroAt != "" {
-					if b, ok := num(r, f.ZeroAt); ok && b > 0 {
-						p.Y, p.Bound = b*ys, true
-					}
-				}
-				if !okx || !oky || (f.LogX && p.X <= 0) || (f.LogY && p.Y <= 0) {
-					fd.Dropped++
-					continue
-				}
-				s.Points = append(s.Points, p)
+		out = append(out, Point{X: v[i], Y: frac, Low: math.NaN(), High: math.NaN()})
+	}
+	return out
+}
+
+// pointSeries draws one point per row, in x order, with its interval
+// and, where nothing was observed, at its upper bound.
+func (fd *FigureData) pointSeries(g figRows) {
+	for _, name := range g.names {
+		s := SeriesData{Name: name}
+		for _, r := range g.rows[name] {
+			p, ok := fd.point(g, r)
+			if !ok {
+				fd.Dropped++
+				continue
 			}
-			sort.SliceStable(s.Points, func(a, b int) bool { return s.Points[a].X < s.Points[b].X })
-			fd.Series = append(fd.Series, s)
+			s.Points = append(s.Points, p)
+		}
+		sort.SliceStable(s.Points, func(a, b int) bool { return s.Points[a].X < s.Points[b].X })
+		fd.Series = append(fd.Series, s)
+	}
+}
+
+// point reads one row's point, scaled: false when it has no x or y, or
+// a non-positive one on a log axis. A y of zero with a ZeroAt column
+// above zero is drawn at that bound.
+func (fd *FigureData) point(g figRows, r []string) (Point, bool) {
+	f := fd.Figure
+	xs, ys := f.scale(f.XScale), f.scale(f.YScale)
+	x, okx := g.num(r, f.X)
+	y, oky := g.num(r, f.Y)
+	p := Point{X: x * xs, Y: y * ys, Low: math.NaN(), High: math.NaN()}
+	if lo, ok := g.num(r, f.Low); ok {
+		p.Low = lo * ys
+	}
+	if hi, ok := g.num(r, f.High); ok {
+		p.High = hi * ys
+	}
+	if oky && y == 0 && f.ZeroAt != "" {
+		if b, ok := g.num(r, f.ZeroAt); ok && b > 0 {
+			p.Y, p.Bound = b*ys, true
 		}
 	}
-	if f.Phase != "" && len(names) > 0 && f.Kind != Bar {
-		fd.Marks = phaseMarks(rows[names[0]], col[f.X], col[f.Phase], xs)
-	}
-	fd.dropEmpty()
-	for _, s := range fd.Series {
-		name := s.Name
-		if name == "" {
-			name = fd.YLabelText
-		}
-		fd.Legend = append(fd.Legend, name)
-	}
-	fd.ranges()
-	return fd
+	return p, okx && oky && (!f.LogX || p.X > 0) && (!f.LogY || p.Y > 0)
 }
 
 // phaseMarks returns where the phase column changes along x, over one

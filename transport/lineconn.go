@@ -28,6 +28,7 @@ type LineConn struct {
 	rw         io.ReadWriteCloser
 	eol        string
 	transcript *Transcript
+	maxLine    int
 
 	lines chan string
 	done  chan struct{} // closed when the reader goroutine exits
@@ -44,7 +45,21 @@ type DialOptions struct {
 	// OZ Optics DD-100. Default "\n".
 	EOL        string
 	Transcript *Transcript
+	// MaxLine bounds one received line, terminator excluded (default
+	// DefaultMaxLine). A longer line ends the connection with an error
+	// wrapping ErrGarbled: the device is not speaking its protocol, and
+	// the line is not held whole however long the far end makes it.
+	MaxLine int
 }
+
+// DefaultMaxLine is the longest line an instrument's reply may have
+// unless its driver says otherwise: the longest SCPI answer the drivers
+// read is a Polatis switch's port states (":oxc:swit:port:stat?" over
+// every port, "ENABLED," 8 bytes a port) or its connection map ("(@1,385),"
+// 10 bytes a pair), for at most 768 ports (384x384, the largest Series
+// 7000), under 8 KB; the N77xx's and DD-100's are under 100 bytes. 1 MiB
+// leaves a hundred times that.
+const DefaultMaxLine = 1 << 20
 
 // Dial opens a tcp:// or serial:// address.
 func Dial(ctx context.Context, address string, opts DialOptions) (*LineConn, error) {
@@ -78,8 +93,11 @@ func Dial(ctx context.Context, address string, opts DialOptions) (*LineConn, err
 	if eol == "" {
 		eol = "\n"
 	}
+	if opts.MaxLine <= 0 {
+		opts.MaxLine = DefaultMaxLine
+	}
 	c := &LineConn{
-		addr: a, rw: rw, eol: eol, transcript: opts.Transcript,
+		addr: a, rw: rw, eol: eol, transcript: opts.Transcript, maxLine: opts.MaxLine,
 		lines: make(chan string, 64), done: make(chan struct{}), closing: make(chan struct{}),
 	}
 	c.transcript.Note("connected to %s", address)
@@ -126,6 +144,10 @@ func (c *LineConn) readLoop() {
 				return
 			}
 		default:
+			if partial.Len() >= c.maxLine {
+				c.err = fmt.Errorf("%s: a line longer than %d bytes with no end of line: %w", c.addr.Raw, c.maxLine, ErrGarbled)
+				return
+			}
 			partial.WriteByte(b)
 		}
 	}

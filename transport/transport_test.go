@@ -90,3 +90,42 @@ func TestLineConnDeadlineAndPeerClose(t *testing.T) {
 		t.Fatalf("want closed by peer, got %v", err)
 	}
 }
+
+// A device that sends a line with no end is an error once the line passes
+// MaxLine, naming the address, not a reader that holds all it is sent.
+func TestLineConnBoundsALine(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.Write([]byte("short\n"))
+		junk := bytes.Repeat([]byte("x"), 1024)
+		for { // until the client hangs up
+			if _, err := c.Write(junk); err != nil {
+				return
+			}
+		}
+	}()
+	addr := "tcp://" + ln.Addr().String()
+	c, err := Dial(context.Background(), addr, DialOptions{MaxLine: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if l, err := c.ReadLine(ctx); err != nil || l != "short" {
+		t.Fatalf("ReadLine = %q, %v", l, err)
+	}
+	_, err = c.ReadLine(ctx)
+	if !errors.Is(err, ErrGarbled) || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "4096") {
+		t.Fatalf("an endless line: %v, want a garbled reply naming %s and the bound", err, addr)
+	}
+}

@@ -77,7 +77,10 @@ func Dial(ctx context.Context, name, address string, opts Options) (*Conn, error
 	if opts.RunTimeout <= 0 {
 		opts.RunTimeout = 10 * time.Minute
 	}
-	c, err := transport.Dial(ctx, address, transport.DialOptions{Transcript: opts.Transcript})
+	// Its answers grow with the run (flows: one state a flow; watch: a
+	// sample a bin), so the line bound is a guard against a runaway
+	// stream, not the size of an answer: 256 MiB.
+	c, err := transport.Dial(ctx, address, transport.DialOptions{Transcript: opts.Transcript, MaxLine: 256 << 20})
 	if err != nil {
 		return nil, fmt.Errorf("%s: connect: %w", name, err)
 	}

@@ -47,6 +47,10 @@ type agentClient struct {
 	token      func(ctx context.Context) (string, error)
 	transcript *transport.Transcript
 	timeout    time.Duration
+	// device names the switch in errors (its address).
+	device string
+	// maxReply bounds one reply line (0: maxAgentReply).
+	maxReply int
 
 	mu     sync.Mutex
 	conn   net.Conn
@@ -121,7 +125,12 @@ func (a *agentClient) exchange(ctx context.Context, op string, args any, out any
 		return fmt.Errorf("%s: send: %w: %w", op, err, transport.ErrConnectionLost)
 	}
 	for {
-		reply, err := a.rd.ReadBytes('\n')
+		reply, err := a.readReply()
+		if errors.Is(err, errReplyTooLong) {
+			a.reset() // the rest of the line is still on the stream
+			a.transcript.Error(err)
+			return fmt.Errorf("switch %s: %s: %w", a.device, op, err)
+		}
 		if err != nil {
 			a.reset()
 			if ctx.Err() != nil {
@@ -181,7 +190,10 @@ func (a *agentClient) auth(ctx context.Context) error {
 	if _, err := conn.Write(append(line, '\n')); err != nil {
 		return fmt.Errorf("auth: send: %w: %w", err, transport.ErrConnectionLost)
 	}
-	reply, err := a.rd.ReadBytes('\n')
+	reply, err := a.readReply()
+	if errors.Is(err, errReplyTooLong) {
+		return fmt.Errorf("switch %s: auth: %w", a.device, err)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("auth: no reply: %w", ctx.Err())
@@ -200,6 +212,40 @@ func (a *agentClient) auth(ctx context.Context) error {
 		return &AgentError{Op: "auth", Kind: r.Error.Kind, Message: r.Error.Message}
 	}
 	return nil
+}
+
+// maxAgentReply bounds one line the agent answers. The largest legitimate
+// answer is a table.get of a whole table: the largest table of the programs
+// in p4/* is LinkGuardian's loss emulation, keyed by a 20-bit random number
+// (lg.DropRandomBits), so it holds at most 2^20 entries however
+// LG_DROP_TABLE_SIZE is built (65536 by default), each about 80 bytes of
+// JSON: 84 MiB (TestAgentReplyBoundHoldsTheLargestTable computes it from
+// the contract). A register dump is far smaller: reg.range reads at most
+// MaxRegisterRange (4096) values of at most 20 digits, 86 KB. A line longer
+// than this is not the protocol, and reading it whole would hold as much
+// memory as the far end cares to send.
+const maxAgentReply = 128 << 20
+
+// errReplyTooLong is a reply line longer than the client reads.
+var errReplyTooLong = errors.New("reply line too long")
+
+// readReply reads one line of at most maxReply bytes, newline included.
+func (a *agentClient) readReply() ([]byte, error) {
+	limit := a.maxReply
+	if limit <= 0 {
+		limit = maxAgentReply
+	}
+	var line []byte
+	for {
+		frag, err := a.rd.ReadSlice('\n')
+		if len(line)+len(frag) > limit {
+			return nil, fmt.Errorf("%w: over %d bytes with no end of line (the largest table dump the programs allow is smaller): the agent is not speaking the protocol: %w", errReplyTooLong, limit, transport.ErrGarbled)
+		}
+		line = append(line, frag...)
+		if err != bufio.ErrBufferFull {
+			return line, err
+		}
+	}
 }
 
 func (a *agentClient) reset() {

@@ -175,7 +175,7 @@ func Open(ctx context.Context, address string, opts Options) (*Switch, error) {
 			return c.DialRemote(ctx, net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.AgentPort)))
 		},
 		token:      s.tokenInstaller(tok),
-		transcript: opts.Transcript, timeout: opts.Timeout,
+		transcript: opts.Transcript, timeout: opts.Timeout, device: address,
 	}
 	return s, nil
 }
