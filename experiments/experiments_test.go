@@ -3,8 +3,6 @@ package experiments
 import (
 	"strings"
 	"testing"
-
-	"testbed/orchestrator"
 )
 
 // Every recipe names its headline metrics, each a dotted path of
@@ -14,7 +12,7 @@ func TestEveryRecipeDeclaresItsHeadlines(t *testing.T) {
 	reg := Registry()
 	for _, name := range reg.Names() {
 		r, _ := reg.Get(name)
-		pats := orchestrator.DeclaredHeadlines(r)
+		pats := r.Meta().Headlines
 		if len(pats) == 0 {
 			t.Errorf("%s declares no headline metrics", name)
 		}

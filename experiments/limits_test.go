@@ -16,7 +16,7 @@ func TestEveryNumericParameterHasALimit(t *testing.T) {
 	reg := Registry()
 	for _, n := range reg.Names() {
 		r, _ := reg.Get(n)
-		if missing := o.CheckParamLimits(r.Params()); len(missing) > 0 {
+		if missing := o.CheckParamLimits(r.Meta().Params); len(missing) > 0 {
 			t.Errorf("%s: numeric parameters without a minimum and a maximum: %s", n, strings.Join(missing, ", "))
 		}
 	}
@@ -28,7 +28,7 @@ func TestHugeValuesAreRefusedNamingTheParameter(t *testing.T) {
 	reg := Registry()
 	for _, n := range reg.Names() {
 		r, _ := reg.Get(n)
-		for _, s := range r.Params() {
+		for _, s := range r.Meta().Params {
 			switch s.Type {
 			case o.TypeFloat, o.TypeInt, o.TypeDuration, o.TypeFloats:
 			default:
@@ -38,7 +38,7 @@ func TestHugeValuesAreRefusedNamingTheParameter(t *testing.T) {
 			if s.Type == o.TypeDuration {
 				huge = "2540400h" // the longest a time.Duration holds, about 290 years
 			}
-			_, err := o.ResolveParams(r.Params(), "", nil, []string{s.Name + "=" + huge})
+			_, err := o.ResolveParams(r.Meta().Params, "", nil, []string{s.Name + "=" + huge})
 			var in *o.InputError
 			if !errors.As(err, &in) || !strings.Contains(err.Error(), s.Name) {
 				t.Errorf("%s --set %s=%s: %v, want bad input naming %s", n, s.Name, huge, err, s.Name)

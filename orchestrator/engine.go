@@ -88,9 +88,8 @@ func (e *Engine) Plan(req RunRequest) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.Recipe == "" {
-		p.Recipe, p.Version = req.Recipe.Name(), req.Recipe.Version()
-	}
+	m := req.Recipe.Meta()
+	p.Recipe, p.Version = m.Name, m.Version
 	if err := checkPlanSize(p); err != nil {
 		return nil, err
 	}
@@ -120,7 +119,7 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 		return nil, err
 	}
 	r := &run{e: e, req: req, plan: plan, started: e.now(), devices: plan.Devices()}
-	r.runID = results.NewRunID(r.started, req.Recipe.Name())
+	r.runID = results.NewRunID(r.started, req.Recipe.Meta().Name)
 	if err := r.lease(ctx); err != nil {
 		return nil, err
 	}
@@ -250,7 +249,7 @@ func (r *run) createBundle() error {
 	r.secrets = append(secrets, req.Secrets...)
 	m := results.Manifest{
 		RunID:    r.runID,
-		Recipe:   results.RecipeRef{Name: req.Recipe.Name(), Version: req.Recipe.Version()},
+		Recipe:   results.RecipeRef{Name: req.Recipe.Meta().Name, Version: req.Recipe.Meta().Version},
 		Seed:     req.Seed,
 		Started:  r.started,
 		Lab:      results.Lab{Simulated: req.Simulated, Name: req.Lab.Name, InventoryPath: req.Lab.Path, Inventory: req.Lab.Redacted()},

@@ -67,11 +67,9 @@ type devRecipe struct {
 	hook    func(ctx context.Context, rc *RunContext) error
 }
 
-func (r *devRecipe) Name() string        { return "journal-probe" }
-func (r *devRecipe) Version() string     { return "1.0.0" }
-func (r *devRecipe) Summary() string     { return "changes devices" }
-func (r *devRecipe) Description() string { return "" }
-func (r *devRecipe) Params() []ParamSpec { return nil }
+func (r *devRecipe) Meta() Meta {
+	return Meta{Name: "journal-probe", Version: "1.0.0", Summary: "changes devices"}
+}
 func (r *devRecipe) Plan(pc *PlanContext) (*Plan, error) {
 	return &Plan{Steps: []*Step{{Name: "touch", Action: "touch", Devices: r.devices, Run: r.hook}}}, nil
 }

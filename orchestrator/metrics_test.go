@@ -164,11 +164,9 @@ type stepRecipe struct {
 	hook func(ctx context.Context, rc *RunContext, i int) error
 }
 
-func (r *stepRecipe) Name() string        { return "metrics-probe" }
-func (r *stepRecipe) Version() string     { return "1.2.0" }
-func (r *stepRecipe) Summary() string     { return "steps that publish live metrics" }
-func (r *stepRecipe) Description() string { return "" }
-func (r *stepRecipe) Params() []ParamSpec { return nil }
+func (r *stepRecipe) Meta() Meta {
+	return Meta{Name: "metrics-probe", Version: "1.2.0", Summary: "steps that publish live metrics"}
+}
 func (r *stepRecipe) Plan(pc *PlanContext) (*Plan, error) {
 	p := &Plan{Summary: func(bool) (any, error) {
 		return map[string]any{"frames": map[string]any{"sent": 1000.0, "lost": 3.0}, "ok": true, "note": "text"}, nil

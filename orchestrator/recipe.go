@@ -8,19 +8,48 @@ import (
 	"testbed/inventory"
 )
 
-// Recipe is an experiment: it declares typed parameters and turns them,
-// with the lab it is given, into a Plan. A recipe never speaks a vendor
-// protocol: it reaches devices through the RunContext's driver interfaces.
+// Recipe is an experiment: it declares itself (Meta) and turns its typed
+// parameters, with the lab it is given, into a Plan. A recipe never speaks
+// a vendor protocol: it reaches devices through the RunContext's driver
+// interfaces.
 type Recipe interface {
-	Name() string
-	Version() string
-	// Summary is one line for `exp list`; Description a paragraph for `exp show`.
-	Summary() string
-	Description() string
-	Params() []ParamSpec
+	// Meta is what the recipe declares about itself: name, version,
+	// summary, description, parameters, headline metrics, bench and
+	// topology. It is a pure function of the recipe (no lab, no
+	// parameters), read by exp list/show, the docs and the engine.
+	Meta() Meta
 	// Plan binds the recipe's roles to the lab and lays out every step.
 	// It must not touch any device: the dry run calls it.
 	Plan(pc *PlanContext) (*Plan, error)
+}
+
+// Meta is a recipe's declaration of itself.
+type Meta struct {
+	// Name is the recipe's name on the command line.
+	Name string
+	// Version goes into every bundle: bump it when results would change.
+	Version string
+	// Summary is one line for `exp list`; Description a paragraph for
+	// `exp show` and the recipe reference.
+	Summary     string
+	Description string
+	// Params are the recipe's typed parameters (units, limits, choices).
+	Params []ParamSpec
+	// Headlines name the summary's numbers that answer what the recipe
+	// reproduces (a paper's numbers), in the order they are shown at the
+	// end of a run and in `results list`. Each is a metric path as
+	// `results show` prints it; `*` matches one dotted segment
+	// (`links.*.loss_cliff_db.1e-06`). Nil: none declared.
+	Headlines []string
+	// Bench is the built-in simulated bench the recipe needs when it is
+	// not the default one (its roles are not on the default bench, such as
+	// rail-stretch's spools of fibre): with no inventory and no bench
+	// given, a run of it starts that bench. "": the default bench.
+	Bench string
+	// Topology is the abstract testbed the recipe needs (roles and links),
+	// printed by `exp show` and bound by Topology.Bind; its zero value
+	// (no roles) declares none.
+	Topology Topology
 }
 
 // PlanContext is what a recipe plans with.
@@ -42,7 +71,7 @@ type Registry struct {
 func NewRegistry(rs ...Recipe) *Registry {
 	r := &Registry{recipes: map[string]Recipe{}}
 	for _, x := range rs {
-		r.recipes[x.Name()] = x
+		r.recipes[x.Meta().Name] = x
 	}
 	return r
 }

@@ -37,18 +37,9 @@ type Topology struct {
 	Links []LinkRole
 }
 
-// TopologyDeclarer is a recipe that declares the topology it needs.
-type TopologyDeclarer interface {
-	Topology() Topology
-}
-
-// DeclaredTopology is the topology a recipe declares, if it does.
-func DeclaredTopology(r Recipe) (Topology, bool) {
-	if d, ok := r.(TopologyDeclarer); ok {
-		return d.Topology(), true
-	}
-	return Topology{}, false
-}
+// Declared reports whether a recipe declares this topology: a zero
+// Topology (no roles) declares none.
+func (t Topology) Declared() bool { return len(t.Roles) > 0 }
 
 // Print writes the requirement for `exp show`.
 func (t Topology) Print(w io.Writer) {

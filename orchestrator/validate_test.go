@@ -15,12 +15,9 @@ type validated struct {
 	plain   bool // Validate returns a plain error
 }
 
-func (*validated) Name() string        { return "validated" }
-func (*validated) Version() string     { return "1" }
-func (*validated) Summary() string     { return "" }
-func (*validated) Description() string { return "" }
-func (*validated) Params() []ParamSpec {
-	return []ParamSpec{{Name: "a", Type: TypeInt, Default: int64(1)}, {Name: "b", Type: TypeInt, Default: int64(2)}}
+func (*validated) Meta() Meta {
+	return Meta{Name: "validated", Version: "1",
+		Params: []ParamSpec{{Name: "a", Type: TypeInt, Default: int64(1)}, {Name: "b", Type: TypeInt, Default: int64(2)}}}
 }
 
 func (v *validated) Validate(p *Params) error {
@@ -45,14 +42,14 @@ func TestEngineValidatesBeforePlanning(t *testing.T) {
 		r := &validated{plain: plain}
 		eng := &Engine{}
 		lab := &inventory.Inventory{Name: "empty", Path: "empty.yaml"}
-		params, err := ResolveParams(r.Params(), "", nil, nil)
+		params, err := ResolveParams(r.Meta().Params, "", nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := eng.Plan(RunRequest{Recipe: r, Params: params, Lab: lab}); err != nil || r.planned != 1 {
 			t.Fatalf("a < b: %v, %d plans", err, r.planned)
 		}
-		params, err = ResolveParams(r.Params(), "", nil, []string{"a=3"})
+		params, err = ResolveParams(r.Meta().Params, "", nil, []string{"a=3"})
 		if err != nil {
 			t.Fatal(err)
 		}

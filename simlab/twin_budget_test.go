@@ -69,7 +69,7 @@ func TestTwinLinkOptionsShiftTheCliff(t *testing.T) {
 	}
 
 	r := attsweep.New()
-	params, err := orchestrator.ResolveParams(r.Params(), "", nil, []string{"step_db=0.5", "fine_step_db=0.1", "max_seconds=0.5"})
+	params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, []string{"step_db=0.5", "fine_step_db=0.1", "max_seconds=0.5"})
 	if err != nil {
 		t.Fatal(err)
 	}

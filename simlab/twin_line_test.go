@@ -30,7 +30,7 @@ func TestLineOfThreeSwitchesLossSweepBothLinksInOneRun(t *testing.T) {
 	}
 	dir := t.TempDir()
 	r := losssweep.New()
-	params, err := orchestrator.ResolveParams(r.Params(), "", nil, []string{"links=s12,s23", "loss_rates=1e-3", "frames=200000", "calib_losses=50",
+	params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, []string{"links=s12,s23", "loss_rates=1e-3", "frames=200000", "calib_losses=50",
 		"replace_program=true"})
 	if err != nil {
 		t.Fatal(err)

@@ -89,7 +89,7 @@ func TestTwinOfCircuitSwitchesAndAReactor(t *testing.T) {
 
 	run := func(r orchestrator.Recipe, sets ...string) []byte {
 		t.Helper()
-		params, err := orchestrator.ResolveParams(r.Params(), "", nil, sets)
+		params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, sets)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +100,7 @@ func TestTwinOfCircuitSwitchesAndAReactor(t *testing.T) {
 		}
 		b, err := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
 		if err != nil || res.Status != "ok" {
-			t.Fatalf("%s: run %s (%s): %v", r.Name(), res.Status, res.Reason, err)
+			t.Fatalf("%s: run %s (%s): %v", r.Meta().Name, res.Status, res.Reason, err)
 		}
 		return b
 	}

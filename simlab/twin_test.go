@@ -89,7 +89,7 @@ func TestTwinOfAnInventoryRunsAttenuationSweep(t *testing.T) {
 	}
 
 	r := attsweep.New()
-	params, err := orchestrator.ResolveParams(r.Params(), "", nil, []string{"step_db=1", "fine_step_db=0", "max_seconds=0.5"})
+	params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, []string{"step_db=1", "fine_step_db=0", "max_seconds=0.5"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestTwinOfSwitchesAndHostsRunsLossSweepAndFCT(t *testing.T) {
 	}
 	for _, link := range []string{"s12", "s23"} {
 		r := losssweep.New()
-		params, err := orchestrator.ResolveParams(r.Params(), "", nil, []string{"links=" + link, "loss_rates=1e-3", "frames=200000", "calib_losses=50",
+		params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, []string{"links=" + link, "loss_rates=1e-3", "frames=200000", "calib_losses=50",
 			"replace_program=true"}) // s2 receives on s12, then sends on s23
 		if err != nil {
 			t.Fatal(err)
@@ -241,7 +241,7 @@ func TestTwinOfSwitchesAndHostsRunsLossSweepAndFCT(t *testing.T) {
 
 	// The hosts' traffic crosses s12 with its loss and protection.
 	r := fct.New()
-	params, err := orchestrator.ResolveParams(r.Params(), "", nil, []string{"link=s12", "sender=ha", "receiver=hb", "trials=400", "blocks=2",
+	params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, []string{"link=s12", "sender=ha", "receiver=hb", "trials=400", "blocks=2",
 		"calib_losses=50", "warmup=10", "modes=off,linkguardian", "transports=tcp", "replace_program=true"})
 	if err != nil {
 		t.Fatal(err)

@@ -24,7 +24,7 @@ func completeRecipes(cmd *cobra.Command, args []string, toComplete string) ([]st
 	var out []string
 	for _, n := range reg.Names() {
 		if r, err := reg.Get(n); err == nil && strings.HasPrefix(n, toComplete) {
-			out = append(out, n+"\t"+r.Summary())
+			out = append(out, n+"\t"+r.Meta().Summary)
 		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
@@ -64,7 +64,7 @@ func (a *app) completeSet(cmd *cobra.Command, args []string, toComplete string) 
 	name, val, hasValue := strings.Cut(toComplete, "=")
 	if !hasValue {
 		var out []string
-		for _, p := range r.Params() {
+		for _, p := range r.Meta().Params {
 			if strings.HasPrefix(p.Name, toComplete) {
 				out = append(out, p.Name+"=\t"+paramHint(p))
 			}
@@ -72,7 +72,7 @@ func (a *app) completeSet(cmd *cobra.Command, args []string, toComplete string) 
 		return out, cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveNoFileComp
 	}
 	var spec *orchestrator.ParamSpec
-	for _, p := range r.Params() {
+	for _, p := range r.Meta().Params {
 		if p.Name == name {
 			spec = &p
 			break

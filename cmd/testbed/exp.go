@@ -39,7 +39,7 @@ func (a *app) expListCmd() *cobra.Command {
 			var rows []row
 			for _, n := range reg.Names() {
 				r, _ := reg.Get(n)
-				rows = append(rows, row{r.Name(), r.Version(), r.Summary()})
+				rows = append(rows, row{r.Meta().Name, r.Meta().Version, r.Meta().Summary})
 			}
 			if a.json() {
 				return a.printJSON(rows)
@@ -64,27 +64,28 @@ func (a *app) expShowCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			m := r.Meta()
 			if a.json() {
-				return a.printJSON(map[string]any{"name": r.Name(), "version": r.Version(), "summary": r.Summary(),
-					"description": r.Description(), "params": r.Params(), "headlines": orchestrator.DeclaredHeadlines(r),
-					"bench": orchestrator.DeclaredBench(r), "topology": declaredTopology(r)})
+				return a.printJSON(map[string]any{"name": m.Name, "version": m.Version, "summary": m.Summary,
+					"description": m.Description, "params": m.Params, "headlines": m.Headlines,
+					"bench": m.Bench, "topology": declaredTopology(m.Topology)})
 			}
 			if a.v.GetString("output") == "markdown" {
 				// The recipe reference's page (docs/recipes, make docs).
 				return recipeMarkdown(a.stdout, r)
 			}
-			fmt.Fprintf(a.stdout, "%s v%s: %s\n\n%s\n\nParameters (--set name=value, or --params file.yaml):\n", r.Name(), r.Version(), r.Summary(), r.Description())
+			fmt.Fprintf(a.stdout, "%s v%s: %s\n\n%s\n\nParameters (--set name=value, or --params file.yaml):\n", m.Name, m.Version, m.Summary, m.Description)
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "  NAME\tTYPE\tUNIT\tDEFAULT\tDESCRIPTION")
-			for _, p := range r.Params() {
+			for _, p := range m.Params {
 				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s%s\n", p.Name, p.Type, p.Unit, fmtDefault(p.Default), p.Description, fmtRange(p))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			if t, ok := orchestrator.DeclaredTopology(r); ok {
+			if m.Topology.Declared() {
 				fmt.Fprintln(a.stdout)
-				t.Print(a.stdout)
+				m.Topology.Print(a.stdout)
 			}
 			return nil
 		},
@@ -211,7 +212,7 @@ func (a *app) expRun(parent context.Context, name string, sets []string, paramsF
 			return err
 		}
 	}
-	params, err := orchestrator.ResolveParamsFile(r.Params(), file, sets)
+	params, err := orchestrator.ResolveParamsFile(r.Meta().Params, file, sets)
 	if err != nil {
 		return err
 	}
@@ -225,7 +226,7 @@ func (a *app) expRun(parent context.Context, name string, sets []string, paramsF
 	if err != nil {
 		return err
 	}
-	return a.reportRun(parent, res, seed, obs, pushGroup{entry: r.Name()}, nil)
+	return a.reportRun(parent, res, seed, obs, pushGroup{entry: r.Meta().Name}, nil)
 }
 
 // runSpec is one run of a recipe as exp run, each entry of a suite and exp
@@ -337,9 +338,9 @@ func (a *app) declaredBench(spec runSpec) string {
 	if spec.inventory != "" || spec.bench != "" {
 		return spec.bench
 	}
-	b := orchestrator.DeclaredBench(spec.recipe)
+	b := spec.recipe.Meta().Bench
 	if b != "" {
-		fmt.Fprintf(a.stderr, "%s%s runs on the built-in bench %s, which it declares (--bench default or --inventory FILE to run elsewhere)\n", prefixed(spec.prefix), spec.recipe.Name(), b)
+		fmt.Fprintf(a.stderr, "%s%s runs on the built-in bench %s, which it declares (--bench default or --inventory FILE to run elsewhere)\n", prefixed(spec.prefix), spec.recipe.Meta().Name, b)
 	}
 	return b
 }
@@ -480,8 +481,8 @@ func (a *app) reportRun(ctx context.Context, res *orchestrator.RunResult, seed u
 }
 
 // declaredTopology is a recipe's declared topology for JSON, or nil.
-func declaredTopology(r orchestrator.Recipe) any {
-	if t, ok := orchestrator.DeclaredTopology(r); ok {
+func declaredTopology(t orchestrator.Topology) any {
+	if t.Declared() {
 		return t
 	}
 	return nil

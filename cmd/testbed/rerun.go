@@ -101,31 +101,31 @@ func planRerun(rd *results.Reader, o rerunOptions, configInv string) (*rerunPlan
 	if err != nil {
 		return nil, &orchestrator.InputError{Msg: fmt.Sprintf("rerun %s: the bundle ran recipe %q: %v", rd.Path, m.Recipe.Name, err)}
 	}
-	if m.Recipe.Version != r.Version() {
+	if m.Recipe.Version != r.Meta().Version {
 		rp.warnings = append(rp.warnings, fmt.Sprintf("the bundle ran %s v%s; this build has v%s: differences may come from the recipe's changes",
-			r.Name(), m.Recipe.Version, r.Version()))
+			r.Meta().Name, m.Recipe.Version, r.Meta().Version))
 	}
 	if sw := m.Software; sw.TestbedVersion != version {
 		rp.notes = append(rp.notes, fmt.Sprintf("the bundle was made by testbed %s (%s); this is testbed %s", sw.TestbedVersion, shortRev(sw.VCSRevision), version))
 	}
 	declared := map[string]bool{}
-	for _, s := range r.Params() {
+	for _, s := range r.Meta().Params {
 		declared[s.Name] = true
 	}
 	values := map[string]any{}
 	for _, p := range m.Params {
 		if !declared[p.Name] {
-			rp.warnings = append(rp.warnings, fmt.Sprintf("parameter %s = %v is not a parameter of %s v%s any more: dropped", p.Name, p.Value, r.Name(), r.Version()))
+			rp.warnings = append(rp.warnings, fmt.Sprintf("parameter %s = %v is not a parameter of %s v%s any more: dropped", p.Name, p.Value, r.Meta().Name, r.Meta().Version))
 			continue
 		}
 		values[p.Name] = p.Value
 	}
-	for _, s := range r.Params() {
+	for _, s := range r.Meta().Params {
 		if _, ok := values[s.Name]; !ok {
-			rp.warnings = append(rp.warnings, fmt.Sprintf("parameter %s is new in %s v%s: the bundle has no value, using the default %s", s.Name, r.Name(), r.Version(), fmtDefault(s.Default)))
+			rp.warnings = append(rp.warnings, fmt.Sprintf("parameter %s is new in %s v%s: the bundle has no value, using the default %s", s.Name, r.Meta().Name, r.Meta().Version, fmtDefault(s.Default)))
 		}
 	}
-	params, err := orchestrator.ResolveParams(r.Params(), "bundle "+rd.Path, values, nil)
+	params, err := orchestrator.ResolveParams(r.Meta().Params, "bundle "+rd.Path, values, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +217,7 @@ func (a *app) expRerun(parent context.Context, path string, o rerunOptions, obs 
 	if err != nil {
 		return err
 	}
-	g := pushGroup{entry: rp.spec.recipe.Name()}
+	g := pushGroup{entry: rp.spec.recipe.Meta().Name}
 	if s, e := m.Labels[suite.LabelSuite], m.Labels[suite.LabelEntry]; s != "" && e != "" {
 		g = pushGroup{suite: s, entry: e}
 	}

@@ -134,7 +134,7 @@ func recipeHeadlines(name string) []string {
 	if err != nil {
 		return nil
 	}
-	return orchestrator.DeclaredHeadlines(r)
+	return r.Meta().Headlines
 }
 
 func shorten(s string, n int) string {
@@ -230,7 +230,7 @@ func (a *app) noRecipe() error {
 	fmt.Fprintln(tw, "Which recipe? testbed exp run <recipe> (testbed exp show <recipe> for its parameters):")
 	for _, n := range reg.Names() {
 		if r, err := reg.Get(n); err == nil {
-			fmt.Fprintf(tw, "  %s\t%s\n", n, r.Summary())
+			fmt.Fprintf(tw, "  %s\t%s\n", n, r.Meta().Summary)
 		}
 	}
 	tw.Flush()

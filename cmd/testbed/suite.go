@@ -124,7 +124,7 @@ func (a *app) expSuite(parent context.Context, o suiteOptions, obs *liveMetrics)
 		mu.Lock()
 		seeds[e.ID] = seed
 		mu.Unlock()
-		fmt.Fprintf(a.stderr, "== %s: %s (%s)\n", e.ID, e.Recipe.Name(), e.Pos)
+		fmt.Fprintf(a.stderr, "== %s: %s (%s)\n", e.ID, e.Recipe.Meta().Name, e.Pos)
 		res, err := a.runRecipe(ctx, cleanupCtx, runSpec{recipe: e.Recipe, params: e.Params, seed: seed, inventory: inv, bench: e.Bench, prefix: e.ID,
 			labels: map[string]string{suite.LabelSuite: s.Name, suite.LabelEntry: e.ID}}, obs)
 		if res != nil && runExitCode(res) == exitNotRestored {

@@ -301,7 +301,7 @@ func TestExampleSuiteCoversEveryRecipe(t *testing.T) {
 	}
 	covered := map[string]bool{}
 	for _, e := range s.Entries {
-		covered[e.Recipe.Name()] = true
+		covered[e.Recipe.Meta().Name] = true
 	}
 	for _, n := range experiments.Registry().Names() {
 		if !covered[n] {

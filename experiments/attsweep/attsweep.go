@@ -32,25 +32,20 @@ type Recipe struct{}
 // New returns the recipe.
 func New() *Recipe { return &Recipe{} }
 
-// Name implements Recipe.
-func (*Recipe) Name() string { return Name }
-
-// Version implements Recipe; bump it when results would change.
-func (*Recipe) Version() string { return "1.0.0" }
-
-// Headlines implements orchestrator.Headliner: Fig. 1: the attenuation at which each link's frame loss reaches 1e-6.
-func (*Recipe) Headlines() []string {
-	return []string{"links.*.loss_cliff_db.1e-06"}
+// Meta implements orchestrator.Recipe.
+func (*Recipe) Meta() o.Meta {
+	return o.Meta{
+		Name:        Name,
+		Version:     "1.0.0",
+		Summary:     "frame loss rate against optical attenuation, per link (LinkGuardian Fig. 1)",
+		Description: description,
+		Params:      params(),
+		// Fig. 1: the attenuation at which each link's frame loss reaches 1e-6.
+		Headlines: []string{"links.*.loss_cliff_db.1e-06"},
+	}
 }
 
-// Summary implements Recipe.
-func (*Recipe) Summary() string {
-	return "frame loss rate against optical attenuation, per link (LinkGuardian Fig. 1)"
-}
-
-// Description implements Recipe.
-func (*Recipe) Description() string {
-	return `For each selected link (default: every link with a VOA channel and both ends on one
+const description = `For each selected link (default: every link with a VOA channel and both ends on one
 traffic generator), set the VOA to each attenuation from start_db to stop_db in step_db
 steps, wait for it to settle (the driver reads it back), then send frame_size frames at
 rate_percent of line rate in rounds that grow fourfold until the losses seen reach the
@@ -62,13 +57,11 @@ points are added every fine_step_db between the last loss-free point and the fir
 at or above 1e-3 loss. Every VOA returns to its resting value at the end and on abort.
 Writes data/loss_vs_attenuation.csv and a summary with, per link, the smallest
 attenuation whose loss rate reaches 1e-8, 1e-6 and 1e-3.`
-}
 
 // Thresholds are the loss rates the summary locates on each curve.
 func Thresholds() []float64 { return []float64{1e-8, 1e-6, 1e-3} }
 
-// Params implements Recipe.
-func (*Recipe) Params() []o.ParamSpec {
+func params() []o.ParamSpec {
 	return []o.ParamSpec{
 		{Name: "links", Type: o.TypeStrings, Default: []string{}, Description: "links to sweep (default: every link with a VOA and both ends on one traffic generator)"},
 		{Name: "start_db", Type: o.TypeFloat, Unit: "dB", Default: 0.0, Min: o.Bound(0), Max: o.Bound(100), Description: "first attenuation"},
@@ -183,7 +176,7 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		}
 	}
 	st := &state{points: map[string][]point{}, dark: map[string]float64{}, links: links}
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: binds, Tables: []results.Table{Table()},
+	plan := &o.Plan{Bindings: binds, Tables: []results.Table{Table()},
 		Summary: func(partial bool) (any, error) { return summarize(st, partial), nil }}
 	m := measurer{p: p}
 	for _, l := range links {

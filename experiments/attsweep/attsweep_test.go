@@ -25,7 +25,7 @@ func runSweep(t *testing.T, seed uint64, sets ...string) (attsweep.Summary, *res
 	}
 	defer lab.Close()
 	r := attsweep.New()
-	params, err := orchestrator.ResolveParams(r.Params(), "", nil, sets)
+	params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, sets)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestSweepOpensClosedShuttersAndRestoresThem(t *testing.T) {
 	}
 	run := func(sets ...string) *orchestrator.RunResult {
 		r := attsweep.New()
-		params, err := orchestrator.ResolveParams(r.Params(), "", nil, sets)
+		params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, sets)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,25 +30,20 @@ type Recipe struct{}
 // New returns the recipe.
 func New() *Recipe { return &Recipe{} }
 
-// Name implements Recipe.
-func (*Recipe) Name() string { return Name }
-
-// Version implements Recipe; bump it when results would change.
-func (*Recipe) Version() string { return "1.1.0" }
-
-// Headlines implements orchestrator.Headliner: Fig. 9: the rate delivered while protected, and frames lost, with backpressure on and off.
-func (*Recipe) Headlines() []string {
-	return []string{"links.*.*.phases.protected.delivered_rate_gbps", "links.*.*.lost_while_protected"}
+// Meta implements orchestrator.Recipe.
+func (*Recipe) Meta() o.Meta {
+	return o.Meta{
+		Name:        Name,
+		Version:     "1.1.0",
+		Summary:     "a long flow as loss and then LinkGuardian switch on, with backpressure on and off (LinkGuardian Fig. 9)",
+		Description: description,
+		Params:      params(),
+		// Fig. 9: the rate delivered while protected, and frames lost, with backpressure on and off.
+		Headlines: []string{"links.*.*.phases.protected.delivered_rate_gbps", "links.*.*.lost_while_protected"},
+	}
 }
 
-// Summary implements Recipe.
-func (*Recipe) Summary() string {
-	return "a long flow as loss and then LinkGuardian switch on, with backpressure on and off (LinkGuardian Fig. 9)"
-}
-
-// Description implements Recipe.
-func (*Recipe) Description() string {
-	return `For each selected link (default: every link with a VOA whose ends are on two switches), the
+const description = `For each selected link (default: every link with a VOA whose ends are on two switches), the
 attenuation that gives loss_rate is first found by measuring, as in loss-sweep. Then, once
 per value of backpressure, the VOA is set to clean_db, protection is turned off, and the
 sending switch's packet generator starts a line-rate flow of frame_size frames. Every
@@ -68,10 +63,8 @@ what the iperf3 server received per interval and retransmissions are the sender'
 Writes data/timeseries.csv and a summary per link, backpressure setting and phase. The
 protection entries and thresholds found are restored, ports the run added are deleted and
 the VOA returns to its resting value, at the end or on abort.`
-}
 
-// Params implements Recipe.
-func (*Recipe) Params() []o.ParamSpec {
+func params() []o.ParamSpec {
 	return append([]o.ParamSpec{
 		{Name: "links", Type: o.TypeStrings, Default: []string{}, Description: "links to test (default: every link with a VOA between two switches)"},
 		{Name: "loss_rate", Type: o.TypeFloat, Default: 1e-3, Min: o.Bound(1e-9), Max: o.Bound(0.1), Description: "frame loss rate switched on through the VOA"},
@@ -258,7 +251,7 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		}
 	}
 	st := &state{links: map[string]map[string]Run{}}
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: binds, Tables: []results.Table{Table()},
+	plan := &o.Plan{Bindings: binds, Tables: []results.Table{Table()},
 		Summary: func(partial bool) (any, error) {
 			st.mu.Lock()
 			defer st.mu.Unlock()

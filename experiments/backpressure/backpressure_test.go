@@ -98,7 +98,7 @@ func TestBackpressureRejectsPhasesOutOfOrder(t *testing.T) {
 		{[]string{"loss_rate=1e-9"}, "not above target_loss"},
 		{[]string{"interval=100us", "duration_s=200"}, "polls"},
 	} {
-		params, err := orchestrator.ResolveParams(r.Params(), "", nil, c.sets)
+		params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, c.sets)
 		if err == nil {
 			_, err = r.Plan(&orchestrator.PlanContext{Lab: lab.Inventory(), Params: params, Simulated: true})
 		}

@@ -13,11 +13,11 @@ import (
 	o "testbed/orchestrator"
 )
 
-// Topology is what fct needs of a lab: a LinkGuardian link (a fibre with a
+// topology is what fct needs of a lab: a LinkGuardian link (a fibre with a
 // VOA between two switches) and a host with the hostagent cabled to each of
 // its switches. `exp show fct` prints it; Plan binds it first, so a lab that
 // lacks a role is told which and why.
-func (*Recipe) Topology() o.Topology {
+func topology() o.Topology {
 	return o.Topology{
 		Roles: []o.Role{
 			{Name: "tx-switch", Kind: p4switch.Kind, Desc: "runs LinkGuardian's sending side"},

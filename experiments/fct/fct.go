@@ -34,25 +34,21 @@ type Recipe struct{}
 // New returns the recipe.
 func New() *Recipe { return &Recipe{} }
 
-// Name implements Recipe.
-func (*Recipe) Name() string { return Name }
-
-// Version implements Recipe; bump it when results would change.
-func (*Recipe) Version() string { return "2.0.0" }
-
-// Headlines implements orchestrator.Headliner: Fig. 10: the 99.9th percentile FCT per transport and mode.
-func (*Recipe) Headlines() []string {
-	return []string{"transports.*.*.p99_9_us", "transports.*.*.p99_9_vs_lossless"}
+// Meta implements orchestrator.Recipe.
+func (*Recipe) Meta() o.Meta {
+	return o.Meta{
+		Name:        Name,
+		Version:     "2.0.0",
+		Summary:     "tail flow completion times of small RPCs across a lossy link, with and without LinkGuardian (LinkGuardian Fig. 10)",
+		Description: description,
+		Params:      params(),
+		// Fig. 10: the 99.9th percentile FCT per transport and mode.
+		Headlines: []string{"transports.*.*.p99_9_us", "transports.*.*.p99_9_vs_lossless"},
+		Topology:  topology(),
+	}
 }
 
-// Summary implements Recipe.
-func (*Recipe) Summary() string {
-	return "tail flow completion times of small RPCs across a lossy link, with and without LinkGuardian (LinkGuardian Fig. 10)"
-}
-
-// Description implements Recipe.
-func (*Recipe) Description() string {
-	return `A sender host and a receiver host hang off the two switches of a LinkGuardian link (a
+const description = `A sender host and a receiver host hang off the two switches of a LinkGuardian link (a
 fibre with a VOA from the sending to the receiving switch; by default the only such
 link with a host on each end, preferring links as fast as the hosts' cables). The
 switches run the LinkGuardian programs; both hosts run the hostagent, get the route
@@ -107,7 +103,6 @@ again) with their 95% Wilson interval, the affected trials' p50 and p99 (and p50
 the lossless p99.9), the p99.9's 95% order-statistic interval, and for off the
 probability that the p99.9 lands in the timeout tail (p_tail, p_miss) given the link's
 loss per trial.`
-}
 
 // Modes of the recipe: the link's protection modes and the lossless baseline.
 const Lossless = "lossless"
@@ -118,8 +113,7 @@ const (
 	RDMA = "rdma"
 )
 
-// Params implements Recipe.
-func (*Recipe) Params() []o.ParamSpec {
+func params() []o.ParamSpec {
 	return []o.ParamSpec{
 		{Name: "flow_size", Type: o.TypeInt, Unit: "B", Default: int64(143), Min: o.Bound(8), Max: o.Bound(64 << 20), Description: "bytes of each flow: the RPC request (tcp), the WRITE (rdma)"},
 		{Name: "response_size", Type: o.TypeInt, Unit: "B", Default: int64(1), Min: o.Bound(1), Max: o.Bound(64 << 20), Description: "bytes of the answer to each tcp request"},
@@ -352,7 +346,7 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	// The lab must have the recipe's topology at all (the binder's
 	// explanation when it does not); which link and hosts of it the run
 	// takes, and the named ones' checks, are bind's below.
-	_, terr := r.Topology().Bind(pc.Lab)
+	_, terr := topology().Bind(pc.Lab)
 	b, binds, err := bind(pc, p.String("sender"), p.String("receiver"), p.String("link"), p.String("sink_port"))
 	if terr != nil {
 		if err != nil {
@@ -394,7 +388,7 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 
 	st := &state{tcp: map[string][]int64{}, affected: map[string][]bool{}, retrans: map[string]int{}, drops: map[string]int64{}, rdma: map[string][]int64{}, unavailable: map[string]string{}}
 	sendHost, recvHost := b.Sender.Host, b.Receiver.Host
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: binds, Tables: Tables(),
+	plan := &o.Plan{Bindings: binds, Tables: Tables(),
 		Summary: func(partial bool) (any, error) {
 			s := st.summary(partial, b, flow, loss, rtoMin, modes, transports, flowFrames)
 			s.LossSource, s.Connection = lossSource, conn

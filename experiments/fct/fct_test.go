@@ -266,7 +266,7 @@ func TestFCTPlanErrors(t *testing.T) {
 	r := fct.New()
 	eng := &orchestrator.Engine{}
 	plan := func(inv *inventory.Inventory, sets ...string) (*orchestrator.Plan, error) {
-		params, err := orchestrator.ResolveParams(r.Params(), "", nil, sets)
+		params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, sets)
 		if err != nil {
 			return nil, err
 		}

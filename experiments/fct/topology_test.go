@@ -26,7 +26,7 @@ links:
 		t.Fatal(err)
 	}
 	r := fct.New()
-	params, err := o.ResolveParams(r.Params(), "", nil, nil)
+	params, err := o.ResolveParams(r.Meta().Params, "", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,8 +37,8 @@ links:
 		}
 	}
 	var buf strings.Builder
-	tp, ok := o.DeclaredTopology(r)
-	if !ok {
+	tp := r.Meta().Topology
+	if !tp.Declared() {
 		t.Fatal("fct declares no topology")
 	}
 	tp.Print(&buf)

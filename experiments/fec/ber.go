@@ -26,25 +26,20 @@ type BER struct{}
 // NewBER returns the recipe.
 func NewBER() *BER { return &BER{} }
 
-// Name implements Recipe.
-func (*BER) Name() string { return BERName }
-
-// Version implements Recipe; bump it when results would change.
-func (*BER) Version() string { return "1.0.0" }
-
-// Headlines implements orchestrator.Headliner: §4.5: the margin each FEC buys and the latency it costs.
-func (*BER) Headlines() []string {
-	return []string{"margins.*.*.margin_db", "margins.*.*.latency_cost_ns"}
+// Meta implements orchestrator.Recipe.
+func (*BER) Meta() o.Meta {
+	return o.Meta{
+		Name:        BERName,
+		Version:     "1.0.0",
+		Summary:     "pre-FEC BER, corrected and uncorrectable codewords and frame loss against attenuation, per FEC mode; the margin each FEC buys for its latency (FEC paper Figs. 9-10, §4.5)",
+		Description: bERDescription,
+		Params:      bERParams(),
+		// §4.5: the margin each FEC buys and the latency it costs.
+		Headlines: []string{"margins.*.*.margin_db", "margins.*.*.latency_cost_ns"},
+	}
 }
 
-// Summary implements Recipe.
-func (*BER) Summary() string {
-	return "pre-FEC BER, corrected and uncorrectable codewords and frame loss against attenuation, per FEC mode; the margin each FEC buys for its latency (FEC paper Figs. 9-10, §4.5)"
-}
-
-// Description implements Recipe.
-func (*BER) Description() string {
-	return `For each selected link (default: every link with a VOA whose ends are on two switches) the
+const bERDescription = `For each selected link (default: every link with a VOA whose ends are on two switches) the
 LinkGuardian bench is opened with protection off (the sender's and receiver's programs,
 their ports and the sink port, as loss-sweep does). For each FEC mode of fec_modes the link's
 speed supports (25G: none, fc, rs528; 50G: rs544; 100G: none, rs528) both ends are set to it,
@@ -62,10 +57,8 @@ delay per hop for a cut-through switch (§3.1; empty for FC-FEC, which it does n
 analyse): the trade §4.5 proposes to manage. The receiver's transceiver power is read when
 front_ports names the receiving port. Port modes, the VOA and the bench's ports are
 restored at the end or on abort. Writes data/fec_ber.csv and data/fec_margin.csv.`
-}
 
-// Params implements Recipe.
-func (*BER) Params() []o.ParamSpec {
+func bERParams() []o.ParamSpec {
 	ps := []o.ParamSpec{
 		{Name: "links", Type: o.TypeStrings, Default: []string{}, Description: "links to sweep (default: every link with a VOA between two switches)"},
 		{Name: "fec_modes", Type: o.TypeStrings, Default: []string{"none", "fc", "rs528", "rs544"}, Description: "FEC modes to try, each on the links whose speed supports it"},
@@ -197,7 +190,7 @@ func (r *BER) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	fb := int(p.Int("frame_size"))
 	target := p.Float("target_loss")
 	st := &berState{points: map[string]map[string]map[string]BERPoint{}, margins: map[string]map[string]Margin{}}
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: binds, Tables: BERTables(),
+	plan := &o.Plan{Bindings: binds, Tables: BERTables(),
 		Summary: func(partial bool) (any, error) {
 			st.mu.Lock()
 			defer st.mu.Unlock()

@@ -23,25 +23,20 @@ type Latency struct{}
 // NewLatency returns the recipe.
 func NewLatency() *Latency { return &Latency{} }
 
-// Name implements Recipe.
-func (*Latency) Name() string { return LatencyName }
-
-// Version implements Recipe; bump it when results would change.
-func (*Latency) Version() string { return "1.0.0" }
-
-// Headlines implements orchestrator.Headliner: Figs. 5-7: the worst FEC latency per hop at 25G RS(528,514), a 25G hop among 100G, 100G's lane de-skew.
-func (*Latency) Headlines() []string {
-	return []string{"worst_per_hop_25g_rs528_ns", "heterogeneous_extra_ns", "deskew_100g_ns"}
+// Meta implements orchestrator.Recipe.
+func (*Latency) Meta() o.Meta {
+	return o.Meta{
+		Name:        LatencyName,
+		Version:     "1.0.0",
+		Summary:     "per-hop latency and jitter FEC adds, per FEC mode, speed, frame size and switch mode (FEC paper Figs. 5-7)",
+		Description: latencyDescription,
+		Params:      latencyParams(),
+		// Figs. 5-7: the worst FEC latency per hop at 25G RS(528,514), a 25G hop among 100G, 100G's lane de-skew.
+		Headlines: []string{"worst_per_hop_25g_rs528_ns", "heterogeneous_extra_ns", "deskew_100g_ns"},
+	}
 }
 
-// Summary implements Recipe.
-func (*Latency) Summary() string {
-	return "per-hop latency and jitter FEC adds, per FEC mode, speed, frame size and switch mode (FEC paper Figs. 5-7)"
-}
-
-// Description implements Recipe.
-func (*Latency) Description() string {
-	return `The switch runs the timestamp program (p4/timestamp, built and started if it runs
+const latencyDescription = `The switch runs the timestamp program (p4/timestamp, built and started if it runs
 something else and replace_program is set). Its snake table sends the packet generator's
 probes out of ports[0], back in through the port's loopback module, out of ports[1], and so
 on; the last port drops them. For every mode in links (speed:fec), every frame size and
@@ -77,10 +72,8 @@ probe falls at the same offset.
 Port modes, cut-through settings and snake entries found are restored at the end or on
 abort; ports the run added are deleted. Writes data/fec_latency_frames.csv (per probe and
 hop), data/fec_latency_hops.csv and data/fec_latency_envelope.csv.`
-}
 
-// Params implements Recipe.
-func (*Latency) Params() []o.ParamSpec {
+func latencyParams() []o.ParamSpec {
 	return []o.ParamSpec{
 		{Name: "switch", Type: o.TypeString, Default: "sw1", Description: "the switch whose ports form the snake"},
 		{Name: "ports", Type: o.TypeStrings, Default: []string{"0", "4", "8", "12", "16", "20"}, Description: "dev ports of the snake, in order, each with a loopback module (or a fibre to the next switch); n ports give n-1 hops"},
@@ -366,7 +359,7 @@ func (r *Latency) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	st := &latencyState{samples: map[caseKey]*sample{}, summary: LatencySummary{Cases: map[string]Case{}}}
 	tables := LatencyTables()
 	latencyFigures(tables, slices.Min(sizes))
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: tables,
+	plan := &o.Plan{Tables: tables,
 		Bindings: []o.Binding{{Role: "snake", Resource: dev, Detail: fmt.Sprintf("ports %v with loopback modules, probes from the packet generator (port %d)", ports, pktgenPort)}},
 		Summary: func(partial bool) (any, error) {
 			st.mu.Lock()

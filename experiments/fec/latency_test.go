@@ -167,7 +167,7 @@ func TestFECLatencyRejectsBadModes(t *testing.T) {
 	lab := recipetest.StartLab(t, 8)
 	r := fec.NewLatency()
 	for _, set := range []string{"links=50:rs528", "links=100:fc", "frame_sizes=63", "ports=0", "ports=0,68", "switch_modes=fast", "switch=voa1"} {
-		params, err := orchestrator.ResolveParams(r.Params(), "", nil, []string{set})
+		params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, []string{set})
 		if err != nil {
 			continue // refused already
 		}

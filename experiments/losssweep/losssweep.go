@@ -30,25 +30,20 @@ type Recipe struct {
 // New returns the recipe.
 func New() *Recipe { return &Recipe{perRun: perRun} }
 
-// Name implements Recipe.
-func (*Recipe) Name() string { return Name }
-
-// Version implements Recipe; bump it when results would change.
-func (*Recipe) Version() string { return "1.0.0" }
-
-// Headlines implements orchestrator.Headliner: Fig. 8: effective loss and link speed under LinkGuardian, per link speed and loss rate.
-func (*Recipe) Headlines() []string {
-	return []string{"points.*.*.linkguardian.effective_loss", "points.*.*.linkguardian.effective_link_speed_gbps", "points.*.*.linkguardian-nb.effective_link_speed_gbps"}
+// Meta implements orchestrator.Recipe.
+func (*Recipe) Meta() o.Meta {
+	return o.Meta{
+		Name:        Name,
+		Version:     "1.0.0",
+		Summary:     "effective loss rate and link speed under LinkGuardian, per link speed and loss rate (LinkGuardian Fig. 8)",
+		Description: description,
+		Params:      params(),
+		// Fig. 8: effective loss and link speed under LinkGuardian, per link speed and loss rate.
+		Headlines: []string{"points.*.*.linkguardian.effective_loss", "points.*.*.linkguardian.effective_link_speed_gbps", "points.*.*.linkguardian-nb.effective_link_speed_gbps"},
+	}
 }
 
-// Summary implements Recipe.
-func (*Recipe) Summary() string {
-	return "effective loss rate and link speed under LinkGuardian, per link speed and loss rate (LinkGuardian Fig. 8)"
-}
-
-// Description implements Recipe.
-func (*Recipe) Description() string {
-	return `For each selected link (default: every link with a VOA whose ends are on two switches), the
+const description = `For each selected link (default: every link with a VOA whose ends are on two switches), the
 sending switch runs the LinkGuardian sender program and the receiving one the receiver
 program, forwarding what it delivers out of its sink port. For each loss rate in
 loss_rates the VOA is set by measuring: with protection off, MTU frames are sent at line
@@ -68,10 +63,8 @@ Port counters are never cleared; queue watermarks are. The protection entries an
 thresholds found are restored at the end or on abort, ports the run added are deleted,
 and the VOA returns to its resting value. Writes data/loss_sweep.csv and a summary per
 link speed, loss rate and mode.`
-}
 
-// Params implements Recipe.
-func (*Recipe) Params() []o.ParamSpec {
+func params() []o.ParamSpec {
 	return append([]o.ParamSpec{
 		{Name: "links", Type: o.TypeStrings, Default: []string{}, Description: "links to test (default: every link with a VOA between two switches)"},
 		{Name: "loss_rates", Type: o.TypeFloats, Default: []float64{1e-5, 1e-4, 1e-3}, Min: o.Bound(1e-9), Max: o.Bound(0.1), Description: "actual frame loss rates to set through the VOA"},
@@ -229,7 +222,7 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 			table.Figures = append(table.Figures, f)
 		}
 	}
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: binds, Tables: []results.Table{table},
+	plan := &o.Plan{Bindings: binds, Tables: []results.Table{table},
 		Summary: func(partial bool) (any, error) {
 			st.mu.Lock()
 			defer st.mu.Unlock()

@@ -242,7 +242,7 @@ func TestLossSweepExplainsALabWithoutSwitchLinks(t *testing.T) {
 		{[]string{"modes=fast"}, "modes"},
 		{[]string{"max_db=400"}, "max_db"},
 	} {
-		params, err := orchestrator.ResolveParams(r.Params(), "", nil, c.sets)
+		params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, c.sets)
 		if err != nil {
 			if !strings.Contains(err.Error(), c.want) {
 				t.Errorf("%v: %v", c.sets, err)

@@ -31,25 +31,20 @@ type Recipe struct{}
 // New returns the recipe.
 func New() *Recipe { return &Recipe{} }
 
-// Name implements Recipe.
-func (*Recipe) Name() string { return Name }
-
-// Version implements Recipe; bump it when results would change.
-func (*Recipe) Version() string { return "1.0.0" }
-
-// Headlines implements orchestrator.Headliner: Fig. 5: the reconfiguration delay's mean, tail and worst, and slots missed.
-func (*Recipe) Headlines() []string {
-	return []string{"mean_us", "p99_us", "max_us", "missed"}
+// Meta implements orchestrator.Recipe.
+func (*Recipe) Meta() o.Meta {
+	return o.Meta{
+		Name:        Name,
+		Version:     "1.0.0",
+		Summary:     "reconfiguration delay of a microsecond OCS from its own timestamps, as a histogram (REACToR Fig. 5)",
+		Description: description,
+		Params:      params(),
+		// Fig. 5: the reconfiguration delay's mean, tail and worst, and slots missed.
+		Headlines: []string{"mean_us", "p99_us", "max_us", "missed"},
+	}
 }
 
-// Summary implements Recipe.
-func (*Recipe) Summary() string {
-	return "reconfiguration delay of a microsecond OCS from its own timestamps, as a histogram (REACToR Fig. 5)"
-}
-
-// Description implements Recipe.
-func (*Recipe) Description() string {
-	return `Uploads a schedule to a microsecond optical circuit switch (default: the only one in the lab
+const description = `Uploads a schedule to a microsecond optical circuit switch (default: the only one in the lab
 that runs schedules, or the first by name) and runs it for the given number of periods. Each
 period holds slots configurations; configuration k joins input i to output ((i-1+k) mod
 ports)+1, so consecutive slots move every circuit. Each slot is a night of night_us (the
@@ -61,10 +56,8 @@ data/reconfig.csv and the histogram of the gaps, in bins of bin_us, to
 data/reconfig_hist.csv. The summary gives the count, mean, standard deviation, minimum,
 median, 99th percentile and maximum gap, and how many nights outlasted the budget. The
 switch is put dark (no schedule, no circuit) at the end or on abort.`
-}
 
-// Params implements Recipe.
-func (*Recipe) Params() []o.ParamSpec {
+func params() []o.ParamSpec {
 	return []o.ParamSpec{
 		{Name: "ocs", Type: o.TypeString, Default: "", Description: "the switch (default: the lab's only switch that runs schedules, else the first by name)"},
 		{Name: "ports", Type: o.TypeInt, Default: int64(0), Min: o.Bound(0), Max: o.Bound(4096), Description: "ports the configurations cycle (0: all of the switch's ports)"},
@@ -227,7 +220,7 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	tables := Tables()
 	// The figure's bins are the recipe's (bin_us), as its histogram table's.
 	tables[0].Figures[0].BinWidth = p.Float("bin_us")
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: []o.Binding{bind}, Tables: tables,
+	plan := &o.Plan{Bindings: []o.Binding{bind}, Tables: tables,
 		Summary: func(partial bool) (any, error) {
 			st.mu.Lock()
 			defer st.mu.Unlock()

@@ -179,7 +179,7 @@ func TestPlanRefusesASwitchWithoutSchedules(t *testing.T) {
 		{"ocs=voa1", "not an ocs"},
 		{"ocs=nope", "no device"},
 	} {
-		params, err := orchestrator.ResolveParams(r.Params(), "", nil, []string{c.set})
+		params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, []string{c.set})
 		if err != nil {
 			t.Fatal(err)
 		}

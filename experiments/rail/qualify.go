@@ -28,25 +28,20 @@ type Qualify struct{}
 // NewQualify returns the recipe.
 func NewQualify() *Qualify { return &Qualify{} }
 
-// Name implements Recipe.
-func (*Qualify) Name() string { return QualifyName }
-
-// Version implements Recipe; bump it when results would change.
-func (*Qualify) Version() string { return "1.2.0" }
-
-// Headlines implements orchestrator.Headliner: each link's packet error rate and its 95% upper bound.
-func (*Qualify) Headlines() []string {
-	return []string{"links.*.lper", "links.*.lper_high", "links.*.attenuation_ab_db"}
+// Meta implements orchestrator.Recipe.
+func (*Qualify) Meta() o.Meta {
+	return o.Meta{
+		Name:        QualifyName,
+		Version:     "1.2.0",
+		Summary:     "per link: transceiver diagnostics at both ends and a line-rate LPER test; writes a RAIL link table",
+		Description: qualifyDescription,
+		Params:      qualifyParams(),
+		// Each link's packet error rate and its 95% upper bound.
+		Headlines: []string{"links.*.lper", "links.*.lper_high", "links.*.attenuation_ab_db"},
+	}
 }
 
-// Summary implements Recipe.
-func (*Qualify) Summary() string {
-	return "per link: transceiver diagnostics at both ends and a line-rate LPER test; writes a RAIL link table"
-}
-
-// Description implements Recipe.
-func (*Qualify) Description() string {
-	return `For each selected link between two switches (default: every link the LinkGuardian bench
+const qualifyDescription = `For each selected link between two switches (default: every link the LinkGuardian bench
 can drive: a VOA on it, its ends on two switches), read the transceivers' digital
 diagnostics at both ends (Rx and Tx power and bias per lane, through the switch's platform
 CLI; the port's front-panel number comes from front_ports), derive the attenuation of each
@@ -71,10 +66,8 @@ rate). Roles come from the inventory option role. Writes data/ddm.csv (per end a
 data/links.csv; the summary has per link its attenuations, asymmetry, LPER with interval
 and a health word: good (upper bound <= 1.2e-8, RAIL's 1e-12 BER for 1518 B frames), gray
 (<= 0.1) or off (> 0.1, which RAIL turns off).`
-}
 
-// Params implements Recipe.
-func (*Qualify) Params() []o.ParamSpec {
+func qualifyParams() []o.ParamSpec {
 	ps := []o.ParamSpec{
 		{Name: "links", Type: o.TypeStrings, Default: []string{}, Description: "links to qualify (default: every link with a VOA between two switches)"},
 		// RAIL §4: "we measure packet corruption rate (LPER) with full-sized,
@@ -229,7 +222,7 @@ func (r *Qualify) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	}
 	fb := int(p.Int("frame_size"))
 	st := &qualifyState{links: map[string]*topo.Link{}, hs: map[string]LinkHealth{}, lengthM: map[string]float64{}, ba: map[string]bool{}}
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: binds, Tables: QualifyTables(),
+	plan := &o.Plan{Bindings: binds, Tables: QualifyTables(),
 		Summary: func(partial bool) (any, error) {
 			st.mu.Lock()
 			defer st.mu.Unlock()

@@ -82,7 +82,7 @@ func TestQualifyOnTheSimulatedLab(t *testing.T) {
 func TestQualifyRefusesBadFrontPorts(t *testing.T) {
 	r := rail.NewQualify()
 	for _, fp := range []string{"front_ports=sw1:p1", "front_ports=sw1=1", "front_ports=sw1:p1=x"} {
-		params, err := orchestrator.ResolveParams(r.Params(), "", nil, []string{fp})
+		params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, []string{fp})
 		if err != nil {
 			t.Fatal(err)
 		}

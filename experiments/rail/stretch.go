@@ -23,29 +23,23 @@ type Stretch struct{}
 // NewStretch returns the recipe.
 func NewStretch() *Stretch { return &Stretch{} }
 
-// Name implements Recipe.
-func (*Stretch) Name() string { return StretchName }
-
-// Version implements Recipe; bump it when results would change.
-func (*Stretch) Version() string { return "1.1.0" }
-
-// Headlines implements orchestrator.Headliner: Table 2: each transceiver's reach per LPER bound.
-func (*Stretch) Headlines() []string {
-	return []string{"groups.*.reach.*.reach_m"}
+// Meta implements orchestrator.Recipe.
+func (*Stretch) Meta() o.Meta {
+	return o.Meta{
+		Name:        StretchName,
+		Version:     "1.1.0",
+		Summary:     "RAIL Table 2: how far each transceiver type runs past its standard reach, per LPER bound (spools of fibre, line-rate LPER)",
+		Description: stretchDescription,
+		Params:      stretchParams(),
+		// Table 2: each transceiver's reach per LPER bound.
+		Headlines: []string{"groups.*.reach.*.reach_m"},
+		// Spools of fibre of many lengths are on the rail-stretch bench,
+		// not on the default one.
+		Bench: "rail-stretch",
+	}
 }
 
-// Bench implements orchestrator.BenchDeclarer: spools of fibre of many
-// lengths are on the rail-stretch bench, not on the default one.
-func (*Stretch) Bench() string { return "rail-stretch" }
-
-// Summary implements Recipe.
-func (*Stretch) Summary() string {
-	return "RAIL Table 2: how far each transceiver type runs past its standard reach, per LPER bound (spools of fibre, line-rate LPER)"
-}
-
-// Description implements Recipe.
-func (*Stretch) Description() string {
-	return `RAIL's stretch experiment (§7.1, Fig. 10-12, Table 2, App. C) on a lab that joins two
+const stretchDescription = `RAIL's stretch experiment (§7.1, Fig. 10-12, Table 2, App. C) on a lab that joins two
 switches by spools of fibre of many lengths, each link's length and fibre type in the
 inventory (link options fibre_length_m, fibre_type), as the paper's testbed concatenated
 OM3 cables of 10 to 1000 m. Every selected link (default: every link with a VOA between
@@ -68,10 +62,8 @@ nominal reach (IEEE 802.3) and the paper's low and high stretch (Table 2, App. C
 Writes data/spools.csv (per link: length, frames, LPER with interval), data/margin.csv and
 data/reach.csv (per group and bound: reach, bracket, method, stretch factor, the
 standard's and the paper's reaches); the summary has the reach table.`
-}
 
-// Params implements Recipe.
-func (*Stretch) Params() []o.ParamSpec {
+func stretchParams() []o.ParamSpec {
 	ps := []o.ParamSpec{
 		{Name: "links", Type: o.TypeStrings, Default: []string{}, Description: "spool links to test (default: every link with a VOA between two switches)"},
 		// RAIL §4 measured each link for five minutes; on the simulated
@@ -212,7 +204,7 @@ func (r *Stretch) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	st := &stretchState{points: map[[3]string][]SpoolPoint{}, margins: map[[3]string][]SpoolPoint{}, marginAt: map[[3]string]float64{}, groups: map[string]GroupReach{}}
 	byGroup := map[[3]string][]lgbench.Link{}
 	var order [][3]string
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: binds, Tables: StretchTables(),
+	plan := &o.Plan{Bindings: binds, Tables: StretchTables(),
 		Summary: func(partial bool) (any, error) {
 			st.mu.Lock()
 			defer st.mu.Unlock()

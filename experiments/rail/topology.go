@@ -29,25 +29,20 @@ type Topology struct{}
 // NewTopology returns the recipe.
 func NewTopology() *Topology { return &Topology{} }
 
-// Name implements Recipe.
-func (*Topology) Name() string { return TopologyName }
-
-// Version implements Recipe; bump it when results would change.
-func (*Topology) Version() string { return "1.0.0" }
-
-// Headlines implements orchestrator.Headliner: §5 and Fig. 16: links kept, worst PPER and good paths per class.
-func (*Topology) Headlines() []string {
-	return []string{"classes.*.links_kept", "classes.*.worst_pper", "classes.*.mean_good_fraction", "algorithm1_agrees"}
+// Meta implements orchestrator.Recipe.
+func (*Topology) Meta() o.Meta {
+	return o.Meta{
+		Name:        TopologyName,
+		Version:     "1.0.0",
+		Summary:     "RAIL's virtual topologies of a Clos from a link table (§5, Algorithm 1, Fig. 16); offline",
+		Description: topologyDescription,
+		Params:      topologyParams(),
+		// §5 and Fig. 16: links kept, worst PPER and good paths per class.
+		Headlines: []string{"classes.*.links_kept", "classes.*.worst_pper", "classes.*.mean_good_fraction", "algorithm1_agrees"},
+	}
 }
 
-// Summary implements Recipe.
-func (*Topology) Summary() string {
-	return "RAIL's virtual topologies of a Clos from a link table (§5, Algorithm 1, Fig. 16); offline"
-}
-
-// Description implements Recipe.
-func (*Topology) Description() string {
-	return `Reads a link table (links_file: CSV or JSON, one row per physical link with a packet
+const topologyDescription = `Reads a link table (links_file: CSV or JSON, one row per physical link with a packet
 error rate per direction, as measured or as a real network's counters give it; format in
 experiments/rail/README.md) and the stage of every switch (the table's a_role/b_role or
 "switches", else the inventory device option role: tor|agg|core). Rows may name an
@@ -68,10 +63,8 @@ pairs.csv, paths.csv, good_fraction_cdf.csv; exports per class data/rail/classes
 (what a controller loads: every class's links, exclusions, paths and coding) and
 data/rail/frr/<switch>.conf (FRR prefix-lists and route-maps that keep each class's
 prefixes, class_prefixes, off the links the class excludes).`
-}
 
-// Params implements Recipe.
-func (*Topology) Params() []o.ParamSpec {
+func topologyParams() []o.ParamSpec {
 	return []o.ParamSpec{
 		{Name: "links_file", Type: o.TypeString, Default: "", Description: "link table, CSV or JSON (experiments/rail/README.md); default: the newest link-qualify bundle's under the runs directory, else the built-in example (RAIL's lab, hand-made)"},
 		// RAIL §6: "three virtual topologies with worst-case PPER of 0.0001%, 0.1% and 10%".
@@ -275,7 +268,7 @@ func (r *Topology) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	if in.why != "" {
 		bind.Detail += "; " + in.why
 	}
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: []o.Binding{bind}, Tables: Tables(),
+	plan := &o.Plan{Bindings: []o.Binding{bind}, Tables: Tables(),
 		Summary: func(partial bool) (any, error) { return st.summary(partial), nil }}
 	plan.Steps = []*o.Step{
 		{Name: "virtual topologies", Action: "compute", Note: fmt.Sprintf("greedy rounds for bounds %v, %s estimates", st.bounds, pc.Params.String("estimate")),

@@ -23,7 +23,7 @@ const example = "examples/rail-clos-lab.csv"
 func runOffline(t *testing.T, inv *inventory.Inventory, sets ...string) (*orchestrator.RunResult, rail.Summary) {
 	t.Helper()
 	r := rail.NewTopology()
-	params, err := orchestrator.ResolveParams(r.Params(), "", nil, sets)
+	params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, sets)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestTopologyRefusesBadInputBeforeRunning(t *testing.T) {
 		{[]string{"links_file=" + example, "max_paths=20"}, "24 ToR-pair paths, more than max_paths 20"},
 		{[]string{"links_file=" + example, "class_prefixes=10.1.0.1/16,10.2.0.0/16,10.3.0.0/16"}, "host bits"},
 	} {
-		params, err := orchestrator.ResolveParams(r.Params(), "", nil, c.sets)
+		params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, c.sets)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -191,7 +191,7 @@ func TestTopologyWithoutALinksFile(t *testing.T) {
 	dir := t.TempDir()
 	runs := filepath.Join(dir, "runs")
 	r := rail.NewTopology()
-	params, err := orchestrator.ResolveParams(r.Params(), "", nil, nil)
+	params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

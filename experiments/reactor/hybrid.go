@@ -29,25 +29,20 @@ type Hybrid struct{}
 // NewHybrid returns the recipe.
 func NewHybrid() *Hybrid { return &Hybrid{} }
 
-// Name implements Recipe.
-func (*Hybrid) Name() string { return HybridName }
-
-// Version implements Recipe.
-func (*Hybrid) Version() string { return "1.0.0" }
-
-// Headlines implements orchestrator.Headliner: the goodput fraction per ToR (circuit, hybrid per packet-switch size) against the large flow's share (Fig. 10) and the number of small flows (Fig. 11).
-func (*Hybrid) Headlines() []string {
-	return []string{"fig10.*.*", "fig11.*.*"}
+// Meta implements orchestrator.Recipe.
+func (*Hybrid) Meta() o.Meta {
+	return o.Meta{
+		Name:        HybridName,
+		Version:     "1.0.0",
+		Summary:     "goodput of a hybrid ToR and of a pure circuit ToR as the large flow's share and the small flows vary (REACToR §5.4, Figs. 10-11)",
+		Description: hybridDescription,
+		Params:      hybridParams(),
+		// The goodput fraction per ToR (circuit, hybrid per packet-switch size) against the large flow's share (Fig. 10) and the number of small flows (Fig. 11).
+		Headlines: []string{"fig10.*.*", "fig11.*.*"},
+	}
 }
 
-// Summary implements Recipe.
-func (*Hybrid) Summary() string {
-	return "goodput of a hybrid ToR and of a pure circuit ToR as the large flow's share and the small flows vary (REACToR §5.4, Figs. 10-11)"
-}
-
-// Description implements Recipe.
-func (*Hybrid) Description() string {
-	return `Every host j of a hybrid ToR (default: all the lab's REACToR hosts) offers its whole link: a
+const hybridDescription = `Every host j of a hybrid ToR (default: all the lab's REACToR hosts) offers its whole link: a
 large paced flow of large_share of the link to host j+1 and small_flows small paced flows
 sharing the rest, to hosts j+2, j+3, ... (REACToR §5.4; past hosts-2 small flows the
 destinations repeat). For each point the recipe, as the controller with a demand oracle,
@@ -62,10 +57,8 @@ Fig. 10 varies the large flow's share (large_shares) with fig10_small_flows smal
 Fig. 11 varies the number of small flows (small_flows) beside a large flow of fig11_share.
 Writes data/hybrid_goodput.csv. The switch is put dark and the hosts' classes removed at
 the end or on abort.`
-}
 
-// Params implements Recipe.
-func (*Hybrid) Params() []o.ParamSpec {
+func hybridParams() []o.ParamSpec {
 	return []o.ParamSpec{
 		{Name: "ocs", Type: o.TypeString, Default: "", Description: "the switch (default: the one the REACToR hosts are on)"},
 		{Name: "reactor", Type: o.TypeString, Default: "", Description: "the hosts' REACToR (their option reactor; default: any)"},
@@ -239,7 +232,7 @@ func (r *Hybrid) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	if len(p.Floats("small_flows")) > 0 {
 		table.Figures = append(table.Figures, figs[1])
 	}
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: binds, Tables: []results.Table{table},
+	plan := &o.Plan{Bindings: binds, Tables: []results.Table{table},
 		Summary: func(partial bool) (any, error) {
 			st.mu.Lock()
 			defer st.mu.Unlock()

@@ -98,7 +98,7 @@ func TestHybridPlanExplains(t *testing.T) {
 		{[]string{"large_shares=", "small_flows="}, "no points"},
 		{[]string{"small_flows=2.5"}, "whole number"},
 	} {
-		params, err := orchestrator.ResolveParams(r.Params(), "", nil, c.sets)
+		params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, c.sets)
 		if err != nil {
 			if !strings.Contains(err.Error(), c.want) {
 				t.Errorf("%v: %v", c.sets, err)

@@ -26,25 +26,20 @@ type Reconfig struct{}
 // NewReconfig returns the recipe.
 func NewReconfig() *Reconfig { return &Reconfig{} }
 
-// Name implements Recipe.
-func (*Reconfig) Name() string { return ReconfigName }
-
-// Version implements Recipe.
-func (*Reconfig) Version() string { return "1.1.0" }
-
-// Headlines implements orchestrator.Headliner: §5.2: duty cycle, goodput and what a reconfiguration costs.
-func (*Reconfig) Headlines() []string {
-	return []string{"duty_cycle", "goodput_gbps_total", "lost_us_per_slot", "reconfig_gap_us_max"}
+// Meta implements orchestrator.Recipe.
+func (*Reconfig) Meta() o.Meta {
+	return o.Meta{
+		Name:        ReconfigName,
+		Version:     "1.1.0",
+		Summary:     "all-to-all TCP under a round-robin circuit schedule, and a workload change mid-period (REACToR §5.2)",
+		Description: reconfigDescription,
+		Params:      reconfigParams(),
+		// §5.2: duty cycle, goodput and what a reconfiguration costs.
+		Headlines: []string{"duty_cycle", "goodput_gbps_total", "lost_us_per_slot", "reconfig_gap_us_max"},
+	}
 }
 
-// Summary implements Recipe.
-func (*Reconfig) Summary() string {
-	return "all-to-all TCP under a round-robin circuit schedule, and a workload change mid-period (REACToR §5.2)"
-}
-
-// Description implements Recipe.
-func (*Reconfig) Description() string {
-	return `The hosts of a hybrid ToR (default: the first 8 by switch port of the lab's REACToR) each get a
+const reconfigDescription = `The hosts of a hybrid ToR (default: the first 8 by switch port of the lab's REACToR) each get a
 traffic class per other host and an EPS class limited to eps_gbps. The switch plays §5.2's
 round robin: hosts-1 configurations per period, configuration k joining host i to host i+k,
 each slot period/(hosts-1) long including a night of night; with orders > 1 the switch
@@ -73,10 +68,8 @@ every circuit of that run; the summary says when the change happened, when the s
 record shows the new schedule, and how many period boundaries late that was (0: the next
 one, as in the prototype). The switch is put dark and the hosts' classes removed at the
 end or on abort.`
-}
 
-// Params implements Recipe.
-func (*Reconfig) Params() []o.ParamSpec {
+func reconfigParams() []o.ParamSpec {
 	return []o.ParamSpec{
 		{Name: "ocs", Type: o.TypeString, Default: "", Description: "the switch (default: the one the REACToR hosts are on)"},
 		{Name: "reactor", Type: o.TypeString, Default: "", Description: "the hosts' REACToR (their option reactor; default: any)"},
@@ -222,7 +215,7 @@ func (r *Reconfig) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	}
 	st := &reconfigState{s: ReconfigSummary{Hosts: n, PeriodUS: us(W), NightUS: us(night), Slots: n - 1, Orders: orders, EPSGbps: eps / 1e9,
 		SlotUS: us(W) / float64(n-1)}}
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: binds, Tables: ReconfigTables(),
+	plan := &o.Plan{Bindings: binds, Tables: ReconfigTables(),
 		Summary: func(partial bool) (any, error) {
 			st.mu.Lock()
 			defer st.mu.Unlock()

@@ -252,7 +252,7 @@ func TestReconfigPlanExplains(t *testing.T) {
 		{[]string{"eps_gbps=20"}, "eps_gbps"},
 		{[]string{"ocs=ocs2"}, "cannot serve this recipe"},
 	} {
-		params, err := orchestrator.ResolveParams(r.Params(), "", nil, c.sets)
+		params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, c.sets)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,26 +24,21 @@ type TimeVarying struct{}
 // NewTimeVarying returns the recipe.
 func NewTimeVarying() *TimeVarying { return &TimeVarying{} }
 
-// Name implements Recipe.
-func (*TimeVarying) Name() string { return TimeVaryingName }
-
-// Version implements Recipe.
-func (*TimeVarying) Version() string { return "1.0.0" }
-
-// Headlines implements orchestrator.Headliner: Fig. 9's shares after each
-// promotion, their fairness, and how long a promotion took.
-func (*TimeVarying) Headlines() []string {
-	return []string{"phases.*.mean_high_gbps", "jain_min", "mean_low_gbps", "max_promotion_us"}
+// Meta implements orchestrator.Recipe.
+func (*TimeVarying) Meta() o.Meta {
+	return o.Meta{
+		Name:        TimeVaryingName,
+		Version:     "1.0.0",
+		Summary:     "goodput of flows to one host as they turn, one by one, from low to high bandwidth and move from the EPS to circuits (REACToR §5.3, Fig. 9)",
+		Description: timeVaryingDescription,
+		Params:      timeVaryingParams(),
+		// Fig. 9's shares after each promotion, their fairness, and how
+		// long a promotion took.
+		Headlines: []string{"phases.*.mean_high_gbps", "jain_min", "mean_low_gbps", "max_promotion_us"},
+	}
 }
 
-// Summary implements Recipe.
-func (*TimeVarying) Summary() string {
-	return "goodput of flows to one host as they turn, one by one, from low to high bandwidth and move from the EPS to circuits (REACToR §5.3, Fig. 9)"
-}
-
-// Description implements Recipe.
-func (*TimeVarying) Description() string {
-	return `REACToR §5.3's time-varying workload, observed at one receiving host as in Fig. 9. The
+const timeVaryingDescription = `REACToR §5.3's time-varying workload, observed at one receiving host as in Fig. 9. The
 first flows+1 hosts of the lab's REACToR (by switch port) take part: the first receives, the
 others send one flow each. At first one flow is high bandwidth (a TCP-like bulk flow that
 sends all it can) and is served by the circuit switch; the others are low bandwidth (paced
@@ -68,10 +63,8 @@ a new schedule). The summary gives the high flows' mean goodput
 per phase, Jain's fairness index among them, the low flows' mean goodput, and each
 promotion's delay: from the change to the promoted flow's first arrival over a circuit, as
 the receiver timestamped it.`
-}
 
-// Params implements Recipe.
-func (*TimeVarying) Params() []o.ParamSpec {
+func timeVaryingParams() []o.ParamSpec {
 	return []o.ParamSpec{
 		{Name: "ocs", Type: o.TypeString, Default: "", Description: "the switch (default: the one the REACToR hosts are on)"},
 		{Name: "reactor", Type: o.TypeString, Default: "", Description: "the hosts' REACToR (their option reactor; default: any)"},
@@ -182,7 +175,7 @@ func (r *TimeVarying) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	}
 	tv := tvRun{W: W, night: night, eps: eps, low: low, n: n, phase: time.Duration(p.Int("phase_periods")) * W, bin: time.Duration(p.Int("bin_periods")) * W}
 	st := &tvState{s: TimeVaryingSummary{Receiver: lab.Hosts[0].Name, Flows: n, PeriodUS: us(W), NightUS: us(night), EPSGbps: eps / 1e9, LowMbps: low / 1e6}}
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: binds, Tables: TimeVaryingTables(),
+	plan := &o.Plan{Bindings: binds, Tables: TimeVaryingTables(),
 		Summary: func(partial bool) (any, error) {
 			st.mu.Lock()
 			defer st.mu.Unlock()

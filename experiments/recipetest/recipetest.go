@@ -37,7 +37,7 @@ func StartLab(t testing.TB, seed uint64) *simlab.Lab {
 // aborts the run as Ctrl-C would.
 func Run(t testing.TB, lab *simlab.Lab, r orchestrator.Recipe, seed uint64, summary any, observe func(e results.Event, abort func()), sets ...string) *orchestrator.RunResult {
 	t.Helper()
-	params, err := orchestrator.ResolveParams(r.Params(), "", nil, sets)
+	params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, sets)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func Run(t testing.TB, lab *simlab.Lab, r orchestrator.Recipe, seed uint64, summ
 // and `results list` show), when the run ended ok.
 func CheckHeadlines(t testing.TB, r orchestrator.Recipe, res *orchestrator.RunResult) {
 	t.Helper()
-	pats := orchestrator.DeclaredHeadlines(r)
+	pats := r.Meta().Headlines
 	if res.Status != results.StatusOK || len(pats) == 0 {
 		return
 	}
@@ -97,7 +97,7 @@ func CheckHeadlines(t testing.TB, r orchestrator.Recipe, res *orchestrator.RunRe
 			}
 		}
 	}
-	t.Errorf("%s: no number of summary.json matches its headlines %v", r.Name(), pats)
+	t.Errorf("%s: no number of summary.json matches its headlines %v", r.Meta().Name, pats)
 }
 
 // ReadTable reads data/<name>.csv (or .csv.gz) of a bundle, one map per

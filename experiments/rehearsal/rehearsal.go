@@ -32,25 +32,20 @@ type Recipe struct{}
 // New returns the recipe.
 func New() *Recipe { return &Recipe{} }
 
-// Name implements Recipe.
-func (*Recipe) Name() string { return Name }
-
-// Version implements Recipe; bump it when results would change.
-func (*Recipe) Version() string { return "1.0.0" }
-
-// Headlines implements orchestrator.Headliner: the monitor's detection delay, false alarms and frames lost before and after protection.
-func (*Recipe) Headlines() []string {
-	return []string{"links.*.detection_delay_s", "links.*.false_alarms", "links.*.frames_lost_before_protection", "links.*.frames_lost_after_protection"}
+// Meta implements orchestrator.Recipe.
+func (*Recipe) Meta() o.Meta {
+	return o.Meta{
+		Name:        Name,
+		Version:     "1.0.0",
+		Summary:     "the corruption monitor against a degrading link: detection delay, false alarms, frames lost before and after protection",
+		Description: description,
+		Params:      params(),
+		// The monitor's detection delay, false alarms and frames lost before and after protection.
+		Headlines: []string{"links.*.detection_delay_s", "links.*.false_alarms", "links.*.frames_lost_before_protection", "links.*.frames_lost_after_protection"},
+	}
 }
 
-// Summary implements Recipe.
-func (*Recipe) Summary() string {
-	return "the corruption monitor against a degrading link: detection delay, false alarms, frames lost before and after protection"
-}
-
-// Description implements Recipe.
-func (*Recipe) Description() string {
-	return `For each selected link (default: every link with a VOA whose ends are on two switches), the
+const description = `For each selected link (default: every link with a VOA whose ends are on two switches), the
 sending switch's packet generator starts a line-rate flow of frame_size frames with
 protection off, and the link's optics degrade along the switches' clock: the VOA rests at
 clean_db, drifts up at drift_db_per_s from drift_start_s (at most drift_max_db above
@@ -73,10 +68,8 @@ force; after protection, the flow's frames not delivered out of the sink port le
 those. Writes data/timeseries.csv (one row a poll), data/decisions.csv (one row a
 decision, with its rule and evidence) and a summary per link. Protection entries and the
 VOA are put back as found at the end or on abort.`
-}
 
-// Params implements Recipe.
-func (*Recipe) Params() []o.ParamSpec {
+func params() []o.ParamSpec {
 	return append([]o.ParamSpec{
 		{Name: "links", Type: o.TypeStrings, Default: []string{}, Description: "links to rehearse on (default: every link with a VOA between two switches)"},
 		{Name: "duration_s", Type: o.TypeFloat, Unit: "s", Default: 12.0, Min: o.Bound(0.1), Max: o.Bound(3600), Description: "length of the rehearsal, the switches' clock"},
@@ -215,7 +208,7 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	}
 	var mu sync.Mutex
 	res := map[string]LinkResult{}
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Bindings: binds, Tables: Tables(),
+	plan := &o.Plan{Bindings: binds, Tables: Tables(),
 		Summary: func(partial bool) (any, error) {
 			mu.Lock()
 			defer mu.Unlock()

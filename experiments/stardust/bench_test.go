@@ -245,12 +245,12 @@ func TestBenchInventoryErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, r := range []orchestrator.Recipe{stardust.NewFabric(), stardust.NewPacking(), stardust.NewFailover()} {
-			params, err := orchestrator.ResolveParams(r.Params(), "", nil, nil)
+			params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if _, err := r.Plan(&orchestrator.PlanContext{Params: params, Lab: inv}); err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("%s: %v, want an error saying %q", r.Name(), err, c.want)
+				t.Errorf("%s: %v, want an error saying %q", r.Meta().Name, err, c.want)
 			}
 		}
 	}

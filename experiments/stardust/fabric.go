@@ -39,25 +39,20 @@ type Fabric struct{}
 // NewFabric returns the recipe.
 func NewFabric() *Fabric { return &Fabric{} }
 
-// Name implements Recipe.
-func (*Fabric) Name() string { return FabricName }
-
-// Version implements Recipe.
-func (*Fabric) Version() string { return "1.3.0" }
-
-// Headlines implements orchestrator.Headliner: Fig. 9: the tail latency per utilisation and how far the queues are from M/D/1.
-func (*Fabric) Headlines() []string {
-	return []string{"points.*.latency_p999_us", "max_latency_us_below_1", "md1_max_excess"}
+// Meta implements orchestrator.Recipe.
+func (*Fabric) Meta() o.Meta {
+	return o.Meta{
+		Name:        FabricName,
+		Version:     "1.3.0",
+		Summary:     "Stardust fabric latency and last-stage FE queue distributions against utilisation, with M/D/1 (Fig. 9); on the model, or on a Stardust bench",
+		Description: fabricDescription,
+		Params:      fabricParams(),
+		// Fig. 9: the tail latency per utilisation and how far the queues are from M/D/1.
+		Headlines: []string{"points.*.latency_p999_us", "max_latency_us_below_1", "md1_max_excess"},
+	}
 }
 
-// Summary implements Recipe.
-func (*Fabric) Summary() string {
-	return "Stardust fabric latency and last-stage FE queue distributions against utilisation, with M/D/1 (Fig. 9); on the model, or on a Stardust bench"
-}
-
-// Description implements Recipe.
-func (*Fabric) Description() string {
-	return `Runs the cell-level Stardust model (simlab/stardustmodel) of a two-tier fabric, FA ->
+const fabricDescription = `Runs the cell-level Stardust model (simlab/stardustmodel) of a two-tier fabric, FA ->
 FE1 -> FE2 -> FE1 -> FA, at each utilisation in utilisations, and reports what Fig. 9 of
 the paper shows: the distribution of the fabric traversal latency (leaving the source FA
 to reaching the destination FA) and of the last-stage FE output queues, with the
@@ -92,10 +87,8 @@ ports' speeds and the times on the switches' clock, and the FAs' reassembly time
 (bench_reasm_timeout): a frame lost on the way holds its source's later frames at the
 destination that long, then its number is given up (reassembly_drops); lost counts the
 frames sent to the fabric that never reached their FA.`
-}
 
-// Params implements Recipe.
-func (*Fabric) Params() []o.ParamSpec {
+func fabricParams() []o.ParamSpec {
 	return append([]o.ParamSpec{
 		{Name: "scale", Type: o.TypeString, Default: "small", Enum: []string{"small", "paper"}, Description: "small: 32 FAs x 8 links, two FE tiers; paper: §6.2's 256 FAs x 32 links, 128 + 64 FEs"},
 		// Fig. 9: 50% ... 95% and an oversubscribed 120% with FCI.
@@ -336,7 +329,7 @@ func (r *Fabric) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	}
 	run := &fabricRun{dev: dev, s: FabricSummary{ModelOnly: true, Scale: p.String("scale"), Fabric: describe(c0),
 		SlotNS: c0.SlotSeconds() * 1e9, Slots: slots, Points: map[string]FabricPoint{}}}
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: FabricTables(),
+	plan := &o.Plan{Tables: FabricTables(),
 		Bindings: []o.Binding{modelBinding(dev, "the cell-level fabric alone (model_only): "+describe(c0))},
 		Summary: func(partial bool) (any, error) {
 			run.mu.Lock()
@@ -562,7 +555,7 @@ func (r *Fabric) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
 		SlotNS: float64((frame+wireExtra)*8) / float64(cfg.LinkGbps), Points: map[string]FabricPoint{}}}
 	var br *benchRun
 	devs := b.devices()
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: FabricTables(),
+	plan := &o.Plan{Tables: FabricTables(),
 		Bindings: []o.Binding{{Role: "fabric", Resource: "switches with stardust_role", Detail: desc},
 			{Role: "programs", Resource: "switches", Detail: fmt.Sprintf("%s on the FAs, %s on the FEs", sd.ProgramFA, sd.ProgramFE)}},
 		Summary: func(partial bool) (any, error) {

@@ -19,7 +19,7 @@ import (
 // the Stardust recipes run the model alone.
 func runOffline(t *testing.T, r orchestrator.Recipe, summary any, sets ...string) *orchestrator.RunResult {
 	t.Helper()
-	params, err := orchestrator.ResolveParams(r.Params(), "", nil, sets)
+	params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, sets)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestMD1(t *testing.T) {
 
 func planWith(t *testing.T, r orchestrator.Recipe, sets ...string) (*orchestrator.Plan, error) {
 	t.Helper()
-	params, err := orchestrator.ResolveParams(r.Params(), "", nil, sets)
+	params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, sets)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestFCIReactionParameter(t *testing.T) {
 			}
 			plan, err := planWith(t, r, sets...)
 			if err != nil {
-				t.Fatalf("%s %q: %v", r.Name(), law, err)
+				t.Fatalf("%s %q: %v", r.Meta().Name, law, err)
 			}
 			named := false
 			for _, st := range plan.Steps {
@@ -188,13 +188,13 @@ func TestFCIReactionParameter(t *testing.T) {
 				named = named || contains(b.Detail, "FCI reaction proportional")
 			}
 			if named != (law == "proportional") {
-				t.Errorf("%s fci_reaction %q: the plan names the proportional law: %v", r.Name(), law, named)
+				t.Errorf("%s fci_reaction %q: the plan names the proportional law: %v", r.Meta().Name, law, named)
 			}
 		}
 	}
 	for _, r := range []orchestrator.Recipe{stardust.NewFabric(), stardust.NewPermutation(), stardust.NewPushPull(), stardust.NewIncast(), stardust.NewFailover()} {
-		if _, err := orchestrator.ResolveParams(r.Params(), "", nil, []string{"fci_reaction=halve"}); err == nil {
-			t.Errorf("%s: fci_reaction=halve accepted", r.Name())
+		if _, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, []string{"fci_reaction=halve"}); err == nil {
+			t.Errorf("%s: fci_reaction=halve accepted", r.Meta().Name)
 		}
 	}
 }

@@ -24,25 +24,20 @@ type Failover struct{}
 // NewFailover returns the recipe.
 func NewFailover() *Failover { return &Failover{} }
 
-// Name implements Recipe.
-func (*Failover) Name() string { return FailoverName }
-
-// Version implements Recipe.
-func (*Failover) Version() string { return "1.3.0" }
-
-// Headlines implements orchestrator.Headliner: §5.9-5.10: convergence against App. E's formula.
-func (*Failover) Headlines() []string {
-	return []string{"worst_over_formula", "bench.converged_over_bound", "tiers.*.events.*.detect_us"}
+// Meta implements orchestrator.Recipe.
+func (*Failover) Meta() o.Meta {
+	return o.Meta{
+		Name:        FailoverName,
+		Version:     "1.3.0",
+		Summary:     "Stardust self-healing: reachability convergence and throughput around a failed link, a failed FE and a corrupting link, against App. E's formula; on the model, or on a Stardust bench",
+		Description: failoverDescription,
+		Params:      failoverParams(),
+		// §5.9-5.10: convergence against App. E's formula.
+		Headlines: []string{"worst_over_formula", "bench.converged_over_bound", "tiers.*.events.*.detect_us"},
+	}
 }
 
-// Summary implements Recipe.
-func (*Failover) Summary() string {
-	return "Stardust self-healing: reachability convergence and throughput around a failed link, a failed FE and a corrupting link, against App. E's formula; on the model, or on a Stardust bench"
-}
-
-// Description implements Recipe.
-func (*Failover) Description() string {
-	return `Runs the cell-level Stardust model with Poisson traffic at load and reachability cells
+const failoverDescription = `Runs the cell-level Stardust model with Poisson traffic at load and reachability cells
 every reach_period (th of them to change a link's state), and in turn: fails FA 0's
 connection to its first FE (all its parallel links to it: the bench has one), restores
 it, fails that FE whole, restores it, then makes one of FA 0's links corrupt cells at
@@ -79,10 +74,8 @@ back, then the link corrupts (the VOA at the attenuation, found by bisection bef
 phases, where its receiver counts about error_rate of frames with FCS errors) and is
 cleaned. tiers, link_gbps and link_m are the model's; on the bench the links are
 bench_link_gbps and the inventory's fibres.`
-}
 
-// Params implements Recipe.
-func (*Failover) Params() []o.ParamSpec {
+func failoverParams() []o.ParamSpec {
 	return append([]o.ParamSpec{
 		{Name: "tiers", Type: o.TypeFloats, Unit: "tiers", Default: []float64{1, 2}, Min: o.Bound(1), Max: o.Bound(2), Description: "FE tiers, one run each: 1 the bench's fabric, 2 a small two-tier one (model only: a bench is its own fabric)"},
 		{Name: "load", Type: o.TypeFloat, Unit: "1", Default: 0.6, Min: o.Bound(0.01), Max: o.Bound(1), Description: "offered data over the fabric's data capacity"},
@@ -252,7 +245,7 @@ func (r *Failover) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	var mu sync.Mutex
 	sum := FailoverSummary{ModelOnly: true, Tiers: map[string]FailoverRun{}}
 	done := 0
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: FailoverTables(),
+	plan := &o.Plan{Tables: FailoverTables(),
 		Bindings: []o.Binding{modelBinding(dev, "the cell-level fabric alone (model_only)")},
 		Summary: func(partial bool) (any, error) {
 			mu.Lock()

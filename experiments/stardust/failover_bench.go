@@ -556,7 +556,7 @@ func (r *Failover) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
 	done := false
 	var br *benchRun
 	devs := b.devices()
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: FailoverTables(),
+	plan := &o.Plan{Tables: FailoverTables(),
 		Bindings: []o.Binding{{Role: "fabric", Resource: "switches with stardust_role", Detail: desc},
 			{Role: "failing link", Resource: fmt.Sprintf("%s port %d to %s", vl.fa.Name, vl.faPort, vl.fe.Name), Detail: fmt.Sprintf("through %s channel %d (dark at %.0f dB)", vl.voa.Device, vl.voa.Channel, maxDB)},
 			{Role: "failing FE", Resource: vl.fe.Name, Detail: "its ports deleted through the switch driver, then added back"}},

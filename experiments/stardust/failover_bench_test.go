@@ -161,7 +161,7 @@ func TestFailoverBenchNeedsAVOA(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := stardust.NewFailover()
-	params, err := orchestrator.ResolveParams(r.Params(), "", nil, nil)
+	params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

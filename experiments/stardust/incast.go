@@ -24,25 +24,20 @@ type Incast struct{}
 // NewIncast returns the recipe.
 func NewIncast() *Incast { return &Incast{} }
 
-// Name implements Recipe.
-func (*Incast) Name() string { return IncastName }
-
-// Version implements Recipe.
-func (*Incast) Version() string { return "1.3.0" }
-
-// Headlines implements orchestrator.Headliner: Fig. 10c: last FCT over the ideal and fairness, Stardust against a packet fabric.
-func (*Incast) Headlines() []string {
-	return []string{"stardust.*.last_over_ideal", "packet.*.last_over_ideal", "min_jain_stardust"}
+// Meta implements orchestrator.Recipe.
+func (*Incast) Meta() o.Meta {
+	return o.Meta{
+		Name:        IncastName,
+		Version:     "1.3.0",
+		Summary:     "Stardust incast: first and last FCT, cells lost and drain fairness against a packet-switched fabric (Fig. 10c, §5.4); on the model, or Stardust's replies on a Stardust bench",
+		Description: incastDescription,
+		Params:      incastParams(),
+		// Fig. 10c: last FCT over the ideal and fairness, Stardust against a packet fabric.
+		Headlines: []string{"stardust.*.last_over_ideal", "packet.*.last_over_ideal", "min_jain_stardust"},
+	}
 }
 
-// Summary implements Recipe.
-func (*Incast) Summary() string {
-	return "Stardust incast: first and last FCT, cells lost and drain fairness against a packet-switched fabric (Fig. 10c, §5.4); on the model, or Stardust's replies on a Stardust bench"
-}
-
-// Description implements Recipe.
-func (*Incast) Description() string {
-	return `N senders, one per FA, each answer a requester on FA 0 with response_kb at once
+const incastDescription = `N senders, one per FA, each answer a requester on FA 0 with response_kb at once
 (§6.3's incast: 450 KB, 9000 B packets) and the recipe measures each reply's flow
 completion time, from the request to its last byte leaving the requester's port, on two
 fabrics of the same shape. Stardust (the cell-level model, simlab/stardustmodel): the
@@ -80,10 +75,8 @@ last frame out of the requester's host port, from the ToR's flow registers
 (packet_fabric_from: bench). With bench_packet_fabric model the packet fabric's rows are
 the model's, TCP Reno-like senders at the bench's shape (one host port per FA, one link
 to each FE; packet_fabric_from: model).`
-}
 
-// Params implements Recipe.
-func (*Incast) Params() []o.ParamSpec {
+func incastParams() []o.ParamSpec {
 	return append([]o.ParamSpec{
 		// The bench: 8 FAs, the requester on one, up to 7 senders.
 		{Name: "senders", Type: o.TypeFloats, Unit: "senders", Default: []float64{1, 2, 4, 7}, Min: o.Bound(1), Max: o.Bound(255), Description: "N, one run each; above fas-1 the fabric grows to N+1 FAs (model only)"},
@@ -294,7 +287,7 @@ func (r *Incast) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: IncastTables(),
+	plan := &o.Plan{Tables: IncastTables(),
 		Bindings: []o.Binding{modelBinding(dev, "the cell-level fabric and the packet-switched one alone (model_only): "+describeIncast(c0, po))},
 		Summary: func(partial bool) (any, error) {
 			mu.Lock()

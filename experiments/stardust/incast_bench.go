@@ -80,7 +80,7 @@ func (r *Incast) planBench(pc *o.PlanContext, b *bench, ns []int) (*o.Plan, erro
 	if onBench {
 		tables = append(tables, ecmpFlowsTable())
 	}
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: tables,
+	plan := &o.Plan{Tables: tables,
 		Bindings: bindings,
 		Summary: func(partial bool) (any, error) {
 			mu.Lock()

@@ -73,7 +73,7 @@ func TestIncastPacketFabricDropsWithItsBuffers(t *testing.T) {
 // summary.
 func interrupted(t *testing.T, r orchestrator.Recipe, summary any, sets ...string) {
 	t.Helper()
-	params, err := orchestrator.ResolveParams(r.Params(), "", nil, sets)
+	params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, sets)
 	if err != nil {
 		t.Fatal(err)
 	}

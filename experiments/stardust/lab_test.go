@@ -40,13 +40,13 @@ devices:
 // which role is missing and of which kind, naming the lab.
 func TestModelModeNeedsAFabricDevice(t *testing.T) {
 	for _, r := range []orchestrator.Recipe{stardust.NewFabric(), stardust.NewFailover(), stardust.NewIncast(), stardust.NewPermutation(), stardust.NewPushPull()} {
-		params, err := orchestrator.ResolveParams(r.Params(), "", nil, nil)
+		params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		_, err = r.Plan(&orchestrator.PlanContext{Params: params, Lab: &inventory.Inventory{Name: "no-lab", Path: "empty.yaml"}})
 		if err == nil || !strings.Contains(err.Error(), "empty.yaml cannot serve this recipe") || !strings.Contains(err.Error(), "role fabric needs a fabric") {
-			t.Errorf("%s on a lab with no fabric: %v", r.Name(), err)
+			t.Errorf("%s on a lab with no fabric: %v", r.Meta().Name, err)
 		}
 	}
 }

@@ -22,25 +22,20 @@ type Packing struct{}
 // NewPacking returns the recipe.
 func NewPacking() *Packing { return &Packing{} }
 
-// Name implements Recipe.
-func (*Packing) Name() string { return PackingName }
-
-// Version implements Recipe.
-func (*Packing) Version() string { return "1.1.0" }
-
-// Headlines implements orchestrator.Headliner: Figs. 8a and 3: what packing gains over a packet switch, and where.
-func (*Packing) Headlines() []string {
-	return []string{"packed_gain_over_packet_switch", "gain_over_packet_switch_at_bytes", "packed_gain_over_unpacked", "fig3_factor_smallest"}
+// Meta implements orchestrator.Recipe.
+func (*Packing) Meta() o.Meta {
+	return o.Meta{
+		Name:        PackingName,
+		Version:     "1.1.0",
+		Summary:     "throughput against packet size of a packet switch, packed cells and unpacked cells on one datapath (Figs. 8a and 3); on the model, or frames as cells on a Stardust bench",
+		Description: packingDescription,
+		Params:      packingParams(),
+		// Figs. 8a and 3: what packing gains over a packet switch, and where.
+		Headlines: []string{"packed_gain_over_packet_switch", "gain_over_packet_switch_at_bytes", "packed_gain_over_unpacked", "fig3_factor_smallest"},
+	}
 }
 
-// Summary implements Recipe.
-func (*Packing) Summary() string {
-	return "throughput against packet size of a packet switch, packed cells and unpacked cells on one datapath (Figs. 8a and 3); on the model, or frames as cells on a Stardust bench"
-}
-
-// Description implements Recipe.
-func (*Packing) Description() string {
-	return `Counts, packet by packet, the clock cycles a datapath of datapath_bytes a cycle at
+const packingDescription = `Counts, packet by packet, the clock cycles a datapath of datapath_bytes a cycle at
 clock_mhz spends on back-to-back packets of each size in sizes arriving on ports ports of
 port_gbps (20 B of preamble and gap each on the wire), three ways (§3.4, §6.1.1): as a
 packet switch (a packet takes ceil(S/W) words and never shares one), as packed cells
@@ -66,14 +61,12 @@ throughput delivered (mode bench-frames, the frames on the wire over line rate) 
 share of it that is data after the Ethernet and cell headers (bench-frame-payload).
 Fig. 3 is computed as on the model. The bench_*, credit_bytes, speed_up, fci_threshold
 and reach_period parameters set the bench's fabric.`
-}
 
 // Fig. 8a's packet sizes: the minimum, one byte over each word and cell
 // boundary up to 257 B, and larger packets to the Ethernet maximum.
 var defaultSizes = []float64{64, 65, 96, 97, 128, 129, 160, 161, 192, 193, 224, 225, 256, 257, 384, 385, 512, 513, 768, 1024, 1025, 1280, 1500, 1518}
 
-// Params implements Recipe.
-func (*Packing) Params() []o.ParamSpec {
+func packingParams() []o.ParamSpec {
 	return append([]o.ParamSpec{
 		{Name: "sizes", Type: o.TypeFloats, Unit: "B", Default: defaultSizes, Min: o.Bound(1), Max: o.Bound(16384), Description: "packet sizes (frame bytes without preamble and gap)"},
 		// §6.1.1: NetFPGA SUME, 4 x 10GE, 256-bit datapath at 150 MHz, 64 B cells.
@@ -194,7 +187,7 @@ func (r *Packing) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	var mu sync.Mutex
 	sum := PackingSummary{ModelOnly: true, Datapath: desc, Sizes: len(sizes), Modes: map[string]ModeSummary{}}
 	done := false
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: PackingTables(),
+	plan := &o.Plan{Tables: PackingTables(),
 		Bindings: []o.Binding{{Role: "datapath", Resource: "p4/stardust", Detail: "the FA datapath's packing formulas alone (model_only): " + desc}},
 		Summary: func(partial bool) (any, error) {
 			mu.Lock()
@@ -323,7 +316,7 @@ func (r *Packing) planBench(pc *o.PlanContext, b *bench, sizes []int, d3 sd.Data
 	measured, done := 0, false
 	var br *benchRun
 	devs := b.devices()
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: PackingTables(),
+	plan := &o.Plan{Tables: PackingTables(),
 		Bindings: []o.Binding{{Role: "datapath", Resource: "switches with stardust_role", Detail: desc}},
 		Summary: func(partial bool) (any, error) {
 			mu.Lock()

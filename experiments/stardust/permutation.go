@@ -23,25 +23,20 @@ type Permutation struct{}
 // NewPermutation returns the recipe.
 func NewPermutation() *Permutation { return &Permutation{} }
 
-// Name implements Recipe.
-func (*Permutation) Name() string { return PermutationName }
-
-// Version implements Recipe.
-func (*Permutation) Version() string { return "1.3.0" }
-
-// Headlines implements orchestrator.Headliner: Fig. 10a: mean utilisation and the slowest flow, Stardust against ECMP.
-func (*Permutation) Headlines() []string {
-	return []string{"fabrics.*.mean_utilisation", "fabrics.*.min_gbps"}
+// Meta implements orchestrator.Recipe.
+func (*Permutation) Meta() o.Meta {
+	return o.Meta{
+		Name:        PermutationName,
+		Version:     "1.3.0",
+		Summary:     "Stardust permutation: per-flow throughput sorted and mean utilisation against ECMP on a packet-switched fabric (Fig. 10a, §6.3); on the model, or Stardust's flows on a Stardust bench",
+		Description: permutationDescription,
+		Params:      permutationParams(),
+		// Fig. 10a: mean utilisation and the slowest flow, Stardust against ECMP.
+		Headlines: []string{"fabrics.*.mean_utilisation", "fabrics.*.min_gbps"},
+	}
 }
 
-// Summary implements Recipe.
-func (*Permutation) Summary() string {
-	return "Stardust permutation: per-flow throughput sorted and mean utilisation against ECMP on a packet-switched fabric (Fig. 10a, §6.3); on the model, or Stardust's flows on a Stardust bench"
-}
-
-// Description implements Recipe.
-func (*Permutation) Description() string {
-	return `Every host port sends one long flow to one host port of another FA and receives one
+const permutationDescription = `Every host port sends one long flow to one host port of another FA and receives one
 (a random permutation, as §6.3's), so every port and, with as many fabric links as host
 ports of the same rate, the whole fabric is fully loaded. After warmup, each flow's
 delivered data over measure is its throughput; Fig. 10a is the flows' throughputs in
@@ -75,10 +70,8 @@ destinations' flow registers give each pair's throughput over bench_measure
 (packet_fabric_from: bench). The generators are open loop: the bench has no hosts to
 run TCP. With bench_packet_fabric model the packet fabric's row is the model's at the
 bench's shape (one host port per FA, one link to each FE; packet_fabric_from: model).`
-}
 
-// Params implements Recipe.
-func (*Permutation) Params() []o.ParamSpec {
+func permutationParams() []o.ParamSpec {
 	return append([]o.ParamSpec{
 		{Name: "fas", Type: o.TypeInt, Default: int64(16), Min: o.Bound(2), Max: o.Bound(256), Description: "FAs (ToRs)"},
 		{Name: "ports_per_fa", Type: o.TypeInt, Default: int64(4), Min: o.Bound(1), Max: o.Bound(64), Description: "host ports per FA; the FA has as many fabric links"},
@@ -361,7 +354,7 @@ func (r *Permutation) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	}
 	var mu sync.Mutex
 	sum := PermutationSummary{ModelOnly: true, Fabric: desc, Fabrics: map[string]PermutationPoint{}}
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: PermutationTables(),
+	plan := &o.Plan{Tables: PermutationTables(),
 		Bindings: []o.Binding{modelBinding(dev, "the cell-level fabric and the packet-switched one alone (model_only): "+desc)},
 		Summary: func(partial bool) (any, error) {
 			mu.Lock()

@@ -71,7 +71,7 @@ func (r *Permutation) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
 		}
 		tables = append(tables, ecmpFlowsTable())
 	}
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: tables,
+	plan := &o.Plan{Tables: tables,
 		Bindings: packetBinding,
 		Summary: func(partial bool) (any, error) {
 			mu.Lock()

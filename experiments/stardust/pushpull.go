@@ -21,25 +21,20 @@ type PushPull struct{}
 // NewPushPull returns the recipe.
 func NewPushPull() *PushPull { return &PushPull{} }
 
-// Name implements Recipe.
-func (*PushPull) Name() string { return PushPullName }
-
-// Version implements Recipe.
-func (*PushPull) Version() string { return "1.3.0" }
-
-// Headlines implements orchestrator.Headliner: Figs. 7 and 12: B's share under push and pull, and pull over push.
-func (*PushPull) Headlines() []string {
-	return []string{"scenarios.*.*.b_share", "pull_over_push.*"}
+// Meta implements orchestrator.Recipe.
+func (*PushPull) Meta() o.Meta {
+	return o.Meta{
+		Name:        PushPullName,
+		Version:     "1.3.0",
+		Summary:     "Stardust push against pull: §5.2's two ports behind a congested middle stage, without and with traffic classes (Figs. 7 and 12); on the model, or both fabrics on a Stardust bench",
+		Description: pushPullDescription,
+		Params:      pushPullParams(),
+		// Figs. 7 and 12: B's share under push and pull, and pull over push.
+		Headlines: []string{"scenarios.*.*.b_share", "pull_over_push.*"},
+	}
 }
 
-// Summary implements Recipe.
-func (*PushPull) Summary() string {
-	return "Stardust push against pull: §5.2's two ports behind a congested middle stage, without and with traffic classes (Figs. 7 and 12); on the model, or both fabrics on a Stardust bench"
-}
-
-// Description implements Recipe.
-func (*PushPull) Description() string {
-	return `§5.2's example: a destination device D with two host ports, A and B, of port_gbps each;
+const pushPullDescription = `§5.2's example: a destination device D with two host ports, A and B, of port_gbps each;
 a first input device sends port_gbps towards A and port_gbps towards B, a second
 port_gbps towards A. Between them a middle stage of two FEs (switches), one link of
 port_gbps' data from each to every device, so D's way in carries two ports' worth.
@@ -78,10 +73,8 @@ A's class 0, and the run sets the traffic manager queues of those classes to str
 priority, class 0 first, wherever the run's frames wait (the input devices'
 recirculation and fabric ports for pull; every ToR uplink, spine downlink and D's host
 ports for push), journalling each priority it found (undo tofino.queue-priority).`
-}
 
-// Params implements Recipe.
-func (*PushPull) Params() []o.ParamSpec {
+func pushPullParams() []o.ParamSpec {
 	return append([]o.ParamSpec{
 		// §5.2: 100GE ports.
 		{Name: "port_gbps", Type: o.TypeFloat, Unit: "Gb/s", Default: 100.0, Min: o.Bound(1), Max: o.Bound(1000), Description: "rate of A, B and every source (§5.2: 100GE)"},
@@ -357,7 +350,7 @@ func (r *PushPull) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	var mu sync.Mutex
 	sum := PushPullSummary{ModelOnly: true, Scenarios: map[string]map[string]PushPullPoint{}, PullOverPush: map[string]float64{}}
 	steps := 0
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: PushPullTables(),
+	plan := &o.Plan{Tables: PushPullTables(),
 		Bindings: []o.Binding{modelBinding(dev, fmt.Sprintf("the cell-level fabric and the packet-switched one alone (model_only): 3 devices of 2 x %g Gb/s ports, 2 links each to 2 FEs", c.PortBps/1e9))},
 		Summary: func(partial bool) (any, error) {
 			mu.Lock()

@@ -74,7 +74,7 @@ func (r *PushPull) planBench(pc *o.PlanContext, b *bench, push sd.Fabric, po sd.
 	if onBench {
 		tables = append(tables, ecmpFlowsTable())
 	}
-	plan := &o.Plan{Recipe: r.Name(), Version: r.Version(), Tables: tables,
+	plan := &o.Plan{Tables: tables,
 		Bindings: append(bindings, o.Binding{Role: "D", Resource: d.Name, Detail: fmt.Sprintf("A: dev port %d (its host port), B: dev port %d (added by the run)", d.Host, portB)}),
 		Summary: func(partial bool) (any, error) {
 			mu.Lock()

@@ -110,7 +110,7 @@ func (bs *Baselines) For(e *Entry) (*Baseline, string) {
 	if bs == nil {
 		return nil, "no --baseline given"
 	}
-	recipe := e.Recipe.Name()
+	recipe := e.Recipe.Meta().Name
 	if bs.Single {
 		b := bs.Bundles[0]
 		switch {

@@ -124,7 +124,7 @@ func (s *Suite) Run(ctx context.Context, run RunFunc, bs *Baselines, onEntry fun
 	}
 	stopped := false
 	for _, e := range s.Entries {
-		er := &EntryResult{ID: e.ID, Recipe: e.Recipe.Name(), Where: e.Pos.String(), Seed: e.Seed}
+		er := &EntryResult{ID: e.ID, Recipe: e.Recipe.Meta().Name, Where: e.Pos.String(), Seed: e.Seed}
 		rep.Entries = append(rep.Entries, er)
 		if stopped || ctx.Err() != nil {
 			stopped = true
@@ -196,7 +196,7 @@ func (s *Suite) finish(ctx context.Context, e *Entry, er *EntryResult, res *orch
 	if len(rd.Summary) == 0 {
 		for _, x := range e.Expect {
 			er.Checks = append(er.Checks, Check{Expect: x, Pattern: x.Metric, Condition: x.Condition(), Where: x.Pos.String(), Outcome: Invalid,
-				Message: fmt.Sprintf("%s: metric %s: the run of %s wrote no summary.json", x.Pos, x.Metric, e.Recipe.Name())})
+				Message: fmt.Sprintf("%s: metric %s: the run of %s wrote no summary.json", x.Pos, x.Metric, e.Recipe.Meta().Name)})
 		}
 		return
 	}

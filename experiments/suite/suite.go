@@ -346,7 +346,7 @@ func (p *parser) entry(n *yaml.Node, i int, reg *orchestrator.Registry) (*Entry,
 		// recipe or not, so that a repeated id is always found.
 		e.ID = name
 		if r != nil {
-			e.Recipe, e.ID = r, r.Name()
+			e.Recipe, e.ID = r, r.Meta().Name
 		}
 	}
 	if kv, ok := f["id"]; ok {
@@ -399,13 +399,13 @@ func (p *parser) entry(n *yaml.Node, i int, reg *orchestrator.Registry) (*Entry,
 			if vn.Kind == yaml.ScalarNode {
 				pf.Text[k.Value] = vn.Value
 			}
-			if _, err := orchestrator.ResolveParamsFile(r.Params(), pf, nil); err != nil {
+			if _, err := orchestrator.ResolveParamsFile(r.Meta().Params, pf, nil); err != nil {
 				msg := err.Error()
 				if ie, ok := err.(*orchestrator.InputError); ok {
 					msg = strings.TrimSpace(strings.TrimPrefix(ie.Msg, "bad parameters:"))
 					msg = strings.TrimPrefix(msg, ": ")
 				}
-				p.add(k, "%s (%s): set: %s", where, r.Name(), msg)
+				p.add(k, "%s (%s): set: %s", where, r.Meta().Name, msg)
 				continue
 			}
 			values[k.Value] = v
@@ -426,7 +426,7 @@ func (p *parser) entry(n *yaml.Node, i int, reg *orchestrator.Registry) (*Entry,
 	if len(p.problems) > before || r == nil {
 		return e, false
 	}
-	params, err := orchestrator.ResolveParams(r.Params(), e.Pos.String(), values, nil)
+	params, err := orchestrator.ResolveParams(r.Meta().Params, e.Pos.String(), values, nil)
 	if err != nil {
 		p.add(n, "%s: %v", where, err)
 		return e, false

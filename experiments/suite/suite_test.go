@@ -18,11 +18,11 @@ import (
 // fake is a recipe with a few typed parameters; its plan is never run here.
 type fake struct{ name, version string }
 
-func (f fake) Name() string        { return f.name }
-func (f fake) Version() string     { return f.version }
-func (f fake) Summary() string     { return "" }
-func (f fake) Description() string { return "" }
-func (f fake) Params() []orchestrator.ParamSpec {
+func (f fake) Meta() orchestrator.Meta {
+	return orchestrator.Meta{Name: f.name, Version: f.version, Params: fakeParams()}
+}
+
+func fakeParams() []orchestrator.ParamSpec {
 	return []orchestrator.ParamSpec{
 		{Name: "links", Type: orchestrator.TypeStrings, Default: []string{}},
 		{Name: "step_db", Type: orchestrator.TypeFloat, Unit: "dB", Default: 0.5, Min: orchestrator.Bound(0.01)},
@@ -392,13 +392,13 @@ entries:
 		case "leased":
 			return nil, &orchestrator.InfraError{Op: "lease devices", Err: os.ErrExist}
 		case "broken-lab":
-			d := bundle(t, runs, e.Recipe.Name(), results.StatusFailed, nil, nil, time.Now(), nil)
+			d := bundle(t, runs, e.Recipe.Meta().Name, results.StatusFailed, nil, nil, time.Now(), nil)
 			return &orchestrator.RunResult{Dir: d, Status: results.StatusFailed, Reason: "infrastructure: open devices: tg1: connection refused"}, nil
 		case "failing":
-			d := bundle(t, runs, e.Recipe.Name(), results.StatusFailed, nil, nil, time.Now(), nil)
+			d := bundle(t, runs, e.Recipe.Meta().Name, results.StatusFailed, nil, nil, time.Now(), nil)
 			return &orchestrator.RunResult{Dir: d, Status: results.StatusFailed, Reason: "step 3/9: device error -222"}, nil
 		}
-		d := bundle(t, runs, e.Recipe.Name(), results.StatusOK, map[string]string{LabelEntry: e.ID}, nil, time.Now(), map[string]any{"cliff_db": 9.1, "points": 12})
+		d := bundle(t, runs, e.Recipe.Meta().Name, results.StatusOK, map[string]string{LabelEntry: e.ID}, nil, time.Now(), map[string]any{"cliff_db": 9.1, "points": 12})
 		return &orchestrator.RunResult{Dir: d, Status: results.StatusOK}, nil
 	}
 	var seen []string
@@ -488,7 +488,7 @@ func TestExampleNightlySuiteCoversEveryRecipe(t *testing.T) {
 	}
 	have := map[string]bool{}
 	for _, e := range s.Entries {
-		have[e.Recipe.Name()] = true
+		have[e.Recipe.Meta().Name] = true
 	}
 	for _, n := range reg.Names() {
 		if !have[n] {
