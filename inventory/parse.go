@@ -405,7 +405,7 @@ func (p *parser) link(i int, n *yaml.Node) *Link {
 
 // linkOptions reads a link's optical budget from its options and says
 // what is wrong with them.
-func (inv *Inventory) linkOptions(l *Link, path string, add func(fp map[string]Pos, field string, fallback Pos, path, format string, args ...any)) {
+func (inv *Inventory) linkOptions(l *Link, path string, add problemAdder) {
 	for _, k := range sortedMapKeys(l.Options) {
 		v := strings.TrimSpace(l.Options[k])
 		field, fpath := "options."+k, path+".options."+k
@@ -520,6 +520,10 @@ func checkAddress(raw string) (scheme string, err error) {
 	return u.Scheme, nil
 }
 
+// problemAdder records a problem at a field's position (fallback when
+// the field has none), under its path in the inventory.
+type problemAdder func(fp map[string]Pos, field string, fallback Pos, path, format string, args ...any)
+
 // Validate checks the inventory's consistency: kinds, addresses, limits,
 // and that links refer to devices, ports and channels that exist.
 func (inv *Inventory) Validate() error {
@@ -528,50 +532,7 @@ func (inv *Inventory) Validate() error {
 		ps = append(ps, Problem{Pos: inv.pos(fp, field, fallback), Field: path, Msg: fmt.Sprintf(format, args...)})
 	}
 	for _, name := range inv.DeviceNames() {
-		d := inv.Devices[name]
-		path := "devices." + name
-		if !slices.Contains(Kinds(), d.Kind) {
-			add(d.FieldPos, "kind", d.Pos, path+".kind", "kind %q is not one of %s", d.Kind, strings.Join(Kinds(), ", "))
-		}
-		if d.Driver == "" {
-			add(d.FieldPos, "driver", d.Pos, path+".driver", "missing: which driver speaks to this device")
-		}
-		if d.Address == "" {
-			add(d.FieldPos, "address", d.Pos, path+".address", "missing: where to reach the device")
-		} else if msg := addressSecretProblem(d.Address); msg != "" {
-			add(d.FieldPos, "address", d.Pos, path+".address", "%s", msg)
-		} else if scheme, err := checkAddress(d.Address); err != nil {
-			add(d.FieldPos, "address", d.Pos, path+".address", "%v", err)
-		} else if ok := schemesFor(d.Kind); ok != nil && !slices.Contains(ok, scheme) {
-			add(d.FieldPos, "address", d.Pos, path+".address", "a %s is not reached over %s (expected %s)", d.Kind, scheme, strings.Join(ok, " or "))
-		}
-		for _, k := range sortedMapKeys(d.Options) {
-			if msg := optionSecretProblem(k, d.Options[k]); msg != "" {
-				add(d.FieldPos, "options."+k, d.Pos, path+".options."+k, "%s", msg)
-			}
-		}
-		if d.Kind == "host" {
-			// A host's ports are its data-plane interfaces: name -> the
-			// interface's address with its prefix length.
-			for _, port := range sortedMapKeys(d.Ports) {
-				if _, err := netip.ParsePrefix(d.Ports[port]); err != nil {
-					add(d.FieldPos, "ports", d.Pos, path+".ports."+port, "%q: a host's port is its interface's address with prefix length (e.g. 10.0.0.1/24)", d.Ports[port])
-				}
-			}
-		}
-		if d.Channels < 0 {
-			add(d.FieldPos, "channels", d.Pos, path+".channels", "must be at least 1")
-		}
-		if d.Limits != nil {
-			if d.Limits.MinDB < 0 || d.Limits.MinDB >= d.Limits.MaxDB {
-				add(d.FieldPos, "limits", d.Pos, path+".limits", "need 0 <= min_db < max_db, got [%g, %g]", d.Limits.MinDB, d.Limits.MaxDB)
-			}
-		}
-		if d.SafeState != nil && d.SafeState.AttenuationDB != nil && d.Limits != nil {
-			if a := *d.SafeState.AttenuationDB; a < d.Limits.MinDB || a > d.Limits.MaxDB {
-				add(d.FieldPos, "safe_state.attenuation_db", d.Pos, path+".safe_state.attenuation_db", "%g dB is outside the limits [%g, %g] dB", a, d.Limits.MinDB, d.Limits.MaxDB)
-			}
-		}
+		validateDevice(name, inv.Devices[name], add)
 	}
 	seen := map[string]bool{}
 	for i, l := range inv.Links {
@@ -582,57 +543,143 @@ func (inv *Inventory) Validate() error {
 			add(l.FieldPos, "name", l.Pos, path+".name", "link %q is defined twice", l.Name)
 		}
 		seen[l.Name] = true
-		for _, e := range []struct {
-			tag string
-			ep  Endpoint
-		}{{"a", l.A}, {"b", l.B}} {
-			d, ok := inv.Devices[e.ep.Device]
-			switch {
-			case e.ep.Device == "":
-				add(l.FieldPos, e.tag, l.Pos, path+"."+e.tag+".device", "missing")
-			case !ok:
-				add(l.FieldPos, e.tag, l.Pos, path+"."+e.tag+".device", "no device %q in this inventory", e.ep.Device)
-			case len(d.Ports) > 0 && d.Ports[e.ep.Port] == "":
-				add(l.FieldPos, e.tag, l.Pos, path+"."+e.tag+".port", "device %s has no port %q (ports: %s)", d.Name, e.ep.Port, strings.Join(sortedMapKeys(d.Ports), ", "))
-			case d.Kind == "ocs":
-				// An optical circuit switch's ports are numbered from 1;
-				// a link to one names the port (input and output) by number.
-				if n, err := strconv.Atoi(e.ep.Port); err != nil || n < 1 {
-					add(l.FieldPos, e.tag, l.Pos, path+"."+e.tag+".port", "port %q of %s: an ocs port is a number from 1", e.ep.Port, d.Name)
-				}
-			}
-		}
-		t, ok := LookupTransceiver(l.Transceiver)
-		if !ok {
-			var names []string
-			for _, x := range Transceivers() {
-				names = append(names, x.Name)
-			}
-			add(l.FieldPos, "transceiver", l.Pos, path+".transceiver", "unknown transceiver %q (known: %s)", l.Transceiver, strings.Join(names, ", "))
-		} else {
-			if l.FEC == "" {
-				l.FEC = t.DefaultFEC
-			}
-			if !slices.Contains(t.FECs, l.FEC) {
-				add(l.FieldPos, "fec", l.Pos, path+".fec", "fec %q is not available on %s (expected %s)", l.FEC, t.Name, strings.Join(t.FECs, " or "))
-			}
-		}
-		if l.VOA != nil {
-			d, ok := inv.Devices[l.VOA.Device]
-			switch {
-			case !ok:
-				add(l.FieldPos, "voa", l.Pos, path+".voa.device", "no device %q in this inventory", l.VOA.Device)
-			case d.Kind != "voa":
-				add(l.FieldPos, "voa", l.Pos, path+".voa.device", "device %s is a %s, not a voa", d.Name, d.Kind)
-			case l.VOA.Channel < 1 || (d.Channels > 0 && l.VOA.Channel > d.Channels):
-				add(l.FieldPos, "voa.channel", l.Pos, path+".voa.channel", "channel %d does not exist on %s (channels 1..%d)", l.VOA.Channel, d.Name, max(d.Channels, 1))
-			}
-		}
-		if l.LossAfterVOADB < 0 {
-			add(l.FieldPos, "loss_after_voa_db", l.Pos, path+".loss_after_voa_db", "must not be negative")
-		}
+		inv.validateLink(l, path, add)
 		inv.linkOptions(l, path, add)
 	}
+	inv.validateDataPaths(add)
+	if len(ps) > 0 {
+		return &ValidationError{Problems: ps}
+	}
+	return nil
+}
+
+// validateDevice checks the device of that name: its kind, driver, address (and that
+// its kind is reached over its scheme), options free of secrets, a
+// host's ports, channels, limits and safe state.
+func validateDevice(name string, d *Device, add problemAdder) {
+	path := "devices." + name
+	if !slices.Contains(Kinds(), d.Kind) {
+		add(d.FieldPos, "kind", d.Pos, path+".kind", "kind %q is not one of %s", d.Kind, strings.Join(Kinds(), ", "))
+	}
+	if d.Driver == "" {
+		add(d.FieldPos, "driver", d.Pos, path+".driver", "missing: which driver speaks to this device")
+	}
+	if msg := deviceAddressProblem(d); msg != "" {
+		add(d.FieldPos, "address", d.Pos, path+".address", "%s", msg)
+	}
+	for _, k := range sortedMapKeys(d.Options) {
+		if msg := optionSecretProblem(k, d.Options[k]); msg != "" {
+			add(d.FieldPos, "options."+k, d.Pos, path+".options."+k, "%s", msg)
+		}
+	}
+	if d.Kind == "host" {
+		// A host's ports are its data-plane interfaces: name -> the
+		// interface's address with its prefix length.
+		for _, port := range sortedMapKeys(d.Ports) {
+			if _, err := netip.ParsePrefix(d.Ports[port]); err != nil {
+				add(d.FieldPos, "ports", d.Pos, path+".ports."+port, "%q: a host's port is its interface's address with prefix length (e.g. 10.0.0.1/24)", d.Ports[port])
+			}
+		}
+	}
+	if d.Channels < 0 {
+		add(d.FieldPos, "channels", d.Pos, path+".channels", "must be at least 1")
+	}
+	if d.Limits != nil {
+		if d.Limits.MinDB < 0 || d.Limits.MinDB >= d.Limits.MaxDB {
+			add(d.FieldPos, "limits", d.Pos, path+".limits", "need 0 <= min_db < max_db, got [%g, %g]", d.Limits.MinDB, d.Limits.MaxDB)
+		}
+	}
+	if d.SafeState != nil && d.SafeState.AttenuationDB != nil && d.Limits != nil {
+		if a := *d.SafeState.AttenuationDB; a < d.Limits.MinDB || a > d.Limits.MaxDB {
+			add(d.FieldPos, "safe_state.attenuation_db", d.Pos, path+".safe_state.attenuation_db", "%g dB is outside the limits [%g, %g] dB", a, d.Limits.MinDB, d.Limits.MaxDB)
+		}
+	}
+}
+
+// deviceAddressProblem is what is wrong with a device's address, or "":
+// missing, holding a secret, malformed, or of a scheme its kind is not
+// reached over.
+func deviceAddressProblem(d *Device) string {
+	if d.Address == "" {
+		return "missing: where to reach the device"
+	}
+	if msg := addressSecretProblem(d.Address); msg != "" {
+		return msg
+	}
+	scheme, err := checkAddress(d.Address)
+	if err != nil {
+		return err.Error()
+	}
+	if ok := schemesFor(d.Kind); ok != nil && !slices.Contains(ok, scheme) {
+		return fmt.Sprintf("a %s is not reached over %s (expected %s)", d.Kind, scheme, strings.Join(ok, " or "))
+	}
+	return ""
+}
+
+// validateLink checks a link's ends, its transceiver and FEC (filling in
+// the transceiver's default FEC), its VOA and the loss after it.
+func (inv *Inventory) validateLink(l *Link, path string, add problemAdder) {
+	for _, e := range []struct {
+		tag string
+		ep  Endpoint
+	}{{"a", l.A}, {"b", l.B}} {
+		inv.validateEndpoint(l, path, e.tag, e.ep, add)
+	}
+	t, ok := LookupTransceiver(l.Transceiver)
+	if !ok {
+		var names []string
+		for _, x := range Transceivers() {
+			names = append(names, x.Name)
+		}
+		add(l.FieldPos, "transceiver", l.Pos, path+".transceiver", "unknown transceiver %q (known: %s)", l.Transceiver, strings.Join(names, ", "))
+	} else {
+		if l.FEC == "" {
+			l.FEC = t.DefaultFEC
+		}
+		if !slices.Contains(t.FECs, l.FEC) {
+			add(l.FieldPos, "fec", l.Pos, path+".fec", "fec %q is not available on %s (expected %s)", l.FEC, t.Name, strings.Join(t.FECs, " or "))
+		}
+	}
+	if l.VOA != nil {
+		d, ok := inv.Devices[l.VOA.Device]
+		switch {
+		case !ok:
+			add(l.FieldPos, "voa", l.Pos, path+".voa.device", "no device %q in this inventory", l.VOA.Device)
+		case d.Kind != "voa":
+			add(l.FieldPos, "voa", l.Pos, path+".voa.device", "device %s is a %s, not a voa", d.Name, d.Kind)
+		case l.VOA.Channel < 1 || (d.Channels > 0 && l.VOA.Channel > d.Channels):
+			add(l.FieldPos, "voa.channel", l.Pos, path+".voa.channel", "channel %d does not exist on %s (channels 1..%d)", l.VOA.Channel, d.Name, max(d.Channels, 1))
+		}
+	}
+	if l.LossAfterVOADB < 0 {
+		add(l.FieldPos, "loss_after_voa_db", l.Pos, path+".loss_after_voa_db", "must not be negative")
+	}
+}
+
+// validateEndpoint checks one end of a link (tag a or b): a device of
+// the inventory, one of its ports when it lists them, and a port number
+// from 1 on an optical circuit switch.
+func (inv *Inventory) validateEndpoint(l *Link, path, tag string, ep Endpoint, add problemAdder) {
+	d, ok := inv.Devices[ep.Device]
+	switch {
+	case ep.Device == "":
+		add(l.FieldPos, tag, l.Pos, path+"."+tag+".device", "missing")
+	case !ok:
+		add(l.FieldPos, tag, l.Pos, path+"."+tag+".device", "no device %q in this inventory", ep.Device)
+	case len(d.Ports) > 0 && d.Ports[ep.Port] == "":
+		add(l.FieldPos, tag, l.Pos, path+"."+tag+".port", "device %s has no port %q (ports: %s)", d.Name, ep.Port, strings.Join(sortedMapKeys(d.Ports), ", "))
+	case d.Kind == "ocs":
+		// An optical circuit switch's ports are numbered from 1;
+		// a link to one names the port (input and output) by number.
+		if n, err := strconv.Atoi(ep.Port); err != nil || n < 1 {
+			add(l.FieldPos, tag, l.Pos, path+"."+tag+".port", "port %q of %s: an ocs port is a number from 1", ep.Port, d.Name)
+		}
+	}
+}
+
+// validateDataPaths checks that at most one link a direction between two
+// devices is marked as their data path.
+func (inv *Inventory) validateDataPaths(add problemAdder) {
 	dataPath := map[[2]string]string{} // a -> b devices: the link marked data_path
 	for i, l := range inv.Links {
 		if !l.DataPath {
@@ -645,10 +692,6 @@ func (inv *Inventory) Validate() error {
 		}
 		dataPath[k] = l.Name
 	}
-	if len(ps) > 0 {
-		return &ValidationError{Problems: ps}
-	}
-	return nil
 }
 
 func sortedMapKeys(m map[string]string) []string {

@@ -177,6 +177,17 @@ func (c Fabric) CreditRateBps() float64 { return c.PortBps * (1 + c.SpeedUp) }
 // Validate says what is wrong with c.
 func (c Fabric) Validate() error {
 	var errs []error
+	errs = append(errs, c.validateSizes()...)
+	if err := c.validateTopology(); err != nil {
+		errs = append(errs, err)
+	}
+	errs = append(errs, c.validateRates()...)
+	return errors.Join(errs...)
+}
+
+// validateSizes checks the counts and sizes that must be positive.
+func (c Fabric) validateSizes() []error {
+	var errs []error
 	pos := func(name string, v int) {
 		if v <= 0 {
 			errs = append(errs, fmt.Errorf("%s %d must be positive", name, v))
@@ -194,19 +205,32 @@ func (c Fabric) Validate() error {
 	if c.FAs < 2 {
 		errs = append(errs, errors.New("at least 2 FAs"))
 	}
+	return errs
+}
+
+// validateTopology checks that the groups and stages make a fabric in
+// which every FA reaches every other: the first problem found, or nil.
+func (c Fabric) validateTopology() error {
 	g, st := c.NGroups(), c.NStages()
 	switch {
 	case st != 1 && st != 2:
-		errs = append(errs, fmt.Errorf("Stages %d: expected 1 or 2", c.Stages))
+		return fmt.Errorf("Stages %d: expected 1 or 2", c.Stages)
 	case g < 1 || c.FAs%g != 0 || c.FEs%g != 0:
-		errs = append(errs, fmt.Errorf("Groups %d must divide FAs %d and FEs %d", g, c.FAs, c.FEs))
+		return fmt.Errorf("Groups %d must divide FAs %d and FEs %d", g, c.FAs, c.FEs)
 	case st == 1 && g != 1:
-		errs = append(errs, fmt.Errorf("one FE stage needs Groups 1, not %d: an FE must reach every FA", g))
+		return fmt.Errorf("one FE stage needs Groups 1, not %d: an FE must reach every FA", g)
 	case c.FEs > 0 && c.LinksPerFA%(c.FEs/g) != 0:
-		errs = append(errs, fmt.Errorf("LinksPerFA %d is not a multiple of the %d FEs of a group", c.LinksPerFA, c.FEs/g))
+		return fmt.Errorf("LinksPerFA %d is not a multiple of the %d FEs of a group", c.LinksPerFA, c.FEs/g)
 	case st == 2 && c.FE2s <= 0:
-		errs = append(errs, fmt.Errorf("two FE stages need FE2s > 0, not %d", c.FE2s))
+		return fmt.Errorf("two FE stages need FE2s > 0, not %d", c.FE2s)
 	}
+	return nil
+}
+
+// validateRates checks the rates, delays, reachability cells and the
+// congestion reaction's parameters.
+func (c Fabric) validateRates() []error {
+	var errs []error
 	if c.ReachPeriodSlots < 0 || (c.ReachPeriodSlots > 0 && c.ReachTh <= 0) {
 		errs = append(errs, fmt.Errorf("ReachPeriodSlots %d, ReachTh %d: expected a period >= 0 and th > 0 with it", c.ReachPeriodSlots, c.ReachTh))
 	}
@@ -230,7 +254,7 @@ func (c Fabric) Validate() error {
 	if c.HighShare < 0 || c.HighShare > 1 {
 		errs = append(errs, fmt.Errorf("HighShare %g outside [0,1]", c.HighShare))
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // FabricStats is what a run of a Fabric measured.

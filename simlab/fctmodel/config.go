@@ -258,9 +258,27 @@ func (l *Link) frameLoss(bytes int) float64 {
 	return l.Loss
 }
 
+// validate checks the configuration: the flow, the links, the hosts'
+// delays and the transport's parameters.
 func (c *Config) validate() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	c.validateFlow(bad)
+	c.Forward.validate("forward", bad)
+	c.Reverse.validate("reverse", bad)
+	c.Host.validate(bad)
+	switch c.Transport {
+	case TCP:
+		c.TCP.validate(bad)
+	case RDMA:
+		c.RDMA.validate(bad)
+	}
+	return errors.Join(errs...)
+}
+
+// validateFlow checks the transport, the flow's sizes and pauses, and
+// the hosts' path.
+func (c *Config) validateFlow(bad func(string, ...any)) {
 	if c.Transport != TCP && c.Transport != RDMA {
 		bad("transport %d: unknown", c.Transport)
 	}
@@ -279,18 +297,24 @@ func (c *Config) validate() error {
 	if !(c.HostBps > 0) || c.Cable < 0 {
 		bad("host_bps %g, cable %v: bad path", c.HostBps, c.Cable)
 	}
-	for name, l := range map[string]*Link{"forward": &c.Forward, "reverse": &c.Reverse} {
-		if !(l.LG.LinkBps > 0) || l.LG.FrameBytes < 64 || l.LG.Pipeline < 0 || l.LG.Propagation < 0 {
-			bad("%s link: bad lgmodel config", name)
-		}
-		if l.LG.Mode != lgmodel.Off && l.LG.Copies < 1 {
-			bad("%s link: %s needs at least one copy", name, l.LG.Mode)
-		}
-		if l.FrameLoss == nil && !(l.Loss >= 0 && l.Loss < 1) || l.LossBytes < 0 {
-			bad("%s link: loss %g (per %d bytes) out of range", name, l.Loss, l.LossBytes)
-		}
+}
+
+// validate checks the link's LinkGuardian configuration and its loss.
+func (l *Link) validate(name string, bad func(string, ...any)) {
+	if !(l.LG.LinkBps > 0) || l.LG.FrameBytes < 64 || l.LG.Pipeline < 0 || l.LG.Propagation < 0 {
+		bad("%s link: bad lgmodel config", name)
 	}
-	h := c.Host
+	if l.LG.Mode != lgmodel.Off && l.LG.Copies < 1 {
+		bad("%s link: %s needs at least one copy", name, l.LG.Mode)
+	}
+	if l.FrameLoss == nil && !(l.Loss >= 0 && l.Loss < 1) || l.LossBytes < 0 {
+		bad("%s link: loss %g (per %d bytes) out of range", name, l.Loss, l.LossBytes)
+	}
+}
+
+// validate checks that no host delay is negative and the round trip's
+// distribution.
+func (h HostDelays) validate(bad func(string, ...any)) {
 	for _, d := range []time.Duration{h.TxStack, h.RxStack, h.Wake, h.Syscall, h.Post, h.NICRx, h.Poll, h.RxCoalesce} {
 		if d < 0 {
 			bad("host delays must not be negative: %+v", h)
@@ -300,23 +324,25 @@ func (c *Config) validate() error {
 	if err := h.RoundTrip.validate(); err != nil {
 		bad("host round trip: %v", err)
 	}
-	switch c.Transport {
-	case TCP:
-		t := c.TCP
-		if t.MSS < 1 || t.HeaderBytes < 0 || t.InitCwnd < 1 || t.HZ < 1 || t.Reordering < 1 || t.MaxReordering < t.Reordering {
-			bad("tcp: bad parameters %+v", t)
-		}
-		if t.RTOMin <= 0 || t.RTOMax < t.RTOMin || t.RTOInit <= 0 || t.DelAck <= 0 {
-			bad("tcp: bad timers %+v", t)
-		}
-		if !(t.DCTCPAlpha >= 0 && t.DCTCPAlpha <= 1) {
-			bad("tcp: dctcp alpha %g not in [0, 1]", t.DCTCPAlpha)
-		}
-	case RDMA:
-		r := c.RDMA
-		if r.MTU < 1 || r.TimeoutExp < 1 || r.TimeoutExp > 31 || r.AckEvery < 0 {
-			bad("rdma: bad parameters %+v", r)
-		}
+}
+
+// validate checks TCP's segment, window, reordering and timer
+// parameters and DCTCP's alpha.
+func (t TCPConfig) validate(bad func(string, ...any)) {
+	if t.MSS < 1 || t.HeaderBytes < 0 || t.InitCwnd < 1 || t.HZ < 1 || t.Reordering < 1 || t.MaxReordering < t.Reordering {
+		bad("tcp: bad parameters %+v", t)
 	}
-	return errors.Join(errs...)
+	if t.RTOMin <= 0 || t.RTOMax < t.RTOMin || t.RTOInit <= 0 || t.DelAck <= 0 {
+		bad("tcp: bad timers %+v", t)
+	}
+	if !(t.DCTCPAlpha >= 0 && t.DCTCPAlpha <= 1) {
+		bad("tcp: dctcp alpha %g not in [0, 1]", t.DCTCPAlpha)
+	}
+}
+
+// validate checks RoCE's MTU, ACK timeout exponent and ACK coalescing.
+func (r RDMAConfig) validate(bad func(string, ...any)) {
+	if r.MTU < 1 || r.TimeoutExp < 1 || r.TimeoutExp > 31 || r.AckEvery < 0 {
+		bad("rdma: bad parameters %+v", r)
+	}
 }

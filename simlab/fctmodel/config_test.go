@@ -129,3 +129,25 @@ func BenchmarkTrial(b *testing.B) {
 		})
 	}
 }
+
+// Two bad links are reported forward first, then reverse, every time: the
+// links were checked in a map's order, so the same bad configuration
+// gave its errors in either order from one call to the next.
+func TestValidateReportsLinksInOrder(t *testing.T) {
+	c, err := Defaults(TCP, lgmodel.Off, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Forward.Loss, c.Reverse.Loss = 2, 3
+	for i := 0; i < 50; i++ {
+		err := c.validate()
+		if err == nil {
+			t.Fatal("links with loss 2 and 3 validated")
+		}
+		msg := err.Error()
+		f, r := strings.Index(msg, "forward link"), strings.Index(msg, "reverse link")
+		if f < 0 || r < 0 || f > r {
+			t.Fatalf("call %d: want the forward link's error before the reverse one's, got %q", i, msg)
+		}
+	}
+}

@@ -131,28 +131,7 @@ func otgResolve(f *otgFlowJS, lineBps float64) (sizes []int, fps float64, packet
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Sprintf("flow %s: ", f.Name)+fmt.Sprintf(format, args...))
 	}
-	switch f.Size.Choice {
-	case "", "fixed":
-		n := orInt(f.Size.Fixed, 64)
-		if n < 64 || n > 9216 {
-			bad("size.fixed %d is outside [64, 9216]", n)
-		}
-		sizes = []int{n}
-	case "increment":
-		start, end, step := 64, 1518, 1
-		if in := f.Size.Increment; in != nil {
-			start, end, step = orInt(in.Start, 64), orInt(in.End, 1518), orInt(in.Step, 1)
-		}
-		if start < 64 || end > 9216 || start > end || step < 1 {
-			bad("size.increment start %d, end %d, step %d: want 64 <= start <= end <= 9216 and step >= 1", start, end, step)
-			break
-		}
-		for n := start; n <= end; n += step {
-			sizes = append(sizes, n)
-		}
-	default:
-		bad("size choice %q is not supported (fixed, increment)", f.Size.Choice)
-	}
+	sizes = otgFrameSizes(f.Size, bad)
 	if len(sizes) == 0 {
 		return nil, 0, 0, errs
 	}
@@ -161,63 +140,112 @@ func otgResolve(f *otgFlowJS, lineBps float64) (sizes []int, fps float64, packet
 		sum += float64(n)
 	}
 	wireBits := (sum/float64(len(sizes)) + 20) * 8
-	var bps float64
-	switch f.Rate.Choice {
+	fps = otgFrameRate(f.Rate, lineBps, wireBits, bad)
+	if fps*wireBits > lineBps*(1+1e-9) {
+		bad("rate %.6g frames/s of %.0f B on average needs %.6g b/s, more than the port's %.6g b/s", fps, sum/float64(len(sizes)), fps*wireBits, lineBps)
+	}
+	packets = otgFrameCount(f.Duration, fps, bad)
+	return sizes, fps, packets, errs
+}
+
+// otgFrameSizes is a flow's repeating sequence of frame sizes: one fixed
+// size (64 B by default) or an increment (64 to 1518 B by 1 by default);
+// none when the size is bad.
+func otgFrameSizes(size otgSize, bad func(string, ...any)) []int {
+	switch size.Choice {
+	case "", "fixed":
+		n := orInt(size.Fixed, 64)
+		if n < 64 || n > 9216 {
+			bad("size.fixed %d is outside [64, 9216]", n)
+		}
+		return []int{n}
+	case "increment":
+		start, end, step := 64, 1518, 1
+		if in := size.Increment; in != nil {
+			start, end, step = orInt(in.Start, 64), orInt(in.End, 1518), orInt(in.Step, 1)
+		}
+		if start < 64 || end > 9216 || start > end || step < 1 {
+			bad("size.increment start %d, end %d, step %d: want 64 <= start <= end <= 9216 and step >= 1", start, end, step)
+			return nil
+		}
+		var sizes []int
+		for n := start; n <= end; n += step {
+			sizes = append(sizes, n)
+		}
+		return sizes
+	default:
+		bad("size choice %q is not supported (fixed, increment)", size.Choice)
+		return nil
+	}
+}
+
+// otgFrameRate is a flow's frame rate at a port of lineBps, its frames
+// costing wireBits each on the line: given in frames (1000/s by
+// default), in bits, or in percent of the line.
+func otgFrameRate(rate otgRate, lineBps, wireBits float64, bad func(string, ...any)) float64 {
+	var fps, bps float64
+	switch rate.Choice {
 	case "", "pps":
-		fps = orU64(f.Rate.Pps, 1000)
+		fps = orU64(rate.Pps, 1000)
 		if fps < 1 {
 			bad("rate.pps %g is below 1", fps)
 		}
 	case "bps":
-		bps = orU64(f.Rate.Bps, 1e9)
+		bps = orU64(rate.Bps, 1e9)
 		if bps < 672 {
 			bad("rate.bps %g is below 672", bps)
 		}
 	case "kbps":
-		bps = orU64(f.Rate.Kbps, 1e6) * 1e3
+		bps = orU64(rate.Kbps, 1e6) * 1e3
 	case "mbps":
-		bps = orU64(f.Rate.Mbps, 1000) * 1e6
+		bps = orU64(rate.Mbps, 1000) * 1e6
 	case "gbps":
-		bps = orNum(f.Rate.Gbps, 1) * 1e9
+		bps = orNum(rate.Gbps, 1) * 1e9
 	case "percentage":
-		pct := orNum(f.Rate.Percentage, 100)
+		pct := orNum(rate.Percentage, 100)
 		if pct <= 0 || pct > 100 {
 			bad("rate.percentage %g is outside (0, 100]", pct)
 		}
 		bps = pct / 100 * lineBps
 	default:
-		bad("rate choice %q is not one of pps, bps, kbps, mbps, gbps, percentage", f.Rate.Choice)
+		bad("rate choice %q is not one of pps, bps, kbps, mbps, gbps, percentage", rate.Choice)
 	}
 	if bps > 0 {
 		fps = bps / wireBits
 	}
-	if fps*wireBits > lineBps*(1+1e-9) {
-		bad("rate %.6g frames/s of %.0f B on average needs %.6g b/s, more than the port's %.6g b/s", fps, sum/float64(len(sizes)), fps*wireBits, lineBps)
-	}
-	switch f.Duration.Choice {
+	return fps
+}
+
+// otgFrameCount is the frames a flow sends at fps (0: continuous): a fixed
+// count (1 by default), or the frames that fit in a fixed time (1 s by
+// default).
+func otgFrameCount(d otgDuration, fps float64, bad func(string, ...any)) int64 {
+	switch d.Choice {
 	case "", "continuous":
+		return 0
 	case "fixed_packets":
-		packets = 1
-		if fp := f.Duration.FixedPackets; fp != nil && fp.Packets != nil {
+		packets := int64(1)
+		if fp := d.FixedPackets; fp != nil && fp.Packets != nil {
 			packets = int64(*fp.Packets)
 		}
 		if packets < 1 {
 			bad("duration.fixed_packets.packets %d is below 1", packets)
 		}
+		return packets
 	case "fixed_seconds":
 		secs := 1.0
-		if fs := f.Duration.FixedSeconds; fs != nil {
+		if fs := d.FixedSeconds; fs != nil {
 			secs = orNum(fs.Seconds, 1)
 		}
 		if secs <= 0 {
 			bad("duration.fixed_seconds.seconds %g is not positive", secs)
 		}
 		// The flow stops after secs of transmission: the frames that fit.
-		packets = max(1, int64(math.Floor(secs*fps+1e-9)))
+		return max(1, int64(math.Floor(secs*fps+1e-9)))
 	default:
-		bad("duration choice %q is not supported (fixed_packets, fixed_seconds, continuous)", f.Duration.Choice)
+		bad("duration choice %q is not supported (fixed_packets, fixed_seconds, continuous)", d.Choice)
+		return 0
 	}
-	return sizes, fps, packets, errs
 }
 
 // transmit sends n frames, starting with the from-th of the flow, across

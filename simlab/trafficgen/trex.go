@@ -634,6 +634,9 @@ func (s *TRexServer) release(p params) (any, error) {
 	return nil, nil
 }
 
+// addStream adds a stream to an owned, inactive port: the stream object
+// as TRex's add_stream takes it (stream.json of trex-core's RPC spec),
+// every field the server requires checked in the server's order.
 func (s *TRexServer) addStream(p params) (any, error) {
 	id, st, err := s.owned(p)
 	if err != nil {
@@ -650,125 +653,9 @@ func (s *TRexServer) addStream(p params) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	str := &trexStream{id: uint32(sid), rxPort: -1}
-	mode, err := sec.reqObj("mode")
+	str, err := parseTRexStream(uint32(sid), sec)
 	if err != nil {
 		return nil, err
-	}
-	typ, err := mode.reqStr("type")
-	if err != nil {
-		return nil, err
-	}
-	switch typ {
-	case "continuous":
-	case "single_burst":
-		n, err := mode.reqInt("total_pkts")
-		if err != nil {
-			return nil, err
-		}
-		if n <= 0 {
-			return nil, parseErr("single_burst: 'total_pkts' cannot be zero.")
-		}
-		str.packets = n
-	case "multi_burst":
-		return nil, execErr("multi_burst streams are not emulated by this server")
-	default:
-		return nil, parseErr("bad stream type provided: '%s'", typ)
-	}
-	rate, err := mode.reqObj("rate")
-	if err != nil {
-		return nil, err
-	}
-	if str.rate.value, err = rate.reqNum("value"); err != nil {
-		return nil, err
-	}
-	if str.rate.value < 0 {
-		return nil, parseErr("field 'value' must be non-negative")
-	}
-	if str.rate.kind, err = rate.reqStr("type"); err != nil {
-		return nil, err
-	}
-	switch str.rate.kind {
-	case "pps", "bps_L1", "bps_L2", "percentage":
-	default:
-		return nil, parseErr("field 'type' has value '%s' - must be one of pps, bps_L1, bps_L2, percentage", str.rate.kind)
-	}
-	if str.enabled, err = sec.reqBool("enabled"); err != nil {
-		return nil, err
-	}
-	if _, err = sec.reqBool("self_start"); err != nil {
-		return nil, err
-	}
-	for _, f := range []string{"flags", "action_count", "next_stream_id"} {
-		if _, err := sec.reqInt(f); err != nil {
-			return nil, err
-		}
-	}
-	if isg, err := sec.reqNum("isg"); err != nil {
-		return nil, err
-	} else if isg < 0 {
-		return nil, parseErr("field 'isg' must be non-negative")
-	}
-	if next, _ := sec.reqInt("next_stream_id"); next != -1 {
-		return nil, execErr("stream chains (next_stream_id %d) are not emulated by this server", next)
-	}
-	pkt, err := sec.reqObj("packet")
-	if err != nil {
-		return nil, err
-	}
-	b64, err := pkt.reqStr("binary")
-	if err != nil {
-		return nil, err
-	}
-	if _, err := pkt.reqStr("meta"); err != nil {
-		return nil, err
-	}
-	bin, err := base64.StdEncoding.DecodeString(b64)
-	if err != nil {
-		return nil, parseErr("packet.binary is not base64: %v", err)
-	}
-	if len(bin) < trexMinPkt || len(bin) > trexMaxPkt {
-		return nil, execErr("Bad packet size provided: %d. Should be between %d and %d", len(bin), trexMinPkt, trexMaxPkt)
-	}
-	str.frame = max(len(bin), 60) + 4
-	vm, err := sec.reqObj("vm")
-	if err != nil {
-		return nil, err
-	}
-	if ins, ok := vm["instructions"].([]any); !ok {
-		return nil, parseErr("field 'instructions' is missing")
-	} else if len(ins) > 0 {
-		return nil, execErr("field engine instructions are not emulated by this server")
-	}
-	fs, err := sec.reqObj("flow_stats")
-	if err != nil {
-		return nil, err
-	}
-	if str.hasPG, err = fs.reqBool("enabled"); err != nil {
-		return nil, err
-	}
-	if str.hasPG {
-		pg, err := fs.reqInt("stream_id")
-		if err != nil {
-			return nil, err
-		}
-		rule, err := fs.reqStr("rule_type")
-		if err != nil {
-			return nil, err
-		}
-		if rule != "stats" {
-			return nil, execErr("flow_stats rule_type '%s' is not emulated by this server (stats)", rule)
-		}
-		// The hardware rule counts by the IP header: an IPv4 or IPv6
-		// packet, untagged or behind one 802.1Q tag.
-		et := binary.BigEndian.Uint16(bin[12:14])
-		if et == 0x8100 && len(bin) >= 18 {
-			et = binary.BigEndian.Uint16(bin[16:18])
-		}
-		if et != 0x0800 && et != 0x86dd {
-			return nil, execErr("flow stats (pg_id %d) need an IPv4 or IPv6 packet; ether type is 0x%04x", pg, et)
-		}
-		str.pg = uint32(pg)
 	}
 	if _, dup := st.streams[str.id]; dup {
 		return nil, execErr("stream %d already exists on port %d", str.id, id)
@@ -794,6 +681,167 @@ func (s *TRexServer) addStream(p params) (any, error) {
 	st.streams[str.id] = str
 	st.state = "STREAMS"
 	return nil, nil
+}
+
+// parseTRexStream reads a stream object: its mode and rate, its flags,
+// its packet, its field engine and its flow stats, in that order.
+func parseTRexStream(id uint32, sec params) (*trexStream, error) {
+	str := &trexStream{id: id, rxPort: -1}
+	mode, err := sec.reqObj("mode")
+	if err != nil {
+		return nil, err
+	}
+	if err := str.parseMode(mode); err != nil {
+		return nil, err
+	}
+	if str.enabled, err = sec.reqBool("enabled"); err != nil {
+		return nil, err
+	}
+	if err := checkTRexStreamFlow(sec); err != nil {
+		return nil, err
+	}
+	bin, err := trexPacket(sec)
+	if err != nil {
+		return nil, err
+	}
+	str.frame = max(len(bin), 60) + 4
+	vm, err := sec.reqObj("vm")
+	if err != nil {
+		return nil, err
+	}
+	if ins, ok := vm["instructions"].([]any); !ok {
+		return nil, parseErr("field 'instructions' is missing")
+	} else if len(ins) > 0 {
+		return nil, execErr("field engine instructions are not emulated by this server")
+	}
+	fs, err := sec.reqObj("flow_stats")
+	if err != nil {
+		return nil, err
+	}
+	if err := str.parseFlowStats(fs, bin); err != nil {
+		return nil, err
+	}
+	return str, nil
+}
+
+// parseMode reads a stream's mode: continuous or one burst of
+// total_pkts, and its rate.
+func (str *trexStream) parseMode(mode params) error {
+	typ, err := mode.reqStr("type")
+	if err != nil {
+		return err
+	}
+	switch typ {
+	case "continuous":
+	case "single_burst":
+		n, err := mode.reqInt("total_pkts")
+		if err != nil {
+			return err
+		}
+		if n <= 0 {
+			return parseErr("single_burst: 'total_pkts' cannot be zero.")
+		}
+		str.packets = n
+	case "multi_burst":
+		return execErr("multi_burst streams are not emulated by this server")
+	default:
+		return parseErr("bad stream type provided: '%s'", typ)
+	}
+	rate, err := mode.reqObj("rate")
+	if err != nil {
+		return err
+	}
+	if str.rate.value, err = rate.reqNum("value"); err != nil {
+		return err
+	}
+	if str.rate.value < 0 {
+		return parseErr("field 'value' must be non-negative")
+	}
+	if str.rate.kind, err = rate.reqStr("type"); err != nil {
+		return err
+	}
+	switch str.rate.kind {
+	case "pps", "bps_L1", "bps_L2", "percentage":
+	default:
+		return parseErr("field 'type' has value '%s' - must be one of pps, bps_L1, bps_L2, percentage", str.rate.kind)
+	}
+	return nil
+}
+
+// checkTRexStreamFlow checks the fields that chain a stream to others
+// and space its packets: required, and no chain (not emulated).
+func checkTRexStreamFlow(sec params) error {
+	if _, err := sec.reqBool("self_start"); err != nil {
+		return err
+	}
+	for _, f := range []string{"flags", "action_count", "next_stream_id"} {
+		if _, err := sec.reqInt(f); err != nil {
+			return err
+		}
+	}
+	if isg, err := sec.reqNum("isg"); err != nil {
+		return err
+	} else if isg < 0 {
+		return parseErr("field 'isg' must be non-negative")
+	}
+	if next, _ := sec.reqInt("next_stream_id"); next != -1 {
+		return execErr("stream chains (next_stream_id %d) are not emulated by this server", next)
+	}
+	return nil
+}
+
+// trexPacket decodes a stream's packet, of a size the server sends.
+func trexPacket(sec params) ([]byte, error) {
+	pkt, err := sec.reqObj("packet")
+	if err != nil {
+		return nil, err
+	}
+	b64, err := pkt.reqStr("binary")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := pkt.reqStr("meta"); err != nil {
+		return nil, err
+	}
+	bin, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return nil, parseErr("packet.binary is not base64: %v", err)
+	}
+	if len(bin) < trexMinPkt || len(bin) > trexMaxPkt {
+		return nil, execErr("Bad packet size provided: %d. Should be between %d and %d", len(bin), trexMinPkt, trexMaxPkt)
+	}
+	return bin, nil
+}
+
+// parseFlowStats reads a stream's flow stats: when enabled, the packet
+// group it counts in, by the stats rule, which needs an IP packet.
+func (str *trexStream) parseFlowStats(fs params, bin []byte) error {
+	var err error
+	if str.hasPG, err = fs.reqBool("enabled"); err != nil || !str.hasPG {
+		return err
+	}
+	pg, err := fs.reqInt("stream_id")
+	if err != nil {
+		return err
+	}
+	rule, err := fs.reqStr("rule_type")
+	if err != nil {
+		return err
+	}
+	if rule != "stats" {
+		return execErr("flow_stats rule_type '%s' is not emulated by this server (stats)", rule)
+	}
+	// The hardware rule counts by the IP header: an IPv4 or IPv6
+	// packet, untagged or behind one 802.1Q tag.
+	et := binary.BigEndian.Uint16(bin[12:14])
+	if et == 0x8100 && len(bin) >= 18 {
+		et = binary.BigEndian.Uint16(bin[16:18])
+	}
+	if et != 0x0800 && et != 0x86dd {
+		return execErr("flow stats (pg_id %d) need an IPv4 or IPv6 packet; ether type is 0x%04x", pg, et)
+	}
+	str.pg = uint32(pg)
+	return nil
 }
 
 func (s *TRexServer) pgInUse(pg uint32) bool {

@@ -59,213 +59,29 @@ var keysightOffset = scpi.Limits{Min: -200, Max: 200, Def: 0}
 // newKeysightSCPI builds the instrument's SCPI state over the server's VOA.
 func newKeysightSCPI(s *KeysightServer) *scpi.Instrument {
 	v := s.voa
-	defSpeed := make([]float64, len(v.Channels))
+	k := &keysightCmds{s: s, defSpeed: make([]float64, len(v.Channels))}
 	for i, ch := range v.Channels {
-		defSpeed[i] = ch.Speed()
-	}
-	reset := func() {
-		s.mu.Lock()
-		s.unitW = map[int]bool{}
-		s.mu.Unlock()
-		for i, ch := range v.Channels {
-			ch.SetAttenuation(ch.MinDB)
-			ch.SetOffset(0)
-			ch.SetWavelength(keysightWavelength.Def)
-			ch.SetSpeed(defSpeed[i])
-			ch.SetShutter(false)
-		}
-	}
-	// chanOf maps the slot of a call to the attenuator channel (index 0 =
-	// the first attenuator).
-	chanOf := func(c *scpi.Call) (int, *world.VOAChannel, error) {
-		slot := c.N(0)
-		if slot < 1 || slot > 2*len(v.Channels) {
-			e := n77xxSlotError
-			return 0, nil, &e
-		}
-		i := (slot - 1) / 2
-		return i, v.Channels[i], nil
-	}
-	bool01 := func(b bool) string {
-		if b {
-			return "1"
-		}
-		return "0"
-	}
-	attLimits := func(ch *world.VOAChannel) scpi.Limits {
-		off := ch.Offset()
-		return scpi.Limits{Min: ch.MinDB + off, Max: ch.MaxDB + off, Def: ch.MinDB + off}
-	}
-	power := func(c *scpi.Call) (string, error) {
-		i, ch, err := chanOf(c)
-		if err != nil {
-			return "", err
-		}
-		p := ch.OutputPowerDBm()
-		// The monitor's floor: a dark or unlit channel reads noise.
-		if math.IsInf(p, -1) || p < -80 {
-			p = -80
-		}
-		s.mu.Lock()
-		watts := s.unitW[i]
-		s.mu.Unlock()
-		if watts {
-			return scpi.Float(math.Pow(10, p/10) / 1000), nil
-		}
-		return scpi.Float(p), nil
+		k.defSpeed[i] = ch.Speed()
 	}
 	// Every header of the table takes one parameter at most (the value,
 	// or a query's MIN|MAX|DEF): ":INP1:ATT 5,6" is -108.
 	table := []scpi.Command{
-		{Pattern: ":INPut#[:CHANnel#]:ATTenuation",
-			Set: func(c *scpi.Call) (string, error) {
-				_, ch, err := chanOf(c)
-				if err != nil {
-					return "", err
-				}
-				if f, hit := s.faults.TakeFailure(); hit {
-					return "", &scpi.Error{Code: f.Code, Msg: f.Message}
-				}
-				v, err := scpi.Number(c.Arg(0), scpi.DB, attLimits(ch))
-				if err != nil {
-					return "", err
-				}
-				ch.SetAttenuation(v - ch.Offset())
-				return "", nil
-			},
-			Get: func(c *scpi.Call) (string, error) {
-				_, ch, err := chanOf(c)
-				if err != nil {
-					return "", err
-				}
-				if v, ok, err := scpi.QueryLimit(c, attLimits(ch)); ok || err != nil {
-					return scpi.Float(v), err
-				}
-				return scpi.Float(ch.Attenuation() + ch.Offset()), nil
-			}},
-		{Pattern: ":INPut#[:CHANnel#]:ATTenuation:SPEed",
-			Set: func(c *scpi.Call) (string, error) {
-				i, ch, err := chanOf(c)
-				if err != nil {
-					return "", err
-				}
-				v, err := scpi.Number(c.Arg(0), scpi.DBPerSecond, keysightSpeedLimits(defSpeed[i]))
-				if err != nil {
-					return "", err
-				}
-				ch.SetSpeed(v)
-				return "", nil
-			},
-			Get: func(c *scpi.Call) (string, error) {
-				i, ch, err := chanOf(c)
-				if err != nil {
-					return "", err
-				}
-				if v, ok, err := scpi.QueryLimit(c, keysightSpeedLimits(defSpeed[i])); ok || err != nil {
-					return scpi.Float(v), err
-				}
-				return scpi.Float(ch.Speed()), nil
-			}},
-		{Pattern: ":INPut#[:CHANnel#]:OFFSet",
-			Set: func(c *scpi.Call) (string, error) {
-				_, ch, err := chanOf(c)
-				if err != nil {
-					return "", err
-				}
-				v, err := scpi.Number(c.Arg(0), scpi.DB, keysightOffset)
-				if err != nil {
-					return "", err
-				}
-				ch.SetOffset(v)
-				return "", nil
-			},
-			Get: func(c *scpi.Call) (string, error) {
-				_, ch, err := chanOf(c)
-				if err != nil {
-					return "", err
-				}
-				if v, ok, err := scpi.QueryLimit(c, keysightOffset); ok || err != nil {
-					return scpi.Float(v), err
-				}
-				return scpi.Float(ch.Offset()), nil
-			}},
-		{Pattern: ":INPut#[:CHANnel#]:WAVelength",
-			Set: func(c *scpi.Call) (string, error) {
-				_, ch, err := chanOf(c)
-				if err != nil {
-					return "", err
-				}
-				v, err := scpi.Number(c.Arg(0), scpi.Metre, keysightWavelength)
-				if err != nil {
-					return "", err
-				}
-				ch.SetWavelength(v)
-				return "", nil
-			},
-			Get: func(c *scpi.Call) (string, error) {
-				_, ch, err := chanOf(c)
-				if err != nil {
-					return "", err
-				}
-				if v, ok, err := scpi.QueryLimit(c, keysightWavelength); ok || err != nil {
-					return scpi.Float(v), err
-				}
-				return scpi.Float(ch.Wavelength()), nil
-			}},
-		{Pattern: ":OUTPut#[:CHANnel#][:STATe]",
-			Set: func(c *scpi.Call) (string, error) {
-				_, ch, err := chanOf(c)
-				if err != nil {
-					return "", err
-				}
-				open, err := scpi.Bool(c.Arg(0))
-				if err != nil {
-					return "", err
-				}
-				ch.SetShutter(open)
-				return "", nil
-			},
-			Get: func(c *scpi.Call) (string, error) {
-				_, ch, err := chanOf(c)
-				if err != nil {
-					return "", err
-				}
-				return bool01(ch.Shutter()), nil
-			}},
-		{Pattern: ":OUTPut#[:CHANnel#]:POWer:UNit",
-			Set: func(c *scpi.Call) (string, error) {
-				i, _, err := chanOf(c)
-				if err != nil {
-					return "", err
-				}
-				var watts bool
-				switch a := c.Arg(0); {
-				case a == "0" || strings.EqualFold(a, "DBM"):
-				case a == "1" || strings.EqualFold(a, "WATT") || strings.EqualFold(a, "W"):
-					watts = true
-				case a == "":
-					return "", scpi.Errorf(-109, "")
-				default:
-					return "", scpi.Errorf(-224, "expected DBM or WATT")
-				}
-				s.mu.Lock()
-				s.unitW[i] = watts
-				s.mu.Unlock()
-				return "", nil
-			},
-			Get: func(c *scpi.Call) (string, error) {
-				i, _, err := chanOf(c)
-				if err != nil {
-					return "", err
-				}
-				s.mu.Lock()
-				defer s.mu.Unlock()
-				return bool01(s.unitW[i]), nil
-			}},
-		{Pattern: ":FETCh#[:CHANnel#][:SCALar]:POWer[:DC]", Get: power},
+		{Pattern: ":INPut#[:CHANnel#]:ATTenuation", Set: k.setAttenuation, Get: k.attenuation},
+		k.setting(":INPut#[:CHANnel#]:ATTenuation:SPEed", scpi.DBPerSecond,
+			func(i int) scpi.Limits { return keysightSpeedLimits(k.defSpeed[i]) },
+			(*world.VOAChannel).SetSpeed, (*world.VOAChannel).Speed),
+		k.setting(":INPut#[:CHANnel#]:OFFSet", scpi.DB,
+			func(int) scpi.Limits { return keysightOffset },
+			(*world.VOAChannel).SetOffset, (*world.VOAChannel).Offset),
+		k.setting(":INPut#[:CHANnel#]:WAVelength", scpi.Metre,
+			func(int) scpi.Limits { return keysightWavelength },
+			(*world.VOAChannel).SetWavelength, (*world.VOAChannel).Wavelength),
+		{Pattern: ":OUTPut#[:CHANnel#][:STATe]", Set: k.setShutter, Get: k.shutter},
+		{Pattern: ":OUTPut#[:CHANnel#]:POWer:UNit", Set: k.setPowerUnit, Get: k.powerUnit},
+		{Pattern: ":FETCh#[:CHANnel#][:SCALar]:POWer[:DC]", Get: k.power},
 		{Pattern: ":READ#[:CHANnel#][:SCALar]:POWer[:DC]", Get: func(c *scpi.Call) (string, error) {
 			s.waitSettled()
-			return power(c)
+			return k.power(c)
 		}},
 		{Pattern: ":SYSTem:VERSion", Get: func(*scpi.Call) (string, error) { return "1990.0", nil }},
 	}
@@ -274,7 +90,7 @@ func newKeysightSCPI(s *KeysightServer) *scpi.Instrument {
 	}
 	return scpi.New(scpi.Config{
 		IDN:   v.Vendor + "," + v.Model + "," + v.Serial + "," + v.Firmware,
-		Reset: reset,
+		Reset: k.reset,
 		Pending: func() bool {
 			for _, ch := range v.Channels {
 				if ch.SettleTime() > 0 {
@@ -285,4 +101,183 @@ func newKeysightSCPI(s *KeysightServer) *scpi.Instrument {
 		},
 		Wait: s.waitSettled,
 	}, table)
+}
+
+// keysightCmds are the N776xA's commands over the server's VOA.
+type keysightCmds struct {
+	s *KeysightServer
+	// defSpeed is each channel's speed at power-on, which *RST restores.
+	defSpeed []float64
+}
+
+// reset loads the default settings (*RST): minimum attenuation, no
+// offset, 1550 nm, the power-on speed, shutter closed, power in dBm.
+func (k *keysightCmds) reset() {
+	k.s.mu.Lock()
+	k.s.unitW = map[int]bool{}
+	k.s.mu.Unlock()
+	for i, ch := range k.s.voa.Channels {
+		ch.SetAttenuation(ch.MinDB)
+		ch.SetOffset(0)
+		ch.SetWavelength(keysightWavelength.Def)
+		ch.SetSpeed(k.defSpeed[i])
+		ch.SetShutter(false)
+	}
+}
+
+// chanOf maps the slot of a call to the attenuator channel (index 0 =
+// the first attenuator).
+func (k *keysightCmds) chanOf(c *scpi.Call) (int, *world.VOAChannel, error) {
+	slot := c.N(0)
+	if slot < 1 || slot > 2*len(k.s.voa.Channels) {
+		e := n77xxSlotError
+		return 0, nil, &e
+	}
+	i := (slot - 1) / 2
+	return i, k.s.voa.Channels[i], nil
+}
+
+// attLimits bounds a channel's attenuation as set and read: its filter's
+// range shifted by the offset.
+func attLimits(ch *world.VOAChannel) scpi.Limits {
+	off := ch.Offset()
+	return scpi.Limits{Min: ch.MinDB + off, Max: ch.MaxDB + off, Def: ch.MinDB + off}
+}
+
+// setAttenuation sets a = a_filter + a_offset (an injected device error
+// answers first).
+func (k *keysightCmds) setAttenuation(c *scpi.Call) (string, error) {
+	_, ch, err := k.chanOf(c)
+	if err != nil {
+		return "", err
+	}
+	if f, hit := k.s.faults.TakeFailure(); hit {
+		return "", &scpi.Error{Code: f.Code, Msg: f.Message}
+	}
+	v, err := scpi.Number(c.Arg(0), scpi.DB, attLimits(ch))
+	if err != nil {
+		return "", err
+	}
+	ch.SetAttenuation(v - ch.Offset())
+	return "", nil
+}
+
+func (k *keysightCmds) attenuation(c *scpi.Call) (string, error) {
+	_, ch, err := k.chanOf(c)
+	if err != nil {
+		return "", err
+	}
+	if v, ok, err := scpi.QueryLimit(c, attLimits(ch)); ok || err != nil {
+		return scpi.Float(v), err
+	}
+	return scpi.Float(ch.Attenuation() + ch.Offset()), nil
+}
+
+// setting is the command of a channel's numeric setting: set within the
+// limits of channel index i, in units; queried as is or as its MIN|MAX|DEF.
+func (k *keysightCmds) setting(pattern string, units scpi.Units, limits func(i int) scpi.Limits,
+	set func(*world.VOAChannel, float64), get func(*world.VOAChannel) float64) scpi.Command {
+	return scpi.Command{Pattern: pattern,
+		Set: func(c *scpi.Call) (string, error) {
+			i, ch, err := k.chanOf(c)
+			if err != nil {
+				return "", err
+			}
+			v, err := scpi.Number(c.Arg(0), units, limits(i))
+			if err != nil {
+				return "", err
+			}
+			set(ch, v)
+			return "", nil
+		},
+		Get: func(c *scpi.Call) (string, error) {
+			i, ch, err := k.chanOf(c)
+			if err != nil {
+				return "", err
+			}
+			if v, ok, err := scpi.QueryLimit(c, limits(i)); ok || err != nil {
+				return scpi.Float(v), err
+			}
+			return scpi.Float(get(ch)), nil
+		}}
+}
+
+func bool01(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+func (k *keysightCmds) setShutter(c *scpi.Call) (string, error) {
+	_, ch, err := k.chanOf(c)
+	if err != nil {
+		return "", err
+	}
+	open, err := scpi.Bool(c.Arg(0))
+	if err != nil {
+		return "", err
+	}
+	ch.SetShutter(open)
+	return "", nil
+}
+
+func (k *keysightCmds) shutter(c *scpi.Call) (string, error) {
+	_, ch, err := k.chanOf(c)
+	if err != nil {
+		return "", err
+	}
+	return bool01(ch.Shutter()), nil
+}
+
+// setPowerUnit sets the monitor's unit: DBM (0) or WATT (1).
+func (k *keysightCmds) setPowerUnit(c *scpi.Call) (string, error) {
+	i, _, err := k.chanOf(c)
+	if err != nil {
+		return "", err
+	}
+	var watts bool
+	switch a := c.Arg(0); {
+	case a == "0" || strings.EqualFold(a, "DBM"):
+	case a == "1" || strings.EqualFold(a, "WATT") || strings.EqualFold(a, "W"):
+		watts = true
+	case a == "":
+		return "", scpi.Errorf(-109, "")
+	default:
+		return "", scpi.Errorf(-224, "expected DBM or WATT")
+	}
+	k.s.mu.Lock()
+	k.s.unitW[i] = watts
+	k.s.mu.Unlock()
+	return "", nil
+}
+
+func (k *keysightCmds) powerUnit(c *scpi.Call) (string, error) {
+	i, _, err := k.chanOf(c)
+	if err != nil {
+		return "", err
+	}
+	k.s.mu.Lock()
+	defer k.s.mu.Unlock()
+	return bool01(k.s.unitW[i]), nil
+}
+
+// power reads the channel's built-in monitor in its unit.
+func (k *keysightCmds) power(c *scpi.Call) (string, error) {
+	i, ch, err := k.chanOf(c)
+	if err != nil {
+		return "", err
+	}
+	p := ch.OutputPowerDBm()
+	// The monitor's floor: a dark or unlit channel reads noise.
+	if math.IsInf(p, -1) || p < -80 {
+		p = -80
+	}
+	k.s.mu.Lock()
+	watts := k.s.unitW[i]
+	k.s.mu.Unlock()
+	if watts {
+		return scpi.Float(math.Pow(10, p/10) / 1000), nil
+	}
+	return scpi.Float(p), nil
 }

@@ -119,6 +119,8 @@ func (s *OZOpticsServer) reply(lines ...string) {
 	s.p.Master.Write([]byte(b.String()))
 }
 
+// handle answers one command line: the echo when it is on, then the
+// command's lines.
 func (s *OZOpticsServer) handle(cmd string) {
 	cmd = strings.TrimSpace(cmd)
 	if s.faults.TakeDrop() || s.faults.TakeStall() {
@@ -131,110 +133,168 @@ func (s *OZOpticsServer) handle(cmd string) {
 	if echo {
 		pre = append(pre, cmd)
 	}
-	up := strings.ToUpper(cmd)
-	switch {
-	case up == "E0" || up == "E1":
-		s.mu.Lock()
-		s.echo = up == "E1"
-		s.mu.Unlock()
-		s.reply(pre...)
-	case up == "A?":
-		s.reply(append(pre, fmt.Sprintf("Atten:%.2f(dB)", s.ch.Attenuation()))...)
-	case up == "D":
-		// Step position, then attenuation (QMI's OzOptics_DD100MC driver
-		// reads "DPos:<steps>" and "ATTEN:<dB>").
-		s.reply(append(pre, fmt.Sprintf("DPos:%d", s.steps()), fmt.Sprintf("ATTEN:%.2f", s.ch.Attenuation()))...)
-	case up == "S?":
-		s.reply(append(pre, fmt.Sprintf("Pos:%d", s.steps()))...)
-	case up == "F" || up == "B" || strings.HasPrefix(up, "S"):
-		// F and B step once forward and back; S<n> goes to n steps from
-		// home, S+<n> and S-<n> move by n; each answers the final
-		// position (COO-Utilities/ozoptics dd100mc.py command list).
-		to, ok := s.steps(), true
-		switch {
-		case up == "F":
-			to++
-		case up == "B":
-			to--
-		case strings.HasPrefix(up, "S+"), strings.HasPrefix(up, "S-"):
-			n, err := strconv.Atoi(strings.TrimSpace(cmd[2:]))
-			ok = err == nil && n >= 0
-			if up[1] == '-' {
-				n = -n
-			}
-			to += n
-		default:
-			n, err := strconv.Atoi(strings.TrimSpace(cmd[1:]))
-			ok = err == nil
-			to = n
-		}
-		if !ok {
-			s.reply(append(pre, "Error-2")...)
-			return
-		}
-		if f, hit := s.faults.TakeFailure(); hit {
-			s.reply(append(pre, fmt.Sprintf("Error-%d", f.Code))...)
-			return
-		}
-		if to < int(math.Round(s.ch.MinDB*stepsPerDB)) || to > int(math.Round(s.ch.MaxDB*stepsPerDB)) {
-			s.reply(append(pre, "Error-6")...)
-			return
-		}
-		s.ch.SetAttenuation(float64(to) / stepsPerDB)
-		time.Sleep(s.ch.SettleTime())
-		s.reply(append(pre, fmt.Sprintf("Pos:%d", s.steps()))...)
-	case up == "RES?":
-		// The previous command's response, again.
-		s.mu.Lock()
-		last := s.last
-		s.mu.Unlock()
-		s.reply(append(pre, last...)...)
-	case strings.HasPrefix(up, "L"):
-		v, err := strconv.ParseFloat(strings.TrimSpace(cmd[1:]), 64)
-		if err != nil || v < 0 || v > s.ch.MaxDB {
-			s.reply(append(pre, "Error-2")...)
-			return
-		}
-		s.reply(pre...)
-	case strings.HasPrefix(up, "A"):
-		if f, hit := s.faults.TakeFailure(); hit {
-			s.reply(append(pre, fmt.Sprintf("Error-%d", f.Code))...)
-			return
-		}
-		arg := strings.TrimSpace(cmd[1:])
-		v, err := strconv.ParseFloat(arg, 64)
-		// "Two digits to the right of the decimal point are allowed, but
-		// not required" (the device's command list, as COO-Utilities/
-		// ozoptics dd100mc.py quotes it): A1.234 is a bad command.
-		_, frac, dot := strings.Cut(arg, ".")
-		if err != nil || math.IsNaN(v) || strings.ContainsAny(arg, "eE") || (dot && len(frac) > 2) {
-			s.reply(append(pre, "Error-2")...)
-			return
-		}
-		if v < s.ch.MinDB || v > s.ch.MaxDB {
-			s.reply(append(pre, "Error-6")...)
-			return
-		}
-		s.ch.SetAttenuation(math.Round(v*100) / 100)
-		time.Sleep(s.ch.SettleTime())
-		s.reply(append(pre, fmt.Sprintf("Pos:%d", int(math.Round(s.ch.Attenuation()*stepsPerDB))))...)
-	case up == "CD":
-		s.reply(append(pre, s.voa.Model, "Firmware Ver:"+s.voa.Firmware, "S/N:"+s.voa.Serial,
-			fmt.Sprintf("MAX ATTEN:%.2f", s.ch.MaxDB), fmt.Sprintf("Wavelength:%.0f", s.ch.Wavelength()*1e9))...)
-	case up == "H":
-		// Homing: the stepper runs back to the home sensor and reports how
-		// far its step count was off there (COO-Utilities/ozoptics
-		// dd100mc.py's home() waits for "Diff=<n>", then takes the
-		// position as 0). This stepper loses no steps, so the count reads
-		// the sensor's step, the minimum attenuation's.
-		s.ch.SetAttenuation(s.ch.MinDB)
-		time.Sleep(s.ch.SettleTime())
-		s.reply(append(pre, fmt.Sprintf("Diff=%d", s.steps()-int(math.Round(s.ch.MinDB*stepsPerDB))))...)
-	case up == "RST":
-		s.reply(pre...)
-	default:
-		s.reply(append(pre, "Error-2")...)
+	s.reply(append(pre, s.dispatch(cmd)...)...)
+}
+
+// ozCommand answers a command (as sent, and in upper case) with its
+// reply's lines.
+type ozCommand func(s *OZOpticsServer, cmd, up string) []string
+
+// ozExact are the commands that are one word; ozPrefixed, tried in turn
+// after them, those that take an argument after their letter.
+var (
+	ozExact = map[string]ozCommand{
+		"E0":   (*OZOpticsServer).setEcho,
+		"E1":   (*OZOpticsServer).setEcho,
+		"A?":   (*OZOpticsServer).attenuation,
+		"D":    (*OZOpticsServer).position,
+		"S?":   (*OZOpticsServer).stepPosition,
+		"F":    (*OZOpticsServer).step,
+		"B":    (*OZOpticsServer).step,
+		"RES?": (*OZOpticsServer).repeat,
+		"CD":   (*OZOpticsServer).describe,
+		"H":    (*OZOpticsServer).home,
+		"RST":  func(*OZOpticsServer, string, string) []string { return nil },
 	}
+	ozPrefixed = []struct {
+		prefix string
+		cmd    ozCommand
+	}{
+		{"S", (*OZOpticsServer).step},
+		{"L", (*OZOpticsServer).insertionLoss},
+		{"A", (*OZOpticsServer).setAttenuation},
+	}
+)
+
+// dispatch finds the command's handler: Error-2 for a command the device
+// does not have.
+func (s *OZOpticsServer) dispatch(cmd string) []string {
+	up := strings.ToUpper(cmd)
+	if h, ok := ozExact[up]; ok {
+		return h(s, cmd, up)
+	}
+	for _, p := range ozPrefixed {
+		if strings.HasPrefix(up, p.prefix) {
+			return p.cmd(s, cmd, up)
+		}
+	}
+	return []string{"Error-2"}
+}
+
+// setEcho turns the echo of commands off (E0) or on (E1).
+func (s *OZOpticsServer) setEcho(_, up string) []string {
+	s.mu.Lock()
+	s.echo = up == "E1"
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *OZOpticsServer) attenuation(string, string) []string {
+	return []string{fmt.Sprintf("Atten:%.2f(dB)", s.ch.Attenuation())}
+}
+
+// position answers the step position, then the attenuation (QMI's
+// OzOptics_DD100MC driver reads "DPos:<steps>" and "ATTEN:<dB>").
+func (s *OZOpticsServer) position(string, string) []string {
+	return []string{fmt.Sprintf("DPos:%d", s.steps()), fmt.Sprintf("ATTEN:%.2f", s.ch.Attenuation())}
+}
+
+func (s *OZOpticsServer) stepPosition(string, string) []string {
+	return []string{fmt.Sprintf("Pos:%d", s.steps())}
+}
+
+// step moves the stepper: F and B step once forward and back; S<n> goes
+// to n steps from home, S+<n> and S-<n> move by n; each answers the
+// final position (COO-Utilities/ozoptics dd100mc.py command list).
+func (s *OZOpticsServer) step(cmd, up string) []string {
+	to, ok := s.steps(), true
+	switch {
+	case up == "F":
+		to++
+	case up == "B":
+		to--
+	case strings.HasPrefix(up, "S+"), strings.HasPrefix(up, "S-"):
+		n, err := strconv.Atoi(strings.TrimSpace(cmd[2:]))
+		ok = err == nil && n >= 0
+		if up[1] == '-' {
+			n = -n
+		}
+		to += n
+	default:
+		n, err := strconv.Atoi(strings.TrimSpace(cmd[1:]))
+		ok = err == nil
+		to = n
+	}
+	if !ok {
+		return []string{"Error-2"}
+	}
+	if f, hit := s.faults.TakeFailure(); hit {
+		return []string{fmt.Sprintf("Error-%d", f.Code)}
+	}
+	if to < int(math.Round(s.ch.MinDB*stepsPerDB)) || to > int(math.Round(s.ch.MaxDB*stepsPerDB)) {
+		return []string{"Error-6"}
+	}
+	s.ch.SetAttenuation(float64(to) / stepsPerDB)
+	time.Sleep(s.ch.SettleTime())
+	return []string{fmt.Sprintf("Pos:%d", s.steps())}
+}
+
+// repeat answers the previous command's response, again.
+func (s *OZOpticsServer) repeat(string, string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
+}
+
+// insertionLoss takes L<dB>, the insertion loss, within the device's
+// range.
+func (s *OZOpticsServer) insertionLoss(cmd, _ string) []string {
+	v, err := strconv.ParseFloat(strings.TrimSpace(cmd[1:]), 64)
+	if err != nil || v < 0 || v > s.ch.MaxDB {
+		return []string{"Error-2"}
+	}
+	return nil
+}
+
+// setAttenuation takes A<dB> and answers the stepper's position once it
+// has stopped there.
+func (s *OZOpticsServer) setAttenuation(cmd, _ string) []string {
+	if f, hit := s.faults.TakeFailure(); hit {
+		return []string{fmt.Sprintf("Error-%d", f.Code)}
+	}
+	arg := strings.TrimSpace(cmd[1:])
+	v, err := strconv.ParseFloat(arg, 64)
+	// "Two digits to the right of the decimal point are allowed, but
+	// not required" (the device's command list, as COO-Utilities/
+	// ozoptics dd100mc.py quotes it): A1.234 is a bad command.
+	_, frac, dot := strings.Cut(arg, ".")
+	if err != nil || math.IsNaN(v) || strings.ContainsAny(arg, "eE") || (dot && len(frac) > 2) {
+		return []string{"Error-2"}
+	}
+	if v < s.ch.MinDB || v > s.ch.MaxDB {
+		return []string{"Error-6"}
+	}
+	s.ch.SetAttenuation(math.Round(v*100) / 100)
+	time.Sleep(s.ch.SettleTime())
+	return []string{fmt.Sprintf("Pos:%d", int(math.Round(s.ch.Attenuation()*stepsPerDB)))}
+}
+
+// describe answers CD: model, firmware, serial, maximum attenuation and
+// wavelength.
+func (s *OZOpticsServer) describe(string, string) []string {
+	return []string{s.voa.Model, "Firmware Ver:" + s.voa.Firmware, "S/N:" + s.voa.Serial,
+		fmt.Sprintf("MAX ATTEN:%.2f", s.ch.MaxDB), fmt.Sprintf("Wavelength:%.0f", s.ch.Wavelength()*1e9)}
+}
+
+// home runs the stepper back to the home sensor and reports how far its
+// step count was off there (COO-Utilities/ozoptics dd100mc.py's home()
+// waits for "Diff=<n>", then takes the position as 0). This stepper
+// loses no steps, so the count reads the sensor's step, the minimum
+// attenuation's.
+func (s *OZOpticsServer) home(string, string) []string {
+	s.ch.SetAttenuation(s.ch.MinDB)
+	time.Sleep(s.ch.SettleTime())
+	return []string{fmt.Sprintf("Diff=%d", s.steps()-int(math.Round(s.ch.MinDB*stepsPerDB)))}
 }
 
 // steps is the stepper position the attenuation corresponds to.

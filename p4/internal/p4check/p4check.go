@@ -811,6 +811,29 @@ func CheckWiring(name string, p *Program) []error {
 	failf := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
 	}
+	p.checkPipeline(failf)
+	for cname, c := range p.Controls {
+		checkDeclarations(cname, c, failf)
+		checkCalls(cname, c, failf)
+	}
+	blocks := map[string]*Control{}
+	for n, c := range p.Controls {
+		blocks[n] = c
+	}
+	for n, c := range p.Parsers {
+		blocks[n] = c
+	}
+	for bname, b := range blocks {
+		for _, err := range p.CheckReferences(b) {
+			failf("%s: %v", bname, err)
+		}
+	}
+	return errs
+}
+
+// checkPipeline checks the TNA package: a Pipeline pipe of six blocks,
+// parsers and controls in turn, and a Switch(pipe) main.
+func (p *Program) checkPipeline(failf func(string, ...any)) {
 	pipe, ok := p.Instances["pipe"]
 	if !ok || pipe.Type != "Pipeline" {
 		failf("no Pipeline named pipe")
@@ -836,68 +859,64 @@ func CheckWiring(name string, p *Program) []error {
 	if sw, ok := p.Instances["main"]; !ok || sw.Type != "Switch" || Join(sw.args) != "pipe" {
 		failf("no Switch(pipe) main")
 	}
-	for cname, c := range p.Controls {
-		for tname, ts := range c.Tables {
-			if len(ts) > 1 {
-				failf("%s: table %s declared %d times", cname, tname, len(ts))
-			}
-			for _, t := range ts {
-				for _, a := range t.Actions {
-					if _, ok := c.Actions[a]; !ok && a != "NoAction" {
-						failf("%s: table %s lists undeclared action %s", cname, tname, a)
-					}
-				}
-			}
+}
+
+// checkDeclarations checks a control's declarations: each table, action
+// and instance declared once, tables listing declared actions, and each
+// RegisterAction using one Register of the control.
+func checkDeclarations(cname string, c *Control, failf func(string, ...any)) {
+	for tname, ts := range c.Tables {
+		if len(ts) > 1 {
+			failf("%s: table %s declared %d times", cname, tname, len(ts))
 		}
-		for aname, as := range c.Actions {
-			if len(as) > 1 {
-				failf("%s: action %s declared %d times", cname, aname, len(as))
-			}
-		}
-		for iname, is := range c.Instances {
-			if len(is) > 1 {
-				failf("%s: %s declared %d times", cname, iname, len(is))
-			}
-			if is[0].Type == "RegisterAction" {
-				if len(is[0].args) != 1 {
-					failf("%s: RegisterAction %s: expected one register", cname, iname)
-				} else if r := c.Instances[is[0].args[0].text]; len(r) != 1 || r[0].Type != "Register" {
-					failf("%s: RegisterAction %s uses %s, not a Register of this control", cname, iname, is[0].args[0].text)
-				}
-			}
-		}
-		// Method calls anywhere in the control: NAME.apply() and NAME.execute(.
-		all := c.Body
-		for k := 0; k+2 < len(all); k++ {
-			if all[k+1].text != "." {
-				continue
-			}
-			obj, method := all[k].text, all[k+2].text
-			switch method {
-			case "apply":
-				if _, ok := c.Tables[obj]; !ok {
-					failf("%s: %s.apply(): no table %s", cname, obj, obj)
-				}
-			case "execute":
-				if is := c.Instances[obj]; len(is) != 1 || is[0].Type != "RegisterAction" {
-					failf("%s: %s.execute(): no RegisterAction %s", cname, obj, obj)
+		for _, t := range ts {
+			for _, a := range t.Actions {
+				if _, ok := c.Actions[a]; !ok && a != "NoAction" {
+					failf("%s: table %s lists undeclared action %s", cname, tname, a)
 				}
 			}
 		}
 	}
-	blocks := map[string]*Control{}
-	for n, c := range p.Controls {
-		blocks[n] = c
-	}
-	for n, c := range p.Parsers {
-		blocks[n] = c
-	}
-	for bname, b := range blocks {
-		for _, err := range p.CheckReferences(b) {
-			failf("%s: %v", bname, err)
+	for aname, as := range c.Actions {
+		if len(as) > 1 {
+			failf("%s: action %s declared %d times", cname, aname, len(as))
 		}
 	}
-	return errs
+	for iname, is := range c.Instances {
+		if len(is) > 1 {
+			failf("%s: %s declared %d times", cname, iname, len(is))
+		}
+		if is[0].Type == "RegisterAction" {
+			if len(is[0].args) != 1 {
+				failf("%s: RegisterAction %s: expected one register", cname, iname)
+			} else if r := c.Instances[is[0].args[0].text]; len(r) != 1 || r[0].Type != "Register" {
+				failf("%s: RegisterAction %s uses %s, not a Register of this control", cname, iname, is[0].args[0].text)
+			}
+		}
+	}
+}
+
+// checkCalls checks the method calls anywhere in a control:
+// NAME.apply() applies a declared table, NAME.execute( runs a declared
+// RegisterAction.
+func checkCalls(cname string, c *Control, failf func(string, ...any)) {
+	all := c.Body
+	for k := 0; k+2 < len(all); k++ {
+		if all[k+1].text != "." {
+			continue
+		}
+		obj, method := all[k].text, all[k+2].text
+		switch method {
+		case "apply":
+			if _, ok := c.Tables[obj]; !ok {
+				failf("%s: %s.apply(): no table %s", cname, obj, obj)
+			}
+		case "execute":
+			if is := c.Instances[obj]; len(is) != 1 || is[0].Type != "RegisterAction" {
+				failf("%s: %s.execute(): no RegisterAction %s", cname, obj, obj)
+			}
+		}
+	}
 }
 
 // headerMethods are what a header instance offers.

@@ -518,146 +518,172 @@ func (in *Instrument) system(call *Call, ts []typed) (string, bool, error) {
 	return "", false, nil
 }
 
+// common answers an IEEE 488.2 common command (*IDN?, *RST, ...): -113
+// for one the core does not have or a form the command lacks, -108 for
+// a parameter to any but the setting forms of *ESE and *SRE.
 func (in *Instrument) common(call *Call) (string, error) {
-	yes := func(r string) (string, error) {
-		if !call.Query {
-			return "", Errorf(-113, "")
-		}
-		return r, nil
+	c, known := commonCommands[call.Header]
+	if !known {
+		return "", Errorf(-113, "")
 	}
-	no := func() error {
-		if call.Query {
-			return Errorf(-113, "")
-		}
-		return nil
+	if len(call.Args) > 0 && (call.Query || !c.param) {
+		return "", Errorf(-108, "%s takes no parameter", call.Header)
 	}
-	// Only the setting forms of *ESE and *SRE take a parameter.
-	takes := !call.Query && (call.Header == "*ESE" || call.Header == "*SRE")
-	if len(call.Args) > 0 && !takes {
-		if _, known := commonHeaders[call.Header]; known {
-			return "", Errorf(-108, "%s takes no parameter", call.Header)
-		}
+	h := c.set
+	if call.Query {
+		h = c.query
 	}
-	switch call.Header {
-	case "*IDN":
-		return yes(in.cfg.IDN)
-	case "*OPT":
-		if in.cfg.Opt == "" {
-			return yes("0")
-		}
-		return yes(in.cfg.Opt)
-	case "*TST":
-		return yes(strconv.Itoa(in.cfg.SelfTest))
-	case "*CLS":
-		if err := no(); err != nil {
-			return "", err
-		}
-		in.mu.Lock()
-		in.errq, in.esr = nil, 0
-		in.mu.Unlock()
-		return "", nil
-	case "*RST":
-		if err := no(); err != nil {
-			return "", err
-		}
-		in.mu.Lock()
-		in.errq = nil
-		in.mu.Unlock()
-		if in.cfg.Reset != nil {
-			in.cfg.Reset()
-		}
-		return "", nil
-	case "*OPC":
-		if !call.Query {
-			if in.cfg.Wait != nil {
-				in.cfg.Wait()
-			}
-			in.mu.Lock()
-			in.esr |= 1 // operation complete
-			in.mu.Unlock()
-			return "", nil
-		}
-		if in.cfg.Pending != nil {
-			// The instrument answers at once, 0 while pending (N77xx).
-			if in.cfg.Pending() {
-				return "0", nil
-			}
-			return "1", nil
-		}
-		// IEEE 488.2 §12.5.3: "1" goes to the output queue once every
-		// pending operation has finished.
-		if in.cfg.Wait != nil {
-			in.cfg.Wait()
-		}
-		return "1", nil
-	case "*WAI":
-		if err := no(); err != nil {
-			return "", err
-		}
-		if in.cfg.Wait != nil {
-			in.cfg.Wait()
-		}
-		return "", nil
-	case "*ESR":
-		if !call.Query {
-			return "", Errorf(-113, "")
-		}
-		in.mu.Lock()
-		defer in.mu.Unlock()
-		v := in.esr
-		in.esr = 0
-		return strconv.Itoa(v), nil
-	case "*ESE", "*SRE":
-		reg := &in.ese
-		if call.Header == "*SRE" {
-			reg = &in.sre
-		}
-		in.mu.Lock()
-		defer in.mu.Unlock()
-		if call.Query {
-			return strconv.Itoa(*reg), nil
-		}
-		switch {
-		case len(call.Args) == 0:
-			return "", Errorf(-109, "")
-		case len(call.Args) > 1:
-			return "", Errorf(-108, "%s takes one parameter", call.Header)
-		}
-		v, err := strconv.Atoi(call.Arg(0))
-		if err != nil {
-			return "", Errorf(-104, "")
-		}
-		if v < 0 || v > 255 {
-			return "", Errorf(-222, "")
-		}
-		if reg == &in.sre {
-			v &^= 1 << 6 // IEEE 488.2 §11.3.2.3: bit 6 of the SRE is ignored
-		}
-		*reg = v
-		return "", nil
-	case "*STB":
-		if !call.Query {
-			return "", Errorf(-113, "")
-		}
-		in.mu.Lock()
-		defer in.mu.Unlock()
-		stb := 0
-		if len(in.errq) > 0 {
-			stb |= 1 << 2 // error/event queue not empty (SCPI-99 Vol. 1, status byte)
-		}
-		if in.esr&in.ese != 0 {
-			stb |= 1 << 5 // ESB
-		}
-		if stb&in.sre != 0 {
-			stb |= 1 << 6 // MSS: a summary bit that *SRE enables is set (IEEE 488.2 §11.2.2.2)
-		}
-		return strconv.Itoa(stb), nil
+	if h == nil {
+		return "", Errorf(-113, "")
 	}
-	return "", Errorf(-113, "")
+	return h(in, call)
 }
 
-// commonHeaders are the common commands the core answers.
-var commonHeaders = map[string]struct{}{"*IDN": {}, "*OPT": {}, "*TST": {}, "*CLS": {}, "*RST": {}, "*OPC": {}, "*WAI": {}, "*ESR": {}, "*ESE": {}, "*SRE": {}, "*STB": {}}
+// commonCommand is a common command's query and setting forms (nil: the
+// command has no such form); param says the setting form takes one.
+type commonCommand struct {
+	query, set func(in *Instrument, call *Call) (string, error)
+	param      bool
+}
+
+// commonCommands are the common commands the core answers.
+var commonCommands = map[string]commonCommand{
+	"*IDN": {query: func(in *Instrument, _ *Call) (string, error) { return in.cfg.IDN, nil }},
+	"*OPT": {query: (*Instrument).options},
+	"*TST": {query: func(in *Instrument, _ *Call) (string, error) { return strconv.Itoa(in.cfg.SelfTest), nil }},
+	"*CLS": {set: (*Instrument).clearStatus},
+	"*RST": {set: (*Instrument).reset},
+	"*OPC": {query: (*Instrument).operationComplete, set: (*Instrument).setOperationComplete},
+	"*WAI": {set: func(in *Instrument, _ *Call) (string, error) { in.wait(); return "", nil }},
+	"*ESR": {query: (*Instrument).eventStatus},
+	"*ESE": {query: (*Instrument).enableRegister, set: (*Instrument).setEnableRegister, param: true},
+	"*SRE": {query: (*Instrument).enableRegister, set: (*Instrument).setEnableRegister, param: true},
+	"*STB": {query: (*Instrument).statusByte},
+}
+
+// wait waits for the pending operations, when the instrument has any.
+func (in *Instrument) wait() {
+	if in.cfg.Wait != nil {
+		in.cfg.Wait()
+	}
+}
+
+// options answers *OPT?: the installed options, 0 for none.
+func (in *Instrument) options(*Call) (string, error) {
+	if in.cfg.Opt == "" {
+		return "0", nil
+	}
+	return in.cfg.Opt, nil
+}
+
+// clearStatus (*CLS) empties the error queue and the event register.
+func (in *Instrument) clearStatus(*Call) (string, error) {
+	in.mu.Lock()
+	in.errq, in.esr = nil, 0
+	in.mu.Unlock()
+	return "", nil
+}
+
+// reset (*RST) empties the error queue and loads the default settings.
+func (in *Instrument) reset(*Call) (string, error) {
+	in.mu.Lock()
+	in.errq = nil
+	in.mu.Unlock()
+	if in.cfg.Reset != nil {
+		in.cfg.Reset()
+	}
+	return "", nil
+}
+
+// setOperationComplete (*OPC) sets the event register's operation
+// complete bit once every pending operation has finished.
+func (in *Instrument) setOperationComplete(*Call) (string, error) {
+	in.wait()
+	in.mu.Lock()
+	in.esr |= 1 // operation complete
+	in.mu.Unlock()
+	return "", nil
+}
+
+// operationComplete answers *OPC?.
+func (in *Instrument) operationComplete(*Call) (string, error) {
+	if in.cfg.Pending != nil {
+		// The instrument answers at once, 0 while pending (N77xx).
+		if in.cfg.Pending() {
+			return "0", nil
+		}
+		return "1", nil
+	}
+	// IEEE 488.2 §12.5.3: "1" goes to the output queue once every
+	// pending operation has finished.
+	in.wait()
+	return "1", nil
+}
+
+// eventStatus answers *ESR? and clears the event register.
+func (in *Instrument) eventStatus(*Call) (string, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	v := in.esr
+	in.esr = 0
+	return strconv.Itoa(v), nil
+}
+
+// enableReg is the enable register *ESE or *SRE names.
+func (in *Instrument) enableReg(header string) *int {
+	if header == "*SRE" {
+		return &in.sre
+	}
+	return &in.ese
+}
+
+// enableRegister answers *ESE? and *SRE?.
+func (in *Instrument) enableRegister(call *Call) (string, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return strconv.Itoa(*in.enableReg(call.Header)), nil
+}
+
+// setEnableRegister sets *ESE or *SRE to a value from 0 to 255.
+func (in *Instrument) setEnableRegister(call *Call) (string, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	switch {
+	case len(call.Args) == 0:
+		return "", Errorf(-109, "")
+	case len(call.Args) > 1:
+		return "", Errorf(-108, "%s takes one parameter", call.Header)
+	}
+	v, err := strconv.Atoi(call.Arg(0))
+	if err != nil {
+		return "", Errorf(-104, "")
+	}
+	if v < 0 || v > 255 {
+		return "", Errorf(-222, "")
+	}
+	if call.Header == "*SRE" {
+		v &^= 1 << 6 // IEEE 488.2 §11.3.2.3: bit 6 of the SRE is ignored
+	}
+	*in.enableReg(call.Header) = v
+	return "", nil
+}
+
+// statusByte answers *STB?.
+func (in *Instrument) statusByte(*Call) (string, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	stb := 0
+	if len(in.errq) > 0 {
+		stb |= 1 << 2 // error/event queue not empty (SCPI-99 Vol. 1, status byte)
+	}
+	if in.esr&in.ese != 0 {
+		stb |= 1 << 5 // ESB
+	}
+	if stb&in.sre != 0 {
+		stb |= 1 << 6 // MSS: a summary bit that *SRE enables is set (IEEE 488.2 §11.2.2.2)
+	}
+	return strconv.Itoa(stb), nil
+}
 
 // Push appends an error to the queue, replacing the last entry with -350
 // when the queue is full, and sets its class's bit in the event register.
