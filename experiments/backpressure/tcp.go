@@ -158,8 +158,14 @@ func (f *flow) runTCP(ctx context.Context, hosts tcpHosts, cc string) (Run, erro
 		err error
 	}
 	done := make(chan result, 1)
+	// The flow's end is judged on the switch's clock below (on a simulated
+	// host it runs in the switches' simulated time, which a loaded control
+	// host computes slowly). This wall deadline only guards a hang and
+	// sets the host's timeout(1), which kills iperf3 should this process
+	// die.
 	fctx, cancel := context.WithTimeout(ctx, 20*f.dur+time.Minute)
 	defer cancel()
+	var rtt o.RoundTrip // the sender's: the wait for iperf3's report once the clock is past its end
 	go func() {
 		rep, err := snd.Iperf3(fctx, flow)
 		done <- result{rep, err}
@@ -167,7 +173,8 @@ func (f *flow) runTCP(ctx context.Context, hosts tcpHosts, cc string) (Run, erro
 	f.rc.Event(results.Event{Type: "command", Device: hosts.Sender, Message: cmd})
 	// Wait by asking: the flow's clock starts once iperf3 runs.
 	for {
-		busy, err := snd.Iperf3Running(ctx)
+		var busy bool
+		err := rtt.Measure(func() (err error) { busy, err = snd.Iperf3Running(ctx); return err })
 		if err != nil {
 			return run, err
 		}
@@ -238,10 +245,22 @@ wait:
 		select {
 		case out = <-done:
 			break wait
+		case <-ctx.Done():
+			return run, context.Cause(ctx)
 		case <-time.After(50 * time.Millisecond):
-			if at >= 2*f.dur+10*time.Second {
-				out = <-done // a real host's flow ends in real time
+			if at < 2*f.dur+10*time.Second {
+				continue
+			}
+			// Twice the flow and 10 s more on the switch's clock: the
+			// report is one answer away, its deadline from the sender's
+			// measured round trips.
+			select {
+			case out = <-done:
 				break wait
+			case <-ctx.Done():
+				return run, context.Cause(ctx)
+			case <-time.After(rtt.Deadline()):
+				return run, fmt.Errorf("%s: iperf3 gave no report %v after its %v flow began on %s's clock", hosts.Sender, at, f.dur, l.Sender)
 			}
 		}
 	}

@@ -748,15 +748,12 @@ func (st *state) runRDMA(ctx context.Context, rc *o.RunContext, snd, rcv *hostag
 	}
 	sreq := req
 	sreq.Role = hostagent.RoleServer
-	srv, err := rcv.StartWriteLat(ctx, sreq)
-	if err != nil {
+	var rtt o.RoundTrip // the receiver's: the server's stop has a deadline from it
+	var srv hostagent.WriteLatStatus
+	if err := rtt.Measure(func() (err error) { srv, err = rcv.StartWriteLat(ctx, sreq); return err }); err != nil {
 		return fmt.Errorf("%s: %w", b.Receiver.Host, err)
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		rcv.StopWriteLat(sctx, srv.ID)
-	}()
+	defer rtt.Cleanup(ctx, func(ctx context.Context) error { _, err := rcv.StopWriteLat(ctx, srv.ID); return err })
 	creq := req
 	creq.Role, creq.Server = hostagent.RoleClient, b.Receiver.Addr.Addr().String()
 	var cl hostagent.WriteLatStatus

@@ -153,6 +153,9 @@ type Bench struct {
 	Link
 	Tx, Rx p4switch.Switch
 	rc     *o.RunContext
+	// txRTT is the sender's measured round trip: a generator's stop after
+	// an error or abort has a deadline derived from it.
+	txRTT o.RoundTrip
 }
 
 // Options say how far the bench may change the switches.

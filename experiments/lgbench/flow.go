@@ -32,7 +32,7 @@ func (b *Bench) StartFlow(ctx context.Context, s Stress) (*Flow, error) {
 	if err := b.journalPktgen(s.AppID); err != nil {
 		return nil, err
 	}
-	if err := b.Tx.StartPktgen(ctx, pktgen(b, s, int(batches), int(per))); err != nil {
+	if err := b.txRTT.Measure(func() error { return b.Tx.StartPktgen(ctx, pktgen(b, s, int(batches), int(per))) }); err != nil {
 		return nil, fmt.Errorf("%s: %w", b.Sender, err)
 	}
 	return &Flow{b: b, s: s, Start: before}, nil
@@ -77,9 +77,7 @@ func (f *Flow) Stop(ctx context.Context) (int64, error) {
 // Close stops the generator if it still runs (an error or abort mid-flow).
 func (f *Flow) Close(ctx context.Context) {
 	if !f.stopped {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		_ = f.b.Tx.StopPktgen(sctx, f.s.AppID)
+		_ = f.b.txRTT.Cleanup(ctx, func(ctx context.Context) error { return f.b.Tx.StopPktgen(ctx, f.s.AppID) })
 		f.stopped = true
 	}
 }

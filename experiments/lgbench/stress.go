@@ -146,16 +146,14 @@ func (b *Bench) Run(ctx context.Context, s Stress) (StressResult, error) {
 	if err := b.journalPktgen(s.AppID); err != nil {
 		return r, err
 	}
-	if err := b.Tx.StartPktgen(ctx, g); err != nil {
+	if err := b.txRTT.Measure(func() error { return b.Tx.StartPktgen(ctx, g) }); err != nil {
 		return r, fmt.Errorf("%s: %w", b.Sender, err)
 	}
 	stopped := false
 	defer func() {
 		if !stopped {
 			// An error or abort mid-run: leave no generator running.
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			defer cancel()
-			_ = b.Tx.StopPktgen(sctx, s.AppID)
+			_ = b.txRTT.Cleanup(ctx, func(ctx context.Context) error { return b.Tx.StopPktgen(ctx, s.AppID) })
 		}
 	}()
 	t0 := before.Time

@@ -102,8 +102,15 @@ func (a *Actor) Act(ctx context.Context, d Decision, dir Direction) (string, err
 		return OutcomeFailed, fmt.Errorf("%s: not in inventory %s", d.Sender, a.Inv.Path)
 	}
 
-	h, err := a.Store.Acquire(ctx, o.LeaseRequest{Lab: a.Inv.Name, Owner: a.Owner, RunID: a.RunID,
-		Devices: []o.LeaseTarget{{Device: dev.Name, Address: dev.Address, Serial: dev.Options["serial"]}}})
+	// The lease store's round trip and the switch's: the release and the
+	// put-backs after a failure have deadlines derived from them.
+	var storeRTT, swRTT o.RoundTrip
+	var h o.HeldLeases
+	err := storeRTT.Measure(func() (err error) {
+		h, err = a.Store.Acquire(ctx, o.LeaseRequest{Lab: a.Inv.Name, Owner: a.Owner, RunID: a.RunID,
+			Devices: []o.LeaseTarget{{Device: dev.Name, Address: dev.Address, Serial: dev.Options["serial"]}}})
+		return err
+	})
 	var held *o.LeaseHeldError
 	if errors.As(err, &held) {
 		return OutcomeDeferred, fmt.Errorf("%s: leased by %s (run %s): %s waits", d.Sender, held.Held.Owner, held.Held.RunID, d.Action)
@@ -112,9 +119,7 @@ func (a *Actor) Act(ctx context.Context, d Decision, dir Direction) (string, err
 		return OutcomeFailed, fmt.Errorf("%s: lease: %w", d.Sender, err)
 	}
 	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if err := h.Release(rctx); err != nil {
+		if err := storeRTT.Cleanup(ctx, h.Release); err != nil {
 			a.log().Warn("monitor: release lease", "device", d.Sender, "err", err)
 		}
 	}()
@@ -134,7 +139,8 @@ func (a *Actor) Act(ctx context.Context, d Decision, dir Direction) (string, err
 	} else if len(rec) > 0 {
 		a.log().Info("monitor: replayed an undo journal left behind", "device", d.Sender, "undos", len(rec))
 	}
-	steps, err := a.plan(ctx, sw, d, dir)
+	var steps []step
+	err = swRTT.Measure(func() (err error) { steps, err = a.plan(ctx, sw, d, dir); return err })
 	if err != nil {
 		return OutcomeFailed, err
 	}
@@ -150,10 +156,8 @@ func (a *Actor) Act(ctx context.Context, d Decision, dir Direction) (string, err
 			return OutcomeFailed, cause
 		}
 		var errs []error
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
 		for i := len(done) - 1; i >= 0; i-- {
-			if err := done[i].revert(rctx); err != nil {
+			if err := swRTT.Cleanup(ctx, done[i].revert); err != nil {
 				errs = append(errs, fmt.Errorf("put back (%s): %w", done[i].undo.Desc, err))
 				continue
 			}

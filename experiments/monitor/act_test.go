@@ -23,6 +23,7 @@ import (
 // programs with lg25 and lg100 added, reached over SSH through the
 // switch driver, and a file lease store in a temporary state directory.
 type actBench struct {
+	lab   *simlab.Lab
 	inv   *inventory.Inventory
 	sws   map[string]*tofino.Switch
 	store *o.FileLeases
@@ -44,7 +45,7 @@ func newActBenchOver(t *testing.T, driver string) *actBench {
 	t.Cleanup(func() { lab.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	b := &actBench{inv: lab.Inventory(), sws: map[string]*tofino.Switch{}, state: t.TempDir()}
+	b := &actBench{lab: lab, inv: lab.Inventory(), sws: map[string]*tofino.Switch{}, state: t.TempDir()}
 	b.store = &o.FileLeases{L: o.NewLeaser(b.state, time.Minute, nil)}
 	for name, prog := range map[string]string{"sw1": lg.ProgramSender, "sw2": lg.ProgramReceiver} {
 		d, _ := b.inv.Device(name)
@@ -215,6 +216,51 @@ func (f failingSwitch) AddEntry(ctx context.Context, table string, e tofino.Entr
 		return errors.New("table full")
 	}
 	return f.Switch.AddEntry(ctx, table, e)
+}
+
+// stallingSwitch fails as failingSwitch does, and has the switch swallow
+// the next request it is sent: the first put-back's.
+type stallingSwitch struct {
+	failingSwitch
+	stall func()
+}
+
+func (s stallingSwitch) AddEntry(ctx context.Context, table string, e tofino.Entry) error {
+	err := s.failingSwitch.AddEntry(ctx, table, e)
+	if table == s.table {
+		s.stall()
+	}
+	return err
+}
+
+// A put-back whose reply never comes (a loaded or lossy control path) is
+// asked again once its deadline, derived from the switch's measured round
+// trips, passes: the switch ends as found, where a fixed 10 s deadline
+// gave up and left it changed for lab recover.
+func TestActorRetriesAStalledPutBack(t *testing.T) {
+	b := newActBench(t)
+	ctx := context.Background()
+	found := tofino.Entry{Key: map[string]int64{"egress_port": int64(b.dir.TxPort)}, Action: lg.ActionRetxCopies, Data: map[string]int64{"num_copies": 1}}
+	if err := b.sws["sw1"].AddEntry(ctx, lg.TableRetxMcast, found); err != nil {
+		t.Fatal(err)
+	}
+	f := b.lab.Faults("sw1")
+	if f == nil {
+		t.Fatal("sw1 has no fault injector")
+	}
+	sw := stallingSwitch{failingSwitch{b.sws["sw1"], lg.TableLinkProtect}, func() { f.StallNext(1) }}
+	a := b.actor(map[string]SwitchActor{"sw1": sw})
+	out, err := a.Act(ctx, b.decision(ActEnableLG, 4), b.dir)
+	if out != OutcomeFailed || err == nil || !strings.Contains(err.Error(), "put back as found") {
+		t.Fatalf("a failed enable whose put-back stalled once: %s %v", out, err)
+	}
+	if retx := b.entry(t, lg.TableRetxMcast); retx == nil || retx.Data["num_copies"] != 1 {
+		t.Fatalf("retx entry %+v, found 1 copy", retx)
+	}
+	if j := b.journals(t); len(j) != 0 {
+		t.Fatalf("undo journals left: %v", j)
+	}
+	b.noLeaseLeft(t)
 }
 
 // An action that fails half-way puts back what it changed; one that dies

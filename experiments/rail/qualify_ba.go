@@ -44,19 +44,18 @@ func (st *qualifyState) reverse(ctx context.Context, rc *o.RunContext, b *lgbenc
 	per := min(frames, 65536)
 	g := p4switch.Pktgen{AppID: s.AppID, Port: s.PktgenPort, EgressPort: l.RxPort, PacketBytes: fb - 4,
 		Interval: b.LineRateInterval(fb), Batches: int((frames + per - 1) / per), PerBatch: int(per)}
-	t0, err := gen.Clock(ctx)
-	if err != nil {
+	var rtt o.RoundTrip // the generator's: its stop after an error has a deadline from it
+	var t0 time.Duration
+	if err := rtt.Measure(func() (err error) { t0, err = gen.Clock(ctx); return err }); err != nil {
 		return fmt.Errorf("%s: %w", l.Receiver, err)
 	}
-	if err := gen.StartPktgen(ctx, g); err != nil {
+	if err := rtt.Measure(func() error { return gen.StartPktgen(ctx, g) }); err != nil {
 		return fmt.Errorf("%s: %w", l.Receiver, err)
 	}
 	done := false
 	defer func() {
 		if !done {
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			defer cancel()
-			_ = gen.StopPktgen(sctx, s.AppID)
+			_ = rtt.Cleanup(ctx, func(ctx context.Context) error { return gen.StopPktgen(ctx, s.AppID) })
 		}
 	}()
 	limit := t0 + 2*b.Duration(g.Packets(), fb) + 10*time.Second
