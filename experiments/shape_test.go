@@ -105,22 +105,6 @@ func complexity(fd *ast.FuncDecl) int {
 	return n
 }
 
-// pending are functions still over a bound, by file and name: each is to
-// be split. The test fails on one not listed and says when one listed is
-// within bounds, so the list only shrinks.
-var pending = map[string]bool{
-	"backpressure/backpressure.go (*Recipe).Plan":            true,
-	"backpressure/tcp.go (*flow).runTCP":                     true,
-	"fct/fct.go (*Recipe).Plan":                              true,
-	"losssweep/losssweep.go (*Recipe).Plan":                  true,
-	"stardust/bench.go findBench":                            true,
-	"stardust/fabric.go (*fabricRun).benchPoint":             true,
-	"stardust/failover.go failoverRun":                       true,
-	"stardust/failover_bench.go (*failoverBenchRun).phases":  true,
-	"stardust/permutation_bench.go (*Permutation).planBench": true,
-	"stardust/pushpull_bench.go (*PushPull).planBench":       true,
-}
-
 func TestRecipeFunctionsStayShort(t *testing.T) {
 	fs, err := shapes(".")
 	if err != nil {
@@ -130,14 +114,6 @@ func TestRecipeFunctionsStayShort(t *testing.T) {
 		t.Fatalf("found only %d functions below experiments/: is the walk broken?", len(fs))
 	}
 	for _, f := range fs {
-		key := filepath.ToSlash(f.pos.Filename) + " " + f.name
-		over := f.lines > maxLines || f.complexity > maxComplexity
-		if pending[key] {
-			if !over {
-				t.Logf("%s is within bounds now (%d lines, complexity %d): take it off pending", key, f.lines, f.complexity)
-			}
-			continue
-		}
 		if f.lines > maxLines {
 			t.Errorf("%s: %s is %d lines long (at most %d): split it into steps and helpers", f.pos, f.name, f.lines, maxLines)
 		}

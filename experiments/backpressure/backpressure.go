@@ -207,22 +207,11 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		return nil, err
 	}
 	bps := p.Strings("backpressure")
-	if len(bps) == 0 {
-		return nil, o.Inputf("backpressure: expected on, off or both")
-	}
-	for _, b := range bps {
-		if b != "on" && b != "off" {
-			return nil, o.Inputf("backpressure: %q (expected on or off)", b)
-		}
+	if err := checkTimes(p, bps); err != nil {
+		return nil, err
 	}
 	lossOn, protOn, dur := p.Float("loss_on_s"), p.Float("protect_on_s"), p.Float("duration_s")
-	if !(lossOn <= protOn && protOn < dur) {
-		return nil, o.Inputf("expected loss_on_s <= protect_on_s < duration_s, got %g, %g, %g", lossOn, protOn, dur)
-	}
 	interval := p.Duration("interval")
-	if n := dur / interval.Seconds(); n > 1e6 {
-		return nil, o.Inputf("interval %v over duration_s %g is %.0f polls (at most 10^6)", interval, dur, n)
-	}
 	var hosts tcpHosts
 	flowKind, cc := p.String("flow"), p.String("cc")
 	switch flowKind {
@@ -259,37 +248,21 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		}}
 	fb := int(p.Int("frame_size"))
 	for _, l := range links {
-		var bench *lgbench.Bench
-		var cal lgbench.Calibration
+		lf := &linkFlows{l: l, p: p, st: st, fb: fb, loss: loss, target: target, flowKind: flowKind, hosts: hosts, cc: cc,
+			interval: interval, lossOn: lossOn, protOn: protOn, dur: dur}
 		devs := []string{l.Sender, l.Receiver, l.VOA}
 		plan.Steps = append(plan.Steps, &o.Step{
 			Name: fmt.Sprintf("%s: switches", l.Link.Name), Action: "prepare-switches", Devices: devs[:2],
 			Run: func(ctx context.Context, rc *o.RunContext) error {
 				var err error
-				bench, err = lgbench.Open(ctx, rc, l, lgbench.OpenOptions(p))
+				lf.bench, err = lgbench.Open(ctx, rc, l, lgbench.OpenOptions(p))
 				return err
 			},
 		})
 		plan.Steps = append(plan.Steps, &o.Step{
 			Name: fmt.Sprintf("%s: find loss %g", l.Link.Name, loss), Action: "calibrate-loss", Devices: devs,
 			Settings: []o.Setting{{Device: l.VOA, Name: fmt.Sprintf("ch%d.attenuation", l.VOAChannel), Value: fmt.Sprintf("measured for loss in [%g, %g]", loss/p.Float("calib_tolerance"), loss), Unit: "dB"}},
-			Run: func(ctx context.Context, rc *o.RunContext) error {
-				if bench == nil {
-					return o.Skip("the switches of %s were not prepared", l.Link.Name)
-				}
-				if err := bench.Protect(ctx, lgbench.Protection{Mode: lgbench.Off}); err != nil {
-					return err
-				}
-				var err error
-				cal, err = bench.Calibrate(ctx, loss, lgbench.CalibrationFrom(p, fb))
-				if err != nil {
-					return err
-				}
-				rc.Event(results.Event{Type: "measurement", Device: l.VOA, Message: fmt.Sprintf("%s: loss %.3g at %.3f dB (%d of %d frames)",
-					l.Link.Name, cal.Loss, cal.AttenuationDB, cal.Lost, cal.Frames),
-					Fields: map[string]any{"link": l.Link.Name, "actual_loss": cal.Loss, "attenuation_db": cal.AttenuationDB}})
-				return nil
-			},
+			Run:      lf.calibrate,
 		})
 		for _, bp := range bps {
 			stepDevs, source := devs, o.Setting{Device: l.Sender, Name: "pktgen", Value: fmt.Sprintf("%g s of %d B frames at line rate out of port %d", dur, fb, l.TxPort)}
@@ -308,41 +281,104 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 					{Device: l.Sender, Name: "protection", Value: fmt.Sprintf("off, linkguardian at %g s", protOn)},
 					{Device: l.Receiver, Name: "backpressure", Value: bp},
 				},
-				Run: func(ctx context.Context, rc *o.RunContext) error {
-					if bench == nil || cal.Target != loss {
-						return o.Skip("the loss rate of %s was not found", l.Link.Name)
-					}
-					f := flow{rc: rc, b: bench, l: l, cal: cal, bp: bp, fb: fb, interval: interval, target: target, cleanDB: p.Float("clean_db"),
-						lossOn: secs(lossOn), protOn: secs(protOn), dur: secs(dur), dummies: int(p.Int("dummy_pkt_max_count")), pktgenPort: int(p.Int("pktgen_port"))}
-					var run Run
-					var err error
-					if flowKind == "tcp" {
-						run, err = f.runTCP(ctx, hosts, cc)
-					} else {
-						run, err = f.run(ctx)
-					}
-					if err != nil {
-						return err
-					}
-					st.add(l.Link.Name, bp, run)
-					pr := run.Phases[PhaseProtected]
-					msg := fmt.Sprintf("%s backpressure %s: protected %.2f Gb/s delivered, reorder buffer up to %d B, %d pause frames",
-						l.Link.Name, bp, pr.DeliveredRateGbps, pr.MaxRxBufferBytes, pr.PauseFrames)
-					fields := map[string]any{"link": l.Link.Name, "backpressure": bp, "flow": run.Flow}
-					if run.Frames != nil {
-						msg += fmt.Sprintf(", %d frames lost while protected", run.LostWhileProtected)
-						fields["frames_sent"], fields["frames_lost"] = run.FramesSent, run.FramesLost
-					} else {
-						msg += fmt.Sprintf(", %d TCP retransmissions", run.Retransmits)
-						fields["retransmits"] = run.Retransmits
-					}
-					rc.Event(results.Event{Type: "measurement", Device: l.Receiver, Message: msg, Fields: fields})
-					return nil
-				},
+				Run: func(ctx context.Context, rc *o.RunContext) error { return lf.timeseries(ctx, rc, bp) },
 			})
 		}
 	}
 	return plan, nil
+}
+
+// checkTimes checks the backpressure choices and the flow's times.
+func checkTimes(p *o.Params, bps []string) error {
+	if len(bps) == 0 {
+		return o.Inputf("backpressure: expected on, off or both")
+	}
+	for _, b := range bps {
+		if b != "on" && b != "off" {
+			return o.Inputf("backpressure: %q (expected on or off)", b)
+		}
+	}
+	lossOn, protOn, dur := p.Float("loss_on_s"), p.Float("protect_on_s"), p.Float("duration_s")
+	if !(lossOn <= protOn && protOn < dur) {
+		return o.Inputf("expected loss_on_s <= protect_on_s < duration_s, got %g, %g, %g", lossOn, protOn, dur)
+	}
+	interval := p.Duration("interval")
+	if n := dur / interval.Seconds(); n > 1e6 {
+		return o.Inputf("interval %v over duration_s %g is %.0f polls (at most 10^6)", interval, dur, n)
+	}
+	return nil
+}
+
+// linkFlows are one link's runs: its bench once prepared and the loss
+// found on it.
+type linkFlows struct {
+	l                   lgbench.Link
+	p                   *o.Params
+	st                  *state
+	fb                  int
+	loss, target        float64
+	flowKind, cc        string
+	hosts               tcpHosts
+	interval            time.Duration
+	lossOn, protOn, dur float64
+	bench               *lgbench.Bench
+	cal                 lgbench.Calibration
+}
+
+// calibrate finds the attenuation for the loss rate, protection off.
+func (lf *linkFlows) calibrate(ctx context.Context, rc *o.RunContext) error {
+	l := lf.l
+	if lf.bench == nil {
+		return o.Skip("the switches of %s were not prepared", l.Link.Name)
+	}
+	if err := lf.bench.Protect(ctx, lgbench.Protection{Mode: lgbench.Off}); err != nil {
+		return err
+	}
+	var err error
+	lf.cal, err = lf.bench.Calibrate(ctx, lf.loss, lgbench.CalibrationFrom(lf.p, lf.fb))
+	if err != nil {
+		return err
+	}
+	cal := lf.cal
+	rc.Event(results.Event{Type: "measurement", Device: l.VOA, Message: fmt.Sprintf("%s: loss %.3g at %.3f dB (%d of %d frames)",
+		l.Link.Name, cal.Loss, cal.AttenuationDB, cal.Lost, cal.Frames),
+		Fields: map[string]any{"link": l.Link.Name, "actual_loss": cal.Loss, "attenuation_db": cal.AttenuationDB}})
+	return nil
+}
+
+// timeseries runs the flow with backpressure bp: clean, then lossy, then
+// protected.
+func (lf *linkFlows) timeseries(ctx context.Context, rc *o.RunContext, bp string) error {
+	l, p := lf.l, lf.p
+	if lf.bench == nil || lf.cal.Target != lf.loss {
+		return o.Skip("the loss rate of %s was not found", l.Link.Name)
+	}
+	f := flow{rc: rc, b: lf.bench, l: l, cal: lf.cal, bp: bp, fb: lf.fb, interval: lf.interval, target: lf.target, cleanDB: p.Float("clean_db"),
+		lossOn: secs(lf.lossOn), protOn: secs(lf.protOn), dur: secs(lf.dur), dummies: int(p.Int("dummy_pkt_max_count")), pktgenPort: int(p.Int("pktgen_port"))}
+	var run Run
+	var err error
+	if lf.flowKind == "tcp" {
+		run, err = f.runTCP(ctx, lf.hosts, lf.cc)
+	} else {
+		run, err = f.run(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	lf.st.add(l.Link.Name, bp, run)
+	pr := run.Phases[PhaseProtected]
+	msg := fmt.Sprintf("%s backpressure %s: protected %.2f Gb/s delivered, reorder buffer up to %d B, %d pause frames",
+		l.Link.Name, bp, pr.DeliveredRateGbps, pr.MaxRxBufferBytes, pr.PauseFrames)
+	fields := map[string]any{"link": l.Link.Name, "backpressure": bp, "flow": run.Flow}
+	if run.Frames != nil {
+		msg += fmt.Sprintf(", %d frames lost while protected", run.LostWhileProtected)
+		fields["frames_sent"], fields["frames_lost"] = run.FramesSent, run.FramesLost
+	} else {
+		msg += fmt.Sprintf(", %d TCP retransmissions", run.Retransmits)
+		fields["retransmits"] = run.Retransmits
+	}
+	rc.Event(results.Event{Type: "measurement", Device: l.Receiver, Message: msg, Fields: fields})
+	return nil
 }
 
 func secs(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }

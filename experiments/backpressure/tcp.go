@@ -152,12 +152,6 @@ func (f *flow) runTCP(ctx context.Context, hosts tcpHosts, cc string) (Run, erro
 		return run, err
 	}
 	flow := host.Iperf3Flow{Dst: hosts.Dst, Seconds: int64(f.dur / time.Second), Interval: f.interval, CC: cc}
-	cmd := flow.Command()
-	type result struct {
-		rep host.Iperf3Report
-		err error
-	}
-	done := make(chan result, 1)
 	// The flow's end is judged on the switch's clock below (on a simulated
 	// host it runs in the switches' simulated time, which a loaded control
 	// host computes slowly). This wall deadline only guards a hang and
@@ -166,103 +160,22 @@ func (f *flow) runTCP(ctx context.Context, hosts tcpHosts, cc string) (Run, erro
 	fctx, cancel := context.WithTimeout(ctx, 20*f.dur+time.Minute)
 	defer cancel()
 	var rtt o.RoundTrip // the sender's: the wait for iperf3's report once the clock is past its end
-	go func() {
-		rep, err := snd.Iperf3(fctx, flow)
-		done <- result{rep, err}
-	}()
-	f.rc.Event(results.Event{Type: "command", Device: hosts.Sender, Message: cmd})
-	// Wait by asking: the flow's clock starts once iperf3 runs.
-	for {
-		var busy bool
-		err := rtt.Measure(func() (err error) { busy, err = snd.Iperf3Running(ctx); return err })
-		if err != nil {
-			return run, err
-		}
-		if busy {
-			break
-		}
-		select {
-		case r := <-done:
-			return run, fmt.Errorf("%s: iperf3 ended before it was seen running: %v", hosts.Sender, r.err)
-		case <-ctx.Done():
-			return run, context.Cause(ctx)
-		case <-time.After(20 * time.Millisecond):
-		}
+	done, err := f.startIperf3(ctx, fctx, snd, hosts.Sender, flow, &rtt)
+	if err != nil {
+		return run, err
 	}
 	t0, err := b.Tx.Clock(ctx)
 	if err != nil {
 		return run, fmt.Errorf("%s: %w", l.Sender, err)
 	}
-	first, err := b.Read(ctx)
+	name := fmt.Sprintf("%s backpressure %s %s", l.Link.Name, f.bp, cc)
+	reads, phases, err := f.pollTCP(ctx, t0, prot, name)
 	if err != nil {
 		return run, err
 	}
-	reads := []tcpReading{{at: 0, snap: first}}
-	name := fmt.Sprintf("%s backpressure %s %s", l.Link.Name, f.bp, cc)
-	phase := PhaseClean
-	phases := []string{}
-	for k := int64(1); ; k++ {
-		at := time.Duration(k) * f.interval
-		if at > f.dur {
-			break
-		}
-		if err := waitClock(ctx, b, t0+at); err != nil {
-			return run, err
-		}
-		s, err := b.Read(ctx)
-		if err != nil {
-			return run, err
-		}
-		q, err := b.ReadQueues(ctx, false)
-		if err != nil {
-			return run, err
-		}
-		reads = append(reads, tcpReading{at: at, snap: s, q: q})
-		phases = append(phases, phase)
-		if phase == PhaseClean && at >= f.lossOn {
-			phase = PhaseLoss
-			if err := f.rc.SetAttenuation(ctx, l.VOA, l.VOAChannel, f.cal.AttenuationDB); err != nil {
-				return run, err
-			}
-			f.changed(ctx, fmt.Sprintf("%s: loss on (%.3f dB)", name, f.cal.AttenuationDB))
-		}
-		if phase == PhaseLoss && at >= f.protOn {
-			phase = PhaseProtected
-			if err := b.Protect(ctx, prot); err != nil {
-				return run, err
-			}
-			f.changed(ctx, fmt.Sprintf("%s: linkguardian on, %d copies, thresholds %d/%d cells", name, prot.Copies, prot.PauseCells, prot.ResumeCells))
-		}
-	}
-	// The flow ends at its duration; its last interval is stepped once
-	// the clock has passed it.
-	var out result
-wait:
-	for at := f.dur + f.interval; ; at += f.interval {
-		if err := waitClock(ctx, b, t0+at); err != nil {
-			return run, err
-		}
-		select {
-		case out = <-done:
-			break wait
-		case <-ctx.Done():
-			return run, context.Cause(ctx)
-		case <-time.After(50 * time.Millisecond):
-			if at < 2*f.dur+10*time.Second {
-				continue
-			}
-			// Twice the flow and 10 s more on the switch's clock: the
-			// report is one answer away, its deadline from the sender's
-			// measured round trips.
-			select {
-			case out = <-done:
-				break wait
-			case <-ctx.Done():
-				return run, context.Cause(ctx)
-			case <-time.After(rtt.Deadline()):
-				return run, fmt.Errorf("%s: iperf3 gave no report %v after its %v flow began on %s's clock", hosts.Sender, at, f.dur, l.Sender)
-			}
-		}
+	out, err := f.awaitReport(ctx, done, t0, &rtt, hosts.Sender)
+	if err != nil {
+		return run, err
 	}
 	if out.err != nil {
 		return run, out.err
@@ -271,10 +184,135 @@ wait:
 	if rep.Server == nil || len(rep.Server.Intervals) != len(rep.Intervals) || len(rep.Intervals) < len(reads)-1 {
 		return run, fmt.Errorf("%s: iperf3 reported %d intervals (%d at the server), expected %d of %v", hosts.Sender, len(rep.Intervals), len(rep.ServerIntervals()), len(reads)-1, f.interval)
 	}
-	// One row per poll, joined with iperf3's interval ending there.
+	if err := f.writeTCP(table, name, cc, reads, phases, rep, &run); err != nil {
+		return run, err
+	}
+	// The frame counts of the line-rate flow are not taken: the sender
+	// port's data frames include LinkGuardian's copies, and the TCP flow's
+	// own count of what the link cost it is its retransmissions.
+	run.Retransmits = rep.End.SumSent.Retransmits
+	return run, nil
+}
+
+// iperf3Result is iperf3's report, or why there is none.
+type iperf3Result struct {
+	rep host.Iperf3Report
+	err error
+}
+
+// startIperf3 starts the flow on the sender (under fctx) and waits, by
+// asking, until iperf3 runs: the flow's clock starts then. The report
+// comes on the channel returned.
+func (f *flow) startIperf3(ctx, fctx context.Context, snd host.Iperf3Runner, sender string, flow host.Iperf3Flow, rtt *o.RoundTrip) (<-chan iperf3Result, error) {
+	done := make(chan iperf3Result, 1)
+	go func() {
+		rep, err := snd.Iperf3(fctx, flow)
+		done <- iperf3Result{rep, err}
+	}()
+	f.rc.Event(results.Event{Type: "command", Device: sender, Message: flow.Command()})
+	for {
+		var busy bool
+		err := rtt.Measure(func() (err error) { busy, err = snd.Iperf3Running(ctx); return err })
+		if err != nil {
+			return nil, err
+		}
+		if busy {
+			return done, nil
+		}
+		select {
+		case r := <-done:
+			return nil, fmt.Errorf("%s: iperf3 ended before it was seen running: %v", sender, r.err)
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// pollTCP reads the switches every interval of the switch's clock from t0
+// over the flow, turning the loss on and then LinkGuardian (prot) at their
+// times; it returns the reads and the phase each interval was in.
+func (f *flow) pollTCP(ctx context.Context, t0 time.Duration, prot lgbench.Protection, name string) ([]tcpReading, []string, error) {
+	b, l := f.b, f.l
+	first, err := b.Read(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	reads := []tcpReading{{at: 0, snap: first}}
+	phase := PhaseClean
+	phases := []string{}
+	for k := int64(1); ; k++ {
+		at := time.Duration(k) * f.interval
+		if at > f.dur {
+			return reads, phases, nil
+		}
+		if err := waitClock(ctx, b, t0+at); err != nil {
+			return nil, nil, err
+		}
+		s, err := b.Read(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		q, err := b.ReadQueues(ctx, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		reads = append(reads, tcpReading{at: at, snap: s, q: q})
+		phases = append(phases, phase)
+		if phase == PhaseClean && at >= f.lossOn {
+			phase = PhaseLoss
+			if err := f.rc.SetAttenuation(ctx, l.VOA, l.VOAChannel, f.cal.AttenuationDB); err != nil {
+				return nil, nil, err
+			}
+			f.changed(ctx, fmt.Sprintf("%s: loss on (%.3f dB)", name, f.cal.AttenuationDB))
+		}
+		if phase == PhaseLoss && at >= f.protOn {
+			phase = PhaseProtected
+			if err := b.Protect(ctx, prot); err != nil {
+				return nil, nil, err
+			}
+			f.changed(ctx, fmt.Sprintf("%s: linkguardian on, %d copies, thresholds %d/%d cells", name, prot.Copies, prot.PauseCells, prot.ResumeCells))
+		}
+	}
+}
+
+// awaitReport waits for iperf3's report: the flow ends at its duration,
+// its last interval is stepped once the clock has passed it. Twice the
+// flow and 10 s more on the switch's clock, the report is one answer
+// away, its deadline from the sender's measured round trips.
+func (f *flow) awaitReport(ctx context.Context, done <-chan iperf3Result, t0 time.Duration, rtt *o.RoundTrip, sender string) (iperf3Result, error) {
+	b := f.b
+	for at := f.dur + f.interval; ; at += f.interval {
+		if err := waitClock(ctx, b, t0+at); err != nil {
+			return iperf3Result{}, err
+		}
+		select {
+		case out := <-done:
+			return out, nil
+		case <-ctx.Done():
+			return iperf3Result{}, context.Cause(ctx)
+		case <-time.After(50 * time.Millisecond):
+			if at < 2*f.dur+10*time.Second {
+				continue
+			}
+			select {
+			case out := <-done:
+				return out, nil
+			case <-ctx.Done():
+				return iperf3Result{}, context.Cause(ctx)
+			case <-time.After(rtt.Deadline()):
+				return iperf3Result{}, fmt.Errorf("%s: iperf3 gave no report %v after its %v flow began on %s's clock", sender, at, f.dur, f.l.Sender)
+			}
+		}
+	}
+}
+
+// writeTCP writes one row per poll, joined with iperf3's interval ending
+// there, and the run's phases.
+func (f *flow) writeTCP(table *results.TableWriter, name, cc string, reads []tcpReading, phases []string, rep host.Iperf3Report, run *Run) error {
+	l := f.l
 	var ph Phase
-	var phStart tcpReading
-	phStart = reads[0]
+	phStart := reads[0]
 	var sentB, recvB int64
 	closePhase := func(name string, end tcpReading) {
 		secs := (end.at - phStart.at).Seconds()
@@ -300,7 +338,7 @@ wait:
 		}
 		if err := table.Write(name, l.Link.Name, f.bp, r.at.Seconds(), phases[i-1], sent, recv, r.q.TxBuffer, r.q.Reorder,
 			r.snap.PauseFrames-prev.snap.PauseFrames, r.snap.RxFCS-prev.snap.RxFCS, r.snap.Timeouts-prev.snap.Timeouts, cc, iv.Retransmits); err != nil {
-			return run, err
+			return err
 		}
 		sentB, recvB = sentB+iv.Bytes, recvB+sv.Bytes
 		ph.Retransmits += iv.Retransmits
@@ -310,11 +348,7 @@ wait:
 			closePhase(phases[i-1], r)
 		}
 	}
-	// The frame counts of the line-rate flow are not taken: the sender
-	// port's data frames include LinkGuardian's copies, and the TCP flow's
-	// own count of what the link cost it is its retransmissions.
-	run.Retransmits = rep.End.SumSent.Retransmits
-	return run, nil
+	return nil
 }
 
 // waitClock waits for the sender switch's clock to reach t, in steps.

@@ -357,52 +357,20 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := b.Link
-	modes, transports := p.Strings("modes"), p.Strings("transports")
-	trials, blocks := int(p.Int("trials")), int(p.Int("blocks"))
-	loss, target, tol := p.Float("loss_rate"), p.Float("target_loss"), p.Float("calib_tolerance")
-	if err := pc.CheckAttenuation(l.VOA, l.VOAChannel, p.Float("max_db")); err != nil {
-		return nil, o.Inputf("max_db: %v", err)
+	fr, err := newFCTRun(pc, b)
+	if err != nil {
+		return nil, err
 	}
-	flow, resp := int(p.Int("flow_size")), int(p.Int("response_size"))
-	lossSource, conn, paper := p.String("loss_source"), p.String("connection"), p.Bool("paper_sysctls")
-	timestamps := !paper // the artifact turns them off
-	calibFrame := int(p.Int("calib_frame_size"))
-	if calibFrame == 0 {
-		calibFrame = dataFrameBytes(flow, timestamps)
-	}
-	if calibFrame < 64 {
-		return nil, o.Inputf("calib_frame_size %d: at least 64 B", calibFrame)
-	}
-	route := p.String("route")
-	routeFor := func(to attachment) string {
-		if route != "" {
-			return route
-		}
-		return to.Addr.Masked().String()
-	}
-	rtoMin := p.Duration("rto_min")
-	cc := p.String("congestion_control")
-	needLoss := slices.ContainsFunc(modes, func(m string) bool { return m != Lossless })
-	flowFrames := dataFrames(flow, timestamps)
-
-	st := &state{tcp: map[string][]int64{}, affected: map[string][]bool{}, retrans: map[string]int{}, drops: map[string]int64{}, rdma: map[string][]int64{}, unavailable: map[string]string{}}
-	sendHost, recvHost := b.Sender.Host, b.Receiver.Host
+	l, st := b.Link, fr.st
 	plan := &o.Plan{Bindings: binds, Tables: Tables(),
 		Summary: func(partial bool) (any, error) {
-			s := st.summary(partial, b, flow, loss, rtoMin, modes, transports, flowFrames)
-			s.LossSource, s.Connection = lossSource, conn
+			s := st.summary(partial, b, fr.flow, fr.loss, fr.rtoMin, fr.modes, fr.transports, fr.flowFrames)
+			s.LossSource, s.Connection = fr.lossSource, fr.conn
 			return s, nil
 		}}
-
-	var bench *lgbench.Bench
-	var sender, receiver *hostagent.Client
-	var fctTarget string // the receiver's FCT server
-	var rdmaOK string    // why rdma cannot run ("" it can)
-	dropping := false    // the loss emulation's entries are in the table
 	devs := []string{l.Sender, l.Receiver, l.VOA}
+	sendHost, recvHost := b.Sender.Host, b.Receiver.Host
 	hosts := []string{sendHost, recvHost}
-
 	plan.Steps = append(plan.Steps, &o.Step{
 		Name: fmt.Sprintf("%s: switches", l.Link.Name), Action: "prepare-switches", Devices: devs[:2],
 		Settings: []o.Setting{
@@ -412,273 +380,395 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		},
 		Run: func(ctx context.Context, rc *o.RunContext) error {
 			var err error
-			bench, err = lgbench.Open(ctx, rc, l, lgbench.Options{ReplaceProgram: p.Bool("replace_program"), PortUpTimeout: p.Duration("port_up_timeout")})
+			fr.bench, err = lgbench.Open(ctx, rc, l, lgbench.Options{ReplaceProgram: p.Bool("replace_program"), PortUpTimeout: p.Duration("port_up_timeout")})
 			return err
 		},
 	})
-
-	hostSettings := []o.Setting{}
-	for _, h := range []struct{ dev, sel string }{{sendHost, routeFor(b.Receiver)}, {recvHost, routeFor(b.Sender)}} {
-		if rtoMin > 0 {
-			hostSettings = append(hostSettings, o.Setting{Device: h.dev, Name: "route " + h.sel + " rto_min", Value: rtoMin.String()})
-		}
-		if cc != "" {
-			hostSettings = append(hostSettings, o.Setting{Device: h.dev, Name: "net.ipv4.tcp_congestion_control", Value: cc})
-		}
-		if paper {
-			for _, kv := range paperSysctls(cc) {
-				hostSettings = append(hostSettings, o.Setting{Device: h.dev, Name: kv[0], Value: kv[1]})
-			}
-		}
-	}
 	plan.Steps = append(plan.Steps, &o.Step{
-		Name: "hosts", Action: "prepare-hosts", Devices: hosts, Settings: append(hostSettings,
+		Name: "hosts", Action: "prepare-hosts", Devices: hosts, Settings: append(fr.hostSettings(),
 			o.Setting{Device: sendHost, Name: "hostagent", Value: "installed if different, started"},
 			o.Setting{Device: recvHost, Name: "fct server", Value: b.Receiver.Addr.Addr().String() + ":0"}),
 		Note: "settings are read first and restored at the end; rdma runs only where both hosts have ib_write_lat",
-		Run: func(ctx context.Context, rc *o.RunContext) error {
-			for _, h := range []struct {
-				dev string
-				sel string
-			}{{sendHost, routeFor(b.Receiver)}, {recvHost, routeFor(b.Sender)}} {
-				if cc != "" {
-					if _, err := rc.ApplyHostSetting(ctx, h.dev, host.Sysctl("net.ipv4.tcp_congestion_control", cc)); err != nil {
-						return err
-					}
-				}
-				if paper {
-					for _, kv := range paperSysctls(cc) {
-						if _, err := rc.ApplyHostSetting(ctx, h.dev, host.Sysctl(kv[0], kv[1])); err != nil {
-							return err
-						}
-					}
-				}
-				if rtoMin > 0 {
-					if _, err := rc.ApplyHostSetting(ctx, h.dev, host.RouteRTOMin(h.sel, rtoMin)); err != nil {
-						return err
-					}
-				}
-			}
-			clients := map[string]*hostagent.Client{}
-			var caps []string
-			for _, h := range hosts {
-				a, err := rc.HostAgent(ctx, h)
-				if err != nil {
-					return err
-				}
-				c := hostagent.NewClient(a.Client, a.BaseURL)
-				v, err := c.Version(ctx)
-				if err != nil {
-					return fmt.Errorf("%s: %w", h, err)
-				}
-				if !v.Capabilities.RDMAWriteLat && rdmaOK == "" {
-					rdmaOK = fmt.Sprintf("not available on %s: %s not found", h, hostagent.WriteLatTool)
-				}
-				caps = append(caps, fmt.Sprintf("%s: hostagent %s, tcp_info %v, ib_write_lat %v", h, v.Version, v.Capabilities.TCPInfoRetrans, v.Capabilities.RDMAWriteLat))
-				clients[h] = c
-			}
-			sender, receiver = clients[sendHost], clients[recvHost]
-			if slices.Contains(transports, RDMA) && rdmaOK != "" {
-				st.mu.Lock()
-				st.unavailable[RDMA] = rdmaOK
-				st.mu.Unlock()
-			}
-			if slices.Contains(transports, TCP) {
-				srv, err := receiver.StartFCTServer(ctx, hostagent.FCTServerRequest{Listen: b.Receiver.Addr.Addr().String() + ":0"})
-				if err != nil {
-					return fmt.Errorf("%s: %w", recvHost, err)
-				}
-				// The server's id is known once it runs: journaled at once.
-				if err := rc.Journal(recvHost, o.Undo{Kind: o.UndoFCTServerStop, Desc: "stop the fct server " + srv.ID + " on " + recvHost,
-					Args: map[string]string{"id": srv.ID}}); err != nil {
-					_, _ = receiver.StopFCTServer(ctx, srv.ID)
-					return err
-				}
-				fctTarget = b.Receiver.Addr.Addr().String() + ":" + strconv.Itoa(srv.Port)
-			}
-			rc.Event(results.Event{Type: "setting", Device: recvHost, Message: fmt.Sprintf("fct server at %s; %v", fctTarget, caps),
-				Fields: map[string]any{"target": fctTarget, "rdma": rdmaOK == ""}})
-			return nil
-		},
+		Run:  fr.prepareHosts,
 	})
-
 	// The VOA's resting value is where the lossless mode runs.
 	plan.Steps = append(plan.Steps, &o.Step{
 		Name: fmt.Sprintf("%s: resting attenuation", l.VOA), Action: "read-voa", Devices: []string{l.VOA},
 		Note: "the inventory's safe_state, else the value found",
-		Run: func(ctx context.Context, rc *o.RunContext) error {
-			d, _ := rc.Lab.Device(l.VOA)
-			if rest := o.RestingAttenuation(d); rest != nil {
-				st.rest = *rest
-				return nil
-			}
-			a, err := rc.Attenuator(l.VOA)
-			if err != nil {
-				return err
-			}
-			v, err := a.Attenuation(ctx, l.VOAChannel)
-			if err != nil {
-				return fmt.Errorf("%s: %w", l.VOA, err)
-			}
-			st.rest = v
-			return nil
-		},
+		Run:  fr.readRest,
 	})
-
-	if needLoss && lossSource == LossProgram {
+	needLoss := slices.ContainsFunc(fr.modes, func(m string) bool { return m != Lossless })
+	if needLoss && fr.lossSource == LossProgram {
 		plan.Steps = append(plan.Steps, &o.Step{
-			Name: fmt.Sprintf("%s: loss emulation %g", l.Link.Name, loss), Action: "emulate-loss", Devices: devs[:1],
+			Name: fmt.Sprintf("%s: loss emulation %g", l.Link.Name, fr.loss), Action: "emulate-loss", Devices: devs[:1],
 			Settings: []o.Setting{{Device: l.Sender, Name: lg.TableEmulateDrop, Value: fmt.Sprintf("%d of 2^%d random numbers dropped: %.6g for every frame size",
-				lg.DropTableEntries(loss), lg.DropRandomBits, lgbench.EmulatedLoss(loss))}},
+				lg.DropTableEntries(fr.loss), lg.DropRandomBits, lgbench.EmulatedLoss(fr.loss))}},
 			Note: "the artifact's drop_random_pkts; checked empty here, filled for the lossy modes, emptied for lossless, cleared at the end",
-			Run: func(ctx context.Context, rc *o.RunContext) error {
-				if bench == nil {
-					return o.Skip("the switches were not prepared")
-				}
-				// The table is filled by the first lossy block (setLink).
-				if err := bench.PrepareDrop(ctx); err != nil {
-					return err
-				}
-				got := lgbench.EmulatedLoss(loss)
-				st.mu.Lock()
-				st.cal = lgbench.Calibration{Target: loss, Loss: got, AttenuationDB: st.rest}
-				st.mu.Unlock()
-				rc.Event(results.Event{Type: "setting", Device: l.Sender, Message: fmt.Sprintf("%s: loss emulation %.6g (%d entries)", l.Link.Name, got, lg.DropTableEntries(loss)),
-					Fields: map[string]any{"link": l.Link.Name, "nominal_loss": loss, "actual_loss": got}})
-				return nil
-			},
+			Run:  fr.emulateLoss,
 		})
 	}
-	if needLoss && lossSource == LossVOA {
+	if needLoss && fr.lossSource == LossVOA {
 		plan.Steps = append(plan.Steps, &o.Step{
-			Name: fmt.Sprintf("%s: set loss %g", l.Link.Name, loss), Action: "calibrate-loss", Devices: devs,
+			Name: fmt.Sprintf("%s: set loss %g", l.Link.Name, fr.loss), Action: "calibrate-loss", Devices: devs,
 			Settings: []o.Setting{{Device: l.VOA, Name: fmt.Sprintf("ch%d.attenuation", l.VOAChannel),
-				Value: fmt.Sprintf("measured for a loss of %d B frames in [%g, %g]", calibFrame, loss, loss*tol), Unit: "dB"}},
+				Value: fmt.Sprintf("measured for a loss of %d B frames in [%g, %g]", fr.calibFrame, fr.loss, fr.loss*fr.tol), Unit: "dB"}},
 			Note: "found by measuring with protection off, as loss-sweep does",
-			Run: func(ctx context.Context, rc *o.RunContext) error {
-				if bench == nil {
-					return o.Skip("the switches were not prepared")
-				}
-				stress := lgbench.Stress{AppID: 1, PktgenPort: int(p.Int("pktgen_port")), FrameBytes: calibFrame, Poll: time.Millisecond}
-				cal, err := bench.Calibrate(ctx, loss*tol, lgbench.CalibrateOptions{StartDB: p.Float("start_db"), StepDB: p.Float("scan_step_db"),
-					MaxDB: p.Float("max_db"), Tolerance: tol, Losses: p.Int("calib_losses"), MaxFrames: p.Int("calib_max_frames"), FrameBytes: calibFrame, Stress: stress})
-				if err != nil {
-					return err
-				}
-				st.mu.Lock()
-				st.cal = cal
-				st.mu.Unlock()
-				rc.Event(results.Event{Type: "measurement", Device: l.VOA, Message: fmt.Sprintf("%s: loss %.3g of %d B frames at %.3f dB (%d of %d frames, %d measurements)",
-					l.Link.Name, cal.Loss, calibFrame, cal.AttenuationDB, cal.Lost, cal.Frames, cal.Measurements),
-					Fields: map[string]any{"link": l.Link.Name, "nominal_loss": loss, "actual_loss": cal.Loss, "attenuation_db": cal.AttenuationDB, "frame_bytes": calibFrame}})
-				return nil
-			},
+			Run:  fr.calibrateLoss,
 		})
 	}
-
 	// The blocks: round k runs every mode once, starting from mode k.
-	per := func(k int) int { // the first trials%blocks blocks take one more
-		if k < trials%blocks {
-			return trials/blocks + 1
-		}
-		return trials / blocks
-	}
-	curAtt := math.NaN()
-	curMode := ""
-	setLink := func(ctx context.Context, rc *o.RunContext, mode string) error {
-		att := st.rest
-		prot := lgbench.Protection{Mode: lgbench.Off}
-		if mode != Lossless {
-			if st.cal.Target == 0 {
-				return o.Skip("the loss rate was not set")
-			}
-			att = st.cal.AttenuationDB
-			var err error
-			if prot, err = bench.DefaultProtection(lgbench.Mode(mode), target, st.cal.Loss, p.Bool("backpressure"), int(p.Int("dummy_pkt_max_count"))); err != nil {
-				return err
-			}
-			st.mu.Lock()
-			st.copies = max(st.copies, prot.Copies)
-			st.mu.Unlock()
-		}
-		if lossSource == LossProgram {
-			att = st.rest // the fibre stays at rest; the program drops
-			if wantDrop := mode != Lossless; wantDrop != dropping {
-				var err error
-				if wantDrop {
-					_, err = bench.EmulateDrop(ctx, loss)
-				} else {
-					err = bench.ClearDrop(ctx)
-				}
-				if err != nil {
-					return err
-				}
-				dropping = wantDrop
-			}
-		}
-		if att != curAtt {
-			if err := rc.SetAttenuation(ctx, l.VOA, l.VOAChannel, att); err != nil {
-				return err
-			}
-			curAtt = att
-		}
-		if mode != curMode {
-			if err := bench.Protect(ctx, prot); err != nil {
-				return err
-			}
-			curMode = mode
-		}
-		return nil
-	}
+	blocks := int(p.Int("blocks"))
 	for k := range blocks {
-		n := per(k)
-		for i := range modes {
-			mode := modes[(i+k)%len(modes)]
-			for _, tr := range transports {
+		n := fr.perBlock(k)
+		for i := range fr.modes {
+			mode := fr.modes[(i+k)%len(fr.modes)]
+			for _, tr := range fr.transports {
 				plan.Steps = append(plan.Steps, &o.Step{
 					Name: fmt.Sprintf("block %d/%d: %s %s", k+1, blocks, tr, mode), Action: "fct-block", Devices: append(slices.Clone(devs), hosts...),
-					Settings: []o.Setting{{Device: sendHost, Name: tr + " trials", Value: fmt.Sprintf("%d of %d B to %s", n, flow, recvHost)}},
-					Run: func(ctx context.Context, rc *o.RunContext) error {
-						if bench == nil || sender == nil {
-							return o.Skip("the switches or hosts were not prepared")
-						}
-						if tr == RDMA && rdmaOK != "" {
-							return o.Skip("rdma: %s", rdmaOK)
-						}
-						if err := setLink(ctx, rc, mode); err != nil {
-							return err
-						}
-						if tr == TCP {
-							before, err := bench.EmulatedDrops(ctx)
-							if err != nil {
-								return err
-							}
-							if err := st.runTCP(ctx, rc, sender, sendHost, hostagent.FCTRunRequest{Target: fctTarget, RequestSize: flow, ResponseSize: resp, Trials: n,
-								Warmup: int(p.Int("warmup")), Connections: 1, TrialTimeoutMS: int(p.Duration("trial_timeout").Milliseconds()), Connection: conn}, mode, k+1, p.Bool("keep_samples")); err != nil {
-								return err
-							}
-							after, err := bench.EmulatedDrops(ctx)
-							if err != nil {
-								return err
-							}
-							st.mu.Lock()
-							st.drops[mode] += after - before
-							st.mu.Unlock()
-							rc.Event(results.Event{Type: "measurement", Device: l.Sender, Message: fmt.Sprintf("tcp %s block %d: %d frames taken by the emulated drop (%s)", mode, k+1, after-before, lg.RegEmulatedDrops),
-								Fields: map[string]any{"transport": TCP, "mode": mode, "block": k + 1, "switch_drops": after - before}})
-							return nil
-						}
-						return st.runRDMA(ctx, rc, sender, receiver, b, p, flow, n, mode, k+1)
-					},
+					Settings: []o.Setting{{Device: sendHost, Name: tr + " trials", Value: fmt.Sprintf("%d of %d B to %s", n, fr.flow, recvHost)}},
+					Run:      func(ctx context.Context, rc *o.RunContext) error { return fr.block(ctx, rc, k, n, mode, tr) },
 				})
 			}
 		}
 	}
 	plan.Steps = append(plan.Steps, &o.Step{
 		Name: "percentiles", Action: "write-percentiles", Note: "over every trial of each transport and mode",
-		Run: func(ctx context.Context, rc *o.RunContext) error { return st.writePercentiles(rc, flow) },
+		Run: func(ctx context.Context, rc *o.RunContext) error { return st.writePercentiles(rc, fr.flow) },
 	})
 	return plan, nil
+}
+
+// fctRun is a run of the recipe: its parameters, the binding, and what the
+// steps found and set (the bench, the agents, the FCT server, the link's
+// attenuation, protection and loss emulation as last set).
+type fctRun struct {
+	p                      *o.Params
+	b                      binding
+	st                     *state
+	modes, transports      []string
+	trials, blocks         int
+	loss, target, tol      float64
+	flow, resp             int
+	lossSource, conn, cc   string
+	route                  string
+	paper                  bool
+	calibFrame, flowFrames int
+	rtoMin                 time.Duration
+	bench                  *lgbench.Bench
+	sender, receiver       *hostagent.Client
+	fctTarget              string  // the receiver's FCT server
+	rdmaOK                 string  // why rdma cannot run ("" it can)
+	dropping               bool    // the loss emulation's entries are in the table
+	curAtt                 float64 // the VOA's setting as last set (NaN: not yet)
+	curMode                string  // the protection as last set
+}
+
+// newFCTRun reads the parameters and checks them against the binding.
+func newFCTRun(pc *o.PlanContext, b binding) (*fctRun, error) {
+	p, l := pc.Params, b.Link
+	fr := &fctRun{p: p, b: b, curAtt: math.NaN(),
+		modes: p.Strings("modes"), transports: p.Strings("transports"),
+		trials: int(p.Int("trials")), blocks: int(p.Int("blocks")),
+		loss: p.Float("loss_rate"), target: p.Float("target_loss"), tol: p.Float("calib_tolerance"),
+		flow: int(p.Int("flow_size")), resp: int(p.Int("response_size")),
+		lossSource: p.String("loss_source"), conn: p.String("connection"), paper: p.Bool("paper_sysctls"),
+		route: p.String("route"), rtoMin: p.Duration("rto_min"), cc: p.String("congestion_control"),
+		st: &state{tcp: map[string][]int64{}, affected: map[string][]bool{}, retrans: map[string]int{}, drops: map[string]int64{}, rdma: map[string][]int64{}, unavailable: map[string]string{}}}
+	if err := pc.CheckAttenuation(l.VOA, l.VOAChannel, p.Float("max_db")); err != nil {
+		return nil, o.Inputf("max_db: %v", err)
+	}
+	timestamps := !fr.paper // the artifact turns them off
+	fr.calibFrame = int(p.Int("calib_frame_size"))
+	if fr.calibFrame == 0 {
+		fr.calibFrame = dataFrameBytes(fr.flow, timestamps)
+	}
+	if fr.calibFrame < 64 {
+		return nil, o.Inputf("calib_frame_size %d: at least 64 B", fr.calibFrame)
+	}
+	fr.flowFrames = dataFrames(fr.flow, timestamps)
+	return fr, nil
+}
+
+// perBlock is block k's trials: the first trials%blocks blocks take one
+// more.
+func (fr *fctRun) perBlock(k int) int {
+	if k < fr.trials%fr.blocks {
+		return fr.trials/fr.blocks + 1
+	}
+	return fr.trials / fr.blocks
+}
+
+// routeFor is the route selector rto_min goes on, towards a host.
+func (fr *fctRun) routeFor(to attachment) string {
+	if fr.route != "" {
+		return fr.route
+	}
+	return to.Addr.Masked().String()
+}
+
+// hostEnds are each host with the route towards the other.
+func (fr *fctRun) hostEnds() []struct{ dev, sel string } {
+	return []struct{ dev, sel string }{{fr.b.Sender.Host, fr.routeFor(fr.b.Receiver)}, {fr.b.Receiver.Host, fr.routeFor(fr.b.Sender)}}
+}
+
+// hostSettings are the settings the hosts get, for the plan.
+func (fr *fctRun) hostSettings() []o.Setting {
+	out := []o.Setting{}
+	for _, h := range fr.hostEnds() {
+		if fr.rtoMin > 0 {
+			out = append(out, o.Setting{Device: h.dev, Name: "route " + h.sel + " rto_min", Value: fr.rtoMin.String()})
+		}
+		if fr.cc != "" {
+			out = append(out, o.Setting{Device: h.dev, Name: "net.ipv4.tcp_congestion_control", Value: fr.cc})
+		}
+		if fr.paper {
+			for _, kv := range paperSysctls(fr.cc) {
+				out = append(out, o.Setting{Device: h.dev, Name: kv[0], Value: kv[1]})
+			}
+		}
+	}
+	return out
+}
+
+// prepareHosts sets the hosts (journaled, so they are put back), opens
+// their agents and starts the receiver's FCT server.
+func (fr *fctRun) prepareHosts(ctx context.Context, rc *o.RunContext) error {
+	for _, h := range fr.hostEnds() {
+		if err := fr.applyHostSettings(ctx, rc, h.dev, h.sel); err != nil {
+			return err
+		}
+	}
+	caps, err := fr.openAgents(ctx, rc)
+	if err != nil {
+		return err
+	}
+	st, b, recvHost := fr.st, fr.b, fr.b.Receiver.Host
+	if slices.Contains(fr.transports, RDMA) && fr.rdmaOK != "" {
+		st.mu.Lock()
+		st.unavailable[RDMA] = fr.rdmaOK
+		st.mu.Unlock()
+	}
+	if slices.Contains(fr.transports, TCP) {
+		srv, err := fr.receiver.StartFCTServer(ctx, hostagent.FCTServerRequest{Listen: b.Receiver.Addr.Addr().String() + ":0"})
+		if err != nil {
+			return fmt.Errorf("%s: %w", recvHost, err)
+		}
+		// The server's id is known once it runs: journaled at once.
+		if err := rc.Journal(recvHost, o.Undo{Kind: o.UndoFCTServerStop, Desc: "stop the fct server " + srv.ID + " on " + recvHost,
+			Args: map[string]string{"id": srv.ID}}); err != nil {
+			_, _ = fr.receiver.StopFCTServer(ctx, srv.ID)
+			return err
+		}
+		fr.fctTarget = b.Receiver.Addr.Addr().String() + ":" + strconv.Itoa(srv.Port)
+	}
+	rc.Event(results.Event{Type: "setting", Device: recvHost, Message: fmt.Sprintf("fct server at %s; %v", fr.fctTarget, caps),
+		Fields: map[string]any{"target": fr.fctTarget, "rdma": fr.rdmaOK == ""}})
+	return nil
+}
+
+// applyHostSettings sets a host's congestion control, the artifact's
+// sysctls and rto_min on its route sel.
+func (fr *fctRun) applyHostSettings(ctx context.Context, rc *o.RunContext, dev, sel string) error {
+	if fr.cc != "" {
+		if _, err := rc.ApplyHostSetting(ctx, dev, host.Sysctl("net.ipv4.tcp_congestion_control", fr.cc)); err != nil {
+			return err
+		}
+	}
+	if fr.paper {
+		for _, kv := range paperSysctls(fr.cc) {
+			if _, err := rc.ApplyHostSetting(ctx, dev, host.Sysctl(kv[0], kv[1])); err != nil {
+				return err
+			}
+		}
+	}
+	if fr.rtoMin > 0 {
+		if _, err := rc.ApplyHostSetting(ctx, dev, host.RouteRTOMin(sel, fr.rtoMin)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openAgents opens both hosts' agents and says what each can do; rdma
+// needs ib_write_lat on both.
+func (fr *fctRun) openAgents(ctx context.Context, rc *o.RunContext) ([]string, error) {
+	clients := map[string]*hostagent.Client{}
+	var caps []string
+	for _, h := range []string{fr.b.Sender.Host, fr.b.Receiver.Host} {
+		a, err := rc.HostAgent(ctx, h)
+		if err != nil {
+			return nil, err
+		}
+		c := hostagent.NewClient(a.Client, a.BaseURL)
+		v, err := c.Version(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", h, err)
+		}
+		if !v.Capabilities.RDMAWriteLat && fr.rdmaOK == "" {
+			fr.rdmaOK = fmt.Sprintf("not available on %s: %s not found", h, hostagent.WriteLatTool)
+		}
+		caps = append(caps, fmt.Sprintf("%s: hostagent %s, tcp_info %v, ib_write_lat %v", h, v.Version, v.Capabilities.TCPInfoRetrans, v.Capabilities.RDMAWriteLat))
+		clients[h] = c
+	}
+	fr.sender, fr.receiver = clients[fr.b.Sender.Host], clients[fr.b.Receiver.Host]
+	return caps, nil
+}
+
+// readRest reads the VOA's resting value: the inventory's safe_state,
+// else the value found.
+func (fr *fctRun) readRest(ctx context.Context, rc *o.RunContext) error {
+	l := fr.b.Link
+	d, _ := rc.Lab.Device(l.VOA)
+	if rest := o.RestingAttenuation(d); rest != nil {
+		fr.st.rest = *rest
+		return nil
+	}
+	a, err := rc.Attenuator(l.VOA)
+	if err != nil {
+		return err
+	}
+	v, err := a.Attenuation(ctx, l.VOAChannel)
+	if err != nil {
+		return fmt.Errorf("%s: %w", l.VOA, err)
+	}
+	fr.st.rest = v
+	return nil
+}
+
+// emulateLoss checks the sender program's drop table is empty; the first
+// lossy block fills it (setLink).
+func (fr *fctRun) emulateLoss(ctx context.Context, rc *o.RunContext) error {
+	l, st, loss := fr.b.Link, fr.st, fr.loss
+	if fr.bench == nil {
+		return o.Skip("the switches were not prepared")
+	}
+	if err := fr.bench.PrepareDrop(ctx); err != nil {
+		return err
+	}
+	got := lgbench.EmulatedLoss(loss)
+	st.mu.Lock()
+	st.cal = lgbench.Calibration{Target: loss, Loss: got, AttenuationDB: st.rest}
+	st.mu.Unlock()
+	rc.Event(results.Event{Type: "setting", Device: l.Sender, Message: fmt.Sprintf("%s: loss emulation %.6g (%d entries)", l.Link.Name, got, lg.DropTableEntries(loss)),
+		Fields: map[string]any{"link": l.Link.Name, "nominal_loss": loss, "actual_loss": got}})
+	return nil
+}
+
+// calibrateLoss sets the loss through the VOA by measuring with frames of
+// calib_frame_size, protection off.
+func (fr *fctRun) calibrateLoss(ctx context.Context, rc *o.RunContext) error {
+	l, st, p, loss, tol, calibFrame := fr.b.Link, fr.st, fr.p, fr.loss, fr.tol, fr.calibFrame
+	if fr.bench == nil {
+		return o.Skip("the switches were not prepared")
+	}
+	stress := lgbench.Stress{AppID: 1, PktgenPort: int(p.Int("pktgen_port")), FrameBytes: calibFrame, Poll: time.Millisecond}
+	cal, err := fr.bench.Calibrate(ctx, loss*tol, lgbench.CalibrateOptions{StartDB: p.Float("start_db"), StepDB: p.Float("scan_step_db"),
+		MaxDB: p.Float("max_db"), Tolerance: tol, Losses: p.Int("calib_losses"), MaxFrames: p.Int("calib_max_frames"), FrameBytes: calibFrame, Stress: stress})
+	if err != nil {
+		return err
+	}
+	st.mu.Lock()
+	st.cal = cal
+	st.mu.Unlock()
+	rc.Event(results.Event{Type: "measurement", Device: l.VOA, Message: fmt.Sprintf("%s: loss %.3g of %d B frames at %.3f dB (%d of %d frames, %d measurements)",
+		l.Link.Name, cal.Loss, calibFrame, cal.AttenuationDB, cal.Lost, cal.Frames, cal.Measurements),
+		Fields: map[string]any{"link": l.Link.Name, "nominal_loss": loss, "actual_loss": cal.Loss, "attenuation_db": cal.AttenuationDB, "frame_bytes": calibFrame}})
+	return nil
+}
+
+// setLink puts the link in mode: the lossless one at rest, unprotected;
+// the others at the loss set, with their protection. Only what changed
+// since the last block is touched.
+func (fr *fctRun) setLink(ctx context.Context, rc *o.RunContext, mode string) error {
+	st, l, p, bench := fr.st, fr.b.Link, fr.p, fr.bench
+	att := st.rest
+	prot := lgbench.Protection{Mode: lgbench.Off}
+	if mode != Lossless {
+		if st.cal.Target == 0 {
+			return o.Skip("the loss rate was not set")
+		}
+		att = st.cal.AttenuationDB
+		var err error
+		if prot, err = bench.DefaultProtection(lgbench.Mode(mode), fr.target, st.cal.Loss, p.Bool("backpressure"), int(p.Int("dummy_pkt_max_count"))); err != nil {
+			return err
+		}
+		st.mu.Lock()
+		st.copies = max(st.copies, prot.Copies)
+		st.mu.Unlock()
+	}
+	if fr.lossSource == LossProgram {
+		att = st.rest // the fibre stays at rest; the program drops
+		if err := fr.setDrop(ctx, mode != Lossless); err != nil {
+			return err
+		}
+	}
+	if att != fr.curAtt {
+		if err := rc.SetAttenuation(ctx, l.VOA, l.VOAChannel, att); err != nil {
+			return err
+		}
+		fr.curAtt = att
+	}
+	if mode != fr.curMode {
+		if err := bench.Protect(ctx, prot); err != nil {
+			return err
+		}
+		fr.curMode = mode
+	}
+	return nil
+}
+
+// setDrop fills or empties the sender program's drop table when it is
+// not so already.
+func (fr *fctRun) setDrop(ctx context.Context, want bool) error {
+	if want == fr.dropping {
+		return nil
+	}
+	var err error
+	if want {
+		_, err = fr.bench.EmulateDrop(ctx, fr.loss)
+	} else {
+		err = fr.bench.ClearDrop(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	fr.dropping = want
+	return nil
+}
+
+// block runs block k's n trials of transport tr in mode.
+func (fr *fctRun) block(ctx context.Context, rc *o.RunContext, k, n int, mode, tr string) error {
+	st, p, l := fr.st, fr.p, fr.b.Link
+	if fr.bench == nil || fr.sender == nil {
+		return o.Skip("the switches or hosts were not prepared")
+	}
+	if tr == RDMA && fr.rdmaOK != "" {
+		return o.Skip("rdma: %s", fr.rdmaOK)
+	}
+	if err := fr.setLink(ctx, rc, mode); err != nil {
+		return err
+	}
+	if tr != TCP {
+		return st.runRDMA(ctx, rc, fr.sender, fr.receiver, fr.b, p, fr.flow, n, mode, k+1)
+	}
+	before, err := fr.bench.EmulatedDrops(ctx)
+	if err != nil {
+		return err
+	}
+	if err := st.runTCP(ctx, rc, fr.sender, fr.b.Sender.Host, hostagent.FCTRunRequest{Target: fr.fctTarget, RequestSize: fr.flow, ResponseSize: fr.resp, Trials: n,
+		Warmup: int(p.Int("warmup")), Connections: 1, TrialTimeoutMS: int(p.Duration("trial_timeout").Milliseconds()), Connection: fr.conn}, mode, k+1, p.Bool("keep_samples")); err != nil {
+		return err
+	}
+	after, err := fr.bench.EmulatedDrops(ctx)
+	if err != nil {
+		return err
+	}
+	st.mu.Lock()
+	st.drops[mode] += after - before
+	st.mu.Unlock()
+	rc.Event(results.Event{Type: "measurement", Device: l.Sender, Message: fmt.Sprintf("tcp %s block %d: %d frames taken by the emulated drop (%s)", mode, k+1, after-before, lg.RegEmulatedDrops),
+		Fields: map[string]any{"transport": TCP, "mode": mode, "block": k + 1, "switch_drops": after - before}})
+	return nil
 }
 
 // runTCP runs one block of TCP trials on the sender's agent and keeps them.

@@ -231,10 +231,8 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	fb := int(p.Int("frame_size"))
 	stress := lgbench.StressFrom(p, fb)
 	for _, l := range links {
-		var bench *lgbench.Bench
-		var cal lgbench.Calibration
-		start := p.Float("start_db")
-		speed := fmt.Sprintf("%dG", l.Gbps)
+		sw := &sweepLink{l: l, p: p, st: st, fb: fb, target: target, frames: frames, stress: stress, perRun: r.perRun,
+			start: p.Float("start_db"), speed: fmt.Sprintf("%dG", l.Gbps)}
 		devs := []string{l.Sender, l.Receiver, l.VOA}
 		plan.Steps = append(plan.Steps, &o.Step{
 			Name: fmt.Sprintf("%s: switches", l.Link.Name), Action: "prepare-switches", Devices: devs[:2],
@@ -246,7 +244,7 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 			},
 			Run: func(ctx context.Context, rc *o.RunContext) error {
 				var err error
-				bench, err = lgbench.Open(ctx, rc, l, lgbench.OpenOptions(p))
+				sw.bench, err = lgbench.Open(ctx, rc, l, lgbench.OpenOptions(p))
 				return err
 			},
 		})
@@ -255,23 +253,7 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 				Name: fmt.Sprintf("%s: set loss %g", l.Link.Name, loss), Action: "calibrate-loss", Devices: devs,
 				Settings: []o.Setting{{Device: l.VOA, Name: fmt.Sprintf("ch%d.attenuation", l.VOAChannel), Value: fmt.Sprintf("measured for loss in [%g, %g]", loss/p.Float("calib_tolerance"), loss), Unit: "dB"}},
 				Note:     "the attenuation is found by measuring with protection off, starting where the previous loss rate was found",
-				Run: func(ctx context.Context, rc *o.RunContext) error {
-					if bench == nil {
-						return o.Skip("the switches of %s were not prepared", l.Link.Name)
-					}
-					var err error
-					co := lgbench.CalibrationFrom(p, fb)
-					co.StartDB = start // where the previous loss rate was found
-					cal, err = bench.Calibrate(ctx, loss, co)
-					if err != nil {
-						return err
-					}
-					start = cal.AttenuationDB
-					rc.Event(results.Event{Type: "measurement", Device: l.VOA, Message: fmt.Sprintf("%s: loss %.3g at %.3f dB (%d of %d frames, %d measurements)",
-						l.Link.Name, cal.Loss, cal.AttenuationDB, cal.Lost, cal.Frames, cal.Measurements),
-						Fields: map[string]any{"link": l.Link.Name, "nominal_loss": loss, "actual_loss": cal.Loss, "attenuation_db": cal.AttenuationDB}})
-					return nil
-				},
+				Run:      func(ctx context.Context, rc *o.RunContext) error { return sw.calibrate(ctx, rc, loss) },
 			})
 			for _, mode := range modes {
 				plan.Steps = append(plan.Steps, &o.Step{
@@ -281,52 +263,94 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 						{Device: l.Sender, Name: "pktgen", Value: fmt.Sprintf("%d frames of %d B at line rate out of port %d", frames, fb, l.TxPort)},
 					},
 					Note: "copies from Eq. 2 with the loss measured in the step before",
-					Run: func(ctx context.Context, rc *o.RunContext) error {
-						if bench == nil || cal.Target != loss {
-							return o.Skip("the loss rate %g was not set on %s", loss, l.Link.Name)
-						}
-						prot, err := bench.DefaultProtection(mode, target, cal.Loss, p.Bool("backpressure"), int(p.Int("dummy_pkt_max_count")))
-						if err != nil {
-							return err
-						}
-						if err := bench.Protect(ctx, prot); err != nil {
-							return err
-						}
-						s := stress
-						s.Window = true
-						res, err := runStress(ctx, bench, s, frames, r.perRun)
-						if err != nil {
-							return err
-						}
-						pt := Point{Link: l.Link.Name, AttenuationDB: cal.AttenuationDB, ActualLoss: cal.Loss, RetxCopies: prot.Copies,
-							FramesSent: res.Sent, FramesDelivered: res.Delivered, EffectiveSpeedGbps: res.RateGbps, Timeouts: res.Timeouts,
-							MaxTxBufferBytes: res.MaxTxBufBytes, MaxRxBufferBytes: res.MaxRxBufBytes}
-						pt.EffectiveLoss = float64(res.Lost()) / float64(res.Sent)
-						_, pt.EffectiveLossHigh = stats.Wilson(res.Lost(), res.Sent, stats.Z95)
-						st.add(speed, LossKey(loss), string(mode), pt)
-						t, err := rc.Table("loss_sweep")
-						if err != nil {
-							return err
-						}
-						if err := t.Write(l.Link.Name, l.Gbps, string(mode), target, loss, cal.Loss, cal.AttenuationDB, prot.Copies, res.Sent, res.Delivered,
-							pt.EffectiveLoss, pt.EffectiveLossHigh, res.RateGbps, res.Timeouts, res.MaxTxBufBytes, res.MaxRxBufBytes, res.Wire, res.FCS, res.Pauses); err != nil {
-							return err
-						}
-						eff := fmt.Sprintf("%.3g", pt.EffectiveLoss)
-						if res.Lost() == 0 {
-							eff = fmt.Sprintf("0 (< %.2g)", pt.EffectiveLossHigh)
-						}
-						rc.Event(results.Event{Type: "measurement", Device: l.Sender, Message: fmt.Sprintf("%s %s at %.3g: %d copies, effective loss %s, %.2f Gb/s, %d timeouts, buffers %d/%d B",
-							l.Link.Name, mode, cal.Loss, prot.Copies, eff, res.RateGbps, res.Timeouts, res.MaxTxBufBytes, res.MaxRxBufBytes),
-							Fields: map[string]any{"link": l.Link.Name, "mode": string(mode), "actual_loss": cal.Loss, "effective_loss": pt.EffectiveLoss,
-								"effective_link_speed_gbps": res.RateGbps, "frames_sent": res.Sent}})
-						return nil
-					},
+					Run:  func(ctx context.Context, rc *o.RunContext) error { return sw.stressTest(ctx, rc, loss, mode) },
 				})
 			}
 		}
 	}
 	return plan, nil
+}
+
+// sweepLink is one link's sweep: its bench once prepared, and the loss
+// rate last set on it.
+type sweepLink struct {
+	l      lgbench.Link
+	p      *o.Params
+	st     *state
+	fb     int
+	target float64
+	frames int64
+	stress lgbench.Stress
+	perRun int64
+	speed  string
+	bench  *lgbench.Bench
+	cal    lgbench.Calibration
+	start  float64 // where the previous loss rate was found
+}
+
+// calibrate sets loss on the link by measuring with protection off.
+func (sw *sweepLink) calibrate(ctx context.Context, rc *o.RunContext, loss float64) error {
+	l := sw.l
+	if sw.bench == nil {
+		return o.Skip("the switches of %s were not prepared", l.Link.Name)
+	}
+	var err error
+	co := lgbench.CalibrationFrom(sw.p, sw.fb)
+	co.StartDB = sw.start // where the previous loss rate was found
+	sw.cal, err = sw.bench.Calibrate(ctx, loss, co)
+	if err != nil {
+		return err
+	}
+	cal := sw.cal
+	sw.start = cal.AttenuationDB
+	rc.Event(results.Event{Type: "measurement", Device: l.VOA, Message: fmt.Sprintf("%s: loss %.3g at %.3f dB (%d of %d frames, %d measurements)",
+		l.Link.Name, cal.Loss, cal.AttenuationDB, cal.Lost, cal.Frames, cal.Measurements),
+		Fields: map[string]any{"link": l.Link.Name, "nominal_loss": loss, "actual_loss": cal.Loss, "attenuation_db": cal.AttenuationDB}})
+	return nil
+}
+
+// stressTest runs the stress test in mode at the loss rate set.
+func (sw *sweepLink) stressTest(ctx context.Context, rc *o.RunContext, loss float64, mode lgbench.Mode) error {
+	l, cal, p, target, bench := sw.l, sw.cal, sw.p, sw.target, sw.bench
+	if bench == nil || cal.Target != loss {
+		return o.Skip("the loss rate %g was not set on %s", loss, l.Link.Name)
+	}
+	prot, err := bench.DefaultProtection(mode, target, cal.Loss, p.Bool("backpressure"), int(p.Int("dummy_pkt_max_count")))
+	if err != nil {
+		return err
+	}
+	if err := bench.Protect(ctx, prot); err != nil {
+		return err
+	}
+	s := sw.stress
+	s.Window = true
+	res, err := runStress(ctx, bench, s, sw.frames, sw.perRun)
+	if err != nil {
+		return err
+	}
+	pt := Point{Link: l.Link.Name, AttenuationDB: cal.AttenuationDB, ActualLoss: cal.Loss, RetxCopies: prot.Copies,
+		FramesSent: res.Sent, FramesDelivered: res.Delivered, EffectiveSpeedGbps: res.RateGbps, Timeouts: res.Timeouts,
+		MaxTxBufferBytes: res.MaxTxBufBytes, MaxRxBufferBytes: res.MaxRxBufBytes}
+	pt.EffectiveLoss = float64(res.Lost()) / float64(res.Sent)
+	_, pt.EffectiveLossHigh = stats.Wilson(res.Lost(), res.Sent, stats.Z95)
+	sw.st.add(sw.speed, LossKey(loss), string(mode), pt)
+	t, err := rc.Table("loss_sweep")
+	if err != nil {
+		return err
+	}
+	if err := t.Write(l.Link.Name, l.Gbps, string(mode), target, loss, cal.Loss, cal.AttenuationDB, prot.Copies, res.Sent, res.Delivered,
+		pt.EffectiveLoss, pt.EffectiveLossHigh, res.RateGbps, res.Timeouts, res.MaxTxBufBytes, res.MaxRxBufBytes, res.Wire, res.FCS, res.Pauses); err != nil {
+		return err
+	}
+	eff := fmt.Sprintf("%.3g", pt.EffectiveLoss)
+	if res.Lost() == 0 {
+		eff = fmt.Sprintf("0 (< %.2g)", pt.EffectiveLossHigh)
+	}
+	rc.Event(results.Event{Type: "measurement", Device: l.Sender, Message: fmt.Sprintf("%s %s at %.3g: %d copies, effective loss %s, %.2f Gb/s, %d timeouts, buffers %d/%d B",
+		l.Link.Name, mode, cal.Loss, prot.Copies, eff, res.RateGbps, res.Timeouts, res.MaxTxBufBytes, res.MaxRxBufBytes),
+		Fields: map[string]any{"link": l.Link.Name, "mode": string(mode), "actual_loss": cal.Loss, "effective_loss": pt.EffectiveLoss,
+			"effective_link_speed_gbps": res.RateGbps, "frames_sent": res.Sent}})
+	return nil
 }
 
 // perRun is the most frames one stress test sends in one packet generator

@@ -118,37 +118,17 @@ func findBench(inv *inventory.Inventory) (*bench, error) {
 	byName := map[string]*benchNode{}
 	ids := map[string]map[int]string{"fa": {}, "fe": {}}
 	for _, name := range inv.DeviceNames() {
-		d := inv.Devices[name]
-		role, ok := d.Options[optRole]
-		if !ok {
-			continue
+		n, err := benchNodeOf(inv, name, ids)
+		if err != nil {
+			return nil, err
 		}
-		if d.Kind != "switch" {
-			return nil, inv.DeviceErrorf(d, "options."+optRole, "%s is a %s: only switches take a Stardust role", name, d.Kind)
+		if n == nil {
+			continue // no Stardust role
 		}
-		if role != "fa" && role != "fe" {
-			return nil, inv.DeviceErrorf(d, "options."+optRole, "%q: expected fa or fe", role)
-		}
-		id, err := strconv.Atoi(d.Options[optID])
-		if err != nil || id < 0 || id >= sd.MaxFAs {
-			return nil, inv.DeviceErrorf(d, "options."+optID, "%q: expected a fabric id 0..%d", d.Options[optID], sd.MaxFAs-1)
-		}
-		if other, dup := ids[role][id]; dup {
-			return nil, inv.DeviceErrorf(d, "options."+optID, "%s id %d is also %s's", role, id, other)
-		}
-		ids[role][id] = name
-		n := &benchNode{Name: name, FE: role == "fe", ID: id, Host: -1}
-		if !n.FE {
-			v, ok := d.Ports["host"]
-			if !ok {
-				return nil, inv.DeviceErrorf(d, "ports", "FA %s has no port named host (its generators' traffic leaves the fabric there)", name)
-			}
-			if n.Host, err = devPortOf(v); err != nil {
-				return nil, inv.DeviceErrorf(d, "ports.host", "%v", err)
-			}
-			b.FAs = append(b.FAs, n)
-		} else {
+		if n.FE {
 			b.FEs = append(b.FEs, n)
+		} else {
+			b.FAs = append(b.FAs, n)
 		}
 		byName[name] = n
 	}
@@ -158,11 +138,66 @@ func findBench(inv *inventory.Inventory) (*bench, error) {
 	if len(b.FAs) < 2 || len(b.FEs) < 1 {
 		return nil, fmt.Errorf("%s: a Stardust bench needs at least 2 FAs and 1 FE (stardust_role), found %d and %d", inv.Path, len(b.FAs), len(b.FEs))
 	}
-	type end struct {
-		port int
-		peer *benchNode
+	ends, err := b.links(inv, byName)
+	if err != nil {
+		return nil, err
 	}
-	ends := map[*benchNode][]end{}
+	for _, list := range [][]*benchNode{b.FAs, b.FEs} {
+		sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
+	}
+	for _, n := range append(append([]*benchNode{}, b.FAs...), b.FEs...) {
+		if err := b.wire(inv, n, ends[n]); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// benchEnd is a node's end of a fabric link: its dev port and the peer.
+type benchEnd struct {
+	port int
+	peer *benchNode
+}
+
+// benchNodeOf reads device name's Stardust role, id and (an FA's) host
+// port; nil when it has no role. ids holds the ids taken, per role.
+func benchNodeOf(inv *inventory.Inventory, name string, ids map[string]map[int]string) (*benchNode, error) {
+	d := inv.Devices[name]
+	role, ok := d.Options[optRole]
+	if !ok {
+		return nil, nil
+	}
+	if d.Kind != "switch" {
+		return nil, inv.DeviceErrorf(d, "options."+optRole, "%s is a %s: only switches take a Stardust role", name, d.Kind)
+	}
+	if role != "fa" && role != "fe" {
+		return nil, inv.DeviceErrorf(d, "options."+optRole, "%q: expected fa or fe", role)
+	}
+	id, err := strconv.Atoi(d.Options[optID])
+	if err != nil || id < 0 || id >= sd.MaxFAs {
+		return nil, inv.DeviceErrorf(d, "options."+optID, "%q: expected a fabric id 0..%d", d.Options[optID], sd.MaxFAs-1)
+	}
+	if other, dup := ids[role][id]; dup {
+		return nil, inv.DeviceErrorf(d, "options."+optID, "%s id %d is also %s's", role, id, other)
+	}
+	ids[role][id] = name
+	n := &benchNode{Name: name, FE: role == "fe", ID: id, Host: -1}
+	if !n.FE {
+		v, ok := d.Ports["host"]
+		if !ok {
+			return nil, inv.DeviceErrorf(d, "ports", "FA %s has no port named host (its generators' traffic leaves the fabric there)", name)
+		}
+		if n.Host, err = devPortOf(v); err != nil {
+			return nil, inv.DeviceErrorf(d, "ports.host", "%v", err)
+		}
+	}
+	return n, nil
+}
+
+// links reads the fabric links between the bench's nodes: each node's
+// ends, the VOAs on them and the links' FEC.
+func (b *bench) links(inv *inventory.Inventory, byName map[string]*benchNode) (map[*benchNode][]benchEnd, error) {
+	ends := map[*benchNode][]benchEnd{}
 	for _, l := range inv.Links {
 		a, okA := byName[l.A.Device]
 		z, okZ := byName[l.B.Device]
@@ -184,7 +219,7 @@ func findBench(inv *inventory.Inventory) (*bench, error) {
 			if err != nil {
 				return nil, inv.LinkErrorf(l, "", "%s port %s: %v", e.n.Name, e.port, err)
 			}
-			ends[e.n] = append(ends[e.n], end{p, e.peer})
+			ends[e.n] = append(ends[e.n], benchEnd{p, e.peer})
 		}
 		if l.VOA != nil {
 			b.VOAs = append(b.VOAs, benchVOA{l.VOA.Device, l.VOA.Channel})
@@ -193,28 +228,28 @@ func findBench(inv *inventory.Inventory) (*bench, error) {
 			b.FEC = l.FEC
 		}
 	}
-	for _, list := range [][]*benchNode{b.FAs, b.FEs} {
-		sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
+	return ends, nil
+}
+
+// wire gives node n its ports and peers, by the peers' ids: one link to
+// each node of the other role (a one-tier fabric).
+func (b *bench) wire(inv *inventory.Inventory, n *benchNode, es []benchEnd) error {
+	sort.Slice(es, func(i, j int) bool { return es[i].peer.ID < es[j].peer.ID })
+	want := len(b.FEs)
+	if n.FE {
+		want = len(b.FAs)
 	}
-	for _, n := range append(append([]*benchNode{}, b.FAs...), b.FEs...) {
-		es := ends[n]
-		sort.Slice(es, func(i, j int) bool { return es[i].peer.ID < es[j].peer.ID })
-		want := len(b.FEs)
-		if n.FE {
-			want = len(b.FAs)
-		}
-		if len(es) != want {
-			return nil, fmt.Errorf("%s: %s has %d fabric links, want one to each of the %d %s (a one-tier fabric)", inv.Path, n.Name, len(es), want, map[bool]string{true: "FAs", false: "FEs"}[n.FE])
-		}
-		for i, e := range es {
-			if i > 0 && es[i-1].peer == e.peer {
-				return nil, fmt.Errorf("%s: %s has two links to %s", inv.Path, n.Name, e.peer.Name)
-			}
-			n.Ports = append(n.Ports, e.port)
-			n.Peers = append(n.Peers, e.peer.ID)
-		}
+	if len(es) != want {
+		return fmt.Errorf("%s: %s has %d fabric links, want one to each of the %d %s (a one-tier fabric)", inv.Path, n.Name, len(es), want, map[bool]string{true: "FAs", false: "FEs"}[n.FE])
 	}
-	return b, nil
+	for i, e := range es {
+		if i > 0 && es[i-1].peer == e.peer {
+			return fmt.Errorf("%s: %s has two links to %s", inv.Path, n.Name, e.peer.Name)
+		}
+		n.Ports = append(n.Ports, e.port)
+		n.Peers = append(n.Peers, e.peer.ID)
+	}
+	return nil
 }
 
 func devPortOf(v string) (int, error) {

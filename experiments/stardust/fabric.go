@@ -459,17 +459,7 @@ func (run *fabricRun) point(ctx context.Context, rc *o.RunContext, p *o.Params, 
 	rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("utilisation %g: links busy %.3f, latency p50 %.2f us p99.9 %.2f us max %.2f us, queue p99.9 %d cells, %d FCI cells, %d cells lost (%.1f s)",
 		u, pt.LinkBusy, pt.LatencyP50US, pt.LatencyP999US, pt.LatencyMaxUS, pt.QueueP999, pt.FCICells, pt.CellsLost, wall)})
 
-	run.mu.Lock()
-	defer run.mu.Unlock()
-	run.s.Points[ukey(u)] = pt
-	run.s.CellsLost += pt.CellsLost
-	if u < 1 {
-		run.s.MaxLatencyUS = max(run.s.MaxLatencyUS, pt.LatencyMaxUS)
-		if pt.MD1MaxExcess != nil {
-			run.s.MD1MaxExcess = max(run.s.MD1MaxExcess, *pt.MD1MaxExcess)
-			run.s.MD1TailRatio = max(run.s.MD1TailRatio, *pt.MD1TailRatio)
-		}
-	}
+	run.record(u, pt)
 	return nil
 }
 
@@ -579,6 +569,82 @@ func (r *Fabric) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
 	return plan, nil
 }
 
+// latencyQuantile is the q quantile of a latency histogram of n cells,
+// in buckets; q >= 1 is the highest bucket that holds a cell.
+func latencyQuantile(lat []int64, n int64, q float64) float64 {
+	if n == 0 {
+		return 0
+	}
+	if q >= 1 {
+		k := len(lat) - 1
+		for k > 0 && lat[k] == 0 {
+			k--
+		}
+		return float64(k)
+	}
+	return float64(queueQuantile(lat, q))
+}
+
+// frameQueue is a queue histogram in frames of frameBytes, and its count:
+// a bucket is QueueBucketCells buffer cells and a frame ceil(s/80) of
+// them.
+func frameQueue(queue []int64, frameBytes int) ([]int64, int64) {
+	perFrame := (frameBytes + sd.TMCellBytes - 1) / sd.TMCellBytes
+	var qh []int64
+	for b, v := range queue {
+		k := b * sd.QueueBucketCells / perFrame
+		for len(qh) <= k {
+			qh = append(qh, 0)
+		}
+		qh[k] += v
+	}
+	var nq int64
+	for _, v := range qh {
+		nq += v
+	}
+	return qh, nq
+}
+
+// md1Against writes M/D/1's queue distribution at busy fraction rho
+// beside the measured one (qh of nq frames) and returns the largest excess
+// of the measured tail over M/D/1's and their largest ratio where M/D/1's
+// tail is in [1e-4, 1e-3].
+func md1Against(qt *results.TableWriter, u float64, qh []int64, nq int64, rho float64) (float64, float64, error) {
+	md := MD1(rho, len(qh)-1, 1e-9)
+	worst, ratio := math.Inf(-1), 0.0
+	tailMD, tailM := 1.0, 1.0
+	for k := range md {
+		if err := qt.Write(u, "M/D/1", k, md[k]); err != nil {
+			return 0, 0, err
+		}
+		worst = max(worst, tailM-tailMD)
+		if tailMD <= 1e-3 && tailMD >= 1e-4 {
+			ratio = max(ratio, tailM/tailMD)
+		}
+		tailMD -= md[k]
+		if k < len(qh) {
+			tailM -= float64(qh[k]) / float64(nq)
+		}
+	}
+	return worst, ratio, nil
+}
+
+// record puts utilisation u's point into the summary; the worst latency
+// and M/D/1 comparison are over the undersubscribed points.
+func (run *fabricRun) record(u float64, pt FabricPoint) {
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	run.s.Points[ukey(u)] = pt
+	run.s.CellsLost += pt.CellsLost
+	if u < 1 {
+		run.s.MaxLatencyUS = max(run.s.MaxLatencyUS, pt.LatencyMaxUS)
+		if pt.MD1MaxExcess != nil {
+			run.s.MD1MaxExcess = max(run.s.MD1MaxExcess, *pt.MD1MaxExcess)
+			run.s.MD1TailRatio = max(run.s.MD1TailRatio, *pt.MD1TailRatio)
+		}
+	}
+}
+
 // benchPoint measures one utilisation on the bench.
 func (run *fabricRun) benchPoint(ctx context.Context, rc *o.RunContext, br *benchRun, u float64, warm, measure, drain time.Duration) error {
 	start := time.Now()
@@ -594,34 +660,8 @@ func (run *fabricRun) benchPoint(ctx context.Context, rc *o.RunContext, br *benc
 	for _, v := range pt0.Lat {
 		nl += v
 	}
-	lq := func(q float64) float64 {
-		if nl == 0 {
-			return 0
-		}
-		if q >= 1 { // the highest bucket that holds a cell
-			k := len(pt0.Lat) - 1
-			for k > 0 && pt0.Lat[k] == 0 {
-				k--
-			}
-			return float64(k) * bucket
-		}
-		return float64(queueQuantile(pt0.Lat, q)) * bucket
-	}
-	// The queue in frames: a bucket is QueueBucketCells buffer cells and a
-	// frame ceil(s/80) of them.
-	perFrame := (br.cfg.FrameBytes + sd.TMCellBytes - 1) / sd.TMCellBytes
-	var qh []int64
-	for b, v := range pt0.Queue {
-		k := b * sd.QueueBucketCells / perFrame
-		for len(qh) <= k {
-			qh = append(qh, 0)
-		}
-		qh[k] += v
-	}
-	var nq int64
-	for _, v := range qh {
-		nq += v
-	}
+	lq := func(q float64) float64 { return latencyQuantile(pt0.Lat, nl, q) * bucket }
+	qh, nq := frameQueue(pt0.Queue, br.cfg.FrameBytes)
 	wire := float64((br.cfg.FrameBytes + wireExtra) * 8)
 	pt := FabricPoint{Utilisation: u, LinkBusy: br.lastStageBusy(pt0),
 		DataUtilisation: float64(pt0.HostFrames) * wire / (br.fabricCapacity() * float64(len(br.FAs)) * pt0.Window.Seconds()),
@@ -658,21 +698,9 @@ func (run *fabricRun) benchPoint(ctx context.Context, rc *o.RunContext, br *benc
 	// fabric; the bench's histogram is what arriving cells found, which
 	// for Poisson arrivals is the time average (PASTA).
 	if rho := pt.LinkBusy; u < 1 && rho > 0 && rho < 0.999 && nq > 0 {
-		md := MD1(rho, len(qh)-1, 1e-9)
-		worst, ratio := math.Inf(-1), 0.0
-		tailMD, tailM := 1.0, 1.0
-		for k := range md {
-			if err := qt.Write(u, "M/D/1", k, md[k]); err != nil {
-				return err
-			}
-			worst = max(worst, tailM-tailMD)
-			if tailMD <= 1e-3 && tailMD >= 1e-4 {
-				ratio = max(ratio, tailM/tailMD)
-			}
-			tailMD -= md[k]
-			if k < len(qh) {
-				tailM -= float64(qh[k]) / float64(nq)
-			}
+		worst, ratio, err := md1Against(qt, u, qh, nq, rho)
+		if err != nil {
+			return err
 		}
 		pt.MD1MaxExcess, pt.MD1TailRatio = &worst, &ratio
 		excess, tailRatio = worst, ratio

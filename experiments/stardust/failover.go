@@ -289,15 +289,15 @@ func failoverRun(ctx context.Context, rc *o.RunContext, dev string, p *o.Params,
 		return FailoverRun{}, err
 	}
 	slot := c.SlotSeconds()
-	us := func(slots int64) float64 { return float64(slots) * slot * 1e6 }
-	phase := int64(math.Round(p.Duration("phase").Seconds() / slot))
-	bin := max(1, int64(math.Round(p.Duration("bin").Seconds()/slot)))
+	m := &failoverModel{rc: rc, f: f, ft: ft, tiers: tiers, slot: slot, base: -1,
+		phase: int64(math.Round(p.Duration("phase").Seconds() / slot)),
+		bin:   max(1, int64(math.Round(p.Duration("bin").Seconds()/slot)))}
 	// App. E.
 	period := float64(c.ReachPeriodSlots) * slot
 	pd := float64(int(math.Ceil(c.PropDelay.Seconds()/slot))+1) * slot // a link's delay as the model counts it
 	msgs := math.Ceil(float64(c.FAs*int(p.Int("hosts_per_fa"))) / float64(int(p.Int("hosts_per_fa"))*int(p.Int("bitmap_bits"))))
 	hops := float64(2*tiers - 1)
-	fr := FailoverRun{Fabric: describe(c), Events: map[string]FailoverEvent{},
+	m.fr = FailoverRun{Fabric: describe(c), Events: map[string]FailoverEvent{},
 		FormulaUS:   period * msgs * hops * float64(c.ReachTh) * 1e6,
 		FormulaPDUS: (period + pd) * msgs * hops * float64(c.ReachTh) * 1e6}
 
@@ -305,20 +305,44 @@ func failoverRun(ctx context.Context, rc *o.RunContext, dev string, p *o.Params,
 	// a group) = 0; watched, with FA 0's reach to FA 1 over each, slot by
 	// slot.
 	g1 := c.FEs / max(c.Groups, 1)
-	watch := fabric.WatchSpec{Bin: bin}
+	m.watch = fabric.WatchSpec{Bin: m.bin}
 	var fe int
 	for j := 0; j < c.LinksPerFA; j += g1 {
 		l, err := ft.FALink(ctx, 0, j, -1)
 		if err != nil {
-			return fr, err
+			return m.fr, err
 		}
 		if j == 0 {
 			fe = l.FE
 		}
-		watch.Links = append(watch.Links, l.Link)
-		watch.Reach = append(watch.Reach, fabric.Reach{FA: 0, J: j, Dst: 1})
+		m.watch.Links = append(m.watch.Links, l.Link)
+		m.watch.Reach = append(m.watch.Reach, fabric.Reach{FA: 0, J: j, Dst: 1})
 	}
-	links := watch.Links
+	if m.tl, err = rc.Table("failover_timeline"); err != nil {
+		return m.fr, err
+	}
+	for _, ph := range modelPhases(ctx, ft, m.watch.Links, fe, p) {
+		if err := m.runPhase(ctx, ph); err != nil {
+			return m.fr, err
+		}
+	}
+	m.fr.WorstOverFormula = m.worst
+	return m.fr, nil
+}
+
+// modelPhase is a phase of the model's run: the fault it applies, and the
+// watched state its detection (down) or its restore (up) reaches, or nil.
+type modelPhase struct {
+	name  string
+	apply func() error
+	down  func(fabric.WatchState) bool
+	up    func(fabric.WatchState) bool
+}
+
+// modelPhases are the run's phases over FA 0's watched links to its first
+// FE (fe): the links down and up, the FE down and up, the first link
+// corrupting and clean.
+func modelPhases(ctx context.Context, ft fabric.Faults, links []int, fe int, p *o.Params) []modelPhase {
 	all := func(bs []bool, v bool) bool {
 		for _, b := range bs {
 			if b != v {
@@ -335,22 +359,6 @@ func failoverRun(ctx context.Context, rc *o.RunContext, dev string, p *o.Params,
 	corruptLink := links[0] // Valid[0]
 	cleanValid := func(w fabric.WatchState) bool { return w.Valid[0] }
 	corruptOut := func(w fabric.WatchState) bool { return !w.Valid[0] }
-
-	tl, err := rc.Table("failover_timeline")
-	if err != nil {
-		return fr, err
-	}
-	// Cells lost to a failure (the watch's Lost): on a dead link or FE,
-	// with no route, or corrupted. Cells an FE queue overflowed with are
-	// congestion's, apart.
-	lost := func(s sd.FabricStats) int64 { return s.CellsLostFailed + s.CellsNoRoute + s.CellsCorrupted }
-	base, floor := -1.0, 0.0 // mean bin before the first failure, and the normal range's floor over it
-	type phaseRun struct {
-		name  string
-		apply func() error
-		down  func(fabric.WatchState) bool // state reached by the event's detection, or nil
-		up    func(fabric.WatchState) bool // state reached by a restore, or nil
-	}
 	setLinks := func(up bool) error {
 		for _, l := range links {
 			if err := ft.SetLink(ctx, l, up); err != nil {
@@ -359,7 +367,7 @@ func failoverRun(ctx context.Context, rc *o.RunContext, dev string, p *o.Params,
 		}
 		return nil
 	}
-	phases := []phaseRun{
+	return []modelPhase{
 		{name: "before", apply: func() error { return nil }},
 		{name: "link-down", apply: func() error { return setLinks(false) }, down: invalid},
 		{name: "link-up", apply: func() error { return setLinks(true) }, up: valid},
@@ -370,109 +378,147 @@ func failoverRun(ctx context.Context, rc *o.RunContext, dev string, p *o.Params,
 		}, down: corruptOut},
 		{name: "clean", apply: func() error { return ft.SetLinkErrorRate(ctx, corruptLink, 0, p.Float("error_threshold")) }, up: cleanValid},
 	}
-	var worst float64
-	for _, ph := range phases {
-		if err := ph.apply(); err != nil {
-			return fr, err
-		}
-		s0, err := f.Stats(ctx)
-		if err != nil {
-			return fr, err
-		}
-		at := s0.Slots
-		ev := FailoverEvent{AtUS: us(at)}
-		lost0, cong0 := lost(s0), s0.CellsLost
-		pw, err := watchPhase(ctx, ft, watch, at, phase, lost0, ph.down, ph.up)
-		if err != nil {
-			return fr, err
-		}
-		if pw.detect >= 0 {
-			ev.DetectUS = ptr(us(pw.detect - at))
-		}
-		if pw.valid >= 0 {
-			ev.ValidUS = ptr(us(pw.valid - at))
-		}
-		lastLoss := pw.lastLoss
-		var bins []float64
-		binBytes, binLost := s0.BytesArrived, lost0
-		for _, b := range pw.bins {
-			x := float64(b.BytesArrived - binBytes)
-			bins = append(bins, x)
-			norm := any(nil)
-			if base > 0 {
-				norm = x / base
-			}
-			if err := tl.Write(tiers, us(b.Slot-bin), ph.name, x*8/(float64(bin)*slot)/1e9, norm, b.Lost-binLost); err != nil {
-				return fr, err
-			}
-			binBytes, binLost = b.BytesArrived, b.Lost
-		}
-		s1, err := f.Stats(ctx)
-		if err != nil {
-			return fr, err
-		}
-		ev.CellsLost = lost(s1) - lost0
-		ev.CongestionLost = s1.CellsLost - cong0
-		if ph.name == "before" {
-			// The first bins hold the fabric filling: the mean of the
-			// second half.
-			var sd float64
-			base, sd = meanSD(bins[len(bins)/2:])
-			// Three standard deviations of the bins below the mean: the
-			// Poisson traffic's own spread is no dip.
-			floor = 1 - 3*sd/base
-			continue
-		}
-		ev.Dip = 1
-		last := -1
-		for i, b := range bins {
-			ev.Dip = min(ev.Dip, b/base)
-			if b/base < floor {
-				last = i
-			}
-		}
-		if last >= 0 {
-			ev.RecoveredUS = ptr(us(int64(last+1) * bin))
-		}
-		if ph.down != nil {
-			if lastLoss >= 0 {
-				ev.ConvergedUS = ptr(us(lastLoss - at))
-			} else {
-				ev.ConvergedUS = ptr(0)
-			}
-			worst = max(worst, *ev.ConvergedUS/fr.FormulaPDUS)
-		}
-		fr.Events[ph.name] = ev
-		et, err := rc.Table("failover_events")
-		if err != nil {
-			return fr, err
-		}
-		var fo, fopd any
-		if ph.down != nil {
-			fo, fopd = fr.FormulaUS, fr.FormulaPDUS
-		}
-		if err := et.Write(tiers, ph.name, ev.AtUS, nilable(ev.DetectUS), nilable(ev.ConvergedUS), nilable(ev.ValidUS), fo, fopd, ev.CellsLost, ev.CongestionLost, ev.Dip, nilable(ev.RecoveredUS), nil, "model"); err != nil {
-			return fr, err
-		}
-		if ph.down != nil {
-			ct, err := rc.Table("failover_convergence")
-			if err != nil {
-				return fr, err
-			}
-			for _, row := range []struct {
-				src string
-				v   float64
-			}{{"model", *ev.ConvergedUS}, {"App. E", fr.FormulaUS}, {"App. E with pd", fr.FormulaPDUS}} {
-				if err := ct.Write(tiers, ph.name, row.src, row.v); err != nil {
-					return fr, err
-				}
-			}
-		}
-		rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("%d tier(s), %s: detect %s, converged %s, valid %s us; %d cells lost, dip %.3f, recovered %s us (App. E %.1f us, %.1f with pd)",
-			tiers, ph.name, fmtp(ev.DetectUS), fmtp(ev.ConvergedUS), fmtp(ev.ValidUS), ev.CellsLost, ev.Dip, fmtp(ev.RecoveredUS), fr.FormulaUS, fr.FormulaPDUS)})
+}
+
+// failoverModel is a failover run on the model, phase after phase.
+type failoverModel struct {
+	rc          *o.RunContext
+	f           fabric.Fabric
+	ft          fabric.Faults
+	tiers       int
+	slot        float64
+	phase, bin  int64
+	watch       fabric.WatchSpec
+	tl          *results.TableWriter
+	base, floor float64 // mean bin before the first failure, and the normal range's floor over it
+	worst       float64
+	fr          FailoverRun
+}
+
+func (m *failoverModel) us(slots int64) float64 { return float64(slots) * m.slot * 1e6 }
+
+// failLost are the cells lost to a failure (the watch's Lost): on a dead
+// link or FE, with no route, or corrupted. Cells an FE queue overflowed
+// with are congestion's, apart.
+func failLost(s sd.FabricStats) int64 { return s.CellsLostFailed + s.CellsNoRoute + s.CellsCorrupted }
+
+// runPhase applies a phase, watches it and writes its timeline; the
+// first phase sets the baseline, the others are events against it.
+func (m *failoverModel) runPhase(ctx context.Context, ph modelPhase) error {
+	if err := ph.apply(); err != nil {
+		return err
 	}
-	fr.WorstOverFormula = worst
-	return fr, nil
+	s0, err := m.f.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	at := s0.Slots
+	ev := FailoverEvent{AtUS: m.us(at)}
+	lost0, cong0 := failLost(s0), s0.CellsLost
+	pw, err := watchPhase(ctx, m.ft, m.watch, at, m.phase, lost0, ph.down, ph.up)
+	if err != nil {
+		return err
+	}
+	if pw.detect >= 0 {
+		ev.DetectUS = ptr(m.us(pw.detect - at))
+	}
+	if pw.valid >= 0 {
+		ev.ValidUS = ptr(m.us(pw.valid - at))
+	}
+	bins, err := m.writeBins(ph.name, pw.bins, s0.BytesArrived, lost0)
+	if err != nil {
+		return err
+	}
+	s1, err := m.f.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	ev.CellsLost = failLost(s1) - lost0
+	ev.CongestionLost = s1.CellsLost - cong0
+	if ph.name == "before" {
+		// The first bins hold the fabric filling: the mean of the
+		// second half.
+		var sd float64
+		m.base, sd = meanSD(bins[len(bins)/2:])
+		// Three standard deviations of the bins below the mean: the
+		// Poisson traffic's own spread is no dip.
+		m.floor = 1 - 3*sd/m.base
+		return nil
+	}
+	ev.Dip = 1
+	last := -1
+	for i, b := range bins {
+		ev.Dip = min(ev.Dip, b/m.base)
+		if b/m.base < m.floor {
+			last = i
+		}
+	}
+	if last >= 0 {
+		ev.RecoveredUS = ptr(m.us(int64(last+1) * m.bin))
+	}
+	if ph.down != nil {
+		if pw.lastLoss >= 0 {
+			ev.ConvergedUS = ptr(m.us(pw.lastLoss - at))
+		} else {
+			ev.ConvergedUS = ptr(0)
+		}
+		m.worst = max(m.worst, *ev.ConvergedUS/m.fr.FormulaPDUS)
+	}
+	m.fr.Events[ph.name] = ev
+	return m.writeEvent(ph.name, ph.down != nil, ev)
+}
+
+// writeBins writes a phase's timeline, a row per bin, and returns the
+// bytes each bin delivered.
+func (m *failoverModel) writeBins(name string, bs []fabric.Bin, binBytes, binLost int64) ([]float64, error) {
+	var bins []float64
+	for _, b := range bs {
+		x := float64(b.BytesArrived - binBytes)
+		bins = append(bins, x)
+		norm := any(nil)
+		if m.base > 0 {
+			norm = x / m.base
+		}
+		if err := m.tl.Write(m.tiers, m.us(b.Slot-m.bin), name, x*8/(float64(m.bin)*m.slot)/1e9, norm, b.Lost-binLost); err != nil {
+			return nil, err
+		}
+		binBytes, binLost = b.BytesArrived, b.Lost
+	}
+	return bins, nil
+}
+
+// writeEvent writes an event's row, and for a failure (down) its
+// convergence beside App. E's.
+func (m *failoverModel) writeEvent(name string, down bool, ev FailoverEvent) error {
+	fr, tiers := m.fr, m.tiers
+	et, err := m.rc.Table("failover_events")
+	if err != nil {
+		return err
+	}
+	var fo, fopd any
+	if down {
+		fo, fopd = fr.FormulaUS, fr.FormulaPDUS
+	}
+	if err := et.Write(tiers, name, ev.AtUS, nilable(ev.DetectUS), nilable(ev.ConvergedUS), nilable(ev.ValidUS), fo, fopd, ev.CellsLost, ev.CongestionLost, ev.Dip, nilable(ev.RecoveredUS), nil, "model"); err != nil {
+		return err
+	}
+	if down {
+		ct, err := m.rc.Table("failover_convergence")
+		if err != nil {
+			return err
+		}
+		for _, row := range []struct {
+			src string
+			v   float64
+		}{{"model", *ev.ConvergedUS}, {"App. E", fr.FormulaUS}, {"App. E with pd", fr.FormulaPDUS}} {
+			if err := ct.Write(tiers, name, row.src, row.v); err != nil {
+				return err
+			}
+		}
+	}
+	m.rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("%d tier(s), %s: detect %s, converged %s, valid %s us; %d cells lost, dip %.3f, recovered %s us (App. E %.1f us, %.1f with pd)",
+		tiers, name, fmtp(ev.DetectUS), fmtp(ev.ConvergedUS), fmtp(ev.ValidUS), ev.CellsLost, ev.Dip, fmtp(ev.RecoveredUS), fr.FormulaUS, fr.FormulaPDUS)})
+	return nil
 }
 
 // phaseWatch is what a phase's watch saw: the first slot after which its

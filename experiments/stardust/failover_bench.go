@@ -751,46 +751,137 @@ func (fb *failoverBenchRun) calibrate(ctx context.Context, probes int, probe tim
 
 // phases runs before, link-down, link-up, fe-down, fe-up, corrupt, clean.
 func (fb *failoverBenchRun) phases(ctx context.Context, phase, bin time.Duration) error {
-	c, br, rc := fb.ctl, fb.br, fb.rc
-	vl := fb.vl
-	fe := vl.fe
-	// faLink: the direction through the VOA first (the one that
-	// corrupts), then the other.
-	faLink := []*dlink{c.link(vl.fa, fe), c.link(fe, vl.fa)}
-	if vl.toFA {
-		faLink[0], faLink[1] = faLink[1], faLink[0]
+	bp, err := fb.newBenchPhases(ctx, phase, bin)
+	if err != nil {
+		return err
 	}
-	var feLinks []*dlink
+	cong0, err := fb.congestion(ctx)
+	if err != nil {
+		return err
+	}
+	for _, ph := range bp.list(ctx) {
+		if err := bp.runPhase(ctx, ph); err != nil {
+			return err
+		}
+	}
+	// The last phase's lost frames: one more window of polls.
+	end := bp.c.now
+	if err := fb.runFor(ctx, end+bp.late, func(r pollResult) error {
+		if r.sentBy <= end {
+			bp.prev.skips = append(bp.prev.skips, r)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := bp.finish(bp.prev); err != nil {
+		return err
+	}
+	congEnd, err := fb.congestion(ctx)
+	if err != nil {
+		return err
+	}
+	bp.totals(congEnd - cong0)
+	return nil
+}
+
+// benchPhase is a phase of the bench's run.
+type benchPhase struct {
+	name   string
+	apply  func() error
+	failed []*dlink // links whose data is lost while they are used (down events)
+	down   func() bool
+	ages   []*dlink // receiving ends whose age reaching th is reachability's detection
+	up     func() bool
+}
+
+// pendingPhase is a phase whose polls are done, waiting for the frames it
+// lost to be found.
+type pendingPhase struct {
+	ph       benchPhase
+	at       time.Duration
+	ev       FailoverEvent
+	skips    []pollResult
+	bins     []float64
+	lastData time.Duration
+}
+
+// benchPhases is the bench's phases under way: the tables, the baseline
+// and the worst figures over the events so far.
+type benchPhases struct {
+	fb         *failoverBenchRun
+	c          *failoverCtl
+	phase, bin time.Duration
+	tl, et, ct *results.TableWriter
+	frameBits  float64
+	// faLink: the direction through the VOA first (the one that
+	// corrupts), then the other; feLinks every link of the FE, feToFA
+	// those from it.
+	faLink, feLinks, feToFA []*dlink
+	formula, formulaPD      float64
+	bound, vbound           float64
+	// A frame lost is given up a reassembly timeout after the frame
+	// after it was sent, and found at the next poll: each poll's are the
+	// phase's in which they had been sent (by that bound, a timeout
+	// before the poll; a frame sent by the instant of an event and lost
+	// in flight is the event's), and an event's row waits for them.
+	late                                   time.Duration
+	run                                    FailoverRun
+	base, floor                            float64
+	worstE, worstBound, validMin, validMax float64
+	lostAfter, lostUp                      int64
+	prev                                   *pendingPhase
+}
+
+func (fb *failoverBenchRun) newBenchPhases(ctx context.Context, phase, bin time.Duration) (*benchPhases, error) {
+	c, vl := fb.ctl, fb.vl
+	fe := vl.fe
+	bp := &benchPhases{fb: fb, c: c, phase: phase, bin: bin, base: -1, validMin: math.Inf(1),
+		frameBits: float64((fb.br.cfg.FrameBytes + wireExtra) * 8),
+		formula:   us(fb.reach.Period()) * float64(fb.reach.Messages()*(2*fb.reach.Tiers-1)*fb.reach.Th),
+		formulaPD: us(fb.reach.Recovery()),
+		bound:     us(time.Duration(c.th+1)*c.period + c.poll),
+		vbound:    us(time.Duration(c.th+1)*c.period + 2*c.poll),
+		late:      c.timeout + 2*c.poll}
+	bp.run = FailoverRun{Fabric: fb.fabric, FormulaUS: bp.formula, FormulaPDUS: bp.formulaPD, Events: map[string]FailoverEvent{}}
+	bp.faLink = []*dlink{c.link(vl.fa, fe), c.link(fe, vl.fa)}
+	if vl.toFA {
+		bp.faLink[0], bp.faLink[1] = bp.faLink[1], bp.faLink[0]
+	}
 	for _, l := range c.links {
 		if l.tx == fe || l.rx == fe {
-			feLinks = append(feLinks, l)
+			bp.feLinks = append(bp.feLinks, l)
 		}
 	}
 	// An FE that fails sends no reachability cells: the FAs' ends of its
 	// links find that; its own ends are gone with it.
-	var feToFA []*dlink
-	for _, l := range feLinks {
+	for _, l := range bp.feLinks {
 		if l.tx == fe {
-			feToFA = append(feToFA, l)
+			bp.feToFA = append(bp.feToFA, l)
 		}
 	}
-	fePorts := append([]int{}, fe.Ports...)
-	formula := us(fb.reach.Period()) * float64(fb.reach.Messages()*(2*fb.reach.Tiers-1)*fb.reach.Th)
-	formulaPD := us(fb.reach.Recovery())
-	run := FailoverRun{Fabric: fb.fabric, FormulaUS: formula, FormulaPDUS: formulaPD, Events: map[string]FailoverEvent{}}
-	type phaseRun struct {
-		name   string
-		apply  func() error
-		failed []*dlink // links whose data is lost while they are used (down events)
-		down   func() bool
-		ages   []*dlink // receiving ends whose age reaching th is reachability's detection
-		up     func() bool
+	var err error
+	for _, t := range []struct {
+		w    **results.TableWriter
+		name string
+	}{{&bp.tl, "failover_timeline"}, {&bp.et, "failover_events"}, {&bp.ct, "failover_convergence"}} {
+		if *t.w, err = fb.rc.Table(t.name); err != nil {
+			return nil, err
+		}
 	}
+	return bp, nil
+}
+
+// list is the phases: before, link-down, link-up, fe-down, fe-up,
+// corrupt, clean.
+func (bp *benchPhases) list(ctx context.Context) []benchPhase {
+	fb, vl, faLink, feLinks, feToFA := bp.fb, bp.fb.vl, bp.faLink, bp.feLinks, bp.feToFA
 	setVOA := func(dB float64) func() error {
-		return func() error { return rc.SetAttenuation(ctx, vl.voa.Device, vl.voa.Channel, dB) }
+		return func() error { return fb.rc.SetAttenuation(ctx, vl.voa.Device, vl.voa.Channel, dB) }
 	}
+	fePorts := append([]int{}, vl.fe.Ports...)
 	corruptDB := fb.sum.Bench.CorruptDB
-	phases := []phaseRun{
+	return []benchPhase{
 		{name: "before", apply: func() error { return nil }},
 		{name: "link-down", apply: setVOA(fb.maxDB), failed: faLink, ages: faLink, down: func() bool { return allInvalid(faLink) }},
 		{name: "link-up", apply: setVOA(fb.restDB), up: func() bool { return allValid(faLink) }},
@@ -799,260 +890,264 @@ func (fb *failoverBenchRun) phases(ctx context.Context, phase, bin time.Duration
 		{name: "corrupt", apply: setVOA(corruptDB), failed: faLink[:1], down: func() bool { return !faLink[0].valid }},
 		{name: "clean", apply: setVOA(fb.restDB), up: func() bool { return faLink[0].valid }},
 	}
-	tl, err := rc.Table("failover_timeline")
-	if err != nil {
-		return err
-	}
-	et, err := rc.Table("failover_events")
-	if err != nil {
-		return err
-	}
-	ct, err := rc.Table("failover_convergence")
-	if err != nil {
-		return err
-	}
-	frameBits := float64((br.cfg.FrameBytes + wireExtra) * 8)
-	base, floor := -1.0, 0.0
-	var worstE, worstBound, validMax float64
-	validMin := math.Inf(1)
-	bound := us(time.Duration(c.th+1)*c.period + c.poll)
-	vbound := us(time.Duration(c.th+1)*c.period + 2*c.poll)
-	// A frame lost is given up a reassembly timeout after the frame
-	// after it was sent, and found at the next poll: each poll's are the
-	// phase's in which they had been sent (by that bound, a timeout
-	// before the poll; a frame sent by the instant of an event and lost
-	// in flight is the event's), and an event's row waits for them.
-	late := c.timeout + 2*c.poll
-	var lostAfter, lostUp int64
-	cong0, err := fb.congestion(ctx)
-	if err != nil {
-		return err
-	}
-	// pending is a phase whose polls are done, waiting for the frames it
-	// lost to be found.
-	type pending struct {
-		ph       phaseRun
-		at       time.Duration
-		ev       FailoverEvent
-		skips    []pollResult
-		bins     []float64
-		lastData time.Duration
-	}
-	finish := func(pd *pending) error {
-		ph, ev, at := pd.ph, &pd.ev, pd.at
-		for _, r := range pd.skips {
-			ev.CellsLost += r.skipped
-		}
-		if ph.name == "before" {
-			var sd float64
-			base, sd = meanSD(pd.bins[len(pd.bins)/2:])
-			// The bench's paced traffic spreads its bins by a few
-			// tenths of a %: its normal range is at least 1%.
-			floor = 1 - max(3*sd/base, 0.01)
-			return nil
-		}
-		ev.Dip = 1
-		last := -1
-		for i, b := range pd.bins {
-			ev.Dip = min(ev.Dip, b/base)
-			if b/base < floor {
-				last = i
-			}
-		}
-		if last >= 0 {
-			ev.RecoveredUS = ptr(us(time.Duration(last+1) * bin))
-		}
-		if ph.down != nil {
-			conv := 0.0
-			if pd.lastData >= 0 {
-				conv = us(pd.lastData - at)
-			}
-			ev.ConvergedUS = ptr(conv)
-			worstE = max(worstE, conv/formulaPD)
-			worstBound = max(worstBound, conv/bound)
-			after := at + time.Duration(conv*1e3) + late
-			for _, r := range pd.skips {
-				if r.t > after && ph.name != "corrupt" {
-					lostAfter += r.skipped
-				}
-			}
-		}
-		if ph.up != nil {
-			lostUp += ev.CellsLost
-			if ev.ValidUS != nil {
-				validMin = min(validMin, *ev.ValidUS/us(time.Duration(c.th)*c.period))
-				validMax = max(validMax, *ev.ValidUS/vbound)
-			} else {
-				validMax = math.Inf(1)
-			}
-		}
-		var fo, fopd any
-		if ph.down != nil {
-			fo, fopd = formula, formulaPD
-		}
-		if err := et.Write(1, ph.name, ev.AtUS, nilable(ev.DetectUS), nilable(ev.ConvergedUS), nilable(ev.ValidUS), fo, fopd, ev.CellsLost, ev.CongestionLost, ev.Dip, nilable(ev.RecoveredUS), nilable(ev.ReachUS), "bench"); err != nil {
+}
+
+// runPhase applies a phase and polls through it; the previous phase is
+// finished once the frames it lost have been found.
+func (bp *benchPhases) runPhase(ctx context.Context, ph benchPhase) error {
+	fb, c := bp.fb, bp.c
+	if ph.name == "clean" {
+		if err := bp.awaitOut(ctx); err != nil {
 			return err
 		}
-		if ph.down != nil {
-			for _, row := range []struct {
-				src string
-				v   any
-			}{{"bench", *ev.ConvergedUS}, {"bench reachability", nilable(ev.ReachUS)}, {"App. E", formula}, {"App. E with pd", formulaPD}} {
-				if row.v == nil {
-					continue
-				}
-				if err := ct.Write(1, ph.name, row.src, row.v); err != nil {
-					return err
-				}
-			}
+	}
+	if err := ph.apply(); err != nil {
+		return err
+	}
+	at := c.now
+	cur := &pendingPhase{ph: ph, at: at, ev: FailoverEvent{AtUS: us(at)}, lastData: -1}
+	marks0 := 0
+	for _, l := range ph.failed {
+		marks0 += l.marks
+	}
+	congBefore, err := fb.congestion(ctx)
+	if err != nil {
+		return err
+	}
+	pp := &phasePoll{bp: bp, cur: cur, binEnd: at + bp.bin, prevData: txData(ph.failed)}
+	if err := fb.runFor(ctx, at+bp.phase, pp.poll); err != nil {
+		return err
+	}
+	congAfter, err := fb.congestion(ctx)
+	if err != nil {
+		return err
+	}
+	cur.ev.CongestionLost = congAfter - congBefore
+	for _, l := range ph.failed {
+		cur.ev.Marks += l.marks
+	}
+	cur.ev.Marks -= marks0
+	if bp.prev != nil {
+		if err := bp.finish(bp.prev); err != nil {
+			return err
 		}
-		fb.mu.Lock()
-		run.Events[ph.name] = *ev
-		run.WorstOverFormula = worstE
-		fb.sum.Tiers["t1"] = run
-		fb.sum.WorstOverFormula = worstE
-		fb.mu.Unlock()
-		rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("bench, %s: detect %s, reachability %s, converged %s, valid %s us; %d frames given up as lost, %d lost to congestion, dip %.3f, recovered %s us, taken out %d times (App. E %.1f us, %.1f with pd)",
-			ph.name, fmtp(ev.DetectUS), fmtp(ev.ReachUS), fmtp(ev.ConvergedUS), fmtp(ev.ValidUS), ev.CellsLost, ev.CongestionLost, ev.Dip, fmtp(ev.RecoveredUS), ev.Marks, formula, formulaPD)})
+	}
+	bp.prev = cur
+	return nil
+}
+
+// awaitOut polls, at most a phase, until the corrupting link is out and
+// its last verdict bad. The corrupting link comes back after th good
+// periods of reachability cells alone and is taken out again when data
+// crosses it (the marks): cleaning it at such a poll makes valid measure
+// th good periods after cleaning, not the rest of a wait already begun.
+// Its polls' lost frames are the corrupt phase's.
+func (bp *benchPhases) awaitOut(ctx context.Context) error {
+	errDone := errors.New("done")
+	err := bp.fb.runFor(ctx, bp.c.now+bp.phase, func(r pollResult) error {
+		bp.prev.skips = append(bp.prev.skips, r)
+		if l := bp.faLink[0]; !l.valid && !l.good {
+			return errDone
+		}
+		return nil
+	})
+	if err != nil && err != errDone {
+		return err
+	}
+	return nil
+}
+
+// phasePoll is a phase's polling: its current bin and whether data has
+// stopped going onto the failed links.
+type phasePoll struct {
+	bp                 *benchPhases
+	cur                *pendingPhase
+	stopped            bool
+	binFrames, binLost int64
+	binEnd             time.Duration
+	prevData           map[*dlink]int64
+}
+
+// poll takes one poll's result into the phase.
+func (pp *phasePoll) poll(r pollResult) error {
+	bp, cur := pp.bp, pp.cur
+	ph, ev := cur.ph, &cur.ev
+	// Converged: data stopped going onto the failed links, the
+	// first poll after detection at which none had since the last.
+	if n := dataSent(ph.failed, pp.prevData); n > 0 && !pp.stopped {
+		cur.lastData = r.t
+	} else if n == 0 && ev.DetectUS != nil {
+		pp.stopped = true
+	}
+	pp.prevData = txData(ph.failed)
+	if err := bp.assign(r, cur); err != nil {
+		return err
+	}
+	pp.detect(r)
+	pp.binFrames += r.hostFrames
+	pp.binLost += r.skipped
+	if r.t < pp.binEnd {
 		return nil
 	}
-	var prev *pending
-	for i := 0; i <= len(phases); i++ {
-		if i == len(phases) {
-			// The last phase's lost frames: one more window of polls.
-			end := c.now
-			if err := fb.runFor(ctx, end+late, func(r pollResult) error {
-				if r.sentBy <= end {
-					prev.skips = append(prev.skips, r)
-				}
-				return nil
-			}); err != nil {
-				return err
-			}
-			if err := finish(prev); err != nil {
-				return err
-			}
-			break
-		}
-		ph := phases[i]
-		if ph.name == "clean" {
-			// The corrupting link comes back after th good periods of
-			// reachability cells alone and is taken out again when data
-			// crosses it (the marks): clean it at a poll at which it is
-			// out and its last verdict bad, so that valid measures th good
-			// periods after cleaning, not the rest of a wait already
-			// begun (at most a phase later).
-			// Its polls' lost frames are the corrupt phase's.
-			errDone := errors.New("done")
-			err := fb.runFor(ctx, c.now+phase, func(r pollResult) error {
-				prev.skips = append(prev.skips, r)
-				if l := faLink[0]; !l.valid && !l.good {
-					return errDone
-				}
-				return nil
-			})
-			if err != nil && err != errDone {
-				return err
-			}
-		}
-		if err := ph.apply(); err != nil {
-			return err
-		}
-		at := c.now
-		cur := &pending{ph: ph, at: at, ev: FailoverEvent{AtUS: us(at)}, lastData: -1}
-		ev := &cur.ev
-		marks0 := 0
-		for _, l := range ph.failed {
-			marks0 += l.marks
-		}
-		stopped := false
-		var binFrames, binLost int64
-		binEnd := at + bin
-		prevData := txData(ph.failed)
-		congBefore, err := fb.congestion(ctx)
-		if err != nil {
-			return err
-		}
-		err = fb.runFor(ctx, at+phase, func(r pollResult) error {
-			// Converged: data stopped going onto the failed links, the
-			// first poll after detection at which none had since the last.
-			if n := dataSent(ph.failed, prevData); n > 0 && !stopped {
-				cur.lastData = r.t
-			} else if n == 0 && ev.DetectUS != nil {
-				stopped = true
-			}
-			prevData = txData(ph.failed)
-			// A failure loses the frames in flight at its instant; a
-			// restore loses none: a frame lost just before it whose
-			// successor left in the poll after it is bounded by the
-			// successor's send (sentBy), so the restore's first poll
-			// interval of bounds is the previous phase's.
-			if prev != nil && (r.sentBy < at || (ph.up != nil && r.sentBy <= at+c.poll)) {
-				prev.skips = append(prev.skips, r)
-			} else {
-				cur.skips = append(cur.skips, r)
-				if prev != nil {
-					if err := finish(prev); err != nil {
-						return err
-					}
-					prev = nil
-				}
-			}
-			if ph.down != nil && ev.DetectUS == nil && ph.down() {
-				ev.DetectUS = ptr(us(r.t - at))
-			}
-			if len(ph.ages) > 0 && ev.ReachUS == nil {
-				all := true
-				for _, l := range ph.ages {
-					all = all && l.age >= c.th
-				}
-				if all {
-					ev.ReachUS = ptr(us(r.t - at))
-				}
-			}
-			if ph.up != nil && ev.ValidUS == nil && ph.up() {
-				ev.ValidUS = ptr(us(r.t - at))
-			}
-			binFrames += r.hostFrames
-			binLost += r.skipped
-			if r.t >= binEnd {
-				b := float64(binFrames)
-				cur.bins = append(cur.bins, b)
-				norm := any(nil)
-				if base > 0 {
-					norm = b / base
-				}
-				if err := tl.Write(1, us(binEnd-bin), ph.name, b*frameBits/bin.Seconds()/1e9, norm, binLost); err != nil {
-					return err
-				}
-				binFrames, binLost = 0, 0
-				binEnd += bin
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		congAfter, err := fb.congestion(ctx)
-		if err != nil {
-			return err
-		}
-		ev.CongestionLost = congAfter - congBefore
-		for _, l := range ph.failed {
-			ev.Marks += l.marks
-		}
-		ev.Marks -= marks0
-		if prev != nil {
-			if err := finish(prev); err != nil {
-				return err
-			}
-		}
-		prev = cur
+	b := float64(pp.binFrames)
+	cur.bins = append(cur.bins, b)
+	norm := any(nil)
+	if bp.base > 0 {
+		norm = b / bp.base
 	}
-	congEnd, err := fb.congestion(ctx)
-	if err != nil {
+	if err := bp.tl.Write(1, us(pp.binEnd-bp.bin), ph.name, b*bp.frameBits/bp.bin.Seconds()/1e9, norm, pp.binLost); err != nil {
 		return err
 	}
+	pp.binFrames, pp.binLost = 0, 0
+	pp.binEnd += bp.bin
+	return nil
+}
+
+// assign gives a poll's lost frames to the phase they were sent in. A
+// failure loses the frames in flight at its instant; a restore loses
+// none: a frame lost just before it whose successor left in the poll
+// after it is bounded by the successor's send (sentBy), so the restore's
+// first poll interval of bounds is the previous phase's. The first poll
+// of the current phase's own finishes the previous one.
+func (bp *benchPhases) assign(r pollResult, cur *pendingPhase) error {
+	if bp.prev != nil && (r.sentBy < cur.at || (cur.ph.up != nil && r.sentBy <= cur.at+bp.c.poll)) {
+		bp.prev.skips = append(bp.prev.skips, r)
+		return nil
+	}
+	cur.skips = append(cur.skips, r)
+	if bp.prev != nil {
+		if err := bp.finish(bp.prev); err != nil {
+			return err
+		}
+		bp.prev = nil
+	}
+	return nil
+}
+
+// detect notes the first poll at which the phase's detection,
+// reachability's and validity hold.
+func (pp *phasePoll) detect(r pollResult) {
+	ph, ev, at, c := pp.cur.ph, &pp.cur.ev, pp.cur.at, pp.bp.c
+	if ph.down != nil && ev.DetectUS == nil && ph.down() {
+		ev.DetectUS = ptr(us(r.t - at))
+	}
+	if len(ph.ages) > 0 && ev.ReachUS == nil {
+		all := true
+		for _, l := range ph.ages {
+			all = all && l.age >= c.th
+		}
+		if all {
+			ev.ReachUS = ptr(us(r.t - at))
+		}
+	}
+	if ph.up != nil && ev.ValidUS == nil && ph.up() {
+		ev.ValidUS = ptr(us(r.t - at))
+	}
+}
+
+// finish completes a phase once its lost frames are in: the first phase
+// sets the baseline; an event gets its dip, recovery and convergence, its
+// rows and its place in the summary.
+func (bp *benchPhases) finish(pd *pendingPhase) error {
+	ph, ev := pd.ph, &pd.ev
+	for _, r := range pd.skips {
+		ev.CellsLost += r.skipped
+	}
+	if ph.name == "before" {
+		var sd float64
+		bp.base, sd = meanSD(pd.bins[len(pd.bins)/2:])
+		// The bench's paced traffic spreads its bins by a few
+		// tenths of a %: its normal range is at least 1%.
+		bp.floor = 1 - max(3*sd/bp.base, 0.01)
+		return nil
+	}
+	ev.Dip = 1
+	last := -1
+	for i, b := range pd.bins {
+		ev.Dip = min(ev.Dip, b/bp.base)
+		if b/bp.base < bp.floor {
+			last = i
+		}
+	}
+	if last >= 0 {
+		ev.RecoveredUS = ptr(us(time.Duration(last+1) * bp.bin))
+	}
+	if ph.down != nil {
+		bp.converged(pd)
+	}
+	if ph.up != nil {
+		bp.lostUp += ev.CellsLost
+		if ev.ValidUS != nil {
+			bp.validMin = min(bp.validMin, *ev.ValidUS/us(time.Duration(bp.c.th)*bp.c.period))
+			bp.validMax = max(bp.validMax, *ev.ValidUS/bp.vbound)
+		} else {
+			bp.validMax = math.Inf(1)
+		}
+	}
+	if err := bp.writeEvent(ph, ev); err != nil {
+		return err
+	}
+	fb := bp.fb
+	fb.mu.Lock()
+	bp.run.Events[ph.name] = *ev
+	bp.run.WorstOverFormula = bp.worstE
+	fb.sum.Tiers["t1"] = bp.run
+	fb.sum.WorstOverFormula = bp.worstE
+	fb.mu.Unlock()
+	fb.rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("bench, %s: detect %s, reachability %s, converged %s, valid %s us; %d frames given up as lost, %d lost to congestion, dip %.3f, recovered %s us, taken out %d times (App. E %.1f us, %.1f with pd)",
+		ph.name, fmtp(ev.DetectUS), fmtp(ev.ReachUS), fmtp(ev.ConvergedUS), fmtp(ev.ValidUS), ev.CellsLost, ev.CongestionLost, ev.Dip, fmtp(ev.RecoveredUS), ev.Marks, bp.formula, bp.formulaPD)})
+	return nil
+}
+
+// converged sets a failure's convergence (the last poll at which data
+// went onto its links), against App. E's and the bound, and counts the
+// frames lost after it (a corrupting link's aside).
+func (bp *benchPhases) converged(pd *pendingPhase) {
+	conv := 0.0
+	if pd.lastData >= 0 {
+		conv = us(pd.lastData - pd.at)
+	}
+	pd.ev.ConvergedUS = ptr(conv)
+	bp.worstE = max(bp.worstE, conv/bp.formulaPD)
+	bp.worstBound = max(bp.worstBound, conv/bp.bound)
+	after := pd.at + time.Duration(conv*1e3) + bp.late
+	for _, r := range pd.skips {
+		if r.t > after && pd.ph.name != "corrupt" {
+			bp.lostAfter += r.skipped
+		}
+	}
+}
+
+// writeEvent writes an event's row and a failure's convergence rows.
+func (bp *benchPhases) writeEvent(ph benchPhase, ev *FailoverEvent) error {
+	var fo, fopd any
+	if ph.down != nil {
+		fo, fopd = bp.formula, bp.formulaPD
+	}
+	if err := bp.et.Write(1, ph.name, ev.AtUS, nilable(ev.DetectUS), nilable(ev.ConvergedUS), nilable(ev.ValidUS), fo, fopd, ev.CellsLost, ev.CongestionLost, ev.Dip, nilable(ev.RecoveredUS), nilable(ev.ReachUS), "bench"); err != nil {
+		return err
+	}
+	if ph.down == nil {
+		return nil
+	}
+	for _, row := range []struct {
+		src string
+		v   any
+	}{{"bench", *ev.ConvergedUS}, {"bench reachability", nilable(ev.ReachUS)}, {"App. E", bp.formula}, {"App. E with pd", bp.formulaPD}} {
+		if row.v == nil {
+			continue
+		}
+		if err := bp.ct.Write(1, ph.name, row.src, row.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// totals puts the run's figures over every event into the summary, and
+// the polls' wall time into the events.
+func (bp *benchPhases) totals(congestion int64) {
+	c, fb := bp.c, bp.fb
 	var wsum, wmax time.Duration
 	for _, w := range c.wall {
 		wsum += w
@@ -1061,14 +1156,13 @@ func (fb *failoverBenchRun) phases(ctx context.Context, phase, bin time.Duration
 	fb.mu.Lock()
 	defer fb.mu.Unlock()
 	bs := fb.sum.Bench
-	bs.ConvergedOverBound, bs.ValidMinOverTh, bs.ValidMaxOverBound = worstBound, validMin, validMax
-	bs.LostAfterConverged, bs.LostInUpPhases, bs.CongestionLost = lostAfter, lostUp, congEnd-cong0
+	bs.ConvergedOverBound, bs.ValidMinOverTh, bs.ValidMaxOverBound = bp.worstBound, bp.validMin, bp.validMax
+	bs.LostAfterConverged, bs.LostInUpPhases, bs.CongestionLost = bp.lostAfter, bp.lostUp, congestion
 	bs.Polls = len(c.wall)
 	if len(c.wall) > 0 {
 		fb.rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("%d polls of every switch took %.3f ms of wall time on average, %.3f ms at most (the simulated switches' clock stands still meanwhile; a real switch's does not)",
 			len(c.wall), wsum.Seconds()*1e3/float64(len(c.wall)), wmax.Seconds()*1e3)})
 	}
-	return nil
 }
 
 // feDown takes every port of the FE down through the switch driver (a dead

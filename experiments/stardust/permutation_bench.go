@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"time"
 
 	o "testbed/orchestrator"
 	"testbed/p4/ecmp"
@@ -88,37 +89,10 @@ func (r *Permutation) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
 				return fmt.Errorf("the fabric is not up")
 			}
 			dst = derangement(rand.New(rand.NewPCG(rc.Seed, 0x9e)), len(b.FAs), 1)
-			at := map[*benchNode]int{}
-			for i, n := range br.FAs {
-				at[n] = i
-			}
-			targets := func(n *benchNode) []sd.VOQTarget {
-				d := br.FAs[dst[at[n]]]
-				return []sd.VOQTarget{{FA: d.ID, Port: hostPort, VOQ: voq(d.ID)}}
-			}
-			line := float64(br.cfg.HostGbps) * 1e9
-			pt, err := br.runTraffic(ctx, frame, line, targets, warm, measure, drain)
+			w, err := permutationOnBench(ctx, rc, br, dst, frame, warm, measure, drain)
 			if err != nil {
 				return err
 			}
-			if len(pt.HostFramesBy) != len(br.FAs) || pt.Window <= 0 {
-				return fmt.Errorf("the bench's reads gave %d host ports' counters over %v for %d FAs", len(pt.HostFramesBy), pt.Window, len(br.FAs))
-			}
-			// Each FA receives exactly one flow: its host port's frames
-			// in the window are that flow's, on the wire.
-			fs := make([]permFlow, len(dst))
-			for i, d := range dst {
-				fs[i] = permFlow{i, d, float64(pt.HostFramesBy[d]*int64(frame+wireExtra)*8) / pt.Window.Seconds() / 1e9}
-			}
-			lost := pt.FabricDrops + max(0, pt.Generated-pt.Delivered-pt.WaitDrops-pt.FabricDrops)
-			// No FCI count: the programs count FCI cells in reg_fci only
-			// until each cancels a credit (as stardust-fabric's bench mode).
-			w, err := writePermutation(rc, "stardust", fs, float64(br.cfg.HostGbps), lost, nil)
-			if err != nil {
-				return err
-			}
-			rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("permutation on the bench: %d frames sent, %d released, %d dropped waiting for credit, %d lost in FE queues; payload after the %d B Ethernet and cell headers is %.3f of each frame on the wire",
-				pt.Generated, pt.Delivered, pt.WaitDrops, pt.FabricDrops, sd.EthernetBytes+sd.CellHeaderBytes, float64(frame-sd.EthernetBytes-sd.CellHeaderBytes)/float64(frame+wireExtra))})
 			mu.Lock()
 			defer mu.Unlock()
 			sum.Fabrics["stardust"] = w
@@ -160,6 +134,43 @@ func (r *Permutation) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
 			return nil
 		}})
 	return plan, nil
+}
+
+// permutationOnBench runs the permutation dst (FA i sends to FA dst[i])
+// on the Stardust bench at line rate and writes each flow's throughput.
+func permutationOnBench(ctx context.Context, rc *o.RunContext, br *benchRun, dst []int, frame int, warm, measure, drain time.Duration) (PermutationPoint, error) {
+	at := map[*benchNode]int{}
+	for i, n := range br.FAs {
+		at[n] = i
+	}
+	targets := func(n *benchNode) []sd.VOQTarget {
+		d := br.FAs[dst[at[n]]]
+		return []sd.VOQTarget{{FA: d.ID, Port: hostPort, VOQ: voq(d.ID)}}
+	}
+	line := float64(br.cfg.HostGbps) * 1e9
+	pt, err := br.runTraffic(ctx, frame, line, targets, warm, measure, drain)
+	if err != nil {
+		return PermutationPoint{}, err
+	}
+	if len(pt.HostFramesBy) != len(br.FAs) || pt.Window <= 0 {
+		return PermutationPoint{}, fmt.Errorf("the bench's reads gave %d host ports' counters over %v for %d FAs", len(pt.HostFramesBy), pt.Window, len(br.FAs))
+	}
+	// Each FA receives exactly one flow: its host port's frames
+	// in the window are that flow's, on the wire.
+	fs := make([]permFlow, len(dst))
+	for i, d := range dst {
+		fs[i] = permFlow{i, d, float64(pt.HostFramesBy[d]*int64(frame+wireExtra)*8) / pt.Window.Seconds() / 1e9}
+	}
+	lost := pt.FabricDrops + max(0, pt.Generated-pt.Delivered-pt.WaitDrops-pt.FabricDrops)
+	// No FCI count: the programs count FCI cells in reg_fci only
+	// until each cancels a credit (as stardust-fabric's bench mode).
+	w, err := writePermutation(rc, "stardust", fs, float64(br.cfg.HostGbps), lost, nil)
+	if err != nil {
+		return PermutationPoint{}, err
+	}
+	rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("permutation on the bench: %d frames sent, %d released, %d dropped waiting for credit, %d lost in FE queues; payload after the %d B Ethernet and cell headers is %.3f of each frame on the wire",
+		pt.Generated, pt.Delivered, pt.WaitDrops, pt.FabricDrops, sd.EthernetBytes+sd.CellHeaderBytes, float64(frame-sd.EthernetBytes-sd.CellHeaderBytes)/float64(frame+wireExtra))})
+	return w, nil
 }
 
 // packetBenchStep is the permutation on the packet-switched bench: the

@@ -36,26 +36,13 @@ func (r *PushPull) planBench(pc *o.PlanContext, b *bench, push sd.Fabric, po sd.
 		return nil, o.Inputf("cell_bytes: %v", err)
 	}
 	cfg.FCIFrames = int(p.Int("fci_threshold"))
-	if len(b.FAs) < 3 {
-		return nil, o.Inputf("%s: §5.2's example needs three FAs (D and two input devices); the bench has %d", PushPullName, len(b.FAs))
-	}
-	if g := p.Float("port_gbps"); g != float64(cfg.HostGbps) {
-		return nil, o.Inputf("port_gbps %g: the bench's host ports run at bench_host_gbps %d Gb/s; set them equal so that the push fabric's row is for the same ports", g, cfg.HostGbps)
+	portB, err := pushPullBenchCheck(p, b, cfg)
+	if err != nil {
+		return nil, err
 	}
 	d := b.FAs[0]
-	portB := int(p.Int("bench_port_b"))
-	if portB == d.Host || portB < 0 || portB >= sd.PortCount {
-		return nil, o.Inputf("bench_port_b %d: expected a dev port of %s other than its host port %d", portB, d.Name, d.Host)
-	}
-	for _, x := range d.Ports {
-		if x == portB {
-			return nil, o.Inputf("bench_port_b %d is one of %s's fabric ports", portB, d.Name)
-		}
-	}
-	warm, measure, pushWarm := p.Duration("bench_warmup"), p.Duration("bench_measure"), p.Duration("bench_push_warmup")
 	desc := b.describe(cfg.LinkGbps, cfg.HostGbps)
 	onBench := p.String("bench_packet_fabric") == "bench"
-	var mu sync.Mutex
 	dev, err := comparisonDevice(pc)
 	if err != nil {
 		return nil, err
@@ -66,10 +53,9 @@ func (r *PushPull) planBench(pc *o.PlanContext, b *bench, push sd.Fabric, po sd.
 		pushFrom, bindings = "bench", packetBindings(desc)
 		scenarios = append(scenarios, "fig12")
 	}
-	sum := PushPullSummary{ModelOnly: false, MeasuredOn: "bench", PushFrom: pushFrom, Scenarios: map[string]map[string]PushPullPoint{}, PullOverPush: map[string]float64{}}
-	steps := 0
-	var br *benchRun
-	var pr *packetRun
+	pb := &pushPullBench{b: b, d: d, portB: portB, cfg: cfg, p: p, dev: dev, push: push, po: po,
+		warm: p.Duration("bench_warmup"), measure: p.Duration("bench_measure"), pushWarm: p.Duration("bench_push_warmup"),
+		sum: PushPullSummary{ModelOnly: false, MeasuredOn: "bench", PushFrom: pushFrom, Scenarios: map[string]map[string]PushPullPoint{}, PullOverPush: map[string]float64{}}}
 	tables := pushPullTables(onBench)
 	if onBench {
 		tables = append(tables, ecmpFlowsTable())
@@ -77,113 +63,171 @@ func (r *PushPull) planBench(pc *o.PlanContext, b *bench, push sd.Fabric, po sd.
 	plan := &o.Plan{Tables: tables,
 		Bindings: append(bindings, o.Binding{Role: "D", Resource: d.Name, Detail: fmt.Sprintf("A: dev port %d (its host port), B: dev port %d (added by the run)", d.Host, portB)}),
 		Summary: func(partial bool) (any, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			s := sum
-			s.Partial = partial || steps < 2*len(scenarios)
+			pb.mu.Lock()
+			defer pb.mu.Unlock()
+			s := pb.sum
+			s.Partial = partial || pb.steps < 2*len(scenarios)
 			return s, nil
 		}}
-	done := func(sc, fabric string, pt PushPullPoint) {
-		mu.Lock()
-		defer mu.Unlock()
-		sum.add(sc, fabric, pt)
-		steps++
-	}
-	plan.Steps = append(plan.Steps, b.upStep(cfg, &br))
+	plan.Steps = append(plan.Steps, b.upStep(cfg, &pb.br))
 	plan.Steps = append(plan.Steps, &o.Step{Name: "D's two host ports", Action: "configure", Devices: []string{d.Name},
 		Note: fmt.Sprintf("port %d added at %d Gb/s as B; A and B each get their credits", portB, cfg.HostGbps),
-		Run: func(ctx context.Context, rc *o.RunContext) error {
-			if br == nil {
-				return fmt.Errorf("the fabric is not up")
-			}
-			if err := br.port(ctx, d, portB, cfg.HostGbps); err != nil {
-				return err
-			}
-			if err := d.sd.SetHostPorts(ctx, map[int]int{0: d.Host, 1: portB}); err != nil {
-				return fmt.Errorf("%s: %w", d.Name, err)
-			}
-			if err := d.sd.SetCreditPorts(ctx, []int{0, 1}); err != nil {
-				return fmt.Errorf("%s: %w", d.Name, err)
-			}
-			d.creditPorts = 2
-			return nil
-		}})
+		Run:  pb.hostPorts})
 	for _, sc := range scenarios {
 		plan.Steps = append(plan.Steps, &o.Step{Name: sc + " pull (bench)", Action: "measure", Devices: b.devices(),
-			Note: fmt.Sprintf("%v + %v measured on the switches' clock", warm, measure),
-			Run: func(ctx context.Context, rc *o.RunContext) error {
-				if br == nil || d.creditPorts != 2 {
-					return fmt.Errorf("the fabric is not up")
-				}
-				if sc == "fig12" {
-					// The input devices' queues: the recirculation port's,
-					// where frames wait for credit, and the fabric ports'.
-					for _, n := range []*benchNode{br.FAs[1], br.FAs[2]} {
-						if err := classPriorities(ctx, rc, n, append([]int{recircPort}, n.Ports...)); err != nil {
-							return err
-						}
-					}
-				}
-				got, offered, lost, err := br.pushPull(ctx, rc, portB, classOfB(sc), warm, measure)
-				if err != nil {
-					return err
-				}
-				pt, err := writePushPull(rc, sc, "pull", got, offered, lost, float64(cfg.HostGbps))
-				if err != nil {
-					return err
-				}
-				done(sc, "pull", pt)
-				return nil
-			}})
+			Note: fmt.Sprintf("%v + %v measured on the switches' clock", pb.warm, pb.measure),
+			Run:  func(ctx context.Context, rc *o.RunContext) error { return pb.pull(ctx, rc, sc) }})
 	}
 	if !onBench {
-		plan.Steps = append(plan.Steps, &o.Step{Name: "fig7 push (model)", Action: "simulate", Devices: []string{dev},
-			Run: func(ctx context.Context, rc *o.RunContext) error {
-				fd, err := fabricOf(rc, dev)
-				if err != nil {
-					return err
-				}
-				pt, err := simulatePushPull(ctx, rc, fd, p, "fig7", "push", push, push, po)
-				if err != nil {
-					return err
-				}
-				done("fig7", "push", pt)
-				return nil
-			}})
+		plan.Steps = append(plan.Steps, &o.Step{Name: "fig7 push (model)", Action: "simulate", Devices: []string{dev}, Run: pb.pushModel})
 		return plan, nil
 	}
 	for _, sc := range scenarios {
 		plan.Steps = append(plan.Steps, &o.Step{Name: sc + " push (bench)", Action: "measure", Devices: b.devices(),
-			Note: fmt.Sprintf("%s on every switch, packets sprayed per packet; %v + %v measured on the switches' clock", ecmp.Program, pushWarm, measure),
-			Run: func(ctx context.Context, rc *o.RunContext) error {
-				if pr == nil {
-					var err error
-					if pr, err = b.packetUp(ctx, rc, cfg.LinkGbps, cfg.HostGbps, cfg.Replace, true, map[*benchNode]map[int]int{d: {pushSubnetB(b): portB}}); err != nil {
-						return err
-					}
-				}
-				if sc == "fig12" {
-					// Every egress queue the run's frames meet: the ToRs'
-					// uplinks and D's host ports, the spines' downlinks.
-					for _, n := range b.nodes() {
-						ports := append([]int{}, n.Ports...)
-						if n == d {
-							ports = append(ports, d.Host, portB)
-						}
-						if err := classPriorities(ctx, rc, n, ports); err != nil {
-							return err
-						}
-					}
-				}
-				pt, err := pushOnBench(ctx, rc, pr, sc, cfg.FrameBytes, pushWarm, measure)
-				if err != nil {
-					return err
-				}
-				done(sc, "push", pt)
-				return nil
-			}})
+			Note: fmt.Sprintf("%s on every switch, packets sprayed per packet; %v + %v measured on the switches' clock", ecmp.Program, pb.pushWarm, pb.measure),
+			Run:  func(ctx context.Context, rc *o.RunContext) error { return pb.pushBench(ctx, rc, sc) }})
 	}
 	return plan, nil
+}
+
+// pushPullBenchCheck checks the bench can run §5.2's example with the
+// parameters and returns B's dev port on D (the first FA).
+func pushPullBenchCheck(p *o.Params, b *bench, cfg benchConfig) (int, error) {
+	if len(b.FAs) < 3 {
+		return 0, o.Inputf("%s: §5.2's example needs three FAs (D and two input devices); the bench has %d", PushPullName, len(b.FAs))
+	}
+	if g := p.Float("port_gbps"); g != float64(cfg.HostGbps) {
+		return 0, o.Inputf("port_gbps %g: the bench's host ports run at bench_host_gbps %d Gb/s; set them equal so that the push fabric's row is for the same ports", g, cfg.HostGbps)
+	}
+	d := b.FAs[0]
+	portB := int(p.Int("bench_port_b"))
+	if portB == d.Host || portB < 0 || portB >= sd.PortCount {
+		return 0, o.Inputf("bench_port_b %d: expected a dev port of %s other than its host port %d", portB, d.Name, d.Host)
+	}
+	for _, x := range d.Ports {
+		if x == portB {
+			return 0, o.Inputf("bench_port_b %d is one of %s's fabric ports", portB, d.Name)
+		}
+	}
+	return portB, nil
+}
+
+// pushPullBench is push-pull's run on a Stardust bench: the pull fabric
+// on the bench, the push fabric on the model or the bench restarted as a
+// packet fabric.
+type pushPullBench struct {
+	b                       *bench
+	d                       *benchNode
+	portB                   int
+	cfg                     benchConfig
+	p                       *o.Params
+	dev                     string
+	push                    sd.Fabric
+	po                      sd.PacketFabricOpts
+	warm, measure, pushWarm time.Duration
+	br                      *benchRun  // set by the fabric's up step
+	pr                      *packetRun // set by the first push step on the bench
+	mu                      sync.Mutex
+	sum                     PushPullSummary
+	steps                   int
+}
+
+func (pb *pushPullBench) done(sc, fabric string, pt PushPullPoint) {
+	pb.mu.Lock()
+	defer pb.mu.Unlock()
+	pb.sum.add(sc, fabric, pt)
+	pb.steps++
+}
+
+// hostPorts adds B to D and gives A and B their credits.
+func (pb *pushPullBench) hostPorts(ctx context.Context, rc *o.RunContext) error {
+	d := pb.d
+	if pb.br == nil {
+		return fmt.Errorf("the fabric is not up")
+	}
+	if err := pb.br.port(ctx, d, pb.portB, pb.cfg.HostGbps); err != nil {
+		return err
+	}
+	if err := d.sd.SetHostPorts(ctx, map[int]int{0: d.Host, 1: pb.portB}); err != nil {
+		return fmt.Errorf("%s: %w", d.Name, err)
+	}
+	if err := d.sd.SetCreditPorts(ctx, []int{0, 1}); err != nil {
+		return fmt.Errorf("%s: %w", d.Name, err)
+	}
+	d.creditPorts = 2
+	return nil
+}
+
+// pull measures scenario sc on the pull fabric.
+func (pb *pushPullBench) pull(ctx context.Context, rc *o.RunContext, sc string) error {
+	br := pb.br
+	if br == nil || pb.d.creditPorts != 2 {
+		return fmt.Errorf("the fabric is not up")
+	}
+	if sc == "fig12" {
+		// The input devices' queues: the recirculation port's,
+		// where frames wait for credit, and the fabric ports'.
+		for _, n := range []*benchNode{br.FAs[1], br.FAs[2]} {
+			if err := classPriorities(ctx, rc, n, append([]int{recircPort}, n.Ports...)); err != nil {
+				return err
+			}
+		}
+	}
+	got, offered, lost, err := br.pushPull(ctx, rc, pb.portB, classOfB(sc), pb.warm, pb.measure)
+	if err != nil {
+		return err
+	}
+	pt, err := writePushPull(rc, sc, "pull", got, offered, lost, float64(pb.cfg.HostGbps))
+	if err != nil {
+		return err
+	}
+	pb.done(sc, "pull", pt)
+	return nil
+}
+
+// pushModel simulates Fig. 7's push fabric on the model.
+func (pb *pushPullBench) pushModel(ctx context.Context, rc *o.RunContext) error {
+	fd, err := fabricOf(rc, pb.dev)
+	if err != nil {
+		return err
+	}
+	pt, err := simulatePushPull(ctx, rc, fd, pb.p, "fig7", "push", pb.push, pb.push, pb.po)
+	if err != nil {
+		return err
+	}
+	pb.done("fig7", "push", pt)
+	return nil
+}
+
+// pushBench measures scenario sc on the bench restarted as a packet
+// fabric (the first push step restarts it).
+func (pb *pushPullBench) pushBench(ctx context.Context, rc *o.RunContext, sc string) error {
+	b, d, cfg := pb.b, pb.d, pb.cfg
+	if pb.pr == nil {
+		var err error
+		if pb.pr, err = b.packetUp(ctx, rc, cfg.LinkGbps, cfg.HostGbps, cfg.Replace, true, map[*benchNode]map[int]int{d: {pushSubnetB(b): pb.portB}}); err != nil {
+			return err
+		}
+	}
+	if sc == "fig12" {
+		// Every egress queue the run's frames meet: the ToRs'
+		// uplinks and D's host ports, the spines' downlinks.
+		for _, n := range b.nodes() {
+			ports := append([]int{}, n.Ports...)
+			if n == d {
+				ports = append(ports, d.Host, pb.portB)
+			}
+			if err := classPriorities(ctx, rc, n, ports); err != nil {
+				return err
+			}
+		}
+	}
+	pt, err := pushOnBench(ctx, rc, pb.pr, sc, cfg.FrameBytes, pb.pushWarm, pb.measure)
+	if err != nil {
+		return err
+	}
+	pb.done(sc, "push", pt)
+	return nil
 }
 
 // Fig. 12's classes: A's flows in traffic manager queue classHigh, B's in
