@@ -224,97 +224,28 @@ func (ix *Index) Sync(ctx context.Context) (SyncStats, error) {
 	ix.syncMu.Lock()
 	defer ix.syncMu.Unlock()
 	var st SyncStats
-	// A bundle added or removed changes the runs directory's mtime; a
-	// bundle changes only while it runs. So while the directory is as
-	// last seen, only the running bundles are looked at again (and every
-	// fullSyncEvery the whole directory, for what an mtime can miss: a
-	// clock step, a copy keeping times).
-	dirStamp := statStamp(ix.runsDir)
-	repStamp := statStamp(filepath.Join(ix.runsDir, suiteReportsDir))
-	// A directory changed within the mtime's granularity of the last look
-	// may have changed again unseen: listed whole until it is older.
-	settled := time.Since(time.Unix(0, max(dirStamp.mtime, repStamp.mtime))) > 2*time.Second
-	quick := ix.synced && settled && dirStamp == ix.dirStamp && repStamp == ix.repStamp && time.Since(ix.fullAt) < fullSyncEvery
+	quick, dirStamp, repStamp := ix.quickSync()
 	if !quick {
 		ix.fullAt = time.Now()
 	}
-	known := map[string]stamp{}
-	q := `SELECT dir, mtime, size FROM runs`
-	if quick {
-		q += ` WHERE status = 'running'`
-	}
-	rows, err := ix.db.QueryContext(ctx, q)
+	known, err := ix.knownRuns(ctx, quick)
 	if err != nil {
-		return st, fmt.Errorf("run index: %w", err)
+		return st, err
 	}
-	for rows.Next() {
-		var d string
-		var s stamp
-		if err := rows.Scan(&d, &s.mtime, &s.size); err != nil {
-			rows.Close()
-			return st, fmt.Errorf("run index: %w", err)
-		}
-		known[d] = s
-	}
-	rows.Close()
 	var names []string
 	if quick {
 		names = sortedKeys(known)
-	} else {
-		ents, err := os.ReadDir(ix.runsDir)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return st, fmt.Errorf("list bundles under %s: %w", ix.runsDir, err)
-		}
-		for _, e := range ents {
-			if e.IsDir() && e.Name() != suiteReportsDir {
-				names = append(names, e.Name())
-			}
-		}
+	} else if names, err = ix.bundleDirs(); err != nil {
+		return st, err
 	}
-	seen := map[string]bool{}
-	var changed []string
-	for _, name := range names {
-		fi, err := os.Stat(filepath.Join(ix.runsDir, name, "manifest.json"))
-		if err != nil {
-			continue
-		}
-		seen[name] = true
-		s := stamp{fi.ModTime().UnixNano(), fi.Size()}
-		if k, ok := known[name]; ok && k == s {
-			continue
-		}
-		changed = append(changed, name)
-	}
+	seen, changed := ix.changedBundles(names, known)
 	tx, err := ix.db.BeginTx(ctx, nil)
 	if err != nil {
 		return st, fmt.Errorf("run index: %w", err)
 	}
 	defer tx.Rollback()
-	for d := range known {
-		if !seen[d] {
-			if err := deleteRun(ctx, tx, `dir = ?`, d); err != nil {
-				return st, err
-			}
-			st.Removed++
-		}
-	}
-	for _, d := range changed {
-		if err := ctx.Err(); err != nil {
-			return st, err
-		}
-		_, was := known[d]
-		ok, err := ix.indexBundle(ctx, tx, d)
-		if err != nil {
-			return st, err
-		}
-		switch {
-		case !ok:
-			st.Skipped++
-		case was:
-			st.Updated++
-		default:
-			st.Added++
-		}
+	if err := ix.applySync(ctx, tx, known, seen, changed, &st); err != nil {
+		return st, err
 	}
 	sr := false
 	if !quick {
@@ -332,6 +263,115 @@ func (ix *Index) Sync(ctx context.Context) (SyncStats, error) {
 		ix.mu.Unlock()
 	}
 	return st, nil
+}
+
+// quickSync says whether only the running bundles need looking at again,
+// with the runs directory's and the suite reports' stamps now. A bundle
+// added or removed changes the runs directory's mtime; a bundle changes
+// only while it runs. So while the directory is as last seen, only the
+// running bundles are looked at again (and every fullSyncEvery the whole
+// directory, for what an mtime can miss: a clock step, a copy keeping
+// times).
+func (ix *Index) quickSync() (quick bool, dirStamp, repStamp stamp) {
+	dirStamp = statStamp(ix.runsDir)
+	repStamp = statStamp(filepath.Join(ix.runsDir, suiteReportsDir))
+	// A directory changed within the mtime's granularity of the last look
+	// may have changed again unseen: listed whole until it is older.
+	settled := time.Since(time.Unix(0, max(dirStamp.mtime, repStamp.mtime))) > 2*time.Second
+	quick = ix.synced && settled && dirStamp == ix.dirStamp && repStamp == ix.repStamp && time.Since(ix.fullAt) < fullSyncEvery
+	return quick, dirStamp, repStamp
+}
+
+// knownRuns are the indexed bundles (only the running ones on a quick
+// sync) with their manifests' stamps when indexed.
+func (ix *Index) knownRuns(ctx context.Context, quick bool) (map[string]stamp, error) {
+	known := map[string]stamp{}
+	q := `SELECT dir, mtime, size FROM runs`
+	if quick {
+		q += ` WHERE status = 'running'`
+	}
+	rows, err := ix.db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("run index: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var d string
+		var s stamp
+		if err := rows.Scan(&d, &s.mtime, &s.size); err != nil {
+			return nil, fmt.Errorf("run index: %w", err)
+		}
+		known[d] = s
+	}
+	return known, nil
+}
+
+// bundleDirs lists the runs directory's subdirectories but the suite
+// reports'.
+func (ix *Index) bundleDirs() ([]string, error) {
+	ents, err := os.ReadDir(ix.runsDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("list bundles under %s: %w", ix.runsDir, err)
+	}
+	var names []string
+	for _, e := range ents {
+		if e.IsDir() && e.Name() != suiteReportsDir {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+
+// changedBundles are the named directories that hold a manifest (seen)
+// and those whose manifest is not indexed as it is now (changed).
+func (ix *Index) changedBundles(names []string, known map[string]stamp) (map[string]bool, []string) {
+	seen := map[string]bool{}
+	var changed []string
+	for _, name := range names {
+		fi, err := os.Stat(filepath.Join(ix.runsDir, name, "manifest.json"))
+		if err != nil {
+			continue
+		}
+		seen[name] = true
+		s := stamp{fi.ModTime().UnixNano(), fi.Size()}
+		if k, ok := known[name]; ok && k == s {
+			continue
+		}
+		changed = append(changed, name)
+	}
+	return seen, changed
+}
+
+// applySync drops the indexed bundles gone from disk and (re)indexes the
+// changed ones, counting each in st.
+func (ix *Index) applySync(ctx context.Context, tx *sql.Tx, known map[string]stamp, seen map[string]bool, changed []string, st *SyncStats) error {
+	for d := range known {
+		if !seen[d] {
+			if err := deleteRun(ctx, tx, `dir = ?`, d); err != nil {
+				return err
+			}
+			st.Removed++
+		}
+	}
+	for _, d := range changed {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		_, was := known[d]
+		ok, err := ix.indexBundle(ctx, tx, d)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !ok:
+			st.Skipped++
+		case was:
+			st.Updated++
+		default:
+			st.Added++
+		}
+	}
+	return nil
 }
 
 func deleteRun(ctx context.Context, tx *sql.Tx, where string, arg any) error {

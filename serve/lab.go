@@ -115,100 +115,21 @@ type LabSource struct {
 func (s *Server) labSnapshot(ctx context.Context) Lab {
 	src := s.lab
 	lab := Lab{Leases: src.LeasesName, Devices: []LabDevice{}, Journals: []PendingJournal{}, Queue: []QueuedRun{}, Problems: []string{}, Time: time.Now().UTC()}
-	byKey := map[string]*LabDevice{}
-	var order []string
-	add := func(d LabDevice) *LabDevice {
-		if have, ok := byKey[d.Key]; ok {
-			return have
-		}
-		dd := d
-		byKey[d.Key] = &dd
-		order = append(order, d.Key)
-		return &dd
-	}
+	ds := labDevices{byKey: map[string]*LabDevice{}}
 	if inv := src.Inventory; inv != nil {
 		lab.Name, lab.Inventory = inv.Name, inv.Path
-		for _, n := range inv.DeviceNames() {
-			d, _ := inv.Device(n)
-			key := orchestrator.DeviceKey(d.Address, d.Options["serial"])
-			ld := add(LabDevice{Name: n, Kind: d.Kind, Driver: d.Driver, Address: d.Address, Key: key})
-			if d.Options["serial"] != "" {
-				// The lease is also taken on the address.
-				byKey[orchestrator.NormalizeAddress(d.Address)] = ld
-			}
-		}
+		ds.addInventory(inv)
 	}
 	seen, err := s.ix.LastSeen(ctx)
 	if err != nil {
 		lab.Problems = append(lab.Problems, err.Error())
 	}
-	for _, addr := range sortedKeys(seen) {
-		sd := seen[addr]
-		if d, ok := byKey[addr]; ok {
-			d.Identity = &sd
-			continue
-		}
-		if src.Inventory == nil {
-			d := add(LabDevice{Name: sd.Name, Kind: sd.Kind, Driver: sd.Driver, Address: sd.Address, Key: addr})
-			d.Identity = &sd
-		}
-	}
+	ds.addSeen(seen, src.Inventory == nil)
 	if src.Leases != nil {
-		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		st, err := src.Leases.List(lctx)
-		cancel()
-		if err != nil {
-			lab.Problems = append(lab.Problems, fmt.Sprintf("list leases (%s): %v", src.LeasesName, err))
-		}
-		for _, l := range st {
-			d, ok := byKey[l.Key]
-			if !ok {
-				if src.Inventory != nil {
-					continue // another lab's device
-				}
-				name := ""
-				if l.Holder != nil {
-					name = l.Holder.Device
-				}
-				d = add(LabDevice{Name: name, Address: l.Key, Key: l.Key})
-			}
-			if l.Holder != nil && d.Lease == nil {
-				d.Lease = leaseView(l.Holder)
-			}
-			d.Waiting += len(l.Waiters)
-			for i, w := range l.Waiters {
-				lab.Queue = append(lab.Queue, QueuedRun{Key: l.Key, Device: d.Name, Place: i + 1, Owner: w.Owner, Host: w.Host, PID: w.PID, RunID: w.RunID, Since: w.Start.UTC()})
-			}
-		}
+		lab.readLeases(ctx, src, &ds)
 	}
 	if src.JournalDir != "" {
-		files, _ := filepath.Glob(filepath.Join(src.JournalDir, "*.journal"))
-		sort.Strings(files)
-		for _, f := range files {
-			pj := PendingJournal{File: filepath.Base(f), Undos: []PendingUndo{}}
-			p, err := orchestrator.ReadJournal(f)
-			if err != nil {
-				if os.IsNotExist(err) {
-					continue // closed meanwhile
-				}
-				pj.Error = err.Error()
-			}
-			for _, u := range p {
-				pj.Device = u.Device
-				pj.Undos = append(pj.Undos, PendingUndo{Seq: u.Seq, RunID: u.RunID, Time: u.Time.UTC(), Kind: u.Kind, Desc: u.Desc})
-			}
-			if len(pj.Undos) == 0 && pj.Error == "" {
-				continue
-			}
-			lab.Journals = append(lab.Journals, pj)
-			for _, d := range byKey {
-				if d.Name == pj.Device && pj.Device != "" {
-					d.Pending += len(pj.Undos)
-					d.PendingByHolder = d.Lease != nil && len(pj.Undos) > 0 && pj.Undos[0].RunID == d.Lease.RunID
-					break
-				}
-			}
-		}
+		lab.readJournals(src.JournalDir, &ds)
 	}
 	sort.SliceStable(lab.Queue, func(i, j int) bool {
 		if lab.Queue[i].Key != lab.Queue[j].Key {
@@ -216,8 +137,8 @@ func (s *Server) labSnapshot(ctx context.Context) Lab {
 		}
 		return lab.Queue[i].Place < lab.Queue[j].Place
 	})
-	for _, k := range order {
-		lab.Devices = append(lab.Devices, *byKey[k])
+	for _, k := range ds.order {
+		lab.Devices = append(lab.Devices, *ds.byKey[k])
 	}
 	run, err := s.ix.Runs(ctx, RunFilter{Status: "running", Limit: 50})
 	if err != nil {
@@ -228,4 +149,122 @@ func (s *Server) labSnapshot(ctx context.Context) Lab {
 		lab.Running = []Run{}
 	}
 	return lab
+}
+
+// labDevices are the lab page's devices by lease key, in the order they
+// were first found; a device leased by serial is found by its address
+// too.
+type labDevices struct {
+	byKey map[string]*LabDevice
+	order []string
+}
+
+// add adds d under its key, or returns the device already there.
+func (ds *labDevices) add(d LabDevice) *LabDevice {
+	if have, ok := ds.byKey[d.Key]; ok {
+		return have
+	}
+	dd := d
+	ds.byKey[d.Key] = &dd
+	ds.order = append(ds.order, d.Key)
+	return &dd
+}
+
+// addInventory adds the inventory's devices.
+func (ds *labDevices) addInventory(inv *inventory.Inventory) {
+	for _, n := range inv.DeviceNames() {
+		d, _ := inv.Device(n)
+		key := orchestrator.DeviceKey(d.Address, d.Options["serial"])
+		ld := ds.add(LabDevice{Name: n, Kind: d.Kind, Driver: d.Driver, Address: d.Address, Key: key})
+		if d.Options["serial"] != "" {
+			// The lease is also taken on the address.
+			ds.byKey[orchestrator.NormalizeAddress(d.Address)] = ld
+		}
+	}
+}
+
+// addSeen gives the devices the identity their newest run recorded; with
+// no inventory, the devices runs used are the lab's (addNew).
+func (ds *labDevices) addSeen(seen map[string]SeenDevice, addNew bool) {
+	for _, addr := range sortedKeys(seen) {
+		sd := seen[addr]
+		if d, ok := ds.byKey[addr]; ok {
+			d.Identity = &sd
+			continue
+		}
+		if addNew {
+			d := ds.add(LabDevice{Name: sd.Name, Kind: sd.Kind, Driver: sd.Driver, Address: sd.Address, Key: addr})
+			d.Identity = &sd
+		}
+	}
+}
+
+// readLeases gives the devices their holders and the runs waiting for
+// them; with no inventory, a leased device is the lab's too.
+func (lab *Lab) readLeases(ctx context.Context, src LabSource, ds *labDevices) {
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	st, err := src.Leases.List(lctx)
+	cancel()
+	if err != nil {
+		lab.Problems = append(lab.Problems, fmt.Sprintf("list leases (%s): %v", src.LeasesName, err))
+	}
+	for _, l := range st {
+		d, ok := ds.byKey[l.Key]
+		if !ok {
+			if src.Inventory != nil {
+				continue // another lab's device
+			}
+			name := ""
+			if l.Holder != nil {
+				name = l.Holder.Device
+			}
+			d = ds.add(LabDevice{Name: name, Address: l.Key, Key: l.Key})
+		}
+		if l.Holder != nil && d.Lease == nil {
+			d.Lease = leaseView(l.Holder)
+		}
+		d.Waiting += len(l.Waiters)
+		for i, w := range l.Waiters {
+			lab.Queue = append(lab.Queue, QueuedRun{Key: l.Key, Device: d.Name, Place: i + 1, Owner: w.Owner, Host: w.Host, PID: w.PID, RunID: w.RunID, Since: w.Start.UTC()})
+		}
+	}
+}
+
+// readJournals lists the undo journals in dir that still hold undos (or
+// cannot be read), and counts each device's pending undos.
+func (lab *Lab) readJournals(dir string, ds *labDevices) {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.journal"))
+	sort.Strings(files)
+	for _, f := range files {
+		pj, ok := readPendingJournal(f)
+		if !ok {
+			continue
+		}
+		lab.Journals = append(lab.Journals, pj)
+		for _, d := range ds.byKey {
+			if d.Name == pj.Device && pj.Device != "" {
+				d.Pending += len(pj.Undos)
+				d.PendingByHolder = d.Lease != nil && len(pj.Undos) > 0 && pj.Undos[0].RunID == d.Lease.RunID
+				break
+			}
+		}
+	}
+}
+
+// readPendingJournal reads one journal file: false when it is gone
+// (closed meanwhile) or holds nothing to undo.
+func readPendingJournal(f string) (PendingJournal, bool) {
+	pj := PendingJournal{File: filepath.Base(f), Undos: []PendingUndo{}}
+	p, err := orchestrator.ReadJournal(f)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return pj, false // closed meanwhile
+		}
+		pj.Error = err.Error()
+	}
+	for _, u := range p {
+		pj.Device = u.Device
+		pj.Undos = append(pj.Undos, PendingUndo{Seq: u.Seq, RunID: u.RunID, Time: u.Time.UTC(), Kind: u.Kind, Desc: u.Desc})
+	}
+	return pj, len(pj.Undos) > 0 || pj.Error != ""
 }

@@ -20,12 +20,25 @@ func (a *app) labCmd() *cobra.Command {
 	c := &cobra.Command{Use: "lab", Short: "Run the simulated lab",
 		Example: `  testbed lab up --inventory-out lab.yaml
   testbed lab fault voa1=drop:3 --inventory lab.yaml`}
-	var out, from, control, bench string
-	var faultArgs []string
-	var scenarioFile string
-	var seed uint64
-	var scale float64
-	var clock string
+	c.AddCommand(a.labUpCmd())
+	c.AddCommand(a.labFaultCmd())
+	c.AddCommand(a.labShowBenchCmd())
+	c.AddCommand(a.labRecoverCmd(), a.labLeasesCmd())
+	return c
+}
+
+// labUpFlags are lab up's flags.
+type labUpFlags struct {
+	out, from, control, bench string
+	faultArgs                 []string
+	scenarioFile              string
+	seed                      uint64
+	scale                     float64
+	clock                     string
+}
+
+func (a *app) labUpCmd() *cobra.Command {
+	var o labUpFlags
 	up := &cobra.Command{
 		Use:   "up",
 		Short: "Run the simulated lab in the foreground and write an inventory pointing at it",
@@ -70,122 +83,163 @@ inventory's header.`,
   testbed lab up --bench rail-clos --inventory-out clos.yaml
   testbed lab up --clock real --inventory-out lab.yaml`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var faults []faultFlag
-			for _, s := range faultArgs {
-				f, err := parseFaultFlag(s)
-				if err != nil {
-					return &orchestrator.InputError{Msg: err.Error()}
-				}
-				faults = append(faults, f)
-			}
-			switch {
-			case clock == "real" && scale != 0 && scale != 1:
-				return &orchestrator.InputError{Msg: fmt.Sprintf("--clock real runs the traffic generator at 1 simulated second per second; --time-scale %g says otherwise (give one of them)", scale)}
-			case clock == "real":
-				scale = 1
-			case clock != "sim":
-				return &orchestrator.InputError{Msg: fmt.Sprintf("--clock %q: expected sim or real", clock)}
-			}
-			opts := simlab.Options{Seed: seed, Log: a.logger(), TimeScale: scale}
-			var scen *scenario.Scenario
-			if scenarioFile != "" {
-				var err error
-				if scen, err = simlab.LoadScenario(scenarioFile); err != nil {
-					return &orchestrator.InputError{Msg: err.Error()}
-				}
-			}
-			var lab *simlab.Lab
-			var skipped []simlab.Skipped
-			if from != "" {
-				inv, err := inventory.Load(from)
-				if err != nil {
-					return &orchestrator.InputError{Msg: err.Error()}
-				}
-				if lab, skipped, err = simlab.StartTwin(inv, opts); err != nil {
-					return &orchestrator.InfraError{Op: "start a simulated twin of " + from, Err: err}
-				}
-				for _, s := range skipped {
-					fmt.Fprintf(a.stderr, "no emulator for %s: left out of the twin\n", s)
-				}
-			} else {
-				var err error
-				if _, err := simlab.Bench(bench); err != nil {
-					return &orchestrator.InputError{Msg: "--bench: " + err.Error()}
-				}
-				if lab, err = simlab.StartBench(bench, opts); err != nil {
-					return &orchestrator.InfraError{Op: "start the simulated lab", Err: err}
-				}
-			}
-			defer lab.Close()
-			if scen != nil {
-				if err := lab.ApplyScenario(scen); err != nil {
-					return &orchestrator.InputError{Msg: err.Error()}
-				}
-				fmt.Fprintf(a.stderr, "scenario %s: impairing %s over the switches' clock\n", scenarioFile, strings.Join(scen.Links(), ", "))
-			}
-			for _, f := range faults {
-				fi := lab.Faults(f.Device)
-				if fi == nil {
-					return &orchestrator.InputError{Msg: fmt.Sprintf("--fault %s: no device %q in the lab takes faults (devices: %s)", f.Device, f.Device, strings.Join(lab.FaultDevices(), ", "))}
-				}
-				if err := fi.Inject(f.Spec); err != nil {
-					return &orchestrator.InputError{Msg: fmt.Sprintf("--fault %s: %v", f.Device, err)}
-				}
-			}
-			ctlURL, stopCtl, err := serveFaultControl(control, lab, a.logger())
-			if err != nil {
-				return &orchestrator.InputError{Msg: err.Error()}
-			}
-			defer stopCtl()
-			data, err := lab.Inventory().Marshal()
-			if err != nil {
-				return err
-			}
-			header := fmt.Sprintf("# Inventory of a simulated lab (testbed lab up, seed %d, pid %d).\n# Valid while that process runs.\n%s%s (testbed lab fault --inventory this-file)\n", seed, os.Getpid(), controlComment, ctlURL)
-			if err := os.WriteFile(out, append([]byte(header), data...), 0o644); err != nil {
-				return &orchestrator.InputError{Msg: fmt.Sprintf("write inventory: %v", err)}
-			}
-			if a.json() {
-				left := []string{}
-				for _, s := range skipped {
-					left = append(left, s.Device)
-				}
-				if err := a.printJSON(map[string]any{"inventory": out, "endpoints": lab.Endpoints(), "seed": seed, "pid": os.Getpid(), "left_out": left, "lab_control": ctlURL}); err != nil {
-					return err
-				}
-			} else {
-				fmt.Fprintf(a.stdout, "simulated lab up (seed %d)\n", seed)
-				for _, e := range lab.Endpoints() {
-					fmt.Fprintf(a.stdout, "  %s\n", e)
-				}
-				for _, f := range faults {
-					fmt.Fprintf(a.stdout, "fault: %s %s\n", f.Device, f.Spec)
-				}
-				fmt.Fprintf(a.stdout, "fault control: %s (testbed lab fault --lab-control %s)\n", ctlURL, strings.TrimPrefix(ctlURL, "http://"))
-				fmt.Fprintf(a.stdout, "inventory written to %s\nCtrl-C to stop\n", out)
-			}
-			runCtx, _, stop := a.interruptible(cmd.Context())
-			defer stop()
-			<-runCtx.Done()
-			if cause := context.Cause(runCtx); errors.Is(cause, orchestrator.ErrAborted) || context.Cause(cmd.Context()) == nil {
-				fmt.Fprintln(a.stderr, "\nsimulated lab stopping")
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return a.labUp(cmd, o) },
 	}
-	up.Flags().StringVar(&out, "inventory-out", "lab.yaml", "where to write the inventory")
-	up.Flags().StringVar(&from, "inventory", "", "start a simulated twin of this inventory instead of the default bench")
-	up.Flags().StringVar(&bench, "bench", "default", "the built-in bench to start (testbed lab show-bench NAME prints one; ignored with --inventory)")
-	up.Flags().Uint64Var(&seed, "seed", 1, "seed of the lab's randomness")
-	up.Flags().Float64Var(&scale, "time-scale", 0, "simulated seconds per real second for traffic (default: the lab's own)")
-	up.Flags().StringVar(&clock, "clock", "sim", "the traffic generator's clock: sim (simulated time, fast) or real (the wall clock, for clients that pace themselves)")
-	up.Flags().StringVar(&scenarioFile, "scenario", "", "scenario file (YAML) of corruption that comes and goes on the lab's fibres over the switches' clock (see simlab/scenario)")
-	up.Flags().StringArrayVar(&faultArgs, "fault", nil, "inject a fault: <device>=drop|delay:<dur>|garbage|error:<text>, then :N or :always (repeatable)")
-	up.Flags().StringVar(&control, "lab-control", "127.0.0.1:0", "loopback address of the fault control endpoint")
-	c.AddCommand(up)
-	c.AddCommand(a.labFaultCmd())
-	c.AddCommand(&cobra.Command{
+	f := up.Flags()
+	f.StringVar(&o.out, "inventory-out", "lab.yaml", "where to write the inventory")
+	f.StringVar(&o.from, "inventory", "", "start a simulated twin of this inventory instead of the default bench")
+	f.StringVar(&o.bench, "bench", "default", "the built-in bench to start (testbed lab show-bench NAME prints one; ignored with --inventory)")
+	f.Uint64Var(&o.seed, "seed", 1, "seed of the lab's randomness")
+	f.Float64Var(&o.scale, "time-scale", 0, "simulated seconds per real second for traffic (default: the lab's own)")
+	f.StringVar(&o.clock, "clock", "sim", "the traffic generator's clock: sim (simulated time, fast) or real (the wall clock, for clients that pace themselves)")
+	f.StringVar(&o.scenarioFile, "scenario", "", "scenario file (YAML) of corruption that comes and goes on the lab's fibres over the switches' clock (see simlab/scenario)")
+	f.StringArrayVar(&o.faultArgs, "fault", nil, "inject a fault: <device>=drop|delay:<dur>|garbage|error:<text>, then :N or :always (repeatable)")
+	f.StringVar(&o.control, "lab-control", "127.0.0.1:0", "loopback address of the fault control endpoint")
+	return up
+}
+
+// labUp starts the simulated lab (the default bench, another, or a twin
+// of an inventory) with its scenario and faults, writes the inventory
+// pointing at it, and serves it until interrupted.
+func (a *app) labUp(cmd *cobra.Command, o labUpFlags) error {
+	var faults []faultFlag
+	for _, s := range o.faultArgs {
+		f, err := parseFaultFlag(s)
+		if err != nil {
+			return &orchestrator.InputError{Msg: err.Error()}
+		}
+		faults = append(faults, f)
+	}
+	scale, err := labTimeScale(o.clock, o.scale)
+	if err != nil {
+		return err
+	}
+	opts := simlab.Options{Seed: o.seed, Log: a.logger(), TimeScale: scale}
+	var scen *scenario.Scenario
+	if o.scenarioFile != "" {
+		if scen, err = simlab.LoadScenario(o.scenarioFile); err != nil {
+			return &orchestrator.InputError{Msg: err.Error()}
+		}
+	}
+	lab, skipped, err := a.startLab(o, opts)
+	if err != nil {
+		return err
+	}
+	defer lab.Close()
+	if err := a.impairLab(lab, o.scenarioFile, scen, faults); err != nil {
+		return err
+	}
+	ctlURL, stopCtl, err := serveFaultControl(o.control, lab, a.logger())
+	if err != nil {
+		return &orchestrator.InputError{Msg: err.Error()}
+	}
+	defer stopCtl()
+	data, err := lab.Inventory().Marshal()
+	if err != nil {
+		return err
+	}
+	header := fmt.Sprintf("# Inventory of a simulated lab (testbed lab up, seed %d, pid %d).\n# Valid while that process runs.\n%s%s (testbed lab fault --inventory this-file)\n", o.seed, os.Getpid(), controlComment, ctlURL)
+	if err := os.WriteFile(o.out, append([]byte(header), data...), 0o644); err != nil {
+		return &orchestrator.InputError{Msg: fmt.Sprintf("write inventory: %v", err)}
+	}
+	if err := a.printLabUp(o, lab, skipped, faults, ctlURL); err != nil {
+		return err
+	}
+	runCtx, _, stop := a.interruptible(cmd.Context())
+	defer stop()
+	<-runCtx.Done()
+	if cause := context.Cause(runCtx); errors.Is(cause, orchestrator.ErrAborted) || context.Cause(cmd.Context()) == nil {
+		fmt.Fprintln(a.stderr, "\nsimulated lab stopping")
+	}
+	return nil
+}
+
+// labTimeScale is the traffic generator's simulated seconds per real
+// second from --clock and --time-scale (0: the lab's own).
+func labTimeScale(clock string, scale float64) (float64, error) {
+	switch {
+	case clock == "real" && scale != 0 && scale != 1:
+		return 0, &orchestrator.InputError{Msg: fmt.Sprintf("--clock real runs the traffic generator at 1 simulated second per second; --time-scale %g says otherwise (give one of them)", scale)}
+	case clock == "real":
+		return 1, nil
+	case clock != "sim":
+		return 0, &orchestrator.InputError{Msg: fmt.Sprintf("--clock %q: expected sim or real", clock)}
+	}
+	return scale, nil
+}
+
+// startLab starts a twin of --inventory, naming the devices left out,
+// or else the --bench.
+func (a *app) startLab(o labUpFlags, opts simlab.Options) (*simlab.Lab, []simlab.Skipped, error) {
+	if o.from != "" {
+		inv, err := inventory.Load(o.from)
+		if err != nil {
+			return nil, nil, &orchestrator.InputError{Msg: err.Error()}
+		}
+		lab, skipped, err := simlab.StartTwin(inv, opts)
+		if err != nil {
+			return nil, nil, &orchestrator.InfraError{Op: "start a simulated twin of " + o.from, Err: err}
+		}
+		for _, s := range skipped {
+			fmt.Fprintf(a.stderr, "no emulator for %s: left out of the twin\n", s)
+		}
+		return lab, skipped, nil
+	}
+	if _, err := simlab.Bench(o.bench); err != nil {
+		return nil, nil, &orchestrator.InputError{Msg: "--bench: " + err.Error()}
+	}
+	lab, err := simlab.StartBench(o.bench, opts)
+	if err != nil {
+		return nil, nil, &orchestrator.InfraError{Op: "start the simulated lab", Err: err}
+	}
+	return lab, nil, nil
+}
+
+// impairLab applies the scenario (when there is one) and injects the
+// faults.
+func (a *app) impairLab(lab *simlab.Lab, scenarioFile string, scen *scenario.Scenario, faults []faultFlag) error {
+	if scen != nil {
+		if err := lab.ApplyScenario(scen); err != nil {
+			return &orchestrator.InputError{Msg: err.Error()}
+		}
+		fmt.Fprintf(a.stderr, "scenario %s: impairing %s over the switches' clock\n", scenarioFile, strings.Join(scen.Links(), ", "))
+	}
+	for _, f := range faults {
+		fi := lab.Faults(f.Device)
+		if fi == nil {
+			return &orchestrator.InputError{Msg: fmt.Sprintf("--fault %s: no device %q in the lab takes faults (devices: %s)", f.Device, f.Device, strings.Join(lab.FaultDevices(), ", "))}
+		}
+		if err := fi.Inject(f.Spec); err != nil {
+			return &orchestrator.InputError{Msg: fmt.Sprintf("--fault %s: %v", f.Device, err)}
+		}
+	}
+	return nil
+}
+
+// printLabUp says where the lab is: its endpoints, faults, fault control
+// and inventory.
+func (a *app) printLabUp(o labUpFlags, lab *simlab.Lab, skipped []simlab.Skipped, faults []faultFlag, ctlURL string) error {
+	if a.json() {
+		left := []string{}
+		for _, s := range skipped {
+			left = append(left, s.Device)
+		}
+		return a.printJSON(map[string]any{"inventory": o.out, "endpoints": lab.Endpoints(), "seed": o.seed, "pid": os.Getpid(), "left_out": left, "lab_control": ctlURL})
+	}
+	fmt.Fprintf(a.stdout, "simulated lab up (seed %d)\n", o.seed)
+	for _, e := range lab.Endpoints() {
+		fmt.Fprintf(a.stdout, "  %s\n", e)
+	}
+	for _, f := range faults {
+		fmt.Fprintf(a.stdout, "fault: %s %s\n", f.Device, f.Spec)
+	}
+	fmt.Fprintf(a.stdout, "fault control: %s (testbed lab fault --lab-control %s)\n", ctlURL, strings.TrimPrefix(ctlURL, "http://"))
+	fmt.Fprintf(a.stdout, "inventory written to %s\nCtrl-C to stop\n", o.out)
+	return nil
+}
+
+func (a *app) labShowBenchCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:   "show-bench [name]",
 		Short: "Print a built-in bench's inventory file (default: the default bench)",
 		Long: `Print the inventory file of a bench built into the binary: the lab the
@@ -215,9 +269,7 @@ Benches: ` + strings.Join(simlab.BenchNames(), ", ") + `.`,
 			_, err = a.stdout.Write(b)
 			return err
 		},
-	})
-	c.AddCommand(a.labRecoverCmd(), a.labLeasesCmd())
-	return c
+	}
 }
 
 func (a *app) labRecoverCmd() *cobra.Command {

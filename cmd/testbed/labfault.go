@@ -205,109 +205,133 @@ DELETE /faults (?device=voa1 for one device) clears them.`,
   testbed lab fault sw1=error:BF_INVALID_ARG:always tg1=delay:2s --lab-control 127.0.0.1:7411
   testbed lab fault --clear voa1 --inventory lab.yaml
   testbed lab fault --inventory lab.yaml --output json     # what is pending`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			base := control
-			if base == "" && invFile == "" {
-				invFile = a.v.GetString("inventory") // TESTBED_INVENTORY or the config file
-			}
-			if base == "" && invFile != "" {
-				var err error
-				if base, err = controlFromInventory(invFile); err != nil {
-					return &orchestrator.InputError{Msg: err.Error()}
-				}
-			}
-			if base == "" {
-				return &orchestrator.InputError{Msg: "lab fault needs the running lab's control address: --lab-control 127.0.0.1:PORT, or --inventory of the file lab up wrote"}
-			}
-			if !strings.Contains(base, "://") {
-				base = "http://" + base
-			}
-			var faults []faultFlag
-			if !clear {
-				for _, s := range args {
-					f, err := parseFaultFlag(s)
-					if err != nil {
-						return &orchestrator.InputError{Msg: err.Error()}
-					}
-					faults = append(faults, f)
-				}
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
-			defer cancel()
-			var pending map[string][]string
-			do := func(method, path string, body any) error {
-				var rd io.Reader
-				if body != nil {
-					b, _ := json.Marshal(body)
-					rd = bytes.NewReader(b)
-				}
-				req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
-				if err != nil {
-					return &orchestrator.InputError{Msg: fmt.Sprintf("lab control %s: %v", base, err)}
-				}
-				if body != nil {
-					req.Header.Set("Content-Type", "application/json")
-				}
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					return &orchestrator.InfraError{Op: "reach the lab's fault control at " + base, Err: err}
-				}
-				defer resp.Body.Close()
-				data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-				if err != nil {
-					return &orchestrator.InfraError{Op: "read the lab's fault control reply", Err: err}
-				}
-				if resp.StatusCode != http.StatusOK {
-					var e struct{ Error string }
-					json.Unmarshal(data, &e)
-					if e.Error == "" {
-						e.Error = strings.TrimSpace(string(data))
-					}
-					return &orchestrator.InputError{Msg: fmt.Sprintf("lab fault: %s", e.Error)}
-				}
-				pending = nil
-				if err := json.Unmarshal(data, &pending); err != nil {
-					return &orchestrator.InfraError{Op: "read the lab's fault control reply", Err: err}
-				}
-				return nil
-			}
-			var err error
-			switch {
-			case clear && len(args) == 0:
-				err = do(http.MethodDelete, "/faults", nil)
-			case clear:
-				for _, d := range args {
-					if err = do(http.MethodDelete, "/faults?device="+url.QueryEscape(d), nil); err != nil {
-						break
-					}
-				}
-			case len(faults) == 0:
-				err = do(http.MethodGet, "/faults", nil)
-			default:
-				for _, f := range faults {
-					if err = do(http.MethodPost, "/faults", faultRequest{Device: f.Device, Fault: f.Spec.String()}); err != nil {
-						break
-					}
-				}
-			}
-			if err != nil {
-				return err
-			}
-			if a.json() {
-				return a.printJSON(map[string]any{"pending": pending})
-			}
-			for _, d := range sortedKeys(pending) {
-				if len(pending[d]) > 0 {
-					fmt.Fprintf(a.stdout, "%s\t%s\n", d, strings.Join(pending[d], " "))
-				}
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return a.labFault(cmd, control, invFile, clear, args) },
 	}
 	c.Flags().StringVar(&control, "lab-control", "", "the running lab's fault control address (lab up prints it)")
 	c.Flags().StringVar(&invFile, "inventory", "", "the inventory lab up wrote (its header holds the control address)")
 	c.Flags().BoolVar(&clear, "clear", false, "clear the faults of the named devices (all devices when none is named)")
 	return c
+}
+
+// labFault changes or lists the faults of the lab whose control address
+// is given, or written in the inventory's header.
+func (a *app) labFault(cmd *cobra.Command, control, invFile string, clear bool, args []string) error {
+	base, err := a.labControlBase(control, invFile)
+	if err != nil {
+		return err
+	}
+	var faults []faultFlag
+	if !clear {
+		for _, s := range args {
+			f, err := parseFaultFlag(s)
+			if err != nil {
+				return &orchestrator.InputError{Msg: err.Error()}
+			}
+			faults = append(faults, f)
+		}
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
+	defer cancel()
+	fc := &faultControl{base: base}
+	switch {
+	case clear && len(args) == 0:
+		err = fc.do(ctx, http.MethodDelete, "/faults", nil)
+	case clear:
+		for _, d := range args {
+			if err = fc.do(ctx, http.MethodDelete, "/faults?device="+url.QueryEscape(d), nil); err != nil {
+				break
+			}
+		}
+	case len(faults) == 0:
+		err = fc.do(ctx, http.MethodGet, "/faults", nil)
+	default:
+		for _, f := range faults {
+			if err = fc.do(ctx, http.MethodPost, "/faults", faultRequest{Device: f.Device, Fault: f.Spec.String()}); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if a.json() {
+		return a.printJSON(map[string]any{"pending": fc.pending})
+	}
+	for _, d := range sortedKeys(fc.pending) {
+		if len(fc.pending[d]) > 0 {
+			fmt.Fprintf(a.stdout, "%s\t%s\n", d, strings.Join(fc.pending[d], " "))
+		}
+	}
+	return nil
+}
+
+// labControlBase is the lab's fault control URL: --lab-control, or the
+// address in the header of the inventory lab up wrote (--inventory,
+// TESTBED_INVENTORY or the config file's).
+func (a *app) labControlBase(control, invFile string) (string, error) {
+	base := control
+	if base == "" && invFile == "" {
+		invFile = a.v.GetString("inventory") // TESTBED_INVENTORY or the config file
+	}
+	if base == "" && invFile != "" {
+		var err error
+		if base, err = controlFromInventory(invFile); err != nil {
+			return "", &orchestrator.InputError{Msg: err.Error()}
+		}
+	}
+	if base == "" {
+		return "", &orchestrator.InputError{Msg: "lab fault needs the running lab's control address: --lab-control 127.0.0.1:PORT, or --inventory of the file lab up wrote"}
+	}
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	return base, nil
+}
+
+// faultControl is a client of a running lab's fault control endpoint;
+// pending is the faults its last reply listed.
+type faultControl struct {
+	base    string
+	pending map[string][]string
+}
+
+// do sends one request (body as JSON) and reads the pending faults the
+// endpoint answers with.
+func (fc *faultControl) do(ctx context.Context, method, path string, body any) error {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, fc.base+path, rd)
+	if err != nil {
+		return &orchestrator.InputError{Msg: fmt.Sprintf("lab control %s: %v", fc.base, err)}
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return &orchestrator.InfraError{Op: "reach the lab's fault control at " + fc.base, Err: err}
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return &orchestrator.InfraError{Op: "read the lab's fault control reply", Err: err}
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct{ Error string }
+		json.Unmarshal(data, &e)
+		if e.Error == "" {
+			e.Error = strings.TrimSpace(string(data))
+		}
+		return &orchestrator.InputError{Msg: fmt.Sprintf("lab fault: %s", e.Error)}
+	}
+	fc.pending = nil
+	if err := json.Unmarshal(data, &fc.pending); err != nil {
+		return &orchestrator.InfraError{Op: "read the lab's fault control reply", Err: err}
+	}
+	return nil
 }
 
 func sortedKeys(m map[string][]string) []string {

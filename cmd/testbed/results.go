@@ -24,6 +24,12 @@ import (
 
 func (a *app) resultsCmd() *cobra.Command {
 	c := &cobra.Command{Use: "results", Short: "Verify, show, sign, pack and compare result bundles"}
+	c.AddCommand(a.resultsVerifyCmd(), a.resultsShowCmd(), a.resultsSignCmd(), a.resultsPackCmd(), a.resultsDiffCmd())
+	addReadLimitFlags(c, true)
+	return c
+}
+
+func (a *app) resultsVerifyCmd() *cobra.Command {
 	verify := &cobra.Command{
 		Use:   "verify <bundle>...",
 		Short: "Check bundles (directory or .tar.gz) against their SHA256SUMS and signature",
@@ -39,144 +45,172 @@ The same checks with standard tools:
   (cd <bundle> && sha256sum -c SHA256SUMS)
   ssh-keygen -Y verify -f allowed_signers -I <identity> -n ` + results.SignatureNamespace + ` -s SHA256SUMS.sig < SHA256SUMS`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var opts results.VerifyOptions
-			var err error
-			if opts.Limits, err = readLimits(cmd); err != nil {
-				return err
-			}
-			if f, _ := cmd.Flags().GetString("allowed-signers"); f != "" {
-				s, err := results.ReadAllowedSigners(f)
-				if err != nil {
-					return &exitError{code: exitBadInput, err: err}
-				}
-				opts.AllowedSigners = s
-			}
-			var reports []*results.VerifyReport
-			bad := 0
-			for _, p := range args {
-				r, err := results.VerifyWith(p, opts)
-				if err != nil {
-					return bundleError("verify", p, err)
-				}
-				if !r.OK {
-					bad++
-				}
-				reports = append(reports, r)
-			}
-			if a.json() {
-				if err := a.printJSON(reports); err != nil {
-					return err
-				}
-			} else {
-				for _, r := range reports {
-					if r.OK {
-						fmt.Fprintf(a.stdout, "%s: OK (status %s)\n", r.Dir, r.Status)
-					} else {
-						fmt.Fprintf(a.stdout, "%s: FAILED\n", r.Dir)
-						for _, p := range r.Problems {
-							fmt.Fprintf(a.stdout, "  %s\n", p)
-						}
-					}
-					if s := r.Signature; s != nil && s.Valid {
-						switch {
-						case s.Checked:
-							fmt.Fprintf(a.stdout, "  signature: valid, by %s key %s, allowed as %s\n", s.KeyType, s.Fingerprint, strings.Join(s.Principals, ","))
-						case s.Problem != "":
-							fmt.Fprintf(a.stdout, "  signature: valid, by %s key %s, NOT ALLOWED\n", s.KeyType, s.Fingerprint)
-						default:
-							fmt.Fprintf(a.stdout, "  signature: valid, by %s key %s; signer unchecked (give --allowed-signers FILE to check it)\n", s.KeyType, s.Fingerprint)
-						}
-					} else if s == nil && r.OK {
-						fmt.Fprintln(a.stdout, "  signature: none (unsigned)")
-					}
-				}
-			}
-			if bad > 0 {
-				return &exitError{code: exitFailed, err: fmt.Errorf("%d of %d bundles did not verify", bad, len(args))}
-			}
-			return nil
-		},
+		RunE: a.resultsVerify,
 	}
 	verify.Flags().String("allowed-signers", "", "OpenSSH allowed_signers file the bundle's signer must be in")
-	show := &cobra.Command{
+	return verify
+}
+
+// resultsVerify verifies every bundle named, prints the reports and
+// fails when one did not verify.
+func (a *app) resultsVerify(cmd *cobra.Command, args []string) error {
+	var opts results.VerifyOptions
+	var err error
+	if opts.Limits, err = readLimits(cmd); err != nil {
+		return err
+	}
+	if f, _ := cmd.Flags().GetString("allowed-signers"); f != "" {
+		s, err := results.ReadAllowedSigners(f)
+		if err != nil {
+			return &exitError{code: exitBadInput, err: err}
+		}
+		opts.AllowedSigners = s
+	}
+	var reports []*results.VerifyReport
+	bad := 0
+	for _, p := range args {
+		r, err := results.VerifyWith(p, opts)
+		if err != nil {
+			return bundleError("verify", p, err)
+		}
+		if !r.OK {
+			bad++
+		}
+		reports = append(reports, r)
+	}
+	if a.json() {
+		if err := a.printJSON(reports); err != nil {
+			return err
+		}
+	} else {
+		for _, r := range reports {
+			a.printVerifyReport(r)
+		}
+	}
+	if bad > 0 {
+		return &exitError{code: exitFailed, err: fmt.Errorf("%d of %d bundles did not verify", bad, len(args))}
+	}
+	return nil
+}
+
+// printVerifyReport prints a bundle's verification: OK, or its problems,
+// and what its signature says.
+func (a *app) printVerifyReport(r *results.VerifyReport) {
+	if r.OK {
+		fmt.Fprintf(a.stdout, "%s: OK (status %s)\n", r.Dir, r.Status)
+	} else {
+		fmt.Fprintf(a.stdout, "%s: FAILED\n", r.Dir)
+		for _, p := range r.Problems {
+			fmt.Fprintf(a.stdout, "  %s\n", p)
+		}
+	}
+	if s := r.Signature; s != nil && s.Valid {
+		switch {
+		case s.Checked:
+			fmt.Fprintf(a.stdout, "  signature: valid, by %s key %s, allowed as %s\n", s.KeyType, s.Fingerprint, strings.Join(s.Principals, ","))
+		case s.Problem != "":
+			fmt.Fprintf(a.stdout, "  signature: valid, by %s key %s, NOT ALLOWED\n", s.KeyType, s.Fingerprint)
+		default:
+			fmt.Fprintf(a.stdout, "  signature: valid, by %s key %s; signer unchecked (give --allowed-signers FILE to check it)\n", s.KeyType, s.Fingerprint)
+		}
+	} else if s == nil && r.OK {
+		fmt.Fprintln(a.stdout, "  signature: none (unsigned)")
+	}
+}
+
+func (a *app) resultsShowCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:   "show <bundle>",
 		Short: "Show a bundle: run, status, parameters, devices, tables and summary",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			lim, err := readLimits(cmd)
-			if err != nil {
-				return err
-			}
-			r, err := results.OpenWith(args[0], results.OpenOptions{Limits: lim})
-			if err != nil {
-				return bundleError("open", args[0], err)
-			}
-			for _, p := range r.Problems {
-				fmt.Fprintf(a.stderr, "testbed: warning: %s: %s\n", args[0], p)
-			}
-			m := r.Manifest
-			if a.json() {
-				if err := a.printJSON(map[string]any{"manifest": m, "summary": r.Summary, "tables": r.Tables, "events": r.Events, "incomplete": r.Incomplete, "problems": r.Problems}); err != nil {
-					return err
-				}
-				return unsafeBundle(args[0], r.Problems)
-			}
-			fmt.Fprintf(a.stdout, "run      %s\nrecipe   %s v%s\nstatus   %s", m.RunID, m.Recipe.Name, m.Recipe.Version, m.Status)
-			if m.Reason != "" {
-				fmt.Fprintf(a.stdout, " (%s)", m.Reason)
-			}
-			if r.Incomplete {
-				fmt.Fprint(a.stdout, " [INCOMPLETE: never finalized]")
-			}
-			fmt.Fprintf(a.stdout, "\nstarted  %s\n", m.Started.Format("2006-01-02 15:04:05 MST"))
-			if m.Ended != nil {
-				fmt.Fprintf(a.stdout, "ended    %s (%s)\n", m.Ended.Format("2006-01-02 15:04:05 MST"), m.Ended.Sub(m.Started).Round(1e6))
-			}
-			lab := m.Lab.Name
-			if m.Lab.Simulated {
-				lab += " (simulated)"
-			}
-			fmt.Fprintf(a.stdout, "lab      %s\nseed     %d\nsoftware testbed %s (%s) %s %s/%s\n", lab, m.Seed, m.Software.TestbedVersion, shortRev(m.Software.VCSRevision), m.Software.GoVersion, m.Software.OS, m.Software.Arch)
-			if m.Progress != nil {
-				fmt.Fprintf(a.stdout, "progress %d/%d steps\n", m.Progress.StepsDone, m.Progress.StepsTotal)
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "\nparameters:")
-			for _, p := range m.Params {
-				fmt.Fprintf(tw, "  %s\t%v %s\t(%s)\n", p.Name, p.Value, p.Unit, p.Source)
-			}
-			fmt.Fprintln(tw, "devices:")
-			for _, d := range m.Devices {
-				// A bundle written before addresses were redacted may hold a
-				// URL's password: never print it.
-				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s %s s/n %s fw %s\n", d.Name, d.Kind, redact.URLPasswords(d.Address), d.Identity.Vendor, d.Identity.Model, d.Identity.Serial, d.Identity.Firmware)
-			}
-			fmt.Fprintln(tw, "tables:")
-			for _, t := range r.Tables {
-				fmt.Fprintf(tw, "  %s\t%d rows\n", t.Path, t.Rows)
-			}
-			tw.Flush()
-			for _, c := range m.Cleanup {
-				state := "ok"
-				if !c.OK {
-					state = "FAILED: " + c.Error
-				}
-				fmt.Fprintf(a.stdout, "cleanup: %s: %s\n", c.Action, state)
-			}
-			if len(r.Summary) > 0 {
-				var v any
-				if json.Unmarshal(r.Summary, &v) == nil {
-					b, _ := json.MarshalIndent(v, "", "  ")
-					fmt.Fprintf(a.stdout, "summary:\n%s\n", indent(string(b), "  "))
-				}
-			}
-			return unsafeBundle(args[0], r.Problems)
-		},
+		RunE:  a.resultsShow,
 	}
-	c.AddCommand(verify, show, a.resultsSignCmd(), a.resultsPackCmd(), a.resultsDiffCmd())
-	addReadLimitFlags(c, true)
-	return c
+}
+
+// resultsShow prints a bundle, and fails on one that holds what a
+// bundle may not.
+func (a *app) resultsShow(cmd *cobra.Command, args []string) error {
+	lim, err := readLimits(cmd)
+	if err != nil {
+		return err
+	}
+	r, err := results.OpenWith(args[0], results.OpenOptions{Limits: lim})
+	if err != nil {
+		return bundleError("open", args[0], err)
+	}
+	for _, p := range r.Problems {
+		fmt.Fprintf(a.stderr, "testbed: warning: %s: %s\n", args[0], p)
+	}
+	if a.json() {
+		if err := a.printJSON(map[string]any{"manifest": r.Manifest, "summary": r.Summary, "tables": r.Tables, "events": r.Events, "incomplete": r.Incomplete, "problems": r.Problems}); err != nil {
+			return err
+		}
+		return unsafeBundle(args[0], r.Problems)
+	}
+	a.printRun(r)
+	a.printContents(r)
+	return unsafeBundle(args[0], r.Problems)
+}
+
+// printRun prints what ran: the run, recipe, status, times, lab, seed,
+// software and progress.
+func (a *app) printRun(r *results.Reader) {
+	m := r.Manifest
+	fmt.Fprintf(a.stdout, "run      %s\nrecipe   %s v%s\nstatus   %s", m.RunID, m.Recipe.Name, m.Recipe.Version, m.Status)
+	if m.Reason != "" {
+		fmt.Fprintf(a.stdout, " (%s)", m.Reason)
+	}
+	if r.Incomplete {
+		fmt.Fprint(a.stdout, " [INCOMPLETE: never finalized]")
+	}
+	fmt.Fprintf(a.stdout, "\nstarted  %s\n", m.Started.Format("2006-01-02 15:04:05 MST"))
+	if m.Ended != nil {
+		fmt.Fprintf(a.stdout, "ended    %s (%s)\n", m.Ended.Format("2006-01-02 15:04:05 MST"), m.Ended.Sub(m.Started).Round(1e6))
+	}
+	lab := m.Lab.Name
+	if m.Lab.Simulated {
+		lab += " (simulated)"
+	}
+	fmt.Fprintf(a.stdout, "lab      %s\nseed     %d\nsoftware testbed %s (%s) %s %s/%s\n", lab, m.Seed, m.Software.TestbedVersion, shortRev(m.Software.VCSRevision), m.Software.GoVersion, m.Software.OS, m.Software.Arch)
+	if m.Progress != nil {
+		fmt.Fprintf(a.stdout, "progress %d/%d steps\n", m.Progress.StepsDone, m.Progress.StepsTotal)
+	}
+}
+
+// printContents prints what the run recorded: parameters, devices,
+// tables, cleanup and summary.
+func (a *app) printContents(r *results.Reader) {
+	m := r.Manifest
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nparameters:")
+	for _, p := range m.Params {
+		fmt.Fprintf(tw, "  %s\t%v %s\t(%s)\n", p.Name, p.Value, p.Unit, p.Source)
+	}
+	fmt.Fprintln(tw, "devices:")
+	for _, d := range m.Devices {
+		// A bundle written before addresses were redacted may hold a
+		// URL's password: never print it.
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s %s s/n %s fw %s\n", d.Name, d.Kind, redact.URLPasswords(d.Address), d.Identity.Vendor, d.Identity.Model, d.Identity.Serial, d.Identity.Firmware)
+	}
+	fmt.Fprintln(tw, "tables:")
+	for _, t := range r.Tables {
+		fmt.Fprintf(tw, "  %s\t%d rows\n", t.Path, t.Rows)
+	}
+	tw.Flush()
+	for _, c := range m.Cleanup {
+		state := "ok"
+		if !c.OK {
+			state = "FAILED: " + c.Error
+		}
+		fmt.Fprintf(a.stdout, "cleanup: %s: %s\n", c.Action, state)
+	}
+	if len(r.Summary) > 0 {
+		var v any
+		if json.Unmarshal(r.Summary, &v) == nil {
+			b, _ := json.MarshalIndent(v, "", "  ")
+			fmt.Fprintf(a.stdout, "summary:\n%s\n", indent(string(b), "  "))
+		}
+	}
 }
 
 // unsafeBundle is the exit of a command that read a bundle holding

@@ -90,51 +90,13 @@ func verdict(code int) string {
 // checks; a text report as entries finish (or JSON at the end), JUnit XML,
 // and the exit code.
 func (a *app) expSuite(parent context.Context, o suiteOptions, obs *liveMetrics) error {
-	s, err := suite.Load(o.file, experiments.Registry())
+	s, bs, err := a.loadSuite(o)
 	if err != nil {
-		return &exitError{code: exitBadInput, err: err}
+		return err
 	}
-	var bs *suite.Baselines
-	if o.baseline != "" {
-		if bs, err = suite.LoadBaselines(o.baseline); err != nil {
-			return &exitError{code: exitBadInput, err: err}
-		}
-		for _, u := range bs.Unreadable {
-			fmt.Fprintf(a.stderr, "testbed: baseline: skipped %s\n", u)
-		}
-	}
-	if o.junit != "" {
-		// Fail now, not after an hour of lab time.
-		if fi, err := os.Stat(filepath.Dir(o.junit)); err != nil || !fi.IsDir() {
-			return &exitError{code: exitBadInput, err: fmt.Errorf("--junit %s: no directory %s", o.junit, filepath.Dir(o.junit))}
-		}
-	}
-	inv := a.v.GetString("inventory")
 	runCtx, cleanupCtx, stop := a.interruptible(parent)
 	defer stop()
-
-	var mu sync.Mutex
-	seeds := map[string]uint64{}
-	notRestored := false
-	run := func(ctx context.Context, e *suite.Entry) (*orchestrator.RunResult, error) {
-		seed := randomSeed()
-		if e.Seed != nil {
-			seed = *e.Seed
-		}
-		mu.Lock()
-		seeds[e.ID] = seed
-		mu.Unlock()
-		fmt.Fprintf(a.stderr, "== %s: %s (%s)\n", e.ID, e.Recipe.Meta().Name, e.Pos)
-		res, err := a.runRecipe(ctx, cleanupCtx, runSpec{recipe: e.Recipe, params: e.Params, seed: seed, inventory: inv, bench: e.Bench, prefix: e.ID,
-			labels: map[string]string{suite.LabelSuite: s.Name, suite.LabelEntry: e.ID}}, obs)
-		if res != nil && runExitCode(res) == exitNotRestored {
-			mu.Lock()
-			notRestored = true
-			mu.Unlock()
-		}
-		return res, err
-	}
-	var pushErrs []string
+	sr := &suiteRun{a: a, s: s, parent: parent, cleanupCtx: cleanupCtx, inv: a.v.GetString("inventory"), obs: obs, seeds: map[string]uint64{}}
 	if !a.json() {
 		fmt.Fprintf(a.stdout, "suite %s (%s): %d entries", s.Name, s.Path, len(s.Entries))
 		if bs != nil {
@@ -142,25 +104,98 @@ func (a *app) expSuite(parent context.Context, o suiteOptions, obs *liveMetrics)
 		}
 		fmt.Fprintln(a.stdout)
 	}
-	onEntry := func(er *suite.EntryResult) {
-		mu.Lock()
-		if sd, ok := seeds[er.ID]; ok && er.Seed == nil {
-			er.Seed = &sd
-		}
-		mu.Unlock()
-		if err := obs.push(parent, er.Bundle, pushGroup{suite: s.Name, entry: er.ID}); err != nil {
-			fmt.Fprintf(a.stderr, "testbed: %v\n", err)
-			pushErrs = append(pushErrs, fmt.Sprintf("entry %s: %v", er.ID, err))
-		}
-		if !a.json() {
-			printEntry(a.stdout, er)
-		}
-	}
-	rep := s.Run(runCtx, run, bs, onEntry)
+	rep := s.Run(runCtx, sr.run, bs, sr.onEntry)
 	code := suiteExitCode(rep)
-	if code == exitAborted && notRestored {
+	if code == exitAborted && sr.notRestored {
 		code = exitNotRestored
 	}
+	return a.reportSuite(o, rep, code, sr.pushErrs)
+}
+
+// loadSuite reads the suite and its baselines, and checks that the JUnit
+// report can be written: it fails now, not after an hour of lab time.
+func (a *app) loadSuite(o suiteOptions) (*suite.Suite, *suite.Baselines, error) {
+	s, err := suite.Load(o.file, experiments.Registry())
+	if err != nil {
+		return nil, nil, &exitError{code: exitBadInput, err: err}
+	}
+	var bs *suite.Baselines
+	if o.baseline != "" {
+		if bs, err = suite.LoadBaselines(o.baseline); err != nil {
+			return nil, nil, &exitError{code: exitBadInput, err: err}
+		}
+		for _, u := range bs.Unreadable {
+			fmt.Fprintf(a.stderr, "testbed: baseline: skipped %s\n", u)
+		}
+	}
+	if o.junit != "" {
+		if fi, err := os.Stat(filepath.Dir(o.junit)); err != nil || !fi.IsDir() {
+			return nil, nil, &exitError{code: exitBadInput, err: fmt.Errorf("--junit %s: no directory %s", o.junit, filepath.Dir(o.junit))}
+		}
+	}
+	return s, bs, nil
+}
+
+// suiteRun runs a suite's entries as exp run does and follows them: the
+// seed each ran with, whether one left the lab unrestored, and the
+// metrics pushes that failed.
+type suiteRun struct {
+	a          *app
+	s          *suite.Suite
+	parent     context.Context
+	cleanupCtx context.Context
+	inv        string
+	obs        *liveMetrics
+
+	mu          sync.Mutex
+	seeds       map[string]uint64
+	notRestored bool
+	pushErrs    []string
+}
+
+// run runs one entry into its own bundle, labelled with the suite and
+// the entry.
+func (sr *suiteRun) run(ctx context.Context, e *suite.Entry) (*orchestrator.RunResult, error) {
+	seed := randomSeed()
+	if e.Seed != nil {
+		seed = *e.Seed
+	}
+	sr.mu.Lock()
+	sr.seeds[e.ID] = seed
+	sr.mu.Unlock()
+	fmt.Fprintf(sr.a.stderr, "== %s: %s (%s)\n", e.ID, e.Recipe.Meta().Name, e.Pos)
+	res, err := sr.a.runRecipe(ctx, sr.cleanupCtx, runSpec{recipe: e.Recipe, params: e.Params, seed: seed, inventory: sr.inv, bench: e.Bench, prefix: e.ID,
+		labels: map[string]string{suite.LabelSuite: sr.s.Name, suite.LabelEntry: e.ID}}, sr.obs)
+	if res != nil && runExitCode(res) == exitNotRestored {
+		sr.mu.Lock()
+		sr.notRestored = true
+		sr.mu.Unlock()
+	}
+	return res, err
+}
+
+// onEntry records an entry's seed in its result, pushes its metrics and
+// prints its block of the text report.
+func (sr *suiteRun) onEntry(er *suite.EntryResult) {
+	sr.mu.Lock()
+	if sd, ok := sr.seeds[er.ID]; ok && er.Seed == nil {
+		er.Seed = &sd
+	}
+	sr.mu.Unlock()
+	if err := sr.obs.push(sr.parent, er.Bundle, pushGroup{suite: sr.s.Name, entry: er.ID}); err != nil {
+		fmt.Fprintf(sr.a.stderr, "testbed: %v\n", err)
+		sr.pushErrs = append(sr.pushErrs, fmt.Sprintf("entry %s: %v", er.ID, err))
+	}
+	if !sr.a.json() {
+		printEntry(sr.a.stdout, er)
+	}
+}
+
+// reportSuite writes the JUnit report, keeps the suite's report beside
+// its bundles, prints the totals (or the JSON report) and exits with the
+// suite's code (an infrastructure failure when a report could not be
+// written or pushed).
+func (a *app) reportSuite(o suiteOptions, rep *suite.Report, code int, pushErrs []string) error {
 	var junitErr error
 	if o.junit != "" {
 		junitErr = writeJUnit(o.junit, rep)

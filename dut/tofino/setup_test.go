@@ -41,6 +41,20 @@ func setupLG(t *testing.T, ctx context.Context, tx, rx *tofino.Switch, txPort, r
 	if _, err := tx.SetPFC(ctx, txPort, tofino.PFC{RxMap: lg.PFCClassEnable}); err != nil {
 		t.Fatal(err)
 	}
+	// The dummy and the explicit ACK, from the CPU port into the
+	// lowest-priority queue, where they replenish themselves.
+	for _, s := range []struct {
+		sw         *tofino.Switch
+		port, kind int
+	}{{tx, txPort, lg.PktDummy}, {rx, rxPort, lg.PktAck}} {
+		if err := s.sw.AddEntry(ctx, lg.TableL2Forward, tofino.Entry{Key: map[string]int64{lg.KeyDstAddr: lg.InjectAddr(s.port, lg.QueueLowPrio)},
+			Action: lg.ActionForwardToQueue, Data: map[string]int64{lg.ParamPort: int64(s.port), lg.ParamQID: lg.QueueLowPrio}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.sw.PacketOut(ctx, lg.InjectFrame(s.port, s.kind)); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // The setup ops answer as the SDE's tables do: a second add of one key

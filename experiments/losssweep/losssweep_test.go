@@ -377,3 +377,51 @@ func TestLossSweepWithoutTheTxBufferSessionDoesNotProtect(t *testing.T) {
 		t.Errorf("mirror session %#x after the run: %v, want none (the run added it)", sid, err)
 	}
 }
+
+// Without the receiver's explicit ACK (its self-replenishing mirror
+// session removed after the bench injected it, so it leaves once and is
+// gone) the stress traffic has no ACK back to the sender but inside loss
+// notifications: the Tx buffer fills between two losses and the copies
+// of most lost frames are tail-dropped before they are needed. The
+// protected points lose most of what the unprotected ones do, their Tx
+// buffer full, and the run's warnings name the missing session.
+func TestLossSweepWithoutTheExplicitACKDoesNotProtect(t *testing.T) {
+	lab := recipetest.StartLab(t, 14)
+	sw2 := open(t, lab, "sw2")
+	const rxPort = 144 // lg25's receiving end
+	sid := lg.SessionLowPrio | lg.PortIndex(rxPort)
+	removed := false
+	var warned []string
+	res, s := run(t, lab, func(e results.Event, abort func()) {
+		if e.Type == "warning" {
+			warned = append(warned, e.Message)
+		}
+		if e.Type != "setting" || e.Device != "sw2" || !strings.HasPrefix(e.Message, "timer for port") || removed {
+			return
+		}
+		removed = true
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := sw2.DeleteMirror(ctx, sid); err != nil {
+			t.Errorf("delete mirror session %#x: %v", sid, err)
+		}
+	}, "links=lg25", "loss_rates=1e-3", "modes=off,linkguardian", "frames=300000", "calib_losses=100")
+	if res.Status != results.StatusOK {
+		t.Fatalf("run %s: %s", res.Status, res.Reason)
+	}
+	if !removed {
+		t.Fatal("the bench never started the receiver's timer: no setup to take a step out of")
+	}
+	p := s.Points["25G"][losssweep.LossKey(1e-3)]
+	off, on := p["off"], p["linkguardian"]
+	t.Logf("actual %.3g; effective off %.3g LG %.3g; LG Tx buffer peak %d B", off.ActualLoss, off.EffectiveLoss, on.EffectiveLoss, on.MaxTxBufferBytes)
+	if on.EffectiveLoss < off.ActualLoss/2 {
+		t.Errorf("LinkGuardian without the explicit ACK: effective loss %.3g, actual %.3g: it still protects", on.EffectiveLoss, off.ActualLoss)
+	}
+	if on.MaxTxBufferBytes < 150_000 {
+		t.Errorf("LinkGuardian without the explicit ACK: the Tx buffer peaked at %d B: something freed it", on.MaxTxBufferBytes)
+	}
+	if len(warned) == 0 || !strings.Contains(strings.Join(warned, "\n"), fmt.Sprintf("sw2 has no mirror session %#x", sid)) {
+		t.Errorf("the run's warnings %q do not name the missing session %#x", warned, sid)
+	}
+}

@@ -16,6 +16,8 @@ import (
 // look at the host, nothing that would need a shell.
 var runCommands = []string{"true", "false", "echo", "hostname", "uname", "nproc", "sleep", "cat /proc/sys/<key>", "sysctl -n <key>", "ip route show [<selector>]", "iperf3 -c <address> ... (bulk.go)", "pgrep -x <name>"}
 
+// run runs the command line q under "timeout -s KILL w": one of
+// runCommands, through runTable.
 func (h *SimHost) run(ctx context.Context, w, q string, stdout, stderr io.Writer) int {
 	secs, err := strconv.Atoi(w)
 	if err != nil || secs < 1 {
@@ -30,80 +32,112 @@ func (h *SimHost) run(ctx context.Context, w, q string, stdout, stderr io.Writer
 	if len(words) == 0 {
 		return 0
 	}
-	switch args := words[1:]; words[0] {
-	case "true":
-		return 0
-	case "false":
-		return 1
-	case "echo":
-		fmt.Fprintln(stdout, strings.Join(args, " "))
-		return 0
-	case "hostname":
-		fmt.Fprintln(stdout, h.name)
-		return 0
-	case "nproc":
-		fmt.Fprintln(stdout, 16)
-		return 0
-	case "uname":
-		return h.uname(args, stdout, stderr)
-	case "sleep":
-		if len(args) != 1 {
-			fmt.Fprintln(stderr, "sleep: missing operand")
-			return 1
-		}
-		d, err := strconv.ParseFloat(args[0], 64)
-		if err != nil || d < 0 {
-			fmt.Fprintf(stderr, "sleep: invalid time interval '%s'\n", args[0])
-			return 1
-		}
-		limit := time.Duration(secs) * time.Second
-		wait := time.Duration(d * float64(time.Second))
-		t := time.NewTimer(min(wait, limit))
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return 137
-		case <-t.C:
-		}
-		if wait > limit {
-			return 137 // timeout -s KILL
-		}
-		return 0
-	case "cat":
-		status := 0
-		for _, f := range args {
-			key, ok := strings.CutPrefix(path.Clean(f), "/proc/sys/")
-			v, found := "", false
-			if ok {
-				v, found = h.Sysctl(strings.ReplaceAll(key, "/", "."))
-			}
-			if !found {
-				fmt.Fprintf(stderr, "cat: %s: No such file or directory\n", f)
-				status = 1
-				continue
-			}
-			fmt.Fprintln(stdout, v)
-		}
-		return status
-	case "sysctl":
-		if len(args) != 2 || args[0] != "-n" {
-			fmt.Fprintf(stderr, "sysctl: the simulated host %s answers only \"sysctl -n <key>\" in run\n", h.name)
-			return 127
-		}
-		return h.sysctlOp("sysctl-get", map[string]string{"C": "sysctl", "K": args[1]}, stdout, stderr)
-	case "iperf3":
-		return h.iperf3(ctx, args, time.Duration(secs)*time.Second, stdout, stderr)
-	case "pgrep":
-		return h.pgrep(args, stdout, stderr)
-	case "ip":
-		if len(args) < 2 || args[0] != "route" || (args[1] != "show" && args[1] != "list") {
-			fmt.Fprintf(stderr, "ip: the simulated host %s answers only \"ip route show [<selector>]\" in run\n", h.name)
-			return 127
-		}
-		return h.routeOp("route-get", map[string]string{"C": "ip", "R": strings.Join(args[2:], " ")}, stdout, stderr)
+	cmd, ok := runTable[words[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "sh: 1: %s: not found (the simulated host %s runs only: %s)\n", words[0], h.name, strings.Join(runCommands, ", "))
+		return 127
 	}
-	fmt.Fprintf(stderr, "sh: 1: %s: not found (the simulated host %s runs only: %s)\n", words[0], h.name, strings.Join(runCommands, ", "))
-	return 127
+	return cmd(h, ctx, runCall{args: words[1:], limit: time.Duration(secs) * time.Second, stdout: stdout, stderr: stderr})
+}
+
+// runCall is one command run answers, under the session's context: its
+// arguments, its time limit and its outputs.
+type runCall struct {
+	args           []string
+	limit          time.Duration
+	stdout, stderr io.Writer
+}
+
+// runTable are the commands run answers, by name; each returns its exit
+// status.
+var runTable = map[string]func(h *SimHost, ctx context.Context, c runCall) int{
+	"true":  func(*SimHost, context.Context, runCall) int { return 0 },
+	"false": func(*SimHost, context.Context, runCall) int { return 1 },
+	"echo": func(_ *SimHost, _ context.Context, c runCall) int {
+		fmt.Fprintln(c.stdout, strings.Join(c.args, " "))
+		return 0
+	},
+	"hostname": func(h *SimHost, _ context.Context, c runCall) int {
+		fmt.Fprintln(c.stdout, h.name)
+		return 0
+	},
+	"nproc": func(_ *SimHost, _ context.Context, c runCall) int {
+		fmt.Fprintln(c.stdout, 16)
+		return 0
+	},
+	"uname":  func(h *SimHost, _ context.Context, c runCall) int { return h.uname(c.args, c.stdout, c.stderr) },
+	"sleep":  (*SimHost).runSleep,
+	"cat":    (*SimHost).runCat,
+	"sysctl": (*SimHost).runSysctl,
+	"iperf3": func(h *SimHost, ctx context.Context, c runCall) int {
+		return h.iperf3(ctx, c.args, c.limit, c.stdout, c.stderr)
+	},
+	"pgrep": func(h *SimHost, _ context.Context, c runCall) int { return h.pgrep(c.args, c.stdout, c.stderr) },
+	"ip":    (*SimHost).runIP,
+}
+
+// runSleep sleeps, killed (137) at the time limit or when the session
+// ends.
+func (h *SimHost) runSleep(ctx context.Context, c runCall) int {
+	if len(c.args) != 1 {
+		fmt.Fprintln(c.stderr, "sleep: missing operand")
+		return 1
+	}
+	d, err := strconv.ParseFloat(c.args[0], 64)
+	if err != nil || d < 0 {
+		fmt.Fprintf(c.stderr, "sleep: invalid time interval '%s'\n", c.args[0])
+		return 1
+	}
+	wait := time.Duration(d * float64(time.Second))
+	t := time.NewTimer(min(wait, c.limit))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return 137
+	case <-t.C:
+	}
+	if wait > c.limit {
+		return 137 // timeout -s KILL
+	}
+	return 0
+}
+
+// runCat reads files under /proc/sys: the host's sysctls.
+func (h *SimHost) runCat(_ context.Context, c runCall) int {
+	status := 0
+	for _, f := range c.args {
+		key, ok := strings.CutPrefix(path.Clean(f), "/proc/sys/")
+		v, found := "", false
+		if ok {
+			v, found = h.Sysctl(strings.ReplaceAll(key, "/", "."))
+		}
+		if !found {
+			fmt.Fprintf(c.stderr, "cat: %s: No such file or directory\n", f)
+			status = 1
+			continue
+		}
+		fmt.Fprintln(c.stdout, v)
+	}
+	return status
+}
+
+// runSysctl answers "sysctl -n <key>".
+func (h *SimHost) runSysctl(_ context.Context, c runCall) int {
+	if len(c.args) != 2 || c.args[0] != "-n" {
+		fmt.Fprintf(c.stderr, "sysctl: the simulated host %s answers only \"sysctl -n <key>\" in run\n", h.name)
+		return 127
+	}
+	return h.sysctlOp("sysctl-get", map[string]string{"C": "sysctl", "K": c.args[1]}, c.stdout, c.stderr)
+}
+
+// runIP answers "ip route show [<selector>]".
+func (h *SimHost) runIP(_ context.Context, c runCall) int {
+	args := c.args
+	if len(args) < 2 || args[0] != "route" || (args[1] != "show" && args[1] != "list") {
+		fmt.Fprintf(c.stderr, "ip: the simulated host %s answers only \"ip route show [<selector>]\" in run\n", h.name)
+		return 127
+	}
+	return h.routeOp("route-get", map[string]string{"C": "ip", "R": strings.Join(args[2:], " ")}, c.stdout, c.stderr)
 }
 
 func (h *SimHost) uname(args []string, stdout, stderr io.Writer) int {

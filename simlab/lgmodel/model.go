@@ -95,6 +95,21 @@ type Config struct {
 	// one a full buffer tail-drops, so nothing lost is retransmitted and
 	// every hole is skipped by ackNoTimeout.
 	NoTxCopy bool
+	// NoAck: the receiver has no explicit ACK packet (the control plane
+	// injected none from the CPU port into the protected port's
+	// lowest-priority queue, or it does not replenish itself: no mirror
+	// session 0x180|idx), and the stress traffic has no reverse traffic to
+	// piggyback on, so the leading ACK reaches the sender only inside
+	// loss notifications (receiver.p4 set_loss_notification_lack_*).
+	// Between two losses nothing frees the Tx buffer: it fills, and the
+	// copies of what follows are tail-dropped (TxBufferCap) until the next
+	// notification.
+	NoAck bool
+	// NoDummy: the sender has no dummy packet (none injected from the CPU
+	// port, or no self-replenishing mirror session 0x180|idx), so a lost
+	// frame is detected only when a later original arrives: a lost tail
+	// stays unnoticed (sender.p4's dummy, §3.2).
+	NoDummy  bool
 	Pipeline time.Duration // one switch pass (port to port), each way
 	// LoopLatency is a recirculated frame's way from the end of its pass
 	// through the recirculation port back to the ingress decision: the
@@ -503,6 +518,12 @@ func New(cfg Config, r *rand.Rand) (*Sim, error) {
 	if cfg.Mode != Off && cfg.Copies < 0 {
 		return nil, fmt.Errorf("lgmodel: %s with %d copies", cfg.Mode, cfg.Copies)
 	}
+	if cfg.NoAck {
+		// The Tx buffer's fill then depends on when notifications come,
+		// which the recordings and cycles (replay.go, cycle.go) do not
+		// key on: simulate every stretch (same results, more work).
+		cfg.NoCycleSkip, cfg.NoReplay = true, true
+	}
 	if cfg.LossSmall == 0 && cfg.Loss > 0 {
 		cfg.LossSmall = -math.Expm1(64.0 / float64(cfg.FrameBytes) * math.Log1p(-cfg.Loss))
 	}
@@ -629,6 +650,9 @@ func (s *sim) done() bool {
 // steadyFits: the steady window of copies fits in the Tx buffer, so a
 // steady run loses none of them.
 func (s *sim) steadyFits() bool {
+	if s.c.NoAck {
+		return false // no ACK bounds the window
+	}
 	return s.c.TxBufferCap <= 0 || s.steadyTx*int64(s.c.FrameBytes+lg.HeaderBytes) <= int64(s.c.TxBufferCap)
 }
 
@@ -636,11 +660,10 @@ func (s *sim) steadyFits() bool {
 func (s *sim) txFrames() int64 {
 	lack := s.txLack()
 	n := s.nextSeq - lack
-	for _, d := range s.txDropped {
-		if d >= lack {
-			n--
-		}
-	}
+	// txDropped is in order of sequence numbers (sent in order; takeHeld
+	// and setLack only take some out): those from lack on are its tail.
+	i, _ := slices.BinarySearch(s.txDropped, lack)
+	n -= int64(len(s.txDropped) - i)
 	for _, h := range s.held {
 		if h < lack {
 			n++ // not counted above once the leading ACK passed it
@@ -660,6 +683,9 @@ func (s *sim) txFrames() int64 {
 // MaxRun frames follow one another, so the runs before the last count too.
 func (s *sim) txLack() int64 {
 	lack := s.senderAck
+	if s.c.NoAck {
+		return lack // no run's ACKs come back
+	}
 	acked := func(start, slot, n, end int64) int64 {
 		back := start + slot + 2*s.oneWay() + s.ser(64)
 		if n <= 0 || s.now < back {
@@ -728,7 +754,7 @@ func (s *sim) next() int {
 		return lg.PktRetransmitted
 	case s.nextSeq < s.c.Frames && !s.paused && s.off.ready(max(s.now, s.slotFree)):
 		return lg.PktOriginal
-	case s.c.Mode != Off && s.res.Delivered+s.res.Lost < s.c.Frames && s.covered < s.nextSeq-1:
+	case s.c.Mode != Off && !s.c.NoDummy && s.res.Delivered+s.res.Lost < s.c.Frames && s.covered < s.nextSeq-1:
 		return lg.PktDummy
 	}
 	return -1
@@ -871,7 +897,7 @@ func (s *sim) send(kind int) {
 		}
 	}
 	s.transmit(p)
-	if s.next() < 0 && s.c.Mode != Off {
+	if s.next() < 0 && s.c.Mode != Off && !s.c.NoDummy {
 		s.goIdle()
 	}
 }
@@ -948,7 +974,8 @@ func (s *sim) emitRun(p packet) {
 	last := s.now + (k-1)*slot
 	s.slotFree = last + slot
 	// During a steady run ACKs flow continuously: the Tx buffer holds the
-	// steady-state window, not the whole run.
+	// steady-state window, not the whole run. (Without ACKs, steadyFits
+	// sends no run.)
 	s.setLack(s.nextSeq - s.steadyTx)
 	s.at(event{at: last + slot + s.oneWay(), kind: evArrive, p: p})
 }
@@ -997,6 +1024,11 @@ func (s *sim) handle(e *event) {
 			// The notification sets the holes' bits as it arrives
 			// (sender.p4 set_holes_1..5).
 			e.mask = s.takeHeld(e.seq, e.n)
+			if s.c.NoAck {
+				// The notification carries the leading ACK: everything
+				// below its first hole got through.
+				s.setLack(e.seq)
+			}
 			if s.c.RetxHandling > 0 {
 				// The sender's mirror/multicast path takes its time.
 				s.at(event{at: s.now + durPS(s.c.RetxHandling), kind: evNotify, seq: e.seq, n: e.n, handled: true, mask: e.mask})
@@ -1280,7 +1312,7 @@ func (s *sim) advanceAck() {
 // on reverse traffic or a courier packet (receiver.p4 set_loss_notification_lack_*,
 // reg_leading_ack).
 func (s *sim) ackBack() {
-	if s.highest <= s.lackSent {
+	if s.highest <= s.lackSent || s.c.NoAck {
 		return
 	}
 	s.lackSent = s.highest

@@ -180,8 +180,9 @@ type segConfig struct {
 	pause, resu int
 	fec         string
 	// What the switches' fixed-function configuration allows (lgsetup.go):
-	// copies kept in the Tx buffer, pauses honoured.
-	noTxCopy, noPause bool
+	// copies kept in the Tx buffer, pauses honoured, the dummy and the
+	// explicit ACK circulating.
+	noTxCopy, noPause, noDummy, noAck bool
 }
 
 // linkFor finds the link leaving sw's port.
@@ -407,6 +408,7 @@ func (d *Dataplane) staticConfig(r *lgRun) (segConfig, staticPorts, error) {
 				c.copies = 0
 			}
 			c.noTxCopy, c.noPause = !s.keepCopy, !s.backpressure
+			c.noDummy, c.noAck = !s.dummy, !s.ack
 			c.pause = int(l.rx.reg(lg.RegPauseThreshold, 0))
 			c.resu = int(l.rx.reg(lg.RegResumeThreshold, 0))
 		}
@@ -459,6 +461,7 @@ func (d *Dataplane) newSegment(r *lgRun) error {
 		cfg.PauseCells, cfg.ResumeCells = c.pause, c.resu
 		// Thresholds of zero, or beyond the buffer, mean no backpressure.
 		cfg.NoTxCopy = c.noTxCopy
+		cfg.NoDummy, cfg.NoAck = c.noDummy, c.noAck
 		cfg.Backpressure = !c.noPause && c.mode == lgmodel.Ordered && c.pause > 0 && c.resu > 0 && c.resu <= c.pause &&
 			int64(c.pause)*lg.CellBytes < int64(cfg.RxBufferCap)
 	}

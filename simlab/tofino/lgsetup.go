@@ -131,6 +131,10 @@ func (t *Tofino) setupLocked(req agentReq) (any, error) {
 		}
 		if req.Op == "mirror.del" {
 			delete(st.mirrors, int(sid))
+			// A frame that mirrored itself back into the session's
+			// queue (the dummy, the explicit ACK) leaves once more and
+			// is gone.
+			delete(st.injected, [2]int{int(m.Port), int(m.Queue)})
 			return nil, nil
 		}
 		return m, nil
@@ -323,7 +327,21 @@ type lgSetup struct {
 	notify       bool
 	replicas     int
 	backpressure bool
+	dummy, ack   bool // the sender's dummy, the receiver's explicit ACK circulate
 	why          []string
+}
+
+// circulating reports whether a frame of kind, injected from the CPU port
+// into port's lowest-priority queue, still circulates there: it mirrors
+// itself back into that queue each time it leaves (session 0x180|idx,
+// sender.p4 and receiver.p4), so without that session it left once and
+// is gone. With t.mu held.
+func (t *Tofino) circulating(port, kind int) bool {
+	m, ok := t.setup.mirrors[lg.SessionLowPrio|lg.PortIndex(port)]
+	if !ok || !m.Enable || m.Direction == "INGRESS" || int(m.Port) != port || m.Queue != lg.QueueLowPrio {
+		return false
+	}
+	return t.setup.injected[[2]int{port, lg.QueueLowPrio}][kind] > 0
 }
 
 // notificationMinBytes is a loss notification as the receiver mirrors it:
@@ -361,12 +379,20 @@ func linkSetup(tx *Tofino, txPort int, rx *Tofino, rxPort int, copies int) lgSet
 	// class 0's frames.
 	normalCos := tx.setup.qcos[[2]int{txPort, lg.QueueNormal}]
 	ctrlCos := tx.setup.qcos[[2]int{txPort, lg.QueueCtrl}]
+	s.dummy = tx.circulating(txPort, lg.PktDummy)
 	tx.mu.Unlock()
+	if !s.dummy {
+		s.why = append(s.why, fmt.Sprintf("sender: no dummy circulates in port %d's queue %d (injected from the CPU port, replenished by mirror session %#x): a lost tail goes unnoticed", txPort, lg.QueueLowPrio, lg.SessionLowPrio|lg.PortIndex(txPort)))
+	}
 	rx.mu.Lock()
 	m, ok = rx.setup.mirrors[lg.SessionCtrl|lg.PortIndex(rxPort)]
 	s.notify = ok && m.Enable && m.Direction != "EGRESS" && int(m.Port) == rxPort && m.MaxPktLen >= notificationMinBytes
 	if !s.notify {
 		s.why = append(s.why, fmt.Sprintf("receiver: no mirror session %#x to port %d carrying a %d B loss notification", lg.SessionCtrl|lg.PortIndex(rxPort), rxPort, notificationMinBytes))
+	}
+	s.ack = rx.circulating(rxPort, lg.PktAck)
+	if !s.ack {
+		s.why = append(s.why, fmt.Sprintf("receiver: no explicit ACK circulates in port %d's queue %d (injected from the CPU port, replenished by mirror session %#x): without reverse traffic the sender's Tx buffer is freed only by loss notifications", rxPort, lg.QueueLowPrio, lg.SessionLowPrio|lg.PortIndex(rxPort)))
 	}
 	timer := false
 	for _, app := range rx.apps {
