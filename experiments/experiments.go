@@ -19,6 +19,6 @@ import (
 func Registry() *orchestrator.Registry {
 	return orchestrator.NewRegistry(attsweep.New(), losssweep.New(), backpressure.New(), ocscharacterize.New(), fct.New(), reactor.NewReconfig(), reactor.NewHybrid(), reactor.NewTimeVarying(), rail.NewTopology(), rail.NewQualify(), rail.NewStretch(),
 		fec.NewLatency(), fec.NewBER(),
-		stardust.NewFabric(), stardust.NewPacking(), stardust.NewIncast(), stardust.NewFailover(), stardust.NewPermutation(), stardust.NewPushPull(), stardust.NewWebFCT(),
+		stardust.NewFabric(), stardust.NewPacking(), stardust.NewIncast(), stardust.NewFailover(), stardust.NewPermutation(), stardust.NewPushPull(), stardust.NewWebFCT(), stardust.NewPackingMix(),
 		rehearsal.New())
 }

@@ -173,22 +173,15 @@ func (r *BER) Plan(pc *o.PlanContext) (*o.Plan, error) {
 			return nil, o.Inputf("attenuations_db: %v", err)
 		}
 	}
-	fronts := map[string]int{}
-	for _, e := range p.Strings("front_ports") {
-		k, v, ok := strings.Cut(e, "=")
-		n, err := strconv.Atoi(v)
-		if !ok || !strings.Contains(k, ":") || err != nil || n < 0 {
-			return nil, o.Inputf("front_ports entry %q: expected device:port=number", e)
-		}
-		fronts[k] = n
+	fronts, err := frontPorts(p.Strings("front_ports"))
+	if err != nil {
+		return nil, err
 	}
 	for _, m := range p.Strings("fec_modes") {
 		if !slices.Contains([]string{"none", "fc", "rs528", "rs544"}, m) {
 			return nil, o.Inputf("fec_modes: %q (expected none, fc, rs528 or rs544)", m)
 		}
 	}
-	fb := int(p.Int("frame_size"))
-	target := p.Float("target_loss")
 	st := &berState{points: map[string]map[string]map[string]BERPoint{}, margins: map[string]map[string]Margin{}}
 	plan := &o.Plan{Bindings: binds, Tables: BERTables(),
 		Summary: func(partial bool) (any, error) {
@@ -197,7 +190,6 @@ func (r *BER) Plan(pc *o.PlanContext) (*o.Plan, error) {
 			return BERSummary{Partial: partial, Points: st.points, Margins: st.margins}, nil
 		}}
 	for _, l := range links {
-		var bench *lgbench.Bench
 		var modes []PHY
 		for _, m := range p.Strings("fec_modes") {
 			if ph, err := phyOf(l.Gbps, m); err == nil {
@@ -209,82 +201,120 @@ func (r *BER) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		if len(modes) == 0 {
 			return nil, o.Inputf("fec_modes %v: none runs at %s's %d G", p.Strings("fec_modes"), l.Link.Name, l.Gbps)
 		}
+		sw := &berSweep{l: l, atts: atts, st: st, p: p, fb: int(p.Int("frame_size")), target: p.Float("target_loss")}
+		sw.front, sw.hasFront = fronts[l.Receiver+":"+l.Link.B.Port]
 		devs := []string{l.Sender, l.Receiver, l.VOA}
 		plan.Steps = append(plan.Steps, &o.Step{Name: l.Link.Name + ": switches", Action: "prepare-switches", Devices: devs[:2],
 			Settings: []o.Setting{{Device: l.Sender, Name: fmt.Sprintf("port %d", l.TxPort), Value: fmt.Sprintf("%dG", l.Gbps)},
 				{Device: l.Receiver, Name: fmt.Sprintf("ports %d, %d (sink)", l.RxPort, l.Sink), Value: fmt.Sprintf("%dG", l.Gbps)}},
 			Run: func(ctx context.Context, rc *o.RunContext) error {
 				var err error
-				bench, err = lgbench.Open(ctx, rc, l, lgbench.OpenOptions(p))
+				sw.bench, err = lgbench.Open(ctx, rc, l, lgbench.OpenOptions(p))
 				return err
 			}})
-		front, hasFront := fronts[l.Receiver+":"+l.Link.B.Port]
 		for _, ph := range modes {
 			plan.Steps = append(plan.Steps, &o.Step{Name: fmt.Sprintf("%s: %s sweep", l.Link.Name, ph.FEC), Action: "fec-sweep", Devices: devs,
 				Settings: []o.Setting{{Device: l.Sender, Name: fmt.Sprintf("port %d fec", l.TxPort), Value: ph.FEC}, {Device: l.Receiver, Name: fmt.Sprintf("port %d fec", l.RxPort), Value: ph.FEC},
 					{Device: l.VOA, Name: fmt.Sprintf("ch%d.attenuation", l.VOAChannel), Value: fmt.Sprint(atts), Unit: "dB"}},
-				Run: func(ctx context.Context, rc *o.RunContext) error {
-					if bench == nil {
-						return o.Skip("the switches of %s were not prepared", l.Link.Name)
-					}
-					sw := &snake{rc: rc, dev: l.Sender, sw: bench.Tx}
-					rw := &snake{rc: rc, dev: l.Receiver, sw: bench.Rx}
-					if err := sw.setMode(ctx, l.TxPort, l.Gbps, ph.FEC); err != nil {
-						return err
-					}
-					if err := rw.setMode(ctx, l.RxPort, l.Gbps, ph.FEC); err != nil {
-						return err
-					}
-					tbl, err := rc.Table("fec_ber")
-					if err != nil {
-						return err
-					}
-					best := math.NaN()
-					down := false
-					for _, att := range atts {
-						if down {
-							// More attenuation than a port already lost: not tried.
-							if err := tbl.Write(l.Link.Name, l.Gbps, ph.FEC, att, nil, false, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil); err != nil {
-								return err
-							}
-							continue
-						}
-						if err := rc.SetAttenuation(ctx, l.VOA, l.VOAChannel, att); err != nil {
-							return err
-						}
-						pt, up, rx, err := berPoint(ctx, bench, ph, fb, int(p.Int("pktgen_port")), p.Int("frames"), p.Duration("up_timeout"), front, hasFront)
-						if err != nil {
-							return err
-						}
-						if err := tbl.Write(l.Link.Name, l.Gbps, ph.FEC, att, rx, up, pt.codewords, pt.Corrected, pt.Uncorrectable, pt.symbols,
-							opt(pt.ber, true), opt(pt.berHigh, !math.IsNaN(pt.berHigh)), pt.sent, pt.delivered, pt.fcs, pt.FrameLoss, pt.FrameLossHigh); err != nil {
-							return err
-						}
-						if pt.FrameLossHigh <= target {
-							best = att
-						}
-						down = !up
-						st.mu.Lock()
-						if st.points[l.Link.Name] == nil {
-							st.points[l.Link.Name] = map[string]map[string]BERPoint{}
-						}
-						if st.points[l.Link.Name][ph.FEC] == nil {
-							st.points[l.Link.Name][ph.FEC] = map[string]BERPoint{}
-						}
-						if !math.IsNaN(pt.ber) {
-							pt.PreFECBER = ptr(pt.ber)
-						}
-						st.points[l.Link.Name][ph.FEC][dbKey(att)] = pt.BERPoint
-						st.mu.Unlock()
-						rc.Event(results.Event{Type: "measurement", Device: l.Receiver, Message: fmt.Sprintf("%s %s at %.2f dB: pre-FEC BER %.3g, %d corrected, %d uncorrectable, frame loss %.3g",
-							l.Link.Name, ph.FEC, att, pt.ber, pt.Corrected, pt.Uncorrectable, pt.FrameLoss),
-							Fields: map[string]any{"link": l.Link.Name, "fec": ph.FEC, "attenuation_db": att, "pre_fec_ber": opt(pt.ber, true), "frame_loss": pt.FrameLoss}})
-					}
-					return st.margin(rc, l.Link.Name, l.Gbps, ph, best, fb)
-				}})
+				Run: func(ctx context.Context, rc *o.RunContext) error { return sw.run(ctx, rc, ph) }})
 		}
 	}
 	return plan, nil
+}
+
+// frontPorts parses front_ports (device:port=number).
+func frontPorts(entries []string) (map[string]int, error) {
+	fronts := map[string]int{}
+	for _, e := range entries {
+		k, v, ok := strings.Cut(e, "=")
+		n, err := strconv.Atoi(v)
+		if !ok || !strings.Contains(k, ":") || err != nil || n < 0 {
+			return nil, o.Inputf("front_ports entry %q: expected device:port=number", e)
+		}
+		fronts[k] = n
+	}
+	return fronts, nil
+}
+
+// berSweep is one link's sweeps, a FEC mode each, over the attenuations.
+type berSweep struct {
+	l        lgbench.Link
+	bench    *lgbench.Bench // set by the link's prepare step
+	atts     []float64
+	st       *berState
+	p        *o.Params
+	fb       int
+	target   float64
+	front    int
+	hasFront bool
+}
+
+// run sweeps the attenuations with FEC mode ph on both ends, from the
+// lowest; past a point where a port went down nothing more is tried.
+func (sw *berSweep) run(ctx context.Context, rc *o.RunContext, ph PHY) error {
+	l, p := sw.l, sw.p
+	if sw.bench == nil {
+		return o.Skip("the switches of %s were not prepared", l.Link.Name)
+	}
+	tx := &snake{rc: rc, dev: l.Sender, sw: sw.bench.Tx}
+	rx := &snake{rc: rc, dev: l.Receiver, sw: sw.bench.Rx}
+	if err := tx.setMode(ctx, l.TxPort, l.Gbps, ph.FEC); err != nil {
+		return err
+	}
+	if err := rx.setMode(ctx, l.RxPort, l.Gbps, ph.FEC); err != nil {
+		return err
+	}
+	tbl, err := rc.Table("fec_ber")
+	if err != nil {
+		return err
+	}
+	best := math.NaN()
+	down := false
+	for _, att := range sw.atts {
+		if down {
+			// More attenuation than a port already lost: not tried.
+			if err := tbl.Write(l.Link.Name, l.Gbps, ph.FEC, att, nil, false, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := rc.SetAttenuation(ctx, l.VOA, l.VOAChannel, att); err != nil {
+			return err
+		}
+		pt, up, rxPower, err := berPoint(ctx, sw.bench, ph, sw.fb, int(p.Int("pktgen_port")), p.Int("frames"), p.Duration("up_timeout"), sw.front, sw.hasFront)
+		if err != nil {
+			return err
+		}
+		if err := tbl.Write(l.Link.Name, l.Gbps, ph.FEC, att, rxPower, up, pt.codewords, pt.Corrected, pt.Uncorrectable, pt.symbols,
+			opt(pt.ber, true), opt(pt.berHigh, !math.IsNaN(pt.berHigh)), pt.sent, pt.delivered, pt.fcs, pt.FrameLoss, pt.FrameLossHigh); err != nil {
+			return err
+		}
+		if pt.FrameLossHigh <= sw.target {
+			best = att
+		}
+		down = !up
+		sw.st.add(l.Link.Name, ph.FEC, att, pt)
+		rc.Event(results.Event{Type: "measurement", Device: l.Receiver, Message: fmt.Sprintf("%s %s at %.2f dB: pre-FEC BER %.3g, %d corrected, %d uncorrectable, frame loss %.3g",
+			l.Link.Name, ph.FEC, att, pt.ber, pt.Corrected, pt.Uncorrectable, pt.FrameLoss),
+			Fields: map[string]any{"link": l.Link.Name, "fec": ph.FEC, "attenuation_db": att, "pre_fec_ber": opt(pt.ber, true), "frame_loss": pt.FrameLoss}})
+	}
+	return sw.st.margin(rc, l.Link.Name, l.Gbps, ph, best, sw.fb)
+}
+
+// add records a point of link's sweep with fec at att.
+func (st *berState) add(link, fec string, att float64, pt berMeasured) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.points[link] == nil {
+		st.points[link] = map[string]map[string]BERPoint{}
+	}
+	if st.points[link][fec] == nil {
+		st.points[link][fec] = map[string]BERPoint{}
+	}
+	if !math.IsNaN(pt.ber) {
+		pt.PreFECBER = ptr(pt.ber)
+	}
+	st.points[link][fec][dbKey(att)] = pt.BERPoint
 }
 
 type berMeasured struct {

@@ -531,16 +531,6 @@ func writeCase(rc *o.RunContext, st *latencyState, k caseKey, smp *sample) error
 	if err != nil {
 		return err
 	}
-	phy, err := phyOf(k.gbps, k.fec)
-	if err != nil {
-		return err
-	}
-	saf := k.mode == "store-and-forward"
-	pred, hasPred := phy.Predict(k.frameBytes, saf)
-	offWait := phy.plainNs(headerBytes)
-	if saf {
-		offWait = phy.plainNs(k.frameBytes)
-	}
 	st.mu.Lock()
 	var off *sample
 	if k.offCounterp != "" && k.fec != "none" {
@@ -550,59 +540,89 @@ func writeCase(rc *o.RunContext, st *latencyState, k caseKey, smp *sample) error
 	}
 	st.mu.Unlock()
 	c := Case{}
-	fast, fastPred, fastHasPred, fastOffWait := phy, pred, hasPred, offWait
 	span := make([]float64, len(smp.hop)) // the paper's jitter per hop; NaN: no prediction
 	for h := range smp.hop {
-		// The heterogeneous path's first hop runs at 25G: its row is that
-		// link's, with its own PHY's prediction, and no marginal (the
-		// FEC-off counterpart is the 100G case).
-		phy, pred, hasPred, offWait = fast, fastPred, fastHasPred, fastOffWait
-		off := off
-		if g := k.hopGbps(h); g != k.gbps {
-			if phy, err = phyOf(g, k.fec); err != nil {
-				return err
-			}
-			pred, hasPred = phy.Predict(k.frameBytes, saf)
-			offWait, off = phy.plainNs(headerBytes), nil
-			if saf {
-				offWait = phy.plainNs(k.frameBytes)
-			}
-		}
-		span[h] = math.NaN()
-		if hasPred {
-			span[h] = pred.MaxNs - pred.MinNs
-		}
-		v := slices.Sorted(slices.Values(smp.hop[h]))
-		w := slices.Sorted(slices.Values(smp.wire[h]))
-		hs := HopStats{P50Ns: quantile(v, 0.5), MaxNs: v[len(v)-1], JitterNs: v[len(v)-1] - v[0]}
-		var mp50, mmax, worst float64
-		if off != nil && h < len(off.hop) {
-			ov := slices.Sorted(slices.Values(off.hop[h]))
-			mp50, mmax = hs.P50Ns-quantile(ov, 0.5), hs.MaxNs-ov[0]
-			worst = mmax + offWait
-			if !saf {
-				// What the link itself holds the header for, from the
-				// wire: the egress's alignment to its own stream, which
-				// differs with FEC by a few ns, stays out.
-				worst = w[len(w)-1] - slices.Min(off.wire[h]) + offWait
-			}
-			hs.MarginalP50Ns, hs.MarginalMaxNs, hs.FECWorstNs = ptr(mp50), ptr(mmax), ptr(worst)
-		}
-		if hasPred {
-			hs.PaperMaxNs = ptr(pred.MaxNs)
-		}
-		c.Hops = append(c.Hops, hs)
-		tDec := phy.TDec
-		if k.fec == "none" {
-			tDec = 0
-		}
-		if err := hopsT.Write(k.link, k.hopGbps(h), k.fec, k.frameBytes, k.mode, k.path, h+1, len(v), v[0], hs.P50Ns, quantile(v, 0.99), hs.MaxNs, hs.JitterNs,
-			w[0], w[len(w)-1], opt(mp50, off != nil), opt(mmax, off != nil), opt(worst, off != nil),
-			phy.TAcc(), opt(tDec, true), opt(pred.MinNs, hasPred), opt(pred.MaxNs, hasPred), opt(pred.MarginalMaxNs, hasPred)); err != nil {
+		hs, sp, err := writeHop(hopsT, k, smp, off, h)
+		if err != nil {
 			return err
 		}
+		c.Hops, span[h] = append(c.Hops, hs), sp
 	}
-	// The envelope over 1..n hops: cumulative latency per probe.
+	if err := writeEnvelope(envT, k, smp, span, &c); err != nil {
+		return err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.record(k, c)
+	return nil
+}
+
+// hopPHY is a hop's PHY, the paper's prediction for it and the FEC-off
+// wait for what the hop holds (a header cut-through, the frame
+// store-and-forward).
+func hopPHY(gbps int, k caseKey) (PHY, Prediction, bool, float64, error) {
+	phy, err := phyOf(gbps, k.fec)
+	if err != nil {
+		return PHY{}, Prediction{}, false, 0, err
+	}
+	saf := k.mode == "store-and-forward"
+	pred, hasPred := phy.Predict(k.frameBytes, saf)
+	offWait := phy.plainNs(headerBytes)
+	if saf {
+		offWait = phy.plainNs(k.frameBytes)
+	}
+	return phy, pred, hasPred, offWait, nil
+}
+
+// writeHop writes hop h's row and returns its statistics and the paper's
+// jitter for it (NaN: no prediction). The heterogeneous path's first hop
+// runs at 25G: its row is that link's, with its own PHY's prediction, and
+// no marginal (the FEC-off counterpart is the 100G case).
+func writeHop(hopsT *results.TableWriter, k caseKey, smp, off *sample, h int) (HopStats, float64, error) {
+	g := k.hopGbps(h)
+	phy, pred, hasPred, offWait, err := hopPHY(g, k)
+	if err != nil {
+		return HopStats{}, 0, err
+	}
+	if g != k.gbps {
+		off = nil
+	}
+	span := math.NaN()
+	if hasPred {
+		span = pred.MaxNs - pred.MinNs
+	}
+	v := slices.Sorted(slices.Values(smp.hop[h]))
+	w := slices.Sorted(slices.Values(smp.wire[h]))
+	hs := HopStats{P50Ns: quantile(v, 0.5), MaxNs: v[len(v)-1], JitterNs: v[len(v)-1] - v[0]}
+	var mp50, mmax, worst float64
+	if off != nil && h < len(off.hop) {
+		ov := slices.Sorted(slices.Values(off.hop[h]))
+		mp50, mmax = hs.P50Ns-quantile(ov, 0.5), hs.MaxNs-ov[0]
+		worst = mmax + offWait
+		if k.mode != "store-and-forward" {
+			// What the link itself holds the header for, from the
+			// wire: the egress's alignment to its own stream, which
+			// differs with FEC by a few ns, stays out.
+			worst = w[len(w)-1] - slices.Min(off.wire[h]) + offWait
+		}
+		hs.MarginalP50Ns, hs.MarginalMaxNs, hs.FECWorstNs = ptr(mp50), ptr(mmax), ptr(worst)
+	}
+	if hasPred {
+		hs.PaperMaxNs = ptr(pred.MaxNs)
+	}
+	tDec := phy.TDec
+	if k.fec == "none" {
+		tDec = 0
+	}
+	err = hopsT.Write(k.link, g, k.fec, k.frameBytes, k.mode, k.path, h+1, len(v), v[0], hs.P50Ns, quantile(v, 0.99), hs.MaxNs, hs.JitterNs,
+		w[0], w[len(w)-1], opt(mp50, off != nil), opt(mmax, off != nil), opt(worst, off != nil),
+		phy.TAcc(), opt(tDec, true), opt(pred.MinNs, hasPred), opt(pred.MaxNs, hasPred), opt(pred.MarginalMaxNs, hasPred))
+	return hs, span, err
+}
+
+// writeEnvelope writes the envelope over 1..n hops (the cumulative
+// latency per probe) and the case's envelope and worst total.
+func writeEnvelope(envT *results.TableWriter, k caseKey, smp *sample, span []float64, c *Case) error {
 	cum := make([]float64, len(smp.hop[0]))
 	for h := range smp.hop {
 		lo, hi := math.Inf(1), math.Inf(-1)
@@ -619,26 +639,23 @@ func writeCase(rc *o.RunContext, st *latencyState, k caseKey, smp *sample) error
 		}
 		c.EnvelopeNs, c.MaxTotalNs = hi-lo, hi
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
+	return nil
+}
+
+// record puts a case into the summary, with the headline numbers it
+// answers: the worst per hop at 25G RS(528,514) (from its smallest
+// frames' case) and what the heterogeneous path adds. st.mu is held.
+func (st *latencyState) record(k caseKey, c Case) {
 	st.summary.Cases[k.metricName()] = c
-	if k.gbps == 25 && k.fec == "rs528" && k.mode == "cut-through" && !k.slowFirst {
-		smallest := true
-		for _, o := range st.order {
-			if o.link == k.link && o.mode == k.mode && o.frameBytes < k.frameBytes {
-				smallest = false
+	if k.gbps == 25 && k.fec == "rs528" && k.mode == "cut-through" && !k.slowFirst && st.smallest(k) {
+		w := math.Inf(-1)
+		for _, h := range c.Hops {
+			if h.FECWorstNs != nil {
+				w = math.Max(w, *h.FECWorstNs)
 			}
 		}
-		if smallest {
-			w := math.Inf(-1)
-			for _, h := range c.Hops {
-				if h.FECWorstNs != nil {
-					w = math.Max(w, *h.FECWorstNs)
-				}
-			}
-			if !math.IsInf(w, -1) {
-				st.summary.WorstPerHop25GRS528Ns = ptr(w)
-			}
+		if !math.IsInf(w, -1) {
+			st.summary.WorstPerHop25GRS528Ns = ptr(w)
 		}
 	}
 	if k.slowFirst {
@@ -648,5 +665,14 @@ func writeCase(rc *o.RunContext, st *latencyState, k caseKey, smp *sample) error
 			st.summary.HeterogeneousTotalExtraNs = ptr(c.MaxTotalNs - b.MaxTotalNs)
 		}
 	}
-	return nil
+}
+
+// smallest reports whether no case of k's link and mode has smaller frames.
+func (st *latencyState) smallest(k caseKey) bool {
+	for _, o := range st.order {
+		if o.link == k.link && o.mode == k.mode && o.frameBytes < k.frameBytes {
+			return false
+		}
+	}
+	return true
 }

@@ -97,6 +97,13 @@ func (a *Actor) Act(ctx context.Context, d Decision, dir Direction) (string, err
 	if a.Run != nil {
 		return a.actInRun(ctx, sw, d, dir)
 	}
+	return a.actLeased(ctx, sw, d, dir)
+}
+
+// actLeased carries out a decision outside a run: it leases the switch,
+// puts back what a dead run (or a monitor killed mid-action) left, and
+// applies the steps under an undo journal of its own.
+func (a *Actor) actLeased(ctx context.Context, sw SwitchActor, d Decision, dir Direction) (string, error) {
 	dev, ok := a.Inv.Device(d.Sender)
 	if !ok {
 		return OutcomeFailed, fmt.Errorf("%s: not in inventory %s", d.Sender, a.Inv.Path)
@@ -148,6 +155,15 @@ func (a *Actor) Act(ctx context.Context, d Decision, dir Direction) (string, err
 	if err != nil {
 		return OutcomeFailed, fmt.Errorf("%s: %w", d.Sender, err)
 	}
+	return a.applyJournaled(ctx, j, steps, d.Sender, &swRTT)
+}
+
+// applyJournaled applies the steps, each undo appended to the journal
+// before its change; on a failure it puts back the changes made, newest
+// first, and closes the journal (a simulated crash leaves it pending).
+// swRTT is the switch's round trip, which the put-backs' deadlines derive
+// from.
+func (a *Actor) applyJournaled(ctx context.Context, j o.RunJournal, steps []step, sender string, swRTT *o.RoundTrip) (string, error) {
 	var seqs []int
 	var done []step
 	fail := func(cause error) (string, error) {
@@ -155,34 +171,16 @@ func (a *Actor) Act(ctx context.Context, d Decision, dir Direction) (string, err
 			j.Close() // pending undos stay on disk
 			return OutcomeFailed, cause
 		}
-		var errs []error
-		for i := len(done) - 1; i >= 0; i-- {
-			if err := swRTT.Cleanup(ctx, done[i].revert); err != nil {
-				errs = append(errs, fmt.Errorf("put back (%s): %w", done[i].undo.Desc, err))
-				continue
-			}
-		}
-		if len(errs) == 0 {
-			for _, s := range seqs {
-				j.Done(s)
-			}
-		}
-		if _, err := j.Close(); err != nil {
-			errs = append(errs, err)
-		}
-		if len(errs) > 0 {
-			return OutcomeFailed, fmt.Errorf("%w; and %w: the undo journal keeps them for testbed lab recover", cause, errors.Join(errs...))
-		}
-		return OutcomeFailed, fmt.Errorf("%w (put back as found)", cause)
+		return OutcomeFailed, putBack(ctx, j, done, seqs, swRTT, cause)
 	}
 	for _, s := range steps {
 		seq, err := j.Append(s.undo)
 		if err != nil {
-			return fail(fmt.Errorf("%s: %w", d.Sender, err))
+			return fail(fmt.Errorf("%s: %w", sender, err))
 		}
 		seqs = append(seqs, seq)
 		if err := s.change(ctx); err != nil {
-			return fail(fmt.Errorf("%s: %s: %w", d.Sender, s.name, err))
+			return fail(fmt.Errorf("%s: %s: %w", sender, s.name, err))
 		}
 		done = append(done, s)
 		if a.crash != nil {
@@ -193,13 +191,37 @@ func (a *Actor) Act(ctx context.Context, d Decision, dir Direction) (string, err
 	}
 	for _, s := range seqs {
 		if err := j.Done(s); err != nil {
-			return OutcomeFailed, fmt.Errorf("%s: %w", d.Sender, err)
+			return OutcomeFailed, fmt.Errorf("%s: %w", sender, err)
 		}
 	}
 	if _, err := j.Close(); err != nil {
-		return OutcomeFailed, fmt.Errorf("%s: %w", d.Sender, err)
+		return OutcomeFailed, fmt.Errorf("%s: %w", sender, err)
 	}
 	return OutcomeDone, nil
+}
+
+// putBack reverts the steps done, newest first, marks their undos done
+// when every one went back, closes the journal and says how cause ended.
+func putBack(ctx context.Context, j o.RunJournal, done []step, seqs []int, swRTT *o.RoundTrip, cause error) error {
+	var errs []error
+	for i := len(done) - 1; i >= 0; i-- {
+		if err := swRTT.Cleanup(ctx, done[i].revert); err != nil {
+			errs = append(errs, fmt.Errorf("put back (%s): %w", done[i].undo.Desc, err))
+			continue
+		}
+	}
+	if len(errs) == 0 {
+		for _, s := range seqs {
+			j.Done(s)
+		}
+	}
+	if _, err := j.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w; and %w: the undo journal keeps them for testbed lab recover", cause, errors.Join(errs...))
+	}
+	return fmt.Errorf("%w (put back as found)", cause)
 }
 
 // actInRun carries out a decision within a run that holds the switch:

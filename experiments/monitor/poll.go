@@ -224,133 +224,156 @@ type endReading struct {
 // returned joins them. A host whose agent has no NIC counters, or a switch
 // without FEC counters, is reported unavailable, not as an error.
 func (m *Monitor) Poll(ctx context.Context, now time.Time) ([]Decision, error) {
-	reads := map[portKey]endReading{}
-	hostReads := map[string]hostagent.Counters{}
-	unavail := map[string]string{}
-	errs := map[string]string{}
-	var firstErr error
 	m.mu.Lock()
 	prevErrs := m.errs
 	m.mu.Unlock()
-	fail := func(key string, err error) {
-		errs[key] = err.Error()
-		if firstErr == nil {
-			firstErr = err
-		}
-		// Said once while it lasts: a port failing the same way every
-		// poll is one warning, not one a second.
-		if prevErrs[key] != err.Error() {
-			m.log.Warn("monitor: counter read failed (said again only when it changes)", "end", key, "err", err)
-		}
-	}
-	readSwitch := func(sw string, port int) (endReading, bool) {
-		k := portKey{sw, port}
-		if c, ok := reads[k]; ok {
-			return c, true
-		}
-		key := fmt.Sprintf("%s:%d", sw, port)
-		if _, failed := errs[key]; failed {
-			return endReading{}, false
-		}
-		if _, ok := unavail[key]; ok {
-			return endReading{}, false
-		}
-		rctx, cancel := context.WithTimeout(ctx, m.timeout)
-		c, err := m.switches[sw].PortFramesOf(rctx, port, frameQuery)
-		cancel()
-		if p4switch.IsNotFound(err) {
-			// A port not added is a link out of service: nothing to read.
-			unavail[key] = fmt.Sprintf("%s: port %d not added: %v", sw, port, err)
-			return endReading{}, false
-		}
-		if err != nil {
-			fail(key, fmt.Errorf("%s: read counters: %w", sw, err))
-			return endReading{}, false
-		}
-		// A switch port counts FCS errors (the read fails if not).
-		r := endReading{tx: uint64(c.TxAll), rxOK: uint64(c.RxOK), rxBad: uint64(c.RxFCSErrors), hasBad: true}
-		reads[k] = r
-		return r, true
-	}
-	readHost := func(h, iface string) (endReading, bool) {
-		key := h + ":" + iface
-		if _, failed := errs[h]; failed {
-			return endReading{}, false
-		}
-		if why, ok := unavail[h]; ok {
-			unavail[key] = why
-			return endReading{}, false
-		}
-		c, ok := hostReads[h]
-		if !ok {
-			rctx, cancel := context.WithTimeout(ctx, m.timeout)
-			var err error
-			c, err = m.hosts[h].Counters(rctx)
-			cancel()
-			var ae *hostagent.APIError
-			if errors.As(err, &ae) && ae.Kind == hostagent.KindNotAvailable {
-				unavail[h] = fmt.Sprintf("%s: no NIC counters: %s", h, ae.Message)
-				unavail[key] = unavail[h]
-				return endReading{}, false
-			}
-			if err != nil {
-				fail(h, fmt.Errorf("%s: read NIC counters: %w", h, err))
-				return endReading{}, false
-			}
-			hostReads[h] = c
-		}
-		st, ok := c.Interfaces[iface]
-		if !ok {
-			unavail[key] = fmt.Sprintf("%s: no interface %s in its counters", h, iface)
-			return endReading{}, false
-		}
-		_, hasErrs := st[HostRxErrs]
-		return endReading{tx: st[HostTx], rxOK: st[HostRx], rxBad: st[HostRxErrs], hasBad: hasErrs}, true
-	}
-	read := func(name string, host bool, port int, iface string) (endReading, bool) {
-		if host {
-			return readHost(name, iface)
-		}
-		return readSwitch(name, port)
-	}
+	r := &pollRound{m: m, ctx: ctx, prevErrs: prevErrs, reads: map[portKey]endReading{}, hostReads: map[string]hostagent.Counters{},
+		unavail: map[string]string{}, errs: map[string]string{}}
 	var out []Decision
 	status := make([]DirStatus, len(m.dirs))
 	for i, d := range m.dirs {
-		ds := DirStatus{Link: d.Link, Direction: d.Direction, Sender: d.Sender, Receiver: d.Receiver, Status: m.est[i].Status()}
-		tx, ok1 := read(d.Sender, d.TxHost, d.TxPort, d.TxName)
-		rx, ok2 := read(d.Receiver, d.RxHost, d.RxPort, d.RxName)
-		for _, key := range []string{endKey(d.Sender, d.TxHost, d.TxPort, d.TxName), endKey(d.Receiver, d.RxHost, d.RxPort, d.RxName)} {
-			if why, ok := unavail[key]; ok && ds.Counters == "" {
-				ds.Counters = why
-			}
-		}
-		if !d.RxHost {
-			f := m.readFEC(ctx, i, d)
-			ds.FEC = &f
-		}
-		if ok1 && ok2 {
-			st := m.est[i].Observe(Reading{At: now, Tx: tx.tx, RxOK: rx.rxOK, RxFCS: rx.rxBad, HasFCS: rx.hasBad})
-			ds.Status = st
-			if st.Changed {
-				m.log.Info("monitor: state", "link", d.Link, "direction", d.Direction, "state", st.State.String(),
-					"frames", st.Frames, "losses", st.Losses, "low", st.Low, "high", st.High, "reason", st.Reason)
-			}
-			if m.policy != nil && d.Switched() {
-				out = append(out, m.policy.Decide(d.Dir, st)...)
-				if ds.FEC != nil {
-					out = append(out, m.policy.DecideFEC(d.Dir, st, *ds.FEC, d.Transceiver)...)
-				}
-			}
-		}
-		if m.policy != nil {
-			ds.Copies = m.policy.Copies(d.Dir)
-		}
+		ds, dec := m.pollDir(ctx, r, i, d, now)
+		out = append(out, dec...)
 		status[i] = ds
 	}
 	m.mu.Lock()
-	m.status, m.errs = status, errs
+	m.status, m.errs = status, r.errs
 	m.mu.Unlock()
-	return out, firstErr
+	return out, r.firstErr
+}
+
+// pollDir feeds direction i's estimator with its ends' readings and
+// returns its status and the policy's decisions on it.
+func (m *Monitor) pollDir(ctx context.Context, r *pollRound, i int, d Direction, now time.Time) (DirStatus, []Decision) {
+	var out []Decision
+	ds := DirStatus{Link: d.Link, Direction: d.Direction, Sender: d.Sender, Receiver: d.Receiver, Status: m.est[i].Status()}
+	tx, ok1 := r.read(d.Sender, d.TxHost, d.TxPort, d.TxName)
+	rx, ok2 := r.read(d.Receiver, d.RxHost, d.RxPort, d.RxName)
+	for _, key := range []string{endKey(d.Sender, d.TxHost, d.TxPort, d.TxName), endKey(d.Receiver, d.RxHost, d.RxPort, d.RxName)} {
+		if why, ok := r.unavail[key]; ok && ds.Counters == "" {
+			ds.Counters = why
+		}
+	}
+	if !d.RxHost {
+		f := m.readFEC(ctx, i, d)
+		ds.FEC = &f
+	}
+	if ok1 && ok2 {
+		st := m.est[i].Observe(Reading{At: now, Tx: tx.tx, RxOK: rx.rxOK, RxFCS: rx.rxBad, HasFCS: rx.hasBad})
+		ds.Status = st
+		if st.Changed {
+			m.log.Info("monitor: state", "link", d.Link, "direction", d.Direction, "state", st.State.String(),
+				"frames", st.Frames, "losses", st.Losses, "low", st.Low, "high", st.High, "reason", st.Reason)
+		}
+		if m.policy != nil && d.Switched() {
+			out = append(out, m.policy.Decide(d.Dir, st)...)
+			if ds.FEC != nil {
+				out = append(out, m.policy.DecideFEC(d.Dir, st, *ds.FEC, d.Transceiver)...)
+			}
+		}
+	}
+	if m.policy != nil {
+		ds.Copies = m.policy.Copies(d.Dir)
+	}
+	return ds, out
+}
+
+// pollRound is one poll's reads: each switch port and each host read at
+// most once, the ends that failed and the ones with nothing to read.
+type pollRound struct {
+	m         *Monitor
+	ctx       context.Context
+	prevErrs  map[string]string
+	reads     map[portKey]endReading
+	hostReads map[string]hostagent.Counters
+	unavail   map[string]string
+	errs      map[string]string
+	firstErr  error
+}
+
+func (r *pollRound) fail(key string, err error) {
+	r.errs[key] = err.Error()
+	if r.firstErr == nil {
+		r.firstErr = err
+	}
+	// Said once while it lasts: a port failing the same way every
+	// poll is one warning, not one a second.
+	if r.prevErrs[key] != err.Error() {
+		r.m.log.Warn("monitor: counter read failed (said again only when it changes)", "end", key, "err", err)
+	}
+}
+
+func (r *pollRound) read(name string, host bool, port int, iface string) (endReading, bool) {
+	if host {
+		return r.readHost(name, iface)
+	}
+	return r.readSwitch(name, port)
+}
+
+func (r *pollRound) readSwitch(sw string, port int) (endReading, bool) {
+	k := portKey{sw, port}
+	if c, ok := r.reads[k]; ok {
+		return c, true
+	}
+	key := fmt.Sprintf("%s:%d", sw, port)
+	if _, failed := r.errs[key]; failed {
+		return endReading{}, false
+	}
+	if _, ok := r.unavail[key]; ok {
+		return endReading{}, false
+	}
+	rctx, cancel := context.WithTimeout(r.ctx, r.m.timeout)
+	c, err := r.m.switches[sw].PortFramesOf(rctx, port, frameQuery)
+	cancel()
+	if p4switch.IsNotFound(err) {
+		// A port not added is a link out of service: nothing to read.
+		r.unavail[key] = fmt.Sprintf("%s: port %d not added: %v", sw, port, err)
+		return endReading{}, false
+	}
+	if err != nil {
+		r.fail(key, fmt.Errorf("%s: read counters: %w", sw, err))
+		return endReading{}, false
+	}
+	// A switch port counts FCS errors (the read fails if not).
+	e := endReading{tx: uint64(c.TxAll), rxOK: uint64(c.RxOK), rxBad: uint64(c.RxFCSErrors), hasBad: true}
+	r.reads[k] = e
+	return e, true
+}
+
+func (r *pollRound) readHost(h, iface string) (endReading, bool) {
+	key := h + ":" + iface
+	if _, failed := r.errs[h]; failed {
+		return endReading{}, false
+	}
+	if why, ok := r.unavail[h]; ok {
+		r.unavail[key] = why
+		return endReading{}, false
+	}
+	c, ok := r.hostReads[h]
+	if !ok {
+		rctx, cancel := context.WithTimeout(r.ctx, r.m.timeout)
+		var err error
+		c, err = r.m.hosts[h].Counters(rctx)
+		cancel()
+		var ae *hostagent.APIError
+		if errors.As(err, &ae) && ae.Kind == hostagent.KindNotAvailable {
+			r.unavail[h] = fmt.Sprintf("%s: no NIC counters: %s", h, ae.Message)
+			r.unavail[key] = r.unavail[h]
+			return endReading{}, false
+		}
+		if err != nil {
+			r.fail(h, fmt.Errorf("%s: read NIC counters: %w", h, err))
+			return endReading{}, false
+		}
+		r.hostReads[h] = c
+	}
+	st, ok := c.Interfaces[iface]
+	if !ok {
+		r.unavail[key] = fmt.Sprintf("%s: no interface %s in its counters", h, iface)
+		return endReading{}, false
+	}
+	_, hasErrs := st[HostRxErrs]
+	return endReading{tx: st[HostTx], rxOK: st[HostRx], rxBad: st[HostRxErrs], hasBad: hasErrs}, true
 }
 
 // endKey names an end in read errors and unavailability: switch:devport

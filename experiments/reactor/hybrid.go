@@ -155,18 +155,9 @@ type hybridPoint struct {
 
 func pct(x float64) string { return strconv.FormatFloat(math.Round(x*1000)/10, 'f', -1, 64) }
 
-// Plan implements Recipe.
-func (r *Hybrid) Plan(pc *o.PlanContext) (*o.Plan, error) {
-	p := pc.Params
-	lab, binds, err := Bind(pc, p.String("ocs"), p.String("reactor"), int(p.Int("hosts")))
-	if err != nil {
-		return nil, err
-	}
-	n := len(lab.Hosts)
-	W, night, minSlot := p.Duration("period"), p.Duration("night"), p.Duration("min_slot")
-	if minSlot <= night {
-		return nil, o.Inputf("min_slot %v must be longer than the night %v (it includes it)", minSlot, night)
-	}
+// hybridPoints are the points the parameters ask for, each once (a
+// point in both figures is measured once and goes into both).
+func hybridPoints(p *o.Params, lab Lab) ([]hybridPoint, error) {
 	link := lab.Hosts[0].LinkBps
 	var points []hybridPoint
 	seen := map[[4]float64]int{}
@@ -222,6 +213,45 @@ func (r *Hybrid) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	if len(points) == 0 {
 		return nil, o.Inputf("no points: give large_shares or small_flows")
 	}
+	return points, nil
+}
+
+// record puts point pt's result into the summary and its figures' series.
+func (st *hybridState) record(pt hybridPoint, x HybridPoint) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.s.Points = append(st.s.Points, x)
+	put := func(m map[string]map[string]float64, key string) {
+		if m[pt.seriesName] == nil {
+			m[pt.seriesName] = map[string]float64{}
+		}
+		m[pt.seriesName][key] = x.GoodputFraction
+	}
+	if pt.fig10 {
+		put(st.s.Fig10, "share"+pct(pt.share))
+	}
+	if pt.fig11 {
+		put(st.s.Fig11, "small"+strconv.Itoa(pt.small))
+	}
+}
+
+// Plan implements Recipe.
+func (r *Hybrid) Plan(pc *o.PlanContext) (*o.Plan, error) {
+	p := pc.Params
+	lab, binds, err := Bind(pc, p.String("ocs"), p.String("reactor"), int(p.Int("hosts")))
+	if err != nil {
+		return nil, err
+	}
+	n := len(lab.Hosts)
+	W, night, minSlot := p.Duration("period"), p.Duration("night"), p.Duration("min_slot")
+	if minSlot <= night {
+		return nil, o.Inputf("min_slot %v must be longer than the night %v (it includes it)", minSlot, night)
+	}
+	link := lab.Hosts[0].LinkBps
+	points, err := hybridPoints(p, lab)
+	if err != nil {
+		return nil, err
+	}
 	st := &hybridState{s: HybridSummary{Hosts: n, LinkGbps: link / 1e9, PeriodUS: us(W), NightUS: us(night), MinSlotUS: us(minSlot),
 		Fig10: map[string]map[string]float64{}, Fig11: map[string]map[string]float64{}}}
 	table := HybridTable()
@@ -274,21 +304,7 @@ func (r *Hybrid) Plan(pc *o.PlanContext) (*o.Plan, error) {
 				if err := tw.Write(x.ToR, x.EPSGbps, x.LargeShare, x.SmallFlows, x.GoodputFraction, x.Configurations); err != nil {
 					return err
 				}
-				st.mu.Lock()
-				st.s.Points = append(st.s.Points, x)
-				put := func(m map[string]map[string]float64, key string) {
-					if m[pt.seriesName] == nil {
-						m[pt.seriesName] = map[string]float64{}
-					}
-					m[pt.seriesName][key] = x.GoodputFraction
-				}
-				if pt.fig10 {
-					put(st.s.Fig10, "share"+pct(pt.share))
-				}
-				if pt.fig11 {
-					put(st.s.Fig11, "small"+strconv.Itoa(pt.small))
-				}
-				st.mu.Unlock()
+				st.record(pt, x)
 				rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("%s: goodput %.4f of the offered load with %d configurations", name, x.GoodputFraction, x.Configurations),
 					Fields: map[string]any{"tor": x.ToR, "eps_gbps": x.EPSGbps, "large_flow_share": x.LargeShare, "small_flows": x.SmallFlows, "goodput_fraction": x.GoodputFraction}})
 				return nil

@@ -419,24 +419,9 @@ func allToAll(ctx context.Context, run *Run, st *reconfigState, W, night time.Du
 		return err
 	}
 
-	flows, err := run.RC.Table("flows")
+	perHost, totalBps, err := writeFlows(run, recv)
 	if err != nil {
 		return err
-	}
-	perHost := make([]float64, n)
-	var totalBps float64
-	for i, fs := range recv {
-		sort.Slice(fs, func(a, b int) bool { return fs[a].Src < fs[b].Src })
-		for _, f := range fs {
-			if !f.Measured {
-				return fmt.Errorf("%s: flow %s from %s was not measured", run.Hosts[i].Name, f.ID, f.Src)
-			}
-			perHost[i] += f.GoodputBps
-			totalBps += f.GoodputBps
-			if err := flows.Write(f.Src, run.Hosts[i].Name, f.GoodputBps/1e9); err != nil {
-				return err
-			}
-		}
 	}
 	rows := run.circuits(nights, sw, n-1, start, windows)
 	if err := writeCircuits(run, "slots", rows, false); err != nil {
@@ -451,29 +436,11 @@ func allToAll(ctx context.Context, run *Run, st *reconfigState, W, night time.Du
 		open += row.end - (row.start + night)
 	}
 	portTime := float64(n) * float64(to-from)
-	var carried time.Duration
-	for i, fs := range recv {
-		var spans [][2]int64
-		for _, f := range fs {
-			for _, b := range f.Bursts {
-				spans = append(spans, [2]int64{b.FirstNs, b.LastNs})
-			}
-		}
-		if len(spans) == 0 {
-			return fmt.Errorf("%s: its received flows report no arrival bursts, so the duty cycle cannot be measured from the traffic (hostagent 1.2.0 with bursts expected)", run.Hosts[i].Name)
-		}
-		carried += time.Duration(unionNs(spans, int64(from), int64(to)))
+	carried, err := carriedTime(run, recv, from, to)
+	if err != nil {
+		return err
 	}
-	var unpaused time.Duration
-	for _, ws := range windows {
-		var spans [][2]int64
-		for _, w := range ws {
-			if w.Period >= 0 {
-				spans = append(spans, [2]int64{w.OpenNs, w.CloseNs})
-			}
-		}
-		unpaused += time.Duration(unionNs(spans, int64(from), int64(to)))
-	}
+	unpaused := unpausedTime(windows, from, to)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	s := &st.s
@@ -496,6 +463,66 @@ func allToAll(ctx context.Context, run *Run, st *reconfigState, W, night time.Du
 		s.DutyCycle, s.DutyCycleSchedule, s.DutyCycleWindows, s.GoodputGbpsTotal, s.GoodputGbpsHostMin, s.GoodputGbpsHostMax, s.ReconfigGapUSMean, s.ReconfigGapUSMax, s.Nights),
 		Fields: map[string]any{"duty_cycle": s.DutyCycle, "duty_cycle_schedule": s.DutyCycleSchedule, "goodput_gbps_total": s.GoodputGbpsTotal}})
 	return nil
+}
+
+// writeFlows writes every received flow's goodput (each must have been
+// measured) and returns each host's and the total.
+func writeFlows(run *Run, recv [][]hostagent.ReactorFlow) ([]float64, float64, error) {
+	flows, err := run.RC.Table("flows")
+	if err != nil {
+		return nil, 0, err
+	}
+	perHost := make([]float64, len(run.Hosts))
+	var totalBps float64
+	for i, fs := range recv {
+		sort.Slice(fs, func(a, b int) bool { return fs[a].Src < fs[b].Src })
+		for _, f := range fs {
+			if !f.Measured {
+				return nil, 0, fmt.Errorf("%s: flow %s from %s was not measured", run.Hosts[i].Name, f.ID, f.Src)
+			}
+			perHost[i] += f.GoodputBps
+			totalBps += f.GoodputBps
+			if err := flows.Write(f.Src, run.Hosts[i].Name, f.GoodputBps/1e9); err != nil {
+				return nil, 0, err
+			}
+		}
+	}
+	return perHost, totalBps, nil
+}
+
+// carriedTime is the time in [from, to) the hosts received traffic, summed
+// over the hosts: the union of each one's arrival bursts.
+func carriedTime(run *Run, recv [][]hostagent.ReactorFlow, from, to time.Duration) (time.Duration, error) {
+	var carried time.Duration
+	for i, fs := range recv {
+		var spans [][2]int64
+		for _, f := range fs {
+			for _, b := range f.Bursts {
+				spans = append(spans, [2]int64{b.FirstNs, b.LastNs})
+			}
+		}
+		if len(spans) == 0 {
+			return 0, fmt.Errorf("%s: its received flows report no arrival bursts, so the duty cycle cannot be measured from the traffic (hostagent 1.2.0 with bursts expected)", run.Hosts[i].Name)
+		}
+		carried += time.Duration(unionNs(spans, int64(from), int64(to)))
+	}
+	return carried, nil
+}
+
+// unpausedTime is the time in [from, to) the hosts' classes were open,
+// summed over the hosts.
+func unpausedTime(windows [][]hostagent.ReactorWindow, from, to time.Duration) time.Duration {
+	var unpaused time.Duration
+	for _, ws := range windows {
+		var spans [][2]int64
+		for _, w := range ws {
+			if w.Period >= 0 {
+				spans = append(spans, [2]int64{w.OpenNs, w.CloseNs})
+			}
+		}
+		unpaused += time.Duration(unionNs(spans, int64(from), int64(to)))
+	}
+	return unpaused
 }
 
 // unionNs is the length of the union of spans [a, b] clipped to [from, to).
@@ -566,6 +593,48 @@ func crossTalk(n int, c sched.Constraints) sched.Schedule {
 		s.Slots = append(s.Slots, sched.Slot{Perm: perm, Duration: dur})
 	}
 	return fill(s)
+}
+
+// firstPeriodWith is the start of the first period in the switch's
+// record with slots nights (the new schedule's count), or -1.
+func firstPeriodWith(nights []ocs.Night, slots int) time.Duration {
+	perPeriod := map[int64]int{}
+	periodStart := map[int64]time.Duration{}
+	for _, nt := range nights {
+		perPeriod[nt.Period]++
+		if nt.Slot == 0 {
+			periodStart[nt.Period] = nt.Start
+		}
+	}
+	var ps []int64
+	for p := range perPeriod {
+		ps = append(ps, p)
+	}
+	slices.Sort(ps)
+	for _, p := range ps {
+		if perPeriod[p] == slots {
+			return periodStart[p]
+		}
+	}
+	return -1
+}
+
+// addGoodput adds the received flows' goodput (each must have been
+// measured) to before or after the change, by when the flow started.
+func (tr *Transition) addGoodput(run *Run, recv [][]hostagent.ReactorFlow, change time.Duration) error {
+	for i, fs := range recv {
+		for _, f := range fs {
+			if !f.Measured {
+				return fmt.Errorf("%s: flow %s from %s was not measured", run.Hosts[i].Name, f.ID, f.Src)
+			}
+			if f.StartNs < int64(change) {
+				tr.GoodputGbpsBefore += f.GoodputBps / 1e9
+			} else {
+				tr.GoodputGbpsAfter += f.GoodputBps / 1e9
+			}
+		}
+	}
+	return nil
 }
 
 func transition(ctx context.Context, run *Run, st *reconfigState, W, night time.Duration, k int, margin time.Duration) error {
@@ -645,28 +714,7 @@ func transition(ctx context.Context, run *Run, st *reconfigState, W, night time.
 	if err := run.Stop(ctx); err != nil {
 		return err
 	}
-	// The switch's record: the periods' slot counts, and the first period
-	// with the new count.
-	perPeriod := map[int64]int{}
-	periodStart := map[int64]time.Duration{}
-	for _, nt := range nights {
-		perPeriod[nt.Period]++
-		if nt.Slot == 0 {
-			periodStart[nt.Period] = nt.Start
-		}
-	}
-	followed := time.Duration(-1)
-	var ps []int64
-	for p := range perPeriod {
-		ps = append(ps, p)
-	}
-	slices.Sort(ps)
-	for _, p := range ps {
-		if perPeriod[p] == len(after.Slots) {
-			followed = periodStart[p]
-			break
-		}
-	}
+	followed := firstPeriodWith(nights, len(after.Slots))
 	var rows []circuitRow
 	for _, nt := range nights {
 		sw, per := swBefore, len(before.Slots)
@@ -685,17 +733,8 @@ func transition(ctx context.Context, run *Run, st *reconfigState, W, night time.
 		tr.FollowedUS, tr.DelayUS = us(followed-start), us(followed-change)
 		tr.PeriodsLate = int((followed - next) / W)
 	}
-	for i, fs := range recv {
-		for _, f := range fs {
-			if !f.Measured {
-				return fmt.Errorf("%s: flow %s from %s was not measured", run.Hosts[i].Name, f.ID, f.Src)
-			}
-			if f.StartNs < int64(change) {
-				tr.GoodputGbpsBefore += f.GoodputBps / 1e9
-			} else {
-				tr.GoodputGbpsAfter += f.GoodputBps / 1e9
-			}
-		}
+	if err := tr.addGoodput(run, recv, change); err != nil {
+		return err
 	}
 	st.mu.Lock()
 	st.s.Transition = tr

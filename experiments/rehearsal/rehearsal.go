@@ -289,35 +289,22 @@ func (r *rehearsal) run(ctx context.Context) (LinkResult, error) {
 	if err := b.Protect(ctx, lgbench.Protection{Mode: lgbench.Off}); err != nil {
 		return lr, err
 	}
-	db := r.attenuation(0)
-	if err := r.rc.SetAttenuation(ctx, l.VOA, l.VOAChannel, db); err != nil {
+	lp := &rehearsalLoop{r: r, lr: &lr, db: r.attenuation(0), truthWin: p.Duration("truth_window"), interval: p.Duration("interval")}
+	if err := r.rc.SetAttenuation(ctx, l.VOA, l.VOAChannel, lp.db); err != nil {
 		return lr, err
 	}
-	// The monitor over this link's protected direction, reading the
-	// run's switch drivers, acting within the run.
-	dir := monitor.Direction{Dir: monitor.Dir{Link: l.Link.Name, Direction: "a>b", Sender: l.Sender}, Receiver: l.Receiver,
-		TxPort: l.TxPort, RxPort: l.RxPort, TxName: l.Link.A.Port, RxName: l.Link.B.Port, Transceiver: l.Link.Transceiver, FEC: l.FEC}
-	pol, err := monitor.NewPolicy(monitor.PolicyConfig{TargetLoss: p.Float("target_loss")}, r.cfg.Threshold, nil)
-	if err != nil {
+	var err error
+	if lp.m, lp.actor, err = r.monitor(); err != nil {
 		return lr, err
 	}
-	readers := map[string]monitor.CounterReader{l.Sender: b.Tx, l.Receiver: b.Rx}
-	m, err := monitor.NewMonitor([]monitor.Direction{dir}, readers, r.cfg, pol, 10*time.Second, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
+	if lp.ts, err = r.rc.Table("timeseries"); err != nil {
 		return lr, err
 	}
-	actor := &monitor.Actor{Run: r.rc, Switches: map[string]monitor.SwitchActor{l.Sender: b.Tx, l.Receiver: b.Rx},
-		Dummies: int(p.Int("dummy_pkt_max_count"))}
-	ts, err := r.rc.Table("timeseries")
-	if err != nil {
-		return lr, err
-	}
-	dt, err := r.rc.Table("decisions")
-	if err != nil {
+	if lp.dt, err = r.rc.Table("decisions"); err != nil {
 		return lr, err
 	}
 	fb := int(p.Int("frame_size"))
-	dur, interval, truthWin := secs(p.Float("duration_s")), p.Duration("interval"), p.Duration("truth_window")
+	dur := secs(p.Float("duration_s"))
 	frames := int64(math.Ceil((dur + time.Second).Seconds() / b.Duration(1, fb).Seconds()))
 	fl, err := b.StartFlow(ctx, lgbench.Stress{Frames: frames, FrameBytes: fb, AppID: 1, PktgenPort: int(p.Int("pktgen_port"))})
 	if err != nil {
@@ -325,15 +312,10 @@ func (r *rehearsal) run(ctx context.Context) (LinkResult, error) {
 	}
 	defer fl.Close(ctx)
 	t0 := fl.Start.Time
-	epoch := time.Unix(0, 0).UTC()
-	prev := fl.Start
-	truth := []truthSample{{at: 0, data: fl.Start.TxData, fcs: fl.Start.RxFCS}}
-	protected := false
-	var protectedAt lgbench.Snapshot
-	below := r.cfg.Threshold / 10
-	var lastTrue float64
+	lp.prev = fl.Start
+	lp.truth = []truthSample{{at: 0, data: fl.Start.TxData, fcs: fl.Start.RxFCS}}
 	for k := int64(1); ; k++ {
-		at := time.Duration(k) * interval
+		at := time.Duration(k) * lp.interval
 		if at > dur {
 			break
 		}
@@ -341,91 +323,157 @@ func (r *rehearsal) run(ctx context.Context) (LinkResult, error) {
 		if err != nil {
 			return lr, err
 		}
-		now := s.Time - t0
-		truth = append(truth, truthSample{at: now, data: s.TxData, fcs: s.RxFCS})
-		i := 0
-		for i < len(truth)-1 && now-truth[i+1].at >= truthWin {
-			i++
-		}
-		truth = truth[i:]
-		w := truth[len(truth)-1]
-		tData, tFCS := w.data-truth[0].data, w.fcs-truth[0].fcs
-		trueLoss, zeroAt := 0.0, 0.0
-		if tData > 0 {
-			trueLoss = float64(tFCS) / float64(tData)
-			zeroAt = 3 / float64(tData)
-		}
-		lastTrue = trueLoss
-		if lr.TrueOnsetS < 0 && trueLoss > r.cfg.Threshold {
-			lr.TrueOnsetS = now.Seconds()
-		}
-		was := m.Status(0)
-		ds, _ := m.Poll(ctx, epoch.Add(now))
-		m.Carry(ctx, actor, ds)
-		st := m.Status(0)
-		if st.State == monitor.Corrupting && was.State != monitor.Corrupting {
-			if lr.AlarmS < 0 {
-				lr.AlarmS = now.Seconds()
-			}
-			if trueLoss < below {
-				lr.FalseAlarms++
-			}
-		}
-		for _, d := range ds {
-			lr.Decisions++
-			if err := dt.Write(l.Link.Name, now.Seconds(), d.Direction, string(d.Action), d.Outcome, d.Copies, d.Evidence.Frames, d.Evidence.Losses,
-				d.Evidence.Low, d.Evidence.High, d.Rule); err != nil {
-				return lr, err
-			}
-			r.rc.Event(results.Event{Type: "decision", Device: d.Sender, Message: fmt.Sprintf("%s %s: %s (%s): %s", d.Link, d.Direction, d.Action, d.Outcome, d.Rule),
-				Fields: map[string]any{"time_s": now.Seconds(), "action": string(d.Action), "outcome": d.Outcome, "copies": d.Copies,
-					"frames": d.Evidence.Frames, "losses": d.Evidence.Losses, "low": d.Evidence.Low, "high": d.Evidence.High}})
-		}
-		copies := st.Copies
-		lr.MaxCopies = max(lr.MaxCopies, copies)
-		if !protected && copies > 0 {
-			protected, protectedAt = true, s.Snapshot
-			lr.ProtectedS = now.Seconds()
-			lr.LostBefore += s.RxFCS - prev.RxFCS // errors of the interval the protection ended
-		} else if !protected {
-			lr.LostBefore += s.RxFCS - prev.RxFCS
-		} else if copies == 0 {
-			protected = false
-			lr.UnprotectedS = now.Seconds()
-			lr.ErrorsProtected += s.RxFCS - protectedAt.RxFCS
-		}
-		if err := ts.Write(l.Link.Name, now.Seconds(), db, trueLoss, zeroAt, st.Rate, st.Low, st.High, st.Frames, st.State.String(), copies,
-			s.RxFCS-prev.RxFCS, s.Delivered-prev.Delivered); err != nil {
+		if err := lp.tick(ctx, s.Time-t0, s); err != nil {
 			return lr, err
 		}
-		prev = s.Snapshot
-		if next := r.attenuation(now + interval); next != db {
-			db = next
-			if err := r.rc.SetAttenuation(ctx, l.VOA, l.VOAChannel, db); err != nil {
-				return lr, err
-			}
+	}
+	if lp.protected {
+		lr.ErrorsProtected += lp.prev.RxFCS - lp.protectedAt.RxFCS
+	}
+	err = r.finish(ctx, fl, &lr)
+	return lr, err
+}
+
+// monitor is the monitor over this link's protected direction, reading
+// the run's switch drivers, and its actor, acting within the run.
+func (r *rehearsal) monitor() (*monitor.Monitor, *monitor.Actor, error) {
+	b, l, p := r.b, r.l, r.p
+	dir := monitor.Direction{Dir: monitor.Dir{Link: l.Link.Name, Direction: "a>b", Sender: l.Sender}, Receiver: l.Receiver,
+		TxPort: l.TxPort, RxPort: l.RxPort, TxName: l.Link.A.Port, RxName: l.Link.B.Port, Transceiver: l.Link.Transceiver, FEC: l.FEC}
+	pol, err := monitor.NewPolicy(monitor.PolicyConfig{TargetLoss: p.Float("target_loss")}, r.cfg.Threshold, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	readers := map[string]monitor.CounterReader{l.Sender: b.Tx, l.Receiver: b.Rx}
+	m, err := monitor.NewMonitor([]monitor.Direction{dir}, readers, r.cfg, pol, 10*time.Second, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		return nil, nil, err
+	}
+	actor := &monitor.Actor{Run: r.rc, Switches: map[string]monitor.SwitchActor{l.Sender: b.Tx, l.Receiver: b.Rx},
+		Dummies: int(p.Int("dummy_pkt_max_count"))}
+	return m, actor, nil
+}
+
+// rehearsalLoop is the rehearsal's poll loop: the monitor, the truth
+// window and whether the link is protected, as of the last sample.
+type rehearsalLoop struct {
+	r           *rehearsal
+	lr          *LinkResult
+	m           *monitor.Monitor
+	actor       *monitor.Actor
+	ts, dt      *results.TableWriter
+	db          float64
+	truthWin    time.Duration
+	interval    time.Duration
+	truth       []truthSample
+	prev        lgbench.Snapshot
+	protected   bool
+	protectedAt lgbench.Snapshot
+}
+
+// trueLoss is the loss over the truth window ending now, and the loss
+// three frames in it would be.
+func (lp *rehearsalLoop) trueLoss(now time.Duration, s lgbench.Sample) (float64, float64) {
+	lp.truth = append(lp.truth, truthSample{at: now, data: s.TxData, fcs: s.RxFCS})
+	i := 0
+	for i < len(lp.truth)-1 && now-lp.truth[i+1].at >= lp.truthWin {
+		i++
+	}
+	lp.truth = lp.truth[i:]
+	w := lp.truth[len(lp.truth)-1]
+	tData, tFCS := w.data-lp.truth[0].data, w.fcs-lp.truth[0].fcs
+	if tData == 0 {
+		return 0, 0
+	}
+	return float64(tFCS) / float64(tData), 3 / float64(tData)
+}
+
+// tick is one poll at now (s the flow's sample): the monitor polls and
+// acts, the result and the tables take note, the VOA drifts on.
+func (lp *rehearsalLoop) tick(ctx context.Context, now time.Duration, s lgbench.Sample) error {
+	r, lr, l := lp.r, lp.lr, lp.r.l
+	trueLoss, zeroAt := lp.trueLoss(now, s)
+	if lr.TrueOnsetS < 0 && trueLoss > r.cfg.Threshold {
+		lr.TrueOnsetS = now.Seconds()
+	}
+	was := lp.m.Status(0)
+	ds, _ := lp.m.Poll(ctx, time.Unix(0, 0).UTC().Add(now))
+	lp.m.Carry(ctx, lp.actor, ds)
+	st := lp.m.Status(0)
+	if st.State == monitor.Corrupting && was.State != monitor.Corrupting {
+		if lr.AlarmS < 0 {
+			lr.AlarmS = now.Seconds()
+		}
+		if trueLoss < r.cfg.Threshold/10 {
+			lr.FalseAlarms++
 		}
 	}
-	if protected {
-		lr.ErrorsProtected += prev.RxFCS - protectedAt.RxFCS
+	if err := lp.decisions(now, ds); err != nil {
+		return err
 	}
-	_ = lastTrue
+	copies := st.Copies
+	lr.MaxCopies = max(lr.MaxCopies, copies)
+	if !lp.protected && copies > 0 {
+		lp.protected, lp.protectedAt = true, s.Snapshot
+		lr.ProtectedS = now.Seconds()
+		lr.LostBefore += s.RxFCS - lp.prev.RxFCS // errors of the interval the protection ended
+	} else if !lp.protected {
+		lr.LostBefore += s.RxFCS - lp.prev.RxFCS
+	} else if copies == 0 {
+		lp.protected = false
+		lr.UnprotectedS = now.Seconds()
+		lr.ErrorsProtected += s.RxFCS - lp.protectedAt.RxFCS
+	}
+	if err := lp.ts.Write(l.Link.Name, now.Seconds(), lp.db, trueLoss, zeroAt, st.Rate, st.Low, st.High, st.Frames, st.State.String(), copies,
+		s.RxFCS-lp.prev.RxFCS, s.Delivered-lp.prev.Delivered); err != nil {
+		return err
+	}
+	lp.prev = s.Snapshot
+	if next := r.attenuation(now + lp.interval); next != lp.db {
+		lp.db = next
+		if err := r.rc.SetAttenuation(ctx, l.VOA, l.VOAChannel, lp.db); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decisions writes the monitor's decisions at now to the table and the
+// events.
+func (lp *rehearsalLoop) decisions(now time.Duration, ds []monitor.Decision) error {
+	for _, d := range ds {
+		lp.lr.Decisions++
+		if err := lp.dt.Write(lp.r.l.Link.Name, now.Seconds(), d.Direction, string(d.Action), d.Outcome, d.Copies, d.Evidence.Frames, d.Evidence.Losses,
+			d.Evidence.Low, d.Evidence.High, d.Rule); err != nil {
+			return err
+		}
+		lp.r.rc.Event(results.Event{Type: "decision", Device: d.Sender, Message: fmt.Sprintf("%s %s: %s (%s): %s", d.Link, d.Direction, d.Action, d.Outcome, d.Rule),
+			Fields: map[string]any{"time_s": now.Seconds(), "action": string(d.Action), "outcome": d.Outcome, "copies": d.Copies,
+				"frames": d.Evidence.Frames, "losses": d.Evidence.Losses, "low": d.Evidence.Low, "high": d.Evidence.High}})
+	}
+	return nil
+}
+
+// finish stops the flow and counts what it lost before and under
+// protection, and the detection delay.
+func (r *rehearsal) finish(ctx context.Context, fl *lgbench.Flow, lr *LinkResult) error {
+	b, l := r.b, r.l
 	sent, err := fl.Stop(ctx)
 	if err != nil {
-		return lr, err
+		return err
 	}
 	tnow, err := b.Tx.Clock(ctx)
 	if err != nil {
-		return lr, fmt.Errorf("%s: %w", l.Sender, err)
+		return fmt.Errorf("%s: %w", l.Sender, err)
 	}
 	end, err := fl.SampleAt(ctx, tnow+time.Millisecond)
 	if err != nil {
-		return lr, err
+		return err
 	}
 	lr.FramesSent = sent
 	lost := sent - (end.Delivered - fl.Start.Delivered)
 	if lost < 0 {
-		return lr, fmt.Errorf("%s: %d frames delivered of %d sent: the sink port counts other traffic", l.Receiver, end.Delivered-fl.Start.Delivered, sent)
+		return fmt.Errorf("%s: %d frames delivered of %d sent: the sink port counts other traffic", l.Receiver, end.Delivered-fl.Start.Delivered, sent)
 	}
 	// Frames the flow lost while unprotected were every FCS error then;
 	// the rest were lost under protection.
@@ -437,7 +485,7 @@ func (r *rehearsal) run(ctx context.Context) (LinkResult, error) {
 		lr.Detected = true
 		lr.DetectionDelayS = lr.AlarmS - lr.TrueOnsetS
 	}
-	return lr, nil
+	return nil
 }
 
 // Compile-time check: the switch kind is what the monitor reads and acts

@@ -330,46 +330,12 @@ func (p *parser) entry(n *yaml.Node, i int, reg *orchestrator.Registry) (*Entry,
 		return nil, false
 	}
 	e := &Entry{Pos: p.pos(n)}
-	var r orchestrator.Recipe
-	if kv, ok := f["recipe"]; !ok {
-		p.add(n, "%s: no recipe: (known: %s)", where, strings.Join(reg.Names(), ", "))
-	} else if name := p.scalar(kv[1], where+".recipe"); name == "" {
-		if kv[1].Kind == yaml.ScalarNode {
-			p.add(kv[1], "%s: recipe is empty: expected a recipe's name (known: %s)", where, strings.Join(reg.Names(), ", "))
-		}
-	} else {
-		var err error
-		if r, err = reg.Get(name); err != nil {
-			p.add(kv[1], "%s: %v", where, err)
-		}
-		// The recipe's name is the entry's id unless it has one, known
-		// recipe or not, so that a repeated id is always found.
-		e.ID = name
-		if r != nil {
-			e.Recipe, e.ID = r, r.Meta().Name
-		}
-	}
-	if kv, ok := f["id"]; ok {
-		id := p.scalar(kv[1], where+".id")
-		if id != "" && !idRe.MatchString(id) {
-			p.add(kv[1], "%s.id %q: expected letters, digits, '.', '_' and '-', starting with a letter or digit", where, id)
-		}
-		if id != "" {
-			e.ID = id
-		}
-	}
+	r := p.entryRecipe(n, f, e, where, reg)
+	p.entryID(f, e, where)
 	if e.ID != "" {
 		where = fmt.Sprintf("entry %s", e.ID)
 	}
-	if kv, ok := f["seed"]; ok {
-		if kv[1].Kind != yaml.ScalarNode || kv[1].Tag != "!!int" {
-			p.add(kv[1], "%s: seed: expected a whole number >= 0, got %s", where, kindName(kv[1]))
-		} else if s, err := strconv.ParseUint(strings.ReplaceAll(kv[1].Value, "_", ""), 0, 64); err != nil {
-			p.add(kv[1], "%s: seed %s: expected a whole number >= 0 that fits in 64 bits", where, kv[1].Value)
-		} else {
-			e.Seed = &s
-		}
-	}
+	p.entrySeed(f, e, where)
 	if kv, ok := f["bench"]; ok {
 		b := p.scalar(kv[1], where+".bench")
 		if b != "" && !idRe.MatchString(b) {
@@ -379,49 +345,10 @@ func (p *parser) entry(n *yaml.Node, i int, reg *orchestrator.Registry) (*Entry,
 	}
 	values := map[string]any{}
 	if kv, ok := f["set"]; ok {
-		sf := p.fields(kv[1], where+": set", nil)
-		for j := 0; kv[1].Kind == yaml.MappingNode && j+1 < len(kv[1].Content); j += 2 {
-			k, vn := kv[1].Content[j], kv[1].Content[j+1]
-			if x, ok := sf[k.Value]; !ok || x[0] != k {
-				continue // repeated key, reported
-			}
-			var v any
-			if err := vn.Decode(&v); err != nil {
-				p.add(vn, "%s: set %s: %s", where, k.Value, strings.TrimPrefix(err.Error(), "yaml: "))
-				continue
-			}
-			if r == nil {
-				continue // no recipe to check the parameter against (reported)
-			}
-			// Each value alone, so a bad one is reported at its own line
-			// and as it was written.
-			pf := &orchestrator.ParamsFile{Values: map[string]any{k.Value: v}, Text: map[string]string{}}
-			if vn.Kind == yaml.ScalarNode {
-				pf.Text[k.Value] = vn.Value
-			}
-			if _, err := orchestrator.ResolveParamsFile(r.Meta().Params, pf, nil); err != nil {
-				msg := err.Error()
-				if ie, ok := err.(*orchestrator.InputError); ok {
-					msg = strings.TrimSpace(strings.TrimPrefix(ie.Msg, "bad parameters:"))
-					msg = strings.TrimPrefix(msg, ": ")
-				}
-				p.add(k, "%s (%s): set: %s", where, r.Meta().Name, msg)
-				continue
-			}
-			values[k.Value] = v
-			e.Set = append(e.Set, SetParam{Name: k.Value, Value: v})
-		}
+		p.entrySet(kv[1], r, e, values, where)
 	}
 	if kv, ok := f["expect"]; ok {
-		if kv[1].Kind != yaml.SequenceNode {
-			p.add(kv[1], "%s: expect: expected a list of expectations, got %s", where, kindName(kv[1]))
-		} else {
-			for j, xn := range kv[1].Content {
-				if x := p.expectation(xn, fmt.Sprintf("%s: expect[%d]", where, j)); x != nil {
-					e.Expect = append(e.Expect, x)
-				}
-			}
-		}
+		p.entryExpect(kv[1], e, where)
 	}
 	if len(p.problems) > before || r == nil {
 		return e, false
@@ -433,6 +360,111 @@ func (p *parser) entry(n *yaml.Node, i int, reg *orchestrator.Registry) (*Entry,
 	}
 	e.Params = params
 	return e, true
+}
+
+// entryRecipe reads an entry's recipe: nil when it has none or an unknown
+// one (reported). The recipe's name is the entry's id unless it has one,
+// known recipe or not, so that a repeated id is always found.
+func (p *parser) entryRecipe(n *yaml.Node, f map[string][2]*yaml.Node, e *Entry, where string, reg *orchestrator.Registry) orchestrator.Recipe {
+	kv, ok := f["recipe"]
+	if !ok {
+		p.add(n, "%s: no recipe: (known: %s)", where, strings.Join(reg.Names(), ", "))
+		return nil
+	}
+	name := p.scalar(kv[1], where+".recipe")
+	if name == "" {
+		if kv[1].Kind == yaml.ScalarNode {
+			p.add(kv[1], "%s: recipe is empty: expected a recipe's name (known: %s)", where, strings.Join(reg.Names(), ", "))
+		}
+		return nil
+	}
+	e.ID = name
+	r, err := reg.Get(name)
+	if err != nil {
+		p.add(kv[1], "%s: %v", where, err)
+		return nil
+	}
+	e.Recipe, e.ID = r, r.Meta().Name
+	return r
+}
+
+// entryID reads an entry's own id.
+func (p *parser) entryID(f map[string][2]*yaml.Node, e *Entry, where string) {
+	kv, ok := f["id"]
+	if !ok {
+		return
+	}
+	id := p.scalar(kv[1], where+".id")
+	if id != "" && !idRe.MatchString(id) {
+		p.add(kv[1], "%s.id %q: expected letters, digits, '.', '_' and '-', starting with a letter or digit", where, id)
+	}
+	if id != "" {
+		e.ID = id
+	}
+}
+
+// entrySeed reads an entry's seed.
+func (p *parser) entrySeed(f map[string][2]*yaml.Node, e *Entry, where string) {
+	kv, ok := f["seed"]
+	if !ok {
+		return
+	}
+	if kv[1].Kind != yaml.ScalarNode || kv[1].Tag != "!!int" {
+		p.add(kv[1], "%s: seed: expected a whole number >= 0, got %s", where, kindName(kv[1]))
+	} else if s, err := strconv.ParseUint(strings.ReplaceAll(kv[1].Value, "_", ""), 0, 64); err != nil {
+		p.add(kv[1], "%s: seed %s: expected a whole number >= 0 that fits in 64 bits", where, kv[1].Value)
+	} else {
+		e.Seed = &s
+	}
+}
+
+// entrySet reads an entry's parameters into values and e.Set, each
+// checked against the recipe r (when known) alone, so that a bad one is
+// reported at its own line and as it was written.
+func (p *parser) entrySet(n *yaml.Node, r orchestrator.Recipe, e *Entry, values map[string]any, where string) {
+	sf := p.fields(n, where+": set", nil)
+	for j := 0; n.Kind == yaml.MappingNode && j+1 < len(n.Content); j += 2 {
+		k, vn := n.Content[j], n.Content[j+1]
+		if x, ok := sf[k.Value]; !ok || x[0] != k {
+			continue // repeated key, reported
+		}
+		var v any
+		if err := vn.Decode(&v); err != nil {
+			p.add(vn, "%s: set %s: %s", where, k.Value, strings.TrimPrefix(err.Error(), "yaml: "))
+			continue
+		}
+		if r == nil {
+			continue // no recipe to check the parameter against (reported)
+		}
+		pf := &orchestrator.ParamsFile{Values: map[string]any{k.Value: v}, Text: map[string]string{}}
+		if vn.Kind == yaml.ScalarNode {
+			pf.Text[k.Value] = vn.Value
+		}
+		if _, err := orchestrator.ResolveParamsFile(r.Meta().Params, pf, nil); err != nil {
+			msg := err.Error()
+			if ie, ok := err.(*orchestrator.InputError); ok {
+				msg = strings.TrimSpace(strings.TrimPrefix(ie.Msg, "bad parameters:"))
+				msg = strings.TrimPrefix(msg, ": ")
+			}
+			p.add(k, "%s (%s): set: %s", where, r.Meta().Name, msg)
+			continue
+		}
+		values[k.Value] = v
+		e.Set = append(e.Set, SetParam{Name: k.Value, Value: v})
+	}
+}
+
+// entryExpect reads an entry's expectations.
+func (p *parser) entryExpect(n *yaml.Node, e *Entry, where string) {
+	if n.Kind != yaml.SequenceNode {
+		p.add(n, "%s: expect: expected a list of expectations, got %s", where, kindName(n))
+		return
+	}
+	for j, xn := range n.Content {
+		if x := p.expectation(xn, fmt.Sprintf("%s: expect[%d]", where, j)); x != nil {
+			e.Expect = append(e.Expect, x)
+		}
+	}
 }
 
 func (p *parser) expectation(n *yaml.Node, where string) *Expectation {

@@ -91,17 +91,7 @@ func (rr *rowReader) row(line int, get map[string]string) error {
 	if err := rr.role(at, l.B, get["b_role"]); err != nil {
 		return err
 	}
-	num := func(col string, lo, hi float64) (*float64, error) {
-		s := strings.TrimSpace(get[col])
-		if s == "" {
-			return nil, nil
-		}
-		v, err := strconv.ParseFloat(s, 64)
-		if err != nil || math.IsNaN(v) || v < lo || v > hi {
-			return nil, fmt.Errorf("%s: column %s: %q: expected a number in [%g, %g]", at, col, s, lo, hi)
-		}
-		return &v, nil
-	}
+	num := func(col string, lo, hi float64) (*float64, error) { return rowNum(at, get, col, lo, hi) }
 	var err error
 	if l.LengthM, err = num("length_m", 0, math.Inf(1)); err != nil {
 		return err
@@ -112,61 +102,7 @@ func (rr *rowReader) row(line int, get map[string]string) error {
 	if l.AttenuationBADB, err = num("attenuation_ba_db", -10, 100); err != nil {
 		return err
 	}
-	est := func(dir string) (Estimate, bool, error) {
-		p, err := num("lper_"+dir, 0, 1)
-		if err != nil {
-			return Estimate{}, false, err
-		}
-		lo, err := num("lper_"+dir+"_low", 0, 1)
-		if err != nil {
-			return Estimate{}, false, err
-		}
-		hi, err := num("lper_"+dir+"_high", 0, 1)
-		if err != nil {
-			return Estimate{}, false, err
-		}
-		fr, err := num("frames_"+dir, 1, math.MaxInt64)
-		if err != nil {
-			return Estimate{}, false, err
-		}
-		lost, err := num("lost_"+dir, 0, math.MaxInt64)
-		if err != nil {
-			return Estimate{}, false, err
-		}
-		if p == nil && lo == nil && hi == nil && fr == nil && lost == nil {
-			return Estimate{}, false, nil
-		}
-		var e Estimate
-		switch {
-		case (fr == nil) != (lost == nil):
-			return e, false, fmt.Errorf("%s: frames_%s and lost_%s go together", at, dir, dir)
-		case fr != nil:
-			e.Frames, e.Lost = int64(*fr), int64(*lost)
-			if e.Lost > e.Frames {
-				return e, false, fmt.Errorf("%s: lost_%s %d is more than frames_%s %d", at, dir, e.Lost, dir, e.Frames)
-			}
-			e.LPER = float64(e.Lost) / float64(e.Frames)
-			e.Low, e.High = stats.Wilson(e.Lost, e.Frames, stats.Z95)
-		case p == nil:
-			return e, false, fmt.Errorf("%s: expected lper_%s (or frames_%s and lost_%s)", at, dir, dir, dir)
-		}
-		if p != nil {
-			e.LPER = *p
-			if fr == nil {
-				e.Low, e.High = *p, *p
-			}
-		}
-		if (lo == nil) != (hi == nil) {
-			return e, false, fmt.Errorf("%s: lper_%s_low and lper_%s_high go together", at, dir, dir)
-		}
-		if lo != nil {
-			e.Low, e.High = *lo, *hi
-		}
-		if e.Low > e.LPER || e.High < e.LPER {
-			return e, false, fmt.Errorf("%s: interval [%g, %g] of direction %s does not contain its LPER %g", at, e.Low, e.High, dir, e.LPER)
-		}
-		return e, true, nil
-	}
+	est := func(dir string) (Estimate, bool, error) { return rowEstimate(at, get, dir) }
 	ab, okAB, err := est("ab")
 	if err != nil {
 		return err
@@ -184,6 +120,82 @@ func (rr *rowReader) row(line int, get map[string]string) error {
 	l.AB, l.BA = ab, ba
 	rr.tab.Links = append(rr.tab.Links, l)
 	return nil
+}
+
+// rowNum reads a number column of a row: nil when empty, an error when
+// it is no number in [lo, hi].
+func rowNum(at string, get map[string]string, col string, lo, hi float64) (*float64, error) {
+	s := strings.TrimSpace(get[col])
+	if s == "" {
+		return nil, nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || v < lo || v > hi {
+		return nil, fmt.Errorf("%s: column %s: %q: expected a number in [%g, %g]", at, col, s, lo, hi)
+	}
+	return &v, nil
+}
+
+// estCols are a direction's LPER columns of a row, each nil when empty.
+type estCols struct{ p, lo, hi, frames, lost *float64 }
+
+func rowEstCols(at string, get map[string]string, dir string) (estCols, error) {
+	var c estCols
+	var err error
+	for _, x := range []struct {
+		dst     **float64
+		col     string
+		lo, max float64
+	}{{&c.p, "lper_" + dir, 0, 1}, {&c.lo, "lper_" + dir + "_low", 0, 1}, {&c.hi, "lper_" + dir + "_high", 0, 1},
+		{&c.frames, "frames_" + dir, 1, math.MaxInt64}, {&c.lost, "lost_" + dir, 0, math.MaxInt64}} {
+		if *x.dst, err = rowNum(at, get, x.col, x.lo, x.max); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// rowEstimate reads a direction's loss estimate from a row: the LPER
+// given, or frames and lost with their Wilson interval, or both; an
+// interval given overrides the computed one. false: the row has none.
+func rowEstimate(at string, get map[string]string, dir string) (Estimate, bool, error) {
+	c, err := rowEstCols(at, get, dir)
+	if err != nil {
+		return Estimate{}, false, err
+	}
+	if c.p == nil && c.lo == nil && c.hi == nil && c.frames == nil && c.lost == nil {
+		return Estimate{}, false, nil
+	}
+	var e Estimate
+	switch {
+	case (c.frames == nil) != (c.lost == nil):
+		return e, false, fmt.Errorf("%s: frames_%s and lost_%s go together", at, dir, dir)
+	case c.frames != nil:
+		e.Frames, e.Lost = int64(*c.frames), int64(*c.lost)
+		if e.Lost > e.Frames {
+			return e, false, fmt.Errorf("%s: lost_%s %d is more than frames_%s %d", at, dir, e.Lost, dir, e.Frames)
+		}
+		e.LPER = float64(e.Lost) / float64(e.Frames)
+		e.Low, e.High = stats.Wilson(e.Lost, e.Frames, stats.Z95)
+	case c.p == nil:
+		return e, false, fmt.Errorf("%s: expected lper_%s (or frames_%s and lost_%s)", at, dir, dir, dir)
+	}
+	if c.p != nil {
+		e.LPER = *c.p
+		if c.frames == nil {
+			e.Low, e.High = *c.p, *c.p
+		}
+	}
+	if (c.lo == nil) != (c.hi == nil) {
+		return e, false, fmt.Errorf("%s: lper_%s_low and lper_%s_high go together", at, dir, dir)
+	}
+	if c.lo != nil {
+		e.Low, e.High = *c.lo, *c.hi
+	}
+	if e.Low > e.LPER || e.High < e.LPER {
+		return e, false, fmt.Errorf("%s: interval [%g, %g] of direction %s does not contain its LPER %g", at, e.Low, e.High, dir, e.LPER)
+	}
+	return e, true, nil
 }
 
 func known(col string) bool {
