@@ -1088,7 +1088,7 @@ func (s *sim) handle(e *event) {
 // through those events; the events these passes schedule keep their own
 // time of scheduling, so ties with the sender's frames go as when stepped.
 func (s *sim) loopAhead() {
-	if s.off != nil || s.loopPS == 0 || s.c.Step || s.c.NoLoopAhead {
+	if !s.loopsAhead() {
 		return
 	}
 	if s.idleFrom >= 0 {
@@ -1187,6 +1187,13 @@ func (s *sim) loopAhead() {
 	}
 	s.aheadRing = ring
 	s.firstQ = -2
+}
+
+// loopsAhead says whether passes round the loop are handled ahead: a
+// protected link whose frames recirculate, not stepped event by event
+// (small enough to be inlined into loopAhead, whose every call asks).
+func (s *sim) loopsAhead() bool {
+	return s.off == nil && s.loopPS != 0 && !s.c.Step && !s.c.NoLoopAhead
 }
 
 // schedPass schedules a pass's end or a return round the loop (kind, on
