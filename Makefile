@@ -36,7 +36,8 @@ MODELS := ./simlab/lgmodel ./simlab/fctmodel ./simlab/reactormodel ./simlab/phys
 # sent over REST, to reach the simulated microsecond switch (which runs in
 # real time) within a few 1.5 ms periods; under the detector on a loaded
 # machine it missed the run, so it runs without it (REALTIME), and alone,
-# after the other tests: beside them it missed the run too. The reactor
+# after the other tests: beside them it missed the run too; so does
+# TestTimeVaryingSharesFollowFromTheSchedule (three replacements). The reactor
 # package's other tests drive the same switch and fabric under -race. The
 # default bench's ocs-characterize summary (TestDefaultBenchSummaries)
 # reads the same real-time switch: under the detector, four packages at a
@@ -73,7 +74,7 @@ MODELS := ./simlab/lgmodel ./simlab/fctmodel ./simlab/reactormodel ./simlab/phys
 NORACE := ./cmd/testbed ./experiments/stardust ./experiments/recipetest
 RACE_RUN := Interrupt|Killed|Lease|Metrics|Monitor|Signal|ServesAnother
 SLOW_UNDER_RACE := TestBackpressureWithATCPFlow TestSimulatedIperf3FollowsTheSwitchesClock TestFCTTailWithAndWithoutLinkGuardian TestFCTPerFlowProgramDropTail TestSimulatedHostsPerFlowFCTWithProgramDrop
-REALTIME := TestReconfigAllToAllFollowsFromTheSlots TestRecipeRecordsTheSwitchsMechanism
+REALTIME := TestReconfigAllToAllFollowsFromTheSlots TestTimeVaryingSharesFollowFromTheSchedule TestRecipeRecordsTheSwitchsMechanism
 REALTIME_SIMLAB := TestDefaultBenchSummaries/ocs-characterize
 space := $(subst ,, )
 

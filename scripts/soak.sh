@@ -73,9 +73,15 @@ fi
 # The recipes this lab can serve: those whose plan binds to it.
 mapfile -t listed < <("$BIN" exp list --output json | sed -n 's/.*"name": *"\([^"]*\)".*/\1/p')
 [ "${#listed[@]}" -gt 0 ] || { echo "soak: no recipes listed"; exit 2; }
+# The recipes take turns on one lab, each with its own P4 program: those
+# that would refuse a switch running another's are let replace it (and
+# restart the program found at their end), or most runs after the first
+# would fail on the refusal instead of exercising the recipe.
 recipes=()
+declare -A extra=()
 for r in "${listed[@]}"; do
 	if "$BIN" exp run "$r" --inventory "$inv" --dry-run >/dev/null 2>&1; then recipes+=("$r"); fi
+	if "$BIN" exp show "$r" --output json 2>/dev/null | grep -q '"name": *"replace_program"'; then extra[$r]="--set replace_program=true"; fi
 done
 [ "${#recipes[@]}" -gt 0 ] || { echo "soak: no recipe plans on this lab"; exit 2; }
 echo "recipes: ${recipes[*]} (of ${#listed[@]} listed; the others do not plan on this lab)"
@@ -88,7 +94,8 @@ for i in $(seq 1 "$N"); do
 	sig=INT
 	if [ $((RANDOM % 3)) = 0 ]; then sig=KILL; fi
 	delay_ms=$((500 + RANDOM % MAX_DELAY_MS))
-	"$BIN" exp run "$recipe" --inventory "$inv" --runs-dir "$runs" --seed "$i" >"$work/run$i.out" 2>"$work/run$i.err" &
+	# shellcheck disable=SC2086 # extra is words
+	"$BIN" exp run "$recipe" --inventory "$inv" --runs-dir "$runs" --seed "$i" ${extra[$recipe]:-} >"$work/run$i.out" 2>"$work/run$i.err" &
 	pid=$!
 	sleep "$(printf '%d.%03d' $((delay_ms / 1000)) $((delay_ms % 1000)))"
 	if kill -0 "$pid" 2>/dev/null; then

@@ -11,6 +11,7 @@ import (
 	"testbed/experiments/fec"
 	"testbed/experiments/recipetest"
 	"testbed/orchestrator"
+	lg "testbed/p4/linkguardian"
 	ts "testbed/p4/timestamp"
 	"testbed/results"
 	"testbed/transport"
@@ -258,5 +259,30 @@ func TestFECLatencyAbortRestoresTheSwitch(t *testing.T) {
 	}
 	if es, err := sw.Entries(ctx, ts.TableSnake); err != nil || len(es) != 0 {
 		t.Errorf("snake entries left: %v %v", es, err)
+	}
+}
+
+// A switch found running another program (a LinkGuardian run's, left
+// running by design) is replaced only with replace_program, and the
+// program found runs again after the run: left with the timestamp
+// program, every later LinkGuardian run on the switch refused it.
+func TestFECLatencyRestartsTheProgramFound(t *testing.T) {
+	lab := recipetest.StartLab(t, 9)
+	ctx := context.Background()
+	d, _ := lab.Inventory().Device("sw1")
+	sw, err := tofino.Open(ctx, d.Address, tofino.Options{SSH: transport.SSHOptions{KeyFile: d.Credentials.KeyFile, KnownHosts: d.Options["known_hosts"]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sw.Close()
+	if err := sw.StartSwitchd(ctx, lg.ProgramSender); err != nil {
+		t.Fatal(err)
+	}
+	res := recipetest.Run(t, lab, fec.NewLatency(), 9, nil, nil, "links=25:none,25:rs528", "frame_sizes=64", "switch_modes=cut-through", "ports=0,4", "probes=20", "replace_program=true")
+	if res.Status != results.StatusOK {
+		t.Fatalf("run %s: %s", res.Status, res.Reason)
+	}
+	if got, err := sw.Program(ctx); err != nil || got != lg.ProgramSender {
+		t.Errorf("sw1 runs %q after the run (%v), want %q, the program found", got, err, lg.ProgramSender)
 	}
 }

@@ -40,6 +40,7 @@ func openSnake(ctx context.Context, rc *o.RunContext, dev string, ports []int, r
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dev, err)
 	}
+	found := rc.ProgramFound(dev, got)
 	if got != ts.Program {
 		if got != "" && !replace {
 			return nil, fmt.Errorf("%s runs the P4 program %q, not %q: set replace_program=true to restart its switch daemon with %s", dev, got, ts.Program, ts.Program)
@@ -52,7 +53,27 @@ func openSnake(ctx context.Context, rc *o.RunContext, dev string, ports []int, r
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", dev, err)
 		}
-		rc.Event(results.Event{Type: "setting", Device: dev, Message: fmt.Sprintf("built %s (sources %s) and starting bf_switchd with it (was: %q); it is left running", ts.Program, b.SourceSHA256[:12], got),
+		after := "it is left running"
+		if got != "" {
+			// As the LinkGuardian bench does (lgbench.Bench.program): what
+			// the run changed under the program it replaces is undone
+			// while that program runs, and the program found is started
+			// again at the run's end. Left running, the timestamp program
+			// made every later LinkGuardian run on the switch refuse it.
+			if err := rc.SettleProgram(ctx, dev, got, "bf_switchd restarts with "+ts.Program); err != nil {
+				return nil, err
+			}
+			if got == found {
+				after = "the run restarts " + found + ", the program found, at its end"
+				if rc.FirstTouch("fec/program/" + dev) {
+					if err := rc.Journal(dev, o.Undo{Kind: o.UndoTofinoProgram, Desc: fmt.Sprintf("restart bf_switchd on %s with %s, the program found", dev, found),
+						Found: found, Args: map[string]string{"program": found}}); err != nil {
+						return nil, err
+					}
+				}
+			}
+		}
+		rc.Event(results.Event{Type: "setting", Device: dev, Message: fmt.Sprintf("built %s (sources %s) and starting bf_switchd with it (was: %q); %s", ts.Program, b.SourceSHA256[:12], got, after),
 			Fields: map[string]any{"program": ts.Program, "previous_program": got, "source_sha256": b.SourceSHA256}})
 		if err := sw.LoadProgram(ctx, ts.Program); err != nil {
 			return nil, fmt.Errorf("%s: %w", dev, err)

@@ -293,6 +293,10 @@ func (tv *tvRun) play(ctx context.Context, st *tvState, margin time.Duration) er
 		if err != nil {
 			return err
 		}
+		if eff >= tv.end {
+			return fmt.Errorf("%s: the switch takes the schedule of %s's promotion at %v, not before the run's end at %v: the request, sent when the previous schedule took over at %v, came late (a loaded control host); a longer phase_periods leaves more room",
+				run.OCS, run.Hosts[k+1].Name, eff-start, tv.end-start, tv.takes[k-1]-start)
+		}
 		if err := run.WaitClock(ctx, change); err != nil {
 			return err
 		}

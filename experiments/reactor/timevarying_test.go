@@ -20,6 +20,9 @@ import (
 // goodput is TCP/IPv4 with timestamps in 1500-byte packets (1448 of 1538
 // bytes on the wire), the low flows' UDP/IPv4 (1472 of 1538).
 func TestTimeVaryingSharesFollowFromTheSchedule(t *testing.T) {
+	if raceDetector {
+		t.Skip("the real-time switch can miss a replacement under the race detector on a loaded machine: make test runs it without")
+	}
 	lab := startLab(t, 53)
 	var s reactor.TimeVaryingSummary
 	// Phases of 20 periods, the default: with phases under about 16
