@@ -239,7 +239,8 @@ func packingMix(rc *o.RunContext, d sd.Datapath, stream []int, clocks []float64)
 	if s.At150MHz != nil {
 		s.PackedGainOverPacketSwitch = s.At150MHz[string(sd.ModePackedCells)] - s.At150MHz[string(sd.ModePacketSwitch)]
 	}
-	rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("mix of mean %.1f B: at 150 MHz packet switch %.4f, packed cells %.4f, unpacked cells %.4f of line rate; line rate from %v MHz",
-		s.MeanBytes, s.At150MHz[string(sd.ModePacketSwitch)], s.At150MHz[string(sd.ModePackedCells)], s.At150MHz[string(sd.ModeUnpackedCells)], s.LineRateClockMHz)})
+	rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("mix of mean %.1f B: at 150 MHz packet switch %.4f, packed cells %.4f, unpacked cells %.4f of line rate; line rate from %g, %g and %g MHz (0: none of the clocks)",
+		s.MeanBytes, s.At150MHz[string(sd.ModePacketSwitch)], s.At150MHz[string(sd.ModePackedCells)], s.At150MHz[string(sd.ModeUnpackedCells)],
+		s.LineRateClockMHz[string(sd.ModePacketSwitch)], s.LineRateClockMHz[string(sd.ModePackedCells)], s.LineRateClockMHz[string(sd.ModeUnpackedCells)])})
 	return s, nil
 }
