@@ -23,14 +23,20 @@ import (
 	"testbed/transport"
 )
 
+// monitorFlags are monitor's flags: its own, the estimator's and the
+// policy's.
+type monitorFlags struct {
+	invFile, metricsAddr string
+	interval             time.Duration
+	dryRun, allowDisable bool
+	polls                int
+	seed                 uint64
+	est                  monitor.Config
+	pol                  monitor.PolicyConfig
+}
+
 func (a *app) monitorCmd() *cobra.Command {
-	var invFile, metricsAddr string
-	var interval time.Duration
-	var dryRun, allowDisable bool
-	var polls int
-	var seed uint64
-	est := monitor.DefaultConfig()
-	pol := monitor.DefaultPolicy()
+	o := &monitorFlags{est: monitor.DefaultConfig(), pol: monitor.DefaultPolicy()}
 	c := &cobra.Command{
 		Use:   "monitor",
 		Short: "Watch every switch link for corruption and decide LinkGuardian and CorrOpt actions",
@@ -63,137 +69,190 @@ loopback address. With no --inventory it watches the simulated lab.`,
   testbed monitor --inventory lab.yaml --target-loss 1e-9 --allow-disable --min-path-fraction 0.75
   curl -s http://127.0.0.1:9464/status`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if allowDisable {
-				pol.AutoDisable = true
-			}
-			if interval <= 0 {
-				return &orchestrator.InputError{Msg: fmt.Sprintf("--interval %s: must be positive", interval)}
-			}
-			ctx := cmd.Context()
-			log := a.logger()
-			var inv *inventory.Inventory
-			f := invFile
-			if f == "" {
-				f = a.v.GetString("inventory")
-			}
-			if f != "" {
-				var err error
-				if inv, err = inventory.Load(f); err != nil {
-					return &orchestrator.InputError{Msg: err.Error()}
-				}
-			} else {
-				lab, err := simlab.StartDefault(simlab.Options{Seed: seed, Log: log})
-				if err != nil {
-					return &orchestrator.InfraError{Op: "start the simulated lab", Err: err}
-				}
-				defer lab.Close()
-				inv = lab.Inventory()
-				fmt.Fprintln(a.stderr, "simulated lab up: monitoring its switch links")
-			}
-			dirs, err := monitor.Directions(inv)
-			if err != nil {
-				return &orchestrator.InputError{Msg: err.Error()}
-			}
-			if len(dirs) == 0 {
-				return &orchestrator.InputError{Msg: inv.Path + ": no link joins two switches: nothing to monitor"}
-			}
-			topo, err := monitor.NewTopology(inv)
-			if err != nil {
-				return &orchestrator.InputError{Msg: err.Error()}
-			}
-			if len(topo.ToRs()) == 0 {
-				pol.ProposeDisable = false // no roles: CorrOpt has nothing to check
-			}
-			policy, err := monitor.NewPolicy(pol, est.Threshold, topo)
-			if err != nil {
-				return &orchestrator.InputError{Msg: err.Error()}
-			}
-			switches, hostNames := monitor.Switches(dirs), monitor.Hosts(dirs)
-			names := append(append([]string(nil), switches...), hostNames...)
-			set, err := orchestrator.OpenDevices(ctx, inv, names, func(string) *transport.Transcript { return nil })
-			if err != nil {
-				return &orchestrator.InfraError{Op: "open switches", Err: err}
-			}
-			defer set.Close()
-			readers := map[string]monitor.CounterReader{}
-			actors := map[string]monitor.SwitchActor{}
-			hosts := map[string]monitor.HostCounterReader{}
-			for _, name := range hostNames {
-				od, _ := set.Get(name)
-				h, ok := od.Driver.(*host.Host)
-				if !ok {
-					return &orchestrator.InputError{Msg: fmt.Sprintf("%s: driver %s reaches no hostagent", name, inv.Devices[name].Driver)}
-				}
-				ag, _, err := h.EnsureAgent(ctx)
-				if err != nil {
-					return &orchestrator.InfraError{Op: name + ": start the hostagent", Err: err}
-				}
-				hosts[name] = hostagent.NewClient(ag.Client, ag.BaseURL)
-			}
-			for _, name := range switches {
-				od, _ := set.Get(name)
-				sw, ok := od.Driver.(*tofino.Switch)
-				if !ok {
-					return &orchestrator.InputError{Msg: fmt.Sprintf("%s: driver %s reads no port counters", name, inv.Devices[name].Driver)}
-				}
-				readers[name] = sw
-				actors[name] = sw
-			}
-			a.warnProgramsNotLoaded(ctx, switches, readers, f)
-			var actor *monitor.Actor
-			if !dryRun {
-				store, err := a.leaseStore(ctx)
-				if err != nil {
-					return err
-				}
-				defer store.Close()
-				actor = &monitor.Actor{Inv: inv, Store: store, Switches: actors, Owner: currentUser(),
-					RunID: results.NewRunID(time.Now(), "monitor"), Log: log}
-			}
-			m, err := monitor.NewMonitorWith(dirs, readers, hosts, est, policy, 5*time.Second, log)
-			if err != nil {
-				return &orchestrator.InputError{Msg: err.Error()}
-			}
-			met := monitor.NewMetrics()
-			bound, stop, err := serveMonitor(metricsAddr, m, met)
-			if err != nil {
-				return &orchestrator.InputError{Msg: err.Error()}
-			}
-			defer stop()
-			if bound != "" {
-				fmt.Fprintf(a.stderr, "metrics: http://%s/metrics, status: http://%s/status\n", bound, bound)
-			}
-			j := monitor.NewJournal(a.v.GetString("runs_dir"), results.Lab{Simulated: invFile == "" && a.v.GetString("inventory") == "", Name: inv.Name, InventoryPath: inv.Path},
-				results.CurrentSoftware(version), []results.Param{
-					{Name: "window", Value: est.Window}, {Name: "threshold", Value: est.Threshold}, {Name: "quiet", Value: est.Quiet.String()},
-					{Name: "target_loss", Value: pol.TargetLoss}, {Name: "min_path_fraction", Value: pol.MinPathFraction},
-					{Name: "interval", Value: interval.String()}, {Name: "dry_run", Value: dryRun},
-					{Name: "allow_disable", Value: allowDisable}})
-			runErr := runMonitor(ctx, m, actor, met, interval, polls, json.NewEncoder(a.stdout), j, log)
-			if err := j.Close(); err != nil && runErr == nil {
-				runErr = err
-			}
-			if d := j.Dir(); d != "" {
-				fmt.Fprintln(a.stderr, "journal:", d)
-			}
-			return runErr
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return a.monitor(cmd.Context(), o) },
 	}
 	fl := c.Flags()
-	fl.StringVar(&invFile, "inventory", "", "lab inventory (default: the simulated lab)")
-	fl.DurationVar(&interval, "interval", time.Second, "time between counter polls")
-	fl.BoolVar(&dryRun, "dry-run", false, "decide and report without acting")
-	fl.BoolVar(&allowDisable, "allow-disable", false, "take a corrupting link down when CorrOpt allows it (default: propose only)")
-	fl.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:9464", "loopback address for /metrics and /status (empty: none)")
-	fl.IntVar(&polls, "polls", 0, "stop after this many polls (0: until interrupted)")
-	fl.Uint64Var(&seed, "seed", 1, "seed of the simulated lab")
-	fl.Uint64Var(&est.Window, "window", est.Window, "frames in the estimate's window")
-	fl.Float64Var(&est.Threshold, "threshold", est.Threshold, "loss rate above which a link corrupts (the interval's lower bound must exceed it)")
-	fl.DurationVar(&est.Quiet, "quiet", est.Quiet, "time below the threshold before a corrupting link is clean")
-	fl.Float64Var(&pol.TargetLoss, "target-loss", pol.TargetLoss, "effective loss LinkGuardian must reach (Eq. 2; 0: never enable)")
-	fl.Float64Var(&pol.MinPathFraction, "min-path-fraction", pol.MinPathFraction, "CorrOpt: fraction of its paths to the spine every ToR keeps")
+	fl.StringVar(&o.invFile, "inventory", "", "lab inventory (default: the simulated lab)")
+	fl.DurationVar(&o.interval, "interval", time.Second, "time between counter polls")
+	fl.BoolVar(&o.dryRun, "dry-run", false, "decide and report without acting")
+	fl.BoolVar(&o.allowDisable, "allow-disable", false, "take a corrupting link down when CorrOpt allows it (default: propose only)")
+	fl.StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:9464", "loopback address for /metrics and /status (empty: none)")
+	fl.IntVar(&o.polls, "polls", 0, "stop after this many polls (0: until interrupted)")
+	fl.Uint64Var(&o.seed, "seed", 1, "seed of the simulated lab")
+	fl.Uint64Var(&o.est.Window, "window", o.est.Window, "frames in the estimate's window")
+	fl.Float64Var(&o.est.Threshold, "threshold", o.est.Threshold, "loss rate above which a link corrupts (the interval's lower bound must exceed it)")
+	fl.DurationVar(&o.est.Quiet, "quiet", o.est.Quiet, "time below the threshold before a corrupting link is clean")
+	fl.Float64Var(&o.pol.TargetLoss, "target-loss", o.pol.TargetLoss, "effective loss LinkGuardian must reach (Eq. 2; 0: never enable)")
+	fl.Float64Var(&o.pol.MinPathFraction, "min-path-fraction", o.pol.MinPathFraction, "CorrOpt: fraction of its paths to the spine every ToR keeps")
 	return c
+}
+
+// monitor watches the lab's links until interrupted (or --polls): it
+// opens the switches and hosts the links join, decides on each poll and,
+// unless --dry-run, acts; every decision goes to stdout and the day's
+// journal bundle.
+func (a *app) monitor(ctx context.Context, o *monitorFlags) error {
+	if o.allowDisable {
+		o.pol.AutoDisable = true
+	}
+	if o.interval <= 0 {
+		return &orchestrator.InputError{Msg: fmt.Sprintf("--interval %s: must be positive", o.interval)}
+	}
+	log := a.logger()
+	inv, closeLab, err := a.monitoredLab(o)
+	if err != nil {
+		return err
+	}
+	defer closeLab()
+	dirs, policy, err := monitorPolicy(inv, o)
+	if err != nil {
+		return err
+	}
+	switches, hostNames := monitor.Switches(dirs), monitor.Hosts(dirs)
+	names := append(append([]string(nil), switches...), hostNames...)
+	set, err := orchestrator.OpenDevices(ctx, inv, names, func(string) *transport.Transcript { return nil })
+	if err != nil {
+		return &orchestrator.InfraError{Op: "open switches", Err: err}
+	}
+	defer set.Close()
+	hosts, err := monitorHosts(ctx, inv, set, hostNames)
+	if err != nil {
+		return err
+	}
+	readers, actors, err := monitorSwitches(inv, set, switches)
+	if err != nil {
+		return err
+	}
+	a.warnProgramsNotLoaded(ctx, switches, readers, o.monitoredInventory(a))
+	var actor *monitor.Actor
+	if !o.dryRun {
+		store, err := a.leaseStore(ctx)
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		actor = &monitor.Actor{Inv: inv, Store: store, Switches: actors, Owner: currentUser(),
+			RunID: results.NewRunID(time.Now(), "monitor"), Log: log}
+	}
+	m, err := monitor.NewMonitorWith(dirs, readers, hosts, o.est, policy, 5*time.Second, log)
+	if err != nil {
+		return &orchestrator.InputError{Msg: err.Error()}
+	}
+	met := monitor.NewMetrics()
+	bound, stop, err := serveMonitor(o.metricsAddr, m, met)
+	if err != nil {
+		return &orchestrator.InputError{Msg: err.Error()}
+	}
+	defer stop()
+	if bound != "" {
+		fmt.Fprintf(a.stderr, "metrics: http://%s/metrics, status: http://%s/status\n", bound, bound)
+	}
+	j := a.monitorJournal(o, inv)
+	runErr := runMonitor(ctx, m, actor, met, o.interval, o.polls, json.NewEncoder(a.stdout), j, log)
+	if err := j.Close(); err != nil && runErr == nil {
+		runErr = err
+	}
+	if d := j.Dir(); d != "" {
+		fmt.Fprintln(a.stderr, "journal:", d)
+	}
+	return runErr
+}
+
+// monitoredInventory is the inventory file watched: --inventory, or
+// TESTBED_INVENTORY or the config file's; "" for the simulated lab.
+func (o *monitorFlags) monitoredInventory(a *app) string {
+	if o.invFile != "" {
+		return o.invFile
+	}
+	return a.v.GetString("inventory")
+}
+
+// monitoredLab loads the lab's inventory, or starts the simulated lab
+// (closed by the function returned).
+func (a *app) monitoredLab(o *monitorFlags) (*inventory.Inventory, func(), error) {
+	if f := o.monitoredInventory(a); f != "" {
+		inv, err := inventory.Load(f)
+		if err != nil {
+			return nil, nil, &orchestrator.InputError{Msg: err.Error()}
+		}
+		return inv, func() {}, nil
+	}
+	lab, err := simlab.StartDefault(simlab.Options{Seed: o.seed, Log: a.logger()})
+	if err != nil {
+		return nil, nil, &orchestrator.InfraError{Op: "start the simulated lab", Err: err}
+	}
+	fmt.Fprintln(a.stderr, "simulated lab up: monitoring its switch links")
+	return lab.Inventory(), func() { lab.Close() }, nil
+}
+
+// monitorPolicy finds the directions to watch, the links between
+// switches, and the policy over the lab's topology (no disabling to
+// propose when no device says it is a ToR).
+func monitorPolicy(inv *inventory.Inventory, o *monitorFlags) ([]monitor.Direction, *monitor.Policy, error) {
+	dirs, err := monitor.Directions(inv)
+	if err != nil {
+		return nil, nil, &orchestrator.InputError{Msg: err.Error()}
+	}
+	if len(dirs) == 0 {
+		return nil, nil, &orchestrator.InputError{Msg: inv.Path + ": no link joins two switches: nothing to monitor"}
+	}
+	topo, err := monitor.NewTopology(inv)
+	if err != nil {
+		return nil, nil, &orchestrator.InputError{Msg: err.Error()}
+	}
+	if len(topo.ToRs()) == 0 {
+		o.pol.ProposeDisable = false // no roles: CorrOpt has nothing to check
+	}
+	policy, err := monitor.NewPolicy(o.pol, o.est.Threshold, topo)
+	if err != nil {
+		return nil, nil, &orchestrator.InputError{Msg: err.Error()}
+	}
+	return dirs, policy, nil
+}
+
+// monitorHosts reaches the hosts' NIC counters through their hostagents.
+func monitorHosts(ctx context.Context, inv *inventory.Inventory, set *orchestrator.DeviceSet, names []string) (map[string]monitor.HostCounterReader, error) {
+	hosts := map[string]monitor.HostCounterReader{}
+	for _, name := range names {
+		od, _ := set.Get(name)
+		h, ok := od.Driver.(*host.Host)
+		if !ok {
+			return nil, &orchestrator.InputError{Msg: fmt.Sprintf("%s: driver %s reaches no hostagent", name, inv.Devices[name].Driver)}
+		}
+		ag, _, err := h.EnsureAgent(ctx)
+		if err != nil {
+			return nil, &orchestrator.InfraError{Op: name + ": start the hostagent", Err: err}
+		}
+		hosts[name] = hostagent.NewClient(ag.Client, ag.BaseURL)
+	}
+	return hosts, nil
+}
+
+// monitorSwitches are the switches' counter readers and actors.
+func monitorSwitches(inv *inventory.Inventory, set *orchestrator.DeviceSet, names []string) (map[string]monitor.CounterReader, map[string]monitor.SwitchActor, error) {
+	readers := map[string]monitor.CounterReader{}
+	actors := map[string]monitor.SwitchActor{}
+	for _, name := range names {
+		od, _ := set.Get(name)
+		sw, ok := od.Driver.(*tofino.Switch)
+		if !ok {
+			return nil, nil, &orchestrator.InputError{Msg: fmt.Sprintf("%s: driver %s reads no port counters", name, inv.Devices[name].Driver)}
+		}
+		readers[name] = sw
+		actors[name] = sw
+	}
+	return readers, actors, nil
+}
+
+// monitorJournal opens the day's journal bundle, its parameters the
+// monitor's settings.
+func (a *app) monitorJournal(o *monitorFlags, inv *inventory.Inventory) *monitor.Journal {
+	return monitor.NewJournal(a.v.GetString("runs_dir"), results.Lab{Simulated: o.monitoredInventory(a) == "", Name: inv.Name, InventoryPath: inv.Path},
+		results.CurrentSoftware(version), []results.Param{
+			{Name: "window", Value: o.est.Window}, {Name: "threshold", Value: o.est.Threshold}, {Name: "quiet", Value: o.est.Quiet.String()},
+			{Name: "target_loss", Value: o.pol.TargetLoss}, {Name: "min_path_fraction", Value: o.pol.MinPathFraction},
+			{Name: "interval", Value: o.interval.String()}, {Name: "dry_run", Value: o.dryRun},
+			{Name: "allow_disable", Value: o.allowDisable}})
 }
 
 // serveMonitor serves /metrics and /status on a loopback address.

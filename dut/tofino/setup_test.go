@@ -55,6 +55,11 @@ func setupLG(t *testing.T, ctx context.Context, tx, rx *tofino.Switch, txPort, r
 			t.Fatal(err)
 		}
 	}
+	// The receiver's timer for the link (ackNoTimeout, pause frames).
+	if err := rx.StartPktgen(ctx, tofino.Pktgen{AppID: 7, Port: lg.RecircPort, EgressPort: rxPort, PacketBytes: lg.TimerFrameBytes,
+		Interval: lg.TimerInterval, Batches: 1, PerBatch: 1, Periodic: true}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // The setup ops answer as the SDE's tables do: a second add of one key

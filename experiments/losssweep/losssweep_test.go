@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"testbed/dut/tofino"
+	"testbed/experiments/lgbench"
 	"testbed/experiments/losssweep"
 	"testbed/experiments/recipetest"
 	"testbed/orchestrator"
@@ -423,5 +424,52 @@ func TestLossSweepWithoutTheExplicitACKDoesNotProtect(t *testing.T) {
 	}
 	if len(warned) == 0 || !strings.Contains(strings.Join(warned, "\n"), fmt.Sprintf("sw2 has no mirror session %#x", sid)) {
 		t.Errorf("the run's warnings %q do not name the missing session %#x", warned, sid)
+	}
+}
+
+// Without the receiver's timer (its packet-generator application stopped
+// after the bench started it) the receiver sends no pause frame (they are
+// timer packets) and skips no hole (ackNoTimeout ticks on them): at 100G
+// the reorder buffer overflows, and a frame it drops is a hole no copy
+// fills, behind which the ordered mode delivers nothing more. The run's
+// data shows no timeout and the reorder buffer full; its warnings name
+// the timer.
+func TestLossSweepWithoutTheTimerDoesNotProtect(t *testing.T) {
+	lab := recipetest.StartLab(t, 14)
+	sw2 := open(t, lab, "sw2")
+	stopped := false
+	var warned []string
+	res, s := run(t, lab, func(e results.Event, abort func()) {
+		if e.Type == "warning" {
+			warned = append(warned, e.Message)
+		}
+		// After the unprotected point, before the protected one.
+		if e.Type != "measurement" || e.Device != "sw1" || stopped {
+			return
+		}
+		stopped = true
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := sw2.StopPktgen(ctx, lgbench.TimerAppID); err != nil {
+			t.Errorf("stop the timer: %v", err)
+		}
+	}, "links=lg100", "loss_rates=1e-3", "modes=off,linkguardian", "frames=300000", "calib_losses=100")
+	if res.Status != results.StatusOK {
+		t.Fatalf("run %s: %s", res.Status, res.Reason)
+	}
+	if !stopped {
+		t.Fatal("no measurement of the unprotected point: the timer was never stopped")
+	}
+	p := s.Points["100G"][losssweep.LossKey(1e-3)]
+	off, on := p["off"], p["linkguardian"]
+	t.Logf("actual %.3g; effective off %.3g LG %.3g; LG timeouts %d, reorder buffer peak %d B", off.ActualLoss, off.EffectiveLoss, on.EffectiveLoss, on.Timeouts, on.MaxRxBufferBytes)
+	if on.EffectiveLoss < off.ActualLoss/2 {
+		t.Errorf("LinkGuardian without the timer: effective loss %.3g, actual %.3g: it still protects", on.EffectiveLoss, off.ActualLoss)
+	}
+	if on.Timeouts != 0 || on.MaxRxBufferBytes < 150_000 {
+		t.Errorf("LinkGuardian without the timer: %d timeouts, reorder buffer peak %d B", on.Timeouts, on.MaxRxBufferBytes)
+	}
+	if !strings.Contains(strings.Join(warned, "\n"), "timer (packet generator application") {
+		t.Errorf("the run's warnings %q do not name the timer", warned)
 	}
 }

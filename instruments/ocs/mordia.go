@@ -56,8 +56,11 @@ func OpenMordia(ctx context.Context, address string, opts Options) (*Mordia, err
 	if opts.Timeout <= 0 {
 		opts.Timeout = 5 * time.Second
 	}
+	if opts.MaxReply <= 0 {
+		opts.MaxReply = DefaultMaxReply
+	}
 	c := resty.New().SetBaseURL(strings.TrimSuffix(address, "/")).SetTimeout(opts.Timeout).
-		SetHeader("Accept", "application/json")
+		SetHeader("Accept", "application/json").SetResponseBodyLimit(opts.MaxReply)
 	if opts.InsecureTLS {
 		c.SetTLSClientConfig(&tls.Config{InsecureSkipVerify: true})
 	}
@@ -236,6 +239,9 @@ func (m *Mordia) call(ctx context.Context, method, path string, query map[string
 		resp, err := req.Execute(method, path)
 		if err != nil {
 			m.opts.Transcript.Error(err)
+			if errors.Is(err, resty.ErrResponseBodyTooLarge) {
+				return m.errorf("%s: a reply over %d bytes: %w", doing, m.opts.MaxReply, transport.ErrGarbled)
+			}
 			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 				return m.errorf("%s: no answer within %v (the switch stopped answering): %w", doing, m.opts.Timeout, err)
 			}

@@ -282,7 +282,15 @@ type Options struct {
 	Transcript *transport.Transcript
 	// InsecureTLS skips certificate checks on https (REST switches).
 	InsecureTLS bool
+	// MaxReply bounds a REST switch's reply body (0: DefaultMaxReply).
+	MaxReply int
 }
+
+// DefaultMaxReply bounds a REST circuit switch's reply: its largest is a
+// schedule, a permutation of its ports in each slot (a few bytes a port),
+// kilobytes for the slots a period holds; 64 MiB is a guard against a
+// body that is not a reply, not its size.
+const DefaultMaxReply = 64 << 20
 
 // prefix is how a driver's errors begin: "ocs1 (mordia-rest http://...)".
 func (o Options) prefix(driver, addr string) string {

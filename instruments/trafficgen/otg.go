@@ -39,8 +39,12 @@ func OpenOTG(ctx context.Context, address string, opts Options) (*OTG, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
 	}
+	if opts.MaxReply <= 0 {
+		opts.MaxReply = DefaultMaxReply
+	}
 	c := resty.New().SetBaseURL(strings.TrimSuffix(address, "/")).SetTimeout(opts.Timeout).
-		SetHeader("Content-Type", "application/json").SetHeader("Accept", "application/json")
+		SetHeader("Content-Type", "application/json").SetHeader("Accept", "application/json").
+		SetResponseBodyLimit(opts.MaxReply)
 	if opts.InsecureTLS {
 		c.SetTLSClientConfig(&tls.Config{InsecureSkipVerify: true}) // Ixia-c ships a self-signed certificate
 	}
@@ -108,6 +112,9 @@ func (o *OTG) call(ctx context.Context, method, path string, in, out any, retry 
 		resp, err := req.Execute(method, path)
 		if err != nil {
 			o.opts.Transcript.Error(err)
+			if errors.Is(err, resty.ErrResponseBodyTooLarge) {
+				return fmt.Errorf("otg %s: %s: a reply over %d bytes: %w", o.addr, op, o.opts.MaxReply, transport.ErrGarbled)
+			}
 			if !errors.Is(err, context.DeadlineExceeded) {
 				err = fmt.Errorf("%w: %w", transport.ErrConnectionLost, err)
 			}

@@ -82,4 +82,12 @@ type Options struct {
 	Transcript *transport.Transcript
 	// InsecureTLS skips certificate checks (Ixia-c ships a self-signed cert).
 	InsecureTLS bool
+	// MaxReply bounds a REST reply's body (0: DefaultMaxReply).
+	MaxReply int
 }
+
+// DefaultMaxReply bounds a REST generator's reply: its largest is the
+// metrics of every flow, some 300 bytes a flow, so 64 MiB holds over
+// 200,000 flows, far more than a port set runs; a longer body is not a
+// reply, and reading it whole would hold whatever the far end sends.
+const DefaultMaxReply = 64 << 20

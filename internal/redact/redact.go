@@ -146,6 +146,9 @@ func value(v any, found *[]string) any {
 	case string:
 		if SecretShape(x) {
 			collect(x, found)
+			// A URL's password inside is found on its own too: a
+			// transcript may carry it without the rest of the value.
+			maskURLs(x, found)
 			return Mask
 		}
 		return maskURLs(x, found)

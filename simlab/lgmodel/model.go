@@ -109,8 +109,18 @@ type Config struct {
 	// port, or no self-replenishing mirror session 0x180|idx), so a lost
 	// frame is detected only when a later original arrives: a lost tail
 	// stays unnoticed (sender.p4's dummy, §3.2).
-	NoDummy  bool
-	Pipeline time.Duration // one switch pass (port to port), each way
+	NoDummy bool
+	// NoTimeout: the receiver has no timer packets (no packet-generator
+	// application times the link, receiver.p4's ackNoTimeout rides on
+	// them), so a hole that no copy fills is never skipped. In the
+	// ordered mode everything after it waits in the reorder buffer, and
+	// is dropped once that is full, for good; the non-blocking mode
+	// forwards around it. When nothing but frames going round the
+	// reorder buffer is left to happen the run ends (stuck): what was not
+	// delivered is counted lost. No timer packet becomes a pause frame
+	// either: no backpressure.
+	NoTimeout bool
+	Pipeline  time.Duration // one switch pass (port to port), each way
 	// LoopLatency is a recirculated frame's way from the end of its pass
 	// through the recirculation port back to the ingress decision: the
 	// loopback MAC, the ingress parser and pipeline. Frames on it are in
@@ -518,11 +528,17 @@ func New(cfg Config, r *rand.Rand) (*Sim, error) {
 	if cfg.Mode != Off && cfg.Copies < 0 {
 		return nil, fmt.Errorf("lgmodel: %s with %d copies", cfg.Mode, cfg.Copies)
 	}
-	if cfg.NoAck {
+	if cfg.NoAck || cfg.NoTimeout {
 		// The Tx buffer's fill then depends on when notifications come,
-		// which the recordings and cycles (replay.go, cycle.go) do not
-		// key on: simulate every stretch (same results, more work).
+		// and holes outlive their timeouts, which the recordings and
+		// cycles (replay.go, cycle.go) do not key on: simulate every
+		// stretch (same results, more work).
 		cfg.NoCycleSkip, cfg.NoReplay = true, true
+	}
+	if cfg.NoTimeout {
+		// The pause and resume frames are timer packets too (receiver.p4
+		// timer_to_pfc): no timer, no backpressure.
+		cfg.Backpressure = false
 	}
 	if cfg.LossSmall == 0 && cfg.Loss > 0 {
 		cfg.LossSmall = -math.Expm1(64.0 / float64(cfg.FrameBytes) * math.Log1p(-cfg.Loss))
@@ -768,6 +784,10 @@ func (s *sim) loop(until int64) {
 func (s *sim) steps(until int64) {
 	for !s.done() {
 		want, gate := s.nextSend()
+		if s.c.NoTimeout && want < 0 && s.stuck() {
+			s.giveUp()
+			return
+		}
 		if qi := s.first(); qi >= 0 {
 			f := &s.q[qi]
 			if want < 0 || f.ev[f.head].at <= gate {
@@ -900,6 +920,33 @@ func (s *sim) send(kind int) {
 	if s.next() < 0 && s.c.Mode != Off && !s.c.NoDummy {
 		s.goIdle()
 	}
+}
+
+// stuck: without ackNoTimeout (NoTimeout), every original is sent,
+// nothing is left to send and nothing is on its way but frames going
+// round the reorder buffer behind a hole no copy will fill, and some
+// originals are neither delivered nor lost: nothing will change.
+func (s *sim) stuck() bool {
+	if s.nextSeq < s.c.Frames || s.res.Delivered+s.res.Lost >= s.c.Frames || len(s.retx) > 0 || s.notifPending > 0 {
+		return false
+	}
+	for qi := range s.q {
+		if qi != qDrain && qi != qLoop && s.q[qi].len() > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// giveUp ends a stuck run: the originals not delivered never will be.
+// The frames in the reorder buffer go round for good; their passes
+// change nothing and are not simulated.
+func (s *sim) giveUp() {
+	s.res.Lost = s.c.Frames - s.res.Delivered
+	for qi := range s.q {
+		s.q[qi].ev, s.q[qi].head = s.q[qi].ev[:0], 0
+	}
+	s.pending, s.firstQ, s.draining = 0, -1, false
 }
 
 // geometric draws how many good frames come before the next corrupted one.
@@ -1291,7 +1338,9 @@ func (s *sim) detect(seq int64) {
 	for i := 0; i < n; i++ {
 		h := first + int64(i)
 		s.holes[h] = true
-		s.at(event{at: s.now + durPS(s.c.AckNoTimeout), kind: evTimeout, seq: h})
+		if !s.c.NoTimeout {
+			s.at(event{at: s.now + durPS(s.c.AckNoTimeout), kind: evTimeout, seq: h})
+		}
 	}
 	track := min(n, lg.MaxHoleTrack)
 	s.notifPending++
@@ -1332,7 +1381,9 @@ func (s *sim) enqueue(p packet) {
 	if s.bufBytes+b > int64(s.c.RxBufferCap) {
 		s.res.BufferDrops++
 		s.holes[p.seq] = true // gone; only the timeout can skip it
-		s.at(event{at: s.now + durPS(s.c.AckNoTimeout), kind: evTimeout, seq: p.seq})
+		if !s.c.NoTimeout {
+			s.at(event{at: s.now + durPS(s.c.AckNoTimeout), kind: evTimeout, seq: p.seq})
+		}
 		return
 	}
 	s.buf.push(p)

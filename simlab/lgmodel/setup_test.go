@@ -41,3 +41,47 @@ func TestInjectedPacketsCarryTheProtocol(t *testing.T) {
 		t.Errorf("without the dummy: %d dummies", noDummy.Dummies)
 	}
 }
+
+// The receiver's timer: without it ackNoTimeout never skips a hole that
+// no copy fills (here none is retransmitted: no multicast replica), so
+// the ordered mode delivers nothing after the first loss, while the
+// non-blocking mode forwards around the holes and loses only them. With
+// the timer both lose what the link corrupted.
+func TestWithoutTheTimerAHoleBlocksForGood(t *testing.T) {
+	run := func(mode Mode, noTimeout bool) Result {
+		t.Helper()
+		c, err := Defaults(mode, 25e9, 1e-3, 100_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Copies, c.NoTimeout = 0, noTimeout
+		r, err := Run(c, rand.New(rand.NewPCG(3, 3)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Delivered+r.Lost != r.FramesSent || r.FramesSent != c.Frames {
+			t.Fatalf("%v (no timeout %v): %d delivered and %d lost of %d sent", mode, noTimeout, r.Delivered, r.Lost, r.FramesSent)
+		}
+		return r
+	}
+	for _, mode := range []Mode{Ordered, NonBlocking} {
+		with, without := run(mode, false), run(mode, true)
+		t.Logf("%v: with the timer loss %.3g (%d timeouts), without %.3g (%d buffer drops)", mode, with.EffectiveLoss, with.Timeouts, without.EffectiveLoss, without.BufferDrops)
+		if with.EffectiveLoss > 2e-3 || with.Timeouts == 0 {
+			t.Errorf("%v with the timer: %+v", mode, with)
+		}
+		if without.Timeouts != 0 {
+			t.Errorf("%v without the timer: %d timeouts", mode, without.Timeouts)
+		}
+		switch mode {
+		case Ordered:
+			if without.EffectiveLoss < 0.5 || without.BufferDrops == 0 {
+				t.Errorf("ordered without the timer: loss %.3g, %d buffer drops: the holes did not block", without.EffectiveLoss, without.BufferDrops)
+			}
+		case NonBlocking:
+			if without.EffectiveLoss != with.EffectiveLoss && without.EffectiveLoss > 2e-3 {
+				t.Errorf("non-blocking without the timer: loss %.3g, with %.3g", without.EffectiveLoss, with.EffectiveLoss)
+			}
+		}
+	}
+}

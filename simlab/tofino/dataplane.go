@@ -181,8 +181,8 @@ type segConfig struct {
 	fec         string
 	// What the switches' fixed-function configuration allows (lgsetup.go):
 	// copies kept in the Tx buffer, pauses honoured, the dummy and the
-	// explicit ACK circulating.
-	noTxCopy, noPause, noDummy, noAck bool
+	// explicit ACK circulating, the receiver's timer running.
+	noTxCopy, noPause, noDummy, noAck, noTimeout bool
 }
 
 // linkFor finds the link leaving sw's port.
@@ -408,7 +408,7 @@ func (d *Dataplane) staticConfig(r *lgRun) (segConfig, staticPorts, error) {
 				c.copies = 0
 			}
 			c.noTxCopy, c.noPause = !s.keepCopy, !s.backpressure
-			c.noDummy, c.noAck = !s.dummy, !s.ack
+			c.noDummy, c.noAck, c.noTimeout = !s.dummy, !s.ack, !s.timer
 			c.pause = int(l.rx.reg(lg.RegPauseThreshold, 0))
 			c.resu = int(l.rx.reg(lg.RegResumeThreshold, 0))
 		}
@@ -461,7 +461,7 @@ func (d *Dataplane) newSegment(r *lgRun) error {
 		cfg.PauseCells, cfg.ResumeCells = c.pause, c.resu
 		// Thresholds of zero, or beyond the buffer, mean no backpressure.
 		cfg.NoTxCopy = c.noTxCopy
-		cfg.NoDummy, cfg.NoAck = c.noDummy, c.noAck
+		cfg.NoDummy, cfg.NoAck, cfg.NoTimeout = c.noDummy, c.noAck, c.noTimeout
 		cfg.Backpressure = !c.noPause && c.mode == lgmodel.Ordered && c.pause > 0 && c.resu > 0 && c.resu <= c.pause &&
 			int64(c.pause)*lg.CellBytes < int64(cfg.RxBufferCap)
 	}

@@ -328,6 +328,7 @@ type lgSetup struct {
 	replicas     int
 	backpressure bool
 	dummy, ack   bool // the sender's dummy, the receiver's explicit ACK circulate
+	timer        bool // the receiver's timer runs: ackNoTimeout, PFC frames
 	why          []string
 }
 
@@ -401,6 +402,7 @@ func linkSetup(tx *Tofino, txPort int, rx *Tofino, rxPort int, copies int) lgSet
 		}
 	}
 	rx.mu.Unlock()
+	s.timer = timer
 	s.backpressure = rxMap&lg.PFCClassEnable != 0 && normalCos == 0 && timer
 	if rxMap&lg.PFCClassEnable == 0 {
 		s.why = append(s.why, fmt.Sprintf("sender: port %d does not honour PFC class 0", txPort))
@@ -414,7 +416,7 @@ func linkSetup(tx *Tofino, txPort int, rx *Tofino, rxPort int, copies int) lgSet
 		s.why = append(s.why, fmt.Sprintf("sender: port %d's retransmission queue is in PFC class 0: a pause holds it too", txPort))
 	}
 	if !timer {
-		s.why = append(s.why, fmt.Sprintf("receiver: no periodic timer application for port %d", rxPort))
+		s.why = append(s.why, fmt.Sprintf("receiver: no periodic timer application for port %d: no ackNoTimeout skips a hole no copy fills, no pause frame is sent", rxPort))
 	}
 	sort.Strings(s.why)
 	return s
