@@ -108,75 +108,18 @@ func (t *twin) startFabric(name string) (*twinReactor, error) {
 	if err := t.ensureKey(); err != nil {
 		return nil, err
 	}
-	type member struct {
-		host, iface string
-		port        int
-		addr        netip.Prefix
-	}
-	var (
-		members      []member
-		sw           string
-		linkBps, eps float64
-		problems     []error
-	)
+	rm := reactorMembers{t: t, name: name}
 	for _, hn := range t.out.DeviceNames() {
 		hd := t.out.Devices[hn]
 		if hd.Kind != "host" || hd.Options["reactor"] != name {
 			continue
 		}
-		var m *member
-		for _, l := range t.out.Links {
-			for _, e := range [][2]inventory.Endpoint{{l.A, l.B}, {l.B, l.A}} {
-				if e[0].Device != hn || t.lab.ocs == nil || t.lab.ocs.micro[e[1].Device] == nil {
-					continue
-				}
-				if sw != "" && sw != e[1].Device {
-					problems = append(problems, fmt.Errorf("%s: link %s: REACToR %s has its hosts on %s and %s; a fabric is built around one microsecond switch", l.Pos, l.Name, name, sw, e[1].Device))
-					continue
-				}
-				sw = e[1].Device
-				port, err := strconv.Atoi(e[1].Port)
-				if err != nil {
-					problems = append(problems, fmt.Errorf("%s: link %s: port %q of %s: expected a number", l.Pos, l.Name, e[1].Port, sw))
-					continue
-				}
-				addr, err := netip.ParsePrefix(hd.Ports[e[0].Port])
-				if err != nil {
-					problems = append(problems, fmt.Errorf("%s: %s: port %s: expected an interface address such as 10.20.0.1/24: %w", hd.Pos, hn, e[0].Port, err))
-					continue
-				}
-				tr, _ := inventory.LookupTransceiver(l.Transceiver)
-				if linkBps != 0 && tr.RateBps != linkBps {
-					problems = append(problems, fmt.Errorf("%s: link %s: %s on a REACToR whose other hosts run at %g Gb/s", l.Pos, l.Name, l.Transceiver, linkBps/1e9))
-					continue
-				}
-				linkBps = tr.RateBps
-				m = &member{host: hn, iface: e[0].Port, port: port, addr: addr}
-			}
-		}
-		if m == nil {
-			problems = append(problems, fmt.Errorf("%s: %s: on REACToR %s, but no link of it reaches a simulated microsecond switch (driver mordia-rest)", hd.Pos, hn, name))
-			continue
-		}
-		e := 0.0
-		if v, ok := hd.Options["reactor_eps_gbps"]; ok {
-			g, err := strconv.ParseFloat(v, 64)
-			if err != nil || g <= 0 {
-				problems = append(problems, fmt.Errorf("%s: %s: reactor_eps_gbps %q: expected a positive number of Gb/s", hd.Pos, hn, v))
-				continue
-			}
-			e = g * 1e9
-		}
-		if eps != 0 && e != eps {
-			problems = append(problems, fmt.Errorf("%s: %s: reactor_eps_gbps %g, where the other hosts of REACToR %s say %g", hd.Pos, hn, e/1e9, name, eps/1e9))
-			continue
-		}
-		eps = e
-		members = append(members, *m)
+		rm.addHost(hn, hd)
 	}
-	if len(problems) > 0 {
-		return nil, errors.Join(problems...)
+	if len(rm.problems) > 0 {
+		return nil, errors.Join(rm.problems...)
 	}
+	members, sw, linkBps, eps := rm.members, rm.sw, rm.linkBps, rm.eps
 	if eps == 0 {
 		eps = linkBps
 	}
@@ -209,4 +152,89 @@ func (t *twin) startFabric(name string) (*twinReactor, error) {
 	}
 	t.reactors[name] = r
 	return r, nil
+}
+
+// reactorMember is a host of a REACToR: its interface on the port of
+// the microsecond switch its link reaches, and its address.
+type reactorMember struct {
+	host, iface string
+	port        int
+	addr        netip.Prefix
+}
+
+// reactorMembers gathers the hosts of the REACToR named, the one
+// microsecond switch they hang off, the circuits' rate and the packet
+// switch's, and what is wrong with them.
+type reactorMembers struct {
+	t            *twin
+	name         string
+	members      []reactorMember
+	sw           string
+	linkBps, eps float64
+	problems     []error
+}
+
+// addHost adds host hn: its link to the switch, and its reactor_eps_gbps,
+// which every host of the REACToR must agree on.
+func (rm *reactorMembers) addHost(hn string, hd *inventory.Device) {
+	var m *reactorMember
+	for _, l := range rm.t.out.Links {
+		for _, e := range [][2]inventory.Endpoint{{l.A, l.B}, {l.B, l.A}} {
+			if mm := rm.member(hn, hd, l, e); mm != nil {
+				m = mm
+			}
+		}
+	}
+	if m == nil {
+		rm.problems = append(rm.problems, fmt.Errorf("%s: %s: on REACToR %s, but no link of it reaches a simulated microsecond switch (driver mordia-rest)", hd.Pos, hn, rm.name))
+		return
+	}
+	e := 0.0
+	if v, ok := hd.Options["reactor_eps_gbps"]; ok {
+		g, err := strconv.ParseFloat(v, 64)
+		if err != nil || g <= 0 {
+			rm.problems = append(rm.problems, fmt.Errorf("%s: %s: reactor_eps_gbps %q: expected a positive number of Gb/s", hd.Pos, hn, v))
+			return
+		}
+		e = g * 1e9
+	}
+	if rm.eps != 0 && e != rm.eps {
+		rm.problems = append(rm.problems, fmt.Errorf("%s: %s: reactor_eps_gbps %g, where the other hosts of REACToR %s say %g", hd.Pos, hn, e/1e9, rm.name, rm.eps/1e9))
+		return
+	}
+	rm.eps = e
+	rm.members = append(rm.members, *m)
+}
+
+// member is host hn as link l's end e[0] makes it a member, when e[1] is
+// a simulated microsecond switch: on the REACToR's one switch, a numbered
+// port, an interface address, the rate of the REACToR's other links.
+// Nil when the link reaches no such switch or is wrong (a problem).
+func (rm *reactorMembers) member(hn string, hd *inventory.Device, l *inventory.Link, e [2]inventory.Endpoint) *reactorMember {
+	ocs := rm.t.lab.ocs
+	if e[0].Device != hn || ocs == nil || ocs.micro[e[1].Device] == nil {
+		return nil
+	}
+	if rm.sw != "" && rm.sw != e[1].Device {
+		rm.problems = append(rm.problems, fmt.Errorf("%s: link %s: REACToR %s has its hosts on %s and %s; a fabric is built around one microsecond switch", l.Pos, l.Name, rm.name, rm.sw, e[1].Device))
+		return nil
+	}
+	rm.sw = e[1].Device
+	port, err := strconv.Atoi(e[1].Port)
+	if err != nil {
+		rm.problems = append(rm.problems, fmt.Errorf("%s: link %s: port %q of %s: expected a number", l.Pos, l.Name, e[1].Port, rm.sw))
+		return nil
+	}
+	addr, err := netip.ParsePrefix(hd.Ports[e[0].Port])
+	if err != nil {
+		rm.problems = append(rm.problems, fmt.Errorf("%s: %s: port %s: expected an interface address such as 10.20.0.1/24: %w", hd.Pos, hn, e[0].Port, err))
+		return nil
+	}
+	tr, _ := inventory.LookupTransceiver(l.Transceiver)
+	if rm.linkBps != 0 && tr.RateBps != rm.linkBps {
+		rm.problems = append(rm.problems, fmt.Errorf("%s: link %s: %s on a REACToR whose other hosts run at %g Gb/s", l.Pos, l.Name, l.Transceiver, rm.linkBps/1e9))
+		return nil
+	}
+	rm.linkBps = tr.RateBps
+	return &reactorMember{host: hn, iface: e[0].Port, port: port, addr: addr}
 }

@@ -679,105 +679,157 @@ func (s *bfrtService) update(info *bfrtinfo.Info, tgt *bfrtpb.TargetDevice, u *b
 			typ = bfrtpb.Update_INSERT
 		}
 	}
-	name := strings.TrimPrefix(t.Name, "pipe.")
-	switch t.TableType {
-	case "MatchAction_Direct":
-		args := map[string]any{"name": name, "key": intMap(key)}
-		switch typ {
-		case bfrtpb.Update_INSERT, bfrtpb.Update_MODIFY:
-			if act == nil {
-				return bfErr(codes.InvalidArgument, "table %s: an entry needs an action", t.Name)
-			}
-			d := map[string]int64{}
-			for k, v := range data {
-				x, ok := v.(uint64)
-				if !ok {
-					return bfErr(codes.InvalidArgument, "table %s action %s: parameter %s is not an integer", t.Name, act.Name, k)
-				}
-				d[k] = int64(x)
-			}
-			args["action"], args["data"] = lastName(act.Name), d
-			op := "table.add"
-			if typ == bfrtpb.Update_MODIFY {
-				op = "table.mod"
-			}
-			return s.op(op, args, nil)
-		case bfrtpb.Update_DELETE:
-			if len(key) == 0 {
-				return s.op("table.clear", map[string]any{"name": name}, nil)
-			}
-			return s.op("table.del", args, nil)
-		}
-	case "Register":
-		idx, ok := key["$REGISTER_INDEX"]
-		if !ok || (typ != bfrtpb.Update_INSERT && typ != bfrtpb.Update_MODIFY) {
-			return bfErr(codes.InvalidArgument, "register %s: write an entry of a $REGISTER_INDEX (MODIFY)", name)
-		}
-		v, ok := data[name+".f1"].(uint64)
-		if !ok {
-			return bfErr(codes.InvalidArgument, "register %s: no value for %s.f1", name, name)
-		}
-		return s.op("reg.set", map[string]any{"name": name, "index": idx, "value": int64(v)}, nil)
-	case "PortConfigure":
-		return s.writePort(t, typ, key, data)
-	case "PortStat":
-		dev, ok := key["$DEV_PORT"]
-		if typ != bfrtpb.Update_MODIFY || !ok || len(data) != 0 {
-			return bfErr(codes.InvalidArgument, "$PORT_STAT: only a MODIFY of a $DEV_PORT with no data (which clears its counters) is served")
-		}
-		return s.op("port.stat_clear", map[string]any{"dev_port": dev}, nil)
-	case "TmCounterQueue":
-		w, ok := data["watermark_cells"]
-		if typ != bfrtpb.Update_MODIFY || !ok || w != uint64(0) || len(data) != 1 {
-			return bfErr(codes.InvalidArgument, "%s: only watermark_cells=0 is written (clearing the watermark)", t.Name)
-		}
-		return s.op("tm.queue", map[string]any{"pipe": pipeOf(tgt, te), "pg_id": key["pg_id"], "pg_queue": key["pg_queue"], "clear_watermark": true}, nil)
-	case "TmQueueSchedCfg":
-		p, ok := data["max_priority"].(string)
-		if typ != bfrtpb.Update_MODIFY || !ok || len(data) != 1 {
-			return bfErr(codes.InvalidArgument, "%s: only max_priority is written by the simulated switch", t.Name)
-		}
-		prio, err := priorityOf(p)
-		if err != nil {
-			return err
-		}
-		dev, qid := tmQueuePort(pipeOf(tgt, te), key["pg_id"], key["pg_queue"])
-		return s.op("tm.queue.sched", map[string]any{"dev_port": dev, "qid": qid, "priority": prio}, nil)
-	case "PktgenPortCfg":
-		on, ok := data["pktgen_enable"].(bool)
-		if !ok {
-			return bfErr(codes.InvalidArgument, "%s: expected pktgen_enable", t.Name)
-		}
-		s.mu.Lock()
-		s.pktPorts[int(key["dev_port"])] = on
-		s.mu.Unlock()
-		return nil
-	case "PktgenPktBufferCfg":
-		b, ok := data["buffer"].([]byte)
-		if !ok {
-			if x, isInt := data["buffer"].(uint64); isInt {
-				b, _ = bfrtinfo.Encode(x, int(key["pkt_buffer_size"]))
-			}
-		}
-		if int(key["pkt_buffer_size"]) != len(b) || key["pkt_buffer_offset"]+key["pkt_buffer_size"] > 16<<10 {
-			return bfErr(codes.InvalidArgument, "%s: buffer of %d bytes at %d, size %d (16 KiB per pipe)", t.Name, len(b), key["pkt_buffer_offset"], key["pkt_buffer_size"])
-		}
-		s.mu.Lock()
-		s.pktBuf[int(key["pkt_buffer_offset"])] = append([]byte(nil), b...)
-		s.mu.Unlock()
-		return nil
-	case "PktgenAppCfg":
-		return s.writeApp(t, key, act, data)
-	case "MirrorCfg", "PreNode", "PreMgid", "TmQueueCfg":
-		return s.writeSetup(t, typ, key, act, data, pipeOf(tgt, te)) // bfrt_grpc_setup.go
-	case "SimClock":
-		until, ok := data["until_ns"].(uint64)
-		if !ok {
-			return bfErr(codes.InvalidArgument, "%s: expected until_ns", t.Name)
-		}
-		return s.op("time.wait", map[string]any{"until_ns": int64(until)}, nil)
+	w, ok := writers[t.TableType]
+	if !ok {
+		return bfErr(codes.Unimplemented, "table %s (%s): the simulated switch does not model it", t.Name, t.TableType)
 	}
-	return bfErr(codes.Unimplemented, "table %s (%s): the simulated switch does not model it", t.Name, t.TableType)
+	return w(s, write{t: t, typ: typ, key: key, act: act, data: data, pipe: pipeOf(tgt, te), name: strings.TrimPrefix(t.Name, "pipe.")})
+}
+
+// write is one update of a table entry, decoded.
+type write struct {
+	t    *bfrtinfo.Table
+	typ  bfrtpb.Update_Type // INSERT_OR_MODIFY resolved
+	key  map[string]uint64
+	act  *bfrtinfo.Action
+	data map[string]any
+	pipe int64
+	name string // the table's name without "pipe."
+}
+
+// writers serve the updates of each table type the simulated switch
+// models, through the agent's operations.
+var writers = map[string]func(s *bfrtService, w write) error{
+	"MatchAction_Direct": (*bfrtService).writeP4Table,
+	"Register":           (*bfrtService).writeRegister,
+	"PortConfigure": func(s *bfrtService, w write) error {
+		return s.writePort(w.t, w.typ, w.key, w.data)
+	},
+	"PortStat":           (*bfrtService).writePortStat,
+	"TmCounterQueue":     (*bfrtService).writeQueueCounter,
+	"TmQueueSchedCfg":    (*bfrtService).writeQueueSched,
+	"PktgenPortCfg":      (*bfrtService).writePktgenPort,
+	"PktgenPktBufferCfg": (*bfrtService).writePktgenBuffer,
+	"PktgenAppCfg": func(s *bfrtService, w write) error {
+		return s.writeApp(w.t, w.key, w.act, w.data)
+	},
+	"MirrorCfg":  (*bfrtService).writeSetupTable,
+	"PreNode":    (*bfrtService).writeSetupTable,
+	"PreMgid":    (*bfrtService).writeSetupTable,
+	"TmQueueCfg": (*bfrtService).writeSetupTable,
+	"SimClock":   (*bfrtService).writeClock,
+}
+
+// writeP4Table is an entry of a program's match-action table: add,
+// modify, delete, or with no key clear the table.
+func (s *bfrtService) writeP4Table(w write) error {
+	args := map[string]any{"name": w.name, "key": intMap(w.key)}
+	switch w.typ {
+	case bfrtpb.Update_INSERT, bfrtpb.Update_MODIFY:
+		if w.act == nil {
+			return bfErr(codes.InvalidArgument, "table %s: an entry needs an action", w.t.Name)
+		}
+		d := map[string]int64{}
+		for k, v := range w.data {
+			x, ok := v.(uint64)
+			if !ok {
+				return bfErr(codes.InvalidArgument, "table %s action %s: parameter %s is not an integer", w.t.Name, w.act.Name, k)
+			}
+			d[k] = int64(x)
+		}
+		args["action"], args["data"] = lastName(w.act.Name), d
+		op := "table.add"
+		if w.typ == bfrtpb.Update_MODIFY {
+			op = "table.mod"
+		}
+		return s.op(op, args, nil)
+	case bfrtpb.Update_DELETE:
+		if len(w.key) == 0 {
+			return s.op("table.clear", map[string]any{"name": w.name}, nil)
+		}
+		return s.op("table.del", args, nil)
+	}
+	return bfErr(codes.Unimplemented, "table %s (%s): the simulated switch does not model it", w.t.Name, w.t.TableType)
+}
+
+func (s *bfrtService) writeRegister(w write) error {
+	idx, ok := w.key["$REGISTER_INDEX"]
+	if !ok || (w.typ != bfrtpb.Update_INSERT && w.typ != bfrtpb.Update_MODIFY) {
+		return bfErr(codes.InvalidArgument, "register %s: write an entry of a $REGISTER_INDEX (MODIFY)", w.name)
+	}
+	v, ok := w.data[w.name+".f1"].(uint64)
+	if !ok {
+		return bfErr(codes.InvalidArgument, "register %s: no value for %s.f1", w.name, w.name)
+	}
+	return s.op("reg.set", map[string]any{"name": w.name, "index": idx, "value": int64(v)}, nil)
+}
+
+func (s *bfrtService) writePortStat(w write) error {
+	dev, ok := w.key["$DEV_PORT"]
+	if w.typ != bfrtpb.Update_MODIFY || !ok || len(w.data) != 0 {
+		return bfErr(codes.InvalidArgument, "$PORT_STAT: only a MODIFY of a $DEV_PORT with no data (which clears its counters) is served")
+	}
+	return s.op("port.stat_clear", map[string]any{"dev_port": dev}, nil)
+}
+
+func (s *bfrtService) writeQueueCounter(w write) error {
+	v, ok := w.data["watermark_cells"]
+	if w.typ != bfrtpb.Update_MODIFY || !ok || v != uint64(0) || len(w.data) != 1 {
+		return bfErr(codes.InvalidArgument, "%s: only watermark_cells=0 is written (clearing the watermark)", w.t.Name)
+	}
+	return s.op("tm.queue", map[string]any{"pipe": w.pipe, "pg_id": w.key["pg_id"], "pg_queue": w.key["pg_queue"], "clear_watermark": true}, nil)
+}
+
+func (s *bfrtService) writeQueueSched(w write) error {
+	p, ok := w.data["max_priority"].(string)
+	if w.typ != bfrtpb.Update_MODIFY || !ok || len(w.data) != 1 {
+		return bfErr(codes.InvalidArgument, "%s: only max_priority is written by the simulated switch", w.t.Name)
+	}
+	prio, err := priorityOf(p)
+	if err != nil {
+		return err
+	}
+	dev, qid := tmQueuePort(w.pipe, w.key["pg_id"], w.key["pg_queue"])
+	return s.op("tm.queue.sched", map[string]any{"dev_port": dev, "qid": qid, "priority": prio}, nil)
+}
+
+func (s *bfrtService) writePktgenPort(w write) error {
+	on, ok := w.data["pktgen_enable"].(bool)
+	if !ok {
+		return bfErr(codes.InvalidArgument, "%s: expected pktgen_enable", w.t.Name)
+	}
+	s.mu.Lock()
+	s.pktPorts[int(w.key["dev_port"])] = on
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *bfrtService) writePktgenBuffer(w write) error {
+	b, ok := w.data["buffer"].([]byte)
+	if !ok {
+		if x, isInt := w.data["buffer"].(uint64); isInt {
+			b, _ = bfrtinfo.Encode(x, int(w.key["pkt_buffer_size"]))
+		}
+	}
+	if int(w.key["pkt_buffer_size"]) != len(b) || w.key["pkt_buffer_offset"]+w.key["pkt_buffer_size"] > 16<<10 {
+		return bfErr(codes.InvalidArgument, "%s: buffer of %d bytes at %d, size %d (16 KiB per pipe)", w.t.Name, len(b), w.key["pkt_buffer_offset"], w.key["pkt_buffer_size"])
+	}
+	s.mu.Lock()
+	s.pktBuf[int(w.key["pkt_buffer_offset"])] = append([]byte(nil), b...)
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *bfrtService) writeSetupTable(w write) error {
+	return s.writeSetup(w.t, w.typ, w.key, w.act, w.data, w.pipe) // bfrt_grpc_setup.go
+}
+
+func (s *bfrtService) writeClock(w write) error {
+	until, ok := w.data["until_ns"].(uint64)
+	if !ok {
+		return bfErr(codes.InvalidArgument, "%s: expected until_ns", w.t.Name)
+	}
+	return s.op("time.wait", map[string]any{"until_ns": int64(until)}, nil)
 }
 
 func (s *bfrtService) p4Exists(t *bfrtinfo.Table, key map[string]uint64) bool {
@@ -1019,214 +1071,283 @@ func (s *bfrtService) read(info *bfrtinfo.Info, tgt *bfrtpb.TargetDevice, ent *b
 	if err != nil {
 		return nil, err
 	}
-	want := requested(t, te)
-	name := strings.TrimPrefix(t.Name, "pipe.")
-	one := func(k map[string]int64, act *bfrtinfo.Action, d map[string]any) ([]*bfrtpb.TableEntry, error) {
-		e, err := entry(t, k, act, d)
-		if err != nil {
-			return nil, err
-		}
-		return []*bfrtpb.TableEntry{e}, nil
+	r, ok := readers[t.TableType]
+	if !ok {
+		return nil, bfErr(codes.Unimplemented, "table %s (%s): the simulated switch does not model it", t.Name, t.TableType)
 	}
-	switch t.TableType {
-	case "MatchAction_Direct":
-		var r struct {
-			Entries []simEntry `json:"entries"`
+	return r(s, readReq{t: t, key: key, want: requested(t, te), pipe: pipeOf(tgt, te), name: strings.TrimPrefix(t.Name, "pipe.")})
+}
+
+// readReq is one read of a table, decoded.
+type readReq struct {
+	t    *bfrtinfo.Table
+	key  map[string]uint64
+	want map[string]bool // the data fields asked for (nil: all)
+	pipe int64
+	name string // the table's name without "pipe."
+}
+
+// one is the read's answer: the entry of its key with act and d.
+func (r readReq) one(act *bfrtinfo.Action, d map[string]any) ([]*bfrtpb.TableEntry, error) {
+	e, err := entry(r.t, intMap(r.key), act, d)
+	if err != nil {
+		return nil, err
+	}
+	return []*bfrtpb.TableEntry{e}, nil
+}
+
+// readers serve the reads of each table type the simulated switch
+// models, through the agent's operations.
+var readers = map[string]func(s *bfrtService, r readReq) ([]*bfrtpb.TableEntry, error){
+	"MatchAction_Direct": (*bfrtService).readP4Table,
+	"Register": func(s *bfrtService, r readReq) ([]*bfrtpb.TableEntry, error) {
+		return s.readRegister(r.t, r.name, r.key)
+	},
+	"PortConfigure":   (*bfrtService).readPort,
+	"PortStat":        (*bfrtService).readPortStat,
+	"TmCounterQueue":  (*bfrtService).readQueueCounter,
+	"TmPortCfg":       (*bfrtService).readTMPort,
+	"TmQueueSchedCfg": (*bfrtService).readQueueSched,
+	"PktgenAppCfg":    (*bfrtService).readApp,
+	"MirrorCfg":       (*bfrtService).readSetupTable,
+	"PreNode":         (*bfrtService).readSetupTable,
+	"PreMgid":         (*bfrtService).readSetupTable,
+	"TmQueueCfg":      (*bfrtService).readSetupTable,
+	"SimClock":        (*bfrtService).readClock,
+	"DevConfigure": func(s *bfrtService, r readReq) ([]*bfrtpb.TableEntry, error) {
+		r.key = nil
+		return r.one(nil, filter(map[string]any{"sku": "BFN-T10-032D", "num_pipes": int64(4), "num_stages": int64(12), "num_max_ports": int64(288), "num_front_ports": int64(32), "pcie_cpu_port": int64(320)}, r.want))
+	},
+}
+
+// readP4Table reads a program's match-action table: every entry, or the
+// one of the key.
+func (s *bfrtService) readP4Table(r readReq) ([]*bfrtpb.TableEntry, error) {
+	t, key := r.t, r.key
+	var got struct {
+		Entries []simEntry `json:"entries"`
+	}
+	args := map[string]any{"name": r.name}
+	if len(key) > 0 {
+		args["key"] = intMap(key)
+	}
+	if err := s.op("table.get", args, &got); err != nil {
+		return nil, err
+	}
+	var out []*bfrtpb.TableEntry
+	for _, e := range got.Entries {
+		if len(key) > 0 && !sameKey(e.Key, intMap(key)) {
+			continue
 		}
-		args := map[string]any{"name": name}
-		if len(key) > 0 {
-			args["key"] = intMap(key)
-		}
-		if err := s.op("table.get", args, &r); err != nil {
-			return nil, err
-		}
-		var out []*bfrtpb.TableEntry
-		for _, e := range r.Entries {
-			if len(key) > 0 && !sameKey(e.Key, intMap(key)) {
-				continue
-			}
-			act, ok := t.Action(e.Action)
-			if !ok {
-				return nil, bfErr(codes.Internal, "table %s: entry with action %q the program does not declare", t.Name, e.Action)
-			}
-			d := map[string]any{}
-			for k, v := range e.Data {
-				d[k] = v
-			}
-			te, err := entry(t, e.Key, act, d)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, te)
-		}
-		if len(key) > 0 && len(out) == 0 {
-			return nil, bfErr(codes.NotFound, "table %s has no entry %v", t.Name, key)
-		}
-		return out, nil
-	case "Register":
-		return s.readRegister(t, name, key)
-	case "PortConfigure":
-		dev, ok := key["$DEV_PORT"]
+		act, ok := t.Action(e.Action)
 		if !ok {
-			return nil, bfErr(codes.Unimplemented, "$PORT: the simulated switch reads one $DEV_PORT at a time")
-		}
-		var st struct {
-			Enabled bool   `json:"enabled"`
-			Up      bool   `json:"up"`
-			Speed   string `json:"speed"`
-			FEC     string `json:"fec"`
-		}
-		if err := s.op("port.status", map[string]any{"dev_port": dev}, &st); err != nil {
-			return nil, err
-		}
-		d := map[string]any{"$SPEED": st.Speed, "$FEC": st.FEC, "$PORT_ENABLE": st.Enabled, "$PORT_UP": st.Up,
-			"$AUTO_NEGOTIATION": "PM_AN_FORCE_DISABLE", "$IS_VALID": true, "$IS_INTERNAL": false}
-		if want == nil || want["$CUT_THROUGH_EN"] {
-			var ct struct {
-				Enabled bool `json:"enabled"`
-			}
-			if err := s.op("port.cut_through", map[string]any{"dev_port": dev}, &ct); err != nil {
-				return nil, err
-			}
-			d["$CUT_THROUGH_EN"] = ct.Enabled
-		}
-		if want == nil || want["$RX_PFC_EN_MAP"] || want["$TX_PFC_EN_MAP"] {
-			var pfc struct {
-				Rx int64 `json:"rx_map"`
-				Tx int64 `json:"tx_map"`
-			}
-			if err := s.op("port.pfc", map[string]any{"dev_port": dev}, &pfc); err != nil {
-				return nil, err
-			}
-			d["$RX_PFC_EN_MAP"], d["$TX_PFC_EN_MAP"] = pfc.Rx, pfc.Tx
-		}
-		// The 1588 transmit timestamp FIFO pops on a read: only a read
-		// that names its fields reads it.
-		if want["$TIMESTAMP_1588_VALUE"] || want["$TIMESTAMP_1588_VALID"] {
-			var ts struct {
-				Valid bool  `json:"valid"`
-				Value int64 `json:"value"`
-				ID    int64 `json:"id"`
-			}
-			if err := s.op("port.tx_tstamp", map[string]any{"dev_port": dev}, &ts); err != nil {
-				return nil, err
-			}
-			d["$TIMESTAMP_1588_VALID"], d["$TIMESTAMP_1588_VALUE"], d["$TIMESTAMP_1588_ID"] = ts.Valid, ts.Value, ts.ID
-		}
-		return one(intMap(key), nil, filter(d, want))
-	case "PortStat":
-		dev, ok := key["$DEV_PORT"]
-		if !ok {
-			return nil, bfErr(codes.Unimplemented, "$PORT_STAT: the simulated switch reads one $DEV_PORT at a time")
-		}
-		args := map[string]any{"dev_port": dev}
-		if want != nil {
-			var names []string
-			for n := range want {
-				names = append(names, n)
-			}
-			args["names"] = names
-		}
-		var r struct {
-			Counters map[string]int64 `json:"counters"`
-		}
-		if err := s.op("port.stat", args, &r); err != nil {
-			return nil, err
+			return nil, bfErr(codes.Internal, "table %s: entry with action %q the program does not declare", t.Name, e.Action)
 		}
 		d := map[string]any{}
-		for k, v := range r.Counters {
-			if _, known := t.DataField(k, nil); known {
-				d[k] = v
-			}
+		for k, v := range e.Data {
+			d[k] = v
 		}
-		return one(intMap(key), nil, d)
-	case "TmCounterQueue":
-		var q struct {
-			Usage int64 `json:"usage_cells"`
-			Mark  int64 `json:"watermark_cells"`
-			Drops int64 `json:"drop_count_packets"`
-		}
-		if err := s.op("tm.queue", map[string]any{"pipe": pipeOf(tgt, te), "pg_id": key["pg_id"], "pg_queue": key["pg_queue"]}, &q); err != nil {
-			return nil, err
-		}
-		return one(intMap(key), nil, filter(map[string]any{"usage_cells": q.Usage, "watermark_cells": q.Mark, "drop_count_packets": q.Drops}, want))
-	case "TmPortCfg":
-		dev, ok := key["dev_port"]
-		if !ok || dev&0x7f >= tmPortsPerPipe {
-			return nil, bfErr(codes.NotFound, "%s: no TM port %d", t.Name, dev)
-		}
-		d := map[string]any{"pg_id": int64(dev&0x7f) >> 2, "pg_port_nr": int64(dev & 3), "port_queues_count": int64(8)}
-		e, err := entry(t, intMap(key), nil, filter(d, want))
+		te, err := entry(t, e.Key, act, d)
 		if err != nil {
 			return nil, err
 		}
-		if f, ok := t.DataField("egress_qid_queues", nil); ok && (want == nil || want[f.Name]) {
-			var qs []uint32
-			for q := 0; q < 8; q++ {
-				qs = append(qs, uint32(dev&3)*8+uint32(q))
-			}
-			e.Data.Fields = append(e.Data.Fields, &bfrtpb.DataField{FieldId: f.ID, Value: &bfrtpb.DataField_IntArrVal{IntArrVal: &bfrtpb.DataField_IntArray{Val: qs}}})
-		}
-		return []*bfrtpb.TableEntry{e}, nil
-	case "TmQueueSchedCfg":
-		dev, qid := tmQueuePort(pipeOf(tgt, te), key["pg_id"], key["pg_queue"])
-		var r struct {
-			Priority int `json:"priority"`
-		}
-		if err := s.op("tm.queue.sched", map[string]any{"dev_port": dev, "qid": qid}, &r); err != nil {
-			return nil, err
-		}
-		p := strconv.Itoa(r.Priority)
-		if r.Priority == 0 {
-			p = "LOW" // the first choice for priority 0 (prio_to_str)
-		}
-		return one(intMap(key), nil, filter(map[string]any{"max_priority": p, "min_priority": "LOW", "min_rate_enable": false, "max_rate_enable": false, "scheduling_enable": true, "dwrr_weight": int64(1023)}, want))
-	case "PktgenAppCfg":
-		id := int(key["app_id"])
-		s.mu.Lock()
-		app := s.apps[id]
-		var f map[string]uint64
-		act := ""
-		if app != nil {
-			f, act = app.fields, app.action
-		}
-		s.mu.Unlock()
-		if app == nil {
-			return nil, bfErr(codes.NotFound, "pktgen app %d is not configured", id)
-		}
-		var st struct {
-			Enabled bool  `json:"enabled"`
-			Packets int64 `json:"packets"`
-		}
-		err := s.op("pktgen.status", map[string]any{"app_id": id}, &st)
-		if IsAgentNotFound(err) {
-			err = nil // configured but never started
-		}
-		if err != nil {
-			return nil, err
-		}
-		d := map[string]any{"app_enable": st.Enabled, "pkt_counter": st.Packets}
-		for k, v := range f {
-			if _, known := d[k]; !known {
-				d[k] = int64(v)
-			}
-		}
-		a, _ := t.Action(act)
-		return one(intMap(key), a, filter(d, want))
-	case "MirrorCfg", "PreNode", "PreMgid", "TmQueueCfg":
-		return s.readSetup(t, key, want, pipeOf(tgt, te)) // bfrt_grpc_setup.go
-	case "SimClock":
-		var r struct {
-			TimeNs int64 `json:"time_ns"`
-		}
-		if err := s.op("time", nil, &r); err != nil {
-			return nil, err
-		}
-		return one(nil, nil, map[string]any{"time_ns": r.TimeNs})
-	case "DevConfigure":
-		return one(nil, nil, filter(map[string]any{"sku": "BFN-T10-032D", "num_pipes": int64(4), "num_stages": int64(12), "num_max_ports": int64(288), "num_front_ports": int64(32), "pcie_cpu_port": int64(320)}, want))
+		out = append(out, te)
 	}
-	return nil, bfErr(codes.Unimplemented, "table %s (%s): the simulated switch does not model it", t.Name, t.TableType)
+	if len(key) > 0 && len(out) == 0 {
+		return nil, bfErr(codes.NotFound, "table %s has no entry %v", t.Name, key)
+	}
+	return out, nil
+}
+
+// readPort reads $PORT of one $DEV_PORT: its status, and the fields
+// other operations keep when asked for (all of them when none is named).
+func (s *bfrtService) readPort(r readReq) ([]*bfrtpb.TableEntry, error) {
+	dev, ok := r.key["$DEV_PORT"]
+	if !ok {
+		return nil, bfErr(codes.Unimplemented, "$PORT: the simulated switch reads one $DEV_PORT at a time")
+	}
+	var st struct {
+		Enabled bool   `json:"enabled"`
+		Up      bool   `json:"up"`
+		Speed   string `json:"speed"`
+		FEC     string `json:"fec"`
+	}
+	if err := s.op("port.status", map[string]any{"dev_port": dev}, &st); err != nil {
+		return nil, err
+	}
+	d := map[string]any{"$SPEED": st.Speed, "$FEC": st.FEC, "$PORT_ENABLE": st.Enabled, "$PORT_UP": st.Up,
+		"$AUTO_NEGOTIATION": "PM_AN_FORCE_DISABLE", "$IS_VALID": true, "$IS_INTERNAL": false}
+	if err := s.readPortExtras(dev, r.want, d); err != nil {
+		return nil, err
+	}
+	return r.one(nil, filter(d, r.want))
+}
+
+// readPortExtras adds to d the $PORT fields of port dev that want asks
+// for: cut-through, the PFC maps, and the 1588 transmit timestamp.
+func (s *bfrtService) readPortExtras(dev uint64, want map[string]bool, d map[string]any) error {
+	if want == nil || want["$CUT_THROUGH_EN"] {
+		var ct struct {
+			Enabled bool `json:"enabled"`
+		}
+		if err := s.op("port.cut_through", map[string]any{"dev_port": dev}, &ct); err != nil {
+			return err
+		}
+		d["$CUT_THROUGH_EN"] = ct.Enabled
+	}
+	if want == nil || want["$RX_PFC_EN_MAP"] || want["$TX_PFC_EN_MAP"] {
+		var pfc struct {
+			Rx int64 `json:"rx_map"`
+			Tx int64 `json:"tx_map"`
+		}
+		if err := s.op("port.pfc", map[string]any{"dev_port": dev}, &pfc); err != nil {
+			return err
+		}
+		d["$RX_PFC_EN_MAP"], d["$TX_PFC_EN_MAP"] = pfc.Rx, pfc.Tx
+	}
+	// The 1588 transmit timestamp FIFO pops on a read: only a read
+	// that names its fields reads it.
+	if want["$TIMESTAMP_1588_VALUE"] || want["$TIMESTAMP_1588_VALID"] {
+		var ts struct {
+			Valid bool  `json:"valid"`
+			Value int64 `json:"value"`
+			ID    int64 `json:"id"`
+		}
+		if err := s.op("port.tx_tstamp", map[string]any{"dev_port": dev}, &ts); err != nil {
+			return err
+		}
+		d["$TIMESTAMP_1588_VALID"], d["$TIMESTAMP_1588_VALUE"], d["$TIMESTAMP_1588_ID"] = ts.Valid, ts.Value, ts.ID
+	}
+	return nil
+}
+
+func (s *bfrtService) readPortStat(r readReq) ([]*bfrtpb.TableEntry, error) {
+	dev, ok := r.key["$DEV_PORT"]
+	if !ok {
+		return nil, bfErr(codes.Unimplemented, "$PORT_STAT: the simulated switch reads one $DEV_PORT at a time")
+	}
+	args := map[string]any{"dev_port": dev}
+	if r.want != nil {
+		var names []string
+		for n := range r.want {
+			names = append(names, n)
+		}
+		args["names"] = names
+	}
+	var got struct {
+		Counters map[string]int64 `json:"counters"`
+	}
+	if err := s.op("port.stat", args, &got); err != nil {
+		return nil, err
+	}
+	d := map[string]any{}
+	for k, v := range got.Counters {
+		if _, known := r.t.DataField(k, nil); known {
+			d[k] = v
+		}
+	}
+	return r.one(nil, d)
+}
+
+func (s *bfrtService) readQueueCounter(r readReq) ([]*bfrtpb.TableEntry, error) {
+	var q struct {
+		Usage int64 `json:"usage_cells"`
+		Mark  int64 `json:"watermark_cells"`
+		Drops int64 `json:"drop_count_packets"`
+	}
+	if err := s.op("tm.queue", map[string]any{"pipe": r.pipe, "pg_id": r.key["pg_id"], "pg_queue": r.key["pg_queue"]}, &q); err != nil {
+		return nil, err
+	}
+	return r.one(nil, filter(map[string]any{"usage_cells": q.Usage, "watermark_cells": q.Mark, "drop_count_packets": q.Drops}, r.want))
+}
+
+// readTMPort is tf1.tm.port.cfg in the default carving: a port's group,
+// its number in the group and its eight queues.
+func (s *bfrtService) readTMPort(r readReq) ([]*bfrtpb.TableEntry, error) {
+	t, want := r.t, r.want
+	dev, ok := r.key["dev_port"]
+	if !ok || dev&0x7f >= tmPortsPerPipe {
+		return nil, bfErr(codes.NotFound, "%s: no TM port %d", t.Name, dev)
+	}
+	d := map[string]any{"pg_id": int64(dev&0x7f) >> 2, "pg_port_nr": int64(dev & 3), "port_queues_count": int64(8)}
+	e, err := entry(t, intMap(r.key), nil, filter(d, want))
+	if err != nil {
+		return nil, err
+	}
+	if f, ok := t.DataField("egress_qid_queues", nil); ok && (want == nil || want[f.Name]) {
+		var qs []uint32
+		for q := 0; q < 8; q++ {
+			qs = append(qs, uint32(dev&3)*8+uint32(q))
+		}
+		e.Data.Fields = append(e.Data.Fields, &bfrtpb.DataField{FieldId: f.ID, Value: &bfrtpb.DataField_IntArrVal{IntArrVal: &bfrtpb.DataField_IntArray{Val: qs}}})
+	}
+	return []*bfrtpb.TableEntry{e}, nil
+}
+
+func (s *bfrtService) readQueueSched(r readReq) ([]*bfrtpb.TableEntry, error) {
+	dev, qid := tmQueuePort(r.pipe, r.key["pg_id"], r.key["pg_queue"])
+	var got struct {
+		Priority int `json:"priority"`
+	}
+	if err := s.op("tm.queue.sched", map[string]any{"dev_port": dev, "qid": qid}, &got); err != nil {
+		return nil, err
+	}
+	p := strconv.Itoa(got.Priority)
+	if got.Priority == 0 {
+		p = "LOW" // the first choice for priority 0 (prio_to_str)
+	}
+	return r.one(nil, filter(map[string]any{"max_priority": p, "min_priority": "LOW", "min_rate_enable": false, "max_rate_enable": false, "scheduling_enable": true, "dwrr_weight": int64(1023)}, r.want))
+}
+
+// readApp is tf1.pktgen.app_cfg: the fields written, the application's
+// state and its packet counter.
+func (s *bfrtService) readApp(r readReq) ([]*bfrtpb.TableEntry, error) {
+	id := int(r.key["app_id"])
+	s.mu.Lock()
+	app := s.apps[id]
+	var f map[string]uint64
+	act := ""
+	if app != nil {
+		f, act = app.fields, app.action
+	}
+	s.mu.Unlock()
+	if app == nil {
+		return nil, bfErr(codes.NotFound, "pktgen app %d is not configured", id)
+	}
+	var st struct {
+		Enabled bool  `json:"enabled"`
+		Packets int64 `json:"packets"`
+	}
+	err := s.op("pktgen.status", map[string]any{"app_id": id}, &st)
+	if IsAgentNotFound(err) {
+		err = nil // configured but never started
+	}
+	if err != nil {
+		return nil, err
+	}
+	d := map[string]any{"app_enable": st.Enabled, "pkt_counter": st.Packets}
+	for k, v := range f {
+		if _, known := d[k]; !known {
+			d[k] = int64(v)
+		}
+	}
+	a, _ := r.t.Action(act)
+	return r.one(a, filter(d, r.want))
+}
+
+func (s *bfrtService) readSetupTable(r readReq) ([]*bfrtpb.TableEntry, error) {
+	return s.readSetup(r.t, r.key, r.want, r.pipe) // bfrt_grpc_setup.go
+}
+
+func (s *bfrtService) readClock(r readReq) ([]*bfrtpb.TableEntry, error) {
+	var got struct {
+		TimeNs int64 `json:"time_ns"`
+	}
+	if err := s.op("time", nil, &got); err != nil {
+		return nil, err
+	}
+	r.key = nil
+	return r.one(nil, map[string]any{"time_ns": got.TimeNs})
 }
 
 // IsAgentNotFound reports whether err is an operation's not_found.

@@ -189,95 +189,16 @@ func (e *ecEngine) readSwitch(i int, sw *Tofino) error {
 			return fmt.Errorf("%s: %w", sw.name, err)
 		}
 	}
-	bad := func(table string, en simEntry, what string) error {
-		return fmt.Errorf("%s: table %s entry %v: %s", sw.name, table, en.Key, what)
-	}
-	inRange := func(table string, en simEntry, m map[string]int64, name string, n int) (int, error) {
-		v, ok := m[name]
-		if !ok || v < 0 || v >= int64(n) {
-			return 0, bad(table, en, fmt.Sprintf("expected %s 0..%d, got %v", name, n-1, m))
-		}
-		return int(v), nil
-	}
 	dv.ID = 0
 	for _, en := range sw.tables[ecmp.TableWhoami] {
 		if en.Action == ecmp.ActionSetID {
 			dv.ID = int(en.Data[ecmp.ParamID])
 		}
 	}
-	dv.GenFlow = map[int]*[em.Slots]em.Flow{}
-	for _, en := range sw.tables[ecmp.TableGenFlow] {
-		slot, err := inRange(ecmp.TableGenFlow, en, en.Key, ecmp.KeySlot, em.Slots)
-		if err != nil {
+	tr := ecTables{sw}
+	for _, read := range []func(*em.Device) error{tr.genFlows, tr.routes, tr.slots} {
+		if err := read(dv); err != nil {
 			return err
-		}
-		app := int(en.Key[ecmp.KeyAppID])
-		g := dv.GenFlow[app]
-		if g == nil {
-			g = new([em.Slots]em.Flow)
-			dv.GenFlow[app] = g
-		}
-		if en.Action == ecmp.ActionToFlow {
-			dst, err := inRange(ecmp.TableGenFlow, en, en.Data, ecmp.ParamDst, ecmp.MaxToRs)
-			if err != nil {
-				return err
-			}
-			flow, err := inRange(ecmp.TableGenFlow, en, en.Data, ecmp.ParamFlow, ecmp.MaxFlows)
-			if err != nil {
-				return err
-			}
-			tc := 0
-			if _, ok := en.Data[ecmp.ParamTC]; ok {
-				if tc, err = inRange(ecmp.TableGenFlow, en, en.Data, ecmp.ParamTC, ecmp.Classes); err != nil {
-					return err
-				}
-			}
-			g[slot] = em.Flow{Valid: true, Dst: dst, Flow: flow, TC: tc}
-		}
-	}
-	dv.Route = [em.MaxToRs]em.Route{}
-	for _, en := range sw.tables[ecmp.TableRoute] {
-		dst, err := inRange(ecmp.TableRoute, en, en.Key, ecmp.KeyDst, ecmp.MaxToRs)
-		if err != nil {
-			return err
-		}
-		switch en.Action {
-		case ecmp.ActionToHost:
-			p, err := inRange(ecmp.TableRoute, en, en.Data, ecmp.ParamPort, em.MaxPorts)
-			if err != nil {
-				return err
-			}
-			dv.Route[dst] = em.Route{Action: em.ToHost, Port: p}
-		case ecmp.ActionECMPHash:
-			dv.Route[dst] = em.Route{Action: em.Hash}
-		case ecmp.ActionECMPSpray:
-			dv.Route[dst] = em.Route{Action: em.Spray}
-		}
-	}
-	dv.Slot = [em.MaxToRs]*[em.Slots]int{}
-	for _, en := range sw.tables[ecmp.TableECMPSlot] {
-		dst, err := inRange(ecmp.TableECMPSlot, en, en.Key, ecmp.KeyDst, ecmp.MaxToRs)
-		if err != nil {
-			return err
-		}
-		slot, err := inRange(ecmp.TableECMPSlot, en, en.Key, ecmp.KeySlot, em.Slots)
-		if err != nil {
-			return err
-		}
-		s := dv.Slot[dst]
-		if s == nil {
-			s = new([em.Slots]int)
-			for k := range s {
-				s[k] = -1
-			}
-			dv.Slot[dst] = s
-		}
-		if en.Action == ecmp.ActionToLink {
-			p, err := inRange(ecmp.TableECMPSlot, en, en.Data, ecmp.ParamLink, em.MaxPorts)
-			if err != nil {
-				return err
-			}
-			s[slot] = p
 		}
 	}
 	// Applications started since: into the fabric.
@@ -294,6 +215,119 @@ func (e *ecEngine) readSwitch(i int, sw *Tofino) error {
 			Enabled: true, Sent: a.sent, Next: next}
 		e.apps.add(a, i, ma)
 		e.fab.AddApp(i, ma)
+	}
+	return nil
+}
+
+// ecTables reads the ecmp program's tables of a switch into the
+// fabric's device, with the switch's lock held.
+type ecTables struct{ sw *Tofino }
+
+// inRange is field name of m (an entry's key or data) when it is in
+// 0..n-1, else an error naming the switch, the table and the entry.
+func (r ecTables) inRange(table string, en simEntry, m map[string]int64, name string, n int) (int, error) {
+	v, ok := m[name]
+	if !ok || v < 0 || v >= int64(n) {
+		return 0, fmt.Errorf("%s: table %s entry %v: expected %s 0..%d, got %v", r.sw.name, table, en.Key, name, n-1, m)
+	}
+	return int(v), nil
+}
+
+// genFlows reads gen_flow: the flow each generator application's slot
+// carries.
+func (r ecTables) genFlows(dv *em.Device) error {
+	dv.GenFlow = map[int]*[em.Slots]em.Flow{}
+	for _, en := range r.sw.tables[ecmp.TableGenFlow] {
+		slot, err := r.inRange(ecmp.TableGenFlow, en, en.Key, ecmp.KeySlot, em.Slots)
+		if err != nil {
+			return err
+		}
+		app := int(en.Key[ecmp.KeyAppID])
+		g := dv.GenFlow[app]
+		if g == nil {
+			g = new([em.Slots]em.Flow)
+			dv.GenFlow[app] = g
+		}
+		if en.Action != ecmp.ActionToFlow {
+			continue
+		}
+		if g[slot], err = r.flow(en); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flow is a gen_flow entry's to_flow: destination, flow and class.
+func (r ecTables) flow(en simEntry) (em.Flow, error) {
+	dst, err := r.inRange(ecmp.TableGenFlow, en, en.Data, ecmp.ParamDst, ecmp.MaxToRs)
+	if err != nil {
+		return em.Flow{}, err
+	}
+	flow, err := r.inRange(ecmp.TableGenFlow, en, en.Data, ecmp.ParamFlow, ecmp.MaxFlows)
+	if err != nil {
+		return em.Flow{}, err
+	}
+	tc := 0
+	if _, ok := en.Data[ecmp.ParamTC]; ok {
+		if tc, err = r.inRange(ecmp.TableGenFlow, en, en.Data, ecmp.ParamTC, ecmp.Classes); err != nil {
+			return em.Flow{}, err
+		}
+	}
+	return em.Flow{Valid: true, Dst: dst, Flow: flow, TC: tc}, nil
+}
+
+// routes reads route: to a host port, or spread by hash or spray.
+func (r ecTables) routes(dv *em.Device) error {
+	dv.Route = [em.MaxToRs]em.Route{}
+	for _, en := range r.sw.tables[ecmp.TableRoute] {
+		dst, err := r.inRange(ecmp.TableRoute, en, en.Key, ecmp.KeyDst, ecmp.MaxToRs)
+		if err != nil {
+			return err
+		}
+		switch en.Action {
+		case ecmp.ActionToHost:
+			p, err := r.inRange(ecmp.TableRoute, en, en.Data, ecmp.ParamPort, em.MaxPorts)
+			if err != nil {
+				return err
+			}
+			dv.Route[dst] = em.Route{Action: em.ToHost, Port: p}
+		case ecmp.ActionECMPHash:
+			dv.Route[dst] = em.Route{Action: em.Hash}
+		case ecmp.ActionECMPSpray:
+			dv.Route[dst] = em.Route{Action: em.Spray}
+		}
+	}
+	return nil
+}
+
+// slots reads ecmp_slot: the link of each destination's slot (-1: none).
+func (r ecTables) slots(dv *em.Device) error {
+	dv.Slot = [em.MaxToRs]*[em.Slots]int{}
+	for _, en := range r.sw.tables[ecmp.TableECMPSlot] {
+		dst, err := r.inRange(ecmp.TableECMPSlot, en, en.Key, ecmp.KeyDst, ecmp.MaxToRs)
+		if err != nil {
+			return err
+		}
+		slot, err := r.inRange(ecmp.TableECMPSlot, en, en.Key, ecmp.KeySlot, em.Slots)
+		if err != nil {
+			return err
+		}
+		s := dv.Slot[dst]
+		if s == nil {
+			s = new([em.Slots]int)
+			for k := range s {
+				s[k] = -1
+			}
+			dv.Slot[dst] = s
+		}
+		if en.Action == ecmp.ActionToLink {
+			p, err := r.inRange(ecmp.TableECMPSlot, en, en.Data, ecmp.ParamLink, em.MaxPorts)
+			if err != nil {
+				return err
+			}
+			s[slot] = p
+		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -81,218 +82,277 @@ func (t *Tofino) opSetup(c opCall) (any, error) {
 	return t.setupLocked(agentReq{Op: c.op, Args: c.args})
 }
 
+// setupOps are the fixed-function operations, each with the op's name
+// (a get and a del share a function), its arguments and the setup state,
+// with t.mu held.
+var setupOps = map[string]func(t *Tofino, op string, a map[string]json.RawMessage) (any, error){
+	"mirror.add":       (*Tofino).mirrorAdd,
+	"mirror.get":       (*Tofino).mirrorGetDel,
+	"mirror.del":       (*Tofino).mirrorGetDel,
+	"pre.node.add":     (*Tofino).preNodeAdd,
+	"pre.node.get":     (*Tofino).preNodeGetDel,
+	"pre.node.del":     (*Tofino).preNodeGetDel,
+	"pre.mgid.add":     (*Tofino).preMgidAdd,
+	"pre.mgid.get":     (*Tofino).preMgidGetDel,
+	"pre.mgid.del":     (*Tofino).preMgidGetDel,
+	"port.pfc":         (*Tofino).portPFC,
+	"tm.queue.pfc_cos": (*Tofino).queuePFCCos,
+	"packet.out":       (*Tofino).packetOut,
+}
+
 func (t *Tofino) setupLocked(req agentReq) (any, error) {
-	a, st := req.Args, t.setup
-	switch req.Op {
-	case "mirror.add":
-		var m mirrorSession
-		var err error
-		if m.SID, err = argInt(a, "sid"); err != nil {
-			return nil, err
-		}
-		if m.Direction, err = argStr(a, "direction"); err != nil {
-			return nil, err
-		}
-		if m.Port, err = argInt(a, "ucast_egress_port"); err != nil {
-			return nil, err
-		}
-		if m.Queue, err = argInt(a, "egress_port_queue"); err != nil {
-			return nil, err
-		}
-		if m.MaxPktLen, err = argInt(a, "max_pkt_len"); err != nil {
-			return nil, err
-		}
-		m.Enable = true
-		switch {
-		case m.SID < 1 || m.SID > maxMirrorSID:
-			return nil, badReq("sid %d: expected 1..%d", m.SID, maxMirrorSID)
-		case m.Direction != "INGRESS" && m.Direction != "EGRESS" && m.Direction != "BOTH":
-			return nil, badReq("direction %q: expected INGRESS, EGRESS or BOTH", m.Direction)
-		case m.Port < 0 || m.Port > 511:
-			return nil, badReq("ucast_egress_port %d: expected 0..511", m.Port)
-		case m.Queue < 0 || m.Queue > 31:
-			return nil, badReq("egress_port_queue %d: expected 0..31", m.Queue)
-		case m.MaxPktLen < 1 || m.MaxPktLen > maxPktLenCap:
-			return nil, badReq("max_pkt_len %d: expected 1..%d", m.MaxPktLen, maxPktLenCap)
-		}
-		if _, dup := st.mirrors[int(m.SID)]; dup {
-			return nil, fmt.Errorf("mirror.cfg: sid %d: Already exists (BF_ALREADY_EXISTS)", m.SID)
-		}
-		st.mirrors[int(m.SID)] = m
-		return nil, nil
-	case "mirror.get", "mirror.del":
-		sid, err := argInt(a, "sid")
-		if err != nil {
-			return nil, err
-		}
-		m, ok := st.mirrors[int(sid)]
-		if !ok {
-			return nil, notFound("mirror session %d is not configured", sid)
-		}
-		if req.Op == "mirror.del" {
-			delete(st.mirrors, int(sid))
-			// A frame that mirrored itself back into the session's
-			// queue (the dummy, the explicit ACK) leaves once more and
-			// is gone.
-			delete(st.injected, [2]int{int(m.Port), int(m.Queue)})
-			return nil, nil
-		}
-		return m, nil
-	case "pre.node.add":
-		var n mcNode
-		var err error
-		if n.ID, err = argInt(a, "node_id"); err != nil {
-			return nil, err
-		}
-		if n.RID, err = argInt(a, "rid"); err != nil {
-			return nil, err
-		}
-		if n.DevPorts, err = argInts(a, "dev_ports"); err != nil {
-			return nil, err
-		}
-		if n.ID < 0 || n.ID > 1<<32-1 || n.RID < 0 || n.RID > 0xffff {
-			return nil, badReq("node %d rid %d: expected a 32-bit node id and a 16-bit rid", n.ID, n.RID)
-		}
-		for _, p := range n.DevPorts {
-			if p < 0 || p > 511 {
-				return nil, badReq("node %d: dev port %d outside 0..511", n.ID, p)
-			}
-		}
-		if _, dup := st.nodes[int(n.ID)]; dup {
-			return nil, fmt.Errorf("pre.node: node %d: Already exists (BF_ALREADY_EXISTS)", n.ID)
-		}
-		st.nodes[int(n.ID)] = n
-		return nil, nil
-	case "pre.node.get", "pre.node.del":
-		id, err := argInt(a, "node_id")
-		if err != nil {
-			return nil, err
-		}
-		n, ok := st.nodes[int(id)]
-		if !ok {
-			return nil, notFound("multicast node %d does not exist", id)
-		}
-		if req.Op == "pre.node.get" {
-			return n, nil
-		}
-		for g, ids := range st.groups {
-			for _, x := range ids {
-				if x == int(id) {
-					return nil, fmt.Errorf("pre.node: node %d is a member of group %d: delete the group first (BF_IN_USE)", id, g)
-				}
-			}
-		}
-		delete(st.nodes, int(id))
-		return nil, nil
-	case "pre.mgid.add":
-		mgid, err := argInt(a, "mgid")
-		if err != nil {
-			return nil, err
-		}
-		ids, err := argInts(a, "node_ids")
-		if err != nil {
-			return nil, err
-		}
-		if mgid < 1 || mgid > maxMGID {
-			return nil, badReq("mgid %d: expected 1..%d", mgid, maxMGID)
-		}
-		if _, dup := st.groups[int(mgid)]; dup {
-			return nil, fmt.Errorf("pre.mgid: group %d: Already exists (BF_ALREADY_EXISTS)", mgid)
-		}
-		var members []int
-		for _, id := range ids {
-			if _, ok := st.nodes[int(id)]; !ok {
-				return nil, notFound("pre.mgid: group %d: node %d does not exist", mgid, id)
-			}
-			members = append(members, int(id))
-		}
-		st.groups[int(mgid)] = members
-		return nil, nil
-	case "pre.mgid.get", "pre.mgid.del":
-		mgid, err := argInt(a, "mgid")
-		if err != nil {
-			return nil, err
-		}
-		ids, ok := st.groups[int(mgid)]
-		if !ok {
-			return nil, notFound("multicast group %d does not exist", mgid)
-		}
-		if req.Op == "pre.mgid.del" {
-			delete(st.groups, int(mgid))
-			return nil, nil
-		}
-		return map[string]any{"mgid": mgid, "node_ids": append([]int{}, ids...)}, nil
-	case "port.pfc":
-		dev, err := argInt(a, "dev_port")
-		if err != nil {
-			return nil, err
-		}
-		if _, ok := t.ports[int(dev)]; !ok {
-			return nil, notFound("port %d is not added", dev)
-		}
-		prev := st.pfc[int(dev)]
-		now := prev
-		_, hasRx := a["rx_map"]
-		_, hasTx := a["tx_map"]
-		if hasRx != hasTx {
-			return nil, badReq("port.pfc: give both rx_map and tx_map, or neither to read")
-		}
-		if hasRx {
-			if now[0], err = argInt(a, "rx_map"); err != nil {
-				return nil, err
-			}
-			if now[1], err = argInt(a, "tx_map"); err != nil {
-				return nil, err
-			}
-			if now[0] < 0 || now[0] > 0xff || now[1] < 0 || now[1] > 0xff {
-				return nil, badReq("port.pfc: maps %#x, %#x: expected 8-bit class maps", now[0], now[1])
-			}
-			st.pfc[int(dev)] = now
-		}
-		return map[string]any{"previous": map[string]int64{"rx_map": prev[0], "tx_map": prev[1]}, "rx_map": now[0], "tx_map": now[1]}, nil
-	case "tm.queue.pfc_cos":
-		dev, err := argInt(a, "dev_port")
-		if err != nil {
-			return nil, err
-		}
-		qid, err := argInt(a, "qid")
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case dev < 0 || dev > 511:
-			return nil, badReq("dev_port %d: expected 0..511", dev)
-		case qid < 0 || qid > 7:
-			return nil, badReq("qid %d: expected 0..7", qid)
-		case dev&0x7f >= tmPortsPerPipe:
-			return nil, notFound("no TM port %d (tf1.tm.port.cfg)", dev)
-		}
-		k := [2]int{int(dev), int(qid)}
-		prev := st.qcos[k]
-		if _, set := a["cos"]; set {
-			cos, err := argInt(a, "cos")
-			if err != nil {
-				return nil, err
-			}
-			if cos < 0 || cos > 7 {
-				return nil, badReq("cos %d: expected 0..7", cos)
-			}
-			st.qcos[k] = cos
-		}
-		return map[string]any{"cos": prev}, nil
-	case "packet.out":
-		h, err := argStr(a, "frame_hex")
-		if err != nil {
-			return nil, err
-		}
-		f, err := hex.DecodeString(h)
-		if err != nil || len(f) < 60 || len(f) > 9216 || h != strings.ToLower(h) {
-			return nil, badReq("frame_hex: expected lowercase hex of a 60..9216 byte frame without FCS")
-		}
-		t.packetOutLocked(f)
+	f, ok := setupOps[req.Op]
+	if !ok {
+		return nil, badReq("unknown op %q", req.Op)
+	}
+	return f(t, req.Op, req.Args)
+}
+
+// mirrorAdd is mirror.add: a normal session, enabled
+// (bfrt.mirror.cfg.add_with_normal).
+func (t *Tofino) mirrorAdd(_ string, a map[string]json.RawMessage) (any, error) {
+	var m mirrorSession
+	var err error
+	if m.SID, err = argInt(a, "sid"); err != nil {
+		return nil, err
+	}
+	if m.Direction, err = argStr(a, "direction"); err != nil {
+		return nil, err
+	}
+	if m.Port, err = argInt(a, "ucast_egress_port"); err != nil {
+		return nil, err
+	}
+	if m.Queue, err = argInt(a, "egress_port_queue"); err != nil {
+		return nil, err
+	}
+	if m.MaxPktLen, err = argInt(a, "max_pkt_len"); err != nil {
+		return nil, err
+	}
+	m.Enable = true
+	if err := m.check(); err != nil {
+		return nil, err
+	}
+	if _, dup := t.setup.mirrors[int(m.SID)]; dup {
+		return nil, fmt.Errorf("mirror.cfg: sid %d: Already exists (BF_ALREADY_EXISTS)", m.SID)
+	}
+	t.setup.mirrors[int(m.SID)] = m
+	return nil, nil
+}
+
+// check holds a session to bf_rt_mirror_tf1.json's ranges.
+func (m mirrorSession) check() error {
+	switch {
+	case m.SID < 1 || m.SID > maxMirrorSID:
+		return badReq("sid %d: expected 1..%d", m.SID, maxMirrorSID)
+	case m.Direction != "INGRESS" && m.Direction != "EGRESS" && m.Direction != "BOTH":
+		return badReq("direction %q: expected INGRESS, EGRESS or BOTH", m.Direction)
+	case m.Port < 0 || m.Port > 511:
+		return badReq("ucast_egress_port %d: expected 0..511", m.Port)
+	case m.Queue < 0 || m.Queue > 31:
+		return badReq("egress_port_queue %d: expected 0..31", m.Queue)
+	case m.MaxPktLen < 1 || m.MaxPktLen > maxPktLenCap:
+		return badReq("max_pkt_len %d: expected 1..%d", m.MaxPktLen, maxPktLenCap)
+	}
+	return nil
+}
+
+// mirrorGetDel is mirror.get and mirror.del.
+func (t *Tofino) mirrorGetDel(op string, a map[string]json.RawMessage) (any, error) {
+	st := t.setup
+	sid, err := argInt(a, "sid")
+	if err != nil {
+		return nil, err
+	}
+	m, ok := st.mirrors[int(sid)]
+	if !ok {
+		return nil, notFound("mirror session %d is not configured", sid)
+	}
+	if op == "mirror.del" {
+		delete(st.mirrors, int(sid))
+		// A frame that mirrored itself back into the session's
+		// queue (the dummy, the explicit ACK) leaves once more and
+		// is gone.
+		delete(st.injected, [2]int{int(m.Port), int(m.Queue)})
 		return nil, nil
 	}
-	return nil, badReq("unknown op %q", req.Op)
+	return m, nil
+}
+
+// preNodeAdd is pre.node.add (bfrt.pre.node.add).
+func (t *Tofino) preNodeAdd(_ string, a map[string]json.RawMessage) (any, error) {
+	var n mcNode
+	var err error
+	if n.ID, err = argInt(a, "node_id"); err != nil {
+		return nil, err
+	}
+	if n.RID, err = argInt(a, "rid"); err != nil {
+		return nil, err
+	}
+	if n.DevPorts, err = argInts(a, "dev_ports"); err != nil {
+		return nil, err
+	}
+	if n.ID < 0 || n.ID > 1<<32-1 || n.RID < 0 || n.RID > 0xffff {
+		return nil, badReq("node %d rid %d: expected a 32-bit node id and a 16-bit rid", n.ID, n.RID)
+	}
+	for _, p := range n.DevPorts {
+		if p < 0 || p > 511 {
+			return nil, badReq("node %d: dev port %d outside 0..511", n.ID, p)
+		}
+	}
+	if _, dup := t.setup.nodes[int(n.ID)]; dup {
+		return nil, fmt.Errorf("pre.node: node %d: Already exists (BF_ALREADY_EXISTS)", n.ID)
+	}
+	t.setup.nodes[int(n.ID)] = n
+	return nil, nil
+}
+
+// preNodeGetDel is pre.node.get and pre.node.del: a node a group holds
+// cannot go first.
+func (t *Tofino) preNodeGetDel(op string, a map[string]json.RawMessage) (any, error) {
+	st := t.setup
+	id, err := argInt(a, "node_id")
+	if err != nil {
+		return nil, err
+	}
+	n, ok := st.nodes[int(id)]
+	if !ok {
+		return nil, notFound("multicast node %d does not exist", id)
+	}
+	if op == "pre.node.get" {
+		return n, nil
+	}
+	for g, ids := range st.groups {
+		if slices.Contains(ids, int(id)) {
+			return nil, fmt.Errorf("pre.node: node %d is a member of group %d: delete the group first (BF_IN_USE)", id, g)
+		}
+	}
+	delete(st.nodes, int(id))
+	return nil, nil
+}
+
+// preMgidAdd is pre.mgid.add: every node must exist.
+func (t *Tofino) preMgidAdd(_ string, a map[string]json.RawMessage) (any, error) {
+	st := t.setup
+	mgid, err := argInt(a, "mgid")
+	if err != nil {
+		return nil, err
+	}
+	ids, err := argInts(a, "node_ids")
+	if err != nil {
+		return nil, err
+	}
+	if mgid < 1 || mgid > maxMGID {
+		return nil, badReq("mgid %d: expected 1..%d", mgid, maxMGID)
+	}
+	if _, dup := st.groups[int(mgid)]; dup {
+		return nil, fmt.Errorf("pre.mgid: group %d: Already exists (BF_ALREADY_EXISTS)", mgid)
+	}
+	var members []int
+	for _, id := range ids {
+		if _, ok := st.nodes[int(id)]; !ok {
+			return nil, notFound("pre.mgid: group %d: node %d does not exist", mgid, id)
+		}
+		members = append(members, int(id))
+	}
+	st.groups[int(mgid)] = members
+	return nil, nil
+}
+
+// preMgidGetDel is pre.mgid.get and pre.mgid.del.
+func (t *Tofino) preMgidGetDel(op string, a map[string]json.RawMessage) (any, error) {
+	st := t.setup
+	mgid, err := argInt(a, "mgid")
+	if err != nil {
+		return nil, err
+	}
+	ids, ok := st.groups[int(mgid)]
+	if !ok {
+		return nil, notFound("multicast group %d does not exist", mgid)
+	}
+	if op == "pre.mgid.del" {
+		delete(st.groups, int(mgid))
+		return nil, nil
+	}
+	return map[string]any{"mgid": mgid, "node_ids": append([]int{}, ids...)}, nil
+}
+
+// portPFC is port.pfc: both maps set, or neither (a read).
+func (t *Tofino) portPFC(_ string, a map[string]json.RawMessage) (any, error) {
+	st := t.setup
+	dev, err := argInt(a, "dev_port")
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := t.ports[int(dev)]; !ok {
+		return nil, notFound("port %d is not added", dev)
+	}
+	prev := st.pfc[int(dev)]
+	now := prev
+	_, hasRx := a["rx_map"]
+	_, hasTx := a["tx_map"]
+	if hasRx != hasTx {
+		return nil, badReq("port.pfc: give both rx_map and tx_map, or neither to read")
+	}
+	if hasRx {
+		if now[0], err = argInt(a, "rx_map"); err != nil {
+			return nil, err
+		}
+		if now[1], err = argInt(a, "tx_map"); err != nil {
+			return nil, err
+		}
+		if now[0] < 0 || now[0] > 0xff || now[1] < 0 || now[1] > 0xff {
+			return nil, badReq("port.pfc: maps %#x, %#x: expected 8-bit class maps", now[0], now[1])
+		}
+		st.pfc[int(dev)] = now
+	}
+	return map[string]any{"previous": map[string]int64{"rx_map": prev[0], "tx_map": prev[1]}, "rx_map": now[0], "tx_map": now[1]}, nil
+}
+
+// queuePFCCos is tm.queue.pfc_cos: with cos a write, without a read.
+func (t *Tofino) queuePFCCos(_ string, a map[string]json.RawMessage) (any, error) {
+	dev, err := argInt(a, "dev_port")
+	if err != nil {
+		return nil, err
+	}
+	qid, err := argInt(a, "qid")
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case dev < 0 || dev > 511:
+		return nil, badReq("dev_port %d: expected 0..511", dev)
+	case qid < 0 || qid > 7:
+		return nil, badReq("qid %d: expected 0..7", qid)
+	case dev&0x7f >= tmPortsPerPipe:
+		return nil, notFound("no TM port %d (tf1.tm.port.cfg)", dev)
+	}
+	k := [2]int{int(dev), int(qid)}
+	prev := t.setup.qcos[k]
+	if _, set := a["cos"]; set {
+		cos, err := argInt(a, "cos")
+		if err != nil {
+			return nil, err
+		}
+		if cos < 0 || cos > 7 {
+			return nil, badReq("cos %d: expected 0..7", cos)
+		}
+		t.setup.qcos[k] = cos
+	}
+	return map[string]any{"cos": prev}, nil
+}
+
+// packetOut is packet.out.
+func (t *Tofino) packetOut(_ string, a map[string]json.RawMessage) (any, error) {
+	h, err := argStr(a, "frame_hex")
+	if err != nil {
+		return nil, err
+	}
+	f, err := hex.DecodeString(h)
+	if err != nil || len(f) < 60 || len(f) > 9216 || h != strings.ToLower(h) {
+		return nil, badReq("frame_hex: expected lowercase hex of a 60..9216 byte frame without FCS")
+	}
+	t.packetOutLocked(f)
+	return nil, nil
 }
 
 // packetOutLocked is a frame from the CPU port entering the program's

@@ -768,28 +768,50 @@ func (t *Tofino) pktgenStart(a map[string]json.RawMessage) (any, error) {
 	if v[2] < 60 || v[2] > 16384 {
 		return nil, badReq("pkt_len %d", v[2])
 	}
+	cell, eg, err := t.pktgenBuffer(a)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.pktgenIdle(v[0]); err != nil {
+		return nil, err
+	}
+	trig, err := pktgenTrigger(a)
+	switch {
+	case err != nil:
+		return nil, err
+	case trig == "timer_periodic":
+		return nil, t.startTimerApp(v)
+	case cell != nil || eg != nil:
+		return nil, t.startFabricApp(v, cell, eg)
+	}
+	return nil, t.startLineRateApp(v)
+}
+
+// pktgenBuffer reads pktgen.start's buffer_hex: a Stardust cell or an
+// ecmp frame for those programs (nil both for another).
+func (t *Tofino) pktgenBuffer(a map[string]json.RawMessage) (*sd.Cell, *ecmpGen, error) {
 	var cell *sd.Cell
 	var buf []byte
 	raw, given := a["buffer_hex"]
 	if given {
 		var h string
 		if err := json.Unmarshal(raw, &h); err != nil {
-			return nil, badReq("argument \"buffer_hex\": expected a string, got %s", raw)
+			return nil, nil, badReq("argument \"buffer_hex\": expected a string, got %s", raw)
 		}
 		b, err := hex.DecodeString(h)
 		if err != nil || h != strings.ToLower(h) {
-			return nil, badReq("buffer_hex: expected lowercase hex, got %q", h)
+			return nil, nil, badReq("buffer_hex: expected lowercase hex, got %q", h)
 		}
 		buf = b
 	}
 	eg, err := ecmpBuffer(t.programName(), buf, given) // ecmp.go
 	if err != nil {
-		return nil, badReq("buffer_hex: %v", err)
+		return nil, nil, badReq("buffer_hex: %v", err)
 	}
 	if given && eg == nil {
 		c, perr := stardustBuffer(t.programName(), buf) // stardust.go
 		if perr != nil {
-			return nil, badReq("buffer_hex: %v", perr)
+			return nil, nil, badReq("buffer_hex: %v", perr)
 		}
 		cell = c
 	} else if isStardust(t.programName()) {
@@ -797,66 +819,75 @@ func (t *Tofino) pktgenStart(a map[string]json.RawMessage) (any, error) {
 		// are not cells; they are generated at their period all the same.
 		cell = &sd.Cell{Kind: sdNotACell} // stardust_dp.go
 	}
+	return cell, eg, nil
+}
+
+// pktgenIdle: a program runs and application id is not running.
+func (t *Tofino) pktgenIdle(id int64) error {
 	t.mu.Lock()
 	if t.program == "" {
 		t.mu.Unlock()
-		return nil, fmt.Errorf("pktgen: no program running")
+		return fmt.Errorf("pktgen: no program running")
 	}
-	old, running := t.apps[int(v[0])]
+	old, running := t.apps[int(id)]
 	t.mu.Unlock()
 	if running {
 		running, _, _ = t.dp.appState(old)
 	}
-	t.mu.Lock()
 	if running {
-		t.mu.Unlock()
-		return nil, fmt.Errorf("pktgen app %d is running: stop it first", v[0])
+		return fmt.Errorf("pktgen app %d is running: stop it first", id)
 	}
-	if trig, err := pktgenTrigger(a); err != nil {
-		t.mu.Unlock()
-		return nil, err
-	} else if trig == "timer_periodic" {
-		// A periodic timer (the LinkGuardian receiver's, every 100 ns per
-		// protected link): its frames stay inside the switch, so no line
-		// rate bounds its period.
-		_, added := t.ports[int(v[1])]
-		t.mu.Unlock()
-		if !added {
-			return nil, notFound("egress port %d is not added", v[1])
-		}
-		if v[3] <= 0 || v[5] <= 0 {
-			return nil, badReq("pktgen: timer_ns and packets_per_batch must be positive, got %d, %d", v[3], v[5])
-		}
-		app := &pktgenApp{id: int(v[0]), egressPort: int(v[1]), pktLen: int(v[2]), enabled: true, periodic: true,
-			timerNs: v[3], perBatch: int(v[5]), startNs: t.dp.Now()}
-		t.mu.Lock()
-		t.apps[app.id] = app
-		t.mu.Unlock()
-		return nil, nil
+	return nil
+}
+
+// startTimerApp starts a periodic timer (the LinkGuardian receiver's,
+// every 100 ns per protected link): its frames stay inside the switch,
+// so no line rate bounds its period. v: pktgenStart's arguments.
+func (t *Tofino) startTimerApp(v [6]int64) error {
+	t.mu.Lock()
+	_, added := t.ports[int(v[1])]
+	t.mu.Unlock()
+	if !added {
+		return notFound("egress port %d is not added", v[1])
 	}
-	if cell != nil || eg != nil {
-		// A Stardust or ecmp application's frames enter the ingress
-		// pipeline and go where the program sends them, whatever
-		// egress_port says.
-		t.mu.Unlock()
-		if v[3] <= 0 || v[4] <= 0 || v[5] <= 0 {
-			return nil, badReq("pktgen: timer_ns, batches and packets_per_batch must be positive, got %d, %d, %d", v[3], v[4], v[5])
-		}
-		app := &pktgenApp{id: int(v[0]), egressPort: int(v[1]), pktLen: int(v[2]), total: v[4] * v[5], enabled: true,
-			timerNs: v[3], batches: v[4], perBatch: int(v[5]), startNs: t.dp.Now(), cell: cell, ecmp: eg}
-		t.mu.Lock()
-		t.apps[app.id] = app
-		t.sdVer++
-		t.mu.Unlock()
-		if eg != nil {
-			t.dp.noteECMP(t) // ecmp_dp.go
-		}
-		return nil, nil
+	if v[3] <= 0 || v[5] <= 0 {
+		return badReq("pktgen: timer_ns and packets_per_batch must be positive, got %d, %d", v[3], v[5])
 	}
+	app := &pktgenApp{id: int(v[0]), egressPort: int(v[1]), pktLen: int(v[2]), enabled: true, periodic: true,
+		timerNs: v[3], perBatch: int(v[5]), startNs: t.dp.Now()}
+	t.mu.Lock()
+	t.apps[app.id] = app
+	t.mu.Unlock()
+	return nil
+}
+
+// startFabricApp starts a Stardust or ecmp application: its frames enter
+// the ingress pipeline and go where the program sends them, whatever
+// egress_port says.
+func (t *Tofino) startFabricApp(v [6]int64, cell *sd.Cell, eg *ecmpGen) error {
+	if v[3] <= 0 || v[4] <= 0 || v[5] <= 0 {
+		return badReq("pktgen: timer_ns, batches and packets_per_batch must be positive, got %d, %d, %d", v[3], v[4], v[5])
+	}
+	app := &pktgenApp{id: int(v[0]), egressPort: int(v[1]), pktLen: int(v[2]), total: v[4] * v[5], enabled: true,
+		timerNs: v[3], batches: v[4], perBatch: int(v[5]), startNs: t.dp.Now(), cell: cell, ecmp: eg}
+	t.mu.Lock()
+	t.apps[app.id] = app
+	t.sdVer++
+	t.mu.Unlock()
+	if eg != nil {
+		t.dp.noteECMP(t) // ecmp_dp.go
+	}
+	return nil
+}
+
+// startLineRateApp starts a LinkGuardian or timestamp program's
+// application: back-to-back frames out of the egress port.
+func (t *Tofino) startLineRateApp(v [6]int64) error {
+	t.mu.Lock()
 	p := t.ports[int(v[1])]
 	t.mu.Unlock()
 	if p == nil {
-		return nil, notFound("egress port %d is not added", v[1])
+		return notFound("egress port %d is not added", v[1])
 	}
 	// Pacing below line rate is not modelled for the LinkGuardian and
 	// timestamp programs: the simulated generator offers back-to-back
@@ -866,7 +897,7 @@ func (t *Tofino) pktgenStart(a map[string]json.RawMessage) (any, error) {
 	// ecmp program's in the ecmp dataplane (ecmp_dp.go).
 	lineNs := float64((v[2]+4+20)*8) / float64(p.gbps)
 	if float64(v[3]) > 1.05*lineNs+1 {
-		return nil, fmt.Errorf("pktgen: a %d B packet every %d ns is below the %d G line rate (%.1f ns); the simulated switch models line-rate generation only", v[2], v[3], p.gbps, lineNs)
+		return fmt.Errorf("pktgen: a %d B packet every %d ns is below the %d G line rate (%.1f ns); the simulated switch models line-rate generation only", v[2], v[3], p.gbps, lineNs)
 	}
 	app := &pktgenApp{id: int(v[0]), egressPort: int(v[1]), pktLen: int(v[2]), total: v[4] * v[5], enabled: true}
 	t.mu.Lock()
@@ -874,12 +905,9 @@ func (t *Tofino) pktgenStart(a map[string]json.RawMessage) (any, error) {
 	prog := t.program
 	t.mu.Unlock()
 	if prog == ts.Program {
-		return nil, t.sendProbes(app, v[3]) // fec.go
+		return t.sendProbes(app, v[3]) // fec.go
 	}
-	if err := t.dp.startApp(t, app); err != nil {
-		return nil, err
-	}
-	return nil, nil
+	return t.dp.startApp(t, app)
 }
 
 // stopAll ends every generator of sw (bf_switchd restarting).

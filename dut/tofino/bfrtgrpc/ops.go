@@ -981,16 +981,7 @@ func (c *Conn) pktgen(ctx context.Context, in *bfrtinfo.Info, op string, a args0
 	k := map[string]int64{"app_id": id}
 	switch op {
 	case "pktgen.status":
-		var r map[string]any
-		err := c.readOne(ctx, in, app, k, nil, nil, func(e *entry) error {
-			total := (e.int("batch_count_cfg") + 1) * (e.int("packets_per_batch_cfg") + 1)
-			en, _ := e.data["app_enable"].(bool)
-			n := e.int("pkt_counter")
-			// A periodic timer never completes.
-			r = map[string]any{"enabled": en, "packets": n, "done": n >= total && lastPart(e.action) != "trigger_timer_periodic"}
-			return nil
-		})
-		return r, err
+		return c.pktgenStatus(ctx, in, app, k)
 	case "pktgen.stop":
 		// Disabled with the one-shot action whatever its trigger (a read
 		// first would be one more status request, which moves the
@@ -998,86 +989,136 @@ func (c *Conn) pktgen(ctx context.Context, in *bfrtinfo.Info, op string, a args0
 		// configuration again.
 		return nil, c.write(ctx, op, update{typ: bfrtpb.Update_MODIFY, table: app, pipe: -1, key: k, action: oneShot, data: map[string]any{"app_enable": false}})
 	}
-	trigger := oneShot
-	if a.has("trigger") {
-		tr, err := a.str(op, "trigger")
-		if err != nil {
-			return nil, err
-		}
-		if tr != "timer_one_shot" && tr != "timer_periodic" {
-			return nil, badRequest(op, "trigger %q: expected timer_one_shot or timer_periodic", tr)
-		}
-		if trigger, ok = app.Action("trigger_" + tr); !ok {
-			return nil, notFound(op, "tf1.pktgen.app_cfg has no trigger_%s", tr)
-		}
-	}
-	portCfg, err := table(op, in, "tf1.pktgen.port_cfg")
-	if err != nil {
-		return nil, err
-	}
-	buffer, err := table(op, in, "tf1.pktgen.pkt_buffer")
-	if err != nil {
-		return nil, err
-	}
+	return nil, c.pktgenStart(ctx, in, op, a, app, oneShot, id)
+}
+
+// pktgenStatus reads an application's state: enabled, packets sent, and
+// done once all are (a periodic timer never is).
+func (c *Conn) pktgenStatus(ctx context.Context, in *bfrtinfo.Info, app *bfrtinfo.Table, k map[string]int64) (any, error) {
+	var r map[string]any
+	err := c.readOne(ctx, in, app, k, nil, nil, func(e *entry) error {
+		total := (e.int("batch_count_cfg") + 1) * (e.int("packets_per_batch_cfg") + 1)
+		en, _ := e.data["app_enable"].(bool)
+		n := e.int("pkt_counter")
+		r = map[string]any{"enabled": en, "packets": n, "done": n >= total && lastPart(e.action) != "trigger_timer_periodic"}
+		return nil
+	})
+	return r, err
+}
+
+// pktgenArgs are pktgen.start's numbers.
+type pktgenArgs struct {
+	port, egress, pktLen, timer, batches, perBatch int64
+	frame                                          []byte // buffer_hex (nil: the agent's frame)
+}
+
+// readPktgenArgs reads and checks pktgen.start's arguments.
+func readPktgenArgs(op string, a args0) (pktgenArgs, error) {
 	var v [6]int64
+	var err error
 	for i, n := range []string{"dev_port", "egress_port", "pkt_len", "timer_ns", "batches", "packets_per_batch"} {
 		if v[i], err = a.int(op, n); err != nil {
-			return nil, err
+			return pktgenArgs{}, err
 		}
 	}
-	port, egress, pktLen, timer, batches, perBatch := v[0], v[1], v[2], v[3], v[4], v[5]
+	p := pktgenArgs{port: v[0], egress: v[1], pktLen: v[2], timer: v[3], batches: v[4], perBatch: v[5]}
 	switch {
-	case pktLen < 60 || pktLen > pktBufferBytes:
-		return nil, badRequest(op, "pkt_len %d: expected 60..%d", pktLen, pktBufferBytes)
-	case timer < 1 || batches < 1 || perBatch < 1 || batches > 1<<16 || perBatch > 1<<16:
-		return nil, badRequest(op, "timer_ns %d, batches %d, packets_per_batch %d: expected positive, at most 65536 batches and packets", timer, batches, perBatch)
+	case p.pktLen < 60 || p.pktLen > pktBufferBytes:
+		return p, badRequest(op, "pkt_len %d: expected 60..%d", p.pktLen, pktBufferBytes)
+	case p.timer < 1 || p.batches < 1 || p.perBatch < 1 || p.batches > 1<<16 || p.perBatch > 1<<16:
+		return p, badRequest(op, "timer_ns %d, batches %d, packets_per_batch %d: expected positive, at most 65536 batches and packets", p.timer, p.batches, p.perBatch)
 	}
-	var frame []byte
 	if a.has("buffer_hex") {
 		h, err := a.str(op, "buffer_hex")
 		if err != nil {
-			return nil, err
+			return p, err
 		}
-		if frame, err = hex.DecodeString(h); err != nil {
-			return nil, badRequest(op, "buffer_hex: %v", err)
+		if p.frame, err = hex.DecodeString(h); err != nil {
+			return p, badRequest(op, "buffer_hex: %v", err)
 		}
-		if len(frame) > int(pktLen)-pktgenHeader {
-			return nil, badRequest(op, "buffer_hex: %d bytes, a %d B packet holds %d after the %d B pktgen header", len(frame), pktLen, pktLen-pktgenHeader, pktgenHeader)
+		if len(p.frame) > int(p.pktLen)-pktgenHeader {
+			return p, badRequest(op, "buffer_hex: %d bytes, a %d B packet holds %d after the %d B pktgen header", len(p.frame), p.pktLen, p.pktLen-pktgenHeader, pktgenHeader)
 		}
 	}
-	if _, err := c.do(ctx, "port.status", args0{map[string]json.RawMessage{"dev_port": json.RawMessage(strconv.FormatInt(egress, 10))}}); tofino.IsNotFound(err) {
-		return nil, notFound(op, "egress port %d is not added", egress)
+	return p, nil
+}
+
+// buffer is what the generator's buffer holds for application id: the
+// frame after the pktgen header, padded to the packet; without one, the
+// agent's frame: broadcast, source MAC 02:74:62:<app>:<egress port>,
+// EtherType 0x88B5, zeros.
+func (p pktgenArgs) buffer(id int64) []byte {
+	if p.frame != nil {
+		return append(p.frame, make([]byte, int(p.pktLen)-pktgenHeader-len(p.frame))...)
 	}
-	pipe := port >> 7
-	if st, err := c.pktgen(ctx, in, "pktgen.status", a); err == nil {
+	f := make([]byte, p.pktLen)
+	copy(f, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0x74, 0x62, byte(id), byte(p.egress >> 8), byte(p.egress), pktgenEther >> 8, pktgenEther & 0xff})
+	return f[pktgenHeader:]
+}
+
+// pktgenTrigger is the application's trigger action: the one-shot
+// timer, or the one pktgen.start's trigger names.
+func pktgenTrigger(op string, a args0, app *bfrtinfo.Table, oneShot *bfrtinfo.Action) (*bfrtinfo.Action, error) {
+	if !a.has("trigger") {
+		return oneShot, nil
+	}
+	tr, err := a.str(op, "trigger")
+	if err != nil {
+		return nil, err
+	}
+	if tr != "timer_one_shot" && tr != "timer_periodic" {
+		return nil, badRequest(op, "trigger %q: expected timer_one_shot or timer_periodic", tr)
+	}
+	trigger, ok := app.Action("trigger_" + tr)
+	if !ok {
+		return nil, notFound(op, "tf1.pktgen.app_cfg has no trigger_%s", tr)
+	}
+	return trigger, nil
+}
+
+// pktgenStart configures and enables application id.
+func (c *Conn) pktgenStart(ctx context.Context, in *bfrtinfo.Info, op string, a args0, app *bfrtinfo.Table, oneShot *bfrtinfo.Action, id int64) error {
+	k := map[string]int64{"app_id": id}
+	trigger, err := pktgenTrigger(op, a, app, oneShot)
+	if err != nil {
+		return err
+	}
+	portCfg, err := table(op, in, "tf1.pktgen.port_cfg")
+	if err != nil {
+		return err
+	}
+	buffer, err := table(op, in, "tf1.pktgen.pkt_buffer")
+	if err != nil {
+		return err
+	}
+	p, err := readPktgenArgs(op, a)
+	if err != nil {
+		return err
+	}
+	if _, err := c.do(ctx, "port.status", args0{map[string]json.RawMessage{"dev_port": json.RawMessage(strconv.FormatInt(p.egress, 10))}}); tofino.IsNotFound(err) {
+		return notFound(op, "egress port %d is not added", p.egress)
+	}
+	pipe := p.port >> 7
+	if st, err := c.pktgenStatus(ctx, in, app, k); err == nil {
 		if m, _ := st.(map[string]any); m["enabled"] == true {
-			return nil, &tofino.AgentError{Op: op, Kind: "bfrt", Message: fmt.Sprintf("pktgen app %d is running (%v packets sent): stop it first", id, m["packets"])}
+			return &tofino.AgentError{Op: op, Kind: "bfrt", Message: fmt.Sprintf("pktgen app %d is running (%v packets sent): stop it first", id, m["packets"])}
 		}
 	}
-	var buf []byte
-	if frame == nil {
-		// The agent's frame: broadcast, source MAC 02:74:62:<app>:<egress
-		// port>, EtherType 0x88B5, zeros; the buffer holds it from byte 6.
-		f := make([]byte, pktLen)
-		copy(f, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0x74, 0x62, byte(id), byte(egress >> 8), byte(egress), pktgenEther >> 8, pktgenEther & 0xff})
-		buf = f[pktgenHeader:]
-	} else {
-		buf = append(frame, make([]byte, int(pktLen)-pktgenHeader-len(frame))...)
-	}
+	buf := p.buffer(id)
 	offset := int64(0)
 	if len(buf) <= pktBufferSlot {
 		offset = id * pktBufferSlot
 	}
 	// As the agent and Intel's tna_pktgen example: the port, the buffer,
 	// the application configured disabled, then enabled alone.
-	return nil, c.write(ctx, op,
-		update{typ: bfrtpb.Update_MODIFY, table: portCfg, pipe: -1, key: map[string]int64{"dev_port": port}, data: map[string]any{"pktgen_enable": true}},
+	return c.write(ctx, op,
+		update{typ: bfrtpb.Update_MODIFY, table: portCfg, pipe: -1, key: map[string]int64{"dev_port": p.port}, data: map[string]any{"pktgen_enable": true}},
 		update{typ: bfrtpb.Update_MODIFY, table: buffer, pipe: pipe, key: map[string]int64{"pkt_buffer_offset": offset, "pkt_buffer_size": int64(len(buf))}, data: map[string]any{"buffer": buf}},
 		update{typ: bfrtpb.Update_MODIFY, table: app, pipe: pipe, key: k, action: trigger, data: map[string]any{
-			"timer_nanosec": timer, "app_enable": false, "pkt_len": int64(len(buf)), "pkt_buffer_offset": offset,
-			"pipe_local_source_port": port & 0x7f, "increment_source_port": false,
-			"batch_count_cfg": batches - 1, "packets_per_batch_cfg": perBatch - 1,
-			"ibg": timer, "ibg_jitter": int64(0), "ipg": timer, "ipg_jitter": int64(0),
+			"timer_nanosec": p.timer, "app_enable": false, "pkt_len": int64(len(buf)), "pkt_buffer_offset": offset,
+			"pipe_local_source_port": p.port & 0x7f, "increment_source_port": false,
+			"batch_count_cfg": p.batches - 1, "packets_per_batch_cfg": p.perBatch - 1,
+			"ibg": p.timer, "ibg_jitter": int64(0), "ipg": p.timer, "ipg_jitter": int64(0),
 			"batch_counter": int64(0), "pkt_counter": int64(0), "trigger_counter": int64(0)}},
 		update{typ: bfrtpb.Update_MODIFY, table: app, pipe: pipe, key: k, action: trigger, data: map[string]any{"app_enable": true}},
 	)
