@@ -406,42 +406,18 @@ func parseControlBody(toks []token) (*Control, error) {
 		case t == "@":
 			i, err = skipAnnotation(toks, i)
 		case t == "action":
-			if i+2 >= len(toks) || toks[i+2].text != "(" {
-				return nil, fmt.Errorf("line %d: action without parameters", toks[i].line)
-			}
-			close, err := matching(toks, i+2)
+			name, a, end, err := parseActionDecl(toks, i)
 			if err != nil {
 				return nil, err
 			}
-			if close+1 >= len(toks) || toks[close+1].text != "{" {
-				return nil, fmt.Errorf("line %d: action %s without a body", toks[i].line, toks[i+1].text)
-			}
-			end, err := matching(toks, close+1)
-			if err != nil {
-				return nil, err
-			}
-			var params []string
-			for _, prm := range SplitTop(toks[i+3:close], ",") {
-				if prm = dropAnnotations(prm); len(prm) > 0 {
-					params = append(params, prm[len(prm)-1].text)
-				}
-			}
-			c.Actions[toks[i+1].text] = append(c.Actions[toks[i+1].text], Action{params: params, line: toks[i].line})
+			c.Actions[name] = append(c.Actions[name], a)
 			i = end + 1
 		case t == "table":
-			if i+2 >= len(toks) || toks[i+2].text != "{" {
-				return nil, fmt.Errorf("line %d: table without a body", toks[i].line)
-			}
-			end, err := matching(toks, i+2)
+			name, tbl, end, err := parseTableDecl(toks, i)
 			if err != nil {
 				return nil, err
 			}
-			tbl, err := parseTable(toks[i+3 : end])
-			if err != nil {
-				return nil, fmt.Errorf("table %s: %w", toks[i+1].text, err)
-			}
-			tbl.line = toks[i].line
-			c.Tables[toks[i+1].text] = append(c.Tables[toks[i+1].text], tbl)
+			c.Tables[name] = append(c.Tables[name], tbl)
 			i = end + 1
 		case t == "apply" && i+1 < len(toks) && toks[i+1].text == "{":
 			end, err := matching(toks, i+1)
@@ -471,6 +447,50 @@ func parseControlBody(toks []token) (*Control, error) {
 		}
 	}
 	return c, nil
+}
+
+// parseActionDecl reads the action declared at toks[i] ("action"): its
+// name, its parameters' names, and the index of its body's closing brace.
+func parseActionDecl(toks []token, i int) (string, Action, int, error) {
+	if i+2 >= len(toks) || toks[i+2].text != "(" {
+		return "", Action{}, 0, fmt.Errorf("line %d: action without parameters", toks[i].line)
+	}
+	close, err := matching(toks, i+2)
+	if err != nil {
+		return "", Action{}, 0, err
+	}
+	if close+1 >= len(toks) || toks[close+1].text != "{" {
+		return "", Action{}, 0, fmt.Errorf("line %d: action %s without a body", toks[i].line, toks[i+1].text)
+	}
+	end, err := matching(toks, close+1)
+	if err != nil {
+		return "", Action{}, 0, err
+	}
+	var params []string
+	for _, prm := range SplitTop(toks[i+3:close], ",") {
+		if prm = dropAnnotations(prm); len(prm) > 0 {
+			params = append(params, prm[len(prm)-1].text)
+		}
+	}
+	return toks[i+1].text, Action{params: params, line: toks[i].line}, end, nil
+}
+
+// parseTableDecl reads the table declared at toks[i] ("table"): its name,
+// its properties, and the index of its body's closing brace.
+func parseTableDecl(toks []token, i int) (string, Table, int, error) {
+	if i+2 >= len(toks) || toks[i+2].text != "{" {
+		return "", Table{}, 0, fmt.Errorf("line %d: table without a body", toks[i].line)
+	}
+	end, err := matching(toks, i+2)
+	if err != nil {
+		return "", Table{}, 0, err
+	}
+	tbl, err := parseTable(toks[i+3 : end])
+	if err != nil {
+		return "", Table{}, 0, fmt.Errorf("table %s: %w", toks[i+1].text, err)
+	}
+	tbl.line = toks[i].line
+	return toks[i+1].text, tbl, end, nil
 }
 
 // parseTable reads a table's key and actions properties.
