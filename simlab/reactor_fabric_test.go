@@ -25,6 +25,11 @@ type fabricBench struct {
 	clients []*hostagent.Client
 	addrs   []netip.Addr
 	names   []string
+	// setupTook is how long setup's n requests took on the switch's
+	// clock: the measured round trips a start time must leave room for
+	// (a fixed margin is passed on a loaded machine, under the race
+	// detector most of all).
+	setupTook time.Duration
 }
 
 func newFabricBench(t *testing.T, n int, eps float64) *fabricBench {
@@ -57,6 +62,8 @@ func newFabricBench(t *testing.T, n int, eps float64) *fabricBench {
 // setup gives every host a class per other host and an EPS rate.
 func (b *fabricBench) setup(t *testing.T, ctx context.Context, eps float64) {
 	t.Helper()
+	t0 := b.ocs.Now()
+	defer func() { b.setupTook = b.ocs.Now() - t0 }()
 	for i, c := range b.clients {
 		s := hostagent.ReactorSetup{Interface: "eth1", EPSBps: eps, PFC: len(b.clients) <= 8}
 		for j := range b.clients {
@@ -103,7 +110,9 @@ func TestFabricAllToAll(t *testing.T) {
 	if err := b.ocs.Load(fabricRoundRobin(n, W, dlt)); err != nil {
 		t.Fatal(err)
 	}
-	start := b.ocs.Now() + 150*time.Millisecond
+	// n requests for the flows and the start: room for them four times
+	// over, as long as setup's n requests took.
+	start := b.ocs.Now() + 150*time.Millisecond + 4*b.setupTook
 	const warm, periods = 4, 16
 	from, to := start+warm*W, start+(warm+periods)*W
 	for i, c := range b.clients {
@@ -192,7 +201,7 @@ func TestFabricLateFlowAndReplay(t *testing.T) {
 	if err := b.ocs.Load(fabricRoundRobin(n, W, 30*time.Microsecond)); err != nil {
 		t.Fatal(err)
 	}
-	start := b.ocs.Now() + 10*time.Millisecond
+	start := b.ocs.Now() + 10*time.Millisecond + b.setupTook
 	if _, err := b.ocs.Start(start, false); err != nil {
 		t.Fatal(err)
 	}
