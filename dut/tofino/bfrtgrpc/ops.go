@@ -117,6 +117,21 @@ func (c *Conn) viaAgent(ctx context.Context, op string, args, out any) error {
 
 type args0 struct{ m map[string]json.RawMessage }
 
+// class reads an optional argument in 0..7 (a queue's priority or PFC
+// class): set is false when it is not given, and the op only reads.
+func (a args0) class(op, k string) (v int64, set bool, err error) {
+	if !a.has(k) {
+		return 0, false, nil
+	}
+	if v, err = a.int(op, k); err != nil {
+		return 0, false, err
+	}
+	if v < 0 || v > 7 {
+		return 0, false, badRequest(op, "%s %d: expected 0..7", k, v)
+	}
+	return v, true, nil
+}
+
 func (a args0) has(k string) bool { _, ok := a.m[k]; return ok }
 
 func (a args0) int(op, k string) (int64, error) {
@@ -739,14 +754,11 @@ func (c *Conn) tmQueueSched(ctx context.Context, in *bfrtinfo.Info, a args0) (an
 	if err != nil {
 		return nil, err
 	}
-	if a.has("priority") {
-		want, err := a.int(op, "priority")
-		if err != nil {
-			return nil, err
-		}
-		if want < 0 || want > 7 {
-			return nil, badRequest(op, "priority %d: expected 0..7", want)
-		}
+	want, set, err := a.class(op, "priority")
+	if err != nil {
+		return nil, err
+	}
+	if set {
 		if int(want) != prev {
 			if err := c.write(ctx, op, update{typ: bfrtpb.Update_MODIFY, table: sched, pipe: pipe, key: k, data: map[string]any{"max_priority": strconv.Itoa(int(want))}}); err != nil {
 				return nil, err

@@ -231,14 +231,11 @@ func (c *Conn) queuePFCCos(ctx context.Context, in *bfrtinfo.Info, a args0) (any
 	if err := c.readOne(ctx, in, qcfg, k, &pipe, []string{"pfc_cos"}, func(e *entry) error { prev = e.int("pfc_cos"); return nil }); err != nil {
 		return nil, err
 	}
-	if a.has("cos") {
-		cos, err := a.int(op, "cos")
-		if err != nil {
-			return nil, err
-		}
-		if cos < 0 || cos > 7 {
-			return nil, badRequest(op, "cos %d: expected 0..7", cos)
-		}
+	cos, set, err := a.class(op, "cos")
+	if err != nil {
+		return nil, err
+	}
+	if set {
 		if cos != prev {
 			if err := c.write(ctx, op, update{typ: bfrtpb.Update_MODIFY, table: qcfg, pipe: pipe, key: k, data: map[string]any{"pfc_cos": cos}}); err != nil {
 				return nil, err
