@@ -79,6 +79,9 @@ func recircQueue(t *testing.T, c Config, seed uint64) (held, queue int64) {
 // many back. So leaving the loop out does not bring the non-blocking
 // figure within 25% (it did only when the loop's copies were subtracted
 // from the held count); the ordered figure is within 25% either way.
+// This reading puts every copy in the read queue when its original is
+// sent; the artifact's copies pass an unread port first
+// (TestTxBufferOnTheArtifactsPath).
 //
 //	go test -run TestTxBufferAsTheArtifactReadsIt -v ./simlab/lgmodel
 func TestTxBufferAsTheArtifactReadsIt(t *testing.T) {
