@@ -1,10 +1,8 @@
 package tofino
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"net"
 	"strconv"
 	"sync/atomic"
@@ -29,44 +27,13 @@ func FuzzAgentReplyLines(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	var reply atomic.Pointer[[]byte]
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				rd := bufio.NewReader(c)
-				for {
-					line, err := rd.ReadBytes('\n')
-					if err != nil {
-						return
-					}
-					var req agentRequest
-					if json.Unmarshal(line, &req) != nil {
-						return
-					}
-					id := []byte(strconv.FormatInt(req.ID, 10))
-					if req.Op == "auth" {
-						c.Write(append(append([]byte(`{"id":`), id...), `,"ok":true}`+"\n"...))
-						continue
-					}
-					c.Write(append(bytes.ReplaceAll(*reply.Load(), []byte("$ID"), id), '\n'))
-					return // the stream ends: a reply that never comes is an error at once
-				}
-			}()
-		}
-	}()
+	addr := scriptedAgent(f, true, func(id int64) []byte {
+		return bytes.ReplaceAll(*reply.Load(), []byte("$ID"), []byte(strconv.FormatInt(id, 10)))
+	})
 	a := &agentClient{
 		dial: func(ctx context.Context) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "tcp", ln.Addr().String())
+			return d.DialContext(ctx, "tcp", addr)
 		},
 		token:   func(context.Context) (string, error) { return "t", nil },
 		timeout: 5 * time.Second,

@@ -18,8 +18,10 @@ import (
 )
 
 // scriptedAgent listens on loopback and answers every request after the
-// auth with answer(id), a line the test chooses (without its newline).
-func scriptedAgent(t *testing.T, answer func(id int64) []byte) string {
+// auth with answer(id), a line the test chooses (without its newline);
+// with once, the stream ends after that answer (a reply that never comes
+// is an error at once).
+func scriptedAgent(t testing.TB, once bool, answer func(id int64) []byte) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -48,7 +50,7 @@ func scriptedAgent(t *testing.T, answer func(id int64) []byte) string {
 					if req.Op != "auth" {
 						out = answer(req.ID)
 					}
-					if _, err := c.Write(append(out, '\n')); err != nil {
+					if _, err := c.Write(append(out, '\n')); err != nil || (once && req.Op != "auth") {
 						return
 					}
 				}
@@ -66,7 +68,7 @@ func TestAgentReplyOverItsBoundIsAnError(t *testing.T) {
 	const limit = 1 << 20
 	var long atomic.Bool
 	long.Store(true)
-	addr := scriptedAgent(t, func(id int64) []byte {
+	addr := scriptedAgent(t, false, func(id int64) []byte {
 		n := 4
 		if long.Load() {
 			n = limit // 2 bytes each: over the bound
