@@ -330,48 +330,67 @@ func TestLossSweepCancelMidStressStopsTheGenerator(t *testing.T) {
 	}
 }
 
+// withoutSetupStep runs loss-sweep's unprotected and protected points at
+// 1e-3 on one link, 300,000 frames, with one step of the control-plane
+// setup taken out by remove once the event when says it is time (the
+// bench has set it up); opened is given the lab first, to open the switch
+// remove drives. It returns the two points and the run's warnings.
+func withoutSetupStep(t *testing.T, link string, when func(results.Event) bool, remove func(ctx context.Context), opened func(*simlab.Lab)) (off, on losssweep.Point, warned string) {
+	t.Helper()
+	lab := recipetest.StartLab(t, 14)
+	opened(lab)
+	removed := false
+	var ws []string
+	res, s := run(t, lab, func(e results.Event, abort func()) {
+		if e.Type == "warning" {
+			ws = append(ws, e.Message)
+		}
+		if removed || !when(e) {
+			return
+		}
+		removed = true
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		remove(ctx)
+	}, "links="+link, "loss_rates=1e-3", "modes=off,linkguardian", "frames=300000", "calib_losses=100")
+	if res.Status != results.StatusOK {
+		t.Fatalf("run %s: %s", res.Status, res.Reason)
+	}
+	if !removed {
+		t.Fatal("the moment to take the step out never came: no setup to take it out of")
+	}
+	speed := map[string]string{"lg25": "25G", "lg100": "100G"}[link]
+	p := s.Points[speed][losssweep.LossKey(1e-3)]
+	return p["off"], p["linkguardian"], strings.Join(ws, "\n")
+}
+
+// The bench has started the receiver's timer: its setup is done.
+func timerStarted(e results.Event) bool {
+	return e.Type == "setting" && e.Device == "sw2" && strings.HasPrefix(e.Message, "timer for port")
+}
+
 // LinkGuardian protects only with the setup its programs assume: with the
 // sender's Tx-buffer mirror session removed after the bench set it up,
 // the switch keeps no copy, so nothing lost is retransmitted. The run's
 // data says so: the protected points lose what the unprotected ones do,
 // and their Tx buffer never held a byte.
 func TestLossSweepWithoutTheTxBufferSessionDoesNotProtect(t *testing.T) {
-	lab := recipetest.StartLab(t, 14)
-	sw1 := open(t, lab, "sw1")
 	const txPort = 144 // lg25's sending end
 	sid := lg.SessionTxBuffer | lg.PortIndex(txPort)
-	removed := false
-	var warned []string
-	res, s := run(t, lab, func(e results.Event, abort func()) {
-		if e.Type == "warning" {
-			warned = append(warned, e.Message)
-		}
-		if e.Type != "setting" || e.Device != "sw2" || !strings.HasPrefix(e.Message, "timer for port") || removed {
-			return
-		}
-		removed = true
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
+	var sw1 *tofino.Switch
+	off, on, warned := withoutSetupStep(t, "lg25", timerStarted, func(ctx context.Context) {
 		if m, err := sw1.Mirror(ctx, sid); err != nil || m.Port != lg.RecircPort {
 			t.Errorf("the bench's Tx-buffer session %#x: %+v %v", sid, m, err)
 		}
 		if err := sw1.DeleteMirror(ctx, sid); err != nil {
 			t.Errorf("delete mirror session %#x: %v", sid, err)
 		}
-	}, "links=lg25", "loss_rates=1e-3", "modes=off,linkguardian", "frames=300000", "calib_losses=100")
-	if res.Status != results.StatusOK {
-		t.Fatalf("run %s: %s", res.Status, res.Reason)
-	}
-	if !removed {
-		t.Fatal("the bench never started the receiver's timer: no setup to take a step out of")
-	}
-	p := s.Points["25G"][losssweep.LossKey(1e-3)]
-	off, on := p["off"], p["linkguardian"]
+	}, func(lab *simlab.Lab) { sw1 = open(t, lab, "sw1") })
 	t.Logf("actual %.3g; effective off %.3g LG %.3g; LG Tx buffer peak %d B", off.ActualLoss, off.EffectiveLoss, on.EffectiveLoss, on.MaxTxBufferBytes)
 	if on.EffectiveLoss < off.ActualLoss/2 {
 		t.Errorf("LinkGuardian without its Tx-buffer session: effective loss %.3g, actual %.3g: it still protects", on.EffectiveLoss, off.ActualLoss)
 	}
-	if len(warned) == 0 || !strings.Contains(warned[0], fmt.Sprintf("sw1 has no mirror session %#x", sid)) {
+	if !strings.Contains(warned, fmt.Sprintf("sw1 has no mirror session %#x", sid)) {
 		t.Errorf("the run's warnings %q do not name the missing session %#x", warned, sid)
 	}
 	if _, err := sw1.Mirror(context.Background(), sid); !tofino.IsNotFound(err) {
@@ -387,34 +406,14 @@ func TestLossSweepWithoutTheTxBufferSessionDoesNotProtect(t *testing.T) {
 // protected points lose most of what the unprotected ones do, their Tx
 // buffer full, and the run's warnings name the missing session.
 func TestLossSweepWithoutTheExplicitACKDoesNotProtect(t *testing.T) {
-	lab := recipetest.StartLab(t, 14)
-	sw2 := open(t, lab, "sw2")
 	const rxPort = 144 // lg25's receiving end
 	sid := lg.SessionLowPrio | lg.PortIndex(rxPort)
-	removed := false
-	var warned []string
-	res, s := run(t, lab, func(e results.Event, abort func()) {
-		if e.Type == "warning" {
-			warned = append(warned, e.Message)
-		}
-		if e.Type != "setting" || e.Device != "sw2" || !strings.HasPrefix(e.Message, "timer for port") || removed {
-			return
-		}
-		removed = true
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
+	var sw2 *tofino.Switch
+	off, on, warned := withoutSetupStep(t, "lg25", timerStarted, func(ctx context.Context) {
 		if err := sw2.DeleteMirror(ctx, sid); err != nil {
 			t.Errorf("delete mirror session %#x: %v", sid, err)
 		}
-	}, "links=lg25", "loss_rates=1e-3", "modes=off,linkguardian", "frames=300000", "calib_losses=100")
-	if res.Status != results.StatusOK {
-		t.Fatalf("run %s: %s", res.Status, res.Reason)
-	}
-	if !removed {
-		t.Fatal("the bench never started the receiver's timer: no setup to take a step out of")
-	}
-	p := s.Points["25G"][losssweep.LossKey(1e-3)]
-	off, on := p["off"], p["linkguardian"]
+	}, func(lab *simlab.Lab) { sw2 = open(t, lab, "sw2") })
 	t.Logf("actual %.3g; effective off %.3g LG %.3g; LG Tx buffer peak %d B", off.ActualLoss, off.EffectiveLoss, on.EffectiveLoss, on.MaxTxBufferBytes)
 	if on.EffectiveLoss < off.ActualLoss/2 {
 		t.Errorf("LinkGuardian without the explicit ACK: effective loss %.3g, actual %.3g: it still protects", on.EffectiveLoss, off.ActualLoss)
@@ -422,7 +421,7 @@ func TestLossSweepWithoutTheExplicitACKDoesNotProtect(t *testing.T) {
 	if on.MaxTxBufferBytes < 150_000 {
 		t.Errorf("LinkGuardian without the explicit ACK: the Tx buffer peaked at %d B: something freed it", on.MaxTxBufferBytes)
 	}
-	if len(warned) == 0 || !strings.Contains(strings.Join(warned, "\n"), fmt.Sprintf("sw2 has no mirror session %#x", sid)) {
+	if !strings.Contains(warned, fmt.Sprintf("sw2 has no mirror session %#x", sid)) {
 		t.Errorf("the run's warnings %q do not name the missing session %#x", warned, sid)
 	}
 }
@@ -435,33 +434,14 @@ func TestLossSweepWithoutTheExplicitACKDoesNotProtect(t *testing.T) {
 // data shows no timeout and the reorder buffer full; its warnings name
 // the timer.
 func TestLossSweepWithoutTheTimerDoesNotProtect(t *testing.T) {
-	lab := recipetest.StartLab(t, 14)
-	sw2 := open(t, lab, "sw2")
-	stopped := false
-	var warned []string
-	res, s := run(t, lab, func(e results.Event, abort func()) {
-		if e.Type == "warning" {
-			warned = append(warned, e.Message)
-		}
-		// After the unprotected point, before the protected one.
-		if e.Type != "measurement" || e.Device != "sw1" || stopped {
-			return
-		}
-		stopped = true
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
+	var sw2 *tofino.Switch
+	// After the unprotected point, before the protected one.
+	measured := func(e results.Event) bool { return e.Type == "measurement" && e.Device == "sw1" }
+	off, on, warned := withoutSetupStep(t, "lg100", measured, func(ctx context.Context) {
 		if err := sw2.StopPktgen(ctx, lgbench.TimerAppID); err != nil {
 			t.Errorf("stop the timer: %v", err)
 		}
-	}, "links=lg100", "loss_rates=1e-3", "modes=off,linkguardian", "frames=300000", "calib_losses=100")
-	if res.Status != results.StatusOK {
-		t.Fatalf("run %s: %s", res.Status, res.Reason)
-	}
-	if !stopped {
-		t.Fatal("no measurement of the unprotected point: the timer was never stopped")
-	}
-	p := s.Points["100G"][losssweep.LossKey(1e-3)]
-	off, on := p["off"], p["linkguardian"]
+	}, func(lab *simlab.Lab) { sw2 = open(t, lab, "sw2") })
 	t.Logf("actual %.3g; effective off %.3g LG %.3g; LG timeouts %d, reorder buffer peak %d B", off.ActualLoss, off.EffectiveLoss, on.EffectiveLoss, on.Timeouts, on.MaxRxBufferBytes)
 	if on.EffectiveLoss < off.ActualLoss/2 {
 		t.Errorf("LinkGuardian without the timer: effective loss %.3g, actual %.3g: it still protects", on.EffectiveLoss, off.ActualLoss)
@@ -469,7 +449,7 @@ func TestLossSweepWithoutTheTimerDoesNotProtect(t *testing.T) {
 	if on.Timeouts != 0 || on.MaxRxBufferBytes < 150_000 {
 		t.Errorf("LinkGuardian without the timer: %d timeouts, reorder buffer peak %d B", on.Timeouts, on.MaxRxBufferBytes)
 	}
-	if !strings.Contains(strings.Join(warned, "\n"), "timer (packet generator application") {
+	if !strings.Contains(warned, "timer (packet generator application") {
 		t.Errorf("the run's warnings %q do not name the timer", warned)
 	}
 }
