@@ -48,9 +48,21 @@ failed=()
 while read -r dir target; do
   pkg=./${dir#./}
   echo "=== $pkg $target"
-  if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimize" "${parallel[@]}" "$pkg"; then
-    failed+=("$pkg $target")
+  out=$(mktemp)
+  if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimize" "${parallel[@]}" "$pkg" 2>&1 | tee "$out"; then
+    # Go before 1.27 can fail a target at the -fuzztime boundary with a
+    # bare "context deadline exceeded" and no failing input: a race in the
+    # fuzzing coordinator (go.dev/issue/75804), not a finding. A finding
+    # always writes its input; without one, the corpus is replayed, and
+    # only a failure there fails the target.
+    if ! grep -q 'Failing input written to' "$out" && grep -q '^    context deadline exceeded$' "$out" &&
+      go test -count=1 -run "^${target}\$" "$pkg"; then
+      echo "fuzz: $pkg $target: the fuzzing coordinator's deadline race (go.dev/issue/75804), no failing input; its corpus replays clean"
+    else
+      failed+=("$pkg $target")
+    fi
   fi
+  rm -f "$out"
 done <<<"$targets"
 
 if [ ${#failed[@]} -gt 0 ]; then
