@@ -310,23 +310,10 @@ func (t *Tofino) portPFC(_ string, a map[string]json.RawMessage) (any, error) {
 
 // queuePFCCos is tm.queue.pfc_cos: with cos a write, without a read.
 func (t *Tofino) queuePFCCos(_ string, a map[string]json.RawMessage) (any, error) {
-	dev, err := argInt(a, "dev_port")
+	k, err := tmQueueKey(a)
 	if err != nil {
 		return nil, err
 	}
-	qid, err := argInt(a, "qid")
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case dev < 0 || dev > 511:
-		return nil, badReq("dev_port %d: expected 0..511", dev)
-	case qid < 0 || qid > 7:
-		return nil, badReq("qid %d: expected 0..7", qid)
-	case dev&0x7f >= tmPortsPerPipe:
-		return nil, notFound("no TM port %d (tf1.tm.port.cfg)", dev)
-	}
-	k := [2]int{int(dev), int(qid)}
 	prev := t.setup.qcos[k]
 	if _, set := a["cos"]; set {
 		cos, err := argInt(a, "cos")

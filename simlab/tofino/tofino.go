@@ -307,14 +307,33 @@ const queuePriorityDefault = 0
 // port groups of 4.
 const tmPortsPerPipe = 72
 
+// tmQueueKey is the (dev_port, qid) a TM queue op names, checked: a
+// dev_port of the chip, one of a port's 8 queues, on a port the traffic
+// manager has (tf1.tm.port.cfg).
+func tmQueueKey(a map[string]json.RawMessage) ([2]int, error) {
+	dev, err := argInt(a, "dev_port")
+	if err != nil {
+		return [2]int{}, err
+	}
+	qid, err := argInt(a, "qid")
+	if err != nil {
+		return [2]int{}, err
+	}
+	switch {
+	case dev < 0 || dev > 511:
+		return [2]int{}, badReq("dev_port %d: expected 0..511", dev)
+	case qid < 0 || qid > 7:
+		return [2]int{}, badReq("qid %d: expected 0..7", qid)
+	case dev&0x7f >= tmPortsPerPipe:
+		return [2]int{}, notFound("no TM port %d (tf1.tm.port.cfg)", dev)
+	}
+	return [2]int{int(dev), int(qid)}, nil
+}
+
 // queueSched is tm.queue.sched: a queue's priority set, the previous one
 // answered (without a priority, the queue's answered). With t.mu held.
 func (t *Tofino) queueSched(a map[string]json.RawMessage) (any, error) {
-	dev, err := argInt(a, "dev_port")
-	if err != nil {
-		return nil, err
-	}
-	qid, err := argInt(a, "qid")
+	k, err := tmQueueKey(a)
 	if err != nil {
 		return nil, err
 	}
@@ -324,18 +343,10 @@ func (t *Tofino) queueSched(a map[string]json.RawMessage) (any, error) {
 		if prio, err = argInt(a, "priority"); err != nil {
 			return nil, err
 		}
+		if prio < 0 || prio > 7 {
+			return nil, badReq("priority %d: expected 0..7", prio)
+		}
 	}
-	switch {
-	case dev < 0 || dev > 511:
-		return nil, badReq("dev_port %d: expected 0..511", dev)
-	case qid < 0 || qid > 7:
-		return nil, badReq("qid %d: expected 0..7", qid)
-	case prio < 0 || prio > 7:
-		return nil, badReq("priority %d: expected 0..7", prio)
-	case dev&0x7f >= tmPortsPerPipe:
-		return nil, notFound("no TM port %d (tf1.tm.port.cfg)", dev)
-	}
-	k := [2]int{int(dev), int(qid)}
 	prev, ok := t.qprio[k]
 	if !ok {
 		prev = queuePriorityDefault
