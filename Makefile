@@ -2,7 +2,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build proto lint-openapi test test-race test-plain vet fmt-check models-single-goroutine bench fuzz sweep soak load clean
+.PHONY: all build proto lint-openapi test test-race test-plain test-long test-long-plain test-long-race vet fmt-check models-single-goroutine bench fuzz sweep soak load clean
 
 all: build
 
@@ -16,12 +16,20 @@ build:
 docs:
 	$(GO) run ./cmd/testbed gen-docs docs
 
-# The test command of the README and of CI: formatting, vet, and every test
-# under the race detector, except the pure models below: they run in one
-# goroutine (checked here: no goroutines, channels or sync in them), so the
-# detector has nothing to find and would only make them ten times slower;
-# and the OTG conformance tests, whose loading of the 1 MB OpenAPI document
-# the detector slows from 0.5 s to 13 s (otg_spec_test.go).
+# The test command of the README and of CI: formatting, vet, and the
+# tests, split by one rule: a test runs under the race detector when
+# goroutines of ours meet in what it checks (servers, drivers, the engine,
+# leases, signals, aborts, a clock stepped while others read); a test whose
+# time goes into stepping a model (frames, cells, flows, sweeps through the
+# simulated lab) runs without it when its package's other tests race the
+# same emulators, drivers and engine: the detector finds nothing more
+# there and makes model code 5-10 times slower. Genuinely long end-to-end
+# runs (LONG below) are `make test-long`'s, which CI runs after make test.
+#
+# The pure models below run in one goroutine (checked here: no goroutines,
+# channels or sync in them), so the detector has nothing to find; and the
+# OTG conformance tests, whose loading of the 1 MB OpenAPI document the
+# detector slows from 0.5 s to 13 s (otg_spec_test.go), run without it.
 MODELS := ./simlab/lgmodel ./simlab/fctmodel ./simlab/reactormodel ./simlab/physics ./internal/sched ./simlab/phy ./simlab/stardustmodel ./simlab/ecmpmodel ./simlab/internal/evheap ./simlab/tcpmodel ./simlab/scenario
 
 # Tests that drive the frame-level models for a second of 100G traffic:
@@ -32,21 +40,6 @@ MODELS := ./simlab/lgmodel ./simlab/fctmodel ./simlab/reactormodel ./simlab/phys
 # (tofino.Dataplane.Follow) is raced by TestSimulatedIperf3FollowRace
 # (simlab/follow_race_test.go), a one-second flow on a 25G port.
 #
-# TestReconfigAllToAllFollowsFromTheSlots needs a schedule replacement,
-# sent over REST, to reach the simulated microsecond switch (which runs in
-# real time) within a few 1.5 ms periods; under the detector on a loaded
-# machine it missed the run, so it runs without it (REALTIME), and alone,
-# after the other tests: beside them it missed the run too; so does
-# TestTimeVaryingSharesFollowFromTheSchedule (three replacements). The reactor
-# package's other tests drive the same switch and fabric under -race. The
-# default bench's ocs-characterize summary (TestDefaultBenchSummaries)
-# reads the same real-time switch: under the detector, four packages at a
-# time, it missed its slots, so it too runs alone, without it
-# (REALTIME_SIMLAB); and so does ocs-characterize's own test of the
-# switch's nights (TestRecipeRecordsTheSwitchsMechanism), which must read
-# every one. The ocscharacterize package's other tests (an abort leaving
-# the switch dark) run under -race.
-#
 # TestFCTPerFlowProgramDropTail runs 30,000 per-flow trials through the
 # recipe (3 s, 20 s under the detector) for its tail statistics, and
 # TestSimulatedHostsPerFlowFCTWithProgramDrop (simlab) 30,000 new
@@ -55,12 +48,36 @@ MODELS := ./simlab/lgmodel ./simlab/fctmodel ./simlab/reactormodel ./simlab/phys
 # hosts' connections run under -race in simlab's other host tests, the
 # recipe's blocks, aborts and restores in the fct package's other tests.
 #
+# PLAIN_TESTS (the race half skips them by name, the plain half runs them
+# in PLAIN_PKGS) are the same kind: recipes and twins stepping the models
+# through the simulated lab for their numbers (the Fig. 1 cliffs, the
+# loss-sweep's points over both switch drivers, FEC's BER and latency,
+# Fig. 9's reorder buffer, the hosts' FCTs, the twins' sweeps), 15-110 s
+# each under the detector. What is concurrent on their path races in the
+# tests that stay: each package's abort and restore tests (losssweep,
+# fec, attsweep, backpressure, fct), simlab's Follow race and fabric
+# tests, the drivers' tests against the same emulators. TestNoFunction-
+# TooComplex parses the source (no goroutine).
+SLOW_UNDER_RACE := TestBackpressureWithATCPFlow TestSimulatedIperf3FollowsTheSwitchesClock TestFCTTailWithAndWithoutLinkGuardian TestFCTPerFlowProgramDropTail TestSimulatedHostsPerFlowFCTWithProgramDrop
+PLAIN_TESTS := TestSweepReproducesFig1Ordering TestBackpressureKeepsTheReorderBufferInBounds \
+	TestFECLatencyOnTheSimulatedLab TestFECBEROnTheSimulatedLab TestFECBERSameSummaryOverBothSwitchDrivers \
+	TestLossSweepSameSummaryOverBothSwitchDrivers TestLossSweepProtectsAndCostsWhatThePaperSays \
+	TestStressBeyondOneGeneratorRunAddsUp TestResolveEffectiveLossPicksTheFrames \
+	TestSimulatedHostsFCTAcrossTheProtectedLink TestTRexBenchRunsAttenuationSweep TestTwinLinkOptionsShiftTheCliff \
+	TestLineOfThreeSwitchesLossSweepBothLinksInOneRun TestTwinOfCircuitSwitchesAndAReactor \
+	TestNoFunctionTooComplex
+PLAIN_PKGS := . ./experiments/attsweep ./experiments/backpressure ./experiments/fec ./experiments/fct ./experiments/losssweep ./simlab
+
 # The Stardust recipes run their model in process (model-only: no
 # emulator behind them), every test a few seconds of cell-level stepping
 # that the detector makes 5-10 times slower: their interrupted runs (where
 # the recipes' own goroutines and locks meet the orchestrator's) run under
 # -race, all their other tests without it (-skip: those tests check
-# nothing more under the detector).
+# nothing more under the detector). The two interrupted runs on the
+# twelve-switch bench (LONG_RACE: 80-180 s under the detector) run
+# without it here and under it in make test-long; the model-only
+# interrupted run (TestFailoverInterruptedLeavesAReadableBundle) stays
+# under it here.
 #
 # The command's tests (cmd/testbed) and the recipes over both switch
 # drivers (experiments/recipetest) run whole recipes end to end against
@@ -73,10 +90,9 @@ MODELS := ./simlab/lgmodel ./simlab/fctmodel ./simlab/reactormodel ./simlab/phys
 # is in the tests RACE_RUN names: those run under -race, the rest without.
 NORACE := ./cmd/testbed ./experiments/stardust ./experiments/recipetest
 RACE_RUN := Interrupt|Killed|Lease|Metrics|Monitor|Signal|ServesAnother
-SLOW_UNDER_RACE := TestBackpressureWithATCPFlow TestSimulatedIperf3FollowsTheSwitchesClock TestFCTTailWithAndWithoutLinkGuardian TestFCTPerFlowProgramDropTail TestSimulatedHostsPerFlowFCTWithProgramDrop
-REALTIME := TestReconfigAllToAllFollowsFromTheSlots TestTimeVaryingSharesFollowFromTheSchedule TestRecipeRecordsTheSwitchsMechanism
-REALTIME_SIMLAB := TestDefaultBenchSummaries/ocs-characterize
+LONG_RACE := TestFailoverOnTheBenchInterrupted TestFabricOnTheBenchInterrupted
 space := $(subst ,, )
+alt = ^($(subst $(space),|,$(strip $(1))))$$
 
 # The race half and the plain half of the tests run side by side (make
 # -j2): many packages spend most of their time waiting on real-time steps,
@@ -91,17 +107,49 @@ RACE_P ?= 4
 
 test: fmt-check vet models-single-goroutine
 	@$(MAKE) --no-print-directory -j2 -Oline test-race test-plain
-	$(GO) test -count=1 -p 1 -timeout 8m -run '^($(subst $(space),|,$(REALTIME)))$$' ./experiments/reactor ./experiments/ocscharacterize
-	$(GO) test -count=1 -timeout 8m -run '$(REALTIME_SIMLAB)' ./simlab
 
 test-race:
-	$(GO) test -race -count=1 -timeout 8m -run '$(RACE_RUN)' $(NORACE)
-	$(GO) test -race -count=1 -p $(RACE_P) -timeout 8m $(RACE_FIRST) $$($(GO) list ./... | grep -v -F -x $(foreach m,$(RACE_FIRST) $(MODELS) $(NORACE),-e testbed/$(patsubst ./%,%,$(m))))
+	$(GO) test -race -count=1 -timeout 8m -run '$(RACE_RUN)' -skip '$(call alt,$(LONG_RACE))' $(NORACE)
+	$(GO) test -race -count=1 -p $(RACE_P) -timeout 8m -skip '$(call alt,$(PLAIN_TESTS))' $(RACE_FIRST) $$($(GO) list ./... | grep -v -F -x $(foreach m,$(RACE_FIRST) $(MODELS) $(NORACE),-e testbed/$(patsubst ./%,%,$(m))))
 
 test-plain:
 	$(GO) test -count=1 -timeout 8m -skip '$(RACE_RUN)' $(NORACE) $(MODELS)
 	$(GO) test -count=1 -timeout 8m -run 'Spec' ./instruments/trafficgen
-	$(GO) test -count=1 -timeout 8m -run '^($(subst $(space),|,$(SLOW_UNDER_RACE)))$$' ./experiments/backpressure ./experiments/fct ./simlab
+	$(GO) test -count=1 -timeout 8m -run '$(call alt,$(SLOW_UNDER_RACE) $(PLAIN_TESTS) $(LONG_RACE))' $(PLAIN_PKGS) ./experiments/stardust
+
+# The long end-to-end tests, not part of make test; CI runs them after it.
+# LONG: whole default-bench summaries (simlab's golden summary.json per
+# recipe), whole recipes on the twelve-switch Stardust bench, the
+# LinkGuardian recipes compared over both switch drivers: they skip,
+# saying how to run them, unless TESTBED_LONG is set
+# (recipetest.Long). LONG_RACE (above) under the detector. And the tests
+# that read a switch running in real time (the microsecond OCS), alone and
+# without the detector, after the others: TestReconfigAllToAllFollows-
+# FromTheSlots needs a schedule replacement, sent over REST, to reach the
+# switch within a few 1.5 ms periods, TestTimeVaryingSharesFollowFromThe-
+# Schedule three; ocs-characterize's test of the switch's nights
+# (TestRecipeRecordsTheSwitchsMechanism) must read every one, and so must
+# the default bench's ocs-characterize summary (REALTIME_SIMLAB). Beside
+# other packages, or under the detector on a loaded machine, they missed
+# their slots; the reactor and ocscharacterize packages' other tests (an
+# abort leaving the switch dark) run under -race in make test.
+LONG := TestDefaultBenchSummaries TestLinkGuardianRecipesSameSummaryOverBothSwitchDrivers \
+	TestIncastOnTheBench TestFailoverOnTheBench TestPushPullOnTheBench TestPermutationOnTheBench \
+	TestFabricOnTheBench TestPackingOnTheBench
+LONG_PKGS := ./simlab ./experiments/recipetest ./experiments/stardust
+REALTIME := TestReconfigAllToAllFollowsFromTheSlots TestTimeVaryingSharesFollowFromTheSchedule TestRecipeRecordsTheSwitchsMechanism
+REALTIME_SIMLAB := TestDefaultBenchSummaries/ocs-characterize
+
+test-long:
+	@$(MAKE) --no-print-directory -j2 -Oline test-long-plain test-long-race
+	$(GO) test -count=1 -p 1 -timeout 8m -run '$(call alt,$(REALTIME))' ./experiments/reactor ./experiments/ocscharacterize
+	TESTBED_LONG=1 $(GO) test -count=1 -timeout 8m -run '$(REALTIME_SIMLAB)' ./simlab
+
+test-long-plain:
+	TESTBED_LONG=1 $(GO) test -count=1 -timeout 10m -run '$(call alt,$(LONG))' -skip '$(REALTIME_SIMLAB)' $(LONG_PKGS)
+
+test-long-race:
+	$(GO) test -race -count=1 -timeout 10m -run '$(call alt,$(LONG_RACE))' ./experiments/stardust
 
 models-single-goroutine:
 	@if grep -n -E 'go func|go [a-zA-Z_.]+\(|"sync"|chan ' $(addsuffix /*.go,$(MODELS)); then \

@@ -48,7 +48,7 @@ func readTable(t *testing.T, dir, name string) []map[string]float64 {
 // each night as the mechanism makes it, and never one over the budget.
 func TestRecipeRecordsTheSwitchsMechanism(t *testing.T) {
 	if raceDetector {
-		t.Skip("the real-time switch's nights are missed under the race detector beside other packages: make test runs this without it, alone (REALTIME)")
+		t.Skip("the real-time switch's nights are missed under the race detector beside other packages: make test-long runs this without it, alone (REALTIME)")
 	}
 	lab := startLab(t, 31)
 	const slots, periods = 8, 300

@@ -59,7 +59,7 @@ func checkRestored(t *testing.T, lab *simlab.Lab) {
 // follow from those numbers, computed here from the paper's alone.
 func TestReconfigAllToAllFollowsFromTheSlots(t *testing.T) {
 	if raceDetector {
-		t.Skip("the real-time switch misses the replacement under the race detector on a loaded machine: make test runs it without")
+		t.Skip("the real-time switch misses the replacement under the race detector on a loaded machine: make test-long runs it without it, alone (REALTIME)")
 	}
 	lab := startLab(t, 51)
 	var s reactor.ReconfigSummary

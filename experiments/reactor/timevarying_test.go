@@ -21,7 +21,7 @@ import (
 // bytes on the wire), the low flows' UDP/IPv4 (1472 of 1538).
 func TestTimeVaryingSharesFollowFromTheSchedule(t *testing.T) {
 	if raceDetector {
-		t.Skip("the real-time switch can miss a replacement under the race detector on a loaded machine: make test runs it without")
+		t.Skip("the real-time switch can miss a replacement under the race detector on a loaded machine: make test-long runs it without it, alone (REALTIME)")
 	}
 	lab := startLab(t, 53)
 	var s reactor.TimeVaryingSummary

@@ -21,6 +21,7 @@ import (
 // gRPC (tofino-bfrt-grpc) gives the same summary.json for the same seed.
 // loss-sweep's is in experiments/losssweep (grpc_test.go).
 func TestLinkGuardianRecipesSameSummaryOverBothSwitchDrivers(t *testing.T) {
+	recipetest.Long(t)
 	for _, c := range []struct {
 		name   string
 		recipe func() orchestrator.Recipe

@@ -52,8 +52,9 @@ func openSwitch(t *testing.T, lab *simlab.Lab, name string) *tofino.Switch {
 // ports or generators.
 func TestFabricOnTheBench(t *testing.T) {
 	if raceDetector {
-		t.Skip("a whole recipe on the bench's twelve switches: run without the race detector (make test does); TestFabricOnTheBenchInterrupted covers the bring-up under it")
+		t.Skip("a whole recipe on the bench's twelve switches: run without the race detector (make test-long does); TestFabricOnTheBenchInterrupted covers the bring-up under it")
 	}
+	recipetest.Long(t)
 	lab := startStardustBench(t, 1)
 	var s stardust.FabricSummary
 	res := recipetest.Run(t, lab, stardust.NewFabric(), 1, &s, nil,
@@ -191,8 +192,9 @@ func TestFabricOnTheBenchLossyLink(t *testing.T) {
 // growing share of it; Fig. 3 computed as on the model.
 func TestPackingOnTheBench(t *testing.T) {
 	if raceDetector {
-		t.Skip("a whole recipe on the bench's twelve switches: run without the race detector (make test does); TestFabricOnTheBenchInterrupted covers the bring-up under it")
+		t.Skip("a whole recipe on the bench's twelve switches: run without the race detector (make test-long does); TestFabricOnTheBenchInterrupted covers the bring-up under it")
 	}
+	recipetest.Long(t)
 	lab := startStardustBench(t, 2)
 	var s stardust.PackingSummary
 	res := recipetest.Run(t, lab, stardust.NewPacking(), 2, &s, nil, "sizes=128,1500", "bench_measure=30us", "bench_warmup=10us", "bench_drain=500us")

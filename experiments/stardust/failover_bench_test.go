@@ -41,8 +41,9 @@ var failoverBenchSets = []string{"reach_period=5us", "th=3", "bench_poll=5us", "
 // as found.
 func TestFailoverOnTheBench(t *testing.T) {
 	if raceDetector {
-		t.Skip("a whole recipe on the bench's twelve switches: run without the race detector (make test does); TestFailoverOnTheBenchInterrupted runs under it")
+		t.Skip("a whole recipe on the bench's twelve switches: run without the race detector (make test-long does); TestFailoverOnTheBenchInterrupted runs under it")
 	}
+	recipetest.Long(t)
 	lab := startStardustBench(t, 4)
 	var s stardust.FailoverSummary
 	res := recipetest.Run(t, lab, stardust.NewFailover(), 4, &s, nil, failoverBenchSets...)

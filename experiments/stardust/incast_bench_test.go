@@ -24,8 +24,9 @@ import (
 // requester has carried every reply that shares it.
 func TestIncastOnTheBench(t *testing.T) {
 	if raceDetector {
-		t.Skip("a whole recipe on the bench's twelve switches: run without the race detector (make test does); TestFabricOnTheBenchInterrupted covers the bring-up under it")
+		t.Skip("a whole recipe on the bench's twelve switches: run without the race detector (make test-long does); TestFabricOnTheBenchInterrupted covers the bring-up under it")
 	}
+	recipetest.Long(t)
 	lab := startStardustBench(t, 4)
 	var s stardust.IncastSummary
 	res := recipetest.Run(t, lab, stardust.NewIncast(), 4, &s, nil, "senders=1,4", "fci_threshold=0")

@@ -32,8 +32,9 @@ import (
 // again, holding none of the run's entries.
 func TestPermutationOnTheBench(t *testing.T) {
 	if raceDetector {
-		t.Skip("a whole recipe on the bench's twelve switches: run without the race detector (make test does); TestFabricOnTheBenchInterrupted covers the bring-up under it")
+		t.Skip("a whole recipe on the bench's twelve switches: run without the race detector (make test-long does); TestFabricOnTheBenchInterrupted covers the bring-up under it")
 	}
+	recipetest.Long(t)
 	lab := startStardustBench(t, 3)
 	var s stardust.PermutationSummary
 	res := recipetest.Run(t, lab, stardust.NewPermutation(), 3, &s, nil, "bench_measure=50us", "bench_warmup=20us", "bench_drain=500us", "measure=1ms", "warmup=200us", "packet_bytes=1500", "bench_ecmp_flows=4")

@@ -25,8 +25,9 @@ import (
 // run's port B or host ports, and its queues' priorities are as found.
 func TestPushPullOnTheBench(t *testing.T) {
 	if raceDetector {
-		t.Skip("a whole recipe on the bench's twelve switches: run without the race detector (make test does); TestFabricOnTheBenchInterrupted covers the bring-up under it")
+		t.Skip("a whole recipe on the bench's twelve switches: run without the race detector (make test-long does); TestFabricOnTheBenchInterrupted covers the bring-up under it")
 	}
+	recipetest.Long(t)
 	lab := startStardustBench(t, 5)
 	var s stardust.PushPullSummary
 	res := recipetest.Run(t, lab, stardust.NewPushPull(), 5, &s, nil, "bench_measure=100us", "bench_warmup=30us", "bench_push_warmup=400us")
