@@ -51,13 +51,15 @@ MODELS := ./simlab/lgmodel ./simlab/fctmodel ./simlab/reactormodel ./simlab/phys
 # PLAIN_TESTS (the race half skips them by name, the plain half runs them
 # in PLAIN_PKGS) are the same kind: recipes and twins stepping the models
 # through the simulated lab for their numbers (the Fig. 1 cliffs, the
-# loss-sweep's points over both switch drivers, FEC's BER and latency,
-# Fig. 9's reorder buffer, the hosts' FCTs, the twins' sweeps), 15-110 s
-# each under the detector. What is concurrent on their path races in the
-# tests that stay: each package's abort and restore tests (losssweep,
-# fec, attsweep, backpressure, fct), simlab's Follow race and fabric
-# tests, the drivers' tests against the same emulators. TestNoFunction-
-# TooComplex parses the source (no goroutine).
+# loss-sweep's points over both switch drivers and without each setup
+# step, FEC's BER and latency, Fig. 9's reorder buffer, the hosts' FCTs,
+# REACToR's hybrid on 24 hosts, RAIL's spools and Clos bench, the twins'
+# sweeps), 15-280 s each under the detector. What is concurrent on their
+# path races in the tests that stay: each package's abort, cancel and
+# restore tests (losssweep, fec, attsweep, backpressure, fct, reactor),
+# rail's qualify on the default lab, simlab's Follow race and fabric
+# tests, the drivers' tests against the same emulators, the engine's own.
+# TestNoFunctionTooComplex parses the source (no goroutine).
 SLOW_UNDER_RACE := TestBackpressureWithATCPFlow TestSimulatedIperf3FollowsTheSwitchesClock TestFCTTailWithAndWithoutLinkGuardian TestFCTPerFlowProgramDropTail TestSimulatedHostsPerFlowFCTWithProgramDrop
 PLAIN_TESTS := TestSweepReproducesFig1Ordering TestBackpressureKeepsTheReorderBufferInBounds \
 	TestFECLatencyOnTheSimulatedLab TestFECBEROnTheSimulatedLab TestFECBERSameSummaryOverBothSwitchDrivers \
@@ -65,8 +67,13 @@ PLAIN_TESTS := TestSweepReproducesFig1Ordering TestBackpressureKeepsTheReorderBu
 	TestStressBeyondOneGeneratorRunAddsUp TestResolveEffectiveLossPicksTheFrames \
 	TestSimulatedHostsFCTAcrossTheProtectedLink TestTRexBenchRunsAttenuationSweep TestTwinLinkOptionsShiftTheCliff \
 	TestLineOfThreeSwitchesLossSweepBothLinksInOneRun TestTwinOfCircuitSwitchesAndAReactor \
+	TestTwinOfSwitchesAndHostsRunsLossSweepAndFCT TestLossSweepWithoutTheTxBufferSessionDoesNotProtect \
+	TestLossSweepWithoutTheExplicitACKDoesNotProtect TestLossSweepWithoutTheTimerDoesNotProtect \
+	TestFECLatencyCutThroughVsStoreAndForward TestHybridAvoidsTheCliff \
+	TestStretchOnTheSimulatedBench TestQualifyAndTopologyOnTheClosBench \
 	TestNoFunctionTooComplex
-PLAIN_PKGS := . ./experiments/attsweep ./experiments/backpressure ./experiments/fec ./experiments/fct ./experiments/losssweep ./simlab
+PLAIN_PKGS := . ./experiments/attsweep ./experiments/backpressure ./experiments/fec ./experiments/fct ./experiments/losssweep \
+	./experiments/rail ./experiments/reactor ./simlab
 
 # The Stardust recipes run their model in process (model-only: no
 # emulator behind them), every test a few seconds of cell-level stepping
