@@ -32,7 +32,6 @@ type Dataplane struct {
 	now     time.Duration
 	links   []*swLink
 	runs    []*lgRun
-	nrun    uint64
 	follow  []*following // traffic of others across the fibres (follow.go)
 	nfollow uint64
 	sd      *sdEngine // the Stardust fabric (stardust_dp.go)
@@ -114,7 +113,8 @@ type swLink struct {
 	rx       *Tofino
 	rxPort   int
 	fibre    *world.Fibre
-	sinkPort int // where the receiver forwards delivered traffic
+	sinkPort int    // where the receiver forwards delivered traffic
+	nrun     uint64 // packet-generator runs started across it (startApp)
 }
 
 // Connect joins tx's port to rx's port through a fibre of the world; rx
@@ -294,9 +294,12 @@ func (d *Dataplane) startApp(sw *Tofino, app *pktgenApp) error {
 		sw.countTx(app.egressPort, app.total, int64(app.pktLen+4))
 		return nil
 	}
-	d.nrun++
+	// A run's randomness is the world's stream for its link and the
+	// link's own count of runs: what one link draws does not depend on
+	// what other links ran before it, or at the same time.
+	l.nrun++
 	r := &lgRun{link: l, app: app, frameBytes: app.pktLen + 4, remaining: app.total,
-		rng: rand.New(rand.NewPCG(d.world.Seed(), d.nrun*0x9e3779b97f4a7c15))}
+		rng: d.world.Stream(fmt.Sprintf("lgrun/%s/%d", l.name, l.nrun))}
 	d.runs = append(d.runs, r)
 	return d.newSegment(r)
 }
