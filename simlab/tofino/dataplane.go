@@ -209,8 +209,12 @@ func (d *Dataplane) light(l *swLink) bool {
 	if l == nil {
 		return true
 	}
-	// The PCS loses lock when the raw bit error ratio nears 1e-3.
-	rx := l.fibre.EyePowerDBmAt(d.now)
+	return d.lit(l, l.fibre.EyePowerDBmAt(d.now))
+}
+
+// lit: the PCS of the port l's fibre ends at keeps lock with rx dBm at
+// its eye. It loses lock when the raw bit error ratio nears 1e-3.
+func (d *Dataplane) lit(l *swLink, rx float64) bool {
 	return !math.IsInf(rx, -1) && d.ber(l.fibre.Transceiver, rx) < 1e-3
 }
 
@@ -351,11 +355,21 @@ func (d *Dataplane) config(r *lgRun) (segConfig, error) {
 	}
 	c, sp := r.static, &r.staticPorts
 	l := r.link
-	c.up = sp.txOK && d.light(sp.txLink) && sp.rxOK && d.light(sp.rxLink)
+	// The light at the eye of the run's fibre, a scenario's impairments at
+	// the switches' clock less the fibre's dispersion penalty, read once a
+	// chunk: the ends' ports are on that fibre (portState), and each read
+	// asks the attenuator for its output power.
+	rx := l.fibre.EyePowerDBmAt(d.now)
+	light := func(e *swLink) bool {
+		if e == l {
+			return d.lit(l, rx)
+		}
+		return d.light(e)
+	}
+	c.up = sp.txOK && light(sp.txLink) && sp.rxOK && light(sp.rxLink)
 	if !sp.tp {
 		return c, nil
 	}
-	rx := l.fibre.EyePowerDBmAt(d.now) // a scenario's impairments at the switches' clock, less the fibre's dispersion penalty
 	c.loss = 1
 	if !math.IsInf(rx, -1) {
 		c.loss = d.frameLoss(l.fibre.Transceiver, sp.fec, sp.fire, rx, r.frameBytes)
