@@ -6,10 +6,11 @@ import (
 )
 
 // LongEnv names the environment variable that lets the long end-to-end
-// tests run: whole default-bench summaries, whole recipes on the
-// twelve-switch Stardust bench, recipes compared over both switch
-// drivers. `make test` leaves it unset and they skip; `make test-long`
-// (which CI runs after `make test`) sets it.
+// tests run: whole recipes on the twelve-switch Stardust bench, recipes
+// compared over both switch drivers, the default bench's summary of a
+// recipe that reads a real-time switch (which must run alone). `make
+// test` leaves it unset and they skip; `make test-long` (which CI runs
+// after `make test`) sets it.
 const LongEnv = "TESTBED_LONG"
 
 // Long skips t unless LongEnv is set, saying how to run it.
