@@ -43,7 +43,7 @@ func NewFabric() *Fabric { return &Fabric{} }
 func (*Fabric) Meta() o.Meta {
 	return o.Meta{
 		Name:        FabricName,
-		Version:     "1.3.0",
+		Version:     "1.4.0",
 		Summary:     "Stardust fabric latency and last-stage FE queue distributions against utilisation, with M/D/1 (Fig. 9); on the model, or on a Stardust bench",
 		Description: fabricDescription,
 		Params:      fabricParams(),
@@ -80,9 +80,11 @@ frames: the bench's links carry just the host port's rate, so the FA's own links
 where credits above it queue first), and at each
 utilisation every FA's packet generator sends frames of cell_bytes (a frame is a cell on
 Tofino) uniformly to the other FAs' host ports at that fraction of its fabric links'
-capacity. Latency comes from the destination FAs' histograms (64 ns buckets, from the
+capacity: by default from five applications with uniformly jittered gaps (the generator's
+ibg_jitter; a Tofino draws no exponential gaps), or paced (bench_arrivals). Latency comes from the destination FAs' histograms (64 ns buckets, from the
 source FA's timestamp), the queue from the FEs' histograms of what each cell found ahead
-of it, in frames; link busy from the FEs' port counters. The bench_* parameters set the
+of it, in frames, beside M/D/1's distribution of the frames waiting (max(Q - 1, 0)); link
+busy from the FEs' port counters. The bench_* parameters set the
 ports' speeds and the times on the switches' clock, and the FAs' reassembly timeout
 (bench_reasm_timeout): a frame lost on the way holds its source's later frames at the
 destination that long, then its number is given up (reassembly_drops); lost counts the
@@ -151,7 +153,7 @@ func FabricTables() []results.Table {
 				Kind:    results.Line, X: "latency_us", Y: "probability", Series: []string{"utilisation"}, Legend: "utilisation {utilisation}",
 				LogY: true, XLabel: "Latency (µs)", YLabel: "Probability"}},
 		},
-		{Name: "fabric_queue", Title: "Last-stage FE queue size distribution (Fig. 9 right)", Description: "One row per utilisation, source (model or M/D/1 at the model's measured link busy fraction) and queue size: the fraction of (cell time, link) samples with that many cells queued, the one in service included.",
+		{Name: "fabric_queue", Title: "Last-stage FE queue size distribution (Fig. 9 right)", Description: "One row per utilisation, source (model or M/D/1 at the model's measured link busy fraction) and queue size: the fraction of (cell time, link) samples with that many cells queued, the one in service included. On a bench (source bench): the fraction of cells that found that many frames waiting ahead of them, the one on the wire not counted, and M/D/1 of the same, max(Q - 1, 0).",
 			Fields: []results.Field{
 				{Name: "utilisation", Type: "number", Unit: "1"},
 				{Name: "source", Type: "string", Description: "model or M/D/1"},
