@@ -273,13 +273,14 @@ const (
 )
 
 // deque is the recirculation queue: a ring, so that a frame going round
-// again costs no copying of the others.
+// again costs no copying of the others. Its length is a power of two (16,
+// doubling), so a position wraps by a mask, not a division.
 type deque struct {
 	a       []packet
 	head, n int
 }
 
-func (d *deque) at(i int) *packet { return &d.a[(d.head+i)%len(d.a)] }
+func (d *deque) at(i int) *packet { return &d.a[(d.head+i)&(len(d.a)-1)] }
 
 func (d *deque) push(p packet) {
 	if d.n == len(d.a) {
@@ -289,13 +290,13 @@ func (d *deque) push(p packet) {
 		}
 		d.a, d.head = a, 0
 	}
-	d.a[(d.head+d.n)%len(d.a)] = p
+	d.a[(d.head+d.n)&(len(d.a)-1)] = p
 	d.n++
 }
 
 func (d *deque) pop() packet {
 	p := d.a[d.head]
-	d.head = (d.head + 1) % len(d.a)
+	d.head = (d.head + 1) & (len(d.a) - 1)
 	d.n--
 	return p
 }
