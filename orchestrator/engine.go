@@ -62,6 +62,10 @@ type RunRequest struct {
 	OnLeaseWait func(holder Lease, place int)
 	// Labels are recorded in the manifest (e.g. suite, suite_entry).
 	Labels map[string]string
+	// Parallel bounds how many of the plan's lanes (Step.Lane) run at
+	// once: 0 means the number of CPUs, 1 runs every step in plan order.
+	// What the run writes is the same either way (lanes.go).
+	Parallel int
 }
 
 // RunResult is how a run ended.
@@ -284,7 +288,8 @@ func (r *run) createBundle() error {
 		r.emit(results.Event{Type: "bind", Message: fmt.Sprintf("%s <- %s %s", bd.Role, bd.Resource, bd.Detail)})
 	}
 	r.rc = &RunContext{RunID: r.runID, Seed: req.Seed, Params: req.Params, Lab: req.Lab, Simulated: req.Simulated, Log: e.log(),
-		bundle: r.b, tables: map[string]*results.TableWriter{}, emit: r.emit, touched: map[string]bool{}, metrics: r.rm, journals: map[string]RunJournal{}, lost: r.held.Lost()}
+		bundle: r.b, tables: map[string]*results.TableWriter{}, emit: r.emit, metrics: r.rm,
+		runShared: &runShared{touched: map[string]bool{}, journals: map[string]RunJournal{}, lost: r.held.Lost()}}
 	return nil
 }
 
@@ -484,33 +489,51 @@ func (r *run) openShutters(ctx context.Context) *ending {
 	return nil
 }
 
-// runSteps runs the plan's steps in order until one fails or the run is
-// aborted, recording each step's start, end or skip and the progress.
+// runSteps runs the plan's steps until one fails or the run is aborted,
+// recording each step's start, end or skip and the progress: in plan
+// order, or lanes at once where the plan has them (lanes.go).
 func (r *run) runSteps(ctx context.Context) *ending {
-	steps := r.plan.Steps
-	for i, step := range steps {
-		if cause := context.Cause(ctx); cause != nil {
-			return &ending{status: results.StatusAborted, reason: fmt.Sprintf("%v before step %d/%d (%s)", cause, i+1, len(steps), step.Name)}
-		}
-		if err := r.runStep(ctx, i); err != nil {
-			end := failed(fmt.Sprintf("step %d/%d (%s): %v", i+1, len(steps), step.Name, err), err)
-			if cause := context.Cause(ctx); cause != nil && errors.Is(cause, ErrAborted) {
-				end = &ending{status: results.StatusAborted, reason: fmt.Sprintf("%v during step %d/%d (%s)", cause, i+1, len(steps), step.Name)}
-			}
-			r.emit(results.Event{Type: "step.error", Step: step.Name, Message: err.Error()})
+	segs := laneSegments(r.plan.Steps)
+	par := r.req.parallel()
+	r.describeLanes(segs, par)
+	if par > 1 && concurrent(segs) {
+		return r.runLanes(ctx, segs, par)
+	}
+	for i := range r.plan.Steps {
+		if end := r.runSerialStep(ctx, i); end != nil {
 			return end
 		}
-		r.res.StepsDone = i + 1
-		_ = r.b.UpdateManifest(func(m *results.Manifest) {
-			m.Progress = &results.Progress{StepsDone: i + 1, StepsTotal: len(steps), LastStep: step.Name}
-		})
 	}
 	return &ending{status: results.StatusOK}
 }
 
-// runStep runs step i, recording its start with the estimate of what is
-// left, and its end or skip; a skip is not an error.
-func (r *run) runStep(ctx context.Context, i int) error {
+// runSerialStep runs step i after every step before it has run; a
+// non-nil ending ends the run.
+func (r *run) runSerialStep(ctx context.Context, i int) *ending {
+	steps := r.plan.Steps
+	step := steps[i]
+	if cause := context.Cause(ctx); cause != nil {
+		return &ending{status: results.StatusAborted, reason: fmt.Sprintf("%v before step %d/%d (%s)", cause, i+1, len(steps), step.Name)}
+	}
+	if err := r.runStep(ctx, i, r.rc); err != nil {
+		end := failed(fmt.Sprintf("step %d/%d (%s): %v", i+1, len(steps), step.Name, err), err)
+		if cause := context.Cause(ctx); cause != nil && errors.Is(cause, ErrAborted) {
+			end = &ending{status: results.StatusAborted, reason: fmt.Sprintf("%v during step %d/%d (%s)", cause, i+1, len(steps), step.Name)}
+		}
+		r.emit(results.Event{Type: "step.error", Step: step.Name, Message: err.Error()})
+		return end
+	}
+	r.res.StepsDone++
+	done := r.res.StepsDone
+	_ = r.b.UpdateManifest(func(m *results.Manifest) {
+		m.Progress = &results.Progress{StepsDone: done, StepsTotal: len(steps), LastStep: step.Name}
+	})
+	return nil
+}
+
+// runStep runs step i with rc, recording its start with the estimate of
+// what is left, and its end or skip; a skip is not an error.
+func (r *run) runStep(ctx context.Context, i int, rc *RunContext) error {
 	steps := r.plan.Steps
 	step := steps[i]
 	t0 := r.e.now()
@@ -520,7 +543,7 @@ func (r *run) runStep(ctx context.Context, i int) error {
 		startFields["estimate_s"], startFields["estimate_left_s"] = step.Estimate.Seconds(), left.Seconds()
 	}
 	r.emit(results.Event{Type: "step.start", Step: step.Name, Message: step.Action, Fields: startFields})
-	err := step.Run(ctx, r.rc)
+	err := step.Run(ctx, rc)
 	dur := r.e.now().Sub(t0)
 	if sk, ok := isSkip(err); ok {
 		r.emit(results.Event{Type: "step.skip", Step: step.Name, Message: sk.Reason, Fields: map[string]any{"index": i + 1, "of": len(steps)}})

@@ -52,7 +52,7 @@ devices:
 	if od, _ := ds.Get("ocs2"); od.Identity.Vendor != "Polatis" {
 		t.Fatalf("identity %+v", od.Identity)
 	}
-	rc := &RunContext{devices: ds, touched: map[string]bool{}}
+	rc := &RunContext{devices: ds, runShared: &runShared{touched: map[string]bool{}}}
 	cs, err := rc.OCS("ocs1")
 	if err != nil {
 		t.Fatal(err)

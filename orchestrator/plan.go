@@ -48,7 +48,16 @@ type Step struct {
 	// progress display's ETA adds up the estimates of the steps left,
 	// scaled by how the run has kept to the estimates so far.
 	Estimate time.Duration
-	Run      func(ctx context.Context, rc *RunContext) error
+	// Lane names a sequence of steps that does not depend on the other
+	// lanes' steps (one link of a sweep): consecutive steps with a lane
+	// may run at once with other lanes' (RunRequest.Parallel), each
+	// lane's in plan order. Lanes whose steps touch a device in common
+	// run as one (a device is driven by one step at a time). A step
+	// without a lane runs alone, after every step before it. The run's
+	// tables get each step's rows in plan order however the lanes ran
+	// (lanes.go).
+	Lane string
+	Run  func(ctx context.Context, rc *RunContext) error
 }
 
 // Setting is one value a step applies to a device.

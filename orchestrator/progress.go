@@ -91,7 +91,7 @@ func (p *ProgressDisplay) Observe(e results.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch e.Type {
-	case "run.start", "bind":
+	case "run.start", "bind", "lanes":
 		p.line(e.Message)
 	case "device.open":
 		p.line(fmt.Sprintf("  %s: %s", e.Device, e.Message))

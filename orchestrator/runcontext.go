@@ -30,6 +30,13 @@ type RunContext struct {
 	emit    func(results.Event)
 	metrics *RunMetrics
 
+	// What every step of the run shares, whichever lane it runs in
+	// (lanes.go): a step's own view differs only in its tables.
+	*runShared
+}
+
+// runShared is the part of a run's context its steps share.
+type runShared struct {
 	mu      sync.Mutex
 	undo    []undoAction
 	touched map[string]bool

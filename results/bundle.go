@@ -441,6 +441,12 @@ type TableWriter struct {
 	gz   *gzip.Writer // Compress
 	w    *csv.Writer
 	rows int
+
+	// A held writer (Hold) keeps its rows until Commit hands them to its
+	// parent.
+	parent *TableWriter
+	hmu    sync.Mutex
+	held   [][]string
 }
 
 var fieldTypes = []string{"string", "number", "integer", "boolean", "datetime"}
@@ -507,8 +513,19 @@ func (tw *TableWriter) Write(values ...any) error {
 	for i, v := range values {
 		rec[i] = tw.b.scrub(cell(v))
 	}
+	if tw.parent != nil {
+		tw.hmu.Lock()
+		defer tw.hmu.Unlock()
+		tw.held = append(tw.held, rec)
+		return nil
+	}
 	tw.b.mu.Lock()
 	defer tw.b.mu.Unlock()
+	return tw.writeLocked(rec)
+}
+
+// writeLocked appends a row, under the bundle's lock.
+func (tw *TableWriter) writeLocked(rec []string) error {
 	if tw.b.final {
 		return errors.New("bundle: already finalized")
 	}
@@ -517,6 +534,37 @@ func (tw *TableWriter) Write(values ...any) error {
 	}
 	tw.rows++
 	return tw.flush(tw.gz == nil || tw.rows%compressFlushRows == 0)
+}
+
+// Hold returns a writer of the same table that keeps its rows until its
+// Commit appends them to this table, in one piece: work that runs at the
+// same time as other work writes through one, and the rows land in the
+// order the commits come, not in the order the rows were measured.
+func (tw *TableWriter) Hold() *TableWriter {
+	return &TableWriter{b: tw.b, t: tw.t, parent: tw}
+}
+
+// Commit appends the rows a held writer (Hold) kept to its table and
+// forgets them; on a writer that was not held it does nothing.
+func (tw *TableWriter) Commit() error {
+	if tw.parent == nil {
+		return nil
+	}
+	tw.hmu.Lock()
+	rows := tw.held
+	tw.held = nil
+	tw.hmu.Unlock()
+	if len(rows) == 0 {
+		return nil
+	}
+	tw.b.mu.Lock()
+	defer tw.b.mu.Unlock()
+	for _, rec := range rows {
+		if err := tw.parent.writeLocked(rec); err != nil {
+			return fmt.Errorf("bundle: table %s: %w", tw.t.Name, err)
+		}
+	}
+	return nil
 }
 
 // flush pushes buffered rows to the file: always for plain tables, every

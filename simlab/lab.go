@@ -31,7 +31,6 @@ type Options struct {
 // front-ends of every device, plus the inventory that points at them.
 type Lab struct {
 	world    *world.World
-	dp       *tofino.Dataplane
 	switches map[string]*tofino.Tofino
 	dir      string // the SSH client key and known_hosts of the lab's switches
 	faults   map[string]*wire.Faults

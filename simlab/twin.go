@@ -42,7 +42,12 @@ type twin struct {
 	voas   map[string]*world.VOA   // by device
 	fibres map[string]*world.Fibre // by link
 
-	dp       *tofino.Dataplane         // the switches' dataplane, once there is a switch
+	// The switches' dataplanes, one per island of switches joined by
+	// fibres (islands.go), once there is a switch; hostDP is the one the
+	// simulated hosts' switches are on.
+	dps      map[string]*tofino.Dataplane // by island
+	fibreDP  map[string]*tofino.Dataplane // by fibre, both directions
+	hostDP   *tofino.Dataplane
 	switches map[string]*tofino.Tofino // by device
 	key      ed25519.PrivateKey        // the lab's SSH client key
 	dir      string                    // its key file and known_hosts
@@ -347,11 +352,8 @@ func startTofino(t *twin, d *inventory.Device, n int) (string, error) {
 	if err := t.ensureKey(); err != nil {
 		return "", err
 	}
-	if t.dp == nil {
-		t.dp = tofino.NewDataplane(t.lab.world)
-		t.lab.dp = t.dp
-		t.lab.switches = t.switches
-	}
+	dp := t.dataplaneOf(d.Name) // islands.go
+	t.lab.switches = t.switches
 	pub, err := ssh.NewPublicKey(t.key.Public())
 	if err != nil {
 		return "", err
@@ -364,7 +366,7 @@ func startTofino(t *twin, d *inventory.Device, n int) (string, error) {
 			front[f] = dev
 		}
 	}
-	sw, err := tofino.NewTofino(t.dp, tofino.TofinoOptions{Name: d.Name, Serial: fmt.Sprintf("TF%08d", (t.opts.Seed+uint64(n))%100000000), Authorized: []ssh.PublicKey{pub},
+	sw, err := tofino.NewTofino(dp, tofino.TofinoOptions{Name: d.Name, Serial: fmt.Sprintf("TF%08d", (t.opts.Seed+uint64(n))%100000000), Authorized: []ssh.PublicKey{pub},
 		Faults: t.lab.faults[d.Name], FrontPorts: front, Listen: t.opts.Listen + ":0"})
 	if err != nil {
 		return "", err
@@ -458,7 +460,7 @@ func (t *twin) ensureKey() error {
 // sends, its b end receives and forwards what it delivers out of its port
 // named sink) and writes the lab's SSH client key and known_hosts.
 func (t *twin) finishSwitches() error {
-	if t.dp == nil {
+	if len(t.dps) == 0 {
 		return t.writeClientFiles()
 	}
 	devPort := func(dev, port string) (int, error) {
@@ -489,7 +491,9 @@ func (t *twin) finishSwitches() error {
 				return fmt.Errorf("%s: link %s: %w", l.Pos, l.Name, err)
 			}
 		}
-		t.dp.Connect(l.Name, tx, txPort, rx, rxPort, t.fibres[l.Name], sink)
+		dp := t.dataplaneOf(l.A.Device) // the same as l.B.Device's: the fibre joins them
+		t.fibreDP[l.Name], t.fibreDP[ReverseFibre(l.Name)] = dp, dp
+		dp.Connect(l.Name, tx, txPort, rx, rxPort, t.fibres[l.Name], sink)
 		// The pair's other fibre, b -> a (ReverseFibre): no VOA, the
 		// bench's cords and the run, the same eye penalty; a forwards what
 		// it delivers out of its own sink port, if it has one.
@@ -503,7 +507,7 @@ func (t *twin) finishSwitches() error {
 				return fmt.Errorf("%s: link %s: %w", l.Pos, l.Name, err)
 			}
 		}
-		t.dp.Connect(ReverseFibre(l.Name), rx, rxPort, tx, txPort, back, backSink)
+		dp.Connect(ReverseFibre(l.Name), rx, rxPort, tx, txPort, back, backSink)
 	}
 	if t.hostNet != nil {
 		// Host traffic between hosts on two switches joined by a fibre
@@ -560,10 +564,15 @@ func startHost(t *twin, d *inventory.Device, n int) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("port %s: expected an interface address such as 10.0.0.1/24: %w", iface, err)
 	}
+	dp := t.dataplaneOf(sw)
+	if t.hostDP != nil && dp != t.hostDP {
+		return "", fmt.Errorf("its switch %s is joined by no fibres to the switches of the lab's other hosts: the simulated hosts follow one island of switches' clock", sw)
+	}
 	if t.hostNet == nil {
-		t.hostNet = host.NewHostNet(switchPaths(t.dp), t.opts.Seed)
-		t.hostNet.UseSwitchClock(switchClock{t.dp})
-		t.hostNet.CountEmulatedDrops(t.dp.AddEmulatedDrops)
+		t.hostDP = dp
+		t.hostNet = host.NewHostNet(t.switchPaths(), t.opts.Seed)
+		t.hostNet.UseSwitchClock(switchClock{dp})
+		t.hostNet.CountEmulatedDrops(dp.AddEmulatedDrops)
 		t.lab.hostNet = t.hostNet
 		t.lab.hosts = map[string]*host.SimHost{}
 	}

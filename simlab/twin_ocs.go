@@ -136,13 +136,7 @@ func (t *twin) startFabric(name string) (*twinReactor, error) {
 	}
 	t.lab.closers = append(t.lab.closers, fab.Close)
 	r.fabric = fab
-	paths := func(fibre string) (host.Path, error) {
-		return host.Path{}, fmt.Errorf("no switch fibre %s in this twin", fibre)
-	}
-	if t.dp != nil {
-		paths = switchPaths(t.dp)
-	}
-	r.net = host.NewHostNet(paths, t.opts.Seed)
+	r.net = host.NewHostNet(t.switchPaths(), t.opts.Seed)
 	if t.lab.reactor == nil {
 		t.lab.reactor = &reactorLab{fabrics: map[string]*reactor.ReactorFabric{}, hosts: map[string]*host.SimHost{}}
 	}

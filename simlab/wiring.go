@@ -1,6 +1,7 @@
 package simlab
 
 import (
+	"fmt"
 	"time"
 
 	"testbed/internal/sched"
@@ -8,16 +9,19 @@ import (
 	"testbed/simlab/ocs"
 	"testbed/simlab/reactor"
 	"testbed/simlab/reactormodel"
-	"testbed/simlab/tofino"
 )
 
 // The device packages never import each other; what one needs of another
 // is wired here.
 
 // switchPaths gives the simulated hosts the state of the simulated
-// switches' fibres.
-func switchPaths(dp *tofino.Dataplane) host.Paths {
+// switches' fibres, each from the dataplane it is on.
+func (t *twin) switchPaths() host.Paths {
 	return func(fibre string) (host.Path, error) {
+		dp := t.fibreDP[fibre]
+		if dp == nil {
+			return host.Path{}, fmt.Errorf("no switch fibre %s in this twin", fibre)
+		}
 		s, err := dp.LinkState(fibre)
 		return host.Path(s), err
 	}

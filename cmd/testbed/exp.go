@@ -188,6 +188,8 @@ bounds and, with --baseline, against earlier bundles.
 	f.Duration("wait-timeout", 0, "with --wait, give up (exit 4) after this long (0: wait until Ctrl-C)")
 	_ = a.v.BindPFlag("wait", f.Lookup("wait"))
 	_ = a.v.BindPFlag("wait_timeout", f.Lookup("wait-timeout"))
+	f.Int("parallel", 0, "how many of the recipe's independent lanes (a sweep's links on devices of their own) run at once; 0: the number of CPUs, 1: every step in plan order (the results are the same)")
+	_ = a.v.BindPFlag("parallel", f.Lookup("parallel"))
 	so.addFlags(c)
 	mo.addFlags(c)
 	return c
@@ -409,7 +411,8 @@ func (a *app) runRecipe(runCtx, cleanupCtx context.Context, spec runSpec, obs *l
 	eng.Leases = store
 	req := orchestrator.RunRequest{Recipe: spec.recipe, Params: spec.params, Lab: inv, Simulated: simulated, Seed: spec.seed,
 		Command: append([]string{"testbed"}, os.Args[1:]...), CleanupCtx: cleanupCtx, Labels: spec.labels,
-		WaitLeases: a.v.GetBool("wait"), WaitTimeout: a.v.GetDuration("wait_timeout"), OnLeaseWait: a.printLeaseWait(spec.prefix)}
+		WaitLeases: a.v.GetBool("wait"), WaitTimeout: a.v.GetDuration("wait_timeout"), OnLeaseWait: a.printLeaseWait(spec.prefix),
+		Parallel: a.v.GetInt("parallel")}
 	if !a.json() {
 		// What runs, how far, ETA: redrawn in place on a terminal, plain
 		// lines in CI logs.

@@ -1,9 +1,11 @@
 package backpressure_test
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"testbed/experiments/backpressure"
 	"testbed/experiments/recipetest"
@@ -57,13 +59,22 @@ func TestBackpressureKeepsTheReorderBufferInBounds(t *testing.T) {
 		}
 	}
 	// With backpressure: nothing lost while protected; the receiver
-	// pauses the sender before its buffer passes the pause threshold (plus
-	// what is in flight).
+	// pauses the sender before its buffer passes the pause threshold plus
+	// what lands after the pause is sent: the frames the sender sends
+	// while the pause crosses back (t_flight_resume, §4) and those already
+	// in the receiver's pipeline and on its recirculation loop (a pass
+	// each, about 1 us on Tofino), at line rate.
 	pOn, pOff := on.Phases[backpressure.PhaseProtected], off.Phases[backpressure.PhaseProtected]
 	if on.LostWhileProtected != 0 || pOn.PauseFrames == 0 || on.PauseCells == 0 {
 		t.Errorf("backpressure on: %d lost while protected, %d pause frames, threshold %d cells", on.LostWhileProtected, pOn.PauseFrames, on.PauseCells)
 	}
-	if lim := int64(on.PauseCells)*lg.CellBytes + 4*1521; pOn.MaxRxBufferBytes > lim {
+	tf, err := lg.FlightResume(100e9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := float64((1518+20+lg.HeaderBytes)*8) / 100e9
+	inFlight := int64(math.Ceil((tf + 2*time.Microsecond).Seconds() / slot))
+	if lim := int64(on.PauseCells)*lg.CellBytes + inFlight*(1518+lg.HeaderBytes); pOn.MaxRxBufferBytes > lim {
 		t.Errorf("backpressure on: reorder buffer reached %d B, pause threshold %d cells", pOn.MaxRxBufferBytes, on.PauseCells)
 	}
 	if off.PauseCells != 0 || pOff.PauseFrames != 0 {

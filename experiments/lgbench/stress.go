@@ -236,35 +236,60 @@ func pktgen(b *Bench, s Stress, batches, per int) p4switch.Pktgen {
 		Interval: b.LineRateInterval(s.FrameBytes), Batches: batches, PerBatch: per}
 }
 
-// clockStep is the most device time one wait asks the switch for. A
-// request cannot be taken back once the switch has it: the switch answers
-// nothing else (the generator's stop included) until that wait ends, and
-// a simulated switch computes the whole span first. Short steps, with the
-// context checked between them, let a cancelled run stop the generator
-// within one step of device time; on a real switch they cost one request
-// per step. A fifth of a second keeps that stop prompt (at 25G, 400,000
-// frames of a stress test go out in one step) and, on the simulated
-// lab, makes the requests a small part of a long stress test: in steps of
-// 50 ms, the SSH round trips of 3.84x10^9 frames at 25G (37,600 of them)
-// cost more CPU time than the model of the whole non-blocking point.
+// clockStep is the device time the first request of a wait asks the
+// switch for. A request cannot be taken back once the switch has it: the
+// switch answers nothing else (the generator's stop included) until that
+// wait ends, and a simulated switch computes the whole span first. Short
+// steps, with the context checked between them, let a cancelled run stop
+// the generator promptly; on a real switch they cost one request per step.
+// A fifth of a second of device time takes a fifth of a second on a real
+// switch; on the simulated lab it may take far less wall time than that
+// (a lossless 25G link's 400,000 frames, a few milliseconds), and then the
+// requests, not the model, are what a long stress test spends its time on:
+// 3.84x10^9 frames at 25G are 9,470 steps of 200 ms (37,600 of 50 ms cost
+// more CPU time than the model of the whole non-blocking point). So a wait
+// doubles its step, up to clockStepMax, while a step comes back within
+// stepWall of wall time, and halves it, down to clockStep, when one takes
+// more than 4x that: a stop is answered within a few tenths of a second
+// of wall time either way.
 const clockStep = 200 * time.Millisecond
 
-// waitClock waits for the sender's clock to reach t, in steps of at most
-// clockStep, returning as soon as ctx ends between steps.
+const (
+	clockStepMax = 20 * time.Second // the switch accepts waits up to 60 s ahead
+	stepWall     = 50 * time.Millisecond
+)
+
+// waitClock waits for the sender's clock to reach t, in steps that start
+// at clockStep (see there), returning as soon as ctx ends between steps.
 func (b *Bench) waitClock(ctx context.Context, t time.Duration) error {
 	now, err := b.Tx.Clock(ctx)
 	if err != nil {
 		return fmt.Errorf("%s: %w", b.Sender, err)
 	}
+	step := clockStep
 	for now < t {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("%s: wait for clock %v: %w", b.Sender, t, context.Cause(ctx))
 		}
-		if now, err = b.Tx.WaitClock(ctx, min(t, now+clockStep)); err != nil {
+		start := time.Now()
+		if now, err = b.Tx.WaitClock(ctx, min(t, now+step)); err != nil {
 			return fmt.Errorf("%s: %w", b.Sender, err)
 		}
+		step = nextStep(step, time.Since(start))
 	}
 	return nil
+}
+
+// nextStep is the device time of a wait's next request after one of step
+// took wall of wall time.
+func nextStep(step, wall time.Duration) time.Duration {
+	switch {
+	case wall < stepWall:
+		return min(2*step, clockStepMax)
+	case wall > 4*stepWall:
+		return max(step/2, clockStep)
+	}
+	return step
 }
 
 func (b *Bench) waitRead(ctx context.Context, t time.Duration) (Snapshot, error) {

@@ -235,7 +235,7 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 			start: p.Float("start_db"), speed: fmt.Sprintf("%dG", l.Gbps)}
 		devs := []string{l.Sender, l.Receiver, l.VOA}
 		plan.Steps = append(plan.Steps, &o.Step{
-			Name: fmt.Sprintf("%s: switches", l.Link.Name), Action: "prepare-switches", Devices: devs[:2],
+			Name: fmt.Sprintf("%s: switches", l.Link.Name), Action: "prepare-switches", Devices: devs[:2], Lane: l.Link.Name,
 			Settings: []o.Setting{
 				{Device: l.Sender, Name: "program", Value: lg.ProgramSender},
 				{Device: l.Receiver, Name: "program", Value: lg.ProgramReceiver},
@@ -250,14 +250,14 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		})
 		for _, loss := range losses {
 			plan.Steps = append(plan.Steps, &o.Step{
-				Name: fmt.Sprintf("%s: set loss %g", l.Link.Name, loss), Action: "calibrate-loss", Devices: devs,
+				Name: fmt.Sprintf("%s: set loss %g", l.Link.Name, loss), Action: "calibrate-loss", Devices: devs, Lane: l.Link.Name,
 				Settings: []o.Setting{{Device: l.VOA, Name: fmt.Sprintf("ch%d.attenuation", l.VOAChannel), Value: fmt.Sprintf("measured for loss in [%g, %g]", loss/p.Float("calib_tolerance"), loss), Unit: "dB"}},
 				Note:     "the attenuation is found by measuring with protection off, starting where the previous loss rate was found",
 				Run:      func(ctx context.Context, rc *o.RunContext) error { return sw.calibrate(ctx, rc, loss) },
 			})
 			for _, mode := range modes {
 				plan.Steps = append(plan.Steps, &o.Step{
-					Name: fmt.Sprintf("%s: loss %g, %s", l.Link.Name, loss, mode), Action: "stress-test", Devices: devs[:2],
+					Name: fmt.Sprintf("%s: loss %g, %s", l.Link.Name, loss, mode), Action: "stress-test", Devices: devs[:2], Lane: l.Link.Name,
 					Settings: []o.Setting{
 						{Device: l.Sender, Name: "protection", Value: string(mode)},
 						{Device: l.Sender, Name: "pktgen", Value: fmt.Sprintf("%d frames of %d B at line rate out of port %d", frames, fb, l.TxPort)},

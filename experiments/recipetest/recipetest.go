@@ -31,11 +31,31 @@ func StartLab(t testing.TB, seed uint64) *simlab.Lab {
 	return lab
 }
 
+// StartBench starts a built-in simulated bench (simlab/benches), closed
+// when the test ends.
+func StartBench(t testing.TB, name string, seed uint64) *simlab.Lab {
+	t.Helper()
+	lab, err := simlab.StartBench(name, simlab.Options{Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lab.Close() })
+	return lab
+}
+
 // Run runs r with the parameters sets (name=value) against lab, decodes
 // summary.json into summary (when not nil) and checks the bundle
 // verifies. observe, when not nil, sees every event and gets a func that
 // aborts the run as Ctrl-C would.
 func Run(t testing.TB, lab *simlab.Lab, r orchestrator.Recipe, seed uint64, summary any, observe func(e results.Event, abort func()), sets ...string) *orchestrator.RunResult {
+	t.Helper()
+	return RunParallel(t, lab, r, seed, 0, summary, observe, sets...)
+}
+
+// RunParallel is Run with at most parallel of the plan's lanes at once
+// (orchestrator.RunRequest.Parallel: 0 for the number of CPUs, 1 for
+// every step in plan order).
+func RunParallel(t testing.TB, lab *simlab.Lab, r orchestrator.Recipe, seed uint64, parallel int, summary any, observe func(e results.Event, abort func()), sets ...string) *orchestrator.RunResult {
 	t.Helper()
 	params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, sets)
 	if err != nil {
@@ -48,7 +68,7 @@ func Run(t testing.TB, lab *simlab.Lab, r orchestrator.Recipe, seed uint64, summ
 	if observe != nil {
 		eng.Observe = func(e results.Event) { observe(e, func() { cancel(orchestrator.ErrAborted) }) }
 	}
-	res, err := eng.Run(ctx, orchestrator.RunRequest{Recipe: r, Params: params, Lab: lab.Inventory(), Simulated: true, Seed: seed})
+	res, err := eng.Run(ctx, orchestrator.RunRequest{Recipe: r, Params: params, Lab: lab.Inventory(), Simulated: true, Seed: seed, Parallel: parallel})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,6 @@ type Dataplane struct {
 	now     time.Duration
 	links   []*swLink
 	runs    []*lgRun
-	nrun    uint64
 	follow  []*following // traffic of others across the fibres (follow.go)
 	nfollow uint64
 	sd      *sdEngine // the Stardust fabric (stardust_dp.go)
@@ -114,7 +113,8 @@ type swLink struct {
 	rx       *Tofino
 	rxPort   int
 	fibre    *world.Fibre
-	sinkPort int // where the receiver forwards delivered traffic
+	sinkPort int    // where the receiver forwards delivered traffic
+	nrun     uint64 // packet-generator runs started across it (startApp)
 }
 
 // Connect joins tx's port to rx's port through a fibre of the world; rx
@@ -209,8 +209,12 @@ func (d *Dataplane) light(l *swLink) bool {
 	if l == nil {
 		return true
 	}
-	// The PCS loses lock when the raw bit error ratio nears 1e-3.
-	rx := l.fibre.EyePowerDBmAt(d.now)
+	return d.lit(l, l.fibre.EyePowerDBmAt(d.now))
+}
+
+// lit: the PCS of the port l's fibre ends at keeps lock with rx dBm at
+// its eye. It loses lock when the raw bit error ratio nears 1e-3.
+func (d *Dataplane) lit(l *swLink, rx float64) bool {
 	return !math.IsInf(rx, -1) && d.ber(l.fibre.Transceiver, rx) < 1e-3
 }
 
@@ -290,9 +294,12 @@ func (d *Dataplane) startApp(sw *Tofino, app *pktgenApp) error {
 		sw.countTx(app.egressPort, app.total, int64(app.pktLen+4))
 		return nil
 	}
-	d.nrun++
+	// A run's randomness is the world's stream for its link and the
+	// link's own count of runs: what one link draws does not depend on
+	// what other links ran before it, or at the same time.
+	l.nrun++
 	r := &lgRun{link: l, app: app, frameBytes: app.pktLen + 4, remaining: app.total,
-		rng: rand.New(rand.NewPCG(d.world.Seed(), d.nrun*0x9e3779b97f4a7c15))}
+		rng: d.world.Stream(fmt.Sprintf("lgrun/%s/%d", l.name, l.nrun))}
 	d.runs = append(d.runs, r)
 	return d.newSegment(r)
 }
@@ -348,11 +355,21 @@ func (d *Dataplane) config(r *lgRun) (segConfig, error) {
 	}
 	c, sp := r.static, &r.staticPorts
 	l := r.link
-	c.up = sp.txOK && d.light(sp.txLink) && sp.rxOK && d.light(sp.rxLink)
+	// The light at the eye of the run's fibre, a scenario's impairments at
+	// the switches' clock less the fibre's dispersion penalty, read once a
+	// chunk: the ends' ports are on that fibre (portState), and each read
+	// asks the attenuator for its output power.
+	rx := l.fibre.EyePowerDBmAt(d.now)
+	light := func(e *swLink) bool {
+		if e == l {
+			return d.lit(l, rx)
+		}
+		return d.light(e)
+	}
+	c.up = sp.txOK && light(sp.txLink) && sp.rxOK && light(sp.rxLink)
 	if !sp.tp {
 		return c, nil
 	}
-	rx := l.fibre.EyePowerDBmAt(d.now) // a scenario's impairments at the switches' clock, less the fibre's dispersion penalty
 	c.loss = 1
 	if !math.IsInf(rx, -1) {
 		c.loss = d.frameLoss(l.fibre.Transceiver, sp.fec, sp.fire, rx, r.frameBytes)
