@@ -207,7 +207,8 @@ func TestTxBufferOnTheArtifactsPath(t *testing.T) {
 // frames go from the receiver to the sender: they pause the sender's data
 // queue (sender/config_pktgen.py line 70), never the receiver's courier,
 // and leave in queue 2 ahead of the courier in queue 1 of the same port
-// (receiver/setup-ae.py lines 176-178, 214), one 64 B frame each.
+// (receiver.p4 line 518, a timer packet turned into the PFC frame;
+// receiver/setup-ae.py lines 176-178), one 64 B frame each.
 // What differs is how the sender sends (back to back between pauses, or
 // every 124 ns), which the path above already plays. So the test takes ONE
 // path for both modes and adds, part by part, what the model leaves out:
