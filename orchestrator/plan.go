@@ -13,8 +13,8 @@ import (
 )
 
 // Plan is what a recipe will do, as data: the dry run prints it, the engine
-// runs it. Steps run in order; each step is a safe point between which an
-// abort may stop the run.
+// runs it. Steps run in order (steps of different lanes at once: Step.Lane);
+// each step is a safe point between which an abort may stop the run.
 type Plan struct {
 	Recipe  string
 	Version string

@@ -38,6 +38,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -272,13 +273,14 @@ const (
 )
 
 // deque is the recirculation queue: a ring, so that a frame going round
-// again costs no copying of the others.
+// again costs no copying of the others. Its length is a power of two (16,
+// doubling), so a position wraps by a mask, not a division.
 type deque struct {
 	a       []packet
 	head, n int
 }
 
-func (d *deque) at(i int) *packet { return &d.a[(d.head+i)%len(d.a)] }
+func (d *deque) at(i int) *packet { return &d.a[(d.head+i)&(len(d.a)-1)] }
 
 func (d *deque) push(p packet) {
 	if d.n == len(d.a) {
@@ -288,13 +290,13 @@ func (d *deque) push(p packet) {
 		}
 		d.a, d.head = a, 0
 	}
-	d.a[(d.head+d.n)%len(d.a)] = p
+	d.a[(d.head+d.n)&(len(d.a)-1)] = p
 	d.n++
 }
 
 func (d *deque) pop() packet {
 	p := d.a[d.head]
-	d.head = (d.head + 1) % len(d.a)
+	d.head = (d.head + 1) & (len(d.a) - 1)
 	d.n--
 	return p
 }
@@ -387,6 +389,7 @@ func (s *sim) at(ev event) {
 	}
 	f.push(ev)
 	s.pending++
+	s.busy |= 1 << qi
 }
 
 // first is the queue holding the earliest pending event (-1: none).
@@ -396,11 +399,9 @@ func (s *sim) first() int {
 	}
 	best := -1
 	var be *event
-	for i := range s.q {
+	for m := s.busy; m != 0; m &= m - 1 {
+		i := bits.TrailingZeros8(m)
 		f := &s.q[i]
-		if f.head == len(f.ev) {
-			continue
-		}
 		e := &f.ev[f.head]
 		if best < 0 || e.before(be) {
 			best, be = i, e
@@ -408,6 +409,14 @@ func (s *sim) first() int {
 	}
 	s.firstQ = best
 	return best
+}
+
+// emptied clears q[qi]'s bit in busy if it holds no event now (an event
+// left it).
+func (s *sim) emptied(qi int) {
+	if f := &s.q[qi]; f.head == len(f.ev) {
+		s.busy &^= 1 << qi
+	}
 }
 
 // nextAt is the time of the earliest pending event (math.MaxInt64: none).
@@ -425,8 +434,9 @@ type sim struct {
 	r       *rand.Rand
 	res     Result
 	q       [nQueues]fifo
-	pending int // events in q
-	firstQ  int // the queue first() found (-1: none), -2: to be found again
+	pending int   // events in q
+	busy    uint8 // bit i: q[i] holds an event
+	firstQ  int   // the queue first() found (-1: none), -2: to be found again
 	nev     int
 
 	// sender
@@ -474,10 +484,9 @@ type sim struct {
 	flight    deque // frames past their pass, on the loop back to the decision
 	flightB   int64 // their bytes (part of bufBytes)
 	loopPS    int64
-	aheadRing [][2]int64 // loopAhead: returns it scheduled (at, sched)
-	aheadN    int64      // events loopAhead handled (tests)
-	aheadAt   int64      // the time of the latest of them
-	inBuf     []bool     // by seq modulo its length: the originals in buf, all in [ackNo, ackNo+len)
+	aheadN    int64  // events loopAhead handled (tests)
+	aheadAt   int64  // the time of the latest of them
+	inBuf     []bool // by seq modulo its length: the originals in buf, all in [ackNo, ackNo+len)
 	bufBytes  int64
 	draining  bool
 	bpPaused  bool
@@ -799,6 +808,7 @@ func (s *sim) steps(until int64) {
 				f.head++
 				s.pending--
 				s.firstQ = -2 // to be found again
+				s.emptied(qi)
 				s.now = max(s.now, e.at)
 				s.handle(&e)
 				s.loopAhead()
@@ -946,7 +956,7 @@ func (s *sim) giveUp() {
 	for qi := range s.q {
 		s.q[qi].ev, s.q[qi].head = s.q[qi].ev[:0], 0
 	}
-	s.pending, s.firstQ, s.draining = 0, -1, false
+	s.pending, s.firstQ, s.draining, s.busy = 0, -1, false, 0
 }
 
 // geometric draws how many good frames come before the next corrupted one.
@@ -1149,25 +1159,19 @@ func (s *sim) loopAhead() {
 		horizon = s.reached + 1
 	}
 	dq, lq := &s.q[qDrain], &s.q[qLoop]
-	// The pass under way, if any, and the returns due: first those
-	// already scheduled, then those of the passes handled here.
+	// The pass under way, if any, and the returns due, in order: those
+	// already scheduled and those of the passes handled here, which are
+	// scheduled as each pass ends (lq.ev[lq.head+oldL:]).
 	haveD, dAt, dSched, oldD := dq.len() > 0, int64(0), int64(0), true
 	if haveD {
 		dAt, dSched = dq.ev[dq.head].at, dq.ev[dq.head].sched
 	}
 	oldL := 0 // scheduled returns handled here
-	ring := s.aheadRing[:0]
-	ri := 0
 	for {
-		lAt, lSched, haveL := int64(0), int64(0), true
-		switch {
-		case oldL < lq.len():
+		lAt, lSched, haveL := int64(0), int64(0), oldL < lq.len()
+		if haveL {
 			e := &lq.ev[lq.head+oldL]
 			lAt, lSched = e.at, e.sched
-		case ri < len(ring):
-			lAt, lSched = ring[ri][0], ring[ri][1]
-		default:
-			haveL = false
 		}
 		// A return scheduled no later than the pass's end comes first
 		// at a tie: it was scheduled before the pass (or in the same
@@ -1183,11 +1187,7 @@ func (s *sim) loopAhead() {
 			}
 			s.buf.push(s.flight.pop())
 			s.flightB -= b
-			if oldL < lq.len() {
-				oldL++
-			} else {
-				ri++
-			}
+			oldL++
 			if !haveD {
 				s.draining = true
 				haveD, dAt, dSched, oldD = true, lAt+s.drainTime(s.buf.at(0).bytes), lAt, false
@@ -1207,11 +1207,12 @@ func (s *sim) loopAhead() {
 		if oldD {
 			dq.head++
 			s.pending--
+			s.emptied(qDrain)
 			oldD = false
 		}
 		s.flight.push(s.buf.pop())
 		s.flightB += b
-		ring = append(ring, [2]int64{dAt + s.loopPS, dAt})
+		s.schedPass(qLoop, evLoop, dAt+s.loopPS, dAt)
 		s.aheadAt = dAt
 		s.aheadN++
 		if s.buf.n > 0 {
@@ -1222,17 +1223,14 @@ func (s *sim) loopAhead() {
 			s.draining = false
 		}
 	}
-	// What is still due goes back on the queues, in the order the passes
-	// scheduled it.
+	// The returns handled leave their queue; the pass under way, if it
+	// started here, is scheduled after the returns of the passes before it.
 	lq.head += oldL
 	s.pending -= oldL
-	for _, r := range ring[ri:] {
-		s.schedPass(qLoop, evLoop, r[0], r[1])
-	}
+	s.emptied(qLoop)
 	if haveD && !oldD {
 		s.schedPass(qDrain, evDrain, dAt, dSched)
 	}
-	s.aheadRing = ring
 	s.firstQ = -2
 }
 
@@ -1250,6 +1248,7 @@ func (s *sim) schedPass(qi int, kind int8, at, sched int64) {
 	e := s.q[qi].grow()
 	e.at, e.sched, e.idx, e.kind = at, sched, s.nev, kind
 	s.pending++
+	s.busy |= 1 << qi
 }
 
 // bpToggles says whether the queue at qb bytes would send a pause or a

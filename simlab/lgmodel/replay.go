@@ -467,6 +467,10 @@ func (s *sim) restore(rec *recording, sn, cur *snapshot, k, runSeq, runSched int
 			f.ev = append(f.ev, e)
 		}
 		s.pending += len(f.ev)
+		s.busy &^= 1 << i
+		if len(f.ev) > 0 {
+			s.busy |= 1 << i
+		}
 	}
 	s.firstQ = -2
 	s.indexBuffer(0)
