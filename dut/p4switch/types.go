@@ -68,6 +68,11 @@ type Pktgen struct {
 	// (p4/stardust GeneratorBuffer). Without it the driver sends its own
 	// frame.
 	Buffer []byte
+	// IntervalJitter, when positive, adds to each gap between batches a
+	// random draw from 0..IntervalJitter (whole ns; tf1.pktgen.app_cfg's
+	// ibg_jitter, which the generator draws uniformly: the SDE's
+	// reference model, tofino-model's PktGenJitter). One shot only.
+	IntervalJitter time.Duration
 	// Periodic makes a timer that fires every Interval until stopped
 	// (trigger_timer_periodic; Batches is then per firing), such as the
 	// LinkGuardian receiver's timer.

@@ -344,6 +344,8 @@ func validatePktgen(p Pktgen) error {
 		return fmt.Errorf("pktgen: %d batches of %d packets (each expected 1..65536)", p.Batches, p.PerBatch)
 	case p.Interval <= 0:
 		return fmt.Errorf("pktgen: interval %v (expected > 0)", p.Interval)
+	case p.IntervalJitter < 0 || p.IntervalJitter > 0 && p.Periodic:
+		return fmt.Errorf("pktgen: interval jitter %v (expected >= 0, and none on a periodic timer)", p.IntervalJitter)
 	case len(p.Buffer) > p.PacketBytes-pktgenHeaderBytes:
 		return fmt.Errorf("pktgen: a buffer of %d bytes in a %d B packet (at most %d after the %d B pktgen header)", len(p.Buffer), p.PacketBytes, p.PacketBytes-pktgenHeaderBytes, pktgenHeaderBytes)
 	}
@@ -362,6 +364,9 @@ func (s *Switch) StartPktgen(ctx context.Context, p Pktgen) error {
 	}
 	if p.Periodic {
 		args["trigger"] = "timer_periodic" // a timer until stopped (the LinkGuardian receiver's)
+	}
+	if p.IntervalJitter > 0 {
+		args["ibg_jitter_ns"] = p.IntervalJitter.Nanoseconds()
 	}
 	if err := s.agent.call(ctx, "pktgen.start", args, nil); err != nil {
 		return fmt.Errorf("pktgen app %d start: %w", p.AppID, err)

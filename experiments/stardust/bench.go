@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -299,6 +300,30 @@ type benchConfig struct {
 	// frame gives up the numbers before it; 0 leaves a stall for ever.
 	ReasmTimeout time.Duration
 	Replace      bool
+	// Arrivals is how the FAs' data generators space their frames:
+	// "paced" (or empty: batches at a fixed period) or "jittered" (see
+	// dataGens).
+	Arrivals string
+}
+
+// Arrival processes of the bench's host traffic.
+const (
+	arrivalsPaced    = "paced"
+	arrivalsJittered = "jittered"
+)
+
+// jitterApps are the generator applications that carry an FA's host
+// traffic with arrivals=jittered: the data application and the four
+// others Tofino 1's pipe has free (apps 0..7; the bench's credits,
+// reachability cells and aging ticks take 0..2).
+var jitterApps = []int{appData, 4, 5, 6, 7}
+
+// dataApps are the applications that carry host traffic.
+func (br *benchRun) dataApps() []int {
+	if br.cfg.Arrivals == arrivalsJittered {
+		return jitterApps
+	}
+	return []int{appData}
 }
 
 // benchParams are the parameters the bench mode adds to a recipe.
@@ -634,6 +659,57 @@ func pace(frameBytes int, bps float64) (time.Duration, int, float64) {
 	return time.Duration(best), bestK, float64(bestK*(frameBytes+wireExtra)*8) / best * 1e9
 }
 
+// dataGens are the data generator applications of one FA (egress port
+// and source left to fill) that offer bps (wire bits) of frameBytes
+// frames for d, and the rate they offer.
+//
+// paced: one application, batches of k frames at a fixed period (pace).
+//
+// jittered: a Tofino generator draws no exponential gaps, so it cannot
+// offer the Poisson arrivals of the paper's simulation; it jitters the gap
+// between batches uniformly (ibg_jitter: the SDE's reference model draws
+// base + uniform(0, max)). Each of the jitterApps sends one frame per
+// batch, with gaps of 1 ns plus a uniform draw from 0..J: a renewal
+// process of mean gap 1 + J/2 ns, a coefficient of variation near
+// 1/sqrt(3). The FA's frames are the superposition of these independent
+// streams and each destination's share a random thinning of it (gen_flow's
+// random slot), both of which bring a stream towards Poisson
+// (Palm-Khintchine, Renyi); over long times its counts still vary a third
+// as much as Poisson's. J is chosen so that the five together offer bps;
+// the batches cover d with 10% to spare (the gaps' sum is random), and the
+// caller stops them at the window's end.
+func (br *benchRun) dataGens(frameBytes int, bps float64, d time.Duration) ([]sd.Generator, float64, error) {
+	wire := float64((frameBytes + wireExtra) * 8)
+	base := sd.Generator{AppID: appData, Port: genPort, FrameBytes: frameBytes, Cell: sd.Cell{Kind: sd.KindData}}
+	if br.cfg.Arrivals != arrivalsJittered {
+		period, k, offered := pace(frameBytes, bps)
+		batches, err := batchesFor(d, period)
+		if err != nil {
+			return nil, 0, err
+		}
+		base.Period, base.PerBatch, base.Batches = period, k, batches
+		return []sd.Generator{base}, offered, nil
+	}
+	m := len(jitterApps)
+	mean := wire / bps * 1e9 * float64(m) // ns between one application's frames
+	j := math.Round(2 * (mean - 1))
+	if j < 2 {
+		return nil, 0, o.Inputf("arrivals=jittered: %g b/s of %d B frames is a frame every %.2f ns from each of %d generator applications: too fast to jitter", bps, frameBytes, mean, m)
+	}
+	mean = 1 + j/2
+	batches, err := batchesFor(d+d/10, time.Duration(mean))
+	if err != nil {
+		return nil, 0, err
+	}
+	var gens []sd.Generator
+	for _, a := range jitterApps {
+		g := base
+		g.AppID, g.Period, g.Jitter, g.PerBatch, g.Batches = a, time.Nanosecond, time.Duration(j), 1, batches
+		gens = append(gens, g)
+	}
+	return gens, float64(m) * wire / mean * 1e9, nil
+}
+
 // batchesFor is how many batches of period cover d, at most the
 // generator's 65536.
 func batchesFor(d, period time.Duration) (int, error) {
@@ -703,7 +779,7 @@ func (br *benchRun) startGen(ctx context.Context, n *benchNode, g sd.Generator) 
 func (br *benchRun) stopAll(ctx context.Context, apps ...int) error {
 	for _, n := range br.nodes() {
 		for _, a := range apps {
-			if n.FE && (a == appCredit || a == appData) {
+			if n.FE && (a == appCredit || a == appData || br.cfg.Arrivals == arrivalsJittered && slices.Contains(jitterApps, a)) {
 				continue
 			}
 			if err := n.sw.StopPktgen(ctx, a); err != nil && !p4switch.IsNotFound(err) {
@@ -835,8 +911,10 @@ type benchPoint struct {
 func (br *benchRun) setFlows(ctx context.Context, targets func(*benchNode) []sd.VOQTarget) error {
 	srcs := map[int][]sd.CreditSource{}
 	for _, n := range br.FAs {
-		if err := n.sd.SetGenFlow(ctx, appData, targets(n)); err != nil {
-			return fmt.Errorf("%s: %w", n.Name, err)
+		for _, a := range br.dataApps() {
+			if err := n.sd.SetGenFlow(ctx, a, targets(n)); err != nil {
+				return fmt.Errorf("%s: %w", n.Name, err)
+			}
 		}
 		seen := map[int]bool{}
 		for _, v := range targets(n) {
@@ -865,12 +943,11 @@ func (br *benchRun) runTraffic(ctx context.Context, frameBytes int, bps float64,
 	if err := br.setFlows(ctx, targets); err != nil {
 		return pt, err
 	}
-	period, k, offered := pace(frameBytes, bps)
-	pt.OfferedBps = offered
-	batches, err := batchesFor(warm+measure, period)
+	gens, offered, err := br.dataGens(frameBytes, bps, warm+measure)
 	if err != nil {
 		return pt, err
 	}
+	pt.OfferedBps = offered
 	if err := br.startInfra(ctx, warm+measure+drain+br.cfg.ReachPeriod); err != nil {
 		return pt, err
 	}
@@ -883,10 +960,11 @@ func (br *benchRun) runTraffic(ctx context.Context, frameBytes int, bps float64,
 		return pt, err
 	}
 	for _, n := range br.FAs {
-		g := sd.Generator{AppID: appData, Port: genPort, EgressPort: n.Host, FrameBytes: frameBytes, Period: period, PerBatch: k, Batches: batches,
-			Cell: sd.Cell{Kind: sd.KindData, SrcFA: uint16(n.ID)}}
-		if err := br.startGen(ctx, n, g); err != nil {
-			return pt, err
+		for _, g := range gens {
+			g.EgressPort, g.Cell.SrcFA = n.Host, uint16(n.ID)
+			if err := br.startGen(ctx, n, g); err != nil {
+				return pt, err
+			}
 		}
 	}
 	tA, err := clock.WaitClock(ctx, t0+warm)
@@ -907,15 +985,17 @@ func (br *benchRun) runTraffic(ctx context.Context, frameBytes int, bps float64,
 	}
 	// The generators are done (their batches cover the warm-up and the
 	// window); stopped, their counts are final.
-	if err := br.stopAll(ctx, appData); err != nil {
+	if err := br.stopAll(ctx, br.dataApps()...); err != nil {
 		return pt, err
 	}
 	for _, n := range br.FAs {
-		st, err := n.sw.PktgenStatus(ctx, appData)
-		if err != nil {
-			return pt, fmt.Errorf("%s: %w", n.Name, err)
+		for _, a := range br.dataApps() {
+			st, err := n.sw.PktgenStatus(ctx, a)
+			if err != nil {
+				return pt, fmt.Errorf("%s: %w", n.Name, err)
+			}
+			pt.Generated += st.Packets
 		}
-		pt.Generated += st.Packets
 	}
 	// Drain: ask, a step at a time, until every frame sent is released or
 	// counted dropped (frames waiting for credit go on being released while

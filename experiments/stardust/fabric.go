@@ -43,7 +43,7 @@ func NewFabric() *Fabric { return &Fabric{} }
 func (*Fabric) Meta() o.Meta {
 	return o.Meta{
 		Name:        FabricName,
-		Version:     "1.3.0",
+		Version:     "1.4.0",
 		Summary:     "Stardust fabric latency and last-stage FE queue distributions against utilisation, with M/D/1 (Fig. 9); on the model, or on a Stardust bench",
 		Description: fabricDescription,
 		Params:      fabricParams(),
@@ -80,9 +80,11 @@ frames: the bench's links carry just the host port's rate, so the FA's own links
 where credits above it queue first), and at each
 utilisation every FA's packet generator sends frames of cell_bytes (a frame is a cell on
 Tofino) uniformly to the other FAs' host ports at that fraction of its fabric links'
-capacity. Latency comes from the destination FAs' histograms (64 ns buckets, from the
+capacity: by default from five applications with uniformly jittered gaps (the generator's
+ibg_jitter; a Tofino draws no exponential gaps), or paced (bench_arrivals). Latency comes from the destination FAs' histograms (64 ns buckets, from the
 source FA's timestamp), the queue from the FEs' histograms of what each cell found ahead
-of it, in frames; link busy from the FEs' port counters. The bench_* parameters set the
+of it, in frames, beside M/D/1's distribution of the frames waiting (max(Q - 1, 0)); link
+busy from the FEs' port counters. The bench_* parameters set the
 ports' speeds and the times on the switches' clock, and the FAs' reassembly timeout
 (bench_reasm_timeout): a frame lost on the way holds its source's later frames at the
 destination that long, then its number is given up (reassembly_drops); lost counts the
@@ -115,6 +117,7 @@ func fabricParams() []o.ParamSpec {
 		// utilisation: a frame not lost has arrived by then, and a frame
 		// numbered after it was sent after it, so a timer of that span
 		// rounded up to the microsecond gives up no frame that arrives.
+		{Name: "bench_arrivals", Type: o.TypeString, Default: arrivalsJittered, Enum: []string{arrivalsJittered, arrivalsPaced}, Description: "bench only: how each FA's packet generator spaces its frames. jittered: five generator applications, one frame per batch, each gap jittered uniformly (the generator's ibg_jitter), their sum thinned over destinations: random arrivals, as near Poisson as a Tofino generator comes; paced: batches at a fixed period"},
 		{Name: "bench_reasm_timeout", Type: o.TypeDuration, Default: 33 * time.Microsecond, Min: o.Bound(0), Max: o.Bound(0.002), Description: "bench only: the FAs' reassembly timer (§4.1): an early frame this long after its source sent it gives up the missing frames before it, and its source's later frames go on; 0 waits for ever. Default: the FAs' latency histogram's span (32.8 us), above the bench's worst fabric latency, rounded up to a microsecond"},
 	}, benchParams(500*time.Microsecond, 100*time.Microsecond, 2*time.Millisecond)...)
 }
@@ -150,7 +153,7 @@ func FabricTables() []results.Table {
 				Kind:    results.Line, X: "latency_us", Y: "probability", Series: []string{"utilisation"}, Legend: "utilisation {utilisation}",
 				LogY: true, XLabel: "Latency (µs)", YLabel: "Probability"}},
 		},
-		{Name: "fabric_queue", Title: "Last-stage FE queue size distribution (Fig. 9 right)", Description: "One row per utilisation, source (model or M/D/1 at the model's measured link busy fraction) and queue size: the fraction of (cell time, link) samples with that many cells queued, the one in service included.",
+		{Name: "fabric_queue", Title: "Last-stage FE queue size distribution (Fig. 9 right)", Description: "One row per utilisation, source (model or M/D/1 at the model's measured link busy fraction) and queue size: the fraction of (cell time, link) samples with that many cells queued, the one in service included. On a bench (source bench): the fraction of cells that found that many frames waiting ahead of them, the one on the wire not counted, and M/D/1 of the same, max(Q - 1, 0).",
 			Fields: []results.Field{
 				{Name: "utilisation", Type: "number", Unit: "1"},
 				{Name: "source", Type: "string", Description: "model or M/D/1"},
@@ -538,10 +541,11 @@ func (r *Fabric) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
 	}
 	cfg.FCIFrames = int(p.Int("fci_threshold"))
 	cfg.ReasmTimeout = p.Duration("bench_reasm_timeout")
+	cfg.Arrivals = p.String("bench_arrivals")
 	warm, measure, drain := p.Duration("bench_warmup"), p.Duration("bench_measure"), p.Duration("bench_drain")
 	desc := b.describe(cfg.LinkGbps, cfg.HostGbps)
 	run := &fabricRun{s: FabricSummary{ModelOnly: false, MeasuredOn: "bench", Scale: fmt.Sprintf("bench: %d FAs x %d FEs", len(b.FAs), len(b.FEs)),
-		Fabric: fmt.Sprintf("%s; %d B frames as cells, credits of %d B at %g speed-up, FCI at %d frames, reachability every %v, reassembly timeout %v", desc, frame, cfg.CreditBytes, cfg.SpeedUp, cfg.FCIFrames, cfg.ReachPeriod, cfg.ReasmTimeout),
+		Fabric: fmt.Sprintf("%s; %d B frames as cells, credits of %d B at %g speed-up, FCI at %d frames, reachability every %v, reassembly timeout %v, %s arrivals", desc, frame, cfg.CreditBytes, cfg.SpeedUp, cfg.FCIFrames, cfg.ReachPeriod, cfg.ReasmTimeout, cfg.Arrivals),
 		SlotNS: float64((frame+wireExtra)*8) / float64(cfg.LinkGbps), Points: map[string]FabricPoint{}}}
 	var br *benchRun
 	devs := b.devices()
@@ -606,11 +610,18 @@ func frameQueue(queue []int64, frameBytes int) ([]int64, int64) {
 }
 
 // md1Against writes M/D/1's queue distribution at busy fraction rho
-// beside the measured one (qh of nq frames) and returns the largest excess
-// of the measured tail over M/D/1's and their largest ratio where M/D/1's
-// tail is in [1e-4, 1e-3].
+// beside the bench's measured one (qh of nq frames) and returns the
+// largest excess of the measured tail over M/D/1's and their largest
+// ratio where M/D/1's tail is in [1e-4, 1e-3].
+//
+// The bench counts the frames a cell finds waiting ahead of it, not the
+// one on the wire (the traffic manager's queue depth on enqueue); MD1 is
+// the number in the system a cell finds (the M/G/1 embedded chain: what
+// departures leave, and so, for Poisson arrivals, what arrivals find). The
+// M/D/1 rows are therefore of the waiting number, max(Q - 1, 0): P(0) =
+// P(Q = 0) + P(Q = 1) and P(k) = P(Q = k + 1).
 func md1Against(qt *results.TableWriter, u float64, qh []int64, nq int64, rho float64) (float64, float64, error) {
-	md := MD1(rho, len(qh)-1, 1e-9)
+	md := md1Waiting(MD1(rho, len(qh), 1e-9))
 	worst, ratio := math.Inf(-1), 0.0
 	tailMD, tailM := 1.0, 1.0
 	for k := range md {
@@ -627,6 +638,14 @@ func md1Against(qt *results.TableWriter, u float64, qh []int64, nq int64, rho fl
 		}
 	}
 	return worst, ratio, nil
+}
+
+// md1Waiting is the distribution of max(Q - 1, 0) for Q distributed as md.
+func md1Waiting(md []float64) []float64 {
+	if len(md) < 2 {
+		return md
+	}
+	return append([]float64{md[0] + md[1]}, md[2:]...)
 }
 
 // record puts utilisation u's point into the summary; the worst latency

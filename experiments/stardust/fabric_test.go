@@ -103,20 +103,22 @@ func TestFabricWithoutFCILosesCells(t *testing.T) {
 
 // MD1 against the chain iterated to its fixed point.
 func TestMD1(t *testing.T) {
-	for _, rho := range []float64{0.5, 0.9} {
-		n := 200
-		a := make([]float64, n)
+	// 0.97: the distribution rises before it falls (the Stardust bench's
+	// links at utilisation 0.95).
+	for _, rho := range []float64{0.5, 0.9, 0.97} {
+		n := 400
+		a := make([]float64, 40) // a Poisson(rho) beyond 40 is below 1e-47
 		a[0] = math.Exp(-rho)
-		for i := 1; i < n; i++ {
+		for i := 1; i < len(a); i++ {
 			a[i] = a[i-1] * rho / float64(i)
 		}
-		p := make([]float64, n)
+		p, q := make([]float64, n), make([]float64, n)
 		p[0] = 1
 		for it := 0; it < 100000; it++ {
-			q := make([]float64, n)
+			clear(q)
 			for i, pi := range p {
 				b := max(i-1, 0)
-				for j := 0; b+j < n; j++ {
+				for j := 0; j < len(a) && b+j < n; j++ {
 					q[b+j] += pi * a[j]
 				}
 			}
@@ -124,8 +126,8 @@ func TestMD1(t *testing.T) {
 			for i := range p {
 				d += math.Abs(p[i] - q[i])
 			}
-			p = q
-			if d < 1e-14 {
+			p, q = q, p
+			if d < 1e-13 {
 				break
 			}
 		}

@@ -11,8 +11,10 @@ import "math"
 //
 //	P(Q = j+1) = (P(Q = j) - P(Q = 0) a_j - sum_{i=1..j} P(Q = i) a_{j-i+1}) / a_0.
 //
-// The terms stop below floor (the recursion subtracts nearly equal numbers
-// there) or at kmax. rho must be in (0, 1).
+// The distribution is unimodal: at high rho it rises before it falls
+// (P(Q = 1) > P(Q = 0) above rho = ln 2). Once falling, the terms stop
+// below floor or where they would rise again (the recursion subtracts
+// nearly equal numbers there), or at kmax. rho must be in (0, 1).
 func MD1(rho float64, kmax int, floor float64) []float64 {
 	if rho <= 0 || rho >= 1 {
 		return nil
@@ -23,15 +25,17 @@ func MD1(rho float64, kmax int, floor float64) []float64 {
 		a[i] = a[i-1] * rho / float64(i)
 	}
 	p := []float64{1 - rho, (1 - rho) * (1 - a[0]) / a[0]}
+	falling := p[1] < p[0]
 	for j := 1; j < kmax; j++ {
 		s := p[j] - p[0]*a[j]
 		for i := 1; i <= j; i++ {
 			s -= p[i] * a[j-i+1]
 		}
 		next := s / a[0]
-		if next < floor || next >= p[j] {
+		if next <= 0 || falling && (next < floor || next >= p[j]) {
 			break
 		}
+		falling = falling || next < p[j]
 		p = append(p, next)
 	}
 	return p

@@ -547,9 +547,12 @@ type Generator struct {
 	Port, EgressPort int
 	FrameBytes       int
 	Period           time.Duration
-	PerBatch         int
-	Batches          int
-	Cell             Cell
+	// Jitter, when positive, adds to each gap between batches a uniform
+	// draw from 0..Jitter (the generator's ibg_jitter).
+	Jitter   time.Duration
+	PerBatch int
+	Batches  int
+	Cell     Cell
 }
 
 // GeneratorSourceMAC is the source MAC of a Stardust generator frame: a
@@ -566,7 +569,7 @@ func (s *Switch) StartGenerator(ctx context.Context, g Generator) error {
 	if g.FrameBytes < EthernetBytes+CellHeaderBytes {
 		return fmt.Errorf("generator application %d: %d B frames cannot hold the %d B Ethernet and cell headers", g.AppID, g.FrameBytes, EthernetBytes+CellHeaderBytes)
 	}
-	return s.StartPktgen(ctx, p4switch.Pktgen{AppID: g.AppID, Port: g.Port, EgressPort: g.EgressPort, PacketBytes: g.FrameBytes, Interval: g.Period,
+	return s.StartPktgen(ctx, p4switch.Pktgen{AppID: g.AppID, Port: g.Port, EgressPort: g.EgressPort, PacketBytes: g.FrameBytes, Interval: g.Period, IntervalJitter: g.Jitter,
 		Batches: g.Batches, PerBatch: g.PerBatch, Buffer: GeneratorBuffer(GeneratorSourceMAC(g.AppID), g.Cell)})
 }
 

@@ -114,10 +114,22 @@ type Source struct {
 
 // SwApp is a packet-generator application of a device.
 type SwApp struct {
-	Kind          int
-	FrameBytes    int   // on the wire, FCS included
-	StartPs       int64 // the first batch
-	PeriodPs      int64
+	Kind       int
+	FrameBytes int   // on the wire, FCS included
+	StartPs    int64 // the first batch
+	PeriodPs   int64
+	// JitterPs, when positive, adds to each gap between batches a draw
+	// from 0..JitterPs, uniform, from Rand (which it then needs): the
+	// generator's inter-batch-gap jitter (tf1.pktgen.app_cfg's ibg_jitter;
+	// uniform in the SDE's reference model of the generator, tofino-model's
+	// PktGenJitter: base + uniform(0, max) << scale). The draws are in
+	// whole ns, as the field is, from Rand (the fabric's own when nil).
+	JitterPs int64
+	Rand     *rand.Rand
+	// NextPs is when the next batch is due (ps; 0 until the fabric has
+	// scheduled one): where a rebuilt fabric resumes a jittered
+	// application.
+	NextPs        int64
 	Batches       int64
 	PerBatch      int
 	AppID         int   // the key of gen_flow
@@ -503,8 +515,22 @@ func (f *SwitchFabric) batch(dev, ai int) {
 		}
 	}
 	if a.Next < a.Batches {
-		f.ev.Push(f.now+a.PeriodPs, swEvent{kind: evBatch, dev: int32(dev), fr: int32(ai)})
+		a.NextPs = f.now + a.gapPs(f.rng)
+		f.ev.Push(a.NextPs, swEvent{kind: evBatch, dev: int32(dev), fr: int32(ai)})
 	}
+}
+
+// gapPs is the time to an application's next batch: its period, plus its
+// jitter's draw.
+func (a *SwApp) gapPs(fabric *rand.Rand) int64 {
+	if a.JitterPs <= 0 {
+		return a.PeriodPs
+	}
+	r := a.Rand
+	if r == nil {
+		r = fabric
+	}
+	return a.PeriodPs + r.Int64N(a.JitterPs/1000+1)*1000
 }
 
 // dataFrame is a generated frame at its FA's ingress.

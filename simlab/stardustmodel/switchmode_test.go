@@ -1,7 +1,9 @@
 package stardustmodel
 
 import (
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -362,5 +364,54 @@ func TestSwitchDeterministic(t *testing.T) {
 	}
 	if sum(a) == 0 {
 		t.Fatal("nothing crossed")
+	}
+}
+
+// A jittered application's gaps between batches are its period plus a
+// uniform draw from 0..JitterPs in whole ns (the generator's ibg_jitter):
+// within those bounds, with the uniform's mean and variance, and the same
+// for the same source.
+func TestSwitchAppJitter(t *testing.T) {
+	gaps := func(seed uint64) []int64 {
+		f := swFabric(2, 1, 1)
+		a := &SwApp{Kind: SwKindData, FrameBytes: 256, PeriodPs: 1000, JitterPs: 200_000, Rand: rand.New(rand.NewPCG(seed, 2)),
+			Batches: 20000, PerBatch: 1, AppID: 1, Enabled: true}
+		f.AddApp(devIndex(f, fa(f, 0)), a)
+		f.AdvanceTo(1)
+		var out []int64
+		for !a.Done() {
+			at := a.NextPs
+			f.AdvanceTo(at + 1)
+			if !a.Done() {
+				out = append(out, a.NextPs-at)
+			}
+		}
+		return out
+	}
+	g := gaps(7)
+	if len(g) != 19998 {
+		t.Fatalf("%d gaps of 20000 batches", len(g))
+	}
+	var sum, sq float64
+	for _, v := range g {
+		if v < 1000 || v > 201_000 || v%1000 != 0 {
+			t.Fatalf("gap %d ps: want 1000 + a whole ns in 0..200 ns", v)
+		}
+		x := float64(v-1000) / 1000
+		sum += x
+		sq += x * x
+	}
+	n := float64(len(g))
+	mean, vr := sum/n, sq/n-(sum/n)*(sum/n)
+	// Uniform on 0..200: mean 100, variance (201^2-1)/12 = 3366.7; the
+	// mean's standard error is 0.41 ns.
+	if math.Abs(mean-100) > 2 || math.Abs(vr-3366.7) > 0.05*3366.7 {
+		t.Errorf("jitter mean %.2f ns, variance %.1f: want 100 and 3366.7 (uniform on 0..200 ns)", mean, vr)
+	}
+	if h := gaps(7); !slices.Equal(h, g) {
+		t.Error("the same source gave other gaps")
+	}
+	if h := gaps(8); slices.Equal(h, g) {
+		t.Error("another source gave the same gaps")
 	}
 }

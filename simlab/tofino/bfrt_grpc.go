@@ -1036,6 +1036,12 @@ func (s *bfrtService) writeApp(t *bfrtinfo.Table, key map[string]uint64, act *bf
 	if action == "trigger_timer_periodic" {
 		args["trigger"] = "timer_periodic"
 	}
+	if j := f["ibg_jitter"]; j > 0 {
+		args["ibg_jitter_ns"] = j
+	}
+	if f["ipg_jitter"] > 0 {
+		return bfErr(codes.Unimplemented, "pktgen app %d: ipg_jitter %d: the simulated switch emits a batch's packets together and models jitter between batches only (ibg_jitter)", id, f["ipg_jitter"])
+	}
 	frame := buf[:n]
 	if len(frame) >= 8 && frame[0] == 0x02 && frame[1] == 0x74 && frame[2] == 0x62 && int(frame[3]) == id&0xff && frame[6] == 0x88 && frame[7] == 0xB5 {
 		args["egress_port"] = int(frame[4])<<8 | int(frame[5])

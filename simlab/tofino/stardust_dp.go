@@ -297,7 +297,11 @@ func (e *sdEngine) readSwitch(i int, sw *Tofino) error {
 		// An application already part way (the fabric was rebuilt)
 		// continues after the batches it emitted.
 		next, start := a.resume()
+		if a.jitterNs > 0 && a.nextPs > 0 {
+			start = a.nextPs // jittered: when the fabric had it due
+		}
 		sa := &sdm.SwApp{Kind: int(a.cell.Kind), FrameBytes: a.pktLen + 4, StartPs: start, PeriodPs: a.timerNs * 1000,
+			JitterPs: a.jitterNs * 1000, Rand: a.rng,
 			Batches: a.batches, PerBatch: a.perBatch, AppID: a.id, PayloadLength: int(a.cell.PayloadLength), Enabled: true,
 			Sent: a.sent, Next: next}
 		e.apps.add(a, i, sa)
@@ -414,6 +418,9 @@ func (e *sdEngine) syncOut(d *Dataplane) {
 			}
 		}
 		clear(dv.Ports)
+	}
+	for a, sa := range e.apps.of {
+		a.nextPs = sa.NextPs
 	}
 	e.apps.syncOut(func(sa *sdm.SwApp) (int64, bool, bool) { return sa.Sent, sa.Done(), sa.Enabled })
 }

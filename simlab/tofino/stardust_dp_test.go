@@ -466,6 +466,15 @@ func TestStardustBadInput(t *testing.T) {
 			t.Errorf("buffer_hex %s: %v, want bad_request", bad, r)
 		}
 	}
+	// Inter-batch jitter: timed for a Stardust application with a cell,
+	// refused where the switch does not follow the frames (no buffer) and
+	// out of the field's range.
+	for _, bad := range []string{`"ibg_jitter_ns":-1`, `"ibg_jitter_ns":4294967296`, `"ibg_jitter_ns":"5"`} {
+		r := b.req(b.fas[0], "pktgen.start", `{"app_id":5,"egress_port":176,"pkt_len":64,"timer_ns":100,"batches":1,"packets_per_batch":1,`+bad+`}`)
+		if errKind(r) != "bad_request" {
+			t.Errorf("%s: %v, want bad_request", bad, r)
+		}
+	}
 	// Without a buffer: generated at its period (below line rate), moving nothing.
 	b.ok(b.fas[0], "pktgen.start", `{"app_id":4,"egress_port":176,"pkt_len":64,"timer_ns":1000,"batches":3,"packets_per_batch":2}`)
 	b.wait(10 * time.Microsecond)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"regexp"
 	"sort"
 	"strconv"
@@ -57,7 +58,10 @@ type Tofino struct {
 	regs       map[string]map[int]int64
 	tables     map[string][]simEntry
 	apps       map[int]*pktgenApp
-	queues     map[[2]int]*simQueue
+	// appStarts counts the jittered applications started, so that each
+	// start draws its own gaps.
+	appStarts int
+	queues    map[[2]int]*simQueue
 	// qprio holds the scheduling priority (tf1.tm.queue.sched_cfg's
 	// max_priority) of the queues tm.queue.sched set, by (dev port, qid);
 	// a queue not in it has the default, queuePriorityDefault.
@@ -122,7 +126,14 @@ type pktgenApp struct {
 	timerNs, batches int64
 	perBatch         int
 	startNs          time.Duration
-	cell             *sd.Cell
+	// jitterNs is pktgen.start's ibg_jitter_ns: each gap between batches
+	// is timerNs plus a uniform draw from 0..jitterNs, from rng (seeded
+	// by the switch, the application and its start). nextPs is when the
+	// fabric has its next batch due (the dataplane's ps; 0: not yet).
+	jitterNs int64
+	rng      *rand.Rand
+	nextPs   int64
+	cell     *sd.Cell
 	// An ecmp program's application (ecmp.go): the headers its frames
 	// carry; timed as a Stardust application is.
 	ecmp *ecmpGen
@@ -787,13 +798,23 @@ func (t *Tofino) pktgenStart(a map[string]json.RawMessage) (any, error) {
 		return nil, err
 	}
 	trig, err := pktgenTrigger(a)
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, err
+	}
+	jitter, err := pktgenJitter(a)
+	if err != nil {
+		return nil, err
+	}
+	if jitter > 0 && (cell == nil || trig != "timer_one_shot") {
+		// The simulated switch times jittered batches only where a
+		// dataplane follows the generator's frames one by one.
+		return nil, badReq("ibg_jitter_ns %d: the simulated switch models inter-batch jitter only for a Stardust program's one-shot applications", jitter)
+	}
+	switch {
 	case trig == "timer_periodic":
 		return nil, t.startTimerApp(v)
 	case cell != nil || eg != nil:
-		return nil, t.startFabricApp(v, cell, eg)
+		return nil, t.startFabricApp(v, cell, eg, jitter)
 	}
 	return nil, t.startLineRateApp(v)
 }
@@ -831,6 +852,25 @@ func (t *Tofino) pktgenBuffer(a map[string]json.RawMessage) (*sd.Cell, *ecmpGen,
 		cell = &sd.Cell{Kind: sdNotACell} // stardust_dp.go
 	}
 	return cell, eg, nil
+}
+
+// maxPktgenTimerNs is the largest timer_nanosec (a 32-bit field).
+const maxPktgenTimerNs = 1<<32 - 1
+
+// pktgenJitter reads pktgen.start's optional ibg_jitter_ns (0 without):
+// at most the generator's longest timer.
+func pktgenJitter(a map[string]json.RawMessage) (int64, error) {
+	if _, ok := a["ibg_jitter_ns"]; !ok {
+		return 0, nil
+	}
+	j, err := argInt(a, "ibg_jitter_ns")
+	if err != nil {
+		return 0, err
+	}
+	if j < 0 || j > maxPktgenTimerNs {
+		return 0, badReq("ibg_jitter_ns %d: expected 0..%d", j, maxPktgenTimerNs)
+	}
+	return j, nil
 }
 
 // pktgenIdle: a program runs and application id is not running.
@@ -875,12 +915,21 @@ func (t *Tofino) startTimerApp(v [6]int64) error {
 // startFabricApp starts a Stardust or ecmp application: its frames enter
 // the ingress pipeline and go where the program sends them, whatever
 // egress_port says.
-func (t *Tofino) startFabricApp(v [6]int64, cell *sd.Cell, eg *ecmpGen) error {
+func (t *Tofino) startFabricApp(v [6]int64, cell *sd.Cell, eg *ecmpGen, jitterNs int64) error {
 	if v[3] <= 0 || v[4] <= 0 || v[5] <= 0 {
 		return badReq("pktgen: timer_ns, batches and packets_per_batch must be positive, got %d, %d, %d", v[3], v[4], v[5])
 	}
 	app := &pktgenApp{id: int(v[0]), egressPort: int(v[1]), pktLen: int(v[2]), total: v[4] * v[5], enabled: true,
-		timerNs: v[3], batches: v[4], perBatch: int(v[5]), startNs: t.dp.Now(), cell: cell, ecmp: eg}
+		timerNs: v[3], batches: v[4], perBatch: int(v[5]), startNs: t.dp.Now(), cell: cell, ecmp: eg, jitterNs: jitterNs}
+	if jitterNs > 0 {
+		// The generator's own random source: one stream per switch and
+		// application, a new one at each start, from the lab's seed.
+		t.mu.Lock()
+		t.appStarts++
+		n := t.appStarts
+		t.mu.Unlock()
+		app.rng = rand.New(rand.NewPCG(t.dp.world.Seed(), t.seedFor(fmt.Sprintf("pktgen-jitter/%d", n), app.id)))
+	}
 	t.mu.Lock()
 	t.apps[app.id] = app
 	t.sdVer++

@@ -561,7 +561,7 @@ class AgentTest(AgentBase):
         self.assertEqual(enable, {"pipe": 0, "app_id": 1, "app_enable": True})
         for k, v in {"app_id": 1, "pipe": 0, "app_enable": False, "pkt_len": 1508, "pkt_buffer_offset": buf["pkt_buffer_offset"],
                      "pipe_local_source_port": 68, "batch_count_cfg": 9, "packets_per_batch_cfg": 99,
-                     "timer_nanosec": 1000, "ipg": 1000, "ibg": 1000, "pkt_counter": 0}.items():
+                     "timer_nanosec": 1000, "ipg": 1000, "ibg": 1000, "ibg_jitter": 0, "ipg_jitter": 0, "pkt_counter": 0}.items():
             self.assertEqual(cfg[k], v, k)
         deadline = time.monotonic() + 5
         seen = []
@@ -623,11 +623,19 @@ class AgentTest(AgentBase):
         self.fails("bad_request", "pktgen.status", {})
         self.fails("bad_request", "pktgen.start", self.pktgen(pkt_len=20))
         self.fails("bad_request", "pktgen.start", self.pktgen(timer_ns=0))
+        self.fails("bad_request", "pktgen.start", self.pktgen(ibg_jitter_ns=-1))
+        self.fails("bad_request", "pktgen.start", self.pktgen(ibg_jitter_ns=1 << 32))
         self.fails("bad_request", "pktgen.start", self.pktgen(timer_ns=1 << 32))
         self.fails("bad_request", "pktgen.start", self.pktgen(batches=0))
         self.fails("bad_request", "pktgen.start", self.pktgen(packets_per_batch=65537))
         self.fails("bfrt", "pktgen.start", self.pktgen(dev_port=60))  # not a generator port
         self.assertEqual(self.ok("pktgen.status", {"app_id": 1})["packets"], 0)
+
+    def test_pktgen_jitter(self):
+        self.add_port(136)
+        self.ok("pktgen.start", self.pktgen(app_id=5, timer_ns=1, ibg_jitter_ns=236, packets_per_batch=1))
+        cfg = self.bfrt.calls_to("tf1.pktgen.app_cfg", "mod_with_trigger_timer_one_shot")[-2]
+        self.assertEqual((cfg["ibg"], cfg["ibg_jitter"], cfg["ipg_jitter"]), (1, 236, 0))
 
     # ---- the protocol ----
 

@@ -888,6 +888,9 @@ class Agent:
         trigger = args.get("trigger") or "timer_one_shot"
         if trigger not in PKTGEN_TRIGGERS:
             raise bad_request("trigger %r (expected one of %s)", trigger, ", ".join(PKTGEN_TRIGGERS))
+        # Each gap between batches is timer_ns plus a uniform draw from
+        # 0..ibg_jitter_ns (the generator's inter-batch-gap jitter).
+        jitter = arg_int(args, "ibg_jitter_ns", default=0, lo=0, hi=PKTGEN_MAX_TIMER_NS)
         frame = None
         if args.get("buffer_hex") is not None:
             frame = arg_hex(args, "buffer_hex")
@@ -923,7 +926,7 @@ class Agent:
                   timer_nanosec=timer, app_enable=False, pkt_len=len(buf), pkt_buffer_offset=offset,
                   pipe_local_source_port=port & 0x7F, increment_source_port=False,
                   batch_count_cfg=batches - 1, packets_per_batch_cfg=per_batch - 1,
-                  ibg=timer, ibg_jitter=0, ipg=timer, ipg_jitter=0,
+                  ibg=timer, ibg_jitter=jitter, ipg=timer, ipg_jitter=0,
                   batch_counter=0, pkt_counter=0, trigger_counter=0)
         self.call(cfg, pipe=pipe, app_id=app, app_enable=True)
         with self._state:

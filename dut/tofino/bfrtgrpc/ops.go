@@ -1021,6 +1021,7 @@ func (c *Conn) pktgenStatus(ctx context.Context, in *bfrtinfo.Info, app *bfrtinf
 // pktgenArgs are pktgen.start's numbers.
 type pktgenArgs struct {
 	port, egress, pktLen, timer, batches, perBatch int64
+	jitter                                         int64  // ibg_jitter_ns (0: none)
 	frame                                          []byte // buffer_hex (nil: the agent's frame)
 }
 
@@ -1039,6 +1040,14 @@ func readPktgenArgs(op string, a args0) (pktgenArgs, error) {
 		return p, badRequest(op, "pkt_len %d: expected 60..%d", p.pktLen, pktBufferBytes)
 	case p.timer < 1 || p.batches < 1 || p.perBatch < 1 || p.batches > 1<<16 || p.perBatch > 1<<16:
 		return p, badRequest(op, "timer_ns %d, batches %d, packets_per_batch %d: expected positive, at most 65536 batches and packets", p.timer, p.batches, p.perBatch)
+	}
+	if a.has("ibg_jitter_ns") {
+		if p.jitter, err = a.int(op, "ibg_jitter_ns"); err != nil {
+			return p, err
+		}
+		if p.jitter < 0 || p.jitter > 1<<32-1 {
+			return p, badRequest(op, "ibg_jitter_ns %d: expected 0..%d", p.jitter, int64(1<<32-1))
+		}
 	}
 	if a.has("buffer_hex") {
 		h, err := a.str(op, "buffer_hex")
@@ -1130,7 +1139,7 @@ func (c *Conn) pktgenStart(ctx context.Context, in *bfrtinfo.Info, op string, a 
 			"timer_nanosec": p.timer, "app_enable": false, "pkt_len": int64(len(buf)), "pkt_buffer_offset": offset,
 			"pipe_local_source_port": p.port & 0x7f, "increment_source_port": false,
 			"batch_count_cfg": p.batches - 1, "packets_per_batch_cfg": p.perBatch - 1,
-			"ibg": p.timer, "ibg_jitter": int64(0), "ipg": p.timer, "ipg_jitter": int64(0),
+			"ibg": p.timer, "ibg_jitter": p.jitter, "ipg": p.timer, "ipg_jitter": int64(0),
 			"batch_counter": int64(0), "pkt_counter": int64(0), "trigger_counter": int64(0)}},
 		update{typ: bfrtpb.Update_MODIFY, table: app, pipe: pipe, key: k, action: trigger, data: map[string]any{"app_enable": true}},
 	)
