@@ -588,3 +588,27 @@ func checkPortFrames(t *testing.T, ctx context.Context, s *tofino.Switch, port i
 		}
 	}
 }
+
+// Inter-batch jitter (ibg_jitter) rides pktgen.start to the switch; the
+// simulated switch times it only where a dataplane follows the frames one
+// by one (a Stardust program's), so a LinkGuardian line-rate application
+// with jitter is refused rather than run without it. The driver refuses a
+// negative jitter and jitter on a periodic timer before asking.
+func TestPktgenJitterReachesTheSwitch(t *testing.T) {
+	_, tx, _, p, _ := startLG100Stress(t)
+	ctx := context.Background()
+	g := tofino.Pktgen{AppID: 1, Port: 68, EgressPort: p, PacketBytes: 1514, Interval: 124 * time.Nanosecond, Batches: 10, PerBatch: 1, IntervalJitter: 100 * time.Nanosecond}
+	if err := tx.StartPktgen(ctx, g); err == nil || !strings.Contains(err.Error(), "ibg_jitter_ns 100") {
+		t.Errorf("jitter on a LinkGuardian application: %v, want the switch to refuse ibg_jitter_ns 100", err)
+	}
+	for _, bad := range []tofino.Pktgen{{IntervalJitter: -time.Nanosecond}, {IntervalJitter: time.Nanosecond, Periodic: true}} {
+		b := g
+		b.IntervalJitter, b.Periodic = bad.IntervalJitter, bad.Periodic
+		if err := tx.StartPktgen(ctx, b); err == nil || !strings.Contains(err.Error(), "jitter") {
+			t.Errorf("jitter %v, periodic %v: %v", b.IntervalJitter, b.Periodic, err)
+		}
+	}
+	if st, err := tx.PktgenStatus(ctx, 1); err == nil && st.Enabled {
+		t.Errorf("a refused application runs: %+v", st)
+	}
+}
