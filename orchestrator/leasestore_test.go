@@ -448,11 +448,15 @@ func TestEngineOnEtcdWaitsThenReplaysADeadRunsJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	od.closer.Close()
-	// The dead run's process goes: its session is gone a moment later.
-	go func() {
-		time.Sleep(500 * time.Millisecond)
-		_, _ = dead.cli.Revoke(context.Background(), dh.(*etcdHeld).sess.Lease())
-	}()
+	// The dead run's process goes once the next run waits for its lease:
+	// its session ends then (a fixed delay here raced the engine's start on
+	// a loaded machine, and the next run found the lease already gone).
+	var revoke sync.Once
+	goes := func() {
+		revoke.Do(func() {
+			go func() { _, _ = dead.cli.Revoke(context.Background(), dh.(*etcdHeld).sess.Lease()) }()
+		})
+	}
 
 	var found, waitedFor string
 	place := 0
@@ -465,7 +469,7 @@ func TestEngineOnEtcdWaitsThenReplaysADeadRunsJournal(t *testing.T) {
 	state := t.TempDir()
 	eng := &Engine{RunsDir: filepath.Join(state, "runs"), StateDir: state, Leases: newEtcdStore(t, ep, "/engine", 2*time.Second)}
 	res, err := eng.Run(ctx, RunRequest{Recipe: r, Params: p, Lab: inv, Simulated: true, WaitLeases: true,
-		OnLeaseWait: func(h Lease, n int) { waitedFor, place = h.RunID, n }})
+		OnLeaseWait: func(h Lease, n int) { waitedFor, place = h.RunID, n; goes() }})
 	if err != nil || res.Status != results.StatusOK {
 		t.Fatalf("run: %v %+v", err, res)
 	}
