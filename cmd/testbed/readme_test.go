@@ -116,9 +116,10 @@ func parses(t *testing.T, where string, args []string) {
 // Every command the README shows runs here, in order, in one directory,
 // against the simulated lab: `run` blocks to exit 0, `background` blocks
 // (a lab kept running) until they write the inventory they promise, then
-// stopped with SIGINT; `hardware` blocks (a real lab) and the `ci` block
-// (what CI itself runs) are checked to name commands and flags this build
-// has.
+// stopped with SIGINT; `hardware` blocks (a real lab), `long` blocks
+// (minutes of simulated traffic; the mark says how long, as on the docs
+// pages) and the `ci` block (what CI itself runs) are checked to name
+// commands and flags this build has.
 func TestReadmeCommandsRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs recipes on the simulated lab")
@@ -156,7 +157,7 @@ func TestReadmeCommandsRun(t *testing.T) {
 				}
 			case "background":
 				background(t, where, args, state)
-			case "hardware", "ci":
+			case "hardware", "ci", "long":
 				parses(t, where, args)
 			default:
 				t.Errorf("%s: unknown mark %q", where, b.mark)
