@@ -213,12 +213,15 @@ func TestLossSweepAbortRestoresTheLab(t *testing.T) {
 	if err := sw2.WriteRegister(ctx, lg.RegResumeThreshold, 0, f.resume); err != nil {
 		t.Fatal(err)
 	}
-	// Stop it in the middle of the first protected stress test.
+	// Stop it in the middle of the first protected stress test: 50 ms
+	// after it starts, well inside its 4x10^7 frames (seconds of CPU at
+	// 25G ordered and 1e-3). At 4x10^6 frames the step could end first
+	// once the path got faster, and the abort met a finished sweep.
 	res, s := run(t, lab, func(e results.Event, abort func()) {
 		if e.Type == "step.start" && strings.Contains(e.Step, "linkguardian") {
 			go func() { time.Sleep(50 * time.Millisecond); abort() }()
 		}
-	}, "links=lg25", "loss_rates=1e-3", "frames=4000000", "calib_losses=100")
+	}, "links=lg25", "loss_rates=1e-3", "frames=40000000", "calib_losses=100")
 	if res.Status != results.StatusAborted {
 		t.Fatalf("status %s (%s), want aborted", res.Status, res.Reason)
 	}
