@@ -734,16 +734,6 @@ func (run *fabricRun) benchPoint(ctx context.Context, rc *o.RunContext, br *benc
 	}
 	rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("utilisation %g on the bench: last-stage links busy %.3f, data %.3f, latency p50 %.2f us p99.9 %.2f us max %.2f us, queue p99.9 %d frames; %d frames sent, %d released, %d dropped waiting for credit, %d lost in FE queues, %d counted on arrival, %d given up at the reassembly timeout (%d dropped waiting their turn) (%.1f s)",
 		u, pt.LinkBusy, pt.DataUtilisation, pt.LatencyP50US, pt.LatencyP999US, pt.LatencyMaxUS, pt.QueueP999, pt0.Generated, pt0.Delivered, pt0.WaitDrops, pt0.FabricDrops, pt0.Arrived, pt0.ReasmDrops, pt0.ReorderDrops, wall)})
-	run.mu.Lock()
-	defer run.mu.Unlock()
-	run.s.Points[ukey(u)] = pt
-	run.s.CellsLost += pt.CellsLost
-	if u < 1 {
-		run.s.MaxLatencyUS = max(run.s.MaxLatencyUS, pt.LatencyMaxUS)
-		if pt.MD1MaxExcess != nil {
-			run.s.MD1MaxExcess = max(run.s.MD1MaxExcess, *pt.MD1MaxExcess)
-			run.s.MD1TailRatio = max(run.s.MD1TailRatio, *pt.MD1TailRatio)
-		}
-	}
+	run.record(u, pt)
 	return nil
 }
