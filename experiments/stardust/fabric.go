@@ -149,7 +149,7 @@ func FabricTables() []results.Table {
 			},
 			Figures: []results.Figure{{
 				Name: "fig9-latency", Title: "Probability distribution of fabric latency",
-				Caption: "As Stardust Fig. 9 (left): fabric traversal from the source FA to the destination FA, per utilisation, from the cell-level model.",
+				Caption: "As Stardust Fig. 9 (left): fabric traversal from the source FA to the destination FA, per utilisation, from the cell-level model or, on a bench, from the emulated switches (the summary's measured_on says which).",
 				Kind:    results.Line, X: "latency_us", Y: "probability", Series: []string{"utilisation"}, Legend: "utilisation {utilisation}",
 				LogY: true, XLabel: "Latency (µs)", YLabel: "Probability"}},
 		},
@@ -162,7 +162,7 @@ func FabricTables() []results.Table {
 			},
 			Figures: []results.Figure{{
 				Name: "fig9-queue", Title: "Probability distribution of last-stage FE queue size",
-				Caption: "As Stardust Fig. 9 (right): the model's last-stage FE output queues per utilisation, and the M/D/1 prediction (§4.2.1) at the measured link busy fraction.",
+				Caption: "As Stardust Fig. 9 (right): the last-stage FE output queues per utilisation (the model's, or the emulated FEs' on a bench), and the M/D/1 prediction (§4.2.1) at the measured link busy fraction.",
 				Kind:    results.Line, X: "queue_cells", Y: "probability", Series: []string{"utilisation", "source"}, Legend: "{source}, utilisation {utilisation}",
 				LogY: true, XLabel: "Queue size (cells)", YLabel: "Probability"}},
 		},
