@@ -2,6 +2,7 @@ package lgmodel
 
 import (
 	"math"
+	"time"
 
 	lg "testbed/p4/linkguardian"
 )
@@ -228,24 +229,20 @@ func (p *txPath) ackAt(t int64) int64 {
 		p.steps = p.steps[:copy(p.steps, p.steps[p.stepsAt:])]
 		p.stepsAt = 0
 	}
+	// Skipped-over runs land in order of their first arrival: those
+	// wholly seen fold into the register, the first not yet begun ends
+	// the look.
+	for len(p.rxRun) > 0 && tau >= p.rxRun[0].t0+(p.rxRun[0].n-1)*p.rxRun[0].slot {
+		p.base = max(p.base, p.rxRun[0].seq0+p.rxRun[0].n)
+		p.rxRun = p.rxRun[1:]
+	}
 	v := p.base
-	j := 0
 	for _, r := range p.rxRun {
 		if tau < r.t0 {
-			p.rxRun[j] = r
-			j++
-			continue
+			break
 		}
-		seen := min(r.n, (tau-r.t0)/r.slot+1)
-		v = max(v, r.seq0+seen)
-		if seen == r.n {
-			p.base = max(p.base, r.seq0+r.n)
-			continue
-		}
-		p.rxRun[j] = r
-		j++
+		v = max(v, r.seq0+min(r.n, (tau-r.t0)/r.slot+1))
 	}
-	p.rxRun = p.rxRun[:j]
 	p.lack = v
 	return v
 }
@@ -339,4 +336,22 @@ func (p *txPath) advance(until int64) {
 // queueBytes is the read queue now, and its watermark, in 80 B cells.
 func (p *txPath) queueBytes() (now, watermark int64) {
 	return int64(p.q16.len()) * p.copyBytes, p.maxQ * p.copyBytes
+}
+
+// WithCourier is c with the courier's parameters taken from c's own. The
+// courier's loop is an egress pass and an egress mirror back into the same
+// queue (receiver.p4 lines 979-998): one more pass through the chip, as a
+// recirculated frame's (LoopLatency; no published figure gives a mirror
+// loop's latency alone). Its way back is what the paper measured for the
+// receiver's other control frame to the sender, the pause/resume frame's
+// t_flight_resume (FlightResume, §4 Parameters: 1.6 us at 100G, 1.9 us at
+// 25G), a frame that also leaves on a packet the receiver's pipeline sends
+// (a timer packet, receiver.p4 line 518), crosses the link and acts at the
+// sender: the model's pass, fibre and 64 B frame are already on the
+// courier's way, AckExtra is the rest.
+func (c Config) WithCourier() Config {
+	c.CourierLoop = c.LoopLatency
+	oneWay := c.Pipeline + c.Propagation + time.Duration(float64((64+20+lg.HeaderBytes)*8)/c.LinkBps*1e9)
+	c.AckExtra = max(0, c.FlightResume-oneWay)
+	return c
 }
