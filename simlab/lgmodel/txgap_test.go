@@ -15,19 +15,16 @@ import (
 // courier, lgmodel WithCourier) at 100G and 1e-3. The artifact
 // (NUS-SNL/linkguardian at bd46f4b, sigcomm23-ae/README.md) gives 41.76 KB
 // ordered and 22.8 KB non-blocking, each the watermark of one run of 10^8
-// frames. The parts:
-//
-//   - the copies held (the model's own count, the ACK on every arrival):
-//     one round trip's window, the same in both modes;
-//   - the read queue with the courier, both modes sending back to back
-//     as loss-sweep's line-rate stress test does;
-//   - the non-blocking sender paced as the artifact's generator offers
-//     frames, one every 124 ns (sender/config_pktgen.py lines 12 and 17),
-//     0.6% slower than the wire takes them, where the ordered one, paused
-//     by PFC, sends its backlog back to back;
-//   - the watermark's growth with the run's length (a maximum: a longer
-//     run meets rarer pile-ups), over seeds, and its extrapolation to the
-//     artifact's 10^8 frames along log10 of the frames.
+// frames. The parts: (1) the copies held (the model's own count, the ACK
+// on every arrival), one round trip's window, the same in both modes; (2)
+// the read queue with the courier, both modes sending back to back as
+// loss-sweep's line-rate stress test does; (3) the non-blocking sender
+// paced as the artifact's generator offers frames, one every 124 ns
+// (sender/config_pktgen.py lines 12 and 17), 0.6% slower than the wire
+// takes them, where the ordered one, paused by PFC, sends its backlog back
+// to back; (4) the watermark's growth with the run's length (a maximum: a
+// longer run meets rarer pile-ups), over seeds, and its extrapolation to
+// the artifact's 10^8 frames along log10 of the frames.
 //
 //	go test -run TestTxBufferGapToTheArtifact -v ./simlab/lgmodel
 //
