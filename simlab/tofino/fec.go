@@ -114,7 +114,7 @@ func (t *Tofino) phyConfig(p *simPort) (phy.LinkConfig, error) {
 	}
 	c.Name = fmt.Sprintf("%s/%d", t.name, p.dev)
 	r := rand.New(rand.NewPCG(t.dp.world.Seed(), t.seedFor("phy", p.dev)))
-	c.PPM = (rand.New(rand.NewPCG(t.dp.world.Seed(), t.seedFor("clock", 0))).Float64()*2 - 1) * 100
+	c.PPM = t.ppm()
 	c.AlignNs = r.Float64() * 500
 	c.PropagationNs = patchNs
 	if c.Lanes > 1 {
@@ -124,6 +124,15 @@ func (t *Tofino) phyConfig(p *simPort) (phy.LinkConfig, error) {
 		}
 	}
 	return c, nil
+}
+
+// ppm is the offset of the switch's reference clock: the one it was
+// given, or its own draw from the world's seed.
+func (t *Tofino) ppm() float64 {
+	if t.clockPPM != nil {
+		return *t.clockPPM
+	}
+	return (rand.New(rand.NewPCG(t.dp.world.Seed(), t.seedFor("clock", 0))).Float64()*2 - 1) * 100
 }
 
 // linkLocked is the transmit link of an egress port in its current mode.
