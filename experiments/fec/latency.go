@@ -133,7 +133,7 @@ func LatencyTables() []results.Table {
 		{Name: "fec_latency_frames", Title: "Per-probe, per-hop latencies", Description: "One row per probe and hop, from the switch's timestamps.",
 			Fields: with(
 				results.Field{Name: "probe", Type: "integer"},
-				results.Field{Name: "hop", Type: "integer", Description: "1 is from leaving ports[0] to leaving ports[1]"},
+				results.Field{Name: "hop", Type: "integer", Description: "1 is from leaving ports[0] to leaving ports[1]; on the chain, from leaving the first switch to leaving the second"},
 				results.Field{Name: "hop_ns", Type: "number", Unit: "ns", Description: "transmit timestamp of the hop's second port less its first's"},
 				results.Field{Name: "wire_ns", Type: "number", Unit: "ns", Description: "ingress timestamp at the hop's link end less its transmit timestamp: both PHYs, FEC and cable"},
 				results.Field{Name: "cumulative_ns", Type: "number", Unit: "ns", Description: "from leaving ports[0] to the end of this hop; on the chain, from leaving the first switch to the header at the hop's receiving switch's MAC"},
