@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
+	"unsafe"
 
 	lg "testbed/p4/linkguardian"
 )
@@ -49,8 +50,8 @@ import (
 //
 // At 25G the states a corruption meets are one per phase of the reorder
 // buffer's rotation, of thousands of rotations: tens of thousands of
-// states, most met again within 10^8 frames. So up to memoMax recordings
-// are kept, packed, and the clock algorithm replaces those not replayed
+// states, most met again within 10^8 frames. So up to memoBudget bytes of
+// recordings are kept, packed, and the clock algorithm replaces those not replayed
 // lately. And a stretch whose start has no recording may still meet a
 // recorded state further on (the stretches after different states merge
 // as the buffer reorders): every checkpointEvery originals after the
@@ -174,19 +175,22 @@ type recording struct {
 	need  int64 // the least count that gives the same stretch
 	maxTx int64 // buffer peaks since the start
 	maxRx int64
-	used  bool // replayed since the memo's hand last passed it (keep)
+	used  bool      // replayed since the memo's hand last passed it (keep)
+	size  int64     // bytes()
+	tlog  []tpEntry // the Tx path's inputs in the stretch (txpath.go)
 }
 
 const (
-	// Recordings kept: at 25G ordered and 1e-3 about 2.1 KB each (the
-	// key's 300 numbers packed into about 420 bytes, the end state's
-	// frames and events into about 450, the rest its scalars), so at most
-	// about 140 MB. The states a loss meets in the reorder buffer's
+	// The recordings' memory: at 25G ordered and 1e-3 a recording takes
+	// about 2.1 KB (the key's 300 numbers packed into about 420 bytes, the
+	// end state's frames and events into about 450, the rest its scalars;
+	// with the Tx path's courier, txpath.go, its inputs too), so about
+	// 60,000 of them. The states a loss meets in the reorder buffer's
 	// rotation are many (about 19,000 distinct among the first 30,000
 	// losses, most met again later): 256 recordings filled within the
 	// first 300 losses and replayed 8% of the stretches; 2^15 replay about
 	// 73% of the losses between 2x10^8 and 4x10^8 frames, 2^16 about 88%.
-	memoMax     = 1 << 16
+	memoBudget  = 128 << 20
 	recordDraws = 32      // draws in one recording at most
 	seenMax     = 1 << 18 // keys noted without a recording at most
 )
@@ -436,15 +440,17 @@ func (s *sim) finishRecording(cyc bool) {
 // keep adds r to the memo. When it is full, r takes the place of the
 // first recording the hand finds not replayed since it last passed (the
 // clock algorithm): those replayed often stay. (Keeping the first
-// memoMax recordings for good replayed about half the stretches of a
+// recordings that fill it for good replayed about half the stretches of a
 // long 25G run once they had filled, against 85% with all kept.)
 func (s *sim) keep(r *recording) {
 	if s.memo == nil {
 		s.memo = map[uint64][]*recording{}
 	}
 	s.memo[r.hash] = append(s.memo[r.hash], r)
-	if len(s.memoAll) < memoMax {
+	r.size = r.bytes()
+	if s.memoBytes+r.size <= memoBudget || len(s.memoAll) == 0 {
 		s.memoAll = append(s.memoAll, r)
+		s.memoBytes += r.size
 		return
 	}
 	for s.memoAll[s.memoHand].used {
@@ -459,7 +465,14 @@ func (s *sim) keep(r *recording) {
 		s.memo[old.hash] = rs
 	}
 	s.memoAll[s.memoHand] = r
+	s.memoBytes += r.size - old.size
 	s.memoHand = (s.memoHand + 1) % len(s.memoAll)
+}
+
+// bytes is about what r takes in memory.
+func (r *recording) bytes() int64 {
+	return int64(unsafe.Sizeof(*r)) + int64(cap(r.key)+cap(r.end.frames)+cap(r.end.events)) +
+		int64(cap(r.draws))*int64(unsafe.Sizeof(draw{})) + int64(cap(r.tlog))*int64(unsafe.Sizeof(tpEntry{}))
 }
 
 // base notes what a snapshot is relative to.
@@ -640,6 +653,9 @@ func (s *sim) restore(rec *recording, sn *snapshot, cur *snapBase, k, runSeq, ru
 	}
 	s.firstQ = -2
 	s.indexBuffer(0)
+	if s.tp != nil {
+		s.tpFeed(rec.tlog, ds, dt)
+	}
 	// Counters read after the run on its way landed (events are handled
 	// before an original sent at their time) count it whole: the
 	// difference in length is delivered too.
