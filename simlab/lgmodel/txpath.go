@@ -198,13 +198,44 @@ func (s *sim) tpJump(from, now, p, d, m int64) {
 		panic("lgmodel: a cycle's period holds more inputs than the Tx path keeps")
 	}
 	period := make([]tpEntry, 0, tp.histN-i)
+	sends, steps := 0, 0
 	for ; i < tp.histN; i++ {
 		if e := tp.hist[i%tpHistory]; e.at < now {
 			period = append(period, e)
+			switch e.kind {
+			case tpSend:
+				sends++
+			case tpRx:
+				steps++
+			default:
+				sends = -1 << 30 // runs or holds: repeat entry by entry
+			}
 		}
 	}
+	if p == 1 && sends == 1 && steps <= 1 {
+		// One copy and at most one ACK a period (100G's in-order
+		// stretch): m of them, one period apart, are a run of each.
+		for _, e := range period {
+			if e.kind == tpSend {
+				tp.add(tpEntry{kind: tpSend, at: e.at + d, seq: e.seq + 1, slot: d, n: m})
+			} else {
+				tp.add(tpEntry{kind: tpRxRun, at: e.at + d, t0: e.at + d, seq: e.seq, slot: d, n: m})
+			}
+		}
+		return
+	}
+	// The cycle's inputs need not be kept: the next cycle is found a
+	// whole period of stepping later.
 	for j := int64(1); j <= m; j++ {
-		s.tpFeed(period, j*p, j*d)
+		for _, e := range period {
+			e.at += j * d
+			e.t0 += j * d
+			e.seq += j * p
+			tp.add(e)
+		}
+		if j&255 == 0 {
+			tp.advance(period[0].at + j*d)
+		}
 	}
 }
 
@@ -321,6 +352,13 @@ func (p *txPath) advance(until int64) {
 			}
 			if b.seq < p.ackAt(b.at) && !p.isHeld(b.seq) {
 				continue // freed
+			}
+			if p.q16.len() == 0 && p.free16 <= next {
+				// An idle port takes it at once: one copy in the queue.
+				p.maxQ = max(p.maxQ, 1)
+				p.free16 = next + p.drain
+				p.on16.push(tpBack{b.seq, p.free16 + p.loop})
+				continue
 			}
 			p.q16.push(b)
 			p.maxQ = max(p.maxQ, int64(p.q16.len()))
