@@ -1,6 +1,7 @@
 package hostagent
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -360,6 +361,55 @@ func TestAddArrivalGroupsBySilence(t *testing.T) {
 	}
 }
 
+// reactorSchedule runs the paced flow over [0, 9u) of the agent's clock,
+// measured over [2u, 8u), and the bulk flow over [9u, 14u), measured over
+// [10u, 13u), and returns the flows once both are measured; false when a
+// flow had not sent, or not been received, when its measurement began.
+func reactorSchedule(t *testing.T, ctx context.Context, c *Client, target string, rate float64, u int64) (ReactorFlows, bool) {
+	t.Helper()
+	st, err := c.Reactor(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := st.ClockNs
+	fs, err := c.ReactorStartFlows(ctx,
+		ReactorFlowRequest{Dst: "self", Kind: FlowPaced, RateBps: rate, Target: target, StopNs: now + 9*u, MeasureFromNs: now + 2*u, MeasureToNs: now + 8*u},
+		ReactorFlowRequest{Dst: "self", Kind: FlowBulk, Target: target, StartNs: now + 9*u, StopNs: now + 14*u, MeasureFromNs: now + 10*u, MeasureToNs: now + 13*u})
+	if err != nil || len(fs) != 2 || fs[0].ID == fs[1].ID || fs[0].Src != "h1" || fs[1].State != FlowWaiting {
+		t.Fatalf("flows %+v, %v", fs, err)
+	}
+	poll := time.Duration(u / 10)
+	// Is the flow of this kind sending and received at the agent's time at?
+	up := func(at int64, kind string) (ReactorFlows, bool) {
+		got, err := c.ReactorWaitClock(ctx, at, poll)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.ClockNs > at+u/2 {
+			return got, false // the answer came too late to tell
+		}
+		sent, recv := false, false
+		for _, f := range got.Sent {
+			sent = sent || f.Kind == kind && f.SentBytes > 0
+		}
+		for _, f := range got.Received {
+			recv = recv || f.Kind == kind
+		}
+		return got, sent && recv
+	}
+	if got, ok := up(now+2*u, FlowPaced); !ok {
+		return got, false
+	}
+	if got, ok := up(now+10*u, FlowBulk); !ok {
+		return got, false
+	}
+	got, err := c.ReactorWaitClock(ctx, now+13*u, poll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, true
+}
+
 func TestReactorFlowsOverLoopback(t *testing.T) {
 	c, _ := startAgent(t, Options{Hostname: "h1", Reactor: NewTCReactor(TCOptions{TC: "/nonexistent/tc", Hostname: "h1"})})
 	ctx := testCtx(t)
@@ -367,24 +417,32 @@ func TestReactorFlowsOverLoopback(t *testing.T) {
 	if err != nil || sink.Port == 0 {
 		t.Fatalf("sink %+v, %v", sink, err)
 	}
-	st, err := c.Reactor(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The paced flow alone first (a bulk flow beside it on loopback would
-	// hold it back, and it would catch up later), then the bulk flow.
-	ms := int64(time.Millisecond)
-	now := st.ClockNs
+	// hold it back, and it would catch up later), then the bulk flow, on a
+	// schedule in units of u on the agent's clock. A flow's connection,
+	// its first writes and the receiver's reading of its header take a
+	// moment, so each is asked, when its measurement begins, whether it
+	// has sent and been received yet; on a loaded machine (the race
+	// detector beside other builds) the paced flow was seen still
+	// unconnected 200 ms after its start, and a fixed schedule measured a
+	// flow that was not there. A schedule the machine did not keep is run
+	// again at twice the unit (50 ms idle: 100 ms to connect, 300 ms
+	// measured).
 	const rate = 80e6
-	fs, err := c.ReactorStartFlows(ctx,
-		ReactorFlowRequest{Dst: "self", Kind: FlowPaced, RateBps: rate, Target: sink.Listen, StopNs: now + 450*ms, MeasureFromNs: now + 100*ms, MeasureToNs: now + 400*ms},
-		ReactorFlowRequest{Dst: "self", Kind: FlowBulk, Target: sink.Listen, StartNs: now + 450*ms, StopNs: now + 700*ms, MeasureFromNs: now + 500*ms, MeasureToNs: now + 650*ms})
-	if err != nil || len(fs) != 2 || fs[0].ID == fs[1].ID || fs[0].Src != "h1" || fs[1].State != FlowWaiting {
-		t.Fatalf("flows %+v, %v", fs, err)
-	}
-	got, err := c.ReactorWaitClock(ctx, now+650*ms, 20*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
+	var got ReactorFlows
+	for u := int64(50 * time.Millisecond); ; u *= 2 {
+		var kept bool
+		got, kept = reactorSchedule(t, ctx, c, sink.Listen, rate, u)
+		if kept {
+			break
+		}
+		if u >= int64(800*time.Millisecond) {
+			t.Fatalf("no flow connected within %v of its start: %+v", time.Duration(2*u), got)
+		}
+		t.Logf("a flow was not connected when its measurement began at a unit of %v: again at twice it", time.Duration(u))
+		if err := c.ReactorStopFlows(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if len(got.Received) != 2 || got.Received[0].Dst != "self" || got.Received[0].Src != "h1" {
 		t.Fatalf("received %+v", got.Received)
