@@ -43,7 +43,7 @@ func NewFabric() *Fabric { return &Fabric{} }
 func (*Fabric) Meta() o.Meta {
 	return o.Meta{
 		Name:        FabricName,
-		Version:     "1.4.0",
+		Version:     "1.5.0",
 		Summary:     "Stardust fabric latency and last-stage FE queue distributions against utilisation, with M/D/1 (Fig. 9); on the model, or on a Stardust bench",
 		Description: fabricDescription,
 		Params:      fabricParams(),
