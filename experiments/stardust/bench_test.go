@@ -191,14 +191,14 @@ func TestPackingOnTheBench(t *testing.T) {
 	recipetest.Long(t)
 	lab := startStardustBench(t, 2)
 	var s stardust.PackingSummary
-	// Fabric links of 40 Gb/s, 160 Gb/s for the 100 Gb/s host port: the
-	// credits and reachability cells take their place on the links (a 64 B
-	// credit per 4 KB), so a fabric needs a speed-up above the credits'
-	// share (§4.1) for the datapath, not the fabric, to set what crosses.
-	// At the bench's default 25 Gb/s links (speed-up 1) the FAs' fabric
+	// The recipe's fabric links are 40 Gb/s, 160 Gb/s for the 100 Gb/s
+	// host port: the credits and reachability cells take their place on
+	// the links (a 64 B credit per 4 KB), so a fabric needs a speed-up
+	// above the credits' share (§4.1) for the datapath, not the fabric, to
+	// set what crosses. At 25 Gb/s links (speed-up 1) the FAs' fabric
 	// ports sit at their FCI threshold and 128 B frames cross at 0.80 of
 	// line rate.
-	res := recipetest.Run(t, lab, stardust.NewPacking(), 2, &s, nil, "sizes=128,1500", "bench_measure=30us", "bench_warmup=10us", "bench_drain=500us", "bench_link_gbps=40")
+	res := recipetest.Run(t, lab, stardust.NewPacking(), 2, &s, nil, "sizes=128,1500", "bench_measure=30us", "bench_warmup=10us", "bench_drain=500us")
 	if res.Status != "ok" {
 		t.Fatalf("run %s: %s", res.Status, res.Reason)
 	}
