@@ -72,7 +72,7 @@ PLAIN_TESTS := TestSweepReproducesFig1Ordering TestBackpressureKeepsTheReorderBu
 	TestLineOfThreeSwitchesLossSweepBothLinksInOneRun TestTwinOfCircuitSwitchesAndAReactor \
 	TestTwinOfSwitchesAndHostsRunsLossSweepAndFCT TestLossSweepWithoutTheTxBufferSessionDoesNotProtect \
 	TestLossSweepWithoutTheExplicitACKDoesNotProtect TestLossSweepWithoutTheTimerDoesNotProtect \
-	TestFECLatencyCutThroughVsStoreAndForward TestHybridAvoidsTheCliff \
+	TestFECLatencyCutThroughVsStoreAndForward TestFECLatencyChainEnvelopeGrowsWithHops TestHybridAvoidsTheCliff \
 	TestStretchOnTheSimulatedBench TestQualifyAndTopologyOnTheClosBench \
 	TestDefaultBenchSummaries TestNoFunctionTooComplex
 PLAIN_PKGS := . ./experiments/attsweep ./experiments/backpressure ./experiments/fec ./experiments/fct ./experiments/losssweep \

@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"fmt"
+	"math"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -366,8 +367,12 @@ func startTofino(t *twin, d *inventory.Device, n int) (string, error) {
 			front[f] = dev
 		}
 	}
+	ppm, err := clockPPM(d)
+	if err != nil {
+		return "", err
+	}
 	sw, err := tofino.NewTofino(dp, tofino.TofinoOptions{Name: d.Name, Serial: fmt.Sprintf("TF%08d", (t.opts.Seed+uint64(n))%100000000), Authorized: []ssh.PublicKey{pub},
-		Faults: t.lab.faults[d.Name], FrontPorts: front, Listen: t.opts.Listen + ":0"})
+		Faults: t.lab.faults[d.Name], FrontPorts: front, Listen: t.opts.Listen + ":0", ClockPPM: ppm})
 	if err != nil {
 		return "", err
 	}
@@ -381,6 +386,27 @@ func startTofino(t *twin, d *inventory.Device, n int) (string, error) {
 	}
 	od.Options["known_hosts"] = filepath.Join(t.dir, "known_hosts")
 	return "ssh://admin@" + sw.SSH().Addr(), nil
+}
+
+// clockPPM is a simulated switch's options.clock_ppm: the offset of its
+// reference clock from nominal, within 802.3's +-100 ppm, as a frequency
+// counter would measure it on the real switch (nil: drawn from the seed).
+// A chain of switches each on its own clock (benches/fec-chain.yaml)
+// gives each link its own codeword rate.
+func clockPPM(d *inventory.Device) (*float64, error) {
+	v, ok := d.Options["clock_ppm"]
+	if !ok {
+		return nil, nil
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || !(math.Abs(f) <= 100) {
+		pos := d.Pos
+		if p, ok := d.FieldPos["options.clock_ppm"]; ok {
+			pos = p
+		}
+		return nil, fmt.Errorf("%s: switch %s: options.clock_ppm %q: expected the clock's offset in ppm, a number within -100..100 (IEEE 802.3's +-100 ppm)", pos, d.Name, v)
+	}
+	return &f, nil
 }
 
 // startTofinoGRPC starts a simulated switch as startTofino does (its SSH

@@ -27,12 +27,13 @@ func NewLatency() *Latency { return &Latency{} }
 func (*Latency) Meta() o.Meta {
 	return o.Meta{
 		Name:        LatencyName,
-		Version:     "1.0.0",
+		Version:     "1.1.0",
 		Summary:     "per-hop latency and jitter FEC adds, per FEC mode, speed, frame size and switch mode (FEC paper Figs. 5-7)",
 		Description: latencyDescription,
 		Params:      latencyParams(),
 		// Figs. 5-7: the worst FEC latency per hop at 25G RS(528,514), a 25G hop among 100G, 100G's lane de-skew.
-		Headlines: []string{"worst_per_hop_25g_rs528_ns", "heterogeneous_extra_ns", "deskew_100g_ns"},
+		// Fig. 7 on a chain of switches: the envelope over all its hops.
+		Headlines: []string{"worst_per_hop_25g_rs528_ns", "heterogeneous_extra_ns", "deskew_100g_ns", "chain_envelope_ns"},
 	}
 }
 
@@ -69,6 +70,20 @@ smallest frame size only). The slow link is the first because only there do the 
 codeword offsets vary: every port of one switch runs from its clock, and a frame leaves a
 FEC port on that port's codeword grid, so on the later links of a one-switch snake every
 probe falls at the same offset.
+path=chain runs Fig. 7 on a chain of switches instead of the snake (--bench fec-chain: six
+switches in a line, each on its own clock): every switch in chain runs the timestamp
+program, its snake table forwarding from the port the previous switch's fibre ends at to
+the port the next one's starts at (the first from its packet generator, the last drops);
+for every mode in chain_links and every switch mode, the smallest frame size, probes are
+sent from the first switch one every chain_spacing_ns (long enough for neighbouring
+switches' clocks to drift a codeword apart over the run) and each switch's ingress stamp
+(reg_rx_ts) and its egress port's MAC transmit timestamp are read. Hop k is from the
+probe leaving switch k to it leaving switch k+1 (link k and switch k+1's forwarding), the
+last hop to the last switch's ingress stamp; wire from switch k's transmit stamp to switch
+k+1's ingress stamp. Stamps of different
+switches are compared: on a lab their timestamp counters must run at one rate (PTP,
+SyncE); the envelope and per-hop ranges do not change with a constant offset between
+them, the medians do.
 Port modes, cut-through settings and snake entries found are restored at the end or on
 abort; ports the run added are deleted. Writes data/fec_latency_frames.csv (per probe and
 hop), data/fec_latency_hops.csv and data/fec_latency_envelope.csv.`
@@ -88,7 +103,13 @@ func latencyParams() []o.ParamSpec {
 		// over it leave gaps under 1.7 ns, less than a 66-bit block (2.5 ns),
 		// so every block offset, the worst included, gets probes.
 		{Name: "spread_ns", Type: o.TypeInt, Unit: "ns", Default: int64(205), Min: o.Bound(0), Max: o.Bound(1e6), Description: "window the golden-ratio sequence spreads the probes' send times over, on top of the spacing"},
-		{Name: "path", Type: o.TypeString, Default: "homogeneous", Enum: []string{"homogeneous", "heterogeneous"}, Description: "heterogeneous: also a 100G RS(528,514) snake whose first port runs 25G RS(528,514) (§3.2.2)"},
+		{Name: "path", Type: o.TypeString, Default: "homogeneous", Enum: []string{"homogeneous", "heterogeneous", "chain"}, Description: "heterogeneous: also a 100G RS(528,514) snake whose first port runs 25G RS(528,514) (§3.2.2); chain: instead of the snake, probes along the chain of switches, each on its own clock (Fig. 7; --bench fec-chain)"},
+		{Name: "chain", Type: o.TypeStrings, Default: []string{"sw1", "sw2", "sw3", "sw4", "sw5", "sw6"}, Description: "path=chain: the switches in line order, each consecutive pair joined by a fibre of the inventory; n switches give n-1 hops"},
+		{Name: "chain_links", Type: o.TypeStrings, Default: []string{"25:none", "25:rs528"}, Description: "path=chain: port modes (speed:fec) every chain port runs in turn; the speed must be the chain fibres' transceivers'"},
+		// 200 probes 100 us apart span 20 ms: two clocks 50 ppm apart drift
+		// by 1 us against each other, about five 25G RS(528,514) codewords,
+		// so each link's codeword phase takes every value over the run.
+		{Name: "chain_spacing_ns", Type: o.TypeInt, Unit: "ns", Default: int64(100000), Min: o.Bound(1000), Max: o.Bound(1e9), Description: "path=chain: base time between probes; the run must be long enough for neighbouring switches' clocks to drift a codeword apart (probes x chain_spacing_ns x their ppm difference)"},
 		{Name: "replace_program", Type: o.TypeBool, Default: false, Description: "restart the switch daemon with the timestamp program if it runs another"},
 		{Name: "port_up_timeout", Type: o.TypeDuration, Default: 10 * time.Second, Min: o.Bound(0.001), Max: o.Bound(3600), Description: "how long the snake ports may take to come up after a mode change"},
 	}
@@ -134,19 +155,22 @@ func LatencyTables() []results.Table {
 			),
 		},
 		{Name: "fec_latency_envelope", Title: "Multi-hop latency envelope",
-			Description: "One row per case and number of hops: the range over probes of the latency from leaving ports[0] to leaving the hop's last port (Fig. 7).",
+			Description: "One row per case and number of hops: the range over probes of the latency from leaving ports[0] to leaving the hop's last port (Fig. 7); on the chain, from leaving the first switch to leaving the hop's last switch (the last switch: reaching its MAC).",
 			Fields: with(
 				results.Field{Name: "hops", Type: "integer"},
 				results.Field{Name: "min_ns", Type: "number", Unit: "ns"}, results.Field{Name: "max_ns", Type: "number", Unit: "ns"},
 				results.Field{Name: "envelope_ns", Type: "number", Unit: "ns", Description: "max - min"},
 				results.Field{Name: "paper_envelope_ns", Type: "number", Unit: "ns", Description: "hops x the paper's per-hop range (paper_max - paper_min): the envelope if every hop's offset were independent"},
+				results.Field{Name: "p50_ns", Type: "number", Unit: "ns", Description: "median over probes of the latency to the end of this hop"},
+				results.Field{Name: "p99_ns", Type: "number", Unit: "ns"},
 			),
 		},
 	}
 }
 
-// latencyFigures are the report's figures for the smallest frame size.
-func latencyFigures(tables []results.Table, small int) {
+// latencyFigures are the report's figures for the smallest frame size;
+// the chain's (path=chain) has its own and the envelope's.
+func latencyFigures(tables []results.Table, small int, chain bool) {
 	sz := strconv.Itoa(small)
 	add := func(table string, f results.Figure) {
 		for i := range tables {
@@ -155,20 +179,30 @@ func latencyFigures(tables []results.Table, small int) {
 			}
 		}
 	}
-	add("fec_latency_frames", results.Figure{
-		Name: "hop-latency-cdf", Title: fmt.Sprintf("Latency of one hop, %s B frames, cut-through", sz),
-		Caption: "As the FEC paper's Fig. 5 seen over many frames: each probe's header falls at another offset in the codeword, so one hop's latency spreads over about a codeword's accumulation time with FEC, and hardly at all without.",
-		Kind:    results.CDF, X: "hop_ns", Series: []string{"link"},
-		Where:  []results.Cond{{Column: "hop", Value: "1"}, {Column: "frame_bytes", Value: sz}, {Column: "switch_mode", Value: "cut-through"}, {Column: "path", Value: "homogeneous"}},
-		XLabel: "Hop latency (ns)", YLabel: "Fraction of probes",
-	})
-	add("fec_latency_hops", results.Figure{
-		Name: "marginal-latency", Title: fmt.Sprintf("Marginal latency FEC adds to one hop (worst case), %s B frames", sz),
-		Caption: "As the FEC paper's Fig. 6: the worst hop latency with FEC less the least without, per port mode and switch mode, hop 1. Cut-through loses most: it needed only the header.",
-		Kind:    results.Bar, X: "link", Y: "marginal_max_ns", Series: []string{"switch_mode"},
-		Where:  []results.Cond{{Column: "hop", Value: "1"}, {Column: "frame_bytes", Value: sz}, {Column: "path", Value: "homogeneous"}},
-		XLabel: "Port mode", YLabel: "Marginal latency (ns)",
-	})
+	if chain {
+		add("fec_latency_envelope", results.Figure{
+			Name: "chain-latency", Title: fmt.Sprintf("Latency over a chain of switches, each on its own clock, %s B frames", sz),
+			Caption: "As the FEC paper's Fig. 7 on a lab: the median latency from the probe leaving the first switch to it leaving each next one (reaching the last one's MAC), the band from the least to the most over probes. With FEC the band widens at every hop, because each link runs from its own switch's clock and a probe meets each codeword at another offset; without FEC it stays a few ns wide.",
+			Kind:    results.Line, X: "hops", Y: "p50_ns", Low: "min_ns", High: "max_ns", Band: true, Series: []string{"link", "switch_mode"},
+			Where:  []results.Cond{{Column: "path", Value: "chain"}, {Column: "frame_bytes", Value: sz}},
+			XLabel: "Hops", YLabel: "Latency (ns)",
+		})
+	} else {
+		add("fec_latency_frames", results.Figure{
+			Name: "hop-latency-cdf", Title: fmt.Sprintf("Latency of one hop, %s B frames, cut-through", sz),
+			Caption: "As the FEC paper's Fig. 5 seen over many frames: each probe's header falls at another offset in the codeword, so one hop's latency spreads over about a codeword's accumulation time with FEC, and hardly at all without.",
+			Kind:    results.CDF, X: "hop_ns", Series: []string{"link"},
+			Where:  []results.Cond{{Column: "hop", Value: "1"}, {Column: "frame_bytes", Value: sz}, {Column: "switch_mode", Value: "cut-through"}, {Column: "path", Value: "homogeneous"}},
+			XLabel: "Hop latency (ns)", YLabel: "Fraction of probes",
+		})
+		add("fec_latency_hops", results.Figure{
+			Name: "marginal-latency", Title: fmt.Sprintf("Marginal latency FEC adds to one hop (worst case), %s B frames", sz),
+			Caption: "As the FEC paper's Fig. 6: the worst hop latency with FEC less the least without, per port mode and switch mode, hop 1. Cut-through loses most: it needed only the header.",
+			Kind:    results.Bar, X: "link", Y: "marginal_max_ns", Series: []string{"switch_mode"},
+			Where:  []results.Cond{{Column: "hop", Value: "1"}, {Column: "frame_bytes", Value: sz}, {Column: "path", Value: "homogeneous"}},
+			XLabel: "Port mode", YLabel: "Marginal latency (ns)",
+		})
+	}
 	add("fec_latency_envelope", results.Figure{
 		Name: "envelope", Title: fmt.Sprintf("Latency envelope over hops, %s B frames, cut-through", sz),
 		Caption: "As the FEC paper's Fig. 7: the range over probes of the latency from the first port grows with the hops a frame crosses.",
@@ -202,6 +236,9 @@ func (k caseKey) metricName() string {
 	if k.slowFirst {
 		s += " heterogeneous"
 	}
+	if k.path == "chain" {
+		s += " chain"
+	}
 	return strings.ReplaceAll(s, " ", "_")
 }
 
@@ -223,6 +260,9 @@ type Case struct {
 	EnvelopeNs float64 `json:"envelope_ns"`
 	// MaxTotalNs is the worst latency over every hop.
 	MaxTotalNs float64 `json:"max_total_ns"`
+	// EnvelopeByHopsNs is the envelope over the first 1, 2, ... hops
+	// (Fig. 7's growth).
+	EnvelopeByHopsNs []float64 `json:"envelope_by_hops_ns,omitempty"`
 }
 
 // LatencySummary is summary.json.
@@ -247,6 +287,10 @@ type LatencySummary struct {
 	// worst total latency is than the all-100G snake's: the FEC's share
 	// and the slower serialization of the 25G hop.
 	HeterogeneousTotalExtraNs *float64 `json:"heterogeneous_total_extra_ns,omitempty"`
+	// ChainEnvelopeNs is, on a chain of switches (path=chain), the
+	// envelope over all its hops at 25G RS(528,514), cut-through, the
+	// smallest frame: Fig. 7's five-hop envelope on a six-switch chain.
+	ChainEnvelopeNs *float64 `json:"chain_envelope_ns,omitempty"`
 }
 
 type sample struct{ hop, wire [][]float64 } // [hop][probe]
@@ -316,6 +360,9 @@ func (r *Latency) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	}
 	het := p.String("path") == "heterogeneous"
 	probes := int(p.Int("probes"))
+	if p.String("path") == "chain" {
+		return planChain(pc, sizes, modes, probes, float64(p.Int("spread_ns")))
+	}
 	spacing := time.Duration(p.Int("spacing_ns"))
 	spread := float64(p.Int("spread_ns"))
 
@@ -358,7 +405,7 @@ func (r *Latency) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	}
 	st := &latencyState{samples: map[caseKey]*sample{}, summary: LatencySummary{Cases: map[string]Case{}}}
 	tables := LatencyTables()
-	latencyFigures(tables, slices.Min(sizes))
+	latencyFigures(tables, slices.Min(sizes), false)
 	plan := &o.Plan{Tables: tables,
 		Bindings: []o.Binding{{Role: "snake", Resource: dev, Detail: fmt.Sprintf("ports %v with loopback modules, probes from the packet generator (port %d)", ports, pktgenPort)}},
 		Summary: func(partial bool) (any, error) {
@@ -398,7 +445,7 @@ func (st *latencyState) deskew() *float64 {
 	least := func(gbps int) (float64, bool) {
 		best, ok, size := math.Inf(1), false, math.MaxInt
 		for k, smp := range st.samples {
-			if k.gbps != gbps || k.fec != "none" || k.mode != "cut-through" || k.frameBytes > size {
+			if k.gbps != gbps || k.fec != "none" || k.mode != "cut-through" || k.frameBytes > size || k.path == "chain" {
 				continue
 			}
 			if k.frameBytes < size {
@@ -432,7 +479,7 @@ func (st *latencyState) hetExtra() *float64 {
 					k = o
 				}
 			}
-			if k.gbps != gbps || k.fec != "rs528" || k.mode != "cut-through" || k.frameBytes > size || len(c.Hops) == 0 || c.Hops[0].FECWorstNs == nil {
+			if k.gbps != gbps || k.fec != "rs528" || k.mode != "cut-through" || k.frameBytes > size || k.path != "homogeneous" || len(c.Hops) == 0 || c.Hops[0].FECWorstNs == nil {
 				continue
 			}
 			best, size = *c.Hops[0].FECWorstNs, k.frameBytes
@@ -625,19 +672,21 @@ func writeHop(hopsT *results.TableWriter, k caseKey, smp, off *sample, h int) (H
 func writeEnvelope(envT *results.TableWriter, k caseKey, smp *sample, span []float64, c *Case) error {
 	cum := make([]float64, len(smp.hop[0]))
 	for h := range smp.hop {
-		lo, hi := math.Inf(1), math.Inf(-1)
 		for i, v := range smp.hop[h] {
 			cum[i] += v
-			lo, hi = math.Min(lo, cum[i]), math.Max(hi, cum[i])
 		}
+		sorted := slices.Sorted(slices.Values(cum))
+		lo, hi := sorted[0], sorted[len(sorted)-1]
 		paperEnv := 0.0
 		for _, x := range span[:h+1] {
 			paperEnv += x // NaN when a hop has no prediction
 		}
-		if err := envT.Write(k.link, k.gbps, k.fec, k.frameBytes, k.mode, k.path, h+1, lo, hi, hi-lo, opt(paperEnv, !math.IsNaN(paperEnv))); err != nil {
+		if err := envT.Write(k.link, k.gbps, k.fec, k.frameBytes, k.mode, k.path, h+1, lo, hi, hi-lo, opt(paperEnv, !math.IsNaN(paperEnv)),
+			quantile(sorted, 0.5), quantile(sorted, 0.99)); err != nil {
 			return err
 		}
 		c.EnvelopeNs, c.MaxTotalNs = hi-lo, hi
+		c.EnvelopeByHopsNs = append(c.EnvelopeByHopsNs, hi-lo)
 	}
 	return nil
 }
@@ -647,7 +696,7 @@ func writeEnvelope(envT *results.TableWriter, k caseKey, smp *sample, span []flo
 // frames' case) and what the heterogeneous path adds. st.mu is held.
 func (st *latencyState) record(k caseKey, c Case) {
 	st.summary.Cases[k.metricName()] = c
-	if k.gbps == 25 && k.fec == "rs528" && k.mode == "cut-through" && !k.slowFirst && st.smallest(k) {
+	if k.gbps == 25 && k.fec == "rs528" && k.mode == "cut-through" && k.path == "homogeneous" && st.smallest(k) {
 		w := math.Inf(-1)
 		for _, h := range c.Hops {
 			if h.FECWorstNs != nil {
@@ -657,6 +706,9 @@ func (st *latencyState) record(k caseKey, c Case) {
 		if !math.IsInf(w, -1) {
 			st.summary.WorstPerHop25GRS528Ns = ptr(w)
 		}
+	}
+	if k.path == "chain" && k.gbps == 25 && k.fec == "rs528" && k.mode == "cut-through" {
+		st.summary.ChainEnvelopeNs = ptr(c.EnvelopeNs)
 	}
 	if k.slowFirst {
 		base := k

@@ -31,6 +31,13 @@ type snake struct {
 // of ports[0], come back in through its loopback module (or the fibre to
 // the next switch), out of ports[1], and so on; the last drops them.
 func openSnake(ctx context.Context, rc *o.RunContext, dev string, ports []int, replace bool) (*snake, error) {
+	return openSnakeFrom(ctx, rc, dev, pktgenPort, ports, replace)
+}
+
+// openSnakeFrom is openSnake for probes that enter the switch at port
+// entry: the packet generator's, or, on a chain of switches, the port
+// the fibre from the previous switch ends at.
+func openSnakeFrom(ctx context.Context, rc *o.RunContext, dev string, entry int, ports []int, replace bool) (*snake, error) {
 	sw, err := o.As[p4switch.Switch](rc, dev)
 	if err != nil {
 		return nil, err
@@ -81,7 +88,7 @@ func openSnake(ctx context.Context, rc *o.RunContext, dev string, ports []int, r
 	} else if err := sw.Ready(ctx); err != nil {
 		return nil, fmt.Errorf("%s: %w", dev, err)
 	}
-	in := pktgenPort
+	in := entry
 	for _, p := range append(append([]int{}, ports...), -1) {
 		key := map[string]int64{ts.KeyIngressPort: int64(in)}
 		e := p4switch.Entry{Key: key, Action: ts.ActionForward, Data: map[string]int64{ts.ParamPort: int64(p)}}
@@ -211,8 +218,54 @@ type probeStamps struct {
 // reads its stamps back.
 func (s *snake) send(ctx context.Context, at time.Duration, frameBytes int, gbps int) (probeStamps, error) {
 	var ps probeStamps
+	if err := s.fire(ctx, at, frameBytes, gbps); err != nil {
+		return ps, err
+	}
+	for _, p := range s.ports {
+		tx, err := s.txStamp(ctx, p)
+		if err != nil {
+			return ps, err
+		}
+		rx, err := s.rxStamp(ctx, p)
+		if err != nil {
+			return ps, err
+		}
+		ps.tx = append(ps.tx, tx)
+		ps.rx = append(ps.rx, rx)
+	}
+	return ps, nil
+}
+
+// txStamp is the MAC transmit timestamp of the probe that last left port p.
+func (s *snake) txStamp(ctx context.Context, p int) (uint32, error) {
+	st, err := s.sw.TxTimestamp(ctx, p)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", s.dev, err)
+	}
+	if !st.Valid {
+		return 0, fmt.Errorf("%s: port %d has no transmit timestamp for the probe: is the port in the snake and up?", s.dev, p)
+	}
+	return uint32(st.Value), nil
+}
+
+// rxStamp is the MAC ingress timestamp of the probe that last came in at
+// port p (the timestamp program's reg_rx_ts).
+func (s *snake) rxStamp(ctx context.Context, p int) (uint32, error) {
+	v, err := s.sw.ReadRegister(ctx, ts.RegRxTs, p)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", s.dev, err)
+	}
+	if len(v) == 0 {
+		return 0, fmt.Errorf("%s: %s[%d] read no value", s.dev, ts.RegRxTs, p)
+	}
+	return uint32(v[0]), nil
+}
+
+// fire sends one probe of frameBytes from the packet generator at the
+// switch's clock time at, and waits until the generator is done.
+func (s *snake) fire(ctx context.Context, at time.Duration, frameBytes int, gbps int) error {
 	if _, err := s.sw.WaitClock(ctx, at); err != nil {
-		return ps, fmt.Errorf("%s: %w", s.dev, err)
+		return fmt.Errorf("%s: %w", s.dev, err)
 	}
 	// One probe: a single batch of one packet, its timer the line time.
 	line := time.Duration(float64((frameBytes+20)*8)/float64(gbps)) + time.Nanosecond
@@ -220,37 +273,21 @@ func (s *snake) send(ctx context.Context, at time.Duration, frameBytes int, gbps
 	if s.rc.FirstTouch("fec/pktgen/" + s.dev) {
 		if err := s.rc.Journal(s.dev, o.Undo{Kind: o.UndoTofinoPktgen, Desc: fmt.Sprintf("stop packet generator application 1 on %s", s.dev),
 			Args: map[string]int{"app_id": 1}}); err != nil {
-			return ps, err
+			return err
 		}
 	}
 	if err := s.sw.StartPktgen(ctx, g); err != nil {
-		return ps, fmt.Errorf("%s: %w", s.dev, err)
+		return fmt.Errorf("%s: %w", s.dev, err)
 	}
 	for {
 		st, err := s.sw.PktgenStatus(ctx, 1)
 		if err != nil {
-			return ps, fmt.Errorf("%s: %w", s.dev, err)
+			return fmt.Errorf("%s: %w", s.dev, err)
 		}
 		if st.Done || !st.Enabled {
-			break
+			return nil
 		}
 	}
-	for _, p := range s.ports {
-		st, err := s.sw.TxTimestamp(ctx, p)
-		if err != nil {
-			return ps, fmt.Errorf("%s: %w", s.dev, err)
-		}
-		if !st.Valid {
-			return ps, fmt.Errorf("%s: port %d has no transmit timestamp for the probe: is the port in the snake and up?", s.dev, p)
-		}
-		v, err := s.sw.ReadRegister(ctx, ts.RegRxTs, p)
-		if err != nil {
-			return ps, fmt.Errorf("%s: %w", s.dev, err)
-		}
-		ps.tx = append(ps.tx, uint32(st.Value))
-		ps.rx = append(ps.rx, uint32(v[0]))
-	}
-	return ps, nil
 }
 
 // parseInts reads a list parameter of integers.
@@ -270,22 +307,25 @@ func parseInts(name string, vs []string, lo, hi int) ([]int, error) {
 }
 
 // parseModes reads speed:fec entries ("25:rs528").
-func parseModes(vs []string) ([]PHY, error) {
+func parseModes(vs []string) ([]PHY, error) { return parseModesOf("links", vs) }
+
+// parseModesOf is parseModes for the parameter name.
+func parseModesOf(name string, vs []string) ([]PHY, error) {
 	var out []PHY
 	for _, v := range vs {
 		a, b, ok := strings.Cut(strings.TrimSpace(v), ":")
 		g, err := strconv.Atoi(a)
 		if !ok || err != nil {
-			return nil, o.Inputf("links: %q: expected speed:fec, as 25:rs528", v)
+			return nil, o.Inputf("%s: %q: expected speed:fec, as 25:rs528", name, v)
 		}
 		p, err := phyOf(g, b)
 		if err != nil {
-			return nil, o.Inputf("links: %q: %v", v, err)
+			return nil, o.Inputf("%s: %q: %v", name, v, err)
 		}
 		out = append(out, p)
 	}
 	if len(out) == 0 {
-		return nil, o.Inputf("links: empty")
+		return nil, o.Inputf("%s: empty", name)
 	}
 	return out, nil
 }

@@ -277,6 +277,9 @@ func (s *sim) jump(until int64) {
 		return
 	}
 	ds, dt := m*p, m*d
+	if s.tp != nil {
+		s.tpJump(c.aAt, s.now, p, d, m) // the Tx path's inputs, cycle by cycle
+	}
 	r, a := &s.res, c.aRes
 	r.FramesSent += m * (r.FramesSent - a.FramesSent)
 	r.Transmissions += m * (r.Transmissions - a.Transmissions)

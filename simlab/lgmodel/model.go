@@ -153,6 +153,16 @@ type Config struct {
 	// MaxRun caps the frames skipped over at once (0: no cap), so that
 	// counters read while the run advances grow smoothly.
 	MaxRun int64
+	// CourierLoop is the period at which the receiver's courier packet
+	// carries the leading ACK back (txpath.go); 0: no courier accounting,
+	// the Tx buffer is read as the copies held. With it, the run also
+	// reads the Tx buffer as the queue the copies the ACK missed at their
+	// first pass wait in (Result.MaxTxQueueBytes, Sim.TxQueue). It
+	// changes nothing else in the run.
+	CourierLoop time.Duration
+	// AckExtra lengthens the courier's way back beyond the model's pass
+	// and fibre (txpath.go).
+	AckExtra time.Duration
 }
 
 // Defaults fills the paper's parameters for a 25G or 100G link.
@@ -210,7 +220,11 @@ type Result struct {
 	BufferDrops      int64 // reorder-buffer overflows
 	TxBufferDrops    int64 // copies the full Tx buffer could not hold
 	PauseFrames      int64
-	MaxTxBufferBytes int64
+	MaxTxBufferBytes int64 // copies held
+	// MaxTxQueueBytes is the watermark of the queue the Tx buffer is read
+	// from, in 80 B cells, with the courier's cadence (Config.CourierLoop;
+	// 0 without it).
+	MaxTxQueueBytes  int64
 	MaxRxBufferBytes int64
 	Duration         time.Duration // simulated
 	EffectiveLoss    float64
@@ -507,6 +521,8 @@ type sim struct {
 	seen              map[uint64]struct{} // hashes of keys met once (seenBefore)
 	injected          []float64           // drawn by a replay that handed over: the next numbers drawn
 	replays, replayed int64               // replays started, and reaching their end (tests)
+
+	tp *txPath // the Tx buffer's read queue with the courier (nil: off)
 }
 
 // Run simulates cfg with randomness from r.
@@ -556,6 +572,9 @@ func New(cfg Config, r *rand.Rand) (*Sim, error) {
 	s.serFrame, s.ser64, s.drainFrame = s.serPS(cfg.FrameBytes), s.serPS(64), drainPS(cfg.FrameBytes)
 	s.loopPS = durPS(cfg.LoopLatency)
 	s.steadyTx = s.steadyTxFrames()
+	if cfg.CourierLoop > 0 && cfg.Mode != Off && !cfg.NoAck && !cfg.NoTxCopy {
+		s.tp = newTxPath(s)
+	}
 	return &Sim{s: s}, nil
 }
 
@@ -616,7 +635,24 @@ func (m *Sim) Result() Result {
 	if s.c.Mode != Off && res.FramesSent > 0 && s.steadyFits() {
 		res.MaxTxBufferBytes = max(res.MaxTxBufferBytes, min(s.steadyTx, res.FramesSent)*int64(s.c.FrameBytes+lg.HeaderBytes))
 	}
+	if s.tp != nil {
+		s.tp.advance(s.now)
+		_, res.MaxTxQueueBytes = s.tp.queueBytes()
+	}
 	return res
+}
+
+// TxQueue is the queue the Tx buffer is read from with the courier's
+// cadence (Config.CourierLoop): its depth now and its watermark, in 80 B
+// cells; ok is false without the courier.
+func (m *Sim) TxQueue() (now, watermark int64, ok bool) {
+	s := m.s
+	if s.tp == nil {
+		return 0, 0, false
+	}
+	s.tp.advance(s.now)
+	now, watermark = s.tp.queueBytes()
+	return now, watermark, true
 }
 
 // wire is a frame's bytes on the wire: preamble+SFD and IPG (20 B), plus
@@ -763,6 +799,9 @@ func (s *sim) takeHeld(seq int64, n int) uint8 {
 		}
 		mask |= 1 << i
 		s.held = append(s.held, h)
+		if s.tp != nil {
+			s.tpInput(tpEntry{kind: tpHoldOn, at: s.now, seq: h})
+		}
 	}
 	return mask
 }
@@ -1035,6 +1074,10 @@ func (s *sim) emitRun(p packet) {
 	// sends no run.)
 	s.setLack(s.nextSeq - s.steadyTx)
 	s.at(event{at: last + slot + s.oneWay(), kind: evArrive, p: p})
+	if s.tp != nil {
+		s.tpInput(tpEntry{kind: tpSend, at: s.now, seq: p.seq, slot: slot, n: k})
+		s.tpInput(tpEntry{kind: tpRxRun, at: s.now, t0: s.now + slot + s.oneWay(), seq: p.seq, slot: slot, n: k})
+	}
 }
 
 func (s *sim) transmit(p packet) {
@@ -1067,6 +1110,9 @@ func (s *sim) transmit(p packet) {
 		s.res.MaxTxBufferBytes = max(s.res.MaxTxBufferBytes, s.txFrames()*size)
 		if s.rec != nil {
 			s.rec.maxTx = max(s.rec.maxTx, s.txFrames()*size)
+		}
+		if s.tp != nil && (len(s.txDropped) == 0 || s.txDropped[len(s.txDropped)-1] != p.seq) {
+			s.tpInput(tpEntry{kind: tpSend, at: s.now, seq: p.seq, slot: slot, n: 1})
 		}
 	}
 	s.at(event{at: s.now + slot + s.oneWay(), kind: evArrive, p: p})
@@ -1102,6 +1148,9 @@ func (s *sim) handle(e *event) {
 			seq := e.seq + int64(i)
 			if j := slices.Index(s.held, seq); j >= 0 {
 				s.held = slices.Delete(s.held, j, j+1)
+				if s.tp != nil {
+					s.tpInput(tpEntry{kind: tpHoldOff, at: s.now, seq: seq})
+				}
 			}
 			for c := 0; c < s.c.Copies; c++ {
 				s.retx = append(s.retx, seq)
@@ -1372,6 +1421,9 @@ func (s *sim) ackBack() {
 	}
 	s.lackSent = s.highest
 	s.at(event{at: s.now + s.oneWay() + s.ser(64), kind: evAck, seq: s.highest})
+	if s.tp != nil {
+		s.tpInput(tpEntry{kind: tpRx, at: s.now, seq: s.highest})
+	}
 }
 
 // enqueue puts an out-of-order packet into the recirculation queue.

@@ -142,6 +142,7 @@ type recording struct {
 	need    int64 // the least count that gives the same stretch
 	maxTx   int64 // buffer peaks since the start
 	maxRx   int64
+	tlog    []tpEntry // the Tx path's inputs in the stretch (txpath.go)
 }
 
 const (
@@ -474,6 +475,9 @@ func (s *sim) restore(rec *recording, sn, cur *snapshot, k, runSeq, runSched int
 	}
 	s.firstQ = -2
 	s.indexBuffer(0)
+	if s.tp != nil {
+		s.tpFeed(rec.tlog, ds, dt)
+	}
 	// Counters read after the run on its way landed (events are handled
 	// before an original sent at their time) count it whole: the
 	// difference in length is delivered too.

@@ -114,7 +114,7 @@ func (t *Tofino) phyConfig(p *simPort) (phy.LinkConfig, error) {
 	}
 	c.Name = fmt.Sprintf("%s/%d", t.name, p.dev)
 	r := rand.New(rand.NewPCG(t.dp.world.Seed(), t.seedFor("phy", p.dev)))
-	c.PPM = (rand.New(rand.NewPCG(t.dp.world.Seed(), t.seedFor("clock", 0))).Float64()*2 - 1) * 100
+	c.PPM = t.ppm()
 	c.AlignNs = r.Float64() * 500
 	c.PropagationNs = patchNs
 	if c.Lanes > 1 {
@@ -124,6 +124,15 @@ func (t *Tofino) phyConfig(p *simPort) (phy.LinkConfig, error) {
 		}
 	}
 	return c, nil
+}
+
+// ppm is the offset of the switch's reference clock: the one it was
+// given, or its own draw from the world's seed.
+func (t *Tofino) ppm() float64 {
+	if t.clockPPM != nil {
+		return *t.clockPPM
+	}
+	return (rand.New(rand.NewPCG(t.dp.world.Seed(), t.seedFor("clock", 0))).Float64()*2 - 1) * 100
 }
 
 // linkLocked is the transmit link of an egress port in its current mode.
@@ -239,11 +248,13 @@ func (t *Tofino) opPortTxTstamp(c opCall) (any, error) {
 
 // rxLine is what arrives at a receiving port: the pre-FEC bit error ratio
 // of its fibre (0 on a loopback module or a port without optics) and
-// whether the link is up.
+// whether the link is up. portUp reads the clock and the links under the
+// dataplane's lock, as the port status does (the read raced with an
+// advance of the clock on another connection: TestFECCountersWhileTheClockMoves).
 func (d *Dataplane) rxLine(sw *Tofino, dev int) (ber float64, up bool) {
-	up = d.portUp(sw, dev)
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	up = d.portUp(sw, dev)
 	for _, l := range d.links {
 		if l.rx == sw && l.rxPort == dev {
 			rx := l.fibre.EyePowerDBmAt(d.now) // the eye the decoder sees
@@ -390,16 +401,20 @@ func (t *Tofino) fecStat(dev int) (any, error) {
 }
 
 // peer is where a frame leaving sw's port arrives: the other end of its
-// fibre, or the port itself when no fibre is known (a loopback module).
-func (d *Dataplane) peer(sw *Tofino, dev int) (*Tofino, int) {
+// fibre, or the port itself when no fibre is known (a loopback module);
+// and whether both ends are up (under the dataplane's lock, which portUp
+// needs).
+func (d *Dataplane) peer(sw *Tofino, dev int) (*Tofino, int, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	nsw, nport := sw, dev
 	for _, l := range d.links {
 		if l.tx == sw && l.txPort == dev {
-			return l.rx, l.rxPort
+			nsw, nport = l.rx, l.rxPort
+			break
 		}
 	}
-	return sw, dev
+	return nsw, nport, d.portUp(sw, dev) && d.portUp(nsw, nport)
 }
 
 // maxSnakeHops ends a snake that loops.
@@ -484,8 +499,8 @@ func (t *Tofino) probe(at float64, size int, seq uint16) error {
 		}
 		sw.mu.Unlock()
 		sw.countTx(out, 1, int64(size))
-		nsw, nport := t.dp.peer(sw, out)
-		if !t.dp.portUp(sw, out) || !t.dp.portUp(nsw, nport) {
+		nsw, nport, up := t.dp.peer(sw, out)
+		if !up {
 			return nil // a down link loses it
 		}
 		if p := nsw.port(nport); p != nil {

@@ -40,7 +40,9 @@ type Tofino struct {
 	dp     *Dataplane
 	faults *wire.Faults
 	front  map[int]int // front-panel port -> dev port
-	srv    *wire.SSHServer
+	// clockPPM is the reference clock's offset (TofinoOptions.ClockPPM).
+	clockPPM *float64
+	srv      *wire.SSHServer
 
 	agentIdle  time.Duration
 	agentSlots chan struct{} // one per open agent connection
@@ -176,6 +178,11 @@ type TofinoOptions struct {
 	// agent connections are served at once (default 8).
 	AgentIdle     time.Duration
 	AgentMaxConns int
+	// ClockPPM, when set, is the offset of the switch's reference clock
+	// from nominal in ppm (within 802.3's +-100): every port's PHY runs
+	// from it. Unset, the offset is drawn from the world's seed and the
+	// switch's name, so every switch of a lab has its own.
+	ClockPPM *float64
 }
 
 // NewTofino starts a simulated switch with the LinkGuardian programs
@@ -184,7 +191,10 @@ func NewTofino(dp *Dataplane, o TofinoOptions) (*Tofino, error) {
 	if o.Faults == nil {
 		o.Faults = &wire.Faults{}
 	}
-	t := &Tofino{name: o.Name, serial: o.Serial, dp: dp, faults: o.Faults, front: o.FrontPorts,
+	if o.ClockPPM != nil && !(math.Abs(*o.ClockPPM) <= 100) {
+		return nil, fmt.Errorf("switch %s: clock offset %g ppm beyond 802.3's +-100", o.Name, *o.ClockPPM)
+	}
+	t := &Tofino{name: o.Name, serial: o.Serial, dp: dp, faults: o.Faults, front: o.FrontPorts, clockPPM: o.ClockPPM,
 		installed: map[string]bool{lg.ProgramSender: true, lg.ProgramReceiver: true},
 		agentIdle: cmp.Or(o.AgentIdle, 300*time.Second), agentSlots: make(chan struct{}, cmp.Or(o.AgentMaxConns, 8))}
 	t.reset("")

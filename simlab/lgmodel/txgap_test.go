@@ -1,0 +1,138 @@
+package lgmodel
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Where the Tx buffer's gap to the artifact's figures comes from, part by
+// part, as loss-sweep reads it (the read queue with the receiver's
+// courier, lgmodel WithCourier) at 100G and 1e-3. The artifact
+// (NUS-SNL/linkguardian at bd46f4b, sigcomm23-ae/README.md) gives 41.76 KB
+// ordered and 22.8 KB non-blocking, each the watermark of one run of 10^8
+// frames. The parts: (1) the copies held (the model's own count, the ACK
+// on every arrival), one round trip's window, the same in both modes; (2)
+// the read queue with the courier, both modes sending back to back as
+// loss-sweep's line-rate stress test does; (3) the non-blocking sender
+// paced as the artifact's generator offers frames, one every 124 ns
+// (sender/config_pktgen.py lines 12 and 17), 0.6% slower than the wire
+// takes them, where the ordered one, paused by PFC, sends its backlog back
+// to back; (4) the watermark's growth with the run's length (a maximum: a
+// longer run meets rarer pile-ups), over seeds, and its extrapolation to
+// the artifact's 10^8 frames along log10 of the frames.
+//
+//	go test -run TestTxBufferGapToTheArtifact -v ./simlab/lgmodel
+//
+// TXGAP_FRAMES=1e5,1e6,1e7 sets the run lengths (the default, 10^4 and
+// 10^5, keeps the test quick), TXGAP_SEEDS the seeds per length.
+func TestTxBufferGapToTheArtifact(t *testing.T) {
+	lengths := []int64{10_000, 100_000}
+	if v := os.Getenv("TXGAP_FRAMES"); v != "" {
+		lengths = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.ParseFloat(f, 64)
+			if err != nil || n < 1000 {
+				t.Fatalf("TXGAP_FRAMES=%q: expected frames (at least 1000) separated by commas", v)
+			}
+			lengths = append(lengths, int64(n))
+		}
+	}
+	seeds := 4
+	if v := os.Getenv("TXGAP_SEEDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("TXGAP_SEEDS=%q: expected a positive number of seeds", v)
+		}
+		seeds = n
+	}
+	artifact := map[Mode]float64{Ordered: 41.76e3, NonBlocking: 22.8e3}
+	const paced = 124_000 // ps: the artifact's generator period at 100G
+	// run reads one run's copies held and read queue; period 0: back to
+	// back (a stress test), else frames offered every period.
+	run := func(mode Mode, frames int64, seed uint64, period int64) (held, queue int64) {
+		c, err := Defaults(mode, 100e9, 1e-3, frames)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c = c.WithCourier()
+		r := rand.New(rand.NewPCG(seed, 5))
+		if period == 0 {
+			res, err := Run(c, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res.MaxTxBufferBytes, res.MaxTxQueueBytes
+		}
+		m, err := NewOffered(c, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := int64(0); i < frames; i++ {
+			if _, err := m.Offer(Frame{At: i * period, Bytes: c.FrameBytes, Loss: c.Loss, U: -1}); err != nil {
+				t.Fatal(err)
+			}
+			if i%4096 == 4095 {
+				m.Advance((i - 64) * period) // keep the offered queue short
+			}
+		}
+		m.Advance(frames * period)
+		m.StopOffering()
+		m.Advance(math.MaxInt64)
+		res := m.Result()
+		return res.MaxTxBufferBytes, res.MaxTxQueueBytes
+	}
+	kb := func(b float64) string { return fmt.Sprintf("%.1f KB", b/1e3) }
+	off := func(b float64, mode Mode) string { return fmt.Sprintf("%+.0f%%", 100*(b/artifact[mode]-1)) }
+	type row struct{ held, lg, nb, nbPaced float64 }
+	rows := make([]row, len(lengths))
+	for i, n := range lengths {
+		var r row
+		for s := 0; s < seeds; s++ {
+			seed := uint64(s + 1)
+			h, q := run(Ordered, n, seed, 0)
+			r.held += float64(h)
+			r.lg += float64(q)
+			_, q = run(NonBlocking, n, seed, 0)
+			r.nb += float64(q)
+			_, q = run(NonBlocking, n, seed, paced)
+			r.nbPaced += float64(q)
+		}
+		k := float64(seeds)
+		r.held, r.lg, r.nb, r.nbPaced = r.held/k, r.lg/k, r.nb/k, r.nbPaced/k
+		rows[i] = r
+		t.Logf("%.0e frames, mean of %d seeds: copies held %s; read queue ordered %s (%s), non-blocking back to back %s (%s), paced every 124 ns %s (%s); ordered/non-blocking %.2f back to back, %.2f paced (artifact %.2f)",
+			float64(n), seeds, kb(r.held), kb(r.lg), off(r.lg, Ordered), kb(r.nb), off(r.nb, NonBlocking), kb(r.nbPaced), off(r.nbPaced, NonBlocking),
+			r.lg/r.nb, r.lg/r.nbPaced, artifact[Ordered]/artifact[NonBlocking])
+		// Pacing gives the read port 0.72 ns a frame to drain: it can
+		// only lower the non-blocking reading (a copy's margin either way).
+		if r.nbPaced > r.nb+1600 {
+			t.Errorf("%d frames: paced non-blocking reads %.0f B, more than back to back (%.0f B) by over a copy", n, r.nbPaced, r.nb)
+		}
+	}
+	if len(lengths) < 2 {
+		return
+	}
+	// The growth per decade of frames, from the first length to the last,
+	// carried on to the artifact's 10^8 frames.
+	a, b := rows[0], rows[len(rows)-1]
+	dec := math.Log10(float64(lengths[len(lengths)-1]) / float64(lengths[0]))
+	to := math.Log10(1e8 / float64(lengths[len(lengths)-1]))
+	for _, x := range []struct {
+		name   string
+		mode   Mode
+		lo, hi float64
+	}{{"ordered", Ordered, a.lg, b.lg}, {"non-blocking back to back", NonBlocking, a.nb, b.nb}, {"non-blocking paced", NonBlocking, a.nbPaced, b.nbPaced}} {
+		per := (x.hi - x.lo) / dec
+		at := x.hi + per*to
+		t.Logf("%s: %+.1f KB a decade of frames; at 10^8 frames about %s (%s)", x.name, per/1e3, kb(at), off(at, x.mode))
+		// A maximum over more frames is not smaller on average.
+		if x.hi < x.lo-1600 {
+			t.Errorf("%s: the mean watermark fell from %.0f B to %.0f B with 10^%.1f times the frames", x.name, x.lo, x.hi, dec)
+		}
+	}
+}

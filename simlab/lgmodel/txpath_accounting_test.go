@@ -1,0 +1,106 @@
+package lgmodel
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// The courier's accounting (txpath.go) observes the run: replaying
+// recordings, jumping cycles and running the loop ahead must feed it
+// exactly the inputs stepping feeds it, so the read queue's watermark is
+// the same either way, read at the end and in slices along the way; and
+// it changes nothing else in the run.
+func TestTxPathSameReplayedOrStepped(t *testing.T) {
+	type cas struct {
+		mode   Mode
+		bps    float64
+		loss   float64
+		maxRun int64
+	}
+	var cases []cas
+	for _, bps := range []float64{25e9, 100e9} {
+		cases = append(cases, cas{Ordered, bps, 1e-3, 0}, cas{Ordered, bps, 1e-3, 256}, cas{NonBlocking, bps, 1e-3, 256},
+			cas{Ordered, bps, 1e-2, 0}, cas{NonBlocking, bps, 1e-2, 0})
+	}
+	for _, k := range cases {
+		for seed := uint64(0); seed < 2; seed++ {
+			c, err := Defaults(k.mode, k.bps, k.loss, 40_000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.MaxRun = k.maxRun
+			plain, _ := Run(c, rand.New(rand.NewPCG(seed, 3)))
+			c.CourierLoop, c.AckExtra = time.Microsecond, 500*time.Nanosecond
+			slow := c
+			slow.NoReplay, slow.NoCycleSkip, slow.NoLoopAhead = true, true, true
+			f, err := New(c, rand.New(rand.NewPCG(seed, 3)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, _ := New(slow, rand.New(rand.NewPCG(seed, 3)))
+			for at := 97 * time.Microsecond; ; at += 97 * time.Microsecond {
+				df, ds := f.AdvanceTo(at), s.AdvanceTo(at)
+				rf, rs := f.Result(), s.Result()
+				if rf != rs || df != ds {
+					t.Fatalf("%+v seed %d at %v: replayed and jumped %+v, stepped %+v", k, seed, at, rf, rs)
+				}
+				if df {
+					break
+				}
+			}
+			if k.mode == Ordered && (f.s.replayed == 0 || k.loss == 1e-3 && f.s.cyc.jumpedSeqs == 0) {
+				t.Errorf("%+v seed %d: %d replays, %d originals jumped: the case does not exercise them", k, seed, f.s.replayed, f.s.cyc.jumpedSeqs)
+			}
+			r := f.Result()
+			if r.MaxTxQueueBytes == 0 {
+				t.Errorf("%+v seed %d: the read queue never held a copy", k, seed)
+			}
+			q := r.MaxTxQueueBytes
+			r.MaxTxQueueBytes = 0
+			if r != plain {
+				t.Errorf("%+v seed %d: the courier's accounting changed the run: %+v, without it %+v", k, seed, r, plain)
+			}
+			t.Logf("%+v seed %d: read queue %.1f KB, copies held %.1f KB", k, seed, float64(q)/1e3, float64(r.MaxTxBufferBytes)/1e3)
+		}
+	}
+}
+
+// The accounting reads what the test harness that plays the artifact's
+// path step by step reads (txpath_test.go's artifactPath, with the
+// courier): the same run, one sampling the sender's ACK at fixed steps of
+// the clock, the other deciding each copy at its own time, so they agree
+// to within a couple of copies, not exactly (their courier phases differ
+// by the way back).
+func TestTxPathAgreesWithTheStepByStepPath(t *testing.T) {
+	for _, mode := range []Mode{NonBlocking, Ordered} {
+		period := map[Mode]int64{Ordered: 0, NonBlocking: 124_000}[mode]
+		c, err := Defaults(mode, 100e9, 1e-3, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const frames = 20_000
+		harness, _ := artifactPath(t, c, 7, period, frames, pathExtras{courierPS: durPS(time.Microsecond)})
+		c.CourierLoop = time.Microsecond
+		m, err := NewOffered(c, rand.New(rand.NewPCG(7, 7)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if period == 0 {
+			period = m.s.serFrame
+		}
+		for i := int64(0); i < frames; i++ {
+			if _, err := m.Offer(Frame{At: i * period, Bytes: c.FrameBytes, Loss: c.Loss, U: -1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m.Advance(frames * period)
+		m.StopOffering()
+		m.Advance(1 << 62)
+		got := m.Result().MaxTxQueueBytes
+		t.Logf("%s: the accounting reads %.1f KB, the step-by-step path %.1f KB", mode, float64(got)/1e3, float64(harness)/1e3)
+		if d := got - harness; d < -2*1600 || d > 2*1600 {
+			t.Errorf("%s: the accounting reads %d B, the step-by-step path %d B: more than two copies apart", mode, got, harness)
+		}
+	}
+}
