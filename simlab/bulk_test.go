@@ -49,6 +49,9 @@ func TestSimulatedIperf3FollowsTheSwitchesClock(t *testing.T) {
 	for cmd, want := range map[string]string{
 		"iperf3 -s":                        "runs clients only",
 		"iperf3 -c 10.0.0.2 -t 0.5":        "whole seconds",
+		"iperf3 -c 10.0.0.2 -t 1 -n 1M":    "only one test end condition",
+		"iperf3 -c 10.0.0.2 -n 0":          "expected a count of bytes",
+		"iperf3 -c 10.0.0.2 -n 1X":         "expected a count of bytes",
 		"iperf3 -c 10.0.0.2 -u":            "option \"-u\" is not offered",
 		"iperf3 -c 10.9.9.9 -t 1 -C cubic": "no other simulated host has 10.9.9.9",
 	} {
@@ -142,9 +145,11 @@ func TestSimulatedIperf3FollowsTheSwitchesClock(t *testing.T) {
 		t.Errorf("pgrep after the flow: %q", r.Stdout)
 	}
 	// Without -J: iperf3's interval lines and its two summary lines, the
-	// receiver's total the sum of what the server got.
+	// receiver's total the sum of what the server got; this flow ends by
+	// bytes (-n 2G: some 0.18 s of 100G), its last interval and the
+	// summary where the count was written.
 	go func() {
-		r, err := h1.Run(ctx, fmt.Sprintf("iperf3 -c %s -t 1 -i 0.5 -C dctcp", dst))
+		r, err := h1.Run(ctx, fmt.Sprintf("iperf3 -c %s -n 2G -i 0.1 -C dctcp", dst))
 		done <- out{r, err}
 	}()
 	for {
@@ -157,19 +162,27 @@ func TestSimulatedIperf3FollowsTheSwitchesClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for at := 100 * time.Millisecond; at <= 1100*time.Millisecond; at += 100 * time.Millisecond {
-		if _, err := sw1.WaitClock(ctx, t1+at); err != nil {
-			t.Fatal(err)
+	for at := 10 * time.Millisecond; ; at += 10 * time.Millisecond {
+		select {
+		case o = <-done:
+		default:
+			if at > time.Second {
+				t.Fatal("iperf3 -n 2G still running after a second of 100G")
+			}
+			if _, err := sw1.WaitClock(ctx, t1+at); err != nil {
+				t.Fatal(err)
+			}
+			continue
 		}
+		break
 	}
-	o = <-done
 	if o.err != nil {
 		t.Fatal(o.err)
 	}
 	lines := strings.Split(strings.TrimSpace(o.r.Stdout), "\n")
 	var intervals int
 	for _, l := range lines {
-		if strings.HasPrefix(l, "[  5]   0.00-0.50 ") || strings.HasPrefix(l, "[  5]   0.50-1.00 ") {
+		if strings.HasPrefix(l, "[  5]   0.00-0.10 ") || strings.HasPrefix(l, "[  5]   0.10-0.1") || strings.HasPrefix(l, "[  5]   0.10-0.2") {
 			intervals++
 		}
 	}

@@ -17,6 +17,9 @@ import (
 // this goroutine advances sw1's clock and a second one reads sw1's port
 // counters, so the Follow hook meets both connections' goroutines.
 // 25G is the slowest link the host model has measured (10G is refused).
+// The flow is bounded by bytes (iperf3 -n), as a real one can be, not by
+// -t's whole seconds: 100 MB are some 35 ms of 25G, where a second took
+// 95-107 s under the detector.
 func TestSimulatedIperf3FollowRace(t *testing.T) {
 	lab := startLab(t, 36)
 	for _, n := range []string{"voa1", "voa3"} {
@@ -56,8 +59,9 @@ func TestSimulatedIperf3FollowRace(t *testing.T) {
 	}
 	done := make(chan out, 1)
 	dst := lab.Host("h2").Addr().Addr()
+	const flowBytes = 100 << 20
 	go func() {
-		r, err := h1.Run(ctx, fmt.Sprintf("iperf3 -c %s -t 1 -i 0.5 -C dctcp -J", dst))
+		r, err := h1.Run(ctx, fmt.Sprintf("iperf3 -c %s -n %d -i 0.1 -C dctcp -J", dst, flowBytes))
 		done <- out{r, err}
 	}()
 	for {
@@ -102,7 +106,8 @@ func TestSimulatedIperf3FollowRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	prev := before.Values["$FramesTransmittedOK"]
-	for at := 250 * time.Millisecond; at <= 1000*time.Millisecond; at += 250 * time.Millisecond {
+	const window = 5 * time.Millisecond
+	for at := window; at <= 4*window; at += window {
 		if _, err := sw1.WaitClock(ctx, t0+at); err != nil {
 			t.Fatal(err)
 		}
@@ -112,14 +117,27 @@ func TestSimulatedIperf3FollowRace(t *testing.T) {
 		}
 		n := c.Values["$FramesTransmittedOK"]
 		if n <= prev {
-			t.Errorf("sw1 port 136 sent no frames from %v to %v of the flow (%d)", at-250*time.Millisecond, at, n)
+			t.Errorf("sw1 port 136 sent no frames from %v to %v of the flow (%d)", at-window, at, n)
 		}
 		prev = n
 	}
-	if _, err := sw1.WaitClock(ctx, t0+1100*time.Millisecond); err != nil {
-		t.Fatal(err)
+	// The rest of the flow: the clock moves on until iperf3 has written
+	// its bytes (a second of 25G would be 3 GB).
+	var o out
+	for at := 5 * window; ; at += window {
+		select {
+		case o = <-done:
+		default:
+			if at > time.Second {
+				t.Fatalf("iperf3 -n %d still running after %v of the switches' clock", flowBytes, at)
+			}
+			if _, err := sw1.WaitClock(ctx, t0+at); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		break
 	}
-	o := <-done
 	close(stopReads)
 	if err := <-reads; err != nil {
 		t.Error(err)
@@ -136,11 +154,16 @@ func TestSimulatedIperf3FollowRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	frames := after.Values["$FramesTransmittedOK"] - before.Values["$FramesTransmittedOK"]
+	if rep.End.SumSent.Bytes < flowBytes || rep.End.SumSent.Bytes > flowBytes+2*128<<10 {
+		t.Errorf("iperf3 -n %d sent %d bytes (expected the count, within a 128 KB write)", flowBytes, rep.End.SumSent.Bytes)
+	}
 	segs := (rep.End.SumSent.Bytes + 1447) / 1448
-	// Every segment (a 1518 B frame) crossed sw1's port, within 0.1%
-	// for those still in flight when the report was made.
-	t.Logf("%d bytes sent, %d segments, %d frames out of sw1's port", rep.End.SumSent.Bytes, segs, frames)
-	if segs == 0 || frames < segs-segs/1000 || frames > segs+rep.End.SumSent.Retransmits+1000 {
-		t.Errorf("sw1 port 136 sent %d frames for %d segments", frames, segs)
+	recv := rep.End.SumReceived.Bytes / 1448
+	// Every segment (a 1518 B frame) the receiver got crossed sw1's port,
+	// and no more than those sent and sent again did (those still in
+	// flight when the flow ended are between the two).
+	t.Logf("%d bytes sent, %d segments, %d received, %d frames out of sw1's port", rep.End.SumSent.Bytes, segs, recv, frames)
+	if segs == 0 || frames < recv || frames > segs+rep.End.SumSent.Retransmits {
+		t.Errorf("sw1 port 136 sent %d frames for %d segments sent (%d retransmitted), %d received", frames, segs, rep.End.SumSent.Retransmits, recv)
 	}
 }

@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 	// No test writes leases to the host-wide directory: a test that gives
 	// no --state-dir gets this one (subprocesses inherit it).
 	os.Setenv("TESTBED_STATE_DIR", filepath.Join(dir, "state"))
-	out, err := exec.Command("go", "build", "-o", testbedBin, ".").CombinedOutput()
+	out, err := exec.Command("go", "build", "-ldflags=-w", "-o", testbedBin, ".").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
 		os.RemoveAll(dir)

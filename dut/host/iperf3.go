@@ -11,11 +11,13 @@ import (
 )
 
 // Iperf3Flow is one client run of iperf3 (esnet/iperf, version 3): a bulk
-// TCP flow to Dst for Seconds, reported every Interval, with congestion
-// control CC (iperf3 -C, Linux only), the server's report included.
+// TCP flow to Dst for Seconds (-t) or until it has written Bytes (-n),
+// reported every Interval, with congestion control CC (iperf3 -C, Linux
+// only), the server's report included.
 type Iperf3Flow struct {
 	Dst      netip.Addr
 	Seconds  int64
+	Bytes    int64
 	Interval time.Duration
 	CC       string
 }
@@ -23,13 +25,24 @@ type Iperf3Flow struct {
 // Command is the flow's command line, with JSON output (-J) and the
 // server's own intervals (--get-server-output), as iperf3(1) spells them.
 func (f Iperf3Flow) Command() string {
-	return fmt.Sprintf("iperf3 -c %s -t %d -i %g -C %s -J --get-server-output", f.Dst, f.Seconds, f.Interval.Seconds(), f.CC)
+	end := fmt.Sprintf("-t %d", f.Seconds)
+	if f.Bytes > 0 {
+		end = fmt.Sprintf("-n %d", f.Bytes)
+	}
+	return fmt.Sprintf("iperf3 -c %s %s -i %g -C %s -J --get-server-output", f.Dst, end, f.Interval.Seconds(), f.CC)
 }
 
-// Check says what iperf3 would refuse: -t takes whole seconds, and it
-// refuses a report interval (-i) below 0.1 s.
+// Check says what iperf3 would refuse: -t takes whole seconds, a flow
+// ends by time or by bytes, not both ("only one test end condition (-t,
+// -n, -k) may be specified"), and it refuses a report interval (-i) below
+// 0.1 s.
 func (f Iperf3Flow) Check() error {
-	if f.Seconds <= 0 {
+	switch {
+	case f.Seconds > 0 && f.Bytes > 0:
+		return fmt.Errorf("iperf3 -t %d -n %d: only one test end condition may be specified", f.Seconds, f.Bytes)
+	case f.Bytes < 0:
+		return fmt.Errorf("iperf3 -n %d: expected a count of bytes", f.Bytes)
+	case f.Bytes == 0 && f.Seconds <= 0:
 		return fmt.Errorf("iperf3 -t %d: expected whole seconds, at least 1", f.Seconds)
 	}
 	if f.Interval < 100*time.Millisecond {

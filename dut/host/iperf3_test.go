@@ -17,7 +17,15 @@ func TestIperf3FlowCommand(t *testing.T) {
 	if err := f.Check(); err != nil {
 		t.Error(err)
 	}
-	for _, bad := range []Iperf3Flow{{Seconds: 0, Interval: time.Second}, {Seconds: 1, Interval: 50 * time.Millisecond}} {
+	f = Iperf3Flow{Dst: netip.MustParseAddr("10.0.0.2"), Bytes: 100 << 20, Interval: 100 * time.Millisecond, CC: "cubic"}
+	if got, want := f.Command(), "iperf3 -c 10.0.0.2 -n 104857600 -i 0.1 -C cubic -J --get-server-output"; got != want {
+		t.Errorf("command %q, want %q", got, want)
+	}
+	if err := f.Check(); err != nil {
+		t.Error(err)
+	}
+	for _, bad := range []Iperf3Flow{{Seconds: 0, Interval: time.Second}, {Seconds: 1, Interval: 50 * time.Millisecond},
+		{Seconds: 1, Bytes: 1 << 20, Interval: time.Second}, {Bytes: -1, Interval: time.Second}} {
 		if bad.Check() == nil {
 			t.Errorf("%+v passed", bad)
 		}

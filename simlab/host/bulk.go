@@ -21,12 +21,18 @@ import (
 
 // Bulk TCP flows: iperf3.
 //
-// A simulated host runs "iperf3 -c <address> -t <seconds> [-i <interval>]
-// [-C dctcp|cubic|bbr] [-J] [--get-server-output] [-p <port>]" as a lab
+// A simulated host runs "iperf3 -c <address> -t <seconds>|-n <bytes>
+// [-i <interval>] [-C dctcp|cubic|bbr] [-J] [--get-server-output]
+// [-p <port>]" as a lab
 // host does for LinkGuardian's Appendix B.3 (iperf3 with -C), printing
 // iperf3's own interval lines or, with -J, its JSON (esnet/iperf
 // iperf_api.c: start, intervals, end; server_output_json with
-// --get-server-output). The server side needs no iperf3 -s: the
+// --get-server-output). With -n (--bytes, iperf3's K, M, G and T suffixes
+// binary) the flow ends once the client has written that many bytes, not
+// after a duration: iperf3 counts whole 128 KB writes (its default -l),
+// so it ends within one block past the count, and -t and -n together
+// are refused as iperf3 refuses them (iperf_api.c: "only one test end
+// condition (-t, -n, -k) may be specified"). The server side needs no iperf3 -s: the
 // destination is any simulated host the sender reaches across a switch
 // fibre.
 //
@@ -77,6 +83,8 @@ type iperfArgs struct {
 	dst        netip.Addr
 	port       int
 	secs       int
+	bytes      int64 // -n: the flow ends after writing this many (0: after secs)
+	timeSet    bool
 	interval   float64
 	cc         string
 	json, srv  bool
@@ -106,12 +114,12 @@ func parseIperf(args []string) (iperfArgs, error) {
 			continue
 		case "-s", "--server", "-D", "--daemon":
 			return a, fmt.Errorf("the simulated iperf3 runs clients only (-c <address>); its server side needs no process")
-		case "-c", "--client", "-t", "--time", "-i", "--interval", "-C", "--congestion", "-p", "--port":
+		case "-c", "--client", "-t", "--time", "-n", "--bytes", "-i", "--interval", "-C", "--congestion", "-p", "--port":
 			if v, err = val(); err != nil {
 				return a, err
 			}
 		default:
-			return a, fmt.Errorf("option %q is not offered by the simulated iperf3 (it takes -c, -t, -i, -C, -p, -J, --get-server-output)", arg)
+			return a, fmt.Errorf("option %q is not offered by the simulated iperf3 (it takes -c, -t, -n, -i, -C, -p, -J, --get-server-output)", arg)
 		}
 		switch arg {
 		case "-c", "--client":
@@ -122,6 +130,11 @@ func parseIperf(args []string) (iperfArgs, error) {
 		case "-t", "--time":
 			if a.secs, err = strconv.Atoi(v); err != nil || a.secs < 1 || a.secs > 86400 {
 				return a, fmt.Errorf("-t %s: expected whole seconds from 1 to 86400", v)
+			}
+			a.timeSet = true
+		case "-n", "--bytes":
+			if a.bytes, err = iperfUnits(v); err != nil || a.bytes < 1 {
+				return a, fmt.Errorf("-n %s: expected a count of bytes (optionally with K, M, G or T)", v)
 			}
 		case "-i", "--interval":
 			if a.interval, err = strconv.ParseFloat(v, 64); err != nil || !(a.interval >= 0.1 && a.interval <= 60) {
@@ -138,6 +151,12 @@ func parseIperf(args []string) (iperfArgs, error) {
 	if !client {
 		return a, fmt.Errorf("the simulated iperf3 runs clients only (-c <address>); its server side needs no process")
 	}
+	if a.timeSet && a.bytes > 0 {
+		return a, fmt.Errorf("only one test end condition (-t, -n, -k) may be specified")
+	}
+	if a.bytes > 0 {
+		a.secs = 0 // iperf3's test_start reports duration 0 for -n
+	}
 	switch a.cc {
 	case "dctcp", "cubic", "bbr":
 	default:
@@ -145,6 +164,36 @@ func parseIperf(args []string) (iperfArgs, error) {
 	}
 	return a, nil
 }
+
+// iperfUnits reads a count as iperf3's unit_atoi does: a number with an
+// optional K, M, G or T (either case), each a power of 1024.
+func iperfUnits(v string) (int64, error) {
+	mult := 1.0
+	if n := len(v); n > 0 {
+		switch v[n-1] {
+		case 'k', 'K':
+			mult = 1 << 10
+		case 'm', 'M':
+			mult = 1 << 20
+		case 'g', 'G':
+			mult = 1 << 30
+		case 't', 'T':
+			mult = 1 << 40
+		}
+		if mult != 1 {
+			v = v[:n-1]
+		}
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(f >= 0 && f*mult < 1<<62) {
+		return 0, fmt.Errorf("%q: not a count", v)
+	}
+	return int64(f * mult), nil
+}
+
+// iperfBlock is iperf3's default TCP write (-l, 128 KB): with -n it counts
+// bytes written a block at a time.
+const iperfBlock = 128 << 10
 
 // iperfInterval is one reporting interval of a flow.
 type iperfInterval struct {
@@ -239,7 +288,11 @@ func (h *SimHost) iperf3(ctx context.Context, args []string, limit time.Duration
 		fmt.Fprintf(stderr, "iperf3: error - %v\n", err)
 		return 1
 	}
-	b := &bulkFlow{h: h, dst: dst, fibre: fibre, a: a, start: clock.Now(), interval: base.Sample, dur: time.Duration(a.secs) * time.Second,
+	dur := time.Duration(a.secs) * time.Second
+	if a.bytes > 0 {
+		dur = 86400 * time.Second // until the bytes are written (or the command's limit)
+	}
+	b := &bulkFlow{h: h, dst: dst, fibre: fibre, a: a, start: clock.Now(), interval: base.Sample, dur: dur,
 		base: base, fl: fl, rng: rng, done: make(chan struct{})}
 	pid := n.bulk.startPID(h)
 	defer n.bulk.endPID(h, pid)
@@ -365,11 +418,20 @@ func (b *bulkFlow) Step(from, to time.Duration, paths Paths) {
 		at := b.fl.Now()
 		next := (at/b.interval + 1) * b.interval
 		until := min(to-b.start, next, b.dur)
+		if b.a.bytes > 0 {
+			// No further than the time the rest takes at the host's line
+			// rate, nor less than one block's.
+			rest := b.a.bytes - b.fl.SentBytes()
+			until = min(until, at+time.Duration(float64(max(rest, iperfBlock))*8/b.base.HostBps*1e9))
+		}
 		if until <= at {
 			break
 		}
 		if err = b.fl.Step(until, link); err != nil {
 			break
+		}
+		if b.a.bytes > 0 && b.fl.SentBytes() >= b.a.bytes {
+			b.dur = until
 		}
 		if until == next || until == b.dur {
 			b.record(until)

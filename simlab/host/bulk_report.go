@@ -51,7 +51,7 @@ func (b *bulkFlow) report() map[string]any {
 	sender := map[string]any{"socket": iperfSocket, "start": 0, "end": secs, "seconds": secs, "bytes": sent, "bits_per_second": bps(sent, secs),
 		"retransmits": retx, "max_snd_cwnd": maxCwnd, "max_snd_wnd": 3145728, "max_rtt": maxRTT, "min_rtt": max(minRTT, 0), "mean_rtt": meanRTT, "sender": true}
 	receiver := map[string]any{"socket": iperfSocket, "start": 0, "end": secs, "seconds": secs, "bytes": recv, "bits_per_second": bps(recv, secs), "sender": true}
-	testStart := map[string]any{"protocol": "TCP", "num_streams": 1, "blksize": 131072, "omit": 0, "duration": b.a.secs, "bytes": 0, "blocks": 0, "reverse": 0, "tos": 0}
+	testStart := map[string]any{"protocol": "TCP", "num_streams": 1, "blksize": 131072, "omit": 0, "duration": b.a.secs, "bytes": b.a.bytes, "blocks": 0, "reverse": 0, "tos": 0}
 	out := map[string]any{
 		"start": map[string]any{"connected": b.connected(), "version": "iperf 3.16", "system_info": "Linux " + b.h.name + " (simulated host)",
 			"connecting_to": map[string]any{"host": b.a.hostString, "port": b.a.port}, "tcp_mss_default": b.base.MSS,
