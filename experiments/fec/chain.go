@@ -35,11 +35,18 @@ import (
 // transmit stamp) to it leaving switch k+1: link k's PHYs, FEC and fibre,
 // and switch k+1's forwarding, which for a cut-through switch includes
 // waiting for the frame's tail when link k's codewords split it (the
-// egress must not run out of frame); the last hop ends at the last
-// switch's MAC (its ingress stamp), where the probe ends. The wire of hop
-// k is from switch k's transmit stamp to switch k+1's ingress stamp. The
-// latency over k hops is their sum: from leaving the first switch to
-// leaving switch k+1 (or reaching the last one's MAC). Stamps of different
+// egress must not run out of frame). The last switch sends the probe out
+// of its exit port (chain_exit: a port with a loopback module, or to any
+// device that keeps it up) and drops it when it comes back; with no exit
+// port the last hop ends at the last switch's MAC (its ingress stamp).
+// The wire of hop k is from switch k's transmit stamp to switch k+1's
+// ingress stamp. The latency over k hops, whose range over probes is
+// Fig. 7's envelope, is from the probe leaving the first switch to its
+// header at switch k+1's MAC (its ingress stamp): where the frame has
+// arrived, as the PHY model's path measures it (phy.Trip.HeaderLatencyNs),
+// before switch k+1 waits for its tail. The hops' sum ends where switch
+// k+1 sends it on: its range is narrower, as that wait moves the early
+// headers of frames split across codewords to the next codeword. Stamps of different
 // switches are compared, so the switches' timestamp counters must run at
 // one rate (syntonized, as PTP or SyncE gives a lab): the envelope and
 // the per-hop ranges do not change with a constant offset between the
@@ -51,7 +58,7 @@ import (
 type chainSwitch struct {
 	dev string
 	in  int // where probes enter: the generator's port on the first switch
-	out int // the port towards the next switch; -1 on the last
+	out int // the port towards the next switch, the exit port on the last; -1: none
 	// fibre is the inventory link from this switch to the next.
 	fibre string
 	sn    *snake
@@ -59,7 +66,7 @@ type chainSwitch struct {
 
 // chainPlan finds the fibres joining each consecutive pair of switches
 // and the ports they end at, and checks the modes fit their transceivers.
-func chainPlan(inv *inventory.Inventory, names []string, modes []PHY) ([]*chainSwitch, error) {
+func chainPlan(inv *inventory.Inventory, names []string, exit string, modes []PHY) ([]*chainSwitch, error) {
 	if len(names) < 2 {
 		return nil, o.Inputf("chain: %d switches given; a hop needs two", len(names))
 	}
@@ -123,6 +130,15 @@ func chainPlan(inv *inventory.Inventory, names []string, modes []PHY) ([]*chainS
 		}
 		a.fibre = fibre.Name
 	}
+	if last := out[len(out)-1]; exit != "" {
+		d, _ := inv.Device(last.dev)
+		v, ok := d.Ports[exit]
+		n, err := strconv.Atoi(v)
+		if !ok || err != nil || n < 0 || n > 511 || n == pktgenPort || n == last.in {
+			return nil, o.Inputf("chain_exit: %s: %s's port %q is %q: expected a dev port number of %s other than %d, where probes arrive (ports: %v)", d.Pos, last.dev, exit, v, last.dev, last.in, d.Ports)
+		}
+		last.out = n
+	}
 	return out, nil
 }
 
@@ -133,7 +149,7 @@ func planChain(pc *o.PlanContext, sizes []int, switchModes []string, probes int,
 	if err != nil {
 		return nil, err
 	}
-	chain, err := chainPlan(pc.Lab, p.Strings("chain"), links)
+	chain, err := chainPlan(pc.Lab, p.Strings("chain"), p.String("chain_exit"), links)
 	if err != nil {
 		return nil, err
 	}
@@ -171,8 +187,10 @@ func planChain(pc *o.PlanContext, sizes []int, switchModes []string, probes int,
 		switch {
 		case i == 0:
 			detail = fmt.Sprintf("hop 1: probes from the packet generator (port %d), out at port %d over %s", pktgenPort, c.out, c.fibre)
-		case c.out < 0:
+		case i == len(chain)-1 && c.out < 0:
 			detail = fmt.Sprintf("the chain's end: probes in at port %d, dropped", c.in)
+		case i == len(chain)-1:
+			detail = fmt.Sprintf("the chain's end: probes in at port %d, out at port %d (its loopback module), dropped when back", c.in, c.out)
 		}
 		plan.Bindings = append(plan.Bindings, o.Binding{Role: fmt.Sprintf("chain[%d]", i), Resource: c.dev, Detail: detail})
 	}
@@ -245,7 +263,7 @@ func runChainCase(ctx context.Context, rc *o.RunContext, chain []*chainSwitch, s
 	}
 	first := chain[0].sn
 	hops := len(chain) - 1
-	smp := &sample{hop: make([][]float64, hops), wire: make([][]float64, hops)}
+	smp := &sample{hop: make([][]float64, hops), wire: make([][]float64, hops), cum: make([][]float64, hops)}
 	start, err := first.sw.Clock(ctx)
 	if err != nil {
 		return fmt.Errorf("%s: %w", first.dev, err)
@@ -268,11 +286,10 @@ func runChainCase(ctx context.Context, rc *o.RunContext, chain []*chainSwitch, s
 				}
 			}
 		}
-		cum := 0.0
 		for h := 0; h < hops; h++ {
 			// Signed differences of the 32-bit clocks: across their wrap,
 			// and across switches whose counters differ by an offset.
-			end := rx[h+1]
+			end := rx[h+1] // the chain's end without an exit port
 			if chain[h+1].out >= 0 {
 				end = tx[h+1]
 			}
@@ -281,9 +298,10 @@ func runChainCase(ctx context.Context, rc *o.RunContext, chain []*chainSwitch, s
 			if wire <= 0 {
 				return fmt.Errorf("%s -> %s: probe %d arrived %.0f ns before it left (ingress stamp %d, transmit stamp %d): are the switches' timestamp counters on one time base?", chain[h].dev, chain[h+1].dev, n, -wire, rx[h+1], tx[h])
 			}
-			cum += hop
+			cum := float64(int32(rx[h+1] - tx[0]))
 			smp.hop[h] = append(smp.hop[h], hop)
 			smp.wire[h] = append(smp.wire[h], wire)
+			smp.cum[h] = append(smp.cum[h], cum)
 			if err := frames.Write(k.link, k.gbps, k.fec, k.frameBytes, k.mode, k.path, n, h+1, hop, wire, cum); err != nil {
 				return err
 			}

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 
 	"testbed/experiments/fec"
 	"testbed/experiments/recipetest"
+	"testbed/orchestrator"
 	"testbed/simlab"
 )
 
@@ -127,5 +129,43 @@ func TestFECLatencyChainEnvelopeGrowsWithHops(t *testing.T) {
 	t.Logf("one clock: envelope by hops %.0f ns", envOne)
 	if err := chainGrows(envOne); err == nil {
 		t.Errorf("with every switch on one clock the envelope still grows (%.0f ns): the growth does not come from the clocks", envOne)
+	}
+}
+
+// A chain the lab cannot serve is refused at planning time, saying why:
+// switches no fibre joins, a mode the fibres' transceivers do not run, an
+// exit port the last switch lacks.
+func TestFECLatencyChainRefusesWhatTheLabCannotServe(t *testing.T) {
+	inv, err := simlab.BenchInventory("fec-chain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := fec.NewLatency()
+	for set, want := range map[string]string{
+		"chain=sw1,sw3":         "no link",
+		"chain=sw1":             "a hop needs two",
+		"chain=sw1,sw2,sw1":     "listed twice",
+		"chain=sw1,sw2,nope":    "not a switch",
+		"chain_links=100:rs528": "25GBASE-SR runs at 25 Gb/s",
+		"chain_exit=p9":         `port "p9"`,
+		"chain_links=25:rs544":  "25:rs544",
+	} {
+		params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, []string{"path=chain", set})
+		if err != nil {
+			t.Fatalf("%s: %v", set, err)
+		}
+		_, err = r.Plan(&orchestrator.PlanContext{Params: params, Lab: inv, Simulated: true})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error saying %q", set, err, want)
+		} else {
+			t.Logf("%s: %v", set, err)
+		}
+	}
+	params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, []string{"path=chain"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Plan(&orchestrator.PlanContext{Params: params, Lab: inv, Simulated: true}); err != nil {
+		t.Errorf("the bench's own chain: %v", err)
 	}
 }

@@ -78,9 +78,11 @@ for every mode in chain_links and every switch mode, the smallest frame size, pr
 sent from the first switch one every chain_spacing_ns (long enough for neighbouring
 switches' clocks to drift a codeword apart over the run) and each switch's ingress stamp
 (reg_rx_ts) and its egress port's MAC transmit timestamp are read. Hop k is from the
-probe leaving switch k to it leaving switch k+1 (link k and switch k+1's forwarding), the
-last hop to the last switch's ingress stamp; wire from switch k's transmit stamp to switch
-k+1's ingress stamp. Stamps of different
+probe leaving switch k to it leaving switch k+1 (link k and switch k+1's forwarding): the
+last switch sends the probes out of its port chain_exit (a loopback module) and drops them
+when they come back; wire is from switch k's transmit stamp to switch k+1's ingress stamp;
+the envelope over k hops is the range of the latency from leaving the first switch to the
+header at switch k+1's MAC (its ingress stamp). Stamps of different
 switches are compared: on a lab their timestamp counters must run at one rate (PTP,
 SyncE); the envelope and per-hop ranges do not change with a constant offset between
 them, the medians do.
@@ -105,6 +107,7 @@ func latencyParams() []o.ParamSpec {
 		{Name: "spread_ns", Type: o.TypeInt, Unit: "ns", Default: int64(205), Min: o.Bound(0), Max: o.Bound(1e6), Description: "window the golden-ratio sequence spreads the probes' send times over, on top of the spacing"},
 		{Name: "path", Type: o.TypeString, Default: "homogeneous", Enum: []string{"homogeneous", "heterogeneous", "chain"}, Description: "heterogeneous: also a 100G RS(528,514) snake whose first port runs 25G RS(528,514) (§3.2.2); chain: instead of the snake, probes along the chain of switches, each on its own clock (Fig. 7; --bench fec-chain)"},
 		{Name: "chain", Type: o.TypeStrings, Default: []string{"sw1", "sw2", "sw3", "sw4", "sw5", "sw6"}, Description: "path=chain: the switches in line order, each consecutive pair joined by a fibre of the inventory; n switches give n-1 hops"},
+		{Name: "chain_exit", Type: o.TypeString, Default: "p2", Description: "path=chain: the inventory port of the last switch the probes leave by (a loopback module), whose transmit stamp ends the last hop; empty: the last hop ends at the last switch's MAC"},
 		{Name: "chain_links", Type: o.TypeStrings, Default: []string{"25:none", "25:rs528"}, Description: "path=chain: port modes (speed:fec) every chain port runs in turn; the speed must be the chain fibres' transceivers'"},
 		// 200 probes 100 us apart span 20 ms: two clocks 50 ppm apart drift
 		// by 1 us against each other, about five 25G RS(528,514) codewords,
@@ -130,10 +133,10 @@ func LatencyTables() []results.Table {
 		{Name: "fec_latency_frames", Title: "Per-probe, per-hop latencies", Description: "One row per probe and hop, from the switch's timestamps.",
 			Fields: with(
 				results.Field{Name: "probe", Type: "integer"},
-				results.Field{Name: "hop", Type: "integer", Description: "1 is from leaving ports[0] to leaving ports[1]"},
+				results.Field{Name: "hop", Type: "integer", Description: "1 is from leaving ports[0] to leaving ports[1]; on the chain, from leaving the first switch to leaving the second"},
 				results.Field{Name: "hop_ns", Type: "number", Unit: "ns", Description: "transmit timestamp of the hop's second port less its first's"},
 				results.Field{Name: "wire_ns", Type: "number", Unit: "ns", Description: "ingress timestamp at the hop's link end less its transmit timestamp: both PHYs, FEC and cable"},
-				results.Field{Name: "cumulative_ns", Type: "number", Unit: "ns", Description: "from leaving ports[0] to the end of this hop"},
+				results.Field{Name: "cumulative_ns", Type: "number", Unit: "ns", Description: "from leaving ports[0] to the end of this hop; on the chain, from leaving the first switch to the header at the hop's receiving switch's MAC"},
 			)},
 		{Name: "fec_latency_hops", Title: "Per-hop latency, jitter and the paper's prediction",
 			Description: "One row per case and hop. marginal_* and fec_worst_ns need the FEC-off case of the same speed, frame size and switch mode; paper_* are the §3.1 closed forms over every block-aligned header offset (empty without FEC and for FC-FEC).",
@@ -155,7 +158,7 @@ func LatencyTables() []results.Table {
 			),
 		},
 		{Name: "fec_latency_envelope", Title: "Multi-hop latency envelope",
-			Description: "One row per case and number of hops: the range over probes of the latency from leaving ports[0] to leaving the hop's last port (Fig. 7); on the chain, from leaving the first switch to leaving the hop's last switch (the last switch: reaching its MAC).",
+			Description: "One row per case and number of hops: the range over probes of the latency from leaving ports[0] to leaving the hop's last port (Fig. 7); on the chain, from leaving the first switch to the header at the hop's receiving switch's MAC.",
 			Fields: with(
 				results.Field{Name: "hops", Type: "integer"},
 				results.Field{Name: "min_ns", Type: "number", Unit: "ns"}, results.Field{Name: "max_ns", Type: "number", Unit: "ns"},
@@ -182,7 +185,7 @@ func latencyFigures(tables []results.Table, small int, chain bool) {
 	if chain {
 		add("fec_latency_envelope", results.Figure{
 			Name: "chain-latency", Title: fmt.Sprintf("Latency over a chain of switches, each on its own clock, %s B frames", sz),
-			Caption: "As the FEC paper's Fig. 7 on a lab: the median latency from the probe leaving the first switch to it leaving each next one (reaching the last one's MAC), the band from the least to the most over probes. With FEC the band widens at every hop, because each link runs from its own switch's clock and a probe meets each codeword at another offset; without FEC it stays a few ns wide.",
+			Caption: "As the FEC paper's Fig. 7 on a lab: the median latency from the probe leaving the first switch to its header at each next one's MAC, the band from the least to the most over probes. With FEC the band widens at every hop, because each link runs from its own switch's clock and a probe meets each codeword at another offset; without FEC it stays a few ns wide.",
 			Kind:    results.Line, X: "hops", Y: "p50_ns", Low: "min_ns", High: "max_ns", Band: true, Series: []string{"link", "switch_mode"},
 			Where:  []results.Cond{{Column: "path", Value: "chain"}, {Column: "frame_bytes", Value: sz}},
 			XLabel: "Hops", YLabel: "Latency (ns)",
@@ -293,7 +296,10 @@ type LatencySummary struct {
 	ChainEnvelopeNs *float64 `json:"chain_envelope_ns,omitempty"`
 }
 
-type sample struct{ hop, wire [][]float64 } // [hop][probe]
+// sample is a case's stamps' differences, [hop][probe]; cum, when set
+// (the chain), the latency to each hop's end as the envelope takes it,
+// else the sum of the hops.
+type sample struct{ hop, wire, cum [][]float64 }
 
 type latencyState struct {
 	mu      sync.Mutex
@@ -674,6 +680,9 @@ func writeEnvelope(envT *results.TableWriter, k caseKey, smp *sample, span []flo
 	for h := range smp.hop {
 		for i, v := range smp.hop[h] {
 			cum[i] += v
+		}
+		if smp.cum != nil {
+			copy(cum, smp.cum[h])
 		}
 		sorted := slices.Sorted(slices.Values(cum))
 		lo, hi := sorted[0], sorted[len(sorted)-1]

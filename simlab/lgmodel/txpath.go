@@ -245,6 +245,11 @@ func (p *txPath) ackAt(t int64) int64 {
 	if t < p.nextRead {
 		return p.lack // the same courier pass
 	}
+	return p.readCourier(t)
+}
+
+// readCourier is ackAt at a courier pass not yet read.
+func (p *txPath) readCourier(t int64) int64 {
 	if t < p.back {
 		return 0
 	}
@@ -350,7 +355,7 @@ func (p *txPath) advance(until int64) {
 			} else {
 				b = p.on16.pop()
 			}
-			if b.seq < p.ackAt(b.at) && !p.isHeld(b.seq) {
+			if b.seq < p.ackAt(b.at) && (len(p.held) == 0 || !p.isHeld(b.seq)) {
 				continue // freed
 			}
 			if p.q16.len() == 0 && p.free16 <= next {

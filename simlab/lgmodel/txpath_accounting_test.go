@@ -104,3 +104,27 @@ func TestTxPathAgreesWithTheStepByStepPath(t *testing.T) {
 		}
 	}
 }
+
+// The model's stress test with the courier's accounting (WithCourier), as
+// the simulated switch runs it (runs of at most 256 frames): frames per
+// CPU-second, against BenchmarkFrames* without it.
+func BenchmarkCourier100GOrdered1e3(b *testing.B) { benchCourier(b, Ordered, 100e9) }
+func BenchmarkCourier100GNB1e3(b *testing.B)      { benchCourier(b, NonBlocking, 100e9) }
+func BenchmarkCourier25GOrdered1e3(b *testing.B)  { benchCourier(b, Ordered, 25e9) }
+func BenchmarkCourier25GNB1e3(b *testing.B)       { benchCourier(b, NonBlocking, 25e9) }
+
+func benchCourier(b *testing.B, mode Mode, bps float64) {
+	const frames = 4_000_000
+	cpu0 := cpuTime(b)
+	for i := 0; i < b.N; i++ {
+		c, err := Defaults(mode, bps, 1e-3, frames)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.MaxRun = 256
+		if _, err := Run(c.WithCourier(), rand.New(rand.NewPCG(uint64(i), 1))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)*frames/(cpuTime(b)-cpu0).Seconds(), "frames/cpu-s")
+}
