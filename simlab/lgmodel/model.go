@@ -516,11 +516,16 @@ type sim struct {
 	// replay.go
 	rec               *recording // under way (nil: none)
 	memo              map[uint64][]*recording
-	memoN             int
+	memoAll           []*recording // every recording in memo, in the clock's order (keep)
+	memoHand          int
+	memoBytes         int64 // their bytes (recording.bytes)
 	memoScratch       []int64
+	memoPacked        []byte
+	lossSeq           int64               // the last corrupted original (checkpoint)
 	seen              map[uint64]struct{} // hashes of keys met once (seenBefore)
 	injected          []float64           // drawn by a replay that handed over: the next numbers drawn
 	replays, replayed int64               // replays started, and reaching their end (tests)
+	midReplayed       int64               // ... of them, from a checkpoint (tests)
 
 	tp *txPath // the Tx buffer's read queue with the courier (nil: off)
 }
@@ -861,12 +866,18 @@ func (s *sim) steps(until int64) {
 		s.leaveIdle()
 		if want == lg.PktOriginal {
 			s.cycle(until)
-			for s.gap == 0 {
+			for {
 				// A corruption: a recording under way met a second one
 				// and is not kept; in a state seen before, what followed
 				// it last time is replayed (replay.go), up to the
 				// repeating stretch, jumped over to the next corruption.
-				s.rec = nil
+				// At a checkpoint of the stretch after one, likewise.
+				if s.gap == 0 {
+					s.rec = nil
+					s.lossSeq = s.nextSeq
+				} else if s.gap < 0 || s.rec != nil || !s.checkpoint() {
+					break
+				}
 				if !s.memoable(until) {
 					break
 				}

@@ -43,7 +43,7 @@ func TestReplayEqualsStepping(t *testing.T) {
 			cas{mode: NonBlocking, bps: bps, loss: 3e-3, drop: 2e-3, lossSmall: 0.2, copies: 1},
 		)
 	}
-	replays, replayed := map[Mode]int64{}, map[Mode]int64{}
+	replays, replayed, mid := map[Mode]int64{}, map[Mode]int64{}, map[Mode]int64{}
 	for _, k := range cases {
 		for seed := uint64(0); seed < 3; seed++ {
 			mode := k.mode
@@ -81,6 +81,7 @@ func TestReplayEqualsStepping(t *testing.T) {
 			}
 			replays[mode] += fast.s.replays
 			replayed[mode] += fast.s.replayed
+			mid[mode] += fast.s.midReplayed
 			// In slices of simulated time, as the emulator reads it.
 			rf, rs = rand.New(rand.NewPCG(seed, 13)), rand.New(rand.NewPCG(seed, 13))
 			fast, _ = New(c, rf)
@@ -107,6 +108,11 @@ func TestReplayEqualsStepping(t *testing.T) {
 		if replayed[m] == 0 || replays[m] == replayed[m] {
 			t.Errorf("%s: %d replays, %d to their end", m, replays[m], replayed[m])
 		}
-		t.Logf("%s: %d replays, %d to their end", m, replays[m], replayed[m])
+		t.Logf("%s: %d replays, %d to their end, %d of them from a checkpoint", m, replays[m], replayed[m], mid[m])
+	}
+	// In the ordered mode some stretches are replayed from a checkpoint
+	// after the loss (the state at the loss had no recording).
+	if mid[Ordered] == 0 {
+		t.Errorf("%s: no replay from a checkpoint", Ordered)
 	}
 }
