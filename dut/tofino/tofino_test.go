@@ -274,15 +274,30 @@ func TestPktgenStopSettlesCounters(t *testing.T) {
 	if err := tx.StartPktgen(ctx, g); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 3; i++ { // 6 ms of traffic
+	// 6 ms of traffic: each status read moves the switch's clock 2 ms
+	// while the generator runs, so its round trip is the wall time of a
+	// request plus 2 ms of the link's simulation on this machine, as
+	// loaded as it is now.
+	var perStatus time.Duration
+	for i := 0; i < 3; i++ {
+		start := time.Now()
 		if _, err := tx.PktgenStatus(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
+		perStatus = max(perStatus, time.Since(start))
 	}
 	// The stop comes on a second session while the first waits for 2 s of
 	// the switch's clock (many seconds of computation at 100G): it is
-	// answered at once, and the wait then ends with nothing left to move.
-	stopper := open(t, lab, "sw1", 5*time.Second)
+	// answered once the wait's current piece of work is done (the
+	// dataplane settles its model every 10 ms of the clock and lets a stop
+	// in between 1 ms chunks: at most 11 ms of simulation, 5.5 status
+	// reads' worth), and the wait then ends with nothing left to move. Its
+	// deadline is from the measured reads, with room for the load to
+	// change: a fixed one failed under -race beside other builds, where
+	// the stop took its 11 ms of simulation in over 5 s.
+	stopDeadline := max(5*time.Second, 25*perStatus)
+	t.Logf("a status read (2 ms of the clock) took up to %v: the stop's deadline is %v", perStatus, stopDeadline)
+	stopper := open(t, lab, "sw1", stopDeadline)
 	now, err := tx.Clock(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -848,7 +848,8 @@ func (st *state) runRDMA(ctx context.Context, rc *o.RunContext, snd, rcv *hostag
 	creq.Role, creq.Server = hostagent.RoleClient, b.Receiver.Addr.Addr().String()
 	var cl hostagent.WriteLatStatus
 	// The server needs a moment to listen; the client is retried briefly.
-	for attempt := 0; ; attempt++ {
+	attempt := 0
+	for ; ; attempt++ {
 		job, err := snd.StartWriteLat(ctx, creq)
 		if err != nil {
 			return fmt.Errorf("%s: %w", b.Sender.Host, err)
@@ -903,7 +904,7 @@ func (st *state) runRDMA(ctx context.Context, rc *o.RunContext, snd, rcv *hostag
 	st.mu.Unlock()
 	rc.Event(results.Event{Type: "measurement", Device: b.Sender.Host, Message: fmt.Sprintf("rdma %s block %d: %d iterations, typical %.2f us, p99.9 %.2f us",
 		mode, block, row.Iterations, val(row.TTypicalUS), val(row.P999US)),
-		Fields: map[string]any{"transport": RDMA, "mode": mode, "block": block, "iterations": row.Iterations}})
+		Fields: map[string]any{"transport": RDMA, "mode": mode, "block": block, "iterations": row.Iterations, "client_runs": attempt + 1}})
 	return nil
 }
 

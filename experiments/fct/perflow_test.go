@@ -1,8 +1,11 @@
 package fct_test
 
 import (
+	"fmt"
 	"strconv"
+	"sync"
 	"testing"
+	"time"
 
 	"testbed/experiments/fct"
 	"testbed/experiments/lgbench"
@@ -73,16 +76,61 @@ func TestFCTPerFlowProgramDropTail(t *testing.T) {
 }
 
 // The simulated ib_write_lat client, like perftest's, fails when it runs
-// before its server listens; the recipe tries it again. Many short rdma
-// blocks meet that race.
+// before its server listens; the recipe tries it again. The receiver's
+// ib_write_lat here takes 50 ms to open its RDMA device before it listens
+// (perftest opens the device before establish_connection), longer than
+// the few milliseconds from the server's start to the client's, so the
+// first client of a block is refused and a later one, 20 and 40 ms on,
+// finds the server. The sender's refused clients, counted by the
+// simulated host, are the recipe's extra client runs, block by block; a
+// recipe that did not try again fails its first block (removing the
+// retry, the run failed at its first block: "h1: ib_write_lat: failed:
+// ib_write_lat: no server").
 func TestFCTRDMABlocksRetryTheClient(t *testing.T) {
 	lab := startLab(t, 44)
-	res, s := run(t, lab, 44, nil, "trials=800", "blocks=8", "warmup=0", "transports=rdma", "modes=lossless,off", "loss_rate=1e-3")
+	for _, h := range []string{"h1", "h2"} {
+		lab.Host(h).SetRDMAOpenTime(50 * time.Millisecond)
+	}
+	var mu sync.Mutex
+	runs := map[string]int{} // mode/block -> client runs
+	observe := func(e results.Event, _ func()) {
+		if e.Type != "measurement" || e.Fields["transport"] != fct.RDMA {
+			return
+		}
+		n, ok := e.Fields["client_runs"].(int)
+		if !ok {
+			t.Errorf("rdma block without its client runs: %+v", e.Fields)
+			return
+		}
+		mu.Lock()
+		runs[fmt.Sprintf("%v/%v", e.Fields["mode"], e.Fields["block"])] = n
+		mu.Unlock()
+	}
+	res, s := run(t, lab, 44, observe, "trials=200", "blocks=4", "warmup=0", "transports=rdma", "modes=lossless,off", "loss_rate=1e-3")
 	if res.Status != results.StatusOK {
 		t.Fatalf("run %s: %s", res.Status, res.Reason)
 	}
 	r := s.Transports[fct.RDMA]
-	if r["lossless"].Trials != 800 || r["off"].Trials != 800 {
+	if r["lossless"].Trials != 200 || r["off"].Trials != 200 {
 		t.Fatalf("rdma: %+v", r)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	retried, extra := 0, int64(0)
+	for _, n := range runs {
+		if n > 1 {
+			retried++
+		}
+		extra += int64(n - 1)
+	}
+	refused := lab.Host("h1").RDMARefused() + lab.Host("h2").RDMARefused()
+	t.Logf("client runs per block: %v; %d refused", runs, refused)
+	if len(runs) != 8 || refused != extra {
+		t.Errorf("%d rdma blocks with %d extra client runs; the hosts refused %d clients", len(runs), extra, refused)
+	}
+	// The client's start is an agent round trip after the server's: under
+	// 50 ms in all but the most loaded blocks.
+	if retried < len(runs)/2 {
+		t.Errorf("only %d of %d blocks ran their client again: the server's device opening did not delay it", retried, len(runs))
 	}
 }

@@ -304,6 +304,10 @@ type benchConfig struct {
 	// "paced" (or empty: batches at a fixed period) or "jittered" (see
 	// dataGens).
 	Arrivals string
+	// HotShare, above 0, is the share of every FA's spraying slots given
+	// to its link to the first FE, the rest spread evenly over its other
+	// links (hotSpray); 0 sprays over a random permutation of its links.
+	HotShare float64
 }
 
 // Arrival processes of the bench's host traffic.
@@ -588,6 +592,9 @@ func (br *benchRun) tables(ctx context.Context, n *benchNode) error {
 		}
 		perm := append([]int{}, n.Ports...)
 		rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+		if br.cfg.HotShare > 0 {
+			perm = hotSpray(n.Ports, br.cfg.HotShare, rng)
+		}
 		if err := n.sd.SetSpray(ctx, d.ID, perm); err != nil {
 			return wrap(err)
 		}
@@ -609,6 +616,30 @@ func (br *benchRun) tables(ctx context.Context, n *benchNode) error {
 		return wrap(err)
 	}
 	return wrap(n.sd.SetCreditSources(ctx, hostPort, srcs))
+}
+
+// hotSpray is a destination's 64 spraying slots with share of them on
+// ports[0] (the link to the first FE) and the rest round robin over a
+// random permutation of the other ports: a spray that is not uniform, the
+// persistent bias §5.3 says the random permutations exist to prevent. The
+// hot slots are spread evenly over the round (slot i is hot when
+// floor((i+1) share 64) passes an integer), so the hot link takes every
+// few cells of a destination, not a run of them.
+func hotSpray(ports []int, share float64, rng *rand.Rand) []int {
+	rest := append([]int{}, ports[1:]...)
+	rng.Shuffle(len(rest), func(i, j int) { rest[i], rest[j] = rest[j], rest[i] })
+	hot := int(math.Round(share * sd.MaxLinks))
+	out := make([]int, sd.MaxLinks)
+	k := 0
+	for i := range out {
+		if (i+1)*hot/sd.MaxLinks > i*hot/sd.MaxLinks || len(rest) == 0 {
+			out[i] = ports[0]
+			continue
+		}
+		out[i] = rest[k%len(rest)]
+		k++
+	}
+	return out
 }
 
 // uniformTargets are FA n's generator targets uniform over the other FAs,

@@ -43,7 +43,7 @@ func NewFabric() *Fabric { return &Fabric{} }
 func (*Fabric) Meta() o.Meta {
 	return o.Meta{
 		Name:        FabricName,
-		Version:     "1.4.0",
+		Version:     "1.5.0",
 		Summary:     "Stardust fabric latency and last-stage FE queue distributions against utilisation, with M/D/1 (Fig. 9); on the model, or on a Stardust bench",
 		Description: fabricDescription,
 		Params:      fabricParams(),
@@ -85,7 +85,9 @@ ibg_jitter; a Tofino draws no exponential gaps), or paced (bench_arrivals). Late
 source FA's timestamp), the queue from the FEs' histograms of what each cell found ahead
 of it, in frames, beside M/D/1's distribution of the frames waiting (max(Q - 1, 0)); link
 busy from the FEs' port counters. The bench_* parameters set the
-ports' speeds and the times on the switches' clock, and the FAs' reassembly timeout
+ports' speeds and the times on the switches' clock, the spraying's evenness
+(bench_hot_share: a share of every FA's spraying slots on its link to the first FE, the
+case where the queues exceed M/D/1), and the FAs' reassembly timeout
 (bench_reasm_timeout): a frame lost on the way holds its source's later frames at the
 destination that long, then its number is given up (reassembly_drops); lost counts the
 frames sent to the fabric that never reached their FA.`
@@ -118,6 +120,7 @@ func fabricParams() []o.ParamSpec {
 		// numbered after it was sent after it, so a timer of that span
 		// rounded up to the microsecond gives up no frame that arrives.
 		{Name: "bench_arrivals", Type: o.TypeString, Default: arrivalsJittered, Enum: []string{arrivalsJittered, arrivalsPaced}, Description: "bench only: how each FA's packet generator spaces its frames. jittered: five generator applications, one frame per batch, each gap jittered uniformly (the generator's ibg_jitter), their sum thinned over destinations: random arrivals, as near Poisson as a Tofino generator comes; paced: batches at a fixed period"},
+		{Name: "bench_hot_share", Type: o.TypeFloat, Unit: "1", Default: 0.0, Min: o.Bound(0), Max: o.Bound(1), Description: "bench only: the share of every FA's spraying slots on its link to the first FE, the rest spread evenly over its other links (0: a random permutation, each link an equal share). A spray that is not uniform loads that FE's links above the others, and the queues' mixture exceeds M/D/1 at the average busy fraction (§4.2.1 assumes even load balancing)"},
 		{Name: "bench_reasm_timeout", Type: o.TypeDuration, Default: 33 * time.Microsecond, Min: o.Bound(0), Max: o.Bound(0.002), Description: "bench only: the FAs' reassembly timer (§4.1): an early frame this long after its source sent it gives up the missing frames before it, and its source's later frames go on; 0 waits for ever. Default: the FAs' latency histogram's span (32.8 us), above the bench's worst fabric latency, rounded up to a microsecond"},
 	}, benchParams(500*time.Microsecond, 100*time.Microsecond, 2*time.Millisecond)...)
 }
@@ -542,11 +545,18 @@ func (r *Fabric) planBench(pc *o.PlanContext, b *bench) (*o.Plan, error) {
 	cfg.FCIFrames = int(p.Int("fci_threshold"))
 	cfg.ReasmTimeout = p.Duration("bench_reasm_timeout")
 	cfg.Arrivals = p.String("bench_arrivals")
+	cfg.HotShare = p.Float("bench_hot_share")
+	if cfg.HotShare > 0 && len(b.FEs) < 2 {
+		return nil, o.Inputf("bench_hot_share %g: the bench's FAs have %d fabric link, no other to take the rest", cfg.HotShare, len(b.FEs))
+	}
 	warm, measure, drain := p.Duration("bench_warmup"), p.Duration("bench_measure"), p.Duration("bench_drain")
 	desc := b.describe(cfg.LinkGbps, cfg.HostGbps)
 	run := &fabricRun{s: FabricSummary{ModelOnly: false, MeasuredOn: "bench", Scale: fmt.Sprintf("bench: %d FAs x %d FEs", len(b.FAs), len(b.FEs)),
 		Fabric: fmt.Sprintf("%s; %d B frames as cells, credits of %d B at %g speed-up, FCI at %d frames, reachability every %v, reassembly timeout %v, %s arrivals", desc, frame, cfg.CreditBytes, cfg.SpeedUp, cfg.FCIFrames, cfg.ReachPeriod, cfg.ReasmTimeout, cfg.Arrivals),
 		SlotNS: float64((frame+wireExtra)*8) / float64(cfg.LinkGbps), Points: map[string]FabricPoint{}}}
+	if cfg.HotShare > 0 {
+		run.s.Fabric += fmt.Sprintf(", %g of every FA's spraying on its link to the first FE", cfg.HotShare)
+	}
 	var br *benchRun
 	devs := b.devices()
 	plan := &o.Plan{Tables: FabricTables(),

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -88,7 +89,39 @@ func TestFabricFig9(t *testing.T) {
 	if md1 == 0 {
 		t.Error("no M/D/1 rows")
 	}
+	checkModelQueueIsMD1s(t, rows, s)
 	recipetest.CheckReport(t, res.Dir, "fig9-latency", "fig9-queue")
+}
+
+// checkModelQueueIsMD1s holds the model path's queue rows and its M/D/1
+// rows to one quantity: the model samples each last-stage queue every
+// cell time after the slot's arrivals, the cell in service counted, which
+// is MD1's Q (Q' = max(Q-1, 0) + A). So the queue is empty exactly in the
+// slots its link sent nothing: the model's P(Q = 0) and M/D/1's are both
+// 1 - link busy. The bench's rows are of the frames waiting,
+// max(Q - 1, 0); had the model path taken that reading (of its samples or
+// of M/D/1), one of its rows at 0 would be 1 - link busy + P(Q = 1).
+func checkModelQueueIsMD1s(t *testing.T, rows []map[string]string, s stardust.FabricSummary) {
+	t.Helper()
+	p0 := map[[2]string]float64{}
+	for _, r := range rows {
+		if r["queue_cells"] == "0" {
+			p, _ := strconv.ParseFloat(r["probability"], 64)
+			p0[[2]string{r["utilisation"], r["source"]}] = p
+		}
+	}
+	for u, key := range map[string]string{"0.5": "u50", "0.9": "u90"} {
+		busy := s.Points[key].LinkBusy
+		m, okm := p0[[2]string{u, "model"}]
+		d, okd := p0[[2]string{u, "M/D/1"}]
+		if !okm || !okd {
+			t.Errorf("utilisation %s: no queue row at 0 (model %v, M/D/1 %v)", u, okm, okd)
+			continue
+		}
+		if math.Abs(m-(1-busy)) > 1e-9 || math.Abs(d-(1-busy)) > 1e-9 {
+			t.Errorf("utilisation %s: P(Q = 0) %.6f on the model, %.6f by M/D/1, link busy %.6f: want both 1 - busy", u, m, d, busy)
+		}
+	}
 }
 
 // Without FCI the oversubscribed fabric loses cells: the test above holds

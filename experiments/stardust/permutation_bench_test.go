@@ -20,9 +20,9 @@ import (
 // port's line rate to another FA's and receives one flow, through the
 // switches' tables, credits and spraying. One flow needs all four of its
 // FA's 25 Gb/s links, so only spraying every frame over them (§5.3)
-// carries it at line rate: the flows measured at the destinations' host
-// ports are all within the generators' pacing of line rate, none is
-// lost, and every destination receives from its one source. Then the same
+// carries it near line rate: the flows measured at the destinations' host
+// ports are all within a few percent of it (what the credits and
+// reachability cells leave of links with no speed-up), none is lost, and every destination receives from its one source. Then the same
 // switches run p4/ecmp, each host port's traffic carried as four flows of
 // a quarter of its rate, each hashed onto one of its ToR's four 25 Gb/s
 // uplinks: the uplinks the flows take, predicted here from the program's
@@ -45,10 +45,14 @@ func TestPermutationOnTheBench(t *testing.T) {
 		t.Fatalf("summary %+v", s)
 	}
 	st, pk := s.Fabrics["stardust"], s.Fabrics["packet"]
-	// Within 1%: a frame or two at the window's edges is 0.2% of 50 us
-	// (the simulated host port counts a released frame at once).
-	if st.Flows != 8 || st.MinGbps < 99 || st.MinGbps > 101 || st.ShareAt94 != 1 || st.Jain < 0.9999 || st.Lost != 0 || s.CellsLost != 0 {
-		t.Errorf("stardust on the bench: %+v, want every flow at the 100 Gb/s line rate and nothing lost", st)
+	// The credits and reachability cells take their place on the links
+	// the data fills (a 64 B credit per 4 KB, one reachability cell per
+	// link every 10 us: about 2%), and the bench's fabric has no speed-up
+	// (four 25 Gb/s links for a 100 Gb/s port), so the FAs' fabric ports
+	// reach their FCI threshold and every flow runs a few percent under
+	// line rate: 96-99 Gb/s, as the model's 0.970, never at it.
+	if st.Flows != 8 || st.MinGbps < 96 || st.MinGbps > 99 || st.ShareAt94 != 1 || st.Jain < 0.999 || st.Lost != 0 || s.CellsLost != 0 {
+		t.Errorf("stardust on the bench: %+v, want every flow at 96-99 Gb/s (line rate less the control cells' share) and nothing lost", st)
 	}
 	checkECMPCollisions(t, lab, res.Dir, pk)
 	srcs, dsts := map[string]bool{}, map[string]bool{}
@@ -60,7 +64,7 @@ func TestPermutationOnTheBench(t *testing.T) {
 			t.Errorf("flow %s -> %s: not a derangement of the FAs", r["src_port"], r["dst_port"])
 		}
 		srcs[r["src_port"]], dsts[r["dst_port"]] = true, true
-		if u, err := strconv.ParseFloat(r["utilisation"], 64); err != nil || u < 0.99 {
+		if u, err := strconv.ParseFloat(r["utilisation"], 64); err != nil || u < 0.96 || u > 0.99 {
 			t.Errorf("flow %s -> %s: utilisation %q", r["src_port"], r["dst_port"], r["utilisation"])
 		}
 	}

@@ -81,6 +81,12 @@ type SimHost struct {
 	newConn *connState
 	flowRng *rand.Rand
 	rdma    *connState // the model of this host's RDMA queue pairs (ib_write_lat)
+
+	// rdmaOpen is how long ib_write_lat takes to open the RDMA device
+	// before a server listens (SetRDMAOpenTime); rdmaRefused counts the
+	// clients that found no server listening.
+	rdmaOpen    time.Duration
+	rdmaRefused int64
 }
 
 // HostOptions configure a simulated host.

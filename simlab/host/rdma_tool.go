@@ -106,8 +106,37 @@ func (h *SimHost) ibWriteLat(ctx context.Context, args []string, out io.Writer) 
 	return h.writeLatClient(ctx, a, out)
 }
 
+// SetRDMAOpenTime sets how long the host's ib_write_lat takes to open its
+// RDMA device (ctx_open_device and the port checks, which perftest's
+// write_lat.c does before establish_connection listens): a server
+// started takes that long to listen, and a client that comes sooner is
+// refused. 0, the default, listens at once.
+func (h *SimHost) SetRDMAOpenTime(d time.Duration) {
+	h.mu.Lock()
+	h.rdmaOpen = d
+	h.mu.Unlock()
+}
+
+// RDMARefused is how many of the host's ib_write_lat clients found no
+// server listening ("Couldn't connect").
+func (h *SimHost) RDMARefused() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.rdmaRefused
+}
+
 func (h *SimHost) writeLatServer(ctx context.Context, a writeLatArgs, out io.Writer) error {
 	n := h.net
+	h.mu.Lock()
+	open := h.rdmaOpen
+	h.mu.Unlock()
+	if open > 0 {
+		select {
+		case <-time.After(open):
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
 	key := netip.AddrPortFrom(h.addr.Addr(), uint16(a.port))
 	srv := &rdmaServer{host: h, size: a.size, report: make(chan string, 1)}
 	n.mu.Lock()
@@ -153,6 +182,9 @@ func (h *SimHost) writeLatClient(ctx context.Context, a writeLatArgs, out io.Wri
 	}
 	n.mu.Unlock()
 	if srv == nil {
+		h.mu.Lock()
+		h.rdmaRefused++
+		h.mu.Unlock()
 		fmt.Fprintf(out, "Couldn't connect to %s:%d\nUnable to open file descriptor for socket connection Unable to init the socket connection\n", a.server, a.port)
 		return errors.New("no server")
 	}

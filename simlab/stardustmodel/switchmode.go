@@ -59,10 +59,10 @@ import (
 //     a pending FCI count of at least its worth (PayloadLength frames)
 //     cancels it and spends that many; else it is sprayed as data is and
 //     adds its frames to the source's Credit[voq] unless that is at or
-//     above CreditCap. Approximation: credit and reachability frames take
-//     no transmission slot on a fabric link (they cross it in their own
-//     serialisation time and propagation delay, and are counted on its
-//     ports).
+//     above CreditCap. Credit and reachability frames are frames on the
+//     wire: they wait in the port's one queue with the data, take their
+//     serialisation time on the link and count in the depth data frames
+//     find (not in QHist, and never FCI-marked).
 //   - Reachability (KindReach): ReachPort(packet id) names the fabric port;
 //     the peer sets Age[its port] to 0. Aging ticks (KindAge) add 1 to
 //     Age[packet id], saturating at AgeMax.
@@ -504,7 +504,7 @@ func (f *SwitchFabric) batch(dev, ai int) {
 			f.credit(dev, a, i)
 		case SwKindReach:
 			if p, ok := d.ReachPort[i]; ok {
-				f.control(dev, p, a.FrameBytes, swFrame{kind: SwKindReach})
+				f.control(dev, p, a.FrameBytes, swFrame{kind: SwKindReach}, f.now)
 			} else {
 				d.Unrouted++
 			}
@@ -663,10 +663,19 @@ func (f *SwitchFabric) crosses(l *SwLink, bytes int) bool {
 	return true
 }
 
-// control sends a credit or reachability frame out of dev's port: it
-// takes no transmission slot (see above) and arrives after its own
-// serialisation and the propagation delay.
-func (f *SwitchFabric) control(dev, port, bytes int, fr swFrame) {
+// control sends a credit or reachability frame out of dev's port,
+// reaching its traffic manager at t (a generator's frame at once: the
+// ingress pipeline time a data frame takes at its source FA is left out
+// of the control frames' way, an approximation of 300 ns per credit loop
+// that the FCI test's timing depends on): on Tofino it is a frame like any
+// other (the programs give it no queue of its own: queue 0, as data), so
+// it waits in the port's FIFO behind what is queued, takes its
+// serialisation time on the link (the busy figure read from the port's
+// transmit counters is the time the link was taken), counts in the depth
+// later frames find, and arrives after the propagation delay. It is not
+// counted in the FE's queue histogram and is never marked FCI (the
+// programs do both for data cells only).
+func (f *SwitchFabric) control(dev, port, bytes int, fr swFrame, t int64) {
 	d := f.Devices[dev]
 	li, ok := d.Out[port]
 	if !ok {
@@ -674,11 +683,24 @@ func (f *SwitchFabric) control(dev, port, bytes int, fr swFrame) {
 		return
 	}
 	l := f.Links[li]
+	depth := l.Depth(t)
+	if depth*SwTMCellBytes+int64(bytes) > f.QueueCapBytes {
+		l.QueueDrops++
+		return
+	}
+	start := max(t, l.busy)
+	l.busy = start + l.serPs(bytes)
+	if start > t {
+		cells := (int64(bytes) + SwTMCellBytes - 1) / SwTMCellBytes
+		l.q = append(l.q, qent{start: start, cells: int32(cells)})
+		l.qcells += cells
+		l.Watermark = max(l.Watermark, l.qcells)
+	}
 	d.port(port).add(&d.port(port).Tx, bytes)
 	if !f.crosses(l, bytes) {
 		return
 	}
-	at := f.now + l.serPs(bytes) + l.PropPs
+	at := l.busy + l.PropPs
 	if fr.kind == SwKindReach {
 		f.ev.Push(at, swEvent{kind: evReach, dev: int32(l.To), link: int32(l.ToPort)})
 		return
@@ -721,7 +743,7 @@ func (f *SwitchFabric) credit(dev int, a *SwApp, i int) {
 	if !ok {
 		return
 	}
-	f.control(dev, port, a.FrameBytes, fr)
+	f.control(dev, port, a.FrameBytes, fr, f.now)
 }
 
 // addCredit adds a credit's frames to a VOQ and lets its waiting frames go.
@@ -916,7 +938,7 @@ func (f *SwitchFabric) atFE(e swEvent) {
 	if fr.kind == SwKindCredit {
 		c := *fr
 		f.release(e.fr)
-		f.control(int(e.dev), port, int(c.bytes), c)
+		f.control(int(e.dev), port, int(c.bytes), c, f.now)
 		return
 	}
 	f.transmit(int(e.dev), port, e.fr, f.now, true)

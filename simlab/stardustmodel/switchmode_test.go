@@ -415,3 +415,46 @@ func TestSwitchAppJitter(t *testing.T) {
 		t.Error("another source gave the same gaps")
 	}
 }
+
+// Credit and reachability frames take their time on the wire: an FE's
+// link to FA 1, kept busy by data from FAs 0 and 2, also carries FA 3's
+// credits for FA 1 and the FE's reachability cells. Every frame its port
+// counted sending took its serialisation time on the link, so the port's
+// counters never claim more time than the link has had (the busy figure
+// the bench reads from them is the time the link was taken), and data
+// frames behind a control frame find it in the queue's depth. A control
+// frame that crossed the link beside the data (no slot of its own) would
+// add its time to the counters only.
+func TestSwitchControlFramesTakeTheLink(t *testing.T) {
+	f := swFabric(4, 1, 1)
+	f.CreditCap = 1 << 30
+	for _, src := range []int{0, 2} {
+		flowTo(f, src, 1, 0)
+		fa(f, src).Credit[0] = 1 << 20
+		f.AddApp(devIndex(f, fa(f, src)), &SwApp{Kind: SwKindData, FrameBytes: 256, PeriodPs: 1000, Batches: 1, PerBatch: 2000, AppID: 1, Enabled: true})
+	}
+	creditsFrom(f, 3, 1, 5) // FA 3's port credits FA 1's VOQ 5: over the FE's link to FA 1
+	f.AddApp(devIndex(f, fa(f, 3)), &SwApp{Kind: SwKindCredit, FrameBytes: 64, PeriodPs: 50_000, Batches: 1000, PerBatch: 1, PayloadLength: 16, Enabled: true})
+	fe := f.Devices[0]
+	fe.ReachPort[0] = swFEPort + 1
+	f.AddApp(0, &SwApp{Kind: SwKindReach, FrameBytes: 64, PeriodPs: 100_000, Batches: 1000, PerBatch: 1, Enabled: true})
+	const until = 30_000_000 // 30 us: the link to FA 1 is backlogged throughout (4000 frames of 22 ns)
+	f.AdvanceTo(until)
+	l := f.Links[fe.Out[swFEPort+1]]
+	var wire int64
+	for size, n := range fe.Ports[swFEPort+1].Tx {
+		wire += n * l.serPs(size)
+	}
+	ctl := fe.Ports[swFEPort+1].Tx[64]
+	if ctl < 800 || fe.Ports[swFEPort+1].Tx[256] == 0 {
+		t.Fatalf("the FE's port to FA 1 sent %d control frames and %d data frames", ctl, fe.Ports[swFEPort+1].Tx[256])
+	}
+	// The counters cover what was queued by now; the link is taken until
+	// l.busy, and was never idle from the first frame on.
+	if wire > l.busy {
+		t.Errorf("the port counted %d ps of frames (%d of them control frames) on a link busy until %d ps", wire, ctl, l.busy)
+	}
+	if f := fa(f, 1).Credit[5]; f == 0 {
+		t.Error("FA 1's VOQ 5 got no credit: the credits did not cross")
+	}
+}

@@ -31,9 +31,10 @@ import (
 //     counts a cell's latency on its arrival at ingress;
 //   - a fibre's propagation delay is its length at 5 ns/m (a patch cord's
 //     2 m when the inventory gives no length);
-//   - credit and reachability frames take no transmission slot on a fabric
-//     link (they are few and small: a 64 B credit per 4 KB of data); they
-//     are counted on its ports and lost as data is;
+//   - credit and reachability frames share a fabric port's queue with the
+//     data and take their serialisation time on the link (a 64 B credit
+//     per 4 KB of data, about 2% of it); they are counted on its ports and
+//     lost as data is;
 //   - a frame waiting for a credit (or for its turn at the destination)
 //     goes round the recirculation port; what bounds the wait is that
 //     port's queue (queue 0 for credit, SD_REASM_QID for early frames),
