@@ -38,7 +38,8 @@ MODELS := ./simlab/lgmodel ./simlab/fctmodel ./simlab/reactormodel ./simlab/phys
 # Their packages' other tests run the same simulated switches and hosts
 # under -race; the simulated iperf3's stepping along the switches' clock
 # (tofino.Dataplane.Follow) is raced by TestSimulatedIperf3FollowRace
-# (simlab/follow_race_test.go), a one-second flow on a 25G port.
+# (simlab/follow_race_test.go), a flow of 100 MB (iperf3 -n, some 35 ms)
+# on a 25G port: a whole second (-t 1) took 95-107 s under the detector.
 #
 # TestFCTPerFlowProgramDropTail runs 30,000 per-flow trials through the
 # recipe (3 s, 20 s under the detector) for its tail statistics, and

@@ -121,31 +121,11 @@ func parseIperf(args []string) (iperfArgs, error) {
 		default:
 			return a, fmt.Errorf("option %q is not offered by the simulated iperf3 (it takes -c, -t, -n, -i, -C, -p, -J, --get-server-output)", arg)
 		}
-		switch arg {
-		case "-c", "--client":
-			if a.dst, err = netip.ParseAddr(v); err != nil {
-				return a, fmt.Errorf("-c %s: the simulated iperf3 expects an IPv4 address", v)
-			}
-			a.hostString, client = v, true
-		case "-t", "--time":
-			if a.secs, err = strconv.Atoi(v); err != nil || a.secs < 1 || a.secs > 86400 {
-				return a, fmt.Errorf("-t %s: expected whole seconds from 1 to 86400", v)
-			}
-			a.timeSet = true
-		case "-n", "--bytes":
-			if a.bytes, err = iperfUnits(v); err != nil || a.bytes < 1 {
-				return a, fmt.Errorf("-n %s: expected a count of bytes (optionally with K, M, G or T)", v)
-			}
-		case "-i", "--interval":
-			if a.interval, err = strconv.ParseFloat(v, 64); err != nil || !(a.interval >= 0.1 && a.interval <= 60) {
-				return a, fmt.Errorf("-i %s: report interval must be between 0.1 and 60 seconds", v)
-			}
-		case "-C", "--congestion":
-			a.cc = v
-		case "-p", "--port":
-			if a.port, err = strconv.Atoi(v); err != nil || a.port < 1 || a.port > 65535 {
-				return a, fmt.Errorf("-p %s: expected a port", v)
-			}
+		if err := a.set(arg, v); err != nil {
+			return a, err
+		}
+		if arg == "-c" || arg == "--client" {
+			client = true
 		}
 	}
 	if !client {
@@ -163,6 +143,38 @@ func parseIperf(args []string) (iperfArgs, error) {
 		return a, fmt.Errorf("-C %s: the simulated hosts offer dctcp, cubic and bbr", a.cc)
 	}
 	return a, nil
+}
+
+// set takes an option's value.
+func (a *iperfArgs) set(arg, v string) error {
+	var err error
+	switch arg {
+	case "-c", "--client":
+		if a.dst, err = netip.ParseAddr(v); err != nil {
+			return fmt.Errorf("-c %s: the simulated iperf3 expects an IPv4 address", v)
+		}
+		a.hostString = v
+	case "-t", "--time":
+		if a.secs, err = strconv.Atoi(v); err != nil || a.secs < 1 || a.secs > 86400 {
+			return fmt.Errorf("-t %s: expected whole seconds from 1 to 86400", v)
+		}
+		a.timeSet = true
+	case "-n", "--bytes":
+		if a.bytes, err = iperfUnits(v); err != nil || a.bytes < 1 {
+			return fmt.Errorf("-n %s: expected a count of bytes (optionally with K, M, G or T)", v)
+		}
+	case "-i", "--interval":
+		if a.interval, err = strconv.ParseFloat(v, 64); err != nil || !(a.interval >= 0.1 && a.interval <= 60) {
+			return fmt.Errorf("-i %s: report interval must be between 0.1 and 60 seconds", v)
+		}
+	case "-C", "--congestion":
+		a.cc = v
+	case "-p", "--port":
+		if a.port, err = strconv.Atoi(v); err != nil || a.port < 1 || a.port > 65535 {
+			return fmt.Errorf("-p %s: expected a port", v)
+		}
+	}
+	return nil
 }
 
 // iperfUnits reads a count as iperf3's unit_atoi does: a number with an

@@ -120,12 +120,12 @@ type txPath struct {
 	on16    tpQueue // past the read port, to be decided
 	sendsAt int     // sends before it are done
 
-	base       int64 // the register at the last courier pass read
-	tick, lack int64 // the last courier pass read (-1: none) and what the sender holds from it
-	maxQ       int64
-	nextRead   int64 // when the next courier pass's ACK is back
-	now        int64 // decided up to here
-	inputs     int64
+	base     int64 // the register at the last courier pass read
+	lack     int64 // what the sender holds from the last courier pass read
+	maxQ     int64
+	nextRead int64 // when the next courier pass's ACK is back
+	now      int64 // decided up to here
+	inputs   int64
 
 	hist    [tpHistory]tpEntry // the latest inputs (cycles repeat them)
 	histN   int64
@@ -137,7 +137,7 @@ func newTxPath(s *sim) *txPath {
 	return &txPath{
 		courier: durPS(s.c.CourierLoop), back: s.oneWay() + s.ser64 + durPS(s.c.AckExtra),
 		loop: s.loopPS, drain: s.drainFrame, copyBytes: cells * lg.CellBytes,
-		tick: -1, logging: !s.c.NoCycleSkip,
+		logging: !s.c.NoCycleSkip,
 	}
 }
 
@@ -254,7 +254,6 @@ func (p *txPath) readCourier(t int64) int64 {
 		return 0
 	}
 	k := (t - p.back) / p.courier
-	p.tick = k
 	p.nextRead = (k+1)*p.courier + p.back
 	tau := k * p.courier
 	for p.stepsAt < len(p.steps) && p.steps[p.stepsAt].t <= tau {
