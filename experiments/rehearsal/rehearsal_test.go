@@ -17,7 +17,13 @@ import (
 func TestRehearsalDetectsAndProtects(t *testing.T) {
 	lab := recipetest.StartLab(t, 5)
 	var s rehearsal.Summary
-	res := recipetest.Run(t, lab, rehearsal.New(), 5, &s, nil, "links=lg25")
+	// The recipe's default timeline (drift from 1 s at 0.5 dB/s, cleaned
+	// at 8 s, 12 s of clock) compressed: the same 3 dB drift at 1.5 dB/s
+	// from 0.5 s crosses the threshold near 2 s, is cleaned at 3.5 s and
+	// leaves the quiet period and the monitor's window (some 2 s) before
+	// 6.5 s. The frames sent follow duration_s (here 7.5 s of 25G, not 13).
+	res := recipetest.Run(t, lab, rehearsal.New(), 5, &s, nil, "links=lg25",
+		"drift_start_s=0.5", "drift_db_per_s=1.5", "clean_at_s=3.5", "duration_s=6.5")
 	if res.Status != results.StatusOK {
 		t.Fatalf("run %s: %s", res.Status, res.Reason)
 	}

@@ -159,7 +159,8 @@ func BenchmarkFrames25GNB1e3(b *testing.B)       { benchFrames(b, NonBlocking, 2
 // buffer's rotation forms, which BenchmarkFrames25GOrdered1e3's 10^7
 // frames are dominated by. Its frames/cpu-s is what the recipe's
 // 3.84x10^9-frame point gets (11.6 million against the point's 11.8 on
-// the build before replay.go's checkpoints): one run of some 30 s of CPU,
+// the build before replay.go's checkpoints; 21.1 million since): one run
+// of 20 to 35 s of CPU,
 // go test -run '^$' -bench Frames25GOrdered1e3Long -benchtime 1x.
 func BenchmarkFrames25GOrdered1e3Long(b *testing.B) {
 	benchFramesN(b, Ordered, 25e9, 1e-3, 400_000_000, 256)
