@@ -307,9 +307,5 @@ func runChainCase(ctx context.Context, rc *o.RunContext, chain []*chainSwitch, s
 			}
 		}
 	}
-	st.mu.Lock()
-	st.samples[k] = smp
-	st.order = append(st.order, k)
-	st.mu.Unlock()
-	return writeCase(rc, st, k, smp)
+	return st.keep(rc, k, smp)
 }

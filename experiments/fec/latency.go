@@ -558,6 +558,12 @@ func runCase(ctx context.Context, rc *o.RunContext, sn *snake, st *latencyState,
 			}
 		}
 	}
+	return st.keep(rc, k, smp)
+}
+
+// keep records a case's samples, in the order the cases finish, and
+// writes its rows.
+func (st *latencyState) keep(rc *o.RunContext, k caseKey, smp *sample) error {
 	st.mu.Lock()
 	st.samples[k] = smp
 	st.order = append(st.order, k)
