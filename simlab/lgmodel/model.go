@@ -519,6 +519,8 @@ type sim struct {
 	memoAll           []*recording // every recording in memo, in the clock's order (keep)
 	memoHand          int
 	memoBytes         int64 // their bytes (recording.bytes)
+	decBytes          int64 // the unpacked ends kept (recording.dec, decBudget)
+	decScratch        unpacked
 	memoScratch       []int64
 	memoPacked        []byte
 	lossSeq           int64               // the last corrupted original (checkpoint)

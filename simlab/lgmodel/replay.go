@@ -178,6 +178,53 @@ type recording struct {
 	used  bool      // replayed since the memo's hand last passed it (keep)
 	size  int64     // bytes()
 	tlog  []tpEntry // the Tx path's inputs in the stretch (txpath.go)
+	hits  int       // replays so far
+	dec   *unpacked // end's frames and events unpacked, once replayed twice
+}
+
+// unpacked is a snapshot's frames and events as unpackFrame and
+// unpackEvent give them back, in their order.
+type unpacked struct {
+	frames []packet
+	events []event
+}
+
+func (u *unpacked) bytes() int64 {
+	return int64(cap(u.frames))*int64(unsafe.Sizeof(packet{})) + int64(cap(u.events))*int64(unsafe.Sizeof(event{}))
+}
+
+// unpack gives sn's frames and events, from rec's kept copy, or unpacked
+// now into dst (and kept when rec has been replayed before and the budget
+// has room).
+func (s *sim) unpack(rec *recording, sn *snapshot) *unpacked {
+	if rec.dec != nil {
+		return rec.dec
+	}
+	dst := &s.decScratch
+	keep := rec.hits >= 2
+	if keep {
+		dst = &unpacked{}
+	}
+	dst.frames, dst.events = dst.frames[:0], dst.events[:0]
+	b := sn.frames
+	for range sn.nBuf + sn.nFlight {
+		var p packet
+		p, b = unpackFrame(b, sn.nextSeq)
+		dst.frames = append(dst.frames, p)
+	}
+	b = sn.events
+	for _, n := range sn.nq {
+		for range n {
+			var e event
+			e, b = unpackEvent(b, sn.now, sn.nextSeq, sn.nev)
+			dst.events = append(dst.events, e)
+		}
+	}
+	if keep && s.decBytes+dst.bytes() <= decBudget {
+		rec.dec = dst
+		s.decBytes += dst.bytes()
+	}
+	return dst
 }
 
 const (
@@ -190,7 +237,12 @@ const (
 	// losses, most met again later): 256 recordings filled within the
 	// first 300 losses and replayed 8% of the stretches; 2^15 replay about
 	// 73% of the losses between 2x10^8 and 4x10^8 frames, 2^16 about 88%.
-	memoBudget  = 128 << 20
+	memoBudget = 128 << 20
+	// decBudget bounds the ends kept unpacked (recording.dec): a
+	// recording's end is unpacked to stay at its second replay. At 100G
+	// nearly every loss replays one of a few recordings, and unpacking
+	// their varints at every replay was a third of the model's CPU.
+	decBudget   = 16 << 20
 	recordDraws = 32      // draws in one recording at most
 	seenMax     = 1 << 18 // keys noted without a recording at most
 )
@@ -348,6 +400,7 @@ func (s *sim) replay(until int64) (want int, found, cyc bool) {
 		return lg.PktOriginal, false, false
 	}
 	rec.used = true
+	rec.hits++
 	span := rec.end.now - rec.start.now
 	if until-s.now < span+s.margin() || s.reached-s.now < span+s.margin() ||
 		s.c.Frames-s.nextSeq < rec.end.nextSeq-rec.start.nextSeq+2 || mid && s.gap < rec.need {
@@ -463,6 +516,9 @@ func (s *sim) keep(r *recording) {
 		delete(s.memo, old.hash)
 	} else {
 		s.memo[old.hash] = rs
+	}
+	if old.dec != nil {
+		s.decBytes -= old.dec.bytes()
 	}
 	s.memoAll[s.memoHand] = r
 	s.memoBytes += r.size - old.size
@@ -610,27 +666,25 @@ func (s *sim) restore(rec *recording, sn *snapshot, cur *snapBase, k, runSeq, ru
 	refill(s.holes, sn.holes, ds)
 	refill(s.delivered, sn.delivered, ds)
 	refill(s.givenUp, sn.givenUp, ds)
-	b := sn.frames
+	u := s.unpack(rec, sn)
+	fr := u.frames
 	for _, d := range [2]struct {
 		q *deque
 		n int
 	}{{&s.buf, sn.nBuf}, {&s.flight, sn.nFlight}} {
 		d.q.head, d.q.n = 0, 0
-		for range d.n {
-			var p packet
-			p, b = unpackFrame(b, sn.nextSeq)
+		for _, p := range fr[:d.n] {
 			p.seq += ds
 			d.q.push(p)
 		}
+		fr = fr[d.n:]
 	}
 	s.pending = 0
-	b = sn.events
+	evs := u.events
 	for i := range s.q {
 		f := &s.q[i]
 		f.ev, f.head = f.ev[:0], 0
-		for range sn.nq[i] {
-			var e event
-			e, b = unpackEvent(b, sn.now, sn.nextSeq, sn.nev)
+		for _, e := range evs[:sn.nq[i]] {
 			e.at += dt
 			e.sched += dt
 			e.idx += dn
@@ -645,6 +699,7 @@ func (s *sim) restore(rec *recording, sn *snapshot, cur *snapBase, k, runSeq, ru
 			}
 			f.ev = append(f.ev, e)
 		}
+		evs = evs[sn.nq[i]:]
 		s.pending += len(f.ev)
 		s.busy &^= 1 << i
 		if len(f.ev) > 0 {
