@@ -194,14 +194,14 @@ func (u *unpacked) bytes() int64 {
 }
 
 // unpack gives sn's frames and events, from rec's kept copy, or unpacked
-// now into dst (and kept when rec has been replayed before and the budget
-// has room).
+// now into the scratch (and kept when rec has been replayed decHits
+// times and the budget has room).
 func (s *sim) unpack(rec *recording, sn *snapshot) *unpacked {
 	if rec.dec != nil {
 		return rec.dec
 	}
 	dst := &s.decScratch
-	keep := rec.hits >= 2
+	keep := rec.hits >= decHits && s.decBytes < decBudget // else into the scratch, not a copy to drop
 	if keep {
 		dst = &unpacked{}
 	}
@@ -239,10 +239,14 @@ const (
 	// 73% of the losses between 2x10^8 and 4x10^8 frames, 2^16 about 88%.
 	memoBudget = 128 << 20
 	// decBudget bounds the ends kept unpacked (recording.dec): a
-	// recording's end is unpacked to stay at its second replay. At 100G
-	// nearly every loss replays one of a few recordings, and unpacking
-	// their varints at every replay was a third of the model's CPU.
+	// recording's end is unpacked to stay once replayed decHits times. At
+	// 100G nearly every loss replays one of a few recordings, and
+	// unpacking their varints at every replay was a third of the model's
+	// CPU. At 25G most of the tens of thousands of recordings replay a
+	// few times each, and keeping those unpacked from their second replay
+	// cost 11% more CPU than unpacking the compact varints each time.
 	decBudget   = 16 << 20
+	decHits     = 16
 	recordDraws = 32      // draws in one recording at most
 	seenMax     = 1 << 18 // keys noted without a recording at most
 )
