@@ -435,8 +435,9 @@ func (d *Dataplane) staticConfig(r *lgRun) (segConfig, staticPorts, error) {
 
 // courierMaxFrames bounds the generator runs whose Tx buffer queue is
 // read with the receiver's courier (lgmodel Config.CourierLoop): that
-// accounting decides every copy at every pass (about 45 ns of CPU a frame
-// at 100G and 1e-3, ten times the model's own), which a 2x10^7-frame
+// accounting decides every copy at every pass (35-60 ns of CPU a frame at
+// 100G and 1e-3, 45-160 ns at 25G, ten or more times the model's own;
+// BenchmarkCourier* in simlab/lgmodel), which a 2x10^7-frame
 // loss-sweep point and backpressure's 8 s at 100G (6.5x10^7) afford and
 // a 3.84x10^9-frame one (the 1e-10 resolution) does not; a longer run
 // reads the copies held.
