@@ -133,17 +133,17 @@ func benchCourier(b *testing.B, mode Mode, bps float64) {
 // The accounting's jumps over steady stretches (txpath.go, tryJump) give
 // the read queue's watermark that deciding every copy gives, on runs as
 // the simulated switch makes them (runs of at most 256 frames) and as the
-// model alone does, at both speeds, in both modes, at several loss rates;
+// model alone does, at both speeds, in both modes, at 1e-2 and 1e-4;
 // and they do jump: most originals of a run at 1e-4 are jumped over where
 // the model sends skipped-over runs (25G ordered steps frame by frame:
 // the receiver's register is then no run and nothing is jumped).
 func TestTxPathJumpsSameAsEveryCopy(t *testing.T) {
 	for _, bps := range []float64{25e9, 100e9} {
 		for _, mode := range []Mode{Ordered, NonBlocking} {
-			for _, loss := range []float64{1e-2, 1e-3, 1e-4} {
+			for _, loss := range []float64{1e-2, 1e-4} {
 				for _, maxRun := range []int64{0, 256} {
-					for seed := uint64(0); seed < 2; seed++ {
-						c, err := Defaults(mode, bps, loss, 200_000)
+					for seed := uint64(0); seed < 1; seed++ {
+						c, err := Defaults(mode, bps, loss, 50_000)
 						if err != nil {
 							t.Fatal(err)
 						}
