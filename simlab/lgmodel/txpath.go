@@ -132,11 +132,25 @@ type txPath struct {
 	logging bool // cycles can be jumped: keep hist
 }
 
+// The copy as the artifact's sender keeps it: after its first pass it
+// carries, besides the original's 3 B LinkGuardian header, the 2 B
+// lr_buffered header that pass adds (common/linkradar_hdr.p4 lines 59-63,
+// 2 + 5 + 9 bits; sender.p4 add_linkradar_buffered_hdr and
+// fill_data_linkradar_buffered_hdr, lines 876-889 and 1059-1062). So a
+// copy takes 2 B more of a recirculation port's time than its original
+// took of the wire, and the traffic manager stores it without the 4 B FCS
+// the MAC adds on the way out: a 1518 B frame's copy is 1519 B, 19 cells
+// (the artifact's non-blocking reading, 285 cells, is 15 such copies).
+const (
+	bufferedHeaderBytes = 2
+	fcsBytes            = 4
+)
+
 func newTxPath(s *sim) *txPath {
-	cells := int64((s.c.FrameBytes + lg.HeaderBytes + lg.CellBytes - 1) / lg.CellBytes)
+	cells := int64((s.c.FrameBytes - fcsBytes + lg.HeaderBytes + bufferedHeaderBytes + lg.CellBytes - 1) / lg.CellBytes)
 	return &txPath{
 		courier: durPS(s.c.CourierLoop), back: s.oneWay() + s.ser64 + durPS(s.c.AckExtra),
-		loop: s.loopPS, drain: s.drainFrame, copyBytes: cells * lg.CellBytes,
+		loop: s.loopPS, drain: drainPS(s.c.FrameBytes + bufferedHeaderBytes), copyBytes: cells * lg.CellBytes,
 		logging: !s.c.NoCycleSkip,
 	}
 }
