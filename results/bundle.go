@@ -758,14 +758,12 @@ func (b *Bundle) buildFigures() ([]FigureData, error) {
 		if len(fs) == 0 {
 			continue
 		}
-		recs, err := readRecords(b.dir, tw.t.File())
+		fds, err := buildTableFigures(b.dir, tw.t.File(), fs, tw.t.Fields)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("bundle: figures of table %s: %w", tw.t.Name, err))
 			continue
 		}
-		for _, f := range fs {
-			out = append(out, buildFigure(f, tw.t.Fields, recs))
-		}
+		out = append(out, fds...)
 	}
 	return out, errors.Join(errs...)
 }

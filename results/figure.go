@@ -237,29 +237,60 @@ func (t Table) validateFigures() error {
 	return nil
 }
 
-// readRecords reads a table's CSV (gzip when compressed), header first.
-func readRecords(dir, rel string) ([][]string, error) {
+// eachRecord reads a table's CSV (gzip when compressed) and gives fn its
+// records one at a time, header first. The slice fn gets is reused for the
+// next record (its strings are not): fn copies what it keeps. A figure of
+// every trial reads millions of rows; reading them one at a time keeps only
+// what each figure draws (a distribution's values), not every row's cells.
+func eachRecord(dir, rel string, fn func([]string)) error {
 	f, err := os.Open(filepath.Join(dir, filepath.FromSlash(rel)))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.Close()
 	var in io.Reader = f
 	if strings.HasSuffix(rel, ".gz") {
 		zr, err := gzip.NewReader(f)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", rel, err)
+			return fmt.Errorf("%s: %w", rel, err)
 		}
 		defer zr.Close()
 		in = zr
 	}
 	r := csv.NewReader(in)
-	r.ReuseRecord = false
-	recs, err := r.ReadAll()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", rel, err)
+	r.ReuseRecord = true
+	for {
+		rec, err := r.Read()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", rel, err)
+		}
+		fn(rec)
 	}
-	return recs, nil
+}
+
+// buildTableFigures builds the figures of one table in one pass over its
+// records.
+func buildTableFigures(dir, rel string, fs []Figure, fields []Field) ([]FigureData, error) {
+	bs := make([]*figBuilder, len(fs))
+	for i, f := range fs {
+		bs[i] = newFigBuilder(f, fields)
+	}
+	err := eachRecord(dir, rel, func(rec []string) {
+		for _, b := range bs {
+			b.add(rec)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]FigureData, len(bs))
+	for i, b := range bs {
+		out[i] = b.finish()
+	}
+	return out, nil
 }
 
 // ReadFigures rebuilds every figure of a bundle directory from the figure
@@ -290,11 +321,11 @@ func ReadFigures(dir string) ([]FigureData, error) {
 				continue
 			}
 			found = true
-			recs, err := readRecords(dir, r.Path)
+			fds, err := buildTableFigures(dir, r.Path, []Figure{f}, r.Schema.Fields)
 			if err != nil {
 				return nil, fmt.Errorf("read figures: figure %s: %w", f.Name, err)
 			}
-			out = append(out, buildFigure(f, r.Schema.Fields, recs))
+			out = append(out, fds...)
 		}
 		if !found {
 			return nil, fmt.Errorf("read figures: figure %s: datapackage.json lists no table %q", f.Name, f.Table)
@@ -326,21 +357,79 @@ func (f Figure) keep(row []string, col map[string]int) bool {
 	return true
 }
 
-// buildFigure turns a table's records into the figure's series.
+// buildFigure turns a table's records, header first, into the figure's
+// series.
 func buildFigure(f Figure, fields []Field, recs [][]string) FigureData {
-	fd := FigureData{Figure: f}
-	fd.axisLabels(fields)
-	if len(recs) == 0 {
+	b := newFigBuilder(f, fields)
+	for _, r := range recs {
+		b.add(r)
+	}
+	return b.finish()
+}
+
+// figBuilder builds one figure from a table's records given one at a
+// time, header first (add), then draws it (finish).
+type figBuilder struct {
+	fd     FigureData
+	g      figRows
+	header bool
+	// dist: a Histogram, CDF or CCDF without phase marks keeps each kept
+	// row's X value only (vals, scaled, per series), as distribution
+	// reads it, not the row.
+	dist bool
+	vals map[string][]float64
+}
+
+func newFigBuilder(f Figure, fields []Field) *figBuilder {
+	b := &figBuilder{fd: FigureData{Figure: f}, g: figRows{col: map[string]int{}, rows: map[string][][]string{}}, vals: map[string][]float64{}}
+	b.fd.axisLabels(fields)
+	switch f.Kind {
+	case Histogram, CDF, CCDF:
+		b.dist = f.Phase == ""
+	}
+	return b
+}
+
+// add takes the next record; the first is the header. The record may be
+// reused by the caller after add returns.
+func (b *figBuilder) add(r []string) {
+	if !b.header {
+		b.header = true
+		for i, h := range r {
+			b.g.col[h] = i
+		}
+		return
+	}
+	name, ok := b.g.keep(b.fd.Figure, r)
+	if !ok {
+		return
+	}
+	if !b.dist {
+		b.g.rows[name] = append(b.g.rows[name], slices.Clone(r))
+		return
+	}
+	f := b.fd.Figure
+	x, ok := b.g.num(r, f.X)
+	if !ok || (f.LogX && x <= 0) {
+		b.fd.Dropped++
+		return
+	}
+	b.vals[name] = append(b.vals[name], x*f.scale(f.XScale))
+}
+
+// finish draws the figure from the records added.
+func (b *figBuilder) finish() FigureData {
+	fd, f, g := b.fd, b.fd.Figure, b.g
+	if !b.header {
 		return fd
 	}
-	g := groupRows(f, recs)
 	switch f.Kind {
 	case Bar:
 		fd.barSeries(g)
 	case Histogram:
-		fd.histogramSeries(g, g.distribution(&fd))
+		fd.histogramSeries(g, b.distribution(&fd))
 	case CDF, CCDF:
-		fd.cdfSeries(g, g.distribution(&fd))
+		fd.cdfSeries(g, b.distribution(&fd))
 	default:
 		fd.pointSeries(g)
 	}
@@ -357,6 +446,15 @@ func buildFigure(f Figure, fields []Field, recs [][]string) FigureData {
 	}
 	fd.ranges()
 	return fd
+}
+
+// distribution is each series' X values: read as the rows came, or from
+// the rows kept.
+func (b *figBuilder) distribution(fd *FigureData) map[string][]float64 {
+	if b.dist {
+		return b.vals
+	}
+	return b.g.distribution(fd)
 }
 
 // axisLabels sets the axes' labels: the figure's own, or the columns'
@@ -395,36 +493,31 @@ type figRows struct {
 	rows  map[string][][]string
 }
 
-// groupRows keeps the rows that meet the figure's conditions and groups
-// them by series, named by their Series columns or its Legend template.
-func groupRows(f Figure, recs [][]string) figRows {
-	g := figRows{col: map[string]int{}, rows: map[string][][]string{}}
-	for i, h := range recs[0] {
-		g.col[h] = i
+// keep reports whether the figure keeps row r and names its series, by
+// its Series columns or its Legend template; a series seen for the first
+// time is added to names (and to rows, empty).
+func (g *figRows) keep(f Figure, r []string) (string, bool) {
+	if !f.keep(r, g.col) {
+		return "", false
 	}
-	for _, r := range recs[1:] {
-		if !f.keep(r, g.col) {
-			continue
-		}
-		var parts []string
-		for _, s := range f.Series {
-			parts = append(parts, r[g.col[s]])
-		}
-		name := strings.Join(parts, " ")
-		if f.Legend != "" {
-			name = legendRe.ReplaceAllStringFunc(f.Legend, func(m string) string {
-				if i, ok := g.col[m[1:len(m)-1]]; ok && i < len(r) {
-					return r[i]
-				}
-				return m
-			})
-		}
-		if _, seen := g.rows[name]; !seen {
-			g.names = append(g.names, name)
-		}
-		g.rows[name] = append(g.rows[name], r)
+	var parts []string
+	for _, s := range f.Series {
+		parts = append(parts, r[g.col[s]])
 	}
-	return g
+	name := strings.Join(parts, " ")
+	if f.Legend != "" {
+		name = legendRe.ReplaceAllStringFunc(f.Legend, func(m string) string {
+			if i, ok := g.col[m[1:len(m)-1]]; ok && i < len(r) {
+				return r[i]
+			}
+			return m
+		})
+	}
+	if _, seen := g.rows[name]; !seen {
+		g.names = append(g.names, name)
+		g.rows[name] = nil
+	}
+	return name, true
 }
 
 // num is the row's value of the named column: false when the figure
