@@ -2,6 +2,7 @@ package lgmodel
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	lg "testbed/p4/linkguardian"
@@ -44,6 +45,11 @@ import (
 
 // tpRun is copies (or arrivals) seq0.. seq0+n-1 at t0, t0+slot, ...
 type tpRun struct{ seq0, t0, slot, n int64 }
+
+// continuedBy is whether a run of seq at t0, slot apart, carries r on.
+func (r *tpRun) continuedBy(seq, t0, slot int64) bool {
+	return r.n > 0 && slot == r.slot && seq == r.seq0+r.n && t0 == r.t0+r.n*r.slot
+}
 
 type tpStep struct{ t, v int64 }
 
@@ -130,6 +136,9 @@ type txPath struct {
 	hist    [tpHistory]tpEntry // the latest inputs (cycles repeat them)
 	histN   int64
 	logging bool // cycles can be jumped: keep hist
+
+	jump   tpJumper
+	noJump bool // decide every copy (tests: the jumps change nothing)
 }
 
 func newTxPath(s *sim) *txPath {
@@ -164,10 +173,22 @@ func (s *sim) tpInput(e tpEntry) {
 func (p *txPath) add(e tpEntry) {
 	switch e.kind {
 	case tpSend:
+		// A run that continues the last one (the next skipped-over run
+		// of a steady stretch, the next original sent back to back) is
+		// one run: the same copies at the same times, and a steady
+		// stretch is one run the jumps can cross (tryJump).
+		if k := len(p.sends) - 1; k >= p.sendsAt && p.sends[k].continuedBy(e.seq, e.at, e.slot) {
+			p.sends[k].n += e.n
+			return
+		}
 		p.sends = append(p.sends, tpRun{e.seq, e.at, e.slot, e.n})
 	case tpRx:
 		p.steps = append(p.steps, tpStep{e.at, e.seq})
 	case tpRxRun:
+		if k := len(p.rxRun) - 1; k >= 0 && p.rxRun[k].continuedBy(e.seq, e.t0, e.slot) {
+			p.rxRun[k].n += e.n // the same register at every time
+			return
+		}
 		p.rxRun = append(p.rxRun, tpRun{e.seq, e.t0, e.slot, e.n})
 	case tpHoldOn, tpHoldOff:
 		p.holds = append(p.holds, tpHold{e.at, e.seq, e.kind == tpHoldOn})
@@ -333,8 +354,12 @@ func (p *txPath) advance(until int64) {
 			break
 		}
 		p.now = next
+		if kind == 1 && !p.noJump && p.tryJump(next, until) {
+			continue // the state a whole number of periods on
+		}
 		switch kind {
 		case 0:
+			p.jump.robust = false
 			h := p.holds[0]
 			p.holds = p.holds[1:]
 			if h.on {
@@ -354,8 +379,12 @@ func (p *txPath) advance(until int64) {
 			} else {
 				b = p.on16.pop()
 			}
-			if b.seq < p.ackAt(b.at) && (len(p.held) == 0 || !p.isHeld(b.seq)) {
-				continue // freed
+			freed := b.seq < p.ackAt(b.at) && (len(p.held) == 0 || !p.isHeld(b.seq))
+			if p.jump.robust {
+				p.jump.robust = p.robust(b.seq, b.at, freed)
+			}
+			if freed {
+				continue
 			}
 			if p.q16.len() == 0 && p.free16 <= next {
 				// An idle port takes it at once: one copy in the queue.
@@ -396,4 +425,167 @@ func (c Config) WithCourier() Config {
 	oneWay := c.Pipeline + c.Propagation + time.Duration(float64((64+20+lg.HeaderBytes)*8)/c.LinkBps*1e9)
 	c.AckExtra = max(0, c.FlightResume-oneWay)
 	return c
+}
+
+// The jumps. Between losses the sender sends one steady run and the
+// receiver's register climbs one original a frame time (a skipped-over
+// run, tpRxRun): the inputs repeat every frame, shifted by one original
+// and one slot. The accounting's state then repeats too (at 100G the read
+// port serves as fast as copies come, so its queue keeps the depth the
+// last loss left; at 25G every copy goes round the loop alone) but for
+// one thing, the courier's phase, which moves by the slot modulo the
+// courier loop every frame. A decision is robust when its outcome is the
+// same at every phase: the copy's original reached the register (the run
+// gives when: R(seq)) no later than the earliest courier pass the sender
+// may hold (freed), or after the latest (kept). So when the state at a
+// copy's first decision is the state at the previous copy's, shifted by
+// one original and one slot, every decision between them was robust, and
+// the run goes on, the state k frames on is this one shifted k times, with
+// the same queue depths on the way: the accounting jumps there.
+type tpJumper struct {
+	snap, prev []int64 // the state relative to a first decision
+	prevT      int64
+	lo         int64 // the least copy in flight then
+	valid      bool  // prev holds the last first decision's state
+	robust     bool  // every decision since then was robust
+	run        tpRun // the receiver's run those decisions read
+	valid0     bool  // the state just noted had one to compare with
+	skip       int   // first decisions to let pass before noting again
+	backoff    int
+	jumps      int64
+	jumped     int64 // originals jumped over
+}
+
+// robust is whether the decision on seq at t (freed or not) is the same
+// at every courier phase, the register being the run's.
+func (p *txPath) robust(seq, t int64, freed bool) bool {
+	r := &p.jump.run
+	if seq < r.seq0 || seq >= r.seq0+r.n {
+		return false
+	}
+	at := r.t0 + (seq-r.seq0)*r.slot // the register passes seq
+	u := t - p.back                  // the latest courier pass the sender may hold
+	if freed {
+		return at <= u-p.courier+1 // every pass the sender may hold has it
+	}
+	return at > u // none has it
+}
+
+// tryJump is called at the first decision on the copy at p.first's front,
+// at t: it notes the state and, when the state repeats, jumps.
+func (p *txPath) tryJump(t, until int64) bool {
+	j := &p.jump
+	if j.skip > 0 {
+		// Backing off after a state that did not repeat (the stretch
+		// after a loss): noting the state costs as much as deciding.
+		j.skip--
+		return false
+	}
+	if len(p.held) > 0 || p.sendsAt >= len(p.sends) || t-p.back-p.courier <= 0 {
+		j.valid, j.robust = false, false
+		return false
+	}
+	s := p.first.front().seq
+	r := &p.sends[p.sendsAt]
+	// The receiver's run the copies in flight are in.
+	lo := s
+	for _, q := range []*tpQueue{&p.first, &p.q16, &p.on16} {
+		for _, b := range q.a[q.head:] {
+			lo = min(lo, b.seq)
+		}
+	}
+	ri := -1
+	for i := range p.rxRun {
+		if x := &p.rxRun[i]; x.seq0 <= lo && s < x.seq0+x.n {
+			ri = i
+			break
+		}
+	}
+	if ri < 0 || p.rxRun[ri].slot != r.slot {
+		j.valid, j.robust = false, false
+		return false
+	}
+	rx := p.rxRun[ri]
+	// The state relative to (s, t).
+	snap := j.snap[:0]
+	for _, q := range []*tpQueue{&p.first, &p.q16, &p.on16} {
+		snap = append(snap, int64(q.len()))
+		for _, b := range q.a[q.head:] {
+			snap = append(snap, b.seq-s, b.at-t)
+		}
+	}
+	free68, free16 := p.free68-t, p.free16-t
+	if p.free68 <= r.t0 {
+		free68 = math.MinInt64 // the next copy starts when sent either way
+	}
+	if p.q16.len() == 0 && p.free16 <= t {
+		free16 = math.MinInt64 // idle: the next copy is taken at once either way
+	}
+	snap = append(snap, free68, free16, r.seq0-s, r.t0-t, r.slot)
+	j.snap = snap
+	least := j.lo
+	j.valid0 = j.valid
+	same := j.valid && j.robust && t-j.prevT == r.slot && rx.seq0 == j.run.seq0 && rx.t0 == j.run.t0 &&
+		rx.slot == j.run.slot && slices.Equal(snap, j.prev)
+	j.snap, j.prev = j.prev, snap
+	j.prevT, j.run, j.lo, j.valid, j.robust = t, rx, lo, true, true
+	if !same {
+		if j.valid0 {
+			j.backoff = min(2*j.backoff+1, 31)
+			j.skip = j.backoff
+			j.valid = false
+		}
+		return false
+	}
+	j.backoff = 0
+	// How far the inputs stay what this period was: the sender's run,
+	// the receiver's (copies up to s+k decided on it), nothing else
+	// raising the register past the least copy decided (the least in
+	// flight at the last note: lo) or holding a copy, and every input in.
+	d := r.slot
+	k := min(r.n-1, rx.seq0+rx.n-1-s, (until-t)/d)
+	if p.base > least {
+		return false
+	}
+	for i, x := range p.rxRun {
+		if i < ri && x.seq0+x.n > least {
+			return false
+		}
+		if i > ri {
+			k = min(k, (x.t0-t)/d-1)
+			break
+		}
+	}
+	for _, st := range p.steps[p.stepsAt:] {
+		if st.t > t+k*d {
+			break
+		}
+		if st.v > least {
+			k = min(k, (st.t-t)/d-1)
+			break
+		}
+	}
+	if len(p.holds) > 0 {
+		k = min(k, (p.holds[0].t-t)/d-1)
+	}
+	if k < 1 {
+		return false
+	}
+	ds, dt := k, k*d
+	for _, q := range []*tpQueue{&p.first, &p.q16, &p.on16} {
+		for i := q.head; i < len(q.a); i++ {
+			q.a[i].seq += ds
+			q.a[i].at += dt
+		}
+	}
+	p.free68 += dt
+	p.free16 += dt
+	r.seq0 += ds
+	r.t0 += dt
+	r.n -= ds
+	p.nextRead = 0 // read the courier afresh at the next decision
+	j.valid, j.robust = false, false
+	j.jumps++
+	j.jumped += k
+	return true
 }

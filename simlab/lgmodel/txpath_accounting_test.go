@@ -1,6 +1,7 @@
 package lgmodel
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -127,4 +128,49 @@ func benchCourier(b *testing.B, mode Mode, bps float64) {
 		}
 	}
 	b.ReportMetric(float64(b.N)*frames/(cpuTime(b)-cpu0).Seconds(), "frames/cpu-s")
+}
+
+// The accounting's jumps over steady stretches (txpath.go, tryJump) give
+// the read queue's watermark that deciding every copy gives, on runs as
+// the simulated switch makes them (runs of at most 256 frames) and as the
+// model alone does, at both speeds, in both modes, at 1e-2 and 1e-4;
+// and they do jump: most originals of a run at 1e-4 are jumped over where
+// the model sends skipped-over runs (25G ordered steps frame by frame:
+// the receiver's register is then no run and nothing is jumped).
+func TestTxPathJumpsSameAsEveryCopy(t *testing.T) {
+	for _, bps := range []float64{25e9, 100e9} {
+		for _, mode := range []Mode{Ordered, NonBlocking} {
+			for _, loss := range []float64{1e-2, 1e-4} {
+				for _, maxRun := range []int64{0, 256} {
+					for seed := uint64(0); seed < 1; seed++ {
+						c, err := Defaults(mode, bps, loss, 50_000)
+						if err != nil {
+							t.Fatal(err)
+						}
+						c.MaxRun = maxRun
+						c = c.WithCourier()
+						run := func(noJump bool) (Result, tpJumper) {
+							m, err := New(c, rand.New(rand.NewPCG(seed, 5)))
+							if err != nil {
+								t.Fatal(err)
+							}
+							m.s.tp.noJump = noJump
+							m.Advance(1 << 62)
+							return m.Result(), m.s.tp.jump
+						}
+						every, _ := run(true)
+						got, j := run(false)
+						name := fmt.Sprintf("%s %gG %g maxRun %d seed %d", mode, bps/1e9, loss, maxRun, seed)
+						if got != every {
+							t.Errorf("%s: with the jumps %+v, deciding every copy %+v", name, got, every)
+						}
+						t.Logf("%s: read queue %d B, %d jumps over %d originals", name, got.MaxTxQueueBytes, j.jumps, j.jumped)
+						if loss == 1e-4 && maxRun == 256 && (bps == 100e9 || mode == NonBlocking) && j.jumped < c.Frames/2 {
+							t.Errorf("%s: %d of %d originals jumped over", name, j.jumped, c.Frames)
+						}
+					}
+				}
+			}
+		}
+	}
 }
