@@ -183,6 +183,21 @@ func (p *txPath) add(e tpEntry) {
 		}
 		p.sends = append(p.sends, tpRun{e.seq, e.at, e.slot, e.n})
 	case tpRx:
+		// Arrivals one slot apart, each moving the register on by one
+		// (a stretch the model steps), are a run: the register then is
+		// the same at every time, and the run lets the jumps cross the
+		// stretch. The run keeps the runs in order of first arrival.
+		if k := len(p.rxRun) - 1; k >= 0 && p.rxRun[k].continuedBy(e.seq-1, e.at, p.rxRun[k].slot) {
+			p.rxRun[k].n++
+			return
+		}
+		if k := len(p.steps) - 1; k >= p.stepsAt && e.seq == p.steps[k].v+1 && e.at > p.steps[k].t &&
+			(len(p.rxRun) == 0 || p.rxRun[len(p.rxRun)-1].t0 <= p.steps[k].t) {
+			st := p.steps[k]
+			p.steps = p.steps[:k]
+			p.rxRun = append(p.rxRun, tpRun{st.v - 1, st.t, e.at - st.t, 2})
+			return
+		}
 		p.steps = append(p.steps, tpStep{e.at, e.seq})
 	case tpRxRun:
 		if k := len(p.rxRun) - 1; k >= 0 && p.rxRun[k].continuedBy(e.seq, e.t0, e.slot) {
@@ -488,20 +503,24 @@ func (p *txPath) tryJump(t, until int64) bool {
 	s := p.first.front().seq
 	r := &p.sends[p.sendsAt]
 	// The receiver's run the copies in flight are in.
+	ri := -1
+	for i := range p.rxRun {
+		if x := &p.rxRun[i]; x.seq0 <= s && s < x.seq0+x.n {
+			ri = i
+			break
+		}
+	}
+	if ri < 0 || p.rxRun[ri].slot != r.slot {
+		j.valid, j.robust = false, false
+		return false
+	}
 	lo := s
 	for _, q := range []*tpQueue{&p.first, &p.q16, &p.on16} {
 		for _, b := range q.a[q.head:] {
 			lo = min(lo, b.seq)
 		}
 	}
-	ri := -1
-	for i := range p.rxRun {
-		if x := &p.rxRun[i]; x.seq0 <= lo && s < x.seq0+x.n {
-			ri = i
-			break
-		}
-	}
-	if ri < 0 || p.rxRun[ri].slot != r.slot {
+	if lo < p.rxRun[ri].seq0 {
 		j.valid, j.robust = false, false
 		return false
 	}
