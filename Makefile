@@ -72,7 +72,7 @@ PLAIN_TESTS := TestSweepReproducesFig1Ordering TestBackpressureKeepsTheReorderBu
 	TestSimulatedHostsFCTAcrossTheProtectedLink TestTRexBenchRunsAttenuationSweep TestTwinLinkOptionsShiftTheCliff \
 	TestLineOfThreeSwitchesLossSweepBothLinksInOneRun TestTwinOfCircuitSwitchesAndAReactor \
 	TestTwinOfSwitchesAndHostsRunsLossSweepAndFCT TestLossSweepWithoutTheTxBufferSessionDoesNotProtect \
-	TestLossSweepWithoutTheExplicitACKDoesNotProtect TestLossSweepWithoutTheTimerDoesNotProtect \
+	TestLossSweepWithoutTheExplicitACKDoesNotProtect TestLossSweepWithoutTheTimerDoesNotProtect TestLossSweepPacedAsTheArtifact \
 	TestFECLatencyCutThroughVsStoreAndForward TestFECLatencyChainEnvelopeGrowsWithHops TestHybridAvoidsTheCliff \
 	TestStretchOnTheSimulatedBench TestQualifyAndTopologyOnTheClosBench \
 	TestDefaultBenchSummaries TestNoFunctionTooComplex
@@ -147,7 +147,11 @@ test-plain-lab:
 # LONG: whole recipes on the twelve-switch Stardust bench (25-50 s each),
 # the LinkGuardian recipes compared over both switch drivers: they skip,
 # saying how to run them, unless TESTBED_LONG is set
-# (recipetest.Long). LONG_RACE (above) under the detector. And the tests
+# (recipetest.Long). LinkGuardian's exactness sweeps (stepping against
+# replaying, looping ahead, jumping cycles: simlab/lgmodel) over all their
+# seeds and frames; make test runs a short case of each (a third of the
+# CPU) that fails for the same broken mechanisms. LONG_RACE (above) under
+# the detector. And the tests
 # that read a switch running in real time (the microsecond OCS), alone and
 # without the detector, after the others: TestReconfigAllToAllFollows-
 # FromTheSlots needs a schedule replacement, sent over REST, to reach the
@@ -160,8 +164,9 @@ test-plain-lab:
 # abort leaving the switch dark) run under -race in make test.
 LONG := TestLinkGuardianRecipesSameSummaryOverBothSwitchDrivers \
 	TestIncastOnTheBench TestFailoverOnTheBench TestPushPullOnTheBench TestPermutationOnTheBench \
-	TestFabricOnTheBench TestPackingOnTheBench
-LONG_PKGS := ./experiments/recipetest ./experiments/stardust
+	TestFabricOnTheBench TestPackingOnTheBench \
+	TestReplayEqualsStepping TestLoopAheadEqualsStepping TestCycleSkipEqualsStepping
+LONG_PKGS := ./experiments/recipetest ./experiments/stardust ./simlab/lgmodel
 REALTIME := TestReconfigAllToAllFollowsFromTheSlots TestTimeVaryingSharesFollowFromTheSchedule TestRecipeRecordsTheSwitchsMechanism
 REALTIME_SIMLAB := TestDefaultBenchSummaries/ocs-characterize
 

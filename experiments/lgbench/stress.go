@@ -84,7 +84,7 @@ func (b *Bench) ReadQueues(ctx context.Context, clear bool) (Queues, error) {
 	return q, nil
 }
 
-// Stress is one line-rate run of the switch packet generator.
+// Stress is one run of the switch packet generator.
 type Stress struct {
 	Frames     int64
 	FrameBytes int // on the wire, FCS included
@@ -95,6 +95,9 @@ type Stress struct {
 	Window bool
 	// Poll is the interval of device time between status reads at the end.
 	Poll time.Duration
+	// Period is the generator's timer: one frame a firing. 0, or less
+	// than a frame's time on the wire, sends back to back at line rate.
+	Period time.Duration
 }
 
 // StressResult is what a run measured.
@@ -127,7 +130,20 @@ func (b *Bench) Duration(n int64, frameBytes int) time.Duration {
 	return time.Duration(float64(n) * float64((frameBytes+20)*8) / b.LineRateBps * 1e9)
 }
 
-// Run sends s.Frames line-rate frames and measures them.
+// interval is the generator's timer for s: its period, or line rate when
+// that is shorter.
+func (b *Bench) interval(s Stress) time.Duration {
+	return max(b.LineRateInterval(s.FrameBytes), s.Period)
+}
+
+// runDuration is how long n frames of s take: at line rate, or one a
+// period when that is longer.
+func (b *Bench) runDuration(s Stress, n int64) time.Duration {
+	return max(b.Duration(n, s.FrameBytes), time.Duration(n)*s.Period)
+}
+
+// Run sends s.Frames frames, at line rate or one every s.Period, and
+// measures them.
 func (b *Bench) Run(ctx context.Context, s Stress) (StressResult, error) {
 	var r StressResult
 	per := min(s.Frames, 65536)
@@ -157,7 +173,7 @@ func (b *Bench) Run(ctx context.Context, s Stress) (StressResult, error) {
 		}
 	}()
 	t0 := before.Time
-	d := b.Duration(g.Packets(), s.FrameBytes)
+	d := b.runDuration(s, g.Packets())
 	if s.Window {
 		w1, err := b.waitRead(ctx, t0+d/10)
 		if err != nil {
@@ -197,7 +213,7 @@ func (b *Bench) Run(ctx context.Context, s Stress) (StressResult, error) {
 			break
 		}
 		if now > limit {
-			return r, fmt.Errorf("%s: the packet generator sent %d of %d frames in %v of device time (line rate needs %v)", b.Sender, st.Packets, g.Packets(), now-t0, d)
+			return r, fmt.Errorf("%s: the packet generator sent %d of %d frames in %v of device time (its timer needs %v)", b.Sender, st.Packets, g.Packets(), now-t0, d)
 		}
 		if err := b.waitClock(ctx, now+poll); err != nil {
 			return r, err
@@ -233,7 +249,7 @@ func (b *Bench) Run(ctx context.Context, s Stress) (StressResult, error) {
 
 func pktgen(b *Bench, s Stress, batches, per int) p4switch.Pktgen {
 	return p4switch.Pktgen{AppID: s.AppID, Port: s.PktgenPort, EgressPort: b.TxPort, PacketBytes: s.FrameBytes - 4,
-		Interval: b.LineRateInterval(s.FrameBytes), Batches: batches, PerBatch: per}
+		Interval: b.interval(s), Batches: batches, PerBatch: per}
 }
 
 // clockStep is the device time the first request of a wait asks the

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"testbed/experiments/lgbench"
 	"testbed/experiments/stats"
@@ -50,8 +51,9 @@ loss_rates the VOA is set by measuring: with protection off, MTU frames are sent
 rate while the attenuation is raised, then interpolated on log(loss) between bracketing
 points until the measured rate lies in [loss/calib_tolerance, loss] with about
 calib_losses losses seen. At that attenuation the packet generator sends frames MTU
-frames back to back in each mode of modes: off, linkguardian (ordered, with backpressure
-unless backpressure=false) and linkguardian-nb. With resolve_effective_loss=r above 0 it
+frames back to back (or one every pktgen_period_ns, scaled by 100/speed: 124 is the
+LinkGuardian artifact's timer) in each mode of modes: off, linkguardian (ordered, with
+backpressure unless backpressure=false) and linkguardian-nb. With resolve_effective_loss=r above 0 it
 sends ceil(1.96^2/(10 r)) frames instead, so that an effective loss of r is told apart
 from one of 100 r (r = 1e-10: 3.84e9 frames a point). Copies follow Eq. 2 from target_loss and
 the measured loss; backpressure thresholds follow the link speed's t_flight_resume.
@@ -74,8 +76,24 @@ func params() []o.ParamSpec {
 		{Name: "resolve_effective_loss", Type: o.TypeFloat, Default: 0.0, Min: o.Bound(0), Max: o.Bound(1e-3), Description: "when above 0, frames per stress test are ceil(1.96^2/(10 x this)) instead of frames, so a point with no frame lost has a 95% upper bound of about 10x this and an effective loss at this rate is told apart from one 100x higher (1e-10: 3.84e9 frames)"},
 		{Name: "frame_size", Type: o.TypeInt, Unit: "B", Default: int64(1518), Min: o.Bound(64), Max: o.Bound(9216), Description: "L2 frame size including FCS"},
 		{Name: "backpressure", Type: o.TypeBool, Default: true, Description: "pause/resume backpressure in ordered mode"},
+		{Name: "pktgen_period_ns", Type: o.TypeInt, Unit: "ns", Default: int64(0), Min: o.Bound(0), Max: o.Bound(1e6), Description: "the stress test's packet generator timer on a 100 Gb/s link, one frame a firing, scaled by 100/speed on another; 0 (or a period under a frame's time on the wire) sends back to back at line rate. 124 is the LinkGuardian artifact's (496 ns at 25G, sender/config_pktgen.py; 0.6% under line rate for MTU frames): its Tx buffer figures were read so. Calibration always sends at line rate. On the simulated lab a paced point is simulated frame by frame, about 20 times the CPU of a line-rate one"},
 		{Name: "dummy_pkt_max_count", Type: o.TypeInt, Default: int64(4), Min: o.Bound(0), Max: o.Bound(255), Description: "dummies the sender may send after each protected packet (tail-loss detection)"},
 	}, lgbench.Params()...)
+}
+
+// ArtifactPeriodNs is the LinkGuardian artifact's packet generator timer
+// at 100G (NUS-SNL/linkguardian bd46f4b, switch_impl/system_impl/sender/
+// config_pktgen.py lines 12-17: TIME_PERIOD_100G = 124, 496 at 25G, 1240 at
+// 10G, one 1514 B packet a firing: 124 ns is one 1550 B slot at 100G).
+const ArtifactPeriodNs = 124
+
+// Period is the generator's timer for a link of gbps: periodNs at 100G,
+// scaled by 100/gbps and rounded to whole nanoseconds (the timer's unit).
+func Period(periodNs int64, gbps int) time.Duration {
+	if periodNs <= 0 || gbps <= 0 {
+		return 0
+	}
+	return time.Duration((periodNs*100+int64(gbps)/2)/int64(gbps)) * time.Nanosecond
 }
 
 // Table is the declared data table.
@@ -231,7 +249,13 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 	fb := int(p.Int("frame_size"))
 	stress := lgbench.StressFrom(p, fb)
 	for _, l := range links {
-		sw := &sweepLink{l: l, p: p, st: st, fb: fb, target: target, frames: frames, stress: stress, perRun: r.perRun,
+		ls := stress
+		ls.Period = Period(p.Int("pktgen_period_ns"), l.Gbps)
+		pace := "at line rate"
+		if line := time.Duration(float64((fb+20)*8) / l.LineRateBps * 1e9); ls.Period > line {
+			pace = fmt.Sprintf("one every %v", ls.Period)
+		}
+		sw := &sweepLink{l: l, p: p, st: st, fb: fb, target: target, frames: frames, stress: ls, perRun: r.perRun,
 			start: p.Float("start_db"), speed: fmt.Sprintf("%dG", l.Gbps)}
 		devs := []string{l.Sender, l.Receiver, l.VOA}
 		plan.Steps = append(plan.Steps, &o.Step{
@@ -260,7 +284,7 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 					Name: fmt.Sprintf("%s: loss %g, %s", l.Link.Name, loss, mode), Action: "stress-test", Devices: devs[:2], Lane: l.Link.Name,
 					Settings: []o.Setting{
 						{Device: l.Sender, Name: "protection", Value: string(mode)},
-						{Device: l.Sender, Name: "pktgen", Value: fmt.Sprintf("%d frames of %d B at line rate out of port %d", frames, fb, l.TxPort)},
+						{Device: l.Sender, Name: "pktgen", Value: fmt.Sprintf("%d frames of %d B %s out of port %d", frames, fb, pace, l.TxPort)},
 					},
 					Note: "copies from Eq. 2 with the loss measured in the step before",
 					Run:  func(ctx context.Context, rc *o.RunContext) error { return sw.stressTest(ctx, rc, loss, mode) },

@@ -456,3 +456,26 @@ func TestLossSweepWithoutTheTimerDoesNotProtect(t *testing.T) {
 		t.Errorf("the run's warnings %q do not name the timer", warned)
 	}
 }
+
+// With the artifact's generator timer (pktgen_period_ns=124: 124 ns at
+// 100G, sender/config_pktgen.py) the simulated switch sends what the
+// driver asked for: one frame a period, not line rate. Unprotected, the
+// link delivers the generator's rate less its loss; non-blocking, all of
+// it, its header and dummies fitting in the generator's gaps.
+func TestLossSweepPacedAsTheArtifact(t *testing.T) {
+	lab := recipetest.StartLab(t, 11)
+	res, s := run(t, lab, nil, "links=lg100", "loss_rates=1e-3", "modes=off,linkguardian-nb", "frames=300000", "calib_losses=100", "pktgen_period_ns=124")
+	if res.Status != results.StatusOK {
+		t.Fatalf("run %s: %s", res.Status, res.Reason)
+	}
+	p := s.Points["100G"][losssweep.LossKey(1e-3)]
+	off, nb := p["off"], p["linkguardian-nb"]
+	gen := float64((1518+20)*8) / 124e-9 / 1e9 // Gb/s the generator offers
+	t.Logf("generator %.3f Gb/s; off %.3f at loss %.3g, NB %.3f, Tx buffer %d B", gen, off.EffectiveSpeedGbps, off.ActualLoss, nb.EffectiveSpeedGbps, nb.MaxTxBufferBytes)
+	if off.EffectiveSpeedGbps > gen*(1-off.ActualLoss/2) || off.EffectiveSpeedGbps < gen*(1-3*off.ActualLoss) {
+		t.Errorf("off delivers %.3f Gb/s; the generator offers %.3f less a loss of %.3g", off.EffectiveSpeedGbps, gen, off.ActualLoss)
+	}
+	if nb.EffectiveSpeedGbps > gen*1.0001 || nb.EffectiveSpeedGbps < gen*0.999 {
+		t.Errorf("NB delivers %.3f Gb/s, the generator offers %.3f", nb.EffectiveSpeedGbps, gen)
+	}
+}

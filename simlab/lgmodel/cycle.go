@@ -72,7 +72,7 @@ type cycles struct {
 // timeouts are then all spent (their holes are gone, and no hole can
 // reopen below the highest original seen): they change nothing when due.
 func (s *sim) cycleable() bool {
-	return !s.c.Step && !s.c.NoCycleSkip && s.off == nil && s.c.Mode != Off && s.gap > 0 &&
+	return !s.c.Step && !s.c.NoCycleSkip && s.off == nil && s.pacePS == 0 && s.c.Mode != Off && s.gap > 0 &&
 		len(s.holes) == 0 && len(s.retx) == 0 && s.undetected == 0 && s.notifPending == 0 &&
 		s.idleFrom < 0 && len(s.delivered) == 0 && len(s.givenUp) == 0 && len(s.txDropped) == 0 && len(s.held) == 0
 }

@@ -163,6 +163,18 @@ type Config struct {
 	// AckExtra lengthens the courier's way back beyond the model's pass
 	// and fibre (txpath.go).
 	AckExtra time.Duration
+	// Period paces the stress test's originals as a packet generator's
+	// periodic timer does, one packet a firing: original i is in the
+	// sender's normal queue from i x Period on (the LinkGuardian
+	// artifact's generator fires every 124 ns at 100G,
+	// sender/config_pktgen.py lines 12-17). The sender takes it when the
+	// wire is free and no pause holds it; in a gap the dummy queue's
+	// dummy goes first, as the scheduler serves any queue with a frame. A
+	// period no longer than a frame's time on the wire is back to back. A
+	// paced run is simulated frame by frame (no skipped runs, jumped
+	// cycles or replays: those key on back-to-back sending), with the
+	// same corruption draws as a back-to-back one.
+	Period time.Duration
 }
 
 // Defaults fills the paper's parameters for a 25G or 100G link.
@@ -488,6 +500,9 @@ type sim struct {
 	prevRuns                    [][4]int64
 	reached                     int64 // the latest time Advance was asked for
 	serFrame, ser64, drainFrame int64 // ser(FrameBytes), ser(64), drainPS(FrameBytes)
+	// pacePS is Config.Period in picoseconds when it paces the originals
+	// (longer than serFrame), else 0: original i is generated at i x pacePS.
+	pacePS int64
 
 	// receiver
 	lackSent  int64 // the last leading ACK sent back
@@ -578,6 +593,9 @@ func New(cfg Config, r *rand.Rand) (*Sim, error) {
 	s := &sim{c: cfg, r: r, holes: map[int64]bool{}, delivered: map[int64]bool{}, givenUp: map[int64]bool{}, covered: -1, idleFrom: -1, gap: -1, firstQ: -1}
 	s.serFrame, s.ser64, s.drainFrame = s.serPS(cfg.FrameBytes), s.serPS(64), drainPS(cfg.FrameBytes)
 	s.loopPS = durPS(cfg.LoopLatency)
+	if p := durPS(cfg.Period); p > s.serFrame {
+		s.pacePS = p
+	}
 	s.steadyTx = s.steadyTxFrames()
 	if cfg.CourierLoop > 0 && cfg.Mode != Off && !cfg.NoAck && !cfg.NoTxCopy {
 		s.tp = newTxPath(s)
@@ -814,7 +832,7 @@ func (s *sim) takeHeld(seq int64, n int) uint8 {
 }
 
 func (s *sim) steady() bool {
-	return !s.c.Step && s.steadyFits() && len(s.txDropped) == 0 && len(s.held) == 0 && len(s.holes) == 0 && s.buf.n == 0 && s.flight.n == 0 && !s.draining && !s.paused && s.pendingBP == 0 &&
+	return !s.c.Step && s.pacePS == 0 && s.steadyFits() && len(s.txDropped) == 0 && len(s.held) == 0 && len(s.holes) == 0 && s.buf.n == 0 && s.flight.n == 0 && !s.draining && !s.paused && s.pendingBP == 0 &&
 		len(s.retx) == 0 && s.undetected == 0 && s.notifPending == 0 && !s.bpPaused
 }
 
@@ -823,7 +841,7 @@ func (s *sim) next() int {
 	switch {
 	case len(s.retx) > 0:
 		return lg.PktRetransmitted
-	case s.nextSeq < s.c.Frames && !s.paused && s.off.ready(max(s.now, s.slotFree)):
+	case s.nextSeq < s.c.Frames && !s.paused && s.off.ready(max(s.now, s.slotFree)) && s.nextSeq*s.pacePS <= max(s.now, s.slotFree):
 		return lg.PktOriginal
 	case s.c.Mode != Off && !s.c.NoDummy && s.res.Delivered+s.res.Lost < s.c.Frames && s.covered < s.nextSeq-1:
 		return lg.PktDummy
@@ -954,7 +972,7 @@ func (s *sim) send(kind int) {
 					// probability Drop/Loss.
 					dropped = s.uniform(drawCause, s.c.Loss, s.c.Drop)*s.c.Loss < s.c.Drop
 				}
-			case s.c.Mode == Off || s.steady():
+			case s.pacePS == 0 && (s.c.Mode == Off || s.steady()):
 				// Skip ahead: send the good frames before the next
 				// corruption as one run.
 				n := min(s.gap, s.c.Frames-s.nextSeq)
@@ -1300,7 +1318,7 @@ func (s *sim) loopAhead() {
 // protected link whose frames recirculate, not stepped event by event
 // (small enough to be inlined into loopAhead, whose every call asks).
 func (s *sim) loopsAhead() bool {
-	return s.off == nil && s.loopPS != 0 && !s.c.Step && !s.c.NoLoopAhead
+	return s.off == nil && s.pacePS == 0 && s.loopPS != 0 && !s.c.Step && !s.c.NoLoopAhead
 }
 
 // schedPass schedules a pass's end or a return round the loop (kind, on

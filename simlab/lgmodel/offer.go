@@ -61,7 +61,7 @@ type offered struct {
 // set the dummies' corruption (cfg.LossSmall, or Loss scaled to 64 bytes).
 // cfg.Step is implied.
 func NewOffered(cfg Config, r *rand.Rand) (*Sim, error) {
-	cfg.Frames, cfg.Step, cfg.MaxRun = Continuous, true, 0
+	cfg.Frames, cfg.Step, cfg.MaxRun, cfg.Period = Continuous, true, 0, 0 // the offers' times pace it
 	m, err := New(cfg, r)
 	if err != nil {
 		return nil, err
@@ -134,6 +134,10 @@ func (s *sim) nextSend() (want int, gate int64) {
 	want, gate = s.next(), s.slotFree
 	if want < 0 && s.off != nil && len(s.off.queue) > 0 && !s.paused && s.nextSeq < s.c.Frames {
 		want, gate = lg.PktOriginal, max(s.slotFree, s.off.queue[0].At)
+	}
+	if want < 0 && s.pacePS > 0 && s.off == nil && !s.paused && s.nextSeq < s.c.Frames {
+		// A paced original not yet generated: it is sent when it is.
+		want, gate = lg.PktOriginal, max(s.slotFree, s.nextSeq*s.pacePS)
 	}
 	return want, gate
 }

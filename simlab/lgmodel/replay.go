@@ -254,7 +254,7 @@ const (
 // memoable: a corrupted original is about to be sent from a state that the
 // key holds whole, with time and traffic left for a replay or recording.
 func (s *sim) memoable(until int64) bool {
-	if s.c.Step || s.c.NoReplay || s.c.NoCycleSkip || s.off != nil || s.c.Mode == Off || s.r == nil ||
+	if s.c.Step || s.c.NoReplay || s.c.NoCycleSkip || s.off != nil || s.pacePS > 0 || s.c.Mode == Off || s.r == nil ||
 		len(s.holes) > 0 || len(s.retx) > 0 || s.undetected > 0 || s.notifPending > 0 || s.idleFrom >= 0 ||
 		len(s.delivered) > 0 || len(s.givenUp) > 0 || len(s.txDropped) > 0 || len(s.held) > 0 || len(s.injected) > 0 {
 		return false

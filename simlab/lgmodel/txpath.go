@@ -149,8 +149,31 @@ type txPath struct {
 	noJump bool // decide every copy (tests: the jumps change nothing)
 }
 
+// The copy as the artifact's sender keeps it: after its first pass it
+// carries, besides the original's 3 B LinkGuardian header, the 2 B
+// lr_buffered header that pass adds (common/linkradar_hdr.p4 lines 59-63,
+// 2 + 5 + 9 bits; sender.p4 add_linkradar_buffered_hdr and
+// fill_data_linkradar_buffered_hdr, lines 876-889 and 1059-1062), and the
+// traffic manager stores it without the 4 B FCS the MAC adds on the way
+// out: a 1518 B frame's copy is 1519 B, 19 cells (the artifact's
+// non-blocking reading, 285 cells, is 15 such copies).
+//
+// Not modelled: those 2 B also make a copy take 1543 B of a port's time
+// where its original took 1541 B of the wire, so a sender back to back at
+// line rate outruns the read port by 0.13%, and between losses (whose
+// retransmissions give the port its only slack) the queue would grow by a
+// copy every 770 frames, a hundred at 1e-5. The artifact's generator never
+// sends so (124 ns a frame, slower than the read port), and its ordered
+// sender's pauses and retransmissions drain the port faster than that
+// (100G, 1e-3, 2x10^6 frames: the same 33.4 KB with it as without); the
+// jumps over steady stretches need the port as fast as the sender.
+const (
+	bufferedHeaderBytes = 2
+	fcsBytes            = 4
+)
+
 func newTxPath(s *sim) *txPath {
-	cells := int64((s.c.FrameBytes + lg.HeaderBytes + lg.CellBytes - 1) / lg.CellBytes)
+	cells := int64((s.c.FrameBytes - fcsBytes + lg.HeaderBytes + bufferedHeaderBytes + lg.CellBytes - 1) / lg.CellBytes)
 	return &txPath{
 		courier: durPS(s.c.CourierLoop), back: s.oneWay() + s.ser64 + durPS(s.c.AckExtra),
 		loop: s.loopPS, drain: s.drainFrame, copyBytes: cells * lg.CellBytes,

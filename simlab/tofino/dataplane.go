@@ -467,6 +467,10 @@ func (d *Dataplane) newSegment(r *lgRun) error {
 		return fmt.Errorf("%s: %w", r.link.name, err)
 	}
 	cfg.FrameBytes = r.frameBytes
+	// The generator's timer: the model paces the originals when it is
+	// longer than a frame's time on the wire (the phase restarts with
+	// the segment, frames not yet offered from its start).
+	cfg.Period = time.Duration(r.app.timerNs)
 	cfg.Drop = c.drop                                                                  // the drops the table takes are counted in lg.RegEmulatedDrops
 	cfg.Propagation += r.link.tx.fecDelay(r.link.tx.port(r.link.txPort), r.frameBytes) // fec.go
 	cfg.LossSmall = 0
@@ -652,7 +656,7 @@ func (d *Dataplane) dropWhileDown(r *lgRun, t time.Duration) {
 	if r.remaining <= 0 || t <= from || r.segKey.bps <= 0 {
 		return
 	}
-	perFrame := float64((r.frameBytes+20)*8) / r.segKey.bps
+	perFrame := max(float64((r.frameBytes+20)*8)/r.segKey.bps, float64(r.app.timerNs)*1e-9) // line rate, or the generator's pace
 	n := min(r.remaining, int64((t-from).Seconds()/perFrame))
 	if n <= 0 {
 		return

@@ -99,8 +99,8 @@ func TestECMPProgramOnTheSwitch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 1020 B every 10 us: far below the 100G line rate, which the
-	// LinkGuardian programs' generator path refuses.
+	// 1020 B every 10 us: far below the 100G line rate, timed by the
+	// ecmp dataplane.
 	if r := send("pktgen.start", fmt.Sprintf(`{"app_id":1,"egress_port":176,"pkt_len":1020,"timer_ns":10000,"batches":5,"packets_per_batch":2,"buffer_hex":%q}`, hex.EncodeToString(buf))); r["ok"] != true {
 		t.Fatalf("pktgen.start: %v", r)
 	}
