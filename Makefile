@@ -101,6 +101,10 @@ PLAIN_PKGS := . ./experiments/attsweep ./experiments/backpressure ./experiments/
 # is in the tests RACE_RUN names: those run under -race, the rest without.
 NORACE := ./cmd/testbed ./experiments/stardust ./experiments/recipetest
 RACE_RUN := Interrupt|Killed|Lease|Metrics|Monitor|Signal|ServesAnother
+# The NORACE packages with a test RACE_RUN names (a func Test... in their
+# _test.go files): a package without one (recipetest) is not linked under
+# the detector only to run nothing (1-2 s of CPU a test binary).
+NORACE_RACE = $(foreach p,$(NORACE),$(if $(shell grep -l -s -E '^func Test[[:alnum:]_]*($(RACE_RUN))' $(p)/*_test.go),$(p)))
 LONG_RACE := TestFailoverOnTheBenchInterrupted TestFabricOnTheBenchInterrupted
 space := $(subst ,, )
 alt = ^($(subst $(space),|,$(strip $(1))))$$
@@ -129,12 +133,21 @@ RACE_P ?= 4
 # (make test-race) after make vet.
 TESTFLAGS := -count=1 -vet=off -ldflags=-w
 
+# A test binary built with -race sleeps a second before it exits (the
+# detector's atexit_sleep_ms, 1000 by default, time for goroutines still
+# running to report): a second of wall time a binary, in one of RACE_P's
+# slots, over the race half's 50-odd binaries. Races found during a test
+# fail that test, and any found before exit still fail the binary (exit
+# code 66); without the sleep only a goroutine left running past the
+# binary's last test can end before it reports.
+RACEENV := GORACE=atexit_sleep_ms=0
+
 test: fmt-check vet models-single-goroutine
 	@$(MAKE) --no-print-directory -j3 -Oline test-race test-plain test-plain-lab
 
 test-race:
-	$(GO) test -race $(TESTFLAGS) -timeout 8m -run '$(RACE_RUN)' -skip '$(call alt,$(LONG_RACE))' $(NORACE)
-	$(GO) test -race $(TESTFLAGS) -p $(RACE_P) -timeout 8m -skip '$(call alt,$(PLAIN_TESTS))' $(RACE_FIRST) $$($(GO) list ./... | grep -v -F -x $(foreach m,$(RACE_FIRST) $(MODELS) $(NORACE),-e testbed/$(patsubst ./%,%,$(m))))
+	$(RACEENV) $(GO) test -race $(TESTFLAGS) -timeout 8m -run '$(RACE_RUN)' -skip '$(call alt,$(LONG_RACE))' $(NORACE_RACE)
+	$(RACEENV) $(GO) test -race $(TESTFLAGS) -p $(RACE_P) -timeout 8m -skip '$(call alt,$(PLAIN_TESTS))' $(RACE_FIRST) $$($(GO) list ./... | grep -v -F -x $(foreach m,$(RACE_FIRST) $(MODELS) $(NORACE),-e testbed/$(patsubst ./%,%,$(m))))
 
 test-plain:
 	$(GO) test $(TESTFLAGS) -timeout 8m -skip '$(RACE_RUN)' $(NORACE) $(MODELS)
@@ -147,7 +160,11 @@ test-plain-lab:
 # LONG: whole recipes on the twelve-switch Stardust bench (25-50 s each),
 # the LinkGuardian recipes compared over both switch drivers: they skip,
 # saying how to run them, unless TESTBED_LONG is set
-# (recipetest.Long). LONG_RACE (above) under the detector. And the tests
+# (recipetest.Long). LinkGuardian's exactness sweeps (stepping against
+# replaying, looping ahead, jumping cycles: simlab/lgmodel) over all their
+# seeds and frames; make test runs a short case of each (a third of the
+# CPU) that fails for the same broken mechanisms. LONG_RACE (above) under
+# the detector. And the tests
 # that read a switch running in real time (the microsecond OCS), alone and
 # without the detector, after the others: TestReconfigAllToAllFollows-
 # FromTheSlots needs a schedule replacement, sent over REST, to reach the
@@ -160,8 +177,9 @@ test-plain-lab:
 # abort leaving the switch dark) run under -race in make test.
 LONG := TestLinkGuardianRecipesSameSummaryOverBothSwitchDrivers \
 	TestIncastOnTheBench TestFailoverOnTheBench TestPushPullOnTheBench TestPermutationOnTheBench \
-	TestFabricOnTheBench TestPackingOnTheBench
-LONG_PKGS := ./experiments/recipetest ./experiments/stardust
+	TestFabricOnTheBench TestPackingOnTheBench \
+	TestReplayEqualsStepping TestLoopAheadEqualsStepping TestCycleSkipEqualsStepping
+LONG_PKGS := ./experiments/recipetest ./experiments/stardust ./simlab/lgmodel
 REALTIME := TestReconfigAllToAllFollowsFromTheSlots TestTimeVaryingSharesFollowFromTheSchedule TestRecipeRecordsTheSwitchsMechanism
 REALTIME_SIMLAB := TestDefaultBenchSummaries/ocs-characterize
 
@@ -174,7 +192,7 @@ test-long-plain:
 	TESTBED_LONG=1 $(GO) test $(TESTFLAGS) -timeout 10m -run '$(call alt,$(LONG))' $(LONG_PKGS)
 
 test-long-race:
-	$(GO) test -race $(TESTFLAGS) -timeout 10m -run '$(call alt,$(LONG_RACE))' ./experiments/stardust
+	$(RACEENV) $(GO) test -race $(TESTFLAGS) -timeout 10m -run '$(call alt,$(LONG_RACE))' ./experiments/stardust
 
 models-single-goroutine:
 	@if grep -n -E 'go func|go [a-zA-Z_.]+\(|"sync"|chan ' $(addsuffix /*.go,$(MODELS)); then \

@@ -20,29 +20,56 @@ import (
 	"testbed/simlab"
 )
 
-// testbedBin is the testbed command built once for the tests that need a real
-// process (signals, lab up).
+// testbedBin is the testbed command for the tests that need a real process
+// (signals, lab up).
 var testbedBin string
 
+// asCommandEnv, set to 1, makes the test binary run the testbed command's
+// main instead of the tests: without the race detector the test binary
+// holds the same command, so it serves as testbedBin and no second binary
+// is linked (a go build of the command, some 3 s of CPU, at every go test).
+const asCommandEnv = "TESTBINARY_RUNS_TESTBED"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(asCommandEnv) == "1" {
+		main()
+	}
 	dir, err := os.MkdirTemp("", "testbed-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	testbedBin = filepath.Join(dir, "testbed")
 	// No test writes leases to the host-wide directory: a test that gives
 	// no --state-dir gets this one (subprocesses inherit it).
 	os.Setenv("TESTBED_STATE_DIR", filepath.Join(dir, "state"))
-	out, err := exec.Command("go", "build", "-ldflags=-w", "-o", testbedBin, ".").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
+	if testbedBin, err = commandBinary(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// commandBinary gives the testbed command the tests run as a process: this
+// test binary itself (asCommandEnv, inherited by every process the tests
+// start), or, under the race detector, the command built into dir without
+// it, as a user runs it (a recipe run under the detector takes many times
+// the CPU; what is concurrent in the command is raced in-process).
+func commandBinary(dir string) (string, error) {
+	if !raceDetector {
+		if err := os.Setenv(asCommandEnv, "1"); err != nil {
+			return "", err
+		}
+		return os.Executable()
+	}
+	bin := filepath.Join(dir, "testbed")
+	out, err := exec.Command("go", "build", "-ldflags=-w", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("build: %v\n%s", err, out)
+	}
+	return bin, nil
 }
 
 // testbedRun runs the CLI in-process.

@@ -61,7 +61,8 @@ func TestRecirculatedFrameIsDecidedAfterTheLoop(t *testing.T) {
 // counters, with every pass handled in turn by the main loop, read at the
 // end and in slices along the way, with and without cycle skipping.
 func TestLoopAheadEqualsStepping(t *testing.T) {
-	const frames, seeds = 30_000, 2
+	const seeds = 2
+	frames := sweep[int64](10_000, 30_000) // make test: a third of the frames; make test-long: all
 	var ahead int64
 	for _, bps := range []float64{25e9, 100e9} {
 		for _, loss := range []float64{1e-4, 1e-3, 1e-2} {

@@ -17,6 +17,7 @@ import (
 // that the hand-over to stepping is exercised too.
 func TestReplayEqualsStepping(t *testing.T) {
 	const frames = 60_000
+	seeds := sweep[uint64](1, 3) // make test: seed 0; make test-long: 0, 1, 2
 	type cas struct {
 		mode                       Mode
 		maxRun                     int64
@@ -45,7 +46,7 @@ func TestReplayEqualsStepping(t *testing.T) {
 	}
 	replays, replayed, mid := map[Mode]int64{}, map[Mode]int64{}, map[Mode]int64{}
 	for _, k := range cases {
-		for seed := uint64(0); seed < 3; seed++ {
+		for seed := uint64(0); seed < seeds; seed++ {
 			mode := k.mode
 			if mode == Off {
 				mode = Ordered

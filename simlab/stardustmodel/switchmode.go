@@ -504,7 +504,7 @@ func (f *SwitchFabric) batch(dev, ai int) {
 			f.credit(dev, a, i)
 		case SwKindReach:
 			if p, ok := d.ReachPort[i]; ok {
-				f.control(dev, p, a.FrameBytes, swFrame{kind: SwKindReach}, f.now)
+				f.control(dev, p, a.FrameBytes, swFrame{kind: SwKindReach}, f.now+f.PipelinePs)
 			} else {
 				d.Unrouted++
 			}
@@ -664,10 +664,13 @@ func (f *SwitchFabric) crosses(l *SwLink, bytes int) bool {
 }
 
 // control sends a credit or reachability frame out of dev's port,
-// reaching its traffic manager at t (a generator's frame at once: the
-// ingress pipeline time a data frame takes at its source FA is left out
-// of the control frames' way, an approximation of 300 ns per credit loop
-// that the FCI test's timing depends on): on Tofino it is a frame like any
+// reaching its traffic manager at t. A generator's frame enters the
+// ingress pipeline at the generator's port (Tofino 1's 68) and reaches
+// the traffic manager PipelinePs later, as a generated data frame does
+// (toFabric); a credit forwarded by an FE has taken its pipeline on
+// arrival. So a credit's loop from its scheduler to the source FA's VOQ
+// counts the pipelines it crosses, as the paper's credit rate compensates
+// for "propagation and processing delays" (§4.1). On Tofino it is a frame like any
 // other (the programs give it no queue of its own: queue 0, as data), so
 // it waits in the port's FIFO behind what is queued, takes its
 // serialisation time on the link (the busy figure read from the port's
@@ -743,7 +746,7 @@ func (f *SwitchFabric) credit(dev int, a *SwApp, i int) {
 	if !ok {
 		return
 	}
-	f.control(dev, port, a.FrameBytes, fr, f.now)
+	f.control(dev, port, a.FrameBytes, fr, f.now+f.PipelinePs)
 }
 
 // addCredit adds a credit's frames to a VOQ and lets its waiting frames go.

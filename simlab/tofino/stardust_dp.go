@@ -27,7 +27,9 @@ import (
 //
 // Stated parameters and approximations (p4/stardust/README.md's table):
 //   - a switch's ingress-to-egress time is pipelineNs (fec.go), at the
-//     source FA (after its timestamp) and at the FE; the destination FA
+//     source FA (after its timestamp) and at the FE, for the generators'
+//     credit and reachability frames as for data (a generated frame enters
+//     the ingress pipeline at the generator's port); the destination FA
 //     counts a cell's latency on its arrival at ingress;
 //   - a fibre's propagation delay is its length at 5 ns/m (a patch cord's
 //     2 m when the inventory gives no length);

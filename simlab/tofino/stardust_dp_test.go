@@ -285,10 +285,18 @@ func fanIn(t *testing.T, seed uint64, rho float64, th int) *sdBench {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.credits(2, [][2]int{{0, 0}, {1, 1}}, 16, cp.Nanoseconds(), 40_000/cp.Nanoseconds())
-	b.wait(60 * time.Microsecond)
+	b.credits(2, [][2]int{{0, 0}, {1, 1}}, 16, cp.Nanoseconds(), fanInCreditNs/cp.Nanoseconds())
+	b.wait(fanInCreditNs*time.Nanosecond + 20*time.Microsecond)
 	return b
 }
+
+// fanInCreditNs is how long fanIn's destination sends credits: long
+// enough that the sources' backlog (30 us at up to 1.9 times the port)
+// has crossed, its FCI marks cancelled, before the last credit: a mark
+// that arrives after it stays pending (a credit loop crosses four
+// pipelines, so at 0.95 the cells released by the last credits bring
+// about a hundred).
+const fanInCreditNs = 100_000
 
 // The last-stage FE queue grows with the load; every cell that found the
 // FCI threshold or more ahead of it is marked, every 16 marks (a credit's
@@ -319,7 +327,7 @@ func TestStardustFEQueueAndFCI(t *testing.T) {
 		above += h[bk]
 	}
 	cp, _ := sd.CreditPeriod(100e9, 0.03, 16*256)
-	emitted := 40_000 / cp.Nanoseconds()
+	emitted := fanInCreditNs / cp.Nanoseconds()
 	onWire := b.counter(b.fas[2], sdFabricPort(0), "$FramesTransmittedLength_eq_64")
 	pending := b.reg(b.fas[2], sd.RegFCI, 0)
 	if above < 16 || above != 16*(emitted-onWire)+pending || pending >= 16 {
