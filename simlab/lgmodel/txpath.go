@@ -46,6 +46,14 @@ import (
 // tpRun is copies (or arrivals) seq0.. seq0+n-1 at t0, t0+slot, ...
 type tpRun struct{ seq0, t0, slot, n int64 }
 
+// at is the register the run gives at t.
+func (r *tpRun) at(t int64) int64 {
+	if t < r.t0 {
+		return 0
+	}
+	return r.seq0 + min(r.n, (t-r.t0)/r.slot+1)
+}
+
 // continuedBy is whether a run of seq at t0, slot apart, carries r on.
 func (r *tpRun) continuedBy(seq, t0, slot int64) bool {
 	return r.n > 0 && slot == r.slot && seq == r.seq0+r.n && t0 == r.t0+r.n*r.slot
@@ -573,7 +581,7 @@ func (p *txPath) tryJump(t, until int64) bool {
 	j.prevT, j.run, j.lo, j.valid, j.robust = t, rx, lo, true, true
 	if !same {
 		if j.valid0 {
-			j.backoff = min(2*j.backoff+1, 31)
+			j.backoff = min(2*j.backoff+1, 7)
 			j.skip = j.backoff
 			j.valid = false
 		}
@@ -586,7 +594,11 @@ func (p *txPath) tryJump(t, until int64) bool {
 	// flight at the last note: lo) or holding a copy, and every input in.
 	d := r.slot
 	k := min(r.n-1, rx.seq0+rx.n-1-s, (until-t)/d)
-	if p.base > least {
+	// What the register holds beside the run matters only where it is
+	// above both the least copy decided and the run: from the earliest
+	// courier pass the last period's decisions may have read on.
+	from := j.prevT - d - p.back - p.courier
+	if p.base > least && p.base > rx.at(from) {
 		return false
 	}
 	for i, x := range p.rxRun {
@@ -602,7 +614,7 @@ func (p *txPath) tryJump(t, until int64) bool {
 		if st.t > t+k*d {
 			break
 		}
-		if st.v > least {
+		if st.v > least && st.v > rx.at(max(st.t, from)) {
 			k = min(k, (st.t-t)/d-1)
 			break
 		}
