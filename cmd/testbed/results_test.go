@@ -284,7 +284,10 @@ func TestReportRendersInChromium(t *testing.T) {
 		return recipetest.Browse(t, chromium, report, extra...)
 	}
 
-	dom := string(browse("--dump-dom"))
+	// One launch: the DOM on stdout and the screenshot (as
+	// recipetest.CheckReport does).
+	shot := filepath.Join(tmp, "shot.png")
+	dom := string(browse("--dump-dom", "--screenshot="+shot, "--window-size=1000,1200", "--hide-scrollbars"))
 	svgs := regexp.MustCompile(`(?s)<svg\b.*?</svg>`).FindAllString(dom, -1)
 	if len(svgs) != 1 {
 		t.Fatalf("chromium's DOM has %d svg plots, want 1\n%.2000s", len(svgs), dom)
@@ -296,8 +299,6 @@ func TestReportRendersInChromium(t *testing.T) {
 		t.Errorf("plot legend lacks the links")
 	}
 
-	shot := filepath.Join(tmp, "shot.png")
-	browse("--screenshot="+shot, "--window-size=1000,1200", "--hide-scrollbars")
 	f, err := os.Open(shot)
 	if err != nil {
 		t.Fatal(err)
