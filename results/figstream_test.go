@@ -76,7 +76,7 @@ func TestFigureDistributionStreamedAsRows(t *testing.T) {
 func BenchmarkFiguresOfEveryTrial(b *testing.B) {
 	bd, _ := newBundle(b)
 	tw, err := bd.CreateTable(Table{Name: "samples", Compress: true,
-		Fields: []Field{{Name: "transport", Type: "string"}, {Name: "mode", Type: "string"}, {Name: "fct_ns", Type: "integer", Unit: "ns"}, {Name: "keep", Type: "integer"}},
+		Fields:  []Field{{Name: "transport", Type: "string"}, {Name: "mode", Type: "string"}, {Name: "fct_ns", Type: "integer", Unit: "ns"}, {Name: "keep", Type: "integer"}},
 		Figures: []Figure{{Name: "top", Title: "top 1%", Kind: CCDF, X: "fct_ns", XScale: 1e-3, Tail: 0.01, Series: []string{"transport", "mode"}, LogX: true, LogY: true}}})
 	if err != nil {
 		b.Fatal(err)
