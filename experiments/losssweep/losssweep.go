@@ -117,7 +117,7 @@ func Table() results.Table {
 			{Name: "effective_loss_high", Type: "number", Unit: "1", Description: "95% Wilson upper bound of effective_loss"},
 			{Name: "effective_link_speed_gbps", Type: "number", Unit: "Gb/s", Description: "delivered rate between 10% and 90% of the run, preamble and gap counted"},
 			{Name: "timeouts", Type: "integer", Description: "holes the receiver skipped by ackNoTimeout"},
-			{Name: "max_tx_buffer_bytes", Type: "integer", Unit: "B", Description: "watermark of the sender's Tx buffer queue"},
+			{Name: "max_tx_buffer_bytes", Type: "integer", Unit: "B", Description: "watermark of the sender's Tx buffer queue: the queue the copies the leading ACK had not freed at their first pass wait in, in 80 B cells, as the authors' artifact reads it (its loopback port's queue). The simulated switch gives that queue (the receiver's courier cadence) for a packet generator run of up to 2^27 = 134,217,728 frames and the copies held for a longer one (frames_sent above it: the 1e-10 resolution's points) or when the receiver sends no leading ACK"},
 			{Name: "max_rx_buffer_bytes", Type: "integer", Unit: "B", Description: "watermark of the receiver's reorder buffer queue"},
 			{Name: "frames_on_wire", Type: "integer", Unit: "frames", Description: "every frame the sender transmitted: originals, copies, dummies"},
 			{Name: "fcs_errors", Type: "integer", Unit: "frames", Description: "frames the receiver took with an FCS error"},

@@ -108,13 +108,18 @@ func TestTxPathAgreesWithTheStepByStepPath(t *testing.T) {
 
 // The model's stress test with the courier's accounting (WithCourier), as
 // the simulated switch runs it (runs of at most 256 frames): frames per
-// CPU-second, against BenchmarkFrames* without it.
-func BenchmarkCourier100GOrdered1e3(b *testing.B) { benchCourier(b, Ordered, 100e9) }
-func BenchmarkCourier100GNB1e3(b *testing.B)      { benchCourier(b, NonBlocking, 100e9) }
-func BenchmarkCourier25GOrdered1e3(b *testing.B)  { benchCourier(b, Ordered, 25e9) }
-func BenchmarkCourier25GNB1e3(b *testing.B)       { benchCourier(b, NonBlocking, 25e9) }
+// CPU-second, against the same runs without it (BenchmarkCourierOff*):
+// go test -run '^$' -bench Courier ./simlab/lgmodel.
+func BenchmarkCourier100GOrdered1e3(b *testing.B)    { benchCourier(b, Ordered, 100e9, true) }
+func BenchmarkCourier100GNB1e3(b *testing.B)         { benchCourier(b, NonBlocking, 100e9, true) }
+func BenchmarkCourier25GOrdered1e3(b *testing.B)     { benchCourier(b, Ordered, 25e9, true) }
+func BenchmarkCourier25GNB1e3(b *testing.B)          { benchCourier(b, NonBlocking, 25e9, true) }
+func BenchmarkCourierOff100GOrdered1e3(b *testing.B) { benchCourier(b, Ordered, 100e9, false) }
+func BenchmarkCourierOff100GNB1e3(b *testing.B)      { benchCourier(b, NonBlocking, 100e9, false) }
+func BenchmarkCourierOff25GOrdered1e3(b *testing.B)  { benchCourier(b, Ordered, 25e9, false) }
+func BenchmarkCourierOff25GNB1e3(b *testing.B)       { benchCourier(b, NonBlocking, 25e9, false) }
 
-func benchCourier(b *testing.B, mode Mode, bps float64) {
+func benchCourier(b *testing.B, mode Mode, bps float64, courier bool) {
 	const frames = 4_000_000
 	cpu0 := cpuTime(b)
 	for i := 0; i < b.N; i++ {
@@ -123,7 +128,10 @@ func benchCourier(b *testing.B, mode Mode, bps float64) {
 			b.Fatal(err)
 		}
 		c.MaxRun = 256
-		if _, err := Run(c.WithCourier(), rand.New(rand.NewPCG(uint64(i), 1))); err != nil {
+		if courier {
+			c = c.WithCourier()
+		}
+		if _, err := Run(c, rand.New(rand.NewPCG(uint64(i), 1))); err != nil {
 			b.Fatal(err)
 		}
 	}

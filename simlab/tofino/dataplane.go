@@ -434,13 +434,16 @@ func (d *Dataplane) staticConfig(r *lgRun) (segConfig, staticPorts, error) {
 }
 
 // courierMaxFrames bounds the generator runs whose Tx buffer queue is
-// read with the receiver's courier (lgmodel Config.CourierLoop): that
-// accounting decides every copy at every pass (35-60 ns of CPU a frame at
-// 100G and 1e-3, 45-160 ns at 25G, ten or more times the model's own;
-// BenchmarkCourier* in simlab/lgmodel), which a 2x10^7-frame
-// loss-sweep point and backpressure's 8 s at 100G (6.5x10^7) afford and
-// a 3.84x10^9-frame one (the 1e-10 resolution) does not; a longer run
-// reads the copies held.
+// read with the receiver's courier (lgmodel Config.CourierLoop); a longer
+// run reads the copies held (loss-sweep's max_tx_buffer_bytes says so).
+// The accounting jumps over steady stretches and decides copies one by one
+// only for some 100 frames after each loss: 2.2x the model's CPU at 100G
+// ordered and 1e-3, 4.1x non-blocking, 1.6x and 3.8x at 25G
+// (BenchmarkCourier* against BenchmarkCourierOff* in simlab/lgmodel), and
+// loss-sweep's default 2x10^7-frame points take 2.05x the CPU they take
+// without it; the lg100 rows at the 1e-10 resolution (3.84x10^9 frames a
+// point, mostly the 1e-3 points' losses) would take 3x (188 s of CPU
+// against 64 s, measured with the bound lifted).
 const courierMaxFrames = 1 << 27
 
 // newSegment starts a segment with the frames still to send.
