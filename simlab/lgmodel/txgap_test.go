@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	lg "testbed/p4/linkguardian"
 )
 
 // Where the Tx buffer's gap to the artifact's figures comes from, part by
@@ -134,5 +137,81 @@ func TestTxBufferGapToTheArtifact(t *testing.T) {
 		if x.hi < x.lo-1600 {
 			t.Errorf("%s: the mean watermark fell from %.0f B to %.0f B with 10^%.1f times the frames", x.name, x.lo, x.hi, dec)
 		}
+	}
+}
+
+// What the ACK path's length does to the Tx buffer at 100G and 1e-3, read
+// as the artifact reads it: the watermark, and the least depth of the
+// queue polled every 10 ms (sender/devtest_cmds.py lines 613-624; the
+// artifact's figures: non-blocking 285 cells, least 60; ordered 522,
+// least 0), non-blocking paced at 124 ns, ordered back to back as its
+// backpressure leaves it, for the courier's way back as measured (the
+// paper's t_flight_resume: WithCourier, 0.58 us beyond the pass, fibre
+// and frame) and shorter. The way back that fits the non-blocking
+// watermark leaves ordered a third under, and even there the
+// non-blocking queue never drains to the artifact's least depth: the
+// artifact's non-blocking queue is no standing one, where the model's is.
+//
+//	go test -run TestTxBufferAckPathAndSamples -v ./simlab/lgmodel
+//
+// TXGAP_FRAMES sets the frames a run (default 4x10^5, four samples;
+// 2e7 for a loss-sweep point's 248).
+func TestTxBufferAckPathAndSamples(t *testing.T) {
+	frames := int64(400_000)
+	if v := os.Getenv("TXGAP_FRAMES"); v != "" {
+		n, err := strconv.ParseFloat(strings.Split(v, ",")[0], 64)
+		if err != nil || n < 1000 {
+			t.Fatalf("TXGAP_FRAMES=%q: expected frames (at least 1000)", v)
+		}
+		frames = int64(n)
+	}
+	const sample = 10e9 // ps: the artifact's polling interval
+	type reading struct{ watermark, least, samples int64 }
+	run := func(mode Mode, extra time.Duration) reading {
+		c, err := Defaults(mode, 100e9, 1e-3, frames)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c = c.WithCourier()
+		if extra >= 0 {
+			c.AckExtra = extra
+		}
+		c.Period = 124 * time.Nanosecond // the ordered sender is held back to back by its pauses
+		m, err := New(c, rand.New(rand.NewPCG(1, 5)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := reading{least: math.MaxInt64}
+		for at := int64(sample); !m.Advance(at); at += sample {
+			q, _, _ := m.TxQueue()
+			r.least = min(r.least, q/lg.CellBytes)
+			r.samples++
+		}
+		_, w, _ := m.TxQueue()
+		r.watermark = w / lg.CellBytes
+		return r
+	}
+	var prevNB int64
+	for i, extra := range []time.Duration{-1, 200 * time.Nanosecond, 0} {
+		nb, od := run(NonBlocking, extra), run(Ordered, extra)
+		name := "as measured (0.58 us)"
+		if extra >= 0 {
+			name = extra.String()
+		}
+		t.Logf("way back beyond the pass %s: non-blocking %d cells (%+.0f%%), least of %d samples %d; ordered %d cells (%+.0f%%), least of %d samples %d; ordered/non-blocking %.2f (artifact 285, least 60; 522, least 0; 1.83)",
+			name, nb.watermark, 100*(float64(nb.watermark)/285-1), nb.samples, nb.least, od.watermark, 100*(float64(od.watermark)/522-1), od.samples, od.least,
+			float64(od.watermark)/float64(nb.watermark))
+		// The pauses stop the ordered sender and its queue drains; nothing
+		// stops the non-blocking one, whose copies keep missing the ACK at
+		// their first pass: its least sample stays above ordered's.
+		if nb.least == 0 || od.least >= nb.least {
+			t.Errorf("%s: least samples non-blocking %d cells, ordered %d: the pauses do not drain the ordered queue below the non-blocking one", name, nb.least, od.least)
+		}
+		// A shorter way back frees copies earlier: never a deeper queue
+		// (by more than a copy).
+		if i > 0 && nb.watermark > prevNB+19 {
+			t.Errorf("non-blocking: %d cells with a shorter way back, %d with a longer one", nb.watermark, prevNB)
+		}
+		prevNB = nb.watermark
 	}
 }
