@@ -361,41 +361,8 @@ func (p *txPath) isHeld(seq int64) bool {
 // advance decides every copy and serves the ports up to until.
 func (p *txPath) advance(until int64) {
 	for {
-		// The earliest of: a hole bit set or cleared, a copy back from the
-		// first port, a copy back from the read port, the read port
-		// taking its next copy. Ties in that order.
-		next, kind := int64(math.MaxInt64), -1
-		if len(p.holds) > 0 {
-			next, kind = p.holds[0].t, 0
-		}
-		if p.first.len() == 0 && p.sendsAt < len(p.sends) {
-			// The next copy through the first port: served in order.
-			r := &p.sends[p.sendsAt]
-			start := max(p.free68, r.t0)
-			p.free68 = start + p.drain
-			p.first.push(tpBack{r.seq0, p.free68 + p.loop})
-			r.seq0++
-			r.t0 += r.slot
-			if r.n--; r.n == 0 {
-				if p.sendsAt++; p.sendsAt == len(p.sends) {
-					p.sends, p.sendsAt = p.sends[:0], 0
-				} else if p.sendsAt > 64 && 2*p.sendsAt > len(p.sends) {
-					p.sends = p.sends[:copy(p.sends, p.sends[p.sendsAt:])]
-					p.sendsAt = 0
-				}
-			}
-		}
-		if p.first.len() > 0 && p.first.front().at < next {
-			next, kind = p.first.front().at, 1
-		}
-		if p.on16.len() > 0 && p.on16.front().at < next {
-			next, kind = p.on16.front().at, 2
-		}
-		if p.q16.len() > 0 {
-			if t := max(p.free16, p.q16.front().at); t < next {
-				next, kind = t, 3
-			}
-		}
+		p.feedFirst()
+		next, kind := p.nextEvent()
 		if kind < 0 || next > until {
 			break
 		}
@@ -405,42 +372,9 @@ func (p *txPath) advance(until int64) {
 		}
 		switch kind {
 		case 0:
-			p.jump.robust = false
-			h := p.holds[0]
-			p.holds = p.holds[1:]
-			if h.on {
-				p.held = append(p.held, h.seq)
-			} else {
-				for i, v := range p.held {
-					if v == h.seq {
-						p.held = append(p.held[:i], p.held[i+1:]...)
-						break
-					}
-				}
-			}
+			p.applyHold()
 		case 1, 2:
-			var b tpBack
-			if kind == 1 {
-				b = p.first.pop()
-			} else {
-				b = p.on16.pop()
-			}
-			freed := b.seq < p.ackAt(b.at) && (len(p.held) == 0 || !p.isHeld(b.seq))
-			if p.jump.robust {
-				p.jump.robust = p.robust(b.seq, b.at, freed)
-			}
-			if freed {
-				continue
-			}
-			if p.q16.len() == 0 && p.free16 <= next {
-				// An idle port takes it at once: one copy in the queue.
-				p.maxQ = max(p.maxQ, 1)
-				p.free16 = next + p.drain
-				p.on16.push(tpBack{b.seq, p.free16 + p.loop})
-				continue
-			}
-			p.q16.push(b)
-			p.maxQ = max(p.maxQ, int64(p.q16.len()))
+			p.decide(kind, next)
 		case 3:
 			b := p.q16.pop()
 			p.free16 = next + p.drain
@@ -448,6 +382,97 @@ func (p *txPath) advance(until int64) {
 		}
 	}
 	p.now = max(p.now, until)
+}
+
+// feedFirst puts the next copy through the first port when none is on
+// its way back from it: the copies are served in order.
+func (p *txPath) feedFirst() {
+	if p.first.len() != 0 || p.sendsAt >= len(p.sends) {
+		return
+	}
+	r := &p.sends[p.sendsAt]
+	start := max(p.free68, r.t0)
+	p.free68 = start + p.drain
+	p.first.push(tpBack{r.seq0, p.free68 + p.loop})
+	r.seq0++
+	r.t0 += r.slot
+	if r.n--; r.n != 0 {
+		return
+	}
+	if p.sendsAt++; p.sendsAt == len(p.sends) {
+		p.sends, p.sendsAt = p.sends[:0], 0
+	} else if p.sendsAt > 64 && 2*p.sendsAt > len(p.sends) {
+		p.sends = p.sends[:copy(p.sends, p.sends[p.sendsAt:])]
+		p.sendsAt = 0
+	}
+}
+
+// nextEvent is the earliest of: a hole bit set or cleared (kind 0), a
+// copy back from the first port (1), a copy back from the read port (2),
+// the read port taking its next copy (3). Ties in that order; kind -1
+// when nothing is pending.
+func (p *txPath) nextEvent() (next int64, kind int) {
+	next, kind = int64(math.MaxInt64), -1
+	if len(p.holds) > 0 {
+		next, kind = p.holds[0].t, 0
+	}
+	if p.first.len() > 0 && p.first.front().at < next {
+		next, kind = p.first.front().at, 1
+	}
+	if p.on16.len() > 0 && p.on16.front().at < next {
+		next, kind = p.on16.front().at, 2
+	}
+	if p.q16.len() > 0 {
+		if t := max(p.free16, p.q16.front().at); t < next {
+			next, kind = t, 3
+		}
+	}
+	return next, kind
+}
+
+// applyHold sets or clears the next hole bit.
+func (p *txPath) applyHold() {
+	p.jump.robust = false
+	h := p.holds[0]
+	p.holds = p.holds[1:]
+	if h.on {
+		p.held = append(p.held, h.seq)
+		return
+	}
+	for i, v := range p.held {
+		if v == h.seq {
+			p.held = append(p.held[:i], p.held[i+1:]...)
+			return
+		}
+	}
+}
+
+// decide takes the copy back from the first port (kind 1) or the read
+// port (2) at next: freed when the ACK the sender holds has passed it
+// and no hole bit holds it, else into the read port's queue.
+func (p *txPath) decide(kind int, next int64) {
+	var b tpBack
+	if kind == 1 {
+		b = p.first.pop()
+	} else {
+		b = p.on16.pop()
+	}
+	freed := b.seq < p.ackAt(b.at) && (len(p.held) == 0 || !p.isHeld(b.seq))
+	if p.jump.robust {
+		p.jump.robust = p.robust(b.seq, b.at, freed)
+	}
+	if freed {
+		return
+	}
+	if p.q16.len() == 0 && p.free16 <= next {
+		// An idle port takes it at once: one copy in the queue.
+		p.maxQ = max(p.maxQ, 1)
+		p.free16 = next + p.drain
+		p.on16.push(tpBack{b.seq, p.free16 + p.loop})
+		return
+	}
+	p.q16.push(b)
+	p.maxQ = max(p.maxQ, int64(p.q16.len()))
 }
 
 // queueBytes is the read queue now, and its watermark, in 80 B cells.
@@ -533,46 +558,13 @@ func (p *txPath) tryJump(t, until int64) bool {
 	}
 	s := p.first.front().seq
 	r := &p.sends[p.sendsAt]
-	// The receiver's run the copies in flight are in.
-	ri := -1
-	for i := range p.rxRun {
-		if x := &p.rxRun[i]; x.seq0 <= s && s < x.seq0+x.n {
-			ri = i
-			break
-		}
-	}
-	if ri < 0 || p.rxRun[ri].slot != r.slot {
-		j.valid, j.robust = false, false
-		return false
-	}
-	lo := s
-	for _, q := range []*tpQueue{&p.first, &p.q16, &p.on16} {
-		for _, b := range q.a[q.head:] {
-			lo = min(lo, b.seq)
-		}
-	}
-	if lo < p.rxRun[ri].seq0 {
+	ri, lo, ok := p.inflightRun(s, r.slot)
+	if !ok {
 		j.valid, j.robust = false, false
 		return false
 	}
 	rx := p.rxRun[ri]
-	// The state relative to (s, t).
-	snap := j.snap[:0]
-	for _, q := range []*tpQueue{&p.first, &p.q16, &p.on16} {
-		snap = append(snap, int64(q.len()))
-		for _, b := range q.a[q.head:] {
-			snap = append(snap, b.seq-s, b.at-t)
-		}
-	}
-	free68, free16 := p.free68-t, p.free16-t
-	if p.free68 <= r.t0 {
-		free68 = math.MinInt64 // the next copy starts when sent either way
-	}
-	if p.q16.len() == 0 && p.free16 <= t {
-		free16 = math.MinInt64 // idle: the next copy is taken at once either way
-	}
-	snap = append(snap, free68, free16, r.seq0-s, r.t0-t, r.slot)
-	j.snap = snap
+	snap := p.stateAt(s, t, r)
 	least := j.lo
 	j.valid0 = j.valid
 	same := j.valid && j.robust && t-j.prevT == r.slot && rx.seq0 == j.run.seq0 && rx.t0 == j.run.t0 &&
@@ -588,10 +580,69 @@ func (p *txPath) tryJump(t, until int64) bool {
 		return false
 	}
 	j.backoff = 0
-	// How far the inputs stay what this period was: the sender's run,
-	// the receiver's (copies up to s+k decided on it), nothing else
-	// raising the register past the least copy decided (the least in
-	// flight at the last note: lo) or holding a copy, and every input in.
+	k := p.jumpLength(t, until, r, ri, least)
+	if k < 1 {
+		return false
+	}
+	p.shift(k, k*r.slot, r)
+	j.valid, j.robust = false, false
+	j.jumps++
+	j.jumped += k
+	return true
+}
+
+// inflightRun is the receiver's run the copy s is in (its index), when
+// that run's slot is the sender's and every copy in flight is in it, and
+// the least copy in flight.
+func (p *txPath) inflightRun(s, slot int64) (ri int, lo int64, ok bool) {
+	ri = -1
+	for i := range p.rxRun {
+		if x := &p.rxRun[i]; x.seq0 <= s && s < x.seq0+x.n {
+			ri = i
+			break
+		}
+	}
+	if ri < 0 || p.rxRun[ri].slot != slot {
+		return -1, 0, false
+	}
+	lo = s
+	for _, q := range []*tpQueue{&p.first, &p.q16, &p.on16} {
+		for _, b := range q.a[q.head:] {
+			lo = min(lo, b.seq)
+		}
+	}
+	return ri, lo, lo >= p.rxRun[ri].seq0
+}
+
+// stateAt is the accounting's state relative to (s, t), in p.jump.snap's
+// storage.
+func (p *txPath) stateAt(s, t int64, r *tpRun) []int64 {
+	snap := p.jump.snap[:0]
+	for _, q := range []*tpQueue{&p.first, &p.q16, &p.on16} {
+		snap = append(snap, int64(q.len()))
+		for _, b := range q.a[q.head:] {
+			snap = append(snap, b.seq-s, b.at-t)
+		}
+	}
+	free68, free16 := p.free68-t, p.free16-t
+	if p.free68 <= r.t0 {
+		free68 = math.MinInt64 // the next copy starts when sent either way
+	}
+	if p.q16.len() == 0 && p.free16 <= t {
+		free16 = math.MinInt64 // idle: the next copy is taken at once either way
+	}
+	return append(snap, free68, free16, r.seq0-s, r.t0-t, r.slot)
+}
+
+// jumpLength is how many periods from t the inputs stay what the last
+// period was: the sender's run, the receiver's (copies up to s+k decided
+// on it), nothing else raising the register past the least copy decided
+// (the least in flight at the last note) or holding a copy, and every
+// input in. Below 1: no jump.
+func (p *txPath) jumpLength(t, until int64, r *tpRun, ri int, least int64) int64 {
+	j := &p.jump
+	rx := p.rxRun[ri]
+	s := p.first.front().seq
 	d := r.slot
 	k := min(r.n-1, rx.seq0+rx.n-1-s, (until-t)/d)
 	// What the register holds beside the run matters only where it is
@@ -599,11 +650,11 @@ func (p *txPath) tryJump(t, until int64) bool {
 	// courier pass the last period's decisions may have read on.
 	from := j.prevT - d - p.back - p.courier
 	if p.base > least && p.base > rx.at(from) {
-		return false
+		return 0
 	}
 	for i, x := range p.rxRun {
 		if i < ri && x.seq0+x.n > least {
-			return false
+			return 0
 		}
 		if i > ri {
 			k = min(k, (x.t0-t)/d-1)
@@ -622,10 +673,12 @@ func (p *txPath) tryJump(t, until int64) bool {
 	if len(p.holds) > 0 {
 		k = min(k, (p.holds[0].t-t)/d-1)
 	}
-	if k < 1 {
-		return false
-	}
-	ds, dt := k, k*d
+	return k
+}
+
+// shift moves the state ds originals and dt on: the copies in flight, the
+// ports, the sender's run.
+func (p *txPath) shift(ds, dt int64, r *tpRun) {
 	for _, q := range []*tpQueue{&p.first, &p.q16, &p.on16} {
 		for i := q.head; i < len(q.a); i++ {
 			q.a[i].seq += ds
@@ -638,8 +691,4 @@ func (p *txPath) tryJump(t, until int64) bool {
 	r.t0 += dt
 	r.n -= ds
 	p.nextRead = 0 // read the courier afresh at the next decision
-	j.valid, j.robust = false, false
-	j.jumps++
-	j.jumped += k
-	return true
 }
