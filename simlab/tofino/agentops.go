@@ -368,12 +368,18 @@ func (t *Tofino) opTableWrite(c opCall) (any, error) {
 	}
 	if c.op == "table.clear" {
 		t.tables[name] = nil
+		delete(t.keys, name)
 		return nil, nil
 	}
+	ks := keyString(key)
 	idx := -1
-	for i, e := range entries {
-		if sameKey(e.Key, key) {
-			idx = i
+	if t.keys[name][ks] {
+		// From the end: a run's undo deletes its entries last first.
+		for i := len(entries) - 1; i >= 0; i-- {
+			if sameKey(entries[i].Key, key) {
+				idx = i
+				break
+			}
 		}
 	}
 	if c.op == "table.del" {
@@ -381,6 +387,7 @@ func (t *Tofino) opTableWrite(c opCall) (any, error) {
 			return nil, notFound("table %s has no entry %v", name, key)
 		}
 		t.tables[name] = append(entries[:idx:idx], entries[idx+1:]...)
+		delete(t.keys[name], ks)
 		return nil, nil
 	}
 	action, err := argStr(c.args, "action")
@@ -408,5 +415,9 @@ func (t *Tofino) opTableWrite(c opCall) (any, error) {
 		return nil, fmt.Errorf("table %s: entry %v already exists (BF_ALREADY_EXISTS)", name, key)
 	}
 	t.tables[name] = append(entries, simEntry{Key: key, Action: action, Data: data})
+	if t.keys[name] == nil {
+		t.keys[name] = map[string]bool{}
+	}
+	t.keys[name][ks] = true
 	return nil, nil
 }

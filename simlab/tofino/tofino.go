@@ -59,7 +59,13 @@ type Tofino struct {
 	ports      map[int]*simPort
 	regs       map[string]map[int]int64
 	tables     map[string][]simEntry
-	apps       map[int]*pktgenApp
+	// keys holds each table's entry keys (keyString), kept with tables
+	// by opTableWrite: an add, the most frequent write, learns that its
+	// key is new without comparing it with every entry (the Stardust
+	// bench's bring-up writes thousands; the scan was a fifth of a bench
+	// run's CPU).
+	keys map[string]map[string]bool
+	apps map[int]*pktgenApp
 	// appStarts counts the jittered applications started, so that each
 	// start draws its own gaps.
 	appStarts int
@@ -228,6 +234,7 @@ func (t *Tofino) reset(program string) {
 	t.ports = map[int]*simPort{}
 	t.regs = map[string]map[int]int64{}
 	t.tables = map[string][]simEntry{}
+	t.keys = map[string]map[string]bool{}
 	t.apps = map[int]*pktgenApp{}
 	t.queues = map[[2]int]*simQueue{}
 	t.qprio = map[[2]int]int{}
@@ -753,6 +760,24 @@ func keyMatches(key, filter map[string]int64) bool {
 		}
 	}
 	return true
+}
+
+// keyString is a key as one comparable string: its fields in order, each
+// with its value.
+func keyString(k map[string]int64) string {
+	names := make([]string, 0, len(k))
+	for n := range k {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		b.WriteString(n)
+		b.WriteByte('=')
+		b.WriteString(strconv.FormatInt(k[n], 10))
+		b.WriteByte(';')
+	}
+	return b.String()
 }
 
 func sameKey(a, b map[string]int64) bool {
