@@ -173,16 +173,23 @@ func (s *sim) takeOffered() packet {
 	}
 	// Copies come from the Tx buffer: keep what they need while an
 	// original may still be retransmitted (a hole is never below the
-	// receiver's cumulative ackNo).
-	if drop := s.ackNo - o.infoBase; drop > 0 && drop >= int64(len(o.info))/2 {
-		drop = min(drop, int64(len(o.info)))
-		o.info = o.info[:copy(o.info, o.info[drop:])]
-		o.infoBase += drop
+	// receiver's cumulative ackNo). Unprotected (Off), the receiver never
+	// notifies a hole (sim.arrive delivers before detecting anything), and
+	// with no copies none is queued: no copy is ever made, so nothing is
+	// kept. (Keeping every frame of an unprotected run was what grew: an
+	// entry per frame sent, some 20 million over the backpressure recipe's
+	// TCP flow before LinkGuardian is switched on.)
+	if s.c.Mode != Off && s.c.Copies > 0 {
+		if drop := s.ackNo - o.infoBase; drop > 0 && drop >= int64(len(o.info))/2 {
+			drop = min(drop, int64(len(o.info)))
+			o.info = o.info[:copy(o.info, o.info[drop:])]
+			o.infoBase += drop
+		}
+		if len(o.info) == 0 {
+			o.infoBase = s.nextSeq
+		}
+		o.info = append(o.info, frameInfo{bytes: f.Bytes, loss: f.Loss, drop: f.Drop})
 	}
-	if len(o.info) == 0 {
-		o.infoBase = s.nextSeq
-	}
-	o.info = append(o.info, frameInfo{bytes: f.Bytes, loss: f.Loss, drop: f.Drop})
 	p := packet{seq: s.nextSeq, kind: lg.PktOriginal, bytes: f.Bytes, lost: lost, dropped: dropped}
 	s.nextSeq++
 	s.res.FramesSent++

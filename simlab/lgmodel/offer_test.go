@@ -163,3 +163,47 @@ func TestOfferRejectsTheBadAndThePast(t *testing.T) {
 		t.Error("a stress test accepted an offer")
 	}
 }
+
+// benchOffered offers n MTU frames back to back at the link's rate and
+// runs them through, taking the deliveries as it goes, as tcpmodel does
+// with a flow's segments. Its B/op (-benchmem) is what a run keeps and
+// allocates per n frames: what it keeps for copies (offered.info) grew
+// with every frame an unprotected run sent.
+//
+//	go test -run XXX -bench Offered -benchmem ./simlab/lgmodel
+func benchOffered(b *testing.B, mode Mode, n int) {
+	c, err := Defaults(mode, 100e9, 1e-3, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const frame = 1518
+	gap := int64(math.Ceil(float64((frame+20+lg.HeaderBytes)*8) / 100e9 * 1e12)) // ps per frame at line rate
+	var dels []Delivery
+	for i := 0; i < b.N; i++ {
+		m, err := NewOffered(c, rand.New(rand.NewPCG(1, uint64(i))))
+		if err != nil {
+			b.Fatal(err)
+		}
+		got := 0
+		for k := 0; k < n; k++ {
+			at := int64(k) * gap
+			if _, err := m.Offer(Frame{At: at, Bytes: frame, Loss: 1e-3, U: -1}); err != nil {
+				b.Fatal(err)
+			}
+			m.Advance(at)
+			dels = m.Deliveries(dels[:0])
+			got += len(dels)
+		}
+		for m.NextAt() != math.MaxInt64 {
+			m.Advance(m.NextAt())
+			dels = m.Deliveries(dels[:0])
+			got += len(dels)
+		}
+		if got == 0 {
+			b.Fatal("nothing delivered")
+		}
+	}
+}
+
+func BenchmarkOffered100GOff(b *testing.B)     { benchOffered(b, Off, 1<<18) }
+func BenchmarkOffered100GOrdered(b *testing.B) { benchOffered(b, Ordered, 1<<16) }
