@@ -119,15 +119,15 @@ type StressResult struct {
 // Lost is frames sent and never delivered.
 func (r StressResult) Lost() int64 { return r.Sent - r.Delivered }
 
-// LineRateInterval is the generator's packet interval at line rate,
-// rounded down to whole nanoseconds (back to back).
-func (b *Bench) LineRateInterval(frameBytes int) time.Duration {
-	return time.Duration(math.Floor(float64((frameBytes+20)*8) / b.LineRateBps * 1e9))
+// LineRateInterval is the generator's packet interval at the link's line
+// rate, rounded down to whole nanoseconds (back to back).
+func (l *Link) LineRateInterval(frameBytes int) time.Duration {
+	return time.Duration(math.Floor(float64((frameBytes+20)*8) / l.LineRateBps * 1e9))
 }
 
-// Duration is how long n frames take at line rate.
-func (b *Bench) Duration(n int64, frameBytes int) time.Duration {
-	return time.Duration(float64(n) * float64((frameBytes+20)*8) / b.LineRateBps * 1e9)
+// Duration is how long n frames take at the link's line rate.
+func (l *Link) Duration(n int64, frameBytes int) time.Duration {
+	return time.Duration(float64(n) * float64((frameBytes+20)*8) / l.LineRateBps * 1e9)
 }
 
 // interval is the generator's timer for s: its period, or line rate when

@@ -252,7 +252,7 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		ls := stress
 		ls.Period = Period(p.Int("pktgen_period_ns"), l.Gbps)
 		pace := "at line rate"
-		if line := time.Duration(float64((fb+20)*8) / l.LineRateBps * 1e9); ls.Period > line {
+		if ls.Period > l.Duration(1, fb) {
 			pace = fmt.Sprintf("one every %v", ls.Period)
 		}
 		sw := &sweepLink{l: l, p: p, st: st, fb: fb, target: target, frames: frames, stress: ls, perRun: r.perRun,
