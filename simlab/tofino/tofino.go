@@ -10,9 +10,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -765,13 +767,8 @@ func keyMatches(key, filter map[string]int64) bool {
 // keyString is a key as one comparable string: its fields in order, each
 // with its value.
 func keyString(k map[string]int64) string {
-	names := make([]string, 0, len(k))
-	for n := range k {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	var b strings.Builder
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(k)) {
 		b.WriteString(n)
 		b.WriteByte('=')
 		b.WriteString(strconv.FormatInt(k[n], 10))
