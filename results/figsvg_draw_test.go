@@ -211,3 +211,13 @@ func TestPhaseChangesMarked(t *testing.T) {
 		t.Errorf("a phase column not in the table: %v", err)
 	}
 }
+
+// buildFigure turns a table's records, header first, into the figure's
+// series.
+func buildFigure(f Figure, fields []Field, recs [][]string) FigureData {
+	b := newFigBuilder(f, fields)
+	for _, r := range recs {
+		b.add(r)
+	}
+	return b.finish()
+}

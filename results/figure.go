@@ -357,16 +357,6 @@ func (f Figure) keep(row []string, col map[string]int) bool {
 	return true
 }
 
-// buildFigure turns a table's records, header first, into the figure's
-// series.
-func buildFigure(f Figure, fields []Field, recs [][]string) FigureData {
-	b := newFigBuilder(f, fields)
-	for _, r := range recs {
-		b.add(r)
-	}
-	return b.finish()
-}
-
 // figBuilder builds one figure from a table's records given one at a
 // time, header first (add), then draws it (finish).
 type figBuilder struct {
