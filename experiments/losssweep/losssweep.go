@@ -100,7 +100,7 @@ func Period(periodNs int64, gbps int) time.Duration {
 func Table() results.Table {
 	return results.Table{
 		Name:        "loss_sweep",
-		Title:       "LinkGuardian under line-rate stress, per link speed, loss rate and mode",
+		Title:       "LinkGuardian under packet-generator stress (line rate, or paced by pktgen_period_ns), per link speed, loss rate and mode",
 		Description: "One row per stress test. effective_loss is 1 - frames_delivered/frames_sent; effective_loss_high its 95% Wilson upper bound (the figure to quote when effective_loss is 0).",
 		Fields: []results.Field{
 			{Name: "link", Type: "string", Description: "inventory link name"},
