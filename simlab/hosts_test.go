@@ -426,6 +426,12 @@ func rawAgentStatus(t *testing.T, a *host.Agent, method, auth, origin, ctype str
 // receiver with lg100's port (136) added at 100G and up.
 func startLG100(t *testing.T, seed uint64) (*Lab, context.Context, *tofino.Switch, *tofino.Switch) {
 	t.Helper()
+	return startLG(t, seed, 100)
+}
+
+// startLG is startLG100 with the link's ports at gbps.
+func startLG(t *testing.T, seed uint64, gbps int) (*Lab, context.Context, *tofino.Switch, *tofino.Switch) {
+	t.Helper()
 	lab := startLab(t, seed)
 	for _, n := range []string{"voa1", "voa3"} {
 		if v, ok := lab.World().VOA(n); ok {
@@ -443,7 +449,7 @@ func startLG100(t *testing.T, seed uint64) (*Lab, context.Context, *tofino.Switc
 		if err := s.sw.StartSwitchd(ctx, s.prog); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.sw.AddPort(ctx, 136, 100, "none"); err != nil {
+		if err := s.sw.AddPort(ctx, 136, gbps, "none"); err != nil {
 			t.Fatal(err)
 		}
 	}

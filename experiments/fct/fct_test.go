@@ -3,6 +3,7 @@ package fct_test
 import (
 	"context"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -84,21 +85,32 @@ func checkRestored(t *testing.T, lab *simlab.Lab, before map[string]hostState) {
 	}
 }
 
-// LinkGuardian Fig. 10 in short, on the simulated lab: at a 1e-3 loss of
-// the flows' frames without protection, the tail FCT is a retransmission
+// LinkGuardian Fig. 10 in short, on the simulated lab: with a loss of
+// the flows' frames and no protection, the tail FCT is a retransmission
 // timeout (rto_min 1 ms), far above the lossless tail; LinkGuardian and
 // LinkGuardianNB repair the losses on the link and stay near lossless. The
 // numbers come from the transport and link models; the test compares the
 // modes with each other.
+//
+// make test runs it at a loss of 5e-3 over 6,000 trials a mode: 53
+// trials retransmit (seed 41, the loss calibrated to 6.6e-3), more than
+// the 37 the paper's 1e-3 gives over 30,000, so the check of the affected
+// fraction (within a factor of two of the loss) and those of the tails
+// keep their power at a fifth of the trials. make test-long
+// (TESTBED_LONG) runs the paper's 1e-3 over 30,000 trials, where the
+// p99.9 sits on the edge.
 func TestFCTTailWithAndWithoutLinkGuardian(t *testing.T) {
 	if raceDetector {
 		t.Skip("the race detector makes this run ten times slower: make test runs it without")
 	}
+	trials, loss := 6_000, 5e-3
+	if os.Getenv(recipetest.LongEnv) != "" {
+		trials, loss = 30_000, 1e-3
+	}
 	lab := startLab(t, 41)
 	before := hostStates(lab)
-	const trials = 30_000
 	res, s := run(t, lab, 41, nil, "trials="+strconv.Itoa(trials), "blocks=4", "calib_losses=100", "warmup=10",
-		"loss_source=voa", "loss_rate=1e-3", "connection=persistent", "paper_sysctls=false")
+		"loss_source=voa", "loss_rate="+strconv.FormatFloat(loss, 'g', -1, 64), "connection=persistent", "paper_sysctls=false")
 	if res.Status != results.StatusOK {
 		t.Fatalf("run %s: %s", res.Status, res.Reason)
 	}
@@ -116,8 +128,8 @@ func TestFCTTailWithAndWithoutLinkGuardian(t *testing.T) {
 	if s.Partial || s.Link != "lg100" || s.Sender != "h1" || s.Receiver != "h2" {
 		t.Errorf("summary: %+v", s)
 	}
-	if s.ActualLoss < 1e-3 || s.ActualLoss > 1.5e-3 {
-		t.Errorf("calibrated loss %.3g outside [1e-3, 1.5e-3]", s.ActualLoss)
+	if s.ActualLoss < loss || s.ActualLoss > 1.5*loss {
+		t.Errorf("calibrated loss %.3g outside [%.3g, %.3g]", s.ActualLoss, loss, 1.5*loss)
 	}
 	lossless, off, ordered, nb := tcp["lossless"], tcp["off"], tcp["linkguardian"], tcp["linkguardian-nb"]
 	if lossless.RetransTrials != 0 || ordered.RetransTrials != 0 || nb.RetransTrials != 0 || off.RetransTrials == 0 {
@@ -127,7 +139,7 @@ func TestFCTTailWithAndWithoutLinkGuardian(t *testing.T) {
 	// retransmission timer, at least rto_min: dozens of lossless round
 	// trips. The trials that do follow the loss the calibration measured
 	// (to its precision, about 10% with 100 losses).
-	f := float64(off.RetransTrials) / trials
+	f := float64(off.RetransTrials) / float64(trials)
 	if f < s.ActualLoss/2 || f > 2*s.ActualLoss {
 		t.Errorf("off: %.3g of the trials retransmitted at a frame loss of %.3g", f, s.ActualLoss)
 	}
@@ -136,7 +148,8 @@ func TestFCTTailWithAndWithoutLinkGuardian(t *testing.T) {
 	}
 	// At 1e-3 the p99.9 sits on the edge: it is a timeout exactly when
 	// more than 0.1% of the trials lost a frame (the default 300,000
-	// trials at a loss set in [1e-3, 1.5e-3] are safely past it).
+	// trials at a loss set in [1e-3, 1.5e-3] are safely past it; at 5e-3
+	// every run is).
 	if off.RetransTrials > trials/1000 {
 		if off.P999US < 1000*s.RTOMinMS || off.P999VsLossless < 10 {
 			t.Errorf("off: %d of %d trials retransmitted, yet p99.9 is %.1f us (%.1f x lossless)", off.RetransTrials, trials, off.P999US, off.P999VsLossless)
