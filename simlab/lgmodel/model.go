@@ -163,6 +163,20 @@ type Config struct {
 	// AckExtra lengthens the courier's way back beyond the model's pass
 	// and fibre (txpath.go).
 	AckExtra time.Duration
+	// LoopbackMAC has the read port serve a copy in the copy's own time
+	// on a MAC (txpath.go): the sender's loopback port 16 is a front-panel
+	// port in MAC-near loopback (sender/setup-ae.py lines 45-48 and 111),
+	// so a copy takes its 2 B lr_buffered header, FCS, preamble and gap,
+	// 1543 B of a 1518 B frame at 100G, where its original took 1541 B of
+	// the wire; off, the read port serves a copy in its original's wire
+	// time. With it a sender back to back outruns the read port by 0.13%
+	// and between losses the queue never drains: at line rate and 1e-5 a
+	// 2x10^7-frame run's queue reaches megabytes, which the device meets
+	// by tail-dropping copies at the queue's limit (not modelled: that
+	// changes the run, the accounting only reads it), and the accounting's
+	// jumps cannot cross a queue that grows. So it is off in the simulated
+	// switch; TestTxBufferAckPathAndSamples measures what it does.
+	LoopbackMAC bool
 	// Period paces the stress test's originals as a packet generator's
 	// periodic timer does, one packet a firing: original i is in the
 	// sender's normal queue from i x Period on (the LinkGuardian

@@ -140,17 +140,22 @@ func TestTxBufferGapToTheArtifact(t *testing.T) {
 	}
 }
 
-// What the ACK path's length does to the Tx buffer at 100G and 1e-3, read
-// as the artifact reads it: the watermark, and the least depth of the
-// queue polled every 10 ms (sender/devtest_cmds.py lines 613-624; the
-// artifact's figures: non-blocking 285 cells, least 60; ordered 522,
-// least 0), non-blocking paced at 124 ns, ordered back to back as its
-// backpressure leaves it, for the courier's way back as measured (the
-// paper's t_flight_resume: WithCourier, 0.58 us beyond the pass, fibre
-// and frame) and shorter. The way back that fits the non-blocking
-// watermark leaves ordered a third under, and even there the
-// non-blocking queue never drains to the artifact's least depth: the
-// artifact's non-blocking queue is no standing one, where the model's is.
+// What the ACK path's length and the read port's time do to the Tx buffer
+// at 100G and 1e-3, read as the artifact reads it: the watermark, and the
+// least depth of the queue polled every 10 ms (sender/devtest_cmds.py
+// lines 613-624; the artifact's figures: non-blocking 285 cells, least
+// 60; ordered 522, least 0), non-blocking paced at 124 ns, ordered back
+// to back as its backpressure leaves it, for the courier's way back as
+// measured (the paper's t_flight_resume: WithCourier, 0.58 us beyond the
+// pass, fibre and frame) and shorter, each with the read port serving a
+// copy in its original's wire time and in its own time on the loopback
+// port's MAC (Config.LoopbackMAC, 2 B longer). A shorter way back lowers
+// both modes; the read port's own time raises ordered alone (its back to
+// back stretches between pauses outrun the port by 0.13%, a copy every
+// 770 frames) and leaves the paced non-blocking sender, slower than the
+// port, within a copy or two: with both, ordered/non-blocking is the
+// artifact's. The non-blocking queue's least sample stays far above the
+// artifact's in every row: the model's is a standing queue.
 //
 //	go test -run TestTxBufferAckPathAndSamples -v ./simlab/lgmodel
 //
@@ -166,8 +171,9 @@ func TestTxBufferAckPathAndSamples(t *testing.T) {
 		frames = int64(n)
 	}
 	const sample = 10e9 // ps: the artifact's polling interval
+	const copyCells = 19
 	type reading struct{ watermark, least, samples int64 }
-	run := func(mode Mode, extra time.Duration) reading {
+	run := func(mode Mode, extra time.Duration, mac bool) reading {
 		c, err := Defaults(mode, 100e9, 1e-3, frames)
 		if err != nil {
 			t.Fatal(err)
@@ -176,6 +182,7 @@ func TestTxBufferAckPathAndSamples(t *testing.T) {
 		if extra >= 0 {
 			c.AckExtra = extra
 		}
+		c.LoopbackMAC = mac
 		c.Period = 124 * time.Nanosecond // the ordered sender is held back to back by its pauses
 		m, err := New(c, rand.New(rand.NewPCG(1, 5)))
 		if err != nil {
@@ -191,27 +198,49 @@ func TestTxBufferAckPathAndSamples(t *testing.T) {
 		r.watermark = w / lg.CellBytes
 		return r
 	}
-	var prevNB int64
-	for i, extra := range []time.Duration{-1, 200 * time.Nanosecond, 0} {
-		nb, od := run(NonBlocking, extra), run(Ordered, extra)
-		name := "as measured (0.58 us)"
-		if extra >= 0 {
-			name = extra.String()
+	type row struct{ nb, od reading }
+	rows := map[bool][]row{}
+	for _, mac := range []bool{false, true} {
+		var prevNB int64
+		for i, extra := range []time.Duration{-1, 200 * time.Nanosecond, 0} {
+			nb, od := run(NonBlocking, extra, mac), run(Ordered, extra, mac)
+			rows[mac] = append(rows[mac], row{nb, od})
+			name := "as measured (0.58 us)"
+			if extra >= 0 {
+				name = extra.String()
+			}
+			port := "the original's wire time"
+			if mac {
+				port = "its own time on the MAC"
+			}
+			t.Logf("read port at %s, way back beyond the pass %s: non-blocking %d cells (%+.0f%%), least of %d samples %d; ordered %d cells (%+.0f%%), least of %d samples %d; ordered/non-blocking %.2f (artifact 285, least 60; 522, least 0; 1.83)",
+				port, name, nb.watermark, 100*(float64(nb.watermark)/285-1), nb.samples, nb.least, od.watermark, 100*(float64(od.watermark)/522-1), od.samples, od.least,
+				float64(od.watermark)/float64(nb.watermark))
+			// The pauses stop the ordered sender and its queue drains; nothing
+			// stops the non-blocking one, whose copies keep missing the ACK at
+			// their first pass: its least sample stays above ordered's.
+			if nb.least == 0 || od.least >= nb.least {
+				t.Errorf("%s, %s: least samples non-blocking %d cells, ordered %d: the pauses do not drain the ordered queue below the non-blocking one", port, name, nb.least, od.least)
+			}
+			// A shorter way back frees copies earlier: never a deeper queue
+			// (by more than a copy).
+			if i > 0 && nb.watermark > prevNB+copyCells {
+				t.Errorf("%s, non-blocking: %d cells with a shorter way back, %d with a longer one", port, nb.watermark, prevNB)
+			}
+			prevNB = nb.watermark
 		}
-		t.Logf("way back beyond the pass %s: non-blocking %d cells (%+.0f%%), least of %d samples %d; ordered %d cells (%+.0f%%), least of %d samples %d; ordered/non-blocking %.2f (artifact 285, least 60; 522, least 0; 1.83)",
-			name, nb.watermark, 100*(float64(nb.watermark)/285-1), nb.samples, nb.least, od.watermark, 100*(float64(od.watermark)/522-1), od.samples, od.least,
-			float64(od.watermark)/float64(nb.watermark))
-		// The pauses stop the ordered sender and its queue drains; nothing
-		// stops the non-blocking one, whose copies keep missing the ACK at
-		// their first pass: its least sample stays above ordered's.
-		if nb.least == 0 || od.least >= nb.least {
-			t.Errorf("%s: least samples non-blocking %d cells, ordered %d: the pauses do not drain the ordered queue below the non-blocking one", name, nb.least, od.least)
+	}
+	for i := range rows[false] {
+		wire, mac := rows[false][i], rows[true][i]
+		// The ordered sender's back-to-back stretches outrun a port that
+		// takes longer a copy than the wire an original: a deeper queue.
+		if mac.od.watermark <= wire.od.watermark {
+			t.Errorf("row %d: ordered reads %d cells with the read port at the copy's own time, %d at the wire's: the back-to-back stretches did not outrun the port", i, mac.od.watermark, wire.od.watermark)
 		}
-		// A shorter way back frees copies earlier: never a deeper queue
-		// (by more than a copy).
-		if i > 0 && nb.watermark > prevNB+19 {
-			t.Errorf("non-blocking: %d cells with a shorter way back, %d with a longer one", nb.watermark, prevNB)
+		// The paced non-blocking sender (124 ns a frame) is slower than
+		// either: within two copies.
+		if d := mac.nb.watermark - wire.nb.watermark; d < -2*copyCells || d > 2*copyCells {
+			t.Errorf("row %d: non-blocking reads %d cells with the read port at the copy's own time, %d at the wire's: more than two copies apart", i, mac.nb.watermark, wire.nb.watermark)
 		}
-		prevNB = nb.watermark
 	}
 }

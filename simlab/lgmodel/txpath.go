@@ -119,6 +119,7 @@ const tpHistory = 1024
 
 type txPath struct {
 	courier, back, loop, drain, copyBytes int64
+	read                                  int64 // the read port's time a copy (Config.LoopbackMAC)
 
 	sends   []tpRun // copies to send to the first port, in order
 	steps   []tpStep
@@ -158,15 +159,19 @@ type txPath struct {
 // out: a 1518 B frame's copy is 1519 B, 19 cells (the artifact's
 // non-blocking reading, 285 cells, is 15 such copies).
 //
-// Not modelled: those 2 B also make a copy take 1543 B of a port's time
-// where its original took 1541 B of the wire, so a sender back to back at
-// line rate outruns the read port by 0.13%, and between losses (whose
-// retransmissions give the port its only slack) the queue would grow by a
-// copy every 770 frames, a hundred at 1e-5. The artifact's generator never
-// sends so (124 ns a frame, slower than the read port), and its ordered
-// sender's pauses and retransmissions drain the port faster than that
-// (100G, 1e-3, 2x10^6 frames: the same 33.4 KB with it as without); the
-// jumps over steady stretches need the port as fast as the sender.
+// Those 2 B also make a copy take longer on the read port than its
+// original took on the wire: port 16 is a front-panel port in MAC-near
+// loopback (sender/setup-ae.py lines 45-48 and 111), so a copy takes
+// 1519 B, FCS, preamble and gap, 1543 B, where the original took 1541 B.
+// Port 68 is internal (no MAC: no preamble or gap) and its copy 1520 B
+// with the 3 B mirror header (sender/includes/headers.p4 lines 43-49;
+// lr_buffered is added at its egress), no slower than the wire: a copy
+// never waits there, as originals are never closer than their wire time,
+// and the accounting serves it in the original's wire time. The read
+// port's own time is Config.LoopbackMAC (off by default, see there): a
+// sender back to back then outruns the read port by 0.13%, a copy every
+// 770 frames, which the ordered sender meets between pauses and the
+// artifact's non-blocking generator (124 ns a frame) never does.
 const (
 	bufferedHeaderBytes = 2
 	fcsBytes            = 4
@@ -174,9 +179,13 @@ const (
 
 func newTxPath(s *sim) *txPath {
 	cells := int64((s.c.FrameBytes - fcsBytes + lg.HeaderBytes + bufferedHeaderBytes + lg.CellBytes - 1) / lg.CellBytes)
+	read := s.drainFrame
+	if s.c.LoopbackMAC {
+		read = drainPS(s.c.FrameBytes + bufferedHeaderBytes)
+	}
 	return &txPath{
 		courier: durPS(s.c.CourierLoop), back: s.oneWay() + s.ser64 + durPS(s.c.AckExtra),
-		loop: s.loopPS, drain: s.drainFrame, copyBytes: cells * lg.CellBytes,
+		loop: s.loopPS, drain: s.drainFrame, read: read, copyBytes: cells * lg.CellBytes,
 		logging: !s.c.NoCycleSkip,
 	}
 }
@@ -377,7 +386,7 @@ func (p *txPath) advance(until int64) {
 			p.decide(kind, next)
 		case 3:
 			b := p.q16.pop()
-			p.free16 = next + p.drain
+			p.free16 = next + p.read
 			p.on16.push(tpBack{b.seq, p.free16 + p.loop})
 		}
 	}
@@ -467,7 +476,7 @@ func (p *txPath) decide(kind int, next int64) {
 	if p.q16.len() == 0 && p.free16 <= next {
 		// An idle port takes it at once: one copy in the queue.
 		p.maxQ = max(p.maxQ, 1)
-		p.free16 = next + p.drain
+		p.free16 = next + p.read
 		p.on16.push(tpBack{b.seq, p.free16 + p.loop})
 		return
 	}

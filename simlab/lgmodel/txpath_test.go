@@ -62,6 +62,10 @@ type pathExtras struct {
 	// which makes ports 68 and 16 serve each copy longer than the wire
 	// takes its original.
 	copyBytes int
+	// readBytes is what the read port (port 16, a MAC port in loopback)
+	// serves a copy in beyond its original's wire time, port 68 (no MAC)
+	// serving it in that time (Config.LoopbackMAC: the 2 B header).
+	readBytes int
 }
 
 func artifactPath(t *testing.T, c Config, seed uint64, periodPS int64, frames int, x pathExtras) (queue, least int64) {
@@ -79,16 +83,21 @@ func artifactPath(t *testing.T, c Config, seed uint64, periodPS int64, frames in
 	if x.copyBytes != 0 {
 		drain = drainPS(c.FrameBytes + x.copyBytes)
 	}
+	read := drain
+	if x.readBytes != 0 {
+		read = drainPS(c.FrameBytes + x.copyBytes + x.readBytes)
+	}
 	type back struct{ seq, at int64 }
 	// A port: its queue, when it is free, and whether it was busy at the
 	// last step (then its next copy starts exactly when it is free, not
 	// at the step that finds it so).
 	type port struct {
-		q    []int64
-		free int64
-		busy bool
+		q     []int64
+		free  int64
+		busy  bool
+		drain int64
 	}
-	var p68, p16 port
+	p68, p16 := port{drain: drain}, port{drain: read}
 	var loop []back
 	var offered, sent, maxQ, tick, courierLack int64
 	least = math.MaxInt64
@@ -100,7 +109,7 @@ func artifactPath(t *testing.T, c Config, seed uint64, periodPS int64, frames in
 			if p.busy {
 				start = p.free
 			}
-			p.free = start + drain
+			p.free = start + p.drain
 			loop = append(loop, back{p.q[0], p.free + s.loopPS})
 			p.q = p.q[1:]
 		}
