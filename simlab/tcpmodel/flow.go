@@ -346,7 +346,9 @@ func (f *flowSim) send(now int64) error {
 	if err != nil {
 		return err
 	}
-	e.seg[seq], e.bytes[seq], e.ce[seq] = idx, f.frame, ce
+	if err := e.add(seq, offer{seg: idx, bytes: f.frame, ce: ce}); err != nil {
+		return err
+	}
 	f.offered += int64(f.frame)
 	f.res.MaxQueueBytes = max(f.res.MaxQueueBytes, q+int64(f.frame))
 	return nil
@@ -357,17 +359,13 @@ func (f *flowSim) send(now int64) error {
 func (f *flowSim) delivery(e *epoch, d lgmodel.Delivery) {
 	e.lostBelow(f, d.Seq)
 	e.maxDeliv = max(e.maxDeliv, d.Seq)
-	seg, ok := e.seg[d.Seq]
+	o, ok := e.take(d.Seq)
 	if !ok {
 		return
 	}
-	f.leftBytes += int64(e.bytes[d.Seq])
-	ce := e.ce[d.Seq]
-	delete(e.bytes, d.Seq)
-	delete(e.seg, d.Seq)
-	delete(e.ce, d.Seq)
+	f.leftBytes += int64(o.bytes)
 	f.cur.GoodputBps += float64(f.c.MSS)
-	f.acks = append(f.acks, ack{at: d.At + int64(f.c.AckDelay)*ps, seg: seg, ce: ce})
+	f.acks = append(f.acks, ack{at: d.At + int64(f.c.AckDelay)*ps, seg: o.seg, ce: o.ce})
 }
 
 func (f *flowSim) onAck(a ack, now int64) {

@@ -29,22 +29,56 @@ import (
 type epoch struct {
 	sim      *lgmodel.Sim
 	cfg      lgmodel.Config
-	seg      map[int64]int  // the run's sequence number -> segment
-	bytes    map[int64]int  // -> frame bytes
-	ce       map[int64]bool // -> marked
+	out      []offer // the run's originals from sequence number base on
+	base     int64
 	maxDeliv int64
+}
+
+// offer is an original the run was given and has neither delivered nor
+// lost yet (ok), found by its sequence number: the run numbers its
+// originals 0, 1, ... in the order offered (lgmodel.Sim.Offer), so a
+// slice from the lowest one outstanding holds them (a map by sequence
+// number was a fifth of a 100G flow's CPU).
+type offer struct {
+	seg   int  // the segment
+	bytes int  // frame bytes
+	ce    bool // marked
+	ok    bool
+}
+
+// add notes the original the run numbered seq.
+func (e *epoch) add(seq int64, o offer) error {
+	if want := e.base + int64(len(e.out)); seq != want {
+		return fmt.Errorf("tcpmodel: the link's run numbered an original %d, expected %d", seq, want)
+	}
+	o.ok = true
+	e.out = append(e.out, o)
+	return nil
+}
+
+// take removes and returns the original numbered seq, if outstanding.
+func (e *epoch) take(seq int64) (offer, bool) {
+	i := seq - e.base
+	if i < 0 || i >= int64(len(e.out)) || !e.out[i].ok {
+		return offer{}, false
+	}
+	o := e.out[i]
+	e.out[i].ok = false
+	n := 0
+	for n < len(e.out) && !e.out[n].ok {
+		n++
+	}
+	e.out, e.base = e.out[n:], e.base+int64(n)
+	return o, true
 }
 
 // lostBelow accounts the originals of e below seq not delivered: the
 // link lost them.
 func (e *epoch) lostBelow(f *flowSim, seq int64) {
-	for s := e.maxDeliv + 1; s < seq; s++ {
-		if b, ok := e.bytes[s]; ok {
-			f.leftBytes += int64(b)
+	for s := max(e.maxDeliv+1, e.base); s < seq; s++ {
+		if o, ok := e.take(s); ok {
+			f.leftBytes += int64(o.bytes)
 			f.res.LinkLost++
-			delete(e.bytes, s)
-			delete(e.seg, s)
-			delete(e.ce, s)
 		}
 	}
 }
@@ -61,7 +95,7 @@ func (f *flowSim) newEpoch(cfg lgmodel.Config) error {
 		// What the older runs still queue leaves first.
 		f.notBefore = f.now + int64(float64(f.queue()*8)/cfg.LinkBps*1e12)
 	}
-	f.epochs = append(f.epochs, &epoch{sim: sim, cfg: cfg, seg: map[int64]int{}, bytes: map[int64]int{}, ce: map[int64]bool{}, maxDeliv: -1})
+	f.epochs = append(f.epochs, &epoch{sim: sim, cfg: cfg, maxDeliv: -1})
 	return nil
 }
 
@@ -78,9 +112,11 @@ func (f *flowSim) advanceLink(now int64) {
 		}
 		if i < len(f.epochs)-1 && e.sim.Quiet() {
 			f.retired = addResult(f.retired, e.sim.Result())
-			for _, b := range e.bytes {
-				f.leftBytes += int64(b)
-				f.res.LinkLost++
+			for _, o := range e.out {
+				if o.ok {
+					f.leftBytes += int64(o.bytes)
+					f.res.LinkLost++
+				}
 			}
 			continue
 		}
