@@ -569,20 +569,37 @@ func (fd *FigureData) covering(sx, sy func(float64) float64) []bool {
 	return out
 }
 
+// maxTicks bounds an axis's ticks: the steps below give at most a dozen,
+// but added to a value far above them (1e17 + 5) a step can vanish, and
+// an axis down to 0 has decades without end.
+const maxTicks = 64
+
 // axisTicks are the decades of a log axis (every other one past ten), or
 // five to ten round values of a linear one.
 func axisTicks(lo, hi float64, log bool) []float64 {
 	var out []float64
 	if log {
 		a, b := math.Round(math.Log10(lo)), math.Round(math.Log10(hi))
+		if math.IsInf(a, 0) || math.IsNaN(a) || math.IsInf(b, 0) || math.IsNaN(b) {
+			return nil
+		}
 		step := math.Max(1, math.Ceil((b-a)/10))
-		for e := a; e <= b+1e-9; e += step {
+		for i := 0; i < maxTicks; i++ {
+			e := a + float64(i)*step
+			if e > b+1e-9 {
+				break
+			}
 			out = append(out, math.Pow(10, e))
 		}
 		return out
 	}
 	step := niceStep((hi - lo) / 7)
-	for v := math.Ceil(lo/step-1e-9) * step; v <= hi+step*1e-9; v += step {
+	first := math.Ceil(lo/step-1e-9) * step
+	for i := 0; i < maxTicks; i++ {
+		v := first + float64(i)*step
+		if !(v <= hi+step*1e-9) {
+			break
+		}
 		if math.Abs(v) < step*1e-9 {
 			v = 0
 		}

@@ -203,27 +203,7 @@ func (t Table) validateFigures() error {
 		if !slices.Contains(figureKinds, f.Kind) {
 			return fmt.Errorf("%s: kind %q is not one of %v", where, f.Kind, figureKinds)
 		}
-		need := []struct{ role, col string }{{"x", f.X}}
-		switch f.Kind {
-		case Histogram, CDF, CCDF:
-		default:
-			need = append(need, struct{ role, col string }{"y", f.Y})
-		}
-		for _, s := range f.Series {
-			need = append(need, struct{ role, col string }{"series", s})
-		}
-		for _, c := range f.Where {
-			need = append(need, struct{ role, col string }{"where", c.Column})
-		}
-		for _, m := range legendRe.FindAllString(f.Legend, -1) {
-			need = append(need, struct{ role, col string }{"legend", m[1 : len(m)-1]})
-		}
-		for _, o := range []struct{ role, col string }{{"low", f.Low}, {"high", f.High}, {"zero_at", f.ZeroAt}, {"phase", f.Phase}} {
-			if o.col != "" {
-				need = append(need, o)
-			}
-		}
-		for _, n := range need {
+		for _, n := range f.columns() {
 			if !cols[n.col] {
 				return fmt.Errorf("%s: %s column %q is not a field of the table", where, n.role, n.col)
 			}
@@ -237,12 +217,71 @@ func (t Table) validateFigures() error {
 	return nil
 }
 
+// maxRecordBytes bounds one record of a figure's table: encoding/csv
+// holds a whole record (a quoted field may span lines) before it returns
+// it, so a table with no record end would otherwise be read into memory
+// whole. The widest record a recipe writes is a few hundred bytes.
+const maxRecordBytes = 1 << 20
+
+// recordCap counts the bytes read since the last record ended (reset by
+// eachRecord after each record; the CSV reader's read-ahead counts too,
+// a few KiB) and fails the read past maxRecordBytes.
+type recordCap struct {
+	r    io.Reader
+	n    int64
+	over bool
+}
+
+var errRecordTooLong = fmt.Errorf("a record longer than %d bytes", maxRecordBytes)
+
+func (c *recordCap) Read(p []byte) (int, error) {
+	if c.n > maxRecordBytes {
+		c.over = true
+		return 0, errRecordTooLong
+	}
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// figColumn is a column a figure reads, and as what.
+type figColumn struct{ role, col string }
+
+// columns are the columns the figure reads: x, y (but for a distribution),
+// its series, conditions, legend's, bounds and phase.
+func (f Figure) columns() []figColumn {
+	need := []figColumn{{"x", f.X}}
+	switch f.Kind {
+	case Histogram, CDF, CCDF:
+	default:
+		need = append(need, figColumn{"y", f.Y})
+	}
+	for _, s := range f.Series {
+		need = append(need, figColumn{"series", s})
+	}
+	for _, c := range f.Where {
+		need = append(need, figColumn{"where", c.Column})
+	}
+	for _, m := range legendRe.FindAllString(f.Legend, -1) {
+		need = append(need, figColumn{"legend", m[1 : len(m)-1]})
+	}
+	for _, o := range []figColumn{{"low", f.Low}, {"high", f.High}, {"zero_at", f.ZeroAt}, {"phase", f.Phase}} {
+		if o.col != "" {
+			need = append(need, o)
+		}
+	}
+	return need
+}
+
 // eachRecord reads a table's CSV (gzip when compressed) and gives fn its
-// records one at a time, header first. The slice fn gets is reused for the
-// next record (its strings are not): fn copies what it keeps. A figure of
-// every trial reads millions of rows; reading them one at a time keeps only
-// what each figure draws (a distribution's values), not every row's cells.
-func eachRecord(dir, rel string, fn func([]string)) error {
+// records one at a time, header first, with each one's line. The slice fn
+// gets is reused for the next record (its strings are not): fn copies what
+// it keeps. A figure of every trial reads millions of rows; reading them
+// one at a time keeps only what each figure draws (a distribution's
+// values), not every row's cells. A table is read up to
+// DefaultMaxEntryBytes (inflated), a record up to maxRecordBytes; an error
+// names the table's file and the line.
+func eachRecord(dir, rel string, fn func(rec []string, line int) error) error {
 	f, err := os.Open(filepath.Join(dir, filepath.FromSlash(rel)))
 	if err != nil {
 		return err
@@ -257,17 +296,34 @@ func eachRecord(dir, rel string, fn func([]string)) error {
 		defer zr.Close()
 		in = zr
 	}
-	r := csv.NewReader(in)
+	tooLarge := fmt.Errorf("larger than %s (inflated)", fmtBytes(DefaultMaxEntryBytes))
+	rc := &recordCap{r: &capReader{r: in, max: DefaultMaxEntryBytes, err: tooLarge}}
+	r := csv.NewReader(rc)
 	r.ReuseRecord = true
+	last := 0
 	for {
 		rec, err := r.Read()
 		if err == io.EOF {
 			return nil
 		}
-		if err != nil {
+		if rc.over {
+			// The CSV reader reports it inside a quoted field as a quote
+			// missing.
+			return fmt.Errorf("%s: after line %d: %w", rel, last, errRecordTooLong)
+		}
+		if _, ok := err.(*csv.ParseError); ok {
+			// It names the line: "record on line 3: wrong number of fields".
 			return fmt.Errorf("%s: %w", rel, err)
 		}
-		fn(rec)
+		if err != nil {
+			return fmt.Errorf("%s: after line %d: %w", rel, last, err)
+		}
+		rc.n = 0
+		line, _ := r.FieldPos(0)
+		if err := fn(rec, line); err != nil {
+			return fmt.Errorf("%s: line %d: %w", rel, line, err)
+		}
+		last, _ = r.FieldPos(len(rec) - 1)
 	}
 }
 
@@ -278,10 +334,13 @@ func buildTableFigures(dir, rel string, fs []Figure, fields []Field) ([]FigureDa
 	for i, f := range fs {
 		bs[i] = newFigBuilder(f, fields)
 	}
-	err := eachRecord(dir, rel, func(rec []string) {
+	err := eachRecord(dir, rel, func(rec []string, _ int) error {
 		for _, b := range bs {
-			b.add(rec)
+			if err := b.add(rec); err != nil {
+				return err
+			}
 		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -380,31 +439,38 @@ func newFigBuilder(f Figure, fields []Field) *figBuilder {
 	return b
 }
 
-// add takes the next record; the first is the header. The record may be
-// reused by the caller after add returns.
-func (b *figBuilder) add(r []string) {
+// add takes the next record; the first is the header, which must name
+// every column the figure reads. The record may be reused by the caller
+// after add returns.
+func (b *figBuilder) add(r []string) error {
 	if !b.header {
 		b.header = true
 		for i, h := range r {
 			b.g.col[h] = i
 		}
-		return
+		for _, n := range b.fd.Figure.columns() {
+			if _, ok := b.g.col[n.col]; !ok {
+				return fmt.Errorf("the header has no column %q, which figure %s reads as its %s", n.col, b.fd.Name, n.role)
+			}
+		}
+		return nil
 	}
 	name, ok := b.g.keep(b.fd.Figure, r)
 	if !ok {
-		return
+		return nil
 	}
 	if !b.dist {
 		b.g.rows[name] = append(b.g.rows[name], slices.Clone(r))
-		return
+		return nil
 	}
 	f := b.fd.Figure
 	x, ok := b.g.num(r, f.X)
 	if !ok || (f.LogX && x <= 0) {
 		b.fd.Dropped++
-		return
+		return nil
 	}
 	b.vals[name] = append(b.vals[name], x*f.scale(f.XScale))
+	return nil
 }
 
 // finish draws the figure from the records added.
@@ -518,7 +584,7 @@ func (g figRows) num(row []string, name string) (float64, bool) {
 		return math.NaN(), false
 	}
 	v, err := strconv.ParseFloat(row[i], 64)
-	return v, err == nil && !math.IsNaN(v)
+	return v, err == nil && !math.IsNaN(v) && !math.IsInf(v, 0)
 }
 
 // barSeries draws one bar per category and series: the categories in
@@ -783,8 +849,14 @@ func (fd *FigureData) dropEmpty() {
 	fd.Series = kept
 }
 
+// maxHistBins bounds a histogram's bins, whatever its values' span and
+// its BinWidth: a bin width far under the span (a stray value, a width
+// declared in another unit) would otherwise make one edge per step.
+const maxHistBins = 10000
+
 // histEdges returns bins+1 equal-width edges over the values, on round
-// numbers.
+// numbers: at least two, and at most maxHistBins+1 (the width grown to
+// a round step that covers the span in that many).
 func histEdges(v []float64, bins int, width float64) []float64 {
 	if len(v) == 0 {
 		return nil
@@ -796,17 +868,33 @@ func histEdges(v []float64, bins int, width float64) []float64 {
 	if hi == lo && width <= 0 {
 		return []float64{lo - 0.5, lo + 0.5}
 	}
+	// The span, halved first where it overflows (-1e308 to 1e308).
+	span := func(n int) float64 {
+		if d := (hi - lo) / float64(n); !math.IsInf(d, 0) {
+			return d
+		}
+		return hi/float64(n) - lo/float64(n)
+	}
 	w := width
 	if w <= 0 {
-		w = niceStep((hi - lo) / float64(bins))
+		w = niceStep(span(bins))
+	}
+	if n := math.Floor(hi/w) - math.Floor(lo/w); !(n < maxHistBins) {
+		w = niceStep(span(maxHistBins) * (1 + 1e-9))
 	}
 	start := math.Floor(lo/w) * w
 	var edges []float64
-	for e := start; ; e += w {
+	for i := 0; i <= maxHistBins; i++ {
+		// Edges by multiplication: added up, a step under the values'
+		// precision would never pass hi.
+		e := start + float64(i)*w
 		edges = append(edges, e)
 		if e > hi {
 			break
 		}
+	}
+	if len(edges) < 2 {
+		edges = append(edges, math.Nextafter(edges[0], math.Inf(1)))
 	}
 	return edges
 }

@@ -6,12 +6,19 @@
 #   FUZZTIME=2m scripts/fuzz.sh                 # longer per target
 #   FUZZ_PARALLEL=1 scripts/fuzz.sh              # one fuzzing worker (default: one per CPU)
 #   FUZZMINIMIZETIME=60s scripts/fuzz.sh         # minimize new inputs longer (default 50x)
+#   FUZZCACHEDIR=$(mktemp -d) scripts/fuzz.sh    # start from the seed corpora only
 #   scripts/fuzz.sh ./results ./internal/redact  # only these packages
 #
-# A failing input is written by `go test` to <package>/testdata/fuzz/<target>/;
+# Each package's test binary is built once, instrumented for fuzzing
+# (go test -c -fuzz), and run once per target from the package's
+# directory, as go test -fuzz runs it: a package's targets share one
+# compile and link, which was most of a short run's time.
+#
+# A failing input is written to <package>/testdata/fuzz/<target>/;
 # commit it with the fix, and `go test` replays it from then on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$(pwd)
 
 fuzztime=${FUZZTIME:-30s}
 # go test minimizes every input that finds new coverage, for up to 60 s by
@@ -21,7 +28,7 @@ fuzztime=${FUZZTIME:-30s}
 minimize=${FUZZMINIMIZETIME:-50x}
 parallel=()
 if [ -n "${FUZZ_PARALLEL:-}" ]; then
-  parallel=(-parallel "$FUZZ_PARALLEL")
+  parallel=(-test.parallel "$FUZZ_PARALLEL")
 fi
 
 dirs=("$@")
@@ -35,6 +42,7 @@ targets=$(
   grep -r -H -o -E '^func Fuzz[A-Za-z0-9_]*\(' --include='*_test.go' \
     --exclude-dir=vendor --exclude-dir=testdata --exclude-dir=.git "${dirs[@]}" |
     sed -E 's#^(.*)/[^/]*_test\.go:func (Fuzz[A-Za-z0-9_]*)\($#\1 \2#' |
+    sed -E 's#^\./##' |
     sort -u
 )
 if [ -z "$targets" ]; then
@@ -42,21 +50,50 @@ if [ -z "$targets" ]; then
   exit 1
 fi
 
+bindir=$(mktemp -d)
+trap 'rm -rf "$bindir"' EXIT
+# Where go test -fuzz keeps the inputs that found new coverage (it passes
+# the same directory to the test binary). Every run starts by running
+# them all (with the seeds) for its baseline coverage, so the cache grows
+# the time before fuzzing starts: a short run (CI's) takes an empty
+# directory of its own, and fuzzes from the seed corpora for its whole
+# FUZZTIME.
+cachedir=${FUZZCACHEDIR:-$(go env GOCACHE)/fuzz}
+modpath=$(go list -m)
+
 n=$(printf '%s\n' "$targets" | wc -l)
 echo "fuzz: $n targets, $fuzztime each"
 failed=()
+built=
 while read -r dir target; do
-  pkg=./${dir#./}
+  pkg=./$dir
+  [ "$dir" = . ] && pkg=.
+  importpath=$modpath
+  [ "$dir" != . ] && importpath=$modpath/$dir
+  bin=$bindir/$(printf '%s' "$dir" | tr '/.' '__').test
+  if [ "$built" != "$dir" ]; then
+    echo "=== build $pkg"
+    if ! go test -c -fuzz . -o "$bin" "$pkg"; then
+      failed+=("$pkg (build)")
+      continue
+    fi
+    built=$dir
+  fi
+  if [ ! -x "$bin" ]; then
+    failed+=("$pkg $target (no test binary)")
+    continue
+  fi
   echo "=== $pkg $target"
   out=$(mktemp)
-  if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimize" "${parallel[@]}" "$pkg" 2>&1 | tee "$out"; then
+  if ! (cd "$root/$dir" && "$bin" -test.run '^$' -test.fuzz "^${target}\$" -test.fuzztime "$fuzztime" \
+    -test.fuzzminimizetime "$minimize" -test.fuzzcachedir "$cachedir/$importpath" "${parallel[@]}") 2>&1 | tee "$out"; then
     # Go before 1.27 can fail a target at the -fuzztime boundary with a
     # bare "context deadline exceeded" and no failing input: a race in the
     # fuzzing coordinator (go.dev/issue/75804), not a finding. A finding
     # always writes its input; without one, the corpus is replayed, and
     # only a failure there fails the target.
     if ! grep -q 'Failing input written to' "$out" && grep -q '^    context deadline exceeded$' "$out" &&
-      go test -count=1 -run "^${target}\$" "$pkg"; then
+      (cd "$root/$dir" && "$bin" -test.run "^${target}\$"); then
       echo "fuzz: $pkg $target: the fuzzing coordinator's deadline race (go.dev/issue/75804), no failing input; its corpus replays clean"
     else
       failed+=("$pkg $target")
