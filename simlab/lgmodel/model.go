@@ -558,7 +558,8 @@ type sim struct {
 	replays, replayed int64               // replays started, and reaching their end (tests)
 	midReplayed       int64               // ... of them, from a checkpoint (tests)
 
-	tp *txPath // the Tx buffer's read queue with the courier (nil: off)
+	tp    *txPath // the Tx buffer's read queue with the courier (nil: off)
+	tpIDs int64   // recordings named in tp's memo so far
 }
 
 // Run simulates cfg with randomness from r.

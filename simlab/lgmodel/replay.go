@@ -180,6 +180,7 @@ type recording struct {
 	tlog  []tpEntry // the Tx path's inputs in the stretch (txpath.go)
 	hits  int       // replays so far
 	dec   *unpacked // end's frames and events unpacked, once replayed twice
+	tpID  int64     // names it in the Tx path's memo (txpath_memo.go; 0: not yet)
 }
 
 // unpacked is a snapshot's frames and events as unpackFrame and
@@ -713,7 +714,7 @@ func (s *sim) restore(rec *recording, sn *snapshot, cur *snapBase, k, runSeq, ru
 	s.firstQ = -2
 	s.indexBuffer(0)
 	if s.tp != nil {
-		s.tpFeed(rec.tlog, ds, dt)
+		s.tpReplay(rec, ds, dt, cur.nextSeq, cur.now, s.now)
 	}
 	// Counters read after the run on its way landed (events are handled
 	// before an original sent at their time) count it whole: the

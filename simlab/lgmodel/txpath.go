@@ -148,6 +148,16 @@ type txPath struct {
 
 	jump   tpJumper
 	noJump bool // decide every copy (tests: the jumps change nothing)
+
+	// The stretches after losses, replayed (txpath_memo.go).
+	memo                 map[uint64][]*tpMemoKey
+	memoBytes            int64
+	memoKey              []int64
+	memoPacked           []byte
+	memoHits, memoMisses int64
+	noMemo               bool // decide every replayed stretch and build-up (tests)
+	bu                   tpBuildUp
+	st                   tpStretch
 }
 
 // The copy as the artifact's sender keeps it: after its first pass it
@@ -211,6 +221,9 @@ func (s *sim) tpInput(e tpEntry) {
 }
 
 func (p *txPath) add(e tpEntry) {
+	if p.st.on && (e.kind == tpRx || e.kind == tpRxRun) {
+		p.st.reg.add(e) // the register as the stretch recorded reads it
+	}
 	switch e.kind {
 	case tpSend:
 		// A run that continues the last one (the next skipped-over run
@@ -442,6 +455,7 @@ func (p *txPath) nextEvent() (next int64, kind int) {
 // applyHold sets or clears the next hole bit.
 func (p *txPath) applyHold() {
 	p.jump.robust = false
+	p.bu.on = false
 	h := p.holds[0]
 	p.holds = p.holds[1:]
 	if h.on {
@@ -470,18 +484,26 @@ func (p *txPath) decide(kind int, next int64) {
 	if p.jump.robust {
 		p.jump.robust = p.robust(b.seq, b.at, freed)
 	}
+	if p.bu.on {
+		p.narrow(b.seq, b.at, freed)
+	}
+	if p.st.on {
+		p.narrowStretch(b.seq, b.at, freed)
+	}
 	if freed {
 		return
 	}
 	if p.q16.len() == 0 && p.free16 <= next {
 		// An idle port takes it at once: one copy in the queue.
 		p.maxQ = max(p.maxQ, 1)
+		p.bu.peak = max(p.bu.peak, 1)
 		p.free16 = next + p.read
 		p.on16.push(tpBack{b.seq, p.free16 + p.loop})
 		return
 	}
 	p.q16.push(b)
 	p.maxQ = max(p.maxQ, int64(p.q16.len()))
+	p.bu.peak = max(p.bu.peak, int64(p.q16.len()))
 }
 
 // queueBytes is the read queue now, and its watermark, in 80 B cells.
@@ -555,7 +577,7 @@ func (p *txPath) robust(seq, t int64, freed bool) bool {
 // at t: it notes the state and, when the state repeats, jumps.
 func (p *txPath) tryJump(t, until int64) bool {
 	j := &p.jump
-	if j.skip > 0 {
+	if j.skip > 0 && !p.bu.on {
 		// Backing off after a state that did not repeat (the stretch
 		// after a loss): noting the state costs as much as deciding.
 		j.skip--
@@ -563,6 +585,7 @@ func (p *txPath) tryJump(t, until int64) bool {
 	}
 	if len(p.held) > 0 || p.sendsAt >= len(p.sends) || t-p.back-p.courier <= 0 {
 		j.valid, j.robust = false, false
+		p.bu.on = false
 		return false
 	}
 	s := p.first.front().seq
@@ -570,6 +593,7 @@ func (p *txPath) tryJump(t, until int64) bool {
 	ri, lo, ok := p.inflightRun(s, r.slot)
 	if !ok {
 		j.valid, j.robust = false, false
+		p.bu.on = false
 		return false
 	}
 	rx := p.rxRun[ri]
@@ -578,9 +602,15 @@ func (p *txPath) tryJump(t, until int64) bool {
 	j.valid0 = j.valid
 	same := j.valid && j.robust && t-j.prevT == r.slot && rx.seq0 == j.run.seq0 && rx.t0 == j.run.t0 &&
 		rx.slot == j.run.slot && slices.Equal(snap, j.prev)
+	if p.bu.on {
+		p.noteBuildUp(s, t, snap, &rx, same)
+	}
 	j.snap, j.prev = j.prev, snap
 	j.prevT, j.run, j.lo, j.valid, j.robust = t, rx, lo, true, true
 	if !same {
+		if j.valid0 && !p.noMemo && !p.bu.on && !p.st.on && p.buildUp(s, t, until, r, ri, lo, snap) {
+			return true // the state the recorded build-up ends in, noted as repeating
+		}
 		if j.valid0 {
 			j.backoff = min(2*j.backoff+1, 7)
 			j.skip = j.backoff
@@ -589,7 +619,7 @@ func (p *txPath) tryJump(t, until int64) bool {
 		return false
 	}
 	j.backoff = 0
-	k := p.jumpLength(t, until, r, ri, least)
+	k := p.jumpLength(t, until, r, ri, least, j.prevT-r.slot-p.back-p.courier)
 	if k < 1 {
 		return false
 	}
@@ -648,16 +678,14 @@ func (p *txPath) stateAt(s, t int64, r *tpRun) []int64 {
 // on it), nothing else raising the register past the least copy decided
 // (the least in flight at the last note) or holding a copy, and every
 // input in. Below 1: no jump.
-func (p *txPath) jumpLength(t, until int64, r *tpRun, ri int, least int64) int64 {
-	j := &p.jump
+func (p *txPath) jumpLength(t, until int64, r *tpRun, ri int, least, from int64) int64 {
 	rx := p.rxRun[ri]
 	s := p.first.front().seq
 	d := r.slot
 	k := min(r.n-1, rx.seq0+rx.n-1-s, (until-t)/d)
 	// What the register holds beside the run matters only where it is
 	// above both the least copy decided and the run: from the earliest
-	// courier pass the last period's decisions may have read on.
-	from := j.prevT - d - p.back - p.courier
+	// courier pass the decisions may read on (from).
 	if p.base > least && p.base > rx.at(from) {
 		return 0
 	}

@@ -3,6 +3,7 @@ package lgmodel
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -186,6 +187,66 @@ func TestTxPathJumpsSameAsEveryCopy(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// The accounting's memo (txpath_memo.go) replays the stretch after a loss
+// and the build-up after it from notes: the read queue's watermark, read
+// at the end, and its depth and watermark, read in slices along the way,
+// are what deciding every copy gives, exactly, at both speeds, in both modes, on runs as the simulated
+// switch makes them and as the model alone does; and the notes are met
+// (the case exercises them).
+func TestTxPathMemoSameAsDecided(t *testing.T) {
+	type cas struct {
+		mode   Mode
+		bps    float64
+		loss   float64
+		maxRun int64
+		frames int64
+	}
+	cases := []cas{
+		{Ordered, 100e9, 1e-3, 256, 400_000}, {NonBlocking, 100e9, 1e-3, 256, 400_000},
+		{Ordered, 100e9, 1e-2, 0, 100_000}, {NonBlocking, 100e9, 1e-2, 0, 100_000},
+		{Ordered, 25e9, 1e-3, 256, 200_000}, {NonBlocking, 25e9, 1e-3, 0, 200_000},
+	}
+	for _, k := range cases {
+		c, err := Defaults(k.mode, k.bps, k.loss, k.frames)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.MaxRun = k.maxRun
+		c = c.WithCourier()
+		run := func(noMemo bool) (*Sim, []int64) {
+			m, err := New(c, rand.New(rand.NewPCG(3, 9)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.s.tp.noMemo = noMemo
+			var read []int64
+			for at := 211 * time.Microsecond; ; at += 211 * time.Microsecond {
+				done := m.AdvanceTo(at)
+				now, _, _ := m.TxQueue()
+				read = append(read, now, m.Result().MaxTxQueueBytes)
+				if done {
+					return m, read
+				}
+			}
+		}
+		name := fmt.Sprintf("%s %gG %g maxRun %d", k.mode, k.bps/1e9, k.loss, k.maxRun)
+		every, everyRead := run(true)
+		got, gotRead := run(false)
+		if r, w := got.Result(), every.Result(); r != w {
+			t.Errorf("%s: with the memo %+v, deciding every copy %+v", name, r, w)
+		}
+		if !slices.Equal(gotRead, everyRead) {
+			t.Errorf("%s: the depth and watermark read along the way with the memo %v, deciding every copy %v", name, gotRead, everyRead)
+		}
+		tp := got.s.tp
+		t.Logf("%s: read queue %d B; stretches %d replayed, %d decided; build-ups %d replayed, %d decided",
+			name, got.Result().MaxTxQueueBytes, tp.memoHits, tp.memoMisses, tp.bu.hits, tp.bu.misses)
+		if k.bps == 100e9 && k.mode == Ordered && (tp.memoHits == 0 || tp.bu.hits == 0) {
+			t.Errorf("%s: the case does not exercise the memo", name)
 		}
 	}
 }
