@@ -2,7 +2,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build proto lint-openapi test test-race test-plain test-plain-lab test-long test-long-plain test-long-race vet fmt-check models-single-goroutine bench fuzz sweep soak load clean
+.PHONY: all build proto lint-openapi test test-race test-plain test-plain-lab test-long test-long-plain test-long-race vet fmt-check models-single-goroutine test-lists bench fuzz sweep soak load clean
 
 all: build
 
@@ -153,7 +153,7 @@ TESTFLAGS := -count=1 -vet=off -ldflags=-w
 # binary's last test can end before it reports.
 RACEENV := GORACE=atexit_sleep_ms=0
 
-test: fmt-check vet models-single-goroutine
+test: fmt-check vet models-single-goroutine test-lists
 	@$(MAKE) --no-print-directory -j3 -Oline test-race test-plain test-plain-lab
 
 test-race:
@@ -212,6 +212,25 @@ models-single-goroutine:
 	@if grep -n -E 'go func|go [a-zA-Z_.]+\(|"sync"|chan |\.Parallel\(\)' $(addsuffix /*.go,$(MODELS)) \
 	    $$($(GO) list -deps -test -f '{{.Dir}}' $(PURE) | grep -F '$(CURDIR)/' | sort -u | sed 's|$$|/*.go|'); then \
 	  echo "a package in MODELS or PURE, or one PURE's tests import, uses concurrency: run it under -race (remove it from the list)"; exit 1; fi
+
+# Every test runs in one half of make test or the other, never in neither
+# (checked here, with the lists): the plain half skips RACE_RUN's names
+# in MODELS and PURE, which the race half does not run, and fuzz seeds and
+# examples so named in NORACE (its race run takes only packages with a
+# func Test... so named); the race half skips PLAIN_TESTS, which the
+# plain half runs only in PLAIN_PKGS (and in MODELS, PURE and NORACE,
+# which it runs whole). A name in PLAIN_TESTS or SLOW_UNDER_RACE that no
+# test has is a list gone stale.
+test-lists:
+	@bad=$$(grep -n -s -E '^func (Test|Fuzz|Example)[[:alnum:]_]*($(RACE_RUN))' $(addsuffix /*_test.go,$(MODELS) $(PURE)); \
+	  grep -n -s -E '^func (Fuzz|Example)[[:alnum:]_]*($(RACE_RUN))' $(addsuffix /*_test.go,$(NORACE))); \
+	if [ -n "$$bad" ]; then echo "$$bad"; echo "test-lists: named with a word of RACE_RUN ($(RACE_RUN)) in MODELS or PURE (or a fuzz target or example in NORACE), it would run in neither half of make test: rename it"; exit 1; fi
+	@ok=" $(patsubst ./%,%,$(PLAIN_PKGS) $(MODELS) $(PURE) $(NORACE)) "; files=$$(git ls-files '*_test.go'); \
+	for t in $(PLAIN_TESTS) $(SLOW_UNDER_RACE); do \
+	  dirs=$$(grep -l -E "^func $$t\(" $$files | xargs -r -n1 dirname | sort -u); \
+	  if [ -z "$$dirs" ]; then echo "test-lists: $$t (PLAIN_TESTS or SLOW_UNDER_RACE) is no test of the module: remove it from the list"; exit 1; fi; \
+	  for d in $$dirs; do case "$$ok" in *" $$d "*) ;; *) echo "test-lists: $$t in $$d: the race half skips it (PLAIN_TESTS) and the plain half does not run $$d: add ./$$d to PLAIN_PKGS"; exit 1;; esac; done; \
+	done
 
 vet:
 	$(GO) vet ./...

@@ -17,6 +17,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime"
 	"runtime/debug"
@@ -196,6 +197,9 @@ type Bundle struct {
 	files       []DataFile
 	transcripts []*transcriptWriter
 	final       bool
+	// inv is the manifest's inventory as redactManifest left it: masked,
+	// so that the next UpdateManifest need not go through it again.
+	inv any
 }
 
 // Create makes root/<RunID> and writes the manifest at once. It refuses a
@@ -216,7 +220,8 @@ func Create(root string, m Manifest, opts Options) (*Bundle, error) {
 		b.now = time.Now
 	}
 	b.addSecrets(opts.Secrets)
-	b.addSecrets(redactManifest(&m))
+	b.addSecrets(redactManifest(&m, nil))
+	b.inv = m.Lab.Inventory
 	m.Schema = Schema
 	if m.Status == "" {
 		m.Status = StatusRunning
@@ -278,14 +283,18 @@ func (b *Bundle) scrub(s string) string {
 // the passwords of URLs (device addresses above all). It returns the
 // values it masked, to be hunted in the bundle's other files. The
 // inventory is replaced by a redacted copy: the caller's is not changed.
-func redactManifest(m *Manifest) []string {
+// An inventory that is still the copy done (the same map) was redacted
+// before: masking it again changes nothing and finds nothing (masked
+// values are Mask, passwords in URLs Mask too), and after each step of a
+// run it was most of the redaction's CPU (a bench's inventory is large).
+func redactManifest(m *Manifest, done any) []string {
 	var found []string
 	add := func(v any) any {
 		out, f := redact.Value(v)
 		found = append(found, f...)
 		return out
 	}
-	if m.Lab.Inventory != nil {
+	if m.Lab.Inventory != nil && !sameMap(m.Lab.Inventory, done) {
 		m.Lab.Inventory = add(m.Lab.Inventory)
 	}
 	m.Devices = slices.Clone(m.Devices)
@@ -320,6 +329,12 @@ func redactManifest(m *Manifest) []string {
 	return found
 }
 
+// sameMap reports whether a and b are the same map (not equal ones).
+func sameMap(a, b any) bool {
+	ra, rb := reflect.ValueOf(a), reflect.ValueOf(b)
+	return ra.Kind() == reflect.Map && rb.Kind() == reflect.Map && ra.Type() == rb.Type() && ra.UnsafePointer() == rb.UnsafePointer()
+}
+
 // writeFile writes a scrubbed file atomically (temporary file + rename).
 func (b *Bundle) writeFile(rel string, data []byte) error {
 	p := filepath.Join(b.dir, rel)
@@ -352,7 +367,8 @@ func (b *Bundle) UpdateManifest(fn func(*Manifest)) error {
 		return errors.New("bundle: already finalized")
 	}
 	fn(&b.m)
-	b.addSecrets(redactManifest(&b.m))
+	b.addSecrets(redactManifest(&b.m, b.inv))
+	b.inv = b.m.Lab.Inventory
 	return b.writeManifest()
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +38,14 @@ func TestSecretsOutsideCredentialsAreScrubbed(t *testing.T) {
 	}
 	if err := b.UpdateManifest(func(m *Manifest) {
 		m.Devices = append(m.Devices, Device{Name: "ocs1", Kind: "ocs", Driver: "mordia-rest", Address: addr})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// An inventory replaced after Create (a new map, not the redacted
+	// copy the bundle keeps) is redacted again.
+	if err := b.UpdateManifest(func(m *Manifest) {
+		m.Lab.Inventory = map[string]any{"name": "bench", "devices": map[string]any{
+			"ocs1": map[string]any{"address": addr, "options": map[string]any{"api_token": "tok-PLANTED-0043", "api_token_env": "OCS_TOKEN", "serial": "SN-1"}}}}
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -84,5 +93,30 @@ func TestSecretsOutsideCredentialsAreScrubbed(t *testing.T) {
 	}
 	if r, err := Verify(b.Dir()); err != nil || !r.OK {
 		t.Errorf("verify: %v %+v", err, r)
+	}
+}
+
+// BenchmarkUpdateManifest: the manifest rewritten after a step, with an
+// inventory of a bench's size (35 devices with addresses and options).
+func BenchmarkUpdateManifest(b *testing.B) {
+	devs := map[string]any{}
+	for i := range 35 {
+		devs["dev"+strconv.Itoa(i)] = map[string]any{
+			"kind": "switch", "driver": "tofino-ssh", "address": "ssh://admin@127.0.0.1:" + strconv.Itoa(40000+i),
+			"credentials": map[string]any{"key_file": "/home/lab/.ssh/id_ed25519"},
+			"options":     map[string]any{"sde": "/opt/bf-sde-9.13.0", "program": "linkguardian", "ports": []any{"1/0", "2/0", "3/0"}, "known_hosts": "/tmp/known_hosts"},
+		}
+	}
+	m := Manifest{RunID: NewRunID(time.Now(), "x"), Lab: Lab{Name: "bench", Inventory: map[string]any{"name": "bench", "devices": devs}}}
+	bu, err := Create(b.TempDir(), m, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	i := 0
+	for b.Loop() {
+		i++
+		if err := bu.UpdateManifest(func(m *Manifest) { m.Progress = &Progress{StepsDone: i, StepsTotal: 1 << 30} }); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
