@@ -251,7 +251,9 @@ func TestFCTTailWithAndWithoutLinkGuardian(t *testing.T) {
 
 // An abort in the middle of the blocks puts everything back: the VOA at
 // rest, protection off as found, the hosts' routes and sysctls, and no
-// agent left running; the bundle says how far it got.
+// agent left running; the bundle says how far it got. The abort comes
+// after the second TCP block however long the blocks are: 200 trials a
+// block are enough.
 func TestFCTAbortRestoresTheLab(t *testing.T) {
 	lab := startLab(t, 42)
 	before := hostStates(lab)
@@ -262,7 +264,7 @@ func TestFCTAbortRestoresTheLab(t *testing.T) {
 				abort()
 			}
 		}
-	}, "trials=4000", "blocks=4", "calib_losses=50", "modes=off,linkguardian")
+	}, "trials=800", "blocks=4", "calib_losses=50", "modes=off,linkguardian")
 	if res.Status != results.StatusAborted {
 		t.Fatalf("run %s: %s", res.Status, res.Reason)
 	}

@@ -50,11 +50,18 @@ type frameInfo struct {
 }
 
 type offered struct {
+	// queue[head:] are the offers not yet sent, in order: taken from the
+	// head, moved down once half of it is taken (one copy per frame, not
+	// one per frame taken).
 	queue     []Frame
+	head      int
 	info      []frameInfo // by sequence number, from infoBase
 	infoBase  int64
 	delivered []Delivery
 }
+
+// queued is how many offers wait to be sent.
+func (o *offered) queued() int { return len(o.queue) - o.head }
 
 // NewOffered prepares a run at simulated time 0 that sends only the frames
 // offered to it. cfg.Frames is ignored; cfg.Loss and cfg.FrameBytes still
@@ -80,14 +87,14 @@ func (m *Sim) Offer(f Frame) (int64, error) {
 		return 0, fmt.Errorf("lgmodel: Offer on a stress test (use NewOffered)")
 	}
 	last := s.now
-	if n := len(o.queue); n > 0 {
-		last = max(last, o.queue[n-1].At)
+	if o.queued() > 0 {
+		last = max(last, o.queue[len(o.queue)-1].At)
 	}
 	if f.At < last || f.Bytes < 64 || !(f.Loss >= 0 && f.Loss < 1) || math.IsNaN(f.U) {
 		return 0, fmt.Errorf("lgmodel: bad offer %+v (run at %d ps)", f, last)
 	}
 	o.queue = append(o.queue, f)
-	return s.nextSeq + int64(len(o.queue)) - 1, nil
+	return s.nextSeq + int64(o.queued()) - 1, nil
 }
 
 // Deliveries appends to dst the originals delivered since the last call.
@@ -122,7 +129,7 @@ func (m *Sim) Quiet() bool {
 	settled := s.pending == 0 && len(s.retx) == 0 && len(s.holes) == 0 && s.buf.n == 0 &&
 		!s.paused && s.pendingBP == 0 && s.undetected == 0 && s.notifPending == 0
 	if s.off != nil {
-		settled = settled && len(s.off.queue) == 0
+		settled = settled && s.off.queued() == 0
 	}
 	return settled && (s.c.Mode == Off || s.covered >= s.nextSeq-1)
 }
@@ -132,8 +139,8 @@ func (m *Sim) Quiet() bool {
 // not yet in the queue, its arrival.
 func (s *sim) nextSend() (want int, gate int64) {
 	want, gate = s.next(), s.slotFree
-	if want < 0 && s.off != nil && len(s.off.queue) > 0 && !s.paused && s.nextSeq < s.c.Frames {
-		want, gate = lg.PktOriginal, max(s.slotFree, s.off.queue[0].At)
+	if want < 0 && s.off != nil && s.off.queued() > 0 && !s.paused && s.nextSeq < s.c.Frames {
+		want, gate = lg.PktOriginal, max(s.slotFree, s.off.queue[s.off.head].At)
 	}
 	if want < 0 && s.pacePS > 0 && s.off == nil && !s.paused && s.nextSeq < s.c.Frames {
 		// A paced original not yet generated: it is sent when it is.
@@ -144,7 +151,7 @@ func (s *sim) nextSend() (want int, gate int64) {
 
 // ready: the head offer is in the queue at time t (always, for a stress test).
 func (o *offered) ready(t int64) bool {
-	return o == nil || (len(o.queue) > 0 && o.queue[0].At <= t)
+	return o == nil || (o.queued() > 0 && o.queue[o.head].At <= t)
 }
 
 // frame is an original's size and corruption probability, for its copies.
@@ -165,25 +172,33 @@ func (o *offered) deliver(seq, at int64) {
 // takeOffered sends the head offer as the next original.
 func (s *sim) takeOffered() packet {
 	o := s.off
-	f := o.queue[0]
-	o.queue = o.queue[:copy(o.queue, o.queue[1:])]
+	f := o.queue[o.head]
+	o.head++
+	if o.head == len(o.queue) {
+		o.queue, o.head = o.queue[:0], 0
+	} else if o.head >= 1024 && o.head >= len(o.queue)/2 {
+		o.queue, o.head = o.queue[:copy(o.queue, o.queue[o.head:])], 0
+	}
 	lost, dropped := f.U < f.Loss, f.U < f.Loss && f.U < f.Drop
 	if f.U < 0 {
 		lost, dropped = s.lose(f.Loss, f.Drop)
 	}
 	// Copies come from the Tx buffer: keep what they need while an
-	// original may still be retransmitted (a hole is never below the
-	// receiver's cumulative ackNo). Unprotected (Off), the receiver never
-	// notifies a hole (sim.arrive delivers before detecting anything), and
+	// original may still be retransmitted (copyLow). Unprotected (Off),
+	// the receiver never notifies a hole (sim.arrive delivers before detecting anything), and
 	// with no copies none is queued: no copy is ever made, so nothing is
 	// kept. (Keeping every frame of an unprotected run was what grew: an
 	// entry per frame sent, some 20 million over the backpressure recipe's
 	// TCP flow before LinkGuardian is switched on.)
 	if s.c.Mode != Off && s.c.Copies > 0 {
-		if drop := s.ackNo - o.infoBase; drop > 0 && drop >= int64(len(o.info))/2 {
-			drop = min(drop, int64(len(o.info)))
-			o.info = o.info[:copy(o.info, o.info[drop:])]
-			o.infoBase += drop
+		// highest bounds copyLow from above: what is on its way is looked
+		// at only when half of what is kept may go.
+		half := int64(len(o.info)) / 2
+		if d := s.highest - o.infoBase; d > 0 && d >= half {
+			if drop := min(s.copyLow()-o.infoBase, int64(len(o.info))); drop > 0 && drop >= half {
+				o.info = o.info[:copy(o.info, o.info[drop:])]
+				o.infoBase += drop
+			}
 		}
 		if len(o.info) == 0 {
 			o.infoBase = s.nextSeq
@@ -194,4 +209,26 @@ func (s *sim) takeOffered() packet {
 	s.nextSeq++
 	s.res.FramesSent++
 	return p
+}
+
+// copyLow is the lowest original a copy may still be made of: one the
+// receiver has not yet seen past (a later arrival or a dummy may yet make
+// it a hole), one a loss notification on its way back or being handled
+// names, one whose copies wait on the retransmission queue. A hole below
+// it is never notified again (a lost copy is not: only ackNoTimeout skips
+// it), so with NoTimeout, where no timeout moves ackNo past a hole whose
+// copies were all lost, what is kept still follows the link's flight, not
+// the run's length.
+func (s *sim) copyLow() int64 {
+	low := s.highest
+	for _, qi := range []int{qNotify, qHandled} {
+		f := &s.q[qi]
+		for _, e := range f.ev[f.head:] {
+			low = min(low, e.seq)
+		}
+	}
+	for _, seq := range s.retx {
+		low = min(low, seq)
+	}
+	return low
 }

@@ -207,3 +207,72 @@ func benchOffered(b *testing.B, mode Mode, n int) {
 
 func BenchmarkOffered100GOff(b *testing.B)     { benchOffered(b, Off, 1<<18) }
 func BenchmarkOffered100GOrdered(b *testing.B) { benchOffered(b, Ordered, 1<<16) }
+
+// stuckOffered is a non-blocking run without ackNoTimeout (NoTimeout)
+// whose first original and its one copy are lost (a hole nothing will
+// ever fill, so ackNo waits below it for good), then n frames offered
+// back to back, lossless; all offered up front (ahead) or one at a time.
+func stuckOffered(t testing.TB, n int, ahead bool) *Sim {
+	c, err := Defaults(NonBlocking, 100e9, 1e-3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.NoTimeout = true
+	m, err := NewOffered(c, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const frame = 1518
+	gap := int64(math.Ceil(float64((frame+20+lg.HeaderBytes)*8) / 100e9 * 1e12))
+	var dels []Delivery
+	for k := 0; k < n; k++ {
+		f := Frame{At: int64(k) * gap, Bytes: frame}
+		if k == 0 {
+			f.Loss = 1 - 1e-12 // the original (U 0) and, all but surely, its copy
+		}
+		if _, err := m.Offer(f); err != nil {
+			t.Fatal(err)
+		}
+		if !ahead {
+			m.Advance(f.At)
+			dels = m.Deliveries(dels[:0])
+		}
+	}
+	for m.NextAt() != math.MaxInt64 {
+		m.Advance(m.NextAt())
+		dels = m.Deliveries(dels[:0])
+	}
+	return m
+}
+
+// Without ackNoTimeout a hole whose copies are all lost holds ackNo for
+// good: what the run keeps for copies (offered.info) was trimmed at ackNo,
+// and grew by an entry per frame sent after it. A copy is made only of an
+// original the receiver has not yet seen past, or one a notification or
+// the retransmission queue names: what is kept follows the flight.
+func TestOfferedKeepsCopiesInfoBoundedWithoutTimeout(t *testing.T) {
+	const n = 50_000
+	m := stuckOffered(t, n, false)
+	s := m.s
+	if s.ackNo != 0 || !s.holes[0] || m.Result().Delivered != n-1 {
+		t.Fatalf("the case is not a hole held for good: ackNo %d, holes %v, delivered %d of %d", s.ackNo, s.holes[0], m.Result().Delivered, n)
+	}
+	if k := len(s.off.info); k > 1024 {
+		t.Fatalf("%d frames' info kept for copies after %d frames, none of which can still be copied", k, n)
+	}
+}
+
+// benchStuck runs stuckOffered once per iteration: with the offers made
+// one at a time (-benchmem: what the stuck run keeps per n frames), or
+// all made before the run starts, a queue n long taken from its head (it
+// was moved down a frame at each take: n*n/2 frames copied).
+//
+//	go test -run XXX -bench 'OfferedStuck|OfferedAhead' -benchmem ./simlab/lgmodel
+func benchStuck(b *testing.B, n int, ahead bool) {
+	for i := 0; i < b.N; i++ {
+		stuckOffered(b, n, ahead)
+	}
+}
+
+func BenchmarkOfferedStuckNoTimeout(b *testing.B) { benchStuck(b, 1<<17, false) }
+func BenchmarkOfferedAhead(b *testing.B)          { benchStuck(b, 1<<15, true) }

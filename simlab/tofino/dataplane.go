@@ -436,14 +436,14 @@ func (d *Dataplane) staticConfig(r *lgRun) (segConfig, staticPorts, error) {
 // courierMaxFrames bounds the generator runs whose Tx buffer queue is
 // read with the receiver's courier (lgmodel Config.CourierLoop); a longer
 // run reads the copies held (loss-sweep's max_tx_buffer_bytes says so).
-// The accounting jumps over steady stretches and decides copies one by one
-// only for some 100 frames after each loss: 2.2x the model's CPU at 100G
-// ordered and 1e-3, 4.1x non-blocking, 1.6x and 3.8x at 25G
-// (BenchmarkCourier* against BenchmarkCourierOff* in simlab/lgmodel), and
-// loss-sweep's default 2x10^7-frame points take 2.05x the CPU they take
-// without it; the lg100 rows at the 1e-10 resolution (3.84x10^9 frames a
-// point, mostly the 1e-3 points' losses) would take 3x (188 s of CPU
-// against 64 s, measured with the bound lifted).
+// The accounting jumps over steady stretches and replays the stretches
+// after losses from notes (lgmodel txpath_memo.go): 1.9x the model's CPU
+// at 100G ordered and 1e-3, 5.9x non-blocking (whose build-ups after a
+// loss are still mostly decided copy by copy), 1.3x and 2.6x at 25G
+// (BenchmarkCourier* against BenchmarkCourierOff* in simlab/lgmodel); the
+// lg100 rows at the 1e-10 resolution (3.84x10^9 frames a point, mostly
+// the 1e-3 points' losses) would take 2.1x (139 s of CPU against 66 s,
+// measured with the bound lifted; 188 s before the notes).
 const courierMaxFrames = 1 << 27
 
 // newSegment starts a segment with the frames still to send.
