@@ -78,6 +78,7 @@ func params() []o.ParamSpec {
 		{Name: "backpressure", Type: o.TypeBool, Default: true, Description: "pause/resume backpressure in ordered mode"},
 		{Name: "pktgen_period_ns", Type: o.TypeInt, Unit: "ns", Default: int64(0), Min: o.Bound(0), Max: o.Bound(1e6), Description: "the stress test's packet generator timer on a 100 Gb/s link, one frame a firing, scaled by 100/speed on another; 0 (or a period under a frame's time on the wire) sends back to back at line rate. 124 is the LinkGuardian artifact's (496 ns at 25G, sender/config_pktgen.py; 0.6% under line rate for MTU frames): its Tx buffer figures were read so. Calibration always sends at line rate. On the simulated lab a paced point is simulated frame by frame, about 20 times the CPU of a line-rate one"},
 		{Name: "dummy_pkt_max_count", Type: o.TypeInt, Default: int64(4), Min: o.Bound(0), Max: o.Bound(255), Description: "dummies the sender may send after each protected packet (tail-loss detection)"},
+		{Name: "sim_cpu_limit", Type: o.TypeDuration, Default: time.Hour, Min: o.Bound(1), Max: o.Bound(1e6), Description: "on the simulated lab, a plan estimated to take more CPU time than this is refused before it starts, naming the parameters that make it (a paced point is simulated frame by frame: pktgen_period_ns=124 with resolve_effective_loss=1e-10 is hours); each link's first step gives its estimate. Raise it to run such a plan anyway. Unused on a real lab"},
 	}, lgbench.Params()...)
 }
 
@@ -248,6 +249,23 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		}}
 	fb := int(p.Int("frame_size"))
 	stress := lgbench.StressFrom(p, fb)
+	// What the points cost on the simulated lab, checked before a step is
+	// laid out.
+	var cost simCost
+	linkCPU := map[string]time.Duration{}
+	for _, l := range links {
+		paced := Period(p.Int("pktgen_period_ns"), l.Gbps) > l.Duration(1, fb)
+		for _, loss := range losses {
+			for range modes {
+				linkCPU[l.Link.Name] += cost.add(frames, loss, paced)
+			}
+		}
+	}
+	if pc.Simulated {
+		if err := cost.check(p, frames, p.Duration("sim_cpu_limit")); err != nil {
+			return nil, err
+		}
+	}
 	for _, l := range links {
 		ls := stress
 		ls.Period = Period(p.Int("pktgen_period_ns"), l.Gbps)
@@ -255,11 +273,15 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		if ls.Period > l.Duration(1, fb) {
 			pace = fmt.Sprintf("one every %v", ls.Period)
 		}
+		prepNote := ""
+		if pc.Simulated {
+			prepNote = fmt.Sprintf("on the simulated lab this link's stress points take about %s of CPU (sim_cpu_limit bounds the plan's)", roundCPU(linkCPU[l.Link.Name]))
+		}
 		sw := &sweepLink{l: l, p: p, st: st, fb: fb, target: target, frames: frames, stress: ls, perRun: r.perRun,
 			start: p.Float("start_db"), speed: fmt.Sprintf("%dG", l.Gbps)}
 		devs := []string{l.Sender, l.Receiver, l.VOA}
 		plan.Steps = append(plan.Steps, &o.Step{
-			Name: fmt.Sprintf("%s: switches", l.Link.Name), Action: "prepare-switches", Devices: devs[:2], Lane: l.Link.Name,
+			Name: fmt.Sprintf("%s: switches", l.Link.Name), Action: "prepare-switches", Devices: devs[:2], Lane: l.Link.Name, Note: prepNote,
 			Settings: []o.Setting{
 				{Device: l.Sender, Name: "program", Value: lg.ProgramSender},
 				{Device: l.Receiver, Name: "program", Value: lg.ProgramReceiver},

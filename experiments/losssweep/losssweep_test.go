@@ -245,6 +245,9 @@ func TestLossSweepExplainsALabWithoutSwitchLinks(t *testing.T) {
 		{[]string{"loss_rates=1e-9"}, "not above target_loss"},
 		{[]string{"modes=fast"}, "modes"},
 		{[]string{"max_db=400"}, "max_db"},
+		// Hours on the simulated lab: refused, naming what makes it so.
+		{[]string{"pktgen_period_ns=124", "resolve_effective_loss=1e-10"}, "over sim_cpu_limit=1h0m0s: resolve_effective_loss=1e-10 gives 3841458821 frames a point; pktgen_period_ns=124 paces"},
+		{[]string{"frames=1e12"}, "over sim_cpu_limit"},
 	} {
 		params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, c.sets)
 		if err != nil {
@@ -257,6 +260,40 @@ func TestLossSweepExplainsALabWithoutSwitchLinks(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v does not say %q", c.sets, err, c.want)
 		}
+	}
+}
+
+// A plan over sim_cpu_limit runs when the limit is raised over its
+// estimate, which its steps give; the default 1e-10 table at line rate
+// (some 4 min of CPU) is under the default limit.
+func TestLossSweepSimulatedCPULimit(t *testing.T) {
+	lab := recipetest.StartLab(t, 13)
+	r := losssweep.New()
+	for _, c := range []struct {
+		sets []string
+		ok   bool
+	}{
+		{[]string{"pktgen_period_ns=124", "resolve_effective_loss=1e-10", "sim_cpu_limit=12h"}, true},
+		{[]string{"pktgen_period_ns=124", "resolve_effective_loss=1e-10", "sim_cpu_limit=5h"}, false},
+		{[]string{"resolve_effective_loss=1e-10"}, true},
+	} {
+		params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, c.sets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := r.Plan(&orchestrator.PlanContext{Lab: lab.Inventory(), Params: params, Simulated: true})
+		if (err == nil) != c.ok {
+			t.Errorf("%v: planned %v, want %v (%v)", c.sets, err == nil, c.ok, err)
+			continue
+		}
+		if err == nil && !strings.Contains(plan.Steps[0].Note, "of CPU") {
+			t.Errorf("%v: the first step does not give its link's estimate: %q", c.sets, plan.Steps[0].Note)
+		}
+	}
+	// A real lab spends no CPU on it: the same plan is not refused.
+	params, _ := orchestrator.ResolveParams(r.Meta().Params, "", nil, []string{"pktgen_period_ns=124", "resolve_effective_loss=1e-10"})
+	if _, err := r.Plan(&orchestrator.PlanContext{Lab: lab.Inventory(), Params: params}); err != nil {
+		t.Errorf("a real lab's plan refused: %v", err)
 	}
 }
 
