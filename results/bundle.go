@@ -200,6 +200,10 @@ type Bundle struct {
 	// inv is the manifest's inventory as redactManifest left it: masked,
 	// so that the next UpdateManifest need not go through it again.
 	inv any
+	// invJSON is the JSON of the inventory invJSONOf (the same map), for
+	// writeManifest to write again without encoding it again.
+	invJSON   json.RawMessage
+	invJSONOf any
 }
 
 // Create makes root/<RunID> and writes the manifest at once. It refuses a
@@ -352,7 +356,24 @@ func (b *Bundle) writeFile(rel string, data []byte) error {
 }
 
 func (b *Bundle) writeManifest() error {
-	data, err := json.MarshalIndent(b.m, "", "  ")
+	// The inventory, most of the manifest, is encoded once while it is
+	// the same map: the manifest is rewritten after every step, and
+	// encoding it was half of that. A json.RawMessage is written as its
+	// compacted bytes, HTML-escaped as json.Marshal escapes, and the
+	// whole then indented: the same bytes as encoding the map in place.
+	m := b.m
+	if inv := m.Lab.Inventory; reflect.ValueOf(inv).Kind() == reflect.Map {
+		if !sameMap(inv, b.invJSONOf) {
+			b.invJSON, b.invJSONOf = nil, nil
+			if raw, err := json.Marshal(inv); err == nil {
+				b.invJSON, b.invJSONOf = raw, inv
+			}
+		}
+		if b.invJSON != nil {
+			m.Lab.Inventory = b.invJSON
+		}
+	}
+	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return fmt.Errorf("bundle: manifest: %w", err)
 	}

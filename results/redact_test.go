@@ -2,6 +2,7 @@ package results
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -118,5 +119,50 @@ func BenchmarkUpdateManifest(b *testing.B) {
 		if err := bu.UpdateManifest(func(m *Manifest) { m.Progress = &Progress{StepsDone: i, StepsTotal: 1 << 30} }); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestManifestRewrittenAsEncoded: the manifest rewritten after a step
+// (its inventory's JSON kept from the write before) is, byte for byte,
+// the manifest encoded whole, also after the inventory is replaced;
+// HTML-escaped and non-ASCII text included.
+func TestManifestRewrittenAsEncoded(t *testing.T) {
+	inv := func(note string) map[string]any {
+		return map[string]any{"name": "bench", "devices": map[string]any{
+			"sw1": map[string]any{"address": "ssh://admin@127.0.0.1:22", "options": map[string]any{"note": note, "ports": []any{"1/0", 2, 3.5, true, nil}}},
+		}}
+	}
+	m := Manifest{RunID: NewRunID(time.Now(), "x"), Lab: Lab{Name: "bench", Inventory: inv("a <b> & \"c\" é \u2028")}}
+	b, err := Create(t.TempDir(), m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		got, err := os.ReadFile(filepath.Join(b.Dir(), "manifest.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.MarshalIndent(b.Manifest(), "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, append(want, '\n')) {
+			t.Errorf("%s: manifest.json is not the manifest encoded:\n%s\nwant:\n%s", when, got, want)
+		}
+	}
+	check("created")
+	for i := range 3 {
+		if err := b.UpdateManifest(func(m *Manifest) { m.Progress = &Progress{StepsDone: i + 1, StepsTotal: 3} }); err != nil {
+			t.Fatal(err)
+		}
+		check("step " + strconv.Itoa(i+1))
+	}
+	if err := b.UpdateManifest(func(m *Manifest) { m.Lab.Inventory = inv("replaced") }); err != nil {
+		t.Fatal(err)
+	}
+	check("inventory replaced")
+	if got, _ := os.ReadFile(filepath.Join(b.Dir(), "manifest.json")); !bytes.Contains(got, []byte(`"note": "replaced"`)) {
+		t.Errorf("the replaced inventory was not written:\n%s", got)
 	}
 }
