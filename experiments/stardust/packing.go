@@ -335,7 +335,11 @@ func (r *Packing) planBench(pc *o.PlanContext, b *bench, sizes []int, d3 sd.Data
 	measured, done := 0, false
 	var br *benchRun
 	devs := b.devices()
-	plan := &o.Plan{Tables: PackingTables(),
+	tables := PackingTables()
+	// The bench draws frames as cells, not the model's three datapaths:
+	// the caption says what its two curves are.
+	tables[0].Figures[0].Caption = "As Stardust Fig. 8a, measured on a Stardust bench, where a frame is a cell and nothing is packed: bench-frames is what the host ports delivered, on the wire, over line rate; bench-frame-payload the share of it that is data after the Ethernet and cell headers. The packed and unpacked cells are the model's (run without a bench)."
+	plan := &o.Plan{Tables: tables,
 		Bindings: []o.Binding{{Role: "datapath", Resource: "switches with stardust_role", Detail: desc}},
 		Summary: func(partial bool) (any, error) {
 			mu.Lock()

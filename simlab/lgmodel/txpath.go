@@ -313,6 +313,13 @@ func (s *sim) tpJump(from, now, p, d, m int64) {
 		}
 		return
 	}
+	if sr, rr, ok := periodRuns(period, p, d); ok {
+		// p copies and p ACKs a period, one slot apart (25G's in-order
+		// stretch): m periods of them are a run of each, m*p long.
+		tp.add(tpEntry{kind: tpSend, at: sr.t0 + d, seq: sr.seq0 + p, slot: sr.slot, n: m * p})
+		tp.add(tpEntry{kind: tpRxRun, at: rr.t0 + d, t0: rr.t0 + d, seq: rr.seq0 + p, slot: rr.slot, n: m * p})
+		return
+	}
 	// The cycle's inputs need not be kept: the next cycle is found a
 	// whole period of stepping later.
 	for j := int64(1); j <= m; j++ {
@@ -326,6 +333,43 @@ func (s *sim) tpJump(from, now, p, d, m int64) {
 			tp.advance(period[0].at + j*d)
 		}
 	}
+}
+
+// periodRuns: a cycle's period of p originals over d is one run of
+// copies (sr: its first copy and time, the slot, p of them) and one run of
+// ACKs, each moving the register on by one (rr: the register before the
+// first, its time, the slot), both d/p apart; ok is false otherwise.
+func periodRuns(period []tpEntry, p, d int64) (sr, rr tpRun, ok bool) {
+	if p < 2 || d%p != 0 {
+		return sr, rr, false
+	}
+	slot := d / p
+	for _, e := range period {
+		switch e.kind {
+		case tpSend:
+			if e.slot != slot {
+				return sr, rr, false
+			}
+			if sr.n == 0 {
+				sr = tpRun{e.seq, e.at, slot, e.n}
+			} else if sr.continuedBy(e.seq, e.at, slot) {
+				sr.n += e.n
+			} else {
+				return sr, rr, false
+			}
+		case tpRx:
+			if rr.n == 0 {
+				rr = tpRun{e.seq - 1, e.at, slot, 1}
+			} else if rr.continuedBy(e.seq-1, e.at, slot) {
+				rr.n++
+			} else {
+				return sr, rr, false
+			}
+		default:
+			return sr, rr, false
+		}
+	}
+	return sr, rr, sr.n == p && rr.n == p
 }
 
 // ackAt is the leading ACK the sender holds at t: the register as the
