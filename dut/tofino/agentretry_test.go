@@ -93,6 +93,34 @@ func TestLostReplyIsNotDoneTwice(t *testing.T) {
 		t.Errorf("packet.out sent %d times, want once", n)
 	}
 
+	// The fixed-function adds are reconciled by reading the object back.
+	m := tofino.MirrorSession{ID: 7, Direction: "EGRESS", Port: 136, Queue: 1, MaxPktLen: 128}
+	faults.DropReplyNext(1)
+	if err := sw.AddMirror(ctx, m); err != nil {
+		t.Fatalf("mirror.add whose answer was lost: %v", err)
+	}
+	faults.DropReplyNext(1)
+	if err := sw.AddMulticastNode(ctx, tofino.MulticastNode{ID: 3, RID: 9, DevPorts: []int{136, 137}}); err != nil {
+		t.Fatalf("pre.node.add whose answer was lost: %v", err)
+	}
+	faults.DropReplyNext(1)
+	if err := sw.AddMulticastGroup(ctx, 5, []int{3}); err != nil {
+		t.Fatalf("pre.mgid.add whose answer was lost: %v", err)
+	}
+	port := dev(t, lab, "sw1", "p1")
+	if err := sw.DeletePort(ctx, port); err != nil && !tofino.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	faults.DropReplyNext(1)
+	if err := sw.AddPort(ctx, port, 100, "rs528"); err != nil {
+		t.Fatalf("port.add whose answer was lost: %v", err)
+	}
+	for _, op := range []string{"mirror.add", "pre.node.add", "pre.mgid.add", "port.add"} {
+		if !strings.Contains(tr.String(), op+": done by the request sent before the connection was lost") {
+			t.Errorf("transcript does not say %s was found done", op)
+		}
+	}
+
 	// A read is repeated.
 	faults.DropReplyNext(1)
 	if _, err := sw.Entries(ctx, lg.TableLinkProtect); err != nil {
