@@ -39,7 +39,9 @@ func IsNotFound(err error) bool {
 }
 
 // agentClient speaks the agent protocol (agent/PROTOCOL.md) over a stream
-// it dials on demand, and redials once if the stream is lost.
+// it dials on demand, and redials once if the stream is lost: at once when
+// the request was not yet written, and otherwise only as opRetries allows
+// for its op (agentretry.go).
 type agentClient struct {
 	dial func(ctx context.Context) (net.Conn, error)
 	// token is what a new connection presents first ("auth"); it may
@@ -83,32 +85,46 @@ func (a *agentClient) call(ctx context.Context, op string, args any, out any) er
 		ctx, cancel = context.WithTimeout(ctx, a.timeout)
 		defer cancel()
 	}
-	err := a.exchange(ctx, op, args, out)
-	if err != nil && transport.IsConnectionLost(err) && ctx.Err() == nil {
-		a.transcript.Note("agent connection lost; reconnecting")
-		err = a.exchange(ctx, op, args, out)
+	sent, err := a.exchange(ctx, op, args, out)
+	if err == nil || !transport.IsConnectionLost(err) || ctx.Err() != nil {
+		return err
 	}
-	return err
+	if !sent {
+		// Lost before the request line went out (dial, auth): the
+		// switch has not seen it.
+		a.transcript.Note("agent connection lost; reconnecting")
+		_, err = a.exchange(ctx, op, args, out)
+		return err
+	}
+	return a.retryAfterLoss(ctx, op, args, out, err)
 }
 
-func (a *agentClient) exchange(ctx context.Context, op string, args any, out any) error {
+// exchange sends one request and reads its answer; sent reports whether
+// the request line was (or began to be) written, after which the switch
+// may have done it whatever the error.
+func (a *agentClient) exchange(ctx context.Context, op string, args any, out any) (sent bool, err error) {
 	if a.conn == nil {
 		c, err := a.dial(ctx)
 		if err != nil {
-			return fmt.Errorf("agent: %w", err)
+			return false, fmt.Errorf("agent: %w", err)
 		}
 		a.conn, a.rd = c, bufio.NewReaderSize(c, 64<<10)
 		if err := a.auth(ctx); err != nil {
 			a.reset()
-			return err
+			return false, err
 		}
 	}
 	a.nextID++
 	id := a.nextID
 	line, err := json.Marshal(agentRequest{ID: id, Op: op, Args: args})
 	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
+		return false, fmt.Errorf("%s: %w", op, err)
 	}
+	return true, a.roundTrip(ctx, op, id, line, out)
+}
+
+// roundTrip writes a request line and reads the answer with its id.
+func (a *agentClient) roundTrip(ctx context.Context, op string, id int64, line []byte, out any) error {
 	a.transcript.Sent(string(line))
 	// SSH channels do not support deadlines: the context's end closes the
 	// stream instead, which unblocks the read below.

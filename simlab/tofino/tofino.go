@@ -631,6 +631,11 @@ func (t *Tofino) serveAgent(c io.ReadWriteCloser) {
 				resp = map[string]any{"id": req.ID, "ok": true, "result": res}
 			}
 		}
+		if t.faults.TakeDropReply() {
+			// Done, and the answer lost on its way back.
+			t.srv.DropConnections()
+			return
+		}
 		out, _ := json.Marshal(resp)
 		if t.faults.TakeGarble() {
 			out = []byte("Traceback (most recent call last):")

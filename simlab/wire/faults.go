@@ -8,6 +8,8 @@ import (
 // Faults makes an emulator misbehave on purpose, for tests and rehearsals.
 // Every protocol front-end consults its Faults for each request it serves:
 //   - drop: close the connection instead of answering;
+//   - drop reply: do what the request asks, then close the connection
+//     before answering (the answer lost on its way back);
 //   - stall: never answer (the client's deadline must fire);
 //   - garble: answer with bytes the protocol does not allow;
 //   - delay: answer late;
@@ -18,6 +20,7 @@ import (
 type Faults struct {
 	mu       sync.Mutex
 	drop     int
+	dropRe   int
 	stall    int
 	garble   int
 	delay    time.Duration
@@ -38,6 +41,11 @@ type DeviceError struct {
 // DropNext makes the next n requests close the connection unanswered.
 // (Always: every request).
 func (f *Faults) DropNext(n int) { f.mu.Lock(); addCount(&f.drop, n); f.mu.Unlock() }
+
+// DropReplyNext makes the next n requests be done and then close the
+// connection before their answer is sent (front-ends that do not consult
+// it ignore it).
+func (f *Faults) DropReplyNext(n int) { f.mu.Lock(); addCount(&f.dropRe, n); f.mu.Unlock() }
 
 // StallNext makes the next n requests go unanswered.
 func (f *Faults) StallNext(n int) { f.mu.Lock(); addCount(&f.stall, n); f.mu.Unlock() }
@@ -84,7 +92,7 @@ func (f *Faults) Reset() {
 	defer f.mu.Unlock()
 	// Not *f = Faults{}: that would overwrite the held mutex with an
 	// unlocked one.
-	f.drop, f.stall, f.garble, f.delay, f.delayN, f.failures, f.failing = 0, 0, 0, 0, 0, nil, nil
+	f.drop, f.dropRe, f.stall, f.garble, f.delay, f.delayN, f.failures, f.failing = 0, 0, 0, 0, 0, 0, nil, nil
 }
 
 // The Take methods are safe on a nil *Faults (no faults), as Delay and
@@ -93,6 +101,9 @@ func (f *Faults) Reset() {
 
 // TakeDrop reports (and consumes) a pending drop.
 func (f *Faults) TakeDrop() bool { return f.take(func(f *Faults) *int { return &f.drop }) }
+
+// TakeDropReply reports (and consumes) a pending drop of a reply.
+func (f *Faults) TakeDropReply() bool { return f.take(func(f *Faults) *int { return &f.dropRe }) }
 
 // TakeStall reports (and consumes) a pending stall.
 func (f *Faults) TakeStall() bool { return f.take(func(f *Faults) *int { return &f.stall }) }

@@ -147,7 +147,8 @@ func (f *Faults) Inject(fs FaultSpec) error {
 }
 
 // Pending lists the faults still to come, in the grammar's terms (a
-// stall, which the grammar has no word for, is not listed).
+// stall or a dropped reply, which the grammar has no word for, is not
+// listed).
 func (f *Faults) Pending() []FaultSpec {
 	f.mu.Lock()
 	defer f.mu.Unlock()
