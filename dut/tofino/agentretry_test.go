@@ -8,7 +8,6 @@ import (
 
 	"testbed/dut/tofino"
 	lg "testbed/p4/linkguardian"
-	"testbed/transport"
 )
 
 // A request the simulated agent does and whose answer is then lost with
@@ -21,13 +20,7 @@ func TestLostReplyIsNotDoneTwice(t *testing.T) {
 	defer cancel()
 	d, _ := lab.Inventory().Device("sw1")
 	var tr strings.Builder
-	sw, err := tofino.Open(ctx, d.Address, tofino.Options{Timeout: 10 * time.Second,
-		SSH:        transport.SSHOptions{KeyFile: d.Credentials.KeyFile, KnownHosts: d.Options["known_hosts"]},
-		Transcript: transport.NewTranscript(&tr)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sw.Close() })
+	sw := openWith(t, lab, "sw1", 10*time.Second, &tr)
 	if err := sw.StartSwitchd(ctx, lg.ProgramSender); err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"testbed/dut/tofino"
 	sd "testbed/p4/stardust"
-	"testbed/transport"
 )
 
 // lockedText is a transcript's writer the test reads while the driver's
@@ -46,15 +45,8 @@ func (l *lockedText) ops() map[string]int {
 func TestSetSprayChangesOnlyTheSlotsThatDiffer(t *testing.T) {
 	lab := startLab(t)
 	ctx := context.Background()
-	d, _ := lab.Inventory().Device("sw1")
 	var text lockedText
-	fa, err := tofino.Open(ctx, d.Address, tofino.Options{Timeout: 20 * time.Second,
-		SSH:        transport.SSHOptions{KeyFile: d.Credentials.KeyFile, KnownHosts: d.Options["known_hosts"]},
-		Transcript: transport.NewTranscript(&text)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fa.Close() })
+	fa := openWith(t, lab, "sw1", 20*time.Second, &text)
 	if _, err := fa.BuildProgram(ctx, sd.ProgramFA, sd.MainFile(sd.ProgramFA), sd.Sources()); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +128,7 @@ func TestSetSprayChangesOnlyTheSlotsThatDiffer(t *testing.T) {
 
 	// table.mod's errors: a key with no entry, an action the table does
 	// not have.
-	err = fa.ModifyEntry(ctx, sd.TableSpray, tofino.Entry{Key: map[string]int64{sd.KeyDstFA: 9, sd.KeySlot: 0}, Action: sd.ActionDrop})
+	err := fa.ModifyEntry(ctx, sd.TableSpray, tofino.Entry{Key: map[string]int64{sd.KeyDstFA: 9, sd.KeySlot: 0}, Action: sd.ActionDrop})
 	if !tofino.IsNotFound(err) {
 		t.Errorf("modify of a missing entry: %v, want not_found", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"io"
 	"math"
 	"net"
 	"os"
@@ -35,14 +36,20 @@ func startLab(t *testing.T) *simlab.Lab {
 
 func open(t *testing.T, lab *simlab.Lab, name string, timeout time.Duration) *tofino.Switch {
 	t.Helper()
+	var sb strings.Builder
+	return openWith(t, lab, name, timeout, &sb)
+}
+
+// openWith is open with the driver's transcript written to w.
+func openWith(t *testing.T, lab *simlab.Lab, name string, timeout time.Duration, w io.Writer) *tofino.Switch {
+	t.Helper()
 	d, ok := lab.Inventory().Device(name)
 	if !ok {
 		t.Fatalf("no %s", name)
 	}
-	var sb strings.Builder
 	sw, err := tofino.Open(context.Background(), d.Address, tofino.Options{Timeout: timeout,
 		SSH:        transport.SSHOptions{KeyFile: d.Credentials.KeyFile, KnownHosts: d.Options["known_hosts"]},
-		Transcript: transport.NewTranscript(&sb)})
+		Transcript: transport.NewTranscript(w)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,13 +372,7 @@ func TestAgentRequiresTheRunsToken(t *testing.T) {
 	defer cancel()
 	d, _ := lab.Inventory().Device("sw1")
 	var sb strings.Builder
-	sw, err := tofino.Open(ctx, d.Address, tofino.Options{Timeout: 5 * time.Second,
-		SSH:        transport.SSHOptions{KeyFile: d.Credentials.KeyFile, KnownHosts: d.Options["known_hosts"]},
-		Transcript: transport.NewTranscript(&sb)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sw.Close() })
+	sw := openWith(t, lab, "sw1", 5*time.Second, &sb)
 	if err := sw.StartSwitchd(ctx, lg.ProgramSender); err != nil {
 		t.Fatal(err)
 	}
