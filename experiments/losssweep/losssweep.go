@@ -276,6 +276,15 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		prepNote := ""
 		if pc.Simulated {
 			prepNote = fmt.Sprintf("on the simulated lab this link's stress points take about %s of CPU (sim_cpu_limit bounds the plan's)", roundCPU(linkCPU[l.Link.Name]))
+		} else if pace == "at line rate" && l.Gbps >= 100 {
+			// The sender's loopback port 16 is a MAC port of the link's
+			// speed: a copy, 2 B longer than its original (lr_buffered),
+			// takes 1543 B of its time against the original's 1541 B of
+			// the wire, so copies sent back to back outrun it and its
+			// queue grows between losses (docs/linkguardian.md, the Tx
+			// buffer, part 4). The simulated switch reads that queue
+			// without the port's own time, so a rehearsal shows none of it.
+			prepNote = "at line rate the sender's copies outrun its loopback port (a copy is 2 B longer than its original, and the port adds a MAC's preamble and gap): on a switch its queue grows between losses and may drop copies, losses LinkGuardian then cannot repair, which the simulated switch does not show; the authors' artifact paced its generator so that the port keeps up: --set pktgen_period_ns=124"
 		}
 		sw := &sweepLink{l: l, p: p, st: st, fb: fb, target: target, frames: frames, stress: ls, perRun: r.perRun,
 			start: p.Float("start_db"), speed: fmt.Sprintf("%dG", l.Gbps)}

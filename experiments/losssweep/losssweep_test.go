@@ -297,6 +297,50 @@ func TestLossSweepSimulatedCPULimit(t *testing.T) {
 	}
 }
 
+// On a real lab a line-rate stress test at 100G is told that its copies
+// outrun the sender's loopback port (which the simulated switch does not
+// show) and what the artifact paced at; a paced one, a 25G link and the
+// simulated lab are not.
+func TestLossSweepWarnsALabOfLineRateCopies(t *testing.T) {
+	lab := recipetest.StartLab(t, 13)
+	r := losssweep.New()
+	notes := func(simulated bool, sets ...string) map[string]string {
+		t.Helper()
+		params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, sets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := r.Plan(&orchestrator.PlanContext{Lab: lab.Inventory(), Params: params, Simulated: simulated})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := map[string]string{}
+		for _, s := range plan.Steps {
+			if s.Action == "prepare-switches" {
+				n[s.Lane] = s.Note
+			}
+		}
+		return n
+	}
+	const warn = "pktgen_period_ns=124"
+	onLab := notes(false)
+	if _, ok := onLab["lg25"]; !ok {
+		t.Fatalf("no lg25 link prepared in the plan: %v", onLab)
+	}
+	if !strings.Contains(onLab["lg100"], warn) || !strings.Contains(onLab["lg100"], "loopback port") {
+		t.Errorf("a real lab's line-rate 100G link is not warned: %q", onLab["lg100"])
+	}
+	if strings.Contains(onLab["lg25"], warn) {
+		t.Errorf("a 25G link (its loopback port serves copies 4 times as fast) is warned: %q", onLab["lg25"])
+	}
+	if n := notes(false, "pktgen_period_ns=124")["lg100"]; strings.Contains(n, warn) {
+		t.Errorf("a paced run is warned: %q", n)
+	}
+	if n := notes(true)["lg100"]; strings.Contains(n, warn) {
+		t.Errorf("the simulated lab's run is warned: %q", n)
+	}
+}
+
 // Stopping a run in the middle of a line-rate stress test stops it there:
 // the step returns with the cancellation, the packet generator is stopped,
 // and it sent few frames after the cancellation (the waits on the switch's
