@@ -273,19 +273,7 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		if ls.Period > l.Duration(1, fb) {
 			pace = fmt.Sprintf("one every %v", ls.Period)
 		}
-		prepNote := ""
-		if pc.Simulated {
-			prepNote = fmt.Sprintf("on the simulated lab this link's stress points take about %s of CPU (sim_cpu_limit bounds the plan's)", roundCPU(linkCPU[l.Link.Name]))
-		} else if pace == "at line rate" && l.Gbps >= 100 {
-			// The sender's loopback port 16 is a MAC port of the link's
-			// speed: a copy, 2 B longer than its original (lr_buffered),
-			// takes 1543 B of its time against the original's 1541 B of
-			// the wire, so copies sent back to back outrun it and its
-			// queue grows between losses (docs/linkguardian.md, the Tx
-			// buffer, part 4). The simulated switch reads that queue
-			// without the port's own time, so a rehearsal shows none of it.
-			prepNote = "at line rate the sender's copies outrun its loopback port (a copy is 2 B longer than its original, and the port adds a MAC's preamble and gap): on a switch its queue grows between losses and may drop copies, losses LinkGuardian then cannot repair, which the simulated switch does not show; the authors' artifact paced its generator so that the port keeps up: --set pktgen_period_ns=124"
-		}
+		prepNote := prepareNote(pc.Simulated, pace != "at line rate", l.Gbps, linkCPU[l.Link.Name])
 		sw := &sweepLink{l: l, p: p, st: st, fb: fb, target: target, frames: frames, stress: ls, perRun: r.perRun,
 			start: p.Float("start_db"), speed: fmt.Sprintf("%dG", l.Gbps)}
 		devs := []string{l.Sender, l.Receiver, l.VOA}
@@ -441,4 +429,24 @@ func runStress(ctx context.Context, b *lgbench.Bench, s lgbench.Stress, n, per i
 		sum.RateGbps = rate / float64(sum.Sent)
 	}
 	return sum, nil
+}
+
+// prepareNote is what a link's first step says of its stress points: on
+// the simulated lab their CPU estimate; on a real lab, at line rate on a
+// 100G link, that the sender's copies outrun its loopback port.
+func prepareNote(simulated, paced bool, gbps int, cpu time.Duration) string {
+	switch {
+	case simulated:
+		return fmt.Sprintf("on the simulated lab this link's stress points take about %s of CPU (sim_cpu_limit bounds the plan's)", roundCPU(cpu))
+	case !paced && gbps >= 100:
+		// The sender's loopback port 16 is a MAC port of the link's
+		// speed: a copy, 2 B longer than its original (lr_buffered),
+		// takes 1543 B of its time against the original's 1541 B of
+		// the wire, so copies sent back to back outrun it and its
+		// queue grows between losses (docs/linkguardian.md, the Tx
+		// buffer, part 4). The simulated switch reads that queue
+		// without the port's own time, so a rehearsal shows none of it.
+		return "at line rate the sender's copies outrun its loopback port (a copy is 2 B longer than its original, and the port adds a MAC's preamble and gap): on a switch its queue grows between losses and may drop copies, losses LinkGuardian then cannot repair, which the simulated switch does not show; the authors' artifact paced its generator so that the port keeps up: --set pktgen_period_ns=124"
+	}
+	return ""
 }
