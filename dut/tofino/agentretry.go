@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	"testbed/transport"
@@ -156,30 +157,31 @@ func alreadyExists(ae *AgentError) bool {
 }
 
 func argMap(args any) (map[string]json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	err := decodeArgs(args, &m)
+	return m, err
+}
+
+// decodeArgs reads a request's arguments into v as the agent reads them:
+// through their JSON.
+func decodeArgs(args, v any) error {
 	b, err := json.Marshal(args)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var m map[string]json.RawMessage
-	err = json.Unmarshal(b, &m)
-	return m, err
+	return json.Unmarshal(b, v)
 }
 
 // reconcileTableAdd reads the entry with the sent key back (table.get with
 // the key) and compares its action and data with the request's.
 func reconcileTableAdd(ctx context.Context, a *agentClient, args any) (bool, error) {
-	m, err := argMap(args)
-	if err != nil {
-		return false, err
-	}
 	var sent struct {
 		Name   string           `json:"name"`
 		Action string           `json:"action"`
 		Key    map[string]int64 `json:"key"`
 		Data   map[string]int64 `json:"data"`
 	}
-	b, _ := json.Marshal(m)
-	if err := json.Unmarshal(b, &sent); err != nil {
+	if err := decodeArgs(args, &sent); err != nil {
 		return false, err
 	}
 	var r struct {
@@ -193,18 +195,23 @@ func reconcileTableAdd(ctx context.Context, a *agentClient, args any) (bool, err
 		return false, err
 	}
 	for _, e := range r.Entries {
-		if !sameInts(e.Key, sent.Key) {
+		if !maps.Equal(e.Key, sent.Key) {
 			continue
 		}
-		return sameName(e.Action, sent.Action) && sameInts(e.Data, sent.Data), nil
+		return sameName(e.Action, sent.Action) && maps.Equal(e.Data, sent.Data), nil
 	}
 	return false, nil
 }
 
 // reconcilePortAdd compares the port's status with the port.add request.
 func reconcilePortAdd(ctx context.Context, a *agentClient, args any) (bool, error) {
-	m, err := argMap(args)
-	if err != nil {
+	var sent struct {
+		DevPort json.RawMessage `json:"dev_port"`
+		Speed   string          `json:"speed"`
+		FEC     string          `json:"fec"`
+		Enable  bool            `json:"enable"`
+	}
+	if err := decodeArgs(args, &sent); err != nil {
 		return false, err
 	}
 	var ps struct {
@@ -212,15 +219,10 @@ func reconcilePortAdd(ctx context.Context, a *agentClient, args any) (bool, erro
 		Speed   string `json:"speed"`
 		FEC     string `json:"fec"`
 	}
-	if _, err := a.exchange(ctx, "port.status", map[string]json.RawMessage{"dev_port": m["dev_port"]}, &ps); err != nil {
+	if _, err := a.exchange(ctx, "port.status", map[string]json.RawMessage{"dev_port": sent.DevPort}, &ps); err != nil {
 		return false, err
 	}
-	var speed, fec string
-	var enable bool
-	json.Unmarshal(m["speed"], &speed)
-	json.Unmarshal(m["fec"], &fec)
-	json.Unmarshal(m["enable"], &enable)
-	return ps.Speed == speed && ps.FEC == fec && ps.Enabled == enable, nil
+	return ps.Speed == sent.Speed && ps.FEC == sent.FEC && ps.Enabled == sent.Enable, nil
 }
 
 // reconcileGet reads the object back with get (the add's first argument
@@ -259,18 +261,6 @@ func sameJSON(a, b json.RawMessage) bool {
 	xa, _ := json.Marshal(x) // maps marshal in key order
 	ya, _ := json.Marshal(y)
 	return string(xa) == string(ya)
-}
-
-func sameInts(a, b map[string]int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // sameName compares action names, one of which may be qualified by its

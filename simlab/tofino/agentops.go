@@ -3,6 +3,7 @@ package tofino
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"time"
 
 	lg "testbed/p4/linkguardian"
@@ -376,7 +377,7 @@ func (t *Tofino) opTableWrite(c opCall) (any, error) {
 	if t.keys[name][ks] {
 		// From the end: a run's undo deletes its entries last first.
 		for i := len(entries) - 1; i >= 0; i-- {
-			if sameKey(entries[i].Key, key) {
+			if maps.Equal(entries[i].Key, key) {
 				idx = i
 				break
 			}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"strconv"
 	"strings"
@@ -840,7 +841,7 @@ func (s *bfrtService) p4Exists(t *bfrtinfo.Table, key map[string]uint64) bool {
 		return false
 	}
 	for _, e := range r.Entries {
-		if sameKey(e.Key, intMap(key)) {
+		if maps.Equal(e.Key, intMap(key)) {
 			return true
 		}
 	}
@@ -1142,7 +1143,7 @@ func (s *bfrtService) readP4Table(r readReq) ([]*bfrtpb.TableEntry, error) {
 	}
 	var out []*bfrtpb.TableEntry
 	for _, e := range got.Entries {
-		if len(key) > 0 && !sameKey(e.Key, intMap(key)) {
+		if len(key) > 0 && !maps.Equal(e.Key, intMap(key)) {
 			continue
 		}
 		act, ok := t.Action(e.Action)

@@ -782,18 +782,6 @@ func keyString(k map[string]int64) string {
 	return b.String()
 }
 
-func sameKey(a, b map[string]int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if bv, ok := b[k]; !ok || bv != v {
-			return false
-		}
-	}
-	return true
-}
-
 // tableAction says which actions the program's tables have (the
 // Stardust programs and ecmp both have a whoami and a gen_flow).
 func tableAction(program, table, action string) bool {
