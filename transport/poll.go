@@ -12,17 +12,26 @@ import (
 // asks grows with the logarithm of the wait, not with the wait.
 const pollFraction = 8
 
+// Poll's shortest and longest gaps: a device answering in microseconds
+// (an emulator on the loopback) is asked at most a thousand times a
+// second, and only in the first 8 ms of a wait; a wait of many seconds
+// (a port training) is still seen within a second.
+const (
+	pollShortest = time.Millisecond
+	pollLongest  = time.Second
+)
+
 // Poll waits by asking: it calls ask until it reports done, returns an
 // error, or ctx ends (ctx's error then, wrapped by nothing, so a caller can
 // tell its own deadline from the device's answer). The gap between asks
-// follows what the device's answers have shown (PollEvery's rule, with no
-// shortest gap but the ask's own time and a longest of 1 s): a condition
+// follows what the device's answers have shown (PollEvery's rule, with a
+// shortest gap of 1 ms or the ask's own time, and a longest of 1 s): a condition
 // that holds at once costs one call, one met late is seen within an
 // eighth of the time waited (and an ask or two), and a slow one (a daemon
 // starting, a port training) is not asked hundreds of times a second.
 // Give ctx the deadline the wait may take.
 func Poll(ctx context.Context, ask func() (done bool, err error)) error {
-	return PollEvery(ctx, 0, time.Second, ask)
+	return PollEvery(ctx, pollShortest, pollLongest, ask)
 }
 
 // PollEvery is Poll with the shortest and the longest gap between asks

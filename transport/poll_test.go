@@ -56,7 +56,7 @@ func (d *fakeDevice) ask() (bool, error) {
 // wait polls dev as Poll does, on dev's fake clock, and returns the
 // over-wait: from the condition becoming true to the poll returning.
 func (d *fakeDevice) wait(ctx context.Context) (time.Duration, error) {
-	err := pollWith(ctx, d.clk, 0, time.Second, d.ask)
+	err := pollWith(ctx, d.clk, pollShortest, pollLongest, d.ask)
 	return d.clk.now.Sub(d.start) - d.trueAt, err
 }
 
@@ -67,8 +67,8 @@ func newFakeDevice(askTime, trueAt time.Duration) *fakeDevice {
 
 // The over-wait of a poll (from the condition becoming true to Poll
 // returning) is at most two asks (the one in flight when it became true,
-// and the one that sees it) and a gap of an ask's time or an eighth of the
-// time waited, whichever is longer: never the
+// and the one that sees it) and a gap of an ask's time (1 ms at least) or
+// an eighth of the time waited, whichever is longer: never the
 // nearly 1 s a doubling interval capped at 1 s lets a condition met just
 // after an ask wait. Measured on a fake clock for asks from a loopback
 // round trip's 50 us to a slow device's 300 ms, and conditions becoming
@@ -87,7 +87,7 @@ func TestPollOverWaitIsAFractionOfTheWaitPlusTwoAsks(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ask %v, true at %v: %v", askTime, trueAt, err)
 			}
-			bound := 2*askTime + max(askTime, (trueAt+askTime)/8)
+			bound := 2*askTime + max(askTime, pollShortest, (trueAt+askTime)/8)
 			if over > bound {
 				t.Fatalf("ask %v, true at %v: seen %v after it became true, want at most 2 asks and a gap of an ask or 1/8 of the wait = %v (asks began at %v)",
 					askTime, trueAt, over, bound, dev.asks[max(0, len(dev.asks)-4):])
@@ -100,9 +100,9 @@ func TestPollOverWaitIsAFractionOfTheWaitPlusTwoAsks(t *testing.T) {
 
 // A slow condition is not asked hundreds of times a second: in every
 // window [w, 2w) of a wait, whatever the ask's time, it is asked at most
-// 8 times once w is 1 ms or more, and never sooner than an ask's time
-// after the last one ended (the device is not kept busier than half the
-// time by the asks).
+// 8 times once w is 8 ms or more, and never sooner than an ask's time
+// (or 1 ms) after the last one ended (the device is not kept busier than
+// half the time by the asks).
 func TestPollAsksASlowConditionRarely(t *testing.T) {
 	for _, askTime := range []time.Duration{10 * time.Microsecond, time.Millisecond, 300 * time.Millisecond} {
 		dev := newFakeDevice(askTime, time.Hour)
@@ -113,11 +113,11 @@ func TestPollAsksASlowConditionRarely(t *testing.T) {
 			t.Fatalf("ask %v: a condition never met ended %v, want the deadline", askTime, err)
 		}
 		for i := 1; i < len(dev.asks); i++ {
-			if gap := dev.asks[i] - dev.asks[i-1] - askTime; gap < askTime {
+			if gap := dev.asks[i] - dev.asks[i-1] - askTime; gap < max(askTime, pollShortest) {
 				t.Fatalf("ask %v: asks at %v and %v, a gap of %v, under the ask's time", askTime, dev.asks[i-1], dev.asks[i], gap)
 			}
 		}
-		for w := time.Millisecond; w < 5*time.Second; w *= 2 {
+		for w := 8 * time.Millisecond; w < 5*time.Second; w *= 2 {
 			n := 0
 			for _, a := range dev.asks {
 				if a >= w && a < 2*w {
