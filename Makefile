@@ -53,8 +53,8 @@ PURE := ./experiments/rail/topo ./experiments/stats ./internal/readfile ./intern
 # TestFCTPerFlowProgramDropTail runs 30,000 per-flow trials through the
 # recipe (3 s, 20 s under the detector) for its tail statistics, and
 # TestSimulatedHostsPerFlowFCTWithProgramDrop (simlab) 30,000 new
-# connections through the simulated hosts (about 60 s under the detector,
-# where a loaded machine made it miss its hang guard). The simulated
+# connections through the simulated hosts (1.9 s of CPU, 10.7 s under the
+# detector, where a loaded machine made it miss its hang guard). The simulated
 # hosts' connections run under -race in simlab's other host tests, the
 # recipe's blocks, aborts and restores in the fct package's other tests.
 #
@@ -70,8 +70,10 @@ PURE := ./experiments/rail/topo ./experiments/stats ./internal/readfile ./intern
 # rail's qualify on the default lab, simlab's Follow race and fabric
 # tests, the drivers' tests against the same emulators, the engine's own.
 # TestDefaultBenchSummaries (the default bench's golden summary.json per
-# recipe, 11 s without the detector, 136 s under it) stays in make test
-# for every change's sake; its real-time case is make test-long's.
+# recipe, 2.1 s of CPU without the detector, 7.9 s under it) stays in make
+# test for every change's sake; its real-time case is make test-long's.
+# (CPU is user+sys of the test binary alone, /usr/bin/time on go test -c's
+# binary with -test.run '^TestX$'; go test adds some 2.5 s of its own.)
 # TestNoFunctionTooComplex parses the source (no goroutine).
 SLOW_UNDER_RACE := TestBackpressureWithATCPFlow TestSimulatedIperf3FollowsTheSwitchesClock TestFCTTailWithAndWithoutLinkGuardian TestFCTPerFlowProgramDropTail TestSimulatedHostsPerFlowFCTWithProgramDrop
 PLAIN_TESTS := TestSweepReproducesFig1Ordering TestBackpressureKeepsTheReorderBufferInBounds \

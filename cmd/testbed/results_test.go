@@ -272,9 +272,9 @@ func TestReportIsSelfContained(t *testing.T) {
 // Chromium: the DOM it builds must hold the plot as SVG with one line per
 // link, and a screenshot must show both links' colours.
 func TestReportRendersInChromium(t *testing.T) {
-	chromium, err := exec.LookPath("chromium")
+	chromium, err := recipetest.Headless()
 	if err != nil {
-		t.Skip("chromium not installed (Debian: apt-get install chromium); skipping the browser rendering test")
+		t.Skip("chromium not installed (Debian: apt-get install chromium-headless-shell or chromium); skipping the browser rendering test")
 	}
 	bundle := sweepBundle(t, "5") // two links: l10g and l25g-rs
 	report, _ := filepath.Abs(filepath.Join(bundle, "report.html"))

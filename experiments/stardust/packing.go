@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,7 +27,7 @@ func NewPacking() *Packing { return &Packing{} }
 func (*Packing) Meta() o.Meta {
 	return o.Meta{
 		Name:        PackingName,
-		Version:     "1.2.0",
+		Version:     "1.3.0",
 		Summary:     "throughput against packet size of a packet switch, packed cells and unpacked cells on one datapath (Figs. 8a and 3); on the model, or frames as cells on a Stardust bench",
 		Description: packingDescription,
 		Params:      packingParams(),
@@ -59,8 +60,11 @@ sends frames of that size at its host port's line rate to the next FA (a permuta
 each host port's credits going to its one sender); the host ports' counters give the
 throughput delivered (mode bench-frames, the frames on the wire over line rate) and the
 share of it that is data after the Ethernet and cell headers (bench-frame-payload).
-Fig. 3 is computed as on the model. The bench_*, credit_bytes, speed_up, fci_threshold
-and reach_period parameters set the bench's fabric.`
+Fig. 3 is computed as on the model. A bench run does not give the metrics that compare
+the model's packed and unpacked cells (packed_gain_over_packet_switch,
+gain_over_packet_switch_at_bytes, packed_gain_over_unpacked, gain_over_unpacked_at_bytes):
+its summary.json leaves them out and names them in not_measured. The bench_*,
+credit_bytes, speed_up, fci_threshold and reach_period parameters set the bench's fabric.`
 
 // Fig. 8a's packet sizes: the minimum, one byte over each word and cell
 // boundary up to 257 B, and larger packets to the Ethernet maximum.
@@ -163,11 +167,17 @@ type PackingSummary struct {
 	Modes map[string]ModeSummary `json:"modes"`
 	// PackedGainOverPacketSwitch and PackedGainOverUnpacked are the
 	// largest differences in line-rate fraction over the sizes (the
-	// paper: up to 15% and 49%), with the sizes where they occur.
-	PackedGainOverPacketSwitch float64 `json:"packed_gain_over_packet_switch"`
-	GainPacketSwitchAtBytes    int     `json:"gain_over_packet_switch_at_bytes"`
-	PackedGainOverUnpacked     float64 `json:"packed_gain_over_unpacked"`
-	GainUnpackedAtBytes        int     `json:"gain_over_unpacked_at_bytes"`
+	// paper: up to 15% and 49%), with the sizes where they occur. They
+	// compare the model's packed and unpacked cells, which a bench does
+	// not have: nil (absent from summary.json, where a 0 would read as a
+	// measurement) on a bench run, whose NotMeasured names them.
+	PackedGainOverPacketSwitch *float64 `json:"packed_gain_over_packet_switch,omitempty"`
+	GainPacketSwitchAtBytes    *int     `json:"gain_over_packet_switch_at_bytes,omitempty"`
+	PackedGainOverUnpacked     *float64 `json:"packed_gain_over_unpacked,omitempty"`
+	GainUnpackedAtBytes        *int     `json:"gain_over_unpacked_at_bytes,omitempty"`
+	// NotMeasured names the metrics above that the run does not give (a
+	// bench run's model-only metrics).
+	NotMeasured []string `json:"not_measured,omitempty"`
 	// Fig3Factor is the packet switch's parallelism over packed cells'
 	// at the smallest size (§2.3: x4 for 64 B).
 	Fig3Factor float64 `json:"fig3_factor_smallest"`
@@ -243,18 +253,22 @@ func (r *Packing) Plan(pc *o.PlanContext) (*o.Plan, error) {
 					sum.Modes[string(m)] = ms
 					mu.Unlock()
 				}
-				mu.Lock()
-				defer mu.Unlock()
+				var gainSw, gainUn float64
+				var atSw, atUn int
 				for i, s := range sizes {
-					if g := frac[sd.ModePackedCells][i] - frac[sd.ModePacketSwitch][i]; g > sum.PackedGainOverPacketSwitch {
-						sum.PackedGainOverPacketSwitch, sum.GainPacketSwitchAtBytes = g, s
+					if g := frac[sd.ModePackedCells][i] - frac[sd.ModePacketSwitch][i]; g > gainSw {
+						gainSw, atSw = g, s
 					}
-					if g := frac[sd.ModePackedCells][i] - frac[sd.ModeUnpackedCells][i]; g > sum.PackedGainOverUnpacked {
-						sum.PackedGainOverUnpacked, sum.GainUnpackedAtBytes = g, s
+					if g := frac[sd.ModePackedCells][i] - frac[sd.ModeUnpackedCells][i]; g > gainUn {
+						gainUn, atUn = g, s
 					}
 				}
+				mu.Lock()
+				defer mu.Unlock()
+				sum.PackedGainOverPacketSwitch, sum.GainPacketSwitchAtBytes = &gainSw, &atSw
+				sum.PackedGainOverUnpacked, sum.GainUnpackedAtBytes = &gainUn, &atUn
 				rc.Event(results.Event{Type: "measurement", Message: fmt.Sprintf("packed cells: line rate at %d of %d sizes; gain up to %.1f%% over the packet switch (%d B), %.1f%% over unpacked cells (%d B)",
-					sum.Modes[string(sd.ModePackedCells)].LineRateSizes, len(sizes), sum.PackedGainOverPacketSwitch*100, sum.GainPacketSwitchAtBytes, sum.PackedGainOverUnpacked*100, sum.GainUnpackedAtBytes)})
+					sum.Modes[string(sd.ModePackedCells)].LineRateSizes, len(sizes), gainSw*100, atSw, gainUn*100, atUn)})
 				return nil
 			}},
 		fig3Step(d3, sizes, n, func(f float64) {
@@ -310,6 +324,13 @@ const (
 	benchPayload = "bench-frame-payload"
 )
 
+// benchNotMeasured are the summary's metrics a bench run does not give:
+// they compare the model's packed and unpacked cells, and a Tofino FA
+// carries frames as cells, unpacked (p4/stardust/README.md).
+func benchNotMeasured() []string {
+	return []string{"packed_gain_over_packet_switch", "gain_over_packet_switch_at_bytes", "packed_gain_over_unpacked", "gain_over_unpacked_at_bytes"}
+}
+
 // planBench is stardust-packing on a Stardust bench: for each size, every
 // FA's packet generator sends frames of that size at its host port's line
 // rate to the next FA (a permutation, so no destination is oversubscribed
@@ -330,7 +351,7 @@ func (r *Packing) planBench(pc *o.PlanContext, b *bench, sizes []int, d3 sd.Data
 	desc := fmt.Sprintf("Tofino FAs (%s) as a bench measures them: frames as cells, no packing (Tofino cannot merge packets); %s; each FA's generator at its host port's line rate to the next FA",
 		sd.ProgramFA, b.describe(cfg.LinkGbps, cfg.HostGbps))
 	var mu sync.Mutex
-	sum := PackingSummary{ModelOnly: false, MeasuredOn: "bench", Datapath: desc, Sizes: len(sizes), Modes: map[string]ModeSummary{}}
+	sum := PackingSummary{ModelOnly: false, MeasuredOn: "bench", Datapath: desc, Sizes: len(sizes), Modes: map[string]ModeSummary{}, NotMeasured: benchNotMeasured()}
 	ms := map[string]*ModeSummary{benchFrames: {MinFraction: 2}, benchPayload: {MinFraction: 2}}
 	measured, done := 0, false
 	var br *benchRun
@@ -339,6 +360,9 @@ func (r *Packing) planBench(pc *o.PlanContext, b *bench, sizes []int, d3 sd.Data
 	// The bench draws frames as cells, not the model's three datapaths:
 	// the caption says what its two curves are.
 	tables[0].Figures[0].Caption = "As Stardust Fig. 8a, measured on a Stardust bench, where a frame is a cell and nothing is packed: bench-frames is what the host ports delivered, on the wire, over line rate; bench-frame-payload the share of it that is data after the Ethernet and cell headers. The packed and unpacked cells are the model's (run without a bench)."
+	// Nor does it give the metrics that compare them: the report says
+	// which, where a summary without them could read as an oversight.
+	tables[0].Description += " A bench run does not give " + strings.Join(benchNotMeasured(), ", ") + ": they compare the model's packed and unpacked cells (run without a bench for them), so summary.json leaves them out and lists them in not_measured."
 	plan := &o.Plan{Tables: tables,
 		Bindings: []o.Binding{{Role: "datapath", Resource: "switches with stardust_role", Detail: desc}},
 		Summary: func(partial bool) (any, error) {

@@ -1,12 +1,19 @@
 package stardust_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"testbed/experiments/recipetest"
 	"testbed/experiments/stardust"
+	"testbed/inventory"
+	"testbed/orchestrator"
+	"testbed/simlab"
 )
 
 // Fig. 8a's datapath (32 B at 150 MHz, 4 x 10GE, 64 B cells): packed cells
@@ -44,8 +51,11 @@ func TestPackingFig8(t *testing.T) {
 	if math.Abs(sw[65]-want) > 1e-9 || packed[65] != 1 || math.Abs(un[65]-want*3/4) > 1e-9 {
 		t.Errorf("65 B: packet switch %.4f (want %.4f), packed %.4f (want 1), unpacked %.4f (want %.4f)", sw[65], want, packed[65], un[65], want*3/4)
 	}
-	if s.GainPacketSwitchAtBytes != 65 || math.Abs(s.PackedGainOverPacketSwitch-(1-want)) > 1e-9 {
-		t.Errorf("gain over the packet switch %.4f at %d B, want %.4f at 65 B", s.PackedGainOverPacketSwitch, s.GainPacketSwitchAtBytes, 1-want)
+	if s.GainPacketSwitchAtBytes == nil || s.PackedGainOverPacketSwitch == nil || s.PackedGainOverUnpacked == nil || s.GainUnpackedAtBytes == nil || len(s.NotMeasured) != 0 {
+		t.Fatalf("the model's summary lacks a gain or says one is not measured: %+v", s)
+	}
+	if *s.GainPacketSwitchAtBytes != 65 || math.Abs(*s.PackedGainOverPacketSwitch-(1-want)) > 1e-9 {
+		t.Errorf("gain over the packet switch %.4f at %d B, want %.4f at 65 B", *s.PackedGainOverPacketSwitch, *s.GainPacketSwitchAtBytes, 1-want)
 	}
 	if math.Abs(s.Fig3Factor-4) > 1e-9 {
 		t.Errorf("Fig. 3 factor at 64 B %.3f, want 4", s.Fig3Factor)
@@ -63,5 +73,65 @@ func TestPackingRefusesBadCells(t *testing.T) {
 	}
 	if got := err.Error(); !contains(got, "no room for data") {
 		t.Errorf("error %q does not say what is wrong", got)
+	}
+}
+
+// On a Stardust bench the gains over the packet switch and unpacked cells
+// are not measured (a Tofino FA carries frames as cells, unpacked): the
+// summary leaves them out rather than give a 0 that reads as a
+// measurement, names them in not_measured, and the table's description
+// (the report's) says a bench run does not give them. Planned on the
+// bench's inventory: the summary's shape is set before any step runs.
+func TestPackingOnABenchLeavesOutModelOnlyMetrics(t *testing.T) {
+	text, err := simlab.Bench("stardust")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := inventory.Parse("stardust.yaml", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := stardust.NewPacking()
+	params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := r.Plan(&orchestrator.PlanContext{Params: params, Lab: inv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := plan.Summary(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	modelOnly := []string{"packed_gain_over_packet_switch", "gain_over_packet_switch_at_bytes", "packed_gain_over_unpacked", "gain_over_unpacked_at_bytes"}
+	var listed []string
+	if l, ok := doc["not_measured"].([]any); ok {
+		for _, x := range l {
+			listed = append(listed, fmt.Sprint(x))
+		}
+	}
+	if !slices.Equal(listed, modelOnly) {
+		t.Errorf("not_measured %v, want %v", listed, modelOnly)
+	}
+	desc := plan.Tables[0].Description
+	for _, k := range modelOnly {
+		if x, ok := doc[k]; ok {
+			t.Errorf("a bench run's summary gives %s = %v, which it does not measure", k, x)
+		}
+		if !strings.Contains(desc, k) {
+			t.Errorf("the bench's %s description does not say %s is not given: %q", plan.Tables[0].Name, k, desc)
+		}
+	}
+	if _, ok := doc["fig3_factor_smallest"]; !ok {
+		t.Errorf("a bench run's summary leaves out Fig. 3, which it computes: %s", b)
 	}
 }

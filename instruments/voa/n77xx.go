@@ -285,7 +285,7 @@ func (k *Keysight) set(ctx context.Context, ch int, dB float64) error {
 	wctx, wcancel := k.deadline(ctx)
 	defer wcancel()
 	var got float64
-	err := transport.PollEvery(wctx, 20*time.Millisecond, 20*time.Millisecond, func() (bool, error) {
+	err := transport.Poll(wctx, func() (bool, error) {
 		var err error
 		if got, err = k.queryFloat(wctx, fmt.Sprintf(":INP%d:ATT?", slot(ch))); err != nil {
 			return false, fmt.Errorf("%s: %w", doing, err)
@@ -302,7 +302,7 @@ func (k *Keysight) set(ctx context.Context, ch int, dB float64) error {
 func (k *Keysight) waitOPC(ctx context.Context, doing string, limit time.Duration) error {
 	opcCtx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	err := transport.PollEvery(opcCtx, 10*time.Millisecond, 10*time.Millisecond, func() (bool, error) {
+	err := transport.Poll(opcCtx, func() (bool, error) {
 		s, err := k.query(opcCtx, "*OPC?")
 		if err != nil {
 			return false, fmt.Errorf("%s: %w", doing, err)

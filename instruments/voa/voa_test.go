@@ -154,6 +154,49 @@ func TestKeysightPollsOPCWhileMoving(t *testing.T) {
 	}
 }
 
+// A slow move is asked *OPC? a number of times that grows with the
+// logarithm of its length (transport.Poll: gaps of 1 ms for the first 8
+// ms, then an eighth of the time waited), not a steady 100 times a second:
+// a 1 s move (10 dB at 10 dB/s) at most 8 + ln(T / 8 ms) / ln(9/8) + 2
+// times (each gap adds at least an eighth to the time waited), T the time
+// from the first *OPC? to the last as the transcript stamps them. A
+// loaded machine only makes the asks fewer.
+func TestKeysightAsksASlowMoveRarely(t *testing.T) {
+	w := world.New(1)
+	v := w.NewVOA("voa1", "Keysight Technologies", "N7762A", "SIM002", "1.2.0", 2, 0, 40, 1.2, 10)
+	srv := simvoa.NewKeysightServer(v, nil)
+	if err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	k, tr := openKeysight(t, srv.Addr(), voa.Options{})
+	if err := k.SetAttenuation(context.Background(), 2, 10); err != nil {
+		t.Fatal(err)
+	}
+	var first, last time.Time
+	n := 0
+	for _, l := range strings.Split(tr.String(), "\n") {
+		stamp, rest, _ := strings.Cut(l, " ")
+		if rest != "> *OPC?" {
+			continue
+		}
+		at, err := time.Parse("2006-01-02T15:04:05.000000Z", stamp)
+		if err != nil {
+			t.Fatalf("transcript line %q: %v", l, err)
+		}
+		if n == 0 {
+			first = at
+		}
+		last, n = at, n+1
+	}
+	waited := last.Sub(first)
+	bound := 10 + math.Log(max(1, float64(waited)/float64(8*time.Millisecond)))/math.Log(9.0/8)
+	if float64(n) > bound {
+		t.Fatalf("*OPC? asked %d times over %v, want at most %.0f", n, waited, bound)
+	}
+	t.Logf("*OPC? asked %d times over %v (at most %.0f)", n, waited, bound)
+}
+
 func TestKeysightRefusesOutOfLimitsBeforeSending(t *testing.T) {
 	v, _, addr := keysightLab(t)
 	k, tr := openKeysight(t, addr, voa.Options{Limits: &voa.Limits{MinDB: 0, MaxDB: 20}})
