@@ -4,6 +4,7 @@ bfrt of fake_bfrt.py. Run from this directory: python3 -m unittest -v
 
 import json
 import os
+import queue
 import re
 import shutil
 import socket
@@ -831,11 +832,10 @@ class BfrtThreadTest(AgentBase):
 
     def server_options(self):
         self.runner = testbed_agent.BfrtThread()
-        self.stop = threading.Event()
-        self.bfrt_thread = threading.Thread(target=self.runner.serve, args=(self.stop,))
+        self.bfrt_thread = threading.Thread(target=self.runner.serve)
         self.bfrt_thread.start()
-        self.addCleanup(self.bfrt_thread.join, 5)
-        self.addCleanup(self.stop.set)
+        self.addCleanup(self.bfrt_thread.join, 30)
+        self.addCleanup(self.runner.stop)
         return {}
 
     def setUp(self):
@@ -866,6 +866,42 @@ class BfrtThreadTest(AgentBase):
         # A failing call's error reaches its connection, not the bfrt thread.
         self.fails("not_found", "reg.get", {"name": "SwitchEgress.nope", "index": 0})
         self.assertTrue(self.bfrt_thread.is_alive())
+
+
+class BfrtThreadStopTest(unittest.TestCase):
+    """The bfrt thread sleeps in its queue until a call or stop() comes: it
+    never wakes on a timer to look for a stop, and stop() ends it at once
+    (a switch's agent stopping, a test's teardown, wait on that thread)."""
+
+    def test_sleeps_until_called_or_stopped(self):
+        gets = []
+
+        class Recording(queue.Queue):
+            def get(self, block=True, timeout=None):
+                gets.append((block, timeout))
+                return queue.Queue.get(self, block, timeout)
+
+        runner = testbed_agent.BfrtThread()
+        runner._q = Recording()
+        t = threading.Thread(target=runner.serve)
+        t.start()
+        self.addCleanup(t.join, 30)
+        self.addCleanup(runner.stop)
+        deadline = time.monotonic() + 30
+        while runner._owner is None and time.monotonic() < deadline:
+            time.sleep(0.001)
+        self.assertIs(runner._owner, t)
+        self.assertEqual(runner.run(threading.get_ident, (), {}), t.ident)
+        runner.stop()
+        t.join(30)
+        self.assertFalse(t.is_alive(), "serve() still running after stop()")
+        # One blocking get for the call and one for the stop: no timed wake-ups.
+        self.assertEqual(gets, [(True, None), (True, None)])
+        # A call after the stop fails at once instead of waiting on a thread
+        # that is gone.
+        with self.assertRaises(testbed_agent.AgentError) as cm:
+            runner.run(threading.get_ident, (), {})
+        self.assertEqual(cm.exception.kind, "internal")
 
 
 class AuthTest(AgentBase):

@@ -1266,31 +1266,50 @@ class BfrtThread:
     """Every bfrt call on one thread: the interpreter's own, which runs
     serve() while the connections' threads queue their calls to it (the
     SDE's bfrt_python keeps one session and one current target, made on
-    that thread; calls from other threads are not known to be safe)."""
+    that thread; calls from other threads are not known to be safe).
+
+    serve() sleeps in the queue until a call or stop() arrives: stop() puts
+    a sentinel on the queue, so the thread ends at once rather than on its
+    next timed wake-up, and never wakes while there is nothing to do."""
+
+    _STOP = object()
 
     def __init__(self):
         self._q = queue.Queue()
         self._owner = None
+        self._lock = threading.Lock()
+        self._stopped = False
 
     def run(self, fn, args, kwargs):
         if self._owner is None or threading.current_thread() is self._owner:
             return fn(*args, **kwargs)
         box = {}
         done = threading.Event()
-        self._q.put((fn, args, kwargs, box, done))
+        with self._lock:
+            if self._stopped:
+                raise AgentError("internal", "the agent is stopping")
+            self._q.put((fn, args, kwargs, box, done))
         done.wait()
         if "error" in box:
             raise box["error"]
         return box["result"]
 
-    def serve(self, stop=None):
-        """Make the queued calls on this thread until stop is set."""
+    def stop(self):
+        """End serve(): the calls queued before are made, those queued
+        after fail (kind internal, the agent is stopping)."""
+        with self._lock:
+            if not self._stopped:
+                self._stopped = True
+                self._q.put(self._STOP)
+
+    def serve(self):
+        """Make the queued calls on this thread until stop()."""
         self._owner = threading.current_thread()
-        while stop is None or not stop.is_set():
-            try:
-                fn, args, kwargs, box, done = self._q.get(timeout=0.2)
-            except queue.Empty:
-                continue
+        while True:
+            item = self._q.get()
+            if item is self._STOP:
+                return
+            fn, args, kwargs, box, done = item
             try:
                 box["result"] = fn(*args, **kwargs)
             except BaseException as e:  # handed to the caller
@@ -1464,18 +1483,18 @@ def main(bfrt):
                 platform=getattr(bfrt, "testbed_platform", None), runner=runner)
     _log("%s %s, program %r, listening on 127.0.0.1:%d, tokens from %s" % (AGENT, VERSION, srv.agent.program(), srv.port, ", ".join(files)))
     # The connections are served on a thread of their own; this thread,
-    # bfrt_python's, makes every bfrt call they queue.
-    stop = threading.Event()
+    # bfrt_python's, makes every bfrt call they queue until the accepting
+    # thread ends.
 
     def accept():
         try:
             srv.serve_forever()
         finally:
-            stop.set()
+            runner.stop()
 
     threading.Thread(target=accept, name="testbed-agent-accept", daemon=True).start()
     try:
-        runner.serve(stop)
+        runner.serve()
     finally:
         srv.shutdown()
         srv.server_close()
