@@ -116,9 +116,9 @@ type Model struct {
 	dnSpr  []sprayer // [fe*gFA+local dstFA], over the k links
 	upSpr  []sprayer // [fe], over the FE2s (two stages)
 	f2Spr  []sprayer // [fe2*Groups+group], over the group's g1 FEs
-	dnq    [][]cell  // last stage: [fe*gFA*k + local dstFA*k + i]
-	upq    [][]cell  // [fe*FE2s + fe2]
-	f2q    [][]cell  // [fe2*FEs + fe]
+	dnq    []cellq   // last stage: [fe*gFA*k + local dstFA*k + i]
+	upq    []cellq   // [fe*FE2s + fe2]
+	f2q    []cellq   // [fe2*FEs + fe]
 
 	feIn   [][]cell // calendar: cells reaching a first-tier FE from an FA
 	f2In   [][]cell // calendar: cells reaching a second-tier FE
@@ -175,7 +175,7 @@ func New(c Config, r *rand.Rand) (*Model, error) {
 	for i := range m.dnSpr {
 		m.dnSpr[i] = newSprayer(r, m.k)
 	}
-	m.dnq = make([][]cell, c.FEs*m.gFA*m.k)
+	m.dnq = make([]cellq, c.FEs*m.gFA*m.k)
 	if c.NStages() == 2 {
 		m.upSpr = make([]sprayer, c.FEs)
 		for i := range m.upSpr {
@@ -185,8 +185,8 @@ func New(c Config, r *rand.Rand) (*Model, error) {
 		for i := range m.f2Spr {
 			m.f2Spr[i] = newSprayer(r, m.g1)
 		}
-		m.upq = make([][]cell, c.FEs*c.FE2s)
-		m.f2q = make([][]cell, c.FE2s*c.FEs)
+		m.upq = make([]cellq, c.FEs*c.FE2s)
+		m.f2q = make([]cellq, c.FE2s*c.FEs)
 	}
 	n := m.prop + 2
 	m.feIn = make([][]cell, n)

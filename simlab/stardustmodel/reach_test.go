@@ -158,3 +158,42 @@ func BenchmarkPaperCells(b *testing.B) {
 	}
 	b.ReportMetric(float64(cells)/b.Elapsed().Seconds(), "cells/s")
 }
+
+// An FE output queue that never empties, its length swinging between 1
+// and 64 cells, keeps its cells in order in an array a few times its
+// longest: the head moves on at a pop and what is left moves down only
+// when the array is full (without the move, every push past the array's
+// end grows it: 2^16 cells through the queue, an array as long).
+func TestCellQueueKeepsOrderInBoundedSpace(t *testing.T) {
+	var q cellq
+	in, out, longest := int32(0), int32(0), 0
+	push := func() {
+		q.push(cell{srcFA: in})
+		in++
+		longest = max(longest, q.len())
+	}
+	pop := func() {
+		if x := q.pop(); x.srcFA != out {
+			t.Fatalf("popped cell %d, want %d", x.srcFA, out)
+		}
+		out++
+	}
+	push()
+	for round := 0; in < 1<<16; round++ {
+		for range 1 + round%63 {
+			push()
+		}
+		for q.len() > 1 {
+			pop()
+		}
+		if q.len() != int(in-out) {
+			t.Fatalf("queue says %d cells, %d pushed and %d popped", q.len(), in, out)
+		}
+	}
+	if cap(q.c) > 4*longest {
+		t.Fatalf("array of %d cells for a queue at most %d long after %d cells", cap(q.c), longest, in)
+	}
+	if n := q.drop(); n != 1 || q.len() != 0 {
+		t.Fatalf("drop: %d cells dropped, %d left; want 1 and 0", n, q.len())
+	}
+}
