@@ -193,7 +193,7 @@ test-plain-lab:
 LONG := TestLinkGuardianRecipesSameSummaryOverBothSwitchDrivers \
 	TestIncastOnTheBench TestFailoverOnTheBench TestPushPullOnTheBench TestPermutationOnTheBench \
 	TestFabricOnTheBench TestPackingOnTheBench \
-	TestReplayEqualsStepping TestLoopAheadEqualsStepping TestCycleSkipEqualsStepping \
+	TestReplayEqualsStepping TestLoopAheadEqualsStepping TestCycleSkipEqualsStepping TestPacedRunEqualsStepping \
 	TestFCTTailWithAndWithoutLinkGuardian
 LONG_PKGS := ./experiments/recipetest ./experiments/stardust ./simlab/lgmodel ./experiments/fct
 REALTIME := TestReconfigAllToAllFollowsFromTheSlots TestTimeVaryingSharesFollowFromTheSchedule TestRecipeRecordsTheSwitchsMechanism

@@ -15,6 +15,7 @@ import (
 	"testbed/experiments/reactor"
 	"testbed/experiments/recipetest"
 	"testbed/orchestrator"
+	"testbed/results"
 	"testbed/simlab"
 )
 
@@ -55,6 +56,11 @@ func TestDefaultBenchSummaries(t *testing.T) {
 			}
 			lab := recipetest.StartLab(t, seed)
 			res := recipetest.Run(t, lab, c.recipe, seed, nil, nil, c.sets...)
+			if res.Status != results.StatusOK {
+				// Every golden is an ok run's; a summary marked partial
+				// says only that a step failed, the reason says which.
+				t.Fatalf("%s: run ended %s: %s", c.name, res.Status, res.Reason)
+			}
 			got, err := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
 			if err != nil {
 				t.Fatalf("run %s (%s): %v", res.Status, res.Reason, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	"testbed/transport"
@@ -80,10 +81,10 @@ var opRetries = map[string]opRetry{
 	"mirror.add":       {class: retryAdd, reconcile: reconcileGet("mirror.get")},
 	"mirror.get":       {class: retryRead},
 	"mirror.del":       {class: retryDel},
-	"pre.node.add":     {class: retryAdd, reconcile: reconcileGet("pre.node.get")},
+	"pre.node.add":     {class: retryAdd, reconcile: reconcileGet("pre.node.get", "dev_ports")},
 	"pre.node.get":     {class: retryRead},
 	"pre.node.del":     {class: retryDel},
-	"pre.mgid.add":     {class: retryAdd, reconcile: reconcileGet("pre.mgid.get")},
+	"pre.mgid.add":     {class: retryAdd, reconcile: reconcileGet("pre.mgid.get", "node_ids")},
 	"pre.mgid.get":     {class: retryRead},
 	"pre.mgid.del":     {class: retryDel},
 	"port.pfc":         {class: retryReadUnless, arg: "rx_map"},
@@ -227,8 +228,15 @@ func reconcilePortAdd(ctx context.Context, a *agentClient, args any) (bool, erro
 
 // reconcileGet reads the object back with get (the add's first argument
 // names it) and compares each argument of the add with the answer's field
-// of that name.
-func reconcileGet(get string) func(ctx context.Context, a *agentClient, args any) (bool, error) {
+// of that name; the fields named in sets are lists compared as sets. A
+// multicast node's dev_ports are a port bitmap on the switch, read back
+// in ascending port order and each port once, whatever order the add gave
+// (open-p4studio bf_rt_pre_table_data_impl.hpp: setPortBitmap walks the
+// bitmap from its lowest bit into $DEV_PORT); a group's node_ids come
+// back in the multicast manager's order of node handles (mc_mgr.c:
+// mc_mgr_mgrp_get_first_node_mbr and _next walk the group's node_mbrs
+// map, keyed by handle), not the add's.
+func reconcileGet(get string, sets ...string) func(ctx context.Context, a *agentClient, args any) (bool, error) {
 	return func(ctx context.Context, a *agentClient, args any) (bool, error) {
 		m, err := argMap(args)
 		if err != nil {
@@ -245,12 +253,27 @@ func reconcileGet(get string) func(ctx context.Context, a *agentClient, args any
 			return false, err
 		}
 		for k, v := range m {
-			if !sameJSON(got[k], v) {
+			if slices.Contains(sets, k) {
+				if !sameSet(got[k], v) {
+					return false, nil
+				}
+			} else if !sameJSON(got[k], v) {
 				return false, nil
 			}
 		}
 		return true, nil
 	}
+}
+
+// sameSet compares two JSON lists of integers as sets.
+func sameSet(a, b json.RawMessage) bool {
+	var x, y []int64
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(slices.Compact(x), slices.Compact(y))
 }
 
 func sameJSON(a, b json.RawMessage) bool {

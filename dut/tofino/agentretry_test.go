@@ -92,12 +92,26 @@ func TestLostReplyIsNotDoneTwice(t *testing.T) {
 	if err := sw.AddMirror(ctx, m); err != nil {
 		t.Fatalf("mirror.add whose answer was lost: %v", err)
 	}
+	// A node's ports are a bitmap on the switch, read back in ascending
+	// order: given in another, the node read back is still the request.
 	faults.DropReplyNext(1)
-	if err := sw.AddMulticastNode(ctx, tofino.MulticastNode{ID: 3, RID: 9, DevPorts: []int{136, 137}}); err != nil {
+	if err := sw.AddMulticastNode(ctx, tofino.MulticastNode{ID: 3, RID: 9, DevPorts: []int{137, 136}}); err != nil {
 		t.Fatalf("pre.node.add whose answer was lost: %v", err)
 	}
+	// Another port set under the same node is not the request.
 	faults.DropReplyNext(1)
-	if err := sw.AddMulticastGroup(ctx, 5, []int{3}); err != nil {
+	if err := sw.AddMulticastNode(ctx, tofino.MulticastNode{ID: 3, RID: 9, DevPorts: []int{137}}); err == nil || !strings.Contains(err.Error(), "outcome unknown") {
+		t.Errorf("pre.node.add of other ports under an existing node, its answer lost: %v, want the outcome unknown", err)
+	}
+	// A group's nodes come back in the order of their handles (the order
+	// the nodes were added), not the group's.
+	for _, id := range []int{4, 2} {
+		if err := sw.AddMulticastNode(ctx, tofino.MulticastNode{ID: id, RID: 9, DevPorts: []int{136}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	faults.DropReplyNext(1)
+	if err := sw.AddMulticastGroup(ctx, 5, []int{2, 3, 4}); err != nil {
 		t.Fatalf("pre.mgid.add whose answer was lost: %v", err)
 	}
 	port := dev(t, lab, "sw1", "p1")

@@ -45,7 +45,7 @@ type Options struct {
 	AgentPort int
 	// Timeout is the deadline of one operation (default 10s).
 	Timeout time.Duration
-	// StartTimeout bounds bf_switchd start-up (default 3 min).
+	// StartTimeout bounds bf_switchd start-up and the agent's (default 3 min).
 	StartTimeout time.Duration
 	Transcript   *transport.Transcript
 	// Privilege is how bf_switchd and the bfshell client are started:
@@ -465,8 +465,13 @@ func (s *Switch) EnsureAgent(ctx context.Context) error {
 echo started`, s.background(s.daemonEnv(""), `"$SDE/run_bfshell.sh" -b "$HOME/.testbed/testbed_agent.py"`)), nil); err != nil {
 		return fmt.Errorf("agent start: %w", err)
 	}
-	err = transport.Poll(ctx, func() (bool, error) {
-		_, err := s.Hello(ctx)
+	// An agent that dies at start (no program loaded, a Python error) never
+	// answers: the wait is bounded by StartTimeout, not only by the
+	// caller's context, which a recipe's step gives no deadline.
+	sctx, cancel := context.WithTimeout(ctx, s.opts.StartTimeout)
+	defer cancel()
+	err = transport.Poll(sctx, func() (bool, error) {
+		_, err := s.Hello(sctx)
 		var ae *AgentError
 		if errors.As(err, &ae) {
 			return false, err
@@ -474,6 +479,9 @@ echo started`, s.background(s.daemonEnv(""), `"$SDE/run_bfshell.sh" -b "$HOME/.t
 		return err == nil, nil
 	})
 	if err != nil {
+		if sctx.Err() != nil && ctx.Err() == nil {
+			err = fmt.Errorf("not within %v: %w", s.opts.StartTimeout, err)
+		}
 		return fmt.Errorf("agent did not answer on 127.0.0.1:%d: %w (see ~/.testbed/agent.log on the switch)", s.opts.AgentPort, err)
 	}
 	return nil

@@ -628,3 +628,31 @@ func TestPktgenJitterReachesTheSwitch(t *testing.T) {
 		t.Errorf("a refused application runs: %+v", st)
 	}
 }
+
+// An agent that dies at start (here: bf_switchd runs no program, so
+// bfshell cannot reach it) never answers: EnsureAgent gives up at the
+// switch's StartTimeout, not only at its caller's deadline, which a
+// recipe's step does not set (it asked forever).
+func TestEnsureAgentGivesUpAtStartTimeout(t *testing.T) {
+	lab := startLab(t)
+	d, _ := lab.Inventory().Device("sw1")
+	var sb strings.Builder
+	sw, err := tofino.Open(context.Background(), d.Address, tofino.Options{Timeout: 10 * time.Second, StartTimeout: 500 * time.Millisecond,
+		SSH:        transport.SSHOptions{KeyFile: d.Credentials.KeyFile, KnownHosts: d.Options["known_hosts"]},
+		Transcript: transport.NewTranscript(&sb)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sw.Close() })
+	// The caller's deadline only guards the test: it must not be the one
+	// that ends the wait.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = sw.EnsureAgent(ctx)
+	if err == nil {
+		t.Fatal("EnsureAgent answered for a switch that runs no program")
+	}
+	if ctx.Err() != nil || !strings.Contains(err.Error(), "not within 500ms") {
+		t.Fatalf("EnsureAgent = %v (caller's context: %v), want it to give up at StartTimeout", err, ctx.Err())
+	}
+}

@@ -154,10 +154,15 @@ func (f *flow) runTCP(ctx context.Context, hosts tcpHosts, cc string) (Run, erro
 	flow := host.Iperf3Flow{Dst: hosts.Dst, Seconds: int64(f.dur / time.Second), Interval: f.interval, CC: cc}
 	// The flow's end is judged on the switch's clock below (on a simulated
 	// host it runs in the switches' simulated time, which a loaded control
-	// host computes slowly). This wall deadline only guards a hang and
-	// sets the host's timeout(1), which kills iperf3 should this process
-	// die.
-	fctx, cancel := context.WithTimeout(ctx, 20*f.dur+time.Minute)
+	// host computes slowly), and so is a hang: awaitReport gives up when
+	// the clock is twice the flow and 10 s past its start with no report.
+	// This wall deadline is only the host's timeout(1), which kills iperf3
+	// should this process die: it must not end a flow the clock still
+	// runs, which a wall bound of 20 flows and a minute did (a 1 s flow,
+	// some 3 s of wall time alone, ended at its 80 s deadline on a machine
+	// 14 jobs deep with a CPU profile on: over 80 times slower than real
+	// time).
+	fctx, cancel := context.WithTimeout(ctx, iperf3KillAfter(f.dur))
 	defer cancel()
 	var rtt o.RoundTrip // the sender's: the wait for iperf3's report once the clock is past its end
 	done, err := f.startIperf3(ctx, fctx, snd, hosts.Sender, flow, &rtt)
@@ -292,7 +297,7 @@ func (f *flow) awaitReport(ctx context.Context, done <-chan iperf3Result, t0 tim
 		case <-ctx.Done():
 			return iperf3Result{}, context.Cause(ctx)
 		case <-time.After(50 * time.Millisecond):
-			if at < 2*f.dur+10*time.Second {
+			if at < reportLimit(f.dur) {
 				continue
 			}
 			select {
@@ -349,6 +354,27 @@ func (f *flow) writeTCP(table *results.TableWriter, name, cc string, reads []tcp
 		}
 	}
 	return nil
+}
+
+// reportLimit is how far past its start on the switch's clock a flow of
+// dur has gone, with no report from iperf3, when awaitReport stops
+// stepping and waits one answer for it: twice the flow and 10 s.
+func reportLimit(dur time.Duration) time.Duration { return 2*dur + 10*time.Second }
+
+// slowestPace is how many times slower than real time a simulated flow
+// may run (the switches' clock against the wall's) before the host's
+// timeout(1) may end it: a 100G TCP flow alone goes some 3 times slower
+// than real time, and has gone over 80 times slower on a loaded machine
+// with a CPU profile on. At 300 a 1 s flow is killed after an hour, should
+// this process die (a real host's iperf3 ends by itself at its -t).
+const slowestPace = 300
+
+// iperf3KillAfter is the wall deadline the host's timeout(1) kills a flow
+// of dur at, should this process die: late enough that awaitReport's
+// judgment on the switch's clock (reportLimit) comes first at any pace up
+// to slowestPace. A real host's iperf3 ends by itself at dur.
+func iperf3KillAfter(dur time.Duration) time.Duration {
+	return slowestPace*reportLimit(dur) + time.Minute
 }
 
 // waitClock waits for the sender switch's clock to reach t, in steps.

@@ -8,6 +8,7 @@ package losssweep
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"sync"
@@ -273,7 +274,7 @@ func (r *Recipe) Plan(pc *o.PlanContext) (*o.Plan, error) {
 		if ls.Period > l.Duration(1, fb) {
 			pace = fmt.Sprintf("one every %v", ls.Period)
 		}
-		prepNote := prepareNote(pc.Simulated, pace != "at line rate", l.Gbps, linkCPU[l.Link.Name])
+		prepNote := prepareNote(pc.Simulated, &l, fb, ls.Period, linkCPU[l.Link.Name])
 		sw := &sweepLink{l: l, p: p, st: st, fb: fb, target: target, frames: frames, stress: ls, perRun: r.perRun,
 			start: p.Float("start_db"), speed: fmt.Sprintf("%dG", l.Gbps)}
 		devs := []string{l.Sender, l.Receiver, l.VOA}
@@ -432,21 +433,31 @@ func runStress(ctx context.Context, b *lgbench.Bench, s lgbench.Stress, n, per i
 }
 
 // prepareNote is what a link's first step says of its stress points: on
-// the simulated lab their CPU estimate; on a real lab, at line rate on a
-// 100G link, that the sender's copies outrun its loopback port.
-func prepareNote(simulated, paced bool, gbps int, cpu time.Duration) string {
-	switch {
-	case simulated:
+// the simulated lab their CPU estimate; on a real lab, when the sender's
+// copies outrun its loopback port, that they do.
+func prepareNote(simulated bool, l *lgbench.Link, fb int, period time.Duration, cpu time.Duration) string {
+	if simulated {
 		return fmt.Sprintf("on the simulated lab this link's stress points take about %s of CPU (sim_cpu_limit bounds the plan's)", roundCPU(cpu))
-	case !paced && gbps >= 100:
-		// The sender's loopback port 16 is a MAC port of the link's
-		// speed: a copy, 2 B longer than its original (lr_buffered),
-		// takes 1543 B of its time against the original's 1541 B of
-		// the wire, so copies sent back to back outrun it and its
-		// queue grows between losses (docs/linkguardian.md, the Tx
-		// buffer, part 4). The simulated switch reads that queue
-		// without the port's own time, so a rehearsal shows none of it.
-		return "at line rate the sender's copies outrun its loopback port (a copy is 2 B longer than its original, and the port adds a MAC's preamble and gap): on a switch its queue grows between losses and may drop copies, losses LinkGuardian then cannot repair, which the simulated switch does not show; the authors' artifact paced its generator so that the port keeps up: --set pktgen_period_ns=124"
 	}
-	return ""
+	// The originals leave one a period or back to back on the link; their
+	// copies are read back through the sender's loopback port, a MAC
+	// port where a copy is longer than its original (lg.TxLoopbackCopyNs:
+	// docs/linkguardian.md, the Tx buffer, part 4). Faster than it drains,
+	// its queue grows between losses; the simulated switch reads that
+	// queue without the port's own time, so a rehearsal shows none of it.
+	copyNs, wireNs := lg.TxLoopbackCopyNs(fb), lg.ProtectedFrameNs(fb, l.LineRateBps)
+	if max(float64(period.Nanoseconds()), wireNs) >= copyNs {
+		return ""
+	}
+	pace := "at line rate"
+	if float64(period.Nanoseconds()) > wireNs {
+		pace = fmt.Sprintf("one every %v", period)
+	}
+	// The least pktgen_period_ns (at 100G, scaled by 100/speed) that paces
+	// the originals no faster than the port drains their copies.
+	keep := int64(math.Ceil(copyNs * float64(l.Gbps) / 100))
+	for float64(Period(keep, l.Gbps).Nanoseconds()) < copyNs {
+		keep++
+	}
+	return fmt.Sprintf("%s the sender's copies outrun its loopback port (a copy is %d B longer than its original, and the port adds a MAC's preamble and gap): on a switch its queue grows between losses and may drop copies, losses LinkGuardian then cannot repair, which the simulated switch does not show; pace the generator so that the port keeps up, as the authors' artifact did (%d ns at 100G, its 1514 B packets): --set pktgen_period_ns=%d", pace, lg.BufferedHeaderBytes, ArtifactPeriodNs, keep)
 }

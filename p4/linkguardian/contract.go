@@ -98,6 +98,40 @@ func Copies(target, actual float64) (int, error) {
 	return int(math.Max(1, n)), nil
 }
 
+// The sender's Tx buffer reads its copies back through a loopback port,
+// port 16 of the artifact's sender: a front-panel port added at 100G and
+// put in MAC-near loopback (NUS-SNL/linkguardian, switch_impl/system_impl/
+// sender/setup-ae.py lines 45-48, the "Recirculation port" 19/0 at 100G,
+// and line 111, LOOPBACK_MODE='BF_LPBK_MAC_NEAR'), so a copy takes a
+// frame's time on a MAC there: its bytes, the FCS, the preamble and the
+// gap. After its first pass a copy carries, besides the original's
+// LinkGuardian header, the 2 B lr_buffered header that pass adds
+// (common/linkradar_hdr.p4 lines 59-63; sender.p4
+// add_linkradar_buffered_hdr).
+const (
+	TxLoopbackBps       = 100e9
+	BufferedHeaderBytes = 2
+	// MACGapBytes is what a MAC puts on the wire besides a frame: the
+	// 8 B preamble and the 12 B inter-frame gap (IEEE 802.3).
+	MACGapBytes = 20
+)
+
+// TxLoopbackCopyNs is how long, in nanoseconds, the copy of a protected
+// frame of frameBytes (FCS included, before the LinkGuardian header) takes
+// on the sender's loopback port: 1543 B of a 1518 B frame, 123.44 ns.
+func TxLoopbackCopyNs(frameBytes int) float64 {
+	return float64((frameBytes+HeaderBytes+BufferedHeaderBytes+MACGapBytes)*8) / TxLoopbackBps * 1e9
+}
+
+// ProtectedFrameNs is how long, in nanoseconds, a protected frame of
+// frameBytes (FCS included, before the LinkGuardian header) takes on a
+// link of bps: 1541 B of a 1518 B frame, 123.28 ns at 100G. Copies sent
+// back to back at that pace outrun the loopback port when it is shorter
+// than TxLoopbackCopyNs.
+func ProtectedFrameNs(frameBytes int, bps float64) float64 {
+	return float64((frameBytes+HeaderBytes+MACGapBytes)*8) / bps * 1e9
+}
+
 // CellBytes is the Tofino 1 buffer cell (PROTOCOLS.md, traffic manager).
 const CellBytes = 80
 

@@ -65,3 +65,18 @@ func TestAckNoTimeoutAndDropTable(t *testing.T) {
 		t.Errorf("DropTableEntries(1e-3) = %d", n)
 	}
 }
+
+// The loopback port's figures of docs/linkguardian.md (the Tx buffer, part
+// 4): a 1518 B frame's copy takes 1543 B of the 100G port, 123.44 ns, and
+// its original 1541 B of a 100G link, 123.28 ns, so copies back to back
+// outrun the port at 100G; at 25G an original takes four times as long
+// and the port keeps up; the artifact's 124 ns a frame keeps it up at 100G.
+func TestTxLoopbackCopyAgainstItsOriginal(t *testing.T) {
+	copyNs, orig100, orig25 := TxLoopbackCopyNs(1518), ProtectedFrameNs(1518, 100e9), ProtectedFrameNs(1518, 25e9)
+	if math.Abs(copyNs-123.44) > 1e-9 || math.Abs(orig100-123.28) > 1e-9 {
+		t.Errorf("copy %.4f ns on the loopback port, original %.4f ns at 100G: want 123.44 and 123.28", copyNs, orig100)
+	}
+	if !(copyNs > orig100) || !(copyNs < orig25) || !(copyNs < 124) {
+		t.Errorf("copy %.2f ns against originals of %.2f ns (100G), %.2f ns (25G) and the artifact's 124 ns", copyNs, orig100, orig25)
+	}
+}

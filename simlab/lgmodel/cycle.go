@@ -72,7 +72,7 @@ type cycles struct {
 // timeouts are then all spent (their holes are gone, and no hole can
 // reopen below the highest original seen): they change nothing when due.
 func (s *sim) cycleable() bool {
-	return !s.c.Step && !s.c.NoCycleSkip && s.off == nil && s.pacePS == 0 && s.c.Mode != Off && s.gap > 0 &&
+	return !s.c.Step && !s.c.NoCycleSkip && s.off == nil && s.c.Mode != Off && s.gap > 0 &&
 		len(s.holes) == 0 && len(s.retx) == 0 && s.undetected == 0 && s.notifPending == 0 &&
 		s.idleFrom < 0 && len(s.delivered) == 0 && len(s.givenUp) == 0 && len(s.txDropped) == 0 && len(s.held) == 0
 }
@@ -101,7 +101,7 @@ func (s *sim) cycle(until int64) {
 		if !encoded {
 			c.cur, encoded = s.encode(c.cur[:0]), true
 		}
-		if m.encoded && slices.Equal(m.enc, c.cur) {
+		if m.encoded && slices.Equal(m.enc, c.cur) && s.paceRepeats(m) {
 			c.aSeq, c.aAt, c.aRes, c.aCovered, c.aRunStart = m.seq, m.at, m.res, m.covered, m.run
 			if s.rec != nil {
 				s.finishRecording(true)
@@ -272,7 +272,7 @@ func (s *sim) jump(until int64) {
 	// The original about to be sent is sent after the jump: keep one.
 	// Passes of the loop handled ahead move with the state: they too stay
 	// within the time asked for.
-	m := min(s.gap/p, (s.c.Frames-s.nextSeq-1)/p, (until-max(s.now, s.aheadAt))/d)
+	m := min(s.gap/p, (s.c.Frames-s.nextSeq-1)/p, (until-max(s.now, s.aheadAt))/d, s.paceCycles(p, d))
 	if m <= 0 {
 		return
 	}

@@ -187,8 +187,13 @@ type Config struct {
 	// period no longer than a frame's time on the wire is back to back. A
 	// paced run is simulated frame by frame (no skipped runs, jumped
 	// cycles or replays: those key on back-to-back sending), with the
-	// same corruption draws as a back-to-back one.
+	// same corruption draws as a back-to-back one, but for its steady
+	// stretches between corruptions, which are worked out as runs
+	// (paced.go) unless NoPacedRun: results are identical either way.
 	Period time.Duration
+	// NoPacedRun simulates a paced stress test's steady stretches frame
+	// by frame (paced.go).
+	NoPacedRun bool
 }
 
 // Defaults fills the paper's parameters for a 25G or 100G link.
@@ -514,10 +519,18 @@ type sim struct {
 	// length, end.
 	prevRuns                    [][4]int64
 	reached                     int64 // the latest time Advance was asked for
+	until                       int64 // the time the loop under way is asked for
 	serFrame, ser64, drainFrame int64 // ser(FrameBytes), ser(64), drainPS(FrameBytes)
 	// pacePS is Config.Period in picoseconds when it paces the originals
 	// (longer than serFrame), else 0: original i is generated at i x pacePS.
 	pacePS int64
+	// paced.go: scratch of a paced run, and the runs sent (tests)
+	pacedT     []int64
+	pacedAcks  []futureAck
+	pacedDrawn []float64
+	pacedRuns  int64
+	pacedEnd   int64            // nextSeq after the last paced run
+	sigma      [cycleRing]int64 // paceSlack by seq modulo cycleRing
 
 	// receiver
 	lackSent  int64 // the last leading ACK sent back
@@ -850,8 +863,12 @@ func (s *sim) takeHeld(seq int64, n int) uint8 {
 	return mask
 }
 
-func (s *sim) steady() bool {
-	return !s.c.Step && s.pacePS == 0 && s.steadyFits() && len(s.txDropped) == 0 && len(s.held) == 0 && len(s.holes) == 0 && s.buf.n == 0 && s.flight.n == 0 && !s.draining && !s.paused && s.pendingBP == 0 &&
+func (s *sim) steady() bool { return s.pacePS == 0 && s.settled() }
+
+// settled: nothing of a loss is left on either side, nor any pause; the
+// steady window fits the Tx buffer.
+func (s *sim) settled() bool {
+	return !s.c.Step && s.steadyFits() && len(s.txDropped) == 0 && len(s.held) == 0 && len(s.holes) == 0 && s.buf.n == 0 && s.flight.n == 0 && !s.draining && !s.paused && s.pendingBP == 0 &&
 		len(s.retx) == 0 && s.undetected == 0 && s.notifPending == 0 && !s.bpPaused
 }
 
@@ -874,6 +891,7 @@ func (s *sim) loop(until int64) {
 }
 
 func (s *sim) steps(until int64) {
+	s.until = until
 	for !s.done() {
 		want, gate := s.nextSend()
 		if s.c.NoTimeout && want < 0 && s.stuck() {
@@ -991,6 +1009,8 @@ func (s *sim) send(kind int) {
 					// probability Drop/Loss.
 					dropped = s.uniform(drawCause, s.c.Loss, s.c.Drop)*s.c.Loss < s.c.Drop
 				}
+			case s.pacedRunnable() && s.pacedRun(s.until):
+				return
 			case s.pacePS == 0 && (s.c.Mode == Off || s.steady()):
 				// Skip ahead: send the good frames before the next
 				// corruption as one run.
@@ -1165,6 +1185,9 @@ func (s *sim) transmit(p packet) {
 			s.tpInput(tpEntry{kind: tpSend, at: s.now, seq: p.seq, slot: slot, n: 1})
 		}
 	}
+	if p.kind == lg.PktOriginal && s.pacePS > 0 {
+		s.paceSlack(p.seq)
+	}
 	s.at(event{at: s.now + slot + s.oneWay(), kind: evArrive, p: p})
 }
 
@@ -1337,7 +1360,7 @@ func (s *sim) loopAhead() {
 // protected link whose frames recirculate, not stepped event by event
 // (small enough to be inlined into loopAhead, whose every call asks).
 func (s *sim) loopsAhead() bool {
-	return s.off == nil && s.pacePS == 0 && s.loopPS != 0 && !s.c.Step && !s.c.NoLoopAhead
+	return s.off == nil && s.loopPS != 0 && !s.c.Step && !s.c.NoLoopAhead
 }
 
 // schedPass schedules a pass's end or a return round the loop (kind, on

@@ -112,3 +112,105 @@ func TestPacedTxQueueNotAboveBackToBack(t *testing.T) {
 		t.Errorf("a 1 ns period gives %+v, back to back %+v", fast, b2b)
 	}
 }
+
+// A paced stress test's steady stretches, worked out as runs (paced.go),
+// give exactly what sending them frame by frame gives: same seed, same
+// counters, Tx and reorder buffer readings, read in slices of simulated
+// time as the simulated switch reads them and at the end of one go. The
+// cases cover both speeds, the three modes, ordered with and without its
+// pauses, 1e-5 and 1e-3, dummies corrupted often enough to be lost in
+// the gaps, a period long enough for the line to idle on redundant
+// dummies, and no dummies at all.
+func TestPacedRunEqualsStepping(t *testing.T) {
+	seeds := sweep[uint64](1, 3) // make test: seed 0; make test-long: 0, 1, 2
+	short := sweep[int64](15_000, 40_000)
+	type cas struct {
+		mode      Mode
+		bps, loss float64
+		frames    int64
+		periodNs  int64 // at 100G, scaled by 100/speed as loss-sweep scales it
+		bp        bool
+		lossSmall float64 // 0: the Defaults' (from loss)
+		noDummy   bool
+		courier   bool // the Tx buffer's read queue (txpath.go): no paced run, cycles jumped
+	}
+	var cases []cas
+	for _, bps := range []float64{25e9, 100e9} {
+		for _, loss := range []float64{1e-5, 1e-3} {
+			frames := short
+			if loss < 1e-4 {
+				frames = sweep[int64](100_000, 300_000) // a few losses
+			}
+			cases = append(cases, cas{Ordered, bps, loss, frames, 124, true, 0, false, false},
+				cas{NonBlocking, bps, loss, frames, 124, false, 0, false, false},
+				cas{Off, bps, loss, frames, 124, false, 0, false, false})
+		}
+		cases = append(cases, cas{Ordered, bps, 1e-3, short, 124, false, 0, false, false},
+			cas{NonBlocking, bps, 1e-3, short, 124, false, 0.05, false, false},
+			cas{NonBlocking, bps, 1e-3, short, 200, false, 0.3, false, false},
+			cas{Ordered, bps, 1e-3, short, 150, true, 0, true, false},
+			cas{Ordered, bps, 1e-3, short, 124, true, 0, false, true},
+			cas{NonBlocking, bps, 1e-3, short, 124, false, 0, false, true})
+	}
+	var runs, ahead, jumped int64
+	for _, k := range cases {
+		c, err := Defaults(k.mode, k.bps, k.loss, k.frames)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Period = time.Duration(k.periodNs*100e9/int64(k.bps)) * time.Nanosecond
+		c.Backpressure, c.NoDummy = k.bp, k.noDummy
+		if k.lossSmall > 0 {
+			c.LossSmall = k.lossSmall
+		}
+		if k.courier {
+			c = c.WithCourier()
+		}
+		step := c
+		step.NoPacedRun, step.NoLoopAhead, step.NoCycleSkip = true, true, true
+		for seed := uint64(0); seed < seeds; seed++ {
+			fast, err := New(c, rand.New(rand.NewPCG(seed, 17)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			slow, err := New(step, rand.New(rand.NewPCG(seed, 17)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for at := 97 * time.Microsecond; ; at += 97 * time.Microsecond {
+				df, ds := fast.AdvanceTo(at), slow.AdvanceTo(at)
+				rf, rs := fast.Result(), slow.Result()
+				txf, rxf, pf := fast.Buffers()
+				txs, rxs, ps := slow.Buffers()
+				qf, wf, _ := fast.TxQueue()
+				qs, ws, _ := slow.TxQueue()
+				if rf != rs || df != ds || txf != txs || rxf != rxs || pf != ps || qf != qs || wf != ws {
+					t.Fatalf("%+v seed %d at %v: runs %+v (buffers %d %d %v), frame by frame %+v (%d %d %v)", k, seed, at, rf, txf, rxf, pf, rs, txs, rxs, ps)
+				}
+				if df {
+					break
+				}
+			}
+			one, err := New(c, rand.New(rand.NewPCG(seed, 17)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			one.Advance(math.MaxInt64)
+			if got, want := one.Result(), slow.Result(); got != want {
+				t.Fatalf("%+v seed %d: in one go %+v, frame by frame %+v", k, seed, got, want)
+			}
+			if one.s.draws != slow.s.draws || fast.s.draws != slow.s.draws {
+				t.Errorf("%+v seed %d: %d numbers drawn in one go, %d sliced, frame by frame %d", k, seed, one.s.draws, fast.s.draws, slow.s.draws)
+			}
+			runs += one.s.pacedRuns + fast.s.pacedRuns
+			ahead += one.s.aheadN
+			jumped += one.s.cyc.jumpedSeqs
+			if !k.courier && (one.s.pacedRuns == 0 || fast.s.pacedRuns == 0) {
+				t.Fatalf("%+v seed %d: no paced run (%d in one go, %d sliced)", k, seed, one.s.pacedRuns, fast.s.pacedRuns)
+			}
+		}
+	}
+	if runs == 0 || ahead == 0 || jumped == 0 {
+		t.Errorf("paced runs %d, loop passes ahead %d, originals jumped in cycles %d: a fast path was not taken", runs, ahead, jumped)
+	}
+}

@@ -59,6 +59,13 @@ func (r *tpRun) continuedBy(seq, t0, slot int64) bool {
 	return r.n > 0 && slot == r.slot && seq == r.seq0+r.n && t0 == r.t0+r.n*r.slot
 }
 
+// extendsBack is whether the register at v from t is the value the run
+// holds a slot before its first arrival: the run from (v, t) on is r with
+// it, the same register at every time.
+func (r *tpRun) extendsBack(v, t int64) bool {
+	return r.n > 0 && v == r.seq0 && t == r.t0-r.slot
+}
+
 type tpStep struct{ t, v int64 }
 
 type tpHold struct {
@@ -141,6 +148,7 @@ type txPath struct {
 	nextRead int64 // when the next courier pass's ACK is back
 	now      int64 // decided up to here
 	inputs   int64
+	decided  int64 // copies decided one by one (a jump or a note decides none)
 
 	hist    [tpHistory]tpEntry // the latest inputs (cycles repeat them)
 	histN   int64
@@ -148,6 +156,10 @@ type txPath struct {
 
 	jump   tpJumper
 	noJump bool // decide every copy (tests: the jumps change nothing)
+	// jump over robust decisions only (tests: the phased jumps change
+	// nothing, and they are taken)
+	noPhased bool
+	inLog    *[]tpEntry // the inputs, as they come (tests)
 
 	// The stretches after losses, replayed (txpath_memo.go).
 	memo                 map[uint64][]*tpMemoKey
@@ -205,6 +217,9 @@ func newTxPath(s *sim) *txPath {
 func (s *sim) tpInput(e tpEntry) {
 	p := s.tp
 	p.add(e)
+	if p.inLog != nil {
+		*p.inLog = append(*p.inLog, e)
+	}
 	if p.logging {
 		p.hist[p.histN%tpHistory] = e
 		p.histN++
@@ -249,6 +264,20 @@ func (p *txPath) add(e tpEntry) {
 			st := p.steps[k]
 			p.steps = p.steps[:k]
 			p.rxRun = append(p.rxRun, tpRun{st.v - 1, st.t, e.at - st.t, 2})
+			return
+		}
+		if k := len(p.rxRun) - 1; k >= 0 && p.rxRun[k].extendsBack(e.seq, e.at) {
+			// The step the last run starts from (an original stepped
+			// just before the skipped-over run that follows it lands):
+			// the run from it, and from the steps before it that lead
+			// to it one slot apart, is the same register.
+			r := &p.rxRun[k]
+			r.seq0, r.t0, r.n = r.seq0-1, r.t0-r.slot, r.n+1
+			for j := len(p.steps) - 1; j >= p.stepsAt && r.extendsBack(p.steps[j].v, p.steps[j].t) &&
+				(k == 0 || p.rxRun[k-1].t0 <= p.steps[j].t); j-- {
+				r.seq0, r.t0, r.n = r.seq0-1, r.t0-r.slot, r.n+1
+				p.steps = p.steps[:j]
+			}
 			return
 		}
 		p.steps = append(p.steps, tpStep{e.at, e.seq})
@@ -518,6 +547,7 @@ func (p *txPath) applyHold() {
 // port (2) at next: freed when the ACK the sender holds has passed it
 // and no hole bit holds it, else into the read port's queue.
 func (p *txPath) decide(kind int, next int64) {
+	p.decided++
 	var b tpBack
 	if kind == 1 {
 		b = p.first.pop()
@@ -591,19 +621,39 @@ func (c Config) WithCourier() Config {
 type tpJumper struct {
 	snap, prev []int64 // the state relative to a first decision
 	prevT      int64
-	lo         int64 // the least copy in flight then
-	valid      bool  // prev holds the last first decision's state
-	robust     bool  // every decision since then was robust
-	run        tpRun // the receiver's run those decisions read
-	valid0     bool  // the state just noted had one to compare with
-	skip       int   // first decisions to let pass before noting again
+	lo         int64      // the least copy in flight then
+	valid      bool       // prev holds the last first decision's state
+	robust     bool       // every decision since then was robust, or phased (cons)
+	cons, last []tpPhased // the decisions since then robust at some phases only, and the last period's
+	run        tpRun      // the receiver's run those decisions read
+	valid0     bool       // the state just noted had one to compare with
+	skip       int        // first decisions to let pass before noting again
 	backoff    int
 	jumps      int64
 	jumped     int64 // originals jumped over
 }
 
+// tpPhased is a decision that is the same at some courier phases only:
+// the latest pass at or before u (passes fall on multiples of the
+// courier's loop) is u - r with r = u mod courier, and the register, the
+// run's, passed the copy d before u, so the copy is freed when r <= d.
+type tpPhased struct {
+	r, d  int64
+	freed bool
+}
+
+// tpPhasedMax bounds the phased decisions a period may hold and still be
+// jumped, tpPhasedLook how many periods a jump looks ahead for the first
+// that decides one of them otherwise.
+const (
+	tpPhasedMax  = 8
+	tpPhasedLook = 1 << 14
+)
+
 // robust is whether the decision on seq at t (freed or not) is the same
-// at every courier phase, the register being the run's.
+// at every courier phase, the register being the run's; or, when it is
+// the same at some only, the run's register decided it and the period
+// holds few such (noted in p.jump.cons: phasedLength).
 func (p *txPath) robust(seq, t int64, freed bool) bool {
 	r := &p.jump.run
 	if seq < r.seq0 || seq >= r.seq0+r.n {
@@ -611,10 +661,42 @@ func (p *txPath) robust(seq, t int64, freed bool) bool {
 	}
 	at := r.t0 + (seq-r.seq0)*r.slot // the register passes seq
 	u := t - p.back                  // the latest courier pass the sender may hold
-	if freed {
-		return at <= u-p.courier+1 // every pass the sender may hold has it
+	if freed && at <= u-p.courier+1 || !freed && at > u {
+		return true // every pass the sender may hold has it, or none has
 	}
-	return at > u // none has it
+	j := &p.jump
+	if u < 0 || p.noPhased || len(j.cons) == tpPhasedMax {
+		return false
+	}
+	c := tpPhased{u % p.courier, u - at, freed}
+	if (c.r <= c.d) != freed {
+		return false // decided by the register beside the run
+	}
+	j.cons = append(j.cons, c)
+	return true
+}
+
+// phasedLength is how many of the next k periods (at most tpPhasedLook)
+// decide every phased decision of the last period (cons) as it was
+// decided: shifted by i periods of slot, a decision reads the pass its
+// own shifted time gives, u+i*slot, and the register passes its copy
+// i*slot later too, so only r moves, by slot modulo the courier's loop.
+func (p *txPath) phasedLength(cons []tpPhased, slot, k int64) int64 {
+	step := slot % p.courier
+	k = min(k, tpPhasedLook)
+	for _, c := range cons {
+		r := c.r
+		for i := int64(1); i <= k; i++ {
+			if r += step; r >= p.courier {
+				r -= p.courier
+			}
+			if (r <= c.d) != c.freed {
+				k = i - 1
+				break
+			}
+		}
+	}
+	return k
 }
 
 // tryJump is called at the first decision on the copy at p.first's front,
@@ -646,6 +728,12 @@ func (p *txPath) tryJump(t, until int64) bool {
 	j.valid0 = j.valid
 	same := j.valid && j.robust && t-j.prevT == r.slot && rx.seq0 == j.run.seq0 && rx.t0 == j.run.t0 &&
 		rx.slot == j.run.slot && slices.Equal(snap, j.prev)
+	if same && len(j.cons) > 0 && (p.bu.on || p.st.on) {
+		// A recording's arc is narrowed by every decision it makes: it
+		// jumps over robust decisions only.
+		same = false
+	}
+	j.last, j.cons = j.cons, j.last[:0]
 	if p.bu.on {
 		p.noteBuildUp(s, t, snap, &rx, same)
 	}
@@ -664,6 +752,9 @@ func (p *txPath) tryJump(t, until int64) bool {
 	}
 	j.backoff = 0
 	k := p.jumpLength(t, until, r, ri, least, j.prevT-r.slot-p.back-p.courier)
+	if len(j.last) > 0 && k >= 1 {
+		k = p.phasedLength(j.last, r.slot, k)
+	}
 	if k < 1 {
 		return false
 	}

@@ -2,6 +2,7 @@ package lgmodel
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -247,6 +248,154 @@ func TestTxPathMemoSameAsDecided(t *testing.T) {
 			name, got.Result().MaxTxQueueBytes, tp.memoHits, tp.memoMisses, tp.bu.hits, tp.bu.misses)
 		if k.bps == 100e9 && k.mode == Ordered && (tp.memoHits == 0 || tp.bu.hits == 0) {
 			t.Errorf("%s: the case does not exercise the memo", name)
+		}
+	}
+}
+
+// The jumps over periods whose decisions hold at some courier phases only
+// (txpath.go, robust and phasedLength: non-blocking 100G's build-ups,
+// where the read queue settles where a copy's second decision falls
+// beside a courier pass) give what deciding every copy gives, exactly, the
+// read queue's depth and watermark read along the way; and they are
+// taken: without them, non-blocking 100G decides copies one by one more
+// than half as often again.
+func TestTxPathPhasedJumpsSameAsEveryCopy(t *testing.T) {
+	type cas struct {
+		mode   Mode
+		bps    float64
+		loss   float64
+		maxRun int64
+		frames int64
+	}
+	for _, k := range []cas{
+		{NonBlocking, 100e9, 1e-3, 256, 300_000}, {NonBlocking, 100e9, 1e-2, 0, 60_000},
+		{Ordered, 100e9, 1e-3, 256, 200_000}, {NonBlocking, 25e9, 1e-3, 256, 100_000},
+	} {
+		c, err := Defaults(k.mode, k.bps, k.loss, k.frames)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.MaxRun = k.maxRun
+		c = c.WithCourier()
+		run := func(noJump, noPhased bool) (*Sim, []int64) {
+			m, err := New(c, rand.New(rand.NewPCG(5, 11)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.s.tp.noJump, m.s.tp.noPhased = noJump, noPhased
+			var read []int64
+			for at := 173 * time.Microsecond; ; at += 173 * time.Microsecond {
+				done := m.AdvanceTo(at)
+				now, _, _ := m.TxQueue()
+				read = append(read, now, m.Result().MaxTxQueueBytes)
+				if done {
+					return m, read
+				}
+			}
+		}
+		name := fmt.Sprintf("%s %gG %g maxRun %d", k.mode, k.bps/1e9, k.loss, k.maxRun)
+		every, everyRead := run(true, false)
+		robust, _ := run(false, true)
+		got, gotRead := run(false, false)
+		if r, w := got.Result(), every.Result(); r != w {
+			t.Errorf("%s: with the phased jumps %+v, deciding every copy %+v", name, r, w)
+		}
+		if !slices.Equal(gotRead, everyRead) {
+			t.Errorf("%s: the depth and watermark read along the way with the phased jumps %v, deciding every copy %v", name, gotRead, everyRead)
+		}
+		d, dr := got.s.tp.decided, robust.s.tp.decided
+		t.Logf("%s: read queue %d B; copies decided one by one %d, %d jumping over robust decisions only, %d every copy",
+			name, got.Result().MaxTxQueueBytes, d, dr, every.s.tp.decided)
+		if k.mode == NonBlocking && k.bps == 100e9 && k.maxRun == 256 && 3*dr < 5*d {
+			t.Errorf("%s: %d copies decided one by one with the phased jumps, %d without: they are not taken", name, d, dr)
+		}
+	}
+}
+
+// The register the accounting reads (add merges the receiver's steps and
+// runs as they come: a step continuing a run, steps into a run, the steps
+// that lead one slot apart to a run that follows) is the register its
+// inputs give read naively, at every input's time: the most any step or
+// run had reached by then.
+func TestTxPathRegisterIsItsInputs(t *testing.T) {
+	type cas struct {
+		mode   Mode
+		bps    float64
+		maxRun int64
+	}
+	for _, k := range []cas{{NonBlocking, 100e9, 256}, {Ordered, 100e9, 256}, {NonBlocking, 25e9, 0}, {Ordered, 25e9, 256}} {
+		c, err := Defaults(k.mode, k.bps, 1e-2, 60_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.MaxRun = k.maxRun
+		c = c.WithCourier()
+		c.NoCycleSkip = true // every input through tpInput
+		m, err := New(c, rand.New(rand.NewPCG(2, 13)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.s.tp.noMemo = true
+		var log []tpEntry
+		m.s.tp.inLog = &log
+		m.Advance(1 << 62)
+		name := fmt.Sprintf("%s %gG maxRun %d", k.mode, k.bps/1e9, k.maxRun)
+
+		p := &txPath{courier: 1} // no way back, a pass every picosecond: the register at t
+		var landed int64         // the naive register: steps and runs landed by the last read
+		var runs []tpEntry
+		naive := func(t int64) int64 {
+			v := landed
+			kept := runs[:0]
+			for _, r := range runs {
+				if t >= r.t0 {
+					v = max(v, r.seq+min(r.n, (t-r.t0)/r.slot+1))
+				}
+				if t >= r.t0+(r.n-1)*r.slot {
+					landed = max(landed, r.seq+r.n) // wholly landed: reads are in order
+				} else {
+					kept = append(kept, r)
+				}
+			}
+			runs = kept
+			return v
+		}
+		var steps []tpEntry
+		extended, reads := 0, 0
+		last := int64(0)
+		for _, e := range log {
+			if e.kind != tpRx && e.kind != tpRxRun {
+				continue
+			}
+			if ti := e.at - 1; ti > last {
+				for _, st := range steps {
+					if st.at <= ti {
+						landed = max(landed, st.seq)
+					}
+				}
+				steps = slices.DeleteFunc(steps, func(st tpEntry) bool { return st.at <= ti })
+				if got, want := p.readCourier(ti), naive(ti); got != want {
+					t.Fatalf("%s: at %d ps the accounting reads the register %d, its inputs give %d", name, ti, got, want)
+				}
+				last, reads = ti, reads+1
+			}
+			var t0 int64 = math.MaxInt64
+			if n := len(p.rxRun); n > 0 {
+				t0 = p.rxRun[n-1].t0
+			}
+			p.add(e)
+			if n := len(p.rxRun); e.kind == tpRx && n > 0 && p.rxRun[n-1].t0 < t0 {
+				extended++
+			}
+			if e.kind == tpRx {
+				steps = append(steps, e)
+			} else {
+				runs = append(runs, e)
+			}
+		}
+		t.Logf("%s: %d inputs, %d reads, %d runs extended back", name, len(log), reads, extended)
+		if k.mode == NonBlocking && k.bps == 100e9 && extended == 0 {
+			t.Errorf("%s: no run was extended back by the steps before it", name)
 		}
 	}
 }

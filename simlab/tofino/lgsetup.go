@@ -41,10 +41,20 @@ type mirrorSession struct {
 	MaxPktLen int64  `json:"max_pkt_len"`
 }
 
+// mcNode is a multicast node as the PRE keeps it. Its ports are a port
+// bitmap (bf_mc_port_map_t): read back in ascending dev port order, each
+// once, whatever order the add gave them in (open-p4studio
+// bf_rt_pre_table_data_impl.hpp, setPortBitmap, walks the bitmap's bits
+// from the lowest). Its handle is the lowest free id of the multicast
+// manager's node allocator when it was added (mc_mgr_node.c,
+// mc_mgr_node_alloc; mc_mgr_handle.c, bf_id_allocator_allocate), the key
+// a group's members are kept and read back by (mc_mgr.c,
+// mc_mgr_mgrp_get_first_node_mbr walks the group's node_mbrs map).
 type mcNode struct {
 	ID       int64   `json:"node_id"`
 	RID      int64   `json:"rid"`
 	DevPorts []int64 `json:"dev_ports"`
+	handle   int
 }
 
 func newSetupState() *setupState {
@@ -202,8 +212,24 @@ func (t *Tofino) preNodeAdd(_ string, a map[string]json.RawMessage) (any, error)
 	if _, dup := t.setup.nodes[int(n.ID)]; dup {
 		return nil, fmt.Errorf("pre.node: node %d: Already exists (BF_ALREADY_EXISTS)", n.ID)
 	}
+	slices.Sort(n.DevPorts)
+	n.DevPorts = slices.Compact(n.DevPorts)
+	n.handle = t.setup.freeNodeHandle()
 	t.setup.nodes[int(n.ID)] = n
 	return nil, nil
+}
+
+// freeNodeHandle is the lowest node handle no node holds.
+func (st *setupState) freeNodeHandle() int {
+	used := map[int]bool{}
+	for _, n := range st.nodes {
+		used[n.handle] = true
+	}
+	h := 0
+	for used[h] {
+		h++
+	}
+	return h
 }
 
 // preNodeGetDel is pre.node.get and pre.node.del: a node a group holds
@@ -273,7 +299,10 @@ func (t *Tofino) preMgidGetDel(op string, a map[string]json.RawMessage) (any, er
 		delete(st.groups, int(mgid))
 		return nil, nil
 	}
-	return map[string]any{"mgid": mgid, "node_ids": append([]int{}, ids...)}, nil
+	// The members in their nodes' handle order, not the add's.
+	out := append([]int{}, ids...)
+	slices.SortStableFunc(out, func(a, b int) int { return st.nodes[a].handle - st.nodes[b].handle })
+	return map[string]any{"mgid": mgid, "node_ids": out}, nil
 }
 
 // portPFC is port.pfc: both maps set, or neither (a read).

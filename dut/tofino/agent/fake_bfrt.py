@@ -465,7 +465,9 @@ class PreNode(_Table):
         n = self._check_width("$MULTICAST_NODE_ID", MULTICAST_NODE_ID, 32)
         if n in self._root.pre_nodes:
             self._fail("table_entry_add", BF_ALREADY_EXISTS)
-        ports = [self._check_width("$DEV_PORT", p, 32) for p in (DEV_PORT or [])]
+        # A port bitmap on the switch: read back ascending, each port once
+        # (bf_rt_pre_table_data_impl.hpp, setPortBitmap).
+        ports = sorted({self._check_width("$DEV_PORT", p, 32) for p in (DEV_PORT or [])})
         self._root.pre_nodes[n] = {"$MULTICAST_RID": self._check_width("$MULTICAST_RID", MULTICAST_RID, 16),
                                    "$MULTICAST_LAG_ID": list(MULTICAST_LAG_ID or []), "$DEV_PORT": ports}
 

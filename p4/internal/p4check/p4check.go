@@ -12,6 +12,7 @@ import (
 	"go/ast"
 	"go/parser"
 	gotoken "go/token"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -831,8 +832,11 @@ func CheckWiring(name string, p *Program) []error {
 	failf := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
 	}
+	// Blocks, tables, actions and instances in name order, so that a
+	// program checked twice lists its errors the same way.
 	p.checkPipeline(failf)
-	for cname, c := range p.Controls {
+	for _, cname := range slices.Sorted(maps.Keys(p.Controls)) {
+		c := p.Controls[cname]
 		checkDeclarations(cname, c, failf)
 		checkCalls(cname, c, failf)
 	}
@@ -843,8 +847,8 @@ func CheckWiring(name string, p *Program) []error {
 	for n, c := range p.Parsers {
 		blocks[n] = c
 	}
-	for bname, b := range blocks {
-		for _, err := range p.CheckReferences(b) {
+	for _, bname := range slices.Sorted(maps.Keys(blocks)) {
+		for _, err := range p.CheckReferences(blocks[bname]) {
 			failf("%s: %v", bname, err)
 		}
 	}
@@ -885,7 +889,8 @@ func (p *Program) checkPipeline(failf func(string, ...any)) {
 // and instance declared once, tables listing declared actions, and each
 // RegisterAction using one Register of the control.
 func checkDeclarations(cname string, c *Control, failf func(string, ...any)) {
-	for tname, ts := range c.Tables {
+	for _, tname := range slices.Sorted(maps.Keys(c.Tables)) {
+		ts := c.Tables[tname]
 		if len(ts) > 1 {
 			failf("%s: table %s declared %d times", cname, tname, len(ts))
 		}
@@ -897,12 +902,13 @@ func checkDeclarations(cname string, c *Control, failf func(string, ...any)) {
 			}
 		}
 	}
-	for aname, as := range c.Actions {
-		if len(as) > 1 {
+	for _, aname := range slices.Sorted(maps.Keys(c.Actions)) {
+		if as := c.Actions[aname]; len(as) > 1 {
 			failf("%s: action %s declared %d times", cname, aname, len(as))
 		}
 	}
-	for iname, is := range c.Instances {
+	for _, iname := range slices.Sorted(maps.Keys(c.Instances)) {
+		is := c.Instances[iname]
 		if len(is) > 1 {
 			failf("%s: %s declared %d times", cname, iname, len(is))
 		}

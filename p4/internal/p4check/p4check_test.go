@@ -84,3 +84,51 @@ func TestContractNamesAreChecked(t *testing.T) {
 		t.Errorf("%d names, %d errors, want 3 and 2: %v", n, len(errs), errs)
 	}
 }
+
+// CheckWiring lists a program's errors in the same order every time: the
+// pipeline's, then block by block in name order, each block's tables,
+// actions and instances in name order (they are kept in maps, which Go
+// walks in a different order each time).
+func TestWiringErrorsInNameOrder(t *testing.T) {
+	var text strings.Builder
+	text.WriteString("header h_t { bit<8> a; }\nstruct hdrs_t { h_t h; }\n")
+	var want []string
+	for _, c := range []string{"Alpha", "Bravo", "Charlie", "Delta", "Echo"} {
+		fmt.Fprintf(&text, "control %s(inout hdrs_t hdr) {\n", c)
+		for _, a := range []string{"a1", "a2", "a3"} {
+			fmt.Fprintf(&text, "    action %s() { }\n    action %s() { }\n", a, a)
+		}
+		for _, tb := range []string{"t1", "t2", "t3", "t4"} {
+			fmt.Fprintf(&text, "    table %s { key = { hdr.h.a : exact; } actions = { a1; missing_%s; } }\n", tb, tb)
+			want = append(want, fmt.Sprintf("prog: %s: table %s lists undeclared action missing_%s", c, tb, tb))
+		}
+		for _, a := range []string{"a1", "a2", "a3"} {
+			want = append(want, fmt.Sprintf("prog: %s: action %s declared 2 times", c, a))
+		}
+		fmt.Fprintf(&text, "    apply { hdr.h.b = 1; }\n}\n")
+	}
+	// References are checked after every block's declarations.
+	for _, c := range []string{"Alpha", "Bravo", "Charlie", "Delta", "Echo"} {
+		want = append(want, fmt.Sprintf("prog: %s: ", c))
+	}
+	p, err := Parse(Source{Text: text.String(), Defines: map[string]string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for run := range 5 {
+		var got []string
+		for _, err := range CheckWiring("prog", p) {
+			got = append(got, err.Error())
+		}
+		// The pipeline's two errors first (this program has neither a
+		// Pipeline nor a Switch).
+		if len(got) != 2+len(want) || got[0] != "prog: no Pipeline named pipe" || got[1] != "prog: no Switch(pipe) main" {
+			t.Fatalf("run %d: %d errors, want %d beginning with the pipeline's:\n%s", run, len(got), 2+len(want), strings.Join(got, "\n"))
+		}
+		for i, w := range want {
+			if g := got[2+i]; g != w && !(strings.HasSuffix(w, ": ") && strings.HasPrefix(g, w) && strings.Contains(g, "has no member b")) {
+				t.Fatalf("run %d: error %d is %q, want %q; in order:\n%s", run, 2+i, g, w, strings.Join(got, "\n"))
+			}
+		}
+	}
+}
