@@ -516,6 +516,26 @@ class AgentTest(AgentBase):
                          [{"key": key, "action": "retx", "data": {}}])
         self.ok("table.del", {"name": "SwitchIngress.decide_retx_or_drop", "key": key})
 
+    def test_table_names_as_bfrtcli_lengthens_them(self):
+        # Two key fields ending alike, and a data field ending like a key
+        # field: bfrtcli names them by more parts (BFLeaf._make_param_names,
+        # bfrtcli.py), and the agent reads the entry back under those names.
+        ig = self.bfrt.sender.pipe.SwitchIngress
+        fake_bfrt.MatchTable(self.bfrt, ig, "SwitchIngress", "route",
+                             [("hdr.ipv4.dst_addr", "ipv4_dst_addr", "EXACT", 32),
+                              ("hdr.ipv6.dst_addr", "ipv6_dst_addr", "EXACT", 32)],
+                             {"SwitchIngress.set_port": [("port", 9)]})
+        key = {"ipv4_dst_addr": 10, "ipv6_dst_addr": 6}
+        self.ok("table.add", {"name": "SwitchIngress.route", "action": "set_port", "key": key, "data": {"port": 3}})
+        want = [{"key": key, "action": "set_port", "data": {"port": 3}}]
+        self.assertEqual(self.ok("table.get", {"name": "SwitchIngress.route"})["entries"], want)
+        self.assertEqual(self.ok("table.get", {"name": "SwitchIngress.route", "key": key})["entries"], want)
+        self.assertEqual(testbed_agent.param_names([b"hdr.eth.port"], [b"port"]),
+                         ({b"hdr.eth.port": "hdr_eth_port"}, {b"port": "port"}))
+        self.assertEqual(testbed_agent.param_names([b"ig_md.class", b"$MATCH_PRIORITY", b"eg_intr_md.egress_port[7:0]"], [b"seq"]),
+                         ({b"ig_md.class": "key_class", b"$MATCH_PRIORITY": "MATCH_PRIORITY",
+                           b"eg_intr_md.egress_port[7:0]": "egress_port_7_0_"}, {b"seq": "seq"}))
+
     def test_table_errors(self):
         self.fails("not_found", "table.add", {"name": "SwitchEgress.nope", "action": "protect", "key": {"egress_port": 1}})
         self.fails("not_found", "table.get", {"name": "SwitchEgress.nope"})

@@ -21,6 +21,7 @@ nothing. Python 3.8 (older SDEs) and later, standard library only.
 import ctypes
 import hmac
 import json
+import keyword
 import os
 import queue
 import socket
@@ -200,7 +201,8 @@ def check_identifier(what, name):
 # ---- BF Runtime names and values ----
 
 # bfrtcli turns a field's full name into a keyword parameter: these
-# replacements, then the part after the last dot (BFLeaf._build_names).
+# replacements, then the part after the last dot, or more parts where two
+# fields share it (BFLeaf._build_names, param_names below).
 _PARAM_REPLACE = (("$", ""), (" & ", "_"), ("-", "_"), (":", "_"), ("[", "_"), ("]", "_"), ("__", "_"))
 
 # A key field of these match types is two parameters (BFLeaf._make_core_method_strs).
@@ -216,13 +218,70 @@ def text(name):
     return name.decode("ascii", "replace") if isinstance(name, (bytes, bytearray)) else str(name)
 
 
-def param_name(full):
-    """The keyword parameter bfrt_python uses for a field's full name:
-    b'eg_intr_md.egress_port[7:0]' -> 'egress_port_7_0_'."""
-    s = text(full)
-    for a, b in _PARAM_REPLACE:
-        s = s.replace(a, b)
-    return s[s.rfind(".") + 1:]
+def _short_names(names, collide, ridx, prefix):
+    """One pass of bfrtcli's BFLeaf._build_names: each full name's last
+    ridx parts (dots become '_'), a Python keyword prefixed; and whether
+    two names met (-1), one of them whole (-2), or none (0)."""
+    out, seen, collision = {}, dict(collide), 0
+    for full in names:
+        s = text(full)
+        for a, b in _PARAM_REPLACE:
+            s = s.replace(a, b)
+        cidx = len(s)
+        for _ in range(ridx):
+            cidx = s.rfind(".", 0, cidx)
+            if cidx == -1:
+                break
+        p = s[cidx + 1:].replace(".", "_")
+        out[full] = p
+        if p in seen:
+            if cidx == -1:
+                collision = -2
+            if collision == 0:
+                collision = -1
+        seen[p] = 0
+    for full, p in out.items():
+        if keyword.iskeyword(p):
+            # bfrtcli's add_prefix_to_entry: the prefix, then a counter
+            # while the name is taken.
+            q, n = prefix + p, 1
+            while q in out.values():
+                q, n = prefix + str(n) + p, n + 1
+            out[full] = q
+    return out, seen, collision
+
+
+def _make_names(names, collide, ridx, prefix):
+    """bfrtcli's BFLeaf._make_param_names: more parts until no two names
+    meet (up to 20, where two equal names stop it)."""
+    while True:
+        out, seen, sts = _short_names(names, collide, ridx, prefix)
+        if sts >= 0:
+            return out, seen, ridx
+        ridx += 1
+        if ridx > 20 and sts == -2:
+            return out, seen, ridx
+
+
+def param_names(keys, data=()):
+    """The keyword parameters bfrt_python's add_with_<action> takes for a
+    table's key fields and the action's data fields (full names), as
+    BFLeaf._make_core_method_strs makes them (open-p4studio bfrtcli.py):
+    the part after the last dot, more parts joined by '_' where two key
+    fields, or a data field and a key field, share it, the key's and the
+    data's at the same depth. Two dicts, full name -> parameter."""
+    kn, collide, kr = _make_names(keys, {}, 1, "key_")
+    dn, _, dr = _make_names(data, collide, kr, "data_")
+    tries = 0
+    while kr != dr:
+        kn, collide, kr = _make_names(keys, {}, dr, "key_")
+        dn, _, dr = _make_names(data, collide, kr, "data_")
+        tries += 1
+        if tries >= 50:
+            kn = {k: v + "_key" for k, v in kn.items()}
+            dn = {k: v + "_data" for k, v in dn.items()}
+            break
+    return kn, dn
 
 
 def action_name(full):
@@ -809,19 +868,26 @@ class Agent:
         if want is not None:
             types = self._key_types(t)
             if types:
+                # The key's parameters as an add names them (an action's
+                # data fields may lengthen them: param_names).
                 names = set()
-                for k, mt in types.items():
-                    p = param_name(k)
-                    names.update(p + sfx for sfx in _MATCH_PARAMS.get(mt, ("",)))
+                for data in {()} | {tuple(e.data) for e in ents}:
+                    for k, p in param_names(list(types), data)[0].items():
+                        names.update(p + sfx for sfx in _MATCH_PARAMS.get(types[k], ("",)))
                 unknown = sorted(set(want) - names)
                 if unknown:
                     raise bad_request("table %s has no key field %s (its key: %s)", name,
                                       ", ".join(unknown), ", ".join(sorted(names)))
         out = []
+        named = {}  # (key fields, data fields) -> their parameters, once per action
         for e in ents:
             key = {}
+            fields = (tuple(e.key), tuple(e.data))
+            if fields not in named:
+                named[fields] = param_names(*fields)
+            knames, dnames = named[fields]
             for k, v in e.key.items():
-                p = param_name(k)
+                p = knames[k]
                 if isinstance(v, (tuple, list)) and len(v) == 2:
                     if types is None:
                         types = self._key_types(t)
@@ -838,7 +904,7 @@ class Agent:
             for k, v in e.data.items():
                 n = as_int(v)
                 if n is not None:
-                    data[param_name(k)] = n
+                    data[dnames[k]] = n
             if want is not None and any(key.get(k) != v for k, v in want.items()):
                 continue
             out.append({"key": key, "action": action_name(getattr(e, "action", None)), "data": data})
