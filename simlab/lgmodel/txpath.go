@@ -170,6 +170,7 @@ type txPath struct {
 	noMemo               bool // decide every replayed stretch and build-up (tests)
 	bu                   tpBuildUp
 	st                   tpStretch
+	tl                   tpTailRec
 }
 
 // The copy as the artifact's sender keeps it: after its first pass it
@@ -238,6 +239,9 @@ func (s *sim) tpInput(e tpEntry) {
 func (p *txPath) add(e tpEntry) {
 	if p.st.on && (e.kind == tpRx || e.kind == tpRxRun) {
 		p.st.reg.add(e) // the register as the stretch recorded reads it
+	}
+	if p.tl.on {
+		p.tailAdd(e) // the inputs of the way on recorded
 	}
 	switch e.kind {
 	case tpSend:
@@ -455,6 +459,9 @@ func (p *txPath) isHeld(seq int64) bool {
 
 // advance decides every copy and serves the ports up to until.
 func (p *txPath) advance(until int64) {
+	if p.tl.pending {
+		p.tailStart(until)
+	}
 	for {
 		p.feedFirst()
 		next, kind := p.nextEvent()
@@ -528,7 +535,7 @@ func (p *txPath) nextEvent() (next int64, kind int) {
 // applyHold sets or clears the next hole bit.
 func (p *txPath) applyHold() {
 	p.jump.robust = false
-	p.bu.on = false
+	p.bu.on, p.tl.on = false, false
 	h := p.holds[0]
 	p.holds = p.holds[1:]
 	if h.on {
@@ -564,13 +571,16 @@ func (p *txPath) decide(kind int, next int64) {
 	if p.st.on {
 		p.narrowStretch(b.seq, b.at, freed)
 	}
+	if p.tl.on {
+		p.tl.dl, p.tl.dr = p.narrowOn(p.tl.reg, p.tl.dl, p.tl.dr, b.seq, b.at, freed)
+	}
 	if freed {
 		return
 	}
 	if p.q16.len() == 0 && p.free16 <= next {
 		// An idle port takes it at once: one copy in the queue.
 		p.maxQ = max(p.maxQ, 1)
-		p.bu.peak = max(p.bu.peak, 1)
+		p.bu.peak, p.tl.peak = max(p.bu.peak, 1), max(p.tl.peak, 1)
 		p.free16 = next + p.read
 		p.on16.push(tpBack{b.seq, p.free16 + p.loop})
 		return
@@ -578,6 +588,7 @@ func (p *txPath) decide(kind int, next int64) {
 	p.q16.push(b)
 	p.maxQ = max(p.maxQ, int64(p.q16.len()))
 	p.bu.peak = max(p.bu.peak, int64(p.q16.len()))
+	p.tl.peak = max(p.tl.peak, int64(p.q16.len()))
 }
 
 // queueBytes is the read queue now, and its watermark, in 80 B cells.
@@ -703,7 +714,7 @@ func (p *txPath) phasedLength(cons []tpPhased, slot, k int64) int64 {
 // at t: it notes the state and, when the state repeats, jumps.
 func (p *txPath) tryJump(t, until int64) bool {
 	j := &p.jump
-	if j.skip > 0 && !p.bu.on {
+	if j.skip > 0 && !p.bu.on && !p.tl.on {
 		// Backing off after a state that did not repeat (the stretch
 		// after a loss): noting the state costs as much as deciding.
 		j.skip--
@@ -728,6 +739,9 @@ func (p *txPath) tryJump(t, until int64) bool {
 	j.valid0 = j.valid
 	same := j.valid && j.robust && t-j.prevT == r.slot && rx.seq0 == j.run.seq0 && rx.t0 == j.run.t0 &&
 		rx.slot == j.run.slot && slices.Equal(snap, j.prev)
+	if same && p.tl.on {
+		p.tailEnd(t) // the way on from a stretch's end ends where the state repeats
+	}
 	if same && len(j.cons) > 0 && (p.bu.on || p.st.on) {
 		// A recording's arc is narrowed by every decision it makes: it
 		// jumps over robust decisions only.
@@ -740,7 +754,7 @@ func (p *txPath) tryJump(t, until int64) bool {
 	j.snap, j.prev = j.prev, snap
 	j.prevT, j.run, j.lo, j.valid, j.robust = t, rx, lo, true, true
 	if !same {
-		if j.valid0 && !p.noMemo && !p.bu.on && !p.st.on && p.buildUp(s, t, until, r, ri, lo, snap) {
+		if j.valid0 && !p.noMemo && !p.bu.on && !p.st.on && !p.tl.on && p.buildUp(s, t, until, r, ri, lo, snap) {
 			return true // the state the recorded build-up ends in, noted as repeating
 		}
 		if j.valid0 {

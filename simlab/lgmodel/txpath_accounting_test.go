@@ -192,8 +192,9 @@ func TestTxPathJumpsSameAsEveryCopy(t *testing.T) {
 	}
 }
 
-// The accounting's memo (txpath_memo.go) replays the stretch after a loss
-// and the build-up after it from notes: the read queue's watermark, read
+// The accounting's memo (txpath_memo.go) replays the stretch after a loss,
+// the way on from its end (txpath_tail.go) and the build-up after it
+// from notes: the read queue's watermark, read
 // at the end, and its depth and watermark, read in slices along the way,
 // are what deciding every copy gives, exactly, at both speeds, in both modes, on runs as the simulated
 // switch makes them and as the model alone does; and the notes are met
@@ -244,10 +245,13 @@ func TestTxPathMemoSameAsDecided(t *testing.T) {
 			t.Errorf("%s: the depth and watermark read along the way with the memo %v, deciding every copy %v", name, gotRead, everyRead)
 		}
 		tp := got.s.tp
-		t.Logf("%s: read queue %d B; stretches %d replayed, %d decided; build-ups %d replayed, %d decided",
-			name, got.Result().MaxTxQueueBytes, tp.memoHits, tp.memoMisses, tp.bu.hits, tp.bu.misses)
+		t.Logf("%s: read queue %d B; stretches %d replayed, %d decided; build-ups %d replayed, %d decided; ways on from a stretch %d replayed, %d decided",
+			name, got.Result().MaxTxQueueBytes, tp.memoHits, tp.memoMisses, tp.bu.hits, tp.bu.misses, tp.tl.hits, tp.tl.misses)
 		if k.bps == 100e9 && k.mode == Ordered && (tp.memoHits == 0 || tp.bu.hits == 0) {
 			t.Errorf("%s: the case does not exercise the memo", name)
+		}
+		if k.bps == 100e9 && k.mode == NonBlocking && k.maxRun == 256 && (tp.tl.hits == 0 || tp.tl.hits < 2*tp.tl.misses) {
+			t.Errorf("%s: %d ways on from a stretch replayed, %d decided: the case does not exercise them", name, tp.tl.hits, tp.tl.misses)
 		}
 	}
 }

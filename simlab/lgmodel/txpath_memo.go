@@ -58,6 +58,7 @@ type tpMemoEnd struct {
 	maxQ   int64
 	phase  int64
 	dl, dr int64
+	tails  []*tpTail // the ways on from it (txpath_tail.go)
 }
 
 // tpMemoKey is a start's key, packed (packKey), and its ends noted at
@@ -97,6 +98,7 @@ func (s *sim) tpReplay(rec *recording, ds, dt, n0, t0, t1 int64) {
 		return
 	}
 	p.advance(a)
+	p.tl.on, p.tl.pending = false, false // a tail ends where the next stretch begins
 	if !p.fold(p, a) {
 		s.tpFeed(rec.tlog, ds, dt)
 		return
@@ -128,6 +130,7 @@ func (s *sim) tpReplay(rec *recording, ds, dt, n0, t0, t1 int64) {
 			continue
 		}
 		p.install(e, n0, a)
+		p.tl.pending, p.tl.e, p.tl.n0, p.tl.a = true, e, n0, a
 		p.memoHits++
 		// The inputs still go into the history a cycle repeats
 		// (tpJump), and are counted.
@@ -183,6 +186,8 @@ func (s *sim) tpReplay(rec *recording, ds, dt, n0, t0, t1 int64) {
 	mk.ends = append(mk.ends, e)
 	p.memoBytes += size
 	p.memoMisses++
+	p.tl.e, p.tl.n0, p.tl.a = e, n0, a
+	p.recordTail(st.reg)
 }
 
 // onArc is whether the courier's phase now is on the arc (dl before, dr
@@ -258,11 +263,16 @@ func (p *txPath) canonPorts(a int64) {
 // (seq at t, freed or not): the arc of phases that decide it the same.
 func (p *txPath) narrowStretch(seq, t int64, freed bool) {
 	st := &p.st
+	st.dl, st.dr = p.narrowOn(st.reg, st.dl, st.dr, seq, t, freed)
+}
+
+// narrowOn narrows the arc (dl, dr) by the decision on seq at t, the
+// register being reg's.
+func (p *txPath) narrowOn(reg *txPath, dl, dr, seq, t int64, freed bool) (int64, int64) {
 	if !freed && len(p.held) > 0 && p.isHeld(seq) {
-		return // held at every phase
+		return dl, dr // held at every phase
 	}
 	// When the register passes seq.
-	reg := st.reg
 	d := int64(-1) // never
 	if reg.base > seq {
 		d = p.courier // always
@@ -283,7 +293,7 @@ func (p *txPath) narrowStretch(seq, t int64, freed bool) {
 			d = t - p.back - pass
 		}
 	}
-	st.dl, st.dr = arc(st.dl, st.dr, t-p.back, d, p.courier, freed)
+	return arc(dl, dr, t-p.back, d, p.courier, freed)
 }
 
 // arc narrows the arc (dl, dr) of shifts x of the courier's passes to

@@ -1,0 +1,219 @@
+package lgmodel
+
+import (
+	"math"
+	"slices"
+)
+
+// The accounting's way on from a replayed stretch's end, replayed.
+//
+// A noted stretch (txpath_memo.go) ends where the model is steady again,
+// but the accounting is not: the copies in flight still carry the gaps
+// the lost original and its retransmissions left in the sender's slots,
+// and they go round the read port's queue and back until the state
+// repeats shifted and the jumps go on (tryJump), most of the copies
+// decided one by one after a loss in non-blocking mode. That way on is a
+// function of the state at the stretch's end (the note's, the same for
+// every stretch that met it), of the inputs that come after it (the
+// sender's copies, the receiver's register) and of the courier's phase.
+// So each note keeps the ways on it was followed by, up to the first
+// first decision whose state repeats: the inputs they read (relative to
+// the stretch's first original and time, the sender's copies up to the
+// last one fed, the register up to the latest courier pass read, no hole
+// bit; every one of them in by the end's time), the state at their end and the read queue's peak on the way, and
+// the arc of courier phases around the one recorded that decides every
+// copy on the way as it was decided (narrowOn). When the note is met
+// again and the inputs since are those of a way on it kept, at a phase on
+// its arc, the way's end is installed.
+
+// tpTail is one way on from a stretch's end.
+type tpTail struct {
+	in            []int64 // the inputs it read, relative
+	end           []int64 // the state at its end, relative
+	t2            int64   // its end, relative
+	maxQ          int64
+	phase, dl, dr int64
+}
+
+// tpTailRec is the way on being looked for or recorded.
+type tpTailRec struct {
+	pending bool // a note was met: look for its ways on at the next advance
+	on      bool // recording
+	e       *tpMemoEnd
+	n0, a   int64 // the stretch's first original and start
+	dl, dr  int64
+	peak    int64
+	reg     *txPath // the register as the way on reads it: the stretch's end's, and the inputs since
+	sends   []tpRun // the copies to send, likewise
+	in, end []int64 // scratch
+	hits    int64
+	misses  int64
+}
+
+// tpTails bounds the ways on a note keeps.
+const tpTails = 16
+
+// recordTail starts recording the way on from the stretch's end now
+// (p.now), the register being reg's (the stretch's end's, canonical).
+func (p *txPath) recordTail(reg *txPath) {
+	tl := &p.tl
+	if len(tl.e.tails) >= tpTails || len(p.held) > 0 {
+		return
+	}
+	tl.on, tl.pending = true, false
+	tl.dl, tl.dr, tl.peak = p.courier, p.courier, 0
+	if tl.reg == nil {
+		tl.reg = &txPath{}
+	}
+	tl.reg.base = reg.base
+	tl.reg.steps, tl.reg.stepsAt = append(tl.reg.steps[:0], reg.steps[reg.stepsAt:]...), 0
+	tl.reg.rxRun = append(tl.reg.rxRun[:0], reg.rxRun...)
+	tl.sends = append(tl.sends[:0], p.sends[p.sendsAt:]...)
+}
+
+// tailStart is called at an advance to until after a note was met: a way
+// on it keeps whose inputs are in and the same is installed; else the
+// way on is recorded.
+func (p *txPath) tailStart(until int64) {
+	tl := &p.tl
+	tl.pending = false
+	if tl.e == nil || len(p.held) > 0 {
+		return
+	}
+	phase := p.courierPhase(tl.a)
+	for _, x := range tl.e.tails {
+		if !p.onArc(x.phase, phase, x.dl, x.dr) || until < tl.a+x.t2 ||
+			len(p.holds) > 0 && p.holds[0].t <= tl.a+x.t2 {
+			continue
+		}
+		tl.in = p.tailInputs(tl.in[:0], p, p.sends[p.sendsAt:], x.t2, x.end[3])
+		if !slices.Equal(tl.in, x.in) {
+			continue
+		}
+		p.installTail(x)
+		tl.hits++
+		return
+	}
+	p.recordTail(p)
+}
+
+// tailInputs appends the inputs a way on ending at t2 (relative) reads:
+// the copies to send up to the one before fed (relative), the register
+// up to the latest courier pass its decisions may read; relative to the
+// stretch's first original and start.
+func (p *txPath) tailInputs(k []int64, reg *txPath, sends []tpRun, t2, fed int64) []int64 {
+	n0, a := p.tl.n0, p.tl.a
+	for _, r := range sends {
+		n := min(r.n, fed+n0-r.seq0)
+		if n <= 0 {
+			break
+		}
+		k = append(k, r.seq0-n0, r.t0-a, r.slot, n)
+	}
+	k = append(k, math.MinInt64, reg.base-n0)
+	last := a + t2 - p.back // no decision before t2 reads a later pass
+	for _, st := range reg.steps[reg.stepsAt:] {
+		if st.t > last {
+			break
+		}
+		k = append(k, st.t-a, st.v-n0)
+	}
+	k = append(k, math.MinInt64)
+	for _, r := range reg.rxRun {
+		if r.t0 > last {
+			break
+		}
+		k = append(k, r.seq0-n0, r.t0-a, r.slot, min(r.n, (last-r.t0)/r.slot+1))
+	}
+	return k
+}
+
+// tailAdd mirrors an input into the way on being recorded.
+func (p *txPath) tailAdd(e tpEntry) {
+	tl := &p.tl
+	switch e.kind {
+	case tpRx, tpRxRun:
+		tl.reg.add(e)
+	case tpSend:
+		if k := len(tl.sends) - 1; k >= 0 && tl.sends[k].continuedBy(e.seq, e.at, e.slot) {
+			tl.sends[k].n += e.n
+			return
+		}
+		tl.sends = append(tl.sends, tpRun{e.seq, e.at, e.slot, e.n})
+	default:
+		tl.on = false // a hole bit: not recorded
+	}
+}
+
+// tailEnd is called while recording at a first decision whose state
+// repeats (s at t, not yet decided): the way on ends here and is noted.
+func (p *txPath) tailEnd(t int64) {
+	tl := &p.tl
+	tl.on = false
+	if p.sendsAt >= len(p.sends) || len(p.held) > 0 {
+		return
+	}
+	n0, a := tl.n0, tl.a
+	rel := func(v int64) int64 {
+		if v == tpFree {
+			return tpFree
+		}
+		return v - a
+	}
+	// The ports' times as they are: the next copy to send is an input
+	// the way on did not read.
+	fed := p.sends[p.sendsAt].seq0 - n0
+	end := append(tl.end[:0], t-a, rel(p.free68), rel(p.free16), fed)
+	for _, q := range []*tpQueue{&p.first, &p.q16, &p.on16} {
+		end = append(end, int64(q.len()))
+		for _, b := range q.a[q.head:] {
+			end = append(end, b.seq-n0, b.at-a)
+		}
+	}
+	tl.end = end
+	x := &tpTail{end: slices.Clone(end), t2: t - a, maxQ: tl.peak,
+		phase: p.courierPhase(a), dl: tl.dl, dr: tl.dr}
+	x.in = p.tailInputs(nil, tl.reg, tl.sends, x.t2, fed)
+	tl.e.tails = append(tl.e.tails, x)
+	p.memoBytes += int64(8*(len(x.in)+len(x.end))) + 128
+	tl.misses++
+}
+
+// installTail sets the state the way on x ends in; the inputs stay the
+// accounting's, the copies fed on the way taken from those to send.
+func (p *txPath) installTail(x *tpTail) {
+	n0, a := p.tl.n0, p.tl.a
+	v := x.end
+	abs := func(u int64) int64 {
+		if u == tpFree {
+			return tpFree
+		}
+		return u + a
+	}
+	p.now, p.free68, p.free16 = v[0]+a, abs(v[1]), abs(v[2])
+	fed := v[3] + n0
+	v = v[4:]
+	for _, q := range []*tpQueue{&p.first, &p.q16, &p.on16} {
+		n := v[0]
+		v = v[1:]
+		q.a, q.head = q.a[:0], 0
+		for i := int64(0); i < n; i++ {
+			q.a = append(q.a, tpBack{v[0] + n0, v[1] + a})
+			v = v[2:]
+		}
+	}
+	for p.sendsAt < len(p.sends) {
+		r := &p.sends[p.sendsAt]
+		if r.seq0+r.n <= fed {
+			p.sendsAt++
+			continue
+		}
+		if d := fed - r.seq0; d > 0 {
+			r.seq0, r.t0, r.n = fed, r.t0+d*r.slot, r.n-d
+		}
+		break
+	}
+	p.nextRead = 0
+	p.maxQ = max(p.maxQ, x.maxQ)
+	p.jump.valid, p.jump.robust, p.bu.on = false, false, false
+}
