@@ -496,6 +496,7 @@ type sim struct {
 	held         []int64 // notified holes whose copies are not made yet
 	txDropped    []int64 // originals above senderAck whose copy was tail-dropped, ascending
 	retx         []int64
+	retxArr      []int64 // retx's array from its front (popRetx)
 	paused       bool
 	pendingBP    int
 	undetected   int64 // originals lost on the wire that the receiver has not yet seen as holes
@@ -552,6 +553,9 @@ type sim struct {
 	// while ackNo still waited below them. A late copy of one is a
 	// duplicate: the original was given up and counted once, as lost.
 	givenUp map[int64]bool
+	pruneAt int  // bound looks at the three maps above once they hold this many entries
+	keepAll bool // bound forgets nothing (tests)
+	lookAll bool // bound looks at every entry added (tests)
 
 	off *offered // frames offered one by one (NewOffered); nil for a stress test
 
@@ -979,10 +983,10 @@ func (s *sim) send(kind int) {
 	var p packet
 	switch kind {
 	case lg.PktRetransmitted:
-		bytes, loss, drop := s.off.frame(s.retx[0], s.c.FrameBytes, s.c.Loss, s.c.Drop)
-		p = packet{seq: s.retx[0], kind: lg.PktRetransmitted, bytes: bytes}
+		seq := s.popRetx()
+		bytes, loss, drop := s.off.frame(seq, s.c.FrameBytes, s.c.Loss, s.c.Drop)
+		p = packet{seq: seq, kind: lg.PktRetransmitted, bytes: bytes}
 		p.lost, p.dropped = s.lose(loss, drop)
-		s.retx = s.retx[:copy(s.retx, s.retx[1:])]
 		s.res.Copies++
 	case lg.PktOriginal:
 		if s.off != nil {
@@ -1433,6 +1437,7 @@ func (s *sim) arrive(p packet) {
 			s.res.Delivered++
 			s.off.deliver(seq, s.now)
 			s.advanceAck()
+			s.bound()
 			return
 		}
 		if s.holes[seq] {
@@ -1463,6 +1468,7 @@ func (s *sim) detect(seq int64) {
 	s.notifPending++
 	// The notification is mirrored at the receiver and crosses back.
 	s.at(event{at: s.now + s.oneWay() + s.ser(64), kind: evNotify, seq: first, n: track})
+	s.bound()
 }
 
 // advanceAck moves ackNo past every original delivered or given up; an
@@ -1504,6 +1510,7 @@ func (s *sim) enqueue(p packet) {
 		if !s.c.NoTimeout {
 			s.at(event{at: s.now + durPS(s.c.AckNoTimeout), kind: evTimeout, seq: p.seq})
 		}
+		s.bound()
 		return
 	}
 	s.buf.push(p)
