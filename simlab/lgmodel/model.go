@@ -528,9 +528,14 @@ type sim struct {
 	pacedT     []int64
 	pacedAcks  []futureAck
 	pacedDrawn []float64
-	pacedRuns  int64
-	pacedEnd   int64            // nextSeq after the last paced run
-	sigma      [cycleRing]int64 // paceSlack by seq modulo cycleRing
+	pacedGD    []int8
+	// Dummies whose corruption changes nothing but the counters (paced.go
+	// freeDummy): drawn, lost, and nextSeq when the last one was sent.
+	freeDraws, freeLost, freeSeq int64
+	pacedRuns                    int64
+	pacedJumped                  int64            // originals a paced run jumped over in whole periods (tests)
+	pacedEnd                     int64            // nextSeq after the last paced run
+	sigma                        [cycleRing]int64 // paceSlack by seq modulo cycleRing
 
 	// receiver
 	lackSent  int64 // the last leading ACK sent back
@@ -1029,7 +1034,14 @@ func (s *sim) send(kind int) {
 		s.nextSeq++
 		s.res.FramesSent++
 	case lg.PktDummy:
+		free := s.pacePS > 0 && s.c.LossSmall > 0 && s.freeDummy()
 		p = packet{kind: lg.PktDummy, bytes: 64, seq: s.nextSeq - 1, lost: s.bern(s.c.LossSmall)}
+		if free {
+			s.freeDraws, s.freeSeq = s.freeDraws+1, s.nextSeq
+			if p.lost {
+				s.freeLost++
+			}
+		}
 		s.res.Dummies++
 		if !p.lost {
 			s.covered = p.seq
