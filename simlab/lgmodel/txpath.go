@@ -165,7 +165,6 @@ type txPath struct {
 	memo                 map[uint64][]*tpMemoKey
 	memoBytes            int64
 	memoKey              []int64
-	memoPacked           []byte
 	memoHits, memoMisses int64
 	noMemo               bool // decide every replayed stretch and build-up (tests)
 	bu                   tpBuildUp
