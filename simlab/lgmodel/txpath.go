@@ -753,6 +753,11 @@ func (p *txPath) tryJump(t, until int64) bool {
 	j.snap, j.prev = j.prev, snap
 	j.prevT, j.run, j.lo, j.valid, j.robust = t, rx, lo, true, true
 	if !same {
+		if j.valid0 && p.tl.on {
+			// The copies in flight are all in the receiver's run: from
+			// here the build-ups' notes go on (buildUp).
+			p.tailEnd(t)
+		}
 		if j.valid0 && !p.noMemo && !p.bu.on && !p.st.on && !p.tl.on && p.buildUp(s, t, until, r, ri, lo, snap) {
 			return true // the state the recorded build-up ends in, noted as repeating
 		}
