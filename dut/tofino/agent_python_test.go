@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -467,5 +468,38 @@ func TestAgentPythonSetupAndFEC(t *testing.T) {
 	}
 	if err := s.PacketOut(ctx, make([]byte, 60)); err != nil {
 		t.Errorf("packet out: %v", err)
+	}
+}
+
+// A table.add whose answer was lost is found done by reading the entry
+// back, as the switch keeps it: a ternary value outside its mask reads back
+// without those bits (the driver ANDs them away), and is still the
+// request; another priority or another value under the mask is not.
+func TestAgentPythonReconcilesAMaskedKey(t *testing.T) {
+	s := startFakeAgent(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const name = "SwitchIngress.decide_retx_or_drop"
+	key := map[string]int64{"is_missing_hole_1": 1, "is_missing_hole_1_mask": 0, "MATCH_PRIORITY": 7}
+	if err := s.AddEntry(ctx, name, Entry{Key: key, Action: "retx"}); err != nil {
+		t.Fatal(err)
+	}
+	args := func(k map[string]int64) map[string]any {
+		return map[string]any{"name": name, "action": "retx", "key": k, "data": map[string]int64{}}
+	}
+	a := s.agent.(*agentClient)
+	if same, err := reconcileTableAdd(ctx, a, args(key)); err != nil || !same {
+		t.Errorf("the entry added, read back with its value masked: same %v, %v; want the request", same, err)
+	}
+	other := maps.Clone(key)
+	other["MATCH_PRIORITY"] = 8
+	if same, err := reconcileTableAdd(ctx, a, args(other)); err != nil || same {
+		t.Errorf("another priority: same %v, %v; want not the request", same, err)
+	}
+	if err := s.AddEntry(ctx, name, Entry{Key: map[string]int64{"is_missing_hole_1": 0, "is_missing_hole_1_mask": 1, "MATCH_PRIORITY": 9}, Action: "retx"}); err != nil {
+		t.Fatal(err)
+	}
+	if same, err := reconcileTableAdd(ctx, a, args(map[string]int64{"is_missing_hole_1": 1, "is_missing_hole_1_mask": 1, "MATCH_PRIORITY": 9})); err != nil || same {
+		t.Errorf("another value under the mask: same %v, %v; want not the request", same, err)
 	}
 }

@@ -196,12 +196,40 @@ func reconcileTableAdd(ctx context.Context, a *agentClient, args any) (bool, err
 		return false, err
 	}
 	for _, e := range r.Entries {
-		if !maps.Equal(e.Key, sent.Key) {
+		if !sameKey(e.Key, sent.Key) {
 			continue
 		}
 		return sameName(e.Action, sent.Action) && maps.Equal(e.Data, sent.Data), nil
 	}
 	return false, nil
+}
+
+// sameKey reports whether an entry's key read back (got) is the key an
+// add sent, as the switch keeps it: the driver stores a ternary field's
+// value ANDed with its mask, and an LPM field's without the bits past its
+// prefix (open-p4studio bf_rt_p4_table_key_impl.cpp,
+// setValueAndMaskInternal). An LPM value read back is the sent one less
+// some of its bits: which ones, the field's width says, and the agent's
+// keyed table.get checks that (testbed_agent.py, _as_kept).
+func sameKey(got, sent map[string]int64) bool {
+	if len(got) != len(sent) {
+		return false
+	}
+	for k, v := range sent {
+		g, ok := got[k]
+		if !ok {
+			return false
+		}
+		if m, ok := sent[k+"_mask"]; ok {
+			v &= m
+		} else if _, ok := sent[k+"_p_length"]; ok && g&^v == 0 {
+			continue
+		}
+		if g != v {
+			return false
+		}
+	}
+	return true
 }
 
 // reconcilePortAdd compares the port's status with the port.add request.

@@ -45,7 +45,25 @@ type Keysight struct {
 	line     *transport.Line
 	id       transport.Identity
 	channels int
+	// motion is each channel's speed and range as the instrument reported
+	// them on this connection (asked once, forgotten on a new connection
+	// and when the driver sets the speed); rtt is the longest round trip
+	// measured on it.
+	motion map[int]channelMotion
+	rtt    time.Duration
 }
+
+// channelMotion is how a channel's filter moves, as the instrument says:
+// its speed (:INP:ATT:SPE?, dB/s) and the span of its range (:INP:ATT?
+// MAX minus MIN, dB).
+type channelMotion struct {
+	speed, span float64
+}
+
+// keysightSpeedRange is the range of :INPut:ATTenuation:SPEed, dB/s
+// (N7744-90C, "The INPut subtree": 0.1 to 1000 dB/s): at the lower end a
+// 40 dB move takes 400 s.
+var keysightSpeedRange = [2]float64{0.1, 1000}
 
 // keysightModels is the number of attenuators of each model (N7744-90C,
 // "Slot and Channel Numbers"; the N7766A/N7768A are the multimode
@@ -76,7 +94,7 @@ func OpenKeysight(ctx context.Context, address string, opts Options) (*Keysight,
 	if opts.Timeout <= 0 {
 		opts.Timeout = 5 * time.Second
 	}
-	k := &Keysight{addr: address, opts: opts}
+	k := &Keysight{addr: address, opts: opts, motion: map[int]channelMotion{}}
 	k.line = transport.NewLine(address, transport.LineOptions{
 		DialOptions: transport.DialOptions{EOL: "\n", Transcript: opts.Transcript},
 		DialTimeout: opts.Timeout,
@@ -105,6 +123,9 @@ func (k *Keysight) errorf(format string, args ...any) error {
 func (k *Keysight) hello(ctx context.Context) error {
 	ctx, cancel := k.deadline(ctx)
 	defer cancel()
+	// A new connection may meet an instrument reset or set by hand since:
+	// its speeds are asked again.
+	k.motion, k.rtt = map[int]channelMotion{}, 0
 	if err := k.send(ctx, "*CLS"); err != nil {
 		return err
 	}
@@ -162,6 +183,7 @@ func (k *Keysight) send(ctx context.Context, cmd string) error {
 func (k *Keysight) query(ctx context.Context, q string) (string, error) {
 	ctx, cancel := k.deadline(ctx)
 	defer cancel()
+	t0 := time.Now()
 	if err := k.send(ctx, q); err != nil {
 		return "", err
 	}
@@ -170,6 +192,7 @@ func (k *Keysight) query(ctx context.Context, q string) (string, error) {
 		k.drop()
 		return "", fmt.Errorf("keysight-n77xx %s: %s: %w", k.addr, q, err)
 	}
+	k.rtt = max(k.rtt, time.Since(t0))
 	return strings.TrimSpace(line), nil
 }
 
@@ -268,14 +291,18 @@ func (k *Keysight) SetAttenuation(ctx context.Context, ch int, dB float64) error
 
 func (k *Keysight) set(ctx context.Context, ch int, dB float64) error {
 	doing := fmt.Sprintf("set channel %d to %.2f dB", ch, dB)
+	limit, why, err := k.moveLimit(ctx, ch, dB)
+	if err != nil {
+		return fmt.Errorf("%s: %w", doing, err)
+	}
+	k.opts.Transcript.Note("*OPC? wait up to %v: %s", limit, why)
 	if err := k.send(ctx, fmt.Sprintf(":INP%d:ATT %.3fdB", slot(ch), dB)); err != nil {
 		return err
 	}
 	// *OPC? answers 0 while the filter moves and 1 once it has stopped
 	// (N7744-90C: "*OPC? returns 1 if operation complete, 0 otherwise"):
-	// poll it, allowing for a full sweep of the range at the slowest speed
-	// the instrument supports.
-	if err := k.waitOPC(ctx, doing, k.opts.Timeout+30*time.Second); err != nil {
+	// poll it for as long as the move takes at the channel's speed.
+	if err := k.waitOPC(ctx, doing, limit); err != nil {
 		return err
 	}
 	if err := k.checkErrors(ctx, doing); err != nil {
@@ -285,7 +312,7 @@ func (k *Keysight) set(ctx context.Context, ch int, dB float64) error {
 	wctx, wcancel := k.deadline(ctx)
 	defer wcancel()
 	var got float64
-	err := transport.Poll(wctx, func() (bool, error) {
+	err = transport.Poll(wctx, func() (bool, error) {
 		var err error
 		if got, err = k.queryFloat(wctx, fmt.Sprintf(":INP%d:ATT?", slot(ch))); err != nil {
 			return false, fmt.Errorf("%s: %w", doing, err)
@@ -296,6 +323,72 @@ func (k *Keysight) set(ctx context.Context, ch int, dB float64) error {
 		return k.errorf("%s: reads back %.3f dB, not settled within %.2f dB", doing, got, settleTolerance)
 	}
 	return err
+}
+
+// channelMotion is channel ch's speed and range, asked of the instrument
+// the first time on a connection.
+func (k *Keysight) channelMotion(ctx context.Context, ch int) (channelMotion, error) {
+	if m, ok := k.motion[ch]; ok {
+		return m, nil
+	}
+	q := fmt.Sprintf(":INP%d:ATT:SPE?", slot(ch))
+	speed, err := k.queryFloat(ctx, q)
+	if err != nil {
+		return channelMotion{}, err
+	}
+	if speed <= 0 {
+		k.drop()
+		return channelMotion{}, k.errorf("%s: reply %g is not a speed in dB/s (the N77xx's are %g to %g): %w",
+			q, speed, keysightSpeedRange[0], keysightSpeedRange[1], errGarbled)
+	}
+	hi, err := k.queryFloat(ctx, fmt.Sprintf(":INP%d:ATT? MAX", slot(ch)))
+	if err != nil {
+		return channelMotion{}, err
+	}
+	lo, err := k.queryFloat(ctx, fmt.Sprintf(":INP%d:ATT? MIN", slot(ch)))
+	if err != nil {
+		return channelMotion{}, err
+	}
+	m := channelMotion{speed: speed, span: math.Abs(hi - lo)}
+	k.motion[ch] = m
+	return m, nil
+}
+
+// moveLimit is how long *OPC? may answer 0 after channel ch is set to dB:
+// the move from where the filter is now, at the channel's speed, both as
+// the instrument reports them (opcLimit), and what it came from.
+func (k *Keysight) moveLimit(ctx context.Context, ch int, dB float64) (time.Duration, string, error) {
+	m, err := k.channelMotion(ctx, ch)
+	if err != nil {
+		return 0, "", err
+	}
+	at, err := k.queryFloat(ctx, fmt.Sprintf(":INP%d:ATT?", slot(ch)))
+	if err != nil {
+		return 0, "", err
+	}
+	move := math.Abs(dB - at)
+	return k.opcLimit(move, m.speed), fmt.Sprintf("%.3f dB from %.3f dB at %g dB/s, round trip %v", move, at, m.speed, k.rtt), nil
+}
+
+// shutterLimit is how long *OPC? may answer 0 after channel ch's shutter
+// is set: the shutter moves at the attenuation speed (N7744-90C
+// :OUTPut:STATe), taken here as a sweep of the channel's whole range.
+func (k *Keysight) shutterLimit(ctx context.Context, ch int) (time.Duration, string, error) {
+	m, err := k.channelMotion(ctx, ch)
+	if err != nil {
+		return 0, "", err
+	}
+	return k.opcLimit(m.span, m.speed), fmt.Sprintf("the shutter, a sweep of %.3f dB at %g dB/s, round trip %v", m.span, m.speed, k.rtt), nil
+}
+
+// opcLimit is the *OPC? wait's limit for a move of dB at speed dB/s: the
+// move's time, a quarter more (an eighth for transport.Poll's gap, which
+// sees the end of a wait within an eighth of it, and an eighth for a
+// filter slower than its setting says), four round trips as measured (the
+// last asks) and the driver's Timeout (the last exchange's bound).
+func (k *Keysight) opcLimit(dB, speed float64) time.Duration {
+	move := time.Duration(dB / speed * float64(time.Second))
+	return move + move/4 + 4*k.rtt + k.opts.Timeout
 }
 
 // waitOPC polls *OPC? until it answers 1, within limit.
@@ -316,10 +409,79 @@ func (k *Keysight) waitOPC(ctx context.Context, doing string, limit time.Duratio
 		k.drop()
 		return false, k.errorf("%s: *OPC? replied %q, expected 0 or 1: %w", doing, s, errGarbled)
 	})
-	if err != nil && err == opcCtx.Err() {
-		return k.errorf("%s: *OPC? still 0 after %v: %w", doing, limit, err)
+	// The limit may pass between asks or during one (the ask's own
+	// deadline is the limit's): either way the filter had not stopped.
+	if dl, _ := opcCtx.Deadline(); err != nil && ctx.Err() == nil && !time.Now().Before(dl) {
+		return k.errorf("%s: *OPC? still 0 after %v: %w", doing, limit, context.DeadlineExceeded)
 	}
 	return err
+}
+
+// SetSpeed sets how fast channel ch's filter moves, in dB/s
+// (:INP<slot>:ATT:SPE, N7744-90C "The INPut subtree": 0.1 to 1000 dB/s),
+// reads the error queue and reads the speed back; the next move's wait is
+// computed from the speed read back.
+func (k *Keysight) SetSpeed(ctx context.Context, ch int, dBps float64) error {
+	if err := k.checkChannel(ch); err != nil {
+		return err
+	}
+	if dBps < keysightSpeedRange[0] || dBps > keysightSpeedRange[1] {
+		return k.errorf("refused before sending: channel %d: speed %g dB/s outside [%g, %g] dB/s", ch, dBps, keysightSpeedRange[0], keysightSpeedRange[1])
+	}
+	doing := fmt.Sprintf("set channel %d's speed to %g dB/s", ch, dBps)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.line.Retry(ctx, func() error {
+		delete(k.motion, ch)
+		if err := k.send(ctx, fmt.Sprintf(":INP%d:ATT:SPE %g", slot(ch), dBps)); err != nil {
+			return err
+		}
+		if err := k.checkErrors(ctx, doing); err != nil {
+			return err
+		}
+		m, err := k.channelMotion(ctx, ch)
+		if err != nil {
+			return fmt.Errorf("%s: %w", doing, err)
+		}
+		if math.Abs(m.speed-dBps) > 1e-6*dBps {
+			return k.errorf("%s: reads back %g dB/s", doing, m.speed)
+		}
+		return nil
+	})
+}
+
+// SetAttenuationBound is how long SetAttenuation(ch, dB) may take, as the
+// instrument's state says now: the *OPC? wait's limit for the move from
+// where the filter is, and three Timeouts for the exchanges around it (the
+// setting, the error queue, the read-back), twice over for the one try on
+// a new connection. A run's undo of a setting is given this long.
+func (k *Keysight) SetAttenuationBound(ctx context.Context, ch int, dB float64) (time.Duration, error) {
+	if err := k.checkChannel(ch); err != nil {
+		return 0, err
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var limit time.Duration
+	err := k.line.Retry(ctx, func() (err error) {
+		limit, _, err = k.moveLimit(ctx, ch, dB)
+		return err
+	})
+	return 2 * (limit + 3*k.opts.Timeout), err
+}
+
+// SetShutterBound is SetAttenuationBound for SetShutter(ch, ...).
+func (k *Keysight) SetShutterBound(ctx context.Context, ch int) (time.Duration, error) {
+	if err := k.checkChannel(ch); err != nil {
+		return 0, err
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var limit time.Duration
+	err := k.line.Retry(ctx, func() (err error) {
+		limit, _, err = k.shutterLimit(ctx, ch)
+		return err
+	})
+	return 2 * (limit + 3*k.opts.Timeout), err
 }
 
 // ShutterOpen implements Shutter: :OUTP<slot>:STAT? (1 open, 0 closed).
@@ -368,10 +530,15 @@ func (k *Keysight) SetShutter(ctx context.Context, ch int, open bool) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.line.Retry(ctx, func() error {
+		limit, why, err := k.shutterLimit(ctx, ch)
+		if err != nil {
+			return fmt.Errorf("%s: %w", doing, err)
+		}
+		k.opts.Transcript.Note("*OPC? wait up to %v: %s", limit, why)
 		if err := k.send(ctx, fmt.Sprintf(":OUTP%d:STAT %d", slot(ch), v)); err != nil {
 			return err
 		}
-		if err := k.waitOPC(ctx, doing, k.opts.Timeout+30*time.Second); err != nil {
+		if err := k.waitOPC(ctx, doing, limit); err != nil {
 			return err
 		}
 		if err := k.checkErrors(ctx, doing); err != nil {

@@ -197,6 +197,99 @@ func TestKeysightAsksASlowMoveRarely(t *testing.T) {
 	t.Logf("*OPC? asked %d times over %v (at most %.0f)", n, waited, bound)
 }
 
+// opcLimits are the *OPC? waits' limits the driver noted in its
+// transcript ("# *OPC? wait up to 850ms: ...").
+func opcLimits(t *testing.T, tr string) []time.Duration {
+	t.Helper()
+	var out []time.Duration
+	for _, l := range strings.Split(tr, "\n") {
+		_, rest, _ := strings.Cut(l, " # *OPC? wait up to ")
+		if rest == "" {
+			continue
+		}
+		d, err := time.ParseDuration(strings.SplitN(rest, ":", 2)[0])
+		if err != nil {
+			t.Fatalf("transcript line %q: %v", l, err)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// The *OPC? wait lasts as long as the move takes at the channel's speed as
+// the instrument reports it (asked again once the driver has set it), not
+// a fixed Timeout + 30 s: a 0.6 dB move at 1 dB/s, 600 ms, is waited out
+// with a Timeout of 100 ms, and the limit noted is the move's time and at
+// most a quarter of it, four round trips and the Timeout more.
+func TestKeysightWaitsAMoveAtTheChannelsSpeed(t *testing.T) {
+	w := world.New(1)
+	v := w.NewVOA("voa1", "Keysight Technologies", "N7762A", "SIM002", "1.2.0", 2, 0, 40, 1.2, 1000)
+	srv := simvoa.NewKeysightServer(v, nil)
+	if err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	const timeout = 100 * time.Millisecond
+	k, tr := openKeysight(t, srv.Addr(), voa.Options{Timeout: timeout})
+	ctx := context.Background()
+	if err := k.SetAttenuation(ctx, 2, 1); err != nil { // 1 ms at 1000 dB/s: the speed is asked
+		t.Fatal(err)
+	}
+	if err := k.SetSpeed(ctx, 2, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := v.Channels[1].Speed(); got != 1 {
+		t.Fatalf("the instrument moves at %g dB/s, want 1", got)
+	}
+	if err := k.SetAttenuation(ctx, 2, 1.6); err != nil {
+		t.Fatalf("a 600 ms move at 1 dB/s: %v", err)
+	}
+	if got := v.Channels[1].Attenuation(); math.Abs(got-1.6) > 1e-9 {
+		t.Fatalf("the filter stands at %g dB", got)
+	}
+	if n := strings.Count(tr.String(), "> :INP3:ATT:SPE?"); n != 2 {
+		t.Errorf("the speed was asked %d times, want 2 (once, then after it was set)", n)
+	}
+	lims := opcLimits(t, tr.String())
+	if len(lims) != 2 {
+		t.Fatalf("%d *OPC? waits noted, want 2:\n%s", len(lims), tr)
+	}
+	move := 600 * time.Millisecond
+	// The round trips on the loopback are well under 25 ms each.
+	if l := lims[1]; l < move || l > move+move/4+timeout+100*time.Millisecond {
+		t.Errorf("the 600 ms move was given %v", l)
+	}
+	t.Logf("*OPC? limits %v", lims)
+}
+
+// A filter that moves slower than its speed says (a stuck stepper) is
+// given up on at the limit its speed gives: 0.3 dB at the 1 dB/s the
+// instrument reported is some 475 ms, while the filter, slowed to 0.1 dB/s
+// behind the driver's back, takes 3 s. With a fixed Timeout + 30 s the
+// wait outlasted the move and reported nothing wrong.
+func TestKeysightGivesUpOnAMoveSlowerThanItsSpeed(t *testing.T) {
+	w := world.New(1)
+	v := w.NewVOA("voa1", "Keysight Technologies", "N7762A", "SIM002", "1.2.0", 2, 0, 40, 1.2, 1)
+	srv := simvoa.NewKeysightServer(v, nil)
+	if err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	k, tr := openKeysight(t, srv.Addr(), voa.Options{Timeout: 100 * time.Millisecond})
+	ctx := context.Background()
+	if err := k.SetAttenuation(ctx, 1, 0.1); err != nil { // 100 ms at 1 dB/s: the speed is asked
+		t.Fatal(err)
+	}
+	v.Channels[0].SetSpeed(0.1)
+	err := k.SetAttenuation(ctx, 1, 0.4)
+	if err == nil || !strings.Contains(err.Error(), "*OPC? still 0 after") {
+		t.Fatalf("a 3 s move given the time of a 300 ms one: %v", err)
+	}
+	if lims := opcLimits(t, tr.String()); len(lims) != 2 || lims[1] >= 3*time.Second {
+		t.Fatalf("limits %v, want two, the second under the 3 s the filter takes", lims)
+	}
+}
+
 func TestKeysightRefusesOutOfLimitsBeforeSending(t *testing.T) {
 	v, _, addr := keysightLab(t)
 	k, tr := openKeysight(t, addr, voa.Options{Limits: &voa.Limits{MinDB: 0, MaxDB: 20}})

@@ -44,6 +44,7 @@ type cycleMark struct {
 	res     Result
 	covered int64
 	run     int64 // runStart
+	free    int64 // freeDraws
 	enc     []int64
 	encoded bool // enc holds the state
 }
@@ -65,6 +66,7 @@ type cycles struct {
 	aRes       Result
 	aCovered   int64
 	aRunStart  int64
+	aFree      int64
 	jumpedSeqs int64 // originals jumped over (for tests)
 }
 
@@ -84,9 +86,9 @@ func (s *sim) cycle(until int64) {
 		c.clear()
 		return
 	}
-	if s.draws != c.draws || s.res.Corrupted != c.corrupted {
+	if s.draws-s.freeDraws != c.draws || s.res.Corrupted-s.freeLost != c.corrupted {
 		c.clear()
-		c.draws, c.corrupted = s.draws, s.res.Corrupted
+		c.draws, c.corrupted = s.draws-s.freeDraws, s.res.Corrupted-s.freeLost
 	}
 	if c.ring == nil {
 		c.ring = make([]cycleMark, cycleRing)
@@ -102,7 +104,7 @@ func (s *sim) cycle(until int64) {
 			c.cur, encoded = s.encode(c.cur[:0]), true
 		}
 		if m.encoded && slices.Equal(m.enc, c.cur) && s.paceRepeats(m) {
-			c.aSeq, c.aAt, c.aRes, c.aCovered, c.aRunStart = m.seq, m.at, m.res, m.covered, m.run
+			c.aSeq, c.aAt, c.aRes, c.aCovered, c.aRunStart, c.aFree = m.seq, m.at, m.res, m.covered, m.run, m.free
 			if s.rec != nil {
 				s.finishRecording(true)
 			}
@@ -123,7 +125,7 @@ func (s *sim) mark(h uint64, encoded bool) {
 	}
 	c.count[uint8(h)]++
 	enc := m.enc
-	*m = cycleMark{hash: h, seq: s.nextSeq, at: s.now, res: s.res, covered: s.covered, run: s.runStart, enc: enc, encoded: encoded}
+	*m = cycleMark{hash: h, seq: s.nextSeq, at: s.now, res: s.res, covered: s.covered, run: s.runStart, free: s.freeDraws, enc: enc, encoded: encoded}
 	if encoded {
 		m.enc, c.cur = c.cur, enc
 	}
@@ -290,8 +292,11 @@ func (s *sim) jump(until int64) {
 	r.Timeouts += m * (r.Timeouts - a.Timeouts)
 	r.BufferDrops += m * (r.BufferDrops - a.BufferDrops)
 	r.PauseFrames += m * (r.PauseFrames - a.PauseFrames)
-	// Corrupted is unchanged: no frame was corrupted in the cycle.
-	if s.covered == s.nextSeq-1 {
+	// Corrupted is unchanged: no frame was corrupted in the cycle, but
+	// for dummies whose corruption changes nothing else (paced.go).
+	if f := s.freeDraws - c.aFree; f > 0 {
+		s.jumpFreeDummies(m*f, ds)
+	} else if s.covered == s.nextSeq-1 {
 		s.covered += ds
 	}
 	if s.runStart >= c.aAt && s.runStart != c.aRunStart {

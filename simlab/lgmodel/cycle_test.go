@@ -191,3 +191,6 @@ func BenchmarkFramesPaced25GOrdered1e3(b *testing.B) {
 func BenchmarkFramesPaced100GNB1e5(b *testing.B) {
 	benchFramesPaced(b, NonBlocking, 100e9, 1e-5, 10_000_000, 0, 124*time.Nanosecond)
 }
+func BenchmarkFramesPaced100GOrdered1e5(b *testing.B) {
+	benchFramesPaced(b, Ordered, 100e9, 1e-5, 10_000_000, 0, 124*time.Nanosecond)
+}

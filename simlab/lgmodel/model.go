@@ -496,6 +496,7 @@ type sim struct {
 	held         []int64 // notified holes whose copies are not made yet
 	txDropped    []int64 // originals above senderAck whose copy was tail-dropped, ascending
 	retx         []int64
+	retxArr      []int64 // retx's array from its front (popRetx)
 	paused       bool
 	pendingBP    int
 	undetected   int64 // originals lost on the wire that the receiver has not yet seen as holes
@@ -527,9 +528,14 @@ type sim struct {
 	pacedT     []int64
 	pacedAcks  []futureAck
 	pacedDrawn []float64
-	pacedRuns  int64
-	pacedEnd   int64            // nextSeq after the last paced run
-	sigma      [cycleRing]int64 // paceSlack by seq modulo cycleRing
+	pacedGD    []int8
+	// Dummies whose corruption changes nothing but the counters (paced.go
+	// freeDummy): drawn, lost, and nextSeq when the last one was sent.
+	freeDraws, freeLost, freeSeq int64
+	pacedRuns                    int64
+	pacedJumped                  int64            // originals a paced run jumped over in whole periods (tests)
+	pacedEnd                     int64            // nextSeq after the last paced run
+	sigma                        [cycleRing]int64 // paceSlack by seq modulo cycleRing
 
 	// receiver
 	lackSent  int64 // the last leading ACK sent back
@@ -552,6 +558,9 @@ type sim struct {
 	// while ackNo still waited below them. A late copy of one is a
 	// duplicate: the original was given up and counted once, as lost.
 	givenUp map[int64]bool
+	pruneAt int  // bound looks at the three maps above once they hold this many entries
+	keepAll bool // bound forgets nothing (tests)
+	lookAll bool // bound looks at every entry added (tests)
 
 	off *offered // frames offered one by one (NewOffered); nil for a stress test
 
@@ -979,10 +988,10 @@ func (s *sim) send(kind int) {
 	var p packet
 	switch kind {
 	case lg.PktRetransmitted:
-		bytes, loss, drop := s.off.frame(s.retx[0], s.c.FrameBytes, s.c.Loss, s.c.Drop)
-		p = packet{seq: s.retx[0], kind: lg.PktRetransmitted, bytes: bytes}
+		seq := s.popRetx()
+		bytes, loss, drop := s.off.frame(seq, s.c.FrameBytes, s.c.Loss, s.c.Drop)
+		p = packet{seq: seq, kind: lg.PktRetransmitted, bytes: bytes}
 		p.lost, p.dropped = s.lose(loss, drop)
-		s.retx = s.retx[:copy(s.retx, s.retx[1:])]
 		s.res.Copies++
 	case lg.PktOriginal:
 		if s.off != nil {
@@ -1025,7 +1034,14 @@ func (s *sim) send(kind int) {
 		s.nextSeq++
 		s.res.FramesSent++
 	case lg.PktDummy:
+		free := s.pacePS > 0 && s.c.LossSmall > 0 && s.freeDummy()
 		p = packet{kind: lg.PktDummy, bytes: 64, seq: s.nextSeq - 1, lost: s.bern(s.c.LossSmall)}
+		if free {
+			s.freeDraws, s.freeSeq = s.freeDraws+1, s.nextSeq
+			if p.lost {
+				s.freeLost++
+			}
+		}
 		s.res.Dummies++
 		if !p.lost {
 			s.covered = p.seq
@@ -1433,6 +1449,7 @@ func (s *sim) arrive(p packet) {
 			s.res.Delivered++
 			s.off.deliver(seq, s.now)
 			s.advanceAck()
+			s.bound()
 			return
 		}
 		if s.holes[seq] {
@@ -1463,6 +1480,7 @@ func (s *sim) detect(seq int64) {
 	s.notifPending++
 	// The notification is mirrored at the receiver and crosses back.
 	s.at(event{at: s.now + s.oneWay() + s.ser(64), kind: evNotify, seq: first, n: track})
+	s.bound()
 }
 
 // advanceAck moves ackNo past every original delivered or given up; an
@@ -1504,6 +1522,7 @@ func (s *sim) enqueue(p packet) {
 		if !s.c.NoTimeout {
 			s.at(event{at: s.now + durPS(s.c.AckNoTimeout), kind: evTimeout, seq: p.seq})
 		}
+		s.bound()
 		return
 	}
 	s.buf.push(p)

@@ -149,10 +149,12 @@ func TestPacedRunEqualsStepping(t *testing.T) {
 			cas{NonBlocking, bps, 1e-3, short, 124, false, 0.05, false, false},
 			cas{NonBlocking, bps, 1e-3, short, 200, false, 0.3, false, false},
 			cas{Ordered, bps, 1e-3, short, 150, true, 0, true, false},
+			cas{Ordered, bps, 1e-5, short, 140, true, 0.05, false, false}, // the original 10 ns after a dummy
+			cas{Ordered, bps, 1e-3, short, 124, true, 0.05, false, false},
 			cas{Ordered, bps, 1e-3, short, 124, true, 0, false, true},
 			cas{NonBlocking, bps, 1e-3, short, 124, false, 0, false, true})
 	}
-	var runs, ahead, jumped int64
+	var runs, periods, ahead, jumped int64
 	for _, k := range cases {
 		c, err := Defaults(k.mode, k.bps, k.loss, k.frames)
 		if err != nil {
@@ -203,6 +205,7 @@ func TestPacedRunEqualsStepping(t *testing.T) {
 				t.Errorf("%+v seed %d: %d numbers drawn in one go, %d sliced, frame by frame %d", k, seed, one.s.draws, fast.s.draws, slow.s.draws)
 			}
 			runs += one.s.pacedRuns + fast.s.pacedRuns
+			periods += one.s.pacedJumped + fast.s.pacedJumped
 			ahead += one.s.aheadN
 			jumped += one.s.cyc.jumpedSeqs
 			if !k.courier && (one.s.pacedRuns == 0 || fast.s.pacedRuns == 0) {
@@ -210,7 +213,7 @@ func TestPacedRunEqualsStepping(t *testing.T) {
 			}
 		}
 	}
-	if runs == 0 || ahead == 0 || jumped == 0 {
-		t.Errorf("paced runs %d, loop passes ahead %d, originals jumped in cycles %d: a fast path was not taken", runs, ahead, jumped)
+	if runs == 0 || periods == 0 || ahead == 0 || jumped == 0 {
+		t.Errorf("paced runs %d (originals in whole periods %d), loop passes ahead %d, originals jumped in cycles %d: a fast path was not taken", runs, periods, ahead, jumped)
 	}
 }

@@ -35,6 +35,10 @@ import (
 // kept for the run's own ACKs).
 const pacedMaxRun = 1 << 14
 
+// pacedPeriodMax bounds the period looked for, in originals (the
+// artifact's timer at MTU frames: 29 originals and 3 dummies).
+const pacedPeriodMax = 128
+
 // pacedRunnable: a paced run may start with the original about to be
 // sent.
 func (s *sim) pacedRunnable() bool {
@@ -104,6 +108,12 @@ func (s *sim) pacedRun(until int64) bool {
 	var gDummy, gLost int64
 	gCovered, drawn := covered, s.pacedDrawn[:0]
 	t, h := t0, t0 // original j's start, and when the sender took events before it
+	// The period search: the lag at original ref; the period per found
+	// (phase 1), checked over one more period from i0 (phase 2). gd[j]:
+	// the dummies in the gap after original j (0 or 1 in a period).
+	gd := s.pacedGD[:0]
+	var ref, refLag, per, i0 int64
+	phase, dirty := 0, true
 	for j := int64(0); j < n; j++ {
 		if t+last > until {
 			break
@@ -130,10 +140,58 @@ func (s *sim) pacedRun(until int64) bool {
 		if j+1 == n {
 			break
 		}
+		// Whole periods of the line's pattern at once: original j+p
+		// starts p periods after j once the lag of an original's start
+		// behind its timer repeats, each gap's timing not depending on
+		// whether its dummy is corrupted (one dummy, after which the
+		// original is there), and the Tx buffer's reading repeats once
+		// the ACKs counted are the run's own from the repeating part.
+		lag := t - (a+j)*s.pacePS
+		switch {
+		case dirty:
+			ref, refLag, phase, dirty = j, lag, 0, false
+		case phase == 0 && j > ref && lag == refLag:
+			per, phase = j-ref, 1
+		case phase == 0 && j-ref >= pacedPeriodMax:
+			ref, refLag = j, lag
+		}
+		if phase == 1 && (!acks || len(pend) == 0 && int64(own) > ref && lack == a+int64(own)) {
+			i0, phase = j, 2
+		}
+		if phase == 2 && j == i0+per {
+			if k := min((n-1-j)/per, (until-last-t)/(per*s.pacePS)); k >= 1 {
+				for i := int64(0); i < k*per; i++ {
+					if gd[j-per+i%per] == 0 {
+						continue
+					}
+					nDummy++
+					if s.c.LossSmall > 0 && s.uniform(drawBern, s.c.LossSmall, 0) < s.c.LossSmall {
+						nLost++
+					} else {
+						covered = a + j + i
+					}
+				}
+				for i := int64(0); i < k*per; i++ {
+					ts = append(ts, ts[len(ts)-int(per)]+per*s.pacePS)
+					gd = append(gd, gd[len(gd)-int(per)])
+				}
+				t += k * per * s.pacePS
+				h = t
+				own += int(k * per)
+				lack += k * per
+				j += k * per
+				s.pacedJumped += k * per
+			}
+			ref, refLag, phase = j, lag, 0
+			if j+1 == n {
+				break
+			}
+		}
 		// The next original: the wire frees at t+ser.
 		free, avail := t+ser, (a+j+1)*s.pacePS
 		gDummy, gLost = 0, 0
 		if !dummies || avail <= free {
+			gd = append(gd, 0)
 			t = max(free, avail)
 			h = t
 			continue
@@ -164,6 +222,10 @@ func (s *sim) pacedRun(until int64) bool {
 			gDummy += k
 			t = free + k*s.ser64
 		}
+		gd = append(gd, 1)
+		if gDummy > 1 || idle && free < avail {
+			dirty = true // the gap's timing depends on its draws, or idles
+		}
 	}
 	if len(drawn) > 0 {
 		// The dummies after the run's last original are sent by
@@ -171,7 +233,7 @@ func (s *sim) pacedRun(until int64) bool {
 		s.injected = append(append([]float64(nil), drawn...), s.injected...)
 		s.draws -= int64(len(drawn))
 	}
-	s.pacedT, s.pacedDrawn = ts, drawn[:0]
+	s.pacedT, s.pacedDrawn, s.pacedGD = ts, drawn[:0], gd
 	if len(ts) == 0 {
 		return false
 	}
@@ -267,4 +329,42 @@ func (s *sim) paceCycles(p, d int64) int64 {
 		return math.MaxInt64
 	}
 	return s.minSlack(c.aSeq) / -delta
+}
+
+// freeDummy: the dummy about to be sent changes nothing but the counters
+// whether or not it is corrupted: the next original will be there when
+// it ends, no pause holds or can reach the sender before then, and no
+// original is missing at the receiver (a dummy arriving there only
+// repeats the highest original seen). What follows it is then the same
+// either way; covered differs, which matters only until the next original
+// leaves. A cycle (cycle.go) may hold such dummies: their draws are made
+// again, one by one, for every cycle jumped.
+func (s *sim) freeDummy() bool {
+	return s.off == nil && !s.paused && s.pendingBP == 0 && s.undetected == 0 && s.nextSeq < s.c.Frames &&
+		s.nextSeq*s.pacePS <= s.now+s.ser64
+}
+
+// jumpFreeDummies draws the corruption of n free dummies of cycles jumped
+// over, ds originals in all, in order, and sets covered as the last of
+// them leaves it.
+func (s *sim) jumpFreeDummies(n, ds int64) {
+	last := s.freeSeq == s.nextSeq // the cycle's last free dummy covers the original before the mark
+	lost := false
+	for i := int64(0); i < n; i++ {
+		lost = s.uniform(drawBern, s.c.LossSmall, 0) < s.c.LossSmall
+		if lost {
+			s.res.Corrupted++
+			s.freeLost++
+		}
+	}
+	s.freeDraws += n
+	s.freeSeq += ds
+	switch {
+	case last && !lost:
+		s.covered = s.nextSeq + ds - 1
+	case last:
+		s.covered = min(s.covered, s.nextSeq-1) // below the new nextSeq-1, as when it was lost
+	case s.covered == s.nextSeq-1:
+		s.covered += ds
+	}
 }

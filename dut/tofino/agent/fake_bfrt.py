@@ -622,15 +622,19 @@ class MatchTable(_Table):
         self.info = _table_method(self, "info", ("return_info", "print_info", "from_hw", "pipe"), self._info)
 
     def _key(self, kw):
+        # The driver keeps a ternary value ANDed with its mask and an LPM
+        # value without the bits past its prefix (bf_rt_p4_table_key_impl.cpp,
+        # setValueAndMaskInternal).
         key = {}
         for full, p, mt, bits in self.keys:
             if mt == "TERNARY":
                 mask = kw.get(p + "_mask")
-                key[full.encode()] = (self._check_width(p, kw.get(p), bits),
-                                      (1 << bits) - 1 if mask is None else self._check_width(p + "_mask", mask, bits))
+                mask = (1 << bits) - 1 if mask is None else self._check_width(p + "_mask", mask, bits)
+                key[full.encode()] = (self._check_width(p, kw.get(p), bits) & mask, mask)
             elif mt == "LPM":
-                key[full.encode()] = (self._check_width(p, kw.get(p), bits),
-                                      self._check_width(p + "_p_length", kw.get(p + "_p_length", bits), 16))
+                plen = self._check_width(p + "_p_length", kw.get(p + "_p_length", bits), 16)
+                low = max(bits - plen, 0)
+                key[full.encode()] = (self._check_width(p, kw.get(p), bits) & ~((1 << low) - 1), plen)
             elif mt == "RANGE":
                 key[full.encode()] = (self._check_width(p, kw.get(p + "_start"), bits),
                                       self._check_width(p, kw.get(p + "_end"), bits))

@@ -516,6 +516,18 @@ class AgentTest(AgentBase):
                          [{"key": key, "action": "retx", "data": {}}])
         self.ok("table.del", {"name": "SwitchIngress.decide_retx_or_drop", "key": key})
 
+    def test_table_get_by_a_key_the_switch_masked(self):
+        # The driver keeps a ternary value ANDed with its mask: an entry
+        # added with a value outside its mask reads back without those
+        # bits, and a get by the key it was added with still finds it.
+        name = "SwitchIngress.decide_retx_or_drop"
+        key = {"is_missing_hole_1": 1, "is_missing_hole_1_mask": 0, "MATCH_PRIORITY": 7}
+        self.ok("table.add", {"name": name, "action": "retx", "key": key})
+        kept = dict(key, is_missing_hole_1=0)
+        self.assertEqual(self.ok("table.get", {"name": name})["entries"], [{"key": kept, "action": "retx", "data": {}}])
+        self.assertEqual(self.ok("table.get", {"name": name, "key": key})["entries"], [{"key": kept, "action": "retx", "data": {}}])
+        self.assertEqual(self.ok("table.get", {"name": name, "key": dict(key, MATCH_PRIORITY=8)})["entries"], [])
+
     def test_table_names_as_bfrtcli_lengthens_them(self):
         # Two key fields ending alike, and a data field ending like a key
         # field: bfrtcli names them by more parts (BFLeaf._make_param_names,

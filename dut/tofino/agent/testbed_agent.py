@@ -878,6 +878,7 @@ class Agent:
                 if unknown:
                     raise bad_request("table %s has no key field %s (its key: %s)", name,
                                       ", ".join(unknown), ", ".join(sorted(names)))
+                want = self._as_kept(t, types, want)
         out = []
         named = {}  # (key fields, data fields) -> their parameters, once per action
         for e in ents:
@@ -909,6 +910,30 @@ class Agent:
                 continue
             out.append({"key": key, "action": action_name(getattr(e, "action", None)), "data": data})
         return {"entries": out}
+
+    def _as_kept(self, t, types, want):
+        """want with its ternary and LPM values as the switch keeps them:
+        the driver stores a ternary value ANDed with its mask and an LPM
+        value with the bits past its prefix cleared (open-p4studio
+        bf_rt_p4_table_key_impl.cpp, setValueAndMaskInternal; the LPM mask
+        from its prefix length), so an entry added with other bits reads
+        back without them."""
+        sizes = {}
+        try:
+            info = self.call(t.info, return_info=True, print_info=False)
+            sizes = {text(f["name"]): as_int(f.get("size")) for f in info.get("key_fields", [])}
+        except Exception:
+            pass
+        want = dict(want)
+        for k, p in param_names(list(types))[0].items():
+            if p not in want:
+                continue
+            if types[k] == "TERNARY" and p + "_mask" in want:
+                want[p] &= want[p + "_mask"]
+            elif types[k] == "LPM" and p + "_p_length" in want and sizes.get(k):
+                low = max(sizes[k] - want[p + "_p_length"], 0)
+                want[p] &= ~((1 << low) - 1)
+        return want
 
     def _key_types(self, t):
         """Key field full name -> match type, from the table's info."""
