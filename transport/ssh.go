@@ -34,9 +34,24 @@ type SSHOptions struct {
 	Timeout  time.Duration // dial and per-command default deadline (default 10s)
 	// KeepAlive is the interval of keepalive@openssh.com requests (default
 	// 15s); a connection that misses two is dropped and redialled.
-	KeepAlive  time.Duration
+	KeepAlive time.Duration
+	// MaxOutput bounds what one command may write to its standard output
+	// and standard error together (default DefaultMaxOutput). A command
+	// that writes more is killed and fails with ErrTooMuchOutput: its
+	// output is held in memory until it ends, and a command gone wrong on
+	// the far side (a cat of the wrong file, a loop that prints) would
+	// otherwise take the host's memory until its deadline.
+	MaxOutput  int
 	Transcript *Transcript
 }
+
+// DefaultMaxOutput is the most output a command may write (SSHOptions.
+// MaxOutput): far above any the drivers read (a table dump, iperf3's JSON
+// report of a long test), far below a host's memory.
+const DefaultMaxOutput = 64 << 20
+
+// ErrTooMuchOutput: a command wrote more than SSHOptions.MaxOutput.
+var ErrTooMuchOutput = errors.New("too much output")
 
 // SSH is one long-lived SSH connection, redialled when it drops. It runs
 // commands with their exit status and opens TCP channels to the far side's
@@ -74,6 +89,9 @@ func DialSSH(ctx context.Context, address string, opts SSHOptions) (*SSH, error)
 	}
 	if opts.KeepAlive <= 0 {
 		opts.KeepAlive = 15 * time.Second
+	}
+	if opts.MaxOutput <= 0 {
+		opts.MaxOutput = DefaultMaxOutput
 	}
 	cfg, err := clientConfig(a.User, opts)
 	if err != nil {
@@ -309,8 +327,9 @@ func (s *SSH) run(ctx context.Context, cmd string, stdin io.Reader) (string, str
 		return "", "", fmt.Errorf("ssh session: %w: %w", err, ErrConnectionLost)
 	}
 	defer sess.Close()
-	var stdout, stderr bytes.Buffer
-	sess.Stdout, sess.Stderr = &stdout, &stderr
+	room := &outputRoom{left: s.opts.MaxOutput, over: make(chan struct{})}
+	stdout, stderr := &roomBuffer{room: room}, &roomBuffer{room: room}
+	sess.Stdout, sess.Stderr = stdout, stderr
 	if stdin != nil {
 		sess.Stdin = stdin
 	}
@@ -319,11 +338,21 @@ func (s *SSH) run(ctx context.Context, cmd string, stdin io.Reader) (string, str
 	go func() { done <- sess.Run(cmd) }()
 	select {
 	case err = <-done:
+	case <-room.over:
 	case <-ctx.Done():
 		sess.Signal(ssh.SIGKILL)
 		sess.Close()
 		s.opts.Transcript.Error(fmt.Errorf("deadline: %w", ctx.Err()))
 		return "", "", fmt.Errorf("%s: %w", firstLine(cmd), ctx.Err())
+	}
+	if room.full() {
+		// What it wrote is not kept: the command ended or is killed
+		// before anything reads it.
+		sess.Signal(ssh.SIGKILL)
+		sess.Close()
+		err := fmt.Errorf("%s: %s: more than %d bytes of output: %w", s.addr.Raw, firstLine(cmd), s.opts.MaxOutput, ErrTooMuchOutput)
+		s.opts.Transcript.Error(err)
+		return "", "", err
 	}
 	if out := strings.TrimRight(stdout.String(), "\n"); out != "" {
 		s.opts.Transcript.Received(out)
@@ -341,6 +370,49 @@ func (s *SSH) run(ctx context.Context, cmd string, stdin io.Reader) (string, str
 	}
 	return stdout.String(), stderr.String(), nil
 }
+
+// outputRoom is what a command may still write, its standard output and
+// error together; over closes when it has written more.
+type outputRoom struct {
+	mu   sync.Mutex
+	left int
+	over chan struct{}
+}
+
+func (r *outputRoom) full() bool {
+	select {
+	case <-r.over:
+		return true
+	default:
+		return false
+	}
+}
+
+// roomBuffer keeps one stream's output while there is room; what comes
+// beyond is dropped (not refused: the session's copying goes on until the
+// command is killed).
+type roomBuffer struct {
+	room *outputRoom
+	b    bytes.Buffer
+}
+
+func (w *roomBuffer) Write(p []byte) (int, error) {
+	r := w.room
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(p) > r.left {
+		if r.left >= 0 {
+			close(r.over)
+		}
+		r.left = -1
+		return len(p), nil
+	}
+	w.b.Write(p)
+	r.left -= len(p)
+	return len(p), nil
+}
+
+func (w *roomBuffer) String() string { return w.b.String() }
 
 // DialRemote opens a TCP connection from the far side to addr (normally
 // 127.0.0.1:port there), through the SSH connection.
