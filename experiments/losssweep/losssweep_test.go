@@ -246,7 +246,7 @@ func TestLossSweepExplainsALabWithoutSwitchLinks(t *testing.T) {
 		{[]string{"modes=fast"}, "modes"},
 		{[]string{"max_db=400"}, "max_db"},
 		// Hours on the simulated lab: refused, naming what makes it so.
-		{[]string{"pktgen_period_ns=124", "resolve_effective_loss=1e-10"}, "over sim_cpu_limit=1h0m0s: resolve_effective_loss=1e-10 gives 3841458821 frames a point; pktgen_period_ns=124 paces"},
+		{[]string{"pktgen_period_ns=124", "resolve_effective_loss=1e-10", "sim_cpu_limit=10m"}, "over sim_cpu_limit=10m0s: resolve_effective_loss=1e-10 gives 3841458821 frames a point; pktgen_period_ns=124 paces"},
 		{[]string{"frames=1e12"}, "over sim_cpu_limit"},
 	} {
 		params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, c.sets)
@@ -265,7 +265,8 @@ func TestLossSweepExplainsALabWithoutSwitchLinks(t *testing.T) {
 
 // A plan over sim_cpu_limit runs when the limit is raised over its
 // estimate, which its steps give; the default 1e-10 table at line rate
-// (some 4 min of CPU) is under the default limit.
+// (some 4 min of CPU) and paced (some 25 min) are under the default limit,
+// the paced 1e-11 table (ten times as long) over it.
 func TestLossSweepSimulatedCPULimit(t *testing.T) {
 	lab := recipetest.StartLab(t, 13)
 	r := losssweep.New()
@@ -273,8 +274,10 @@ func TestLossSweepSimulatedCPULimit(t *testing.T) {
 		sets []string
 		ok   bool
 	}{
-		{[]string{"pktgen_period_ns=124", "resolve_effective_loss=1e-10", "sim_cpu_limit=12h"}, true},
-		{[]string{"pktgen_period_ns=124", "resolve_effective_loss=1e-10", "sim_cpu_limit=5h"}, false},
+		{[]string{"pktgen_period_ns=124", "resolve_effective_loss=1e-10"}, true},
+		{[]string{"pktgen_period_ns=124", "resolve_effective_loss=1e-10", "sim_cpu_limit=10m"}, false},
+		{[]string{"pktgen_period_ns=124", "resolve_effective_loss=1e-11", "sim_cpu_limit=2h"}, false},
+		{[]string{"pktgen_period_ns=124", "resolve_effective_loss=1e-11", "sim_cpu_limit=6h"}, true},
 		{[]string{"resolve_effective_loss=1e-10"}, true},
 	} {
 		params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, c.sets)
