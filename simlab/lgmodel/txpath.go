@@ -165,7 +165,6 @@ type txPath struct {
 	memo                 map[uint64][]*tpMemoKey
 	memoBytes            int64
 	memoKey              []int64
-	memoPacked           []byte
 	memoHits, memoMisses int64
 	noMemo               bool // decide every replayed stretch and build-up (tests)
 	bu                   tpBuildUp
@@ -754,6 +753,11 @@ func (p *txPath) tryJump(t, until int64) bool {
 	j.snap, j.prev = j.prev, snap
 	j.prevT, j.run, j.lo, j.valid, j.robust = t, rx, lo, true, true
 	if !same {
+		if j.valid0 && p.tl.on {
+			// The copies in flight are all in the receiver's run: from
+			// here the build-ups' notes go on (buildUp).
+			p.tailEnd(t)
+		}
 		if j.valid0 && !p.noMemo && !p.bu.on && !p.st.on && !p.tl.on && p.buildUp(s, t, until, r, ri, lo, snap) {
 			return true // the state the recorded build-up ends in, noted as repeating
 		}

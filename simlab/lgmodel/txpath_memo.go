@@ -1,8 +1,6 @@
 package lgmodel
 
 import (
-	"bytes"
-	"encoding/binary"
 	"math"
 	"slices"
 )
@@ -54,17 +52,18 @@ import (
 // way, and the arc of courier phases around the one recorded whose
 // decisions are the ones recorded (narrow).
 type tpMemoEnd struct {
-	end    []byte // the end's state, packed
+	end    []int64 // the end's state
 	maxQ   int64
 	phase  int64
 	dl, dr int64
 	tails  []*tpTail // the ways on from it (txpath_tail.go)
 }
 
-// tpMemoKey is a start's key, packed (packKey), and its ends noted at
-// different phases.
+// tpMemoKey is a start's key and its ends noted at different phases
+// (kept as numbers, not packed: comparing and installing them is each
+// stretch's cost).
 type tpMemoKey struct {
-	key  []byte
+	key  []int64
 	ends []*tpMemoEnd
 }
 
@@ -112,11 +111,10 @@ func (s *sim) tpReplay(rec *recording, ds, dt, n0, t0, t1 int64) {
 	k = p.encode(k, n0, a, p)
 	p.memoKey = k
 	h := hashKey(k)
-	p.memoPacked = packKey(p.memoPacked[:0], k)
 	phase := p.courierPhase(a)
 	var mk *tpMemoKey
 	for _, x := range p.memo[h] {
-		if bytes.Equal(x.key, p.memoPacked) {
+		if slices.Equal(x.key, k) {
 			mk = x
 			break
 		}
@@ -150,7 +148,7 @@ func (s *sim) tpReplay(rec *recording, ds, dt, n0, t0, t1 int64) {
 		s.tpFeed(rec.tlog, ds, dt)
 		return
 	}
-	keep := slices.Clone(p.memoPacked)
+	keep := slices.Clone(k)
 	peak := p.maxQ
 	p.maxQ = 0
 	st := &p.st
@@ -173,15 +171,15 @@ func (s *sim) tpReplay(rec *recording, ds, dt, n0, t0, t1 int64) {
 	}
 	p.canonPorts(a1)
 	p.memoKey = p.encode(p.memoKey[:0], n0, a, st.reg)
-	e := &tpMemoEnd{end: packKey(nil, p.memoKey), maxQ: stretch, phase: phase, dl: st.dl, dr: st.dr}
-	size := int64(len(e.end)) + 64
-	if p.memo == nil || p.memoBytes+size+int64(len(keep)) > tpMemoBudget {
+	e := &tpMemoEnd{end: slices.Clone(p.memoKey), maxQ: stretch, phase: phase, dl: st.dl, dr: st.dr}
+	size := int64(8*len(e.end)) + 64
+	if p.memo == nil || p.memoBytes+size+int64(8*len(keep)) > tpMemoBudget {
 		p.memo, p.memoBytes, mk = map[uint64][]*tpMemoKey{}, 0, nil
 	}
 	if mk == nil {
 		mk = &tpMemoKey{key: keep}
 		p.memo[h] = append(p.memo[h], mk)
-		size += int64(len(keep)) + 64
+		size += int64(8*len(keep)) + 64
 	}
 	mk.ends = append(mk.ends, e)
 	p.memoBytes += size
@@ -356,8 +354,8 @@ func (p *txPath) encode(k []int64, n0, a int64, reg *txPath) []int64 {
 func (p *txPath) install(e *tpMemoEnd, n0, a int64) {
 	b := e.end
 	next := func() int64 {
-		v, n := binary.Varint(b)
-		b = b[n:]
+		v := b[0]
+		b = b[1:]
 		return v
 	}
 	abs := func(v int64) int64 {
@@ -437,13 +435,12 @@ type tpBuildUp struct {
 	bytes        int64
 	hits, misses int64
 	scratch      []int64
-	packed       []byte
 }
 
-// tpBuildKey is a start's key, packed, and its ends noted at different
+// tpBuildKey is a start's key and its ends noted at different
 // phases.
 type tpBuildKey struct {
-	key  []byte
+	key  []int64
 	ends []*tpBuildEnd
 }
 
@@ -479,11 +476,10 @@ func (p *txPath) buildUp(s, t, until int64, r *tpRun, ri int, lo int64, snap []i
 	key = append(key, snap...)
 	bu.scratch = key
 	h := hashKey(key)
-	bu.packed = packKey(bu.packed[:0], key)
 	phase := p.courierPhase(t)
 	var ends []*tpBuildEnd
 	for _, x := range bu.memo[h] {
-		if bytes.Equal(x.key, bu.packed) {
+		if slices.Equal(x.key, key) {
 			ends = x.ends
 			break
 		}
@@ -535,23 +531,22 @@ func (p *txPath) noteBuildUp(s, t int64, snap []int64, rx *tpRun, same bool) {
 	}
 	bu.on = false
 	h := hashKey(bu.key)
-	bu.packed = packKey(bu.packed[:0], bu.key)
 	e := &tpBuildEnd{end: slices.Clone(snap), l: l, peak: bu.peak, phase: bu.phase, dl: bu.dl, dr: bu.dr}
 	size := int64(8*len(e.end)) + 64
-	if bu.memo == nil || bu.bytes+size+int64(len(bu.packed)) > tpBuildBudget {
+	if bu.memo == nil || bu.bytes+size+int64(8*len(bu.key)) > tpBuildBudget {
 		bu.memo, bu.bytes = map[uint64][]*tpBuildKey{}, 0
 	}
 	var bk *tpBuildKey
 	for _, x := range bu.memo[h] {
-		if bytes.Equal(x.key, bu.packed) {
+		if slices.Equal(x.key, bu.key) {
 			bk = x
 			break
 		}
 	}
 	if bk == nil {
-		bk = &tpBuildKey{key: bytes.Clone(bu.packed)}
+		bk = &tpBuildKey{key: slices.Clone(bu.key)}
 		bu.memo[h] = append(bu.memo[h], bk)
-		size += int64(len(bk.key)) + 64
+		size += int64(8*len(bk.key)) + 64
 	}
 	bk.ends = append(bk.ends, e)
 	bu.bytes += size
