@@ -265,8 +265,8 @@ func TestLossSweepExplainsALabWithoutSwitchLinks(t *testing.T) {
 
 // A plan over sim_cpu_limit runs when the limit is raised over its
 // estimate, which its steps give; the default 1e-10 table at line rate
-// (some 4 min of CPU) and paced (some 25 min) are under the default limit,
-// the paced 1e-11 table (ten times as long) over it.
+// (some 4 min of CPU) and paced (some 50 min) are under the default limit,
+// the paced 1e-11 table (ten times as long: some 8 h) over it.
 func TestLossSweepSimulatedCPULimit(t *testing.T) {
 	lab := recipetest.StartLab(t, 13)
 	r := losssweep.New()
@@ -277,7 +277,7 @@ func TestLossSweepSimulatedCPULimit(t *testing.T) {
 		{[]string{"pktgen_period_ns=124", "resolve_effective_loss=1e-10"}, true},
 		{[]string{"pktgen_period_ns=124", "resolve_effective_loss=1e-10", "sim_cpu_limit=10m"}, false},
 		{[]string{"pktgen_period_ns=124", "resolve_effective_loss=1e-11", "sim_cpu_limit=2h"}, false},
-		{[]string{"pktgen_period_ns=124", "resolve_effective_loss=1e-11", "sim_cpu_limit=6h"}, true},
+		{[]string{"pktgen_period_ns=124", "resolve_effective_loss=1e-11", "sim_cpu_limit=12h"}, true},
 		{[]string{"resolve_effective_loss=1e-10"}, true},
 	} {
 		params, err := orchestrator.ResolveParams(r.Meta().Params, "", nil, c.sets)
