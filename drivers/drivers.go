@@ -85,6 +85,13 @@ func ExpandHome(p string) string {
 // args are the record's arguments as the run journaled them.
 type UndoFunc func(ctx context.Context, dev Device, args json.RawMessage) error
 
+// UndoBoundFunc is how long carrying out an undo record may take on an
+// opened device, as the driver works it out from the device (an
+// attenuator's move from where it stands at the speed it reports, a
+// program's load within the driver's start-up bound); it is asked just
+// before the undo. Zero says nothing: the run's fixed bound applies.
+type UndoBoundFunc func(ctx context.Context, dev Device, args json.RawMessage) (time.Duration, error)
+
 // Driver is one driver's registration.
 type Driver struct {
 	// Kind is the device kind it drives (voa, trafficgen, ocs, switch, host, fabric).
@@ -100,6 +107,10 @@ type Driver struct {
 	// Undo are the undo kinds the driver carries out, by the kind's name
 	// in the journal ("tofino.entry").
 	Undo map[string]UndoFunc
+	// UndoBound are, for the undo kinds that may take longer than a run's
+	// fixed bound on an undo (30 s unless the run says), how long one may
+	// take: a run gives such an undo that long instead.
+	UndoBound map[string]UndoBoundFunc
 }
 
 // Has reports whether the driver declares capability c.
@@ -111,11 +122,17 @@ var (
 )
 
 // Register adds a driver. A driver package calls it from its init; a
-// second registration of one kind and key, or one without a name, kind
-// or Open, is a programming error and panics.
+// second registration of one kind and key, one without a name, kind or
+// Open, or one bounding an undo kind it does not carry out, is a
+// programming error and panics.
 func Register(d Driver) {
 	if d.Kind == "" || d.Name == "" || d.Open == nil {
 		panic(fmt.Sprintf("drivers: registration %q of kind %q without a kind, name or Open", d.Name, d.Kind))
+	}
+	for k := range d.UndoBound {
+		if d.Undo[k] == nil {
+			panic(fmt.Sprintf("drivers: %s driver %q bounds undo kind %q, which it does not carry out", d.Kind, d.Name, k))
+		}
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -47,7 +47,8 @@ type RunRequest struct {
 	// CleanupCtx bounds the undo stack. Cancelling it (a second Ctrl-C)
 	// stops waiting on devices; what could not be restored is reported.
 	CleanupCtx context.Context
-	// CleanupTimeout bounds each undo action (default 30 s).
+	// CleanupTimeout bounds each undo action whose driver does not say
+	// how long it may take (default 30 s).
 	CleanupTimeout time.Duration
 	// Secrets are scrubbed from everything written, in addition to the
 	// inventory's resolved credentials.
@@ -370,7 +371,8 @@ func (r *run) createTables(context.Context) *ending {
 	return nil
 }
 
-// cleanupTimeout bounds each undo action.
+// cleanupTimeout bounds each undo action whose driver does not say how
+// long it may take (drivers.Driver.UndoBound).
 func (req RunRequest) cleanupTimeout() time.Duration {
 	if req.CleanupTimeout <= 0 {
 		return 30 * time.Second
@@ -570,13 +572,21 @@ func (e *Engine) finish(ctx context.Context, b *results.Bundle, res *RunResult, 
 	for i := len(undo) - 1; i >= 0; i-- {
 		u := undo[i]
 		var err error
+		bound := per
 		select {
 		case <-rc.lost:
 			// Fencing: another run may hold the device now; the undo
 			// stays in the journal, which its next holder replays.
 			err = errors.New("not undone: this run's lease on the device was lost; the device's next holder replays the journal")
 		default:
-			ctx, cancel := context.WithTimeout(cctx, per)
+			// An undo is given the time its driver says it may take (a
+			// move at the attenuator's speed), the fixed bound if it
+			// says nothing: one cut short leaves the lab as it was not
+			// found.
+			if u.Bound != nil {
+				bound = u.Bound(cctx, per)
+			}
+			ctx, cancel := context.WithTimeout(cctx, bound)
 			err = u.Fn(ctx)
 			cancel()
 		}
@@ -584,9 +594,9 @@ func (e *Engine) finish(ctx context.Context, b *results.Bundle, res *RunResult, 
 		if err != nil {
 			ca.Error = err.Error()
 			res.Unrestored = append(res.Unrestored, fmt.Sprintf("%s: %s: %v", u.Device, u.Desc, err))
-			rc.emit(results.Event{Type: "cleanup.error", Device: u.Device, Message: u.Desc + ": " + err.Error()})
+			rc.emit(results.Event{Type: "cleanup.error", Device: u.Device, Message: u.Desc + ": " + err.Error(), Fields: map[string]any{"bound_s": bound.Seconds()}})
 		} else {
-			rc.emit(results.Event{Type: "cleanup", Device: u.Device, Message: u.Desc})
+			rc.emit(results.Event{Type: "cleanup", Device: u.Device, Message: u.Desc, Fields: map[string]any{"bound_s": bound.Seconds()}})
 		}
 		cleanup = append(cleanup, ca)
 	}

@@ -101,7 +101,7 @@ func replayPending(ctx context.Context, d *inventory.Device, pending []PendingUn
 	var failed int
 	for i := len(pending) - 1; i >= 0; i-- {
 		u := pending[i]
-		uctx, cancel := context.WithTimeout(ctx, per)
+		uctx, cancel := context.WithTimeout(ctx, undoBound(ctx, od, u.UndoRecord, per))
 		err := runUndo(uctx, od, u.UndoRecord)
 		cancel()
 		if err == nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"testbed/instruments/trafficgen"
 	"testbed/instruments/voa"
@@ -55,6 +56,9 @@ type undoAction struct {
 	Device string
 	Kind   string // the journaled undo's kind; "" for PushUndo's
 	Fn     func(ctx context.Context) error
+	// Bound is how long Fn may take, given the run's fixed bound per,
+	// which it returns when the driver says nothing; nil: per.
+	Bound func(ctx context.Context, per time.Duration) time.Duration
 }
 
 // Attenuator returns the named VOA's driver.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"testbed/drivers"
 	"testbed/dut/host"
@@ -87,6 +88,24 @@ func undoFor(dev *inventory.Device, kind string) (drivers.UndoFunc, error) {
 	return f, nil
 }
 
+// undoBound is how long undo u may take on the opened device: what its
+// driver works out from the device (asked within per), or per, the run's
+// fixed bound, when the driver says nothing of this kind or cannot tell
+// (the undo itself then meets whatever kept it from telling).
+func undoBound(ctx context.Context, od *OpenedDevice, u UndoRecord, per time.Duration) time.Duration {
+	drv, ok := drivers.Lookup(od.Dev.Kind, od.Dev.Driver)
+	if !ok || drv.UndoBound[u.Kind] == nil {
+		return per
+	}
+	bctx, cancel := context.WithTimeout(ctx, per)
+	defer cancel()
+	d, err := drv.UndoBound[u.Kind](bctx, od.Driver, u.Args)
+	if err != nil || d <= 0 {
+		return per
+	}
+	return d
+}
+
 // runUndo carries out one undo record on an opened device.
 func runUndo(ctx context.Context, od *OpenedDevice, u UndoRecord) error {
 	f, err := undoFor(od.Dev, u.Kind)
@@ -130,7 +149,9 @@ func (rc *RunContext) Journal(device string, u Undo) error {
 		}
 	}
 	rc.mu.Lock()
-	rc.undo = append(rc.undo, undoAction{Desc: u.Desc, Device: device, Kind: u.Kind, Fn: func(ctx context.Context) error {
+	rc.undo = append(rc.undo, undoAction{Desc: u.Desc, Device: device, Kind: u.Kind, Bound: func(ctx context.Context, per time.Duration) time.Duration {
+		return undoBound(ctx, od, rec, per)
+	}, Fn: func(ctx context.Context) error {
 		if err := runUndo(ctx, od, rec); err != nil {
 			return err
 		}

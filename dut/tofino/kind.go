@@ -2,6 +2,7 @@ package tofino
 
 import (
 	"context"
+	"time"
 
 	"testbed/dut/p4switch"
 )
@@ -56,6 +57,19 @@ var (
 // LoadProgram restarts bf_switchd with program (StartSwitchd).
 func (s *Switch) LoadProgram(ctx context.Context, program string) error {
 	return s.StartSwitchd(ctx, program)
+}
+
+// LoadProgramBound is how long LoadProgram may take over SSH: the waits
+// for bfshell's port and the agent, within StartTimeout, and the
+// exchanges around them (stopping the old bf_switchd and starting the new,
+// the agent's hello, the program read back), a Timeout each. A run's undo
+// of a program change is given this long. Over a connection that manages
+// the program itself (BF Runtime gRPC) it says nothing (0).
+func (s *Switch) LoadProgramBound() time.Duration {
+	if s.life != nil {
+		return 0
+	}
+	return s.opts.StartTimeout + 4*s.opts.Timeout
 }
 
 // Ready starts the agent if it does not answer (EnsureAgent).

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	"testbed/drivers"
 	"testbed/dut/p4switch"
@@ -27,7 +28,8 @@ func init() {
 			}
 			return Open(ctx, c.Address, o)
 		},
-		Undo: UndoKinds(),
+		Undo:      UndoKinds(),
+		UndoBound: UndoBounds(),
 	})
 }
 
@@ -53,6 +55,19 @@ func OptionsOf(c drivers.Config) (Options, error) {
 		o.AgentPort = p
 	}
 	return o, nil
+}
+
+// UndoBounds say how long the switch kind's undos that outlast a run's
+// fixed bound may take: a program's restart (LoadProgramBound).
+func UndoBounds() map[string]drivers.UndoBoundFunc {
+	return map[string]drivers.UndoBoundFunc{
+		p4switch.UndoProgram: func(ctx context.Context, dev drivers.Device, raw json.RawMessage) (time.Duration, error) {
+			if b, ok := dev.(interface{ LoadProgramBound() time.Duration }); ok {
+				return b.LoadProgramBound(), nil
+			}
+			return 0, nil
+		},
+	}
 }
 
 // UndoKinds are the switch kind's undo kinds (p4switch.UndoKinds) as a

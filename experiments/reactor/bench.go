@@ -342,29 +342,78 @@ func (r *Run) Announce(ctx context.Context, period int64, start time.Duration, s
 	})
 }
 
-// WaitClock waits until the switch's clock reaches t, asking it: with
-// sleeps while t is far, and without in its last few milliseconds (a
-// timer can wake a millisecond late, most of a slot).
+// WaitClock waits until the switch's clock reaches t, asking it, with
+// gaps that follow transport.Poll's rule on a wait whose end is known
+// (waitClock).
 func (r *Run) WaitClock(ctx context.Context, t time.Duration) error {
+	_, err := waitClock(ctx, t, r.Sched.Clock, time.Now, sleepCtx)
+	return err
+}
+
+// Bounds of WaitClock's gaps: a wait of seconds is still seen within a
+// second if the switch's clock jumps; a slow clock's rate is taken as no
+// less than clockRateFloor of the wall's (a clock that stands is asked
+// once a second, not never).
+const (
+	clockGapLongest = time.Second
+	clockRateFloor  = 1e-3
+)
+
+// waitClock asks the switch's clock (ask) until it reads t or later and
+// says how many times it asked. After an ask the gap is half of what is
+// left to t in wall time (what is left on the switch's clock over the
+// clock's rate, measured from the first ask to the last; 1 until two asks
+// have measured it), at most clockGapLongest, and at least the time an
+// ask takes as measured (the mean of the last asks, halved weights), as
+// transport.Poll's gaps are: the asks of a wait grow with the logarithm of
+// its length over an ask's time, a switch is kept busy by them at most
+// half the time, and t is seen within an ask's time (and a timer's
+// lateness) of passing. The last 3 ms were asked back to back, some 60
+// times for a 50 us ask.
+func waitClock(ctx context.Context, t time.Duration, ask func(context.Context) (time.Duration, error),
+	now func() time.Time, sleep func(context.Context, time.Duration) error) (int, error) {
+	var (
+		took         time.Duration // an ask's time, smoothed
+		wall0        time.Time     // the first ask's end
+		clock0       time.Duration // the clock it read
+		asks         int
+		measuredRate = 1.0
+	)
 	for {
-		now, err := r.Sched.Clock(ctx)
+		t0 := now()
+		c, err := ask(ctx)
+		t1 := now()
+		asks++
 		if err != nil {
-			return err
+			return asks, err
 		}
-		if now >= t {
-			return nil
-		}
-		if t-now < 3*time.Millisecond {
-			if err := context.Cause(ctx); err != nil {
-				return err
+		if d := t1.Sub(t0); asks == 1 {
+			took, wall0, clock0 = d, t1, c
+		} else {
+			took = (took + d) / 2
+			if w := t1.Sub(wall0); w > 0 {
+				measuredRate = max(float64(c-clock0)/float64(w), clockRateFloor)
 			}
-			continue
 		}
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-time.After(min(t-now-2*time.Millisecond, 20*time.Millisecond)):
+		if c >= t {
+			return asks, nil
 		}
+		left := time.Duration(float64(t-c) / measuredRate)
+		if err := sleep(ctx, max(min(left/2, clockGapLongest), took)); err != nil {
+			return asks, err
+		}
+	}
+}
+
+// sleepCtx waits d or until ctx ends, whose cause it then returns.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-tm.C:
+		return nil
 	}
 }
 

@@ -393,6 +393,7 @@ func (k *Keysight) opcLimit(dB, speed float64) time.Duration {
 
 // waitOPC polls *OPC? until it answers 1, within limit.
 func (k *Keysight) waitOPC(ctx context.Context, doing string, limit time.Duration) error {
+	start := time.Now()
 	opcCtx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	err := transport.Poll(opcCtx, func() (bool, error) {
@@ -411,7 +412,10 @@ func (k *Keysight) waitOPC(ctx context.Context, doing string, limit time.Duratio
 	})
 	// The limit may pass between asks or during one (the ask's own
 	// deadline is the limit's): either way the filter had not stopped.
-	if dl, _ := opcCtx.Deadline(); err != nil && ctx.Err() == nil && !time.Now().Before(dl) {
+	if dl, _ := opcCtx.Deadline(); err != nil && !time.Now().Before(dl) {
+		if cdl, ok := ctx.Deadline(); ok && !cdl.After(dl) {
+			return k.errorf("%s: *OPC? still 0 at the caller's deadline, %v into a move given %v: %w", doing, time.Since(start).Round(time.Millisecond), limit, context.DeadlineExceeded)
+		}
 		return k.errorf("%s: *OPC? still 0 after %v: %w", doing, limit, context.DeadlineExceeded)
 	}
 	return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"testbed/drivers"
 )
@@ -51,6 +52,39 @@ func register(name string, open func(ctx context.Context, address string, opts O
 					return err
 				}
 				return sh.SetShutter(ctx, a.Channel, a.Open)
+			},
+		},
+		UndoBound: map[string]drivers.UndoBoundFunc{
+			UndoAttenuation: func(ctx context.Context, dev drivers.Device, raw json.RawMessage) (time.Duration, error) {
+				var a struct {
+					Channel int     `json:"channel"`
+					DB      float64 `json:"db"`
+				}
+				b, ok := dev.(interface {
+					SetAttenuationBound(ctx context.Context, ch int, dB float64) (time.Duration, error)
+				})
+				if !ok {
+					return 0, nil
+				}
+				if _, err := undoArgs[Attenuator](dev, raw, &a); err != nil {
+					return 0, err
+				}
+				return b.SetAttenuationBound(ctx, a.Channel, a.DB)
+			},
+			UndoShutter: func(ctx context.Context, dev drivers.Device, raw json.RawMessage) (time.Duration, error) {
+				var a struct {
+					Channel int `json:"channel"`
+				}
+				b, ok := dev.(interface {
+					SetShutterBound(ctx context.Context, ch int) (time.Duration, error)
+				})
+				if !ok {
+					return 0, nil
+				}
+				if _, err := undoArgs[Shutter](dev, raw, &a); err != nil {
+					return 0, err
+				}
+				return b.SetShutterBound(ctx, a.Channel)
 			},
 		},
 	})
