@@ -437,13 +437,12 @@ func (d *Dataplane) staticConfig(r *lgRun) (segConfig, staticPorts, error) {
 // read with the receiver's courier (lgmodel Config.CourierLoop); a longer
 // run reads the copies held (loss-sweep's max_tx_buffer_bytes says so).
 // The accounting jumps over steady stretches and replays the stretches
-// after losses from notes (lgmodel txpath_memo.go): 1.9x the model's CPU
-// at 100G ordered and 1e-3, 5.9x non-blocking (whose build-ups after a
-// loss are still mostly decided copy by copy), 1.3x and 2.6x at 25G
-// (BenchmarkCourier* against BenchmarkCourierOff* in simlab/lgmodel); the
-// lg100 rows at the 1e-10 resolution (3.84x10^9 frames a point, mostly
-// the 1e-3 points' losses) would take 2.1x (139 s of CPU against 66 s,
-// measured with the bound lifted; 188 s before the notes).
+// after losses and the ways on from them from notes (lgmodel
+// txpath_memo.go, txpath_tail.go); the lg100 rows at the 1e-10
+// resolution (3.84x10^9 frames a point, mostly the 1e-3 points' losses)
+// would take 1.65x (97 s of CPU against 59 s, measured with the bound
+// lifted; 2.1x before the non-blocking changes), and 25G ordered at 1e-3,
+// the table's slowest point, 1.15-1.6x (docs/linkguardian.md).
 const courierMaxFrames = 1 << 27
 
 // newSegment starts a segment with the frames still to send.
