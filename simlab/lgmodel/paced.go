@@ -80,164 +80,257 @@ func (s *sim) pendingAcks(out []futureAck) []futureAck {
 // pacedRun sends the originals from s.nextSeq on, the first at s.now, as
 // one paced run, if one fits before until; it reports whether it did.
 func (s *sim) pacedRun(until int64) bool {
-	n := min(s.gap, s.c.Frames-s.nextSeq, pacedMaxRun)
-	a, t0 := s.nextSeq, s.now
-	ser, ow := s.serFrame, s.oneWay()
-	ackRT := ser + 2*ow + s.ser64 // an original's start to its ACK at the sender
-	prot := s.c.Mode != Off
-	acks := prot && !s.c.NoAck
-	dummies := prot && !s.c.NoDummy
-	size := int64(s.c.FrameBytes + lg.HeaderBytes)
-	last := ser + ow // an original's start to the last event it causes
-	if acks {
-		last = ackRT
-	}
-
-	ts := s.pacedT[:0]
-	var pend []futureAck
-	if acks {
-		s.pacedAcks = s.pendingAcks(s.pacedAcks[:0])
-		pend = s.pacedAcks
-	}
-	lack := s.senderAck
-	own := 0 // the run's originals whose ACK lack counts
-	covered := s.covered
-	var nDummy, nLost, maxTx int64
-	// The dummies in the gap before original j, not counted until it is
-	// sent, and their draws (given back if it is not).
-	var gDummy, gLost int64
-	gCovered, drawn := covered, s.pacedDrawn[:0]
-	t, h := t0, t0 // original j's start, and when the sender took events before it
-	// The period search: the lag at original ref; the period per found
-	// (phase 1), checked over one more period from i0 (phase 2). gd[j]:
-	// the dummies in the gap after original j (0 or 1 in a period).
-	gd := s.pacedGD[:0]
-	var ref, refLag, per, i0 int64
-	phase, dirty := 0, true
-	for j := int64(0); j < n; j++ {
-		if t+last > until {
+	r := s.newPacedLine(until)
+	for j := int64(0); j < r.n; j++ {
+		if r.t+r.last > until {
 			break
 		}
-		if acks {
-			// The Tx buffer when original a+j's copy joins it: the ACKs
-			// due by h have been taken (at a tie, before the send).
-			for len(pend) > 0 && pend[0].at <= h {
-				lack = max(lack, pend[0].seq)
-				pend = pend[1:]
-			}
-			for own < len(ts) && ts[own]+ackRT <= h {
-				own++
-				lack = max(lack, a+int64(own))
-			}
-			occ := a + j + 1 - lack
-			if s.c.TxBufferCap > 0 && occ*size > int64(s.c.TxBufferCap) {
-				break // its copy is tail-dropped: stepped
-			}
-			maxTx = max(maxTx, occ*size)
+		if r.acks && !r.admit(j) {
+			break // its copy is tail-dropped: stepped
 		}
-		nDummy, nLost, covered, drawn = nDummy+gDummy, nLost+gLost, gCovered, drawn[:0]
-		ts = append(ts, t)
-		if j+1 == n {
+		r.send()
+		if j+1 == r.n {
 			break
 		}
-		// Whole periods of the line's pattern at once: original j+p
-		// starts p periods after j once the lag of an original's start
-		// behind its timer repeats, each gap's timing not depending on
-		// whether its dummy is corrupted (one dummy, after which the
-		// original is there), and the Tx buffer's reading repeats once
-		// the ACKs counted are the run's own from the repeating part.
-		lag := t - (a+j)*s.pacePS
-		switch {
-		case dirty:
-			ref, refLag, phase, dirty = j, lag, 0, false
-		case phase == 0 && j > ref && lag == refLag:
-			per, phase = j-ref, 1
-		case phase == 0 && j-ref >= pacedPeriodMax:
-			ref, refLag = j, lag
-		}
-		if phase == 1 && (!acks || len(pend) == 0 && int64(own) > ref && lack == a+int64(own)) {
-			i0, phase = j, 2
-		}
-		if phase == 2 && j == i0+per {
-			if k := min((n-1-j)/per, (until-last-t)/(per*s.pacePS)); k >= 1 {
-				for i := int64(0); i < k*per; i++ {
-					if gd[j-per+i%per] == 0 {
-						continue
-					}
-					nDummy++
-					if s.c.LossSmall > 0 && s.uniform(drawBern, s.c.LossSmall, 0) < s.c.LossSmall {
-						nLost++
-					} else {
-						covered = a + j + i
-					}
-				}
-				for i := int64(0); i < k*per; i++ {
-					ts = append(ts, ts[len(ts)-int(per)]+per*s.pacePS)
-					gd = append(gd, gd[len(gd)-int(per)])
-				}
-				t += k * per * s.pacePS
-				h = t
-				own += int(k * per)
-				lack += k * per
-				j += k * per
-				s.pacedJumped += k * per
-			}
-			ref, refLag, phase = j, lag, 0
-			if j+1 == n {
+		lag := r.t - (r.a+j)*s.pacePS
+		r.seekPeriod(j, lag)
+		if r.phase == 2 && j == r.i0+r.per {
+			j = r.jump(j, lag)
+			if j+1 == r.n {
 				break
 			}
 		}
-		// The next original: the wire frees at t+ser.
-		free, avail := t+ser, (a+j+1)*s.pacePS
-		gDummy, gLost = 0, 0
-		if !dummies || avail <= free {
-			gd = append(gd, 0)
-			t = max(free, avail)
-			h = t
-			continue
-		}
-		// Dummies go until the original is in the queue; once one has
-		// covered the original just sent, the line idles on redundant
-		// ones, and the original waits for the one under way.
-		idle := false
-		for free < avail && !idle {
-			gDummy++
-			lost := false
-			if s.c.LossSmall > 0 { // as bern draws
-				u := s.uniform(drawBern, s.c.LossSmall, 0)
-				drawn = append(drawn, u)
-				lost = u < s.c.LossSmall
-			}
-			if lost {
-				gLost++
-			} else {
-				gCovered = a + j
-				idle = true
-			}
-			free += s.ser64
-		}
-		h, t = max(free, avail), max(free, avail)
-		if idle && free < avail {
-			k := (avail - free + s.ser64 - 1) / s.ser64
-			gDummy += k
-			t = free + k*s.ser64
-		}
-		gd = append(gd, 1)
-		if gDummy > 1 || idle && free < avail {
-			dirty = true // the gap's timing depends on its draws, or idles
-		}
+		r.gap(j)
 	}
-	if len(drawn) > 0 {
-		// The dummies after the run's last original are sent by
-		// stepping, which draws their corruption again: the same numbers.
-		s.injected = append(append([]float64(nil), drawn...), s.injected...)
-		s.draws -= int64(len(drawn))
+	return r.finish()
+}
+
+// pacedLine is the state the phases of a paced run share: the line as
+// worked out up to original a+j, the Tx buffer's reading, the gap being
+// sent and the period search.
+type pacedLine struct {
+	s       *sim
+	until   int64
+	n, a    int64 // the originals at most, the first's seq
+	ser     int64
+	ackRT   int64 // an original's start to its ACK at the sender
+	last    int64 // an original's start to the last event it causes
+	size    int64 // an original's bytes in the Tx buffer
+	acks    bool
+	dummies bool // the line sends dummies
+
+	ts   []int64     // the originals' starts
+	pend []futureAck // the leading ACKs already under way, not yet taken
+	lack int64       // the sender's leading ACK
+	own  int         // the run's originals whose ACK lack counts
+
+	covered       int64
+	nDummy, nLost int64
+	maxTx         int64
+	// The dummies in the gap before original j, not counted until it is
+	// sent, and their draws (given back if it is not).
+	gDummy, gLost int64
+	gCovered      int64
+	drawn         []float64
+	t, h          int64 // original j's start, and when the sender took events before it
+
+	// The period search: the lag at original ref; the period per found
+	// (phase 1), checked over one more period from i0 (phase 2). gd[j]:
+	// the dummies in the gap after original j (0 or 1 in a period).
+	gd                   []int8
+	ref, refLag, per, i0 int64
+	phase                int
+	dirty                bool
+}
+
+// newPacedLine starts a paced run from s.nextSeq at s.now.
+func (s *sim) newPacedLine(until int64) pacedLine {
+	prot := s.c.Mode != Off
+	r := pacedLine{
+		s:       s,
+		until:   until,
+		n:       min(s.gap, s.c.Frames-s.nextSeq, pacedMaxRun),
+		a:       s.nextSeq,
+		ser:     s.serFrame,
+		acks:    prot && !s.c.NoAck,
+		dummies: prot && !s.c.NoDummy,
+		size:    int64(s.c.FrameBytes + lg.HeaderBytes),
+		ts:      s.pacedT[:0],
+		lack:    s.senderAck,
+		t:       s.now,
+		h:       s.now,
+		gd:      s.pacedGD[:0],
+		drawn:   s.pacedDrawn[:0],
+		dirty:   true,
 	}
-	s.pacedT, s.pacedDrawn, s.pacedGD = ts, drawn[:0], gd
-	if len(ts) == 0 {
+	ow := s.oneWay()
+	r.ackRT = r.ser + 2*ow + s.ser64
+	r.last = r.ser + ow
+	if r.acks {
+		r.last = r.ackRT
+		s.pacedAcks = s.pendingAcks(s.pacedAcks[:0])
+		r.pend = s.pacedAcks
+	}
+	r.covered = s.covered
+	r.gCovered = r.covered
+	return r
+}
+
+// admit reads the Tx buffer when original a+j's copy joins it, the ACKs
+// due by h taken (at a tie, before the send); false if the copy is
+// tail-dropped.
+func (r *pacedLine) admit(j int64) bool {
+	for len(r.pend) > 0 && r.pend[0].at <= r.h {
+		r.lack = max(r.lack, r.pend[0].seq)
+		r.pend = r.pend[1:]
+	}
+	for r.own < len(r.ts) && r.ts[r.own]+r.ackRT <= r.h {
+		r.own++
+		r.lack = max(r.lack, r.a+int64(r.own))
+	}
+	occ := r.a + j + 1 - r.lack
+	if c := int64(r.s.c.TxBufferCap); c > 0 && occ*r.size > c {
 		return false
 	}
-	s.emitPaced(ts, nDummy, nLost, covered, maxTx)
+	r.maxTx = max(r.maxTx, occ*r.size)
+	return true
+}
+
+// send sends the original at t, counting the gap before it.
+func (r *pacedLine) send() {
+	r.nDummy, r.nLost, r.covered, r.drawn = r.nDummy+r.gDummy, r.nLost+r.gLost, r.gCovered, r.drawn[:0]
+	r.ts = append(r.ts, r.t)
+}
+
+// seekPeriod and jump send whole periods of the line's pattern at once:
+// original j+p starts p
+// periods after j once the lag of an original's start behind its timer
+// repeats, each gap's timing not depending on whether its dummy is
+// corrupted (one dummy, after which the original is there), and the Tx
+// buffer's reading repeats once the ACKs counted are the run's own from
+// the repeating part.
+//
+// seekPeriod moves the period search on by original j, started lag
+// behind its timer.
+func (r *pacedLine) seekPeriod(j, lag int64) {
+	switch {
+	case r.dirty:
+		r.ref, r.refLag, r.phase, r.dirty = j, lag, 0, false
+	case r.phase == 0 && j > r.ref && lag == r.refLag:
+		r.per, r.phase = j-r.ref, 1
+	case r.phase == 0 && j-r.ref >= pacedPeriodMax:
+		r.ref, r.refLag = j, lag
+	}
+	if r.phase == 1 && (!r.acks || len(r.pend) == 0 && int64(r.own) > r.ref && r.lack == r.a+int64(r.own)) {
+		r.i0, r.phase = j, 2
+	}
+}
+
+// jump sends as many whole periods after original j as fit, and restarts
+// the period search; it returns the original it reached.
+func (r *pacedLine) jump(j, lag int64) int64 {
+	s := r.s
+	if k := min((r.n-1-j)/r.per, (r.until-r.last-r.t)/(r.per*s.pacePS)); k >= 1 {
+		r.drawPeriods(j, k)
+		for i := int64(0); i < k*r.per; i++ {
+			r.ts = append(r.ts, r.ts[len(r.ts)-int(r.per)]+r.per*s.pacePS)
+			r.gd = append(r.gd, r.gd[len(r.gd)-int(r.per)])
+		}
+		r.t += k * r.per * s.pacePS
+		r.h = r.t
+		r.own += int(k * r.per)
+		r.lack += k * r.per
+		j += k * r.per
+		s.pacedJumped += k * r.per
+	}
+	r.ref, r.refLag, r.phase = j, lag, 0
+	return j
+}
+
+// drawPeriods draws the corruption of the dummies of k periods after
+// original j, in order, as sending them draws it.
+func (r *pacedLine) drawPeriods(j, k int64) {
+	s := r.s
+	for i := int64(0); i < k*r.per; i++ {
+		if r.gd[j-r.per+i%r.per] == 0 {
+			continue
+		}
+		r.nDummy++
+		if s.c.LossSmall > 0 && s.uniform(drawBern, s.c.LossSmall, 0) < s.c.LossSmall {
+			r.nLost++
+		} else {
+			r.covered = r.a + j + i
+		}
+	}
+}
+
+// gap works out the line after original j to the next original's start:
+// the wire frees at t+ser.
+func (r *pacedLine) gap(j int64) {
+	free, avail := r.t+r.ser, (r.a+j+1)*r.s.pacePS
+	r.gDummy, r.gLost = 0, 0
+	if !r.dummies || avail <= free {
+		r.gd = append(r.gd, 0)
+		r.t = max(free, avail)
+		r.h = r.t
+		return
+	}
+	free, idle := r.sendDummies(j, free, avail)
+	r.h, r.t = max(free, avail), max(free, avail)
+	if idle && free < avail {
+		k := (avail - free + r.s.ser64 - 1) / r.s.ser64
+		r.gDummy += k
+		r.t = free + k*r.s.ser64
+	}
+	r.gd = append(r.gd, 1)
+	if r.gDummy > 1 || idle && free < avail {
+		r.dirty = true // the gap's timing depends on its draws, or idles
+	}
+}
+
+// sendDummies: dummies go until the original is in the queue (avail);
+// once one has covered the original just sent, the line idles on
+// redundant ones, and the original waits for the one under way. It
+// returns when the wire frees after the last dummy drawn, and whether
+// the line idles.
+func (r *pacedLine) sendDummies(j, free, avail int64) (int64, bool) {
+	s := r.s
+	idle := false
+	for free < avail && !idle {
+		r.gDummy++
+		lost := false
+		if s.c.LossSmall > 0 { // as bern draws
+			u := s.uniform(drawBern, s.c.LossSmall, 0)
+			r.drawn = append(r.drawn, u)
+			lost = u < s.c.LossSmall
+		}
+		if lost {
+			r.gLost++
+		} else {
+			r.gCovered = r.a + j
+			idle = true
+		}
+		free += s.ser64
+	}
+	return free, idle
+}
+
+// finish gives back the draws of the dummies after the run's last
+// original, keeps the buffers, and counts the run, if it holds an
+// original.
+func (r *pacedLine) finish() bool {
+	s := r.s
+	if len(r.drawn) > 0 {
+		// The dummies after the run's last original are sent by
+		// stepping, which draws their corruption again: the same numbers.
+		s.injected = append(append([]float64(nil), r.drawn...), s.injected...)
+		s.draws -= int64(len(r.drawn))
+	}
+	s.pacedT, s.pacedDrawn, s.pacedGD = r.ts, r.drawn[:0], r.gd
+	if len(r.ts) == 0 {
+		return false
+	}
+	s.emitPaced(r.ts, r.nDummy, r.nLost, r.covered, r.maxTx)
 	return true
 }
 
