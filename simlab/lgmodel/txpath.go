@@ -710,66 +710,130 @@ func (p *txPath) phasedLength(cons []tpPhased, slot, k int64) int64 {
 }
 
 // tryJump is called at the first decision on the copy at p.first's front,
-// at t: it notes the state and, when the state repeats, jumps.
+// at t: it notes the state and, when the state repeats, jumps. Its phases:
+// the back-off (backingOff), the note of the state (jumpNote, sameState,
+// keepNote), then the way on when the state did not repeat (notRepeated)
+// or the jump (jumpOn).
 func (p *txPath) tryJump(t, until int64) bool {
+	if p.backingOff() {
+		return false
+	}
+	n, ok := p.jumpNote(t, until)
+	if !ok {
+		p.jump.valid, p.jump.robust = false, false
+		p.bu.on = false
+		return false
+	}
+	least := p.jump.lo // the least copy in flight at the last note
+	same := p.sameState(&n)
+	p.keepNote(&n, same)
+	if !same {
+		return p.notRepeated(&n)
+	}
+	return p.jumpOn(&n, least)
+}
+
+// tpNote is the state tryJump notes at a first decision, which its phases
+// share.
+type tpNote struct {
+	t, until int64
+	s        int64   // the copy at p.first's front
+	r        *tpRun  // the sender's run
+	ri       int     // the receiver's run the copies in flight are in (index)
+	rx       tpRun   // that run
+	lo       int64   // the least copy in flight
+	snap     []int64 // the state relative to (s, t), in p.jump.snap's storage
+}
+
+// backingOff is whether this first decision lets the state pass unnoted.
+func (p *txPath) backingOff() bool {
 	j := &p.jump
 	if j.skip > 0 && !p.bu.on && !p.tl.on {
 		// Backing off after a state that did not repeat (the stretch
 		// after a loss): noting the state costs as much as deciding.
 		j.skip--
-		return false
+		return true
 	}
+	return false
+}
+
+// jumpNote is the state at the first decision at t, when it is one a
+// jump may start from: no copy held, the sender in a run, a courier pass
+// already made, and every copy in flight in one receiver's run of the
+// sender's slot.
+func (p *txPath) jumpNote(t, until int64) (n tpNote, ok bool) {
 	if len(p.held) > 0 || p.sendsAt >= len(p.sends) || t-p.back-p.courier <= 0 {
-		j.valid, j.robust = false, false
-		p.bu.on = false
-		return false
+		return n, false
 	}
-	s := p.first.front().seq
-	r := &p.sends[p.sendsAt]
-	ri, lo, ok := p.inflightRun(s, r.slot)
+	n = tpNote{t: t, until: until, s: p.first.front().seq, r: &p.sends[p.sendsAt]}
+	n.ri, n.lo, ok = p.inflightRun(n.s, n.r.slot)
 	if !ok {
-		j.valid, j.robust = false, false
-		p.bu.on = false
-		return false
+		return n, false
 	}
-	rx := p.rxRun[ri]
-	snap := p.stateAt(s, t, r)
-	least := j.lo
+	n.rx = p.rxRun[n.ri]
+	n.snap = p.stateAt(n.s, n.t, n.r)
+	return n, true
+}
+
+// sameState is whether the state noted (n) is the last note's shifted by
+// one original and one slot, every decision between them robust.
+func (p *txPath) sameState(n *tpNote) bool {
+	j := &p.jump
 	j.valid0 = j.valid
-	same := j.valid && j.robust && t-j.prevT == r.slot && rx.seq0 == j.run.seq0 && rx.t0 == j.run.t0 &&
-		rx.slot == j.run.slot && slices.Equal(snap, j.prev)
+	same := j.valid && j.robust && n.t-j.prevT == n.r.slot && n.rx.seq0 == j.run.seq0 && n.rx.t0 == j.run.t0 &&
+		n.rx.slot == j.run.slot && slices.Equal(n.snap, j.prev)
 	if same && p.tl.on {
-		p.tailEnd(t) // the way on from a stretch's end ends where the state repeats
+		p.tailEnd(n.t) // the way on from a stretch's end ends where the state repeats
 	}
 	if same && len(j.cons) > 0 && (p.bu.on || p.st.on) {
 		// A recording's arc is narrowed by every decision it makes: it
 		// jumps over robust decisions only.
 		same = false
 	}
+	return same
+}
+
+// keepNote makes the state noted (n) the last note, and hands it to a
+// build-up being recorded.
+func (p *txPath) keepNote(n *tpNote, same bool) {
+	j := &p.jump
 	j.last, j.cons = j.cons, j.last[:0]
 	if p.bu.on {
-		p.noteBuildUp(s, t, snap, &rx, same)
+		p.noteBuildUp(n.s, n.t, n.snap, &n.rx, same)
 	}
-	j.snap, j.prev = j.prev, snap
-	j.prevT, j.run, j.lo, j.valid, j.robust = t, rx, lo, true, true
-	if !same {
-		if j.valid0 && p.tl.on {
-			// The copies in flight are all in the receiver's run: from
-			// here the build-ups' notes go on (buildUp).
-			p.tailEnd(t)
-		}
-		if j.valid0 && !p.noMemo && !p.bu.on && !p.st.on && !p.tl.on && p.buildUp(s, t, until, r, ri, lo, snap) {
-			return true // the state the recorded build-up ends in, noted as repeating
-		}
-		if j.valid0 {
-			j.backoff = min(2*j.backoff+1, 7)
-			j.skip = j.backoff
-			j.valid = false
-		}
+	j.snap, j.prev = j.prev, n.snap
+	j.prevT, j.run, j.lo, j.valid, j.robust = n.t, n.rx, n.lo, true, true
+}
+
+// notRepeated goes on from a note whose state did not repeat: to the
+// state a recorded build-up ends in (true), or backing off.
+func (p *txPath) notRepeated(n *tpNote) bool {
+	j := &p.jump
+	if !j.valid0 {
 		return false
 	}
+	if p.tl.on {
+		// The copies in flight are all in the receiver's run: from
+		// here the build-ups' notes go on (buildUp).
+		p.tailEnd(n.t)
+	}
+	if !p.noMemo && !p.bu.on && !p.st.on && !p.tl.on && p.buildUp(n.s, n.t, n.until, n.r, n.ri, n.lo, n.snap) {
+		return true // the state the recorded build-up ends in, noted as repeating
+	}
+	j.backoff = min(2*j.backoff+1, 7)
+	j.skip = j.backoff
+	j.valid = false
+	return false
+}
+
+// jumpOn jumps from a note whose state repeated (n) as many periods as
+// the inputs stay the last period's (least: the least copy in flight at
+// the note before) and its phased decisions stay decided as they were.
+func (p *txPath) jumpOn(n *tpNote, least int64) bool {
+	j := &p.jump
 	j.backoff = 0
-	k := p.jumpLength(t, until, r, ri, least, j.prevT-r.slot-p.back-p.courier)
+	r := n.r
+	k := p.jumpLength(n.t, n.until, r, n.ri, least, j.prevT-r.slot-p.back-p.courier)
 	if len(j.last) > 0 && k >= 1 {
 		k = p.phasedLength(j.last, r.slot, k)
 	}

@@ -488,7 +488,16 @@ func (d *Dataplane) newSegment(r *lgRun) error {
 	// change, a generator's stop: StopOffering) still sends: the run
 	// under way completes. Uncapped, a lossless link's segment is one
 	// run of every frame, all sent at once however early it is stopped.
+	// Without a reorder buffer (non-blocking, or protection off) only
+	// that bound is left, and 1024 frames (125 us at 100G, 500 us at
+	// 25G) keep it small beside a stress test's milliseconds: at 25G
+	// and 1e-3, runs of 256 frames made a run between corruptions four
+	// runs and the model 1.5x slower, its Tx buffer accounting 1.3-1.6x
+	// (BenchmarkRecipeFrames25GNB1e3 against BenchmarkFrames25GNB1e3).
 	cfg.MaxRun = 256
+	if c.mode != lgmodel.Ordered {
+		cfg.MaxRun = 1024
+	}
 	if c.mode != lgmodel.Off {
 		cfg.Copies = c.copies
 		cfg.PauseCells, cfg.ResumeCells = c.pause, c.resu
