@@ -45,11 +45,35 @@ func TestPollAsksUntilDoneOrError(t *testing.T) {
 // are answered by hanging up and by "###". It counts connections.
 func lineServer(t *testing.T) (addr string, conns *atomic.Int32) {
 	t.Helper()
+	conns = new(atomic.Int32)
+	addr = lineListener(t, func(c net.Conn) {
+		n := conns.Add(1)
+		r := bufio.NewScanner(c)
+		for r.Scan() {
+			switch r.Text() {
+			case "hello":
+				fmt.Fprintf(c, "hi %d\n", n)
+			case "q":
+				fmt.Fprintf(c, "a %d\n", n)
+			case "garble":
+				fmt.Fprintln(c, "###")
+			case "drop":
+				return
+			}
+		}
+	})
+	return "tcp://" + addr, conns
+}
+
+// lineListener accepts connections on 127.0.0.1 and serves each with
+// serve on its own goroutine, closing it when serve returns; the test's
+// cleanup closes the listener and waits for every connection's goroutine.
+func lineListener(t testing.TB, serve func(net.Conn)) (addr string) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	conns = new(atomic.Int32)
 	var wg sync.WaitGroup
 	t.Cleanup(func() { ln.Close(); wg.Wait() })
 	wg.Add(1)
@@ -60,28 +84,15 @@ func lineServer(t *testing.T) (addr string, conns *atomic.Int32) {
 			if err != nil {
 				return
 			}
-			n := conns.Add(1)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				defer c.Close()
-				r := bufio.NewScanner(c)
-				for r.Scan() {
-					switch r.Text() {
-					case "hello":
-						fmt.Fprintf(c, "hi %d\n", n)
-					case "q":
-						fmt.Fprintf(c, "a %d\n", n)
-					case "garble":
-						fmt.Fprintln(c, "###")
-					case "drop":
-						return
-					}
-				}
+				serve(c)
 			}()
 		}
 	}()
-	return "tcp://" + ln.Addr().String(), conns
+	return ln.Addr().String()
 }
 
 var errGarbled = errors.New("garbled")

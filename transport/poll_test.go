@@ -151,37 +151,18 @@ func TestPollAsksBeforeTheDeadline(t *testing.T) {
 // pollServer answers "q" on 127.0.0.1 with "1" once the condition it
 // holds is true and "0" before.
 func pollServer(t testing.TB) (addr string, cond *atomic.Bool) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	cond = new(atomic.Bool)
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
+	addr = lineListener(t, func(c net.Conn) {
+		r := bufio.NewScanner(c)
+		for r.Scan() {
+			v := "0"
+			if cond.Load() {
+				v = "1"
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				r := bufio.NewScanner(c)
-				for r.Scan() {
-					v := "0"
-					if cond.Load() {
-						v = "1"
-					}
-					fmt.Fprintln(c, v)
-				}
-			}()
+			fmt.Fprintln(c, v)
 		}
-	}()
-	return ln.Addr().String(), cond
+	})
+	return addr, cond
 }
 
 // BenchmarkPollOverWait polls a condition over TCP on 127.0.0.1 that
