@@ -194,16 +194,13 @@ type txPath struct {
 // sender back to back then outruns the read port by 0.13%, a copy every
 // 770 frames, which the ordered sender meets between pauses and the
 // artifact's non-blocking generator (124 ns a frame) never does.
-const (
-	bufferedHeaderBytes = 2
-	fcsBytes            = 4
-)
+const fcsBytes = 4
 
 func newTxPath(s *sim) *txPath {
-	cells := int64((s.c.FrameBytes - fcsBytes + lg.HeaderBytes + bufferedHeaderBytes + lg.CellBytes - 1) / lg.CellBytes)
+	cells := int64((s.c.FrameBytes - fcsBytes + lg.HeaderBytes + lg.BufferedHeaderBytes + lg.CellBytes - 1) / lg.CellBytes)
 	read := s.drainFrame
 	if s.c.LoopbackMAC {
-		read = drainPS(s.c.FrameBytes + bufferedHeaderBytes)
+		read = drainPS(s.c.FrameBytes + lg.BufferedHeaderBytes)
 	}
 	return &txPath{
 		courier: durPS(s.c.CourierLoop), back: s.oneWay() + s.ser64 + durPS(s.c.AckExtra),

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	lg "testbed/p4/linkguardian"
 )
 
 // The courier's accounting (txpath.go) observes the run: replaying
@@ -89,7 +91,7 @@ func TestTxPathAgreesWithTheStepByStepPath(t *testing.T) {
 		const frames = 20_000
 		extras := pathExtras{courierPS: durPS(time.Microsecond)}
 		if x.mac {
-			extras.readBytes = bufferedHeaderBytes
+			extras.readBytes = lg.BufferedHeaderBytes
 		}
 		harness, _ := artifactPath(t, c, 7, period, frames, extras)
 		c.CourierLoop = time.Microsecond
