@@ -101,6 +101,34 @@ func (q *tpQueue) pop() tpBack {
 	return b
 }
 
+// appendQueues appends the copies in flight, relative to copy s0 and time
+// t0: for each of the three queues (first pass, port 16's queue, on port
+// 16) its length, then each copy's sequence and time.
+func (p *txPath) appendQueues(k []int64, s0, t0 int64) []int64 {
+	for _, q := range []*tpQueue{&p.first, &p.q16, &p.on16} {
+		k = append(k, int64(q.len()))
+		for _, b := range q.a[q.head:] {
+			k = append(k, b.seq-s0, b.at-t0)
+		}
+	}
+	return k
+}
+
+// loadQueues sets the three queues from v as appendQueues wrote it,
+// shifted to copy s0 and time t0, and returns what follows them in v.
+func (p *txPath) loadQueues(v []int64, s0, t0 int64) []int64 {
+	for _, q := range []*tpQueue{&p.first, &p.q16, &p.on16} {
+		n := v[0]
+		v = v[1:]
+		q.a, q.head = q.a[:0], 0
+		for i := int64(0); i < n; i++ {
+			q.a = append(q.a, tpBack{v[0] + s0, v[1] + t0})
+			v = v[2:]
+		}
+	}
+	return v
+}
+
 // tpEntry is one input, as logged for a recording or a cycle.
 type tpEntry struct {
 	kind int8 // tpSend, tpRx, tpRxRun, tpHoldOn, tpHoldOff
@@ -870,13 +898,7 @@ func (p *txPath) inflightRun(s, slot int64) (ri int, lo int64, ok bool) {
 // stateAt is the accounting's state relative to (s, t), in p.jump.snap's
 // storage.
 func (p *txPath) stateAt(s, t int64, r *tpRun) []int64 {
-	snap := p.jump.snap[:0]
-	for _, q := range []*tpQueue{&p.first, &p.q16, &p.on16} {
-		snap = append(snap, int64(q.len()))
-		for _, b := range q.a[q.head:] {
-			snap = append(snap, b.seq-s, b.at-t)
-		}
-	}
+	snap := p.appendQueues(p.jump.snap[:0], s, t)
 	free68, free16 := p.free68-t, p.free16-t
 	if p.free68 <= r.t0 {
 		free68 = math.MinInt64 // the next copy starts when sent either way

@@ -341,13 +341,7 @@ func (p *txPath) encode(k []int64, n0, a int64, reg *txPath) []int64 {
 	for _, h := range p.held {
 		k = append(k, h-n0)
 	}
-	for _, q := range []*tpQueue{&p.first, &p.q16, &p.on16} {
-		k = append(k, int64(q.len()))
-		for _, b := range q.a[q.head:] {
-			k = append(k, b.seq-n0, b.at-a)
-		}
-	}
-	return k
+	return p.appendQueues(k, n0, a)
 }
 
 // install sets the state e's end gives, relative to n0 and a.
@@ -386,12 +380,7 @@ func (p *txPath) install(e *tpMemoEnd, n0, a int64) {
 	for n := next(); n > 0; n-- {
 		p.held = append(p.held, next()+n0)
 	}
-	for _, q := range []*tpQueue{&p.first, &p.q16, &p.on16} {
-		q.a, q.head = q.a[:0], 0
-		for n := next(); n > 0; n-- {
-			q.a = append(q.a, tpBack{next() + n0, next() + a})
-		}
-	}
+	p.loadQueues(b, n0, a)
 	p.nextRead = 0
 	p.maxQ = max(p.maxQ, e.maxQ)
 	p.jump.valid, p.jump.robust, p.bu.on = false, false, false
@@ -558,16 +547,7 @@ func (p *txPath) noteBuildUp(s, t int64, snap []int64, rx *tpRun, same bool) {
 // flight at s).
 func (p *txPath) installBuildUp(e *tpBuildEnd, s, t int64, r *tpRun, rx tpRun, lo int64) {
 	s1, t1 := s+e.l, t+e.l*r.slot
-	v := e.end
-	for _, q := range []*tpQueue{&p.first, &p.q16, &p.on16} {
-		n := v[0]
-		v = v[1:]
-		q.a, q.head = q.a[:0], 0
-		for i := int64(0); i < n; i++ {
-			q.a = append(q.a, tpBack{v[0] + s1, v[1] + t1})
-			v = v[2:]
-		}
-	}
+	v := p.loadQueues(e.end, s1, t1)
 	abs := func(x, t int64) int64 {
 		if x == math.MinInt64 {
 			return tpFree

@@ -163,13 +163,7 @@ func (p *txPath) tailEnd(t int64) {
 	// The ports' times as they are: the next copy to send is an input
 	// the way on did not read.
 	fed := p.sends[p.sendsAt].seq0 - n0
-	end := append(tl.end[:0], t-a, rel(p.free68), rel(p.free16), fed)
-	for _, q := range []*tpQueue{&p.first, &p.q16, &p.on16} {
-		end = append(end, int64(q.len()))
-		for _, b := range q.a[q.head:] {
-			end = append(end, b.seq-n0, b.at-a)
-		}
-	}
+	end := p.appendQueues(append(tl.end[:0], t-a, rel(p.free68), rel(p.free16), fed), n0, a)
 	tl.end = end
 	x := &tpTail{end: slices.Clone(end), t2: t - a, maxQ: tl.peak,
 		phase: p.courierPhase(a), dl: tl.dl, dr: tl.dr}
@@ -192,16 +186,7 @@ func (p *txPath) installTail(x *tpTail) {
 	}
 	p.now, p.free68, p.free16 = v[0]+a, abs(v[1]), abs(v[2])
 	fed := v[3] + n0
-	v = v[4:]
-	for _, q := range []*tpQueue{&p.first, &p.q16, &p.on16} {
-		n := v[0]
-		v = v[1:]
-		q.a, q.head = q.a[:0], 0
-		for i := int64(0); i < n; i++ {
-			q.a = append(q.a, tpBack{v[0] + n0, v[1] + a})
-			v = v[2:]
-		}
-	}
+	p.loadQueues(v[4:], n0, a)
 	for p.sendsAt < len(p.sends) {
 		r := &p.sends[p.sendsAt]
 		if r.seq0+r.n <= fed {
