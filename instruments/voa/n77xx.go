@@ -326,7 +326,12 @@ func (k *Keysight) set(ctx context.Context, ch int, dB float64) error {
 }
 
 // channelMotion is channel ch's speed and range, asked of the instrument
-// the first time on a connection.
+// the first time on a connection. The range comes from the attenuation
+// query's MIN and MAX forms, as Keysight's attenuator SCPI gives them
+// (8163A/B, 8164A/B & 8166A/B Mainframes Programming Guide, "Signal
+// Conditioning": ":INPut[n][:CHANnel[m]]:ATTenuation? MIN | DEF | MAX
+// returns the minimum, default, or maximum value of the attenuation
+// factor possible"; the N77xx attenuators keep that command set).
 func (k *Keysight) channelMotion(ctx context.Context, ch int) (channelMotion, error) {
 	if m, ok := k.motion[ch]; ok {
 		return m, nil
