@@ -290,7 +290,8 @@ func (r *run) createBundle() error {
 	}
 	r.rc = &RunContext{RunID: r.runID, Seed: req.Seed, Params: req.Params, Lab: req.Lab, Simulated: req.Simulated, Log: e.log(),
 		bundle: r.b, tables: map[string]*results.TableWriter{}, emit: r.emit, metrics: r.rm,
-		runShared: &runShared{touched: map[string]bool{}, journals: map[string]RunJournal{}, lost: r.held.Lost()}}
+		runShared: &runShared{touched: map[string]bool{}, journals: map[string]RunJournal{}, lost: r.held.Lost(),
+			cleanupCtx: req.cleanupCtx(), cleanupPer: req.cleanupTimeout()}}
 	return nil
 }
 
@@ -557,12 +558,33 @@ func (r *run) runStep(ctx context.Context, i int, rc *RunContext) error {
 	return err
 }
 
+// cleanupCtx is what the undos that put the lab back run under: the
+// request's CleanupCtx (a second Ctrl-C), never the run's own context, so
+// a run cancelled or past its deadline still restores the lab.
+func (req RunRequest) cleanupCtx() context.Context {
+	if req.CleanupCtx == nil {
+		return context.Background()
+	}
+	return req.CleanupCtx
+}
+
+// runUndoAction carries out one undo under cctx, given the time its
+// driver says it may take (a move at the attenuator's speed, a program's
+// start), the fixed bound per if it says nothing: one cut short leaves
+// the lab as it was not found. It returns the bound it gave.
+func runUndoAction(cctx context.Context, u undoAction, per time.Duration) (time.Duration, error) {
+	bound := per
+	if u.Bound != nil {
+		bound = u.Bound(cctx, per)
+	}
+	ctx, cancel := context.WithTimeout(cctx, bound)
+	defer cancel()
+	return bound, u.Fn(ctx)
+}
+
 // finish unwinds the undo stack, writes the summary and finalizes the bundle.
 func (e *Engine) finish(ctx context.Context, b *results.Bundle, res *RunResult, rc *RunContext, plan *Plan, status results.Status, reason string, runErr error, req RunRequest) *RunResult {
-	cctx := req.CleanupCtx
-	if cctx == nil {
-		cctx = context.Background()
-	}
+	cctx := req.cleanupCtx()
 	per := req.cleanupTimeout()
 	rc.mu.Lock()
 	undo := rc.undo
@@ -579,16 +601,7 @@ func (e *Engine) finish(ctx context.Context, b *results.Bundle, res *RunResult, 
 			// stays in the journal, which its next holder replays.
 			err = errors.New("not undone: this run's lease on the device was lost; the device's next holder replays the journal")
 		default:
-			// An undo is given the time its driver says it may take (a
-			// move at the attenuator's speed), the fixed bound if it
-			// says nothing: one cut short leaves the lab as it was not
-			// found.
-			if u.Bound != nil {
-				bound = u.Bound(cctx, per)
-			}
-			ctx, cancel := context.WithTimeout(cctx, bound)
-			err = u.Fn(ctx)
-			cancel()
+			bound, err = runUndoAction(cctx, u, per)
 		}
 		ca := results.CleanupAction{Action: u.Desc, Device: u.Device, OK: err == nil}
 		if err != nil {

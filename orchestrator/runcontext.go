@@ -49,6 +49,12 @@ type runShared struct {
 	// lost closes when the run's leases are lost: from then on its
 	// cleanup leaves the devices (and their journals) to the next holder.
 	lost <-chan struct{}
+	// cleanupCtx and cleanupPer are what the run's undos run under, and
+	// the bound of one whose driver says nothing (RunRequest's CleanupCtx
+	// and CleanupTimeout): at its end, and when SettleProgram settles
+	// them early.
+	cleanupCtx context.Context
+	cleanupPer time.Duration
 }
 
 type undoAction struct {

@@ -210,6 +210,13 @@ func (rc *RunContext) ProgramFound(device, program string) string {
 // journals its restart, stays for the end of the run. It stops at the
 // first undo that fails, which stays pending with the ones below it, and
 // returns its error.
+//
+// The undos run as the run's end runs them: under the run's cleanup
+// context, not ctx, each given the time its driver says (UndoBound) or
+// the run's fixed bound, so a caller cancelled (Ctrl-C, a step's
+// deadline) while settling still leaves the switch as the run found it,
+// and a hung switch does not hold the caller past the bound. ctx is only
+// checked after: a caller cancelled gets its cause once all are settled.
 func (rc *RunContext) SettleProgram(ctx context.Context, device, program, why string) error {
 	rc.mu.Lock()
 	var mine []undoAction
@@ -223,19 +230,31 @@ func (rc *RunContext) SettleProgram(ctx context.Context, device, program, why st
 	}
 	rc.undo = kept
 	rc.mu.Unlock()
+	cctx, per := rc.cleanupCtx, rc.cleanupPer
+	if cctx == nil {
+		cctx = context.WithoutCancel(ctx)
+	}
+	if per <= 0 {
+		per = RunRequest{}.cleanupTimeout()
+	}
 	for i := len(mine) - 1; i >= 0; i-- {
 		u := mine[i]
-		if err := u.Fn(ctx); err != nil {
+		bound, err := runUndoAction(cctx, u, per)
+		if err != nil {
 			// Put back what was not settled, in its order, under what the
 			// run has pushed since: the end of the run tries again.
 			rc.mu.Lock()
 			rc.undo = append(append([]undoAction(nil), mine[:i+1]...), rc.undo...)
 			rc.mu.Unlock()
-			rc.Event(results.Event{Type: "undo.error", Device: device, Message: fmt.Sprintf("%s (settling before %s): %v", u.Desc, why, err)})
+			rc.Event(results.Event{Type: "undo.error", Device: device, Message: fmt.Sprintf("%s (settling before %s): %v", u.Desc, why, err),
+				Fields: map[string]any{"bound_s": bound.Seconds()}})
 			return fmt.Errorf("%s: settle %q before %s: %w", device, u.Desc, why, err)
 		}
 		rc.Event(results.Event{Type: "undo.settled", Device: device, Message: fmt.Sprintf("%s: undone now, under %s, before %s", u.Desc, program, why),
-			Fields: map[string]any{"program": program, "kind": u.Kind, "why": why}})
+			Fields: map[string]any{"program": program, "kind": u.Kind, "why": why, "bound_s": bound.Seconds()}})
+	}
+	if cause := context.Cause(ctx); cause != nil {
+		return fmt.Errorf("%s: settled before %s, then: %w", device, why, cause)
 	}
 	return nil
 }

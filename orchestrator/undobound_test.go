@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -157,5 +158,94 @@ func TestProgramUndoTakesTheSwitchsStartBound(t *testing.T) {
 	}
 	if now, err := program().Program(ctx); err != nil || now != lg.ProgramReceiver {
 		t.Fatalf("sw1 runs %q (%v), want %q, the program found", now, err, lg.ProgramReceiver)
+	}
+}
+
+// A caller cancelled while a switch's program-scoped undos are settled
+// (Ctrl-C, a step's deadline) still gets the switch put back: the undos
+// run as the run's end runs them, under the run's cleanup context, each
+// with its bound, not under the caller's context. sw1 (the SSH driver,
+// over SSH to the simulated switch) has a register written by the run;
+// SettleProgram, called with a context already cancelled, writes it back
+// before it returns the cancellation. Under the caller's context the
+// undo failed at once and the register stayed as the run left it until
+// the run's end.
+func TestSettleProgramRestoresForACancelledCaller(t *testing.T) {
+	lab, err := simlab.StartDefault(simlab.Options{Seed: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lab.Close() })
+	inv := lab.Inventory()
+	state := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d, _ := inv.Device("sw1")
+	od, err := OpenDevice(ctx, d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { od.closer.Close() })
+	sw := od.Driver.(p4switch.Core)
+	if err := od.Driver.(p4switch.Programs).LoadProgram(ctx, lg.ProgramReceiver); err != nil {
+		t.Fatal(err)
+	}
+	found, err := sw.ReadRegister(ctx, lg.RegPauseThreshold, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := found[0] + 1234
+	var settleErr error
+	var during []int64
+	r := &devRecipe{devices: []string{"sw1"}, hook: func(ctx context.Context, rc *RunContext) error {
+		core, err := rc.Switch("sw1")
+		if err != nil {
+			return err
+		}
+		if err := rc.Journal("sw1", Undo{Kind: UndoTofinoRegister, Desc: "write sw1's pause threshold back",
+			Args: map[string]any{"name": lg.RegPauseThreshold, "index": 0, "value": found[0]}}); err != nil {
+			return err
+		}
+		if err := core.WriteRegister(ctx, lg.RegPauseThreshold, 0, changed); err != nil {
+			return err
+		}
+		cctx, ccancel := context.WithCancel(ctx)
+		ccancel()
+		settleErr = rc.SettleProgram(cctx, "sw1", lg.ProgramReceiver, "a test's restart")
+		// What the switch holds as SettleProgram returns, before the
+		// run's end could restore anything.
+		during, err = sw.ReadRegister(ctx, lg.RegPauseThreshold, 0)
+		return err
+	}}
+	p, _ := ResolveParams(nil, "", nil, nil)
+	eng := &Engine{RunsDir: filepath.Join(state, "runs"), StateDir: state}
+	res, err := eng.Run(ctx, RunRequest{Recipe: r, Params: p, Lab: inv, Simulated: true})
+	if err != nil || res.Status != results.StatusOK {
+		t.Fatalf("run: %v %s %s, unrestored %v", err, res.Status, res.Reason, res.Unrestored)
+	}
+	if !errors.Is(settleErr, context.Canceled) {
+		t.Errorf("SettleProgram for a cancelled caller returned %v, want the cancellation once settled", settleErr)
+	}
+	if len(during) == 0 || during[0] != found[0] {
+		t.Fatalf("as SettleProgram returned, sw1's %s[0] = %v, want %d as found (the run set %d)", lg.RegPauseThreshold, during, found[0], changed)
+	}
+	f, err := os.Open(filepath.Join(res.Dir, "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	settled := 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var e results.Event
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Type == "undo.settled" && e.Device == "sw1" {
+			if b, _ := e.Fields["bound_s"].(float64); b <= 0 {
+				t.Errorf("settled undo without its bound: %+v", e)
+			}
+			settled++
+		}
+	}
+	if settled != 1 {
+		t.Errorf("%d undos settled on sw1, want 1", settled)
 	}
 }

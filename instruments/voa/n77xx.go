@@ -51,6 +51,11 @@ type Keysight struct {
 	// measured on it.
 	motion map[int]channelMotion
 	rtt    time.Duration
+	// stands is where each channel's filter was read back at last on this
+	// connection (a setting's read-back, or Attenuation): the next move's
+	// size is from there, not asked again. Forgotten on a new connection
+	// and while a setting is under way.
+	stands map[int]float64
 }
 
 // channelMotion is how a channel's filter moves, as the instrument says:
@@ -94,7 +99,7 @@ func OpenKeysight(ctx context.Context, address string, opts Options) (*Keysight,
 	if opts.Timeout <= 0 {
 		opts.Timeout = 5 * time.Second
 	}
-	k := &Keysight{addr: address, opts: opts, motion: map[int]channelMotion{}}
+	k := &Keysight{addr: address, opts: opts, motion: map[int]channelMotion{}, stands: map[int]float64{}}
 	k.line = transport.NewLine(address, transport.LineOptions{
 		DialOptions: transport.DialOptions{EOL: "\n", Transcript: opts.Transcript},
 		DialTimeout: opts.Timeout,
@@ -124,8 +129,8 @@ func (k *Keysight) hello(ctx context.Context) error {
 	ctx, cancel := k.deadline(ctx)
 	defer cancel()
 	// A new connection may meet an instrument reset or set by hand since:
-	// its speeds are asked again.
-	k.motion, k.rtt = map[int]channelMotion{}, 0
+	// its speeds, and where its filters stand, are asked again.
+	k.motion, k.stands, k.rtt = map[int]channelMotion{}, map[int]float64{}, 0
 	if err := k.send(ctx, "*CLS"); err != nil {
 		return err
 	}
@@ -296,6 +301,8 @@ func (k *Keysight) set(ctx context.Context, ch int, dB float64) error {
 		return fmt.Errorf("%s: %w", doing, err)
 	}
 	k.opts.Transcript.Note("*OPC? wait up to %v: %s", limit, why)
+	// Until the read-back below, where the filter stands is not known.
+	delete(k.stands, ch)
 	if err := k.send(ctx, fmt.Sprintf(":INP%d:ATT %.3fdB", slot(ch), dB)); err != nil {
 		return err
 	}
@@ -321,6 +328,9 @@ func (k *Keysight) set(ctx context.Context, ch int, dB float64) error {
 	})
 	if err != nil && err == wctx.Err() {
 		return k.errorf("%s: reads back %.3f dB, not settled within %.2f dB", doing, got, settleTolerance)
+	}
+	if err == nil {
+		k.stands[ch] = got
 	}
 	return err
 }
@@ -361,15 +371,22 @@ func (k *Keysight) channelMotion(ctx context.Context, ch int) (channelMotion, er
 
 // moveLimit is how long *OPC? may answer 0 after channel ch is set to dB:
 // the move from where the filter is now, at the channel's speed, both as
-// the instrument reports them (opcLimit), and what it came from.
+// the instrument reports them (opcLimit), and what it came from. Where
+// the filter is, is the last read-back on this connection (the driver
+// holds the instrument for a run: nothing else moves it in between), and
+// asked only when there is none, so a setting after a setting asks
+// :INP:ATT? once, for its own read-back.
 func (k *Keysight) moveLimit(ctx context.Context, ch int, dB float64) (time.Duration, string, error) {
 	m, err := k.channelMotion(ctx, ch)
 	if err != nil {
 		return 0, "", err
 	}
-	at, err := k.queryFloat(ctx, fmt.Sprintf(":INP%d:ATT?", slot(ch)))
-	if err != nil {
-		return 0, "", err
+	at, ok := k.stands[ch]
+	if !ok {
+		if at, err = k.queryFloat(ctx, fmt.Sprintf(":INP%d:ATT?", slot(ch))); err != nil {
+			return 0, "", err
+		}
+		k.stands[ch] = at
 	}
 	move := math.Abs(dB - at)
 	return k.opcLimit(move, m.speed), fmt.Sprintf("%.3f dB from %.3f dB at %g dB/s, round trip %v", move, at, m.speed, k.rtt), nil
@@ -564,18 +581,20 @@ func (k *Keysight) SetShutter(ctx context.Context, ch int, open bool) error {
 	})
 }
 
-// Attenuation implements Attenuator.
+// Attenuation implements Attenuator; the reading is where the next
+// move starts from.
 func (k *Keysight) Attenuation(ctx context.Context, ch int) (float64, error) {
-	return k.read(ctx, ch, fmt.Sprintf(":INP%d:ATT?", slot(ch)))
+	return k.read(ctx, ch, fmt.Sprintf(":INP%d:ATT?", slot(ch)), true)
 }
 
 // OutputPower implements PowerMeter: the channel's built-in monitor, dBm.
 func (k *Keysight) OutputPower(ctx context.Context, ch int) (float64, error) {
-	return k.read(ctx, ch, fmt.Sprintf(":FETC%d:POW?", slot(ch)))
+	return k.read(ctx, ch, fmt.Sprintf(":FETC%d:POW?", slot(ch)), false)
 }
 
-// read runs one numeric query on a channel, reconnecting first if needed.
-func (k *Keysight) read(ctx context.Context, ch int, q string) (float64, error) {
+// read runs one numeric query on a channel, reconnecting first if needed;
+// stands: the reading is where the channel's filter stands.
+func (k *Keysight) read(ctx context.Context, ch int, q string, stands bool) (float64, error) {
 	if err := k.checkChannel(ch); err != nil {
 		return 0, err
 	}
@@ -586,6 +605,9 @@ func (k *Keysight) read(ctx context.Context, ch int, q string) (float64, error) 
 		v, err = k.queryFloat(ctx, q)
 		return err
 	})
+	if err == nil && stands {
+		k.stands[ch] = v
+	}
 	return v, err
 }
 

@@ -296,6 +296,62 @@ func TestKeysightGivesUpOnAMoveSlowerThanItsSpeed(t *testing.T) {
 	}
 }
 
+// A setting asks where the filter stands (:INP:ATT?) once, for its
+// read-back after *OPC?: the move's size for the *OPC? limit is from the
+// last read-back on the connection, asked only on the first setting of a
+// connection. Three settings of channel 2 ask 4 times, each setting's one
+// after its *OPC? (where it asked 6, one before each setting too); a new
+// connection asks again.
+func TestKeysightAsksWhereTheFilterStandsOncePerSetting(t *testing.T) {
+	_, faults, addr := keysightLab(t)
+	k, tr := openKeysight(t, addr, voa.Options{})
+	ctx := context.Background()
+	for _, dB := range []float64{1, 2.5, 0.5} {
+		if err := k.SetAttenuation(ctx, 2, dB); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each setting's exchange, from the line that sends it to the next's.
+	var sets [][]string
+	for _, l := range strings.Split(tr.String(), "\n") {
+		_, rest, _ := strings.Cut(l, " ")
+		if strings.HasPrefix(rest, "> :INP3:ATT ") {
+			sets = append(sets, nil)
+		}
+		if len(sets) > 0 {
+			sets[len(sets)-1] = append(sets[len(sets)-1], rest)
+		}
+	}
+	if n := strings.Count(tr.String(), "> :INP3:ATT?\n"); n != 4 || len(sets) != 3 {
+		t.Fatalf("three settings (%d sent) asked :INP3:ATT? %d times, want 4:\n%s", len(sets), n, tr)
+	}
+	for i, ex := range sets {
+		opc, asked := -1, 0
+		for j, l := range ex {
+			switch l {
+			case "> *OPC?":
+				opc = j
+			case "> :INP3:ATT?":
+				asked++
+				if opc < 0 {
+					t.Errorf("setting %d asked :INP3:ATT? before its *OPC?: %q", i+1, ex)
+				}
+			}
+		}
+		if asked != 1 {
+			t.Errorf("setting %d read back %d times: %q", i+1, asked, ex)
+		}
+	}
+	// A new connection may meet a filter moved by hand: it is asked again.
+	faults.DropNext(1)
+	if err := k.SetAttenuation(ctx, 2, 3); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(tr.String(), "> :INP3:ATT?\n"); n != 6 {
+		t.Errorf("a setting on a new connection: :INP3:ATT? asked %d times in all, want 6", n)
+	}
+}
+
 func TestKeysightRefusesOutOfLimitsBeforeSending(t *testing.T) {
 	v, _, addr := keysightLab(t)
 	k, tr := openKeysight(t, addr, voa.Options{Limits: &voa.Limits{MinDB: 0, MaxDB: 20}})
