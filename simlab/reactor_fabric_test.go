@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,15 +33,22 @@ type fabricBench struct {
 	setupTook time.Duration
 }
 
-func newFabricBench(t *testing.T, n int, eps float64) *fabricBench {
+func newFabricBench(t testing.TB, n int, eps float64) *fabricBench {
+	return newFabricBenchOn(t, n, eps, nil, 0)
+}
+
+// newFabricBenchOn is newFabricBench on a switch with the given clock (nil:
+// the wall clock) and a fabric whose pump looks every tick (0: its
+// default).
+func newFabricBenchOn(t testing.TB, n int, eps float64, clock func() time.Duration, tick time.Duration) *fabricBench {
 	t.Helper()
 	w := world.New(11)
-	m, err := ocs.NewMicroOCS(w, "ocs9", ocs.MicroOCSOptions{Ports: n})
+	m, err := ocs.NewMicroOCS(w, "ocs9", ocs.MicroOCSOptions{Ports: n, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := &fabricBench{ocs: m}
-	o := reactor.ReactorFabricOptions{Name: "rtor9", OCS: &fabricSwitch{m: m}, LinkBps: 10e9, EPSBps: eps, Seed: 3}
+	o := reactor.ReactorFabricOptions{Name: "rtor9", OCS: &fabricSwitch{m: m}, LinkBps: 10e9, EPSBps: eps, Seed: 3, Tick: tick}
 	for i := range n {
 		b.names = append(b.names, fmt.Sprintf("x%d", i+1))
 		b.addrs = append(b.addrs, netip.AddrFrom4([4]byte{10, 9, 0, byte(i + 1)}))
@@ -60,7 +68,7 @@ func newFabricBench(t *testing.T, n int, eps float64) *fabricBench {
 }
 
 // setup gives every host a class per other host and an EPS rate.
-func (b *fabricBench) setup(t *testing.T, ctx context.Context, eps float64) {
+func (b *fabricBench) setup(t testing.TB, ctx context.Context, eps float64) {
 	t.Helper()
 	t0 := b.ocs.Now()
 	defer func() { b.setupTook = b.ocs.Now() - t0 }()
@@ -91,7 +99,7 @@ func fabricRoundRobin(n int, period, night time.Duration) ocs.OCSSchedule {
 	return s
 }
 
-func testCtx(t *testing.T) context.Context {
+func testCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	return ctx
@@ -256,6 +264,79 @@ func TestFabricLateFlowAndReplay(t *testing.T) {
 	}
 }
 
+// A class's EPS rate limit set while the schedule runs holds from the
+// data plane's present on: a paced EPS flow measured before it carries
+// its rate, one measured after it the limit; and a replay (a late flow
+// rebuilds the model from the run's start) sets the limit again at the
+// same time, neither from the start nor never. The switch's clock is the
+// test's and the pump looks only when asked, so the data plane is where
+// the test puts it.
+func TestFabricRateLimitHoldsThroughReplay(t *testing.T) {
+	const n = 4
+	var now atomic.Int64
+	b := newFabricBenchOn(t, n, 10e9, func() time.Duration { return time.Duration(now.Load()) }, time.Hour)
+	ctx := testCtx(t)
+	b.setup(t, ctx, 10e9)
+	const W = 1500 * time.Microsecond
+	if err := b.ocs.Load(fabricRoundRobin(n, W, 30*time.Microsecond)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Millisecond
+	to := func(at time.Duration) {
+		now.Store(int64(at))
+		b.fab.Step()
+	}
+	// Two flows of host 0's EPS class: one before the limit, one after.
+	a := hostagent.ReactorFlowRequest{Dst: b.names[1], EPS: true, Kind: hostagent.FlowPaced, RateBps: 4e9,
+		StartNs: int64(start), StopNs: int64(start + 7*W), MeasureFromNs: int64(start + 2*W), MeasureToNs: int64(start + 6*W)}
+	c := a
+	c.StartNs, c.StopNs, c.MeasureFromNs, c.MeasureToNs = int64(start+8*W), 0, int64(start+9*W), int64(start+12*W)
+	if _, err := b.clients[0].ReactorStartFlows(ctx, a, c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ocs.Start(start, false); err != nil {
+		t.Fatal(err)
+	}
+	to(start + 7*W)
+	const limit = 1e9
+	if _, err := b.clients[0].ReactorRates(ctx, hostagent.ReactorRates{RatesBps: map[string]float64{hostagent.ReactorEPS: limit}}); err != nil {
+		t.Fatal(err)
+	}
+	to(start + 13*W)
+	measured := func() []hostagent.ReactorFlow {
+		t.Helper()
+		fs, err := b.clients[1].ReactorFlows(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(fs.Received) != 2 || !fs.Received[0].Measured || !fs.Received[1].Measured {
+			t.Fatalf("received at %d ns: %+v", fs.ClockNs, fs.Received)
+		}
+		return fs.Received
+	}
+	got := measured()
+	share := (1500.0 - 28) / 1538 // the payload share of UDP frames
+	for i, want := range []float64{4e9 * share, limit * share} {
+		if g := got[i].GoodputBps; math.Abs(g-want) > 0.01*want {
+			t.Errorf("flow %d (%s): %.4g b/s, want %.4g", i, got[i].ID, g, want)
+		}
+	}
+	// A late flow of other hosts replays the run: what was measured stays.
+	late := hostagent.ReactorFlowRequest{Dst: b.names[3], Kind: hostagent.FlowPaced, RateBps: 1e9}
+	if _, err := b.clients[2].ReactorStartFlows(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	again := measured()
+	for i := range got {
+		if again[i].MeasuredBytes != got[i].MeasuredBytes {
+			t.Errorf("flow %d (%s): %d B measured, %d B after a replay", i, got[i].ID, got[i].MeasuredBytes, again[i].MeasuredBytes)
+		}
+	}
+	if err := b.fab.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestFabricSetupChecksDestinations(t *testing.T) {
 	b := newFabricBench(t, 3, 10e9)
 	ctx := testCtx(t)
@@ -276,4 +357,69 @@ func TestFabricSetupChecksDestinations(t *testing.T) {
 	if _, err := b.clients[0].ReactorStartFlows(ctx, hostagent.ReactorFlowRequest{Dst: "x2", Kind: hostagent.FlowBulk}); err == nil || !strings.Contains(err.Error(), "no classes") {
 		t.Errorf("flows before classes: %v", err)
 	}
+}
+
+// BenchmarkFabricRateLimits is the data plane's cost for 10 ms of the
+// switch's clock: 16 hosts, all-to-all bulk flows under the round robin,
+// every class of every host rate limited (272 limits in force from the
+// run's start). The switch's clock is the benchmark's, and the pump looks
+// only when asked (Step), so each op advances the model by the same 10 ms.
+func BenchmarkFabricRateLimits(b *testing.B) {
+	const n = 16
+	var now atomic.Int64
+	clock := func() time.Duration { return time.Duration(now.Load()) }
+	fb := newFabricBenchOn(b, n, 10e9, clock, time.Hour)
+	ctx := testCtx(b)
+	fb.setup(b, ctx, 1e9)
+	for i, c := range fb.clients {
+		r := hostagent.ReactorRates{RatesBps: map[string]float64{hostagent.ReactorEPS: 0.5e9}}
+		for j := range n {
+			if j != i {
+				r.RatesBps[fb.names[j]] = 0.5e9
+			}
+		}
+		if _, err := c.ReactorRates(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	const W = 1500 * time.Microsecond
+	if err := fb.ocs.Load(fabricRoundRobin(n, W, 30*time.Microsecond)); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Millisecond
+	for i, c := range fb.clients {
+		var fs []hostagent.ReactorFlowRequest
+		for j := range n {
+			if j != i {
+				fs = append(fs, hostagent.ReactorFlowRequest{Dst: fb.names[j], Kind: hostagent.FlowBulk, StartNs: int64(start)})
+			}
+		}
+		if _, err := c.ReactorStartFlows(ctx, fs...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := fb.ocs.Start(start, false); err != nil {
+		b.Fatal(err)
+	}
+	now.Store(int64(start))
+	fb.fab.Step()
+	b.ResetTimer()
+	for range b.N {
+		now.Add(int64(10 * time.Millisecond))
+		fb.fab.Step()
+	}
+	b.StopTimer()
+	if err := fb.fab.Err(); err != nil {
+		b.Fatal(err)
+	}
+	fs, err := fb.clients[0].ReactorFlows(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The data plane follows the switch's clock 300 us behind, on a
+	// 100 us grid.
+	if want := int64(start) + int64(b.N)*int64(10*time.Millisecond) - int64(time.Millisecond); fs.ClockNs < want {
+		b.Fatalf("the data plane is at %d ns, want at least %d", fs.ClockNs, want)
+	}
+	b.ReportMetric(float64(fs.ClockNs-int64(start))/float64(b.N)/1e6, "sim-ms/op")
 }

@@ -135,6 +135,7 @@ type fabricRun struct {
 	scheds   map[int64]sched.Schedule // the schedule each period was given
 	seen     map[int64]sched.Schedule // the switch's schedule per period, as observed
 	events   []epsEvent
+	applied  int             // events[:applied] are in the model
 	checks   []time.Duration // run times at which to snapshot counters
 	ended    bool
 	end      time.Duration // run time the data plane stopped at
@@ -441,7 +442,7 @@ func (f *ReactorFabric) rebuildLocked(r *fabricRun) {
 		f.log.Warn("reactor run: model", "fabric", f.o.Name, "err", err)
 		m, _ = reactormodel.New(f.params(r), nil)
 	}
-	r.model = m
+	r.model, r.applied = m, 0
 	for _, fl := range r.flows {
 		fl.from, fl.to, fl.final = nil, nil, nil
 		fl.payload = payloadOf(m.Params().Framing, fl.kind)
@@ -482,11 +483,9 @@ func (f *ReactorFabric) advanceLocked(r *fabricRun, t, budget time.Duration) boo
 			return false
 		}
 		next := min(t, (m.Now()/advanceGrid+1)*advanceGrid)
-		for _, e := range r.events {
-			if e.at > m.Now() {
-				next = min(next, e.at)
-				break
-			}
+		f.applyEvents(r, m.Now())
+		if r.applied < len(r.events) {
+			next = min(next, r.events[r.applied].at) // the first after now
 		}
 		for _, c := range r.checks {
 			if c > m.Now() {
@@ -494,7 +493,6 @@ func (f *ReactorFabric) advanceLocked(r *fabricRun, t, budget time.Duration) boo
 				break
 			}
 		}
-		f.applyEvents(r, m.Now())
 		if err := m.AdvanceTo(next); err != nil {
 			if r.err == nil {
 				r.err = err
@@ -511,13 +509,14 @@ func (f *ReactorFabric) advanceLocked(r *fabricRun, t, budget time.Duration) boo
 // advanceGrid is where the pump stops the model.
 const advanceGrid = 100 * time.Microsecond
 
-// applyEvents sets the limits whose time has come (at or before now that
-// the model has not had yet); events are kept in time order.
+// applyEvents sets the limits whose time has come (at or before now) that
+// the model has not had yet, in time order; events are kept in time
+// order, and a limit is in force until a later event of its class, so
+// the events before r.applied need not be set again.
 func (f *ReactorFabric) applyEvents(r *fabricRun, now time.Duration) {
-	for _, e := range r.events {
-		if e.at <= now {
-			r.model.SetEPSLimit(e.host, e.dst, e.bps)
-		}
+	for ; r.applied < len(r.events) && r.events[r.applied].at <= now; r.applied++ {
+		e := r.events[r.applied]
+		r.model.SetEPSLimit(e.host, e.dst, e.bps)
 	}
 }
 
@@ -711,6 +710,9 @@ func (f *ReactorFabric) addFlowsLocked(fls []*fabricFlow) error {
 func (f *ReactorFabric) setLimitLocked(h, dst int, bps float64) {
 	f.hosts[h].limits[dst] = bps
 	if r := f.run; r != nil && !r.ended && r.model != nil {
+		// At the model's present, so after every event applied: it
+		// lands at r.applied or later, and is set again there (the
+		// same limit) when the model next moves.
 		r.events = append(r.events, epsEvent{at: r.model.Now(), host: h, dst: dst, bps: bps})
 		sort.SliceStable(r.events, func(i, j int) bool { return r.events[i].at < r.events[j].at })
 		r.model.SetEPSLimit(h, dst, bps)
