@@ -180,7 +180,8 @@ type txPath struct {
 
 	hist    [tpHistory]tpEntry // the latest inputs (cycles repeat them)
 	histN   int64
-	logging bool // cycles can be jumped: keep hist
+	logging bool     // cycles can be jumped: keep hist
+	lazy    []tpLazy // replayed stretches' inputs in hist, not copied (histAt)
 
 	jump   tpJumper
 	noJump bool // decide every copy (tests: the jumps change nothing)
@@ -320,6 +321,52 @@ func (p *txPath) add(e tpEntry) {
 	}
 }
 
+// tpLazy is a replayed stretch's inputs in the history (hist), at its
+// positions pos on: its recording's, shifted by ds originals and dt
+// picoseconds. A stretch replayed from a note leaves them there rather than
+// copying each into the ring, as most are never read: only a cycle's
+// period (tpJump) reads the history, a cycle found seldom after a loss in
+// non-blocking mode. (A recording's inputs are never changed once it is
+// done: replay.go makes each anew.)
+type tpLazy struct {
+	log         []tpEntry
+	ds, dt, pos int64
+}
+
+// histLazy puts log, shifted by ds and dt, into the history as the next
+// inputs, by reference.
+func (p *txPath) histLazy(log []tpEntry, ds, dt int64) {
+	old := p.histN + int64(len(log)) - tpHistory // the history keeps positions from here
+	i := 0
+	for i < len(p.lazy) && p.lazy[i].pos+int64(len(p.lazy[i].log)) <= old {
+		i++
+	}
+	if i > 0 {
+		p.lazy = append(p.lazy[:0], p.lazy[i:]...)
+	}
+	p.lazy = append(p.lazy, tpLazy{log, ds, dt, p.histN})
+	p.histN += int64(len(log))
+}
+
+// histAt is the input at history position i (histN-tpHistory <= i <
+// histN): a replayed stretch's (histLazy) or one written into the ring.
+func (p *txPath) histAt(i int64) tpEntry {
+	for j := len(p.lazy) - 1; j >= 0; j-- {
+		l := &p.lazy[j]
+		if i >= l.pos+int64(len(l.log)) {
+			break // written after it, into the ring
+		}
+		if i >= l.pos {
+			e := l.log[i-l.pos]
+			e.at += l.dt
+			e.t0 += l.dt
+			e.seq += l.ds
+			return e
+		}
+	}
+	return p.hist[i%tpHistory]
+}
+
 // feed adds the inputs of a replayed stretch or of jumped cycles, shifted
 // by ds originals and dt picoseconds.
 func (s *sim) tpFeed(log []tpEntry, ds, dt int64) {
@@ -337,7 +384,7 @@ func (s *sim) tpJump(from, now, p, d, m int64) {
 	tp := s.tp
 	lo := max(0, tp.histN-tpHistory)
 	i := tp.histN
-	for i > lo && tp.hist[(i-1)%tpHistory].at >= from {
+	for i > lo && tp.histAt(i-1).at >= from {
 		i--
 	}
 	if i == lo && lo > 0 {
@@ -346,7 +393,7 @@ func (s *sim) tpJump(from, now, p, d, m int64) {
 	period := make([]tpEntry, 0, tp.histN-i)
 	sends, steps := 0, 0
 	for ; i < tp.histN; i++ {
-		if e := tp.hist[i%tpHistory]; e.at < now {
+		if e := tp.histAt(i); e.at < now {
 			period = append(period, e)
 			switch e.kind {
 			case tpSend:

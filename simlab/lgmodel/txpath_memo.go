@@ -131,15 +131,9 @@ func (s *sim) tpReplay(rec *recording, ds, dt, n0, t0, t1 int64) {
 		p.tl.pending, p.tl.e, p.tl.n0, p.tl.a = true, e, n0, a
 		p.memoHits++
 		// The inputs still go into the history a cycle repeats
-		// (tpJump), and are counted.
+		// (tpJump), by reference, and are counted.
 		if p.logging {
-			for _, x := range rec.tlog {
-				x.at += dt
-				x.t0 += dt
-				x.seq += ds
-				p.hist[p.histN%tpHistory] = x
-				p.histN++
-			}
+			p.histLazy(rec.tlog, ds, dt)
 		}
 		p.inputs += int64(len(rec.tlog))
 		return
