@@ -113,10 +113,20 @@ func TestReplayedUndoTakesTheTimeItsDriverSays(t *testing.T) {
 }
 
 // A program's restart, the undo of a run that loaded another, is given
-// the switch driver's start-up bound: the simulated bf_switchd takes
-// 150 ms to come up, longer than the fixed bound of 100 ms this run has.
+// the switch driver's start-up bound, over SSH (StartTimeout and four
+// Timeouts) and over BF Runtime gRPC (the load's StartTimeout and four
+// Timeouts): the simulated switch takes 150 ms to load a program
+// (bf_switchd's start, a warm init), longer than the fixed bound of 100 ms
+// this run has. Over gRPC the driver said nothing and the restart was cut
+// at 100 ms, the switch left running the run's program.
 func TestProgramUndoTakesTheSwitchsStartBound(t *testing.T) {
-	lab, err := simlab.StartDefault(simlab.Options{Seed: 7})
+	for _, driver := range []string{"tofino-bfrt", "tofino-bfrt-grpc"} {
+		t.Run(driver, func(t *testing.T) { programUndoTakesTheStartBound(t, driver) })
+	}
+}
+
+func programUndoTakesTheStartBound(t *testing.T, driver string) {
+	lab, err := simlab.StartDefault(simlab.Options{Seed: 7, SwitchDriver: driver})
 	if err != nil {
 		t.Fatal(err)
 	}

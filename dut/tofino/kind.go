@@ -64,9 +64,13 @@ func (s *Switch) LoadProgram(ctx context.Context, program string) error {
 // exchanges around them (stopping the old bf_switchd and starting the new,
 // the agent's hello, the program read back), a Timeout each. A run's undo
 // of a program change is given this long. Over a connection that manages
-// the program itself (BF Runtime gRPC) it says nothing (0).
+// the program itself (BF Runtime gRPC) it is that connection's
+// StartProgramBound, or nothing (0) if it has none.
 func (s *Switch) LoadProgramBound() time.Duration {
 	if s.life != nil {
+		if b, ok := s.life.(interface{ StartProgramBound() time.Duration }); ok {
+			return b.StartProgramBound()
+		}
 		return 0
 	}
 	return s.opts.StartTimeout + 4*s.opts.Timeout

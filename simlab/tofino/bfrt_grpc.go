@@ -41,9 +41,9 @@ import (
 //     p4_name (an independent client); neither is "Bound config not
 //     found";
 //   - VERIFY_AND_WARM_INIT_BEGIN_AND_END loads a program from the config's
-//     bfruntime_info and profile (context.json, tofino.bin), answers
-//     WARM_INIT_FINISHED on the client's stream, and unbinds the clients
-//     of the program it replaced;
+//     bfruntime_info and profile (context.json, tofino.bin), which takes
+//     pipelineLoadTime, answers WARM_INIT_FINISHED on the client's stream,
+//     and unbinds the clients of the program it replaced;
 //   - a batch's failures are an UNKNOWN status whose details hold one
 //     bfrt_proto.Error per update (canonical_code OK for those that
 //     worked), as BfRtServerErrorReporter sends them.
@@ -257,6 +257,13 @@ func (s *bfrtService) SetForwardingPipelineConfig(ctx context.Context, req *bfrt
 		}
 		if req.Action == bfrtpb.SetForwardingPipelineConfigRequest_VERIFY {
 			return &bfrtpb.SetForwardingPipelineConfigResponse{}, nil
+		}
+		// The pipes take a while to load (as bf_switchd's start over
+		// SSH): the answer comes once they have.
+		select {
+		case <-time.After(pipelineLoadTime):
+		case <-ctx.Done():
+			return nil, status.FromContextError(ctx.Err()).Err()
 		}
 		// As bf_switchd restarting with the program (switchd-start over
 		// SSH): every port, counter, table, register and generator is gone.

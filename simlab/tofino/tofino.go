@@ -401,6 +401,14 @@ func (t *Tofino) queuePriority(dev, qid int) int {
 
 // ---- shell commands ----
 
+// pipelineLoadTime is how long the simulated switch takes to load a P4
+// program into its pipes: bf_switchd's start with it (over SSH, bfshell
+// answers from then on) and a warm init with it over BF Runtime (answered
+// from then on). A real Tofino takes seconds; this is short enough for
+// tests and long enough that a driver which does not wait for it, or
+// bounds the wait by less, is seen to fail.
+const pipelineLoadTime = 150 * time.Millisecond
+
 var (
 	opRe      = regexp.MustCompile(`^# testbed:([a-z0-9-]+)`)
 	progRe    = regexp.MustCompile(`run_switchd\.sh"? -p ([A-Za-z0-9_-]+)`)
@@ -449,7 +457,7 @@ func (t *Tofino) exec(ctx context.Context, cmd string, stdin io.Reader, stdout, 
 			t.switchdLog = append(t.switchdLog, "ERROR: "+p[1]+".conf not found; build and install the program first")
 		} else {
 			t.reset(p[1])
-			t.readyAt = time.Now().Add(150 * time.Millisecond) // bf_switchd takes a while to come up
+			t.readyAt = time.Now().Add(pipelineLoadTime) // bf_switchd takes a while to come up
 		}
 		fmt.Fprintln(stdout, "started")
 	case "p4-upload":

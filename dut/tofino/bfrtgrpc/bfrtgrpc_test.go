@@ -2,6 +2,7 @@ package bfrtgrpc_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -295,5 +296,37 @@ func TestFECCountersAndPacketOutThroughTheAgentSideChannel(t *testing.T) {
 		if !tofino.IsUnsupported(err) || !strings.Contains(err.Error(), "agent_ssh") {
 			t.Errorf("%s without the side channel: %v, want unsupported naming options.agent_ssh", what, err)
 		}
+	}
+}
+
+// A program's load is bounded by StartTimeout, not by one operation's
+// Timeout: the simulated switch takes 150 ms to load its pipes, which a
+// driver with a Timeout of 100 ms waits out (it cut the load at 100 ms
+// and failed), and a StartTimeout of 50 ms gives up on, saying so. An
+// undo of the load is given StartTimeout and four Timeouts.
+func TestLoadIsBoundedByStartTimeout(t *testing.T) {
+	lab := startLab(t)
+	d, _ := lab.Inventory().Device("sw1")
+	ctx := context.Background()
+	open := func(o bfrtgrpc.Options) *tofino.Switch {
+		o.Artifacts = d.Options["artifacts"]
+		sw, err := bfrtgrpc.Open(ctx, d.Address, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sw.Close() })
+		return sw
+	}
+	sw := open(bfrtgrpc.Options{Timeout: 100 * time.Millisecond})
+	if err := sw.StartSwitchd(ctx, lg.ProgramReceiver); err != nil {
+		t.Fatalf("a 150 ms load with a Timeout of 100 ms: %v", err)
+	}
+	if got := sw.LoadProgramBound(); got != 3*time.Minute+400*time.Millisecond {
+		t.Errorf("LoadProgramBound = %v, want StartTimeout (3 min) and four Timeouts", got)
+	}
+	short := open(bfrtgrpc.Options{Timeout: 5 * time.Second, StartTimeout: 50 * time.Millisecond})
+	err := short.StartSwitchd(ctx, lg.ProgramSender)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "within 50ms (StartTimeout)") || !strings.Contains(err.Error(), d.Address[len("tcp://"):]) {
+		t.Fatalf("a 150 ms load with a StartTimeout of 50 ms: %v", err)
 	}
 }

@@ -72,8 +72,13 @@ type Options struct {
 	// cannot load a program the switch does not already run.
 	Artifacts string
 	// Timeout is the deadline of one operation (default 10s).
-	Timeout    time.Duration
-	Transcript *transport.Transcript
+	Timeout time.Duration
+	// StartTimeout bounds a program's load: the SetForwardingPipelineConfig
+	// that sends it and the wait for WARM_INIT_FINISHED, the pipes' load
+	// that bf_switchd's start does over SSH (default 3 min, as the SSH
+	// driver's StartTimeout).
+	StartTimeout time.Duration
+	Transcript   *transport.Transcript
 	// Agent, when set, is the switch's testbed agent over SSH (the
 	// tofino-bfrt driver's path, the inventory's options.agent_ssh),
 	// which answers what BF Runtime does not serve: port.fec_stat (the
@@ -135,6 +140,9 @@ func Dial(ctx context.Context, address string, opts Options) (*Conn, error) {
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 3 * time.Minute
 	}
 	if opts.ClientID == 0 {
 		var b [4]byte
@@ -400,16 +408,23 @@ func (c *Conn) StartProgram(ctx context.Context, program string) error {
 	if c.tr != nil {
 		c.tr.Sent(fmt.Sprintf("SetForwardingPipelineConfig action=VERIFY_AND_WARM_INIT_BEGIN_AND_END p4_name=%s bf-rt.json=%d B context.json=%d B tofino.bin=%d B", program, len(files[0]), len(files[1]), len(files[2])))
 	}
-	sctx, cancel := c.deadline(ctx)
+	// The load and its WARM_INIT_FINISHED within StartTimeout, as the SSH
+	// driver waits for bf_switchd's start: the pipes take seconds to load,
+	// more than one operation's Timeout.
+	sctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
+	defer cancel()
 	_, err := c.stub.SetForwardingPipelineConfig(sctx, req)
-	cancel()
 	if err != nil {
+		if errors.Is(sctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			c.tr.Error(err)
+			return fmt.Errorf("bf runtime %s: load %s: not loaded within %v (StartTimeout): %w", c.addr, program, c.opts.StartTimeout, context.DeadlineExceeded)
+		}
 		return c.rpcErr("load "+program, err)
 	}
-	if _, err := c.waitStream(ctx, func(m *bfrtpb.StreamMessageResponse) bool {
+	if _, err := c.waitStream(sctx, func(m *bfrtpb.StreamMessageResponse) bool {
 		return m.GetSetForwardingPipelineConfigResponse().GetSetForwardingPipelineConfigResponseType() == bfrtpb.SetForwardingPipelineConfigResponseType_WARM_INIT_FINISHED
 	}); err != nil {
-		return fmt.Errorf("load %s: no WARM_INIT_FINISHED: %w", program, err)
+		return fmt.Errorf("bf runtime %s: load %s: no WARM_INIT_FINISHED within %v (StartTimeout): %w", c.addr, program, c.opts.StartTimeout, err)
 	}
 	in, err := c.tables(ctx)
 	if err != nil {
@@ -420,6 +435,17 @@ func (c *Conn) StartProgram(ctx context.Context, program string) error {
 		return fmt.Errorf("load %s: the switch runs %q", program, p)
 	}
 	return nil
+}
+
+// StartProgramBound is how long StartProgram, with the reading of the
+// program before it, may take: the load within StartTimeout and the
+// exchanges around it (the program read before, the load's
+// configuration read back and the BIND, the read of the running program
+// an undo does first), a Timeout each. A run's undo of a program change
+// is given this long (tofino.Switch.LoadProgramBound), as the SSH
+// driver's restart is given its StartTimeout and four Timeouts.
+func (c *Conn) StartProgramBound() time.Duration {
+	return c.opts.StartTimeout + 4*c.opts.Timeout
 }
 
 // p4Name is what a request names: the program, or before there is one

@@ -46,6 +46,7 @@ func init() {
 			}
 			return sw, nil
 		},
-		Undo: tofino.UndoKinds(),
+		Undo:      tofino.UndoKinds(),
+		UndoBound: tofino.UndoBounds(),
 	})
 }
