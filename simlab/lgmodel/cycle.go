@@ -105,7 +105,7 @@ func (s *sim) cycle(until int64) {
 		}
 		if m.encoded && slices.Equal(m.enc, c.cur) && s.paceRepeats(m) {
 			c.aSeq, c.aAt, c.aRes, c.aCovered, c.aRunStart, c.aFree = m.seq, m.at, m.res, m.covered, m.run, m.free
-			if s.rec != nil {
+			if s.rec != nil && !s.slackBound(until) {
 				s.finishRecording(true)
 			}
 			s.cycleFound(until)
@@ -262,6 +262,36 @@ func (d *deque) order(n int64) int64 {
 	return w
 }
 
+// cyclesToJump is how many cycles of p originals lasting d picoseconds
+// jump takes from here, and whether a paced sender's slack (paceCycles)
+// sets that: the sender catches up with the generator there, and what
+// follows does not repeat (the reorder buffer drains while the sender
+// keeps pace), so a recording (replay.go) goes on through the jump. (A
+// jump is exact whatever its length, so a recording may hold one: its end
+// is a state of the same path. One the countdown or the time asked for
+// bounds ends the recording, as at line rate, and is jumped when replayed,
+// as far as the replay's own countdown and time allow.)
+func (s *sim) cyclesToJump(until, p, d int64) (int64, bool) {
+	m := min(s.gap/p, (s.c.Frames-s.nextSeq-1)/p, (until-max(s.now, s.aheadAt))/d)
+	pc := s.paceCycles(p, d)
+	return min(m, pc), pc <= m
+}
+
+// slackBound: the jump from the cycle just found is set by the paced
+// sender's slack (cyclesToJump).
+func (s *sim) slackBound(until int64) bool {
+	c := &s.cyc
+	p, d := s.nextSeq-c.aSeq, s.now-c.aAt
+	if p <= 0 || d <= 0 {
+		return false
+	}
+	_, slack := s.cyclesToJump(until, p, d)
+	if slack {
+		s.slackJumps++
+	}
+	return slack
+}
+
 // jump: the state now is the state at c.aSeq shifted by one cycle. Jump
 // over as many more cycles as the next corruption, the end of the traffic
 // and the time asked for allow.
@@ -274,7 +304,7 @@ func (s *sim) jump(until int64) {
 	// The original about to be sent is sent after the jump: keep one.
 	// Passes of the loop handled ahead move with the state: they too stay
 	// within the time asked for.
-	m := min(s.gap/p, (s.c.Frames-s.nextSeq-1)/p, (until-max(s.now, s.aheadAt))/d, s.paceCycles(p, d))
+	m, _ := s.cyclesToJump(until, p, d)
 	if m <= 0 {
 		return
 	}

@@ -579,6 +579,7 @@ type sim struct {
 	injected          []float64           // drawn by a replay that handed over: the next numbers drawn
 	replays, replayed int64               // replays started, and reaching their end (tests)
 	midReplayed       int64               // ... of them, from a checkpoint (tests)
+	slackJumps        int64               // cycle jumps recorded through (cycle.go slackBound; tests)
 
 	tp    *txPath // the Tx buffer's read queue with the courier (nil: off)
 	tpIDs int64   // recordings named in tp's memo so far
@@ -928,6 +929,7 @@ func (s *sim) steps(until int64) {
 		s.leaveIdle()
 		if want == lg.PktOriginal {
 			s.cycle(until)
+			s.endSegment()
 			for {
 				// A corruption: a recording under way met a second one
 				// and is not kept; in a state seen before, what followed
@@ -951,8 +953,9 @@ func (s *sim) steps(until int64) {
 					s.cycleFound(until)
 				}
 			}
-			if s.rec != nil && s.gap > 0 && s.steady() {
-				// The stretch is over: the line is back in steady state.
+			if s.rec != nil && s.gap > 0 && s.settled() {
+				// The stretch is over: the line is back in steady state
+				// (a paced sender's: its next stretch is a paced run).
 				s.finishRecording(false)
 			}
 		}

@@ -120,7 +120,10 @@ func TestPacedTxQueueNotAboveBackToBack(t *testing.T) {
 // cases cover both speeds, the three modes, ordered with and without its
 // pauses, 1e-5 and 1e-3, dummies corrupted often enough to be lost in
 // the gaps, a period long enough for the line to idle on redundant
-// dummies, and no dummies at all.
+// dummies, and no dummies at all; and, at 1e-4, enough losses for the
+// stretches after them to be replayed (replay.go: keyed on the
+// generator's phase, in segments, recorded through the cycle jumps the
+// sender's slack bounds), which the test requires.
 func TestPacedRunEqualsStepping(t *testing.T) {
 	seeds := sweep[uint64](1, 3) // make test: seed 0; make test-long: 0, 1, 2
 	short := sweep[int64](15_000, 40_000)
@@ -154,7 +157,13 @@ func TestPacedRunEqualsStepping(t *testing.T) {
 			cas{Ordered, bps, 1e-3, short, 124, true, 0, false, true},
 			cas{NonBlocking, bps, 1e-3, short, 124, false, 0, false, true})
 	}
-	var runs, periods, ahead, jumped int64
+	// Enough losses at 1e-4 for the stretches after them to meet the
+	// same state at the same phase of the generator, and be replayed
+	// (replay.go), behind-the-timer cycle jumps recorded through.
+	long := sweep[int64](400_000, 1_500_000)
+	cases = append(cases, cas{Ordered, 25e9, 1e-4, long, 124, true, 0, false, false},
+		cas{NonBlocking, 100e9, 1e-4, long, 124, false, 0, false, false})
+	var runs, periods, ahead, jumped, replayed, through int64
 	for _, k := range cases {
 		c, err := Defaults(k.mode, k.bps, k.loss, k.frames)
 		if err != nil {
@@ -208,13 +217,16 @@ func TestPacedRunEqualsStepping(t *testing.T) {
 			periods += one.s.pacedJumped + fast.s.pacedJumped
 			ahead += one.s.aheadN
 			jumped += one.s.cyc.jumpedSeqs
+			replayed += one.s.replayed + fast.s.replayed
+			through += one.s.slackJumps + fast.s.slackJumps
 			if !k.courier && (one.s.pacedRuns == 0 || fast.s.pacedRuns == 0) {
 				t.Fatalf("%+v seed %d: no paced run (%d in one go, %d sliced)", k, seed, one.s.pacedRuns, fast.s.pacedRuns)
 			}
 		}
 	}
-	if runs == 0 || periods == 0 || jumped == 0 {
-		t.Errorf("paced runs %d (originals in whole periods %d), originals jumped in cycles %d: a fast path was not taken", runs, periods, jumped)
+	t.Logf("paced runs %d, originals in whole periods %d, jumped in cycles %d, stretches replayed %d, cycle jumps recorded through %d", runs, periods, jumped, replayed, through)
+	if runs == 0 || periods == 0 || jumped == 0 || replayed == 0 || through == 0 {
+		t.Errorf("paced runs %d (originals in whole periods %d), originals jumped in cycles %d, stretches replayed %d (cycle jumps recorded through %d): a fast path was not taken", runs, periods, jumped, replayed, through)
 	}
 	// The loop is not run ahead of a paced sender (model.go, loopsAhead).
 	if ahead != 0 {

@@ -60,6 +60,20 @@ import (
 // needs it at least as long as the recorded stretch; nothing is drawn).
 // Among the first 400,000 losses of a 25G ordered run at 1e-3 (seed 1),
 // 69% were replayed to their end, against 8% before.
+//
+// A paced sender (Config.Period, paced.go) is replayed the same way, its
+// key holding besides when the generator makes the next original,
+// relative to now (the phase: original i is made at i x Period). Two
+// states with the same key then differ by a whole number of periods in
+// time as in sequence numbers, so every comparison of the wire's time
+// with an original's making comes out the same, and the slack ring
+// (paceSlack) and the free dummies (freeDummy) are installed shifted like
+// the rest. Its stretch ends where the line is settled (a paced run
+// follows), or where a cycle is found that the countdown or the time
+// asked for bounds; a cycle jump the sender's slack bounds is recorded
+// through (cycle.go cyclesToJump). And it is recorded in segments
+// (endSegment), from checkpoints all along the stretch, so that a replay
+// fits in the simulated switch's chunks of time.
 
 // Kinds of draws.
 const (
@@ -104,7 +118,7 @@ func (s *sim) uniform(kind int8, a, b float64) float64 {
 	}
 	if r := s.rec; r != nil {
 		switch {
-		case len(r.draws) == recordDraws || kind == drawGeometric && (r.geom >= 0 || r.mid):
+		case len(r.draws) == s.recordDraws() || kind == drawGeometric && (r.geom >= 0 || r.mid):
 			s.rec = nil // too long, or a second countdown
 		default:
 			r.draws = append(r.draws, draw{kind: kind, a: a, b: b, u: u})
@@ -128,6 +142,10 @@ type snapshot struct {
 	paused, draining, bpPaused              bool
 	held, txDropped, retx, holes, delivered []int64
 	givenUp                                 []int64
+	freeSeq                                 int64
+	// sigma is a paced sender's slack ring (paced.go paceSlack) from
+	// nextSeq on, modulo its length (nil at line rate).
+	sigma []int64
 	// The frames in the buffer and in flight, and the pending events of
 	// each queue, packed (packFrame, packEvent): a long run keeps tens of
 	// thousands of recordings.
@@ -141,6 +159,7 @@ type snapshot struct {
 // snapBase is what a snapshot is relative to (base).
 type snapBase struct {
 	now, nextSeq, draws, aheadN int64
+	free, freeLost              int64 // freeDraws, freeLost (paced.go)
 	nev                         int
 	res                         Result // MaxTx/MaxRx: since the start
 }
@@ -149,8 +168,8 @@ type snapBase struct {
 // stretch: the state a cycle just found starts from, and what the marks
 // were made after.
 type cycleFrom struct {
-	aSeq, aAt, aCovered, draws, corrupted int64
-	aRes                                  Result
+	aSeq, aAt, aCovered, draws, corrupted, aFree int64
+	aRes                                         Result
 }
 
 type recording struct {
@@ -248,14 +267,27 @@ const (
 	// cost 11% more CPU than unpacking the compact varints each time.
 	decBudget   = 16 << 20
 	decHits     = 16
-	recordDraws = 32      // draws in one recording at most
-	seenMax     = 1 << 18 // keys noted without a recording at most
+	recordDraws = 32 // draws in one recording at most
+	// ... of a paced sender: the dummies in the generator's gaps draw
+	// their corruption, one every 10 originals at 25G.
+	recordDrawsPaced = 1024
+	seenMax          = 1 << 18 // keys noted without a recording at most
 )
+
+// recordDraws bounds the draws of one recording.
+func (s *sim) recordDraws() int {
+	if s.pacePS > 0 {
+		return recordDrawsPaced
+	}
+	return recordDraws
+}
 
 // memoable: a corrupted original is about to be sent from a state that the
 // key holds whole, with time and traffic left for a replay or recording.
+// A paced sender's Tx path with the courier (txpath.go) is not keyed on
+// the generator's phase: not replayed.
 func (s *sim) memoable(until int64) bool {
-	if s.c.Step || s.c.NoReplay || s.c.NoCycleSkip || s.off != nil || s.pacePS > 0 || s.c.Mode == Off || s.r == nil ||
+	if s.c.Step || s.c.NoReplay || s.c.NoCycleSkip || s.off != nil || s.pacePS > 0 && s.tp != nil || s.c.Mode == Off || s.r == nil ||
 		len(s.holes) > 0 || len(s.retx) > 0 || s.undetected > 0 || s.notifPending > 0 || s.idleFrom >= 0 ||
 		len(s.delivered) > 0 || len(s.givenUp) > 0 || len(s.txDropped) > 0 || len(s.held) > 0 || len(s.injected) > 0 {
 		return false
@@ -273,12 +305,29 @@ func (s *sim) memoable(until int64) bool {
 // further on.
 func (s *sim) checkpoint() bool {
 	d := s.nextSeq - s.lossSeq
-	return d > 0 && d%checkpointEvery == 0 && d <= checkpointLast && !s.steady()
+	return d > 0 && d%checkpointEvery == 0 && (d <= checkpointLast || s.pacePS > 0) && !s.settled()
+}
+
+// endSegment ends a paced sender's recording at the first checkpoint
+// pacedSegment originals or more after its start. After a loss a paced
+// ordered sender at 25G falls behind the generator, catches up, and then
+// keeps pace while its reorder buffer drains for some 1,700 originals
+// (850 us), a stretch that does not repeat (no cycle of up to 1,024
+// originals) and that the simulated switch's chunks of 1 ms of simulated
+// time (simlab/tofino advanceChunk) mostly cut: a replay must end within
+// the time asked for. So its stretch is recorded in segments, one from
+// each checkpoint (every checkpointEvery originals after the loss, to the
+// end of the stretch), each replayed where the last ended.
+func (s *sim) endSegment() {
+	if r := s.rec; r != nil && s.pacePS > 0 && s.gap > 0 && s.checkpoint() && s.nextSeq-r.start.nextSeq >= pacedSegment {
+		s.finishRecording(false)
+	}
 }
 
 const (
 	checkpointEvery = 16  // originals between checkpoints
-	checkpointLast  = 128 // the last checkpoint after a corruption
+	checkpointLast  = 128 // the last checkpoint after a corruption (line rate)
+	pacedSegment    = 128 // a paced recording's originals at least (endSegment)
 )
 
 // margin: loopAhead and kickDrain look this far past the clock (the
@@ -289,7 +338,8 @@ func (s *sim) margin() int64 { return s.oneWay() + s.ser64 + 1 }
 // timeouts, and how far the passes run ahead reach. A run of steady frames
 // on its way counts by where it ends: it lands in order, delivered whole,
 // whatever its length (a replay adds the difference to Delivered). More
-// than one: no key (nil).
+// than one: no key (nil). A paced sender's key ends with the generator's
+// phase: when the next original is made, relative to now (paced.go).
 func (s *sim) memoKey(dst []int64) []int64 {
 	n, t := s.nextSeq, s.now
 	dst = s.encode(dst)
@@ -331,6 +381,9 @@ func (s *sim) memoKey(dst []int64) []int64 {
 	for j := f.head; j < len(f.ev); j++ {
 		e := &f.ev[j]
 		dst = append(dst, e.at-t, e.sched-t, int64(s.nev-e.idx), e.seq-n)
+	}
+	if s.pacePS > 0 {
+		dst = append(dst, n*s.pacePS-t)
 	}
 	return dst
 }
@@ -532,13 +585,14 @@ func (s *sim) keep(r *recording) {
 
 // bytes is about what r takes in memory.
 func (r *recording) bytes() int64 {
-	return int64(unsafe.Sizeof(*r)) + int64(cap(r.key)+cap(r.end.frames)+cap(r.end.events)) +
+	return int64(unsafe.Sizeof(*r)) + int64(cap(r.key)+cap(r.end.frames)+cap(r.end.events)+8*cap(r.end.sigma)) +
 		int64(cap(r.draws))*int64(unsafe.Sizeof(draw{})) + int64(cap(r.tlog))*int64(unsafe.Sizeof(tpEntry{}))
 }
 
 // base notes what a snapshot is relative to.
 func (s *sim) base(b *snapBase) {
 	b.now, b.nextSeq, b.nev, b.draws, b.aheadN, b.res = s.now, s.nextSeq, s.nev, s.draws, s.aheadN, s.res
+	b.free, b.freeLost = s.freeDraws, s.freeLost
 }
 
 func (s *sim) capture(sn *snapshot) {
@@ -568,7 +622,14 @@ func (s *sim) capture(sn *snapshot) {
 	sn.events = bytes.Clone(b)
 	s.memoPacked = b
 	c := &s.cyc
-	sn.cyc = cycleFrom{aSeq: c.aSeq, aAt: c.aAt, aRes: c.aRes, aCovered: c.aCovered, draws: c.draws, corrupted: c.corrupted}
+	sn.cyc = cycleFrom{aSeq: c.aSeq, aAt: c.aAt, aRes: c.aRes, aCovered: c.aCovered, draws: c.draws, corrupted: c.corrupted, aFree: c.aFree}
+	if s.pacePS > 0 {
+		sn.freeSeq = s.freeSeq
+		sn.sigma = make([]int64, cycleRing)
+		for i := range sn.sigma {
+			sn.sigma[i] = s.sigma[(s.nextSeq+int64(i))%cycleRing]
+		}
+	}
 	if r := s.rec; r != nil {
 		sn.res.MaxTxBufferBytes, sn.res.MaxRxBufferBytes = r.maxTx, r.maxRx
 	}
@@ -740,6 +801,31 @@ func (s *sim) restore(rec *recording, sn *snapshot, cur *snapBase, k, runSeq, ru
 	c.aRunStart = s.runStart // no run was sent in the stretch
 	c.draws = cur.draws + a.draws - st.draws
 	c.corrupted = cur.res.Corrupted + a.corrupted - st.res.Corrupted
+	c.aFree = cur.free + a.aFree - st.free
+	s.restorePaced(rec, sn, cur, ds)
+}
+
+// restorePaced installs what a paced sender's stretch leaves besides:
+// the free dummies (paced.go freeDummy) counted, and the slack ring.
+// With the generator's phase in the key, the recording's and the
+// replay's clocks differ by ds periods exactly, so a slack (the wire's
+// time less an original's making) is the same in both. Only slack
+// written in the stretch is read after it (minSlack reads from a mark,
+// and the marks are made anew): the rest of the ring is left as the
+// recording had it.
+func (s *sim) restorePaced(rec *recording, sn *snapshot, cur *snapBase, ds int64) {
+	if sn.sigma == nil {
+		return
+	}
+	st := &rec.start
+	if sn.free > st.free {
+		s.freeSeq = sn.freeSeq + ds
+	} // else no free dummy in the stretch: as it is
+	s.freeDraws = cur.free + sn.free - st.free
+	s.freeLost = cur.freeLost + sn.freeLost - st.freeLost
+	for i, v := range sn.sigma {
+		s.sigma[(s.nextSeq+int64(i))%cycleRing] = v
+	}
 }
 
 func shifted(dst, src []int64, d int64) []int64 {
