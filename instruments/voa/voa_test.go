@@ -617,25 +617,25 @@ func doneLimits(t *testing.T, tr string) []time.Duration {
 
 // A DD-100 move is waited out for its share of the time the manual allows
 // for a run over the whole range (homing's 30 s over MAX ATTEN 55 dB):
-// 0.4 dB at the stepper's 2 dB/s takes 200 ms, given 218 ms, four round
-// trips and the Timeout of 100 ms. At the 5 dB/s the driver assumed it
-// was given 180 ms and failed.
+// 1 dB at the stepper's 1.9 dB/s takes 526 ms, given 545 ms, four round
+// trips and the Timeout of 300 ms. At the 5 dB/s the driver assumed it
+// was given 500 ms and failed.
 func TestOZOpticsWaitsAMoveForItsShareOfTheTravelTime(t *testing.T) {
-	v, addr := ozLabAt(t, 0, 2)
-	o, tr := openOZ(t, addr, voa.Options{Timeout: 100 * time.Millisecond})
+	v, addr := ozLabAt(t, 0, 1.9)
+	o, tr := openOZ(t, addr, voa.Options{Timeout: 300 * time.Millisecond})
 	ctx := context.Background()
 	if _, err := o.Attenuation(ctx, 1); err != nil { // where it stands: 0 dB
 		t.Fatal(err)
 	}
-	if err := o.SetAttenuation(ctx, 1, 0.4); err != nil {
-		t.Fatalf("a 200 ms move: %v", err)
+	if err := o.SetAttenuation(ctx, 1, 1); err != nil {
+		t.Fatalf("a 526 ms move: %v", err)
 	}
-	if got := v.Channels[0].Attenuation(); math.Abs(got-0.4) > 1e-9 {
+	if got := v.Channels[0].Attenuation(); math.Abs(got-1) > 1e-9 {
 		t.Fatalf("the stepper stands at %g dB", got)
 	}
 	lims := doneLimits(t, tr.String())
-	share := 30 * time.Second * 4 / 550 // 0.4 dB of 55 dB
-	if len(lims) != 1 || lims[0] < share+100*time.Millisecond {
+	share := 30 * time.Second / 55 // 1 dB of 55 dB
+	if len(lims) != 1 || lims[0] < share+300*time.Millisecond {
 		t.Fatalf("Done limits %v, want one of at least %v and the Timeout", lims, share)
 	}
 }
@@ -643,18 +643,18 @@ func TestOZOpticsWaitsAMoveForItsShareOfTheTravelTime(t *testing.T) {
 // Homing is given the whole travel time (the step count may be off by
 // any amount), four round trips and the Timeout, and past it fails naming
 // the port and the bound: a stepper at 10 dB homing at 1 dB/s (10 s) with
-// a travel time of 200 ms. A homing within it answers how far the count
+// a travel time of 200 ms and a Timeout of 1 s. A homing within it answers how far the count
 // was off and leaves the attenuator at its minimum.
 func TestOZOpticsHomingIsBoundedByTheTravelTime(t *testing.T) {
 	_, addr := ozLabAt(t, 10, 1)
-	o, tr := openOZ(t, addr, voa.Options{Timeout: 100 * time.Millisecond, TravelTime: 200 * time.Millisecond})
+	o, tr := openOZ(t, addr, voa.Options{Timeout: time.Second, TravelTime: 200 * time.Millisecond})
 	ctx := context.Background()
 	_, err := o.Home(ctx)
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "ozoptics-dd100 "+addr) ||
 		!strings.Contains(err.Error(), "H: no Done within") || !strings.Contains(err.Error(), "55.00 dB in 200ms") {
 		t.Fatalf("a 10 s homing given 200 ms of travel: %v", err)
 	}
-	if lims := doneLimits(t, tr.String()); len(lims) != 1 || lims[0] < 300*time.Millisecond || lims[0] > 10*time.Second {
+	if lims := doneLimits(t, tr.String()); len(lims) != 1 || lims[0] < 1200*time.Millisecond || lims[0] > 10*time.Second {
 		t.Fatalf("Done limits %v, want one of 200 ms of travel and the Timeout", lims)
 	}
 
@@ -674,7 +674,7 @@ func TestOZOpticsHomingIsBoundedByTheTravelTime(t *testing.T) {
 // the range (55 dB in the manual's 30 s, with the exchanges around it).
 func TestOZOpticsUndoIsGivenTheMovesShare(t *testing.T) {
 	_, addr := ozLabAt(t, 0, 1000)
-	const timeout = 100 * time.Millisecond
+	const timeout = time.Second
 	dev, err := voa.Open(context.Background(), "ozoptics-dd100", addr, voa.Options{Timeout: timeout})
 	if err != nil {
 		t.Fatal(err)
@@ -687,7 +687,7 @@ func TestOZOpticsUndoIsGivenTheMovesShare(t *testing.T) {
 	}
 	ctx := context.Background()
 	// Where it stands is not read yet: the move may be from the far end.
-	if got, err := bound(ctx, dev, []byte(`{"channel":1,"db":0}`)); err != nil || got < 30*time.Second+2*timeout {
+	if got, err := bound(ctx, dev, []byte(`{"channel":1,"db":0}`)); err != nil || got < 2*30*time.Second+4*timeout {
 		t.Fatalf("bound of a move to 0 dB from where it may stand: %v, %v", got, err)
 	}
 	if _, err := dev.Attenuation(ctx, 1); err != nil {
