@@ -503,3 +503,46 @@ func TestAgentPythonReconcilesAMaskedKey(t *testing.T) {
 		t.Errorf("another value under the mask: same %v, %v; want not the request", same, err)
 	}
 }
+
+// A group whose add lost its answer is found done by reading it back from
+// the agent over the stand-in bfrt, which gives the group's nodes in the
+// order of their handles in the multicast manager (the lowest free when
+// each node was added), as the device does: not the add's order and not
+// the nodes' ids. The driver compares them as a set; another set is not
+// the request.
+func TestAgentPythonReconcilesAGroupReadBackOutOfOrder(t *testing.T) {
+	s := startFakeAgent(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// Handles: 20 gets 0, 10 gets 1, 30 gets 2; 20 deleted frees 0 for 40.
+	for _, id := range []int{20, 10, 30} {
+		if err := s.AddMulticastNode(ctx, MulticastNode{ID: id, RID: 1, DevPorts: []int{136}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DeleteMulticastNode(ctx, 20); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddMulticastNode(ctx, MulticastNode{ID: 40, RID: 1, DevPorts: []int{136}}); err != nil {
+		t.Fatal(err)
+	}
+	sent := []int{10, 30, 40}
+	if err := s.AddMulticastGroup(ctx, 3, sent); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.MulticastGroup(ctx, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{40, 10, 30}; !slices.Equal(got, want) {
+		t.Fatalf("group 3 reads back %v, want %v (node handle order)", got, want)
+	}
+	reconcile := opRetries["pre.mgid.add"].reconcile
+	a := s.agent.(*agentClient)
+	if same, err := reconcile(ctx, a, map[string]any{"mgid": 3, "node_ids": sent}); err != nil || !same {
+		t.Errorf("group 3 read back as %v against the add's %v: same %v, %v; want the request", got, sent, same, err)
+	}
+	if same, err := reconcile(ctx, a, map[string]any{"mgid": 3, "node_ids": []int{10, 30}}); err != nil || same {
+		t.Errorf("another node set: same %v, %v; want not the request", same, err)
+	}
+}

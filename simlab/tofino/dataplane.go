@@ -37,6 +37,12 @@ type Dataplane struct {
 	sd      *sdEngine // the Stardust fabric (stardust_dp.go)
 	ec      *ecEngine // the ecmp fabric (ecmp_dp.go)
 	ecSws   []*Tofino // switches that started an ecmp application
+	// programs counts the switches' (re)starts with a program (reset);
+	// fabrics is which switches run Stardust and ecmp as of a count, so
+	// that an advance's chunks look only at those, not at every fibre's
+	// switches (fabricSwitches).
+	programs atomic.Uint64
+	fabrics  fabricSwitches
 
 	// The optics' last answers (physics.go's pure functions of their
 	// arguments), asked again at every chunk of a long advance: the

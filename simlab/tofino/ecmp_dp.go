@@ -112,7 +112,7 @@ func (d *Dataplane) ecmpSwitches() []*Tofino {
 // stepECMP runs the fabric to t. A table the fabric cannot hold is an
 // error only while some ecmp application generates.
 func (d *Dataplane) stepECMP(t time.Duration) error {
-	sws := d.ecmpSwitches()
+	_, sws := d.fabricSwitchesLocked()
 	if len(sws) == 0 {
 		d.ec = nil
 		return nil

@@ -15,6 +15,32 @@ import (
 
 // versionsChanged reports whether sws are not the switches have, in the
 // same order, at the versions ver (their sdVer when last read).
+// fabricSwitches is the dataplane's record of the switches its Stardust
+// and ecmp fabrics are made of (stardustSwitches, ecmpSwitches), valid
+// while no switch has restarted with a program (programs), no fibre has
+// been connected and no ecmp generator noted since (links, ecs).
+type fabricSwitches struct {
+	ok             bool
+	programs       uint64
+	links, ecs     int
+	stardust, ecmp []*Tofino
+}
+
+// fabricSwitchesLocked are the switches of the Stardust fabric and of the
+// ecmp fabric, read again from the switches only when a program, a fibre
+// or an ecmp generator has come since they were last read; d.mu held.
+func (d *Dataplane) fabricSwitchesLocked() (stardust, ecmp []*Tofino) {
+	c := &d.fabrics
+	// Read before the switches: a restart while they are read makes the
+	// next chunk read them again.
+	n := d.programs.Load()
+	if !c.ok || c.programs != n || c.links != len(d.links) || c.ecs != len(d.ecSws) {
+		*c = fabricSwitches{ok: true, programs: n, links: len(d.links), ecs: len(d.ecSws),
+			stardust: d.stardustSwitches(), ecmp: d.ecmpSwitches()}
+	}
+	return c.stardust, c.ecmp
+}
+
 func versionsChanged(sws, have []*Tofino, ver []uint64) bool {
 	if len(sws) != len(have) {
 		return true

@@ -123,7 +123,7 @@ func ps(t time.Duration) int64 { return int64(t) * 1000 }
 // stepStardust runs the fabric to t. A topology the fabric cannot hold
 // is an error only while some Stardust application generates.
 func (d *Dataplane) stepStardust(t time.Duration) error {
-	sws := d.stardustSwitches()
+	sws, _ := d.fabricSwitchesLocked()
 	if len(sws) == 0 {
 		d.sd = nil
 		return nil

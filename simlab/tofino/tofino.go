@@ -233,6 +233,9 @@ func (t *Tofino) Close() error {
 // register, table and generator is gone.
 func (t *Tofino) reset(program string) {
 	t.program = program
+	if t.dp != nil {
+		t.dp.programs.Add(1) // the dataplane looks again at who runs what
+	}
 	t.ports = map[int]*simPort{}
 	t.regs = map[string]map[int]int64{}
 	t.tables = map[string][]simEntry{}

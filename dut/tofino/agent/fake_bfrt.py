@@ -470,6 +470,13 @@ class PreNode(_Table):
         ports = sorted({self._check_width("$DEV_PORT", p, 32) for p in (DEV_PORT or [])})
         self._root.pre_nodes[n] = {"$MULTICAST_RID": self._check_width("$MULTICAST_RID", MULTICAST_RID, 16),
                                    "$MULTICAST_LAG_ID": list(MULTICAST_LAG_ID or []), "$DEV_PORT": ports}
+        # The multicast manager's handle for the node: the lowest id its
+        # allocator has free (open-p4studio at e9eed54a, pkgsrc/bf-drivers/
+        # src/mc_mgr/mc_mgr_node.c:26 mc_mgr_node_alloc, mc_mgr_handle.c:89
+        # mc_mgr_encode_l1_node_hdl, pkgsrc/target-utils/src/id/id.c:179
+        # bf_id_allocator_allocate: the first id not set in a Judy1 array).
+        used = set(self._root.pre_node_handles.values())
+        self._root.pre_node_handles[n] = next(h for h in range(len(used) + 1) if h not in used)
 
     def _get(self, MULTICAST_NODE_ID=None, print_ents=True, **opts):
         n = self._check_width("$MULTICAST_NODE_ID", MULTICAST_NODE_ID, 32)
@@ -485,6 +492,7 @@ class PreNode(_Table):
         if any(n in g["$MULTICAST_NODE_ID"] for g in self._root.pre_groups.values()):
             self._fail("table_entry_delete", BF_INVALID_ARG)  # a group still holds it
         del self._root.pre_nodes[n]
+        del self._root.pre_node_handles[n]  # released (mc_mgr_node.c:83)
 
 
 class PreMgid(_Table):
@@ -516,7 +524,18 @@ class PreMgid(_Table):
         e = self._root.pre_groups.get(g)
         if e is None:
             return -1
-        return TableEntry(self, {b"$MGID": g}, {k.encode(): list(v) for k, v in e.items()})
+        # The members in the order of their nodes' handles, not the add's:
+        # BF Runtime reads them with the multicast manager's first and
+        # next-i member calls (open-p4studio pkgsrc/bf-drivers/src/bf_rt/
+        # bf_rt_pre/bf_rt_pre_table_impl.cpp:1491 and :1578), which walk
+        # the group's node_mbrs map (mc_mgr.c:859 and :929), keyed by node
+        # handle (mc_mgr.c:1546, bf_map_add(mbrs_map, node->handle, node)),
+        # a Judy map walked in ascending key order (pkgsrc/target-utils/
+        # src/map/map.c:78, bf_map_get_first: JLF). The L1 XIDs go with
+        # their nodes.
+        h = self._root.pre_node_handles
+        order = sorted(range(len(e["$MULTICAST_NODE_ID"])), key=lambda i: h[e["$MULTICAST_NODE_ID"][i]])
+        return TableEntry(self, {b"$MGID": g}, {k.encode(): [v[i] for i in order] for k, v in e.items()})
 
     def _delete(self, MGID=None, **target):
         g = self._check_width("$MGID", MGID, 16)
@@ -843,6 +862,7 @@ class FakeBfrt:
         self.queue_cfg = {}  # (pipe, pg_id, pg_queue) -> tf1.tm.queue.cfg fields
         self.mirrors = {}  # sid -> $mirror.cfg fields
         self.pre_nodes = {}  # node id -> $pre.node fields
+        self.pre_node_handles = {}  # node id -> the multicast manager's handle
         self.pre_groups = {}  # mgid -> $pre.mgid fields
         self.threads = set()  # the threads bfrt was called from
         self.testbed_platform = FakePlatform(self)

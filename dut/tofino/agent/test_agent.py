@@ -792,6 +792,23 @@ class SetupTest(AgentBase):
         self.fails("not_found", "pre.mgid.get", {"mgid": 2})
         self.fails("bad_request", "pre.node.add", {"node_id": 12, "rid": 0, "dev_ports": "136"})
 
+    def test_pre_group_reads_back_in_node_handle_order(self):
+        # Handles go to the lowest free: 20 gets 0, 10 gets 1, 30 gets 2;
+        # 20 deleted frees 0, which 40 then gets.
+        for n in (20, 10, 30):
+            self.ok("pre.node.add", {"node_id": n, "rid": 1, "dev_ports": [136]})
+        self.ok("pre.node.del", {"node_id": 20})
+        self.ok("pre.node.add", {"node_id": 40, "rid": 1, "dev_ports": [136]})
+        self.ok("pre.mgid.add", {"mgid": 3, "node_ids": [10, 30, 40]})
+        self.assertEqual(self.ok("pre.mgid.get", {"mgid": 3}), {"mgid": 3, "node_ids": [40, 10, 30]})
+        # The L1 XIDs go with their nodes.
+        self.bfrt.pre.mgid.add(MGID=4, MULTICAST_NODE_ID=[10, 30, 40], MULTICAST_NODE_L1_XID_VALID=[True, False, True],
+                               MULTICAST_NODE_L1_XID=[1, 2, 3])
+        e = self.bfrt.pre.mgid.get(MGID=4, print_ents=False)
+        self.assertEqual(e.data[b"$MULTICAST_NODE_ID"], [40, 10, 30])
+        self.assertEqual(e.data[b"$MULTICAST_NODE_L1_XID_VALID"], [True, True, False])
+        self.assertEqual(e.data[b"$MULTICAST_NODE_L1_XID"], [3, 1, 2])
+
     def test_pfc(self):
         self.fails("not_found", "port.pfc", {"dev_port": 136})
         self.add_port(136)
