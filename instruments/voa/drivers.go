@@ -19,6 +19,9 @@ func Open(ctx context.Context, driver, address string, opts Options) (Attenuator
 		return nil, fmt.Errorf("%w %q for a voa (known: %s)", errUnknownDriver, driver, strings.Join(Drivers(), ", "))
 	}
 	c := drivers.Config{Kind: Kind, Driver: driver, Address: address, Timeout: opts.Timeout, Transcript: opts.Transcript}
+	if opts.TravelTime > 0 {
+		c.Options = map[string]string{"travel_time": opts.TravelTime.String()}
+	}
 	if opts.Limits != nil {
 		c.Limits = &drivers.Limits{MinDB: opts.Limits.MinDB, MaxDB: opts.Limits.MaxDB}
 	}

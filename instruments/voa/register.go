@@ -25,6 +25,13 @@ func register(name string, open func(ctx context.Context, address string, opts O
 		Kind: Kind, Name: name, Capabilities: caps,
 		Open: func(ctx context.Context, c drivers.Config) (drivers.Device, error) {
 			opts := Options{Timeout: c.Timeout, Transcript: c.Transcript}
+			if v, ok := c.Options["travel_time"]; ok {
+				d, err := time.ParseDuration(v)
+				if err != nil || d <= 0 {
+					return nil, fmt.Errorf("%s: option travel_time %q: expected a positive duration (e.g. 30s), how long the motor takes over the whole range", c.Name, v)
+				}
+				opts.TravelTime = d
+			}
 			if c.Limits != nil {
 				opts.Limits = &Limits{MinDB: c.Limits.MinDB, MaxDB: c.Limits.MaxDB}
 			}

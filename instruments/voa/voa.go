@@ -44,6 +44,14 @@ type Shutter interface {
 	SetShutter(ctx context.Context, channel int, open bool) error
 }
 
+// Homer is implemented by attenuators whose motor counts steps from a
+// home sensor (OZ Optics DD-100-MC). Home runs the motor back to the
+// sensor, which resets the count, and returns how far the count was off
+// there; the attenuator is then at its minimum.
+type Homer interface {
+	Home(ctx context.Context) (diff int, err error)
+}
+
 // Capabilities a driver may declare.
 const (
 	CapPowerMeter = "power-meter"
@@ -72,6 +80,11 @@ type Options struct {
 	Limits *Limits
 	// Timeout bounds each exchange that has no tighter context deadline.
 	Timeout time.Duration
+	// TravelTime, for a motor-driven attenuator that does not report its
+	// speed (the DD-100), is how long its motor may take over the whole
+	// range (the inventory's options.travel_time); 0: what the device's
+	// manual allows (30 s for the DD-100-MC's homing).
+	TravelTime time.Duration
 	// Transcript records the exchange; nil records nothing.
 	Transcript *transport.Transcript
 }

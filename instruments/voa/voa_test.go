@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"testbed/drivers"
 	"testbed/instruments/voa"
 	"testbed/simlab/physics"
 	simvoa "testbed/simlab/voa"
@@ -577,5 +578,124 @@ func TestKeysightOpenRetriesOnce(t *testing.T) {
 	if k, err := voa.OpenKeysight(ctx, addr, voa.Options{Timeout: 2 * time.Second}); err == nil {
 		k.Close()
 		t.Fatal("open over two garbled replies succeeded")
+	}
+}
+
+// ozLabAt starts a DD-100-MC emulator whose stepper stands at dB and
+// moves at speed dB/s.
+func ozLabAt(t *testing.T, dB, speed float64) (*world.VOA, string) {
+	t.Helper()
+	v := world.New(3).NewVOA("voa2", "OZ Optics", "DD-100-MC", "OZ0002", "3.10", 1, 0, 55, 0.8, 0)
+	v.Channels[0].SetAttenuation(dB) // at once: no speed yet
+	v.Channels[0].SetSpeed(speed)
+	srv := simvoa.NewOZOpticsServer(v, nil)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return v, srv.Address()
+}
+
+// doneLimits are the motor waits' limits the DD-100 driver noted in its
+// transcript ("# Done wait up to 318ms: ...").
+func doneLimits(t *testing.T, tr string) []time.Duration {
+	t.Helper()
+	var out []time.Duration
+	for _, l := range strings.Split(tr, "\n") {
+		_, rest, _ := strings.Cut(l, " # Done wait up to ")
+		if rest == "" {
+			continue
+		}
+		d, err := time.ParseDuration(strings.SplitN(rest, ":", 2)[0])
+		if err != nil {
+			t.Fatalf("transcript line %q: %v", l, err)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// A DD-100 move is waited out for its share of the time the manual allows
+// for a run over the whole range (homing's 30 s over MAX ATTEN 55 dB):
+// 1 dB at the stepper's 1.9 dB/s takes 526 ms, given 545 ms, four round
+// trips and the Timeout of 300 ms. At the 5 dB/s the driver assumed it
+// was given 500 ms and failed.
+func TestOZOpticsWaitsAMoveForItsShareOfTheTravelTime(t *testing.T) {
+	v, addr := ozLabAt(t, 0, 1.9)
+	o, tr := openOZ(t, addr, voa.Options{Timeout: 300 * time.Millisecond})
+	ctx := context.Background()
+	if _, err := o.Attenuation(ctx, 1); err != nil { // where it stands: 0 dB
+		t.Fatal(err)
+	}
+	if err := o.SetAttenuation(ctx, 1, 1); err != nil {
+		t.Fatalf("a 526 ms move: %v", err)
+	}
+	if got := v.Channels[0].Attenuation(); math.Abs(got-1) > 1e-9 {
+		t.Fatalf("the stepper stands at %g dB", got)
+	}
+	lims := doneLimits(t, tr.String())
+	share := 30 * time.Second / 55 // 1 dB of 55 dB
+	if len(lims) != 1 || lims[0] < share+300*time.Millisecond {
+		t.Fatalf("Done limits %v, want one of at least %v and the Timeout", lims, share)
+	}
+}
+
+// Homing is given the whole travel time (the step count may be off by
+// any amount), four round trips and the Timeout, and past it fails naming
+// the port and the bound: a stepper at 10 dB homing at 1 dB/s (10 s) with
+// a travel time of 200 ms and a Timeout of 1 s. A homing within it answers how far the count
+// was off and leaves the attenuator at its minimum.
+func TestOZOpticsHomingIsBoundedByTheTravelTime(t *testing.T) {
+	_, addr := ozLabAt(t, 10, 1)
+	o, tr := openOZ(t, addr, voa.Options{Timeout: time.Second, TravelTime: 200 * time.Millisecond})
+	ctx := context.Background()
+	_, err := o.Home(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "ozoptics-dd100 "+addr) ||
+		!strings.Contains(err.Error(), "H: no Done within") || !strings.Contains(err.Error(), "55.00 dB in 200ms") {
+		t.Fatalf("a 10 s homing given 200 ms of travel: %v", err)
+	}
+	if lims := doneLimits(t, tr.String()); len(lims) != 1 || lims[0] < 1200*time.Millisecond || lims[0] > 10*time.Second {
+		t.Fatalf("Done limits %v, want one of 200 ms of travel and the Timeout", lims)
+	}
+
+	v, addr := ozLabAt(t, 10, 1000)
+	o, _ = openOZ(t, addr, voa.Options{})
+	if diff, err := o.Home(ctx); err != nil || diff != 0 {
+		t.Fatalf("home: Diff=%d, %v", diff, err)
+	}
+	if got, err := o.Attenuation(ctx, 1); err != nil || got != 0 || v.Channels[0].Attenuation() != 0 {
+		t.Fatalf("after homing the driver reads %g dB (%v), the stepper stands at %g", got, err, v.Channels[0].Attenuation())
+	}
+}
+
+// A run's undo of a DD-100 setting is given the move back's share of the
+// travel time, as the driver's registration says (drivers.Driver.UndoBound),
+// where the driver said nothing and the run's fixed 30 s cut a move over
+// the range (55 dB in the manual's 30 s, with the exchanges around it).
+func TestOZOpticsUndoIsGivenTheMovesShare(t *testing.T) {
+	_, addr := ozLabAt(t, 0, 1000)
+	const timeout = time.Second
+	dev, err := voa.Open(context.Background(), "ozoptics-dd100", addr, voa.Options{Timeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	reg, _ := drivers.Lookup(voa.Kind, "ozoptics-dd100")
+	bound := reg.UndoBound[voa.UndoAttenuation]
+	if bound == nil {
+		t.Fatal("the DD-100's registration says nothing of how long an undo of a setting takes")
+	}
+	ctx := context.Background()
+	// Where it stands is not read yet: the move may be from the far end.
+	if got, err := bound(ctx, dev, []byte(`{"channel":1,"db":0}`)); err != nil || got < 2*30*time.Second+4*timeout {
+		t.Fatalf("bound of a move to 0 dB from where it may stand: %v, %v", got, err)
+	}
+	if _, err := dev.Attenuation(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	got, err := bound(ctx, dev, []byte(`{"channel":1,"db":11}`))
+	share := 2 * 30 * time.Second / 5 // twice 11 dB of 55 dB
+	if err != nil || got < share+4*timeout || got > share+4*timeout+time.Second {
+		t.Fatalf("bound of an 11 dB move: %v (%v), want twice 6 s and two Timeouts, with round trips", got, err)
 	}
 }

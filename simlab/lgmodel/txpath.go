@@ -855,7 +855,7 @@ func (p *txPath) sameState(n *tpNote) bool {
 	same := j.valid && j.robust && n.t-j.prevT == n.r.slot && n.rx.seq0 == j.run.seq0 && n.rx.t0 == j.run.t0 &&
 		n.rx.slot == j.run.slot && slices.Equal(n.snap, j.prev)
 	if same && p.tl.on {
-		p.tailEnd(n.t) // the way on from a stretch's end ends where the state repeats
+		p.tailEnd(n) // the way on from a stretch's end ends where the state repeats
 	}
 	if same && len(j.cons) > 0 && (p.bu.on || p.st.on) {
 		// A recording's arc is narrowed by every decision it makes: it
@@ -883,11 +883,6 @@ func (p *txPath) notRepeated(n *tpNote) bool {
 	j := &p.jump
 	if !j.valid0 {
 		return false
-	}
-	if p.tl.on {
-		// The copies in flight are all in the receiver's run: from
-		// here the build-ups' notes go on (buildUp).
-		p.tailEnd(n.t)
 	}
 	if !p.noMemo && !p.bu.on && !p.st.on && !p.tl.on && p.buildUp(n.s, n.t, n.until, n.r, n.ri, n.lo, n.snap) {
 		return true // the state the recorded build-up ends in, noted as repeating

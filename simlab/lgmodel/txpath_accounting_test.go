@@ -247,13 +247,16 @@ func TestTxPathMemoSameAsDecided(t *testing.T) {
 			t.Errorf("%s: the depth and watermark read along the way with the memo %v, deciding every copy %v", name, gotRead, everyRead)
 		}
 		tp := got.s.tp
-		t.Logf("%s: read queue %d B; stretches %d replayed, %d decided; build-ups %d replayed, %d decided; ways on from a stretch %d replayed, %d decided",
-			name, got.Result().MaxTxQueueBytes, tp.memoHits, tp.memoMisses, tp.bu.hits, tp.bu.misses, tp.tl.hits, tp.tl.misses)
+		t.Logf("%s: read queue %d B; stretches %d replayed, %d decided; build-ups %d replayed, %d decided; ways on from a stretch %d replayed (%d with the jumps' note), %d decided",
+			name, got.Result().MaxTxQueueBytes, tp.memoHits, tp.memoMisses, tp.bu.hits, tp.bu.misses, tp.tl.hits, tp.tl.jumps, tp.tl.misses)
 		if k.bps == 100e9 && k.mode == Ordered && (tp.memoHits == 0 || tp.bu.hits == 0) {
 			t.Errorf("%s: the case does not exercise the memo", name)
 		}
 		if k.bps == 100e9 && k.mode == NonBlocking && k.maxRun == 256 && (tp.tl.hits == 0 || tp.tl.hits < 2*tp.tl.misses) {
 			t.Errorf("%s: %d ways on from a stretch replayed, %d decided: the case does not exercise them", name, tp.tl.hits, tp.tl.misses)
+		}
+		if k.mode == NonBlocking && k.loss == 1e-3 && 2*tp.tl.jumps < tp.tl.hits {
+			t.Errorf("%s: %d of %d ways on from a stretch installed with the jumps' note at their end (presetJump)", name, tp.tl.jumps, tp.tl.hits)
 		}
 	}
 }

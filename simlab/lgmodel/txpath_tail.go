@@ -33,6 +33,12 @@ type tpTail struct {
 	t2            int64   // its end, relative
 	maxQ          int64
 	phase, dl, dr int64
+	// The jumps' note at its end (tryJump): the state there, relative to
+	// its copy and time (stateAt's), which repeats the note a period
+	// before, and the decisions of that period that were the same at
+	// some courier phases only (tpJumper.cons), at the phase recorded.
+	snap []int64
+	cons []tpPhased
 }
 
 // tpTailRec is the way on being looked for or recorded.
@@ -48,6 +54,7 @@ type tpTailRec struct {
 	in, end []int64 // scratch
 	hits    int64
 	misses  int64
+	jumps   int64 // ways on installed with the jumps' note at their end
 }
 
 // tpTails bounds the ways on a note keeps.
@@ -146,8 +153,13 @@ func (p *txPath) tailAdd(e tpEntry) {
 }
 
 // tailEnd is called while recording at a first decision whose state
-// repeats (s at t, not yet decided): the way on ends here and is noted.
-func (p *txPath) tailEnd(t int64) {
+// repeats (the note n: s at t, not yet decided): the way on ends here and
+// is noted, with the note, so that where it is installed the jumps go on
+// at once (presetJump). It ends there and not earlier: what the jumps
+// would do between its end and the state that repeats (note, decide,
+// note again, a build-up replayed) is the same every time it is met.
+func (p *txPath) tailEnd(n *tpNote) {
+	t := n.t
 	tl := &p.tl
 	tl.on = false
 	if p.sendsAt >= len(p.sends) || len(p.held) > 0 {
@@ -168,8 +180,9 @@ func (p *txPath) tailEnd(t int64) {
 	x := &tpTail{end: slices.Clone(end), t2: t - a, maxQ: tl.peak,
 		phase: p.courierPhase(a), dl: tl.dl, dr: tl.dr}
 	x.in = p.tailInputs(nil, tl.reg, tl.sends, x.t2, fed)
+	x.snap, x.cons = slices.Clone(n.snap), slices.Clone(p.jump.cons)
 	tl.e.tails = append(tl.e.tails, x)
-	p.memoBytes += int64(8*(len(x.in)+len(x.end))) + 128
+	p.memoBytes += int64(8*(len(x.in)+len(x.end)+len(x.snap)+3*len(x.cons))) + 128
 	tl.misses++
 }
 
@@ -201,4 +214,38 @@ func (p *txPath) installTail(x *tpTail) {
 	p.nextRead = 0
 	p.maxQ = max(p.maxQ, x.maxQ)
 	p.jump.valid, p.jump.robust, p.bu.on = false, false, false
+	p.presetJump(x)
+}
+
+// presetJump sets the jumps' note (tpJumper) as it stood a period before
+// the way on x's end, just installed: the next first decision, at the
+// end, then finds the state repeated and jumps. The note a period before
+// is the end's own state (it repeats), a slot earlier, its least copy in
+// flight one lower, every decision since robust but for x.cons, whose
+// courier phase moves with the phase the way on is installed at.
+func (p *txPath) presetJump(x *tpTail) {
+	if x.snap == nil || p.first.len() == 0 || p.sendsAt >= len(p.sends) {
+		return
+	}
+	j := &p.jump
+	r := &p.sends[p.sendsAt]
+	s := p.first.front().seq
+	ri, lo, ok := p.inflightRun(s, r.slot)
+	if !ok {
+		return
+	}
+	shift := p.courierPhase(p.tl.a) - x.phase
+	j.cons = j.cons[:0]
+	for _, c := range x.cons {
+		c.r = ((c.r+shift)%p.courier + p.courier) % p.courier
+		if (c.r <= c.d) != c.freed {
+			j.cons = j.cons[:0]
+			return // not met: the arc decides each as recorded
+		}
+		j.cons = append(j.cons, c)
+	}
+	j.prev = append(j.prev[:0], x.snap...)
+	j.prevT, j.run, j.lo, j.valid, j.robust = p.now-r.slot, p.rxRun[ri], lo-1, true, true
+	j.skip, j.backoff = 0, 0
+	p.tl.jumps++
 }

@@ -34,6 +34,9 @@ type OZOpticsServer struct {
 	last []string // the previous reply's lines, for RES?
 	p    *wire.PTY
 	wg   sync.WaitGroup
+	// done closes when the server closes: a motion under way ends its
+	// wait (the device switched off mid-move).
+	done chan struct{}
 }
 
 // stepsPerDB converts attenuation to the stepper position the device
@@ -45,7 +48,22 @@ func NewOZOpticsServer(v *world.VOA, faults *wire.Faults) *OZOpticsServer {
 	if faults == nil {
 		faults = &wire.Faults{}
 	}
-	return &OZOpticsServer{voa: v, ch: v.Channels[0], faults: faults}
+	return &OZOpticsServer{voa: v, ch: v.Channels[0], faults: faults, done: make(chan struct{})}
+}
+
+// settle waits until the stepper has stopped, as the device does before
+// it answers a motion; or until the server closes.
+func (s *OZOpticsServer) settle() {
+	d := s.ch.SettleTime()
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.done:
+	}
 }
 
 // Start creates the pseudo-terminal and serves it.
@@ -73,6 +91,11 @@ func (s *OZOpticsServer) Address() string { return "serial://" + s.p.Path + "?ba
 func (s *OZOpticsServer) Close() error {
 	if s.p == nil {
 		return nil
+	}
+	select {
+	case <-s.done:
+	default:
+		close(s.done)
 	}
 	err := s.p.Close()
 	s.wg.Wait()
@@ -235,7 +258,7 @@ func (s *OZOpticsServer) step(cmd, up string) []string {
 		return []string{"Error-6"}
 	}
 	s.ch.SetAttenuation(float64(to) / stepsPerDB)
-	time.Sleep(s.ch.SettleTime())
+	s.settle()
 	return []string{fmt.Sprintf("Pos:%d", s.steps())}
 }
 
@@ -275,7 +298,7 @@ func (s *OZOpticsServer) setAttenuation(cmd, _ string) []string {
 		return []string{"Error-6"}
 	}
 	s.ch.SetAttenuation(math.Round(v*100) / 100)
-	time.Sleep(s.ch.SettleTime())
+	s.settle()
 	return []string{fmt.Sprintf("Pos:%d", int(math.Round(s.ch.Attenuation()*stepsPerDB)))}
 }
 
@@ -293,7 +316,7 @@ func (s *OZOpticsServer) describe(string, string) []string {
 // attenuation's.
 func (s *OZOpticsServer) home(string, string) []string {
 	s.ch.SetAttenuation(s.ch.MinDB)
-	time.Sleep(s.ch.SettleTime())
+	s.settle()
 	return []string{fmt.Sprintf("Diff=%d", s.steps()-int(math.Round(s.ch.MinDB*stepsPerDB)))}
 }
 
