@@ -105,6 +105,12 @@ func (s *sim) cycle(until int64) {
 		}
 		if m.encoded && slices.Equal(m.enc, c.cur) && s.paceRepeats(m) {
 			c.aSeq, c.aAt, c.aRes, c.aCovered, c.aRunStart, c.aFree = m.seq, m.at, m.res, m.covered, m.run, m.free
+			if s.rec != nil && m.seq < s.rec.start.nextSeq {
+				// A mark made before the recording (at a checkpoint):
+				// the cycle holds what the sender did before it,
+				// compared with the generator unseen (replay.go made).
+				s.rec.phased = true
+			}
 			if s.rec != nil && !s.slackBound(until) {
 				s.finishRecording(true)
 			}
@@ -288,6 +294,7 @@ func (s *sim) slackBound(until int64) bool {
 	_, slack := s.cyclesToJump(until, p, d)
 	if slack {
 		s.slackJumps++
+		s.rec.phased = true // how far behind the sender is sets the jump
 	}
 	return slack
 }

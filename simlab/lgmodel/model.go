@@ -883,7 +883,7 @@ func (s *sim) next() int {
 	switch {
 	case len(s.retx) > 0:
 		return lg.PktRetransmitted
-	case s.nextSeq < s.c.Frames && !s.paused && s.off.ready(max(s.now, s.slotFree)) && s.nextSeq*s.pacePS <= max(s.now, s.slotFree):
+	case s.nextSeq < s.c.Frames && !s.paused && s.off.ready(max(s.now, s.slotFree)) && s.made(max(s.now, s.slotFree)):
 		return lg.PktOriginal
 	case s.c.Mode != Off && !s.c.NoDummy && s.res.Delivered+s.res.Lost < s.c.Frames && s.covered < s.nextSeq-1:
 		return lg.PktDummy

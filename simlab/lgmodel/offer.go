@@ -144,7 +144,10 @@ func (s *sim) nextSend() (want int, gate int64) {
 	}
 	if want < 0 && s.pacePS > 0 && s.off == nil && !s.paused && s.nextSeq < s.c.Frames {
 		// A paced original not yet generated: it is sent when it is.
-		want, gate = lg.PktOriginal, max(s.slotFree, s.nextSeq*s.pacePS)
+		want, gate = lg.PktOriginal, s.slotFree
+		if !s.made(s.slotFree) {
+			gate = s.nextSeq * s.pacePS
+		}
 	}
 	return want, gate
 }

@@ -434,7 +434,7 @@ func (s *sim) paceCycles(p, d int64) int64 {
 // again, one by one, for every cycle jumped.
 func (s *sim) freeDummy() bool {
 	return s.off == nil && !s.paused && s.pendingBP == 0 && s.undetected == 0 && s.nextSeq < s.c.Frames &&
-		s.nextSeq*s.pacePS <= s.now+s.ser64
+		s.made(s.now+s.ser64)
 }
 
 // jumpFreeDummies draws the corruption of n free dummies of cycles jumped

@@ -198,8 +198,14 @@ type recording struct {
 	size  int64     // bytes()
 	tlog  []tpEntry // the Tx path's inputs in the stretch (txpath.go)
 	hits  int       // replays so far
-	dec   *unpacked // end's frames and events unpacked, once replayed twice
-	tpID  int64     // names it in the Tx path's memo (txpath_memo.go; 0: not yet)
+	// A paced sender's: the generator's phase at the start, whether the
+	// stretch depends on it (made), and the key without it (keyBehind).
+	phase  int64
+	phased bool
+	bkey   []byte
+	bhash  uint64
+	dec    *unpacked // end's frames and events unpacked, once replayed twice
+	tpID   int64     // names it in the Tx path's memo (txpath_memo.go; 0: not yet)
 }
 
 // unpacked is a snapshot's frames and events as unpackFrame and
@@ -425,20 +431,15 @@ func (s *sim) replay(until int64) (want int, found, cyc bool) {
 	// the original about to be sent is corrupted or not.
 	s.memoScratch = append(s.memoScratch, b2i(mid))
 	h := hashKey(s.memoScratch)
-	var rec *recording
-	if rs := s.memo[h]; len(rs) > 0 {
-		s.memoPacked = packKey(s.memoPacked[:0], s.memoScratch)
-		for _, r := range rs {
-			if bytes.Equal(r.key, s.memoPacked) {
-				rec = r
-				break
-			}
-		}
+	rec := s.find(h, false, 0)
+	if rec == nil && s.pacePS > 0 {
+		rec = s.findBehind()
 	}
 	if rec == nil {
-		if s.seenBefore(h) {
+		if s.seenBefore(h) || s.pacePS > 0 && s.seenBehind() {
 			s.memoPacked = packKey(s.memoPacked[:0], s.memoScratch)
 			r := &recording{key: bytes.Clone(s.memoPacked), hash: h, geom: -1, mid: mid}
+			s.keyBehind(r)
 			if mid {
 				r.k0 = s.gap
 			}
@@ -495,6 +496,86 @@ func (s *sim) replay(until int64) (want int, found, cyc bool) {
 	return lg.PktOriginal, true, rec.cyc
 }
 
+// find looks up the recording of the key in s.memoScratch, its hash h;
+// behind: one recorded at the generator's phase ph or later.
+func (s *sim) find(h uint64, behind bool, ph int64) *recording {
+	rs := s.memo[h]
+	if len(rs) == 0 {
+		return nil
+	}
+	s.memoPacked = packKey(s.memoPacked[:0], s.memoScratch)
+	for _, r := range rs {
+		if bytes.Equal(r.key, s.memoPacked) && (!behind || r.phase >= ph) {
+			return r
+		}
+	}
+	return nil
+}
+
+// A paced sender behind the generator finds every original made when
+// the wire frees: how far behind it is does not matter to the stretch,
+// as long as it stays so. A stretch in which no comparison of the wire's
+// time with an original's making came out "not yet" (made, nextSend,
+// freeDummy), nor a cycle jump was bounded by the slack, goes the same
+// from any phase at or before its own (a sender as far behind or
+// further: every comparison comes out "made" again). Such a recording is
+// kept under its key with the phase replaced by behindPhase, and found
+// from an earlier phase (findBehind). At 25G ordered and 1e-3 the
+// sender stays behind the generator: the phase never repeats.
+const behindPhase = math.MaxInt64
+
+// phaseAt is where s.memoScratch holds the phase (memoKey's last number,
+// before the corruption's flag).
+func (s *sim) phaseAt() int { return len(s.memoScratch) - 2 }
+
+// findBehind looks up a recording kept behind (above) that the phase now
+// may replay.
+func (s *sim) findBehind() *recording {
+	i := s.phaseAt()
+	ph := s.memoScratch[i]
+	s.memoScratch[i] = behindPhase
+	r := s.find(hashKey(s.memoScratch), true, ph)
+	s.memoScratch[i] = ph
+	return r
+}
+
+// seenBehind is seenBefore for the key with the phase left out.
+func (s *sim) seenBehind() bool {
+	i := s.phaseAt()
+	ph := s.memoScratch[i]
+	s.memoScratch[i] = behindPhase
+	seen := s.seenBefore(hashKey(s.memoScratch))
+	s.memoScratch[i] = ph
+	return seen
+}
+
+// keyBehind gives r, a paced sender's recording under way, its key with
+// the phase left out, which keep uses unless r is phased.
+func (s *sim) keyBehind(r *recording) {
+	if s.pacePS == 0 {
+		return
+	}
+	i := s.phaseAt()
+	r.phase = s.memoScratch[i]
+	s.memoScratch[i] = behindPhase
+	r.bhash = hashKey(s.memoScratch)
+	s.memoPacked = packKey(s.memoPacked[:0], s.memoScratch)
+	r.bkey = bytes.Clone(s.memoPacked)
+	s.memoScratch[i] = r.phase
+}
+
+// made: original nextSeq is made by t. A paced recording under way notes
+// a "not yet": its stretch holds the generator's phase.
+func (s *sim) made(t int64) bool {
+	if s.nextSeq*s.pacePS <= t {
+		return true
+	}
+	if s.rec != nil {
+		s.rec.phased = true
+	}
+	return false
+}
+
 // seenBefore notes a key that has no recording and says whether it was
 // noted before. Only those are recorded: at 25G most states a corruption
 // meets are met once (the loop's phase against the sender's slots differs
@@ -542,6 +623,10 @@ func (s *sim) finishRecording(cyc bool) {
 	s.capture(&r.end)
 	s.rec = nil
 	r.cyc = cyc
+	if r.bkey != nil && !r.phased {
+		r.key, r.hash = r.bkey, r.bhash
+	}
+	r.bkey = nil
 	// Any count from here on gives the same stretch: the countdown is
 	// only compared with zero before it ends.
 	r.need = r.k0 - s.gap + 1
@@ -802,7 +887,7 @@ func (s *sim) restore(rec *recording, sn *snapshot, cur *snapBase, k, runSeq, ru
 	c.draws = cur.draws + a.draws - st.draws
 	c.corrupted = cur.res.Corrupted + a.corrupted - st.res.Corrupted
 	c.aFree = cur.free + a.aFree - st.free
-	s.restorePaced(rec, sn, cur, ds)
+	s.restorePaced(rec, sn, cur, ds, dt)
 }
 
 // restorePaced installs what a paced sender's stretch leaves besides:
@@ -813,7 +898,7 @@ func (s *sim) restore(rec *recording, sn *snapshot, cur *snapBase, k, runSeq, ru
 // written in the stretch is read after it (minSlack reads from a mark,
 // and the marks are made anew): the rest of the ring is left as the
 // recording had it.
-func (s *sim) restorePaced(rec *recording, sn *snapshot, cur *snapBase, ds int64) {
+func (s *sim) restorePaced(rec *recording, sn *snapshot, cur *snapBase, ds, dt int64) {
 	if sn.sigma == nil {
 		return
 	}
@@ -824,7 +909,7 @@ func (s *sim) restorePaced(rec *recording, sn *snapshot, cur *snapBase, ds int64
 	s.freeDraws = cur.free + sn.free - st.free
 	s.freeLost = cur.freeLost + sn.freeLost - st.freeLost
 	for i, v := range sn.sigma {
-		s.sigma[(s.nextSeq+int64(i))%cycleRing] = v
+		s.sigma[(s.nextSeq+int64(i))%cycleRing] = v + dt - ds*s.pacePS
 	}
 }
 
