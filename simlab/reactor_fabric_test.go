@@ -337,6 +337,60 @@ func TestFabricRateLimitHoldsThroughReplay(t *testing.T) {
 	}
 }
 
+// A host's REACToR clock is the data plane's: once the switch runs a
+// schedule, it does not pass the run's start until the fabric has begun
+// that run, so a wait for the clock to pass a measurement's end finds the
+// flow measured. (The fabric's pump begins a run when it next looks at
+// the switch; a pump starved of CPU for longer than the run, on a loaded
+// machine, let a host report the switch's clock with the flows still
+// waiting: TestDefaultBenchSummaries/reactor-reconfig's "flow ... was not
+// measured".) The switch's clock is the test's and the pump looks only
+// when asked.
+func TestFabricClockWaitsForTheRunToBegin(t *testing.T) {
+	const n = 3
+	var now atomic.Int64
+	b := newFabricBenchOn(t, n, 10e9, func() time.Duration { return time.Duration(now.Load()) }, time.Hour)
+	ctx := testCtx(t)
+	b.setup(t, ctx, 1e9)
+	const W = 1500 * time.Microsecond
+	if err := b.ocs.Load(fabricRoundRobin(n, W, 30*time.Microsecond)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Millisecond
+	fl := hostagent.ReactorFlowRequest{Dst: b.names[1], Kind: hostagent.FlowBulk, StartNs: int64(start),
+		MeasureFromNs: int64(start + W), MeasureToNs: int64(start + 2*W)}
+	if _, err := b.clients[0].ReactorStartFlows(ctx, fl); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ocs.Start(start, false); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) hostagent.ReactorFlows {
+		t.Helper()
+		fs, err := b.clients[1].ReactorFlows(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(fs.Received) != 1 {
+			t.Fatalf("%s: %d flows received", when, len(fs.Received))
+		}
+		if fs.ClockNs >= fl.MeasureToNs && !fs.Received[0].Measured {
+			t.Errorf("%s: the host's clock is at %d ns, past the measurement's end %d, and the flow is %s, not measured",
+				when, fs.ClockNs, fl.MeasureToNs, fs.Received[0].State)
+		}
+		return fs
+	}
+	// The switch is well into the run; the pump has not looked.
+	now.Store(int64(start + 5*W))
+	if fs := check("before the fabric begins the run"); fs.ClockNs > int64(start) {
+		t.Errorf("before the fabric begins the run the host's clock reads %d ns, past the run's start %d", fs.ClockNs, start)
+	}
+	b.fab.Step()
+	if fs := check("after"); fs.ClockNs < fl.MeasureToNs || !fs.Received[0].Measured {
+		t.Errorf("after the fabric's step: clock %d ns, flow %+v", fs.ClockNs, fs.Received[0])
+	}
+}
+
 func TestFabricSetupChecksDestinations(t *testing.T) {
 	b := newFabricBench(t, 3, 10e9)
 	ctx := testCtx(t)

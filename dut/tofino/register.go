@@ -15,8 +15,8 @@ import (
 // The registration of this driver: a switch, chosen by `driver:
 // tofino-bfrt`, reached at ssh://user@host[:port] with the inventory's
 // credentials, options.known_hosts, options.sde (the SDE directory),
-// options.privilege (none or sudo), options.cpu_iface and
-// options.agent_port (docs/tofino.md).
+// options.privilege (none or sudo), options.cpu_iface,
+// options.agent_port and options.start_timeout (docs/tofino.md).
 func init() {
 	drivers.Register(drivers.Driver{
 		Kind: p4switch.Kind, Name: "tofino-bfrt",
@@ -47,6 +47,11 @@ func OptionsOf(c drivers.Config) (Options, error) {
 	}
 	o := Options{SSH: so, SDE: c.Options["sde"], Timeout: c.Timeout, Transcript: c.Transcript,
 		Privilege: c.Options["privilege"], CPUIface: c.Options["cpu_iface"]}
+	d, err := StartTimeoutOf(c)
+	if err != nil {
+		return Options{}, err
+	}
+	o.StartTimeout = d
 	if v, ok := c.Options["agent_port"]; ok {
 		p, err := strconv.Atoi(v)
 		if err != nil || p < 1 || p > 65535 {
@@ -55,6 +60,22 @@ func OptionsOf(c drivers.Config) (Options, error) {
 		o.AgentPort = p
 	}
 	return o, nil
+}
+
+// StartTimeoutOf reads options.start_timeout, how long a program's start
+// may take on the switch (bf_switchd's over SSH, a warm init over BF
+// Runtime gRPC): a Go duration; 0 when not given (the driver's default,
+// 3 min).
+func StartTimeoutOf(c drivers.Config) (time.Duration, error) {
+	v, ok := c.Options["start_timeout"]
+	if !ok {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s: option start_timeout %q: expected a positive duration (e.g. 3m), how long the switch may take to start a program", c.Name, v)
+	}
+	return d, nil
 }
 
 // UndoBounds say how long the switch kind's undos that outlast a run's

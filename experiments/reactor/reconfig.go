@@ -478,7 +478,7 @@ func writeFlows(run *Run, recv [][]hostagent.ReactorFlow) ([]float64, float64, e
 		sort.Slice(fs, func(a, b int) bool { return fs[a].Src < fs[b].Src })
 		for _, f := range fs {
 			if !f.Measured {
-				return nil, 0, fmt.Errorf("%s: flow %s from %s was not measured", run.Hosts[i].Name, f.ID, f.Src)
+				return nil, 0, fmt.Errorf("%s: flow %s from %s was not measured (it is %s)", run.Hosts[i].Name, f.ID, f.Src, f.State)
 			}
 			perHost[i] += f.GoodputBps
 			totalBps += f.GoodputBps
@@ -625,7 +625,7 @@ func (tr *Transition) addGoodput(run *Run, recv [][]hostagent.ReactorFlow, chang
 	for i, fs := range recv {
 		for _, f := range fs {
 			if !f.Measured {
-				return fmt.Errorf("%s: flow %s from %s was not measured", run.Hosts[i].Name, f.ID, f.Src)
+				return fmt.Errorf("%s: flow %s from %s was not measured (it is %s)", run.Hosts[i].Name, f.ID, f.Src, f.State)
 			}
 			if f.StartNs < int64(change) {
 				tr.GoodputGbpsBefore += f.GoodputBps / 1e9

@@ -177,6 +177,7 @@ type txPath struct {
 	now      int64 // decided up to here
 	inputs   int64
 	decided  int64 // copies decided one by one (a jump or a note decides none)
+	stops    int64 // stretches replayed from where a jump landed (advanceToJump)
 
 	hist    [tpHistory]tpEntry // the latest inputs (cycles repeat them)
 	histN   int64
@@ -530,6 +531,21 @@ func (p *txPath) isHeld(seq int64) bool {
 
 // advance decides every copy and serves the ports up to until.
 func (p *txPath) advance(until int64) {
+	p.advanceStop(until, false)
+}
+
+// advanceToJump is advance, but stops where a jump that went as far as
+// until lets it lands, at the first decision there: it returns the time
+// decided up to, until or the landing's last picosecond. The decisions
+// left up to until (those of the copies after the last one a jump can
+// reach, round the read port and back) are the same wherever the state
+// after such a jump is met, so a stretch replayed from there (tpReplay)
+// makes them part of its note.
+func (p *txPath) advanceToJump(until int64) int64 {
+	return p.advanceStop(until, true)
+}
+
+func (p *txPath) advanceStop(until int64, stop bool) int64 {
 	if p.tl.pending {
 		p.tailStart(until)
 	}
@@ -541,6 +557,14 @@ func (p *txPath) advance(until int64) {
 		}
 		p.now = next
 		if kind == 1 && !p.noJump && p.tryJump(next, until) {
+			if stop && p.jump.toUntil {
+				p.feedFirst()
+				if at, _ := p.nextEvent(); at > next && at <= until {
+					p.now = at - 1
+					p.stops++
+					return p.now
+				}
+			}
 			continue // the state a whole number of periods on
 		}
 		switch kind {
@@ -555,6 +579,7 @@ func (p *txPath) advance(until int64) {
 		}
 	}
 	p.now = max(p.now, until)
+	return p.now
 }
 
 // feedFirst puts the next copy through the first port when none is on
@@ -713,6 +738,7 @@ type tpJumper struct {
 	backoff    int
 	jumps      int64
 	jumped     int64 // originals jumped over
+	toUntil    bool  // the last first decision jumped as far as the time asked for let it
 }
 
 // tpPhased is a decision that is the same at some courier phases only:
@@ -787,6 +813,7 @@ func (p *txPath) phasedLength(cons []tpPhased, slot, k int64) int64 {
 // keepNote), then the way on when the state did not repeat (notRepeated)
 // or the jump (jumpOn).
 func (p *txPath) tryJump(t, until int64) bool {
+	p.jump.toUntil = false
 	if p.backingOff() {
 		return false
 	}
@@ -911,6 +938,7 @@ func (p *txPath) jumpOn(n *tpNote, least int64) bool {
 	j.valid, j.robust = false, false
 	j.jumps++
 	j.jumped += k
+	j.toUntil = k == (n.until-n.t)/r.slot
 	return true
 }
 

@@ -96,18 +96,21 @@ func (s *sim) tpReplay(rec *recording, ds, dt, n0, t0, t1 int64) {
 		s.tpFeed(rec.tlog, ds, dt)
 		return
 	}
-	p.advance(a)
+	// Decided up to a, or up to where a jump that went as far as a lets
+	// it lands (advanceToJump): the stretch decides the rest, the same
+	// every time.
+	a = p.advanceToJump(a)
 	p.tl.on, p.tl.pending = false, false // a tail ends where the next stretch begins
 	if !p.fold(p, a) {
 		s.tpFeed(rec.tlog, ds, dt)
 		return
 	}
-	p.canonPorts(a)
+	p.canonPorts(a, t0)
 	if rec.tpID == 0 {
 		s.tpIDs++
 		rec.tpID = s.tpIDs
 	}
-	k := append(p.memoKey[:0], rec.tpID, t1-t0)
+	k := append(p.memoKey[:0], rec.tpID, t1-t0, t0-a)
 	k = p.encode(k, n0, a, p)
 	p.memoKey = k
 	h := hashKey(k)
@@ -163,7 +166,7 @@ func (s *sim) tpReplay(rec *recording, ds, dt, n0, t0, t1 int64) {
 		// (An input at t1 let the accounting decide at t1: not noted.)
 		return
 	}
-	p.canonPorts(a1)
+	p.canonPorts(a1, t1)
 	p.memoKey = p.encode(p.memoKey[:0], n0, a, st.reg)
 	e := &tpMemoEnd{end: slices.Clone(p.memoKey), maxQ: stretch, phase: phase, dl: st.dl, dr: st.dr}
 	size := int64(8*len(e.end)) + 64
@@ -234,14 +237,13 @@ func (p *txPath) fold(reg *txPath, a int64) bool {
 	return true
 }
 
-// canonPorts puts the rest of the state, decided up to a, in its
-// canonical form (see above).
-func (p *txPath) canonPorts(a int64) {
+// canonPorts puts the rest of the state, decided up to a, the inputs to
+// come from next on, in its canonical form (see above).
+func (p *txPath) canonPorts(a, next int64) {
 	p.nextRead = 0 // read afresh: the same pass reads the same register
 	if p.q16.len() == 0 && p.free16 <= a {
 		p.free16 = tpFree
 	}
-	next := a + 1 // the stretch's sends come from then on
 	if p.sendsAt < len(p.sends) {
 		next = min(next, p.sends[p.sendsAt].t0)
 	}

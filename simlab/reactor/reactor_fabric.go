@@ -547,16 +547,26 @@ func (f *ReactorFabric) snapshot(r *fabricRun) {
 	}
 }
 
-// nowLocked is the data plane's time on the switch's clock, and the run.
+// dataNow is the data plane's time on the switch's clock, and the run.
+// Between runs it follows the switch's clock, Lag behind, but not past
+// the start of a run the switch has begun and the fabric has not (its
+// pump begins it when it next looks at the switch, which on a loaded
+// machine can be after the run's end): until then the run's flows wait,
+// and a host that read the switch's clock as its own would see a wait for
+// a measurement's end over with the flows not measured.
 func (f *ReactorFabric) dataNow() (time.Duration, *fabricRun) {
 	r := f.run
+	if r != nil && r.model != nil && !r.ended {
+		return r.start + r.model.Now(), r
+	}
+	now := f.o.OCS.Now() - f.o.Lag
+	if st := f.o.OCS.Status(); (st.State == "running" || st.State == "armed") && st.Schedule != nil && (r == nil || r.start != st.Start) {
+		now = min(now, st.Start)
+	}
 	if r == nil || r.model == nil {
-		return f.o.OCS.Now() - f.o.Lag, nil
+		return now, nil
 	}
-	if r.ended {
-		return max(r.start+r.end, f.o.OCS.Now()-f.o.Lag), r
-	}
-	return r.start + r.model.Now(), r
+	return max(r.start+r.end, now), r
 }
 
 // FabricFlow is a flow's counters (tests and the host-control API).

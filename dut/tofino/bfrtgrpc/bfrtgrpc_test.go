@@ -334,3 +334,32 @@ func TestLoadIsBoundedByStartTimeout(t *testing.T) {
 		t.Fatalf("after the load given up on the switch runs %q (%v), want %q", p, err, lg.ProgramReceiver)
 	}
 }
+
+// options.start_timeout sets how long a program's start may take, over
+// either driver: the gRPC switch's load and the undo bound that follows
+// from it; a value that is not a positive duration is refused at open,
+// naming the device and the option.
+func TestStartTimeoutOption(t *testing.T) {
+	lab := startLab(t)
+	d, _ := lab.Inventory().Device("sw1")
+	reg, _ := drivers.Lookup("switch", bfrtgrpc.Driver)
+	ctx := context.Background()
+	dev, err := reg.Open(ctx, drivers.Config{Name: "sw1", Kind: "switch", Driver: bfrtgrpc.Driver, Address: d.Address, Timeout: 5 * time.Second,
+		Options: map[string]string{"artifacts": d.Options["artifacts"], "start_timeout": "2m"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := dev.(*tofino.Switch)
+	t.Cleanup(func() { sw.Close() })
+	if got := sw.LoadProgramBound(); got != 2*time.Minute+20*time.Second {
+		t.Errorf("LoadProgramBound with start_timeout 2m = %v, want 2m20s", got)
+	}
+	for _, driver := range []string{"tofino-bfrt", bfrtgrpc.Driver} {
+		reg, _ := drivers.Lookup("switch", driver)
+		_, err := reg.Open(ctx, drivers.Config{Name: "sw9", Kind: "switch", Driver: driver, Address: d.Address, Timeout: time.Second,
+			Options: map[string]string{"start_timeout": "soon"}})
+		if err == nil || !strings.Contains(err.Error(), `sw9: option start_timeout "soon"`) {
+			t.Errorf("%s with start_timeout soon: %v", driver, err)
+		}
+	}
+}

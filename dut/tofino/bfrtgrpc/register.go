@@ -11,8 +11,9 @@ import (
 
 // The registration of this driver: a switch, chosen by `driver:
 // tofino-bfrt-grpc`, reached at bf_switchd's BF Runtime gRPC address with
-// options.artifacts (where the programs' bfrt.json and binaries are) and,
-// optionally, options.agent_ssh: the switch's SSH address
+// options.artifacts (where the programs' bfrt.json and binaries are),
+// options.start_timeout (how long a program's load may take, default
+// 3 min) and, optionally, options.agent_ssh: the switch's SSH address
 // (ssh://user@host[:port], with the device's credentials and the
 // tofino-bfrt driver's options known_hosts, sde, privilege, cpu_iface,
 // agent_port), where the testbed agent answers what BF Runtime does not
@@ -26,6 +27,11 @@ func init() {
 		Capabilities: []string{p4switch.CapPrograms, p4switch.CapPacketGenerator, p4switch.CapClock, p4switch.CapQueues, p4switch.CapFEC},
 		Open: func(ctx context.Context, c drivers.Config) (drivers.Device, error) {
 			o := Options{Artifacts: c.Option("artifacts", true), Timeout: c.Timeout, Transcript: c.Transcript}
+			st, err := tofino.StartTimeoutOf(c)
+			if err != nil {
+				return nil, err
+			}
+			o.StartTimeout = st
 			if a := c.Options["agent_ssh"]; a != "" {
 				so, err := tofino.OptionsOf(c)
 				if err != nil {
