@@ -13,11 +13,14 @@ import (
 // frames lost. A paced point (pktgen_period_ns above a frame's time on the
 // wire) works out its steady stretches between losses in whole periods of
 // the generator's pattern and jumps the reorder buffer's repeating
-// stretches (simlab/lgmodel paced.go), but steps what follows a loss frame
-// by frame, about three times a line-rate loss's cost; where the simulated
-// switch reads the Tx buffer's queue with the courier (a point of at most
-// 2^27 frames), its stretches are stepped with it, some 10^7 frames a
-// CPU-second. Measured on a 2-core machine shared with other builds
+// stretches (simlab/lgmodel paced.go); what follows a loss it replays
+// where its state was met before, keyed on the generator's phase
+// (replay.go), and steps elsewhere, about three times a line-rate loss's
+// cost (measured before the replay, which makes lg100's loss cheaper:
+// not re-measured); where the simulated switch reads the Tx buffer's
+// queue with the courier (a point of at most 2^27 frames), its stretches
+// are stepped with it, some 10^7 frames a CPU-second, 25G ordered too.
+// Measured on a 2-core machine shared with other builds
 // (load 6-14), loss-sweep --seed 1 --set links=lgN --set loss_rates=L
 // --set pktgen_period_ns=124, three modes, calibration included:
 //
@@ -25,12 +28,20 @@ import (
 //	frames=1e7, lg100: 1e-5 3.2 s, 1e-3 2.5 s; lg25 1e-3: 5.3 s
 //	resolve_effective_loss=1e-10 at line rate, both links (18 points of 3.84x10^9 frames): 261 s (README)
 //
-// except 25G ordered, whose reorder buffer keeps a rotation between losses
-// that the paced pattern seldom repeats with (no cycle of up to 64
-// originals), so its stretches are stepped: lgmodel at 25G ordered, 1e-4,
-// 2x10^7 frames, 7.8x10^6 frames a CPU-second; the recipe's 3.84x10^9-frame
-// point at 1e-4 (resolve_effective_loss=1e-10, links=lg25) was over 6 min
-// of CPU when stopped.
+// except 25G ordered, whose sender falls behind the generator after each
+// loss, catches up, and keeps pace while its reorder buffer drains for
+// some 1,700 originals, a stretch that does not repeat: lgmodel replays it
+// in segments (replay.go), keyed on the generator's phase, where its state
+// was met before, and steps it where not; its cost follows the losses
+// until the stretches fill the time between them. Measured on the final
+// build, loss-sweep --seed 1 --set pktgen_period_ns=124 --set
+// resolve_effective_loss=1e-10 --set links=lg25 (3.84x10^9 frames a point,
+// 2-core machine, load 10-12), CPU time a point, calibration excluded:
+//
+//	ordered: 9.89e-6 19.4 s, 7.6e-5 183 s, 9.11e-4 196 s
+//	off and non-blocking: 15-35 s each
+//
+// so some 600 us a lost frame, at most 2x10^7 frames a CPU-second.
 //
 // The estimate is for planning, within a factor of about three: it tells
 // a minutes' run from one of hours before any of it is simulated.
@@ -40,7 +51,8 @@ const (
 	simCourierMaxFrames       = 1 << 27 // simlab/tofino courierMaxFrames
 	simCPUPerLoss             = 10 * time.Microsecond
 	simPacedCPUPerLoss        = 30 * time.Microsecond
-	simPacedSlowFramesPerCPUs = 7e6                    // paced ordered below 100G
+	simPacedSlowFramesPerCPUs = 2e7                    // paced ordered below 100G, at most
+	simPacedSlowCPUPerLoss    = 600 * time.Microsecond // ... of it, while the losses leave time between them
 	simCPUPerPoint            = 300 * time.Millisecond // bring-up, calibration's share, the bundle
 )
 
@@ -53,10 +65,11 @@ func simPointCPU(frames int64, loss float64, paced, slow bool) time.Duration {
 	}
 	rate := simPacedFramesPerCPUs
 	switch {
-	case slow:
-		rate = simPacedSlowFramesPerCPUs
 	case frames <= simCourierMaxFrames:
 		rate = simCourierFramesPerCPUs
+	case slow:
+		lost := time.Duration(float64(frames) * loss * float64(simPacedSlowCPUPerLoss))
+		return d + min(lost, time.Duration(float64(frames)/simPacedSlowFramesPerCPUs*float64(time.Second)))
 	}
 	return d + time.Duration(float64(frames)/rate*float64(time.Second)) + time.Duration(float64(frames)*loss*float64(simPacedCPUPerLoss))
 }
