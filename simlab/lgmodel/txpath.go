@@ -792,19 +792,38 @@ func (p *txPath) robust(seq, t int64, freed bool) bool {
 func (p *txPath) phasedLength(cons []tpPhased, slot, k int64) int64 {
 	step := slot % p.courier
 	k = min(k, tpPhasedLook)
+	if step == 0 {
+		return k // the phase never moves
+	}
 	for _, c := range cons {
-		r := c.r
-		for i := int64(1); i <= k; i++ {
-			if r += step; r >= p.courier {
-				r -= p.courier
-			}
-			if (r <= c.d) != c.freed {
-				k = i - 1
-				break
-			}
-		}
+		k = min(k, p.phasedFlip(c, step, k)-1)
 	}
 	return k
+}
+
+// phasedFlip is the first of the next k periods (from 1) that decides c
+// otherwise, its phase moving by step a period; k+1 when none does. It
+// goes from one crossing to the next: a freed decision's phase (at most
+// c.d) stays freed until it passes c.d, where it flips unless it wraps
+// past the courier's loop to at most c.d again; a kept one's (above c.d)
+// stays kept until it wraps, where it flips if it lands at most c.d.
+func (p *txPath) phasedFlip(c tpPhased, step, k int64) int64 {
+	r := c.r
+	for i := int64(0); ; {
+		m := (p.courier-1-r)/step + 1 // periods to the wrap
+		if c.freed {
+			m = (c.d-r)/step + 1 // periods past c.d
+		}
+		if i += m; i > k {
+			return k + 1
+		}
+		if r += m * step; r >= p.courier {
+			r -= p.courier
+		}
+		if (r <= c.d) != c.freed {
+			return i
+		}
+	}
 }
 
 // tryJump is called at the first decision on the copy at p.first's front,
