@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -111,6 +112,70 @@ type Driver struct {
 	// fixed bound on an undo (30 s unless the run says), how long one may
 	// take: a run gives such an undo that long instead.
 	UndoBound map[string]UndoBoundFunc
+	// Options are the inventory options the driver reads whose values
+	// have a form, by key: the inventory's check refuses a bad value at
+	// its file and line before anything opens (OptionProblems). An option
+	// not listed is read as text, or not at all.
+	Options map[string]Option
+}
+
+// Option is the form of one driver option's value.
+type Option struct {
+	// Expected is what a value must be, as an error says it ("a positive
+	// duration (e.g. 30s)").
+	Expected string
+	// Valid reports whether a value has that form.
+	Valid func(v string) bool
+}
+
+// DurationOption is an option whose value is a positive Go duration;
+// example is one such value, what says what it sets.
+func DurationOption(example, what string) Option {
+	return Option{
+		Expected: fmt.Sprintf("a positive duration (e.g. %s), %s", example, what),
+		Valid: func(v string) bool {
+			d, err := time.ParseDuration(v)
+			return err == nil && d > 0
+		},
+	}
+}
+
+// PortOption is an option whose value is a TCP port, 1..65535.
+func PortOption() Option {
+	return Option{
+		Expected: "a TCP port 1..65535",
+		Valid: func(v string) bool {
+			p, err := strconv.Atoi(v)
+			return err == nil && p >= 1 && p <= 65535
+		},
+	}
+}
+
+// Check returns the error of a bad value of the option key, naming the
+// device, the option and what was expected; nil when v is good.
+func (o Option) Check(device, key, v string) error {
+	if o.Valid == nil || o.Valid(v) {
+		return nil
+	}
+	return fmt.Errorf("%s: option %s %q: expected %s", device, key, v, o.Expected)
+}
+
+// OptionProblem is one bad option value of a device's options.
+type OptionProblem struct {
+	Key, Value, Expected string
+}
+
+// OptionProblems lists, sorted by key, the options whose values do not
+// have the form the driver declares for them.
+func (d Driver) OptionProblems(opts map[string]string) []OptionProblem {
+	var out []OptionProblem
+	for k, o := range d.Options {
+		if v, ok := opts[k]; ok && o.Valid != nil && !o.Valid(v) {
+			out = append(out, OptionProblem{Key: k, Value: v, Expected: o.Expected})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
 }
 
 // Has reports whether the driver declares capability c.

@@ -38,7 +38,8 @@ func CheckDrivers(inv *inventory.Inventory) error {
 }
 
 // DriverProblems lists the devices whose kind or driver this build does
-// not drive, each at its line.
+// not drive, and the option values their drivers refuse, each at its
+// line.
 func DriverProblems(inv *inventory.Inventory) []inventory.Problem {
 	known := KnownDrivers()
 	var out []inventory.Problem
@@ -57,9 +58,14 @@ func DriverProblems(inv *inventory.Inventory) []inventory.Problem {
 		}
 		if !slices.Contains(list, d.Driver) {
 			add(inv.DeviceErrorf(d, "driver", "unknown %s driver %q (known: %s)", d.Kind, d.Driver, strings.Join(list, ", ")))
+			continue
+		}
+		dr, _ := drivers.Lookup(d.Kind, d.Driver)
+		for _, p := range dr.OptionProblems(d.Options) {
+			add(inv.DeviceErrorf(d, "options."+p.Key, "%q: expected %s (%s driver %s)", p.Value, p.Expected, d.Kind, d.Driver))
 		}
 	}
-	return out
+	return inventory.MergeProblems(nil, out) // sorted by line
 }
 
 func kindsOf(m map[string][]string) string {

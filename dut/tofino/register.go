@@ -30,6 +30,7 @@ func init() {
 		},
 		Undo:      UndoKinds(),
 		UndoBound: UndoBounds(),
+		Options:   DriverOptions(),
 	})
 }
 
@@ -53,11 +54,10 @@ func OptionsOf(c drivers.Config) (Options, error) {
 	}
 	o.StartTimeout = d
 	if v, ok := c.Options["agent_port"]; ok {
-		p, err := strconv.Atoi(v)
-		if err != nil || p < 1 || p > 65535 {
-			return Options{}, fmt.Errorf("%s: option agent_port %q: expected a TCP port 1..65535", c.Name, v)
+		if err := drivers.PortOption().Check(c.Name, "agent_port", v); err != nil {
+			return Options{}, err
 		}
-		o.AgentPort = p
+		o.AgentPort, _ = strconv.Atoi(v)
 	}
 	return o, nil
 }
@@ -71,12 +71,20 @@ func StartTimeoutOf(c drivers.Config) (time.Duration, error) {
 	if !ok {
 		return 0, nil
 	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("%s: option start_timeout %q: expected a positive duration (e.g. 3m), how long the switch may take to start a program", c.Name, v)
+	if err := startTimeoutOption.Check(c.Name, "start_timeout", v); err != nil {
+		return 0, err
 	}
-	return d, nil
+	return time.ParseDuration(v)
 }
+
+// DriverOptions are the forms of the options both Tofino drivers read
+// (the BF Runtime gRPC driver reads start_timeout, and agent_port for
+// its agent side channel), checked when the inventory is.
+func DriverOptions() map[string]drivers.Option {
+	return map[string]drivers.Option{"start_timeout": startTimeoutOption, "agent_port": drivers.PortOption()}
+}
+
+var startTimeoutOption = drivers.DurationOption("3m", "how long the switch may take to start a program")
 
 // UndoBounds say how long the switch kind's undos that outlast a run's
 // fixed bound may take: a program's restart (LoadProgramBound).

@@ -18,19 +18,22 @@ const (
 	UndoShutter     = "voa.shutter"     // {channel, open}: set the channel's shutter
 )
 
+// travelTimeOption is options.travel_time's form.
+var travelTimeOption = drivers.DurationOption("30s", "how long the motor takes over the whole range")
+
 // register adds one VOA driver to the registry: open turns the
 // inventory's settings into Options.
 func register(name string, open func(ctx context.Context, address string, opts Options) (Attenuator, error), caps ...string) {
 	drivers.Register(drivers.Driver{
 		Kind: Kind, Name: name, Capabilities: caps,
+		Options: map[string]drivers.Option{"travel_time": travelTimeOption},
 		Open: func(ctx context.Context, c drivers.Config) (drivers.Device, error) {
 			opts := Options{Timeout: c.Timeout, Transcript: c.Transcript}
 			if v, ok := c.Options["travel_time"]; ok {
-				d, err := time.ParseDuration(v)
-				if err != nil || d <= 0 {
-					return nil, fmt.Errorf("%s: option travel_time %q: expected a positive duration (e.g. 30s), how long the motor takes over the whole range", c.Name, v)
+				if err := travelTimeOption.Check(c.Name, "travel_time", v); err != nil {
+					return nil, err
 				}
-				opts.TravelTime = d
+				opts.TravelTime, _ = time.ParseDuration(v)
 			}
 			if c.Limits != nil {
 				opts.Limits = &Limits{MinDB: c.Limits.MinDB, MaxDB: c.Limits.MaxDB}

@@ -136,10 +136,27 @@ func (s *OZOpticsServer) reply(lines ...string) {
 		b.WriteString(l + "\r\n")
 	}
 	b.WriteString("Done\r\n\r\n")
-	if d := s.faults.Delay(); d > 0 {
-		time.Sleep(d)
+	if !s.wait(s.faults.Delay()) {
+		return // closed during an injected delay: the reply is never sent
 	}
 	s.p.Master.Write([]byte(b.String()))
+}
+
+// wait holds a reply for an injected delay d, or until the server closes
+// (a device switched off while it was slow to answer); it reports whether
+// the delay ran its course.
+func (s *OZOpticsServer) wait(d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.done:
+		return false
+	}
 }
 
 // handle answers one command line: the echo when it is on, then the

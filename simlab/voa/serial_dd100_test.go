@@ -2,8 +2,10 @@ package voa
 
 import (
 	"bufio"
+	"context"
 	"os"
 	"strings"
+	"testbed/simlab/wire"
 	"testbed/simlab/world"
 	"testing"
 	"time"
@@ -77,4 +79,47 @@ func TestDD100StepperCommands(t *testing.T) {
 	eq("A1e1", do("A1e1"), "Error-2")
 	eq("H", do("H"), "Diff=0")
 	eq("D", do("D"), "DPos:0", "ATTEN:0.00")
+}
+
+// An injected reply delay ends when the emulator closes: a test that set
+// a long delay must not be held up by it at its cleanup. The command sets
+// the attenuation, so the emulator has taken it (and its delay) once the
+// channel's target moved.
+func TestDD100CloseEndsAnInjectedDelay(t *testing.T) {
+	v := world.New(1).NewVOA("voa2", "OZ Optics", "DD-100-MC", "OZ1", "3.10", 1, 0, 55, 0.8, 0)
+	faults := &wire.Faults{}
+	faults.SetDelay(time.Hour)
+	srv := NewOZOpticsServer(v, faults)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(srv.Path(), os.O_RDWR, 0)
+	if err != nil {
+		srv.Close()
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write([]byte("A12.00\r")); err != nil {
+		srv.Close()
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for v.Channels[0].Target() != 12 {
+		if ctx.Err() != nil {
+			srv.Close()
+			t.Fatalf("the emulator never took A12.00: target %.2f dB", v.Channels[0].Target())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- srv.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Close still waiting on a reply delayed by an hour after a minute")
+	}
 }

@@ -54,5 +54,6 @@ func init() {
 		},
 		Undo:      tofino.UndoKinds(),
 		UndoBound: tofino.UndoBounds(),
+		Options:   tofino.DriverOptions(),
 	})
 }
