@@ -117,6 +117,7 @@ func (p *txPath) appendQueues(k []int64, s0, t0 int64) []int64 {
 // loadQueues sets the three queues from v as appendQueues wrote it,
 // shifted to copy s0 and time t0, and returns what follows them in v.
 func (p *txPath) loadQueues(v []int64, s0, t0 int64) []int64 {
+	p.leastOK, p.leastFloor = false, math.MinInt64
 	for _, q := range []*tpQueue{&p.first, &p.q16, &p.on16} {
 		n := v[0]
 		v = v[1:]
@@ -169,6 +170,20 @@ type txPath struct {
 	free16  int64
 	on16    tpQueue // past the read port, to be decided
 	sendsAt int     // sends before it are done
+
+	// The least copy in flight, kept as the queues change (leastInFlight):
+	// a copy fed has the highest sequence yet, a copy moved between the
+	// queues keeps its own, a shift moves them all by the same, so only
+	// freeing the least or loading the queues from a note makes it be
+	// found again. Every first decision a jump may start from needs it.
+	least      int64
+	leastOK    bool
+	leastFloor int64 // no copy in flight is below it: found, the least
+	// find the least copy in flight at every note too, and count where
+	// the kept one differs (tests: keeping it changes nothing, and is done)
+	checkLeast                        bool
+	leastKept, leastFound, leastWrong int64
+	leastLooked, leastAll             int64 // copies looked at, and in flight, at the notes
 
 	base     int64 // the register at the last courier pass read
 	lack     int64 // what the sender holds from the last courier pass read
@@ -235,7 +250,7 @@ func newTxPath(s *sim) *txPath {
 	return &txPath{
 		courier: durPS(s.c.CourierLoop), back: s.oneWay() + s.ser64 + durPS(s.c.AckExtra),
 		loop: s.loopPS, drain: s.drainFrame, read: read, copyBytes: cells * lg.CellBytes,
-		logging: !s.c.NoCycleSkip,
+		logging: !s.c.NoCycleSkip, leastFloor: math.MinInt64,
 	}
 }
 
@@ -592,6 +607,7 @@ func (p *txPath) feedFirst() {
 	start := max(p.free68, r.t0)
 	p.free68 = start + p.drain
 	p.first.push(tpBack{r.seq0, p.free68 + p.loop})
+	p.least = min(p.least, r.seq0)
 	r.seq0++
 	r.t0 += r.slot
 	if r.n--; r.n != 0 {
@@ -671,6 +687,11 @@ func (p *txPath) decide(kind int, next int64) {
 		p.tl.dl, p.tl.dr = p.narrowOn(p.tl.reg, p.tl.dl, p.tl.dr, b.seq, b.at, freed)
 	}
 	if freed {
+		if b.seq == p.least {
+			// Found again when next needed: every copy in flight is
+			// above it, a copy being kept once.
+			p.leastOK, p.leastFloor = false, b.seq+1
+		}
 		return
 	}
 	if p.q16.len() == 0 && p.free16 <= next {
@@ -975,13 +996,48 @@ func (p *txPath) inflightRun(s, slot int64) (ri int, lo int64, ok bool) {
 	if ri < 0 || p.rxRun[ri].slot != slot {
 		return -1, 0, false
 	}
-	lo = s
-	for _, q := range []*tpQueue{&p.first, &p.q16, &p.on16} {
-		for _, b := range q.a[q.head:] {
-			lo = min(lo, b.seq)
+	lo = min(s, p.leastInFlight())
+	return ri, lo, lo >= p.rxRun[ri].seq0
+}
+
+// leastInFlight is the least copy in flight (math.MaxInt64 when none):
+// the one kept, or, when that was freed or the queues were loaded from a
+// note, found by going through the queues, as far as a copy at the floor
+// below which none is.
+func (p *txPath) leastInFlight() int64 {
+	lo := p.least
+	if p.leastOK {
+		p.leastKept++
+	} else {
+		var looked int
+		lo, looked = p.scanLeast(p.leastFloor)
+		p.least, p.leastOK = lo, true
+		p.leastFound++
+		p.leastLooked += int64(looked)
+	}
+	if p.checkLeast {
+		p.leastAll += int64(p.first.len() + p.q16.len() + p.on16.len())
+		if all, _ := p.scanLeast(math.MinInt64); lo != all {
+			p.leastWrong++
 		}
 	}
-	return ri, lo, lo >= p.rxRun[ri].seq0
+	return lo
+}
+
+// scanLeast goes through the copies in flight for the least, stopping at
+// one at floor, and says how many it looked at. The copies past the read
+// port first: the successor of the least, freed, has most often been
+// round it the longest.
+func (p *txPath) scanLeast(floor int64) (lo int64, looked int) {
+	lo = math.MaxInt64
+	for _, q := range []*tpQueue{&p.on16, &p.q16, &p.first} {
+		i := q.head
+		for ; i < len(q.a) && lo != floor; i++ {
+			lo = min(lo, q.a[i].seq)
+		}
+		looked += i - q.head
+	}
+	return lo, looked
 }
 
 // stateAt is the accounting's state relative to (s, t), in p.jump.snap's
@@ -1046,6 +1102,12 @@ func (p *txPath) shift(ds, dt int64, r *tpRun) {
 			q.a[i].seq += ds
 			q.a[i].at += dt
 		}
+	}
+	if p.least != math.MaxInt64 {
+		p.least += ds // none in flight stays none
+	}
+	if p.leastFloor != math.MinInt64 {
+		p.leastFloor += ds
 	}
 	p.free68 += dt
 	p.free16 += dt

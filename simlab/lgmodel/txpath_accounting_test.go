@@ -411,3 +411,39 @@ func TestTxPathRegisterIsItsInputs(t *testing.T) {
 		}
 	}
 }
+
+// The least copy in flight, which every first decision a jump may start
+// from needs, is kept as the queues change, and found again, when the
+// least was freed, only as far as its successor (leastInFlight): at both
+// speeds, in both modes, with the notes replayed and stepped, it is the
+// least of every copy in flight at every note, and the copies looked at
+// are under two thirds of those in flight (at 100G a fifth or less).
+func TestTxPathLeastInFlightIsKept(t *testing.T) {
+	for _, bps := range []float64{25e9, 100e9} {
+		for _, mode := range []Mode{Ordered, NonBlocking} {
+			for _, noMemo := range []bool{false, true} {
+				c, err := Defaults(mode, bps, 1e-3, 400_000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.MaxRun = switchMaxRun(mode)
+				c = c.WithCourier()
+				m, err := New(c, rand.New(rand.NewPCG(3, 7)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				tp := m.s.tp
+				tp.checkLeast, tp.noMemo = true, noMemo
+				m.Advance(1 << 62)
+				name := fmt.Sprintf("%s %gG noMemo %v", mode, bps/1e9, noMemo)
+				t.Logf("%s: the least copy in flight kept at %d notes, found at %d (%d wrong); %d copies looked at of %d in flight", name, tp.leastKept, tp.leastFound, tp.leastWrong, tp.leastLooked, tp.leastAll)
+				if tp.leastWrong != 0 {
+					t.Errorf("%s: the least copy in flight kept or found differs from the least of all at %d of %d notes", name, tp.leastWrong, tp.leastKept+tp.leastFound)
+				}
+				if tp.leastKept == 0 || 3*tp.leastLooked > 2*tp.leastAll {
+					t.Errorf("%s: the least copy in flight kept at %d notes, %d copies looked at of %d in flight: not kept, or not found early", name, tp.leastKept, tp.leastLooked, tp.leastAll)
+				}
+			}
+		}
+	}
+}
