@@ -44,6 +44,19 @@ import (
 //     bfruntime_info and profile (context.json, tofino.bin), which takes
 //     pipelineLoadTime, answers WARM_INIT_FINISHED on the client's stream,
 //     and unbinds the clients of the program it replaced;
+//   - a load, once verified, runs to its end whether or not its client
+//     waits for it: the SDE's handler ignores its ServerContext
+//     (bf_rt_server_impl.cpp:3855-3858, "ServerContext * /*context*/")
+//     and runs warm init begin (the new program added to the device) and
+//     end in one call (bf_rt_server_mgr.cpp:1119-1157, warmInitBegin
+//     551-597, warmInitEnd 610-621); a client that gave up finds the new
+//     program running, not the old one. While it runs, the load holds the
+//     set_fwd lock to write (impl.cpp:3877-3879) and every Read, Write,
+//     GetForwardingPipelineConfig and BIND, which only try the lock to
+//     read (impl.cpp:3820, 3865, 3932, 4215; pthread_rwlock_tryrdlock in
+//     bf_rt_server_impl.hpp:482-497), is refused UNAVAILABLE ("Failed to
+//     acquire read lock for client N In use"; BF_IN_USE to UNAVAILABLE,
+//     impl.hpp:104-108); another load waits;
 //   - a batch's failures are an UNKNOWN status whose details hold one
 //     bfrt_proto.Error per update (canonical_code OK for those that
 //     worked), as BfRtServerErrorReporter sends them.
@@ -63,6 +76,12 @@ type bfrtService struct {
 
 	nonP4 []byte
 	fixed *bfrtinfo.Info
+
+	// setFwd is the SDE server's set_fwd rwlock (bf_rt_server_impl.hpp,
+	// SetFwdConfigLockGuard): a load holds it to write, and waits for it;
+	// Read, Write, GetForwardingPipelineConfig and BIND try it to read
+	// and, while a load holds it, answer UNAVAILABLE (readLock).
+	setFwd sync.RWMutex
 
 	mu      sync.Mutex
 	streams map[uint32]chan *bfrtpb.StreamMessageResponse
@@ -198,6 +217,11 @@ func (s *bfrtService) GetForwardingPipelineConfig(ctx context.Context, req *bfrt
 	if err := s.fault(); err != nil {
 		return nil, err
 	}
+	unlock, err := s.readLock(req.ClientId)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if req.DeviceId != 0 {
 		return nil, status.Errorf(codes.NotFound, "device %d: the switch has device 0 only", req.DeviceId)
 	}
@@ -219,6 +243,11 @@ func (s *bfrtService) SetForwardingPipelineConfig(ctx context.Context, req *bfrt
 	}
 	switch req.Action {
 	case bfrtpb.SetForwardingPipelineConfigRequest_BIND:
+		unlock, err := s.readLock(req.ClientId)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
 		if len(req.Config) != 1 {
 			return nil, status.Error(codes.InvalidArgument, "Exactly one config message required.")
 		}
@@ -258,38 +287,55 @@ func (s *bfrtService) SetForwardingPipelineConfig(ctx context.Context, req *bfrt
 		if req.Action == bfrtpb.SetForwardingPipelineConfigRequest_VERIFY {
 			return &bfrtpb.SetForwardingPipelineConfigResponse{}, nil
 		}
-		// The pipes take a while to load (as bf_switchd's start over
-		// SSH): the answer comes once they have.
-		select {
-		case <-time.After(pipelineLoadTime):
-		case <-ctx.Done():
-			return nil, status.FromContextError(ctx.Err()).Err()
-		}
-		// As bf_switchd restarting with the program (switchd-start over
-		// SSH): every port, counter, table, register and generator is gone.
-		s.t.dp.stopAll(s.t)
-		s.t.mu.Lock()
-		s.t.reset(c.P4Name)
-		s.t.installed[c.P4Name] = true
-		s.t.mu.Unlock()
-		s.mu.Lock()
-		for cl, p := range s.bound {
-			if p != c.P4Name {
-				delete(s.bound, cl)
-			}
-		}
-		s.pktBuf, s.pktPorts, s.apps = map[int][]byte{}, map[int]bool{}, map[int]*bfrtApp{}
-		if ch, ok := s.streams[req.ClientId]; ok {
-			select {
-			case ch <- &bfrtpb.StreamMessageResponse{Update: &bfrtpb.StreamMessageResponse_SetForwardingPipelineConfigResponse{
-				SetForwardingPipelineConfigResponse: &bfrtpb.SetForwardingPipelineConfigResponse{SetForwardingPipelineConfigResponseType: bfrtpb.SetForwardingPipelineConfigResponseType_WARM_INIT_FINISHED}}}:
-			default:
-			}
-		}
-		s.mu.Unlock()
-		return &bfrtpb.SetForwardingPipelineConfigResponse{SetForwardingPipelineConfigResponseType: bfrtpb.SetForwardingPipelineConfigResponseType_WARM_INIT_FINISHED}, nil
+		return s.load(req.ClientId, c.P4Name)
 	}
 	return nil, status.Errorf(codes.Unimplemented, "SetForwardingPipelineConfig action %v: the simulated switch serves BIND, VERIFY and VERIFY_AND_WARM_INIT_BEGIN_AND_END", req.Action)
+}
+
+// readLock tries the set_fwd lock to read, as the SDE's Read, Write,
+// GetForwardingPipelineConfig and BIND do: UNAVAILABLE while a load holds
+// it. unlock releases it.
+func (s *bfrtService) readLock(client uint32) (unlock func(), err error) {
+	if !s.setFwd.TryRLock() {
+		return nil, status.Errorf(codes.Unavailable, "Failed to acquire read lock for client %d In use", client)
+	}
+	return s.setFwd.RUnlock, nil
+}
+
+// load is a verified warm init with program: under the set_fwd lock, to
+// its end whatever its client does meanwhile (the SDE's handler never
+// looks at its context), the client's answer sent if it still listens.
+func (s *bfrtService) load(client uint32, program string) (*bfrtpb.SetForwardingPipelineConfigResponse, error) {
+	s.setFwd.Lock()
+	defer s.setFwd.Unlock()
+	// The pipes take a while to load (as bf_switchd's start over SSH):
+	// the answer comes once they have. A time.Sleep and not a select on
+	// the request's context: the device does not stop a load whose client
+	// has gone.
+	time.Sleep(pipelineLoadTime)
+	// As bf_switchd restarting with the program (switchd-start over
+	// SSH): every port, counter, table, register and generator is gone.
+	s.t.dp.stopAll(s.t)
+	s.t.mu.Lock()
+	s.t.reset(program)
+	s.t.installed[program] = true
+	s.t.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for cl, p := range s.bound {
+		if p != program {
+			delete(s.bound, cl)
+		}
+	}
+	s.pktBuf, s.pktPorts, s.apps = map[int][]byte{}, map[int]bool{}, map[int]*bfrtApp{}
+	finished := &bfrtpb.SetForwardingPipelineConfigResponse{SetForwardingPipelineConfigResponseType: bfrtpb.SetForwardingPipelineConfigResponseType_WARM_INIT_FINISHED}
+	if ch, ok := s.streams[client]; ok {
+		select {
+		case ch <- &bfrtpb.StreamMessageResponse{Update: &bfrtpb.StreamMessageResponse_SetForwardingPipelineConfigResponse{SetForwardingPipelineConfigResponse: finished}}:
+		default:
+		}
+	}
+	return finished, nil
 }
 
 func (s *bfrtService) StreamChannel(st bfrtpb.BfRuntime_StreamChannelServer) error {
@@ -406,6 +452,11 @@ func (s *bfrtService) Write(ctx context.Context, req *bfrtpb.WriteRequest) (*bfr
 	if err := s.fault(); err != nil {
 		return nil, err
 	}
+	unlock, err := s.readLock(req.ClientId)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	info, err := s.clientInfo(req.ClientId, req.P4Name)
 	if err != nil {
 		return nil, err
@@ -448,6 +499,11 @@ func (s *bfrtService) Read(req *bfrtpb.ReadRequest, st bfrtpb.BfRuntime_ReadServ
 	if err := s.fault(); err != nil {
 		return err
 	}
+	unlock, err := s.readLock(req.ClientId)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	info, err := s.clientInfo(req.ClientId, req.P4Name)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package bfrtgrpc_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"testbed/dut/p4switch"
 	"testbed/dut/tofino"
 	"testbed/dut/tofino/bfrtgrpc"
 	lg "testbed/p4/linkguardian"
@@ -327,12 +329,72 @@ func TestLoadIsBoundedByStartTimeout(t *testing.T) {
 	}
 	short := open(bfrtgrpc.Options{Timeout: 5 * time.Second, StartTimeout: 50 * time.Millisecond})
 	err := short.StartSwitchd(ctx, lg.ProgramSender)
-	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "within 50ms (StartTimeout)") || !strings.Contains(err.Error(), d.Address[len("tcp://"):]) {
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "within 50ms (StartTimeout)") || !strings.Contains(err.Error(), d.Address[len("tcp://"):]) ||
+		!strings.Contains(err.Error(), "goes on loading it") {
 		t.Fatalf("a 150 ms load with a StartTimeout of 50 ms: %v", err)
 	}
-	if p, err := sw.Program(ctx); err != nil || p != lg.ProgramReceiver {
-		t.Fatalf("after the load given up on the switch runs %q (%v), want %q", p, err, lg.ProgramReceiver)
+	// The switch finishes the load it was left with (an abandoned load
+	// is covered by TestAbandonedLoadRunsOnAndIsUndone).
+	if p, err := sw.Program(ctx); err != nil || p != lg.ProgramSender {
+		t.Fatalf("after the load given up on the switch runs %q (%v), want %q", p, err, lg.ProgramSender)
 	}
+}
+
+// A load the client gives up on goes on, as on the SDE's BF Runtime
+// server, which never looks at a SetForwardingPipelineConfig's context
+// and runs warm init begin and end to their end (open-p4studio
+// bf_rt_server_impl.cpp:3855-3858, bf_rt_server_mgr.cpp:1119-1157): the
+// switch ends up running the new program, not the one it ran, and
+// answers nothing else meanwhile (its set_fwd lock). A run's undo of the
+// program change (journaled before the load) waits for that load to end
+// and loads the program found again. Before, the simulated switch kept
+// its program when the client went, so an undo found nothing to do and
+// the driver's error said nothing of the switch's state.
+func TestAbandonedLoadRunsOnAndIsUndone(t *testing.T) {
+	lab := startLab(t)
+	d, _ := lab.Inventory().Device("sw1")
+	ctx := context.Background()
+	sw, err := bfrtgrpc.Open(ctx, d.Address, bfrtgrpc.Options{Artifacts: d.Options["artifacts"], Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sw.Close() })
+	if err := sw.StartSwitchd(ctx, lg.ProgramReceiver); err != nil {
+		t.Fatal(err)
+	}
+	undo := func() {
+		t.Helper()
+		reg, _ := drivers.Lookup("switch", bfrtgrpc.Driver)
+		if err := reg.Undo[p4switch.UndoProgram](ctx, sw, json.RawMessage(`{"program":"`+lg.ProgramReceiver+`"}`)); err != nil {
+			t.Fatalf("undo of the abandoned load: %v", err)
+		}
+		if p, err := sw.Program(ctx); err != nil || p != lg.ProgramReceiver {
+			t.Fatalf("after the undo the switch runs %q (%v), want %q, the program found", p, err, lg.ProgramReceiver)
+		}
+	}
+
+	// The caller's context ends 50 ms into the 150 ms load.
+	gone, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	err = sw.StartSwitchd(gone, lg.ProgramSender)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "given up") || !strings.Contains(err.Error(), "goes on loading it") {
+		t.Fatalf("a load whose context ends: %v", err)
+	}
+	if p, err := sw.Program(ctx); err != nil || p != lg.ProgramSender {
+		t.Fatalf("after the load given up on the switch runs %q (%v), want %q: the device finishes a load", p, err, lg.ProgramSender)
+	}
+	undo()
+
+	// The undo right after the abandoned load meets it still running.
+	short, err := bfrtgrpc.Open(ctx, d.Address, bfrtgrpc.Options{Artifacts: d.Options["artifacts"], Timeout: 5 * time.Second, StartTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { short.Close() })
+	if err := short.StartSwitchd(ctx, lg.ProgramSender); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a 150 ms load with a StartTimeout of 50 ms: %v", err)
+	}
+	undo()
 }
 
 // options.start_timeout sets how long a program's start may take, over

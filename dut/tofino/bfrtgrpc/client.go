@@ -36,6 +36,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -282,15 +283,54 @@ func (c *Conn) received(rpc string, m proto.Message) {
 	}
 }
 
-// pipelineConfig asks for the device's configuration.
+// pipelineConfig asks for the device's configuration. While the switch
+// loads a program (one this client gave up waiting for, as a run's undo
+// meets after an abandoned load, or another client's) the server refuses
+// the request UNAVAILABLE, "Failed to acquire read lock" (its load holds
+// the set_fwd lock: open-p4studio bf_rt_server_impl.cpp:3820 and
+// 3877-3879): it is asked again until the load ends, within StartTimeout.
 func (c *Conn) pipelineConfig(ctx context.Context) (*bfrtpb.GetForwardingPipelineConfigResponse, error) {
+	wait, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
+	defer cancel()
+	for {
+		resp, err := c.getPipelineConfig(ctx)
+		if err == nil || !loading(err) {
+			if err != nil {
+				return nil, c.rpcErr("GetForwardingPipelineConfig", err)
+			}
+			return resp, nil
+		}
+		t := time.NewTimer(loadPoll)
+		select {
+		case <-wait.Done():
+			t.Stop()
+			c.tr.Error(err)
+			return nil, fmt.Errorf("bf runtime %s: GetForwardingPipelineConfig: the switch was still loading a program after %v (StartTimeout): %w", c.addr, c.opts.StartTimeout, transport.ErrConnectionLost)
+		case <-t.C:
+		}
+	}
+}
+
+// loadPoll is how often a request the switch refuses while it loads a
+// program is asked again.
+const loadPoll = 20 * time.Millisecond
+
+// loading reports whether the server refused a request because a
+// program's load holds its set_fwd lock (BF_IN_USE, UNAVAILABLE:
+// open-p4studio bf_rt_server_impl.hpp:104-108).
+func loading(err error) bool {
+	st, ok := status.FromError(err)
+	return ok && st.Code() == codes.Unavailable && strings.Contains(st.Message(), "Failed to acquire read lock")
+}
+
+func (c *Conn) getPipelineConfig(ctx context.Context) (*bfrtpb.GetForwardingPipelineConfigResponse, error) {
 	ctx, cancel := c.deadline(ctx)
 	defer cancel()
 	req := &bfrtpb.GetForwardingPipelineConfigRequest{DeviceId: c.opts.Device, ClientId: c.opts.ClientID}
 	c.sent("GetForwardingPipelineConfig", req)
 	resp, err := c.stub.GetForwardingPipelineConfig(ctx, req)
 	if err != nil {
-		return nil, c.rpcErr("GetForwardingPipelineConfig", err)
+		return nil, err
 	}
 	if c.tr != nil {
 		// The documents are long: the transcript names them.
@@ -415,9 +455,21 @@ func (c *Conn) StartProgram(ctx context.Context, program string) error {
 	defer cancel()
 	_, err := c.stub.SetForwardingPipelineConfig(sctx, req)
 	if err != nil {
+		// A load given up on goes on: the SDE's server does not look at
+		// its request's context and, once the program is verified, runs
+		// warm init begin and end to their end (open-p4studio
+		// bf_rt_server_impl.cpp:3855-3858, bf_rt_server_mgr.cpp:
+		// 1119-1157). The program found is gone; a run's undo finds the
+		// new one (or the load still holding the switch, which it waits
+		// for) and loads the program found again.
+		const goesOn = "the switch goes on loading it and then runs it, not the program it ran before"
 		if errors.Is(sctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 			c.tr.Error(err)
-			return fmt.Errorf("bf runtime %s: load %s: not loaded within %v (StartTimeout): %w", c.addr, program, c.opts.StartTimeout, context.DeadlineExceeded)
+			return fmt.Errorf("bf runtime %s: load %s: not loaded within %v (StartTimeout); %s: %w", c.addr, program, c.opts.StartTimeout, goesOn, context.DeadlineExceeded)
+		}
+		if ctx.Err() != nil {
+			c.tr.Error(err)
+			return fmt.Errorf("bf runtime %s: load %s: given up (%v); %s: %w", c.addr, program, context.Cause(ctx), goesOn, ctx.Err())
 		}
 		return c.rpcErr("load "+program, err)
 	}
