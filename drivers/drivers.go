@@ -151,6 +151,14 @@ func PortOption() Option {
 	}
 }
 
+// BoolOption is an option whose value is true or false.
+func BoolOption(what string) Option {
+	return Option{
+		Expected: "true or false, " + what,
+		Valid:    func(v string) bool { return v == "true" || v == "false" },
+	}
+}
+
 // Check returns the error of a bad value of the option key, naming the
 // device, the option and what was expected; nil when v is good.
 func (o Option) Check(device, key, v string) error {

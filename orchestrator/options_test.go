@@ -10,7 +10,7 @@ import (
 // A driver option's bad value is refused when the inventory is checked,
 // before any device opens, at the value's file and line, naming the
 // option and what was expected: one case per kind of option (a duration,
-// a TCP port) and per driver that reads it.
+// a TCP port, true or false) and per driver that reads it.
 func TestDriverOptionsCheckedAtTheirLine(t *testing.T) {
 	const text = `version: 1
 name: t
@@ -42,6 +42,18 @@ devices:
     options:
       start_timeout: 90s
       agent_port: "9091"
+  tg1:
+    kind: trafficgen
+    driver: otg
+    address: "https://127.0.0.1:8443"
+    options:
+      insecure_tls: "yes"
+  fabric1:
+    kind: fabric
+    driver: stardust-model
+    address: "tcp://127.0.0.1:7000"
+    options:
+      run_timeout: 10
 `
 	inv, err := inventory.Parse("lab.yaml", []byte(text))
 	if err != nil {
@@ -49,7 +61,7 @@ devices:
 	}
 	err = CheckDrivers(inv)
 	if err == nil {
-		t.Fatal("CheckDrivers passed an inventory with four bad option values")
+		t.Fatal("CheckDrivers passed an inventory with six bad option values")
 	}
 	lines := strings.Split(err.Error(), "\n")
 	want := []string{
@@ -57,6 +69,8 @@ devices:
 		`lab.yaml:16:7: devices.sw1.options.agent_port: "70000": expected a TCP port 1..65535 (switch driver tofino-bfrt)`,
 		`lab.yaml:17:7: devices.sw1.options.start_timeout: "-3m": expected a positive duration (e.g. 3m), how long the switch may take to start a program (switch driver tofino-bfrt)`,
 		`lab.yaml:23:7: devices.sw2.options.start_timeout: "3": expected a positive duration (e.g. 3m), how long the switch may take to start a program (switch driver tofino-bfrt-grpc)`,
+		`lab.yaml:36:7: devices.tg1.options.insecure_tls: "yes": expected true or false, whether to accept the device's certificate unchecked (a self-signed one) (trafficgen driver otg)`,
+		`lab.yaml:42:7: devices.fabric1.options.run_timeout: "10": expected a positive duration (e.g. 10m), how long an exchange that steps the fabric may take (fabric driver stardust-model)`,
 	}
 	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
 		t.Errorf("CheckDrivers:\n%s\nwant:\n%s", err, strings.Join(want, "\n"))

@@ -2,7 +2,6 @@ package fabric
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"testbed/drivers"
@@ -12,6 +11,9 @@ import (
 // package's protocol (the simulated lab's, simlab/fabric).
 const DriverName = "stardust-model"
 
+// runTimeoutOption is options.run_timeout's form.
+var runTimeoutOption = drivers.DurationOption("10m", "how long an exchange that steps the fabric may take")
+
 // init registers the driver: kind fabric, opened by dialling the address
 // (tcp://host:port). The device's timeout bounds an exchange; its option
 // run_timeout (a Go duration) one that steps the fabric. A fabric keeps
@@ -19,14 +21,14 @@ const DriverName = "stardust-model"
 func init() {
 	drivers.Register(drivers.Driver{
 		Kind: Kind, Name: DriverName,
+		Options: map[string]drivers.Option{"run_timeout": runTimeoutOption},
 		Open: func(ctx context.Context, c drivers.Config) (drivers.Device, error) {
 			o := Options{Timeout: c.Timeout, Transcript: c.Transcript}
 			if v, ok := c.Options["run_timeout"]; ok {
-				d, err := time.ParseDuration(v)
-				if err != nil || d <= 0 {
-					return nil, fmt.Errorf("%s: options.run_timeout %q: expected a positive duration such as 10m", c.Name, v)
+				if err := runTimeoutOption.Check(c.Name, "run_timeout", v); err != nil {
+					return nil, err
 				}
-				o.RunTimeout = d
+				o.RunTimeout, _ = time.ParseDuration(v)
 			}
 			return Dial(ctx, c.Name, c.Address, o)
 		},

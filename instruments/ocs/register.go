@@ -19,6 +19,7 @@ const UndoDark = "ocs.dark"
 func register(name string, open func(ctx context.Context, address string, opts Options) (CircuitSwitch, error), caps ...string) {
 	drivers.Register(drivers.Driver{
 		Kind: Kind, Name: name, Capabilities: caps,
+		Options: map[string]drivers.Option{"insecure_tls": drivers.BoolOption("whether to accept the device's certificate unchecked (a self-signed one)")},
 		Open: func(ctx context.Context, c drivers.Config) (drivers.Device, error) {
 			return open(ctx, c.Address, Options{Name: c.Name, Timeout: c.Timeout, Transcript: c.Transcript, InsecureTLS: c.Options["insecure_tls"] == "true"})
 		},

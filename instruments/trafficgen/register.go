@@ -21,6 +21,7 @@ const UndoStop = "trafficgen.stop"
 func Register(name string, open func(ctx context.Context, address string, opts Options) (Generator, error), caps ...string) {
 	drivers.Register(drivers.Driver{
 		Kind: Kind, Name: name, Capabilities: caps,
+		Options: map[string]drivers.Option{"insecure_tls": drivers.BoolOption("whether to accept the device's certificate unchecked (a self-signed one)")},
 		Open: func(ctx context.Context, c drivers.Config) (drivers.Device, error) {
 			return open(ctx, c.Address, Options{Timeout: c.Timeout, Transcript: c.Transcript, InsecureTLS: c.Options["insecure_tls"] == "true"})
 		},
