@@ -19,7 +19,9 @@ func TestLostReplyIsNotDoneTwice(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	d, _ := lab.Inventory().Device("sw1")
-	var tr strings.Builder
+	// The connection's watcher notes a dropped reply's reconnect while
+	// the test reads the transcript.
+	var tr lockedText
 	sw := openWith(t, lab, "sw1", 10*time.Second, &tr)
 	if err := sw.StartSwitchd(ctx, lg.ProgramSender); err != nil {
 		t.Fatal(err)

@@ -25,6 +25,13 @@ func (l *lockedText) Write(p []byte) (int, error) {
 	return l.sb.Write(p)
 }
 
+// String is what has been written so far.
+func (l *lockedText) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.sb.String()
+}
+
 // ops counts the agent requests by op written since the last call.
 func (l *lockedText) ops() map[string]int {
 	l.mu.Lock()
