@@ -201,10 +201,16 @@ func TestKeysightAsksASlowMoveRarely(t *testing.T) {
 // opcLimits are the *OPC? waits' limits the driver noted in its
 // transcript ("# *OPC? wait up to 850ms: ...").
 func opcLimits(t *testing.T, tr string) []time.Duration {
+	return notedLimits(t, tr, " # *OPC? wait up to ")
+}
+
+// notedLimits are the durations following marker on the transcript's
+// lines (a driver's note of a wait's limit: "<marker>850ms: why").
+func notedLimits(t *testing.T, tr, marker string) []time.Duration {
 	t.Helper()
 	var out []time.Duration
 	for _, l := range strings.Split(tr, "\n") {
-		_, rest, _ := strings.Cut(l, " # *OPC? wait up to ")
+		_, rest, _ := strings.Cut(l, marker)
 		if rest == "" {
 			continue
 		}
@@ -599,20 +605,7 @@ func ozLabAt(t *testing.T, dB, speed float64) (*world.VOA, string) {
 // doneLimits are the motor waits' limits the DD-100 driver noted in its
 // transcript ("# Done wait up to 318ms: ...").
 func doneLimits(t *testing.T, tr string) []time.Duration {
-	t.Helper()
-	var out []time.Duration
-	for _, l := range strings.Split(tr, "\n") {
-		_, rest, _ := strings.Cut(l, " # Done wait up to ")
-		if rest == "" {
-			continue
-		}
-		d, err := time.ParseDuration(strings.SplitN(rest, ":", 2)[0])
-		if err != nil {
-			t.Fatalf("transcript line %q: %v", l, err)
-		}
-		out = append(out, d)
-	}
-	return out
+	return notedLimits(t, tr, " # Done wait up to ")
 }
 
 // A DD-100 move is waited out for its share of the time the manual allows
