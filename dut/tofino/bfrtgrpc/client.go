@@ -292,28 +292,31 @@ func (c *Conn) received(rpc string, m proto.Message) {
 func (c *Conn) pipelineConfig(ctx context.Context) (*bfrtpb.GetForwardingPipelineConfigResponse, error) {
 	wait, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
 	defer cancel()
-	for {
-		resp, err := c.getPipelineConfig(ctx)
-		if err == nil || !loading(err) {
-			if err != nil {
-				return nil, c.rpcErr("GetForwardingPipelineConfig", err)
-			}
-			return resp, nil
+	var resp *bfrtpb.GetForwardingPipelineConfigResponse
+	var last error
+	// Asked again at transport.Poll's gaps (an eighth of the time waited,
+	// never faster than an answer takes): a real load runs for seconds.
+	err := transport.Poll(wait, func() (bool, error) {
+		var err error
+		resp, err = c.getPipelineConfig(ctx)
+		if err != nil && loading(err) {
+			last = err
+			return false, nil
 		}
-		t := time.NewTimer(loadPoll)
-		select {
-		case <-wait.Done():
-			t.Stop()
-			c.tr.Error(err)
-			return nil, fmt.Errorf("bf runtime %s: GetForwardingPipelineConfig: the switch was still loading a program after %v (StartTimeout): %w", c.addr, c.opts.StartTimeout, transport.ErrConnectionLost)
-		case <-t.C:
-		}
+		return true, err
+	})
+	switch {
+	case err == nil:
+		return resp, nil
+	case last != nil && wait.Err() != nil && ctx.Err() == nil:
+		c.tr.Error(last)
+		return nil, fmt.Errorf("bf runtime %s: GetForwardingPipelineConfig: the switch was still loading a program after %v (StartTimeout): %w", c.addr, c.opts.StartTimeout, transport.ErrConnectionLost)
+	case ctx.Err() != nil && last != nil:
+		c.tr.Error(last)
+		return nil, fmt.Errorf("bf runtime %s: GetForwardingPipelineConfig: given up while the switch loaded a program: %w", c.addr, ctx.Err())
 	}
+	return nil, c.rpcErr("GetForwardingPipelineConfig", err)
 }
-
-// loadPoll is how often a request the switch refuses while it loads a
-// program is asked again.
-const loadPoll = 20 * time.Millisecond
 
 // loading reports whether the server refused a request because a
 // program's load holds its set_fwd lock (BF_IN_USE, UNAVAILABLE:
