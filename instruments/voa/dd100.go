@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testbed/drivers"
 	"time"
 
 	"testbed/transport"
@@ -366,5 +367,5 @@ func (o *OZOptics) Close() error {
 func init() {
 	register("ozoptics-dd100", func(ctx context.Context, address string, opts Options) (Attenuator, error) {
 		return OpenOZOptics(ctx, address, opts)
-	})
+	}, map[string]drivers.Option{"travel_time": travelTimeOption})
 }

@@ -623,5 +623,5 @@ var errUnknownDriver = errors.New("unknown driver")
 func init() {
 	register("keysight-n77xx", func(ctx context.Context, address string, opts Options) (Attenuator, error) {
 		return OpenKeysight(ctx, address, opts)
-	}, CapPowerMeter, CapShutter, CapWavelength)
+	}, nil, CapPowerMeter, CapShutter, CapWavelength)
 }

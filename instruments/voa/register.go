@@ -22,14 +22,17 @@ const (
 var travelTimeOption = drivers.DurationOption("30s", "how long the motor takes over the whole range")
 
 // register adds one VOA driver to the registry: open turns the
-// inventory's settings into Options.
-func register(name string, open func(ctx context.Context, address string, opts Options) (Attenuator, error), caps ...string) {
+// inventory's settings into Options; options are the inventory options
+// with a form the driver reads (travel_time only where the driver's
+// waits come from a travel time: the N77xx reports its speed).
+func register(name string, open func(ctx context.Context, address string, opts Options) (Attenuator, error), options map[string]drivers.Option, caps ...string) {
+	_, readsTravel := options["travel_time"]
 	drivers.Register(drivers.Driver{
 		Kind: Kind, Name: name, Capabilities: caps,
-		Options: map[string]drivers.Option{"travel_time": travelTimeOption},
+		Options: options,
 		Open: func(ctx context.Context, c drivers.Config) (drivers.Device, error) {
 			opts := Options{Timeout: c.Timeout, Transcript: c.Transcript}
-			if v, ok := c.Options["travel_time"]; ok {
+			if v, ok := c.Options["travel_time"]; ok && readsTravel {
 				if err := travelTimeOption.Check(c.Name, "travel_time", v); err != nil {
 					return nil, err
 				}
