@@ -53,18 +53,7 @@ func NewOZOpticsServer(v *world.VOA, faults *wire.Faults) *OZOpticsServer {
 
 // settle waits until the stepper has stopped, as the device does before
 // it answers a motion; or until the server closes.
-func (s *OZOpticsServer) settle() {
-	d := s.ch.SettleTime()
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-s.done:
-	}
-}
+func (s *OZOpticsServer) settle() { s.wait(s.ch.SettleTime()) }
 
 // Start creates the pseudo-terminal and serves it.
 func (s *OZOpticsServer) Start() error {
@@ -142,9 +131,9 @@ func (s *OZOpticsServer) reply(lines ...string) {
 	s.p.Master.Write([]byte(b.String()))
 }
 
-// wait holds a reply for an injected delay d, or until the server closes
-// (a device switched off while it was slow to answer); it reports whether
-// the delay ran its course.
+// wait holds the device for d (a motion's settling, an injected reply
+// delay), or until the server closes (a device switched off mid-move or
+// while slow to answer); it reports whether d ran its course.
 func (s *OZOpticsServer) wait(d time.Duration) bool {
 	if d <= 0 {
 		return true
