@@ -184,6 +184,11 @@ type txPath struct {
 	checkLeast                        bool
 	leastKept, leastFound, leastWrong int64
 	leastLooked, leastAll             int64 // copies looked at, and in flight, at the notes
+	// check the least copy in flight presetJump gives the note a period
+	// before a way on's end against the one the jumper held there when
+	// the way on was recorded, and count where they differ (tests)
+	checkPreset bool
+	presetWrong int64
 
 	base     int64 // the register at the last courier pass read
 	lack     int64 // what the sender holds from the last courier pass read

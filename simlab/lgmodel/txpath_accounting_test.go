@@ -226,7 +226,7 @@ func TestTxPathMemoSameAsDecided(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m.s.tp.noMemo = noMemo
+			m.s.tp.noMemo, m.s.tp.checkPreset = noMemo, true
 			var read []int64
 			for at := 211 * time.Microsecond; ; at += 211 * time.Microsecond {
 				done := m.AdvanceTo(at)
@@ -257,6 +257,9 @@ func TestTxPathMemoSameAsDecided(t *testing.T) {
 		}
 		if k.mode == NonBlocking && k.loss == 1e-3 && 2*tp.tl.jumps < tp.tl.hits {
 			t.Errorf("%s: %d of %d ways on from a stretch installed with the jumps' note at their end (presetJump)", name, tp.tl.jumps, tp.tl.hits)
+		}
+		if tp.presetWrong != 0 {
+			t.Errorf("%s: at %d of %d ways on installed with the jumps' note, its least copy in flight a period before is not the one the jumper held (presetJump)", name, tp.presetWrong, tp.tl.jumps)
 		}
 		if k.mode == NonBlocking && k.loss == 1e-3 && 2*tp.stops < tp.memoHits {
 			t.Errorf("%s: %d of %d stretches replayed from where a jump landed (advanceToJump)", name, tp.stops, tp.memoHits)

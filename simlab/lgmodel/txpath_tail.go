@@ -39,6 +39,10 @@ type tpTail struct {
 	// some courier phases only (tpJumper.cons), at the phase recorded.
 	snap []int64
 	cons []tpPhased
+	// The least copy in flight at that note a period before (relative):
+	// presetJump gives it from the end's least, and the tests check it
+	// against this one, which the jumper held (checkPreset).
+	lo int64
 }
 
 // tpTailRec is the way on being looked for or recorded.
@@ -181,6 +185,7 @@ func (p *txPath) tailEnd(n *tpNote) {
 		phase: p.courierPhase(a), dl: tl.dl, dr: tl.dr}
 	x.in = p.tailInputs(nil, tl.reg, tl.sends, x.t2, fed)
 	x.snap, x.cons = slices.Clone(n.snap), slices.Clone(p.jump.cons)
+	x.lo = p.jump.lo - n0 // the last note's (keepNote comes after)
 	tl.e.tails = append(tl.e.tails, x)
 	p.memoBytes += int64(8*(len(x.in)+len(x.end)+len(x.snap)+3*len(x.cons))) + 128
 	tl.misses++
@@ -248,4 +253,7 @@ func (p *txPath) presetJump(x *tpTail) {
 	j.prevT, j.run, j.lo, j.valid, j.robust = p.now-r.slot, p.rxRun[ri], lo-1, true, true
 	j.skip, j.backoff = 0, 0
 	p.tl.jumps++
+	if p.checkPreset && j.lo != x.lo+p.tl.n0 {
+		p.presetWrong++
+	}
 }

@@ -1,0 +1,73 @@
+package lgmodel
+
+import (
+	"math"
+	"slices"
+	"testing"
+)
+
+// A stretch's note (txpath_memo.go) is keyed by the accounting's state
+// relative to where it stands (a, after advanceToJump) and by the offset
+// from a to the stretch's first input: the state alone does not say when
+// the inputs come. In the model's runs the sender's copies still to send
+// imply the offset, so the runs never meet two stretches that differ in
+// it alone; here two do. A steady sender and receiver (so the jumps land
+// short of the stretch, advanceToJump) are followed by the same recorded
+// stretch, the second time a whole number of courier loops later and
+// delta picoseconds further from where the jump lands. Replayed through a
+// memo the first one filled, the second must end where deciding every
+// copy ends it.
+func TestTxPathStretchNoteKeepsItsOffset(t *testing.T) {
+	const (
+		slot    = 125_000   // 100G-like: a frame every 125 ns
+		courier = 1_000_000 // eight slots: K slots later is the same phase
+		back    = 1_600_000
+		n0      = 4_000 // the stretch's first original
+		K       = 800   // the second stretch K originals and slots later
+	)
+	newPath := func() (*sim, *txPath) {
+		p := &txPath{courier: courier, back: back, loop: 1_000_000, drain: slot, read: slot, copyBytes: 1,
+			leastFloor: math.MinInt64}
+		return &sim{tp: p}, p
+	}
+	// The stretch's inputs, relative to its first original and time: a
+	// burst of copies and their arrivals at another phase, a step.
+	rec := &recording{tlog: []tpEntry{
+		{kind: tpSend, at: 40_000, seq: 0, slot: slot, n: 24},
+		{kind: tpRx, at: 700_000, seq: -30},
+		{kind: tpRxRun, at: 40_000, t0: 40_000 + 3*slot + 700_000, seq: 0, slot: slot, n: 24},
+	}}
+	// run feeds the steady stretch up to the stretch's first original
+	// (shifted k originals), the stretch at t0, and decides up to the end.
+	run := func(p *txPath, s *sim, k, delta int64) []int64 {
+		steady := int64(n0 + k)
+		s.tpInput(tpEntry{kind: tpSend, at: 0, seq: 0, slot: slot, n: steady})
+		s.tpInput(tpEntry{kind: tpRxRun, at: 0, t0: slot + 700_000, seq: 0, slot: slot, n: steady})
+		t0 := steady*slot + 60_000 + delta
+		t1 := t0 + 30*slot
+		s.tpReplay(rec, steady, t0, steady, t0, t1)
+		p.advance(t1 - 1)
+		q := p.appendQueues([]int64{p.now - t0, p.maxQ}, steady, t0)
+		p.advance(t1 + 20*courier)
+		return append(q, p.now-t0, p.maxQ, p.base-steady)
+	}
+	for _, delta := range []int64{0, 37_000, 90_000} {
+		s1, p1 := newPath()
+		run(p1, s1, 0, 0)
+		if p1.memoMisses != 1 || p1.stops != 1 {
+			t.Fatalf("delta %d: the first stretch noted %d times, from where a jump landed %d times: the case does not exercise the note", delta, p1.memoMisses, p1.stops)
+		}
+		s2, p2 := newPath()
+		p2.memo, p2.memoBytes = p1.memo, p1.memoBytes // the first stretch's note
+		got := run(p2, s2, K, delta)
+		s3, p3 := newPath()
+		p3.noMemo = true
+		want := run(p3, s3, K, delta)
+		if !slices.Equal(got, want) {
+			t.Errorf("delta %d: the second stretch through the memo ends %v, deciding every copy %v", delta, got, want)
+		}
+		if delta == 0 && p2.memoHits != 1 || delta != 0 && p2.memoHits != 0 {
+			t.Errorf("delta %d: the second stretch met the first's note %d times", delta, p2.memoHits)
+		}
+	}
+}
