@@ -118,16 +118,25 @@ func (p *txPath) appendQueues(k []int64, s0, t0 int64) []int64 {
 // shifted to copy s0 and time t0, and returns what follows them in v.
 func (p *txPath) loadQueues(v []int64, s0, t0 int64) []int64 {
 	p.leastOK, p.leastFloor = false, math.MinInt64
-	for _, q := range []*tpQueue{&p.first, &p.q16, &p.on16} {
-		n := v[0]
-		v = v[1:]
-		q.a, q.head = q.a[:0], 0
-		for i := int64(0); i < n; i++ {
-			q.a = append(q.a, tpBack{v[0] + s0, v[1] + t0})
-			v = v[2:]
-		}
+	v = p.first.load(v, s0, t0)
+	v = p.q16.load(v, s0, t0)
+	return p.on16.load(v, s0, t0)
+}
+
+// load sets q from v (its length, then each copy's sequence and time, as
+// appendQueues wrote them) shifted by s0 and t0, and returns what follows
+// it in v. (Grown once and written in place, not appended copy by copy:
+// every stretch, way on and build-up installed loads the copies in
+// flight.)
+func (q *tpQueue) load(v []int64, s0, t0 int64) []int64 {
+	n := int(v[0])
+	w := v[1 : 1+2*n]
+	a := slices.Grow(q.a[:0], n)[:n]
+	for i := range a {
+		a[i] = tpBack{w[2*i] + s0, w[2*i+1] + t0}
 	}
-	return v
+	q.a, q.head = a, 0
+	return v[1+2*n:]
 }
 
 // tpEntry is one input, as logged for a recording or a cycle.

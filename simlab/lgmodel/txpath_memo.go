@@ -340,7 +340,8 @@ func (p *txPath) encode(k []int64, n0, a int64, reg *txPath) []int64 {
 	return p.appendQueues(k, n0, a)
 }
 
-// install sets the state e's end gives, relative to n0 and a.
+// install sets the state e's end gives, relative to n0 and a, but for the
+// copies in flight (tpTailRec.endQ).
 func (p *txPath) install(e *tpMemoEnd, n0, a int64) {
 	b := e.end
 	next := func() int64 {
@@ -376,7 +377,10 @@ func (p *txPath) install(e *tpMemoEnd, n0, a int64) {
 	for n := next(); n > 0; n-- {
 		p.held = append(p.held, next()+n0)
 	}
-	p.loadQueues(b, n0, a)
+	// The copies in flight are loaded when the way on is looked for
+	// (tailStart, before any decision or reading): a way on found loads
+	// its own, and most are.
+	p.tl.endQ = b
 	p.nextRead = 0
 	p.maxQ = max(p.maxQ, e.maxQ)
 	p.jump.valid, p.jump.robust, p.bu.on = false, false, false

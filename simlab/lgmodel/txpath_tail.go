@@ -56,9 +56,12 @@ type tpTailRec struct {
 	reg     *txPath // the register as the way on reads it: the stretch's end's, and the inputs since
 	sends   []tpRun // the copies to send, likewise
 	in, end []int64 // scratch
-	hits    int64
-	misses  int64
-	jumps   int64 // ways on installed with the jumps' note at their end
+	// the copies in flight at the stretch's end installed (as
+	// appendQueues wrote them, relative to n0 and a), not yet loaded
+	endQ   []int64
+	hits   int64
+	misses int64
+	jumps  int64 // ways on installed with the jumps' note at their end
 }
 
 // tpTails bounds the ways on a note keeps.
@@ -88,9 +91,23 @@ func (p *txPath) recordTail(reg *txPath) {
 func (p *txPath) tailStart(until int64) {
 	tl := &p.tl
 	tl.pending = false
-	if tl.e == nil || len(p.held) > 0 {
-		return
+	if len(p.held) == 0 {
+		if x := p.findTail(until); x != nil {
+			p.installTail(x)
+			tl.hits++
+			return
+		}
 	}
+	p.loadQueues(tl.endQ, tl.n0, tl.a) // the stretch's end's own (install)
+	if len(p.held) == 0 {
+		p.recordTail(p)
+	}
+}
+
+// findTail is the way on from the stretch's end just installed whose
+// inputs are in and the same, on whose arc the phase is; nil when none.
+func (p *txPath) findTail(until int64) *tpTail {
+	tl := &p.tl
 	phase := p.courierPhase(tl.a)
 	for _, x := range tl.e.tails {
 		if !p.onArc(x.phase, phase, x.dl, x.dr) || until < tl.a+x.t2 ||
@@ -98,14 +115,11 @@ func (p *txPath) tailStart(until int64) {
 			continue
 		}
 		tl.in = p.tailInputs(tl.in[:0], p, p.sends[p.sendsAt:], x.t2, x.end[3])
-		if !slices.Equal(tl.in, x.in) {
-			continue
+		if slices.Equal(tl.in, x.in) {
+			return x
 		}
-		p.installTail(x)
-		tl.hits++
-		return
 	}
-	p.recordTail(p)
+	return nil
 }
 
 // tailInputs appends the inputs a way on ending at t2 (relative) reads:
