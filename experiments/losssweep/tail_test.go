@@ -75,8 +75,9 @@ func tailReads(t *testing.T, path string) []statusRead {
 
 // A protected link is slower than the line rate the stress test first
 // waits for, and the generator is then read until it is done (at 100G
-// ordered and 1e-3 some 2.6% of the run, a read every millisecond of
-// device time). The reads skipped are only those that could not have
+// ordered and 1e-3 some 7% of the run, a read every 3 ms of device time:
+// a poll, and the 2 ms a status read moves the simulated switch on while
+// the generator runs). The reads skipped are only those that could not have
 // found it done: the read that does follows a wait of one poll from a
 // read that found it running, as when every poll is read, so the point's
 // elapsed time is the same; and far fewer reads are made than polls pass.
