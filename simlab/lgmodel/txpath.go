@@ -115,27 +115,33 @@ func (p *txPath) appendQueues(k []int64, s0, t0 int64) []int64 {
 }
 
 // loadQueues sets the three queues from v as appendQueues wrote it,
-// shifted to copy s0 and time t0, and returns what follows them in v.
+// shifted to copy s0 and time t0, and returns what follows them in v. The
+// least copy in flight is kept from there (leastInFlight): every copy
+// goes through here.
 func (p *txPath) loadQueues(v []int64, s0, t0 int64) []int64 {
-	p.leastOK, p.leastFloor = false, math.MinInt64
-	v = p.first.load(v, s0, t0)
-	v = p.q16.load(v, s0, t0)
-	return p.on16.load(v, s0, t0)
+	lo := int64(math.MaxInt64)
+	v = p.first.load(v, s0, t0, &lo)
+	v = p.q16.load(v, s0, t0, &lo)
+	v = p.on16.load(v, s0, t0, &lo)
+	p.least, p.leastOK = lo, true
+	return v
 }
 
 // load sets q from v (its length, then each copy's sequence and time, as
-// appendQueues wrote them) shifted by s0 and t0, and returns what follows
-// it in v. (Grown once and written in place, not appended copy by copy:
-// every stretch, way on and build-up installed loads the copies in
-// flight.)
-func (q *tpQueue) load(v []int64, s0, t0 int64) []int64 {
+// appendQueues wrote them) shifted by s0 and t0, lowers lo to its least
+// copy, and returns what follows it in v. (Grown once and written in
+// place, not appended copy by copy: every stretch, way on and build-up
+// installed loads the copies in flight.)
+func (q *tpQueue) load(v []int64, s0, t0 int64, lo *int64) []int64 {
 	n := int(v[0])
 	w := v[1 : 1+2*n]
 	a := slices.Grow(q.a[:0], n)[:n]
+	least := *lo
 	for i := range a {
 		a[i] = tpBack{w[2*i] + s0, w[2*i+1] + t0}
+		least = min(least, a[i].seq)
 	}
-	q.a, q.head = a, 0
+	q.a, q.head, *lo = a, 0, least
 	return v[1+2*n:]
 }
 
@@ -182,9 +188,10 @@ type txPath struct {
 
 	// The least copy in flight, kept as the queues change (leastInFlight):
 	// a copy fed has the highest sequence yet, a copy moved between the
-	// queues keeps its own, a shift moves them all by the same, so only
-	// freeing the least or loading the queues from a note makes it be
-	// found again. Every first decision a jump may start from needs it.
+	// queues keeps its own, a shift moves them all by the same, loading
+	// the queues from a note finds it on the way, so only freeing the
+	// least makes it be found again. Every first decision a jump may
+	// start from needs it.
 	least      int64
 	leastOK    bool
 	leastFloor int64 // no copy in flight is below it: found, the least
@@ -1015,9 +1022,8 @@ func (p *txPath) inflightRun(s, slot int64) (ri int, lo int64, ok bool) {
 }
 
 // leastInFlight is the least copy in flight (math.MaxInt64 when none):
-// the one kept, or, when that was freed or the queues were loaded from a
-// note, found by going through the queues, as far as a copy at the floor
-// below which none is.
+// the one kept, or, when that was freed, found by going through the
+// queues, as far as a copy at the floor below which none is.
 func (p *txPath) leastInFlight() int64 {
 	lo := p.least
 	if p.leastOK {
