@@ -3,6 +3,7 @@ package lgmodel
 import (
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // The recipe-path benchmark (experiments/losssweep's
@@ -70,5 +71,39 @@ func benchCase(b *testing.B, mode Mode, bps float64, asSwitch bool) {
 	}
 	b.ReportMetric(float64(b.N)*frames/b.Elapsed().Seconds(), "frames/s")
 	b.ReportMetric(float64(b.N)*frames/(cpuTime(b)-cpu0).Seconds(), "frames/cpu-s")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkPacedCase25GOrdered* is the paced 1e-10 table's costly case
+// (loss-sweep --set pktgen_period_ns=124 --set resolve_effective_loss=1e-10,
+// lg25 ordered: the generator's timer at 496 ns, the loss its calibration
+// measures, seed 1) as the simulated switch configures the model for a
+// point of more than 2^27 frames (runs of at most 256, no small-frame
+// loss, no courier) and advances it (chunks of 1 ms), on fewer frames
+// than the point's 3.84x10^9:
+//
+//	go test -run '^$' -bench 'PacedCase' -benchtime 1x ./simlab/lgmodel
+func BenchmarkPacedCase25GOrdered1e3(b *testing.B) { benchPacedCase(b, 9.11e-4, 40_000_000) }
+func BenchmarkPacedCase25GOrdered1e4(b *testing.B) { benchPacedCase(b, 7.6e-5, 80_000_000) }
+
+func benchPacedCase(b *testing.B, loss float64, frames int64) {
+	cpu0 := cpuTime(b)
+	var losses int64
+	for i := 0; i < b.N; i++ {
+		c, err := Defaults(Ordered, 25e9, loss, frames)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.MaxRun, c.LossSmall, c.Period = 256, 0, 496*time.Nanosecond
+		m, err := New(c, rand.New(rand.NewPCG(uint64(i+1), 1)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for at := time.Millisecond; !m.AdvanceTo(at); at += time.Millisecond {
+		}
+		losses += m.Result().Corrupted
+	}
+	b.ReportMetric(float64(b.N)*float64(frames)/(cpuTime(b)-cpu0).Seconds(), "frames/cpu-s")
+	b.ReportMetric((cpuTime(b)-cpu0).Seconds()*1e6/float64(losses), "cpu-us/loss")
 	b.ReportMetric(0, "ns/op")
 }
