@@ -193,7 +193,7 @@ test-plain-lab:
 LONG := TestLinkGuardianRecipesSameSummaryOverBothSwitchDrivers \
 	TestIncastOnTheBench TestFailoverOnTheBench TestPushPullOnTheBench TestPermutationOnTheBench \
 	TestFabricOnTheBench TestPackingOnTheBench \
-	TestReplayEqualsStepping TestLoopAheadEqualsStepping TestCycleSkipEqualsStepping TestPacedRunEqualsStepping \
+	TestReplayEqualsStepping TestLoopAheadEqualsStepping TestCycleSkipEqualsStepping TestPacedRunEqualsStepping TestPacedReplayInstallsTheSlack \
 	TestFCTTailWithAndWithoutLinkGuardian
 LONG_PKGS := ./experiments/recipetest ./experiments/stardust ./simlab/lgmodel ./experiments/fct
 REALTIME := TestReconfigAllToAllFollowsFromTheSlots TestTimeVaryingSharesFollowFromTheSchedule TestRecipeRecordsTheSwitchsMechanism

@@ -536,6 +536,9 @@ type sim struct {
 	pacedJumped                  int64            // originals a paced run jumped over in whole periods (tests)
 	pacedEnd                     int64            // nextSeq after the last paced run
 	sigma                        [cycleRing]int64 // paceSlack by seq modulo cycleRing
+	// staleSlack (tests): a replay finds the slack ring full of slack no
+	// original left (replay.go restorePaced must install all it reads).
+	staleSlack bool
 
 	// receiver
 	lackSent  int64 // the last leading ACK sent back

@@ -233,3 +233,53 @@ func TestPacedRunEqualsStepping(t *testing.T) {
 		t.Errorf("%d loop passes handled ahead of a paced sender", ahead)
 	}
 }
+
+// A replay installs the slack each original of its stretch left
+// (replay.go restorePaced), which the cycle found at its end reads to
+// bound its jump (paced.go paceCycles): the sender behind the generator
+// catches up within so many cycles. The slack left in the ring from
+// before the replay is of other originals; where it is smaller the jump
+// is only shorter (exact still), so TestPacedRunEqualsStepping did not
+// notice it kept. Here a replay finds the ring full of a slack no
+// original left (staleSlack), as large as can be: unless the replay
+// installs every slack it reads, a jump goes past the point where the
+// sender catches up, and the counters part from stepping's.
+func TestPacedReplayInstallsTheSlack(t *testing.T) {
+	seeds := sweep[uint64](1, 4) // make test: seed 0; make test-long: 0-3
+	var replayed, bounded int64
+	for seed := uint64(0); seed < seeds; seed++ {
+		c, err := Defaults(Ordered, 25e9, 1e-4, 1_000_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Period = 496 * time.Nanosecond
+		step := c
+		step.NoPacedRun, step.NoLoopAhead, step.NoCycleSkip = true, true, true
+		slow, err := New(step, rand.New(rand.NewPCG(seed, 5)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		slow.Advance(math.MaxInt64)
+		for _, slice := range []time.Duration{0, time.Millisecond} {
+			fast, err := New(c, rand.New(rand.NewPCG(seed, 5)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fast.s.staleSlack = true
+			if slice == 0 {
+				fast.Advance(math.MaxInt64)
+			} else {
+				for at := slice; !fast.AdvanceTo(at); at += slice {
+				}
+			}
+			if got, want := fast.Result(), slow.Result(); got != want {
+				t.Fatalf("seed %d, slices of %v: replayed %+v, frame by frame %+v", seed, slice, got, want)
+			}
+			replayed += fast.s.replayed
+			bounded += fast.s.slackJumps
+		}
+	}
+	if replayed == 0 || bounded == 0 {
+		t.Errorf("stretches replayed %d, cycle jumps the slack bounded recorded through %d: the case does not reach the slack", replayed, bounded)
+	}
+}

@@ -492,6 +492,11 @@ func (s *sim) replay(until int64) (want int, found, cyc bool) {
 		}
 	}
 	s.injected = drawn[:0]
+	if s.staleSlack && s.pacePS > 0 {
+		for i := range s.sigma {
+			s.sigma[i] = 1 << 50
+		}
+	}
 	s.restore(rec, &rec.end, &base, k, runSeq, runSched, run)
 	s.replays++
 	s.replayed++
