@@ -112,20 +112,36 @@ type Driver struct {
 	// fixed bound on an undo (30 s unless the run says), how long one may
 	// take: a run gives such an undo that long instead.
 	UndoBound map[string]UndoBoundFunc
-	// Options are the inventory options the driver reads whose values
-	// have a form, by key: the inventory's check refuses a bad value at
-	// its file and line before anything opens (OptionProblems). An option
-	// not listed is read as text, or not at all.
+	// Options are every inventory option a device of the driver may
+	// carry, by key: those the driver reads, and those the run engine,
+	// the recipes or the simulated lab's twin read of such a device (a
+	// switch's role, a host's reactor, an emulator's ports). The
+	// inventory's check refuses, at its file and line before anything
+	// opens (OptionProblems), a key that neither they nor CommonOptions
+	// declare and a value without its option's form. A key written
+	// "prefix<what>" (hostagent_<goarch>) stands for every longer key
+	// with that prefix.
 	Options map[string]Option
 }
 
 // Option is the form of one driver option's value.
 type Option struct {
 	// Expected is what a value must be, as an error says it ("a positive
-	// duration (e.g. 30s)").
+	// duration (e.g. 30s)"), or, for text, what the option says.
 	Expected string
-	// Valid reports whether a value has that form.
+	// Valid reports whether a value has that form (nil: any text).
 	Valid func(v string) bool
+}
+
+// TextOption is an option whose value is text its reader checks, if at
+// all; what says what it gives.
+func TextOption(what string) Option { return Option{Expected: what} }
+
+// CommonOptions are the options any device may carry whatever its
+// driver: its serial number, which the run engine keys a device's lease
+// by (with its address) and a twin's emulator reports as its identity.
+func CommonOptions() map[string]Option {
+	return map[string]Option{"serial": TextOption("the device's serial number")}
 }
 
 // DurationOption is an option whose value is a positive Go duration;
@@ -168,22 +184,104 @@ func (o Option) Check(device, key, v string) error {
 	return fmt.Errorf("%s: option %s %q: expected %s", device, key, v, o.Expected)
 }
 
-// OptionProblem is one bad option value of a device's options.
+// OptionProblem is one bad option of a device's options: a value
+// without its form (Expected), or a key the driver does not take
+// (Unknown, with the keys it takes and the nearest of them, if near).
 type OptionProblem struct {
 	Key, Value, Expected string
+	Unknown              bool
+	Known                []string
+	Suggest              string
 }
 
-// OptionProblems lists, sorted by key, the options whose values do not
-// have the form the driver declares for them.
+// OptionKeys lists, sorted, the option keys a device of the driver may
+// carry: its own and CommonOptions.
+func (d Driver) OptionKeys() []string {
+	var out []string
+	for _, m := range []map[string]Option{d.Options, CommonOptions()} {
+		for k := range m {
+			if !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// option finds key's declaration: its own, a common one, or a
+// "prefix<what>" key that key extends.
+func (d Driver) option(key string) (Option, bool) {
+	if o, ok := d.Options[key]; ok {
+		return o, true
+	}
+	if o, ok := CommonOptions()[key]; ok {
+		return o, true
+	}
+	for k, o := range d.Options {
+		if prefix, _, ok := strings.Cut(k, "<"); ok && strings.HasSuffix(k, ">") && len(key) > len(prefix) && strings.HasPrefix(key, prefix) {
+			return o, true
+		}
+	}
+	return Option{}, false
+}
+
+// OptionProblems lists, sorted by key, the options the driver does not
+// take and those whose values do not have the form it declares.
 func (d Driver) OptionProblems(opts map[string]string) []OptionProblem {
 	var out []OptionProblem
-	for k, o := range d.Options {
-		if v, ok := opts[k]; ok && o.Valid != nil && !o.Valid(v) {
+	for k, v := range opts {
+		o, ok := d.option(k)
+		switch {
+		case !ok:
+			known := d.OptionKeys()
+			out = append(out, OptionProblem{Key: k, Value: v, Unknown: true, Known: known, Suggest: nearest(k, known)})
+		case o.Valid != nil && !o.Valid(v):
 			out = append(out, OptionProblem{Key: k, Value: v, Expected: o.Expected})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
+}
+
+// nearest returns the key of known nearest to k when it is a likely typo
+// of it (at most two edits, a swap of neighbours counting one, and fewer
+// than a third of k's letters), else "".
+func nearest(k string, known []string) string {
+	best, bd := "", 3
+	for _, c := range known {
+		if strings.Contains(c, "<") {
+			continue
+		}
+		if d := editDistance(strings.ToLower(k), c); d < bd && 3*d < len(k) {
+			best, bd = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance of a and b:
+// insertions, deletions, substitutions and swaps of neighbours.
+func editDistance(a, b string) int {
+	prev2, prev, cur := make([]int, len(b)+1), make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
 }
 
 // Has reports whether the driver declares capability c.

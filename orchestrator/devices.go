@@ -62,10 +62,23 @@ func DriverProblems(inv *inventory.Inventory) []inventory.Problem {
 		}
 		dr, _ := drivers.Lookup(d.Kind, d.Driver)
 		for _, p := range dr.OptionProblems(d.Options) {
-			add(inv.DeviceErrorf(d, "options."+p.Key, "%q: expected %s (%s driver %s)", p.Value, p.Expected, d.Kind, d.Driver))
+			add(optionProblem(inv, d, p))
 		}
 	}
 	return inventory.MergeProblems(nil, out) // sorted by line
+}
+
+// optionProblem positions one bad option of a device at its key.
+func optionProblem(inv *inventory.Inventory, d *inventory.Device, p drivers.OptionProblem) error {
+	if !p.Unknown {
+		return inv.DeviceErrorf(d, "options."+p.Key, "%q: expected %s (%s driver %s)", p.Value, p.Expected, d.Kind, d.Driver)
+	}
+	hint := ""
+	if p.Suggest != "" {
+		hint = fmt.Sprintf("; did you mean %s?", p.Suggest)
+	}
+	return inv.DeviceErrorf(d, "options."+p.Key, "unknown option %q of %s: its %s driver %s takes %s%s",
+		p.Key, d.Name, d.Kind, d.Driver, strings.Join(p.Known, ", "), hint)
 }
 
 func kindsOf(m map[string][]string) string {

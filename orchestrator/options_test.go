@@ -76,3 +76,61 @@ devices:
 		t.Errorf("CheckDrivers:\n%s\nwant:\n%s", err, strings.Join(want, "\n"))
 	}
 }
+
+// An option key that the device's driver does not take (a typo, or an
+// option of another driver) is refused when the inventory is checked, at
+// the key's file, line and column, naming the device, the key, the keys
+// the driver takes and, for a near miss, the one meant. Before, such a
+// key was silently ignored.
+func TestUnknownOptionKeysRefusedAtTheirLine(t *testing.T) {
+	const text = `version: 1
+name: t
+devices:
+  voa1:
+    kind: voa
+    driver: ozoptics-dd100
+    address: "serial:///dev/ttyUSB0"
+    options:
+      travel_tme: 30s
+  voa2:
+    kind: voa
+    driver: keysight-n77xx
+    address: "tcp://127.0.0.1:5025"
+    options:
+      serial: MY123
+      travel_time: 30s
+  h1:
+    kind: host
+    driver: linux-ssh
+    address: "ssh://u@127.0.0.1:22"
+    options:
+      knwon_hosts: ~/.ssh/known_hosts
+      hostagent_arm64: /srv/hostagent-arm64
+      reactor: rtor1
+  sw1:
+    kind: switch
+    driver: tofino-bfrt
+    address: "ssh://root@127.0.0.1:22"
+    options:
+      sde: /opt/sde
+      role: tor
+      colour: blue
+`
+	inv, err := inventory.Parse("lab.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = CheckDrivers(inv)
+	if err == nil {
+		t.Fatal("CheckDrivers passed an inventory with four unknown option keys")
+	}
+	want := []string{
+		`lab.yaml:9:7: devices.voa1.options.travel_tme: unknown option "travel_tme" of voa1: its voa driver ozoptics-dd100 takes serial, travel_time; did you mean travel_time?`,
+		`lab.yaml:16:7: devices.voa2.options.travel_time: unknown option "travel_time" of voa2: its voa driver keysight-n77xx takes serial`,
+		`lab.yaml:22:7: devices.h1.options.knwon_hosts: unknown option "knwon_hosts" of h1: its host driver linux-ssh takes agent_dir, hostagent_<goarch>, hostagent_source, hostagent_version, ip, known_hosts, reactor, reactor_eps_gbps, serial, state_dir, sysctl; did you mean known_hosts?`,
+		`lab.yaml:32:7: devices.sw1.options.colour: unknown option "colour" of sw1: its switch driver tofino-bfrt takes agent_port, clock_ppm, cpu_iface, known_hosts, privilege, role, sde, serial, stardust_id, stardust_role, start_timeout`,
+	}
+	if got := strings.Split(err.Error(), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("CheckDrivers:\n%s\nwant:\n%s", err, strings.Join(want, "\n"))
+	}
+}

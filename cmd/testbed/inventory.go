@@ -22,9 +22,10 @@ func (a *app) inventoryCmd() *cobra.Command {
 		Long: `Validate an inventory and connect to each device, printing its identity.
 
 Every problem of the file is reported in one list, sorted by line: what does
-not parse, what parsed but is wrong, the drivers this build lacks, and driver
-options whose values do not have the form the driver reads (a duration, a TCP
-port, true or false: docs/drivers.md), each at its file, line and column.`,
+not parse, what parsed but is wrong, the drivers this build lacks, option
+keys a device's driver does not take (with the keys it takes) and option
+values without the form the driver reads (a duration, a TCP port, true or
+false: docs/drivers.md), each at its file, line and column.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Every problem of the file in one report, sorted by line: what

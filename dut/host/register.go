@@ -39,6 +39,7 @@ func init() {
 	drivers.Register(drivers.Driver{
 		Kind: Kind, Name: "linux-ssh",
 		Capabilities: []string{CapAgent, CapIperf3, CapSettings},
+		Options:      driverOptions(),
 		Open: func(ctx context.Context, c drivers.Config) (drivers.Device, error) {
 			o, err := optionsOf(c)
 			if err != nil {
@@ -78,6 +79,21 @@ func init() {
 			},
 		},
 	})
+}
+
+// driverOptions are the options a host may carry: the driver's (above)
+// and those the REACToR recipes and the simulated lab's twin read.
+func driverOptions() map[string]drivers.Option {
+	t := drivers.TextOption
+	return map[string]drivers.Option{
+		"known_hosts": t("the known_hosts file"), "agent_dir": t("where the hostagent binary goes"),
+		"state_dir": t("the hostagent's pid file and logs"), "sysctl": t("the sysctl command"), "ip": t("the ip command"),
+		"hostagent_source":   t("the testbed module to build the hostagent from"),
+		"hostagent_<goarch>": t("a prebuilt hostagent for linux/<goarch>"),
+		"hostagent_version":  t("the version a prebuilt hostagent must report"),
+		"reactor":            t("the REACToR the host hangs off"),
+		"reactor_eps_gbps":   t("what the REACToR's packet switch carries at the host's port, in Gb/s"),
+	}
 }
 
 // optionsOf turns an inventory device's settings into Options.

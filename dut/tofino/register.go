@@ -77,11 +77,24 @@ func StartTimeoutOf(c drivers.Config) (time.Duration, error) {
 	return time.ParseDuration(v)
 }
 
-// DriverOptions are the forms of the options both Tofino drivers read
-// (the BF Runtime gRPC driver reads start_timeout, and agent_port for
-// its agent side channel), checked when the inventory is.
+// DriverOptions are the options a switch of either Tofino driver may
+// carry, checked when the inventory is: those of the SSH driver (the BF
+// Runtime gRPC driver reads start_timeout, and the rest for its agent
+// side channel), and those describing the switch that recipes and the
+// simulated lab's twin read.
 func DriverOptions() map[string]drivers.Option {
-	return map[string]drivers.Option{"start_timeout": startTimeoutOption, "agent_port": drivers.PortOption()}
+	return map[string]drivers.Option{
+		"start_timeout": startTimeoutOption, "agent_port": drivers.PortOption(),
+		"known_hosts": drivers.TextOption("the known_hosts file the switch's host key is checked against"),
+		"sde":         drivers.TextOption("the SDE's directory on the switch"),
+		"privilege":   drivers.TextOption("none or sudo: how the agent gets the SDE's privileges"),
+		"cpu_iface":   drivers.TextOption("the CPU port's interface on the switch"),
+		// Read by recipes and the simulated lab, not by the driver.
+		"role":          drivers.TextOption("the switch's stage in a Clos (tor, agg or core), for the RAIL and monitor recipes"),
+		"stardust_role": drivers.TextOption("fa or fe: the switch's part in a Stardust fabric"),
+		"stardust_id":   drivers.TextOption("the switch's id in its Stardust fabric"),
+		"clock_ppm":     drivers.TextOption("the simulated switch's clock offset in ppm (a real switch's is the hardware's)"),
+	}
 }
 
 var startTimeoutOption = drivers.DurationOption("3m", "how long the switch may take to start a program")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-resty/resty/v2"
 
+	"testbed/drivers"
 	"testbed/internal/sched"
 	"testbed/transport"
 )
@@ -474,5 +475,12 @@ func (m *Mordia) Close() error {
 func init() {
 	register("mordia-rest", func(ctx context.Context, address string, opts Options) (CircuitSwitch, error) {
 		return OpenMordia(ctx, address, opts)
+	}, map[string]drivers.Option{
+		"ports": twinOption("the number of ports"), "max_slots": twinOption("the most slots a schedule holds"),
+		"min_slot_us": twinOption("the shortest slot, in µs"), "min_night_us": twinOption("the shortest night, in µs"),
+		"reconfig_dist":    twinOption("the reconfiguration gap's law (mordia or truncnormal)"),
+		"temperature_c":    twinOption("the switch's temperature, in °C (reconfig_dist mordia)"),
+		"reconfig_mean_us": twinOption("the gap's mean, in µs (truncnormal)"), "reconfig_sd_us": twinOption("the gap's standard deviation, in µs (truncnormal)"),
+		"reconfig_min_us": twinOption("the gap's least, in µs (truncnormal)"), "reconfig_max_us": twinOption("the gap's most, in µs (truncnormal)"),
 	}, CapSchedule, CapNightLog, CapPortStatus)
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"testbed/drivers"
 	"testbed/transport"
 )
 
@@ -402,5 +403,7 @@ func (p *Polatis) Close() error {
 func init() {
 	register("polatis-scpi", func(ctx context.Context, address string, opts Options) (CircuitSwitch, error) {
 		return OpenPolatis(ctx, address, opts)
+	}, map[string]drivers.Option{
+		"ports": twinOption("the ports, inputs x outputs (16x16)"), "switch_time_ms": twinOption("how long a connection takes to switch, in ms"),
 	}, CapPortStatus)
 }

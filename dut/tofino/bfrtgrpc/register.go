@@ -54,6 +54,14 @@ func init() {
 		},
 		Undo:      tofino.UndoKinds(),
 		UndoBound: tofino.UndoBounds(),
-		Options:   tofino.DriverOptions(),
+		Options:   driverOptions(),
 	})
+}
+
+// driverOptions are the Tofino drivers' options and this driver's own.
+func driverOptions() map[string]drivers.Option {
+	o := tofino.DriverOptions()
+	o["artifacts"] = drivers.TextOption("the directory of the programs' builds in the SDE's install layout")
+	o["agent_ssh"] = drivers.TextOption("the switch's SSH address, where the agent side channel answers")
+	return o
 }
