@@ -71,7 +71,7 @@ of precedence.`,
 	for _, k := range []string{"runs-dir", "state-dir", "output", "log-level", "leases", "leases-cert", "leases-key", "leases-ca", "lease-ttl"} {
 		_ = a.v.BindPFlag(strings.ReplaceAll(k, "-", "_"), pf.Lookup(k))
 	}
-	root.AddCommand(a.expCmd(), a.labCmd(), a.inventoryCmd(), a.resultsCmd(), a.switchCmd(), a.monitorCmd(), a.serveCmd(), a.versionCmd(), a.genDocsCmd())
+	root.AddCommand(a.expCmd(), a.labCmd(), a.inventoryCmd(), a.resultsCmd(), a.switchCmd(), a.voaCmd(), a.monitorCmd(), a.serveCmd(), a.versionCmd(), a.genDocsCmd())
 	a.extend(root)
 	return root, a
 }

@@ -274,7 +274,13 @@ func (o *OZOptics) homeLimit() (time.Duration, string) {
 // there), and reads where it then stands. It leaves the attenuator at the
 // home position, its minimum: the caller sets it after. A stepper that
 // has lost steps, or an Error-5 (home sensor), is what homing is for.
+// Homing is refused before anything is sent when Options.Limits keep the
+// attenuation above the home position (0 dB): the light would pass
+// unattenuated to what the limit protects.
 func (o *OZOptics) Home(ctx context.Context) (diff int, err error) {
+	if o.opts.Limits != nil && o.opts.Limits.MinDB > 0 {
+		return 0, o.errorf("home: refused before sending: homing runs the attenuator to its minimum, 0 dB, below its limit of %.2f dB", o.opts.Limits.MinDB)
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	// Homing again is harmless: a garbled reply or a lost port is tried

@@ -661,6 +661,21 @@ func TestOZOpticsHomingIsBoundedByTheTravelTime(t *testing.T) {
 	}
 }
 
+// Homing runs the DD-100 to 0 dB: with limits that keep it above that
+// (what the inventory's limits.min_db protects, a receiver), the driver
+// refuses before sending H, and the attenuator stays where it stands.
+func TestOZOpticsHomingRefusedBelowTheLimits(t *testing.T) {
+	v, addr := ozLabAt(t, 10, 1000)
+	o, tr := openOZ(t, addr, voa.Options{Limits: &voa.Limits{MinDB: 3, MaxDB: 55}})
+	_, err := o.Home(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "refused before sending") || !strings.Contains(err.Error(), "below its limit of 3.00 dB") {
+		t.Fatalf("homing with limits.min_db 3: %v", err)
+	}
+	if strings.Contains(tr.String(), "> H") || v.Channels[0].Attenuation() != 10 {
+		t.Fatalf("H sent, or the attenuator moved (%g dB):\n%s", v.Channels[0].Attenuation(), tr.String())
+	}
+}
+
 // A run's undo of a DD-100 setting is given the move back's share of the
 // travel time, as the driver's registration says (drivers.Driver.UndoBound),
 // where the driver said nothing and the run's fixed 30 s cut a move over

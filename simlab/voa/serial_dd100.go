@@ -321,6 +321,9 @@ func (s *OZOpticsServer) describe(string, string) []string {
 // loses no steps, so the count reads the sensor's step, the minimum
 // attenuation's.
 func (s *OZOpticsServer) home(string, string) []string {
+	if f, hit := s.faults.TakeFailure(); hit {
+		return []string{fmt.Sprintf("Error-%d", f.Code)} // Error-5: the home sensor
+	}
 	s.ch.SetAttenuation(s.ch.MinDB)
 	s.settle()
 	return []string{fmt.Sprintf("Diff=%d", s.steps()-int(math.Round(s.ch.MinDB*stepsPerDB)))}
