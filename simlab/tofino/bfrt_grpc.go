@@ -57,6 +57,11 @@ import (
 //     bf_rt_server_impl.hpp:482-497), is refused UNAVAILABLE ("Failed to
 //     acquire read lock for client N In use"; BF_IN_USE to UNAVAILABLE,
 //     impl.hpp:104-108); another load waits;
+//   - VERIFY_AND_WARM_INIT_BEGIN and WARM_INIT_END are the same warm init
+//     in two calls, each client with its own state (INITIAL, STARTED,
+//     FINISHED; warmInitBegin and warmInitEnd say what each refuses);
+//     between them the clients work on the new program, and each call
+//     tells every subscribed client WARM_INIT_STARTED or _FINISHED;
 //   - a batch's failures are an UNKNOWN status whose details hold one
 //     bfrt_proto.Error per update (canonical_code OK for those that
 //     worked), as BfRtServerErrorReporter sends them.
@@ -86,7 +91,10 @@ type bfrtService struct {
 	mu      sync.Mutex
 	streams map[uint32]chan *bfrtpb.StreamMessageResponse
 	bound   map[uint32]string
-	infos   map[string]*progInfo
+	// warm is each subscribed client's warm init state, its
+	// ConfigManager's fwd_config_state_ (absent: INITIAL).
+	warm  map[uint32]warmState
+	infos map[string]*progInfo
 	// The packet generator's tables as written (a generator application
 	// starts when app_cfg enables it): the buffer by offset, the ports
 	// with pktgen_enable, each application's configuration.
@@ -129,7 +137,7 @@ func (t *Tofino) ServeBFRuntime(listen string) (string, error) {
 		return "", fmt.Errorf("%s: BF Runtime: %w", t.name, err)
 	}
 	s := &bfrtService{t: t, nonP4: np, fixed: fixed, streams: map[uint32]chan *bfrtpb.StreamMessageResponse{},
-		bound: map[uint32]string{}, infos: map[string]*progInfo{}, pktBuf: map[int][]byte{}, pktPorts: map[int]bool{}, apps: map[int]*bfrtApp{}}
+		bound: map[uint32]string{}, warm: map[uint32]warmState{}, infos: map[string]*progInfo{}, pktBuf: map[int][]byte{}, pktPorts: map[int]bool{}, apps: map[int]*bfrtApp{}}
 	srv := grpc.NewServer()
 	bfrtpb.RegisterBfRuntimeServer(srv, s)
 	go srv.Serve(ln)
@@ -268,28 +276,43 @@ func (s *bfrtService) SetForwardingPipelineConfig(ctx context.Context, req *bfrt
 		s.bound[req.ClientId] = p4
 		return &bfrtpb.SetForwardingPipelineConfigResponse{}, nil
 	case bfrtpb.SetForwardingPipelineConfigRequest_VERIFY, bfrtpb.SetForwardingPipelineConfigRequest_VERIFY_AND_WARM_INIT_BEGIN_AND_END:
-		if len(req.Config) != 1 {
-			return nil, status.Error(codes.InvalidArgument, "the simulated switch has one pipeline: expected exactly one config")
-		}
-		c := req.Config[0]
-		var ctxJSON, bin []byte
-		for _, p := range c.Profiles {
-			if p.ProfileName == "pipe" || len(c.Profiles) == 1 {
-				ctxJSON, bin = p.Context, p.Binary
-			}
-		}
-		if len(c.BfruntimeInfo) == 0 || len(ctxJSON) == 0 || len(bin) == 0 {
-			return nil, status.Errorf(codes.InvalidArgument, "program %q: a config needs bfruntime_info and a profile with context and binary", c.P4Name)
-		}
-		if err := checkBuild(c.P4Name, c.BfruntimeInfo, ctxJSON, bin); err != nil {
-			return nil, status.Error(codes.InvalidArgument, err.Error())
+		c, err := verifyConfig(req)
+		if err != nil {
+			return nil, err
 		}
 		if req.Action == bfrtpb.SetForwardingPipelineConfigRequest_VERIFY {
 			return &bfrtpb.SetForwardingPipelineConfigResponse{}, nil
 		}
 		return s.load(req.ClientId, c.P4Name)
+	case bfrtpb.SetForwardingPipelineConfigRequest_VERIFY_AND_WARM_INIT_BEGIN:
+		return s.warmInitBegin(req)
+	case bfrtpb.SetForwardingPipelineConfigRequest_WARM_INIT_END:
+		return s.warmInitEnd(req)
 	}
-	return nil, status.Errorf(codes.Unimplemented, "SetForwardingPipelineConfig action %v: the simulated switch serves BIND, VERIFY and VERIFY_AND_WARM_INIT_BEGIN_AND_END", req.Action)
+	return nil, status.Errorf(codes.Unimplemented, "SetForwardingPipelineConfig action %v: the simulated switch serves BIND, VERIFY, VERIFY_AND_WARM_INIT_BEGIN_AND_END, VERIFY_AND_WARM_INIT_BEGIN and WARM_INIT_END", req.Action)
+}
+
+// verifyConfig checks a load's one config: its bf-rt.json and a profile
+// with context.json and tofino.bin, a build of a program the simulated
+// switch runs.
+func verifyConfig(req *bfrtpb.SetForwardingPipelineConfigRequest) (*bfrtpb.ForwardingPipelineConfig, error) {
+	if len(req.Config) != 1 {
+		return nil, status.Error(codes.InvalidArgument, "the simulated switch has one pipeline: expected exactly one config")
+	}
+	c := req.Config[0]
+	var ctxJSON, bin []byte
+	for _, p := range c.Profiles {
+		if p.ProfileName == "pipe" || len(c.Profiles) == 1 {
+			ctxJSON, bin = p.Context, p.Binary
+		}
+	}
+	if len(c.BfruntimeInfo) == 0 || len(ctxJSON) == 0 || len(bin) == 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "program %q: a config needs bfruntime_info and a profile with context and binary", c.P4Name)
+	}
+	if err := checkBuild(c.P4Name, c.BfruntimeInfo, ctxJSON, bin); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	return c, nil
 }
 
 // readLock tries the set_fwd lock to read, as the SDE's Read, Write,
@@ -305,9 +328,30 @@ func (s *bfrtService) readLock(client uint32) (unlock func(), err error) {
 // load is a verified warm init with program: under the set_fwd lock, to
 // its end whatever its client does meanwhile (the SDE's handler never
 // looks at its context), the client's answer sent if it still listens.
+// The client's warm init is then finished: a WARM_INIT_END from it is
+// refused.
 func (s *bfrtService) load(client uint32, program string) (*bfrtpb.SetForwardingPipelineConfigResponse, error) {
 	s.setFwd.Lock()
 	defer s.setFwd.Unlock()
+	s.install(program)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.setWarm(client, warmFinished)
+	finished := &bfrtpb.SetForwardingPipelineConfigResponse{SetForwardingPipelineConfigResponseType: bfrtpb.SetForwardingPipelineConfigResponseType_WARM_INIT_FINISHED}
+	if ch, ok := s.streams[client]; ok {
+		select {
+		case ch <- &bfrtpb.StreamMessageResponse{Update: &bfrtpb.StreamMessageResponse_SetForwardingPipelineConfigResponse{SetForwardingPipelineConfigResponse: finished}}:
+		default:
+		}
+	}
+	return finished, nil
+}
+
+// install adds program to the device as a load does, under the set_fwd
+// lock held to write: it takes pipelineLoadTime, every port, counter,
+// table, register and generator is gone, and the clients bound to
+// another program are unbound.
+func (s *bfrtService) install(program string) {
 	// The pipes take a while to load (as bf_switchd's start over SSH):
 	// the answer comes once they have. A time.Sleep and not a select on
 	// the request's context: the device does not stop a load whose client
@@ -328,14 +372,102 @@ func (s *bfrtService) load(client uint32, program string) (*bfrtpb.SetForwarding
 		}
 	}
 	s.pktBuf, s.pktPorts, s.apps = map[int][]byte{}, map[int]bool{}, map[int]*bfrtApp{}
-	finished := &bfrtpb.SetForwardingPipelineConfigResponse{SetForwardingPipelineConfigResponseType: bfrtpb.SetForwardingPipelineConfigResponseType_WARM_INIT_FINISHED}
-	if ch, ok := s.streams[client]; ok {
+}
+
+// warmState is a client's warm init state (the SDE's
+// ForwardingConfigState: INITIAL, WARM_INIT_STARTED, WARM_INIT_FINISHED;
+// bf_rt_server_impl.hpp:93-97).
+type warmState int
+
+const (
+	warmInitial warmState = iota
+	warmStarted
+	warmFinished
+)
+
+// setWarm keeps a subscribed client's warm init state; s.mu held. An
+// independent client (no stream) keeps none: the SDE drops its
+// connection data after each SetForwardingPipelineConfig
+// (bf_rt_server_impl.cpp:3887, 3896-3905), so each of its calls starts
+// INITIAL.
+func (s *bfrtService) setWarm(client uint32, st warmState) {
+	if _, ok := s.streams[client]; ok {
+		s.warm[client] = st
+	}
+}
+
+// broadcast sends a SetForwardingPipelineConfigResponse of type t on
+// every subscribed client's stream, as the SDE's
+// sendSetForwardingPipelineConfigResponse does (bf_rt_server_mgr.cpp:
+// 1195-1207); s.mu held.
+func (s *bfrtService) broadcast(t bfrtpb.SetForwardingPipelineConfigResponseType) {
+	m := &bfrtpb.StreamMessageResponse{Update: &bfrtpb.StreamMessageResponse_SetForwardingPipelineConfigResponse{
+		SetForwardingPipelineConfigResponse: &bfrtpb.SetForwardingPipelineConfigResponse{SetForwardingPipelineConfigResponseType: t}}}
+	for _, ch := range s.streams {
 		select {
-		case ch <- &bfrtpb.StreamMessageResponse{Update: &bfrtpb.StreamMessageResponse_SetForwardingPipelineConfigResponse{SetForwardingPipelineConfigResponse: finished}}:
+		case ch <- m:
 		default:
 		}
 	}
-	return finished, nil
+}
+
+// warmInitBegin serves VERIFY_AND_WARM_INIT_BEGIN as the SDE does
+// (bf_rt_server_mgr.cpp:1092-1118, ConfigManager::warmInitBegin 551-608):
+// under the set_fwd lock held to write (impl.cpp:3876-3883), so that
+// Read, Write, GetForwardingPipelineConfig and BIND are UNAVAILABLE
+// meanwhile; refused UNAVAILABLE to a client whose warm init has begun
+// and not ended ("Warm_init in process.", BF_NOT_READY); else the
+// program is added to the device, the clients bound to another program
+// are unbound, WARM_INIT_STARTED goes to every subscribed client, and
+// the client's warm init has begun. Until a WARM_INIT_END the clients
+// work on the new program: GetForwardingPipelineConfig names it (the
+// SDE saved it to disk at the begin), a BIND of it and Writes and Reads
+// of its tables are served.
+func (s *bfrtService) warmInitBegin(req *bfrtpb.SetForwardingPipelineConfigRequest) (*bfrtpb.SetForwardingPipelineConfigResponse, error) {
+	s.setFwd.Lock()
+	defer s.setFwd.Unlock()
+	s.mu.Lock()
+	st := s.warm[req.ClientId]
+	s.mu.Unlock()
+	if st == warmStarted {
+		return nil, status.Error(codes.Unavailable, "Warm_init in process. Not ready")
+	}
+	c, err := verifyConfig(req)
+	if err != nil {
+		return nil, err
+	}
+	s.install(c.P4Name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.setWarm(req.ClientId, warmStarted)
+	s.broadcast(bfrtpb.SetForwardingPipelineConfigResponseType_WARM_INIT_STARTED)
+	return &bfrtpb.SetForwardingPipelineConfigResponse{}, nil
+}
+
+// warmInitEnd serves WARM_INIT_END as the SDE does (bf_rt_server_mgr.cpp:
+// 1159-1176, ConfigManager::warmInitEnd 610-631): a config in it is
+// INVALID_ARGUMENT ("Commit msg cannot contain any config."); a client
+// whose warm init has finished (by an END, or a BEGIN_AND_END) is
+// refused UNAVAILABLE ("Already warm_init_finished. Cannot perform
+// WARM_INIT_END again", BF_NOT_READY); from INITIAL (no BEGIN: the
+// device is not locked, so bf_switchd's warm_init_end does nothing,
+// bf_switchd.c:3908-3953) or a begun warm init it succeeds, sends
+// WARM_INIT_FINISHED to every subscribed client and finishes the
+// client's warm init.
+func (s *bfrtService) warmInitEnd(req *bfrtpb.SetForwardingPipelineConfigRequest) (*bfrtpb.SetForwardingPipelineConfigResponse, error) {
+	if len(req.Config) > 0 {
+		return nil, status.Error(codes.InvalidArgument, "Commit msg cannot contain any config. Invalid arguments")
+	}
+	s.setFwd.Lock()
+	defer s.setFwd.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.warm[req.ClientId] == warmFinished {
+		return nil, status.Error(codes.Unavailable, "Already warm_init_finished. Cannot perform WARM_INIT_END again Not ready")
+	}
+	s.setWarm(req.ClientId, warmFinished)
+	s.broadcast(bfrtpb.SetForwardingPipelineConfigResponseType_WARM_INIT_FINISHED)
+	return &bfrtpb.SetForwardingPipelineConfigResponse{}, nil
 }
 
 func (s *bfrtService) StreamChannel(st bfrtpb.BfRuntime_StreamChannelServer) error {
@@ -363,6 +495,7 @@ func (s *bfrtService) StreamChannel(st bfrtpb.BfRuntime_StreamChannelServer) err
 			s.mu.Lock()
 			delete(s.streams, id)
 			delete(s.bound, id)
+			delete(s.warm, id)
 			s.mu.Unlock()
 		}
 	}()

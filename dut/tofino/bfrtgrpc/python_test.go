@@ -45,42 +45,7 @@ func lastLine(s string) string {
 // SSH path of the same switch then reads what it wrote.
 func TestSDEPythonClient(t *testing.T) {
 	py := sdePython(t)
-	dir := t.TempDir()
-	pkg := filepath.Join(dir, "bfrt_grpc")
-	if err := os.MkdirAll(pkg, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{"__init__.py", "client.py", "info_parse.py"} {
-		b, err := os.ReadFile(filepath.Join("testdata", "bfrt_grpc", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(pkg, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// The script runs from dir: Python puts a script's folder first on its
-	// path, and the package there is the one with the generated stubs.
-	script, err := os.ReadFile(filepath.Join("testdata", "sde_client.py"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "sde_client.py"), script, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	protoDir, err := filepath.Abs("../../../internal/bfrtpb/proto")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gen := func(out string, args ...string) {
-		t.Helper()
-		cmd := exec.Command(py, append([]string{"-m", "grpc_tools.protoc", "-I", protoDir, "-I", "testdata/proto", "--python_out=" + out}, args...)...)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%v: %v\n%s", cmd.Args, err, b)
-		}
-	}
-	gen(pkg, "--grpc_python_out="+pkg, "bfruntime.proto")
-	gen(dir, "google/rpc/status.proto", "google/rpc/code.proto")
+	dir, pkg := sdeClient(t, py, "sde_client.py")
 
 	lab := startLab(t)
 	ctx := context.Background()
@@ -146,6 +111,50 @@ func TestSDEPythonClient(t *testing.T) {
 	}
 }
 
+// sdeClient puts the SDE's Python client package (testdata/bfrt_grpc,
+// with stubs generated from bfruntime.proto) and testdata's script in a
+// new directory: the script runs from there with PYTHONPATH dir and pkg.
+func sdeClient(t *testing.T, py, script string) (dir, pkg string) {
+	t.Helper()
+	dir = t.TempDir()
+	pkg = filepath.Join(dir, "bfrt_grpc")
+	if err := os.MkdirAll(pkg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"__init__.py", "client.py", "info_parse.py"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "bfrt_grpc", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(pkg, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The script runs from dir: Python puts a script's folder first on its
+	// path, and the package there is the one with the generated stubs.
+	b, err := os.ReadFile(filepath.Join("testdata", script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, script), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	protoDir, err := filepath.Abs("../../../internal/bfrtpb/proto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := func(out string, args ...string) {
+		t.Helper()
+		cmd := exec.Command(py, append([]string{"-m", "grpc_tools.protoc", "-I", protoDir, "-I", "testdata/proto", "--python_out=" + out}, args...)...)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", cmd.Args, err, b)
+		}
+	}
+	gen(pkg, "--grpc_python_out="+pkg, "bfruntime.proto")
+	gen(dir, "google/rpc/status.proto", "google/rpc/code.proto")
+	return dir, pkg
+}
+
 func contains(l []string, s string) bool {
 	for _, x := range l {
 		if x == s {
@@ -153,4 +162,54 @@ func contains(l []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// The SDE's own Python client runs a warm init in two calls against the
+// simulated switch (testdata/sde_warm_init.py): VERIFY_AND_WARM_INIT_BEGIN
+// with the receiver's build while the sender runs, a register written
+// between, WARM_INIT_END; its client waits for WARM_INIT_STARTED and
+// WARM_INIT_FINISHED on its stream as it does against bf_switchd, the
+// register reads back after the END, and a second END is refused
+// UNAVAILABLE, as ConfigManager::warmInitEnd refuses it
+// (bf_rt_server_mgr.cpp:624-627).
+func TestSDEPythonClientWarmInit(t *testing.T) {
+	py := sdePython(t)
+	dir, pkg := sdeClient(t, py, "sde_warm_init.py")
+	lab := startLab(t)
+	ctx := context.Background()
+	sw := open(t, lab, "sw1", nil)
+	if err := sw.StartSwitchd(ctx, lg.ProgramSender); err != nil {
+		t.Fatal(err)
+	}
+	sw.Close()
+	d, _ := lab.Inventory().Device("sw1")
+	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, py, filepath.Join(dir, "sde_warm_init.py"), strings.TrimPrefix(d.Address, "tcp://"), d.Options["artifacts"],
+		lg.ProgramReceiver, lg.RegExpectedSeqNo, "5", "31337")
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+dir+string(os.PathListSeparator)+pkg, "PYTHONDONTWRITEBYTECODE=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("sde_warm_init.py: %v\n%s", err, stderr.String())
+	}
+	var got struct {
+		Begin, End bool
+		Program    string
+		Register   []int64
+		Again      string
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("sde_warm_init.py printed %q: %v\n%s", out, err, stderr.String())
+	}
+	if !got.Begin || !got.End || got.Program != lg.ProgramReceiver {
+		t.Errorf("WARM_INIT_STARTED seen %v, WARM_INIT_FINISHED seen %v, program between %q", got.Begin, got.End, got.Program)
+	}
+	if len(got.Register) != 4 || got.Register[0] != 31337 {
+		t.Errorf("after the END the register reads %v", got.Register)
+	}
+	if !strings.HasPrefix(got.Again, "UNAVAILABLE: Already warm_init_finished") {
+		t.Errorf("a second WARM_INIT_END: %q", got.Again)
+	}
 }
