@@ -61,7 +61,8 @@ import (
 //     in two calls, each client with its own state (INITIAL, STARTED,
 //     FINISHED; warmInitBegin and warmInitEnd say what each refuses);
 //     between them the clients work on the new program, and each call
-//     tells every subscribed client WARM_INIT_STARTED or _FINISHED;
+//     tells every subscribed client WARM_INIT_STARTED or _FINISHED (a
+//     BEGIN_AND_END tells them both);
 //   - a batch's failures are an UNKNOWN status whose details hold one
 //     bfrt_proto.Error per update (canonical_code OK for those that
 //     worked), as BfRtServerErrorReporter sends them.
@@ -329,7 +330,8 @@ func (s *bfrtService) readLock(client uint32) (unlock func(), err error) {
 // its end whatever its client does meanwhile (the SDE's handler never
 // looks at its context), the client's answer sent if it still listens.
 // The client's warm init is then finished: a WARM_INIT_END from it is
-// refused.
+// refused. Every subscribed client is told WARM_INIT_STARTED, then
+// WARM_INIT_FINISHED (it was the loading client alone, told FINISHED).
 func (s *bfrtService) load(client uint32, program string) (*bfrtpb.SetForwardingPipelineConfigResponse, error) {
 	s.setFwd.Lock()
 	defer s.setFwd.Unlock()
@@ -337,14 +339,13 @@ func (s *bfrtService) load(client uint32, program string) (*bfrtpb.SetForwarding
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.setWarm(client, warmFinished)
-	finished := &bfrtpb.SetForwardingPipelineConfigResponse{SetForwardingPipelineConfigResponseType: bfrtpb.SetForwardingPipelineConfigResponseType_WARM_INIT_FINISHED}
-	if ch, ok := s.streams[client]; ok {
-		select {
-		case ch <- &bfrtpb.StreamMessageResponse{Update: &bfrtpb.StreamMessageResponse_SetForwardingPipelineConfigResponse{SetForwardingPipelineConfigResponse: finished}}:
-		default:
-		}
-	}
-	return finished, nil
+	// Every subscribed client hears the begin and the end, as from
+	// sendSetForwardingPipelineConfigResponse (bf_rt_server_mgr.cpp:
+	// 1140-1156); the call itself answers nothing (impl.cpp:3855-3858
+	// leave the response unset).
+	s.broadcast(bfrtpb.SetForwardingPipelineConfigResponseType_WARM_INIT_STARTED)
+	s.broadcast(bfrtpb.SetForwardingPipelineConfigResponseType_WARM_INIT_FINISHED)
+	return &bfrtpb.SetForwardingPipelineConfigResponse{}, nil
 }
 
 // install adds program to the device as a load does, under the set_fwd

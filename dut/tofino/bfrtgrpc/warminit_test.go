@@ -112,8 +112,10 @@ func build(t *testing.T, dir, program string) *bfrtpb.ForwardingPipelineConfig {
 // entry); a second BEGIN of the same client is UNAVAILABLE, an END with a
 // config INVALID_ARGUMENT; the END tells every client WARM_INIT_FINISHED
 // and the entry written between stays; an END after the client's warm
-// init finished is UNAVAILABLE, and an END without a BEGIN succeeds.
-// Before, both actions were UNIMPLEMENTED.
+// init finished is UNAVAILABLE, and an END without a BEGIN succeeds. A
+// BEGIN_AND_END tells every client STARTED and FINISHED. Before, BEGIN
+// and END were UNIMPLEMENTED, and a BEGIN_AND_END told its own client
+// FINISHED alone.
 func TestWarmInitBeginWritesEnd(t *testing.T) {
 	lab := startLab(t)
 	d, _ := lab.Inventory().Device("sw1")
@@ -158,6 +160,21 @@ func TestWarmInitBeginWritesEnd(t *testing.T) {
 	a.expect(t, "client a, its END", bfrtpb.SetForwardingPipelineConfigResponseType_WARM_INIT_FINISHED)
 	b.expect(t, "client b, a's END", bfrtpb.SetForwardingPipelineConfigResponseType_WARM_INIT_FINISHED)
 	wantCode(t, "a second END of client a", a.set(bfrtpb.SetForwardingPipelineConfigRequest_WARM_INIT_END), codes.Unavailable, "Already warm_init_finished.")
+
+	// A BEGIN_AND_END tells every subscribed client both, and finishes
+	// its client's warm init (mgr.cpp:1119-1157).
+	c := dialRaw(t, d.Address, 7003)
+	if err := c.set(bfrtpb.SetForwardingPipelineConfigRequest_VERIFY_AND_WARM_INIT_BEGIN_AND_END, recv); err != nil {
+		t.Fatalf("VERIFY_AND_WARM_INIT_BEGIN_AND_END: %v", err)
+	}
+	for _, x := range []*rawClient{a, b, c} {
+		x.expect(t, "a BEGIN_AND_END", bfrtpb.SetForwardingPipelineConfigResponseType_WARM_INIT_STARTED)
+		x.expect(t, "a BEGIN_AND_END", bfrtpb.SetForwardingPipelineConfigResponseType_WARM_INIT_FINISHED)
+	}
+	wantCode(t, "an END after a BEGIN_AND_END", c.set(bfrtpb.SetForwardingPipelineConfigRequest_WARM_INIT_END), codes.Unavailable, "Already warm_init_finished.")
+	if err := mid.WriteRegister(ctx, regs, 2, 4242); err != nil {
+		t.Fatal(err)
+	}
 
 	after := open(t, lab, "sw1", nil)
 	if p, err := after.Program(ctx); err != nil || p != lg.ProgramReceiver {
