@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,8 +14,10 @@ import (
 )
 
 // `testbed voa home` against a running simulated lab: the DD-100 (voa2),
-// set to 7.5 dB, is homed over its serial line and set back (or, with
-// --stay, left at home, 0 dB); the N77xx (no home sensor), a limit above
+// set to 7.5 dB by a motor that lost 200 steps on the way (it reports
+// 7.50 dB, the stepper stands at 5.70), is homed over its serial line,
+// its count found 200 steps off, and set back to where it now truly
+// stands at 7.5 dB (or, with --stay, left at home, 0 dB); the N77xx (no home sensor), a limit above
 // 0 dB and a device error on H (Error-5, the home sensor) are refused
 // with the right exit codes and messages.
 func TestVOAHome(t *testing.T) {
@@ -25,6 +28,9 @@ func TestVOAHome(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The motor loses 200 steps on its way to 7.5 dB: the device counts,
+	// and reports, 7.50 dB where the stepper stands 200 steps short.
+	lab.Faults("voa2").SlipNext(200)
 	if err := dev.SetAttenuation(context.Background(), 1, 7.5); err != nil {
 		t.Fatal(err)
 	}
@@ -32,6 +38,9 @@ func TestVOAHome(t *testing.T) {
 	physical := func() float64 {
 		v, _ := lab.World().VOA("voa2")
 		return v.Channels[0].Attenuation()
+	}
+	if p := physical(); math.Abs(p-(7.5-200/(4060/36.5))) > 0.01 {
+		t.Fatalf("after the slip the stepper stands at %g dB", p)
 	}
 	home := func(args ...string) (int, []homeResult, string) {
 		code, out, errOut := testbedRun(t, append([]string{"voa", "home", "--inventory", inv, "--state-dir", state, "-o", "json"}, args...)...)
@@ -44,7 +53,7 @@ func TestVOAHome(t *testing.T) {
 		return code, rows, errOut
 	}
 	code, rows, errOut := home("voa2")
-	if code != exitOK || len(rows) != 1 || rows[0] != (homeResult{VOA: "voa2", BeforeDB: 7.5, AfterDB: 7.5}) || physical() != 7.5 {
+	if code != exitOK || len(rows) != 1 || rows[0] != (homeResult{VOA: "voa2", DiffSteps: 200, BeforeDB: 7.5, AfterDB: 7.5}) || physical() != 7.5 {
 		t.Fatalf("home voa2: exit %d %+v %s; stands at %g dB", code, rows, errOut, physical())
 	}
 	code, rows, errOut = home("voa2", "--stay")

@@ -23,11 +23,19 @@ import (
 // MAX ATTEN, wavelength), H (home; Diff=<steps>), RST, E0/E1 (echo off/on). Errors: Error-2 bad command
 // (A with more than the two decimals the device takes among them), Error-6
 // value overflow; injected device errors as Error-<code>. A "drop" fault on
-// a serial line means the device stops answering, like a stall.
+// a serial line means the device stops answering, like a stall. A slip
+// fault makes a motion lose steps: the device counts, and reports, where
+// it should stand, until H finds the count's error (Diff=<steps>).
 type OZOpticsServer struct {
 	voa    *world.VOA
 	ch     *world.VOAChannel
 	faults *wire.Faults
+
+	// offset is how far the step count runs ahead of the stepper: the
+	// steps its motions lost (faults.SlipNext) since it was last homed.
+	// What the device reports is its count. Only the serving goroutine
+	// touches it.
+	offset int
 
 	mu   sync.Mutex
 	echo bool
@@ -219,24 +227,24 @@ func (s *OZOpticsServer) setEcho(_, up string) []string {
 }
 
 func (s *OZOpticsServer) attenuation(string, string) []string {
-	return []string{fmt.Sprintf("Atten:%.2f(dB)", s.ch.Attenuation())}
+	return []string{fmt.Sprintf("Atten:%.2f(dB)", s.reported())}
 }
 
 // position answers the step position, then the attenuation (QMI's
 // OzOptics_DD100MC driver reads "DPos:<steps>" and "ATTEN:<dB>").
 func (s *OZOpticsServer) position(string, string) []string {
-	return []string{fmt.Sprintf("DPos:%d", s.steps()), fmt.Sprintf("ATTEN:%.2f", s.ch.Attenuation())}
+	return []string{fmt.Sprintf("DPos:%d", s.count()), fmt.Sprintf("ATTEN:%.2f", s.reported())}
 }
 
 func (s *OZOpticsServer) stepPosition(string, string) []string {
-	return []string{fmt.Sprintf("Pos:%d", s.steps())}
+	return []string{fmt.Sprintf("Pos:%d", s.count())}
 }
 
 // step moves the stepper: F and B step once forward and back; S<n> goes
 // to n steps from home, S+<n> and S-<n> move by n; each answers the
 // final position (COO-Utilities/ozoptics dd100mc.py command list).
 func (s *OZOpticsServer) step(cmd, up string) []string {
-	to, ok := s.steps(), true
+	to, ok := s.count(), true
 	switch {
 	case up == "F":
 		to++
@@ -263,9 +271,9 @@ func (s *OZOpticsServer) step(cmd, up string) []string {
 	if to < int(math.Round(s.ch.MinDB*stepsPerDB)) || to > int(math.Round(s.ch.MaxDB*stepsPerDB)) {
 		return []string{"Error-6"}
 	}
-	s.ch.SetAttenuation(float64(to) / stepsPerDB)
+	s.moveTo(float64(to) / stepsPerDB)
 	s.settle()
-	return []string{fmt.Sprintf("Pos:%d", s.steps())}
+	return []string{fmt.Sprintf("Pos:%d", s.count())}
 }
 
 // repeat answers the previous command's response, again.
@@ -303,9 +311,9 @@ func (s *OZOpticsServer) setAttenuation(cmd, _ string) []string {
 	if v < s.ch.MinDB || v > s.ch.MaxDB {
 		return []string{"Error-6"}
 	}
-	s.ch.SetAttenuation(math.Round(v*100) / 100)
+	s.moveTo(math.Round(v*100) / 100)
 	s.settle()
-	return []string{fmt.Sprintf("Pos:%d", int(math.Round(s.ch.Attenuation()*stepsPerDB)))}
+	return []string{fmt.Sprintf("Pos:%d", int(math.Round(s.reported()*stepsPerDB)))}
 }
 
 // describe answers CD: model, firmware, serial, maximum attenuation and
@@ -317,16 +325,46 @@ func (s *OZOpticsServer) describe(string, string) []string {
 
 // home runs the stepper back to the home sensor and reports how far its
 // step count was off there (COO-Utilities/ozoptics dd100mc.py's home()
-// waits for "Diff=<n>", then takes the position as 0). This stepper
-// loses no steps, so the count reads the sensor's step, the minimum
-// attenuation's.
+// waits for "Diff=<n>", then takes the position as 0): the steps its
+// motions lost since it was last homed (none unless a fault made it
+// slip), which the count forgets there.
 func (s *OZOpticsServer) home(string, string) []string {
 	if f, hit := s.faults.TakeFailure(); hit {
 		return []string{fmt.Sprintf("Error-%d", f.Code)} // Error-5: the home sensor
 	}
 	s.ch.SetAttenuation(s.ch.MinDB)
 	s.settle()
-	return []string{fmt.Sprintf("Diff=%d", s.steps()-int(math.Round(s.ch.MinDB*stepsPerDB)))}
+	diff := s.count() - int(math.Round(s.ch.MinDB*stepsPerDB))
+	s.offset = 0
+	return []string{fmt.Sprintf("Diff=%d", diff)}
+}
+
+// count is the step position the device counts, and reports: the
+// stepper's, ahead by the steps its motions lost.
+func (s *OZOpticsServer) count() int { return s.steps() + s.offset }
+
+// reported is the attenuation the device reports, its count's.
+func (s *OZOpticsServer) reported() float64 {
+	return s.ch.Attenuation() + float64(s.offset)/stepsPerDB
+}
+
+// moveTo runs the stepper to where the count reads dB. A pending slip
+// (faults.SlipNext) loses steps on the way: the stepper stops that many
+// short, within its range, and the count is off by them from then on.
+func (s *OZOpticsServer) moveTo(dB float64) {
+	target := dB - float64(s.offset)/stepsPerDB
+	n := s.faults.TakeSlip()
+	if n == 0 {
+		s.ch.SetAttenuation(target)
+		return
+	}
+	lost := float64(n) / stepsPerDB
+	if target < s.ch.Attenuation() {
+		lost = -lost // short of a move down is above it
+	}
+	stop := min(max(target-lost, s.ch.MinDB), s.ch.MaxDB)
+	s.ch.SetAttenuation(stop) // the channel moves there at its speed
+	s.offset = int(math.Round(dB*stepsPerDB)) - int(math.Round(stop*stepsPerDB))
 }
 
 // steps is the stepper position the attenuation corresponds to.

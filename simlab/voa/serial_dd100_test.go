@@ -15,8 +15,14 @@ import (
 // a function that sends a command and returns its reply lines before Done.
 func ddSession(t *testing.T) (*world.VOAChannel, func(string) []string) {
 	t.Helper()
+	return ddSessionWith(t, nil)
+}
+
+// ddSessionWith is ddSession with the emulator taking faults.
+func ddSessionWith(t *testing.T, faults *wire.Faults) (*world.VOAChannel, func(string) []string) {
+	t.Helper()
 	v := world.New(1).NewVOA("voa2", "OZ Optics", "DD-100-MC", "OZ1", "3.10", 1, 0, 55, 0.8, 0)
-	srv := NewOZOpticsServer(v, nil)
+	srv := NewOZOpticsServer(v, faults)
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -121,5 +127,45 @@ func TestDD100CloseEndsAnInjectedDelay(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("Close still waiting on a reply delayed by an hour after a minute")
+	}
+}
+
+// A motion that loses steps (faults.SlipNext) leaves the stepper short of
+// where the device counts it: A? and S? report the count, the channel
+// stands 200 steps (1.80 dB) lower after a move up; a move down that
+// loses steps stops above; H runs to the home sensor and answers
+// Diff=<the count's error>, and from then on the count is the stepper's.
+func TestDD100LostStepsAreFoundByHoming(t *testing.T) {
+	f := &wire.Faults{}
+	ch, do := ddSessionWith(t, f)
+	f.SlipNext(200)
+	if got := do("A36.50"); strings.Join(got, "|") != "Pos:4060" {
+		t.Fatalf("A36.50: %q", got)
+	}
+	if got := do("A?"); strings.Join(got, "|") != "Atten:36.50(dB)" {
+		t.Fatalf("A? after the slip: %q, want the count's 36.50", got)
+	}
+	if got := do("S?"); strings.Join(got, "|") != "Pos:4060" {
+		t.Fatalf("S?: %q", got)
+	}
+	if a := ch.Attenuation(); a < 34.69 || a > 34.71 {
+		t.Fatalf("the stepper stands at %g dB, want 200 steps short of 36.50 (34.70)", a)
+	}
+	// A move down that loses 100 steps stops 100 steps above where the
+	// count (200 ahead) puts it, 18.20 dB: the count is 100 ahead now.
+	f.SlipNext(100)
+	do("A20")
+	if a := ch.Attenuation(); a < 19.09 || a > 19.11 {
+		t.Fatalf("after a move down losing 100 steps the stepper stands at %g dB, want 19.10", a)
+	}
+	if got := do("H"); strings.Join(got, "|") != "Diff=100" {
+		t.Fatalf("H: %q, want the count's error, Diff=100", got)
+	}
+	if got := do("A?"); strings.Join(got, "|") != "Atten:0.00(dB)" || ch.Attenuation() != 0 {
+		t.Fatalf("after homing A? %q, the stepper at %g", got, ch.Attenuation())
+	}
+	do("A10")
+	if got := do("A?"); strings.Join(got, "|") != "Atten:10.00(dB)" || ch.Attenuation() != 10 {
+		t.Fatalf("a move after homing: A? %q, the stepper at %g", got, ch.Attenuation())
 	}
 }

@@ -14,7 +14,8 @@ import (
 //   - garble: answer with bytes the protocol does not allow;
 //   - delay: answer late;
 //   - fail: raise a device error the way the device reports one (SCPI error
-//     queue entry, "Error-N" line, HTTP error body).
+//     queue entry, "Error-N" line, HTTP error body);
+//   - slip: a stepper motor loses steps on its next motion (SlipNext).
 //
 // The zero value injects nothing. Methods are safe for concurrent use.
 type Faults struct {
@@ -27,6 +28,7 @@ type Faults struct {
 	delayN   int // replies still to delay; Always: every one
 	failures []DeviceError
 	failing  *DeviceError // raised by every setting command while set
+	slip     int          // steps the next motion of a stepper loses
 }
 
 // Always, as a count, makes a fault apply to every request until reset.
@@ -86,13 +88,30 @@ func (f *Faults) FailNext(code int, message string) {
 	f.mu.Unlock()
 }
 
+// SlipNext makes the next motion of a stepper motor lose n steps: it
+// stops n steps short of where its count says it is, and its count is off
+// by n from then on (an emulator with a stepper, the DD-100's, takes it).
+func (f *Faults) SlipNext(n int) { f.mu.Lock(); f.slip += n; f.mu.Unlock() }
+
+// TakeSlip returns (and consumes) the steps the motion about to run loses.
+func (f *Faults) TakeSlip() int {
+	if f == nil {
+		return 0
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := f.slip
+	f.slip = 0
+	return n
+}
+
 // Reset clears every pending fault.
 func (f *Faults) Reset() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	// Not *f = Faults{}: that would overwrite the held mutex with an
 	// unlocked one.
-	f.drop, f.dropRe, f.stall, f.garble, f.delay, f.delayN, f.failures, f.failing = 0, 0, 0, 0, 0, 0, nil, nil
+	f.drop, f.dropRe, f.stall, f.garble, f.delay, f.delayN, f.failures, f.failing, f.slip = 0, 0, 0, 0, 0, 0, nil, nil, 0
 }
 
 // The Take methods are safe on a nil *Faults (no faults), as Delay and
