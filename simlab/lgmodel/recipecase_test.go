@@ -22,7 +22,6 @@ const (
 	recipeLoss25G  = 8.267e-4 // lg25 at 7.626 dB
 )
 
-
 // BenchmarkRecipeCase* is the model alone as BenchmarkFrames* runs it
 // (uncapped runs, no Tx buffer accounting) on the recipe's 10^8 frames
 // at the recipe's loss: the figure BenchmarkRecipeFrames* is within a
