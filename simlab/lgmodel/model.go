@@ -681,7 +681,27 @@ func (m *Sim) Buffers() (txBytes, rxBytes int64, paused bool) {
 }
 
 // Result are the counters so far (final once Advance reports done).
+// With the courier's Tx buffer accounting (Config.CourierLoop), its
+// figure (MaxTxQueueBytes) is brought to the model's clock first, as
+// TxQueue does.
 func (m *Sim) Result() Result {
+	res := m.Counters()
+	if s := m.s; s.tp != nil {
+		s.tp.advance(s.now)
+		_, res.MaxTxQueueBytes = s.tp.queueBytes()
+	}
+	return res
+}
+
+// Counters is Result without the Tx buffer accounting's figure
+// (MaxTxQueueBytes is 0): every other field is the model's own. The
+// accounting runs behind the model's clock and is brought to it only when
+// read (Result, TxQueue), in one go, where it can replay and jump whole
+// stretches; a reader that wants the frame counters often (a switch
+// accounting its ports at every catch-up) reads these and asks TxQueue
+// only when its queue is read, so the accounting is not advanced in
+// small slices it would otherwise cross at once.
+func (m *Sim) Counters() Result {
 	s := m.s
 	res := s.res
 	if s.reached < math.MaxInt64 {
@@ -701,16 +721,15 @@ func (m *Sim) Result() Result {
 	if s.c.Mode != Off && res.FramesSent > 0 && s.steadyFits() {
 		res.MaxTxBufferBytes = max(res.MaxTxBufferBytes, min(s.steadyTx, res.FramesSent)*int64(s.c.FrameBytes+lg.HeaderBytes))
 	}
-	if s.tp != nil {
-		s.tp.advance(s.now)
-		_, res.MaxTxQueueBytes = s.tp.queueBytes()
-	}
 	return res
 }
 
 // TxQueue is the queue the Tx buffer is read from with the courier's
-// cadence (Config.CourierLoop): its depth now and its watermark, in 80 B
-// cells; ok is false without the courier.
+// cadence (Config.CourierLoop): its depth now and its watermark, in
+// bytes (whole 80 B cells a copy); ok is false without the courier. It
+// brings the accounting to the model's clock: the same answer whenever
+// it is asked while the clock stands, and however often it was asked
+// before (the accounting gives the same for any slicing of its time).
 func (m *Sim) TxQueue() (now, watermark int64, ok bool) {
 	s := m.s
 	if s.tp == nil {
@@ -720,6 +739,10 @@ func (m *Sim) TxQueue() (now, watermark int64, ok bool) {
 	now, watermark = s.tp.queueBytes()
 	return now, watermark, true
 }
+
+// HasTxQueue is whether TxQueue answers (the courier's accounting is on),
+// without bringing the accounting to the clock.
+func (m *Sim) HasTxQueue() bool { return m.s.tp != nil }
 
 // wire is a frame's bytes on the wire: preamble+SFD and IPG (20 B), plus
 // the LinkGuardian header when protection is on.

@@ -43,6 +43,25 @@ func BenchmarkSwitchCase100GNB1e3(b *testing.B)      { benchCase(b, NonBlocking,
 func BenchmarkSwitchCase25GOrdered1e3(b *testing.B)  { benchCase(b, Ordered, 25e9, true) }
 func BenchmarkSwitchCase25GNB1e3(b *testing.B)       { benchCase(b, NonBlocking, 25e9, true) }
 
+// BenchmarkSwitchSlices* is SwitchCase advanced as the switch advances it
+// (simlab/tofino's dataplane.go): in slices of 10 ms of the clock
+// (settleEvery), reading the counters after each (Counters, what a
+// catch-up accounts) and the Tx buffer queue once at the end (the
+// recipe's tm.queue read). BenchmarkSwitchSlicesTxQueue* also asks the
+// Tx buffer queue after every slice, as the switch did at every catch-up
+// before it asked when the queue is read: the difference is what those
+// reads cost.
+//
+//	go test -run '^$' -bench 'SwitchCase|SwitchSlices' -benchtime 1x ./simlab/lgmodel
+func BenchmarkSwitchSlices100GOrdered1e3(b *testing.B)        { benchSlices(b, Ordered, 100e9, false) }
+func BenchmarkSwitchSlices100GNB1e3(b *testing.B)             { benchSlices(b, NonBlocking, 100e9, false) }
+func BenchmarkSwitchSlices25GOrdered1e3(b *testing.B)         { benchSlices(b, Ordered, 25e9, false) }
+func BenchmarkSwitchSlices25GNB1e3(b *testing.B)              { benchSlices(b, NonBlocking, 25e9, false) }
+func BenchmarkSwitchSlicesTxQueue100GOrdered1e3(b *testing.B) { benchSlices(b, Ordered, 100e9, true) }
+func BenchmarkSwitchSlicesTxQueue100GNB1e3(b *testing.B)      { benchSlices(b, NonBlocking, 100e9, true) }
+func BenchmarkSwitchSlicesTxQueue25GOrdered1e3(b *testing.B)  { benchSlices(b, Ordered, 25e9, true) }
+func BenchmarkSwitchSlicesTxQueue25GNB1e3(b *testing.B)       { benchSlices(b, NonBlocking, 25e9, true) }
+
 // switchMaxRun is the run cap simlab/tofino's dataplane.go (newSegment)
 // gives a mode.
 func switchMaxRun(mode Mode) int64 {
@@ -108,5 +127,43 @@ func benchPacedCase(b *testing.B, loss float64, frames int64) {
 	}
 	b.ReportMetric(float64(b.N)*float64(frames)/(cpuTime(b)-cpu0).Seconds(), "frames/cpu-s")
 	b.ReportMetric((cpuTime(b)-cpu0).Seconds()*1e6/float64(losses), "cpu-us/loss")
+	b.ReportMetric(0, "ns/op")
+}
+
+func benchSlices(b *testing.B, mode Mode, bps float64, askEverySlice bool) {
+	const frames = 100_000_000
+	loss := recipeLoss25G
+	if bps == 100e9 {
+		loss = recipeLoss100G
+	}
+	cpu0 := cpuTime(b)
+	for i := 0; i < b.N; i++ {
+		c, err := Defaults(mode, bps, loss, frames)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.MaxRun = switchMaxRun(mode)
+		m, err := New(c.WithCourier(), rand.New(rand.NewPCG(uint64(i+1), 1)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var sent int64
+		for t := 10 * time.Millisecond; ; t += 10 * time.Millisecond {
+			done := m.AdvanceTo(t)
+			sent += m.Counters().FramesSent
+			if askEverySlice {
+				m.TxQueue()
+			}
+			if done {
+				break
+			}
+		}
+		_, w, ok := m.TxQueue()
+		if !ok || w == 0 || sent == 0 {
+			b.Fatalf("the Tx buffer queue's watermark %d (ok %v), frames %d", w, ok, sent)
+		}
+	}
+	b.ReportMetric(float64(b.N)*frames/b.Elapsed().Seconds(), "frames/s")
+	b.ReportMetric(float64(b.N)*frames/(cpuTime(b)-cpu0).Seconds(), "frames/cpu-s")
 	b.ReportMetric(0, "ns/op")
 }

@@ -54,7 +54,7 @@ var agentOps = map[string]agentOp{
 	"pktgen.stop":   {run: (*Tofino).opPktgenStop},
 	"pktgen.status": {run: (*Tofino).opPktgenStatus},
 
-	"tm.queue":       {locked: true, run: (*Tofino).opTMQueue},
+	"tm.queue":       {run: (*Tofino).opTMQueue}, // takes the dataplane's lock, then t.mu
 	"tm.queue.sched": {locked: true, run: (*Tofino).opTMQueueSched},
 
 	"reg.get":   {locked: true, run: (*Tofino).opReg},
@@ -267,7 +267,17 @@ func (t *Tofino) opPortStat(c opCall) (any, error) {
 	return map[string]any{"time_ns": int64(c.now), "counters": cs}, nil
 }
 
+// opTMQueue is tm.queue: a queue's depth, watermark and drops, its
+// watermark cleared after the read when asked. A queue that shows a
+// model's Tx buffer queue asks the model now (txqueue.go), under the
+// dataplane's lock: it takes that lock first, then t.mu (the lock order).
 func (t *Tofino) opTMQueue(c opCall) (any, error) {
+	if t.dp != nil {
+		t.dp.mu.Lock()
+		defer t.dp.mu.Unlock()
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	pipe, err := argInt(c.args, "pipe")
 	if err != nil {
 		return nil, err
@@ -285,6 +295,7 @@ func (t *Tofino) opTMQueue(c opCall) (any, error) {
 	if q == nil {
 		q = &simQueue{}
 	}
+	q.catchUp()
 	res := map[string]any{"usage_cells": ceilDiv(q.usage, lg.CellBytes), "watermark_cells": ceilDiv(q.watermark, lg.CellBytes), "drop_count_packets": q.drops}
 	if cl, ok := c.args["clear_watermark"]; ok && string(cl) == "true" {
 		q.watermark = q.usage

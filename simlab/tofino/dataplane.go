@@ -25,6 +25,12 @@ import (
 type Dataplane struct {
 	world *world.World
 
+	// mu guards the dataplane and the models of its runs. Lock order:
+	// mu first, then a switch's (Tofino.mu: addTraffic takes the
+	// sender's, then the receiver's, one at a time), then a port's
+	// (simPort.mu); memoMu is taken alone. A switch's handler that needs
+	// the dataplane takes mu before its own lock (agentOp.locked,
+	// opTMQueue), never with it held.
 	mu sync.Mutex
 	// waiting counts callers that must not wait for a long advance to
 	// finish (a generator's stop): advance lets them in between chunks.
@@ -52,6 +58,11 @@ type Dataplane struct {
 	// is kept for the chunks of one (config).
 	cfgEpoch  uint64
 	advancing bool
+
+	// txQueueEager asks a run's Tx buffer queue at every accounting, as
+	// the switch did before it asked when the queue is read: tests
+	// compare the two.
+	txQueueEager bool
 
 	memoMu sync.Mutex
 	berQ   berKey
@@ -731,7 +742,7 @@ func (d *Dataplane) catchUp(r *lgRun) {
 // account adds what the segment did since last time to the ports'
 // counters and the programs' registers.
 func (d *Dataplane) account(r *lgRun) {
-	cur := r.seg.Result()
+	cur := r.seg.Counters() // the Tx buffer queue is asked when read (txqueue.go)
 	prev := r.last
 	r.last = cur
 	r.app.sent += cur.FramesSent - prev.FramesSent
@@ -784,15 +795,17 @@ func (d *Dataplane) addTraffic(l *swLink, frameBytes int, mode lgmodel.Mode, cur
 	l.tx.mu.Lock()
 	l.tx.addRegLocked(senderSeqReg, 0, dSent)
 	l.tx.addRegLocked(lg.RegEmulatedDrops, 0, cur.Dropped-prev.Dropped) // the frames the emulated drop took, as drawn
-	txMax := cur.MaxTxBufferBytes
-	if q, ok := bufs.(interface{ TxQueue() (int64, int64, bool) }); ok {
-		if now, wm, on := q.TxQueue(); on {
-			// The queue the copies the courier's ACK missed wait in.
-			_, rxb, _ := bufs.Buffers()
-			bufs, txMax = fixedBuffers{now, rxb}, wm
+	if m, ok := bufs.(courierModel); ok && m.HasTxQueue() {
+		// The queue the copies the courier's ACK missed wait in: asked
+		// when it is read (txqueue.go).
+		q := l.tx.queue(lg.RecircPort, lg.QueueTxBuffer)
+		q.readLater(m)
+		if d.txQueueEager {
+			q.catchUp()
 		}
+	} else {
+		l.tx.queueTrack(lg.RecircPort, lg.QueueTxBuffer, bufs, cur.MaxTxBufferBytes, true)
 	}
-	l.tx.queueTrack(lg.RecircPort, lg.QueueTxBuffer, bufs, txMax, true)
 	l.tx.mu.Unlock()
 	l.rx.mu.Lock()
 	l.rx.addRegLocked(lg.RegTimeoutCount, 0, cur.Timeouts-prev.Timeouts)

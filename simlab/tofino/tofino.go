@@ -49,6 +49,10 @@ type Tofino struct {
 	agentIdle  time.Duration
 	agentSlots chan struct{} // one per open agent connection
 
+	// mu guards the switch's state below. Lock order: a switch's mu
+	// after the dataplane's (Dataplane.mu), never before it; a port's
+	// (simPort.mu) after both. A queue that waits to ask a model
+	// (simQueue.later) is read with the dataplane's lock held too.
 	mu         sync.Mutex
 	installed  map[string]bool              // compiled programs
 	p4src      map[string]map[string][]byte // uploaded P4 sources by directory
@@ -156,6 +160,9 @@ type pktgenApp struct {
 type simQueue struct {
 	usage, watermark int64 // bytes
 	drops            int64 // frames lost to a full queue
+	// later is the model whose Tx buffer queue was accounted since the
+	// queue last asked it (txqueue.go): asked when the queue is read.
+	later txQueueModel
 }
 
 // Objects each program declares (the names of p4/linkguardian's contract).
@@ -301,21 +308,18 @@ func (t *Tofino) addRegLocked(name string, idx int, d int64) {
 	r[idx] = v
 }
 
-// queueTrack records a buffer's occupancy as a TM queue (bytes).
+// queueTrack records a buffer's occupancy as a TM queue (bytes). With
+// the dataplane's lock and t.mu held.
 func (t *Tofino) queueTrack(port, q int, seg interface {
 	Buffers() (int64, int64, bool)
 }, segMax int64, tx bool) {
-	sq := t.queues[[2]int{port, q}]
-	if sq == nil {
-		sq = &simQueue{}
-		t.queues[[2]int{port, q}] = sq
-	}
+	sq := t.queue(port, q)
+	sq.catchUp() // a model's reading waiting comes first (txqueue.go)
 	txb, rxb, _ := seg.Buffers()
-	sq.usage = rxb
 	if tx {
-		sq.usage = txb
+		rxb = txb
 	}
-	sq.watermark = max(sq.watermark, segMax, sq.usage)
+	sq.track(rxb, segMax)
 }
 
 func (t *Tofino) countTx(dev int, n, bytes int64) {
