@@ -695,12 +695,11 @@ func (m *Sim) Result() Result {
 
 // Counters is Result without the Tx buffer accounting's figure
 // (MaxTxQueueBytes is 0): every other field is the model's own. The
-// accounting runs behind the model's clock and is brought to it only when
-// read (Result, TxQueue), in one go, where it can replay and jump whole
-// stretches; a reader that wants the frame counters often (a switch
-// accounting its ports at every catch-up) reads these and asks TxQueue
-// only when its queue is read, so the accounting is not advanced in
-// small slices it would otherwise cross at once.
+// accounting runs behind the model's clock (the model brings it forward
+// before each stretch it replays) and is brought to the clock when read
+// (Result, TxQueue); a reader that wants the frame counters often (a
+// switch accounting its ports at every catch-up) reads these, and asks
+// TxQueue when its queue is read.
 func (m *Sim) Counters() Result {
 	s := m.s
 	res := s.res
