@@ -43,7 +43,8 @@ import (
 //   - VERIFY_AND_WARM_INIT_BEGIN_AND_END loads a program from the config's
 //     bfruntime_info and profile (context.json, tofino.bin), which takes
 //     pipelineLoadTime, answers WARM_INIT_FINISHED on the client's stream,
-//     and unbinds the clients of the program it replaced;
+//     and drops the clients bound to the program it replaced (their
+//     streams end CANCELLED and the server forgets them: refresh);
 //   - a load, once verified, runs to its end whether or not its client
 //     waits for it: the SDE's handler ignores its ServerContext
 //     (bf_rt_server_impl.cpp:3855-3858, "ServerContext * /*context*/")
@@ -94,7 +95,10 @@ type bfrtService struct {
 	bound   map[uint32]string
 	// warm is each subscribed client's warm init state, its
 	// ConfigManager's fwd_config_state_ (absent: INITIAL).
-	warm  map[uint32]warmState
+	warm map[uint32]warmState
+	// kick ends a client's stream: closed when a load drops the program
+	// it is bound to (refresh).
+	kick  map[uint32]chan struct{}
 	infos map[string]*progInfo
 	// The packet generator's tables as written (a generator application
 	// starts when app_cfg enables it): the buffer by offset, the ports
@@ -138,7 +142,7 @@ func (t *Tofino) ServeBFRuntime(listen string) (string, error) {
 		return "", fmt.Errorf("%s: BF Runtime: %w", t.name, err)
 	}
 	s := &bfrtService{t: t, nonP4: np, fixed: fixed, streams: map[uint32]chan *bfrtpb.StreamMessageResponse{},
-		bound: map[uint32]string{}, warm: map[uint32]warmState{}, infos: map[string]*progInfo{}, pktBuf: map[int][]byte{}, pktPorts: map[int]bool{}, apps: map[int]*bfrtApp{}}
+		bound: map[uint32]string{}, warm: map[uint32]warmState{}, kick: map[uint32]chan struct{}{}, infos: map[string]*progInfo{}, pktBuf: map[int][]byte{}, pktPorts: map[int]bool{}, apps: map[int]*bfrtApp{}}
 	srv := grpc.NewServer()
 	bfrtpb.RegisterBfRuntimeServer(srv, s)
 	go srv.Serve(ln)
@@ -345,13 +349,14 @@ func (s *bfrtService) load(client uint32, program string) (*bfrtpb.SetForwarding
 	// leave the response unset).
 	s.broadcast(bfrtpb.SetForwardingPipelineConfigResponseType_WARM_INIT_STARTED)
 	s.broadcast(bfrtpb.SetForwardingPipelineConfigResponseType_WARM_INIT_FINISHED)
+	s.refresh(program)
 	return &bfrtpb.SetForwardingPipelineConfigResponse{}, nil
 }
 
 // install adds program to the device as a load does, under the set_fwd
-// lock held to write: it takes pipelineLoadTime, every port, counter,
-// table, register and generator is gone, and the clients bound to
-// another program are unbound.
+// lock held to write: it takes pipelineLoadTime, and every port,
+// counter, table, register and generator is gone (refresh then drops
+// the clients bound to another program).
 func (s *bfrtService) install(program string) {
 	// The pipes take a while to load (as bf_switchd's start over SSH):
 	// the answer comes once they have. A time.Sleep and not a select on
@@ -367,12 +372,30 @@ func (s *bfrtService) install(program string) {
 	s.t.mu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.pktBuf, s.pktPorts, s.apps = map[int][]byte{}, map[int]bool{}, map[int]*bfrtApp{}
+}
+
+// refresh drops the clients bound to a program other than the one the
+// device now runs, as the SDE's refreshConnections does after a load
+// (bf_rt_server_mgr.cpp:904-966): the client's binding is reset and its
+// stream cancelled (ConnectionData::cancel, TryCancel; impl.hpp:406), so
+// that the server forgets it (cleanupConnection when the stream ends,
+// impl.cpp:4414) and the client must subscribe again before it BINDs
+// ("Unknown client", mgr.cpp:972-975). Clients bound to the program stay.
+// s.mu held.
+func (s *bfrtService) refresh(program string) {
 	for cl, p := range s.bound {
-		if p != program {
-			delete(s.bound, cl)
+		if p == program || p == sharedProgram {
+			continue
+		}
+		delete(s.bound, cl)
+		if k, ok := s.kick[cl]; ok {
+			close(k)
+			delete(s.kick, cl)
+			delete(s.streams, cl)
+			delete(s.warm, cl)
 		}
 	}
-	s.pktBuf, s.pktPorts, s.apps = map[int][]byte{}, map[int]bool{}, map[int]*bfrtApp{}
 }
 
 // warmState is a client's warm init state (the SDE's
@@ -418,9 +441,9 @@ func (s *bfrtService) broadcast(t bfrtpb.SetForwardingPipelineConfigResponseType
 // Read, Write, GetForwardingPipelineConfig and BIND are UNAVAILABLE
 // meanwhile; refused UNAVAILABLE to a client whose warm init has begun
 // and not ended ("Warm_init in process.", BF_NOT_READY); else the
-// program is added to the device, the clients bound to another program
-// are unbound, WARM_INIT_STARTED goes to every subscribed client, and
-// the client's warm init has begun. Until a WARM_INIT_END the clients
+// program is added to the device, WARM_INIT_STARTED goes to every
+// subscribed client, the clients bound to another program are dropped
+// (refresh), and the client's warm init has begun. Until a WARM_INIT_END the clients
 // work on the new program: GetForwardingPipelineConfig names it (the
 // SDE saved it to disk at the begin), a BIND of it and Writes and Reads
 // of its tables are served.
@@ -442,6 +465,7 @@ func (s *bfrtService) warmInitBegin(req *bfrtpb.SetForwardingPipelineConfigReque
 	defer s.mu.Unlock()
 	s.setWarm(req.ClientId, warmStarted)
 	s.broadcast(bfrtpb.SetForwardingPipelineConfigResponseType_WARM_INIT_STARTED)
+	s.refresh(c.P4Name)
 	return &bfrtpb.SetForwardingPipelineConfigResponse{}, nil
 }
 
@@ -489,14 +513,18 @@ func (s *bfrtService) StreamChannel(st bfrtpb.BfRuntime_StreamChannelServer) err
 		}
 	}()
 	out := make(chan *bfrtpb.StreamMessageResponse, 8)
+	kick := make(chan struct{})
 	var id uint32
 	registered := false
 	defer func() {
 		if registered {
 			s.mu.Lock()
-			delete(s.streams, id)
-			delete(s.bound, id)
-			delete(s.warm, id)
+			if s.streams[id] == out { // not a kicked client's successor
+				delete(s.streams, id)
+				delete(s.bound, id)
+				delete(s.warm, id)
+				delete(s.kick, id)
+			}
 			s.mu.Unlock()
 		}
 	}()
@@ -506,6 +534,15 @@ func (s *bfrtService) StreamChannel(st bfrtpb.BfRuntime_StreamChannelServer) err
 			return nil
 		case <-errc:
 			return nil
+		case <-kick:
+			// What was sent before the cancel (the load's FINISHED)
+			// goes out first.
+			for len(out) > 0 {
+				if err := st.Send(<-out); err != nil {
+					return nil
+				}
+			}
+			return status.Errorf(codes.Canceled, "client %d: its program is no longer on the device: subscribe again", id)
 		case m := <-out:
 			if err := st.Send(m); err != nil {
 				return nil
@@ -523,6 +560,7 @@ func (s *bfrtService) StreamChannel(st bfrtpb.BfRuntime_StreamChannelServer) err
 				_, taken := s.streams[m.ClientId]
 				if !taken {
 					s.streams[m.ClientId] = out
+					s.kick[m.ClientId] = kick
 				}
 				s.mu.Unlock()
 				if taken {

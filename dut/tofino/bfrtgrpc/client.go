@@ -188,19 +188,20 @@ func (c *Conn) subscribe(ctx context.Context) error {
 		cancel()
 		return fmt.Errorf("bf runtime %s: stream: %w", c.addr, err)
 	}
-	c.streamCancel = cancel
-	c.streamIn = make(chan *bfrtpb.StreamMessageResponse, 16)
-	c.streamErr = make(chan error, 1)
+	// The receiver keeps its own stream's channels: a new subscription
+	// (resubscribe) replaces the Conn's.
+	in, errc := make(chan *bfrtpb.StreamMessageResponse, 16), make(chan error, 1)
+	c.streamCancel, c.streamIn, c.streamErr = cancel, in, errc
 	go func() {
 		for {
 			m, err := st.Recv()
 			if err != nil {
-				c.streamErr <- err
-				close(c.streamIn)
+				errc <- err
+				close(in)
 				return
 			}
 			select {
-			case c.streamIn <- m:
+			case in <- m:
 			default: // nobody waits for it: notifications are not used
 			}
 		}
@@ -409,6 +410,21 @@ func (c *Conn) bind(ctx context.Context, program string) error {
 		Action: bfrtpb.SetForwardingPipelineConfigRequest_BIND, Config: []*bfrtpb.ForwardingPipelineConfig{{P4Name: program}}}
 	c.sent("SetForwardingPipelineConfig", req)
 	_, err := c.stub.SetForwardingPipelineConfig(ctx, req)
+	if status.Code(err) == codes.Unavailable && strings.HasPrefix(status.Convert(err).Message(), "Unknown client") {
+		// A load of another program dropped this client: the SDE's
+		// refreshConnections cancels the stream of every client bound to
+		// the program replaced (bf_rt_server_mgr.cpp:904-966), and the
+		// server forgets a client whose stream ended.
+		c.tr.Note("the switch no longer knows client %d (a load replaced the program it was bound to): subscribing again", c.opts.ClientID)
+		if c.streamCancel != nil {
+			c.streamCancel()
+		}
+		if err := c.subscribe(ctx); err != nil {
+			return err
+		}
+		c.sent("SetForwardingPipelineConfig", req)
+		_, err = c.stub.SetForwardingPipelineConfig(ctx, req)
+	}
 	if status.Code(err) == codes.AlreadyExists {
 		c.tr.Note("another client owns %s; working as an independent client (p4_name in every request)", program)
 		return nil
@@ -478,7 +494,12 @@ func (c *Conn) StartProgram(ctx context.Context, program string) error {
 	}
 	if _, err := c.waitStream(sctx, func(m *bfrtpb.StreamMessageResponse) bool {
 		return m.GetSetForwardingPipelineConfigResponse().GetSetForwardingPipelineConfigResponseType() == bfrtpb.SetForwardingPipelineConfigResponseType_WARM_INIT_FINISHED
-	}); err != nil {
+	}); err != nil && strings.HasPrefix(err.Error(), "stream closed") {
+		// The load has ended (the call returns after warm init end), and
+		// dropped this client with the program it was bound to; the
+		// BIND below subscribes again.
+		c.tr.Note("stream ended after the load: %v", err)
+	} else if err != nil {
 		return fmt.Errorf("bf runtime %s: load %s: no WARM_INIT_FINISHED within %v (StartTimeout): %w", c.addr, program, c.opts.StartTimeout, err)
 	}
 	in, err := c.tables(ctx)

@@ -21,9 +21,10 @@ import (
 // its stream as client id; its stream's SetForwardingPipelineConfig
 // responses arrive on fwd.
 type rawClient struct {
-	id   uint32
-	stub bfrtpb.BfRuntimeClient
-	fwd  chan bfrtpb.SetForwardingPipelineConfigResponseType
+	id    uint32
+	stub  bfrtpb.BfRuntimeClient
+	fwd   chan bfrtpb.SetForwardingPipelineConfigResponseType
+	ended chan error // the stream's end
 }
 
 func dialRaw(t *testing.T, addr string, id uint32) *rawClient {
@@ -35,7 +36,7 @@ func dialRaw(t *testing.T, addr string, id uint32) *rawClient {
 	t.Cleanup(func() { cc.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	c := &rawClient{id: id, stub: bfrtpb.NewBfRuntimeClient(cc), fwd: make(chan bfrtpb.SetForwardingPipelineConfigResponseType, 8)}
+	c := &rawClient{id: id, stub: bfrtpb.NewBfRuntimeClient(cc), fwd: make(chan bfrtpb.SetForwardingPipelineConfigResponseType, 8), ended: make(chan error, 1)}
 	st, err := c.stub.StreamChannel(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +52,7 @@ func dialRaw(t *testing.T, addr string, id uint32) *rawClient {
 		for {
 			m, err := st.Recv()
 			if err != nil {
+				c.ended <- err
 				return
 			}
 			if r := m.GetSetForwardingPipelineConfigResponse(); r != nil {
@@ -182,5 +184,66 @@ func TestWarmInitBeginWritesEnd(t *testing.T) {
 	}
 	if v, err := after.ReadRegister(ctx, regs, 2); err != nil || v[0] != 4242 {
 		t.Fatalf("the register written between BEGIN and END reads %v (%v) after the END", v, err)
+	}
+}
+
+func (c *rawClient) bind(program string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := c.stub.SetForwardingPipelineConfig(ctx, &bfrtpb.SetForwardingPipelineConfigRequest{ClientId: c.id,
+		Action: bfrtpb.SetForwardingPipelineConfigRequest_BIND, Config: []*bfrtpb.ForwardingPipelineConfig{{P4Name: program}}})
+	return err
+}
+
+// A load drops the clients bound to the program it replaces, as the SDE's
+// refreshConnections does (bf_rt_server_mgr.cpp:904-966): their streams
+// get the load's STARTED and FINISHED, then end CANCELLED, and the server
+// no longer knows them, so a BIND is UNAVAILABLE "Unknown client" until
+// they subscribe again. A client bound to the program loaded stays. The
+// simulated switch only unbound them and kept their streams, so a driver
+// that rebinds after another program's load passed against it and would
+// fail against bf_switchd; the driver now subscribes again
+// (TestAbandonedLoadRunsOnAndIsUndone loads over a driver bound to the
+// program replaced).
+func TestLoadDropsTheClientsOfTheProgramReplaced(t *testing.T) {
+	lab := startLab(t)
+	d, _ := lab.Inventory().Device("sw1")
+	ctx := context.Background()
+	sw := open(t, lab, "sw1", nil)
+	if err := sw.StartSwitchd(ctx, lg.ProgramSender); err != nil {
+		t.Fatal(err)
+	}
+	sw.Close() // its BIND of the sender goes with its stream
+	a, b, loader := dialRaw(t, d.Address, 7101), dialRaw(t, d.Address, 7102), dialRaw(t, d.Address, 7103)
+	if err := a.bind(lg.ProgramSender); err != nil {
+		t.Fatalf("BIND %s: %v", lg.ProgramSender, err)
+	}
+	recv := build(t, d.Options["artifacts"], lg.ProgramReceiver)
+	if err := loader.set(bfrtpb.SetForwardingPipelineConfigRequest_VERIFY_AND_WARM_INIT_BEGIN_AND_END, recv); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []*rawClient{a, b} {
+		x.expect(t, "a load", bfrtpb.SetForwardingPipelineConfigResponseType_WARM_INIT_STARTED)
+		x.expect(t, "a load", bfrtpb.SetForwardingPipelineConfigResponseType_WARM_INIT_FINISHED)
+	}
+	select {
+	case err := <-a.ended:
+		if status.Code(err) != codes.Canceled {
+			t.Fatalf("the stream of the client bound to the program replaced ended %v, want CANCELLED", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stream of the client bound to the program replaced goes on")
+	}
+	wantCode(t, "a BIND from the client dropped", a.bind(lg.ProgramReceiver), codes.Unavailable, "Unknown client")
+	if err := dialRaw(t, d.Address, 7101).bind(lg.ProgramReceiver); err != nil {
+		t.Fatalf("a BIND after subscribing again: %v", err)
+	}
+	select {
+	case err := <-b.ended:
+		t.Fatalf("the stream of an unbound client ended: %v", err)
+	default:
+	}
+	if err := b.bind(lg.ProgramReceiver); status.Code(err) != codes.AlreadyExists {
+		t.Fatalf("client b, never bound, BINDs the program another owns: %v, want ALREADY_EXISTS (it is still known)", err)
 	}
 }
