@@ -265,8 +265,8 @@ func TestLossSweepExplainsALabWithoutSwitchLinks(t *testing.T) {
 
 // A plan over sim_cpu_limit runs when the limit is raised over its
 // estimate, which its steps give; the default 1e-10 table at line rate
-// (some 4 min of CPU) and paced (some 27 min) are under the default limit,
-// the paced 1e-11 table (ten times as long: some 4.5 h) over it.
+// (some 4 min of CPU) and paced (some 25 min) are under the default limit,
+// the paced 1e-11 table (ten times as long: some 4.2 h) over it.
 func TestLossSweepSimulatedCPULimit(t *testing.T) {
 	lab := recipetest.StartLab(t, 13)
 	r := losssweep.New()
