@@ -45,7 +45,10 @@ func examples() map[string]string {
   testbed results diff runs/<A> runs/<B> --changed -o json`,
 		"testbed switch":        `  testbed switch deploy sw1 sw2 --inventory lab.yaml`,
 		"testbed switch deploy": `  testbed switch deploy sw1 --inventory lab.yaml`,
-		"testbed version":       `  testbed version -o json`,
+		"testbed voa":           `  testbed voa home voa2 --inventory lab.yaml`,
+		"testbed voa home": `  testbed voa home voa2 --inventory lab.yaml          # home, then back where it stood
+  testbed voa home voa2 --inventory lab.yaml --stay   # leave it at home, 0 dB`,
+		"testbed version": `  testbed version -o json`,
 	}
 }
 
