@@ -214,8 +214,12 @@ func standIn(version string) []byte {
 case "$1" in
 --version) echo "hostagent ` + version + `" ;;
 serve) exec python3 -u -c '
-import http.server, json, os, stat, sys
+import http.server, json, os, stat, sys, threading
 tokfile = sys.argv[3]  # argv[2] is the binary, which alive() looks for
+# It outlives the SSH session that starts it, as the real agent does, so a
+# test binary stopped by -timeout (which runs no cleanups) left it running:
+# it ends itself after 10 minutes, longer than any test.
+threading.Timer(600, os._exit, (0,)).start()
 if stat.S_IMODE(os.stat(tokfile).st_mode) & 0o077:
     sys.exit("token file readable by others")
 class H(http.server.BaseHTTPRequestHandler):
