@@ -3,11 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/user"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,7 +15,6 @@ import (
 	lg "testbed/p4/linkguardian"
 	sd "testbed/p4/stardust"
 	ts "testbed/p4/timestamp"
-	"testbed/simlab"
 )
 
 // deployableProgram is a P4 program's sources and its main file.
@@ -97,39 +93,20 @@ func (a *app) switchDeploy(ctx context.Context, o deployFlags, args []string) er
 			return &orchestrator.InputError{Msg: fmt.Sprintf("--program %q: expected %s, %s, %s, %s, %s or %s", p, lg.ProgramSender, lg.ProgramReceiver, ts.Program, sd.ProgramFA, sd.ProgramFE, ecmp.Program)}
 		}
 	}
-	var inv *inventory.Inventory
-	f := o.invFile
-	if f == "" {
-		f = a.v.GetString("inventory") // TESTBED_INVENTORY or the config file
+	inv, closeLab, err := a.labInventory(o.invFile, o.seed, "deploying on its switches")
+	if err != nil {
+		return err
 	}
-	if f != "" {
-		var err error
-		if inv, err = inventory.Load(f); err != nil {
-			return &orchestrator.InputError{Msg: err.Error()}
-		}
-	} else {
-		lab, err := simlab.StartDefault(simlab.Options{Seed: o.seed, Log: a.logger()})
-		if err != nil {
-			return &orchestrator.InfraError{Op: "start the simulated lab", Err: err}
-		}
-		defer lab.Close()
-		inv = lab.Inventory()
-		fmt.Fprintln(a.stderr, "simulated lab up: deploying on its switches")
-	}
+	defer closeLab()
 	devs, targets, err := deployTargets(inv, args)
 	if err != nil {
 		return err
 	}
-	owner := "unknown"
-	if u, err := user.Current(); err == nil {
-		owner = u.Username
-	}
-	leaser := orchestrator.NewLeaser(a.stateDir(), time.Hour, a.logger())
-	leases, err := leaser.Acquire(inv.Name, owner, "switch-deploy-"+fmt.Sprint(os.Getpid()), targets)
+	release, err := a.leaseDevices(inv, "switch-deploy", "the switches", targets)
 	if err != nil {
-		return &orchestrator.InfraError{Op: "lease the switches", Err: err}
+		return err
 	}
-	defer leaser.Release(leases)
+	defer release()
 	var out []deployResult
 	failed := 0
 	for _, d := range devs {

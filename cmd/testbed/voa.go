@@ -77,16 +77,11 @@ func (a *app) voaHome(ctx context.Context, o homeFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	owner := "unknown"
-	if u, err := user.Current(); err == nil {
-		owner = u.Username
-	}
-	leaser := orchestrator.NewLeaser(a.stateDir(), time.Hour, a.logger())
-	leases, err := leaser.Acquire(inv.Name, owner, "voa-home-"+fmt.Sprint(os.Getpid()), targets)
+	release, err := a.leaseDevices(inv, "voa-home", "the attenuators", targets)
 	if err != nil {
-		return &orchestrator.InfraError{Op: "lease the attenuators", Err: err}
+		return err
 	}
-	defer leaser.Release(leases)
+	defer release()
 	var out []homeResult
 	failed := 0
 	for _, d := range devs {
@@ -130,6 +125,22 @@ func (a *app) labInventory(file string, seed uint64, doing string) (*inventory.I
 	}
 	fmt.Fprintf(a.stderr, "simulated lab up: %s\n", doing)
 	return lab.Inventory(), func() { lab.Close() }, nil
+}
+
+// leaseDevices leases targets of inv for a command's work (kind names
+// the holder, what names them in an error), as the user running it, for
+// at most an hour; release gives them back.
+func (a *app) leaseDevices(inv *inventory.Inventory, kind, what string, targets []orchestrator.LeaseTarget) (release func(), err error) {
+	owner := "unknown"
+	if u, err := user.Current(); err == nil {
+		owner = u.Username
+	}
+	leaser := orchestrator.NewLeaser(a.stateDir(), time.Hour, a.logger())
+	leases, err := leaser.Acquire(inv.Name, owner, kind+"-"+fmt.Sprint(os.Getpid()), targets)
+	if err != nil {
+		return nil, &orchestrator.InfraError{Op: "lease " + what, Err: err}
+	}
+	return func() { leaser.Release(leases) }, nil
 }
 
 // homeTargets are the named devices, each an attenuator of the inventory
