@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -60,5 +62,30 @@ func TestSwitchDeploy(t *testing.T) {
 	defer orchestrator.NewLeaser(state, time.Hour, nil).Release(held)
 	if code, _, errOut := testbedRun(t, "switch", "deploy", "sw2", "--inventory", inv, "--state-dir", state); code != exitInfra || !strings.Contains(errOut, "someone-else") {
 		t.Errorf("held lease: exit %d, %s", code, errOut)
+	}
+}
+
+// A deploy checks its inventory's drivers before it opens anything: an
+// option key the switch's driver does not take is refused at its line,
+// as a run and `inventory check` refuse it (the address is never dialled).
+func TestSwitchDeployChecksTheInventory(t *testing.T) {
+	_, state := dirs(t)
+	inv := filepath.Join(t.TempDir(), "lab.yaml")
+	const text = `version: 1
+name: t
+devices:
+  sw1:
+    kind: switch
+    driver: tofino-bfrt
+    address: "ssh://root@127.0.0.1:1"
+    options:
+      start_timout: 3m
+`
+	if err := os.WriteFile(inv, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := testbedRun(t, "switch", "deploy", "sw1", "--inventory", inv, "--state-dir", state)
+	if code != exitBadInput || !strings.Contains(errOut, "lab.yaml:9:7") || !strings.Contains(errOut, `unknown option "start_timout"`) {
+		t.Errorf("exit %d, %s; want exit %d naming lab.yaml:9:7 and the unknown option", code, errOut, exitBadInput)
 	}
 }
