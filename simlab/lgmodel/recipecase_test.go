@@ -71,29 +71,43 @@ func switchMaxRun(mode Mode) int64 {
 	return 1024
 }
 
-func benchCase(b *testing.B, mode Mode, bps float64, asSwitch bool) {
-	const frames = 100_000_000
+// recipeFrames is the recipe-path benchmark's frames a point.
+const recipeFrames = 100_000_000
+
+// recipeConfig is the recipe's case at a link speed: its frames at the
+// loss the switch configures, alone or (asSwitch) with the switch's run
+// cap and the courier's accounting.
+func recipeConfig(b *testing.B, mode Mode, bps float64, asSwitch bool) Config {
 	loss := recipeLoss25G
 	if bps == 100e9 {
 		loss = recipeLoss100G
 	}
+	c, err := Defaults(mode, bps, loss, recipeFrames)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if asSwitch {
+		c.MaxRun = switchMaxRun(mode)
+		c = c.WithCourier()
+	}
+	return c
+}
+
+// reportRecipeRate reports b's frames per wall and per CPU second.
+func reportRecipeRate(b *testing.B, cpu0 time.Duration) {
+	b.ReportMetric(float64(b.N)*recipeFrames/b.Elapsed().Seconds(), "frames/s")
+	b.ReportMetric(float64(b.N)*recipeFrames/(cpuTime(b)-cpu0).Seconds(), "frames/cpu-s")
+	b.ReportMetric(0, "ns/op")
+}
+
+func benchCase(b *testing.B, mode Mode, bps float64, asSwitch bool) {
 	cpu0 := cpuTime(b)
 	for i := 0; i < b.N; i++ {
-		c, err := Defaults(mode, bps, loss, frames)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if asSwitch {
-			c.MaxRun = switchMaxRun(mode)
-			c = c.WithCourier()
-		}
-		if _, err := Run(c, rand.New(rand.NewPCG(uint64(i+1), 1))); err != nil {
+		if _, err := Run(recipeConfig(b, mode, bps, asSwitch), rand.New(rand.NewPCG(uint64(i+1), 1))); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(b.N)*frames/b.Elapsed().Seconds(), "frames/s")
-	b.ReportMetric(float64(b.N)*frames/(cpuTime(b)-cpu0).Seconds(), "frames/cpu-s")
-	b.ReportMetric(0, "ns/op")
+	reportRecipeRate(b, cpu0)
 }
 
 // BenchmarkPacedCase25GOrdered* is the paced 1e-10 table's costly case
@@ -131,19 +145,9 @@ func benchPacedCase(b *testing.B, loss float64, frames int64) {
 }
 
 func benchSlices(b *testing.B, mode Mode, bps float64, askEverySlice bool) {
-	const frames = 100_000_000
-	loss := recipeLoss25G
-	if bps == 100e9 {
-		loss = recipeLoss100G
-	}
 	cpu0 := cpuTime(b)
 	for i := 0; i < b.N; i++ {
-		c, err := Defaults(mode, bps, loss, frames)
-		if err != nil {
-			b.Fatal(err)
-		}
-		c.MaxRun = switchMaxRun(mode)
-		m, err := New(c.WithCourier(), rand.New(rand.NewPCG(uint64(i+1), 1)))
+		m, err := New(recipeConfig(b, mode, bps, true), rand.New(rand.NewPCG(uint64(i+1), 1)))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -163,7 +167,5 @@ func benchSlices(b *testing.B, mode Mode, bps float64, askEverySlice bool) {
 			b.Fatalf("the Tx buffer queue's watermark %d (ok %v), frames %d", w, ok, sent)
 		}
 	}
-	b.ReportMetric(float64(b.N)*frames/b.Elapsed().Seconds(), "frames/s")
-	b.ReportMetric(float64(b.N)*frames/(cpuTime(b)-cpu0).Seconds(), "frames/cpu-s")
-	b.ReportMetric(0, "ns/op")
+	reportRecipeRate(b, cpu0)
 }
