@@ -60,8 +60,10 @@ p4/linkguardian, by default; the per-hop latency probes, p4/timestamp, with --pr
 timestamp; Stardust's Fabric Adapter and Fabric Element, p4/stardust, with --program
 stardust_fa,stardust_fe; the plain ECMP packet fabric Stardust is compared with, p4/ecmp,
 with --program ecmp) to each named switch over SSH, compiles them there with the SDE's bf-p4c (Tofino, TNA) and installs
-each program where run_switchd.sh -p <program> finds it. It leases the switches while it
-works and does not restart a running bf_switchd: the recipes start the program they need.
+each program where run_switchd.sh -p <program> finds it. It checks the inventory's drivers
+and their options first, as inventory check does, and refuses a bad one at its line before
+opening anything. It leases the switches while it works and does not restart a running
+bf_switchd: the recipes start the program they need.
 With no --inventory it deploys on the simulated lab, whose switches check the sources but
 do not compile them.`,
 		Args: cobra.MinimumNArgs(1),
