@@ -878,8 +878,8 @@ func (p *txPath) tryJump(t, until int64) bool {
 	if p.backingOff() {
 		return false
 	}
-	n, ok := p.jumpNote(t, until)
-	if !ok {
+	var n tpNote
+	if !p.jumpNote(&n, t, until) {
 		p.jump.valid, p.jump.robust = false, false
 		p.bu.on = false
 		return false
@@ -920,19 +920,21 @@ func (p *txPath) backingOff() bool {
 // jumpNote is the state at the first decision at t, when it is one a
 // jump may start from: no copy held, the sender in a run, a courier pass
 // already made, and every copy in flight in one receiver's run of the
-// sender's slot.
-func (p *txPath) jumpNote(t, until int64) (n tpNote, ok bool) {
+// sender's slot. (It fills in n, not returns it: most first decisions
+// after a loss fail here, and the note was copied out at each.)
+func (p *txPath) jumpNote(n *tpNote, t, until int64) bool {
 	if len(p.held) > 0 || p.sendsAt >= len(p.sends) || t-p.back-p.courier <= 0 {
-		return n, false
+		return false
 	}
-	n = tpNote{t: t, until: until, s: p.first.front().seq, r: &p.sends[p.sendsAt]}
+	n.t, n.until, n.s, n.r = t, until, p.first.front().seq, &p.sends[p.sendsAt]
+	var ok bool
 	n.ri, n.lo, ok = p.inflightRun(n.s, n.r.slot)
 	if !ok {
-		return n, false
+		return false
 	}
 	n.rx = p.rxRun[n.ri]
 	n.snap = p.stateAt(n.s, n.t, n.r)
-	return n, true
+	return true
 }
 
 // sameState is whether the state noted (n) is the last note's shifted by
@@ -1117,10 +1119,11 @@ func (p *txPath) jumpLength(t, until int64, r *tpRun, ri int, least, from int64)
 // shift moves the state ds originals and dt on: the copies in flight, the
 // ports, the sender's run.
 func (p *txPath) shift(ds, dt int64, r *tpRun) {
-	for _, q := range []*tpQueue{&p.first, &p.q16, &p.on16} {
-		for i := q.head; i < len(q.a); i++ {
-			q.a[i].seq += ds
-			q.a[i].at += dt
+	for _, q := range [3]*tpQueue{&p.first, &p.q16, &p.on16} {
+		a := q.a[q.head:]
+		for i := range a {
+			a[i].seq += ds
+			a[i].at += dt
 		}
 	}
 	if p.least != math.MaxInt64 {
