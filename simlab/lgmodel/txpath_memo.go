@@ -78,7 +78,7 @@ const (
 	// tpMemoBudget bounds the bytes the noted ends take; when full,
 	// they are all forgotten and noted again as met.
 	tpMemoBudget = 32 << 20
-	tpMemoArcs   = 64 // notes of one key (at different phases) at most
+	tpMemoArcs   = 128 // notes of one key (at different phases) at most
 )
 
 // tpFree is a port's free time that no later copy can see: the read port
