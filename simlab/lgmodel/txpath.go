@@ -991,18 +991,41 @@ func (p *txPath) jumpOn(n *tpNote, least int64) bool {
 	j.backoff = 0
 	r := n.r
 	k := p.jumpLength(n.t, n.until, r, n.ri, least, j.prevT-r.slot-p.back-p.courier)
+	flip := false
 	if len(j.last) > 0 && k >= 1 {
-		k = p.phasedLength(j.last, r.slot, k)
+		kp := p.phasedLength(j.last, r.slot, k)
+		flip, k = kp < k, kp
 	}
-	if k < 1 {
+	if k >= 1 {
+		p.shift(k, k*r.slot, r)
+		j.valid, j.robust = false, false
+		j.jumps++
+		j.jumped += k
+		j.toUntil = k == (n.until-n.t)/r.slot
+	}
+	if flip && p.flipBuildUp(n, max(k, 0)) {
+		return true
+	}
+	return k >= 1
+}
+
+// flipBuildUp is called where a jump from the note n stops k periods on
+// (k may be 0) because a phased decision of the next period flips: the
+// state there is n's shifted by k, and what follows (the read queue a
+// copy deeper or shallower, built up again until the state repeats) is
+// the build-up noted from that state at that phase (buildUp). It is
+// looked up there at once, from n's state, rather than after deciding the
+// period and noting the state twice more; without a note of it the
+// build-up is recorded from there.
+func (p *txPath) flipBuildUp(n *tpNote, k int64) bool {
+	if p.noMemo || p.bu.on || p.st.on || p.tl.on {
 		return false
 	}
-	p.shift(k, k*r.slot, r)
-	j.valid, j.robust = false, false
-	j.jumps++
-	j.jumped += k
-	j.toUntil = k == (n.until-n.t)/r.slot
-	return true
+	if p.buildUp(n.s+k, n.t+k*n.r.slot, n.until, n.r, n.ri, n.lo+k, n.snap) {
+		p.bu.flips++
+		return true
+	}
+	return false
 }
 
 // inflightRun is the receiver's run the copy s is in (its index), when

@@ -247,8 +247,8 @@ func TestTxPathMemoSameAsDecided(t *testing.T) {
 			t.Errorf("%s: the depth and watermark read along the way with the memo %v, deciding every copy %v", name, gotRead, everyRead)
 		}
 		tp := got.s.tp
-		t.Logf("%s: read queue %d B; stretches %d replayed, %d decided; build-ups %d replayed, %d decided; ways on from a stretch %d replayed (%d with the jumps' note), %d decided; %d stretches from where a jump landed",
-			name, got.Result().MaxTxQueueBytes, tp.memoHits, tp.memoMisses, tp.bu.hits, tp.bu.misses, tp.tl.hits, tp.tl.jumps, tp.tl.misses, tp.stops)
+		t.Logf("%s: read queue %d B; stretches %d replayed, %d decided; build-ups %d replayed (%d where a jump stopped at a phased decision), %d decided; ways on from a stretch %d replayed (%d with the jumps' note), %d decided; %d stretches from where a jump landed",
+			name, got.Result().MaxTxQueueBytes, tp.memoHits, tp.memoMisses, tp.bu.hits, tp.bu.flips, tp.bu.misses, tp.tl.hits, tp.tl.jumps, tp.tl.misses, tp.stops)
 		if k.bps == 100e9 && k.mode == Ordered && (tp.memoHits == 0 || tp.bu.hits == 0) {
 			t.Errorf("%s: the case does not exercise the memo", name)
 		}
@@ -257,6 +257,9 @@ func TestTxPathMemoSameAsDecided(t *testing.T) {
 		}
 		if k.mode == NonBlocking && k.loss == 1e-3 && 2*tp.tl.jumps < tp.tl.hits {
 			t.Errorf("%s: %d of %d ways on from a stretch installed with the jumps' note at their end (presetJump)", name, tp.tl.jumps, tp.tl.hits)
+		}
+		if k.bps == 100e9 && k.mode == NonBlocking && (tp.bu.flips == 0 || 2*tp.bu.flips < tp.bu.hits) {
+			t.Errorf("%s: %d of %d build-ups replayed where a jump stopped at a phased decision (flipBuildUp)", name, tp.bu.flips, tp.bu.hits)
 		}
 		if tp.presetWrong != 0 {
 			t.Errorf("%s: at %d of %d ways on installed with the jumps' note, its least copy in flight a period before is not the one the jumper held (presetJump)", name, tp.presetWrong, tp.tl.jumps)

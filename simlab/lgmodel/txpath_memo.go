@@ -423,6 +423,7 @@ type tpBuildUp struct {
 	memo         map[uint64][]*tpBuildKey
 	bytes        int64
 	hits, misses int64
+	flips        int64 // hits where a jump stopped at a phased decision (flipBuildUp)
 	scratch      []int64
 }
 
