@@ -37,10 +37,28 @@ func CheckDrivers(inv *inventory.Inventory) error {
 	return nil
 }
 
+// CheckOptions reports the option keys and values the drivers of inv's
+// devices refuse, each at its line, as CheckDrivers does, but passes a
+// device whose kind or driver this build does not have: a simulated twin
+// leaves such a device out, and starts every other one with its options.
+func CheckOptions(inv *inventory.Inventory) error {
+	if ps := driverProblems(inv, false); len(ps) > 0 {
+		return &InputError{Msg: (&inventory.ValidationError{Problems: ps}).Error()}
+	}
+	return nil
+}
+
 // DriverProblems lists the devices whose kind or driver this build does
 // not drive, and the option values their drivers refuse, each at its
 // line.
 func DriverProblems(inv *inventory.Inventory) []inventory.Problem {
+	return driverProblems(inv, true)
+}
+
+// driverProblems lists the option problems of inv's devices, and the
+// devices this build cannot drive when unknown is set (else it passes
+// them).
+func driverProblems(inv *inventory.Inventory, unknown bool) []inventory.Problem {
 	known := KnownDrivers()
 	var out []inventory.Problem
 	add := func(err error) {
@@ -52,6 +70,9 @@ func DriverProblems(inv *inventory.Inventory) []inventory.Problem {
 	for _, name := range inv.DeviceNames() {
 		d, _ := inv.Device(name)
 		list, ok := known[d.Kind]
+		if !unknown && !(ok && slices.Contains(list, d.Driver)) {
+			continue
+		}
 		if !ok {
 			add(inv.DeviceErrorf(d, "kind", "no driver for kind %q yet (this build drives: %s)", d.Kind, kindsOf(known)))
 			continue

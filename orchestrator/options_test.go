@@ -134,3 +134,41 @@ devices:
 		t.Errorf("CheckDrivers:\n%s\nwant:\n%s", err, strings.Join(want, "\n"))
 	}
 }
+
+// CheckOptions, the check of a twin's inventory, refuses what the drivers
+// of this build refuse at its line, and passes a device whose driver this
+// build does not have (the twin leaves it out), which CheckDrivers
+// refuses.
+func TestCheckOptionsPassesDevicesOfOtherDrivers(t *testing.T) {
+	const text = `version: 1
+name: t
+devices:
+  voa1:
+    kind: voa
+    driver: ozoptics-dd100
+    address: "serial:///dev/ttyUSB0"
+    options:
+      travel_tme: 30s
+  leaf1:
+    kind: switch
+    driver: arista-eos
+    address: "ssh://admin@192.0.2.3"
+    options:
+      anything: goes
+`
+	inv, err := inventory.Parse("lab.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = CheckOptions(inv)
+	if err == nil || !strings.HasPrefix(err.Error(), `lab.yaml:9:7: devices.voa1.options.travel_tme: unknown option "travel_tme"`) || strings.Contains(err.Error(), "leaf1") {
+		t.Errorf("CheckOptions: %v; want the unknown key of voa1 at lab.yaml:9:7 only", err)
+	}
+	if err := CheckDrivers(inv); err == nil || !strings.Contains(err.Error(), `unknown switch driver "arista-eos"`) {
+		t.Errorf("CheckDrivers: %v; want leaf1's driver refused", err)
+	}
+	delete(inv.Devices["voa1"].Options, "travel_tme")
+	if err := CheckOptions(inv); err != nil {
+		t.Errorf("CheckOptions without the typo: %v", err)
+	}
+}
