@@ -53,7 +53,10 @@ runs against it from another terminal exactly as against a real lab.
 With --inventory, start a twin of that lab instead: one emulator per device
 whose driver has one, every link between them a simulated fibre through the
 VOA channel the inventory puts on it; devices without an emulator are named
-and left out. The inventory written is the same lab pointing at the twin.
+and left out. The options of the devices it twins are checked first, as a
+run checks them: a key the driver does not take, or a value not of its form,
+is refused at its line. The inventory written is the same lab pointing at
+the twin.
 
 Clocks (docs/clocks.md): the traffic generator keeps simulated time, by
 default 1000 simulated seconds per real second, so a recipe's traffic runs
@@ -176,6 +179,12 @@ func (a *app) startLab(o labUpFlags, opts simlab.Options) (*simlab.Lab, []simlab
 		if err != nil {
 			return nil, nil, &orchestrator.InputError{Msg: err.Error()}
 		}
+		// The emulators read the options of the devices they stand for:
+		// a key the driver does not take is refused at its line, as a run
+		// refuses it. A device of a driver this build lacks is left out.
+		if err := orchestrator.CheckOptions(inv); err != nil {
+			return nil, nil, err
+		}
 		lab, skipped, err := simlab.StartTwin(inv, opts)
 		if err != nil {
 			return nil, nil, &orchestrator.InfraError{Op: "start a simulated twin of " + o.from, Err: err}
@@ -282,7 +291,9 @@ beside the device's lease, synced to disk; the run removes the journal when
 it has undone everything. A run killed (kill -9, power loss) or unable to
 restore a device leaves its journal behind. The next run to lease the device
 replays it before it starts; this command does it now, for every device of
-the inventory that no live run holds, and lists what it restored.
+the inventory that no live run holds, and lists what it restored. It checks
+the inventory's drivers and their options first, as a run does, and refuses a
+bad one at its line before opening anything.
 
 Exit code 0 when nothing was left to undo or everything was undone, 4 when
 an undo failed (its journal is kept, to try again) or a device is leased by
@@ -298,9 +309,9 @@ a live run.`,
 			if path == "" {
 				return &orchestrator.InputError{Msg: "lab recover needs the lab's inventory: --inventory lab.yaml (or TESTBED_INVENTORY); the in-process simulated lab ends with its process and has nothing to recover"}
 			}
-			inv, err := inventory.Load(path)
+			inv, err := checkedInventory(path)
 			if err != nil {
-				return &orchestrator.InputError{Msg: err.Error()}
+				return err
 			}
 			ctx, _, stop := a.interruptible(cmd.Context())
 			defer stop()

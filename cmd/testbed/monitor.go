@@ -63,7 +63,9 @@ next poll), its undo journaled first so that a monitor killed mid-action leaves 
 switch recoverable by testbed lab recover. A link is taken down (its upstream port
 deleted) only with --allow-disable; otherwise CorrOpt's verdict is a proposal.
 Metrics (/metrics) and the status (/status, JSON) are served on --metrics-addr, a
-loopback address. With no --inventory it watches the simulated lab.`,
+loopback address. It checks the inventory's drivers and their options first, as a run
+does, and refuses a bad one at its line before opening anything. With no --inventory it
+watches the simulated lab.`,
 		Example: `  testbed monitor --dry-run
   testbed monitor --inventory lab.yaml --dry-run --interval 1s --metrics-addr 127.0.0.1:9464
   testbed monitor --inventory lab.yaml --target-loss 1e-9 --allow-disable --min-path-fraction 0.75
@@ -171,9 +173,9 @@ func (o *monitorFlags) monitoredInventory(a *app) string {
 // (closed by the function returned).
 func (a *app) monitoredLab(o *monitorFlags) (*inventory.Inventory, func(), error) {
 	if f := o.monitoredInventory(a); f != "" {
-		inv, err := inventory.Load(f)
+		inv, err := checkedInventory(f)
 		if err != nil {
-			return nil, nil, &orchestrator.InputError{Msg: err.Error()}
+			return nil, nil, err
 		}
 		return inv, func() {}, nil
 	}

@@ -110,11 +110,8 @@ func (a *app) labInventory(file string, seed uint64, doing string) (*inventory.I
 		file = a.v.GetString("inventory") // TESTBED_INVENTORY or the config file
 	}
 	if file != "" {
-		inv, err := inventory.Load(file)
+		inv, err := checkedInventory(file)
 		if err != nil {
-			return nil, nil, &orchestrator.InputError{Msg: err.Error()}
-		}
-		if err := orchestrator.CheckDrivers(inv); err != nil {
 			return nil, nil, err
 		}
 		return inv, func() {}, nil
@@ -125,6 +122,22 @@ func (a *app) labInventory(file string, seed uint64, doing string) (*inventory.I
 	}
 	fmt.Fprintf(a.stderr, "simulated lab up: %s\n", doing)
 	return lab.Inventory(), func() { lab.Close() }, nil
+}
+
+// checkedInventory loads an inventory file and checks it against this
+// build's drivers before any device is opened: a kind or driver it does
+// not have, an option key a driver does not take or a value not of its
+// form is bad input at its line, as a run refuses it. Every command that
+// opens the devices of an inventory file takes it through here.
+func checkedInventory(file string) (*inventory.Inventory, error) {
+	inv, err := inventory.Load(file)
+	if err != nil {
+		return nil, &orchestrator.InputError{Msg: err.Error()}
+	}
+	if err := orchestrator.CheckDrivers(inv); err != nil {
+		return nil, err
+	}
+	return inv, nil
 }
 
 // leaseDevices leases targets of inv for a command's work (kind names
