@@ -82,6 +82,7 @@ inventory's header.`,
 		Example: `  testbed lab up --inventory-out lab.yaml
   testbed lab up --fault voa1=garbage:1 --fault sw1=error:BF_INVALID_ARG --lab-control 127.0.0.1:7411
   testbed lab up --inventory mylab.yaml --inventory-out twin.yaml --fault tg1=delay:2s:always
+  testbed lab up --fault voa2=slip:200 --inventory-out lab.yaml   # then: testbed voa home voa2 --inventory lab.yaml
   testbed lab up --scenario simlab/scenario/testdata/corruption.yaml --inventory-out lab.yaml
   testbed lab up --bench rail-clos --inventory-out clos.yaml
   testbed lab up --clock real --inventory-out lab.yaml`,
@@ -96,7 +97,7 @@ inventory's header.`,
 	f.Float64Var(&o.scale, "time-scale", 0, "simulated seconds per real second for traffic (default: the lab's own)")
 	f.StringVar(&o.clock, "clock", "sim", "the traffic generator's clock: sim (simulated time, fast) or real (the wall clock, for clients that pace themselves)")
 	f.StringVar(&o.scenarioFile, "scenario", "", "scenario file (YAML) of corruption that comes and goes on the lab's fibres over the switches' clock (see simlab/scenario)")
-	f.StringArrayVar(&o.faultArgs, "fault", nil, "inject a fault: <device>=drop|delay:<dur>|garbage|error:<text>, then :N or :always (repeatable)")
+	f.StringArrayVar(&o.faultArgs, "fault", nil, "inject a fault: <device>=drop|delay:<dur>|garbage|error:<text>|slip:<steps>, then :N or :always (repeatable)")
 	f.StringVar(&o.control, "lab-control", "127.0.0.1:0", "loopback address of the fault control endpoint")
 	return up
 }

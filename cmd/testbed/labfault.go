@@ -25,8 +25,9 @@ import (
 
 // faultGrammar is the --fault grammar, for help texts and errors.
 const faultGrammar = `<device>=<kind>, kind one of drop, delay:<duration>, garbage, error:<text>,
-each followed by :N (the next N requests, default 1) or :always (every
-request until cleared)`
+slip:<steps> (a DD-100's stepper loses that many steps on a motion), each
+followed by :N (the next N requests, or a slip's motions, default 1) or
+:always (every one until cleared)`
 
 // controlComment begins the inventory-out line that holds the lab's fault
 // control address.

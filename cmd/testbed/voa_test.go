@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,6 +15,7 @@ import (
 	"time"
 
 	"testbed/instruments/voa"
+	"testbed/inventory"
 )
 
 // `testbed voa home` against a running simulated lab: the DD-100 (voa2),
@@ -86,5 +91,88 @@ func TestVOAHome(t *testing.T) {
 	if code, _, errOut := testbedRun(t, "voa", "home", "voa2", "--inventory", limited, "--state-dir", state); code != exitBadInput ||
 		!strings.Contains(errOut, "limited.yaml:") || !strings.Contains(errOut, "devices.voa2.limits: voa2: homing runs the attenuator to 0 dB, below its limits.min_db 3.00 dB") {
 		t.Errorf("home below the limits: exit %d, %s", code, errOut)
+	}
+}
+
+// A step-loss fault given as lab up's --fault (voa2=slip:200, the DD-100
+// of the default bench) makes the next motion lose 200 steps: set to
+// 7.5 dB over its serial line, the attenuator reports 7.5 dB where its
+// stepper stands 200 steps short; voa home finds the count 200 steps off
+// and sets it truly to 7.5 dB, and a second home finds nothing off. The
+// fault control endpoint takes the same spec (lab fault), and a bad spec
+// or a slip on a device without a stepper is refused at exit 2.
+func TestVOAHomeFindsASlipFault(t *testing.T) {
+	_, state := dirs(t)
+	for spec, want := range map[string]string{
+		"voa2=slip:x":    `fault "slip:x": slip needs the steps a motion loses`,
+		"voa2=slip:0":    `fault "slip:0": slip needs the steps a motion loses`,
+		"voa1=slip:200":  "--fault voa1: fault slip:200:1: the device has no stepper motor",
+		"voa2=slip:20:0": `fault "slip:20:0": count 0`,
+	} {
+		code, _, errOut := testbedRun(t, "lab", "up", "--fault", spec, "--inventory-out", filepath.Join(t.TempDir(), "lab.yaml"))
+		if code != exitBadInput || !strings.Contains(errOut, want) {
+			t.Errorf("--fault %s: exit %d, %s; want exit %d and %q", spec, code, errOut, exitBadInput, want)
+		}
+	}
+	inv := filepath.Join(t.TempDir(), "lab.yaml")
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	ended := make(chan int, 1)
+	go func() {
+		var errOut bytes.Buffer
+		code := run(ctx, []string{"lab", "up", "--seed", "3", "--fault", "voa2=slip:200", "--inventory-out", inv}, pw, &errOut)
+		pw.CloseWithError(fmt.Errorf("lab up ended (exit %d): %s", code, errOut.String()))
+		ended <- code
+	}()
+	t.Cleanup(func() { cancel(); <-ended })
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() && !strings.HasPrefix(sc.Text(), "inventory written to") {
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, pr)
+	lab, err := inventory.Load(inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := lab.Device("voa2")
+	set := func(dB float64) {
+		t.Helper()
+		dev, err := voa.Open(context.Background(), "ozoptics-dd100", d.Address, voa.Options{Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer dev.Close()
+		if err := dev.SetAttenuation(context.Background(), 1, dB); err != nil {
+			t.Fatal(err)
+		}
+	}
+	home := func() homeResult {
+		t.Helper()
+		code, out, errOut := testbedRun(t, "voa", "home", "voa2", "--inventory", inv, "--state-dir", state, "-o", "json")
+		var rows []homeResult
+		if code != exitOK || json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 1 {
+			t.Fatalf("voa home: exit %d, %s %s", code, out, errOut)
+		}
+		return rows[0]
+	}
+	set(7.5)
+	if r := home(); r != (homeResult{VOA: "voa2", DiffSteps: 200, BeforeDB: 7.5, AfterDB: 7.5}) {
+		t.Errorf("home after the slip: %+v; want 200 steps off, 7.5 dB before and after", r)
+	}
+	if r := home(); r != (homeResult{VOA: "voa2", BeforeDB: 7.5, AfterDB: 7.5}) {
+		t.Errorf("home again: %+v; want nothing off", r)
+	}
+	ctl, err := controlFromInventory(inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := testbedRun(t, "lab", "fault", "voa2=slip:100", "--lab-control", ctl); code != exitOK {
+		t.Fatalf("lab fault voa2=slip:100: exit %d, %s", code, errOut)
+	}
+	set(3)
+	if r := home(); r != (homeResult{VOA: "voa2", DiffSteps: -100, BeforeDB: 3, AfterDB: 3}) {
+		t.Errorf("home after lab fault's slip on a move down: %+v; want 100 steps off the other way", r)
 	}
 }

@@ -56,6 +56,7 @@ func NewOZOpticsServer(v *world.VOA, faults *wire.Faults) *OZOpticsServer {
 	if faults == nil {
 		faults = &wire.Faults{}
 	}
+	faults.HasStepper() // a slip fault is this device's
 	return &OZOpticsServer{voa: v, ch: v.Channels[0], faults: faults, done: make(chan struct{})}
 }
 

@@ -15,7 +15,8 @@ import (
 //   - delay: answer late;
 //   - fail: raise a device error the way the device reports one (SCPI error
 //     queue entry, "Error-N" line, HTTP error body);
-//   - slip: a stepper motor loses steps on its next motion (SlipNext).
+//   - slip: a stepper motor loses steps on its next motions (SlipNext,
+//     SlipEach; a device whose emulator said HasStepper).
 //
 // The zero value injects nothing. Methods are safe for concurrent use.
 type Faults struct {
@@ -28,7 +29,13 @@ type Faults struct {
 	delayN   int // replies still to delay; Always: every one
 	failures []DeviceError
 	failing  *DeviceError // raised by every setting command while set
-	slip     int          // steps the next motion of a stepper loses
+	// slips are the steps each of the next motions of a stepper loses
+	// (slips[0] the next one's), slipAlways the steps every motion loses
+	// until Reset; stepper is set by an emulator with a stepper motor,
+	// which alone takes a slip.
+	slips      []int
+	slipAlways int
+	stepper    bool
 }
 
 // Always, as a count, makes a fault apply to every request until reset.
@@ -91,7 +98,28 @@ func (f *Faults) FailNext(code int, message string) {
 // SlipNext makes the next motion of a stepper motor lose n steps: it
 // stops n steps short of where its count says it is, and its count is off
 // by n from then on (an emulator with a stepper, the DD-100's, takes it).
-func (f *Faults) SlipNext(n int) { f.mu.Lock(); f.slip += n; f.mu.Unlock() }
+func (f *Faults) SlipNext(n int) { f.SlipEach(n, 1) }
+
+// SlipEach makes each of the next count motions of a stepper motor lose
+// steps more (Always: every motion until Reset).
+func (f *Faults) SlipEach(steps, count int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if count == Always {
+		f.slipAlways += steps
+		return
+	}
+	for i := range count {
+		if i == len(f.slips) {
+			f.slips = append(f.slips, 0)
+		}
+		f.slips[i] += steps
+	}
+}
+
+// HasStepper marks these faults as a device's with a stepper motor: Inject
+// takes a slip for it (an emulator calls it before it serves).
+func (f *Faults) HasStepper() { f.mu.Lock(); f.stepper = true; f.mu.Unlock() }
 
 // TakeSlip returns (and consumes) the steps the motion about to run loses.
 func (f *Faults) TakeSlip() int {
@@ -100,8 +128,11 @@ func (f *Faults) TakeSlip() int {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	n := f.slip
-	f.slip = 0
+	n := f.slipAlways
+	if len(f.slips) > 0 {
+		n += f.slips[0]
+		f.slips = f.slips[1:]
+	}
 	return n
 }
 
@@ -111,7 +142,8 @@ func (f *Faults) Reset() {
 	defer f.mu.Unlock()
 	// Not *f = Faults{}: that would overwrite the held mutex with an
 	// unlocked one.
-	f.drop, f.dropRe, f.stall, f.garble, f.delay, f.delayN, f.failures, f.failing, f.slip = 0, 0, 0, 0, 0, 0, nil, nil, 0
+	f.drop, f.dropRe, f.stall, f.garble, f.delay, f.delayN, f.failures, f.failing = 0, 0, 0, 0, 0, 0, nil, nil
+	f.slips, f.slipAlways = nil, 0 // a stepper stays one
 }
 
 // The Take methods are safe on a nil *Faults (no faults), as Delay and

@@ -14,15 +14,23 @@ import (
 //	delay:<duration>[:N|:always] answer late (Go duration: 200ms, 2s)
 //	garbage[:N|:always]         answer with bytes the protocol does not allow
 //	error:<text>[:N|:always]    raise a device error with this message
+//	slip:<steps>[:N|:always]    a stepper motor's motion loses this many steps
 //
 // N is how many requests it hits (default 1); always hits every one
-// until the device's faults are cleared.
+// until the device's faults are cleared. A slip counts motions, not
+// requests, and only a device with a stepper motor (the DD-100) takes it.
 type FaultSpec struct {
-	Kind  string        `json:"kind"`            // drop, delay, garbage, error
+	Kind  string        `json:"kind"`            // drop, delay, garbage, error, slip
 	Delay time.Duration `json:"delay,omitempty"` // of delay
 	Text  string        `json:"text,omitempty"`  // of error
+	Steps int           `json:"steps,omitempty"` // of slip
 	Count int           `json:"count"`           // Always (-1) for always
 }
+
+// maxSlipSteps bounds a slip: more steps than a DD-100's whole range
+// (60 dB at 4060/36.5 steps a dB, its manual's figures, is 6,674) stop
+// the stepper at the end of its range anyway.
+const maxSlipSteps = 100000
 
 // DeviceErrorCode is the code a fault's device error carries: SCPI's
 // generic "Execution error"; an SSH front-end exits with status 1.
@@ -67,8 +75,14 @@ func ParseFaultSpec(s string) (FaultSpec, error) {
 			return fs, fmt.Errorf("fault %q: error needs the device's message (error:<text>[:N|:always])", s)
 		}
 		fs.Text = rest
+	case "slip":
+		n, err := strconv.Atoi(rest)
+		if err != nil || n < 1 || n > maxSlipSteps {
+			return fs, fmt.Errorf("fault %q: slip needs the steps a motion loses, 1 to %d (slip:200[:N|:always])", s, maxSlipSteps)
+		}
+		fs.Steps = n
 	default:
-		return fs, fmt.Errorf("fault %q: unknown kind %q (drop, delay:<duration>, garbage, error:<text>, each with :N or :always)", s, kind)
+		return fs, fmt.Errorf("fault %q: unknown kind %q (drop, delay:<duration>, garbage, error:<text>, slip:<steps>, each with :N or :always)", s, kind)
 	}
 	return fs, fs.validate()
 }
@@ -101,8 +115,12 @@ func (fs FaultSpec) validate() error {
 		if strings.TrimSpace(fs.Text) == "" {
 			return fmt.Errorf("fault error: no message")
 		}
+	case "slip":
+		if fs.Steps < 1 || fs.Steps > maxSlipSteps {
+			return fmt.Errorf("fault slip: %d steps (1 to %d)", fs.Steps, maxSlipSteps)
+		}
 	default:
-		return fmt.Errorf("unknown fault kind %q (drop, delay, garbage, error)", fs.Kind)
+		return fmt.Errorf("unknown fault kind %q (drop, delay, garbage, error, slip)", fs.Kind)
 	}
 	return nil
 }
@@ -118,16 +136,27 @@ func (fs FaultSpec) String() string {
 		return "delay:" + fs.Delay.String() + ":" + n
 	case "error":
 		return "error:" + fs.Text + ":" + n
+	case "slip":
+		return "slip:" + strconv.Itoa(fs.Steps) + ":" + n
 	}
 	return fs.Kind + ":" + n
 }
 
-// Inject adds a fault (checked first).
+// Inject adds a fault (checked first). A slip is refused for a device
+// without a stepper motor, where it would wait for a motion forever.
 func (f *Faults) Inject(fs FaultSpec) error {
 	if err := fs.validate(); err != nil {
 		return err
 	}
 	switch fs.Kind {
+	case "slip":
+		f.mu.Lock()
+		stepper := f.stepper
+		f.mu.Unlock()
+		if !stepper {
+			return fmt.Errorf("fault %s: the device has no stepper motor to lose steps (an OZ Optics DD-100 has)", fs)
+		}
+		f.SlipEach(fs.Steps, fs.Count)
 	case "drop":
 		f.DropNext(fs.Count)
 	case "garbage":
@@ -171,6 +200,18 @@ func (f *Faults) Pending() []FaultSpec {
 	}
 	if f.failing != nil {
 		out = append(out, FaultSpec{Kind: "error", Text: f.failing.Message, Count: Always})
+	}
+	for _, n := range f.slips {
+		if k := len(out); k > 0 && out[k-1].Kind == "slip" && out[k-1].Steps == n {
+			out[k-1].Count++
+			continue
+		}
+		if n > 0 {
+			out = append(out, FaultSpec{Kind: "slip", Steps: n, Count: 1})
+		}
+	}
+	if f.slipAlways > 0 {
+		out = append(out, FaultSpec{Kind: "slip", Steps: f.slipAlways, Count: Always})
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 // never a panic; a parsed spec written back parses to itself, and injects.
 func FuzzParseFaultSpec(f *testing.F) {
 	for _, s := range []string{"drop", "drop:3", "delay:200ms:always", "garbage:always", "error:BF_INVALID_ARG", "error:a:b:2",
+		"slip:200", "slip:1:always", "slip:0",
 		"delay:-1s", "drop:0", "drop:99999999999999999999", "", ":", "error:", "delay:1h:always:x"} {
 		f.Add(s)
 	}

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -17,6 +18,9 @@ func TestParseFaultSpec(t *testing.T) {
 		"error:BF_INVALID_ARG:2":  {Kind: "error", Text: "BF_INVALID_ARG", Count: 2},
 		"error:code: busy:always": {Kind: "error", Text: "code: busy", Count: Always},
 		"error:a:b":               {Kind: "error", Text: "a:b", Count: 1},
+		"slip:200":                {Kind: "slip", Steps: 200, Count: 1},
+		"slip:1:3":                {Kind: "slip", Steps: 1, Count: 3},
+		"slip:100000:always":      {Kind: "slip", Steps: 100000, Count: Always},
 	} {
 		got, err := ParseFaultSpec(in)
 		if err != nil || got != want {
@@ -26,7 +30,8 @@ func TestParseFaultSpec(t *testing.T) {
 			t.Errorf("%q: String %q reads back as %+v, %v", in, got.String(), again, err)
 		}
 	}
-	for _, bad := range []string{"", "explode", "drop:0", "drop:-1", "drop:x", "garbage:1:2", "delay", "delay:soon", "delay:-1s", "error", "error:", "error::3"} {
+	for _, bad := range []string{"", "explode", "drop:0", "drop:-1", "drop:x", "garbage:1:2", "delay", "delay:soon", "delay:-1s", "error", "error:", "error::3",
+		"slip", "slip:", "slip:0", "slip:-5", "slip:x", "slip:2.5", "slip:100001", "slip:200:0", "slip:200:x", "slip::3"} {
 		if _, err := ParseFaultSpec(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
@@ -68,10 +73,58 @@ func TestInjectCountsAndAlways(t *testing.T) {
 		}
 	}
 	f.DropNext(1) // added to always stays always
+	slip, err := ParseFaultSpec("slip:200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Inject(slip); err == nil || !strings.Contains(err.Error(), "no stepper motor") || len(f.Pending()) != 3 {
+		t.Errorf("a slip injected on a device without a stepper: %v; pending %v", err, f.Pending())
+	}
 	f.GarbleNext(Always)
 	f.Reset()
 	if len(f.Pending()) != 0 || f.TakeGarble() {
 		t.Errorf("after Reset: %v", f.Pending())
+	}
+}
+
+// A slip hits motions of a stepper, as many as its count, each losing its
+// steps; faults on the same motion add up; always hits every motion until
+// Reset, which leaves the device a stepper.
+func TestSlipCountsMotions(t *testing.T) {
+	f := &Faults{}
+	f.HasStepper()
+	for _, s := range []string{"slip:200:2", "slip:50:always", "slip:7"} {
+		fs, err := ParseFaultSpec(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Inject(fs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for _, p := range f.Pending() {
+		got = append(got, p.String())
+	}
+	if want := "[slip:207:1 slip:200:1 slip:50:always]"; fmtList(got) != want {
+		t.Errorf("pending %v, want %s", got, want)
+	}
+	for i, want := range []int{257, 250, 50, 50} {
+		if n := f.TakeSlip(); n != want {
+			t.Errorf("motion %d lost %d steps, want %d", i, n, want)
+		}
+	}
+	f.Reset()
+	if n := f.TakeSlip(); n != 0 || len(f.Pending()) != 0 {
+		t.Errorf("after Reset a motion lost %d steps; pending %v", n, f.Pending())
+	}
+	f.SlipNext(30)
+	if err := f.Inject(FaultSpec{Kind: "slip", Steps: 5, Count: 1}); err != nil || f.TakeSlip() != 35 || f.TakeSlip() != 0 {
+		t.Errorf("SlipNext and a slip on the same motion: %v", err)
+	}
+	var none *Faults
+	if none.TakeSlip() != 0 {
+		t.Error("no faults lose steps")
 	}
 }
 
