@@ -584,8 +584,7 @@ type sim struct {
 	midReplayed       int64               // ... of them, from a checkpoint (tests)
 	slackJumps        int64               // cycle jumps recorded through (cycle.go slackBound; tests)
 
-	tp    *txPath // the Tx buffer's read queue with the courier (nil: off)
-	tpIDs int64   // recordings named in tp's memo so far
+	tp *txPath // the Tx buffer's read queue with the courier (nil: off)
 }
 
 // Run simulates cfg with randomness from r.

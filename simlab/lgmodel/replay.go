@@ -205,7 +205,10 @@ type recording struct {
 	bkey   []byte
 	bhash  uint64
 	dec    *unpacked // end's frames and events unpacked, once replayed twice
-	tpID   int64     // names it in the Tx path's memo (txpath_memo.go; 0: not yet)
+	// The Tx path's notes of this stretch (txpath_memo.go), valid while
+	// tpGen is the Tx path's memoGen.
+	tp    []*tpMemoKey
+	tpGen int64
 }
 
 // unpacked is a snapshot's frames and events as unpackFrame and

@@ -227,8 +227,10 @@ type txPath struct {
 	noPhased bool
 	inLog    *[]tpEntry // the inputs, as they come (tests)
 
-	// The stretches after losses, replayed (txpath_memo.go).
-	memo                 map[uint64][]*tpMemoKey
+	// The stretches after losses, replayed (txpath_memo.go): their notes
+	// are kept on their recordings (recording.tp), those of an earlier
+	// generation forgotten.
+	memoGen              int64
 	memoBytes            int64
 	memoKey              []int64
 	memoHits, memoMisses int64

@@ -31,12 +31,16 @@ func TestTxPathStretchNoteKeepsItsOffset(t *testing.T) {
 		return &sim{tp: p}, p
 	}
 	// The stretch's inputs, relative to its first original and time: a
-	// burst of copies and their arrivals at another phase, a step.
-	rec := &recording{tlog: []tpEntry{
-		{kind: tpSend, at: 40_000, seq: 0, slot: slot, n: 24},
-		{kind: tpRx, at: 700_000, seq: -30},
-		{kind: tpRxRun, at: 40_000, t0: 40_000 + 3*slot + 700_000, seq: 0, slot: slot, n: 24},
-	}}
+	// burst of copies and their arrivals at another phase, a step. (Its
+	// notes are kept on it: a new one for each delta.)
+	var rec *recording
+	newRec := func() *recording {
+		return &recording{tlog: []tpEntry{
+			{kind: tpSend, at: 40_000, seq: 0, slot: slot, n: 24},
+			{kind: tpRx, at: 700_000, seq: -30},
+			{kind: tpRxRun, at: 40_000, t0: 40_000 + 3*slot + 700_000, seq: 0, slot: slot, n: 24},
+		}}
+	}
 	// run feeds the steady stretch up to the stretch's first original
 	// (shifted k originals), the stretch at t0, and decides up to the end.
 	run := func(p *txPath, s *sim, k, delta int64) []int64 {
@@ -52,13 +56,14 @@ func TestTxPathStretchNoteKeepsItsOffset(t *testing.T) {
 		return append(q, p.now-t0, p.maxQ, p.base-steady)
 	}
 	for _, delta := range []int64{0, 37_000, 90_000} {
+		rec = newRec()
 		s1, p1 := newPath()
 		run(p1, s1, 0, 0)
 		if p1.memoMisses != 1 || p1.stops != 1 {
 			t.Fatalf("delta %d: the first stretch noted %d times, from where a jump landed %d times: the case does not exercise the note", delta, p1.memoMisses, p1.stops)
 		}
 		s2, p2 := newPath()
-		p2.memo, p2.memoBytes = p1.memo, p1.memoBytes // the first stretch's note
+		p2.memoBytes = p1.memoBytes // the first stretch's note is on rec
 		got := run(p2, s2, K, delta)
 		s3, p3 := newPath()
 		p3.noMemo = true

@@ -87,8 +87,10 @@ const tpFree = math.MinInt64 / 4
 
 // tpReplay feeds rec's inputs shifted by ds originals and dt picoseconds,
 // the stretch from the model's (n0, t0) to t1, through the memo above.
-// (The recording is named by a number, tpID: recordings are forgotten and
-// their memory reused.)
+// The notes of a stretch are kept on its recording (rec.tp): the model's
+// key has found the recording, so only the accounting's own state is
+// compared, with no hash and no lookup in a table of every note, and the
+// notes go with the recording when the model forgets it.
 func (s *sim) tpReplay(rec *recording, ds, dt, n0, t0, t1 int64) {
 	p := s.tp
 	a := t0 - 1 // decided up to here: the stretch's inputs come at t0 on
@@ -106,17 +108,15 @@ func (s *sim) tpReplay(rec *recording, ds, dt, n0, t0, t1 int64) {
 		return
 	}
 	p.canonPorts(a, t0)
-	if rec.tpID == 0 {
-		s.tpIDs++
-		rec.tpID = s.tpIDs
-	}
-	k := append(p.memoKey[:0], rec.tpID, t1-t0, t0-a)
+	k := append(p.memoKey[:0], t1-t0, t0-a)
 	k = p.encode(k, n0, a, p)
 	p.memoKey = k
-	h := hashKey(k)
 	phase := p.courierPhase(a)
+	if rec.tpGen != p.memoGen {
+		rec.tp, rec.tpGen = nil, p.memoGen // forgotten with the rest
+	}
 	var mk *tpMemoKey
-	for _, x := range p.memo[h] {
+	for _, x := range rec.tp {
 		if slices.Equal(x.key, k) {
 			mk = x
 			break
@@ -170,12 +170,14 @@ func (s *sim) tpReplay(rec *recording, ds, dt, n0, t0, t1 int64) {
 	p.memoKey = p.encode(p.memoKey[:0], n0, a, st.reg)
 	e := &tpMemoEnd{end: slices.Clone(p.memoKey), maxQ: stretch, phase: phase, dl: st.dl, dr: st.dr}
 	size := int64(8*len(e.end)) + 64
-	if p.memo == nil || p.memoBytes+size+int64(8*len(keep)) > tpMemoBudget {
-		p.memo, p.memoBytes, mk = map[uint64][]*tpMemoKey{}, 0, nil
+	if p.memoBytes+size+int64(8*len(keep)) > tpMemoBudget {
+		p.memoGen++ // every note forgotten
+		p.memoBytes, mk = 0, nil
+		rec.tp, rec.tpGen = nil, p.memoGen
 	}
 	if mk == nil {
 		mk = &tpMemoKey{key: keep}
-		p.memo[h] = append(p.memo[h], mk)
+		rec.tp = append(rec.tp, mk)
 		size += int64(8*len(keep)) + 64
 	}
 	mk.ends = append(mk.ends, e)
@@ -344,43 +346,45 @@ func (p *txPath) encode(k []int64, n0, a int64, reg *txPath) []int64 {
 // copies in flight (tpTailRec.endQ).
 func (p *txPath) install(e *tpMemoEnd, n0, a int64) {
 	b := e.end
-	next := func() int64 {
-		v := b[0]
-		b = b[1:]
-		return v
-	}
 	abs := func(v int64) int64 {
 		if v == tpFree {
 			return tpFree
 		}
 		return v + a
 	}
-	p.now, p.base = next()+a, next()+n0
-	p.free68, p.free16 = abs(next()), abs(next())
+	// Read in place (an index, not a number taken off the front at a
+	// time): every stretch replayed installs one.
+	p.now, p.base = b[0]+a, b[1]+n0
+	p.free68, p.free16 = abs(b[2]), abs(b[3])
+	n, i := int(b[4]), 5
 	p.sends, p.sendsAt = p.sends[:0], 0
-	for n := next(); n > 0; n-- {
-		p.sends = append(p.sends, tpRun{next() + n0, next() + a, next(), next()})
+	for ; n > 0; n, i = n-1, i+4 {
+		p.sends = append(p.sends, tpRun{b[i] + n0, b[i+1] + a, b[i+2], b[i+3]})
 	}
+	n, i = int(b[i]), i+1
 	p.steps, p.stepsAt = p.steps[:0], 0
-	for n := next(); n > 0; n-- {
-		p.steps = append(p.steps, tpStep{next() + a, next() + n0})
+	for ; n > 0; n, i = n-1, i+2 {
+		p.steps = append(p.steps, tpStep{b[i] + a, b[i+1] + n0})
 	}
+	n, i = int(b[i]), i+1
 	p.rxRun = p.rxRun[:0]
-	for n := next(); n > 0; n-- {
-		p.rxRun = append(p.rxRun, tpRun{next() + n0, next() + a, next(), next()})
+	for ; n > 0; n, i = n-1, i+4 {
+		p.rxRun = append(p.rxRun, tpRun{b[i] + n0, b[i+1] + a, b[i+2], b[i+3]})
 	}
+	n, i = int(b[i]), i+1
 	p.holds = p.holds[:0]
-	for n := next(); n > 0; n-- {
-		p.holds = append(p.holds, tpHold{next() + a, next() + n0, next() != 0})
+	for ; n > 0; n, i = n-1, i+3 {
+		p.holds = append(p.holds, tpHold{b[i] + a, b[i+1] + n0, b[i+2] != 0})
 	}
+	n, i = int(b[i]), i+1
 	p.held = p.held[:0]
-	for n := next(); n > 0; n-- {
-		p.held = append(p.held, next()+n0)
+	for ; n > 0; n, i = n-1, i+1 {
+		p.held = append(p.held, b[i]+n0)
 	}
 	// The copies in flight are loaded when the way on is looked for
 	// (tailStart, before any decision or reading): a way on found loads
 	// its own, and most are.
-	p.tl.endQ = b
+	p.tl.endQ = b[i:]
 	p.nextRead = 0
 	p.maxQ = max(p.maxQ, e.maxQ)
 	p.jump.valid, p.jump.robust, p.bu.on = false, false, false
