@@ -202,9 +202,12 @@ type txPath struct {
 	leastLooked, leastAll             int64 // copies looked at, and in flight, at the notes
 	// check the least copy in flight presetJump gives the note a period
 	// before a way on's end against the one the jumper held there when
-	// the way on was recorded, and count where they differ (tests)
+	// the way on was recorded, and count where they differ; and the state
+	// a first decision after it takes as the note's (presetNote) against
+	// the state noted in full (tests)
 	checkPreset bool
 	presetWrong int64
+	noteWrong   int64
 
 	base     int64 // the register at the last courier pass read
 	lack     int64 // what the sender holds from the last courier pass read
@@ -611,6 +614,7 @@ func (p *txPath) advanceStop(until int64, stop bool) int64 {
 		case 1, 2:
 			p.decide(kind, next)
 		case 3:
+			p.jump.preset = false
 			b := p.q16.pop()
 			p.free16 = next + p.read
 			p.on16.push(tpBack{b.seq, p.free16 + p.loop})
@@ -669,7 +673,7 @@ func (p *txPath) nextEvent() (next int64, kind int) {
 
 // applyHold sets or clears the next hole bit.
 func (p *txPath) applyHold() {
-	p.jump.robust = false
+	p.jump.robust, p.jump.preset = false, false
 	p.bu.on, p.tl.on = false, false
 	h := p.holds[0]
 	p.holds = p.holds[1:]
@@ -690,6 +694,7 @@ func (p *txPath) applyHold() {
 // and no hole bit holds it, else into the read port's queue.
 func (p *txPath) decide(kind int, next int64) {
 	p.decided++
+	p.jump.preset = false // the copies in flight move
 	var b tpBack
 	if kind == 1 {
 		b = p.first.pop()
@@ -783,6 +788,11 @@ type tpJumper struct {
 	jumps      int64
 	jumped     int64 // originals jumped over
 	toUntil    bool  // the last first decision jumped as far as the time asked for let it
+	// A way on's end was just installed with its note (presetJump): the
+	// copies in flight are the note's, relative to the next first
+	// decision, so only the rest of the state is noted there (presetNote).
+	preset bool
+	quick  int64 // first decisions noted so (tests)
 }
 
 // tpPhased is a decision that is the same at some courier phases only:
@@ -877,11 +887,13 @@ func (p *txPath) phasedFlip(c tpPhased, step, k int64) int64 {
 // or the jump (jumpOn).
 func (p *txPath) tryJump(t, until int64) bool {
 	p.jump.toUntil = false
+	preset := p.jump.preset
+	p.jump.preset = false
 	if p.backingOff() {
 		return false
 	}
 	var n tpNote
-	if !p.jumpNote(&n, t, until) {
+	if !p.jumpNote(&n, t, until, preset) {
 		p.jump.valid, p.jump.robust = false, false
 		p.bu.on = false
 		return false
@@ -905,6 +917,7 @@ type tpNote struct {
 	rx       tpRun   // that run
 	lo       int64   // the least copy in flight
 	snap     []int64 // the state relative to (s, t), in p.jump.snap's storage
+	preset   bool    // the state is the last note's, not written (presetNote)
 }
 
 // backingOff is whether this first decision lets the state pass unnoted.
@@ -923,8 +936,10 @@ func (p *txPath) backingOff() bool {
 // jump may start from: no copy held, the sender in a run, a courier pass
 // already made, and every copy in flight in one receiver's run of the
 // sender's slot. (It fills in n, not returns it: most first decisions
-// after a loss fail here, and the note was copied out at each.)
-func (p *txPath) jumpNote(n *tpNote, t, until int64) bool {
+// after a loss fail here, and the note was copied out at each.) preset:
+// the first decision after a way on's end was installed with its note
+// (presetJump).
+func (p *txPath) jumpNote(n *tpNote, t, until int64, preset bool) bool {
 	if len(p.held) > 0 || p.sendsAt >= len(p.sends) || t-p.back-p.courier <= 0 {
 		return false
 	}
@@ -935,7 +950,45 @@ func (p *txPath) jumpNote(n *tpNote, t, until int64) bool {
 		return false
 	}
 	n.rx = p.rxRun[n.ri]
+	if preset && p.presetNote(n) {
+		return true
+	}
 	n.snap = p.stateAt(n.s, n.t, n.r)
+	return true
+}
+
+// presetNote is whether the state at the first decision after a way on's
+// end was installed with its note (presetJump) repeats the note a period
+// before (j.prev), found without writing the state out: the copies in
+// flight and the ports were installed from the way on's end, recorded at
+// the same first decision as the note, and nothing is decided between
+// (the first decision is the next event: a way on ends before any hold
+// bit set or cleared and before the time asked for), so the copies' part
+// of the state is the note's by construction; only what the inputs since
+// may have moved is compared: the sender's run, the ports' times as it
+// reads them (stateTail), the receiver's run, the slot since the note.
+// When it repeats, the state is the note's and is not written (n.preset).
+func (p *txPath) presetNote(n *tpNote) bool {
+	j := &p.jump
+	if !j.valid || !j.robust || p.bu.on || p.st.on || p.tl.on || n.t-j.prevT != n.r.slot ||
+		n.rx.seq0 != j.run.seq0 || n.rx.t0 != j.run.t0 || n.rx.slot != j.run.slot {
+		return false
+	}
+	var buf [5]int64
+	tail := p.stateTail(buf[:0], n.s, n.t, n.r)
+	if len(j.prev) < len(tail) {
+		return false
+	}
+	for i, v := range j.prev[len(j.prev)-len(tail):] {
+		if tail[i] != v {
+			return false
+		}
+	}
+	if p.checkPreset && !slices.Equal(p.stateAt(n.s, n.t, n.r), j.prev) {
+		p.noteWrong++
+	}
+	n.preset = true
+	j.quick++
 	return true
 }
 
@@ -944,7 +997,7 @@ func (p *txPath) jumpNote(n *tpNote, t, until int64) bool {
 func (p *txPath) sameState(n *tpNote) bool {
 	j := &p.jump
 	j.valid0 = j.valid
-	same := j.valid && j.robust && n.t-j.prevT == n.r.slot && n.rx.seq0 == j.run.seq0 && n.rx.t0 == j.run.t0 &&
+	same := n.preset || j.valid && j.robust && n.t-j.prevT == n.r.slot && n.rx.seq0 == j.run.seq0 && n.rx.t0 == j.run.t0 &&
 		n.rx.slot == j.run.slot && slices.Equal(n.snap, j.prev)
 	if same && p.tl.on {
 		p.tailEnd(n) // the way on from a stretch's end ends where the state repeats
@@ -965,7 +1018,11 @@ func (p *txPath) keepNote(n *tpNote, same bool) {
 	if p.bu.on {
 		p.noteBuildUp(n.s, n.t, n.snap, &n.rx, same)
 	}
-	j.snap, j.prev = j.prev, n.snap
+	if n.preset {
+		n.snap = j.prev // the state is the note's already (presetNote)
+	} else {
+		j.snap, j.prev = j.prev, n.snap
+	}
 	j.prevT, j.run, j.lo, j.valid, j.robust = n.t, n.rx, n.lo, true, true
 }
 
@@ -1090,7 +1147,12 @@ func (p *txPath) scanLeast(floor int64) (lo int64, looked int) {
 // stateAt is the accounting's state relative to (s, t), in p.jump.snap's
 // storage.
 func (p *txPath) stateAt(s, t int64, r *tpRun) []int64 {
-	snap := p.appendQueues(p.jump.snap[:0], s, t)
+	return p.stateTail(p.appendQueues(p.jump.snap[:0], s, t), s, t, r)
+}
+
+// stateTail appends the state's part after the copies in flight (the
+// ports' times, the sender's run: five numbers), relative to (s, t).
+func (p *txPath) stateTail(snap []int64, s, t int64, r *tpRun) []int64 {
 	free68, free16 := p.free68-t, p.free16-t
 	if p.free68 <= r.t0 {
 		free68 = math.MinInt64 // the next copy starts when sent either way

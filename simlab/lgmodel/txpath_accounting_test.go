@@ -247,8 +247,8 @@ func TestTxPathMemoSameAsDecided(t *testing.T) {
 			t.Errorf("%s: the depth and watermark read along the way with the memo %v, deciding every copy %v", name, gotRead, everyRead)
 		}
 		tp := got.s.tp
-		t.Logf("%s: read queue %d B; stretches %d replayed, %d decided; build-ups %d replayed (%d where a jump stopped at a phased decision), %d decided; ways on from a stretch %d replayed (%d with the jumps' note), %d decided; %d stretches from where a jump landed",
-			name, got.Result().MaxTxQueueBytes, tp.memoHits, tp.memoMisses, tp.bu.hits, tp.bu.flips, tp.bu.misses, tp.tl.hits, tp.tl.jumps, tp.tl.misses, tp.stops)
+		t.Logf("%s: read queue %d B; stretches %d replayed, %d decided; build-ups %d replayed (%d where a jump stopped at a phased decision), %d decided; ways on from a stretch %d replayed (%d with the jumps' note, %d taken as it), %d decided; %d stretches from where a jump landed",
+			name, got.Result().MaxTxQueueBytes, tp.memoHits, tp.memoMisses, tp.bu.hits, tp.bu.flips, tp.bu.misses, tp.tl.hits, tp.tl.jumps, tp.jump.quick, tp.tl.misses, tp.stops)
 		if k.bps == 100e9 && k.mode == Ordered && (tp.memoHits == 0 || tp.bu.hits == 0) {
 			t.Errorf("%s: the case does not exercise the memo", name)
 		}
@@ -263,6 +263,12 @@ func TestTxPathMemoSameAsDecided(t *testing.T) {
 		}
 		if tp.presetWrong != 0 {
 			t.Errorf("%s: at %d of %d ways on installed with the jumps' note, its least copy in flight a period before is not the one the jumper held (presetJump)", name, tp.presetWrong, tp.tl.jumps)
+		}
+		if tp.noteWrong != 0 {
+			t.Errorf("%s: at %d of %d first decisions after a way on's end taken as its note (presetNote), the state noted in full differs", name, tp.noteWrong, tp.jump.quick)
+		}
+		if k.mode == NonBlocking && k.loss == 1e-3 && 2*tp.jump.quick < tp.tl.jumps {
+			t.Errorf("%s: %d of %d ways on installed with the jumps' note had the state at their end taken as the note's (presetNote)", name, tp.jump.quick, tp.tl.jumps)
 		}
 		if k.mode == NonBlocking && k.loss == 1e-3 && 2*tp.stops < tp.memoHits {
 			t.Errorf("%s: %d of %d stretches replayed from where a jump landed (advanceToJump)", name, tp.stops, tp.memoHits)
@@ -450,6 +456,56 @@ func TestTxPathLeastInFlightIsKept(t *testing.T) {
 					t.Errorf("%s: the least copy in flight kept at %d notes, %d copies looked at of %d in flight: not kept, or not found early", name, tp.leastKept, tp.leastLooked, tp.leastAll)
 				}
 			}
+		}
+	}
+}
+
+// After a way on's end is installed with its note (presetJump), the
+// first decision takes the copies in flight as the note's and compares
+// only what the inputs since may have moved (presetNote): the sender's
+// run, the ports' times as it reads them, the receiver's run, the slot
+// since the note and the decisions since. The model's runs never move
+// them there (TestTxPathMemoSameAsDecided counts the state noted in full
+// against the note's and finds no difference), so each is moved here on a
+// state of its own, and the note must not be taken.
+func TestTxPathPresetNoteComparesWhatInputsMove(t *testing.T) {
+	const slot, t0 = 125_000, 50_000_000
+	state := func() (*txPath, tpNote) {
+		p := &txPath{courier: 1_000_000, back: 1_600_000, loop: 1_000_000, drain: slot, read: slot, copyBytes: 1,
+			leastFloor: math.MinInt64}
+		p.first.push(tpBack{100, t0})
+		p.on16.push(tpBack{97, t0 + 300_000})
+		p.free68, p.free16 = t0-20_000, t0+50_000
+		p.sends = []tpRun{{101, t0 - 10_000, slot, 50}}
+		p.rxRun = []tpRun{{90, t0 - 2_000_000, slot, 100}}
+		n := tpNote{t: t0, s: 100, r: &p.sends[0], rx: p.rxRun[0]}
+		j := &p.jump
+		j.prev = slices.Clone(p.stateAt(n.s, n.t, n.r))
+		j.prevT, j.run, j.valid, j.robust = t0-slot, p.rxRun[0], true, true
+		return p, n
+	}
+	if p, n := state(); !p.presetNote(&n) || !n.preset {
+		t.Fatal("the state as noted is not taken as the note")
+	}
+	for _, m := range []struct {
+		what string
+		move func(p *txPath, n *tpNote)
+	}{
+		{"the sender's run starting a picosecond later", func(p *txPath, n *tpNote) { p.sends[0].t0++ }},
+		{"the sender's run starting an original on", func(p *txPath, n *tpNote) { p.sends[0].seq0++ }},
+		{"the sender's run at another slot", func(p *txPath, n *tpNote) { p.sends[0].slot++ }},
+		{"the read port busy a picosecond longer", func(p *txPath, n *tpNote) { p.free16++ }},
+		{"the first port busy past the sender's next copy", func(p *txPath, n *tpNote) { p.free68 = t0 }},
+		{"the receiver's run an arrival longer back", func(p *txPath, n *tpNote) { n.rx.seq0, n.rx.t0 = n.rx.seq0-1, n.rx.t0-slot }},
+		{"the receiver's run at another slot", func(p *txPath, n *tpNote) { n.rx.slot++ }},
+		{"the note a picosecond further back", func(p *txPath, n *tpNote) { p.jump.prevT-- }},
+		{"a decision since the note not robust", func(p *txPath, n *tpNote) { p.jump.robust = false }},
+		{"no note", func(p *txPath, n *tpNote) { p.jump.valid = false }},
+	} {
+		p, n := state()
+		m.move(p, &n)
+		if p.presetNote(&n) {
+			t.Errorf("%s: the note taken", m.what)
 		}
 	}
 }

@@ -266,6 +266,7 @@ func (p *txPath) presetJump(x *tpTail) {
 	j.prev = append(j.prev[:0], x.snap...)
 	j.prevT, j.run, j.lo, j.valid, j.robust = p.now-r.slot, p.rxRun[ri], lo-1, true, true
 	j.skip, j.backoff = 0, 0
+	j.preset = true // the next first decision is at the end, with the end's copies (presetNote)
 	p.tl.jumps++
 	if p.checkPreset && j.lo != x.lo+p.tl.n0 {
 		p.presetWrong++
