@@ -222,6 +222,7 @@ type txPath struct {
 	histN   int64
 	logging bool     // cycles can be jumped: keep hist
 	lazy    []tpLazy // replayed stretches' inputs in hist, not copied (histAt)
+	lazyAt  int      // lazy's before it are out of the history
 
 	jump   tpJumper
 	noJump bool // decide every copy (tests: the jumps change nothing)
@@ -379,12 +380,16 @@ type tpLazy struct {
 // inputs, by reference.
 func (p *txPath) histLazy(log []tpEntry, ds, dt int64) {
 	old := p.histN + int64(len(log)) - tpHistory // the history keeps positions from here
-	i := 0
-	for i < len(p.lazy) && p.lazy[i].pos+int64(len(p.lazy[i].log)) <= old {
-		i++
+	// Those out of it are passed over, not moved down at every stretch:
+	// the rest are moved down once they are as many.
+	for p.lazyAt < len(p.lazy) && p.lazy[p.lazyAt].pos+int64(len(p.lazy[p.lazyAt].log)) <= old {
+		p.lazy[p.lazyAt].log = nil
+		p.lazyAt++
 	}
-	if i > 0 {
-		p.lazy = append(p.lazy[:0], p.lazy[i:]...)
+	if p.lazyAt > 32 && 2*p.lazyAt >= len(p.lazy) {
+		n := copy(p.lazy, p.lazy[p.lazyAt:])
+		clear(p.lazy[n:])
+		p.lazy, p.lazyAt = p.lazy[:n], 0
 	}
 	p.lazy = append(p.lazy, tpLazy{log, ds, dt, p.histN})
 	p.histN += int64(len(log))
@@ -393,7 +398,7 @@ func (p *txPath) histLazy(log []tpEntry, ds, dt int64) {
 // histAt is the input at history position i (histN-tpHistory <= i <
 // histN): a replayed stretch's (histLazy) or one written into the ring.
 func (p *txPath) histAt(i int64) tpEntry {
-	for j := len(p.lazy) - 1; j >= 0; j-- {
+	for j := len(p.lazy) - 1; j >= p.lazyAt; j-- {
 		l := &p.lazy[j]
 		if i >= l.pos+int64(len(l.log)) {
 			break // written after it, into the ring
