@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"testbed/simlab/physics"
@@ -72,6 +73,9 @@ type VOAChannel struct {
 	offsetDB    float64
 	shutterOpen bool
 	input       func() float64 // optical power arriving at the input, dBm
+	// changes counts the calls that changed the channel's settings (every
+	// setter, the input's wiring): a fibre's LightStamp.
+	changes atomic.Uint64
 }
 
 // NewVOA adds an instrument with n identical channels.
@@ -106,6 +110,7 @@ func (c *VOAChannel) SetAttenuation(dB float64) {
 	c.from = c.attenuationAt(now)
 	c.to = dB
 	c.moveStart = now
+	c.changes.Add(1)
 }
 
 // Attenuation is the actual attenuation now (mid-motion while moving).
@@ -153,19 +158,34 @@ func (c *VOAChannel) attenuationAt(t time.Time) float64 {
 }
 
 // SetWavelength sets the calibration wavelength in metres.
-func (c *VOAChannel) SetWavelength(m float64) { c.mu.Lock(); c.wavelengthM = m; c.mu.Unlock() }
+func (c *VOAChannel) SetWavelength(m float64) {
+	c.mu.Lock()
+	c.wavelengthM = m
+	c.changes.Add(1)
+	c.mu.Unlock()
+}
 
 // Wavelength in metres.
 func (c *VOAChannel) Wavelength() float64 { c.mu.Lock(); defer c.mu.Unlock(); return c.wavelengthM }
 
 // SetOffset sets the display offset in dB (added to readings, not to the light).
-func (c *VOAChannel) SetOffset(dB float64) { c.mu.Lock(); c.offsetDB = dB; c.mu.Unlock() }
+func (c *VOAChannel) SetOffset(dB float64) {
+	c.mu.Lock()
+	c.offsetDB = dB
+	c.changes.Add(1)
+	c.mu.Unlock()
+}
 
 // Offset in dB.
 func (c *VOAChannel) Offset() float64 { c.mu.Lock(); defer c.mu.Unlock(); return c.offsetDB }
 
 // SetShutter opens (true) or closes the output shutter.
-func (c *VOAChannel) SetShutter(open bool) { c.mu.Lock(); c.shutterOpen = open; c.mu.Unlock() }
+func (c *VOAChannel) SetShutter(open bool) {
+	c.mu.Lock()
+	c.shutterOpen = open
+	c.changes.Add(1)
+	c.mu.Unlock()
+}
 
 // Shutter reports whether the output shutter is open.
 func (c *VOAChannel) Shutter() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.shutterOpen }
@@ -211,6 +231,8 @@ type Fibre struct {
 	// impair, when set, is what changes on the fibre over the lab clock
 	// (a scenario): the launch power's fall and extra path loss, dB.
 	impair func(t time.Duration) (txDropDB, pathLossDB float64)
+	// changes counts SetImpairment's calls: LightStamp.
+	changes atomic.Uint64
 }
 
 // SetImpairment makes the fibre's optics change with the lab clock:
@@ -220,7 +242,43 @@ type Fibre struct {
 func (f *Fibre) SetImpairment(fn func(t time.Duration) (txDropDB, pathLossDB float64)) {
 	f.mu.Lock()
 	f.impair = fn
+	f.changes.Add(1)
 	f.mu.Unlock()
+}
+
+// LightStamp tells a reader of the fibre's light (EyePowerDBmAt and the
+// powers it derives from) when it may keep what it read. steady: no
+// impairment moves the light with the lab clock (SetImpairment) and the
+// VOA channel, if any, is not moving (its motion runs on the world's wall
+// clock); stamp counts the changes made since the fibre was made to its
+// impairment and to its channel's settings (every setter). While a
+// fibre is steady its light is the same at any lab time until its Stamp
+// differs from the stamp: a reader takes LightStamp before it reads the
+// light, and may keep that reading while Stamp returns the same. The
+// exported fields are the fibre's making: a change to them is not
+// counted, and is seen by the next reader that reads anew.
+func (f *Fibre) LightStamp() (stamp uint64, steady bool) {
+	stamp = f.Stamp()
+	f.mu.Lock()
+	steady = f.impair == nil
+	f.mu.Unlock()
+	if c := f.VOA; c != nil && steady {
+		c.mu.Lock()
+		d := c.moveDuration()
+		steady = d == 0 || c.now().Sub(c.moveStart) >= d
+		c.mu.Unlock()
+	}
+	return stamp, steady
+}
+
+// Stamp is LightStamp's stamp alone: two atomic loads, no lock, no clock.
+// (Each count only grows, so their sum is the same only while neither moved.)
+func (f *Fibre) Stamp() uint64 {
+	n := f.changes.Load()
+	if f.VOA != nil {
+		n += f.VOA.changes.Load()
+	}
+	return n
 }
 
 func (f *Fibre) impairmentAt(t time.Duration) (tx, path float64) {
@@ -255,6 +313,7 @@ func (w *World) NewFibre(name string, t physics.Transceiver, fec physics.FEC, lo
 	if voa != nil {
 		voa.mu.Lock()
 		voa.input = func() float64 { return t.TxPowerDBm() - lossBefore }
+		voa.changes.Add(1)
 		voa.mu.Unlock()
 	}
 	w.mu.Lock()
@@ -326,4 +385,5 @@ func (c *VOAChannel) SetSpeed(dBps float64) {
 	c.from = c.attenuationAt(now)
 	c.moveStart = now
 	c.SpeedDBps = dBps
+	c.changes.Add(1)
 }
