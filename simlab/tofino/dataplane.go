@@ -829,28 +829,20 @@ func (d *Dataplane) addTraffic(l *swLink, frameBytes int, mode lgmodel.Mode, cur
 	tp := l.tx.port(l.txPort)
 	rp := l.rx.port(l.rxPort)
 	octets := (dTx-dDummies)*big + dDummies*small
-	tp.add("$FramesTransmittedAll", dTx)
-	tp.add("$FramesTransmittedOK", dTx)
-	tp.add("$OctetsTransmittedTotal", octets)
-	tp.add(txLength(big), dTx-dDummies)
-	tp.add(txLength(small), dDummies)
-	tp.add("$FramesReceivedPriPause", cur.PauseFrames-prev.PauseFrames)
+	dPause := cur.PauseFrames - prev.PauseFrames
+	tp.addAll(counterAdd{"$FramesTransmittedAll", dTx}, counterAdd{"$FramesTransmittedOK", dTx},
+		counterAdd{"$OctetsTransmittedTotal", octets},
+		counterAdd{txLength(big), dTx - dDummies}, counterAdd{txLength(small), dDummies},
+		counterAdd{"$FramesReceivedPriPause", dPause})
 	// Receiver port: what arrives, the corrupted part with an FCS error.
-	rp.add("$FramesReceivedAll", dTx)
-	rp.add("$FramesReceivedOK", dTx-dCorrupt)
-	rp.add("$FramesReceivedwithFCSError", dCorrupt)
-	rp.add("$FrameswithanyError", dCorrupt)
-	rp.add("$OctetsReceived", octets)
-	rp.add(rxLength(big), dTx-dDummies)
-	rp.add(rxLength(small), dDummies)
-	rp.add("$FramesTransmittedPriPause", cur.PauseFrames-prev.PauseFrames)
+	rp.addAll(counterAdd{"$FramesReceivedAll", dTx}, counterAdd{"$FramesReceivedOK", dTx - dCorrupt},
+		counterAdd{"$FramesReceivedwithFCSError", dCorrupt}, counterAdd{"$FrameswithanyError", dCorrupt},
+		counterAdd{"$OctetsReceived", octets},
+		counterAdd{rxLength(big), dTx - dDummies}, counterAdd{rxLength(small), dDummies},
+		counterAdd{"$FramesTransmittedPriPause", dPause})
 	// Delivered originals leave the receiver's sink port.
-	if sp := l.rx.port(l.sinkPort); sp != nil {
-		sp.add("$FramesTransmittedAll", dDelivered)
-		sp.add("$FramesTransmittedOK", dDelivered)
-		sp.add("$OctetsTransmittedTotal", dDelivered*int64(frameBytes))
-		sp.add(txLength(int64(frameBytes)), dDelivered)
-	}
+	l.rx.port(l.sinkPort).addAll(counterAdd{"$FramesTransmittedAll", dDelivered}, counterAdd{"$FramesTransmittedOK", dDelivered},
+		counterAdd{"$OctetsTransmittedTotal", dDelivered * int64(frameBytes)}, counterAdd{txLength(int64(frameBytes)), dDelivered})
 	l.tx.mu.Lock()
 	l.tx.addRegLocked(senderSeqReg, 0, dSent)
 	l.tx.addRegLocked(lg.RegEmulatedDrops, 0, cur.Dropped-prev.Dropped) // the frames the emulated drop took, as drawn

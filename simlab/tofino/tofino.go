@@ -110,6 +110,26 @@ func (p *simPort) add(name string, n int64) {
 	p.mu.Unlock()
 }
 
+// counterAdd is an add to a port's counter.
+type counterAdd struct {
+	name string
+	n    int64
+}
+
+// addAll is add of each, under one taking of the port's lock.
+func (p *simPort) addAll(adds ...counterAdd) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	for _, a := range adds {
+		if a.n != 0 {
+			p.counters[a.name] += a.n
+		}
+	}
+	p.mu.Unlock()
+}
+
 func (p *simPort) fecName() string {
 	switch p.fec {
 	case "BF_FEC_TYP_RS":
@@ -753,22 +773,30 @@ var lengthBuckets = []struct {
 
 func init() {
 	for _, b := range lengthBuckets {
-		portStatNames = append(portStatNames, "$FramesTransmittedLength_"+b.name, "$FramesReceivedLength_"+b.name)
+		tx, rx := "$FramesTransmittedLength_"+b.name, "$FramesReceivedLength_"+b.name
+		portStatNames = append(portStatNames, tx, rx)
+		lengthCounters = append(lengthCounters, [2]string{tx, rx})
 	}
 }
 
+// lengthCounters are the size buckets' counters, transmitted and
+// received, named once (init) rather than at every count.
+var lengthCounters [][2]string
+
 // txLength and rxLength name the frame-size counter a frame of n bytes
 // (FCS included) counts in.
-func txLength(n int64) string { return "$FramesTransmittedLength_" + lengthBucket(n) }
-func rxLength(n int64) string { return "$FramesReceivedLength_" + lengthBucket(n) }
+func txLength(n int64) string { return lengthCounters[lengthBucket(n)][0] }
+func rxLength(n int64) string { return lengthCounters[lengthBucket(n)][1] }
 
-func lengthBucket(n int64) string {
-	for _, b := range lengthBuckets {
+// lengthBucket is the index of the size bucket a frame of n bytes counts
+// in (the last takes any larger).
+func lengthBucket(n int64) int {
+	for i, b := range lengthBuckets {
 		if n <= int64(b.max) {
-			return b.name
+			return i
 		}
 	}
-	return "9216"
+	return len(lengthBuckets) - 1
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
