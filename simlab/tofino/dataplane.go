@@ -187,6 +187,9 @@ type lgRun struct {
 	lit      segConfig
 	litStamp uint64
 	litOK    bool
+	// goesOnEpoch: the advance (cfgEpoch) in which a chunk last found
+	// the configuration the segment's with the light kept (goesOn).
+	goesOnEpoch uint64
 }
 
 // staticPorts is what a link's ports' state says before the light is
@@ -668,6 +671,10 @@ func (d *Dataplane) advanceLocked(t time.Duration) error {
 }
 
 func (d *Dataplane) advanceRun(r *lgRun, t time.Duration) error {
+	if r.goesOn(d) {
+		r.behind, r.pending = t, true // as below, where nothing changed
+		return nil
+	}
 	for {
 		c, err := d.config(r)
 		if err != nil {
@@ -712,6 +719,9 @@ func (d *Dataplane) advanceRun(r *lgRun, t time.Duration) error {
 			// slicing of its time) and lets it jump over whole cycles
 			// that chunk boundaries would cut.
 			r.behind, r.pending = t, true
+			if r.litOK {
+				r.goesOnEpoch = d.cfgEpoch
+			}
 			return nil
 		}
 		// Followers add to the same queues: their order of updates
@@ -734,6 +744,18 @@ func (d *Dataplane) advanceRun(r *lgRun, t time.Duration) error {
 		}
 		return nil
 	}
+}
+
+// goesOn: an earlier chunk of this advance found r's configuration its
+// segment's, with the light kept (config), and the light's fibres are
+// unchanged since: config would give the segment's configuration again,
+// so the chunk leaves the segment to go on as it is without asking (at
+// 25G a stress test's 49,200 chunks spent 23 M instructions in config's
+// answer and its comparison with the segment's, of the 80 M the path
+// spent beside the model).
+func (r *lgRun) goesOn(d *Dataplane) bool {
+	return r.goesOnEpoch == d.cfgEpoch && d.advancing && r.seg != nil && len(d.follow) == 0 &&
+		r.litOK && !d.lightEveryChunk && r.lightStamp() == r.litStamp
 }
 
 // dropWhileDown: while the link is down or dark the generator still sends

@@ -64,12 +64,13 @@ func lightRun(t *testing.T, everyChunk bool, change string) map[string]any {
 // configuration was read at every chunk: a VOA set while a wait moves the
 // clock at the next chunk of that wait, a table changed between two waits
 // from the second, though a steady fibre's light and the configuration
-// found with it are now kept between chunks (config,
+// found with it are now kept between chunks (config, goesOn,
 // world.Fibre.LightStamp). The same counters either way, and not those
 // of a run that changes nothing. Fails when SetAttenuation does not move
-// the fibre's stamp, or when config keeps the light without asking the
-// stamp. (Non-blocking: the mode does not matter to the reading, and it
-// is the cheaper.)
+// the fibre's stamp, when config or goesOn keep the light without asking
+// the stamp, or when goesOn keeps the configuration into another
+// advance. (Non-blocking: the mode does not matter to the reading, and
+// it is the cheaper.)
 func TestLinkChangedMidRunTakesEffectAsReadAtEveryChunk(t *testing.T) {
 	stay := lightRun(t, false, "")
 	for _, change := range []string{"voa", "switch"} {
