@@ -793,9 +793,10 @@ type tpJumper struct {
 	jumps      int64
 	jumped     int64 // originals jumped over
 	toUntil    bool  // the last first decision jumped as far as the time asked for let it
-	// A way on's end was just installed with its note (presetJump): the
-	// copies in flight are the note's, relative to the next first
-	// decision, so only the rest of the state is noted there (presetNote).
+	// A way on's end (presetJump) or a build-up's end (installBuildUp)
+	// was just installed with its note: the copies in flight are the
+	// note's, relative to the next first decision, so only the rest of
+	// the state is noted there (presetNote).
 	preset bool
 	quick  int64 // first decisions noted so (tests)
 }
@@ -963,12 +964,14 @@ func (p *txPath) jumpNote(n *tpNote, t, until int64, preset bool) bool {
 }
 
 // presetNote is whether the state at the first decision after a way on's
-// end was installed with its note (presetJump) repeats the note a period
-// before (j.prev), found without writing the state out: the copies in
-// flight and the ports were installed from the way on's end, recorded at
-// the same first decision as the note, and nothing is decided between
-// (the first decision is the next event: a way on ends before any hold
-// bit set or cleared and before the time asked for), so the copies' part
+// end (presetJump) or a build-up's end (installBuildUp) was installed
+// with its note repeats the note a period before (j.prev), found without
+// writing the state out: the copies in flight and the ports were
+// installed from that end, recorded at the same first decision as the
+// note, and nothing is decided between (the first decision is the next
+// event: a way on ends before any hold bit set or cleared and before the
+// time asked for, a build-up within the periods its inputs are known
+// steady, jumpLength), so the copies' part
 // of the state is the note's by construction; only what the inputs since
 // may have moved is compared: the sender's run, the ports' times as it
 // reads them (stateTail), the receiver's run, the slot since the note.

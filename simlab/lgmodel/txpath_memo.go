@@ -574,5 +574,6 @@ func (p *txPath) installBuildUp(e *tpBuildEnd, s, t int64, r *tpRun, rx tpRun, l
 	j.prevT, j.run, j.lo, j.valid, j.robust = t1-r.slot, rx, lo, true, true
 	j.skip, j.backoff = 0, 0
 	j.cons = j.cons[:0] // the recording ended on a period of robust decisions
+	j.preset = true     // the copies in flight are that note's (presetNote)
 	j.jumped += e.l
 }
