@@ -27,6 +27,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"testbed/internal/proctest"
 )
 
 // Server is a running sshd.
@@ -37,6 +39,7 @@ type Server struct {
 	Home       string // HOME of the sessions
 	KnownHosts string
 	KeyFile    string
+	PID        int // the listening sshd's, also its process group's
 	log        *buffer
 }
 
@@ -104,8 +107,10 @@ func writeKey(t *testing.T, path string) ssh.PublicKey {
 	return sp
 }
 
-// Start starts a server for one test and stops it, with every session's
-// processes, at cleanup. It skips the test when sshd is missing.
+// Start starts a server for one test and stops it at cleanup; it ends
+// with the test binary too, however the binary ends (internal/proctest:
+// a -timeout runs no cleanup). The sessions' processes that leave its
+// process group are the caller's. It skips the test when sshd is missing.
 func Start(t *testing.T, o Options) *Server {
 	t.Helper()
 	bin, err := Path()
@@ -168,8 +173,10 @@ LogLevel ERROR
 		}
 		cmd := exec.Command(bin, "-D", "-e", "-f", cfgPath)
 		cmd.Stderr = s.log
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
+		// In a process group of its own, tied to the test binary: it
+		// ends when the binary ends, however it ends (a -timeout runs
+		// no cleanup, a SIGKILL nothing at all).
+		if err := proctest.Start(t, cmd); err != nil {
 			t.Fatalf("start sshd: %v", err)
 		}
 		exited := make(chan error, 1)
@@ -183,6 +190,7 @@ LogLevel ERROR
 			t.Fatalf("sshd did not start: %v\n%s", err, s.log.String())
 		}
 		pid := cmd.Process.Pid
+		s.PID = pid
 		t.Cleanup(func() {
 			// The listener; the sessions' processes are the caller's
 			// (started in their own groups by nohup'd scripts).
