@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"testbed/hostagent"
+	"testbed/internal/proctest"
 )
 
 // buildAgent builds the command as it is shipped: CGO_ENABLED=0.
@@ -75,7 +76,7 @@ func TestServeBinary(t *testing.T) {
 	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	if err := proctest.Start(t, cmd); err != nil { // it ends with this binary
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)

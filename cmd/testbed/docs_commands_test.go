@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"testbed/internal/proctest"
 )
 
 // Every command the docs/ pages show is run here or checked against this
@@ -138,7 +140,8 @@ func keepUp(t *testing.T, where, dir string, args []string, state string) (stop 
 	cmd.Dir = dir
 	var errOut bytes.Buffer
 	cmd.Stderr = &errOut
-	if err := cmd.Start(); err != nil {
+	if err := proctest.Start(t, cmd); err != nil { // it ends with this binary
+
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)

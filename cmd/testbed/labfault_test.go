@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 
+	"testbed/internal/proctest"
 	"testbed/simlab/wire"
 )
 
@@ -25,7 +26,7 @@ func TestLabUpFaultsFromTheCommandLine(t *testing.T) {
 	inv := filepath.Join(dir, "lab.yaml")
 	up := exec.Command(testbedBin, "lab", "up", "--inventory-out", inv, "--seed", "9", "--fault", "voa1=garbage:1")
 	stdout, _ := up.StdoutPipe()
-	if err := up.Start(); err != nil {
+	if err := proctest.Start(t, up); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { up.Process.Kill(); up.Wait() })

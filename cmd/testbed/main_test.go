@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"testbed/internal/proctest"
 	"testbed/inventory"
 	"testbed/orchestrator"
 	"testbed/results"
@@ -469,7 +470,7 @@ func TestLabUpServesAnotherProcess(t *testing.T) {
 	inv := filepath.Join(dir, "lab.yaml")
 	up := exec.Command(testbedBin, "lab", "up", "--inventory-out", inv, "--seed", "9")
 	stdout, _ := up.StdoutPipe()
-	if err := up.Start(); err != nil {
+	if err := proctest.Start(t, up); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { up.Process.Kill(); up.Wait() })
@@ -535,7 +536,7 @@ links:
 	stdout, _ := up.StdoutPipe()
 	var stderr bytes.Buffer
 	up.Stderr = &stderr
-	if err := up.Start(); err != nil {
+	if err := proctest.Start(t, up); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { up.Process.Kill(); up.Wait() })

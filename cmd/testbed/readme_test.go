@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"testbed/internal/proctest"
 )
 
 // docBlock is a fenced ```sh block of a page, with the mark before it:
@@ -186,7 +188,8 @@ func background(t *testing.T, where string, args []string, state string) {
 	cmd := exec.CommandContext(ctx, testbedBin, append(args, "--state-dir", state)...)
 	var errOut bytes.Buffer
 	cmd.Stderr = &errOut
-	if err := cmd.Start(); err != nil {
+	if err := proctest.Start(t, cmd); err != nil { // it ends with this binary
+
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)

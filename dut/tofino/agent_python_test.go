@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"testbed/internal/proctest"
 	"testbed/transport"
 )
 
@@ -80,7 +81,7 @@ func startFakeAgent(t *testing.T, args ...string) *Switch {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := proctest.Start(t, cmd); err != nil { // it ends with this binary
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

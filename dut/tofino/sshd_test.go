@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"testbed/dut/tofino"
+	"testbed/internal/proctest"
 	"testbed/internal/sshdtest"
 	lg "testbed/p4/linkguardian"
 	"testbed/transport"
@@ -108,9 +109,26 @@ cat <&3
 `)
 	// The daemon: its name is bf_switchd (pgrep -x finds it), it serves
 	// bfshell's port, and runs an agent script it is handed as
-	// bfrtcli.start_bfrt runs a -b script, in its own environment.
+	// bfrtcli.start_bfrt runs a -b script, in its own environment. It
+	// outlives the SSH session that starts it, as bf_switchd does, so the
+	// test's cleanup kills it; a test binary stopped by -timeout (or
+	// killed) runs no cleanup: it ends itself once the test's sshd, which
+	// ends with the binary (internal/proctest), is gone, and after 10
+	// minutes at most, longer than any test.
 	writeExec(t, filepath.Join(s.dir, "install", "bin", "bf_switchd"), "#!"+py+`
-import os, socket, sys, threading
+import os, socket, sys, threading, time
+def sshd_gone(pid):
+    try:
+        st = open("/proc/%d/stat" % pid).read()
+    except OSError:
+        return True
+    return st[st.rindex(")") + 2] in "ZX"
+def watch(pid):
+    while not sshd_gone(pid):
+        time.sleep(0.2)
+    os._exit(0)
+threading.Thread(target=watch, args=(`+strconv.Itoa(s.srv.PID)+`,), daemon=True).start()
+threading.Timer(600, os._exit, (0,)).start()
 d = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, `+strconv.Quote(agentDir)+`)
 sys.dont_write_bytecode = True
@@ -366,7 +384,7 @@ func TestAgentInADaemonStartedBySomeoneElse(t *testing.T) {
 	}
 	cmd := exec.Command(filepath.Join(s.dir, "run_switchd.sh"), "-p", lg.ProgramSender)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + other, "SDE=" + s.dir, "TESTBED_AGENT_PORT=" + strconv.Itoa(s.agentPort)}
-	if err := cmd.Start(); err != nil {
+	if err := proctest.Start(t, cmd); err != nil { // it ends with this binary
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
@@ -387,5 +405,37 @@ func TestAgentInADaemonStartedBySomeoneElse(t *testing.T) {
 	}
 	if h, err := sw.Hello(ctx); err != nil || h.Program != lg.ProgramSender {
 		t.Errorf("hello: %+v %v", h, err)
+	}
+}
+
+// The stand-in bf_switchd outlives the SSH session that starts it, as the
+// daemon does; a test binary killed or stopped by -timeout runs no cleanup
+// to kill it, but its sshd goes with it (internal/proctest), and the
+// stand-in ends itself once that sshd is gone. Here the sshd is killed as
+// the binary's death would end it, and the stand-in must go within a
+// bound (it looks every 0.2 s; the bound is for a loaded machine). Fails
+// with the stand-in's watch taken out (its 10-minute timer is the only
+// other end).
+func TestStandInSwitchdEndsWithTheSSHD(t *testing.T) {
+	s := startSDE(t)
+	sw := s.open(t, nil)
+	if err := sw.StartSwitchd(context.Background(), lg.ProgramSender); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(s.dir, "switchd.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || proctest.Gone(pid) {
+		t.Fatalf("stand-in bf_switchd pid %q: %v, or gone", b, err)
+	}
+	syscall.Kill(-s.srv.PID, syscall.SIGKILL) // the sshd's group, as its watcher kills it
+	deadline := time.Now().Add(30 * time.Second)
+	for !proctest.Gone(pid) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !proctest.Gone(pid) {
+		t.Errorf("the stand-in bf_switchd (pid %d) still runs 30 s after the sshd was killed", pid)
 	}
 }

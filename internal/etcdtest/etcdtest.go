@@ -1,6 +1,6 @@
 // Package etcdtest runs Debian's etcd-server on loopback for one test, for
 // the tests of the etcd lease backend and of the commands that use it.
-// Standard library only.
+// Standard library and internal/proctest only.
 package etcdtest
 
 import (
@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"testbed/internal/proctest"
 )
 
 // Start runs etcd on free loopback ports in a temporary directory and
@@ -40,7 +42,9 @@ func Start(t testing.TB) string {
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
 		"--initial-cluster", "t="+peer, "--log-outputs", "stderr")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
+	// Tied to the test binary: etcd ends with it however it ends (a
+	// -timeout runs no cleanup).
+	if err := proctest.Start(t, cmd); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
