@@ -1,9 +1,11 @@
 package lgmodel
 
 import (
+	"bytes"
 	"math"
 	"slices"
 	"time"
+	"unsafe"
 
 	lg "testbed/p4/linkguardian"
 )
@@ -143,6 +145,21 @@ func (q *tpQueue) load(v []int64, s0, t0 int64, lo *int64) []int64 {
 	}
 	q.a, q.head, *lo = a, 0, least
 	return v[1+2*n:]
+}
+
+// sameInts is slices.Equal on the accounting's keys and states (some
+// tens of numbers each, compared at every replayed stretch, way on and
+// note), compared as their bytes: equal bytes are equal numbers, and the
+// runtime compares bytes many at a time.
+func sameInts(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 {
+		return true
+	}
+	return bytes.Equal(unsafe.Slice((*byte)(unsafe.Pointer(&a[0])), 8*len(a)),
+		unsafe.Slice((*byte)(unsafe.Pointer(&b[0])), 8*len(b)))
 }
 
 // tpEntry is one input, as logged for a recording or a cycle.
@@ -1006,7 +1023,7 @@ func (p *txPath) sameState(n *tpNote) bool {
 	j := &p.jump
 	j.valid0 = j.valid
 	same := n.preset || j.valid && j.robust && n.t-j.prevT == n.r.slot && n.rx.seq0 == j.run.seq0 && n.rx.t0 == j.run.t0 &&
-		n.rx.slot == j.run.slot && slices.Equal(n.snap, j.prev)
+		n.rx.slot == j.run.slot && sameInts(n.snap, j.prev)
 	if same && p.tl.on {
 		p.tailEnd(n) // the way on from a stretch's end ends where the state repeats
 	}

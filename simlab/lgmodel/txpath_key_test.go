@@ -76,3 +76,30 @@ func TestTxPathStretchNoteKeepsItsOffset(t *testing.T) {
 		}
 	}
 }
+
+// sameInts, which compares the accounting's keys and states as bytes, is
+// slices.Equal: a difference in any number, in any of its bytes, or in
+// the length is found.
+func TestSameIntsIsSlicesEqual(t *testing.T) {
+	for n := 0; n <= 40; n++ {
+		a := make([]int64, n)
+		for i := range a {
+			a[i] = int64(i*i) - 300
+		}
+		if !sameInts(a, slices.Clone(a)) {
+			t.Fatalf("%d numbers: a copy differs", n)
+		}
+		if sameInts(a, append(slices.Clone(a), 0)) || sameInts(append(slices.Clone(a), 0), a) {
+			t.Errorf("%d numbers: the same with one more", n)
+		}
+		for i := range a {
+			for _, bit := range []uint{0, 17, 40, 63} {
+				b := slices.Clone(a)
+				b[i] ^= int64(1) << bit
+				if sameInts(a, b) || sameInts(b, a) {
+					t.Errorf("%d numbers: number %d with bit %d flipped found the same", n, i, bit)
+				}
+			}
+		}
+	}
+}

@@ -117,7 +117,7 @@ func (s *sim) tpReplay(rec *recording, ds, dt, n0, t0, t1 int64) {
 	}
 	var mk *tpMemoKey
 	for _, x := range rec.tp {
-		if slices.Equal(x.key, k) {
+		if sameInts(x.key, k) {
 			mk = x
 			break
 		}
@@ -473,7 +473,7 @@ func (p *txPath) buildUp(s, t, until int64, r *tpRun, ri int, lo int64, snap []i
 	phase := p.courierPhase(t)
 	var ends []*tpBuildEnd
 	for _, x := range bu.memo[h] {
-		if slices.Equal(x.key, key) {
+		if sameInts(x.key, key) {
 			ends = x.ends
 			break
 		}
@@ -532,7 +532,7 @@ func (p *txPath) noteBuildUp(s, t int64, snap []int64, rx *tpRun, same bool) {
 	}
 	var bk *tpBuildKey
 	for _, x := range bu.memo[h] {
-		if slices.Equal(x.key, bu.key) {
+		if sameInts(x.key, bu.key) {
 			bk = x
 			break
 		}

@@ -115,7 +115,7 @@ func (p *txPath) findTail(until int64) *tpTail {
 			continue
 		}
 		tl.in = p.tailInputs(tl.in[:0], p, p.sends[p.sendsAt:], x.t2, x.end[3])
-		if slices.Equal(tl.in, x.in) {
+		if sameInts(tl.in, x.in) {
 			return x
 		}
 	}
