@@ -86,3 +86,47 @@ func TestLinkChangedMidRunTakesEffectAsReadAtEveryChunk(t *testing.T) {
 		})
 	}
 }
+
+// A long wait catches the model up in pieces of about as many frames on
+// any link (settleSpan): on a 25G link every 40 ms of the clock, the
+// frames of settleEvery (10 ms) at 100G. The frames the generator sent,
+// read after every chunk, move only at a catch-up: no piece is more
+// than settleEvery's frames at 100G and a chunk's, and each is more than
+// settleEvery's frames at 25G. Fails with the span left at settleEvery
+// on the slower link (four times the catch-ups, each with the switch's
+// bookkeeping), and with the pieces unbounded (a stop mid-wait waiting
+// for the whole wait's model).
+func TestCatchUpsAreAsManyFramesOnASlowerLink(t *testing.T) {
+	// Unprotected, with the VOA at 0 dB: the model's cheapest.
+	p := newLGPairAt(t, 3, 0, "25GBASE-SR", "BF_SPEED_25G")
+	p.ok(p.tx, "table.del", fmt.Sprintf(`{"name":%q,"key":{"egress_port":%d}}`, lg.TableLinkProtect, lgPairPort))
+	const frameBytes, perBatch = 1024, 4000
+	perFrame := float64((frameBytes+20)*8) / 25e9       // seconds on the wire
+	frames := int64(0.2/perFrame) / perBatch * perBatch // 200 ms at line rate
+	var sent []int64
+	p.dp.afterChunk = func(time.Duration) {
+		for _, r := range p.dp.runs {
+			sent = append(sent, r.app.sent)
+		}
+	}
+	p.ok(p.tx, "pktgen.start", fmt.Sprintf(`{"app_id":1,"egress_port":%d,"pkt_len":%d,"timer_ns":1,"batches":%d,"packets_per_batch":%d}`,
+		lgPairPort, frameBytes-4, frames/perBatch, perBatch))
+	p.ok(p.tx, "time.wait", `{"until_ns":250000000}`)
+	var pieces []int64
+	for i := 1; i < len(sent); i++ {
+		if d := sent[i] - sent[i-1]; d > 0 {
+			pieces = append(pieces, d)
+		}
+	}
+	at100 := int64(settleEvery.Seconds() * 100e9 / float64((frameBytes+20)*8))
+	chunk := int64(advanceChunk.Seconds() / perFrame)
+	here := int64(settleEvery.Seconds() / perFrame)
+	if len(pieces) < 3 {
+		t.Fatalf("%d catch-ups seen in a wait of 250 ms: want at least 3", len(pieces))
+	}
+	for i, n := range pieces {
+		if n > at100+chunk || n <= here {
+			t.Errorf("catch-up %d of %d took %d frames: want more than %d (10 ms here), at most %d (10 ms at 100G and a chunk)", i+1, len(pieces), n, here, at100+chunk)
+		}
+	}
+}

@@ -6,7 +6,7 @@ package tofino
 // and is brought to it only when asked. The switch asks it when the queue
 // is read (tm.queue, opTMQueue: the only reader of a switch's queues), or
 // when another reading is to be tracked in the same queue, not at every
-// catch-up (every settleEvery of the switch's clock), where nobody reads
+// catch-up (every settleSpan of the switch's clock), where nobody reads
 // it: at 10^8 frames those asks were 0.2% of the model's instructions at
 // 100G and 1.8% at 25G non-blocking (lgmodel's BenchmarkSwitchSlices*
 // against BenchmarkSwitchSlicesTxQueue*).

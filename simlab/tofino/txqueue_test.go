@@ -34,9 +34,16 @@ const lgPairPort = 136
 
 func newLGPair(t testing.TB, seed uint64, blocking int) *lgPair {
 	t.Helper()
+	return newLGPairAt(t, seed, blocking, "100GBASE-SR4", "BF_SPEED_100G")
+}
+
+// newLGPairAt is newLGPair over a fibre of the transceiver tr and ports
+// of the speed.
+func newLGPairAt(t testing.TB, seed uint64, blocking int, trName, speed string) *lgPair {
+	t.Helper()
 	w := world.New(seed)
 	p := &lgPair{t: t, dp: NewDataplane(w), conns: map[*Tofino]*agentConn{}}
-	tr, err := physics.TransceiverByName("100GBASE-SR4")
+	tr, err := physics.TransceiverByName(trName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +67,7 @@ func newLGPair(t testing.TB, seed uint64, blocking int) *lgPair {
 		p.conns[s.sw] = dialAgent(t, s.sw)
 		p.conns[s.sw].c.SetDeadline(time.Now().Add(time.Minute)) // the model's frames under the race detector
 		p.ok(s.sw, "auth", `{"token":"tok"}`)
-		p.ok(s.sw, "port.add", fmt.Sprintf(`{"dev_port":%d,"speed":"BF_SPEED_100G","fec":"BF_FEC_TYP_RS"}`, lgPairPort))
+		p.ok(s.sw, "port.add", fmt.Sprintf(`{"dev_port":%d,"speed":%q,"fec":"BF_FEC_TYP_RS"}`, lgPairPort, speed))
 		for _, m := range s.mirrs {
 			p.ok(s.sw, "mirror.add", fmt.Sprintf(`{"sid":%d,"direction":%q,"ucast_egress_port":%d,"egress_port_queue":%d,"max_pkt_len":%d}`,
 				m.ID, m.Direction, m.Port, m.Queue, m.MaxPktLen))
