@@ -100,7 +100,8 @@ func TestVOAHome(t *testing.T) {
 // stepper stands 200 steps short; voa home finds the count 200 steps off
 // and sets it truly to 7.5 dB, and a second home finds nothing off. The
 // fault control endpoint takes the same spec (lab fault), and a bad spec
-// or a slip on a device without a stepper is refused at exit 2.
+// or a slip on a device without a stepper is refused at exit 2, from
+// either.
 func TestVOAHomeFindsASlipFault(t *testing.T) {
 	_, state := dirs(t)
 	for spec, want := range map[string]string{
@@ -167,6 +168,9 @@ func TestVOAHomeFindsASlipFault(t *testing.T) {
 	ctl, err := controlFromInventory(inv)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if code, _, errOut := testbedRun(t, "lab", "fault", "voa1=slip:100", "--lab-control", ctl); code != exitBadInput || !strings.Contains(errOut, "voa1: fault slip:100:1: the device has no stepper motor") {
+		t.Errorf("lab fault voa1=slip:100 (an N77xx): exit %d, %s; want exit %d naming voa1", code, errOut, exitBadInput)
 	}
 	if code, _, errOut := testbedRun(t, "lab", "fault", "voa2=slip:100", "--lab-control", ctl); code != exitOK {
 		t.Fatalf("lab fault voa2=slip:100: exit %d, %s", code, errOut)
