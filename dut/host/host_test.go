@@ -214,12 +214,28 @@ func standIn(version string) []byte {
 case "$1" in
 --version) echo "hostagent ` + version + `" ;;
 serve) exec python3 -u -c '
-import http.server, json, os, stat, sys, threading
+import http.server, json, os, stat, sys, threading, time
 tokfile = sys.argv[3]  # argv[2] is the binary, which alive() looks for
 # It outlives the SSH session that starts it, as the real agent does, so a
 # test binary stopped by -timeout (which runs no cleanups) left it running:
-# it ends itself after 10 minutes, longer than any test.
+# it ends itself once the sshd of the test (which ends with the binary) is gone,
+# and after 10 minutes at most, longer than any test.
 threading.Timer(600, os._exit, (0,)).start()
+def sshd_gone(pid):
+    try:
+        st = open("/proc/%d/stat" % pid).read()
+    except OSError:
+        return True
+    return st[st.rindex(")") + 2] in "ZX"
+def watch(pid):
+    while not sshd_gone(pid):
+        time.sleep(0.2)
+    os._exit(0)
+try:
+    sshd = int(open(os.environ["SSHDTEST_PID_FILE"]).read())
+    threading.Thread(target=watch, args=(sshd,), daemon=True).start()
+except (KeyError, OSError, ValueError):
+    pass
 if stat.S_IMODE(os.stat(tokfile).st_mode) & 0o077:
     sys.exit("token file readable by others")
 class H(http.server.BaseHTTPRequestHandler):
@@ -540,4 +556,37 @@ func statusWithout(t *testing.T, a *Agent, auth string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// The stand-in agent outlives the SSH session that starts it, as the
+// agent does; a test binary killed or stopped by -timeout runs no cleanup
+// to kill it, but its sshd goes with it (internal/proctest), and the
+// stand-in ends itself once that sshd is gone (SSHDTEST_PID_FILE). Here
+// the sshd is killed as the binary's death would end it, and the stand-in
+// must go within a bound (it looks every 0.2 s; the bound is for a loaded
+// machine). Fails with the stand-in's watch taken out (its 10-minute
+// timer is the only other end).
+func TestStandInAgentEndsWithTheSSHD(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("the stand-in hostagent needs /usr/bin/python3")
+	}
+	d := startSSHD(t)
+	h := d.open(t, "h1")
+	killAgentAtCleanup(t, h, d.Home)
+	ctx := testCtx(t)
+	if _, err := h.InstallAgent(ctx, AgentBinary{Data: standIn("0.0.1")}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := h.StartAgent(ctx)
+	if err != nil || !processAlive(a.PID) {
+		t.Fatalf("agent %+v: %v", a, err)
+	}
+	syscall.Kill(-d.PID, syscall.SIGKILL) // the sshd's group, as its watcher kills it
+	deadline := time.Now().Add(30 * time.Second)
+	for processAlive(a.PID) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if processAlive(a.PID) {
+		t.Errorf("the stand-in agent (pid %d) still runs 30 s after the sshd was killed", a.PID)
+	}
 }

@@ -48,7 +48,8 @@ func (s *Server) Log() string { return s.log.String() }
 
 // Options of a server.
 type Options struct {
-	// Env is set in every session (sshd_config SetEnv), beside HOME.
+	// Env is set in every session (sshd_config SetEnv), beside HOME and
+	// SSHDTEST_PID_FILE (the sshd's pid file).
 	Env map[string]string
 }
 
@@ -138,7 +139,10 @@ func Start(t *testing.T, o Options) *Server {
 	if err := os.WriteFile(filepath.Join(dir, "authorized_keys"), ssh.MarshalAuthorizedKey(clientPub), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := "HOME=" + s.Home
+	// A stand-in daemon a session starts, which leaves the sshd's
+	// process group as the real one does, finds the sshd by its pid file
+	// and can end itself once it is gone (SSHDTEST_PID_FILE).
+	env := "HOME=" + s.Home + " SSHDTEST_PID_FILE=" + filepath.Join(dir, "sshd.pid")
 	for k, v := range o.Env {
 		if strings.ContainsAny(k+v, " \"\n") {
 			t.Fatalf("sshdtest: environment %s=%q: no spaces, quotes or newlines", k, v)
