@@ -77,30 +77,50 @@ type tpHold struct {
 
 type tpBack struct{ seq, at int64 }
 
-// tpQueue is a FIFO that reuses its spent front.
+// tpQueue is a FIFO that reuses its spent front. Its copies are kept
+// relative to (ds, dt): a shift of the whole queue moves those two, and
+// a queue loaded from a note reads the note's own numbers (shared) until
+// it is pushed to, when it takes a copy of its own.
 type tpQueue struct {
-	a    []tpBack
-	head int
+	a      []tpBack
+	head   int
+	ds, dt int64
+	shared bool     // a is a note's: never written
+	own    []tpBack // the queue's own storage, while a is a note's
 }
 
-func (q *tpQueue) len() int       { return len(q.a) - q.head }
-func (q *tpQueue) front() *tpBack { return &q.a[q.head] }
+func (q *tpQueue) len() int { return len(q.a) - q.head }
+func (q *tpQueue) front() tpBack {
+	b := q.a[q.head]
+	return tpBack{b.seq + q.ds, b.at + q.dt}
+}
 
 func (q *tpQueue) push(b tpBack) {
-	if q.head > 32 && 2*q.head >= len(q.a) {
+	if q.shared {
+		q.a, q.head, q.shared = append(q.own[:0], q.a[q.head:]...), 0, false
+	} else if q.head > 32 && 2*q.head >= len(q.a) {
 		q.a = q.a[:copy(q.a, q.a[q.head:])]
 		q.head = 0
 	}
-	q.a = append(q.a, b)
+	q.a = append(q.a, tpBack{b.seq - q.ds, b.at - q.dt})
 }
 
 func (q *tpQueue) pop() tpBack {
-	b := q.a[q.head]
+	b := q.front()
 	q.head++
 	if q.head == len(q.a) {
+		if q.shared {
+			q.a, q.shared = q.own, false
+		}
 		q.a, q.head = q.a[:0], 0
 	}
 	return b
+}
+
+// shift moves every copy in the queue ds on and dt later.
+func (q *tpQueue) shift(ds, dt int64) {
+	q.ds += ds
+	q.dt += dt
 }
 
 // appendQueues appends the copies in flight, relative to copy s0 and time
@@ -109,8 +129,9 @@ func (q *tpQueue) pop() tpBack {
 func (p *txPath) appendQueues(k []int64, s0, t0 int64) []int64 {
 	for _, q := range []*tpQueue{&p.first, &p.q16, &p.on16} {
 		k = append(k, int64(q.len()))
+		ds, dt := q.ds-s0, q.dt-t0
 		for _, b := range q.a[q.head:] {
-			k = append(k, b.seq-s0, b.at-t0)
+			k = append(k, b.seq+ds, b.at+dt)
 		}
 	}
 	return k
@@ -137,13 +158,21 @@ func (p *txPath) loadQueues(v []int64, s0, t0 int64) []int64 {
 func (q *tpQueue) load(v []int64, s0, t0 int64, lo *int64) []int64 {
 	n := int(v[0])
 	w := v[1 : 1+2*n]
-	a := slices.Grow(q.a[:0], n)[:n]
-	least := *lo
-	for i := range a {
-		a[i] = tpBack{w[2*i] + s0, w[2*i+1] + t0}
-		least = min(least, a[i].seq)
+	q.head, q.ds, q.dt = 0, s0, t0
+	if !q.shared {
+		q.own = q.a // kept for when the queue is pushed to
 	}
-	q.a, q.head, *lo = a, 0, least
+	if n == 0 {
+		q.a, q.shared = q.own[:0], false
+		return v[1:]
+	}
+	// The note's numbers read in place, as pairs: a copy is two int64s.
+	q.a, q.shared = unsafe.Slice((*tpBack)(unsafe.Pointer(&w[0])), n)[:n:n], true
+	least := int64(math.MaxInt64)
+	for i := 0; i < len(w); i += 2 {
+		least = min(least, w[i])
+	}
+	*lo = min(*lo, least+s0)
 	return v[1+2*n:]
 }
 
@@ -1162,7 +1191,7 @@ func (p *txPath) scanLeast(floor int64) (lo int64, looked int) {
 	for _, q := range []*tpQueue{&p.on16, &p.q16, &p.first} {
 		i := q.head
 		for ; i < len(q.a) && lo != floor; i++ {
-			lo = min(lo, q.a[i].seq)
+			lo = min(lo, q.a[i].seq+q.ds)
 		}
 		looked += i - q.head
 	}
@@ -1232,11 +1261,7 @@ func (p *txPath) jumpLength(t, until int64, r *tpRun, ri int, least, from int64)
 // ports, the sender's run.
 func (p *txPath) shift(ds, dt int64, r *tpRun) {
 	for _, q := range [3]*tpQueue{&p.first, &p.q16, &p.on16} {
-		a := q.a[q.head:]
-		for i := range a {
-			a[i].seq += ds
-			a[i].at += dt
-		}
+		q.shift(ds, dt)
 	}
 	if p.least != math.MaxInt64 {
 		p.least += ds // none in flight stays none
