@@ -141,8 +141,14 @@ func countColour(img image.Image, c [3]int) int {
 // headless shell where installed (Debian's chromium-headless-shell, the
 // same Blink renderer without the browser around it), else chromium. A
 // launch of the shell took 0.33 s of CPU where chromium --headless took
-// 1.0 s for the same dump and screenshot of a loss-sweep report, and
-// every recipe test that checks its report launches one.
+// 1.0 s for the same dump and screenshot of a loss-sweep report, as
+// /usr/bin/time counts it (the processes the launch waits for); with
+// every process of the launch counted (a cgroup of its own), 2.1-2.2 s
+// against 5.1 s. Every recipe test that checks its report launches one.
+// --single-process cut a launch of the shell to 1.4-1.5 s but is not
+// used: 2 of 16 launches side by side died on their way out (exit 133,
+// a trap, after the screenshot was written), and so did one of make
+// test's.
 func Headless() (string, error) {
 	if p, err := exec.LookPath("chromium-headless-shell"); err == nil {
 		return p, nil
