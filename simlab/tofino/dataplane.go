@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -676,14 +677,27 @@ func (d *Dataplane) advanceLocked(t time.Duration) error {
 			return err
 		}
 	}
-	d.stepFollowers(d.now, t)
-	if err := d.stepStardust(t); err != nil {
+	if len(d.follow) > 0 {
+		d.stepFollowers(d.now, t)
+	}
+	// The fabrics' switches, read once a chunk for both (fabric_dp.go).
+	sd, ec := d.fabricSwitchesLocked()
+	if err := d.stepStardust(sd, t); err != nil {
 		return err
 	}
-	if err := d.stepECMP(t); err != nil { // ecmp_dp.go
+	if err := d.stepECMP(ec, t); err != nil { // ecmp_dp.go
 		return err
 	}
 	d.now = t
+	d.dropEnded()
+	return nil
+}
+
+// dropEnded takes the runs whose application is done off the list.
+func (d *Dataplane) dropEnded() {
+	if !slices.ContainsFunc(d.runs, func(r *lgRun) bool { return r.app.done }) {
+		return
+	}
 	kept := d.runs[:0]
 	for _, r := range d.runs {
 		if !r.app.done {
@@ -691,7 +705,6 @@ func (d *Dataplane) advanceLocked(t time.Duration) error {
 		}
 	}
 	d.runs = kept
-	return nil
 }
 
 func (d *Dataplane) advanceRun(r *lgRun, t time.Duration) error {

@@ -109,10 +109,10 @@ func (d *Dataplane) ecmpSwitches() []*Tofino {
 	return out
 }
 
-// stepECMP runs the fabric to t. A table the fabric cannot hold is an
-// error only while some ecmp application generates.
-func (d *Dataplane) stepECMP(t time.Duration) error {
-	_, sws := d.fabricSwitchesLocked()
+// stepECMP runs the fabric of the switches sws (fabricSwitchesLocked) to
+// t. A table the fabric cannot hold is an error only while some ecmp
+// application generates.
+func (d *Dataplane) stepECMP(sws []*Tofino, t time.Duration) error {
 	if len(sws) == 0 {
 		d.ec = nil
 		return nil

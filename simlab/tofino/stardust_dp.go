@@ -120,10 +120,10 @@ func (d *Dataplane) stardustSwitches() []*Tofino {
 // ps is a dataplane time in picoseconds.
 func ps(t time.Duration) int64 { return int64(t) * 1000 }
 
-// stepStardust runs the fabric to t. A topology the fabric cannot hold
-// is an error only while some Stardust application generates.
-func (d *Dataplane) stepStardust(t time.Duration) error {
-	sws, _ := d.fabricSwitchesLocked()
+// stepStardust runs the fabric of the switches sws (fabricSwitchesLocked)
+// to t. A topology the fabric cannot hold is an error only while some
+// Stardust application generates.
+func (d *Dataplane) stepStardust(sws []*Tofino, t time.Duration) error {
 	if len(sws) == 0 {
 		d.sd = nil
 		return nil
