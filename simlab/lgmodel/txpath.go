@@ -331,12 +331,12 @@ func newTxPath(s *sim) *txPath {
 // repeats, and the recording under way.
 func (s *sim) tpInput(e tpEntry) {
 	p := s.tp
-	p.add(e)
+	p.add(&e)
 	if p.inLog != nil {
 		*p.inLog = append(*p.inLog, e)
 	}
 	if p.logging {
-		p.hist[p.histN%tpHistory] = e
+		p.hist[uint64(p.histN)%tpHistory] = e // histN >= 0: a mask, no bounds check
 		p.histN++
 	}
 	if r := s.rec; r != nil {
@@ -350,12 +350,12 @@ func (s *sim) tpInput(e tpEntry) {
 	}
 }
 
-func (p *txPath) add(e tpEntry) {
+func (p *txPath) add(e *tpEntry) {
 	if p.st.on && (e.kind == tpRx || e.kind == tpRxRun) {
 		p.st.reg.add(e) // the register as the stretch recorded reads it
 	}
 	if p.tl.on {
-		p.tailAdd(e) // the inputs of the way on recorded
+		p.tailAdd(*e) // the inputs of the way on recorded
 	}
 	switch e.kind {
 	case tpSend:
@@ -457,7 +457,7 @@ func (p *txPath) histAt(i int64) tpEntry {
 			return e
 		}
 	}
-	return p.hist[i%tpHistory]
+	return p.hist[uint64(i)%tpHistory]
 }
 
 // feed adds the inputs of a replayed stretch or of jumped cycles, shifted
@@ -503,9 +503,9 @@ func (s *sim) tpJump(from, now, p, d, m int64) {
 		// stretch): m of them, one period apart, are a run of each.
 		for _, e := range period {
 			if e.kind == tpSend {
-				tp.add(tpEntry{kind: tpSend, at: e.at + d, seq: e.seq + 1, slot: d, n: m})
+				tp.add(&tpEntry{kind: tpSend, at: e.at + d, seq: e.seq + 1, slot: d, n: m})
 			} else {
-				tp.add(tpEntry{kind: tpRxRun, at: e.at + d, t0: e.at + d, seq: e.seq, slot: d, n: m})
+				tp.add(&tpEntry{kind: tpRxRun, at: e.at + d, t0: e.at + d, seq: e.seq, slot: d, n: m})
 			}
 		}
 		return
@@ -513,8 +513,8 @@ func (s *sim) tpJump(from, now, p, d, m int64) {
 	if sr, rr, ok := periodRuns(period, p, d); ok {
 		// p copies and p ACKs a period, one slot apart (25G's in-order
 		// stretch): m periods of them are a run of each, m*p long.
-		tp.add(tpEntry{kind: tpSend, at: sr.t0 + d, seq: sr.seq0 + p, slot: sr.slot, n: m * p})
-		tp.add(tpEntry{kind: tpRxRun, at: rr.t0 + d, t0: rr.t0 + d, seq: rr.seq0 + p, slot: rr.slot, n: m * p})
+		tp.add(&tpEntry{kind: tpSend, at: sr.t0 + d, seq: sr.seq0 + p, slot: sr.slot, n: m * p})
+		tp.add(&tpEntry{kind: tpRxRun, at: rr.t0 + d, t0: rr.t0 + d, seq: rr.seq0 + p, slot: rr.slot, n: m * p})
 		return
 	}
 	// The cycle's inputs need not be kept: the next cycle is found a
@@ -524,7 +524,7 @@ func (s *sim) tpJump(from, now, p, d, m int64) {
 			e.at += j * d
 			e.t0 += j * d
 			e.seq += j * p
-			tp.add(e)
+			tp.add(&e)
 		}
 		if j&255 == 0 {
 			tp.advance(period[0].at + j*d)

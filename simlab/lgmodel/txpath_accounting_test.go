@@ -407,7 +407,7 @@ func TestTxPathRegisterIsItsInputs(t *testing.T) {
 			if n := len(p.rxRun); n > 0 {
 				t0 = p.rxRun[n-1].t0
 			}
-			p.add(e)
+			p.add(&e)
 			if n := len(p.rxRun); e.kind == tpRx && n > 0 && p.rxRun[n-1].t0 < t0 {
 				extended++
 			}

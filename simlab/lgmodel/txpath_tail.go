@@ -158,7 +158,7 @@ func (p *txPath) tailAdd(e tpEntry) {
 	tl := &p.tl
 	switch e.kind {
 	case tpRx, tpRxRun:
-		tl.reg.add(e)
+		tl.reg.add(&e)
 	case tpSend:
 		if k := len(tl.sends) - 1; k >= 0 && tl.sends[k].continuedBy(e.seq, e.at, e.slot) {
 			tl.sends[k].n += e.n
