@@ -216,27 +216,7 @@ case "$1" in
 serve) exec python3 -u -c '
 import http.server, json, os, stat, sys, threading, time
 tokfile = sys.argv[3]  # argv[2] is the binary, which alive() looks for
-# It outlives the SSH session that starts it, as the real agent does, so a
-# test binary stopped by -timeout (which runs no cleanups) left it running:
-# it ends itself once the sshd of the test (which ends with the binary) is gone,
-# and after 10 minutes at most, longer than any test.
-threading.Timer(600, os._exit, (0,)).start()
-def sshd_gone(pid):
-    try:
-        st = open("/proc/%d/stat" % pid).read()
-    except OSError:
-        return True
-    return st[st.rindex(")") + 2] in "ZX"
-def watch(pid):
-    while not sshd_gone(pid):
-        time.sleep(0.2)
-    os._exit(0)
-try:
-    sshd = int(open(os.environ["SSHDTEST_PID_FILE"]).read())
-    threading.Thread(target=watch, args=(sshd,), daemon=True).start()
-except (KeyError, OSError, ValueError):
-    pass
-if stat.S_IMODE(os.stat(tokfile).st_mode) & 0o077:
+` + sshdtest.PyEndsWithSSHD(`int(open(os.environ["SSHDTEST_PID_FILE"]).read())`) + `if stat.S_IMODE(os.stat(tokfile).st_mode) & 0o077:
     sys.exit("token file readable by others")
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):

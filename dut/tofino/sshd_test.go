@@ -111,24 +111,11 @@ cat <&3
 	// bfshell's port, and runs an agent script it is handed as
 	// bfrtcli.start_bfrt runs a -b script, in its own environment. It
 	// outlives the SSH session that starts it, as bf_switchd does, so the
-	// test's cleanup kills it; a test binary stopped by -timeout (or
-	// killed) runs no cleanup: it ends itself once the test's sshd, which
-	// ends with the binary (internal/proctest), is gone, and after 10
-	// minutes at most, longer than any test.
+	// test's cleanup kills it, and it ends itself with the test's sshd
+	// (sshdtest.PyEndsWithSSHD) where no cleanup runs.
 	writeExec(t, filepath.Join(s.dir, "install", "bin", "bf_switchd"), "#!"+py+`
 import os, socket, sys, threading, time
-def sshd_gone(pid):
-    try:
-        st = open("/proc/%d/stat" % pid).read()
-    except OSError:
-        return True
-    return st[st.rindex(")") + 2] in "ZX"
-def watch(pid):
-    while not sshd_gone(pid):
-        time.sleep(0.2)
-    os._exit(0)
-threading.Thread(target=watch, args=(`+strconv.Itoa(s.srv.PID)+`,), daemon=True).start()
-threading.Timer(600, os._exit, (0,)).start()
+`+sshdtest.PyEndsWithSSHD(strconv.Itoa(s.srv.PID))+`
 d = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, `+strconv.Quote(agentDir)+`)
 sys.dont_write_bytecode = True

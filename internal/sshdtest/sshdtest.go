@@ -86,6 +86,35 @@ func Path() (string, error) {
 
 // WriteKey writes a new ed25519 private key to path and returns its public
 // key.
+// PyEndsWithSSHD is Python for a stand-in a test starts over SSH that
+// outlives its session, as a real agent or bf_switchd does, so that it
+// does not outlive the test: a test binary stopped by -timeout (or killed)
+// runs no cleanup, but its sshd ends with it (internal/proctest). The
+// code ends the process once the sshd whose pid the Python expression pid
+// gives is gone (nothing is watched where pid cannot be read), and after
+// 10 minutes at most, longer than any test. It is written at the top
+// level of a script that imports os, threading and time, and holds no
+// single quote, so it can sit in a shell's python3 -c '...'.
+func PyEndsWithSSHD(pid string) string {
+	return `
+threading.Timer(600, os._exit, (0,)).start()
+def sshd_gone(pid):
+    try:
+        st = open("/proc/%d/stat" % pid).read()
+    except OSError:
+        return True
+    return st[st.rindex(")") + 2] in "ZX"
+def watch(pid):
+    while not sshd_gone(pid):
+        time.sleep(0.2)
+    os._exit(0)
+try:
+    threading.Thread(target=watch, args=(` + pid + `,), daemon=True).start()
+except (KeyError, OSError, ValueError):
+    pass
+`
+}
+
 func WriteKey(t *testing.T, path string) ssh.PublicKey { return writeKey(t, path) }
 
 func writeKey(t *testing.T, path string) ssh.PublicKey {
