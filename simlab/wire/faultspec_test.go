@@ -40,19 +40,7 @@ func TestParseFaultSpec(t *testing.T) {
 
 func TestInjectCountsAndAlways(t *testing.T) {
 	f := &Faults{}
-	for _, s := range []string{"drop:2", "garbage:always", "delay:5ms:1", "error:E1:2", "error:E2:always"} {
-		fs, err := ParseFaultSpec(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Inject(fs); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var got []string
-	for _, p := range f.Pending() {
-		got = append(got, p.String())
-	}
+	got := injectAll(t, f, "drop:2", "garbage:always", "delay:5ms:1", "error:E1:2", "error:E2:always")
 	if want := "[drop:2 garbage:always delay:5ms:1 error:E1:2 error:E2:always]"; fmtList(got) != want {
 		t.Errorf("pending %v, want %s", got, want)
 	}
@@ -93,19 +81,7 @@ func TestInjectCountsAndAlways(t *testing.T) {
 func TestSlipCountsMotions(t *testing.T) {
 	f := &Faults{}
 	f.HasStepper()
-	for _, s := range []string{"slip:200:2", "slip:50:always", "slip:7"} {
-		fs, err := ParseFaultSpec(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Inject(fs); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var got []string
-	for _, p := range f.Pending() {
-		got = append(got, p.String())
-	}
+	got := injectAll(t, f, "slip:200:2", "slip:50:always", "slip:7")
 	if want := "[slip:207:1 slip:200:1 slip:50:always]"; fmtList(got) != want {
 		t.Errorf("pending %v, want %s", got, want)
 	}
@@ -137,4 +113,24 @@ func fmtList(s []string) string {
 		out += x
 	}
 	return out + "]"
+}
+
+// injectAll parses and injects each spec into f, and returns what f then
+// has pending, as specs.
+func injectAll(t *testing.T, f *Faults, specs ...string) []string {
+	t.Helper()
+	for _, s := range specs {
+		fs, err := ParseFaultSpec(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Inject(fs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for _, p := range f.Pending() {
+		got = append(got, p.String())
+	}
+	return got
 }
