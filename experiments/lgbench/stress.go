@@ -174,12 +174,13 @@ func (b *Bench) Run(ctx context.Context, s Stress) (StressResult, error) {
 	}()
 	t0 := before.Time
 	d := b.runDuration(s, g.Packets())
+	w := b.clockWaits()
 	if s.Window {
-		w1, err := b.waitRead(ctx, t0+d/10)
+		w1, err := w.read(ctx, t0+d/10)
 		if err != nil {
 			return r, err
 		}
-		w2, err := b.waitRead(ctx, t0+d*9/10)
+		w2, err := w.read(ctx, t0+d*9/10)
 		if err != nil {
 			return r, err
 		}
@@ -187,7 +188,7 @@ func (b *Bench) Run(ctx context.Context, s Stress) (StressResult, error) {
 			r.RateGbps = float64(w2.Delivered-w1.Delivered) * float64((s.FrameBytes+20)*8) / dt.Seconds() / 1e9
 		}
 	}
-	reached, err := b.waitClock(ctx, t0+d)
+	reached, err := w.until(ctx, t0+d)
 	if err != nil {
 		return r, err
 	}
@@ -197,6 +198,7 @@ func (b *Bench) Run(ctx context.Context, s Stress) (StressResult, error) {
 	}
 	limit := t0 + 2*d + 10*time.Second
 	var sent int64
+	var now time.Duration
 	for {
 		if err := ctx.Err(); err != nil {
 			return r, fmt.Errorf("%s: wait for the packet generator: %w", b.Sender, context.Cause(ctx))
@@ -205,8 +207,7 @@ func (b *Bench) Run(ctx context.Context, s Stress) (StressResult, error) {
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", b.Sender, err)
 		}
-		now, err := b.Tx.Clock(ctx)
-		if err != nil {
+		if now, err = b.Tx.Clock(ctx); err != nil {
 			return r, fmt.Errorf("%s: %w", b.Sender, err)
 		}
 		if st.Done {
@@ -216,18 +217,18 @@ func (b *Bench) Run(ctx context.Context, s Stress) (StressResult, error) {
 		if now > limit {
 			return r, fmt.Errorf("%s: the packet generator sent %d of %d frames in %v of device time (its timer needs %v)", b.Sender, st.Packets, g.Packets(), now-t0, d)
 		}
-		if reached, err = b.waitClock(ctx, b.nextRead(s, poll, now, now-reached, g.Packets()-st.Packets)); err != nil {
+		if reached, err = w.from(ctx, now, b.nextRead(s, poll, now, now-reached, g.Packets()-st.Packets)); err != nil {
 			return r, err
 		}
 	}
 	stopped = true
 	// Frames still in flight (retransmissions, the reorder buffer) land
-	// within microseconds; one millisecond of device time covers them.
-	now, err := b.Tx.Clock(ctx)
-	if err != nil {
-		return r, fmt.Errorf("%s: %w", b.Sender, err)
+	// within microseconds; one millisecond of device time after the clock
+	// read with the generator's last status covers them.
+	if _, err := w.from(ctx, now, now+time.Millisecond); err != nil {
+		return r, err
 	}
-	after, err := b.waitRead(ctx, now+time.Millisecond)
+	after, err := b.Read(ctx)
 	if err != nil {
 		return r, err
 	}
@@ -276,8 +277,8 @@ func pktgen(b *Bench, s Stress, batches, per int) p4switch.Pktgen {
 		Interval: b.interval(s), Batches: batches, PerBatch: per}
 }
 
-// clockStep is the device time the first request of a wait asks the
-// switch for. A request cannot be taken back once the switch has it: the
+// clockStep is the device time the first request of a run's first wait
+// asks the switch for. A request cannot be taken back once the switch has it: the
 // switch answers nothing else (the generator's stop included) until that
 // wait ends, and a simulated switch computes the whole span first. Short
 // steps, with the context checked between them, let a cancelled run stop
@@ -287,8 +288,8 @@ func pktgen(b *Bench, s Stress, batches, per int) p4switch.Pktgen {
 // (a lossless 25G link's 400,000 frames, a few milliseconds), and then the
 // requests, not the model, are what a long stress test spends its time on:
 // 3.84x10^9 frames at 25G are 9,470 steps of 200 ms (37,600 of 50 ms cost
-// more CPU time than the model of the whole non-blocking point). So a wait
-// doubles its step, up to clockStepMax, while a step comes back within
+// more CPU time than the model of the whole non-blocking point). So a run's
+// waits double their step, up to clockStepMax, while a step comes back within
 // stepWall of wall time, and halves it, down to clockStep, when one takes
 // more than 4x that: a stop is answered within a few tenths of a second
 // of wall time either way.
@@ -299,26 +300,55 @@ const (
 	stepWall     = 50 * time.Millisecond
 )
 
-// waitClock waits for the sender's clock to reach t, in steps that start
-// at clockStep (see there), returning as soon as ctx ends between steps.
-// It returns the time the clock read last.
-func (b *Bench) waitClock(ctx context.Context, t time.Duration) (time.Duration, error) {
-	now, err := b.Tx.Clock(ctx)
+// clockWait is a run's waits for the sender's clock: each wait starts with
+// the step the one before it ended with (clockStep for the first), so a
+// long stress test's later waits do not double their way up from
+// clockStep again, and one that is handed the clock as the caller just
+// read it does not read it again. A stress test of 10^8 frames at 25G
+// and 1e-3 (49 s of the clock) made 72 requests to the two switches
+// non-blocking and 188 ordered, 59 and 144 so (seed 1; the waits vary with
+// the wall time their steps take); on the simulated lab a request costs
+// the CPU of some 10^5 of the model's frames (docs/linkguardian.md).
+type clockWait struct {
+	b    *Bench
+	step time.Duration
+}
+
+func (b *Bench) clockWaits() *clockWait { return &clockWait{b: b, step: clockStep} }
+
+// until waits for the sender's clock to reach t, reading it first.
+func (w *clockWait) until(ctx context.Context, t time.Duration) (time.Duration, error) {
+	now, err := w.b.Tx.Clock(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", b.Sender, err)
+		return 0, fmt.Errorf("%s: %w", w.b.Sender, err)
 	}
-	step := clockStep
+	return w.from(ctx, now, t)
+}
+
+// from waits for the sender's clock to reach t from now, the clock as the
+// caller last read it, in steps (see clockStep), returning as soon as ctx
+// ends between steps. It returns the time the clock read last.
+func (w *clockWait) from(ctx context.Context, now, t time.Duration) (time.Duration, error) {
 	for now < t {
 		if err := ctx.Err(); err != nil {
-			return 0, fmt.Errorf("%s: wait for clock %v: %w", b.Sender, t, context.Cause(ctx))
+			return 0, fmt.Errorf("%s: wait for clock %v: %w", w.b.Sender, t, context.Cause(ctx))
 		}
 		start := time.Now()
-		if now, err = b.Tx.WaitClock(ctx, min(t, now+step)); err != nil {
-			return 0, fmt.Errorf("%s: %w", b.Sender, err)
+		var err error
+		if now, err = w.b.Tx.WaitClock(ctx, min(t, now+w.step)); err != nil {
+			return 0, fmt.Errorf("%s: %w", w.b.Sender, err)
 		}
-		step = nextStep(step, time.Since(start))
+		w.step = nextStep(w.step, time.Since(start))
 	}
 	return now, nil
+}
+
+// read waits for the clock to reach t and takes a snapshot there.
+func (w *clockWait) read(ctx context.Context, t time.Duration) (Snapshot, error) {
+	if _, err := w.until(ctx, t); err != nil {
+		return Snapshot{}, err
+	}
+	return w.b.Read(ctx)
 }
 
 // nextStep is the device time of a wait's next request after one of step
@@ -333,11 +363,10 @@ func nextStep(step, wall time.Duration) time.Duration {
 	return step
 }
 
+// waitRead waits, in steps from clockStep, for the sender's clock to
+// reach t and takes a snapshot there.
 func (b *Bench) waitRead(ctx context.Context, t time.Duration) (Snapshot, error) {
-	if _, err := b.waitClock(ctx, t); err != nil {
-		return Snapshot{}, err
-	}
-	return b.Read(ctx)
+	return b.clockWaits().read(ctx, t)
 }
 
 // Calibration is the attenuation that gives the link a loss rate, and the
