@@ -31,7 +31,10 @@
 // corruption, from a state seen before, is replayed from a recording of
 // it, drawing the same random numbers and handing over to stepping at the
 // first whose outcome differs (replay.go); Config.NoReplay turns this off,
-// and a test checks that both give identical results.
+// and a test checks that both give identical results. A steady stretch
+// longer than Config.MaxRun is sent as the chain of its capped runs that
+// start by the time asked for, as one run (runChain); Config.NoRunChain
+// turns this off, and a test checks that both give identical results.
 package lgmodel
 
 import (
@@ -151,8 +154,14 @@ type Config struct {
 	// identical either way; a test holds them to it.
 	NoReplay bool
 	// MaxRun caps the frames skipped over at once (0: no cap), so that
-	// counters read while the run advances grow smoothly.
+	// counters read while the run advances grow smoothly and a run stopped
+	// (StopOffering) has sent at most the run of MaxRun under way.
 	MaxRun int64
+	// NoRunChain sends a steady stretch longer than MaxRun as its runs of
+	// MaxRun one at a time, as the loop comes to each, instead of the
+	// runs that start by the time asked for as one (runChain). Results are
+	// identical either way; a test holds them to it.
+	NoRunChain bool
 	// CourierLoop is the period at which the receiver's courier packet
 	// carries the leading ACK back (txpath.go); 0: no courier accounting,
 	// the Tx buffer is read as the copies held. With it, the run also
@@ -514,6 +523,11 @@ type sim struct {
 	// so counters read mid-run count only the frames already sent.
 	runStart, runSlot, runLen int64
 	runEnd                    int64 // nextSeq after the last run
+	// chainLast is where sending the capped runs of the latest chain one
+	// by one would have left the clock (chainClock): it is there once the
+	// loop stops.
+	chainLast int64
+	chained   int64 // capped runs sent in chains, beyond the first of each (tests)
 	// prevRuns are the runs before the last whose ACKs may still be on
 	// their way (runs of MaxRun frames follow each other): start, slot,
 	// length, end.
@@ -649,8 +663,9 @@ func (m *Sim) Advance(until int64) bool {
 	m.s.reached = max(m.s.reached, until)
 	m.s.loop(until)
 	// The clock is where stepping would have left it: past the passes
-	// handled ahead, none later than the time asked for.
-	m.s.now = max(m.s.now, m.s.aheadAt)
+	// handled ahead and where the capped runs sent as one would have
+	// left it (chainClock), none later than the time asked for.
+	m.s.now = max(m.s.now, m.s.aheadAt, m.s.chainLast)
 	return m.s.done()
 }
 
@@ -1048,7 +1063,9 @@ func (s *sim) send(kind int) {
 				// corruption as one run.
 				n := min(s.gap, s.c.Frames-s.nextSeq)
 				if s.c.MaxRun > 0 {
-					n = min(n, s.c.MaxRun)
+					n = min(n, s.runChain())
+					s.chainLast = max(s.chainLast, s.chainClock(n))
+					s.chained += (n - 1) / s.c.MaxRun
 				}
 				s.gap -= n
 				s.emitRun(packet{seq: s.nextSeq, kind: lg.PktOriginal, bytes: s.c.FrameBytes, run: n})
@@ -1161,6 +1178,50 @@ func (s *sim) runProgress(t int64) (notSent, arrived int64) {
 		next = e.p.seq + e.p.run
 	}
 	return notSent, arrived
+}
+
+// runChain is how many frames a steady stretch sends now as one run:
+// MaxRun, or (without NoRunChain) the runs of MaxRun that go back to back
+// from now and start by the time asked for (s.until), which the loop
+// would send one after the other before it stops there. Nothing can tell
+// them apart: between them the loop only lands the runs before (in order,
+// steady), the leading ACK and the frames sent and landed read the same
+// for one run as for its pieces (txLack, runProgress), and whoever reads
+// the model or stops it (StopOffering) does so at the time asked for, by
+// when the capped runs would all have started; the run under way then is
+// the chain's last.
+func (s *sim) runChain() int64 {
+	if s.c.NoRunChain {
+		return s.c.MaxRun
+	}
+	span := s.c.MaxRun * s.serFrame
+	return s.c.MaxRun * (1 + max(s.until-s.now, 0)/span)
+}
+
+// chainClock is the latest time, by the time asked for, that sending a
+// chain of n frames from now as its capped runs one by one would have
+// moved the clock to: the last run's start, or a run before it landing
+// or its ACK reaching the sender (ackBack), events the chain has not.
+func (s *sim) chainClock(n int64) int64 {
+	span := s.c.MaxRun * s.serFrame
+	last := (n - 1) / s.c.MaxRun // the runs before the last
+	t := s.now + last*span
+	back := s.oneWay() + s.ser64 // a run's landing to its ACK's
+	if s.c.Mode == Off || s.c.NoAck {
+		back = 0 // no ACK (arrive, ackBack)
+	}
+	for j := last; j > 0; j-- {
+		land := s.now + j*span + s.oneWay() // run j-1's
+		if land+back <= t {
+			break // and every run before it
+		}
+		for _, at := range [2]int64{land, land + back} {
+			if at <= s.until {
+				t = max(t, at)
+			}
+		}
+	}
+	return t
 }
 
 func (s *sim) emitRun(p packet) {

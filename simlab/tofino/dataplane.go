@@ -594,6 +594,11 @@ func (d *Dataplane) newSegment(r *lgRun) error {
 	// and 1e-3, runs of 256 frames made a run between corruptions four
 	// runs and the model 1.5x slower, its Tx buffer accounting 1.3-1.6x
 	// (BenchmarkRecipeFrames25GNB1e3 against BenchmarkFrames25GNB1e3).
+	// The model sends the capped runs of a stretch that start by the
+	// time the switch asks for as one (lgmodel runChain): what it gives
+	// and what a stop finds sent are those of the runs one by one
+	// (TestStoppedGeneratorSentAtMostTheRunUnderWay), and the cap costs
+	// a run only where a catch-up or a stop cuts a stretch.
 	cfg.MaxRun = 256
 	if c.mode != lgmodel.Ordered {
 		cfg.MaxRun = 1024
