@@ -150,11 +150,40 @@ func (p *txPath) loadQueues(v []int64, s0, t0 int64) []int64 {
 	return v
 }
 
+// loadQueuesLeast is loadQueues where the least copy in v is known
+// (least, relative to s0; math.MaxInt64 when v holds none): a way on's
+// end keeps it (tpTail.least), and one is installed after most stretches
+// replayed, so its copies are not gone through for it each time.
+func (p *txPath) loadQueuesLeast(v []int64, s0, t0, least int64) []int64 {
+	v = p.first.load(v, s0, t0, nil)
+	v = p.q16.load(v, s0, t0, nil)
+	v = p.on16.load(v, s0, t0, nil)
+	if least != math.MaxInt64 {
+		least += s0
+	}
+	p.least, p.leastOK = least, true
+	return v
+}
+
+// leastQueued is the least copy in v (as appendQueues wrote it, relative;
+// math.MaxInt64 when none).
+func leastQueued(v []int64) int64 {
+	least := int64(math.MaxInt64)
+	for range 3 {
+		n := int(v[0])
+		for i := 1; i < 1+2*n; i += 2 {
+			least = min(least, v[i])
+		}
+		v = v[1+2*n:]
+	}
+	return least
+}
+
 // load sets q from v (its length, then each copy's sequence and time, as
 // appendQueues wrote them) shifted by s0 and t0, lowers lo to its least
-// copy, and returns what follows it in v. (Grown once and written in
-// place, not appended copy by copy: every stretch, way on and build-up
-// installed loads the copies in flight.)
+// copy (unless lo is nil: known), and returns what follows it in v.
+// (Grown once and written in place, not appended copy by copy: every
+// stretch, way on and build-up installed loads the copies in flight.)
 func (q *tpQueue) load(v []int64, s0, t0 int64, lo *int64) []int64 {
 	n := int(v[0])
 	w := v[1 : 1+2*n]
@@ -168,6 +197,9 @@ func (q *tpQueue) load(v []int64, s0, t0 int64, lo *int64) []int64 {
 	}
 	// The note's numbers read in place, as pairs: a copy is two int64s.
 	q.a, q.shared = unsafe.Slice((*tpBack)(unsafe.Pointer(&w[0])), n)[:n:n], true
+	if lo == nil {
+		return v[1+2*n:]
+	}
 	least := int64(math.MaxInt64)
 	for i := 0; i < len(w); i += 2 {
 		least = min(least, w[i])

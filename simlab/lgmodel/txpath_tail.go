@@ -43,6 +43,9 @@ type tpTail struct {
 	// presetJump gives it from the end's least, and the tests check it
 	// against this one, which the jumper held (checkPreset).
 	lo int64
+	// The least copy in flight at its end (relative; math.MaxInt64:
+	// none), loaded with its copies (loadQueuesLeast).
+	least int64
 }
 
 // tpTailRec is the way on being looked for or recorded.
@@ -197,6 +200,7 @@ func (p *txPath) tailEnd(n *tpNote) {
 	tl.end = end
 	x := &tpTail{end: slices.Clone(end), t2: t - a, maxQ: tl.peak,
 		phase: p.courierPhase(a), dl: tl.dl, dr: tl.dr}
+	x.least = leastQueued(x.end[4:])
 	x.in = p.tailInputs(nil, tl.reg, tl.sends, x.t2, fed)
 	x.snap, x.cons = slices.Clone(n.snap), slices.Clone(p.jump.cons)
 	x.lo = p.jump.lo - n0 // the last note's (keepNote comes after)
@@ -218,7 +222,7 @@ func (p *txPath) installTail(x *tpTail) {
 	}
 	p.now, p.free68, p.free16 = v[0]+a, abs(v[1]), abs(v[2])
 	fed := v[3] + n0
-	p.loadQueues(v[4:], n0, a)
+	p.loadQueuesLeast(v[4:], n0, a, x.least)
 	for p.sendsAt < len(p.sends) {
 		r := &p.sends[p.sendsAt]
 		if r.seq0+r.n <= fed {
