@@ -286,6 +286,9 @@ type txPath struct {
 	checkPreset bool
 	presetWrong int64
 	noteWrong   int64
+	// and the ways on's notes the jumper was handed (presetJump), each
+	// with a copy taken then: none may be written
+	presetSnaps [][2][]int64
 
 	base     int64 // the register at the last courier pass read
 	lack     int64 // what the sender holds from the last courier pass read
@@ -859,6 +862,11 @@ func (c Config) WithCourier() Config {
 // the same queue depths on the way: the accounting jumps there.
 type tpJumper struct {
 	snap, prev []int64 // the state relative to a first decision
+	// prev is a way on's note (presetJump: tpTail.snap, never written),
+	// not the jumper's own storage, which is kept in spare meanwhile
+	// (ownPrev).
+	prevShared bool
+	spare      []int64
 	prevT      int64
 	lo         int64      // the least copy in flight then
 	valid      bool       // prev holds the last first decision's state
@@ -877,6 +885,36 @@ type tpJumper struct {
 	// the state is noted there (presetNote).
 	preset bool
 	quick  int64 // first decisions noted so (tests)
+}
+
+// sharePrev makes prev a way on's note itself (presetJump), not a copy:
+// it is only read (presetNote, sameState) until prev is set again.
+func (j *tpJumper) sharePrev(note []int64) {
+	if !j.prevShared {
+		j.spare, j.prevShared = j.prev, true
+	}
+	j.prev = note
+}
+
+// setPrev writes state into prev's own storage (installBuildUp).
+func (j *tpJumper) setPrev(state []int64) {
+	j.ownPrev()
+	j.prev = append(j.prev[:0], state...)
+}
+
+// swapPrev makes the state just noted (in snap's storage) prev, and
+// prev's own storage the next note's (keepNote).
+func (j *tpJumper) swapPrev(state []int64) {
+	j.ownPrev()
+	j.snap, j.prev = j.prev, state
+}
+
+// ownPrev gives prev back its own storage where it was a way on's note
+// (sharePrev), before it is written or handed on to be written.
+func (j *tpJumper) ownPrev() {
+	if j.prevShared {
+		j.prev, j.spare, j.prevShared = j.spare, nil, false
+	}
 }
 
 // tpPhased is a decision that is the same at some courier phases only:
@@ -1107,7 +1145,7 @@ func (p *txPath) keepNote(n *tpNote, same bool) {
 	if n.preset {
 		n.snap = j.prev // the state is the note's already (presetNote)
 	} else {
-		j.snap, j.prev = j.prev, n.snap
+		j.swapPrev(n.snap)
 	}
 	j.prevT, j.run, j.lo, j.valid, j.robust = n.t, n.rx, n.lo, true, true
 }

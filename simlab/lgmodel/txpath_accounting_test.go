@@ -264,6 +264,15 @@ func TestTxPathMemoSameAsDecided(t *testing.T) {
 		if tp.presetWrong != 0 {
 			t.Errorf("%s: at %d of %d ways on installed with the jumps' note, its least copy in flight a period before is not the one the jumper held (presetJump)", name, tp.presetWrong, tp.tl.jumps)
 		}
+		written := 0
+		for _, x := range tp.presetSnaps {
+			if !slices.Equal(x[0], x[1]) {
+				written++
+			}
+		}
+		if written != 0 {
+			t.Errorf("%s: %d of %d ways on's notes handed to the jumper (presetJump) were written over", name, written, len(tp.presetSnaps))
+		}
 		if tp.noteWrong != 0 {
 			t.Errorf("%s: at %d of %d first decisions after a way on's end taken as its note (presetNote), the state noted in full differs", name, tp.noteWrong, tp.jump.quick)
 		}

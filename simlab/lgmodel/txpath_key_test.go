@@ -103,3 +103,40 @@ func TestSameIntsIsSlicesEqual(t *testing.T) {
 		}
 	}
 }
+
+// A way on's note is handed to the jumper as it is, not copied
+// (presetJump, sharePrev), and must never be written: not by a build-up's
+// end installed after it (setPrev), even one shorter than the note, nor
+// by the next state noted in the storage a note just noted hands back
+// (swapPrev, then stateAt's writes), however many notes were handed over
+// before.
+func TestTxPathJumperNeverWritesAWayOnsNote(t *testing.T) {
+	note := []int64{11, 12, 13, 14, 15, 16, 17, 18}[:8:8]
+	other := []int64{21, 22, 23, 24, 25, 26}[:6:6]
+	want, wantOther := slices.Clone(note), slices.Clone(other)
+	check := func(step string) {
+		t.Helper()
+		if !slices.Equal(note, want) || !slices.Equal(other, wantOther) {
+			t.Fatalf("%s: the notes handed to the jumper are now %v and %v, were %v and %v", step, note, other, want, wantOther)
+		}
+	}
+	j := tpJumper{prev: make([]int64, 0, 32), snap: make([]int64, 0, 32)}
+	j.sharePrev(note)
+	j.setPrev([]int64{1, 2, 3})
+	check("a build-up's end installed after one")
+	if !slices.Equal(j.prev, []int64{1, 2, 3}) {
+		t.Errorf("the build-up's end installed is %v", j.prev)
+	}
+	j.sharePrev(other)
+	j.sharePrev(note)
+	j.setPrev([]int64{4, 5})
+	check("a build-up's end installed after two")
+	j.sharePrev(note)
+	state := append(j.snap[:0], 7, 7, 7)
+	j.swapPrev(state)
+	j.snap = append(j.snap[:0], 9, 9, 9, 9, 9) // the next state noted (stateAt), as short as fits in a note
+	check("a state noted after one, and the next")
+	if !slices.Equal(j.prev, []int64{7, 7, 7}) {
+		t.Errorf("the state noted is %v", j.prev)
+	}
+}

@@ -570,7 +570,7 @@ func (p *txPath) installBuildUp(e *tpBuildEnd, s, t int64, r *tpRun, rx tpRun, l
 	// the jumper holds it as noted a slot before, so the next first
 	// decision jumps.
 	j := &p.jump
-	j.prev = append(j.prev[:0], e.end...)
+	j.setPrev(e.end)
 	j.prevT, j.run, j.lo, j.valid, j.robust = t1-r.slot, rx, lo, true, true
 	j.skip, j.backoff = 0, 0
 	j.cons = j.cons[:0] // the recording ended on a period of robust decisions

@@ -267,7 +267,10 @@ func (p *txPath) presetJump(x *tpTail) {
 		}
 		j.cons = append(j.cons, c)
 	}
-	j.prev = append(j.prev[:0], x.snap...)
+	j.sharePrev(x.snap) // the note itself, not a copy
+	if p.checkPreset {
+		p.presetSnaps = append(p.presetSnaps, [2][]int64{x.snap, slices.Clone(x.snap)})
+	}
 	j.prevT, j.run, j.lo, j.valid, j.robust = p.now-r.slot, p.rxRun[ri], lo-1, true, true
 	j.skip, j.backoff = 0, 0
 	j.preset = true // the next first decision is at the end, with the end's copies (presetNote)
