@@ -140,3 +140,18 @@ func TestTxPathJumperNeverWritesAWayOnsNote(t *testing.T) {
 		t.Errorf("the state noted is %v", j.prev)
 	}
 }
+
+// modCourier, the courier's phase of a time, is the Euclidean remainder
+// ((x%c)+c)%c, for times on either side of zero and of every multiple.
+func TestModCourierIsTheRemainder(t *testing.T) {
+	for _, c := range []int64{1, 7, 1_000_000, 1_000_003} {
+		for _, base := range []int64{0, c, -c, 5 * c, -5 * c, 1 << 40, -(1 << 40)} {
+			for d := int64(-3); d <= 3; d++ {
+				x := base + d
+				if got, want := modCourier(x, c), ((x%c)+c)%c; got != want {
+					t.Errorf("modCourier(%d, %d) = %d, want %d", x, c, got, want)
+				}
+			}
+		}
+	}
+}

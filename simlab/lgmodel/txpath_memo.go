@@ -190,7 +190,7 @@ func (s *sim) tpReplay(rec *recording, ds, dt, n0, t0, t1 int64) {
 // onArc is whether the courier's phase now is on the arc (dl before, dr
 // after) around the phase recorded.
 func (p *txPath) onArc(recorded, now, dl, dr int64) bool {
-	d := ((recorded-now)%p.courier + p.courier) % p.courier
+	d := modCourier(recorded-now, p.courier)
 	return d <= dr || p.courier-d <= dl
 }
 
@@ -453,7 +453,17 @@ const (
 
 // courierPhase is the courier's phase at a first decision at t.
 func (p *txPath) courierPhase(t int64) int64 {
-	return ((t-p.back)%p.courier + p.courier) % p.courier
+	return modCourier(t-p.back, p.courier)
+}
+
+// modCourier is x mod c in [0, c) (c > 0): one division, where
+// ((x%c)+c)%c takes two (onArc and courierPhase run several times a
+// stretch replayed).
+func modCourier(x, c int64) int64 {
+	if x %= c; x < 0 {
+		x += c
+	}
+	return x
 }
 
 // buildUp is called at a first decision whose state did not repeat (s at

@@ -260,7 +260,7 @@ func (p *txPath) presetJump(x *tpTail) {
 	shift := p.courierPhase(p.tl.a) - x.phase
 	j.cons = j.cons[:0]
 	for _, c := range x.cons {
-		c.r = ((c.r+shift)%p.courier + p.courier) % p.courier
+		c.r = modCourier(c.r+shift, p.courier)
 		if (c.r <= c.d) != c.freed {
 			j.cons = j.cons[:0]
 			return // not met: the arc decides each as recorded
