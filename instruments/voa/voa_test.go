@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -225,54 +226,89 @@ func notedLimits(t *testing.T, tr, marker string) []time.Duration {
 
 // The *OPC? wait lasts as long as the move takes at the channel's speed as
 // the instrument reports it (asked again once the driver has set it), not
-// a fixed Timeout + 30 s: a 0.6 dB move at 1 dB/s, 600 ms, is waited out
-// with a Timeout of 100 ms, and the limit noted is the move's time and at
-// most a quarter of it, four round trips and the Timeout more.
+// a fixed Timeout + 30 s: a move of six Timeouts at 1 dB/s (600 ms at a
+// Timeout of 100 ms) is waited out, and the limit noted is the move's time
+// and at most a quarter of it, four round trips and the Timeout more.
+//
+// On a machine loaded to 20-30 one exchange took over 100 ms, so a
+// deadline passed without a fault of the driver's: where one does, the
+// whole is tried again on a new emulator at twice the Timeout and twice the
+// move, up to 1.6 s. A driver that waits a move out for less than it takes
+// (its Timeout, or the speed it had before it set it) fails at every
+// Timeout; a limit longer than the move's fails on the notes, at once.
 func TestKeysightWaitsAMoveAtTheChannelsSpeed(t *testing.T) {
+	for timeout := 100 * time.Millisecond; ; timeout *= 2 {
+		err := keysightWaitsAMove(t, timeout)
+		if err == nil {
+			return
+		}
+		// A context's deadline (an exchange's Timeout, the *OPC? limit)
+		// or a connection's (a dial, a write).
+		passed := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded)
+		if !passed || timeout >= 1600*time.Millisecond {
+			t.Fatal(err)
+		}
+		t.Logf("at a Timeout of %v a deadline passed (%v): again at twice it", timeout, err)
+	}
+}
+
+// keysightWaitsAMove sets a new N7762A emulator's channel 2 to 1 dB, its
+// speed to 1 dB/s and then six Timeouts further, with the driver's
+// Timeout timeout: it returns the driver's error, and fails t on what the
+// instrument and the transcript show after a setting that succeeded.
+func keysightWaitsAMove(t *testing.T, timeout time.Duration) error {
+	t.Helper()
 	w := world.New(1)
 	v := w.NewVOA("voa1", "Keysight Technologies", "N7762A", "SIM002", "1.2.0", 2, 0, 40, 1.2, 1000)
 	srv := simvoa.NewKeysightServer(v, nil)
 	if err := srv.Start("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { srv.Close() })
-	const timeout = 100 * time.Millisecond
-	k, tr := openKeysight(t, srv.Addr(), voa.Options{Timeout: timeout})
+	defer srv.Close()
+	buf := &syncBuf{}
+	k, err := voa.OpenKeysight(context.Background(), srv.Addr(), voa.Options{Timeout: timeout, Transcript: transport.NewTranscript(buf)})
+	if err != nil {
+		return err
+	}
+	defer k.Close()
 	ctx := context.Background()
 	if err := k.SetAttenuation(ctx, 2, 1); err != nil { // 1 ms at 1000 dB/s: the speed is asked
-		t.Fatal(err)
+		return err
 	}
 	if err := k.SetSpeed(ctx, 2, 1); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	if got := v.Channels[1].Speed(); got != 1 {
 		t.Fatalf("the instrument moves at %g dB/s, want 1", got)
 	}
-	if err := k.SetAttenuation(ctx, 2, 1.6); err != nil {
-		t.Fatalf("a 600 ms move at 1 dB/s: %v", err)
+	move := 6 * timeout
+	to := 1 + move.Seconds() // dB at 1 dB/s: whole milliseconds, as the driver sets it
+	if err := k.SetAttenuation(ctx, 2, to); err != nil {
+		return fmt.Errorf("a %v move at 1 dB/s with a Timeout of %v: %w", move, timeout, err)
 	}
-	if got := v.Channels[1].Attenuation(); math.Abs(got-1.6) > 1e-9 {
-		t.Fatalf("the filter stands at %g dB", got)
+	if got := v.Channels[1].Attenuation(); math.Abs(got-to) > 1e-9 {
+		t.Fatalf("the filter stands at %g dB, want %g", got, to)
 	}
-	if n := strings.Count(tr.String(), "> :INP3:ATT:SPE?"); n != 2 {
+	tr := buf.String()
+	if n := strings.Count(tr, "> :INP3:ATT:SPE?"); n != 2 {
 		t.Errorf("the speed was asked %d times, want 2 (once, then after it was set)", n)
 	}
-	lims := opcLimits(t, tr.String())
+	lims := opcLimits(t, tr)
 	if len(lims) != 2 {
 		t.Fatalf("%d *OPC? waits noted, want 2:\n%s", len(lims), tr)
 	}
-	move := 600 * time.Millisecond
 	// The longest round trip the driver measured, as it noted it.
-	notes := strings.Split(tr.String(), "# *OPC? wait up to ")
+	notes := strings.Split(tr, "# *OPC? wait up to ")
 	_, rt, _ := strings.Cut(notes[len(notes)-1], "round trip ")
 	rtt, err := time.ParseDuration(strings.TrimSpace(strings.SplitN(rt, "\n", 2)[0]))
 	if err != nil {
 		t.Fatalf("the note of the second wait gives no round trip: %v", err)
 	}
-	if l := lims[1]; l < move || l > move+move/4+4*rtt+timeout+time.Millisecond {
-		t.Errorf("the 600 ms move was given %v (round trip %v)", l, rtt)
+	if l := lims[1]; l < move-time.Millisecond || l > move+move/4+4*rtt+timeout+time.Millisecond {
+		t.Errorf("the %v move was given %v (round trip %v, Timeout %v)", move, l, rtt, timeout)
 	}
-	t.Logf("*OPC? limits %v", lims)
+	t.Logf("Timeout %v: *OPC? limits %v", timeout, lims)
+	return nil
 }
 
 // A filter that moves slower than its speed says (a stuck stepper) is
