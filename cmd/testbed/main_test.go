@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"testbed/internal/browsertest"
 	"testbed/internal/proctest"
 	"testbed/inventory"
 	"testbed/orchestrator"
@@ -48,7 +49,8 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	code := m.Run()
+	// The browser tests' tabs share one headless browser, closed here.
+	code := browsertest.Main(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

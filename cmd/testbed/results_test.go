@@ -7,17 +7,16 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"image"
-	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"testbed/experiments/recipetest"
 	"testing"
 
 	"golang.org/x/crypto/ssh"
 
+	"testbed/internal/browsertest"
 	"testbed/results"
 )
 
@@ -272,22 +271,14 @@ func TestReportIsSelfContained(t *testing.T) {
 // Chromium: the DOM it builds must hold the plot as SVG with one line per
 // link, and a screenshot must show both links' colours.
 func TestReportRendersInChromium(t *testing.T) {
-	chromium, err := recipetest.Headless()
-	if err != nil {
-		t.Skip("chromium not installed (Debian: apt-get install chromium-headless-shell or chromium); skipping the browser rendering test")
+	if _, err := browsertest.HeadlessPath(); err != nil {
+		t.Skip(err.Error() + "; skipping the browser rendering test")
 	}
 	bundle := sweepBundle(t, "5") // two links: l10g and l25g-rs
-	report, _ := filepath.Abs(filepath.Join(bundle, "report.html"))
-	tmp := t.TempDir()
-	browse := func(extra ...string) []byte {
-		t.Helper()
-		return recipetest.Browse(t, chromium, report, extra...)
-	}
-
-	// One launch: the DOM on stdout and the screenshot (as
-	// recipetest.CheckReport does).
-	shot := filepath.Join(tmp, "shot.png")
-	dom := string(browse("--dump-dom", "--screenshot="+shot, "--window-size=1000,1200", "--hide-scrollbars"))
+	// A tab of the binary's shared headless browser (TestMain runs the
+	// tests with browsertest.Main): the DOM and a screenshot of the plot,
+	// as recipetest.CheckReport takes them.
+	dom, img, _ := browsertest.Render(t, filepath.Join(bundle, "report.html"), 1000, 1200, "svg")
 	svgs := regexp.MustCompile(`(?s)<svg\b.*?</svg>`).FindAllString(dom, -1)
 	if len(svgs) != 1 {
 		t.Fatalf("chromium's DOM has %d svg plots, want 1\n%.2000s", len(svgs), dom)
@@ -299,15 +290,6 @@ func TestReportRendersInChromium(t *testing.T) {
 		t.Errorf("plot legend lacks the links")
 	}
 
-	f, err := os.Open(shot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatalf("screenshot: %v", err)
-	}
 	// The report draws series in #1f77b4 then #d62728.
 	for name, want := range map[string][3]int{"blue l10g": {0x1f, 0x77, 0xb4}, "red l25g-rs": {0xd6, 0x27, 0x28}} {
 		n := countColour(img, want)
