@@ -318,6 +318,7 @@ type txPath struct {
 	memoGen              int64
 	memoBytes            int64
 	memoKey              []int64
+	memoKeep             []int64 // tpReplay's key while the stretch is stepped
 	memoHits, memoMisses int64
 	noMemo               bool // decide every replayed stretch and build-up (tests)
 	bu                   tpBuildUp
@@ -443,6 +444,15 @@ func (p *txPath) add(e *tpEntry) {
 	case tpHoldOn, tpHoldOff:
 		p.holds = append(p.holds, tpHold{e.at, e.seq, e.kind == tpHoldOn})
 	}
+}
+
+// popFront takes q's first entry off and moves the rest down to the front
+// of its array, where q = q[1:] would walk the queue along its array:
+// then every append at the array's end allocated a new one, and the
+// receiver's runs and the holds were most of the model's garbage at 100G
+// non-blocking (docs/linkguardian.md). The queues hold a few entries.
+func popFront[T any](q []T) []T {
+	return q[:copy(q, q[1:])]
 }
 
 // tpLazy is a replayed stretch's inputs in the history (hist), at its
@@ -634,7 +644,7 @@ func (p *txPath) readCourier(t int64) int64 {
 	// the look.
 	for len(p.rxRun) > 0 && tau >= p.rxRun[0].t0+(p.rxRun[0].n-1)*p.rxRun[0].slot {
 		p.base = max(p.base, p.rxRun[0].seq0+p.rxRun[0].n)
-		p.rxRun = p.rxRun[1:]
+		p.rxRun = popFront(p.rxRun)
 	}
 	v := p.base
 	for _, r := range p.rxRun {
@@ -762,7 +772,7 @@ func (p *txPath) applyHold() {
 	p.jump.robust, p.jump.preset = false, false
 	p.bu.on, p.tl.on = false, false
 	h := p.holds[0]
-	p.holds = p.holds[1:]
+	p.holds = popFront(p.holds)
 	if h.on {
 		p.held = append(p.held, h.seq)
 		return

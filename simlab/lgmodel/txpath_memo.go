@@ -145,7 +145,10 @@ func (s *sim) tpReplay(rec *recording, ds, dt, n0, t0, t1 int64) {
 		s.tpFeed(rec.tlog, ds, dt)
 		return
 	}
-	keep := slices.Clone(k)
+	// The key as it was before the stretch (p.memoKey is the end's
+	// next), copied into a note only where it is a new key's.
+	keep := append(p.memoKeep[:0], k...)
+	p.memoKeep = keep
 	peak := p.maxQ
 	p.maxQ = 0
 	st := &p.st
@@ -176,7 +179,7 @@ func (s *sim) tpReplay(rec *recording, ds, dt, n0, t0, t1 int64) {
 		rec.tp, rec.tpGen = nil, p.memoGen
 	}
 	if mk == nil {
-		mk = &tpMemoKey{key: keep}
+		mk = &tpMemoKey{key: slices.Clone(keep)}
 		rec.tp = append(rec.tp, mk)
 		size += int64(8*len(keep)) + 64
 	}

@@ -312,3 +312,30 @@ func TestTxBufferBothModesOnOnePath(t *testing.T) {
 		}
 	}
 }
+
+// The holds and the receiver's runs are queues taken from the front
+// (popFront): taken as q = q[1:], a queue walks along its array and the
+// next append past its end allocates a new one, which was most of the
+// model's garbage at 100G non-blocking (docs/linkguardian.md). A queue
+// that fills and empties again in its own array allocates nothing.
+func TestTxPathQueuesReuseTheirArrays(t *testing.T) {
+	p := &txPath{courier: 100}
+	var at int64
+	step := func() {
+		at += 1000
+		p.add(&tpEntry{kind: tpRxRun, at: at, seq: at, t0: at, slot: 7, n: 1})
+		p.add(&tpEntry{kind: tpHoldOn, at: at, seq: at})
+		p.add(&tpEntry{kind: tpHoldOff, at: at + 1, seq: at})
+		if got := p.readCourier(at + 500); got != at+1 {
+			t.Fatalf("register at %d: %d, want the run's end %d", at+500, got, at+1)
+		}
+		p.applyHold()
+		p.applyHold()
+		if len(p.rxRun) != 0 || len(p.holds) != 0 || len(p.held) != 0 {
+			t.Fatalf("after a step: %d runs, %d holds, %d held, want none", len(p.rxRun), len(p.holds), len(p.held))
+		}
+	}
+	if n := testing.AllocsPerRun(1000, step); n != 0 {
+		t.Fatalf("%v allocations a step of queues that end empty, want none", n)
+	}
+}
