@@ -25,7 +25,10 @@ import (
 // runs it under the race detector (the server's streams, index and lease
 // reads meet there).
 func TestServeShowsALiveRunAndItsLeaseInChromium(t *testing.T) {
-	bctx := browsertest.New(t, 3*time.Minute)
+	// The browser's time bounds the whole, a guard against a hang: the
+	// sweep's 22 steps took up to two minutes under -race at load 20-30.
+	const browserTime = 5 * time.Minute
+	bctx := browsertest.New(t, browserTime)
 	lab, inv := startLab(t, 11)
 	// Every VOA reply comes 60 ms late, so the sweep's steps last long
 	// enough to be watched (the browser waits by asking, never by time).
@@ -109,16 +112,24 @@ func TestServeShowsALiveRunAndItsLeaseInChromium(t *testing.T) {
 	if first >= total {
 		t.Fatalf("the run had ended (%d/%d) before its page was watched; nothing was seen advancing", first, total)
 	}
-	// The end: the page shows ok and all steps, and stops following.
+	// The end: once the run has ended (its process, whatever the
+	// machine's load made its steps take: a wait on the page bounded by
+	// chromedp's 30 s from the third step failed under -race at load
+	// 20-30, the run still going), the page, still open, shows ok and all
+	// steps, and stops following.
+	select {
+	case <-drained:
+	case <-bctx.Done():
+		t.Fatalf("the run had not ended when the browser's %v did: %v\n%s", browserTime, bctx.Err(), r.log.String())
+	}
+	if err := r.cmd.Wait(); err != nil {
+		t.Fatalf("run: %v\n%s", err, runLog())
+	}
 	if _, err := chromedp.Run(runTab, chromedp.Poll[bool](`document.querySelector('.st-ok') !== null && document.getElementById('conn').textContent === 'finished'`)); err != nil {
 		t.Fatalf("run page never showed the run ok: %v\n%s", err, runLog())
 	}
 	if d, n := steps(second); d != n {
 		t.Errorf("finished run shows %d/%d steps", d, n)
-	}
-	<-drained
-	if err := r.cmd.Wait(); err != nil {
-		t.Fatalf("run: %v\n%s", err, runLog())
 	}
 	// And the lease goes from the lab page, still without a reload.
 	if _, err := chromedp.Run(labTab, chromedp.Poll[bool](`document.querySelector('tr[data-device="voa1"] .free') !== null`)); err != nil {
