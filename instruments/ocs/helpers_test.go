@@ -110,6 +110,13 @@ func newMordiaLab(t *testing.T, seed uint64, opts simocs.MicroOCSOptions) *mordi
 	return &mordiaLab{ocs: m, srv: srv, faults: f, rec: rec, addr: "http://" + ln.Addr().String()}
 }
 
+// hangGuard is the driver Timeout of the tests that are not about it:
+// a bound on an exchange that never ends, not on a slow one. A running
+// switch's nights read back under load 18 with -race took over 2 s
+// (TestMordiaRunsReplacesAndStopsASchedule failed so), which the
+// switch's schedule, kept on its own clock, does not depend on.
+const hangGuard = 15 * time.Second
+
 func openMordia(t *testing.T, addr string, timeout time.Duration) (*ocs.Mordia, *syncBuf) {
 	t.Helper()
 	buf := &syncBuf{}

@@ -20,7 +20,7 @@ func opts8() simocs.MicroOCSOptions {
 
 func TestMordiaConfigurationPortsAndDark(t *testing.T) {
 	lab := newMordiaLab(t, 1, opts8())
-	m, tr := openMordia(t, lab.addr, 2*time.Second)
+	m, tr := openMordia(t, lab.addr, hangGuard)
 	ctx := context.Background()
 	id, _ := m.Identity(ctx)
 	if id.Vendor != "UC San Diego" || id.Model != "Mordia-8" || id.Serial != "MOR1" || m.Ports() != (ocs.Ports{8, 8}) {
@@ -141,7 +141,7 @@ func allNights(t *testing.T, s ocs.Scheduler, since uint64, until time.Duration)
 
 func TestMordiaRunsReplacesAndStopsASchedule(t *testing.T) {
 	lab := newMordiaLab(t, 2, opts8())
-	cs, _ := openMordia(t, lab.addr, 2*time.Second)
+	cs, _ := openMordia(t, lab.addr, hangGuard)
 	s, err := ocs.AsScheduler(cs)
 	if err != nil {
 		t.Fatal(err)
@@ -232,7 +232,7 @@ func TestMordiaRunsReplacesAndStopsASchedule(t *testing.T) {
 
 func TestMordiaRefusesABadScheduleBeforeSending(t *testing.T) {
 	lab := newMordiaLab(t, 3, opts8())
-	cs, tr := openMordia(t, lab.addr, 2*time.Second)
+	cs, tr := openMordia(t, lab.addr, hangGuard)
 	s, _ := ocs.AsScheduler(cs)
 	ctx := context.Background()
 	bad := allToAll(8, 1500*us, 30*us)
@@ -327,7 +327,7 @@ func TestMordiaStopsAnsweringMidSchedule(t *testing.T) {
 
 func TestMordiaDeviceErrorsAndGarbage(t *testing.T) {
 	lab := newMordiaLab(t, 5, opts8())
-	cs, _ := openMordia(t, lab.addr, time.Second)
+	cs, _ := openMordia(t, lab.addr, hangGuard)
 	ctx := context.Background()
 	lab.faults.FailNext(500, "wavelength selective switch 3 not responding")
 	err := cs.SetConfiguration(ctx, ocs.Shift(8, 1))
@@ -339,7 +339,7 @@ func TestMordiaDeviceErrorsAndGarbage(t *testing.T) {
 	// One garbled reply to a read is tried once more (transport.RetryOnce),
 	// two are the error; a setting's is not retried (the switch may have
 	// acted on it).
-	cs, tr := openMordia(t, lab.addr, time.Second)
+	cs, tr := openMordia(t, lab.addr, hangGuard)
 	lab.faults.GarbleNext(1)
 	if _, err := cs.Configuration(ctx); err != nil || !strings.Contains(tr.String(), "trying once more") {
 		t.Fatalf("one garbled reply to a read: %v; transcript:\n%s", err, tr)

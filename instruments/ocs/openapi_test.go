@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sort"
 	"testing"
-	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -119,7 +118,7 @@ func TestDriverAndEmulatorKeepToTheOpenAPIDocument(t *testing.T) {
 	}
 
 	lab := newMordiaLab(t, 9, opts8())
-	cs, _ := openMordia(t, lab.addr, 2*time.Second)
+	cs, _ := openMordia(t, lab.addr, hangGuard)
 	s, _ := ocs.AsScheduler(cs)
 	ctx := context.Background()
 	must := func(err error) {
@@ -221,7 +220,7 @@ func TestMordiaNotFoundAndMethodNotAllowed(t *testing.T) {
 // records that come later.
 func TestMordiaNightsCursorNeverSkips(t *testing.T) {
 	lab := newMordiaLab(t, 9, opts8())
-	cs, _ := openMordia(t, lab.addr, 2*time.Second)
+	cs, _ := openMordia(t, lab.addr, hangGuard)
 	s, _ := ocs.AsScheduler(cs)
 	ctx := context.Background()
 	ahead, err := s.Nights(ctx, 1_000_000)
