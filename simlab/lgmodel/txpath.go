@@ -299,7 +299,7 @@ type txPath struct {
 	decided  int64 // copies decided one by one (a jump or a note decides none)
 	stops    int64 // stretches replayed from where a jump landed (advanceToJump)
 
-	hist    [tpHistory]tpEntry // the latest inputs (cycles repeat them)
+	hist    *[tpHistory]tpEntry // the latest inputs (cycles repeat them); the path's own, not a stretch's register (st.reg, tl.reg)
 	histN   int64
 	logging bool     // cycles can be jumped: keep hist
 	lazy    []tpLazy // replayed stretches' inputs in hist, not copied (histAt)
@@ -359,7 +359,7 @@ func newTxPath(s *sim) *txPath {
 	return &txPath{
 		courier: durPS(s.c.CourierLoop), back: s.oneWay() + s.ser64 + durPS(s.c.AckExtra),
 		loop: s.loopPS, drain: s.drainFrame, read: read, copyBytes: cells * lg.CellBytes,
-		logging: !s.c.NoCycleSkip, leastFloor: math.MinInt64,
+		logging: !s.c.NoCycleSkip, leastFloor: math.MinInt64, hist: new([tpHistory]tpEntry),
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 	"time"
+	"unsafe"
 
 	lg "testbed/p4/linkguardian"
 )
@@ -337,5 +338,15 @@ func TestTxPathQueuesReuseTheirArrays(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(1000, step); n != 0 {
 		t.Fatalf("%v allocations a step of queues that end empty, want none", n)
+	}
+}
+
+// A stretch's register and a way on's (st.reg, tl.reg) are txPaths that
+// never keep the history of inputs a cycle repeats: the history is an
+// array of the path's own (newTxPath), not carried in every txPath.
+func TestTxPathCarriesNoHistoryOfItsOwn(t *testing.T) {
+	var p txPath
+	if size, hist := unsafe.Sizeof(p), unsafe.Sizeof([tpHistory]tpEntry{}); size >= hist {
+		t.Fatalf("a txPath is %d bytes, the history %d: a register made for a stretch carries it", size, hist)
 	}
 }
