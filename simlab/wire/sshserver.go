@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 )
@@ -41,6 +42,7 @@ type SSHServer struct {
 
 	mu    sync.Mutex
 	conns map[*ssh.ServerConn]bool
+	raw   map[net.Conn]bool // accepted, handshake not yet done
 	wg    sync.WaitGroup
 	ctx   context.Context
 	stop  context.CancelFunc
@@ -76,7 +78,7 @@ func NewSSHServer(o SSHServerOptions) (*SSHServer, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &SSHServer{hostKey: hk, exec: o.Exec, tunnel: o.Tunnel, faults: o.Faults, log: o.Log, user: o.User, conns: map[*ssh.ServerConn]bool{}}
+	s := &SSHServer{hostKey: hk, exec: o.Exec, tunnel: o.Tunnel, faults: o.Faults, log: o.Log, user: o.User, conns: map[*ssh.ServerConn]bool{}, raw: map[net.Conn]bool{}}
 	authorized := o.Authorized
 	s.cfg = &ssh.ServerConfig{
 		PublicKeyCallback: func(meta ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
@@ -121,14 +123,23 @@ func knownHostsLine(addr string, k ssh.PublicKey) string {
 	return fmt.Sprintf("[%s]:%s %s", host, port, bytes.TrimSpace(ssh.MarshalAuthorizedKey(k)))
 }
 
-// DropConnections closes every open SSH connection (fault injection).
+// DropConnections closes every open SSH connection (fault injection),
+// and every connection still in its handshake.
 func (s *SSHServer) DropConnections() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c := range s.conns {
 		c.Close()
 	}
+	for c := range s.raw {
+		c.Close()
+	}
 }
+
+// loginGrace bounds a connection's handshake, as OpenSSH's sshd bounds
+// it (LoginGraceTime, 120 s by default): a client that connects and
+// never speaks holds a goroutine until then, not for ever.
+const loginGrace = 2 * time.Minute
 
 // Close stops the server and closes every connection.
 func (s *SSHServer) Close() error {
@@ -155,15 +166,35 @@ func (s *SSHServer) accept() {
 }
 
 func (s *SSHServer) serve(nc net.Conn) {
+	// Held from accept, so that Close ends a handshake under way (a
+	// client that connected and never sent its version held Close
+	// for ever, and with it the lab's).
+	s.mu.Lock()
+	if s.ctx.Err() != nil {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	s.raw[nc] = true
+	s.mu.Unlock()
+	nc.SetDeadline(time.Now().Add(loginGrace))
 	sc, chans, reqs, err := ssh.NewServerConn(nc, s.cfg)
+	nc.SetDeadline(time.Time{})
+	s.mu.Lock()
+	delete(s.raw, nc)
+	if err == nil && s.ctx.Err() == nil {
+		s.conns[sc] = true // in the same hold, so Close cannot miss it
+	}
+	s.mu.Unlock()
 	if err != nil {
 		s.log.Debug("ssh handshake", "err", err)
 		nc.Close()
 		return
 	}
-	s.mu.Lock()
-	s.conns[sc] = true
-	s.mu.Unlock()
+	if s.ctx.Err() != nil {
+		sc.Close()
+		return
+	}
 	defer func() {
 		s.mu.Lock()
 		delete(s.conns, sc)
