@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"testbed/dut/tofino"
 	"testbed/internal/proctest"
 	"testbed/internal/sshdtest"
@@ -55,6 +57,38 @@ func realPython(t *testing.T) string {
 	return strings.TrimSpace(string(out))
 }
 
+// reservePort binds a socket to a port of 127.0.0.1 the kernel picks,
+// with opt (SO_REUSEADDR or SO_REUSEPORT) set, and holds it without
+// listening until the test ends. While it is held the port is this test's:
+// the kernel gives it to no outgoing connection and to no bind of port 0,
+// and refuses any other bind to it except one with the same option (with
+// SO_REUSEPORT, of the same user) that is not over a listener; the daemon
+// or agent of the test binds it so and listens. The bfshell port is held
+// with SO_REUSEPORT, which the stand-in bf_switchd sets, and which a
+// server that picked the port itself (a Go listener, sshd: SO_REUSEADDR)
+// cannot bind over; the agent's port with SO_REUSEADDR, the option the
+// agent's own server sets (allow_reuse_address), so that the agent runs
+// as it does on a switch.
+func reservePort(t *testing.T, opt int) int {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, opt, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sa.(*unix.SockaddrInet4).Port
+}
+
 func writeExec(t *testing.T, path, body string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -72,7 +106,11 @@ func startSDE(t *testing.T) *sde {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &sde{bfshellPort: sshdtest.FreePort(t), agentPort: sshdtest.FreePort(t)}
+	// The ports are the test's from the start (reservePort): a port
+	// picked free and bound later by the daemon or the agent could be
+	// taken meanwhile by another process (an outgoing connection's
+	// ephemeral port, another test's server).
+	s := &sde{bfshellPort: reservePort(t, unix.SO_REUSEPORT), agentPort: reservePort(t, unix.SO_REUSEADDR)}
 	// The stand-ins need their paths before the server's sessions get
 	// their PATH: a directory of the test that the server's directory
 	// does not know yet.
@@ -131,7 +169,13 @@ with open(os.path.join(d, "switchd.pid"), "w") as f:
 bfrt = fake_bfrt.FakeBfrt(program=prog)
 srv = socket.socket()
 srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-srv.bind(("127.0.0.1", int(open(os.path.join(d, "bfshell.port")).read())))
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)  # over the test's reservation
+try:
+    srv.bind(("127.0.0.1", int(open(os.path.join(d, "bfshell.port")).read())))
+except OSError as e:
+    with open(os.path.join(d, "calls.log"), "a") as f:
+        f.write("bf_switchd bind failed: %s\n" % e)
+    raise
 srv.listen(16)
 
 def session(c):
