@@ -11,6 +11,7 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/pem"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -24,22 +25,50 @@ import (
 	"golang.org/x/crypto/ssh/agent"
 )
 
-// testKeys generates one key of every supported type.
+// testKeys gives one key of every supported type, generated once per test
+// binary (the tests read the keys and never change them): an RSA key's
+// generation was a third of a second of CPU under the race detector, and
+// seven were made.
 func testKeys(t *testing.T) map[string]crypto.Signer {
 	t.Helper()
-	_, ed, err := ed25519.GenerateKey(rand.Reader)
+	sharedKeys.once.Do(func() {
+		_, ed, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			sharedKeys.err = err
+			return
+		}
+		rk, err := rsa.GenerateKey(rand.Reader, 2048)
+		if err != nil {
+			sharedKeys.err = err
+			return
+		}
+		ek, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			sharedKeys.err = err
+			return
+		}
+		sharedKeys.keys = map[string]crypto.Signer{"ed25519": ed, "rsa": rk, "ecdsa": ek}
+	})
+	if sharedKeys.err != nil {
+		t.Fatal(sharedKeys.err)
+	}
+	return maps.Clone(sharedKeys.keys)
+}
+
+var sharedKeys struct {
+	once sync.Once
+	keys map[string]crypto.Signer
+	err  error
+}
+
+// strangerKey is a key of no other test's: one testKeys did not give.
+func strangerKey(t *testing.T) crypto.Signer {
+	t.Helper()
+	_, k, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rk, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ek, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return map[string]crypto.Signer{"ed25519": ed, "rsa": rk, "ecdsa": ek}
+	return k
 }
 
 func sshSigner(t *testing.T, k crypto.Signer) ssh.Signer {
@@ -157,7 +186,7 @@ func TestSignVerifyEveryKeyType(t *testing.T) {
 				t.Fatalf("verify with allowed signers: %+v %+v", r, r.Signature)
 			}
 			// A stranger's key is refused.
-			other := sshSigner(t, testKeys(t)["ed25519"])
+			other := sshSigner(t, strangerKey(t))
 			strangers, _ := ParseAllowedSigners("allowed", []byte(allowedLine("eve@lab", other.PublicKey())))
 			r, _ = VerifyWith(dir, VerifyOptions{AllowedSigners: strangers})
 			if r.OK || !strings.Contains(strings.Join(r.Problems, "\n"), "not in the allowed signers") {
@@ -223,16 +252,18 @@ func TestOpenSSHSignatureVerifiesHere(t *testing.T) {
 	for _, typ := range []string{"ed25519", "rsa", "ecdsa"} {
 		t.Run(typ, func(t *testing.T) {
 			dir := finalized(t)
-			kd := t.TempDir()
-			key := filepath.Join(kd, "id")
-			if out, err := exec.Command(bin, "-q", "-t", typ, "-N", "", "-C", "lab", "-f", key).CombinedOutput(); err != nil {
-				t.Fatalf("ssh-keygen -t %s: %v\n%s", typ, err, out)
+			// The binary's key of the type, in an OpenSSH key file; its
+			// public line is OpenSSH's (ssh-keygen -y). ssh-keygen -t
+			// rsa made a 3072-bit key each run, a second of CPU or more.
+			key := writeKey(t, t.TempDir(), "id", testKeys(t)[typ], "")
+			pubData, err := exec.Command(bin, "-y", "-f", key).Output()
+			if err != nil {
+				t.Fatalf("ssh-keygen -y: %v", err)
 			}
 			sign := exec.Command(bin, "-Y", "sign", "-f", key, "-n", SignatureNamespace, filepath.Join(dir, sumsFile))
 			if out, err := sign.CombinedOutput(); err != nil {
 				t.Fatalf("ssh-keygen -Y sign: %v\n%s", err, out)
 			}
-			pubData, _ := os.ReadFile(key + ".pub")
 			signers, err := ParseAllowedSigners("allowed", []byte("carol@lab namespaces=\""+SignatureNamespace+"\" "+string(pubData)))
 			if err != nil {
 				t.Fatal(err)
