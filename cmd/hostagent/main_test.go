@@ -6,12 +6,14 @@ import (
 	"context"
 	"debug/elf"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,16 +22,46 @@ import (
 	"testbed/internal/proctest"
 )
 
-// buildAgent builds the command as it is shipped: CGO_ENABLED=0.
+// built is the command built once for the tests that run it as a
+// binary (a link is more than a second of CPU): in a directory TestMain
+// makes and removes.
+var built struct {
+	dir  string
+	once sync.Once
+	bin  string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "hostagent-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	built.dir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// buildAgent builds the command as it is shipped (CGO_ENABLED=0), once
+// for every test that asks; the tests only run it.
 func buildAgent(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "hostagent")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	built.once.Do(func() {
+		bin := filepath.Join(built.dir, "hostagent")
+		cmd := exec.Command("go", "build", "-o", bin, ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		built.bin = bin
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return bin
+	return built.bin
 }
 
 func TestStaticBinaryVersion(t *testing.T) {
