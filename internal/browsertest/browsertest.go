@@ -1,6 +1,7 @@
 // Package browsertest gives tests tabs of one headless Chromium per test
-// binary, driven over the DevTools protocol (chromedp), and skips a test,
-// saying why, where Chromium is not installed.
+// binary, or of one that the test binaries of a run share (EnvDir), driven
+// over the DevTools protocol (chromedp), and skips a test, saying why,
+// where Chromium is not installed.
 package browsertest
 
 import (
@@ -11,6 +12,7 @@ import (
 	"image"
 	"image/png"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
@@ -38,58 +40,126 @@ func HeadlessPath() (string, error) {
 	return "", errors.New("chromium not installed (Debian: apt-get install chromium-headless-shell or chromium)")
 }
 
-// shared is the one headless browser of a test binary whose TestMain is
-// Main: started by the first New, closed when the package's tests end.
-var shared struct {
-	mu      sync.Mutex
-	main    bool // Main is running the tests
-	ctx     context.Context
-	cancel  func()
-	started int // browsers started (a crashed one is started again)
+// pool is a test binary's headless browser and the tabs its renders share:
+// a browser of the binary's own (dir ""), or, with dir, the one that the
+// test binaries of a run share through it (see EnvDir).
+type pool struct {
+	mu       sync.Mutex
+	main     bool          // Main is running the tests (or a test made the pool)
+	dir      string        // the run's shared browser's directory, "" for the binary's own
+	idleFor  time.Duration // dir's browser ends once no binary has used it for this long
+	ctx      context.Context
+	cancel   func()
+	started  int // browsers the pool started (a crashed one is started again)
+	connects int // browsers it connected to, its own included
+	// idle holds the tabs Render has done with, to render the next page
+	// in: a new tab starts a renderer process (0.6 s of CPU a page,
+	// measured with a loss-sweep report), a tab that has one already loads
+	// a page for a fraction of that. The browser's first tab (ctx) is one.
+	idle  []context.Context
+	users *os.File // dir/users, flocked shared while the pool uses dir's browser
 }
+
+// shared is the test binary's pool, the one Main runs the tests with.
+var shared pool
 
 // Main runs a package's tests (call it from TestMain: os.Exit(browsertest.Main(m)))
 // and closes the browser their tabs shared, with its processes and profile
 // directory, after the last test. A launch of the headless shell is about
 // 2.1 s of CPU with all its processes, a tab in a running one a fraction of
-// it: a package whose tests render several reports launches once.
+// it: a package whose tests render several reports launches once. Where
+// EnvDir names a directory, the tests use the browser that the test
+// binaries of the run share through it (started by the first that needs
+// it), and Main closes only this binary's tabs and connection.
 func Main(m *testing.M) int {
+	dir, err := sharedDir()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "browsertest: %v; the tests use a browser of their own\n", err)
+	}
 	shared.mu.Lock()
 	shared.main = true
+	shared.dir, shared.idleFor = dir, sharedIdle
 	shared.mu.Unlock()
 	code := m.Run()
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if shared.cancel != nil {
-		shared.cancel()
-		shared.cancel, shared.ctx = nil, nil
-	}
-	shared.main = false
+	shared.close()
 	return code
 }
 
-// browser is the shared browser's context, started on first use (again if
-// the one before has ended: a crash fails the test that saw it, not every
-// test after it).
-func browser(path string) (context.Context, error) {
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if !shared.main {
+// close closes the pool's tabs and its browser (its own) or its
+// connection to it (a shared one, which runs on for the run's other
+// binaries), and lets go of a shared browser's users lock.
+func (p *pool) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, tab := range p.idle {
+		if tab != p.ctx {
+			_ = chromedp.Cancel(tab)
+		}
+	}
+	p.idle = nil
+	if p.cancel != nil {
+		p.cancel()
+		p.cancel, p.ctx = nil, nil
+	}
+	if p.users != nil {
+		p.users.Close()
+		p.users = nil
+	}
+	p.main = false
+}
+
+// browser is the pool's browser's context, started or connected to on
+// first use (again if the one before has ended: a crash fails the test
+// that saw it, not every test after it).
+func (p *pool) browser(path string) (context.Context, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.main {
 		return nil, errors.New("browsertest.New needs the package's TestMain to run its tests with browsertest.Main, which closes the shared browser after them")
 	}
-	if shared.ctx != nil && shared.ctx.Err() == nil {
-		return shared.ctx, nil
+	if p.ctx != nil && p.ctx.Err() == nil {
+		return p.ctx, nil
 	}
-	if shared.cancel != nil {
-		shared.cancel()
+	if p.cancel != nil {
+		p.cancel()
 	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+	var (
+		ctx    context.Context
+		cancel func()
+		err    error
+	)
+	if p.dir == "" {
+		ctx, cancel, err = launch(path)
+		if err == nil {
+			p.started++
+		}
+	} else {
+		ctx, cancel, err = p.sharedBrowser(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p.ctx, p.cancel = ctx, cancel
+	p.connects++
+	p.idle = append(p.idle, ctx)
+	return ctx, nil
+}
+
+// flags are the browser's: chromedp's defaults (headless, sRGB colours, no
+// first-run pages, ...), the same for a binary's own browser and a shared one.
+func flags(path string) []chromedp.ExecAllocatorOption {
+	return append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
 		chromedp.WindowSize(1280, 1200),
 	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+}
+
+// launch starts a browser of the binary's own: its context, and the func
+// that ends it with its processes and profile.
+func launch(path string) (context.Context, func(), error) {
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), flags(path)...)
 	bctx, cancelBrowser := chromedp.NewContext(actx)
 	cancel := func() {
 		cancelBrowser()
@@ -99,11 +169,9 @@ func browser(path string) (context.Context, error) {
 	// tests (the first Run binds the browser's life to its context).
 	if err := chromedp.Do(bctx); err != nil {
 		cancel()
-		return nil, fmt.Errorf("start %s: %w", path, err)
+		return nil, nil, fmt.Errorf("start %s: %w", path, err)
 	}
-	shared.ctx, shared.cancel = bctx, cancel
-	shared.started++
-	return bctx, nil
+	return bctx, cancel, nil
 }
 
 // New opens a tab of the package's shared headless browser (see Main) for
@@ -115,12 +183,12 @@ func New(t testing.TB, timeout time.Duration) context.Context {
 	if err != nil {
 		t.Skip(err.Error() + "; skipping the browser test")
 	}
-	return tab(t, path, timeout)
+	return shared.tab(t, path, timeout)
 }
 
-func tab(t testing.TB, path string, timeout time.Duration) context.Context {
+func (p *pool) tab(t testing.TB, path string, timeout time.Duration) context.Context {
 	t.Helper()
-	bctx, err := browser(path)
+	bctx, err := p.browser(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,31 +205,25 @@ func tab(t testing.TB, path string, timeout time.Duration) context.Context {
 	return ctx
 }
 
-// idle holds the tabs Render has done with, to render the next page in:
-// a new tab starts a renderer process (0.6 s of CPU a page, measured with
-// a loss-sweep report), a tab that has one already loads a page for a
-// fraction of that.
-var idle []context.Context
-
-// renderTab is an idle tab of the shared browser, or a new one.
-func renderTab(t testing.TB, path string) context.Context {
+// renderTab is an idle tab of the pool's browser, or a new one.
+func (p *pool) renderTab(t testing.TB, path string) context.Context {
 	t.Helper()
-	bctx, err := browser(path)
+	bctx, err := p.browser(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	shared.mu.Lock()
-	for len(idle) > 0 {
-		ctx := idle[len(idle)-1]
-		idle = idle[:len(idle)-1]
+	p.mu.Lock()
+	for len(p.idle) > 0 {
+		ctx := p.idle[len(p.idle)-1]
+		p.idle = p.idle[:len(p.idle)-1]
 		if ctx.Err() == nil {
-			shared.mu.Unlock()
+			p.mu.Unlock()
 			return ctx
 		}
 	}
-	shared.mu.Unlock()
-	// The tab lives as long as the browser (Main closes both): its first
-	// Run is on its own context, with no timeout.
+	p.mu.Unlock()
+	// The tab lives as long as the browser, or the connection to it (close
+	// closes both): its first Run is on its own context, with no timeout.
 	ctx, _ := chromedp.NewContext(bctx)
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("open a tab of %s: %v", path, err)
@@ -180,6 +242,11 @@ func renderTab(t testing.TB, path string) context.Context {
 // alone: New's tabs are the tests' own).
 func Render(t testing.TB, path string, width, height int64, shot string) (dom string, img image.Image, ok bool) {
 	t.Helper()
+	return shared.render(t, path, width, height, shot)
+}
+
+func (p *pool) render(t testing.TB, path string, width, height int64, shot string) (dom string, img image.Image, ok bool) {
+	t.Helper()
 	chromium, err := HeadlessPath()
 	if err != nil {
 		t.Log(err.Error() + "; the page is not rendered in a browser")
@@ -189,7 +256,7 @@ func Render(t testing.TB, path string, width, height int64, shot string) (dom st
 	if err != nil {
 		t.Fatal(err)
 	}
-	tab := renderTab(t, chromium)
+	tab := p.renderTab(t, chromium)
 	ctx, cancel := context.WithTimeout(tab, 2*time.Minute)
 	defer cancel()
 	page := (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String()
@@ -230,8 +297,8 @@ func Render(t testing.TB, path string, width, height int64, shot string) (dom st
 	if img, err = png.Decode(bytes.NewReader(b)); err != nil {
 		t.Fatalf("chromium: screenshot of %s: %v", page, err)
 	}
-	shared.mu.Lock()
-	idle = append(idle, tab)
-	shared.mu.Unlock()
+	p.mu.Lock()
+	p.idle = append(p.idle, tab)
+	p.mu.Unlock()
 	return dom, img, true
 }

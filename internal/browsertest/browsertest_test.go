@@ -49,7 +49,7 @@ func TestRenderSharesOneBrowserAndShowsEachPage(t *testing.T) {
 	if _, err := HeadlessPath(); err != nil {
 		t.Skip(err.Error())
 	}
-	before := launches()
+	before := connects(&shared)
 	for _, c := range []struct {
 		name, style, shot string
 		size, pixels      int
@@ -73,30 +73,33 @@ func TestRenderSharesOneBrowserAndShowsEachPage(t *testing.T) {
 			t.Errorf("%s: the DOM lacks %s:\n%s", c.name, id, dom)
 		}
 	}
-	if n := launches() - before; n > 1 || launches() == 0 {
-		t.Errorf("four pages took %d launches of the browser (%d in all), want one shared", n, launches())
+	if n := connects(&shared) - before; n > 1 || connects(&shared) == 0 {
+		t.Errorf("four pages took %d browsers (%d in all), want one shared", n, connects(&shared))
 	}
 	shared.mu.Lock()
-	tabs := len(idle)
+	tabs := len(shared.idle)
 	shared.mu.Unlock()
 	if tabs != 1 {
 		t.Errorf("%d idle tabs after four pages rendered one after another, want the one they shared", tabs)
 	}
 }
 
-// A shared browser that dies (a crash, the OOM killer) is started again
+// A binary's browser that dies (a crash, the OOM killer) is started again
 // for the next tab: one crash fails the test that saw it, not every test
-// of the package after it.
+// of the package after it. The test kills the browser: it uses one of its
+// own, never the run's shared one (EnvDir).
 func TestTabAfterTheBrowserDiedStartsAnother(t *testing.T) {
 	path, err := HeadlessPath()
 	if err != nil {
 		t.Skip(err.Error())
 	}
-	tab(t, path, time.Minute)
-	shared.mu.Lock()
-	bctx := shared.ctx
-	shared.mu.Unlock()
-	before := launches()
+	p := &pool{main: true}
+	defer p.close()
+	p.tab(t, path, time.Minute)
+	p.mu.Lock()
+	bctx := p.ctx
+	p.mu.Unlock()
+	before := p.started
 	if err := chromedp.FromContext(bctx).Browser.Process().Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -105,10 +108,10 @@ func TestTabAfterTheBrowserDiedStartsAnother(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the killed browser's context did not end")
 	}
-	if _, _, ok := Render(t, page(t, "after.html", ""), 200, 200, "svg"); !ok {
+	if _, _, ok := p.render(t, page(t, "after.html", ""), 200, 200, "svg"); !ok {
 		t.Fatal("Render: chromium not found")
 	}
-	if n := launches() - before; n != 1 {
+	if n := p.started - before; n != 1 {
 		t.Errorf("%d launches after the browser died, want 1", n)
 	}
 }
@@ -125,13 +128,13 @@ func TestTabNeedsMain(t *testing.T) {
 		shared.main = true
 		shared.mu.Unlock()
 	}()
-	if _, err := browser("/nonexistent/chromium"); err == nil || !strings.Contains(err.Error(), "browsertest.Main") {
+	if _, err := shared.browser("/nonexistent/chromium"); err == nil || !strings.Contains(err.Error(), "browsertest.Main") {
 		t.Errorf("browser without Main: %v, want an error naming browsertest.Main", err)
 	}
 }
 
-func launches() int {
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	return shared.started
+func connects(p *pool) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.connects
 }
