@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"net"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,13 +26,34 @@ import (
 // agent/fake_bfrt.py: its own unit tests, and the driver's client talking to
 // it over TCP.
 
+// python is the interpreter's own path (sys.executable), found once per
+// test binary: python3 on PATH may be a version manager's shim (pyenv's
+// is a shell script that runs pyenv: some 0.6 s of CPU before Python
+// starts), which every agent a test starts would pay again.
 func python(t *testing.T) string {
 	t.Helper()
+	pythonOnce.Do(func() { pythonPath, pythonSkip = findPython() })
+	if pythonSkip != "" {
+		t.Skip(pythonSkip)
+	}
+	return pythonPath
+}
+
+var (
+	pythonOnce             sync.Once
+	pythonPath, pythonSkip string
+)
+
+func findPython() (path, skip string) {
 	p, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("python3 is not on PATH: the switch agent's tests need it")
+		return "", "python3 is not on PATH: the switch agent's tests need it"
 	}
-	return p
+	out, err := exec.Command(p, "-c", "import sys; print(sys.executable)").Output()
+	if err != nil || strings.TrimSpace(string(out)) == "" {
+		return "", fmt.Sprintf("python3 (%s) does not run: %v", p, err)
+	}
+	return strings.TrimSpace(string(out)), ""
 }
 
 // pythonEnv keeps the interpreter from writing __pycache__ into the tree.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -43,19 +44,33 @@ type sde struct {
 }
 
 // realPython is the interpreter's own path (a shim on PATH may need an
-// environment the stand-ins do not keep).
+// environment the stand-ins do not keep), found once per test binary (a
+// shim, pyenv's, costs some 0.6 s of CPU a start).
 func realPython(t *testing.T) string {
 	t.Helper()
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 is not on PATH: the stand-in bf_switchd runs the agent with it")
+	realPythonOnce.Do(func() {
+		py, err := exec.LookPath("python3")
+		if err != nil {
+			realPythonSkip = "python3 is not on PATH: the stand-in bf_switchd runs the agent with it"
+			return
+		}
+		out, err := exec.Command(py, "-c", "import sys; print(sys.executable)").Output()
+		if err != nil {
+			realPythonSkip = fmt.Sprintf("python3 does not run: %v", err)
+			return
+		}
+		realPythonPath = strings.TrimSpace(string(out))
+	})
+	if realPythonSkip != "" {
+		t.Skip(realPythonSkip)
 	}
-	out, err := exec.Command(py, "-c", "import sys; print(sys.executable)").Output()
-	if err != nil {
-		t.Skipf("python3 does not run: %v", err)
-	}
-	return strings.TrimSpace(string(out))
+	return realPythonPath
 }
+
+var (
+	realPythonOnce                 sync.Once
+	realPythonPath, realPythonSkip string
+)
 
 // reservePort binds a socket to a port of 127.0.0.1 the kernel picks,
 // with opt (SO_REUSEADDR or SO_REUSEPORT) set, and holds it without
