@@ -57,9 +57,9 @@ func TestMain(m *testing.M) {
 
 // commandBinary gives the testbed command the tests run as a process: this
 // test binary itself (asCommandEnv, inherited by every process the tests
-// start), or, under the race detector, the command built into dir without
-// it, as a user runs it (a recipe run under the detector takes many times
-// the CPU; what is concurrent in the command is raced in-process).
+// start), or, under the race detector, the command built without it, as a
+// user runs it (a recipe run under the detector takes many times the CPU;
+// what is concurrent in the command is raced in-process).
 func commandBinary(dir string) (string, error) {
 	if !raceDetector {
 		if err := os.Setenv(asCommandEnv, "1"); err != nil {
@@ -67,12 +67,35 @@ func commandBinary(dir string) (string, error) {
 		}
 		return os.Executable()
 	}
+	if bin, err := cachedCommand(); err == nil {
+		return bin, nil
+	}
 	bin := filepath.Join(dir, "testbed")
 	out, err := exec.Command("go", "build", "-ldflags=-w", "-o", bin, ".").CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("build: %v\n%s", err, out)
 	}
 	return bin, nil
+}
+
+// cachedCommand is the command as go run links it, from the build cache:
+// go run keeps the executables it links there (go build -o links again
+// every time, 3-4 s of CPU), so the command is linked once for its
+// sources however often the tests run. go run -exec echo prints the
+// executable's path instead of running it; a path gone once go run has
+// ended was a fresh link, cached by it: the second go run finds it there.
+func cachedCommand() (string, error) {
+	for range 2 {
+		out, err := exec.Command("go", "run", "-ldflags=-w", "-exec", "echo", ".").Output()
+		if err != nil {
+			return "", err
+		}
+		bin := strings.TrimSpace(string(out))
+		if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() {
+			return bin, nil
+		}
+	}
+	return "", fmt.Errorf("go run left no executable in the build cache")
 }
 
 // testbedRun runs the CLI in-process.
