@@ -98,12 +98,40 @@ func (p *lgPair) attenuateTo(loss float64) {
 	p.t.Helper()
 	for db := 0.0; db < 30; db += 0.01 {
 		p.ch.SetAttenuation(db)
-		if physics.FrameLossProbability(p.fibre.Transceiver, p.fec, p.fibre.EyePowerDBmAt(0), 1024) >= loss {
+		if frameLoss1024(p.fibre.Transceiver, p.fec, p.fibre.EyePowerDBmAt(0)) >= loss {
 			return
 		}
 	}
 	p.t.Fatalf("no attenuation up to 30 dB gives a loss of %g", loss)
 }
+
+// frameLoss1024 is physics.FrameLossProbability of a 1024 B frame,
+// remembered by its arguments for the test binary: attenuateTo's scans
+// ask it at the same powers again and again (hundreds of steps a scan,
+// each a sum of log-gamma terms), and it is a function of its arguments
+// alone.
+func frameLoss1024(tr physics.Transceiver, fec physics.FEC, eyeDBm float64) float64 {
+	k := frameLossKey{tr, fec, eyeDBm}
+	frameLossMemo.Lock()
+	defer frameLossMemo.Unlock()
+	if v, ok := frameLossMemo.m[k]; ok {
+		return v
+	}
+	v := physics.FrameLossProbability(tr, fec, eyeDBm, 1024)
+	frameLossMemo.m[k] = v
+	return v
+}
+
+type frameLossKey struct {
+	tr     physics.Transceiver
+	fec    physics.FEC
+	eyeDBm float64
+}
+
+var frameLossMemo = struct {
+	sync.Mutex
+	m map[frameLossKey]float64
+}{m: map[frameLossKey]float64{}}
 
 // txQueueReading is one tm.queue read of the sender's Tx buffer queue.
 type txQueueReading struct{ at, usage, watermark int64 }
