@@ -47,7 +47,7 @@ func (m *Model) AddFlow(src, port, prio int, bytes int64, pktBytes int) (int, er
 	v := &m.voqs[src][vi]
 	for left := bytes; left > 0; left -= int64(pktBytes) {
 		b := min(left, int64(pktBytes))
-		v.pkts = append(v.pkts, int32(b))
+		v.pkts = append(roomFor(v.pkts, &v.pktsArr), int32(b))
 		v.bytes += b
 	}
 	m.S.BytesOffered += bytes
