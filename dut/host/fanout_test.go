@@ -12,7 +12,7 @@ import (
 )
 
 func TestFanOutOneHostFailing(t *testing.T) {
-	d := startSSHD(t)
+	d := sharedSSHD(t)
 	hosts := []*Host{d.open(t, "h1"), d.open(t, "h2"), d.open(t, "h3")}
 	ctx := testCtx(t)
 	outs := FanOut(ctx, hosts, 2, func(ctx context.Context, h *Host) (string, error) {

@@ -26,11 +26,12 @@ import (
 )
 
 func TestHostKeyMismatchRefused(t *testing.T) {
-	d := startSSHD(t)
+	d := sharedSSHD(t)
+	dir := t.TempDir()
 	// A known_hosts that names another key for this server.
-	other := filepath.Join(d.Dir, "other_key")
+	other := filepath.Join(dir, "other_key")
 	pub := sshdtest.WriteKey(t, other)
-	kh := filepath.Join(d.Dir, "known_hosts_other")
+	kh := filepath.Join(dir, "known_hosts_other")
 	if err := os.WriteFile(kh, []byte(knownhosts.Line([]string{knownhosts.Normalize(d.HostPort)}, pub)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestHostKeyMismatchRefused(t *testing.T) {
 		t.Errorf("error %q does not name the host", err)
 	}
 	// A server known_hosts does not list at all is refused too.
-	empty := filepath.Join(d.Dir, "known_hosts_empty")
+	empty := filepath.Join(dir, "known_hosts_empty")
 	os.WriteFile(empty, nil, 0o600)
 	o.SSH.KnownHosts = empty
 	if _, err := Open(testCtx(t), d.Addr, o); !errors.As(err, &ke) || len(ke.Want) != 0 {
@@ -59,7 +60,7 @@ func TestHostKeyMismatchRefused(t *testing.T) {
 }
 
 func TestRunOutputStatusAndStderr(t *testing.T) {
-	d := startSSHD(t)
+	d := sharedSSHD(t)
 	h := d.open(t, "h1")
 	ctx := testCtx(t)
 
@@ -91,7 +92,7 @@ func TestRunOutputStatusAndStderr(t *testing.T) {
 }
 
 func TestRunDeadline(t *testing.T) {
-	d := startSSHD(t)
+	d := sharedSSHD(t)
 	h := d.open(t, "h1")
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -141,9 +142,13 @@ func sleeping(arg string) bool {
 func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 
 func TestUploadChecksummed(t *testing.T) {
-	d := startSSHD(t)
+	d := sharedSSHD(t)
 	h := d.open(t, "h1")
 	ctx := testCtx(t)
+	dir := t.TempDir()
+	// A directory of this test's own in the server's home.
+	mine := filepath.Base(filepath.Dir(dir))
+	t.Cleanup(func() { os.RemoveAll(filepath.Join(d.Home, mine)) })
 	// 1 MiB and a few bytes: 32 of the SSH server's packets, 16 pipe
 	// buffers to the host's cat, an odd tail. (3 MiB, beyond the
 	// server's 2 MiB window, cost its sshd a second of CPU reallocating
@@ -153,7 +158,7 @@ func TestUploadChecksummed(t *testing.T) {
 	rand.Read(data)
 	sum := sha256.Sum256(data)
 
-	got, err := h.Upload(ctx, "~/up/a b/data.bin", data, 0o640)
+	got, err := h.Upload(ctx, "~/"+mine+"/up/a b/data.bin", data, 0o640)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +166,7 @@ func TestUploadChecksummed(t *testing.T) {
 		t.Fatalf("sha256 %s, want %x", got, sum)
 	}
 	// The host is this machine: look at the file itself.
-	p := filepath.Join(d.Home, "up", "a b", "data.bin")
+	p := filepath.Join(d.Home, mine, "up", "a b", "data.bin")
 	onDisk, err := os.ReadFile(p)
 	if err != nil || sha256.Sum256(onDisk) != sum {
 		t.Fatalf("file on the host: %v (%d bytes)", err, len(onDisk))
@@ -175,7 +180,7 @@ func TestUploadChecksummed(t *testing.T) {
 	}
 
 	// Overwrite an existing file at an absolute path, with another mode.
-	abs := filepath.Join(d.Dir, "abs", "f.txt")
+	abs := filepath.Join(dir, "abs", "f.txt")
 	if _, err := h.Upload(ctx, abs, []byte("one"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -472,7 +477,7 @@ func TestAgentThatExitsIsReported(t *testing.T) {
 }
 
 func TestIdentity(t *testing.T) {
-	d := startSSHD(t)
+	d := sharedSSHD(t)
 	h := d.open(t, "h1")
 	id, err := h.Identity(testCtx(t))
 	if err != nil {

@@ -73,8 +73,8 @@ func readState(t *testing.T, p string) string {
 }
 
 func TestSettingsWithStandIns(t *testing.T) {
-	d := startSSHD(t)
-	sysctl, ip, state := writeStandIns(t, d.Dir)
+	d := sharedSSHD(t)
+	sysctl, ip, state := writeStandIns(t, t.TempDir())
 	h := d.open(t, "h1", func(o *Options) { o.Sysctl, o.IP = sysctl, ip })
 	ctx := testCtx(t)
 	cc := filepath.Join(state, "net.ipv4.tcp_congestion_control")
@@ -242,8 +242,8 @@ func netns(t *testing.T, dir string) (sysctl, ip string) {
 }
 
 func TestSettingsWithRealToolsInNetns(t *testing.T) {
-	d := startSSHD(t)
-	sysctl, ip := netns(t, d.Dir)
+	d := sharedSSHD(t)
+	sysctl, ip := netns(t, t.TempDir())
 	h := d.open(t, "h1", func(o *Options) { o.Sysctl, o.IP = sysctl, ip })
 	ctx := testCtx(t)
 	hostCC, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_congestion_control")

@@ -3,6 +3,7 @@ package host
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/user"
 	"strings"
 	"sync"
@@ -23,10 +24,37 @@ import (
 type testSSHD struct{ *sshdtest.Server }
 
 // startSSHD starts an OpenSSH server for one test and stops it at cleanup;
-// the test skips, saying why, when sshd is missing.
+// the test skips, saying why, when sshd is missing. A test that installs
+// or starts the agent at its default place in the home directory, or
+// stops the server, has a server of its own.
 func startSSHD(t *testing.T) *testSSHD {
 	t.Helper()
 	return &testSSHD{sshdtest.Start(t, sshdtest.Options{})}
+}
+
+// sharedSSHD is one server for the tests of this binary that need none of
+// their own: they keep their files in directories of their own (never the
+// agent's default places in the home directory), each opens its own
+// connections, and none stops the server. A server start is some 0.1 s of
+// CPU (sshd, its watchdog, the keys); TestMain stops it after the tests.
+func sharedSSHD(t *testing.T) *testSSHD {
+	t.Helper()
+	s, skip, err := shared.Server()
+	if skip != "" {
+		t.Skip(skip)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testSSHD{s}
+}
+
+var shared sshdtest.Shared
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	shared.Close()
+	os.Exit(code)
 }
 
 type syncBuffer struct {
@@ -87,7 +115,7 @@ func testCtx(t *testing.T) context.Context {
 }
 
 func TestSSHDHarness(t *testing.T) {
-	d := startSSHD(t)
+	d := sharedSSHD(t)
 	h := d.open(t, "h1")
 	r, err := h.Run(testCtx(t), `echo "$HOME"; id -un`)
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"testing"
 )
 
 // watchdog runs as sh -c's script. It starts a watcher in the background,
@@ -36,15 +35,23 @@ exec "$@" 3<&-`
 // once its test binary is gone (50 waits of 0.1 s in watchdog).
 const GraceSeconds = 5
 
+// Scope is what a command is started for: a test (testing.TB), or
+// something a whole test binary holds (sshdtest.Shared) whose Cleanup
+// runs when the package's TestMain ends it.
+type Scope interface {
+	Helper()
+	Cleanup(func())
+}
+
 // Start starts cmd in a process group of its own, tied to this process:
-// when this process ends, however it ends, or when the test ends (after
-// the cleanups the caller registers later, which run first), the group
+// when this process ends, however it ends, or when t's cleanups run (the
+// test's end; after the cleanups the caller registers later), the group
 // gets SIGTERM, and SIGKILL once the command is gone or GraceSeconds have
 // passed. cmd.Process is the command itself (its pid and signals are the
 // caller's to use, and its Wait the caller's to call). Processes that
 // leave the group (setsid, setpgid) are not reached. cmd must not have
 // ExtraFiles (fd 3 is the tie).
-func Start(t testing.TB, cmd *exec.Cmd) error {
+func Start(t Scope, cmd *exec.Cmd) error {
 	t.Helper()
 	if cmd.Err != nil {
 		return cmd.Err

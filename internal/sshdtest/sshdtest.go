@@ -115,9 +115,9 @@ except (KeyError, OSError, ValueError):
 `
 }
 
-func WriteKey(t *testing.T, path string) ssh.PublicKey { return writeKey(t, path) }
+func WriteKey(t TB, path string) ssh.PublicKey { return writeKey(t, path) }
 
-func writeKey(t *testing.T, path string) ssh.PublicKey {
+func writeKey(t TB, path string) ssh.PublicKey {
 	t.Helper()
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -137,11 +137,26 @@ func writeKey(t *testing.T, path string) ssh.PublicKey {
 	return sp
 }
 
+// TB is what Start needs of its caller: a *testing.T, whose test the
+// server lives for, or a *Shared, for a server a whole test binary shares.
+type TB interface {
+	Helper()
+	Cleanup(func())
+	TempDir() string
+	Failed() bool
+	Logf(format string, args ...any)
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Skipf(format string, args ...any)
+}
+
+var _ TB = (*testing.T)(nil)
+
 // Start starts a server for one test and stops it at cleanup; it ends
 // with the test binary too, however the binary ends (internal/proctest:
 // a -timeout runs no cleanup). The sessions' processes that leave its
 // process group are the caller's. It skips the test when sshd is missing.
-func Start(t *testing.T, o Options) *Server {
+func Start(t TB, o Options) *Server {
 	t.Helper()
 	bin, err := Path()
 	if err != nil {
@@ -248,7 +263,7 @@ LogLevel ERROR
 	return s
 }
 
-func freePort(t *testing.T) int {
+func freePort(t TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -259,7 +274,7 @@ func freePort(t *testing.T) int {
 }
 
 // FreePort is a port on 127.0.0.1 nothing listens on now.
-func FreePort(t *testing.T) int { return freePort(t) }
+func FreePort(t TB) int { return freePort(t) }
 
 // waitListening asks until addr accepts, the server exits, or 15 s pass.
 func waitListening(addr string, exited <-chan error) error {
