@@ -39,6 +39,13 @@ func python(t *testing.T) string {
 	return pythonPath
 }
 
+// Python is python for the package's external tests (the stand-in
+// bf_switchd's interpreter), which so find it once with these.
+func Python(t *testing.T) string {
+	t.Helper()
+	return python(t)
+}
+
 var (
 	pythonOnce             sync.Once
 	pythonPath, pythonSkip string

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -44,33 +43,12 @@ type sde struct {
 }
 
 // realPython is the interpreter's own path (a shim on PATH may need an
-// environment the stand-ins do not keep), found once per test binary (a
-// shim, pyenv's, costs some 0.6 s of CPU a start).
+// environment the stand-ins do not keep): the one the agent's tests start,
+// found once per test binary (tofino.Python).
 func realPython(t *testing.T) string {
 	t.Helper()
-	realPythonOnce.Do(func() {
-		py, err := exec.LookPath("python3")
-		if err != nil {
-			realPythonSkip = "python3 is not on PATH: the stand-in bf_switchd runs the agent with it"
-			return
-		}
-		out, err := exec.Command(py, "-c", "import sys; print(sys.executable)").Output()
-		if err != nil {
-			realPythonSkip = fmt.Sprintf("python3 does not run: %v", err)
-			return
-		}
-		realPythonPath = strings.TrimSpace(string(out))
-	})
-	if realPythonSkip != "" {
-		t.Skip(realPythonSkip)
-	}
-	return realPythonPath
+	return tofino.Python(t)
 }
-
-var (
-	realPythonOnce                 sync.Once
-	realPythonPath, realPythonSkip string
-)
 
 // reservePort binds a socket to a port of 127.0.0.1 the kernel picks,
 // with opt (SO_REUSEADDR or SO_REUSEPORT) set, and holds it without
