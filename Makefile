@@ -135,16 +135,17 @@ alt = ^($(subst $(space),|,$(strip $(1))))$$
 RACE_FIRST := ./simlab ./dut/tofino
 RACE_P ?= 4
 
-# Every go test below: -count=1 (never a cached result); -ldflags=-w
-# links the test binaries without DWARF, which only a debugger reads
-# (stack traces and the race detector's reports come from the symbol
-# table and stay whole): linking was a third of make test's CPU, the
-# race half's 60 test binaries 91 s of CPU before a test ran, 65 s
-# without DWARF, the plain ones' 78 s, 58 s; -vet=off because make test
-# has run the whole of go vet ./... first, a superset of the checks go
-# test runs on each package (5-10 s of CPU again). Run a part alone
-# (make test-race) after make vet.
-TESTFLAGS := -count=1 -vet=off -ldflags=-w
+# Every go test below: -count=1 (never a cached result); -ldflags='-s -w'
+# links the test binaries without DWARF and the symbol table, as go test
+# does by default for a binary it does not keep (make test keeps them:
+# TESTBIN below): only a debugger reads them; stack traces, profiles and
+# the race detector's reports come from the runtime's own tables. Without
+# DWARF, the race half's 60 test binaries took 65 s of CPU to link
+# instead of 91 s, the plain ones' 58 s instead of 78 s. -vet=off because
+# make test has run the whole of go vet ./... first, a superset of the
+# checks go test runs on each package (5-10 s of CPU again). Run a part
+# alone (make test-race) after make vet.
+TESTFLAGS := -count=1 -vet=off '-ldflags=-s -w'
 
 # A test binary built with -race sleeps a second before it exits (the
 # detector's atexit_sleep_ms, 1000 by default, time for goroutines still
@@ -155,19 +156,33 @@ TESTFLAGS := -count=1 -vet=off -ldflags=-w
 # binary's last test can end before it reports.
 RACEENV := GORACE=atexit_sleep_ms=0
 
+# make test keeps its test binaries (scripts/gotest: go test -o, one
+# directory for each go test below): go links a binary again only when it
+# would differ, found by the build ID with which go build and go install
+# find a command up to date. Every test still runs every time (-count=1);
+# what is saved is linking a binary again that nothing it holds has
+# changed: make test's go tests with every test left out (-run=^NONE$,
+# so only building and starting the binaries) took 175-197 s of CPU with
+# every binary linked and 25-29 s with none to link (at load 14-27), and
+# make test alone takes about as long as its CPU on two cores. After a
+# change, what links the changed packages is linked again (almost every
+# binary, for transport). About 1.5 GB; make clean removes it.
+TESTBIN ?= $(CURDIR)/.testbin
+GOTEST = GO=$(GO) scripts/gotest
+
 test: fmt-check vet models-single-goroutine test-lists
 	@$(MAKE) --no-print-directory -j3 -Oline test-race test-plain test-plain-lab
 
 test-race:
-	$(RACEENV) $(GO) test -race $(TESTFLAGS) -timeout 8m -run '$(RACE_RUN)' -skip '$(call alt,$(LONG_RACE))' $(NORACE_RACE)
-	$(RACEENV) $(GO) test -race $(TESTFLAGS) -p $(RACE_P) -timeout 8m -skip '$(call alt,$(PLAIN_TESTS))' $(RACE_FIRST) $$($(GO) list ./... | grep -v -F -x $(foreach m,$(RACE_FIRST) $(MODELS) $(PURE) $(NORACE),-e testbed/$(patsubst ./%,%,$(m))))
+	$(RACEENV) $(GOTEST) $(TESTBIN)/race1 -race $(TESTFLAGS) -timeout 8m -run '$(RACE_RUN)' -skip '$(call alt,$(LONG_RACE))' -- $(NORACE_RACE)
+	$(RACEENV) $(GOTEST) $(TESTBIN)/race2 -race $(TESTFLAGS) -p $(RACE_P) -timeout 8m -skip '$(call alt,$(PLAIN_TESTS))' -- $(RACE_FIRST) $$($(GO) list ./... | grep -v -F -x $(foreach m,$(RACE_FIRST) $(MODELS) $(PURE) $(NORACE),-e testbed/$(patsubst ./%,%,$(m))))
 
 test-plain:
-	$(GO) test $(TESTFLAGS) -timeout 8m -skip '$(RACE_RUN)' $(NORACE) $(MODELS) $(PURE)
-	$(GO) test $(TESTFLAGS) -timeout 8m -run 'Spec' ./instruments/trafficgen
+	$(GOTEST) $(TESTBIN)/plain $(TESTFLAGS) -timeout 8m -skip '$(RACE_RUN)' -- $(NORACE) $(MODELS) $(PURE)
+	$(GOTEST) $(TESTBIN)/spec $(TESTFLAGS) -timeout 8m -run 'Spec' -- ./instruments/trafficgen
 
 test-plain-lab:
-	$(GO) test $(TESTFLAGS) -timeout 8m -run '$(call alt,$(SLOW_UNDER_RACE) $(PLAIN_TESTS))' $(PLAIN_PKGS)
+	$(GOTEST) $(TESTBIN)/lab $(TESTFLAGS) -timeout 8m -run '$(call alt,$(SLOW_UNDER_RACE) $(PLAIN_TESTS))' -- $(PLAIN_PKGS)
 
 # The long end-to-end tests, not part of make test; CI runs them after it.
 # LONG: whole recipes on the twelve-switch Stardust bench (25-50 s each),
@@ -293,4 +308,4 @@ lint-openapi:
 	fi
 
 clean:
-	rm -rf bin
+	rm -rf bin .testbin
