@@ -22,9 +22,12 @@ func TestMordiaBoundsAReply(t *testing.T) {
 		w.Write([]byte(`{"vendor":"UC San Diego","model":"` + strings.Repeat("x", 2*limit) + `"}`))
 	}))
 	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	// The Timeout only guards against a hang: the bound is in bytes. At
+	// 5 s, a loaded machine (load 30) missed it reading the first MiB
+	// under the race detector.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	m, err := ocs.OpenMordia(ctx, srv.URL, ocs.Options{Name: "ocs9", Timeout: 5 * time.Second, MaxReply: limit})
+	m, err := ocs.OpenMordia(ctx, srv.URL, ocs.Options{Name: "ocs9", Timeout: 30 * time.Second, MaxReply: limit})
 	if err == nil {
 		m.Close()
 		t.Fatal("a 2 MiB identity read whole over a 1 MiB bound")
