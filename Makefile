@@ -170,8 +170,14 @@ RACEENV := GORACE=atexit_sleep_ms=0
 TESTBIN ?= $(CURDIR)/.testbin
 GOTEST = GO=$(GO) scripts/gotest
 
+# The test binaries of the run share one headless browser for the reports
+# they render (internal/browsertest: TESTBED_TEST_BROWSER_DIR), stopped
+# after the tests, passed or not; a run killed outright leaves it to end
+# itself 30 s after its last user (CONTRIBUTING.md).
 test: fmt-check vet models-single-goroutine test-lists
-	@$(MAKE) --no-print-directory -j3 -Oline test-race test-plain test-plain-lab
+	@dir=$$(mktemp -d "$${TMPDIR:-/tmp}/testbed-browser.XXXXXX") || exit 1; \
+	TESTBED_TEST_BROWSER_DIR=$$dir $(MAKE) --no-print-directory -j3 -Oline test-race test-plain test-plain-lab; \
+	code=$$?; sh internal/browsertest/browser.sh stop "$$dir"; exit $$code
 
 test-race:
 	$(RACEENV) $(GOTEST) $(TESTBIN)/race1 -race $(TESTFLAGS) -timeout 8m -run '$(RACE_RUN)' -skip '$(call alt,$(LONG_RACE))' -- $(NORACE_RACE)
