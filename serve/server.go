@@ -253,6 +253,14 @@ type RunDetail struct {
 
 func (s *Server) runDetail(ctx context.Context, id string) (RunDetail, error) {
 	run, err := s.ix.Run(ctx, id)
+	if errors.Is(err, ErrNoRun) {
+		// A run started since the index last looked (the lab page links a
+		// lease to its run at once): look again before saying there is
+		// none. Sync is a stat of the runs directory when nothing changed.
+		if _, serr := s.ix.Sync(ctx); serr == nil {
+			run, err = s.ix.Run(ctx, id)
+		}
+	}
 	if err != nil {
 		return RunDetail{}, err
 	}

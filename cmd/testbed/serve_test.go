@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -93,10 +94,23 @@ func TestServeShowsALiveRunAndItsLeaseInChromium(t *testing.T) {
 	}
 	t.Logf("lab page: voa1 held by run %s", holder)
 
-	// The lab page reads the leases as they are; the run's page needs the
-	// run indexed, which the server's next poll does: do it now.
-	if _, err := ix.Sync(ctx); err != nil {
-		t.Fatal(err)
+	// The lab page reads the leases as they are, and the run may hold its
+	// lease before its bundle is on disk: open the run's page once the
+	// bundle is there (a page asked for before is a 404, not live).
+	for {
+		if _, err := ix.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ix.Run(ctx, holder); err == nil {
+			break
+		} else if !errors.Is(err, serve.ErrNoRun) {
+			t.Fatal(err)
+		}
+		select {
+		case <-bctx.Done():
+			t.Fatalf("run %s held voa1 and never wrote its bundle: %v\n%s", holder, bctx.Err(), runLog())
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 	if err := chromedp.Do(runTab, chromedp.Navigate(base+"/runs/"+holder)); err != nil {
 		t.Fatal(err)
