@@ -30,7 +30,7 @@ docs:
 # channels or sync in them), so the detector has nothing to find; and the
 # OTG conformance tests, whose loading of the 1 MB OpenAPI document the
 # detector slows from 0.5 s to 13 s (otg_spec_test.go), run without it.
-MODELS := ./simlab/lgmodel ./simlab/fctmodel ./simlab/reactormodel ./simlab/physics ./internal/sched ./simlab/phy ./simlab/stardustmodel ./simlab/ecmpmodel ./simlab/internal/evheap ./simlab/tcpmodel ./simlab/scenario
+MODELS := ./simlab/lgmodel ./simlab/fctmodel ./simlab/reactormodel ./simlab/physics ./internal/sched ./simlab/phy ./simlab/stardustmodel ./simlab/ecmpmodel ./simlab/internal/evheap ./simlab/internal/fifo ./simlab/tcpmodel ./simlab/scenario
 
 # The same holds for the packages below, whose tests and every package of
 # ours those tests import run in one goroutine (checked with the models:

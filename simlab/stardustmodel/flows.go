@@ -1,6 +1,10 @@
 package stardustmodel
 
-import "fmt"
+import (
+	"fmt"
+
+	"testbed/simlab/internal/fifo"
+)
 
 // Flows: a given amount of data from one FA to one destination port,
 // offered at once (an incast reply, a permutation's long flow), beside or
@@ -47,7 +51,7 @@ func (m *Model) AddFlow(src, port, prio int, bytes int64, pktBytes int) (int, er
 	v := &m.voqs[src][vi]
 	for left := bytes; left > 0; left -= int64(pktBytes) {
 		b := min(left, int64(pktBytes))
-		v.pkts = append(roomFor(v.pkts, &v.pktsArr), int32(b))
+		v.pkts = append(fifo.RoomFor(v.pkts, &v.pktsArr, 16), int32(b))
 		v.bytes += b
 	}
 	m.S.BytesOffered += bytes

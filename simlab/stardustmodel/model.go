@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"testbed/simlab/internal/fifo"
 )
 
 // PackedCells is how many cells a burst of packets (their sizes in bytes)
@@ -40,7 +42,7 @@ type cell struct {
 
 type voq struct {
 	pkts     []int32 // sizes, FIFO
-	pktsArr  []int32 // the array pkts is the tail of (roomFor)
+	pktsArr  []int32 // the array pkts is the tail of (fifo.RoomFor)
 	bytes    int64
 	balance  int64 // credit bytes not yet spent; negative is surplus sent (§3.3)
 	inflight int   // credits granted and on their way
@@ -396,7 +398,7 @@ func (m *Model) arrive(fa int) {
 	}
 	vi := g*c.Priorities + p
 	v := &m.voqs[fa][vi]
-	v.pkts = append(roomFor(v.pkts, &v.pktsArr), int32(c.PacketBytes))
+	v.pkts = append(fifo.RoomFor(v.pkts, &v.pktsArr, 16), int32(c.PacketBytes))
 	v.bytes += int64(c.PacketBytes)
 	m.S.BytesOffered += int64(c.PacketBytes)
 	m.S.PrioOffered[p] += int64(c.PacketBytes)
@@ -445,21 +447,4 @@ func (m *Model) useCredit(fa, vi int) {
 		m.faq[fa] = append(m.faq[fa], cell{srcFA: int32(fa), dstFA: int32(dstFA), port: int32(g), prio: int8(prio), bytes: int32(b)})
 	}
 	m.request(fa, vi)
-}
-
-// roomFor gives a queue s whose front is cut by re-slicing (s = s[1:])
-// room for one more element at its end: where s is full, its elements
-// move back to the start of arr, the array s is the tail of, when that
-// leaves at least half of it free, else to a new array twice their
-// number. Growing by append instead allocated a new array each time a
-// VOQ's end reached its array's, and a VOQ emptied by its credits kept
-// none of its array (a tenth of the model's CPU in allocation).
-func roomFor[T any](s []T, arr *[]T) []T {
-	if len(s) < cap(s) {
-		return s
-	}
-	if cap(*arr) == 0 || cap(*arr) < 2*len(s) {
-		*arr = make([]T, 0, max(2*len(s), 16))
-	}
-	return (*arr)[:copy((*arr)[:len(s)], s)]
 }

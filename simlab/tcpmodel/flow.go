@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"testbed/simlab/internal/fifo"
 	"testbed/simlab/lgmodel"
 )
 
@@ -151,7 +152,7 @@ type flowSim struct {
 	offered   int64 // bytes offered to the link
 	leftBytes int64 // bytes delivered or lost by the link
 	acks      []ack
-	acksArr   []ack // the array acks is the tail of (roomFor)
+	acksArr   []ack // the array acks is the tail of (fifo.RoomFor)
 	nicFree   int64
 	inflight  int
 	// lostPending counts segments marked lost and not yet sent again.
@@ -366,7 +367,7 @@ func (f *flowSim) delivery(e *epoch, d lgmodel.Delivery) {
 	}
 	f.leftBytes += int64(o.bytes)
 	f.cur.GoodputBps += float64(f.c.MSS)
-	f.acks = append(roomFor(f.acks, &f.acksArr), ack{at: d.At + int64(f.c.AckDelay)*ps, seg: o.seg, ce: o.ce})
+	f.acks = append(fifo.RoomFor(f.acks, &f.acksArr, 64), ack{at: d.At + int64(f.c.AckDelay)*ps, seg: o.seg, ce: o.ce})
 }
 
 func (f *flowSim) onAck(a ack, now int64) {

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"testbed/simlab/internal/fifo"
 	"testbed/simlab/lgmodel"
 )
 
@@ -30,7 +31,7 @@ type epoch struct {
 	sim      *lgmodel.Sim
 	cfg      lgmodel.Config
 	out      []offer // the run's originals from sequence number base on
-	outArr   []offer // the array out is the tail of (see roomFor)
+	outArr   []offer // the array out is the tail of (fifo.RoomFor)
 	base     int64
 	maxDeliv int64
 }
@@ -53,26 +54,8 @@ func (e *epoch) add(seq int64, o offer) error {
 		return fmt.Errorf("tcpmodel: the link's run numbered an original %d, expected %d", seq, want)
 	}
 	o.ok = true
-	e.out = append(roomFor(e.out, &e.outArr), o)
+	e.out = append(fifo.RoomFor(e.out, &e.outArr, 64), o)
 	return nil
-}
-
-// roomFor gives a queue s whose front is cut by re-slicing (s = s[n:])
-// room for one more element at its end: where s is full, its elements
-// move back to the start of arr, the array s is the tail of, when that
-// leaves at least half of it free, else to a new array twice their
-// number. Growing by append instead allocated a new array every few
-// thousand elements of a 100G flow's acknowledgements and originals,
-// whose arrays' fronts were never used again (a tenth of the flow's CPU
-// in allocation and collection).
-func roomFor[T any](s []T, arr *[]T) []T {
-	if len(s) < cap(s) {
-		return s
-	}
-	if cap(*arr) == 0 || cap(*arr) < 2*len(s) {
-		*arr = make([]T, 0, max(2*len(s), 64))
-	}
-	return (*arr)[:copy((*arr)[:len(s)], s)]
 }
 
 // take removes and returns the original numbered seq, if outstanding.

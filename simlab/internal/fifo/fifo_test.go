@@ -1,4 +1,4 @@
-package stardustmodel
+package fifo
 
 import (
 	"math/rand/v2"
@@ -6,7 +6,7 @@ import (
 )
 
 // A queue whose front is cut by re-slicing and whose end grows through
-// roomFor keeps its elements in order, and once its array has room for
+// RoomFor keeps its elements in order, and once its array has room for
 // twice what it holds it allocates nothing more: the elements move back
 // to the array's start instead (an append would have allocated a new
 // array whenever the end reached the array's, the front's slots lost).
@@ -16,7 +16,7 @@ func TestRoomForReusesTheArrayAndKeepsTheOrder(t *testing.T) {
 	next, want := 0, 0
 	step := func() {
 		for range 1 + r.IntN(300) {
-			q = append(roomFor(q, &arr), next)
+			q = append(RoomFor(q, &arr, 16), next)
 			next++
 		}
 		for n := r.IntN(len(q) + 1); n > 0; n-- {
