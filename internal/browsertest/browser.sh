@@ -33,8 +33,19 @@ stop() {
 	[ -d "$1" ] || return 0
 	pid=$(sed -n 2p "$1/browser" 2>/dev/null)
 	case $pid in
-	'' | *[!0-9]*) ;;
+	'' | *[!0-9]* | 0 | 1) ;;
 	*)
+		# Only the browser DIR records (its profile under DIR), not a
+		# process group whose leader took the pid of one that died.
+		profile=$(sed -n 3p "$1/browser")
+		case $profile in
+		"$1"/profile-*) ;;
+		*) profile= ;;
+		esac
+		if [ -z "$profile" ] || ! tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -F -x -e "--user-data-dir=$profile"; then
+			rm -rf "$1"
+			return 0
+		fi
 		kill -TERM -"$pid" 2>/dev/null
 		n=0
 		while kill -0 -"$pid" 2>/dev/null && [ $n -lt 50 ]; do

@@ -199,8 +199,12 @@ func readRecord(dir string) (record, error) {
 		return record{}, fmt.Errorf("%s: %d lines, want 3", filepath.Join(dir, "browser"), len(lines))
 	}
 	pid, err := strconv.Atoi(lines[1])
-	if err != nil {
-		return record{}, fmt.Errorf("%s: %w", filepath.Join(dir, "browser"), err)
+	if err != nil || pid <= 1 {
+		return record{}, fmt.Errorf("%s: pid %q", filepath.Join(dir, "browser"), lines[1])
+	}
+	// The profile is one the binaries made under dir (end removes it).
+	if filepath.Dir(lines[2]) != filepath.Clean(dir) || !strings.HasPrefix(filepath.Base(lines[2]), "profile-") {
+		return record{}, fmt.Errorf("%s: profile %q is not one under %s", filepath.Join(dir, "browser"), lines[2], dir)
 	}
 	return record{url: lines[0], pid: pid, profile: lines[2]}, nil
 }

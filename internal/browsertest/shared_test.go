@@ -200,3 +200,43 @@ func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
 }
+
+// A record left by a browser that died names a pid the kernel may have
+// given since to another process group's leader: the stop ends only a
+// process running with the recorded profile, and a record whose profile
+// is not one under DIR is not read (end would remove it).
+func TestStopSparesAProcessThatIsNotTheRecordedBrowser(t *testing.T) {
+	dir := t.TempDir()
+	other := exec.Command("sleep", "60")
+	other.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- other.Wait() }()
+	defer other.Process.Kill() // ended with its test binary at the latest: Wait reaps it
+	rec := fmt.Sprintf("ws://127.0.0.1:1/devtools/browser/x\n%d\n%s/profile-1\n", other.Process.Pid, dir)
+	if err := os.WriteFile(filepath.Join(dir, "browser"), []byte(rec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("sh", "browser.sh", "stop", dir).CombinedOutput(); err != nil {
+		t.Fatalf("browser.sh stop: %v\n%s", err, out)
+	}
+	select {
+	case err := <-exited:
+		t.Fatalf("the stop ended a process that is not the recorded browser: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if exists(dir) {
+		t.Errorf("the stop left %s", dir)
+	}
+	for _, profile := range []string{"/tmp", dir + "/../profile-1", dir + "/x"} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, "browser"), []byte(fmt.Sprintf("ws://x\n%d\n%s\n", other.Process.Pid, profile)), 0o600)
+		if _, err := readRecord(dir); err == nil {
+			t.Errorf("a record with profile %s was read", profile)
+		}
+	}
+}
